@@ -1,0 +1,37 @@
+# bearing — `make help` lists the targets. `make report` and `make test` do all set-up.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.bearing-installed
+
+.DEFAULT_GOAL := help
+.PHONY: help report test lint bench lab clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bearing needs Python 3.11 or newer (found " + sys.version.split()[0] + "); set PYTHON=python3.11")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+report: $(STAMP) ## Build the capacity report from the bundled real data (prints its path)
+	$(BIN)/bearing report --demo
+
+test: $(STAMP) ## Lint, then run the whole test suite (notebooks included)
+	$(BIN)/ruff check bearing_lib tests bench
+	$(BIN)/python -m pytest
+
+lint: $(STAMP) ## ruff only
+	$(BIN)/ruff check bearing_lib tests bench
+
+bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, limits on 1M rows
+	$(BIN)/python bench/bench_load.py
+
+lab: $(STAMP) ## Open JupyterLab on the notebooks
+	$(BIN)/jupyter lab notebooks/
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache

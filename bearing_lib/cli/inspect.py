@@ -1,0 +1,76 @@
+"""``bearing inspect PATH``: what bearing sees in a file or folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bearing_lib.cli._common import bearing_errors
+from bearing_lib.loaders import detect, get_format
+from bearing_lib.loaders.source import Source
+
+
+def describe_dataset(ds) -> list[str]:
+    """Human lines: format, tool/version, rows, time span, fields present, findings."""
+    prov = ds.provenance
+    lines = [
+        f"format:   {prov.format} ({prov.tool}{', version ' + prov.tool_version if prov.tool_version else ''})",
+        f"kind:     {ds.kind}",
+        f"rows:     {ds.frame.height:,}",
+    ]
+    f = ds.frame
+    if ds.kind == "requests" and f.height:
+        lo, hi = f["start_s"].min(), f["start_s"].max()
+        end = f["end_s"].max()
+        if end is not None:
+            hi = max(hi, end)
+        span = f"{hi - lo:,.1f} s ({(hi - lo) / 60:,.1f} min)"
+        lines.append(f"span:     {span}, clock {prov.time_origin}, {prov.timezone}")
+        present = [c for c, o in prov.fields.items() if o != "absent"]
+        derived = [c for c, o in prov.fields.items() if o == "derived"]
+        absent = [c for c, o in prov.fields.items() if o == "absent"]
+        lines.append(f"fields:   {', '.join(present)}")
+        if derived:
+            lines.append(f"derived:  {', '.join(derived)}")
+        lines.append(f"absent:   {', '.join(absent) or '-'}")
+        if f["step"].is_not_null().any():
+            steps = f.group_by("run_id", "step", "offered_load", "offered_load_unit").len().sort("run_id", "step")
+            lines.append(f"steps:    {steps.height} (run, step, offered load, requests):")
+            for r in steps.iter_rows(named=True):
+                load = f"{r['offered_load']} {r['offered_load_unit']}"
+                lines.append(f"          {r['run_id']} #{r['step']}: {load}, {r['len']} requests")
+    elif ds.kind == "loadpoints":
+        lines.append(
+            "columns:  "
+            + ", ".join(c for c in f.columns if f[c].is_not_null().any())
+        )
+    elif ds.kind == "rates" and f.height:
+        lo = f["window_start_s"].min()
+        hi = (f["window_start_s"] + f["window_s"]).max()
+        lines.append(f"span:     {(hi - lo) / 86400:,.2f} days in {f['window_s'][0]:g} s windows")
+    if prov.findings:
+        lines.append("findings:")
+        lines.extend(f"  - {finding}" for finding in prov.findings)
+    else:
+        lines.append("findings: none")
+    lines.append(f"sha256:   {prov.sha256}")
+    return lines
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("inspect")
+    def inspect_cmd(
+        path: Path = typer.Argument(..., help="A trace or load-test file or folder (gzip is fine)."),
+        format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+    ) -> None:
+        """Print the detected format, row count, time span, fields present and validation findings."""
+        with bearing_errors():
+            source = Source(path)
+            spec = get_format(format) if format else detect(source)
+            ds = spec.load(source)
+            for line in describe_dataset(ds):
+                typer.echo(line)
+
+
+__all__ = ["describe_dataset", "register"]

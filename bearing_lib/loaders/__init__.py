@@ -1,0 +1,11 @@
+"""Loaders: every input format bearing reads, registered on import.
+
+Public entry points are :func:`load` (any kind) and :func:`load_trace` (per request).
+Each format lives in its own module and registers a
+:class:`~bearing_lib.loaders.registry.FormatSpec`; add a module import here to add one.
+"""
+
+from bearing_lib.loaders import azure  # noqa: F401  (registers)
+from bearing_lib.loaders.registry import detect, formats, get_format, load, load_trace
+
+__all__ = ["detect", "formats", "get_format", "load", "load_trace"]

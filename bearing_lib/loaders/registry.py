@@ -1,0 +1,140 @@
+"""The loader registry: which formats bearing reads, how it recognises them.
+
+Each format module registers a :class:`FormatSpec` with :func:`register`. :func:`load`
+asks every spec's ``sniff`` whether it recognises the input; exactly one must. When
+none or several do, :class:`FormatDetectionError` says what bearing saw and what each
+candidate needs, and ``format=`` picks one explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+import polars as pl
+
+from bearing_lib.errors import FormatDetectionError, InputError, ParameterError
+from bearing_lib.loaders.source import Source
+from bearing_lib.provenance import Provenance
+
+DatasetKind = Literal["requests", "loadpoints", "rates"]
+
+
+class Dataset(Protocol):
+    """What every loader returns: a frame of one canonical kind, and its provenance."""
+
+    kind: str
+    frame: pl.DataFrame
+    provenance: Provenance
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """One input format.
+
+    ``sniff(source)`` must be cheap (look at ``source.head`` / names) and must not
+    raise; ``load(source, **options)`` returns a :class:`Dataset`. ``needs`` is the
+    sentence shown when detection fails ("a CSV with columns TIMESTAMP, ContextTokens,
+    GeneratedTokens"). ``version(source)`` optionally names the tool version.
+    """
+
+    name: str
+    tool: str
+    kind: DatasetKind
+    needs: str
+    sniff: Callable[[Source], bool]
+    load: Callable[..., Dataset]
+    version: Callable[[Source], str | None] | None = None
+
+
+_REGISTRY: dict[str, FormatSpec] = {}
+
+
+def register(spec: FormatSpec) -> FormatSpec:
+    """Add a format; names are unique."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"format {spec.name!r} registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def formats() -> list[FormatSpec]:
+    """All registered formats, in registration order."""
+    _ensure_loaded()
+    return list(_REGISTRY.values())
+
+
+def get_format(name: str) -> FormatSpec:
+    """The format called ``name``; :class:`ParameterError` lists the known ones otherwise."""
+    _ensure_loaded()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ParameterError(
+            f"unknown format {name!r}; known formats: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def _ensure_loaded() -> None:
+    # Importing the package registers every built-in format.
+    import bearing_lib.loaders  # noqa: F401
+
+
+def _safe_sniff(spec: FormatSpec, source: Source) -> bool:
+    try:
+        return bool(spec.sniff(source))
+    except Exception:  # a sniffer that trips over an odd file simply does not match
+        return False
+
+
+def detect(path: str | Path | Source) -> FormatSpec:
+    """The one format that recognises ``path``.
+
+    Raises :class:`FormatDetectionError` when none or several do.
+    """
+    source = path if isinstance(path, Source) else Source(path)
+    matches = [spec for spec in formats() if _safe_sniff(spec, source)]
+    if len(matches) == 1:
+        return matches[0]
+    seen = source.describe()
+    if not matches:
+        lines = "\n".join(f"  - {s.name} ({s.tool}): {s.needs}" for s in formats())
+        raise FormatDetectionError(
+            f"no known format fits. Found {seen}. Each format needs:\n{lines}\n"
+            "Pass format=NAME (CLI: --format NAME) or use the generic loader with a column mapping.",
+            path=source.path,
+        )
+    lines = "\n".join(f"  - {s.name} ({s.tool}): {s.needs}" for s in matches)
+    raise FormatDetectionError(
+        f"several formats fit ({seen}):\n{lines}\nPass format=NAME to choose one.",
+        path=source.path,
+    )
+
+
+def load(path: str | Path, *, format: str | None = None, **options: object) -> Dataset:
+    """Load any supported input (file or folder; gzip transparent) into its canonical kind.
+
+    Returns a request trace, a load-point table or rate windows, each with provenance.
+    ``format`` skips detection; ``options`` go to the format's loader.
+    """
+    source = Source(path)
+    spec = get_format(format) if format else detect(source)
+    return spec.load(source, **options)
+
+
+def load_trace(path: str | Path, *, format: str | None = None, **options: object):
+    """Load a per-request input into a :class:`~bearing_lib.trace.RequestTrace`.
+
+    Detects the format like :func:`load`; raises :class:`InputError` when the input
+    holds aggregates (a load-point table or rate windows) rather than requests.
+    """
+    ds = load(path, format=format, **options)
+    if ds.kind != "requests":
+        raise InputError(
+            f"holds {ds.kind} ({ds.provenance.format}), not one row per request; "
+            "use bearing_lib.load() for aggregate inputs",
+            path=path,
+        )
+    return ds

@@ -1,0 +1,162 @@
+"""A file or folder to load, read lazily and transparently through gzip.
+
+Loaders and sniffers never open files themselves; they ask a :class:`Source`, which
+decompresses ``.gz`` inputs (by magic bytes, not by name), strips a UTF-8 BOM, keeps
+CRLF handling in one place, and caches what several sniffers look at (the head).
+Nothing here writes: inputs are opened read-only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from functools import cached_property
+from pathlib import Path
+
+from bearing_lib.errors import InputError
+from bearing_lib.provenance import sha256_of
+
+GZIP_MAGIC = b"\x1f\x8b"
+HEAD_BYTES = 64 * 1024
+
+
+class Source:
+    """A path to load (file or folder)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise InputError("no such file or folder", path=self.path)
+
+    def __repr__(self) -> str:
+        return f"Source({str(self.path)!r})"
+
+    @property
+    def name(self) -> str:
+        """File name without a trailing ``.gz``."""
+        n = self.path.name
+        return n[:-3] if n.endswith(".gz") else n
+
+    @property
+    def suffix(self) -> str:
+        """Lower-case suffix without ``.gz`` (``.csv``, ``.jsonl`` ...)."""
+        return Path(self.name).suffix.lower()
+
+    @property
+    def is_dir(self) -> bool:
+        return self.path.is_dir()
+
+    @cached_property
+    def is_gzip(self) -> bool:
+        if self.is_dir:
+            return False
+        with self.path.open("rb") as fh:
+            return fh.read(2) == GZIP_MAGIC
+
+    @cached_property
+    def sha256(self) -> str:
+        """sha256 of the raw bytes as stored (folders: see :func:`sha256_of`)."""
+        return sha256_of(self.path)
+
+    def open_binary(self) -> io.BufferedIOBase:
+        """Decompressed byte stream (read-only)."""
+        if self.is_dir:
+            raise InputError("expected a file, found a folder", path=self.path)
+        if self.is_gzip:
+            return gzip.open(self.path, "rb")  # type: ignore[return-value]
+        return self.path.open("rb")
+
+    def read_bytes(self) -> bytes:
+        """Whole decompressed content, BOM removed."""
+        with self.open_binary() as fh:
+            data = fh.read()
+        try:
+            return data.removeprefix(b"\xef\xbb\xbf")
+        except EOFError as exc:  # pragma: no cover - truncated gzip
+            raise InputError(f"truncated gzip stream: {exc}", path=self.path) from exc
+
+    def read_text(self) -> str:
+        """Whole decompressed content as text (UTF-8, BOM removed, CRLF kept)."""
+        try:
+            return self.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start}): {exc.reason}", path=self.path) from exc
+
+    @cached_property
+    def head(self) -> bytes:
+        """First 64 KiB of the decompressed content, BOM removed (empty for folders)."""
+        if self.is_dir:
+            return b""
+        try:
+            with self.open_binary() as fh:
+                data = fh.read(HEAD_BYTES)
+        except (OSError, EOFError):
+            return b""
+        return data.removeprefix(b"\xef\xbb\xbf")
+
+    @cached_property
+    def head_text(self) -> str:
+        return self.head.decode("utf-8", errors="replace")
+
+    @cached_property
+    def head_lines(self) -> list[str]:
+        """Complete lines of the head (the possibly cut last line dropped unless it is all)."""
+        text = self.head_text
+        lines = text.splitlines()
+        if len(self.head) == HEAD_BYTES and lines:
+            lines = lines[:-1]
+        return lines
+
+    @property
+    def first_line(self) -> str:
+        return self.head_lines[0] if self.head_lines else ""
+
+    @cached_property
+    def first_json_line(self) -> object | None:
+        """The first line parsed as JSON (lenient: ``Infinity``/``NaN`` allowed), or None."""
+        try:
+            return json.loads(self.first_line)
+        except (ValueError, IndexError):
+            return None
+
+    @cached_property
+    def json(self) -> object:
+        """Whole content parsed as JSON (lenient: ``Infinity``/``NaN`` allowed)."""
+        text = self.read_text()
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=self.path
+            ) from exc
+
+    def children(self, pattern: str = "*") -> list[Source]:
+        """Files directly inside a folder that match ``pattern``, sorted by name."""
+        if not self.is_dir:
+            return []
+        return [Source(p) for p in sorted(self.path.glob(pattern)) if p.is_file()]
+
+    def describe(self) -> str:
+        """What a human would want to see when detection fails."""
+        if self.is_dir:
+            names = sorted(p.name for p in self.path.iterdir())
+            more = f" … (+{len(names) - 12} more)" if len(names) > 12 else ""
+            return f"a folder holding {len(names)} entries: {', '.join(names[:12])}{more}"
+        if not self.head:
+            return "an empty file"
+        obj = self.first_json_line
+        if isinstance(obj, dict):
+            return f"JSON lines; the first object has keys {sorted(obj)[:20]}"
+        first = self.first_line
+        if first.lstrip().startswith(("{", "[")):
+            try:
+                whole = self.json
+            except InputError:
+                whole = None
+            if isinstance(whole, dict):
+                return f"a JSON object with keys {sorted(whole)[:20]}"
+            if isinstance(whole, list):
+                inner = sorted(whole[0])[:20] if whole and isinstance(whole[0], dict) else None
+                return f"a JSON array of {len(whole)} items" + (f"; the first has keys {inner}" if inner else "")
+        return f"text whose first line is {first[:200]!r}"

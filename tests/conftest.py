@@ -1,0 +1,49 @@
+"""Shared test fixtures.
+
+Real files that bearing may not redistribute are read in place from the folder named by
+``BEARING_SHARED_DATA`` (``.ci/run`` sets it). Tests that need them take the
+``shared_data`` fixture and carry the ``shared_data`` marker: they are skipped when the
+variable is unset (a user's clone) and FAIL when it is set and a file is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLED = ROOT / "data"
+ENV = "BEARING_SHARED_DATA"
+
+
+@pytest.fixture
+def bundled() -> Callable[[str], Path]:
+    """Path of a file bundled under ``data/`` (always present in a clone)."""
+
+    def _get(rel: str) -> Path:
+        p = BUNDLED / rel
+        assert p.exists(), f"bundled file missing from the repository: data/{rel}"
+        return p
+
+    return _get
+
+
+@pytest.fixture
+def shared_data(request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """Path of a file under $BEARING_SHARED_DATA; skip when unset, fail when missing."""
+    if request.node.get_closest_marker("shared_data") is None:
+        raise pytest.UsageError(f"{request.node.nodeid} uses shared_data without the shared_data marker")
+    base = os.environ.get(ENV)
+    if not base:
+        pytest.skip(f"{ENV} is not set: real files read in place are not available")
+
+    def _get(rel: str) -> Path:
+        p = Path(base) / rel
+        if not p.exists():
+            pytest.fail(f"{ENV}={base} is set but {rel} is missing there")
+        return p
+
+    return _get
