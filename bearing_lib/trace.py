@@ -12,7 +12,9 @@ column              dtype      meaning
 request_id          String     id from the source, or ``<row>`` when the source has none
 start_s             Float64    request start (send/arrival), UTC epoch seconds, or seconds
                                from the trace start when ``provenance.time_origin`` is
-                               ``relative``
+                               ``relative``; null for every row when the source keeps no
+                               per-request times (``time_origin`` ``none``: vLLM arrays,
+                               LLMPerf, SGLang details)
 end_s               Float64    request end (last byte / last token), same clock as start_s
 ttft_ms             Float64    time to first token, ms
 latency_ms          Float64    end-to-end latency, ms
@@ -80,12 +82,32 @@ NON_NEGATIVE: tuple[str, ...] = (
 )
 
 
+STEP_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "step": pl.Int64(),
+    "offered_load": pl.Float64(),
+    "offered_load_unit": pl.String(),
+    "duration_s": pl.Float64(),
+    "n_requests_reported": pl.Int64(),
+    "source_file": pl.String(),
+}
+"""Per-step facts a load-test tool reported beside its requests (``RequestTrace.steps``).
+
+``duration_s`` is the tool's own step duration: the only time base when requests carry
+no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``)."""
+
+
 @dataclass
 class RequestTrace:
-    """A canonical per-request table plus its provenance."""
+    """A canonical per-request table plus its provenance.
+
+    ``steps`` (optional, columns :data:`STEP_SCHEMA`) holds per-step facts reported by a
+    load-test tool, e.g. the step duration when requests have no timestamps.
+    """
 
     frame: pl.DataFrame
     provenance: Provenance
+    steps: pl.DataFrame | None = None
     kind: ClassVar[str] = "requests"
 
     def __len__(self) -> int:
@@ -125,8 +147,6 @@ def conform(frame: pl.DataFrame | pl.LazyFrame, *, path: str | None = None) -> p
     extra = [c for c in names if c not in REQUEST_SCHEMA]
     if extra:
         raise SchemaError(f"internal: loader produced non-canonical columns {extra}", path=path)
-    if "start_s" not in names:
-        raise SchemaError("no request start time (start_s) could be derived", path=path, field="start_s")
     exprs = []
     for col, dtype in REQUEST_SCHEMA.items():
         if col in names:
@@ -167,7 +187,10 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
                 field=field,
             )
 
-    _raise(pl.col("start_s").is_null(), "start_s", "missing request start time")
+    if provenance.time_origin == "none":
+        _raise(pl.col("start_s").is_not_null(), "start_s", "internal: time_origin 'none' but start times present")
+    else:
+        _raise(pl.col("start_s").is_null(), "start_s", "missing request start time")
     for col in NON_NEGATIVE:
         _raise(pl.col(col) < 0, col, "expected a non-negative number")
     _raise(pl.col("end_s") < pl.col("start_s"), "end_s", "request ends before it starts")
@@ -182,7 +205,7 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
         f"expected one of {', '.join(OFFERED_LOAD_UNITS)}",
     )
 
-    unsorted = frame.select((pl.col("start_s").diff() < 0).sum()).item()
+    unsorted = frame.select((pl.col("start_s").diff() < 0).sum()).item() if provenance.time_origin != "none" else 0
     if unsorted:
         frame = frame.sort("start_s", maintain_order=True)
         provenance.add(

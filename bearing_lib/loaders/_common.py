@@ -9,7 +9,7 @@ import polars as pl
 from bearing_lib.errors import BadValueError, InputError, SchemaError
 from bearing_lib.loaders.source import Source
 from bearing_lib.provenance import FieldOrigin, Provenance
-from bearing_lib.trace import REQUEST_SCHEMA, RequestTrace, conform, validate
+from bearing_lib.trace import REQUEST_SCHEMA, STEP_SCHEMA, RequestTrace, conform, validate
 
 
 def read_csv_checked(
@@ -99,11 +99,14 @@ def finish_trace(
     time_origin: str = "epoch",
     provenance: Provenance | None = None,
     options: Mapping[str, object] | None = None,
+    steps: pl.DataFrame | list[dict[str, object]] | None = None,
 ) -> RequestTrace:
     """Conform, validate and wrap a loader's frame as a :class:`RequestTrace`.
 
     Fields present in ``frame`` count as measured unless listed in ``derived``.
-    Pass ``provenance`` to keep findings recorded while reading.
+    Pass ``provenance`` to keep findings recorded while reading, ``steps`` for per-step
+    facts the tool reported (columns of :data:`~bearing_lib.trace.STEP_SCHEMA`;
+    missing ones become null).
     """
     df = conform(frame, path=str(source.path))
     prov = provenance or Provenance(source=str(source.path), format=format, tool=tool, sha256="")
@@ -124,4 +127,17 @@ def finish_trace(
             fields[col] = "derived" if col in derived else "measured"
     prov.fields = fields
     df = validate(df, prov)
-    return RequestTrace(frame=df, provenance=prov)
+    return RequestTrace(frame=df, provenance=prov, steps=conform_steps(steps) if steps is not None else None)
+
+
+def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame:
+    """A per-step frame with exactly the :data:`STEP_SCHEMA` columns, sorted by run and step."""
+    frame = pl.DataFrame(steps, infer_schema_length=None) if isinstance(steps, list) else steps
+    extra = [c for c in frame.columns if c not in STEP_SCHEMA]
+    if extra:
+        raise SchemaError(f"internal: non-canonical step columns {extra}")
+    exprs = [
+        (pl.col(c).cast(t, strict=True) if c in frame.columns else pl.lit(None, dtype=t)).alias(c)
+        for c, t in STEP_SCHEMA.items()
+    ]
+    return frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
