@@ -28,8 +28,9 @@ Rules (also in ``docs/limits.md``):
   half of the steady window, the medians of latency or of in-flight requests in 12
   equal-time bins rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen
   rise over that half ≥ 10 % of the median; for in-flight also ≥ 2 + 2·√median
-  requests); ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run. ``valid`` is true when no flag other than the informational ones
-  (``no_times``, ``no_ci``, ``steadiness_unknown``) is set.
+  requests); ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
+  ``valid`` is true when no flag other than the informational ones (``no_times``,
+  ``no_ci``, ``steadiness_unknown``) is set.
 """
 
 from __future__ import annotations
