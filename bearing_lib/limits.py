@@ -574,7 +574,8 @@ def _replicates(
             good_exprs.append(g.alias(f"_good_{i}"))
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
     frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
-        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")]).sort("run_id", "step", "start_s", maintain_order=True)
+        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
+    frame = frame.sort("run_id", "step", "start_s", maintain_order=True)
     wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
     for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
         win = wmap.get((run, step))
