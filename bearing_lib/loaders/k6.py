@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -45,6 +43,7 @@ from bearing_lib.loaders._loadtest import (
     cut_plateaus,
     finish_loadpoints,
     new_provenance,
+    rfc3339_to_epoch_s,
     stats_to_columns,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
@@ -114,28 +113,6 @@ def sniff_handle_summary(source: Source) -> bool:
 
 
 # --------------------------------------------------------------------------- per-sample NDJSON
-def _epoch_s(text: str, path: Path, line: int) -> float:
-    """RFC3339 with any offset (or Z), nanosecond fraction kept, → UTC epoch seconds."""
-    s = text.strip()
-    if s.endswith("Z"):
-        s = s[:-1] + "+00:00"
-    frac = 0.0
-    if "." in s:
-        head, rest = s.split(".", 1)
-        digits = ""
-        while rest and rest[0].isdigit():
-            digits, rest = digits + rest[0], rest[1:]
-        frac = float("0." + digits) if digits else 0.0
-        s = head + rest
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        raise BadValueError(f"expected an RFC3339 time, found {text!r}", path=path, row=line, field="time") from None
-    if dt.tzinfo is None:
-        raise BadValueError(f"time {text!r} has no UTC offset", path=path, row=line, field="time")
-    return dt.timestamp() + frac
-
-
 def _error_text(tags: dict) -> str:
     text = f"status {tags.get('status', '?')}"
     return text + (f", k6 error {tags['error_code']}" if tags.get("error_code") else "")
@@ -199,7 +176,7 @@ def load_ndjson(
             )
         t_text = str(data["time"])
         if metric == "vus":
-            vus_t.append(_epoch_s(t_text, source.path, ln))
+            vus_t.append(rfc3339_to_epoch_s(t_text, source.path, ln))
             vus_v.append(float(data["value"]))
             continue
         if metric not in HTTP_METRICS:
@@ -220,7 +197,7 @@ def load_ndjson(
                 row=first_line[key],
             )
         tags = tags_of[key]
-        end = _epoch_s(key[0], source.path, first_line[key])
+        end = rfc3339_to_epoch_s(key[0], source.path, first_line[key])
         for k in range(n):
             def val(m: str, k: int = k, by_metric: dict = by_metric) -> float | None:
                 xs = by_metric.get(m, [])
