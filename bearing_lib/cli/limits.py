@@ -29,9 +29,14 @@ def _table(result) -> None:
     for m in result.limits:
         q = m.q_ult
         ci = q["ci95"]
-        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", q["statement"], f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
+        short = {"above": "≥ ", "below": "< "}.get(str(q["censored"]), "") + _fmt(q["value"]) + f" {q['unit'] or ''}"
+        if q["censored"] == "not_monotone":
+            short += " (not monotone)"
+        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
                   f"[{_fmt(q['bracket'][0])}, {_fmt(q['bracket'][1])}]", m.binding or "–")
     console.print(t)
+    for m in result.limits:
+        console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult['statement']}")
     if result.blended:
         console.print(f"blended capacity: {result.blended['statement']}")
     for s in result.skipped:
