@@ -116,7 +116,8 @@ def test_generator_behind_and_too_short():
     n = a.size
     df = pl.DataFrame({
         "start_s": a, "latency_ms": np.full(n, 50.0), "status": "ok", "run_id": "r",
-        "step": np.r_[np.zeros(800, int), np.ones(80, int)], "offered_load": np.r_[np.full(800, 10.0), np.full(80, 4.0)],
+        "step": np.r_[np.zeros(800, int), np.ones(80, int)],
+        "offered_load": np.r_[np.full(800, 10.0), np.full(80, 4.0)],
         "offered_load_unit": "rps",
     })
     c = load_curve(make_trace(df))

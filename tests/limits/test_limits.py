@@ -24,7 +24,8 @@ def _table(p99s: list[float], loads: list[float] | None = None, n: int = 1000) -
     loads = loads or [float(i + 1) for i in range(len(p99s))]
     rows = [{"run_id": "t", "step": i, "offered_load": x, "offered_load_unit": "rps", "duration_s": 120.0,
              "n_requests": n, "n_ok": n, "n_errors": 0, "throughput_rps": x, "achieved_rate_rps": x,
-             "output_tokens_per_s": 100.0 * x, "ttft_ms_p99": p} for i, (x, p) in enumerate(zip(loads, p99s, strict=True))]
+             "output_tokens_per_s": 100.0 * x, "ttft_ms_p99": p}
+            for i, (x, p) in enumerate(zip(loads, p99s, strict=True))]
     return LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
 
 

@@ -108,7 +108,8 @@ def _frame():
 def test_evaluate_values_and_margins():
     sla = parse_sla(["p50(ttft) <= 200ms", "error_rate <= 20%", "goodput(ttft<=500ms, tpot<=50ms) >= 75%"])
     ev = sla.evaluate(_frame())
-    # p50 over the 9 ok ttfts = 100; error rate 1/10; goodput: ok and within bounds = 9 ok - 1 (ttft 600) - 1 (tpot 60) = 7
+    # p50 over the 9 ok ttfts = 100; error rate 1/10;
+    # goodput: ok and within bounds = 9 ok - 1 (ttft 600) - 1 (tpot 60) = 7 of 10
     assert ev["observed"].to_list() == pytest.approx([100.0, 0.1, 0.7])
     # margins: 1 - 100/200; 1 - 0.1/0.2; 1 - (1-0.7)/(1-0.75)
     assert ev["margin"].to_list() == pytest.approx([0.5, 0.5, 1 - 0.3 / 0.25])
