@@ -223,51 +223,73 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     )
 
 
+def _lookup(table: pl.DataFrame, column: str, keys: tuple[str, ...] = ("run_id", "step")) -> pl.Expr:
+    """Per-row value of ``table[column]`` for the row's run (and step) without a join.
+
+    A join of millions of requests with a few dozen step rows costs a hash of every
+    request; a ``when(run).then(step.replace_strict(...))`` chain over the few runs does not.
+    """
+    expr: pl.Expr = pl.lit(None, dtype=table.schema[column])
+    for (run,), part in table.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        if "step" in keys:
+            mapping = dict(zip(part["step"].to_list(), part[column].to_list(), strict=True))
+            val = pl.col("step").replace_strict(mapping, default=None, return_dtype=table.schema[column])
+        else:
+            val = pl.lit(part[column][0], dtype=table.schema[column])
+        expr = pl.when(pl.col("run_id") == run).then(val).otherwise(expr)
+    return expr
+
+
 def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Requests sent per steady window, and per trend bin of the window's last half: the median
     latency metric of successful requests (TTFT when the trace has it) and the mean number of
     requests in flight."""
     keys = ["run_id", "step"]
     metric = "ttft_ms" if has_ttft else "latency_ms"
-    w = base.lazy().select(keys + ["t_start_s", "t_end_s"])
+    j = lf.with_columns(_lookup(base, "t_start_s").alias("t_start_s"), _lookup(base, "t_end_s").alias("t_end_s"))
     mid = (pl.col("t_start_s") + pl.col("t_end_s")) / 2
     width = (pl.col("t_end_s") - mid) / TREND_BINS
-    j = lf.join(w, on=keys).filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
+    j = j.filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
     j = j.with_columns(
         pl.when(pl.col("start_s") >= mid)
         .then(((pl.col("start_s") - mid) / width).floor().clip(0, TREND_BINS - 1).cast(pl.Int32))
         .otherwise(-1).alias("_bin"),
     )
-    per_bin = j.group_by(keys + ["_bin"]).agg(
+    per_bin_q = j.group_by(keys + ["_bin"]).agg(
         pl.len().alias("n"),
         quantile_expr(pl.col(metric).filter(OK_EXPR), 0.5).alias("metric_median"),
-    ).collect()
+    )
+    runs, starts_q, ends_q = _grid_queries(lf, base)
+    per_bin, starts, ends = pl.collect_all([per_bin_q, starts_q, ends_q])
     sent = per_bin.group_by(keys).agg(pl.col("n").sum().alias("n_sent"))
     bins = per_bin.filter(pl.col("_bin") >= 0).with_columns(pl.lit(metric).alias("metric"))
-    inflight = _inflight_bins(lf, base)
+    inflight = _inflight_bins(runs, starts, ends, base)
     bins = bins.join(inflight, on=keys + ["_bin"], how="left")
     return sent, bins
 
 
-def _inflight_bins(lf: pl.LazyFrame, base: pl.DataFrame) -> pl.DataFrame:
+def _grid_queries(lf: pl.LazyFrame, base: pl.DataFrame) -> tuple[pl.DataFrame, pl.LazyFrame, pl.LazyFrame]:
+    """Per-run time grid (origin ``T0``, cell ``g`` = a quarter of the run's smallest trend bin) and
+    the queries counting request starts and ends per grid cell."""
+    runs = base.group_by("run_id").agg(
+        pl.col("_t0").min().alias("T0"),
+        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
+    ).sort("run_id")
+    t0, g = _lookup(runs, "T0", ("run_id",)), _lookup(runs, "g", ("run_id",))
+    end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s"))
+    starts = lf.group_by("run_id", ((pl.col("start_s") - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    ends = lf.group_by("run_id", ((end - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    return runs, starts, ends
+
+
+def _inflight_bins(runs: pl.DataFrame, starts: pl.DataFrame, ends: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
     """Mean requests in flight per trend bin, from start and end counts on a fine per-run time grid.
 
     In flight at time τ = #starts ≤ τ − #ends ≤ τ (end = ``end_s``, else start + latency;
     a request with neither never counts as in flight). Counts per grid cell come from two
-    group-bys, so no per-request array is materialised; the grid cell is a quarter of the
-    smallest trend bin of the run.
+    group-bys, so no per-request array is materialised.
     """
     out = []
-    runs = base.group_by("run_id").agg(
-        pl.col("_t0").min().alias("T0"),
-        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
-    )
-    grid = lf.join(runs.lazy(), on="run_id").with_columns(
-        pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s")).alias("_e")
-    )
-    cell = lambda c: ((pl.col(c) - pl.col("T0")) / pl.col("g")).floor().cast(pl.Int64)  # noqa: E731
-    starts = grid.group_by("run_id", cell("start_s").alias("k")).len().collect()
-    ends = grid.group_by("run_id", cell("_e").alias("k")).len().collect()
     for run, r in zip(runs["run_id"].to_list(), runs.iter_rows(named=True), strict=True):
         g = r["g"]
         if g is None or not g > 0:
@@ -397,10 +419,9 @@ def load_curve(
 def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
     """The requests inside each step's steady window (all requests when there are no times), with ``mix``."""
     lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
-    w = windows.lazy().select("run_id", "step", "t_start_s", "t_end_s", "has_times")
-    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
-        ~pl.col("has_times") | pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s"))
-    )
+    if windows["has_times"].any():
+        lo, hi = _lookup(windows, "t_start_s"), _lookup(windows, "t_end_s")
+        lf = lf.filter(pl.col("start_s").is_between(lo, hi).fill_null(False) | _lookup(windows, "has_times").not_())
     spec = mixes or MixSpec.single()
     return spec.assign(lf)
 
@@ -444,13 +465,22 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
         for name, q in qs.items():
             lo_r, hi_r = order_stat_ranks(n_m, q)
             supported = (hi_r <= n_m) & (lo_r >= 1)
+            h = np.maximum(n_m - 1, 0) * q
+            j = np.floor(h).astype(np.int64)
             g = g.with_columns(
                 pl.Series(f"_l_{m}_{name}", np.where(lo_r >= 1, lo_r - 1, -10**9)),
                 pl.Series(f"_u_{m}_{name}", np.where(supported, hi_r - 1, -10**9)),
                 pl.Series(f"_s_{m}_{name}", supported),
+                pl.Series(f"_j_{m}_{name}", j),
+                pl.Series(f"_j1_{m}_{name}", np.minimum(j + 1, np.maximum(n_m - 1, 0))),
+                pl.Series(f"_f_{m}_{name}", h - j),
             )
+            # the linear quantile (QUANTILE_METHOD) read off the sorted list: x[j] + (h - j)(x[j+1] - x[j]),
+            # h = (n - 1) q; the list is sorted anyway for the CI, so no second selection pass
+            xj = lst.list.get(pl.col(f"_j_{m}_{name}"), null_on_oob=True)
+            xj1 = lst.list.get(pl.col(f"_j1_{m}_{name}"), null_on_oob=True)
             exprs += [
-                pl.when(pl.col(f"_s_{m}_{name}")).then(lst.list.eval(quantile_expr(pl.element(), q)).list.first())
+                pl.when(pl.col(f"_s_{m}_{name}")).then(xj + pl.col(f"_f_{m}_{name}") * (xj1 - xj))
                 .alias(f"{m}_{name}"),
                 lst.list.get(pl.col(f"_l_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
                 lst.list.get(pl.col(f"_u_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),

@@ -47,6 +47,32 @@ def _synth(rows: int, steps: int, path: Path, seed: int) -> None:
     conform(df.with_columns(pl.lit("synthetic-model").alias("model"))).write_parquet(path)
 
 
+CURVE_COLUMNS = ["run_id", "step", "offered_load", "offered_load_unit", "start_s", "end_s", "status", "ttft_ms",
+                 "latency_ms", "tpot_ms", "itl_ms", "input_tokens", "output_tokens", "cached_tokens"]
+
+
+def _child_reference(path: str) -> dict:
+    """PERF-BASELINE task (c) in polars lazy (streaming), for a same-machine, same-moment ratio:
+    per step x mix (log2 input, log2 output, hit-ratio quarter): n, errors, rates, P50/P95/P99 of
+    e2e latency and TTFT over ok requests (linear)."""
+    import polars as pl
+
+    from bearing_lib.quantiles import quantile_expr
+
+    t0 = time.perf_counter()
+    ok = pl.col("status") == "ok"
+    lf = pl.scan_parquet(path).with_columns(
+        pl.col("input_tokens").log(2).floor().alias("bi"), pl.col("output_tokens").log(2).floor().alias("bo"),
+        (pl.col("cached_tokens") / pl.col("input_tokens") * 4).floor().alias("bc"))
+    dur = lf.group_by("step").agg((pl.col("start_s").max() - pl.col("start_s").min()).alias("d"))
+    out = lf.group_by("step", "bi", "bo", "bc").agg(
+        pl.len().alias("n"), (~ok).sum().alias("errors"),
+        *[quantile_expr(pl.col(m).filter(ok), q).alias(f"{m}{q}") for m in ("latency_ms", "ttft_ms")
+          for q in (0.5, 0.95, 0.99)],
+    ).join(dur, on="step").with_columns((pl.col("n") / pl.col("d")).alias("rps")).collect(engine="streaming")
+    return {"rows": None, "total_s": time.perf_counter() - t0, "groups": out.height}
+
+
 def _child_limits(path: str) -> dict:
     import polars as pl
 
@@ -74,10 +100,10 @@ def _child_aggregate(path: str) -> dict:
     from bearing_lib.curves import load_curve
     from bearing_lib.mixes import auto_mixes
     from bearing_lib.provenance import Provenance
-    from bearing_lib.trace import RequestTrace
+    from bearing_lib.trace import RequestTrace, conform
 
     t0 = time.perf_counter()
-    frame = pl.read_parquet(path)
+    frame = conform(pl.scan_parquet(path).select(CURVE_COLUMNS))  # what a loader would hand over, minus ids/text
     tr = RequestTrace(frame, Provenance(source=path, format="parquet", tool="bench", sha256="", time_origin="relative"))
     t1 = time.perf_counter()
     spec = auto_mixes(frame.select("input_tokens", "output_tokens", "cached_tokens"), min_share=0.1)
@@ -90,9 +116,9 @@ def _child_aggregate(path: str) -> dict:
 
 def _run_child(kind: str, path: Path) -> dict:
     code = (
-        "import json, resource, sys; sys.path.insert(0, %r); import bench.bench_limits as b; "
-        "r = b._child_%s(%r); r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024; "
-        "print(json.dumps(r))" % (str(ROOT), kind, str(path))
+        f"import json, resource, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
+        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+        " / 1024; print(json.dumps(r))"
     )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -117,12 +143,15 @@ def main() -> None:
         _synth(args.rows_agg, 20, p10, seed=2)
     lim = _run_child("limits", p1)
     agg = _run_child("aggregate", p10)
-    print(json.dumps({"limits": lim, "aggregate": agg}, indent=2))
+    ref = _run_child("reference", p10)
+    print(json.dumps({"limits": lim, "aggregate": agg, "reference_polars_lazy_task_c": ref}, indent=2))
     print(f"\nlimits   : {lim['rows']:,} rows, fit_limits {lim['fit_limits_s']:.2f} s (goal 30 s), "
           f"peak {lim['peak_rss_mib']:.0f} MiB")
     print(f"aggregate: {agg['rows']:,} rows, read {agg['read_s']:.2f} s + auto mixes {agg['auto_mixes_s']:.2f} s + "
           f"load_curve {agg['load_curve_s']:.2f} s = {agg['total_s']:.2f} s (goal 5 s), "
           f"peak {agg['peak_rss_mib']:.0f} MiB (goal 2560 MiB), {agg['groups']} step x mix groups")
+    print(f"reference: PERF-BASELINE task (c), polars lazy streaming from Parquet, same run: {ref['total_s']:.2f} s, "
+          f"peak {ref['peak_rss_mib']:.0f} MiB; bearing / reference = {agg['total_s'] / ref['total_s']:.2f}")
     _ = resource
 
 
