@@ -3,7 +3,7 @@
 Design of one stepped test (fixed here, used by ``tests/limits/test_oracle.py`` and by
 ``python -m tests.oracle.acceptance`` which prints the results table for docs/oracle.md):
 
-* ``N_STEPS = 10`` steps of ``STEP_S = 90`` s, one continuous run (the server state
+* ``N_STEPS = 10`` steps of ``STEP_S = 120`` s, one continuous run (the server state
   carries over between steps, as in a real stepped test), Poisson arrivals.
 * Offered rates ``truth x (0.4 ... 1.6, evenly spaced) + shift``, where the shift is
   drawn per seed uniformly within +-half a grid step (+-0.0667 x truth), so the truth
@@ -32,7 +32,7 @@ from tests.oracle.simulator import stepped_run
 
 TRUTH_PATH = Path(__file__).resolve().parent / "truth.json"
 N_STEPS = 10
-STEP_S = 90.0
+STEP_S = 120.0
 LOW, HIGH = 0.4, 1.6
 N_SEEDS = 20
 SEED_BASE = 5000
