@@ -148,7 +148,8 @@ def main() -> int:
         rows.append(summary_row(server, mix, t, scores))
         r = rows[-1]
         print(
-            f"| {r['combination']} | `{r['sla']}` | {t:.2f} | {r['n_within_10pct']}/{r['n']} | {r['n_covered']}/{r['n']} "
+            f"| {r['combination']} | `{r['sla']}` | {t:.2f} | {r['n_within_10pct']}/{r['n']} "
+            f"| {r['n_covered']}/{r['n']} "
             f"| {r['median_rel_error']:+.1%} | {r['worst_rel_error']:+.1%} | {r['median_ci_width_rel']:.1%} "
             f"| {r['n_censored']} | {r['n_not_steady_binding']} |",
             flush=True,
