@@ -26,8 +26,9 @@ mix, steps ordered by offered load:
   baseline) is redrawn from a normal on the log scale whose spread matches the step's
   order-statistic CI (``{m}_p99_ci95_lo/hi``), and the crossing is recomputed.
 * **segmented regression**: a broken-stick (hinge) model
-  ``log P99 = a + b x + c (x - x_b)+`` fitted by statsmodels OLS for every candidate
-  breakpoint ``x_b`` on a fine grid between the 2nd and the 2nd-to-last step; the
+  ``log P99 = a + b x + c (x - x_b)+`` fitted by OLS for every candidate breakpoint
+  ``x_b`` on a fine grid between the 2nd and the 2nd-to-last step (statsmodels fits the
+  chosen one); the
   breakpoint minimising the residual sum of squares is the estimate, and the 95% CI is
   the profile-likelihood set ``{x_b : n log(RSS(x_b)/RSS_min) <= 3.84}``.
 
@@ -325,9 +326,13 @@ def p_critical_breakpoint(
     xs = np.unique(x)
     grid = np.linspace(xs[1], xs[-2], n_grid)
     rss = np.empty(grid.size)
+    # The grid search uses numpy's least squares (the same OLS as statsmodels, without
+    # building 400 result objects: 4 ms instead of 0.1 s per curve); statsmodels fits the
+    # chosen model below and reports its R^2 and slope change.
     for k, xb in enumerate(grid):
         exog = np.column_stack([np.ones(n), x, np.clip(x - xb, 0.0, None)])
-        rss[k] = sm.OLS(y, exog).fit().ssr
+        beta, *_ = np.linalg.lstsq(exog, y, rcond=None)
+        rss[k] = float(np.sum((y - exog @ beta) ** 2))
     kmin = int(np.argmin(rss))
     rmin = max(rss[kmin], 1e-300)
     inside = grid[n * np.log(np.maximum(rss, 1e-300) / rmin) <= chi2.ppf(0.95, 1)]
