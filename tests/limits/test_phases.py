@@ -95,10 +95,11 @@ def _with_ci(c: pl.DataFrame, rel: float) -> pl.DataFrame:
 def test_p_critical_2x_interpolates_and_ci_covers():
     c = _with_ci(_curve([1, 2, 3, 4, 5, 6], [100, 102, 110, 150, 400, 900]), 0.05)
     r = p_critical_2x(c, n_boot=4000, seed=1)
-    # baseline 101, level 202: between (4, 150) and (5, 400): 4 + 52/250
-    assert r["value"] == pytest.approx(4.208)
+    # baseline 101, level 202: between (4, 150) and (5, 400), linear in log P99
+    expected = 4 + (math.log(202) - math.log(150)) / (math.log(400) - math.log(150))
+    assert r["value"] == pytest.approx(expected)
     lo, hi = r["ci95"]
-    assert 4.0 < lo < 4.208 < hi < 5.0
+    assert 4.0 < lo < expected < hi < 5.0
     # a narrower percentile CI gives a narrower P_critical CI
     r2 = p_critical_2x(_with_ci(c.drop("latency_ms_p99_ci95_lo", "latency_ms_p99_ci95_hi"), 0.01), seed=1)
     assert r2["ci95"][1] - r2["ci95"][0] < hi - lo
@@ -134,12 +135,38 @@ def test_p_critical_reports_both_and_trusts_2x():
     y = 100 * np.exp(0.8 * np.clip(x - 6.0, 0, None))
     c = _with_ci(_curve(x, y), 0.05)
     res = p_critical(c, seed=2)
-    # 2x level = 200 ms: log(2)/0.8 + 6 = 6.866 on the exponential branch, but linear
-    # interpolation between (6, 100) and (7, 222.55) gives 6 + 100/122.55
-    assert res.value == pytest.approx(6 + 100 / (100 * math.exp(0.8) - 100))
+    # 2x level = 200 ms: on the exponential branch log-linear interpolation is exact
+    assert res.value == pytest.approx(6 + math.log(2) / 0.8)
     assert res.method == "2x_baseline"
     assert res.alternatives["breakpoint"]["value"] == pytest.approx(6.0, abs=0.1)
     assert "breakpoint" in res.reason
     d = res.to_dict()
     assert set(d) >= {"value", "ci95", "method", "alternatives", "reason"}
     assert d["unit"] == "rps"
+
+
+def test_p_critical_on_simulated_mm1_steps_covers_closed_form():
+    """M/M/1 (mu = 10 rps), steps at 2..9 rps, 600 s each, through bearing's load curve.
+
+    P99 of the M/M/1 sojourn is ln(100) / (mu - lam). The baseline is the mean of the two
+    lowest steps' P99 (2 and 3 rps), so P99 = 2 x baseline at
+    lam* = mu - 1 / (2 * mean(1/8, 1/7)) = 6.267 rps. With the steps' requests the CI is a
+    time-block bootstrap; it must cover lam* in >= 17 of 20 seeds (binomial: a true 95%
+    interval does so with probability 0.98). SYNTHETIC traces (tests/limits/synth.py).
+    """
+    from bearing_lib.curves import load_curve
+    from tests.limits.synth import make_trace, mm1_frame
+
+    mu = 10.0
+    truth = mu - 1 / (2 * np.mean([1 / (mu - 2), 1 / (mu - 3)]))
+    hits, errors = 0, []
+    for seed in range(20):
+        trace = make_trace(mm1_frame([2.0, 3, 4, 5, 6, 7, 8, 9], mu_rps=mu, step_s=600.0, seed=seed))
+        curve = load_curve(trace)
+        res = p_critical(curve, seed=seed, n_boot=500, requests=trace.frame)
+        assert res.method == "2x_baseline" and res.censored == "none"
+        assert "time-block bootstrap" in res.reason
+        hits += res.ci95[0] <= truth <= res.ci95[1]
+        errors.append(res.value - truth)
+    assert hits >= 17
+    assert abs(float(np.median(errors))) < 0.3
