@@ -368,6 +368,30 @@ def _transient_not_steady(judged: list[dict]) -> None:
             j["status"] = "fail" if not all(j["_clause_ok"]) else "undetermined"
 
 
+def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
+                              level: float) -> None:
+    """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
+
+    The order-statistic bound assumes independent requests; near capacity latencies are
+    strongly autocorrelated, and the time-block bootstrap of the step sees more of that spread.
+    """
+    a = (1 - level) / 2
+    for j in judged:
+        if j["status"] != "pass":
+            continue
+        for c in sla.clauses:
+            rv = reps.get(j["row"]["step"], {}).get(c.text)
+            if rv is None or np.isnan(rv).all():
+                continue
+            lo = float(quantile(rv[~np.isnan(rv)], a))
+            if not c.passes(lo):
+                j["status"] = "undetermined"
+                j["close"] = True
+                j["reasons"].append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
+                                    "resamples: too close to call")
+                break
+
+
 def _mark_recovery_steps(judged: list[dict]) -> None:
     """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity."""
     failed = [(j["row"]["step"], j["x"]) for j in judged if j["status"] == "fail" and j["x"] is not None]
@@ -446,6 +470,8 @@ def _fit_group(
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     judged = _judge_steps(rows, sla, tables)
+    if reps is not None:
+        _close_calls_by_bootstrap(judged, sla, reps, level)
     _mark_recovery_steps(judged)
     units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
     unit = units.pop() if len(units) == 1 else None
@@ -502,8 +528,13 @@ def _fit_group(
             # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
             # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
             # always spans the bracket [last clean pass, first fail].
-            if ci[0] is not None and last_pass is not None:
-                ci[0] = min(ci[0], last_pass)
+            # One judged step of slack below the last clean pass: steps within a step spacing of the
+            # limit pass by luck about half the time (window_variability), so the last clean pass
+            # may already lie above the limit.
+            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+            floor = max(below) if below else last_pass
+            if ci[0] is not None and floor is not None:
+                ci[0] = min(ci[0], floor)
             if ci[1] is not None and first_fail is not None:
                 ci[1] = max(ci[1], first_fail)
         if not fails:
