@@ -32,7 +32,9 @@ def read_csv_checked(
     """
     if not source.head.strip():
         raise InputError("the file is empty", path=source.path)
-    data = source.read_bytes() if (source.is_gzip or source.head.startswith(b"\xef\xbb\xbf")) else source.path
+    with source.open_binary() as fh:
+        has_bom = fh.read(3) == b"\xef\xbb\xbf"  # Source.head has the BOM removed already
+    data = source.read_bytes() if (source.is_gzip or has_bom) else source.path
     if has_header and new_columns is None:
         fast = _read_csv_typed(data, columns, separator)
         if fast is not None:
