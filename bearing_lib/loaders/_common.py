@@ -245,7 +245,10 @@ def read_jsonl_checked(
         )
     if not good:
         raise InputError("no line holds a JSON object", path=source.path)
-    frame = pl.read_ndjson(b"\n".join(good), infer_schema_length=None)
+    try:
+        frame = pl.read_ndjson(b"\n".join(good), infer_schema_length=None)
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError) as exc:
+        raise InputError(f"JSON lines whose values do not share one type per key: {exc}", path=source.path) from exc
     return frame.with_columns(pl.Series("source_row", rows, dtype=pl.Int64))
 
 

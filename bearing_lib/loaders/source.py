@@ -169,6 +169,14 @@ class Source:
             return f"a folder holding {len(names)} entries: {', '.join(names[:12])}{more}"
         if not self.head:
             return "an empty file"
+        if self.is_parquet:
+            try:
+                import polars as pl
+
+                target = io.BytesIO(self.read_bytes()) if self.is_gzip else self.path
+                return f"a Parquet file with columns {list(pl.read_parquet_schema(target))[:30]}"
+            except Exception:  # noqa: BLE001 - a broken footer: say what we know
+                return "a Parquet file whose footer cannot be read"
         obj = self.first_json_line
         if isinstance(obj, dict):
             return f"JSON lines; the first object has keys {sorted(obj)[:20]}"
