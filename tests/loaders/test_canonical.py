@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from bearing_lib import load_trace
+from bearing_lib import BadValueError, ParameterError, SchemaError, load_trace
 from bearing_lib.loaders import detect
 from bearing_lib.loaders.canonical import write_trace
 
@@ -89,14 +89,14 @@ def test_canonical_jsonl_without_per_request_times(tmp_path):
 def test_canonical_rejects_non_canonical_columns(tmp_path):
     p = tmp_path / "t.parquet"
     pl.DataFrame({"start_s": [1.0], "latency": [2.0]}).write_parquet(p)
-    with pytest.raises(Exception, match=r"non-canonical column\(s\) \['latency'\]"):
+    with pytest.raises(SchemaError, match=r"non-canonical column\(s\) \['latency'\]"):
         load_trace(p, format="bearing-canonical")
 
 
 def test_canonical_parquet_with_text_numbers_names_the_row(tmp_path):
     p = tmp_path / "t.parquet"
     pl.DataFrame({"start_s": [1.7e9, 1.7e9 + 1], "input_tokens": ["12", "x"]}).write_parquet(p)
-    with pytest.raises(Exception, match=r"row 2, field 'input_tokens': expected a whole number, found 'x'"):
+    with pytest.raises(BadValueError, match=r"row 2, field 'input_tokens': expected a whole number, found 'x'"):
         load_trace(p)
 
 
@@ -104,6 +104,6 @@ def test_write_trace_refuses_to_overwrite_its_source(bundled, tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("start_s,input_tokens\n1700000000.0,5\n")
     before = p.read_bytes()
-    with pytest.raises(Exception, match="refusing to overwrite"):
+    with pytest.raises(ParameterError, match="refusing to overwrite"):
         write_trace(load_trace(p), p)
     assert p.read_bytes() == before

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from bearing_lib import FormatDetectionError, ParameterError, load_trace
+from bearing_lib import BadValueError, FormatDetectionError, ParameterError, SchemaError, load_trace
 from bearing_lib.loaders import detect
 
 T0 = datetime(2024, 5, 10, tzinfo=UTC).timestamp()
@@ -92,7 +92,7 @@ def test_generic_status_default_and_unmapped_error(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("t,code\n1,200\n2,500\n3,503\n")
     m = {"columns": {"start_s": "t", "status": "code"}, "status_map": {"200": "ok"}, "time_origin": "relative"}
-    with pytest.raises(Exception, match=r"row 3, field 'code': status value '500' is not mapped"):
+    with pytest.raises(BadValueError, match=r"row 3, field 'code': status value '500' is not mapped"):
         load_trace(p, format="generic", mapping=m)
     tr = load_trace(p, format="generic", mapping={**m, "status_default": "error"})
     assert tr.frame["status"].to_list() == ["ok", "error", "error"]
@@ -148,5 +148,5 @@ def test_generic_bad_mappings(tmp_path, mapping, message):
 def test_generic_missing_source_column_lists_columns(tmp_path):
     p = tmp_path / "t.csv"
     p.write_text("t,d\n1,2\n")
-    with pytest.raises(Exception, match=r"missing column\(s\) \['sent'\]; found columns \['t', 'd'\]"):
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['sent'\]; found columns \['t', 'd'\]"):
         load_trace(p, format="generic", mapping={"columns": {"start_s": "sent"}})
