@@ -39,7 +39,7 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import DEFAULT_MIN_PLATEAU_S, assign_steps, cut_plateaus, new_provenance
+from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, assign_steps, cut_plateaus, new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace

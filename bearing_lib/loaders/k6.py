@@ -37,7 +37,7 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import (
+from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
     assign_steps,
     cut_plateaus,

@@ -36,7 +36,7 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import (
+from bearing_lib.loaders._http_loadtest import (
     finish_loadpoints,
     new_provenance,
     parse_go_duration,

@@ -22,7 +22,7 @@ import pytest
 
 from bearing_lib import InputError, UnsupportedVersionError, load, load_trace
 from bearing_lib.loaders import detect
-from bearing_lib.loaders._loadtest import parse_go_duration
+from bearing_lib.loaders._http_loadtest import parse_go_duration
 
 FZ = "loadtests/vegeta/ferdinandzhong-tgi-trial"
 CONVERTED_7B = f"{FZ}/bloomz-7b/converted_to_vegeta_json"

@@ -1,4 +1,4 @@
-"""Helpers shared by the load-test tool loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
+"""Helpers shared by the HTTP and auxiliary load-test loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
 
 - :func:`finish_loadpoints`: conform a list of load-point rows and wrap them with provenance.
 - :func:`cut_plateaus`: cut a ramp (users, VUs, threads over time) into constant-level steps.
