@@ -109,6 +109,10 @@ def _read_csv_typed(data: bytes | Path, columns: Mapping[str, pl.DataType], sepa
         return None
     if any(typed.schema[c] != t for c, t in columns.items()):
         return None
+    stripped = {c: c.strip() for c in typed.columns}
+    if len(set(stripped.values())) != len(stripped):
+        return None
+    typed = typed.rename(stripped)  # same column names as the careful path
     return typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + 2).alias("source_row"))
 
 
