@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LATENCY_METRICS, LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
 from bearing_lib.provenance import FieldOrigin, Provenance
 
 SNIFF_MAX_BYTES = 32 * 1024 * 1024
@@ -248,12 +248,6 @@ def finish_loadpoints(
     return LoadPointTable(frame=frame, provenance=prov)
 
 
-def latency_columns(stats: Mapping[str, float | None], metric: str, *, scale: float = 1.0) -> dict[str, float | None]:
-    """``{<metric>_<stat>: value * scale}`` for the stats present (``scale`` converts s to ms)."""
-    assert metric in LATENCY_METRICS
-    return {f"{metric}_{k}": (None if v is None else float(v) * scale) for k, v in stats.items()}
-
-
 def relpath(path: Path, base: Path) -> str:
     """``path`` relative to ``base`` when inside it, else the full path (for ``source_file``)."""
     try:
@@ -261,28 +255,3 @@ def relpath(path: Path, base: Path) -> str:
         return rel.as_posix() if str(rel) != "." else path.name
     except ValueError:
         return str(path)
-
-
-def first_missing(obj: Mapping[str, object], keys: Iterable[str]) -> list[str]:
-    """The keys of ``keys`` that ``obj`` lacks."""
-    return [k for k in keys if k not in obj]
-
-
-def find_children(source: Source, predicate: Callable[[Source], bool], *, depth: int = 1) -> list[Source]:
-    """Files under a folder (down to ``depth`` levels) that satisfy ``predicate``, sorted by path."""
-    if not source.is_dir:
-        return []
-    found: list[Source] = []
-    pattern_parts = ["*"]
-    for _ in range(depth):
-        for p in sorted(source.path.glob("/".join(pattern_parts))):
-            if p.is_file():
-                child = Source(p)
-                try:
-                    ok = predicate(child)
-                except Exception:  # a sniff helper never raises
-                    ok = False
-                if ok:
-                    found.append(child)
-        pattern_parts.append("*")
-    return sorted(found, key=lambda s: str(s.path))

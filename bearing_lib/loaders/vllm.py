@@ -460,6 +460,9 @@ def _request_rows(s: StepFacts, prov: Provenance) -> dict[str, list]:
                 cols[k].append(None)
             cols["status"].append(status_of_error(str(err)))
             cols["error"].append(str(err)[:500])
+    if "start_times" in doc:
+        prov.add("start_times_not_read", f"{s.source_file}: 'start_times' (newer --save-detailed) is present but its "
+                 "clock is not verified on real data; requests are kept without start times", level="info")
     completed = int(doc["completed"])
     n_ok = cols["status"].count("ok")
     if n_ok != completed:
