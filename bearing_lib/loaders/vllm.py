@@ -116,23 +116,30 @@ def _has_arrays(doc: object) -> bool:
     return isinstance(doc, dict) and "ttfts" in doc and isinstance(doc["ttfts"], list)
 
 
-def _folder_files(source: Source) -> list[Source]:
-    """Result files of a folder: its own ``*.json[.gz]``, or its ``SERVE--…`` combination folders.
+def _dir_files(d: Path) -> list[Source]:
+    """Result files directly in ``d``: ``run=N.json`` when present (``summary.json`` is their copy)."""
+    children = [Source(p) for p in sorted(d.iterdir()) if p.is_file()]
+    runs = [c for c in children if _RUN_FILE.match(c.name)]
+    picked = runs if runs else [c for c in children if c.name != "benchmark_results.json"]
+    return [f for f in picked if _result_doc(f) is not None]
 
+
+def _folder_files(source: Source) -> list[Source]:
+    """Result files of a folder, one run per folder that holds them.
+
+    The folder's own ``*.json[.gz]`` (one run); else its ``SERVE--…`` combination folders
+    (``vllm bench sweep serve``), else its sub-folders (e.g. one per deployment), each one run.
     In a combination folder ``run=N.json`` files are used and ``summary.json`` (their copy)
     is skipped; a combination folder holding only ``summary.json`` uses that.
     """
-    files: list[Source] = []
-    combos = [p for p in sorted(source.path.iterdir()) if p.is_dir() and _COMBO.match(p.name)]
-    dirs = combos if combos else [source.path]
-    for d in dirs:
-        children = [Source(p) for p in sorted(d.iterdir()) if p.is_file()]
-        runs = [c for c in children if _RUN_FILE.match(c.name)]
-        if runs:
-            files.extend(runs)
-        else:
-            files.extend(c for c in children if c.name not in ("benchmark_results.json",))
-    return [f for f in files if _result_doc(f) is not None]
+    subdirs = [p for p in sorted(source.path.iterdir()) if p.is_dir()]
+    combos = [p for p in subdirs if _COMBO.match(p.name)]
+    if combos:
+        return [f for d in combos for f in _dir_files(d)]
+    own = _dir_files(source.path)
+    if own:
+        return own
+    return [f for d in subdirs for f in _dir_files(d)]
 
 
 def _quick_has_arrays(source: Source) -> bool:
@@ -284,8 +291,8 @@ def _collect(source: Source) -> tuple[list[tuple[Path, dict[str, Any], int | Non
 
 
 def _run_of(path: Path, default: str, base: Path) -> str:
-    """A sweep root holds several combination folders: each is its own run."""
-    if path.parent != base and _COMBO.match(path.parent.name):
+    """A sweep root holds several combination (or deployment) folders: each is its own run."""
+    if path.parent != base:
         return path.parent.name
     return default
 

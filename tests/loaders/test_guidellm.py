@@ -146,6 +146,32 @@ def test_unknown_schema_version_and_old_layout(tmp_path):
 
 
 @pytest.mark.shared_data
+def test_several_benchmarks_are_ordered_steps(shared_data, tmp_path):
+    # SYNTHETIC variant of a real file: the one synchronous benchmark copied as a sweep's
+    # throughput and constant-rate steps, in GuideLLM's run order (sync, throughput, constants)
+    doc = json.loads(shared_data(GPT).read_text())
+    sync = doc["benchmarks"][0]
+    bench = [sync]
+    for strategy in ({"type_": "throughput", "max_concurrency": 64}, {"type_": "constant", "rate": 0.9},
+                     {"type_": "poisson", "rate": 0.3}):
+        b = json.loads(json.dumps(sync))
+        b["config"]["strategy"] = strategy
+        for r in b["requests"]["successful"]:
+            r["request_id"] += f"-{strategy['type_']}"
+        bench.append(b)
+    doc["benchmarks"] = bench
+    p = tmp_path / "sweep_benchmarks.json"
+    p.write_text(json.dumps(doc))
+    tr = load_trace(p)
+    st = tr.steps
+    assert st["offered_load"].to_list() == [1.0, 0.3, 0.9, math.inf]
+    assert st["offered_load_unit"].to_list() == ["concurrency", "rps", "rps", "rps"]
+    assert st["source_file"].to_list() == [f"{p.name}:benchmarks[{i}]" for i in (0, 3, 2, 1)]
+    assert tr.frame.group_by("step").len().sort("step")["len"].to_list() == [30] * 4
+    assert "mixed_offered_load_units" in {x.code for x in tr.provenance.findings}
+
+
+@pytest.mark.shared_data
 def test_errored_records_get_statuses(shared_data, tmp_path):
     doc = json.loads(shared_data(SANITY).read_text())
     reqs = doc["benchmarks"][0]["requests"]

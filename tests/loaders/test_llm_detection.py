@@ -38,6 +38,8 @@ FOLDERS = {
     "vllm-bench-serve/surajssd-llm-k8s-azure-a100/deepseek-v2.5/01_tp8_pp2_no_ib": "vllm-bench-serve-requests",
     "vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b/04_tp4_pp2_IB": "vllm-bench-serve-requests",
     "vllm-bench-serve/llm-d-benchmark-exp7/H100/vllm-3replicas": "vllm-bench-serve",
+    "vllm-bench-serve/llm-d-benchmark-exp7/A100": "vllm-bench-serve",
+    "vllm-bench-serve/surajssd-llm-k8s-azure-a100/deepseek-v2.5": "vllm-bench-serve-requests",
     "vllm-bench-serve/er0080-vllm-benchmarking/vllm_sweep_v0.25.1": "vllm-bench-serve",
     "vllm-bench-serve/er0080-vllm-benchmarking/vllm_sweep_v0.25.1/"
     "SERVE--max_num_seqs=8-BENCH--max_concurrency=2-num_prompts=8": "vllm-bench-serve",

@@ -118,6 +118,22 @@ def test_aggregate_repeats_extra_keys_and_colon_goodput_key():
 
 
 @pytest.mark.shared_data
+def test_folder_of_deployment_folders_is_one_run_each(shared_data):
+    base = shared_data(SHARED + "llm-d-benchmark-exp7/H100")
+    lp = load(base)
+    f = lp.frame
+    deployments = sorted(p.name for p in base.iterdir() if p.is_dir())
+    assert f["run_id"].unique().sort().to_list() == deployments
+    for dep in deployments:
+        raws = sorted((json.loads(p.read_text()) for p in (base / dep).glob("*.json")),
+                      key=lambda d: (d["request_rate"], d["date"]))
+        run = f.filter(run_id=dep).sort("step")
+        assert run["step"].to_list() == list(range(len(raws)))
+        assert run["offered_load"].to_list() == [d["request_rate"] for d in raws]
+        assert run["ttft_ms_p99"].to_list() == [d["p99_ttft_ms"] for d in raws]
+
+
+@pytest.mark.shared_data
 def test_all_failed_run_zeros_are_missing(shared_data):
     path = shared_data(ER + "bench_serve_all_requests_failed_v0.25.1.json")
     raw = _raw(path)
