@@ -314,8 +314,12 @@ def _load_requests(source: Source) -> RequestTrace:
             completed = summary.get("results_num_completed_requests")
             duration = float(completed) / float(per_min) * 60.0 if per_min else None
             model = summary.get("model")
+            started = int(summary["results_num_requests_started"])
+            if started != len(doc):
+                prov.add("count_mismatch", f"{f.path.name}: {len(doc)} request rows but the summary says "
+                         f"{started} requests started")
         else:
-            conc, duration, model = None, None, None
+            conc, duration, model, started = None, None, None, None
             no_summary.append(f.path.name)
         run_id = Path(f.name).stem.removesuffix("_individual_responses")
         if f.path.parent != base and _RESULT_DIR.match(f.path.parent.name):
@@ -323,7 +327,7 @@ def _load_requests(source: Source) -> RequestTrace:
             run_id = str(summary["name"]).removesuffix("_summary") if isinstance(summary, dict) else run_id
         steps.append(StepFacts(
             run_id=run_id, offered_load=conc, offered_load_unit="concurrency" if conc is not None else None,
-            tiebreak=(str(f.path),), duration_s=duration, n_requests_reported=len(doc),
+            tiebreak=(str(f.path),), duration_s=duration, n_requests_reported=started,
             source_file=relpath(f.path, base), payload=(f.path, doc, model),
         ))
         used.append(str(f.path))
@@ -333,7 +337,7 @@ def _load_requests(source: Source) -> RequestTrace:
         frames.append(_requests_frame(doc, path, counts).with_columns(
             pl.lit(model, dtype=pl.String).alias("model"),
             *[pl.lit(v).alias(k) for k, v in step_columns(s).items()],
-            (pl.lit(f"{s.run_id}:") + pl.col("request_id")).alias("request_id"),
+            (pl.lit(f"{s.source_file}#") + pl.col("request_id")).alias("request_id"),
         ))
     frame = pl.concat(frames, how="vertical_relaxed")
     if counts["errors_zero_latency"]:
