@@ -9,6 +9,7 @@ steps of a run by offered load (unbounded last), and wrapping load-point rows as
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,11 +43,30 @@ def json_document(source: Source, *, max_bytes: int = SNIFF_MAX_BYTES) -> Any:
     if not head.startswith((b"{", b"[")):
         return None
     try:
-        if source.path.stat().st_size > max_bytes:
+        st = source.path.stat()
+        if st.st_size > max_bytes:
             return None
-        return source.json
+        return _parsed(str(source.path.resolve()), st.st_mtime_ns, st.st_size)
     except (InputError, OSError, ValueError):
         return None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
+    """One parse per file version, shared by every sniffer and loader (folder sniffing
+    would otherwise parse each file once per format). Callers must not mutate the result."""
+    return Source(path).json
+
+
+def may_hold(source: Source, *needles: bytes) -> bool:
+    """False only when the whole file is in ``source.head`` and holds none of ``needles``.
+
+    A cheap pre-filter for sniffers: a large file is never rejected on its head alone.
+    """
+    from bearing_lib.loaders.source import HEAD_BYTES
+
+    head = source.head
+    return len(head) >= HEAD_BYTES or any(n in head for n in needles)
 
 
 def json_lines(source: Source) -> list[tuple[int, Any]]:

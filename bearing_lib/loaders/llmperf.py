@@ -36,6 +36,7 @@ from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
     json_document,
+    may_hold,
     number,
     number_steps,
     relpath,
@@ -76,7 +77,9 @@ def _is_summary_doc(doc: object) -> bool:
 
 
 def _doc(source: Source) -> object:
-    return json_document(source) if source.suffix == ".json" else None
+    if source.suffix != ".json" or not may_hold(source, b'"error_code"', b'"num_concurrent_requests"'):
+        return None
+    return json_document(source)
 
 
 def _folder(source: Source, want) -> list[Source]:

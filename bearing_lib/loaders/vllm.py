@@ -39,6 +39,7 @@ from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
     json_document,
+    may_hold,
     number_steps,
     parse_rate,
     relpath,
@@ -102,7 +103,7 @@ def _is_result(obj: object) -> bool:
 
 def _result_doc(source: Source) -> dict[str, Any] | list[dict[str, Any]] | None:
     """The file as one vLLM result dict, or a list of them (``summary.json``), else None."""
-    if source.suffix != ".json":
+    if source.suffix != ".json" or not may_hold(source, b'"tokenizer_id"'):
         return None
     doc = json_document(source)
     if _is_result(doc):
