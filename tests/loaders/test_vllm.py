@@ -182,6 +182,20 @@ def test_sweep_layout_folder_and_summary(shared_data):
     assert summary["run_id"].unique().to_list() == [combos[0]]
 
 
+@pytest.mark.shared_data
+def test_folder_mixing_detailed_and_summary_files_loads_as_load_points(shared_data, tmp_path):
+    import shutil
+
+    detailed = shared_data(SURAJ + "/serving_deepseek-ai-DeepSeek-V2.5_tp8_pp2_sharegpt_qps_04.json.gz")
+    shutil.copy(detailed, tmp_path / detailed.name)
+    shutil.copy(BUNDLED / "llm-d-1p1d" / "benchmark_2025-05-11_23-00-27.json", tmp_path / "b.json")
+    lp = load(tmp_path)
+    assert lp.provenance.format == "vllm-bench-serve"
+    assert "per_request_arrays_ignored" in {x.code for x in lp.provenance.findings}
+    assert lp.frame["offered_load"].to_list() == [1.8, 4.0]
+    assert lp.frame["ttft_ms_mean"][1] == _raw(detailed)["mean_ttft_ms"]
+
+
 def _synthetic(tmp_path: Path, **over) -> Path:
     """SYNTHETIC: a minimal ~v0.8-style result written by the test."""
     doc = {
