@@ -17,13 +17,13 @@ def describe_dataset(ds) -> list[str]:
     """Human lines: format, tool/version, rows, time span, fields present, findings."""
     prov = ds.provenance
     lines = [
-        f"format:   {prov.format} ({prov.tool}{', version ' + prov.tool_version if prov.tool_version else ''})",
+        f"format:   {prov.format} ({prov.tool}, version {prov.tool_version or 'not stated in the file'})",
         f"kind:     {ds.kind}",
         f"rows:     {ds.frame.height:,}",
     ]
     f = ds.frame
     if ds.kind == "requests" and f.height:
-        lines.append(_span_line(f, prov))
+        lines.append(_span_line(ds))
         present = [c for c, o in prov.fields.items() if o != "absent"]
         derived = [c for c, o in prov.fields.items() if o == "derived"]
         absent = [c for c, o in prov.fields.items() if o == "absent"]
@@ -45,6 +45,11 @@ def describe_dataset(ds) -> list[str]:
             "columns:  "
             + ", ".join(c for c in f.columns if f[c].is_not_null().any())
         )
+        lines.append(f"steps:    {f.height} (run, step, offered load, ok/requests):")
+        for r in f.iter_rows(named=True):
+            load = f"{r['offered_load']} {r['offered_load_unit']}"
+            n = f"{r['n_ok']}/{r['n_requests'] if r['n_requests'] is not None else '?'}"
+            lines.append(f"          {r['run_id']} #{r['step']}: {load}, {n}")
     elif ds.kind == "rates" and f.height:
         lo = f["window_start_s"].min()
         hi = (f["window_start_s"] + f["window_s"]).max()
@@ -74,10 +79,15 @@ def describe_dataset(ds) -> list[str]:
     return lines
 
 
-def _span_line(f, prov) -> str:
+def _span_line(ds) -> str:
     """Time span of a request trace, or why there is none."""
+    f, prov = ds.frame, ds.provenance
     if prov.time_origin == "none" or f["start_s"].null_count() == f.height:
-        return "span:     no per-request times (the source keeps none; time_origin none)"
+        steps_frame = getattr(ds, "steps", None)
+        total = steps_frame["duration_s"].sum() if steps_frame is not None else None
+        return "span:     no per-request times in the source (time_origin none)" + (
+            f"; step durations reported by the tool sum to {total:,.1f} s" if total else ""
+        )
     lo, hi = f["start_s"].min(), f["start_s"].max()
     end = f["end_s"].max()
     if end is not None:
