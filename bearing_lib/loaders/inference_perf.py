@@ -83,8 +83,11 @@ def _is_per_request_file(source: Source) -> bool:
 
 
 def _stage_dirs(root: Path) -> list[Path]:
-    dirs = {p.parent for p in root.rglob("stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)}
-    return sorted(dirs)
+    """Report folders: ``root`` itself or its direct sub-folders (not deeper: a collection of
+    unrelated results is not one sweep)."""
+    found = [p.parent for p in root.glob("stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)]
+    found += [p.parent for p in root.glob("*/stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)]
+    return sorted(set(found))
 
 
 def sniff_stages(source: Source) -> bool:
