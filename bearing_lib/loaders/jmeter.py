@@ -310,7 +310,8 @@ def load_noheader(
             sep == "|" and n == 13) else ""
         raise ParameterError(
             f"{source.path}: a JMeter JTL without a header ({n} fields separated by {sep!r}); bearing does not guess "
-            f"which column is which: pass columns=[...] (JMeter field names in file order; CLI: --option columns=...)."
+            f"which column is which: load it with bearing_lib.load(path, columns=[...]) (JMeter field names in file "
+            "order; add delimiter=... if needed)."
             + hint
         )
     if len(columns) != n:
