@@ -11,8 +11,9 @@ Units and meaning: ``timeStamp`` epoch **ms**, the sample **start** (the shipped
 for a JMeter configured otherwise); ``elapsed`` (→ ``latency_ms``), ``Latency`` (time to
 first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in ms.
 
-- Status: ``success`` true → ``ok``; false → 429 ``rejected``, a timeout (``SocketTimeout``,
-  ``timed out``) ``timeout``, else ``error``. ``responseCode`` can be non-numeric
+- Status: ``success`` true → ``ok``; false → 429 ``rejected``, 408/504 or a timeout text
+  (``SocketTimeout``, ``timed out``) ``timeout``, else ``error`` (a 200 that failed an assertion
+  is an ``error``). ``responseCode`` can be non-numeric
   (``Non HTTP response code: javax.net.ssl.SSLException``); it is kept in ``error`` with the
   failure or response message.
 - Transaction Controller parent rows (``responseMessage`` "Number of samples in transaction :
@@ -214,7 +215,11 @@ def _load(
         .then(pl.lit("ok"))
         .when(pl.col("code").str.strip_chars() == "429")
         .then(pl.lit("rejected"))
-        .when(pl.col("code").str.contains(TIMEOUT_RE) | pl.col("text").fill_null("").str.contains(TIMEOUT_RE))
+        .when(
+            pl.col("code").str.strip_chars().is_in(["408", "504"])
+            | pl.col("code").str.contains(TIMEOUT_RE)
+            | pl.col("text").fill_null("").str.contains(TIMEOUT_RE)
+        )
         .then(pl.lit("timeout"))
         .otherwise(pl.lit("error"))
     )

@@ -16,7 +16,7 @@ Three formats:
   only with ``ttfb_as_ttft=True`` (right for a streaming endpoint that sends the first
   token with the headers; wrong otherwise). Status: ``http_req_failed`` 1 → failed (k6's
   ``expected_response``), then HTTP 429 → ``rejected``, k6 error code 1050 (request timeout)
-  → ``timeout``, else ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
+  or HTTP 408/504 → ``timeout``, else ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
   The load level is the ``vus`` gauge (sampled each second): VU plateaus held at least
   ``min_plateau_s`` (10 s) become steps (unit ``concurrency``); ``setup``/``teardown``
   requests are in no step.
@@ -127,7 +127,7 @@ def _status(failed: float | None, status: str | None, error_code: str | None) ->
         return "ok"
     if code == 429:
         return "rejected"
-    if error_code in TIMEOUT_CODES:
+    if error_code in TIMEOUT_CODES or code in (408, 504):
         return "timeout"
     return "error"
 
