@@ -40,7 +40,13 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, assign_steps, cut_plateaus, new_provenance
+from bearing_lib.loaders._http_loadtest import (
+    DEFAULT_MIN_PLATEAU_S,
+    assign_steps,
+    cut_plateaus,
+    new_provenance,
+    plateau_steps,
+)
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace
@@ -237,6 +243,7 @@ def _load(
         prov.add("non_numeric_response_code", f"{non_numeric.height} failed samples have a non-numeric responseCode, "
                  f"e.g. {top}", level="info", count=non_numeric.height)
     # steps from allThreads plateaus
+    plateaus = []
     if frame["threads"].is_not_null().any():
         plateaus = cut_plateaus(frame["start_s"].to_numpy(), frame["threads"].cast(pl.Float64).to_numpy(),
                                 min_hold_s=min_plateau_s, skip_levels=(0,))
@@ -282,6 +289,8 @@ def _load(
         timezone="UTC (epoch ms)", provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s, "timestamp": timestamp,
                  **({"columns": list(columns)} if columns else {})},
+        steps=plateau_steps(plateaus, run_id=source.path.parent.name, unit="concurrency",
+                            source_file=str(source.path)) or None,
     )
 
 

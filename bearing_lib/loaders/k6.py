@@ -43,6 +43,7 @@ from bearing_lib.loaders._http_loadtest import (
     cut_plateaus,
     finish_loadpoints,
     new_provenance,
+    plateau_steps,
     rfc3339_to_epoch_s,
     stats_to_columns,
 )
@@ -297,6 +298,8 @@ def load_ndjson(
         timezone="UTC (converted from the RFC3339 offsets in the file)",
         provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s},
+        steps=plateau_steps(plateaus, run_id=source.path.parent.name, unit="concurrency",
+                            source_file=str(source.path)) or None,
     )
 
 

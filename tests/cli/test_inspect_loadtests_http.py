@@ -90,3 +90,15 @@ def test_inspect_refusals_are_clear(shared_data):
     assert code == 1 and "vegeta encode --to json" in out
     code, out = _inspect(shared_data("loadtests/jmeter/gilbertmiao-legacy-pipe-noheader/results.jtl"))
     assert code == 1 and "columns=" in out and "does not guess" in out
+
+
+def test_inspect_vegeta_csv(tmp_path):
+    # a 2-line --to csv file in the v12.8.4 layout (no header), written here: no real one was collected
+    p = tmp_path / "api_2qps_results.csv"
+    p.write_text(
+        "1700000000000000000,200,150000000,10,20,,e30=,,0,POST,http://x/,e30=\n"
+        "1700000000500000000,0,30000000000,10,0,Client.Timeout exceeded,,,1,POST,http://x/,e30=\n"
+    )
+    code, out = _inspect(p)
+    assert code == 0, out
+    assert "format:   vegeta-csv (Vegeta" in out and "rows:     2\n" in out
