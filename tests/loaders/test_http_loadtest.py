@@ -54,3 +54,39 @@ def test_polars_status_matches_python():
     codes = [200, 204, 301, 399, 400, 404, 408, 429, 500, 503, 504, None]
     got = pl.DataFrame({"c": codes}, schema={"c": pl.Int64}).select(status_expr(pl.col("c")).alias("s"))["s"].to_list()
     assert got == [status_from_http(c) for c in codes]
+
+
+def test_plateau_invariants_property():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None, derandomize=True)
+    @given(
+        st.lists(st.tuples(st.integers(0, 5), st.integers(1, 30)), min_size=1, max_size=12),
+        st.floats(1.0, 20.0),
+    )
+    def check(segments, min_hold):
+        t, lv, clock = [], [], 0
+        for level, secs in segments:
+            for s in range(secs):
+                t.append(clock + s + 0.5)
+                lv.append(level)
+            clock += secs
+        ps = cut_plateaus(t, lv, min_hold_s=min_hold)
+        assert [p.step for p in ps] == list(range(len(ps)))
+        for a, b in zip(ps, ps[1:], strict=False):
+            assert a.end_s <= b.start_s  # ordered, never overlapping
+        for p in ps:
+            assert p.duration_s >= min_hold and p.level != 0
+            inside = [v for x, v in zip(t, lv, strict=True) if p.start_s <= x < p.end_s]
+            assert inside and set(inside) == {p.level}  # a step never mixes levels
+        # every run of one level long enough (and not 0) is a step: merge equal neighbours first
+        runs = []
+        for level, secs in segments:
+            if runs and runs[-1][0] == level:
+                runs[-1][1] += secs
+            else:
+                runs.append([level, secs])
+        assert len(ps) == sum(1 for level, secs in runs if level != 0 and secs >= min_hold)
+
+    check()
