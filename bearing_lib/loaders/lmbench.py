@@ -58,7 +58,7 @@ def _files(source: Source) -> list[Source]:
     if not source.is_dir:
         return [source]
     # the folder itself and its direct sub-folders (one per deployment), not deeper
-    paths = list(source.path.glob("*.csv")) + list(source.path.glob("*/*.csv"))
+    paths = [p for pat in ("*.csv", "*.csv.gz", "*/*.csv", "*/*.csv.gz") for p in source.path.glob(pat)]
     return [Source(p) for p in sorted(paths) if p.is_file()]
 
 

@@ -126,7 +126,7 @@ def sniff_csv(source: Source) -> bool:
 
 def sniff_report(source: Source) -> bool:
     if source.is_dir:
-        return any(_is_report(c) for c in source.children("*.txt")) and not _results_in(source)
+        return any(_is_report(c) for c in source.children("*.txt*")) and not _results_in(source)
     return _is_report(source)
 
 
@@ -398,7 +398,7 @@ def _parse_report(src: Source) -> dict[str, object]:
 
 def load_report(source: Source) -> LoadPointTable:
     """``vegeta report`` text (file or folder of them) → one load point per report."""
-    files = [c for c in source.children("*.txt") if _is_report(c)] if source.is_dir else [source]
+    files = [c for c in source.children("*.txt*") if _is_report(c)] if source.is_dir else [source]
     prov = new_provenance(source, format="vegeta-text-report", tool=TOOL)
     meta = []
     for f in files:
