@@ -396,6 +396,15 @@ def _load_summary(source: Source, handle: bool) -> LoadPointTable:
         )
     else:
         prov.add("no_vus", "the summary has no vus metric: offered load unknown")
+    ok_only = _metric(doc, "http_req_duration{expected_response:true}", handle)
+    if ok_only:
+        shown = ", ".join(f"{k} {v:.6g} ms" for k, v in ok_only.items() if isinstance(v, (int, float)))
+        prov.add(
+            "latency_includes_failures",
+            "latency_ms_* is k6's http_req_duration over ALL requests, failed ones included (fast errors pull it "
+            f"down, timeouts push it up); successful requests only (expected_response:true): {shown}",
+            level="info",
+        )
     _thresholds(doc, handle, prov)
     if handle:
         unit = (doc.get("options") or {}).get("summaryTimeUnit")
