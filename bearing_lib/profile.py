@@ -313,8 +313,8 @@ class TrafficProfile:
             lines.append(f"per second:  not available: {ps.reason}")
         if isinstance(self.decomposition, Decomposition):
             comps = ", ".join(
-                f"{n} (amplitude {self.decomposition.amplitude_rps(n):,.1f} req/s, strength "
-                f"{self.decomposition.strength(n):.2f})" for n in self.decomposition.periods_h
+                f"{n} (amplitude {self.decomposition.amplitude_rps(n):,.1f} req/s, cycle-to-cycle correlation "
+                f"{_fmt(self.decomposition.cycle_correlation(n))})" for n in self.decomposition.periods_h
             )
             lines.append(f"cycles:      {comps}")
         else:

@@ -180,11 +180,41 @@ class Decomposition:
     basis: str
     notes: list[str] = field(default_factory=list)
 
-    def strength(self, name: str) -> float:
-        """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006)."""
+    @property
+    def resid_is_degenerate(self) -> bool:
+        """True when MSTL fits every point (exactly two cycles of the longest period leave no residual)."""
+        return float(np.var(self.resid)) <= 1e-12 * max(float(np.var(self.observed)), 1e-300)
+
+    def strength(self, name: str) -> float | None:
+        """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006).
+
+        ``None`` when the residual is degenerate (see :attr:`resid_is_degenerate`).
+        """
+        if self.resid_is_degenerate:
+            return None
         s = self.seasonal[name]
         v = np.var(s + self.resid)
         return float(max(0.0, 1.0 - np.var(self.resid) / v)) if v > 0 else 0.0
+
+    def cycle_correlation(self, name: str) -> float | None:
+        """Mean Pearson correlation between consecutive cycles of the de-trended observations.
+
+        A fit-free check that the cycle repeats: daily = consecutive days of hourly
+        ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
+        daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
+        """
+        x = self.observed - self.trend
+        period = self.periods_h[name]
+        if name == "weekly":
+            n_days = x.size // 24
+            x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
+        n = (x.size // period) * period
+        cycles = x[:n].reshape(-1, period)
+        if cycles.shape[0] < 2:
+            return None
+        rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
+        rs = [r for r in rs if np.isfinite(r)]
+        return float(np.mean(rs)) if rs else None
 
     def profile(self, name: str) -> np.ndarray:
         """The component's mean value at each phase of its period (the average cycle)."""
@@ -208,6 +238,7 @@ class Decomposition:
                     "period_h": period,
                     "amplitude_rps": self.amplitude_rps(name),
                     "strength": self.strength(name),
+                    "cycle_correlation": self.cycle_correlation(name),
                     "peak_phase_h": int(np.argmax(prof)),
                     "trough_phase_h": int(np.argmin(prof)),
                     "average_cycle_rps": prof.tolist(),
@@ -225,7 +256,13 @@ class Decomposition:
                 "max_rps": float(self.trend.max()),
             },
             "resid_std_rps": float(np.std(self.resid, ddof=1)),
-            "notes": self.notes,
+            "notes": self.notes
+            + (
+                ["the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so "
+                 "seasonal strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat"]
+                if self.resid_is_degenerate
+                else []
+            ),
         }
         if series:
             out["series"] = {
