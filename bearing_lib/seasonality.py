@@ -269,7 +269,7 @@ class Decomposition:
                 "hour_start_s": self.hour_start_s.tolist(),
                 "observed_rps": self.observed.tolist(),
                 "trend_rps": self.trend.tolist(),
-                **{f"{k}_rps": v.tolist() for k, v in self.seasonal.items()},
+                **{f"seasonal_{k}_rps": v.tolist() for k, v in self.seasonal.items()},
                 "resid_rps": self.resid.tolist(),
             }
         return out
