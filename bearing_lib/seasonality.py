@@ -73,10 +73,14 @@ class SlotTable:
     table: pl.DataFrame
     repeated: bool
     n_periods: int
+    aligned: bool = True
 
     def _label(self, row: dict[str, object]) -> str:
         h = f"{int(row['hour']):02d}:00"
-        return f"{WEEKDAYS[int(row['weekday'])]} {h}" if "weekday" in row else h
+        if "weekday" not in row:
+            return h if self.aligned else f"hour {int(row['hour'])}"
+        day = WEEKDAYS[int(row["weekday"])] if self.aligned else f"day {int(row['weekday'])}"
+        return f"{day} {h}" if self.aligned else f"{day} hour {int(row['hour'])}"
 
     def to_dict(self) -> dict[str, object]:
         rows = self.table.to_dicts()
@@ -135,7 +139,7 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
         hod: SlotTable | Unavailable = Unavailable(why)
     else:
         n_days = frame["day"].n_unique()
-        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days)
+        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days, series.aligned)
     if series.span_s < WEEK_S:
         how: SlotTable | Unavailable = Unavailable(
             f"the series spans {span_days:.2f} days; weekday x hour baselines need at least one full week "
@@ -143,7 +147,9 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
         )
     else:
         n_weeks = frame["week"].n_unique()
-        how = SlotTable("hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks)
+        how = SlotTable(
+            "hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks, series.aligned
+        )
     return SlotBaselines(basis, series.bin_s, hod, how)
 
 

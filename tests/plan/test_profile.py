@@ -216,6 +216,7 @@ def test_servegen_weekly_cycle_slots_and_decomposition(shared_data):
     how = d["slots"]["hour_weekday"]
     assert how["available"] and how["repeated"] and len(how["rows"]) == 168
     assert "from the trace start" in d["slots"]["basis"]
+    assert how["peak"]["slot"].startswith("day ")  # weekdays are not known on a relative clock
 
     # MSTL: a daily and a weekly component, matching the independent average cycles
     dec = d["decomposition"]

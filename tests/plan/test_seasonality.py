@@ -86,6 +86,7 @@ def test_relative_clock_counts_from_the_start():
     s = RateSeries(60.0, 5_000.0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=False, origin_s=5_000.0)
     d = slot_baselines(s).to_dict()
     assert "from the trace start" in d["basis"]
+    assert d["hour_of_day"]["peak"]["slot"].startswith("hour ")  # no clock time on a relative clock
     first = d["hour_of_day"]["rows"][0]
     assert first["hour"] == 0
     assert first["mean_rps"] == pytest.approx(float(rate.reshape(2, 24, 60)[:, 0, :].mean()), rel=1e-12)
