@@ -421,6 +421,11 @@ def profile_traffic(
             f"{prov.source}: the source keeps no per-request times (time_origin 'none'); a traffic profile needs "
             "arrival times (this looks like load-test output, not production traffic)"
         )
+    if data.frame["step"].null_count() < data.frame.height:
+        raise ParameterError(
+            f"{prov.source}: the requests carry load-test steps ({prov.format}); a traffic profile describes "
+            "production traffic. Use `bearing limits` for load-test results"
+        )
     res = timestamp_resolution(data)
     if not res.allows_bin(60.0):
         raise ParameterError(

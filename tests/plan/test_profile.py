@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 from bearing_lib import load, load_trace
-from bearing_lib.errors import InsufficientDataError
+from bearing_lib.errors import InsufficientDataError, ParameterError
 from bearing_lib.mixes import Mix, MixSpec
 from bearing_lib.profile import TrafficProfile, per_minute_counts, profile_traffic
 from bearing_lib.provenance import Provenance
@@ -315,4 +315,33 @@ def test_too_short_and_timeless_traces_are_refused():
     with pytest.raises(InsufficientDataError, match="no per-request times"):
         per_minute_counts(tr)
     with pytest.raises(InsufficientDataError, match="no per-request times"):
+        profile_traffic(tr)
+
+
+def test_mooncake_mix_shares_use_the_replayed_cache_hit_ratio(bundled):
+    # independent prefix-cache replay: infinite cache, 512-token blocks, requests in file (= time) order;
+    # a request's cached tokens are its leading already-seen blocks (the last block is partial)
+    _, rows = _mooncake_independent(bundled(MOONCAKE))
+    seen: set[int] = set()
+    hits = 0
+    for r in rows:
+        lead = 0
+        for h in r["hash_ids"]:
+            if h not in seen:
+                break
+            lead += 1
+        cached = min(lead * 512, r["input_length"])
+        hits += cached / r["input_length"] >= 0.5
+        seen.update(r["hash_ids"])
+    assert round(hits / len(rows), 3) == 0.425  # the data README: 42.5 %
+    spec = MixSpec((Mix("hit", {"cache_hit_ratio": (0.5, 2.0)}), Mix("miss", {})))
+    prof = profile_traffic(load_trace(bundled(MOONCAKE)), mix_spec=spec, n_boot=50)
+    shares = {m["mix"]: m for m in prof.to_dict()["mix_shares"]}
+    assert shares["hit"]["n_requests"] == hits
+    assert shares["miss"]["n_requests"] == len(rows) - hits
+
+
+def test_load_test_output_is_not_profiled(bundled):
+    tr = load_trace(bundled("loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas/LMBench_short_input_qps1.csv"))
+    with pytest.raises(ParameterError, match="load-test steps"):
         profile_traffic(tr)
