@@ -184,7 +184,8 @@ def instance_count(
         burst_need = math.ceil(burst.multiplier * target_rps / per_instance_q_ult_rps - 1e-9)
         buffer = max(min_buffer, burst_need - base)
         basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
-                 f"{burst_need} instances at their ultimate capacity; buffer = max({min_buffer}, {burst_need} − {base})")
+                 f"{burst_need} instances at their ultimate capacity; "
+                 f"buffer = max({min_buffer}, {burst_need} − {base})")
     reason = (f"{base} instances carry {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
               f"(Q_ult {per_instance_q_ult_rps:,.2f} / FOS {target_fos:g}), plus {buffer} for bursts")
     return InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,

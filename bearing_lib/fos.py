@@ -60,7 +60,9 @@ class TierBands:
 
     def __post_init__(self) -> None:
         if self.fos_min <= 0 or (self.fos_max is not None and self.fos_max <= self.fos_min):
-            raise ParameterError(f"tier {self.name!r}: expected 0 < fos_min < fos_max (got {self.fos_min}, {self.fos_max})")
+            raise ParameterError(
+                f"tier {self.name!r}: expected 0 < fos_min < fos_max (got {self.fos_min}, {self.fos_max})"
+            )
         if self.design_fos is not None and self.design_fos <= 0:
             raise ParameterError(f"tier {self.name!r}: design_fos must be > 0 (got {self.design_fos})")
 
@@ -123,7 +125,9 @@ class Limit:
         if self.ci95 is not None:
             lo, hi = self.ci95
             if not (0 < lo <= self.q_ult_rps <= hi):
-                raise BadValueError(f"mix {self.mix!r}: ci95 {self.ci95} must bracket q_ult {self.q_ult_rps} and be > 0")
+                raise BadValueError(
+                    f"mix {self.mix!r}: ci95 {self.ci95} must bracket q_ult {self.q_ult_rps} and be > 0"
+                )
 
     @property
     def bound(self) -> Bound:

@@ -163,14 +163,14 @@ def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Mapping
     low = min(usable, key=lambda s: float(s["offered_load"]))  # type: ignore[arg-type]
     p95 = float(low[f"{metric}_p95"])  # type: ignore[arg-type]
     at = f"at the lowest tested load {low['offered_load']} {low.get('offered_load_unit') or ''}".rstrip()
+    name = "single-path P95 latency"
     if p95 < thr / 3:
-        return CheckItem("single-path P95 latency", rule, "healthy", p95, f"{metric} P95 {p95:,.0f} ms < {thr / 3:,.0f} ms "
-                         f"(SLA {thr:g} / 3) {at}")
+        why = f"{metric} P95 {p95:,.0f} ms < {thr / 3:,.0f} ms (SLA {thr:g} / 3) {at}"
+        return CheckItem(name, rule, "healthy", p95, why)
     if p95 >= 0.9 * thr:
-        return CheckItem("single-path P95 latency", rule, "danger", p95, f"{metric} P95 {p95:,.0f} ms is near or over the "
-                         f"SLA {thr:g} ms {at}")
-    return CheckItem("single-path P95 latency", rule, "warning", p95, f"{metric} P95 {p95:,.0f} ms ≥ SLA/3 "
-                     f"({thr / 3:,.0f} ms) {at}")
+        why = f"{metric} P95 {p95:,.0f} ms is near or over the SLA {thr:g} ms {at}"
+        return CheckItem(name, rule, "danger", p95, why)
+    return CheckItem(name, rule, "warning", p95, f"{metric} P95 {p95:,.0f} ms ≥ SLA/3 ({thr / 3:,.0f} ms) {at}")
 
 
 def error_rate_at_peak(steps: Sequence[Mapping[str, object]], target_rps: float) -> CheckItem:

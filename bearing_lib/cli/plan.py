@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         concurrency: int | None = typer.Option(None, "--concurrency",
                                                help="Concurrent sequences per instance for the memory plan."),
         tested_instances: int | None = typer.Option(None, "--tested-instances",
-                                                    help="Instances the load test drove (default: from the file, else 1)."),
+                                                    help="Instances the load test drove (default: file, else 1)."),
         cold_start_s: float = typer.Option(90.0, "--cold-start-s", help="Instance cold start, s (40-150 typical)."),
         cool_down_min: float = typer.Option(20.0, "--cool-down-min", help="Scale-down cool-down, minutes (15-30)."),
         burst_multiplier: float | None = typer.Option(None, "--burst-multiplier",
