@@ -11,6 +11,7 @@ import typer
 
 from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import plan as _plan
+from bearing_lib.cli import profile as _profile
 
 app = typer.Typer(
     name="bearing",
@@ -39,6 +40,7 @@ def main(
 
 _inspect.register(app)
 _plan.register(app)
+_profile.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,14 @@ Each format lives in its own module and registers a
 :class:`~bearing_lib.loaders.registry.FormatSpec`; add a module import here to add one.
 """
 
-from bearing_lib.loaders import azure  # noqa: F401  (registers)
+from bearing_lib.loaders import (
+    azure,  # noqa: F401  (registers)
+    burstgpt,  # noqa: F401  (registers)
+    canonical,  # noqa: F401  (registers)
+    generic,  # noqa: F401  (registers)
+    mooncake,  # noqa: F401  (registers)
+    servegen,  # noqa: F401  (registers)
+)
 from bearing_lib.loaders.registry import detect, formats, get_format, load, load_trace
 
 __all__ = ["detect", "formats", "get_format", "load", "load_trace"]

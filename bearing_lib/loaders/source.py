@@ -54,6 +54,16 @@ class Source:
         with self.path.open("rb") as fh:
             return fh.read(2) == GZIP_MAGIC
 
+    @property
+    def is_parquet(self) -> bool:
+        """Parquet content (``PAR1`` magic), compressed or not."""
+        return self.head[:4] == b"PAR1"
+
+    @property
+    def looks_like_jsonl(self) -> bool:
+        """The first line is a JSON object (JSON lines, or a one-line JSON document)."""
+        return isinstance(self.first_json_line, dict)
+
     @cached_property
     def sha256(self) -> str:
         """sha256 of the raw bytes as stored (folders: see :func:`sha256_of`)."""
