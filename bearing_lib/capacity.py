@@ -100,17 +100,22 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float) -> S
     return SafeConcurrency(best.concurrency, thr, basis, sla_p99_ms, contiguous, text)
 
 
-def curve_from_limits_steps(steps: Sequence[dict[str, object]], *, metric: str = "latency_ms") -> list[LatencyPoint]:
-    """Latency–concurrency points from a limits JSON mix's ``steps`` (concurrency = ``concurrency_mean``
-    when present, else the offered load when it is a concurrency)."""
+def curve_from_limits_steps(
+    steps: Sequence[dict[str, object]], *, metric: str = "latency_ms", stat: str = "p99"
+) -> list[LatencyPoint]:
+    """Latency–concurrency points from a limits mix's ``steps``.
+
+    Concurrency is the offered load when it is a concurrency, else ``concurrency_mean``
+    (Little's law on the step); the SLA statistic ``{metric}_{stat}`` plays the P99 role.
+    """
     out = []
     for s in steps:
-        conc = s.get("concurrency_mean")
-        if conc is None and s.get("offered_load_unit") == "concurrency":
-            conc = s.get("offered_load")
+        conc = s.get("offered_load") if s.get("offered_load_unit") == "concurrency" else None
+        if conc is None:
+            conc = s.get("concurrency_mean")
         if conc is None:
             continue
-        out.append(LatencyPoint(float(conc), _f(s.get(f"{metric}_p50")), _f(s.get(f"{metric}_p99")),
+        out.append(LatencyPoint(float(conc), _f(s.get(f"{metric}_p50")), _f(s.get(f"{metric}_{stat}")),
                                 _f(s.get("throughput_rps"))))
     return out
 
@@ -185,7 +190,8 @@ def instance_count(
         buffer = max(min_buffer, burst_need - base)
         basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
                  f"{burst_need} instances at their ultimate capacity; "
-                 f"buffer = max({min_buffer}, {burst_need} − {base})")
+                 f"buffer = max({min_buffer}, {burst_need} − {base})"
+                 + (f"; burst model from {burst.source}" if burst.source else ""))
     reason = (f"{base} instances carry {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
               f"(Q_ult {per_instance_q_ult_rps:,.2f} / FOS {target_fos:g}), plus {buffer} for bursts")
     return InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,

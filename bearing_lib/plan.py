@@ -37,7 +37,15 @@ from bearing_lib.capacity import (
 from bearing_lib.elasticity import DEFAULT_COLD_START_S, DEFAULT_COOL_DOWN_S, ReplayResult, replay
 from bearing_lib.errors import BadValueError, InputError, InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.fos import CbuResult, FosResult, Limit, Target, TierBands, cbu_per_minute, compute_fos, get_tier
-from bearing_lib.memory import DEFAULT_MARGIN, MemoryPlan, ModelPreset, SeqLenStats, get_preset, memory_plan
+from bearing_lib.memory import (
+    DEFAULT_MARGIN,
+    MemoryPlan,
+    ModelPreset,
+    SeqLenStats,
+    get_preset,
+    memory_plan,
+    sequence_length_stats,
+)
 from bearing_lib.scorecards import Scorecards, checklist, scorecard
 
 
@@ -69,29 +77,71 @@ class LimitsInput:
     tested_instances: int
     tested_instances_basis: str
     source: str
+    notes: list[str] = field(default_factory=list)
 
 
-def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON") -> LimitsInput:
-    """Per-mix limits in completed req/s from a limits JSON (§4)."""
+def _normalise_steps(steps: list[dict[str, Any]], sla: list[dict[str, Any]], unit: str | None) -> list[dict[str, Any]]:
+    """Steps with the flat keys the plan reads (``offered_load_unit``, ``{metric}_{stat}``).
+
+    A limits JSON step carries the SLA's own statistics in ``observed`` (keyed by clause
+    text); they are copied to ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``). Keys
+    already present (a curve row) win.
+    """
+    by_text = {c.get("text"): c for c in sla}
+    out = []
+    for st in steps:
+        row = dict(st)
+        if unit and not row.get("offered_load_unit"):
+            row["offered_load_unit"] = unit
+        for text, v in (st.get("observed") or {}).items():
+            c = by_text.get(text)
+            if c and c.get("kind", "percentile") == "percentile" and c.get("metric") and v is not None:
+                row.setdefault(f"{c['metric']}_{c['stat']}", v)
+        out.append(row)
+    return out
+
+
+def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON", run: str | None = None) -> LimitsInput:
+    """Per-mix limits in completed req/s from a limits JSON (§4).
+
+    A limits file may hold several runs (e.g. two deployments) with the same mix names;
+    then ``run`` must choose one (the error lists them).
+    """
     if "mixes" not in d or not isinstance(d["mixes"], list):
         raise SchemaError("expected a 'mixes' list (limits JSON, docs/interfaces.md §4)", path=source, field="mixes")
     cond = d.get("conditions") or {}
     default_unit = cond.get("offered_load_unit")
+    if isinstance(default_unit, list):
+        default_unit = default_unit[0] if len(default_unit) == 1 else None
+    sla = list(d.get("sla") or [])
+    entries = list(d["mixes"])
+    runs = sorted({str(m.get("run_id")) for m in entries if isinstance(m, dict) and m.get("run_id") is not None})
+    if run is not None:
+        if run not in runs:
+            raise ParameterError(f"{source}: no run {run!r}; runs in the file: {', '.join(runs) or 'none named'}")
+        entries = [m for m in entries if str(m.get("run_id")) == run]
+    elif len(runs) > 1:
+        raise ParameterError(f"{source}: the limits hold {len(runs)} runs ({', '.join(runs)}), i.e. different "
+                             "deployments or tests; choose one with run= (--run)")
     limits, skipped, steps = [], {}, {}
-    for i, m in enumerate(d["mixes"]):
+    notes_extra: list[str] = []
+    for i, m in enumerate(entries):
         where = f"mixes[{i}]"
         try:
             name = str((m.get("mix") or {})["name"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise SchemaError("expected mix.name", path=source, field=f"{where}.mix.name") from exc
-        steps[name] = list(m.get("steps") or [])
         q = m.get("q_ult")
+        unit = (q or {}).get("unit") or default_unit
+        steps[name] = _normalise_steps(list(m.get("steps") or []), sla, unit)
         if not q:
             skipped[name] = "no q_ult in the limits file"
             continue
         value, thr = q.get("value"), q.get("throughput_rps")
-        unit = q.get("unit") or default_unit
         censored = q.get("censored") or "none"
+        if value is None:
+            skipped[name] = f"no limit: {q.get('statement') or censored}"
+            continue
         if thr is None and unit == "rps":
             thr = value
         if thr is None:
@@ -100,17 +150,26 @@ def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON") -> Limit
             continue
         try:
             thr = float(thr)
+            value = float(value)
         except (TypeError, ValueError) as exc:
-            raise BadValueError(f"expected a number, got {thr!r}", path=source, field=f"{where}.q_ult.throughput_rps") \
-                from exc
+            raise BadValueError(f"expected numbers, got value {value!r}, throughput {thr!r}", path=source,
+                                field=f"{where}.q_ult") from exc
         if not thr > 0:
             skipped[name] = f"q_ult throughput {thr} req/s is not positive"
             continue
-        ci = q.get("ci95")
+        if censored not in ("none", "above", "below", "not_monotone"):
+            skipped[name] = f"censoring {censored!r} cannot be planned with"
+            continue
+        ci = list(q.get("ci95") or [None, None]) + [None, None]
         ci_rps = None
-        if ci and ci[0] is not None and ci[1] is not None and value:
-            scale = thr / float(value)
-            ci_rps = (min(float(ci[0]) * scale, thr), max(float(ci[1]) * scale, thr))
+        if (ci[0] is not None or ci[1] is not None) and value > 0:
+            scale = thr / value  # throughput per unit of offered load at the limit
+            lo = float(ci[0]) * scale if ci[0] is not None else thr
+            hi = float(ci[1]) * scale if ci[1] is not None else thr
+            ci_rps = (min(lo, thr), max(hi, thr))
+            if ci[0] is None or ci[1] is None:
+                skipped_note = f"{name}: the limit's 95% CI has only one end; the other side is held at the value"
+                notes_extra.append(skipped_note)
             if ci_rps[0] <= 0:
                 ci_rps = None
         try:
@@ -129,7 +188,7 @@ def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON") -> Limit
         if n < 1:
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
         basis = "conditions.instances in the limits file"
-    return LimitsInput(limits, skipped, steps, list(d.get("sla") or []), n, basis, source)
+    return LimitsInput(limits, skipped, steps, sla, n, basis, source, notes_extra)
 
 
 # --------------------------------------------------------------------------- profile
@@ -204,11 +263,17 @@ def _label(x: Any) -> str:
 def burst_from_profile(p: dict[str, Any], target_rps: float, growth: float = 1.0) -> BurstModel | None:
     """Burst model from the profile's ``bursts``: the highest observed burst peak (× growth) relative to the target."""
     b = p.get("bursts") or {}
+    if not b or b.get("available") is False:
+        return None
     eps = b.get("episodes") or []
     peaks = [_num(e.get("peak_rps")) for e in eps if isinstance(e, dict)]
     peaks = [x for x in peaks if x is not None]
     if not peaks:
-        return None
+        span_h = (_num(p.get("span_s")) or 0) / 3600
+        return BurstModel(1.0, 0.0, None,
+                          f"no burst episode in the profile's {span_h:,.1f} h ({b.get('rule') or 'burst rule'}); "
+                          "a short trace cannot rule bursts out: give a burst multiplier to plan for campaigns "
+                          "(the sources: 1–2 a month, 3–5× peak)")
     peak = max(peaks) * growth
     return BurstModel(max(1.0, peak / target_rps), _num(b.get("per_month")),
                       (_num(b.get("max_duration_s")) or 0) / 60 or None,
@@ -250,10 +315,11 @@ class CapacityPlan:
     @classmethod
     def build(
         cls,
-        limits: dict[str, Any],
-        profile: dict[str, Any],
+        limits: dict[str, Any] | Any,
+        profile: dict[str, Any] | Any,
         *,
         tier: str | TierBands = "standard",
+        run: str | None = None,
         target_rps: float | None = None,
         quantile: float | None = None,
         growth: float | None = None,
@@ -273,15 +339,31 @@ class CapacityPlan:
         limits_source: str = "limits JSON",
         profile_source: str = "profile JSON",
     ) -> CapacityPlan:
-        """Assemble the plan. ``trace`` (a RequestTrace) supplies the per-minute series and
-        sequence lengths when the profile JSON does not carry them."""
+        """Assemble the plan.
+
+        ``limits`` is a limits JSON dict or a ``LimitsResult`` (whose load curve then adds
+        P50/P95 latencies and mean concurrency to the steps); ``profile`` a profile JSON
+        dict or a ``TrafficProfile`` (whose rate series then feeds CBU and the replay).
+        ``trace`` (a RequestTrace) supplies the per-minute series and sequence lengths
+        when the profile does not.
+        """
         tier_b = get_tier(tier) if isinstance(tier, str) else tier
-        lim = limits_from_dict(limits, source=limits_source)
+        series = None
+        if not isinstance(profile, dict):
+            series = _series_from_profile_object(profile)
+            profile = profile.to_dict()
+        curve = None
+        if not isinstance(limits, dict):
+            curve = getattr(limits, "curve", None)
+            limits = limits.to_dict()
+        lim = limits_from_dict(limits, source=limits_source, run=run)
+        if curve is not None:
+            _enrich_steps(lim, curve, run)
         if tested_instances is not None:
             if tested_instances < 1:
                 raise ParameterError(f"tested_instances must be >= 1 (got {tested_instances})")
             lim.tested_instances, lim.tested_instances_basis = tested_instances, "given on the command line"
-        notes = [f"{m}: {why}" for m, why in lim.skipped.items()]
+        notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
         if not lim.limits:
             raise InsufficientDataError(f"{limits_source}: no mix has a usable limit ({'; '.join(notes) or 'empty'})")
         if target_rps is not None:
@@ -297,7 +379,8 @@ class CapacityPlan:
         plan = cls(tier_b, fos, lim, notes=notes, sources={"limits": limits_source, "profile": profile_source})
 
         # CBU ------------------------------------------------------------
-        series = series_from_profile(profile)
+        if series is None:
+            series = series_from_profile(profile)
         if series is None and trace is not None:
             series = _series_from_trace(trace)
         g = tgt.growth
@@ -330,11 +413,13 @@ class CapacityPlan:
 
         # safe concurrency (latency–concurrency curve of the heaviest mix) -
         main_mix = max(fos.per_mix, key=lambda m: m.share).mix if fos.per_mix else None
-        sla_lat = next((c for c in lim.sla if c.get("metric") == "latency_ms" and c.get("stat") == "p99"), None)
-        curve = curve_from_limits_steps(lim.steps.get(main_mix or "", []))
-        if sla_lat and curve:
+        sla_lat = next((c for c in lim.sla if c.get("kind", "percentile") == "percentile"
+                        and str(c.get("metric")).endswith("_ms") and c.get("op") in ("<", "<=")), None)
+        lc_points = (curve_from_limits_steps(lim.steps.get(main_mix or "", []), metric=str(sla_lat["metric"]),
+                                             stat=str(sla_lat["stat"])) if sla_lat else [])
+        if sla_lat and lc_points:
             try:
-                plan.safe_concurrency = max_safe_concurrency(curve, float(sla_lat["threshold"]))
+                plan.safe_concurrency = max_safe_concurrency(lc_points, float(sla_lat["threshold"]))
             except InsufficientDataError as exc:
                 plan.notes.append(f"safe concurrency: {exc}")
 
@@ -351,7 +436,6 @@ class CapacityPlan:
         # memory ---------------------------------------------------------
         seq = seq_len_from_profile(profile)
         if seq is None and trace is not None:
-            from bearing_lib.memory import sequence_length_stats
 
             try:
                 seq = sequence_length_stats(trace.frame, source=str(trace.provenance.source))
@@ -474,12 +558,50 @@ class CapacityPlan:
         return "<pre>" + html.escape("\n".join(self.summary_lines())) + "</pre>" + self.fos._repr_html_()
 
 
+def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
+    """Add the load curve's columns (P50/P95/P99 latencies, mean concurrency ...) to the steps."""
+    import polars as pl
+
+    if not isinstance(curve, pl.DataFrame) or curve.height == 0:
+        return
+    cols = [c for c in curve.columns if not c.startswith("_")]
+    for name, steps in lim.steps.items():
+        part = curve.filter(pl.col("mix") == name)
+        if run is not None and "run_id" in curve.columns:
+            part = part.filter(pl.col("run_id") == run)
+        by_step = {r["step"]: r for r in part.select(cols).to_dicts()}
+        for st in steps:
+            for k, v in (by_step.get(st.get("step")) or {}).items():
+                if v is not None:
+                    st.setdefault(k, v)
+
+
+def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str]] | None:
+    """Requests per minute from a TrafficProfile's rate series.
+
+    Bins longer than a minute (e.g. ServeGen's 600 s windows) are spread evenly over
+    their minutes, which smooths any peak inside a window (the plan notes it).
+    """
+    s = getattr(profile, "series", None)
+    if s is None or len(s) == 0:
+        return None
+    k = s.bin_s / 60.0
+    if abs(k - round(k)) > 1e-9 or round(k) < 1:
+        return None
+    k = int(round(k))
+    counts: list[float] = []
+    labels: list[str] = []
+    for start, n in zip(s.start_s.tolist(), s.requests.tolist(), strict=True):
+        for j in range(k):
+            counts.append(n / k)
+            labels.append(_label(start + 60 * j) if s.aligned else str(start + 60 * j))
+    return counts, labels
+
+
 def _series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:
     """Per-minute counts of a trace via the profile's binning (UTC minutes, empty = 0, partial ends dropped)."""
-    try:
-        from bearing_lib.binning import per_minute_counts  # provided by the profile work (plan-profile)
-    except ImportError:  # pragma: no cover - until plan-profile lands
-        return None
+    from bearing_lib.binning import per_minute_counts
+
     f = per_minute_counts(trace)
     return [float(x) for x in f["requests"].to_list()], [_label(x) for x in f["minute_start_s"].to_list()]
 
