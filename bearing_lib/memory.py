@@ -152,7 +152,8 @@ PRESETS: dict[str, ModelPreset] = {
             params=dense_param_count(vocab=128256, hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128,
                                      intermediate=28672),
             layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128,
-            source="meta-llama/Llama-3.1-70B config.json values (oumi configs/recipes/llama3_1/README.md)",
+            source="meta-llama/Llama-3.1-70B config.json values (copy of oumi configs/recipes/llama3_1/README.md"
+            " in vulkomilev/oumi)",
         ),
         ModelPreset(
             "qwen2.5-7b",
@@ -173,7 +174,8 @@ PRESETS: dict[str, ModelPreset] = {
             params=dense_param_count(vocab=32768, hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
                                      intermediate=14336),
             layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128,
-            source="mistralai Mistral-7B params (mistral-src: dim 4096, n_layers 32, n_kv_heads 8, head_dim 128)",
+            source="mistralai Mistral-7B params (edadaltocg/mistral-src-finetune finetune/config.py: dim 4096,"
+            " n_layers 32, n_kv_heads 8, head_dim 128, hidden_dim 14336); v0.3 vocabulary 32,768",
         ),
         ModelPreset(
             "deepseek-v3",
@@ -181,8 +183,9 @@ PRESETS: dict[str, ModelPreset] = {
             layers=61, hidden=7168, attention="mla", heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
             weight_dtype="fp8", kv_dtype="bf16",
             source="deepseek-ai/DeepSeek-V3 config.json (num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64,"
-            " hidden_size 7168); 671B total parameters of the main model as published (the MTP module's"
-            " 14B are not loaded for plain decoding), native FP8 weights",
+            " hidden_size 7168); 671B parameters in the main model (tenstorrent/tt-metal"
+            " models/demos/deepseek_v3/reference/README_WEIGHTS.md; the MTP module is not loaded for plain"
+            " decoding), native FP8 weights",
         ),
     )
 }
