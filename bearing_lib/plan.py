@@ -349,8 +349,11 @@ class CapacityPlan:
         """
         tier_b = get_tier(tier) if isinstance(tier, str) else tier
         series = None
+        series_note = None
         if not isinstance(profile, dict):
-            series = _series_from_profile_object(profile)
+            got = _series_from_profile_object(profile)
+            if got is not None:
+                series, series_note = got[:2], got[2]
             profile = profile.to_dict()
         curve = None
         if not isinstance(limits, dict):
@@ -364,6 +367,8 @@ class CapacityPlan:
                 raise ParameterError(f"tested_instances must be >= 1 (got {tested_instances})")
             lim.tested_instances, lim.tested_instances_basis = tested_instances, "given on the command line"
         notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
+        if series_note:
+            notes.append(series_note)
         if not lim.limits:
             raise InsufficientDataError(f"{limits_source}: no mix has a usable limit ({'; '.join(notes) or 'empty'})")
         if target_rps is not None:
@@ -372,9 +377,16 @@ class CapacityPlan:
         else:
             tgt = target_from_profile(profile, quantile=quantile, growth=growth, source=profile_source)
         shares = shares_from_profile(profile)
-        if not shares and len(lim.limits) > 1:
-            raise SchemaError("the profile has no mix_shares, so the per-mix limits cannot be blended",
-                              path=profile_source, field="mix_shares")
+        if not shares:
+            ms = profile.get("mix_shares")
+            why = ms.get("reason") if isinstance(ms, dict) else None
+            if len(lim.limits) > 1:
+                raise SchemaError("the profile has no mix_shares" + (f" ({why})" if why else "")
+                                  + ", so the per-mix limits cannot be blended",
+                                  path=profile_source, field="mix_shares")
+            shares = {lim.limits[0].mix: 1.0}
+            notes.append(f"the profile has no mix shares{f' ({why})' if why else ''}: the one limit "
+                         f"({lim.limits[0].mix}) is taken to cover all production traffic")
         fos = compute_fos(lim.limits, shares, tgt, tier_b)
         plan = cls(tier_b, fos, lim, notes=notes, sources={"limits": limits_source, "profile": profile_source})
 
@@ -465,8 +477,9 @@ class CapacityPlan:
             else:
                 headroom = plan.memory.row("p99")["headroom"]  # type: ignore[assignment]
         pm = profile.get("per_minute") or {}
-        peak_known = any(_num(pm.get(k)) is not None for k in ("p95", "p99")) or target_rps is not None
-        mean_known = _num(pm.get("mean")) is not None
+        pw = profile.get("per_window") or {}
+        peak_known = any(_num(x.get(k)) is not None for x in (pm, pw) for k in ("p95", "p99")) or target_rps is not None
+        mean_known = any(_num(x.get("mean")) is not None for x in (pm, pw))
         main_steps = lim.steps.get(main_mix or "", [])
         plan.scorecards = Scorecards(
             scorecard(headroom=headroom, headroom_missing=why, peak_known=peak_known, mean_known=mean_known,
@@ -576,7 +589,7 @@ def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
                     st.setdefault(k, v)
 
 
-def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str]] | None:
+def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], str | None] | None:
     """Requests per minute from a TrafficProfile's rate series.
 
     Bins longer than a minute (e.g. ServeGen's 600 s windows) are spread evenly over
@@ -589,13 +602,15 @@ def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str]] |
     if abs(k - round(k)) > 1e-9 or round(k) < 1:
         return None
     k = int(round(k))
+    note = (f"the profile's series has {s.bin_s:g} s bins: each is spread evenly over its {k} minutes for CBU and "
+            "the elasticity replay, which smooths peaks inside a bin") if k > 1 else None
     counts: list[float] = []
     labels: list[str] = []
     for start, n in zip(s.start_s.tolist(), s.requests.tolist(), strict=True):
         for j in range(k):
             counts.append(n / k)
             labels.append(_label(start + 60 * j) if s.aligned else str(start + 60 * j))
-    return counts, labels
+    return counts, labels, note
 
 
 def _series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:

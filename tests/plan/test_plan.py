@@ -11,11 +11,13 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from bearing_lib.binning import RateSeries
 from bearing_lib.cli.main import app
-from bearing_lib.errors import InputError, SchemaError
+from bearing_lib.errors import InputError, ParameterError, SchemaError
 from bearing_lib.memory import GIB
 from bearing_lib.plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
 
@@ -133,3 +135,53 @@ def test_growth_scales_target_and_replay():
     # replay on the series x 2: the busiest minute is 600 req/min = 10 req/s on 8 req/s instances
     assert d["elasticity"]["n_scale_up"] >= 1
     assert math.isclose(d["elasticity"]["per_instance_rps"], 8.0)
+
+
+def _two_runs():
+    d = read_json(LIMITS, "limits")
+    a, b = json.loads(json.dumps(d["mixes"][0])), json.loads(json.dumps(d["mixes"][0]))
+    a["run_id"], b["run_id"] = "vllm", "llm-d"
+    b["q_ult"]["throughput_rps"] = 6.0
+    b["q_ult"]["ci95"] = [7, None]  # one-sided CI (upper end not bounded by the bootstrap)
+    d["mixes"] = [a, b]
+    return d
+
+
+def test_several_runs_need_a_choice():
+    d = _two_runs()
+    profile = read_json(PROFILE, "profile")
+    profile["mix_shares"] = [{"mix": "short", "share": 1.0}]
+    with pytest.raises(ParameterError, match=r"2 runs \(llm-d, vllm\)"):
+        CapacityPlan.build(d, profile)
+    with pytest.raises(ParameterError, match="no run 'x'"):
+        CapacityPlan.build(d, profile, run="x")
+    plan = CapacityPlan.build(d, profile, run="llm-d")
+    # throughput 6 req/s at 8 concurrent: CI [7, -] x 6/8 = [5.25, held at 6]
+    m = plan.fos.per_mix[0]
+    assert m.q_ult_rps == 6.0 and m.q_ult_ci95 == pytest.approx((5.25, 6.0))
+    assert any("only one end" in n for n in plan.notes)
+    assert plan.fos.blended.fos.value == pytest.approx(6.0 / 4.0)
+
+
+class _Profile:
+    """A TrafficProfile stand-in: 600 s bins (like ServeGen's windows) and its JSON form."""
+
+    def __init__(self):
+        self.series = RateSeries(600.0, np.array([1_700_000_400.0, 1_700_001_000.0]), np.array([1200.0, 3000.0]),
+                                 aligned=True)
+
+    def to_dict(self):
+        d = read_json(PROFILE, "profile")
+        d["per_minute"].pop("series")
+        return d
+
+
+def test_coarse_windows_are_spread_over_minutes():
+    plan = CapacityPlan.build(read_json(LIMITS, "limits"), _Profile())
+    c = plan.cbu.to_dict()
+    # 1200 requests in 10 min = 120/min, 3000 = 300/min; allowable 320/min -> CBU 0.375 and 0.9375
+    assert c["n_minutes"] == 20
+    assert plan.cbu.cbu == pytest.approx([120 / 320] * 10 + [300 / 320] * 10)
+    assert [m["index"] for m in c["minutes_above"]] == list(range(10, 20))
+    assert c["minutes_above"][0]["minute"] == "2023-11-14 22:30"  # 1700001000 s UTC
+    assert any("600 s bins" in n for n in plan.notes)
