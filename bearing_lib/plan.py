@@ -308,6 +308,7 @@ class CapacityPlan:
     memory: MemoryPlan | None = None
     memory_reason: str = ""
     scorecards: Scorecards | None = None
+    buffer_plan: dict[str, object] | None = None
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -445,6 +446,10 @@ class CapacityPlan:
             plan.elasticity = replay(counts, q_blend / lim.tested_instances, cold_start_s=cold_start_s,
                                      cool_down_s=cool_down_s, latency_budget_s=latency_budget_s)
 
+        # elastic or fixed buffer: the replay decides --------------------
+        if plan.instances is not None:
+            plan.buffer_plan = _buffer_plan(plan.instances, plan.elasticity, plan.elasticity_reason)
+
         # memory ---------------------------------------------------------
         seq = seq_len_from_profile(profile)
         if seq is None and trace is not None:
@@ -513,7 +518,7 @@ class CapacityPlan:
             "cbu": self.cbu.to_dict() if self.cbu else unavailable(self.cbu_reason),
             "instances": (
                 {**self.instances.to_dict(), "tested_instances": self.limits.tested_instances,
-                 "tested_instances_basis": self.limits.tested_instances_basis,
+                 "tested_instances_basis": self.limits.tested_instances_basis, "buffer_plan": self.buffer_plan,
                  "safe_concurrency": self.safe_concurrency.to_dict() if self.safe_concurrency else None}
                 if self.instances else unavailable(self.instances_reason)
             ),
@@ -547,6 +552,9 @@ class CapacityPlan:
         if self.instances:
             i = self.instances
             lines.append(f"instances:   {i.total} = {i.base} + buffer {i.buffer} ({i.buffer_basis})")
+            if self.buffer_plan:
+                lines.append(f"buffer:      {self.buffer_plan['mode']}, {self.buffer_plan['instances']} instance(s): "
+                             f"{self.buffer_plan['reason']}")
         else:
             lines.append(f"instances:   not available: {self.instances_reason}")
         if self.elasticity:
@@ -567,8 +575,51 @@ class CapacityPlan:
             lines.append(f"note:        {n}")
         return lines
 
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return "<pre>" + html.escape("\n".join(self.summary_lines())) + "</pre>" + self.fos._repr_html_()
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, key numbers, per-mix FOS, then each section (or why it is missing)."""
+        colors = {"green": "#1a7f37", "yellow": "#9a6700", "red": "#cf222e"}
+        v = self.fos.verdict
+        e = html.escape
+        parts = [
+            f"<p><b style='color:{colors[v.color]}'>{v.color.upper()}</b> · tier {e(self.tier.name)} "
+            f"(FOS {e(self.tier.describe())}) · {e(v.reason)}</p>",
+            self.fos._repr_html_(),
+        ]
+        for title, obj, why in (("CBU", self.cbu, self.cbu_reason), ("Elasticity", self.elasticity,
+                                self.elasticity_reason), ("Memory", self.memory, self.memory_reason),
+                                ("Scorecards", self.scorecards, "not computed")):
+            if obj is None:
+                parts.append(f"<p><b>{title}</b>: <i>not available: {e(why)}</i></p>")
+            elif hasattr(obj, "_repr_html_"):
+                parts.append(obj._repr_html_())
+            else:
+                c = obj.to_dict()
+                parts.append(f"<p><b>{title}</b>: max {c['max']:.2f}; {c['n_above']} of {c['n_minutes']} minutes "
+                             f"above {c['threshold']:g}</p>")
+        if self.instances:
+            parts.append(f"<p><b>Instances</b> {self.instances.total} = {self.instances.base} + buffer "
+                         f"{self.instances.buffer}: {e(self.instances.buffer_basis)}</p>")
+        if self.notes:
+            parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in self.notes) + "</ul>")
+        return "".join(parts)
+
+
+def _buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str) -> dict[str, object]:
+    """Hold the burst buffer elastic or fixed: fixed when the replay saw minutes over capacity
+    during cold starts (and then at least the replay's buffer), elastic otherwise."""
+    freq = ""
+    if inst.burst is not None and inst.burst.per_month:
+        freq = f"; bursts about {inst.burst.per_month:.2g} a month"
+    if rep is None:
+        return {"mode": "fixed", "instances": inst.buffer,
+                "reason": f"no elasticity replay ({why_no_replay}): hold the buffer as fixed capacity{freq}"}
+    if rep.recommendation == "elastic":
+        return {"mode": "elastic", "instances": inst.buffer,
+                "reason": f"the replay of the production series kept up with a {rep.cold_start_s:g} s cold start, "
+                          f"so the buffer can be elastic{freq}"}
+    n = max(inst.buffer, rep.buffer)
+    return {"mode": "fixed", "instances": n,
+            "reason": f"{rep.reason}; fixed buffer = max(burst buffer {inst.buffer}, replay buffer {rep.buffer}){freq}"}
 
 
 def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:

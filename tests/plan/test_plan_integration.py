@@ -122,3 +122,18 @@ def test_plan_from_objects_matches_json_path(limits_result, bundled):
     assert sc is not None and sc["value"] > 0
     # no bursts above 3x the baseline in an hour of conversation traffic: minimum buffer, and it says why
     assert d["instances"]["buffer"] == 1 and "no burst episode" in d["instances"]["buffer_basis"]
+
+
+@pytest.mark.slow
+def test_checklist_from_the_load_curve(limits_result, bundled):
+    # With a LimitsResult object the load curve supplies P95 latencies: at the lowest step
+    # (4 req/s on mu = 20 req/s) the M/M/1 sojourn time is Exp(16/s), P95 = ln(20) / 16 s = 187 ms,
+    # well under SLA / 3 = 667 ms. The synthetic test has no errors.
+    prof = profile_traffic(load_trace(bundled(CONV)), mix_spec=MixSpec.single())
+    d = CapacityPlan.build(limits_result, prof).to_dict()
+    items = {c["metric"]: c for c in d["scorecards"]["checklist"]}
+    sp = items["single-path P95 latency"]
+    assert sp["status"] == "healthy"
+    assert sp["value"] == pytest.approx(1000 * math.log(20) / 16, rel=0.25)
+    er = items["error rate at peak"]
+    assert er["status"] == "healthy" and er["value"] == 0.0
