@@ -42,6 +42,8 @@ from bearing_lib.memory import (
     MemoryPlan,
     ModelPreset,
     SeqLenStats,
+    VllmLogCheck,
+    check_vllm_log,
     get_preset,
     memory_plan,
     sequence_length_stats,
@@ -309,6 +311,7 @@ class CapacityPlan:
     memory_reason: str = ""
     scorecards: Scorecards | None = None
     buffer_plan: dict[str, object] | None = None
+    vllm_check: VllmLogCheck | None = None
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -337,6 +340,8 @@ class CapacityPlan:
         min_buffer: int = 1,
         trace: Any = None,
         user_inputs: dict[str, Any] | None = None,
+        vllm_log: str | None = None,
+        tensor_parallel: int = 1,
         limits_source: str = "limits JSON",
         profile_source: str = "profile JSON",
     ) -> CapacityPlan:
@@ -471,6 +476,11 @@ class CapacityPlan:
             preset = get_preset(model) if isinstance(model, str) else model
             plan.memory = memory_plan(preset, conc, seq, gpu_mem_gib=gpu_mem_gib, gpu_count=gpu_count, margin=margin)
             plan.memory_reason = conc_basis or "concurrency unknown: only what fits is computed (give --concurrency)"
+        if vllm_log is not None:
+            if model is None:
+                raise ParameterError("a vLLM log check needs the model preset (--model)")
+            preset = get_preset(model) if isinstance(model, str) else model
+            plan.vllm_check = check_vllm_log(preset, vllm_log, tensor_parallel=tensor_parallel)
 
         # scorecards -----------------------------------------------------
         headroom, why = None, plan.memory_reason if plan.memory is None else ""
@@ -523,7 +533,8 @@ class CapacityPlan:
                 if self.instances else unavailable(self.instances_reason)
             ),
             "elasticity": self.elasticity.to_dict() if self.elasticity else unavailable(self.elasticity_reason),
-            "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason}
+            "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason,
+                        "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
                        if self.memory else unavailable(self.memory_reason)),
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
             "notes": self.notes,
@@ -571,6 +582,8 @@ class CapacityPlan:
                          f"{r['max_concurrency_that_fits']}")
         else:
             lines.append(f"memory:      not available: {self.memory_reason}")
+        if self.vllm_check:
+            lines.append(f"vLLM log:    {self.vllm_check.statement}")
         for n in self.notes:
             lines.append(f"note:        {n}")
         return lines

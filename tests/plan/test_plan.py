@@ -228,3 +228,19 @@ def test_buffer_is_fixed_when_the_replay_falls_behind():
     assert plan.to_dict()["instances"]["buffer_plan"]["mode"] == "fixed"
     ok = CapacityPlan.build(read_json(LIMITS, "limits"), read_json(PROFILE, "profile"))
     assert ok.buffer_plan["mode"] == "elastic" and ok.buffer_plan["instances"] == 1
+
+
+def test_cli_vllm_log_check(tmp_path):
+    log = tmp_path / "vllm.log"
+    # transcribed from LMCache/LMCache#1739 (Qwen3-14B, vLLM V1)
+    log.write_text("INFO [gpu_worker.py:298] Available KV cache memory: 6.51 GiB\n"
+                   "INFO [kv_cache_utils.py:864] GPU KV cache size: 42,656 tokens\n")
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--model", "qwen3-14b",
+                                   "--gpu-mem-gib", "80", "--vllm-log", str(log), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "vLLM log:    qwen3-14b: 6.51 GiB of KV cache holds 42,663 tokens" in res.output
+    chk = json.loads(out.read_text())["memory"]["vllm_log_check"]
+    assert chk["right"] is True and chk["logged_tokens"] == 42_656
+    res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--vllm-log", str(log)])
+    assert res.exit_code == 1 and "needs the model preset" in res.output
