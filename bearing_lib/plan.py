@@ -219,8 +219,21 @@ def target_from_profile(
         ci = inner.get("ci95") or inner.get("target_ci95")
         k = g / g0  # a growth given here replaces the profile's
         ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
-        return Target(rps * k, ci_t, q, g, f"{source}: targets ({inner.get('basis') or 'as given'})"
-                      + (f", growth {g:g} instead of {g0:g}" if k != 1 else ""))
+        basis = f"{source}: {inner.get('statement') or inner.get('basis') or 'targets as given'}"
+        if k != 1:
+            basis += f", growth {g:g} instead of {g0:g}"
+        if ci_t is not None and not (ci_t[0] <= rps * k <= ci_t[1]):
+            # a bootstrap CI of a high quantile need not contain the point estimate; widen it to do so
+            basis += (f"; the profile's CI [{ci_t[0]:.4g}, {ci_t[1]:.4g}] does not contain the target and was "
+                      "widened to it")
+            ci_t = (min(ci_t[0], rps * k), max(ci_t[1], rps * k))
+        if ci_t is not None and ci_t[0] <= 0:
+            basis += "; the profile's CI reaches 0 req/s and is not used"
+            ci_t = None
+        try:
+            return Target(rps * k, ci_t, q, g, basis)
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field="targets.target.rps") from exc
     pm = p.get("per_minute") or {}
     qq = q if q is not None else 0.99
     key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}.get(qq)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from bearing_lib.binning import RateSeries
 from bearing_lib.cli.main import app
-from bearing_lib.errors import InputError, ParameterError, SchemaError
+from bearing_lib.errors import BadValueError, InputError, ParameterError, SchemaError
 from bearing_lib.memory import GIB
 from bearing_lib.plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
 
@@ -244,3 +244,10 @@ def test_cli_vllm_log_check(tmp_path):
     assert chk["right"] is True and chk["logged_tokens"] == 42_656
     res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--vllm-log", str(log)])
     assert res.exit_code == 1 and "needs the model preset" in res.output
+
+
+def test_target_ci_that_misses_the_point_is_widened():
+    t = target_from_profile({"targets": {"target": {"rps": 8.3, "ci95": [6.0, 8.2], "quantile": 0.99}}})
+    assert t.ci95 == (6.0, 8.3) and "widened" in t.basis
+    with pytest.raises(BadValueError, match="targets.target.rps"):
+        target_from_profile({"targets": {"target": {"rps": 0.0}}}, source="p.json")
