@@ -8,11 +8,14 @@ import statistics
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bearing_lib import load_trace
 from bearing_lib.errors import InsufficientDataError, ParameterError
 from bearing_lib.memory import (
     GIB,
+    PRESETS,
     ModelPreset,
     SeqLenStats,
     check_vllm_log,
@@ -189,3 +192,16 @@ def test_check_vllm_log():
     assert not bad.right and bad.rel_error == pytest.approx(7_802 / 31_232 - 1, abs=1e-3)
     with pytest.raises(InsufficientDataError):
         check_vllm_log(get_preset("qwen3-14b"), "nothing here")
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(sorted(PRESETS)), seq=st.integers(min_value=1, max_value=200_000),
+       mem=st.floats(min_value=8, max_value=200), n=st.integers(min_value=1, max_value=16),
+       margin=st.floats(min_value=0.0, max_value=0.3))
+def test_max_concurrency_is_the_largest_that_fits(name, seq, mem, n, margin):
+    p = get_preset(name)
+    c = max_concurrency_that_fits(p, seq, mem, gpu_count=n, margin=margin)
+    cap = n * mem * GIB
+    if c > 0:
+        assert memory_requirement(p, c, seq, margin=margin).total_bytes <= cap * (1 + 1e-9)
+    assert memory_requirement(p, c + 1, seq, margin=margin).total_bytes > cap * (1 - 1e-9)
