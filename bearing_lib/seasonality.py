@@ -73,10 +73,14 @@ class SlotTable:
     table: pl.DataFrame
     repeated: bool
     n_periods: int
+    aligned: bool = True
 
     def _label(self, row: dict[str, object]) -> str:
         h = f"{int(row['hour']):02d}:00"
-        return f"{WEEKDAYS[int(row['weekday'])]} {h}" if "weekday" in row else h
+        if "weekday" not in row:
+            return h if self.aligned else f"hour {int(row['hour'])}"
+        day = WEEKDAYS[int(row["weekday"])] if self.aligned else f"day {int(row['weekday'])}"
+        return f"{day} {h}" if self.aligned else f"{day} hour {int(row['hour'])}"
 
     def to_dict(self) -> dict[str, object]:
         rows = self.table.to_dicts()
@@ -135,7 +139,7 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
         hod: SlotTable | Unavailable = Unavailable(why)
     else:
         n_days = frame["day"].n_unique()
-        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days)
+        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days, series.aligned)
     if series.span_s < WEEK_S:
         how: SlotTable | Unavailable = Unavailable(
             f"the series spans {span_days:.2f} days; weekday x hour baselines need at least one full week "
@@ -143,7 +147,9 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
         )
     else:
         n_weeks = frame["week"].n_unique()
-        how = SlotTable("hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks)
+        how = SlotTable(
+            "hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks, series.aligned
+        )
     return SlotBaselines(basis, series.bin_s, hod, how)
 
 
@@ -157,9 +163,13 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
         frame = _slot_frame(series).select("hour").join(
             slots.hour_of_day.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
-        return frame["baseline_rps"].to_numpy(), (
-            "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
-        )
+        how = "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
+        if slots.hour_of_day.n_periods < 3:
+            how += (
+                f" (only {slots.hour_of_day.n_periods} day(s): a burst day can still raise its own baseline; "
+                "three or more days make it robust)"
+            )
+        return frame["baseline_rps"].to_numpy(), how
     p95 = float(np.quantile(series.rate_rps, 0.95, method="linear")) if len(series) else float("nan")
     return np.full(len(series), p95), (
         f"the whole series as one slot (it spans {series.span_s / 3600:.2f} h, less than a day): "
@@ -269,7 +279,7 @@ class Decomposition:
                 "hour_start_s": self.hour_start_s.tolist(),
                 "observed_rps": self.observed.tolist(),
                 "trend_rps": self.trend.tolist(),
-                **{f"{k}_rps": v.tolist() for k, v in self.seasonal.items()},
+                **{f"seasonal_{k}_rps": v.tolist() for k, v in self.seasonal.items()},
                 "resid_rps": self.resid.tolist(),
             }
         return out
@@ -309,6 +319,9 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     """
     if series.bin_s > 3600:
         return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
+    per_hour = 3600.0 / series.bin_s
+    if abs(per_hour - round(per_hour)) > 1e-9:
+        return Unavailable(f"bins of {series.bin_s:g} s do not divide an hour, so hourly rates cannot be formed")
     starts, obs = hourly_rates(series)
     n = obs.size
     if n < 48:

@@ -181,12 +181,12 @@ def mid_term_forecast(
         )
     if series.bin_s > DAY_S:
         return Unavailable(f"bins of {series.bin_s:g} s are longer than a day")
-    import statsmodels.api as sm
+    from statsmodels.regression.linear_model import OLS
 
     x, y = _daily_peaks(series)
     if x.size < 7 * min_weeks:
         return Unavailable(f"only {x.size} complete days; a trend forecast needs {7 * min_weeks:g}")
-    fit = sm.OLS(y, sm.add_constant(x)).fit()
+    fit = OLS(y, np.column_stack([np.ones_like(x), x])).fit()
     x_new = x[-1] + horizon_days
     pred = fit.get_prediction(np.array([[1.0, x_new]])).summary_frame(alpha=0.05)
     slope_lo, slope_hi = (float(v) for v in fit.conf_int(alpha=0.05)[1])

@@ -68,7 +68,8 @@ def test_hits_stop_at_the_first_miss_and_a_request_does_not_hit_itself():
 
 
 def test_block_count_must_match_prompt_length():
-    with pytest.raises(ValueError, match=r"request 1: 1 block hash ids for 600 input tokens; expected ceil\(600/512\) = 2"):
+    msg = r"request 1: 1 block hash ids for 600 input tokens; expected ceil\(600/512\) = 2"
+    with pytest.raises(ValueError, match=msg):
         replay_prefix_cache([[1], [2]], [10, 600])
     with pytest.raises(ValueError, match="capacity_blocks"):
         replay_prefix_cache([[1]], [10], capacity_blocks=0)

@@ -32,7 +32,9 @@ def read_csv_checked(
     """
     if not source.head.strip():
         raise InputError("the file is empty", path=source.path)
-    data = source.read_bytes() if (source.is_gzip or source.head.startswith(b"\xef\xbb\xbf")) else source.path
+    with source.open_binary() as fh:
+        has_bom = fh.read(3) == b"\xef\xbb\xbf"  # Source.head has the BOM removed already
+    data = source.read_bytes() if (source.is_gzip or has_bom) else source.path
     if has_header and new_columns is None:
         fast = _read_csv_typed(data, columns, separator)
         if fast is not None:
@@ -107,6 +109,10 @@ def _read_csv_typed(data: bytes | Path, columns: Mapping[str, pl.DataType], sepa
         return None
     if any(typed.schema[c] != t for c, t in columns.items()):
         return None
+    stripped = {c: c.strip() for c in typed.columns}
+    if len(set(stripped.values())) != len(stripped):
+        return None
+    typed = typed.rename(stripped)  # same column names as the careful path
     return typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + 2).alias("source_row"))
 
 
@@ -243,7 +249,10 @@ def read_jsonl_checked(
         )
     if not good:
         raise InputError("no line holds a JSON object", path=source.path)
-    frame = pl.read_ndjson(b"\n".join(good), infer_schema_length=None)
+    try:
+        frame = pl.read_ndjson(b"\n".join(good), infer_schema_length=None)
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError) as exc:
+        raise InputError(f"JSON lines whose values do not share one type per key: {exc}", path=source.path) from exc
     return frame.with_columns(pl.Series("source_row", rows, dtype=pl.Int64))
 
 

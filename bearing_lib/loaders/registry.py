@@ -143,6 +143,7 @@ def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) ->
             f"format {spec.name!r} does not take option(s) {unknown}; "
             f"it takes: {', '.join(accepted) if accepted else 'no options'}"
         )
+    source.start_hashing()
     return spec.load(source, **options)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from bearing_lib import load_trace
+from bearing_lib import BadValueError, load_trace
 from bearing_lib.loaders import detect
 
 # SYNTHETIC: v1 layout (BurstGPT_1/_2), one failure (Response tokens 0)
@@ -92,5 +92,5 @@ def test_burstgpt_total_tokens_mismatch_is_reported(tmp_path):
 def test_burstgpt_non_numeric_tokens_name_the_row(tmp_path):
     # SYNTHETIC
     text = V1.replace("45,ChatGPT,1087", "45,ChatGPT,many")
-    with pytest.raises(Exception, match=r"row 3, field 'Request tokens': expected a whole number, found 'many'"):
+    with pytest.raises(BadValueError, match=r"row 3, field 'Request tokens': expected a whole number, found 'many'"):
         load_trace(_write(tmp_path, "bad.csv", text))

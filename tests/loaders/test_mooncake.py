@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from bearing_lib import load_trace
+from bearing_lib import BadValueError, load_trace
 from bearing_lib.loaders import detect
 
 
@@ -97,7 +97,7 @@ def test_mooncake_hash_ids_must_match_block_size(tmp_path):
         '{"timestamp": 0, "input_length": 1000, "output_length": 5, "hash_ids": [0, 1]}\n'
         '{"timestamp": 5, "input_length": 1100, "output_length": 5, "hash_ids": [0, 1]}\n'
     )
-    with pytest.raises(Exception, match=r"row 2, field 'hash_ids': 2 hash ids for input_length 1100; expected"):
+    with pytest.raises(BadValueError, match=r"row 2, field 'hash_ids': 2 hash ids for input_length 1100; expected"):
         load_trace(p)
     # with 600-token blocks the same file is consistent, and request 2 finds both blocks cached
     tr = load_trace(p, block_tokens=600)

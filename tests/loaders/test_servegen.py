@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bearing_lib import load
+from bearing_lib import BadValueError, InputError, load, load_trace
 from bearing_lib.loaders import detect
 from bearing_lib.loaders.servegen import rate_weighted_mean
 from bearing_lib.ratewindows import RateWindows
@@ -147,12 +147,17 @@ def test_servegen_bundled_folder_with_pmfs(tmp_path):
     assert set(rw.length_pmfs["chunk-25"]) == {float(w) for w in doc}
     rates = _rates(tmp_path)
     assert rate_weighted_mean(rw, "text_tokens") == pytest.approx(_weighted_mean(tmp_path, rates, "text_tokens"))
-    with pytest.raises(Exception, match="no length distribution named 'input_tokens'"):
+    with pytest.raises(InputError, match="no length distribution named 'input_tokens'"):
         rate_weighted_mean(rw, "input_tokens")
 
 
 def test_servegen_bad_pattern_names_row(tmp_path):
     p = tmp_path / "chunk-1-trace.csv"
     p.write_text("0,0.5,1.0,Gamma,1.0,2.0\n600,0.5,1.0,Lognormal,1.0,2.0\n")
-    with pytest.raises(Exception, match=r"row 2, field 'pattern': expected Gamma or Weibull or empty, found 'Lognormal'"):
+    with pytest.raises(BadValueError, match=r"row 2, field 'pattern': expected Gamma or Weibull or empty, found 'Lo"):
         load(p)
+
+
+def test_servegen_is_not_a_request_trace():
+    with pytest.raises(InputError, match=r"holds rates \(servegen\), not one row per request"):
+        load_trace(HERE / "chunk-25-trace.csv.gz")

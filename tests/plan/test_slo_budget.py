@@ -104,3 +104,11 @@ def test_rolling_windows_match_a_brute_force_scan():
     best = max(bad[i : i + 10].sum() for i in range(81))
     (w,) = b.fastest
     assert w.n_bad == best
+
+
+def test_profile_carries_the_budget():
+    from bearing_lib.profile import profile_traffic
+
+    d = profile_traffic(_trace(), n_boot=50).to_dict()["slo_budget"]
+    assert d["available"] is True and d["consumed"]["requests"] == 500
+    assert d["consumed"]["fraction"] == pytest.approx(500 / 4_320)
