@@ -81,6 +81,45 @@ def boot_quantile(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, q: floa
     return np.where(big_n >= 1, out, np.nan)
 
 
+def politis_white_block_length(x: np.ndarray) -> float:
+    """Optimal block length (in observations) for a block bootstrap of the mean of ``x``.
+
+    Politis & White (2004), with the Patton, Politis & White (2009) correction, for the
+    non-overlapping/moving block bootstrap: ``b = (2 G² / D)^(1/3) n^(1/3)`` with ``G`` and
+    ``D`` from flat-top lag-window sums of the autocovariances up to ``M = 2 m̂``, where
+    ``m̂`` is the first lag after which ``K = max(5, sqrt(log10 n))`` consecutive
+    autocorrelations are insignificant (``|ρ| < 2 sqrt(log10 n / n)``). Written here
+    because the ``arch`` package that ships it is not a bearing dependency.
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n < 20 or np.all(x == x[0]):
+        return 1.0
+    xc = x - x.mean()
+    max_lag = int(min(n - 1, max(20, np.ceil(np.sqrt(n)) + 5)))
+    f = np.fft.rfft(xc, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f))[: max_lag + 1] / n
+    rho = acov / acov[0]
+    k_n = max(5, int(np.sqrt(np.log10(n))))
+    crit = 2.0 * np.sqrt(np.log10(n) / n)
+    m_hat = max_lag
+    for m in range(1, max_lag - k_n + 1):
+        if np.all(np.abs(rho[m : m + k_n]) < crit):
+            m_hat = m
+            break
+    big_m = min(2 * max(m_hat, 1), max_lag)
+    k = np.arange(-big_m, big_m + 1)
+    u = np.abs(k) / big_m
+    lam = np.where(u <= 0.5, 1.0, np.where(u <= 1.0, 2.0 * (1.0 - u), 0.0))
+    r = acov[np.abs(k)]
+    g = np.sum(lam * np.abs(k) * r)
+    big_d = 2.0 * np.sum(lam * r) ** 2
+    if big_d <= 0:
+        return 1.0
+    b = (2.0 * g * g / big_d) ** (1.0 / 3.0) * n ** (1.0 / 3.0)
+    return float(min(max(b, 1.0), n))
+
+
 def time_blocks(start_s: np.ndarray, t0: float, t1: float, n_blocks: int) -> np.ndarray:
     """0-based block id of each request: equal time spans of ``[t0, t1]``."""
     if t1 <= t0:
@@ -96,4 +135,5 @@ def row_blocks(n_rows: int, n_blocks: int) -> np.ndarray:
     return np.minimum(np.arange(n_rows) * n_blocks // n_rows, n_blocks - 1).astype(np.int64)
 
 
-__all__ = ["block_sums", "block_weights", "boot_quantile", "boot_rate", "row_blocks", "time_blocks"]
+__all__ = ["block_sums", "block_weights", "boot_quantile", "boot_rate", "politis_white_block_length", "row_blocks",
+           "time_blocks"]

@@ -16,9 +16,9 @@ The **bracket** is ``[last passing load, first failing load]``. The **point esti
 interpolates, per clause, the margin between steps after an isotonic (monotone
 non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression``
 — and takes the lowest zero crossing; the clause that crosses first is **binding**. A
-not-steady step enters as a pseudo-clause ``steady state`` with margin +1 on steady
-steps and −1 on not-steady ones (its crossing is the midpoint between the last steady and
-the first not-steady step). The estimate is kept inside the bracket.
+not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
+crossing is the midpoint between the first not-steady step and the judged step below it.
+The estimate is kept inside the bracket.
 
 **Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
 lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
@@ -45,7 +45,7 @@ from scipy.optimize import isotonic_regression
 
 from bearing_lib import bootstrap as bs
 from bearing_lib.curves import QUANTILES, CurveOptions, load_curve, qname, steady_requests, step_windows
-from bearing_lib.errors import ParameterError
+from bearing_lib.errors import BearingError, ParameterError
 from bearing_lib.loadpoints import LoadPointTable
 from bearing_lib.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.quantiles import quantile
@@ -77,6 +77,7 @@ class MixLimit:
     queueing: dict[str, object] | None = None
     t_recover_s: float | None = None
     cost_anomaly_index: object | None = None
+    t_recover: dict[str, object] | None = None
     replicates: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, object]:
@@ -92,6 +93,7 @@ class MixLimit:
             "usl": self.usl,
             "queueing": self.queueing,
             "t_recover_s": self.t_recover_s,
+            "t_recover": self.t_recover,
             "cost_anomaly_index": self.cost_anomaly_index,
             "notes": self.notes,
         }
@@ -340,6 +342,21 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
     return out
 
 
+def _mark_recovery_steps(judged: list[dict]) -> None:
+    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity."""
+    failed = [(j["row"]["step"], j["x"]) for j in judged if j["status"] == "fail" and j["x"] is not None]
+    for j in judged:
+        if j["x"] is None or j["status"] == "excluded":
+            continue
+        before = [(st, x) for st, x in failed if st < j["row"]["step"] and x > j["x"]]
+        if before:
+            st, x = before[0]
+            j["status"] = "excluded"
+            j["recovery"] = True
+            j["reasons"].insert(0, f"load dropped after the failing step {st} ({x:g}): a recovery step, used for "
+                                   "T_recover, not for the limit")
+
+
 # --------------------------------------------------------------------------------------
 # the estimator
 
@@ -368,7 +385,11 @@ def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.nd
               strict: dict[str, bool]) -> tuple[float, str | None]:
     best, binding = math.inf, None
     for name, m in margin_sets.items():
-        c = _crossing(xs, m, weights, strict[name])
+        if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
+            i = int(np.argmax(m < 0))
+            c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
+        else:
+            c = _crossing(xs, m, weights, strict[name])
         if not math.isnan(c) and c < best:
             best, binding = c, name
     return best, binding
@@ -399,6 +420,7 @@ def _fit_group(
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     judged = _judge_steps(rows, sla, tables)
+    _mark_recovery_steps(judged)
     units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
     unit = units.pop() if len(units) == 1 else None
     notes: list[str] = []
@@ -458,6 +480,10 @@ def _fit_group(
         elif last_pass is None and not contradict:
             censored, value = "below", first_fail
             statement = f"< {first_fail:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < first_fail]
+            if lower:
+                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
         else:
             censored = "not_monotone" if contradict else "none"
             value = est
@@ -505,6 +531,7 @@ def _fit_group(
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
             "valid": bool(r["valid"]), "status": j["status"], "flags": list(r["flags"] or []),
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
+            "recovery_step": bool(j.get("recovery", False)),
             "observed": _observed(r, sla),
         })
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
@@ -528,12 +555,16 @@ def _observed(r: dict, sla: SLA) -> dict[str, float | None]:
 # bootstrap replicates per step
 
 
-def _n_blocks(n: int, duration_s: float | None, median_latency_s: float | None) -> int:
+def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
+    """Blocks per step: ``n / b`` for the Politis–White block length ``b`` of the latency series.
+
+    Clipped to [:data:`MIN_BLOCKS`, :data:`MAX_BLOCKS`] (and to ``n``): near capacity a
+    queue's memory is long and blocks must outlast it; at low load blocks are short.
+    """
     if n <= 1:
         return 1
-    target = MAX_BLOCKS
-    if duration_s and median_latency_s and median_latency_s > 0:
-        target = int(duration_s / (2.0 * median_latency_s))
+    b = bs.politis_white_block_length(latency_in_time_order) if latency_in_time_order.size >= 20 else 1.0
+    target = int(n / max(b, 1.0))
     return int(max(1, min(n, max(MIN_BLOCKS, min(MAX_BLOCKS, target)))))
 
 
@@ -552,14 +583,14 @@ def _replicates(
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
     frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
         OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
+    frame = frame.sort("run_id", "step", "start_s", maintain_order=True)
     wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
     for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
         win = wmap.get((run, step))
         n = part.height
-        lat = part["_lat"].drop_nulls()
-        med = float(lat.median()) / 1000.0 if lat.len() else None
-        dur = win["duration_s"] if win else None
-        nb = _n_blocks(n, dur, med)
+        lat = part["_lat"].to_numpy()  # rows are in start-time order within a step
+        lat = lat[~np.isnan(lat)] if lat.dtype.kind == "f" else np.zeros(0)
+        nb = _n_blocks(lat, n)
         if win and win["has_times"] and part["start_s"].null_count() == 0:
             blocks = bs.time_blocks(part["start_s"].to_numpy(), win["t_start_s"], win["t_end_s"], nb)
         else:
@@ -593,6 +624,76 @@ def _goodput_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame | None:
     if not exprs:
         return None
     return steady.group_by("run_id", "step", "mix").agg(exprs)
+
+
+# --------------------------------------------------------------------------------------
+# phases, P_critical, model fits, cost anomaly index, T_recover (bearing_lib.phases, fits, cost, recovery)
+
+
+def _with_phases(part: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """``part`` with ``phase`` and ``phase_reason`` from ``bearing_lib.phases`` on the SLA's first latency metric."""
+    from bearing_lib.phases import classify_phases
+
+    try:
+        return classify_phases(part.drop("phase"), metric=metric)
+    except BearingError as exc:
+        return part.with_columns(pl.lit(f"phases not classified: {exc}").alias("phase_reason"))
+
+
+def _safe(fn, *args, **kwargs) -> dict[str, object]:
+    try:
+        return fn(*args, **kwargs).to_dict()
+    except BearingError as exc:
+        return {"available": False, "reason": str(exc)}
+
+
+def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests: pl.DataFrame | None,
+            sla: SLA) -> None:
+    from bearing_lib.cost import cost_anomaly_index
+    from bearing_lib.fits import fit_queueing_curve, fit_usl_curve
+    from bearing_lib.phases import p_critical
+
+    recovery = [st["step"] for st in lim.steps if st["recovery_step"]]
+    g = _with_phases(part.filter(~pl.col("step").is_in(recovery)).sort("offered_load"), metric)
+    finite = g.filter(pl.col("offered_load").is_finite())
+    lim.p_critical = _safe(p_critical, finite, metric=metric, seed=seed)
+    lim.usl = _safe(fit_usl_curve, finite)
+    lim.queueing = _safe(fit_queueing_curve, finite, metric=metric)
+    by_step = {r["step"]: r for r in g.to_dicts()}
+    for st in lim.steps:
+        st["phase"] = by_step.get(st["step"], {}).get("phase")
+        st["phase_reason"] = by_step.get(st["step"], {}).get("phase_reason") or (
+            "recovery step: not part of the load curve" if st["recovery_step"] else None)
+    if requests is None or requests.height == 0:
+        lim.cost_anomaly_index = {"available": False, "reason": "needs per-request data (a load-point table has none)"}
+        return
+    cai = cost_anomaly_index(requests, sla.request_violates(), by=("run_id", "step", "mix")).sort("step")
+    values = {r["step"]: r for r in cai.to_dicts()}
+    for st in lim.steps:
+        st["cost_anomaly_index"] = values.get(st["step"], {}).get("cost_anomaly_index")
+    lim.cost_anomaly_index = {
+        "by_step": [{"step": r["step"], "offered_load": by_step.get(r["step"], {}).get("offered_load"),
+                     "value": r["cost_anomaly_index"], "n_wasted": r["n_wasted"]} for r in cai.to_dicts()],
+        "compute_model": cai["compute_model"][0] if cai.height else None,
+        "wasted": "failed, timed out, or above a latency bound of any SLA clause (SLA.request_violates)",
+    }
+
+
+def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, dict[str, object]]:
+    """``T_recover`` per run, on all the run's requests (the SLA over every mix, as a monitor sees it)."""
+    from bearing_lib.recovery import t_recover
+
+    out: dict[str, dict[str, object]] = {}
+    f = trace.frame.with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    for (run,), part in f.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        loads = part.group_by("step").agg(pl.col("offered_load").first(), pl.col("start_s").min()).sort("start_s")
+        dropped = (loads["offered_load"].diff() < 0).any()
+        if not dropped:
+            out[str(run)] = {"value_s": None, "censored": "none",
+                             "reason": "no drop from an overloaded step to a lower load in this run"}
+            continue
+        out[str(run)] = _safe(t_recover, part, sla.evaluate_window)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -645,6 +746,8 @@ def fit_limits(
     curves: list[pl.DataFrame] = []
     notes = list(sla_obj.notes())
     mix_by_name = {m.name: m for m in spec.mixes}
+    pcs = sla_obj.percentile_clauses()
+    metric = pcs[0].metric if pcs else "latency_ms"
     for it in items:
         tables = isinstance(it, LoadPointTable)
         reps = None
@@ -663,6 +766,7 @@ def fit_limits(
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
+        recovery = {} if tables else _recovery(it, sla_obj)
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
@@ -680,6 +784,10 @@ def fit_limits(
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
                              tot, n_boot if reps else 0, level)
             lim.share = share
+            _enrich(lim, part, metric, seed, None if tables else steady.filter(
+                (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+            lim.t_recover = recovery.get(str(run))
+            lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
             n_steps = part.height
             all_steps = totals_df.filter(pl.col("run_id") == run).height
             if n_steps < all_steps:
