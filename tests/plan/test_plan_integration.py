@@ -1,6 +1,7 @@
 """The plan on real outputs of the other parts: limits from ``fit_limits`` on a SYNTHETIC
-M/M/1 stepped load test (known truth), the profile from ``bearing profile`` on the bundled
-real Azure 2023 conversation trace, and ``bearing plan`` on both JSON files.
+M/M/1 stepped load test (known truth) and from ``bearing limits`` on the bundled REAL
+LMBenchmark sweeps, the profile from ``bearing profile`` on the bundled real Azure 2023
+conversation trace, and ``bearing plan`` on the JSON files.
 
 Expected values are computed in the test from the limits JSON (json module) and from the
 raw CSV (csv + datetime, stdlib): per-minute counts on UTC wall-clock minutes, empty minutes
@@ -147,11 +148,10 @@ def test_censored_real_limits_give_bounds(bundled, tmp_path):
     # REAL load tests (LMBenchmark QPS sweeps of Llama-3-70B on vLLM, 2 replicas; Apache-2.0, bundled)
     # judged against p99(ttft) <= 2 s: the sharegpt workload fails at its lowest judged load (an upper
     # bound), short_input never fails (a lower bound). The plan must say "<" and "≥", never a number.
-    from bearing_lib import load
-
-    res = fit_limits(load(bundled(LMBENCH)), "p99(ttft) <= 2000ms", mixes="none", n_boot=50, seed=1)
     limits_json = tmp_path / "limits.json"
-    limits_json.write_text(json.dumps(res.to_dict()))
+    r = CliRunner().invoke(app, ["limits", str(bundled(LMBENCH)), "--sla", "p99(ttft) <= 2000ms", "--mixes", "none",
+                                 "--n-boot", "50", "--seed", "1", "--json", str(limits_json)])
+    assert r.exit_code == 0, r.output
     lim = {m["run_id"]: m["q_ult"] for m in json.loads(limits_json.read_text())["mixes"]}
     share, short = lim["vllm-70b-2replicas/sharegpt"], lim["vllm-70b-2replicas/short_input"]
     assert (share["censored"], short["censored"]) == ("below", "above")
