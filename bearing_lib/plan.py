@@ -588,11 +588,17 @@ class CapacityPlan:
             lines.append(f"elasticity:  not available: {self.elasticity_reason}")
         if self.memory:
             r = self.memory.row("p99")
-            need = "–" if r["total_gib"] is None else f"{r['total_gib']:,.1f} GiB"
-            seed = "–" if r["seed_mha_total_gib"] is None else f"{r['seed_mha_total_gib']:,.1f} GiB"
-            lines.append(f"memory:      {self.memory.model.name} at P99 seq {r['seq_len']:,.0f} tok, concurrency "
-                         f"{self.memory.concurrency}: {need} (seed MHA formula: {seed}); max concurrency that fits "
-                         f"{r['max_concurrency_that_fits']}")
+            m = self.memory
+            fits = (f"max concurrency that fits {r['max_concurrency_that_fits']} (seed MHA formula: "
+                    f"{r['seed_mha_max_concurrency_that_fits']})" if r["max_concurrency_that_fits"] is not None
+                    else "no GPU size given")
+            if m.concurrency is None:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok: {fits}; "
+                             f"need not computed: {self.memory_reason}")
+            else:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok, concurrency "
+                             f"{m.concurrency}: {r['total_gib']:,.1f} GiB (seed MHA formula: "
+                             f"{r['seed_mha_total_gib']:,.1f} GiB); {fits}")
         else:
             lines.append(f"memory:      not available: {self.memory_reason}")
         if self.vllm_check:
