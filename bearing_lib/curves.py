@@ -31,6 +31,9 @@ Rules (also in ``docs/limits.md``):
   mean requests in flight rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen rise over
   that half ≥ 10 % of the median, at least 2 requests for in-flight; when both series
   exist BOTH must rise, since latency alone also rises with the content);
+  ``throughput_below_offered`` (no per-request times, or a load-point table: completed
+  req/s below 70 % of an offered rate, so the server may not have sustained it; without
+  times the step's length for ``too_short`` is the sending period ``n / rate``);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
@@ -59,6 +62,7 @@ TRIM_LATENCIES = 2.0
 MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
+BELOW_OFFERED_RATIO = 0.70
 TREND_ALPHA = 0.01
 TREND_MIN_RISE = 0.10
 TREND_MIN_INFLIGHT_RISE = 2.0
@@ -222,7 +226,14 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
         if (r["offered_load_unit"] == "rps" and r["has_times"] and load is not None and math.isfinite(load)
                 and rate is not None and rate < opt.behind_ratio * load):
             fl.append("generator_behind")
-        if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
+        finite_rps = r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and load > 0
+        span = r["duration_s"]
+        if not r["has_times"] and finite_rps:
+            # without times the tool's duration includes the drain: the sending period is n / rate
+            span = min(x for x in (span, r["n_sent"] / load) if x is not None)
+            if rate is not None and rate < BELOW_OFFERED_RATIO * load:
+                fl.append("throughput_below_offered")
+        if span is not None and span < opt.min_steady_s:
             fl.append("too_short")
         flags.append(fl)
     base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
@@ -553,6 +564,10 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and rate is not None
                 and rate < opt.behind_ratio * load):
             fl.append("generator_behind")
+        thr = r["throughput_rps"]
+        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and thr is not None
+                and thr < BELOW_OFFERED_RATIO * load):
+            fl.append("throughput_below_offered")
         if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
             fl.append("too_short")
         flags.append(fl)

@@ -60,7 +60,7 @@ from bearing_lib.quantiles import quantile
 from bearing_lib.sla import OK_EXPR, SLA, Clause, parse_sla
 from bearing_lib.trace import RequestTrace
 
-BLOCKING_FLAGS = frozenset({"generator_behind", "too_short"})
+BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
 DEFAULT_MIN_SHARE = 0.05

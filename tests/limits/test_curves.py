@@ -195,3 +195,13 @@ def test_percentiles_equal_linear_quantiles_per_group():
                 continue
             assert r[f"latency_ms_{name}"] == pytest.approx(r[f"q{q}"], rel=1e-12)
             assert r[f"latency_ms_{name}"] == pytest.approx(float(np.quantile(r["latency_ms"], q)), rel=1e-12)
+
+
+def test_without_times_short_sending_period_and_backlog():
+    # 200 requests offered at 16 rps are sent in 12.5 s; the tool ran 31.6 s (completions 6.3/s)
+    df = mm1_frame([16.0], mu_rps=100, step_s=12.5, seed=6).head(200).drop("start_s", "end_s")
+    steps = pl.DataFrame({"run_id": ["run"], "step": [0], "duration_s": [31.6]})
+    r = load_curve(make_trace(df, time_origin="none", steps=steps)).row(0, named=True)
+    assert r["throughput_rps"] == pytest.approx(200 / 31.6)
+    assert "too_short" in r["flags"]  # the sending period 200 / 16 = 12.5 s < 30 s
+    assert "throughput_below_offered" in r["flags"]  # 6.3 < 0.7 x 16
