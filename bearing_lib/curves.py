@@ -243,30 +243,13 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     )
 
 
-def _lookup(table: pl.DataFrame, column: str, keys: tuple[str, ...] = ("run_id", "step")) -> pl.Expr:
-    """Per-row value of ``table[column]`` for the row's run (and step) without a join.
-
-    A join of millions of requests with a few dozen step rows costs a hash of every
-    request; a ``when(run).then(step.replace_strict(...))`` chain over the few runs does not.
-    """
-    expr: pl.Expr = pl.lit(None, dtype=table.schema[column])
-    for (run,), part in table.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
-        if "step" in keys:
-            mapping = dict(zip(part["step"].to_list(), part[column].to_list(), strict=True))
-            val = pl.col("step").replace_strict(mapping, default=None, return_dtype=table.schema[column])
-        else:
-            val = pl.lit(part[column][0], dtype=table.schema[column])
-        expr = pl.when(pl.col("run_id") == run).then(val).otherwise(expr)
-    return expr
-
-
 def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Requests sent per steady window, and per trend bin of the window's last half: the median
     latency metric of successful requests (TTFT when the trace has it) and the mean number of
     requests in flight."""
     keys = ["run_id", "step"]
     metric = "ttft_ms" if has_ttft else "latency_ms"
-    j = lf.with_columns(_lookup(base, "t_start_s").alias("t_start_s"), _lookup(base, "t_end_s").alias("t_end_s"))
+    j = lf.join(base.lazy().select(keys + ["t_start_s", "t_end_s"]), on=keys)
     mid = (pl.col("t_start_s") + pl.col("t_end_s")) / 2
     width = (pl.col("t_end_s") - mid) / TREND_BINS
     j = j.filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
@@ -295,10 +278,11 @@ def _grid_queries(lf: pl.LazyFrame, base: pl.DataFrame) -> tuple[pl.DataFrame, p
         pl.col("_t0").min().alias("T0"),
         ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
     ).sort("run_id")
-    t0, g = _lookup(runs, "T0", ("run_id",)), _lookup(runs, "g", ("run_id",))
+    t0, g = pl.col("_T0"), pl.col("_g")
     end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s"))
-    starts = lf.group_by("run_id", ((pl.col("start_s") - t0) / g).floor().cast(pl.Int64).alias("k")).len()
-    ends = lf.group_by("run_id", ((end - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    lfg = lf.join(runs.lazy().select("run_id", pl.col("T0").alias("_T0"), pl.col("g").alias("_g")), on="run_id")
+    starts = lfg.group_by("run_id", ((pl.col("start_s") - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    ends = lfg.group_by("run_id", ((end - t0) / g).floor().cast(pl.Int64).alias("k")).len()
     return runs, starts, ends
 
 
@@ -440,9 +424,11 @@ def load_curve(
 def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
     """The requests inside each step's steady window (all requests when there are no times), with ``mix``."""
     lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
-    if windows["has_times"].any():
-        lo, hi = _lookup(windows, "t_start_s"), _lookup(windows, "t_end_s")
-        lf = lf.filter(pl.col("start_s").is_between(lo, hi).fill_null(False) | _lookup(windows, "has_times").not_())
+    w = windows.lazy().select("run_id", "step", pl.col("t_start_s").alias("_ws"), pl.col("t_end_s").alias("_we"),
+                              pl.col("has_times").alias("_wt"))
+    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
+        ~pl.col("_wt") | pl.col("start_s").is_between(pl.col("_ws"), pl.col("_we"))
+    ).drop("_ws", "_we", "_wt")
     spec = mixes or MixSpec.single()
     return spec.assign(lf)
 
