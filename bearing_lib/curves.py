@@ -447,8 +447,19 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
     ]
     for m in METRICS:
-        aggs.append(pl.col(m).filter(ok).drop_nulls().sort().alias(f"_{m}"))
-    g = lf.group_by(keys).agg(aggs).collect(engine="streaming")
+        aggs.append(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
+    # list aggregations do not stream: narrow the rows first (failed requests' metrics -> null)
+    slim = lf.select(
+        pl.col("run_id").cast(pl.Categorical), "step", pl.col("mix").cast(pl.Categorical), ok.alias("_ok"),
+        pl.when(ok).then(pl.col("output_tokens")).alias("output_tokens"),
+        pl.col("latency_ms").alias("_lat_all"),
+        *[pl.when(ok).then(pl.col(m)).alias(f"{m}") for m in METRICS],
+    )
+    aggs[1] = pl.col("_ok").sum().cast(pl.Int64).alias("n_ok")
+    aggs[2] = pl.col("output_tokens").sum().alias("_out_tok")
+    aggs[3] = (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s")
+    g = slim.group_by(keys).agg(aggs).collect(engine="streaming").with_columns(
+        pl.col("run_id").cast(pl.String), pl.col("mix").cast(pl.String))
     g = g.join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags"),
         on=["run_id", "step"], how="left",
