@@ -1,0 +1,227 @@
+"""Altair charts of the report model, as Vega-Lite spec dicts ready for ``tojson``.
+
+Every layer is limited to :data:`MAX_POINTS` rows (Altair's own ``MaxRowsError`` limit);
+longer series are downsampled by bucket maxima (peaks are what capacity is judged on,
+so they are kept) and the chart subtitle says so. Specs carry no ``$schema`` and no URL:
+the report must open with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+
+from bearing_lib.report.model import LoadCurve, ReportModel
+
+MAX_POINTS = 5000
+PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828"}
+
+
+@dataclass
+class ChartSpec:
+    """One chart for the page: a DOM id, a heading, and the Vega-Lite spec."""
+
+    id: str
+    title: str
+    spec: dict[str, Any]
+    n_points: int
+    n_shown: int
+
+
+def downsample_max(rows: Sequence[dict[str, Any]], key: str, limit: int = MAX_POINTS) -> list[dict[str, Any]]:
+    """At most ``limit`` rows: split ``rows`` (in order) into ``limit`` buckets, keep each bucket's max ``key``.
+
+    Rows are returned unchanged when there are ``limit`` or fewer. Bucket maxima (not a
+    stride) so that the peaks a capacity reviewer looks for survive.
+    """
+    n = len(rows)
+    if n <= limit:
+        return list(rows)
+    out = []
+    for b in range(limit):
+        lo, hi = (b * n) // limit, ((b + 1) * n) // limit
+        bucket = rows[lo:hi]
+        out.append(max(bucket, key=lambda r: -math.inf if r.get(key) is None else r[key]))
+    return out
+
+
+def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
+    if n_shown < n_total:
+        s = f"{n_shown:,} of {n_total:,} points shown: downsampled to ≤ {MAX_POINTS:,} per layer (bucket maxima)"
+    else:
+        s = f"all {n_total:,} points shown (≤ {MAX_POINTS:,} per layer)"
+    return f"{extra} · {s}" if extra else s
+
+
+def scrub(spec: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``$schema`` (the only URL Altair puts in a spec) and refuse any other URL."""
+    spec = {k: v for k, v in spec.items() if k != "$schema"}
+    text = json.dumps(spec)
+    if "http://" in text or "https://" in text:
+        raise ValueError("internal: a chart spec holds a URL; the report must open offline")
+    return spec
+
+
+def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
+    """SLA metric vs offered load: phase bands, 95% CI bars, SLA line, knee and Q_ult rules."""
+    rows = [
+        {"load": p.offered_load, "value": p.value, "lo": p.lo, "hi": p.hi, "phase": p.phase or "unknown",
+         "valid": "valid" if p.valid else "invalid (" + (", ".join(p.flags) or "flagged") + ")"}
+        for p in curve.points if p.value is not None
+    ]
+    shown = downsample_max(rows, "value")
+    x_title = f"offered load ({curve.offered_load_unit})"
+    base = alt.Chart(alt.Data(values=shown))
+    layers: list[alt.Chart] = []
+    if curve.phase_bands:
+        bands = alt.Chart(alt.Data(values=curve.phase_bands)).mark_rect(opacity=0.13).encode(
+            x=alt.X("lo:Q", title=x_title), x2="hi:Q",
+            color=alt.Color("phase:N", title="phase",
+                            scale=alt.Scale(domain=list(PHASE_COLORS), range=list(PHASE_COLORS.values()))),
+        )
+        layers.append(bands)
+    if any(r["lo"] is not None and r["hi"] is not None for r in shown):
+        layers.append(base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#555").encode(
+            x="load:Q", y=alt.Y("lo:Q"), y2="hi:Q"))
+    layers.append(base.mark_line(color="#1f4e79", point=False).encode(
+        x=alt.X("load:Q", title=x_title), y=alt.Y("value:Q", title=curve.label)))
+    layers.append(base.mark_point(filled=True, size=50, color="#1f4e79").encode(
+        x="load:Q", y="value:Q",
+        shape=alt.Shape("valid:N", title="step"),
+        tooltip=[alt.Tooltip("load:Q", title="offered load"), alt.Tooltip("value:Q", title=curve.label, format=",.1f"),
+                 alt.Tooltip("lo:Q", title="95% CI lo", format=",.1f"),
+                 alt.Tooltip("hi:Q", title="95% CI hi", format=",.1f"), "phase:N", "valid:N"]))
+    rules = []
+    if curve.threshold is not None:
+        rules.append(alt.Chart(alt.Data(values=[{"y": curve.threshold, "label": "SLA"}])).mark_rule(
+            color="#c62828", strokeDash=[6, 3], size=2).encode(y="y:Q", tooltip=["label:N", "y:Q"]))
+    verticals = []
+    if curve.knee is not None:
+        verticals.append({"x": curve.knee, "label": "knee (P_critical)"})
+    if curve.q_ult is not None and math.isfinite(curve.q_ult):
+        verticals.append({"x": curve.q_ult, "label": "Q_ult"})
+    if verticals:
+        rules.append(alt.Chart(alt.Data(values=verticals)).mark_rule(size=2).encode(
+            x="x:Q", strokeDash=alt.StrokeDash("label:N", title="marker"), tooltip=["label:N", "x:Q"]))
+    chart = alt.layer(*layers, *rules).resolve_scale(color="independent", shape="independent").properties(
+        width=520, height=260,
+        title=alt.Title(f"{curve.mix}: {curve.label} vs offered load",
+                        subtitle=_subtitle(len(rows), len(shown), "shaded = phase, red dashed = SLA")),
+    )
+    return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def slots_chart(slots: list[dict[str, Any]]) -> ChartSpec | None:
+    """Hour-of-day profile (one line per weekday) from the profile's slot baselines."""
+    if not isinstance(slots, list) or not slots or not isinstance(slots[0], dict):
+        return None
+    keys = [k for k, v in slots[0].items() if k not in ("weekday", "hour", "day") and isinstance(v, int | float)]
+    if "hour" not in slots[0] or not keys:
+        return None
+    vkey = keys[0]
+    day = "weekday" if "weekday" in slots[0] else None
+    names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    rows = [{"hour": s["hour"], "value": s[vkey],
+             "day": names[int(s[day])] if day and isinstance(s.get(day), int) and 0 <= s[day] < 7 else str(s.get(day, "all"))}
+            for s in slots]
+    shown = downsample_max(rows, "value")
+    enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
+           "y": alt.Y("value:Q", title=vkey.replace("_", " ")),
+           "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.1f")]}
+    if day:
+        enc["color"] = alt.Color("day:N", sort=names, title="weekday")
+    chart = alt.Chart(alt.Data(values=shown)).mark_line(point=True).encode(**enc).properties(
+        width=520, height=220,
+        title=alt.Title("Daily and weekly profile", subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
+    return ChartSpec("chart-slots", "Daily and weekly profile", scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_title: str,
+                 cid: str, rule: float | None = None, rule_label: str = "") -> ChartSpec | None:
+    """A time series (e.g. per-minute requests or CBU), downsampled by bucket maxima."""
+    rows = [{"x": r[x], "y": r[y]} for r in series if isinstance(r, dict) and r.get(x) is not None]
+    if not rows:
+        return None
+    shown = downsample_max(rows, "y")
+    x_is_time = isinstance(rows[0]["x"], str)
+    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
+        x=alt.X("x:T" if x_is_time else "x:Q", title=x), y=alt.Y("y:Q", title=y_title))
+    layers: list[alt.Chart] = [line]
+    if rule is not None:
+        layers.append(alt.Chart(alt.Data(values=[{"y": rule, "label": rule_label}])).mark_rule(
+            color="#c62828", strokeDash=[6, 3]).encode(y="y:Q", tooltip=["label:N", "y:Q"]))
+    chart = alt.layer(*layers).properties(width=520, height=200,
+                                          title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown))))
+    return ChartSpec(cid, title, scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def fos_chart(per_mix: list[dict[str, Any]], blended: dict[str, Any] | None) -> ChartSpec | None:
+    """FOS per mix and blended, with 95% CIs and reference lines at 1 (limit) and 1.5."""
+    rows = [{"mix": p["mix"], "value": p["fos"]["value"], "lo": p["fos"]["lo"], "hi": p["fos"]["hi"]}
+            for p in per_mix if p.get("fos") and p["fos"].get("value") is not None]
+    if blended and blended.get("value") is not None:
+        rows.append({"mix": "blended", "value": blended["value"], "lo": blended.get("lo"), "hi": blended.get("hi")})
+    if not rows:
+        return None
+    base = alt.Chart(alt.Data(values=rows))
+    bars = base.mark_bar(color="#1f4e79", opacity=0.8).encode(
+        y=alt.Y("mix:N", title=None, sort=None), x=alt.X("value:Q", title="factor of safety (Q_ult / target)"),
+        tooltip=["mix:N", alt.Tooltip("value:Q", format=".2f"), alt.Tooltip("lo:Q", format=".2f"),
+                 alt.Tooltip("hi:Q", format=".2f")])
+    err = base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#000").encode(
+        y=alt.Y("mix:N", sort=None), x="lo:Q", x2="hi:Q")
+    refs = alt.Chart(alt.Data(values=[{"x": 1.0, "label": "FOS 1 = at the limit"}])).mark_rule(
+        color="#c62828", strokeDash=[4, 2]).encode(x="x:Q", tooltip=["label:N"])
+    chart = alt.layer(bars, err, refs).properties(
+        width=520, height=28 * len(rows) + 20,
+        title=alt.Title("Factor of safety", subtitle=_subtitle(len(rows), len(rows), "bars = FOS, black = 95% CI")))
+    return ChartSpec("chart-fos", "Factor of safety", scrub(chart.to_dict()), len(rows), len(rows))
+
+
+def report_charts(model: ReportModel) -> list[ChartSpec]:
+    """Every chart of the report, in page order."""
+    out: list[ChartSpec] = []
+    if model.fos.available:
+        c = fos_chart(model.fos.data.get("per_mix") or [], model.fos.data.get("blended"))
+        if c:
+            out.append(c)
+    for i, curve in enumerate(model.curves):
+        out.append(load_curve_chart(curve, i))
+    if model.production.available:
+        c = slots_chart(model.production.data.get("slots"))
+        if c:
+            out.append(c)
+        pm = model.production.data.get("per_minute") or {}
+        if isinstance(pm, dict) and isinstance(pm.get("series"), list) and pm["series"]:
+            first = pm["series"][0]
+            xk = next((k for k in ("minute", "time", "t", "start_s", "minute_start_s") if k in first), None)
+            yk = next((k for k in ("requests", "count", "rpm", "value") if k in first), None)
+            if xk and yk:
+                c = series_chart(pm["series"], x=xk, y=yk, title="Requests per minute", y_title="requests/min",
+                                 cid="chart-per-minute")
+                if c:
+                    out.append(c)
+    if model.fos.available:
+        cbu = model.fos.data.get("cbu") or {}
+        if isinstance(cbu, dict) and isinstance(cbu.get("series"), list) and cbu["series"]:
+            first = cbu["series"][0]
+            xk = next((k for k in ("minute", "time", "t", "start_s", "minute_start_s") if k in first), None)
+            yk = next((k for k in ("cbu", "value") if k in first), None)
+            if xk and yk:
+                c = series_chart(cbu["series"], x=xk, y=yk, title="CBU per minute", y_title="CBU",
+                                 cid="chart-cbu", rule=_num(cbu.get("threshold")) or 0.8, rule_label="scale-out line")
+                if c:
+                    out.append(c)
+    return out
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+__all__ = ["MAX_POINTS", "ChartSpec", "downsample_max", "load_curve_chart", "report_charts", "scrub"]
