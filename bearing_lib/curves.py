@@ -1,0 +1,465 @@
+"""Load curves: one row per run × step × mix, with honest uncertainty and validity flags.
+
+A load curve is what a stepped load test measured at each load level: offered load,
+achieved throughput, counts, latency percentiles with confidence intervals, error rate
+with a Wilson interval, concurrency by Little's law, and flags saying when a step cannot
+support a number. Limits (``bearing_lib.limits``) and phases are computed from it.
+
+Rules (also in ``docs/limits.md``):
+
+* **Steady window.** Per run and step, the send window is ``[first start, last start]``
+  of the step's requests, of length ``D`` (the tool's own ``duration_s`` replaces ``D``
+  when the trace has no per-request times). The first and last :data:`TRIM_FRACTION`
+  (10 %) of ``D`` are warm-up and cool-down: only requests *sent* inside the middle 80 %
+  count, and rates divide by ``0.8·D``. Without per-request times nothing is trimmed,
+  ``duration_s`` is the tool's, and the flag ``no_times`` says time-based checks were
+  skipped.
+* **Percentiles** are linear (``bearing_lib.quantiles``) over successful requests. The
+  95 % CI of the ``q`` quantile is the distribution-free order-statistic interval
+  ``[x(l), x(u)]`` with ``l = F⁻¹(0.025)``, ``u = F⁻¹(0.975) + 1`` for ``F`` the
+  Binomial(n, q) CDF (coverage ≥ 95 %). When ``x(u)`` does not exist (``u > n``; a P99
+  needs ≥ 368 requests) the quantile is **unsupported**: the point value and the upper
+  bound are null, the lower bound is kept (it still proves a failure), and the flag
+  ``too_few_for_pNN`` is set.
+* **Error rate** = requests not ok / requests, with a Wilson 95 % interval.
+* **Concurrency** (Little's law) = send rate × mean latency of requests with a latency.
+* **Flags** per step: ``too_few_for_pNN``; ``generator_behind`` (rps steps: send rate
+  < 90 % of offered); ``too_short`` (steady window < 30 s); ``not_steady`` (over the last
+  half of the steady window, the medians of latency or of in-flight requests in 12
+  equal-time bins rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen
+  rise over that half ≥ 10 % of the median; for in-flight also ≥ 2 + 2·√median
+  requests); ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
+  ``valid`` is true when no flag other than the informational ones (``no_times``,
+  ``no_ci``, ``steadiness_unknown``) is set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from bearing_lib.errors import InsufficientDataError, ParameterError
+from bearing_lib.loadpoints import LoadPointTable
+from bearing_lib.mixes import MixSpec
+from bearing_lib.quantiles import quantile_expr
+from bearing_lib.sla import OK_EXPR
+from bearing_lib.trace import RequestTrace
+
+METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
+QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+TRIM_FRACTION = 0.10
+MIN_STEADY_S = 30.0
+BEHIND_RATIO = 0.90
+TREND_ALPHA = 0.01
+TREND_MIN_RISE = 0.10
+TREND_MIN_INFLIGHT_RISE = 2.0
+TREND_BINS = 12
+CI_LEVEL = 0.95
+INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})
+
+
+def qname(q: float) -> str:
+    """Column suffix of quantile ``q``: 0.99 → ``p99``, 0.999 → ``p99_9``."""
+    s = f"{q * 100:.6g}".replace(".", "_")
+    return f"p{s}"
+
+
+def order_stat_ranks(n: np.ndarray | int, q: float, level: float = CI_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks ``(l, u)`` of the distribution-free CI ``[x(l), x(u)]`` for the ``q`` quantile.
+
+    ``P(x(l) ≤ ξ_q < x(u)) = F(u−1) − F(l−1) ≥ level`` for ``F`` the Binomial(n, q) CDF.
+    ``u > n`` (upper bound does not exist) or ``l < 1`` mark an unsupported side.
+    """
+    n_arr = np.asarray(n, dtype=np.int64)
+    a = (1.0 - level) / 2.0
+    safe = np.maximum(n_arr, 1)
+    lo = stats.binom.ppf(a, safe, q).astype(np.int64)
+    hi = stats.binom.ppf(1.0 - a, safe, q).astype(np.int64) + 1
+    lo = np.where(n_arr > 0, lo, 0)
+    hi = np.where(n_arr > 0, hi, 1)
+    return lo, hi
+
+
+def min_n_supported(q: float, level: float = CI_LEVEL) -> int:
+    """Smallest sample size whose ``q``-quantile CI has both order statistics (P99 → 368)."""
+    n = 1
+    while True:
+        lo, hi = order_stat_ranks(n, q, level)
+        if hi <= n and lo >= 1:
+            return n
+        n = n * 2 if n < 16 else n + 1 if n < 4096 else int(n * 1.01)
+
+
+def wilson_interval(k: np.ndarray | int, n: np.ndarray | int, level: float = CI_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion ``k / n`` (NaN where ``n == 0``)."""
+    k_arr, n_arr = np.asarray(k, float), np.asarray(n, float)
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k_arr / n_arr
+        denom = 1 + z * z / n_arr
+        centre = (p + z * z / (2 * n_arr)) / denom
+        half = z * np.sqrt(p * (1 - p) / n_arr + z * z / (4 * n_arr * n_arr)) / denom
+    return centre - half, centre + half
+
+
+@dataclass(frozen=True)
+class CurveOptions:
+    """Knobs of the curve rules (defaults documented in the module docstring)."""
+
+    trim_fraction: float = TRIM_FRACTION
+    min_steady_s: float = MIN_STEADY_S
+    behind_ratio: float = BEHIND_RATIO
+    trend_alpha: float = TREND_ALPHA
+    trend_min_rise: float = TREND_MIN_RISE
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.trim_fraction < 0.5:
+            raise ParameterError(f"trim_fraction must be in [0, 0.5), got {self.trim_fraction}")
+
+
+def _has_times(trace: RequestTrace) -> bool:
+    return trace.provenance.time_origin != "none" and trace.frame["start_s"].null_count() < trace.frame.height
+
+
+def _check_steps(frame: pl.DataFrame, source: str) -> None:
+    if frame["step"].null_count() == frame.height:
+        raise InsufficientDataError(
+            f"{source}: the trace has no load steps (column 'step' is empty): a load curve needs a stepped "
+            "load test, not production traffic"
+        )
+
+
+def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl.DataFrame:
+    """Per run and step: the steady window and the step-level flags.
+
+    Columns ``run_id, step, offered_load, offered_load_unit, has_times, t_start_s,
+    t_end_s`` (steady window, null without times), ``duration_s`` (steady), ``n_sent``
+    (requests sent in the window), ``send_rate_rps``, ``not_steady`` (bool or null),
+    ``trend`` (text), ``step_flags`` (list of step-level flags).
+    """
+    opt = options or CurveOptions()
+    f = _with_run(trace.frame)
+    _check_steps(f, trace.provenance.source)
+    f = f.filter(pl.col("step").is_not_null())
+    times = _has_times(trace)
+    keys = ["run_id", "step"]
+    base = f.group_by(keys).agg(
+        pl.col("offered_load").first(),
+        pl.col("offered_load_unit").first(),
+        pl.col("start_s").min().alias("_t0"),
+        pl.col("start_s").max().alias("_t1"),
+        pl.len().alias("_n_all"),
+    )
+    tool = None
+    if trace.steps is not None and trace.steps.height:
+        tool = trace.steps.select(
+            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d")
+        ).unique(keys, keep="first")
+        base = base.join(tool, on=keys, how="left")
+    else:
+        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"))
+    if times:
+        d = pl.col("_t1") - pl.col("_t0")
+        base = base.with_columns(
+            (pl.col("_t0") + opt.trim_fraction * d).alias("t_start_s"),
+            (pl.col("_t1") - opt.trim_fraction * d).alias("t_end_s"),
+            ((1 - 2 * opt.trim_fraction) * d).alias("duration_s"),
+            pl.lit(True).alias("has_times"),
+        )
+        sent = (
+            f.join(base.select(keys + ["t_start_s", "t_end_s"]), on=keys)
+            .filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
+            .group_by(keys)
+            .agg(pl.len().alias("n_sent"))
+        )
+        base = base.join(sent, on=keys, how="left").with_columns(pl.col("n_sent").fill_null(0))
+    else:
+        base = base.with_columns(
+            pl.lit(None, pl.Float64).alias("t_start_s"),
+            pl.lit(None, pl.Float64).alias("t_end_s"),
+            pl.col("_tool_d").alias("duration_s"),
+            pl.lit(False).alias("has_times"),
+            pl.col("_n_all").alias("n_sent"),
+        )
+    base = base.with_columns(
+        pl.when(pl.col("duration_s") > 0).then(pl.col("n_sent") / pl.col("duration_s")).alias("send_rate_rps")
+    ).sort(keys)
+    trend_rows = []
+    for r in base.iter_rows(named=True):
+        if not r["has_times"]:
+            trend_rows.append((None, "no per-request times"))
+            continue
+        sub = f.filter(
+            (pl.col("run_id") == r["run_id"]) & (pl.col("step") == r["step"])
+            & pl.col("start_s").is_between(r["t_start_s"], r["t_end_s"])
+        )
+        trend_rows.append(_trend(sub, f.filter(pl.col("run_id") == r["run_id"]), r, opt))
+    base = base.with_columns(
+        pl.Series("not_steady", [t[0] for t in trend_rows], dtype=pl.Boolean),
+        pl.Series("trend", [t[1] for t in trend_rows], dtype=pl.String),
+    )
+    flags = []
+    for r in base.iter_rows(named=True):
+        fl: list[str] = []
+        if not r["has_times"]:
+            fl += ["no_times", "steadiness_unknown"]
+        if r["not_steady"]:
+            fl.append("not_steady")
+        load, rate = r["offered_load"], r["send_rate_rps"]
+        if (r["offered_load_unit"] == "rps" and r["has_times"] and load is not None and math.isfinite(load)
+                and rate is not None and rate < opt.behind_ratio * load):
+            fl.append("generator_behind")
+        if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
+            fl.append("too_short")
+        flags.append(fl)
+    base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
+    return base.select(
+        "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
+        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags",
+    )
+
+
+def _with_run(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col("run_id").fill_null("run"))
+
+
+def _rising(t: np.ndarray, y: np.ndarray, min_rise: float, alpha: float) -> tuple[bool, float, float, float]:
+    """Mann–Kendall test on time-bin medians + Theil–Sen rise; returns (rising, tau, p, rise).
+
+    Latency and queue length are strongly autocorrelated near capacity, which makes a
+    per-request Kendall p-value far too small; testing :data:`TREND_BINS` equal-time bin
+    medians instead keeps the test honest (as GuideLLM tests windows, not requests).
+    """
+    if len(y) < 2 * TREND_BINS or t[-1] <= t[0]:
+        return False, 0.0, 1.0, 0.0
+    edges = np.linspace(t[0], t[-1], TREND_BINS + 1)
+    b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, TREND_BINS - 1)
+    centres, meds = [], []
+    for i in range(TREND_BINS):
+        sel = y[b == i]
+        if sel.size:
+            centres.append((edges[i] + edges[i + 1]) / 2)
+            meds.append(float(np.median(sel)))
+    if len(meds) < TREND_BINS // 2 or len(set(meds)) == 1:
+        return False, 0.0, 1.0, 0.0
+    tc, ym = np.array(centres), np.array(meds)
+    res = stats.kendalltau(tc, ym, alternative="greater")
+    slope = stats.theilslopes(ym, tc)[0]
+    rise = float(slope * (t[-1] - t[0]))
+    return bool(res.pvalue < alpha and rise >= min_rise), float(res.statistic), float(res.pvalue), rise
+
+
+def _trend(sub: pl.DataFrame, run: pl.DataFrame, r: dict, opt: CurveOptions) -> tuple[bool | None, str]:
+    mid = (r["t_start_s"] + r["t_end_s"]) / 2
+    tail = sub.filter(pl.col("start_s") >= mid).sort("start_s")
+    if tail.height < 10:
+        return None, "too few requests in the last half of the step for a trend test"
+    metric = "latency_ms" if tail["latency_ms"].null_count() < tail.height else "ttft_ms"
+    ok = tail.filter(OK_EXPR & pl.col(metric).is_not_null())
+    notes = []
+    rising = False
+    if ok.height >= 10:
+        y = ok[metric].to_numpy()
+        med = float(np.median(y))
+        up, tau, p, rise = _rising(ok["start_s"].to_numpy(), y, opt.trend_min_rise * med, opt.trend_alpha)
+        notes.append(f"{metric}: tau {tau:.2f}, p {p:.2g}, rise {rise:.4g} ms over the last half (median {med:.4g})")
+        rising |= up
+    ends = run.select(
+        pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0).alias("e"), "start_s"
+    )
+    if ends["e"].null_count() < ends.height:
+        starts = np.sort(run["start_s"].drop_nulls().to_numpy())
+        e = np.sort(ends["e"].drop_nulls().to_numpy())
+        t = tail["start_s"].to_numpy()
+        inflight = (np.searchsorted(starts, t, side="right") - np.searchsorted(e, t, side="right")).astype(float)
+        med = float(np.median(inflight))
+        thr = max(opt.trend_min_rise * med, TREND_MIN_INFLIGHT_RISE + 2.0 * np.sqrt(med))
+        up, tau, p, rise = _rising(t, inflight, thr, opt.trend_alpha)
+        notes.append(f"in-flight: tau {tau:.2f}, p {p:.2g}, rise {rise:.3g} (median {med:.3g})")
+        rising |= up
+    return rising, "; ".join(notes)
+
+
+def _curve_columns(qs: dict[str, float]) -> list[str]:
+    cols = [
+        "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
+        "n_errors", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
+        "output_tokens_per_s", "send_rate_rps", "concurrency_mean",
+    ]
+    for m in METRICS:
+        for name in qs:
+            cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
+    return cols + ["valid", "flags", "phase"]
+
+
+def load_curve(
+    data: RequestTrace | LoadPointTable,
+    mixes: MixSpec | None = None,
+    *,
+    extra_quantiles: tuple[float, ...] = (),
+    options: CurveOptions | None = None,
+    windows: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The load-curve frame (``docs/interfaces.md`` §3) of a request trace or a load-point table.
+
+    Parameters
+    ----------
+    data
+        A stepped load test: :class:`RequestTrace` (rows carry ``step``) or
+        :class:`LoadPointTable` (tool-reported percentiles, no CIs: flagged ``no_ci``).
+    mixes
+        Segment requests into mixes (``None``: one mix ``all``). Each mix's rows are
+        measured against the step's TOTAL offered load. Load-point tables have one mix.
+    extra_quantiles
+        Quantile levels beyond P50/P90/P95/P99 to add (e.g. 0.999 → ``*_p99_9``).
+    windows
+        Precomputed :func:`step_windows` (saves a pass when the caller has them).
+    """
+    qs = dict(QUANTILES)
+    for q in extra_quantiles:
+        qs.setdefault(qname(q), q)
+    if isinstance(data, LoadPointTable):
+        return _curve_from_loadpoints(data, qs, options or CurveOptions())
+    if not isinstance(data, RequestTrace):
+        raise ParameterError(f"load_curve takes a RequestTrace or a LoadPointTable, got {type(data).__name__}")
+    opt = options or CurveOptions()
+    win = windows if windows is not None else step_windows(data, opt)
+    lf = steady_requests(data, win, mixes)
+    return _aggregate(lf, win, qs)
+
+
+def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
+    """The requests inside each step's steady window (all requests when there are no times), with ``mix``."""
+    lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    w = windows.lazy().select("run_id", "step", "t_start_s", "t_end_s", "has_times")
+    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
+        ~pl.col("has_times") | pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s"))
+    )
+    spec = mixes or MixSpec.single()
+    return spec.assign(lf)
+
+
+def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:
+    keys = ["run_id", "step", "mix"]
+    ok = OK_EXPR
+    aggs = [
+        pl.len().alias("n_requests"),
+        ok.sum().cast(pl.Int64).alias("n_ok"),
+        pl.col("output_tokens").filter(ok).sum().alias("_out_tok"),
+        (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
+    ]
+    for m in METRICS:
+        aggs.append(pl.col(m).filter(ok).drop_nulls().sort().alias(f"_{m}"))
+    g = lf.group_by(keys).agg(aggs).collect(engine="streaming")
+    g = g.join(
+        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags"),
+        on=["run_id", "step"], how="left",
+    )
+    d = pl.col("duration_s")
+    g = g.with_columns(
+        (pl.col("n_requests") - pl.col("n_ok")).alias("n_errors"),
+        (pl.col("n_requests") - pl.col("n_ok")).truediv(pl.col("n_requests")).alias("error_rate"),
+        pl.when(d > 0).then(pl.col("n_ok") / d).alias("throughput_rps"),
+        pl.when(d > 0).then(pl.col("_out_tok") / d).alias("output_tokens_per_s"),
+        pl.when(d > 0).then(pl.col("n_requests") / d).alias("send_rate_rps"),
+    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
+    lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
+    g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
+    exprs = []
+    n_ok = g["n_ok"].to_numpy()
+    too_few: list[list[str]] = [[] for _ in range(g.height)]
+    for name, q in qs.items():
+        lo_r, hi_r = order_stat_ranks(n_ok, q)
+        for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
+            too_few[i].append(f"too_few_for_{name}")
+    for m in METRICS:
+        n_m = g[f"_{m}"].list.len().to_numpy()
+        lst = pl.col(f"_{m}")
+        for name, q in qs.items():
+            lo_r, hi_r = order_stat_ranks(n_m, q)
+            supported = (hi_r <= n_m) & (lo_r >= 1)
+            g = g.with_columns(
+                pl.Series(f"_l_{m}_{name}", np.where(lo_r >= 1, lo_r - 1, -10**9)),
+                pl.Series(f"_u_{m}_{name}", np.where(supported, hi_r - 1, -10**9)),
+                pl.Series(f"_s_{m}_{name}", supported),
+            )
+            exprs += [
+                pl.when(pl.col(f"_s_{m}_{name}")).then(lst.list.eval(quantile_expr(pl.element(), q)).list.first())
+                .alias(f"{m}_{name}"),
+                lst.list.get(pl.col(f"_l_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
+                lst.list.get(pl.col(f"_u_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),
+            ]
+    g = g.with_columns(exprs)
+    flags = [sf + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
+    g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
+    g = g.with_columns(
+        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
+        pl.lit(None, pl.String).alias("phase"),
+    )
+    return g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: CurveOptions) -> pl.DataFrame:
+    f = table.frame.with_columns(pl.col("run_id").fill_null("run"))
+    if f.height == 0:
+        raise InsufficientDataError(f"{table.provenance.source}: the load-point table has no rows")
+    n_req = pl.coalesce(pl.col("n_requests"), pl.col("n_ok") + pl.col("n_errors"))
+    n_err = pl.coalesce(pl.col("n_errors"), pl.col("n_requests") - pl.col("n_ok"))
+    out = f.with_columns(
+        pl.lit("all").alias("mix"),
+        n_req.alias("n_requests"),
+        n_err.alias("n_errors"),
+        pl.coalesce(pl.col("n_ok"), pl.col("n_requests") - pl.col("n_errors")).alias("n_ok"),
+    ).with_columns(
+        (pl.col("n_errors") / pl.col("n_requests")).alias("error_rate"),
+        pl.col("achieved_rate_rps").alias("send_rate_rps"),
+        (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
+    )
+    lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
+    valid_n = out["n_requests"].is_not_null().to_numpy()
+    out = out.with_columns(
+        pl.Series("error_rate_ci95_lo", np.where(valid_n, lo, np.nan)).fill_nan(None),
+        pl.Series("error_rate_ci95_hi", np.where(valid_n, hi, np.nan)).fill_nan(None),
+    )
+    exprs = []
+    for m in METRICS:
+        for name in qs:
+            col = f"{m}_{name}"
+            exprs += [
+                (pl.col(col) if col in f.columns else pl.lit(None, pl.Float64)).alias(col),
+                pl.lit(None, pl.Float64).alias(f"{col}_ci95_lo"),
+                pl.lit(None, pl.Float64).alias(f"{col}_ci95_hi"),
+            ]
+    out = out.with_columns(exprs)
+    flags = []
+    for r in out.iter_rows(named=True):
+        fl = ["no_ci", "steadiness_unknown"]
+        n = r["n_ok"] if r["n_ok"] is not None else r["n_requests"]
+        for name, q in qs.items():
+            if n is None:
+                continue
+            lo_r, hi_r = order_stat_ranks(int(n), q)
+            if hi_r > n or lo_r < 1:
+                fl.append(f"too_few_for_{name}")
+        load, rate = r["offered_load"], r["send_rate_rps"]
+        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and rate is not None
+                and rate < opt.behind_ratio * load):
+            fl.append("generator_behind")
+        if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
+            fl.append("too_short")
+        flags.append(fl)
+    out = out.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String))).with_columns(
+        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
+        pl.lit(None, pl.String).alias("phase"),
+    )
+    return out.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+__all__ = [
+    "CurveOptions", "METRICS", "QUANTILES", "load_curve", "min_n_supported", "order_stat_ranks", "qname",
+    "steady_requests", "step_windows", "wilson_interval",
+]
