@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from bearing_lib.cli import inspect as _inspect
+from bearing_lib.cli import report as _report
 
 app = typer.Typer(
     name="bearing",
@@ -37,6 +38,7 @@ def main(
 
 
 _inspect.register(app)
+_report.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

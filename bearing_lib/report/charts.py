@@ -126,8 +126,7 @@ def slots_chart(slots: list[dict[str, Any]]) -> ChartSpec | None:
     vkey = keys[0]
     day = "weekday" if "weekday" in slots[0] else None
     names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    rows = [{"hour": s["hour"], "value": s[vkey],
-             "day": names[int(s[day])] if day and isinstance(s.get(day), int) and 0 <= s[day] < 7 else str(s.get(day, "all"))}
+    rows = [{"hour": s["hour"], "value": s[vkey], "day": _day_name(s.get(day) if day else None, names)}
             for s in slots]
     shown = downsample_max(rows, "value")
     enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
@@ -139,6 +138,12 @@ def slots_chart(slots: list[dict[str, Any]]) -> ChartSpec | None:
         width=520, height=220,
         title=alt.Title("Daily and weekly profile", subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
     return ChartSpec("chart-slots", "Daily and weekly profile", scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def _day_name(v: Any, names: list[str]) -> str:
+    if isinstance(v, int) and 0 <= v < 7:
+        return names[v]
+    return "all days" if v is None else str(v)
 
 
 def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_title: str,

@@ -366,7 +366,8 @@ def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, An
     if not rows:
         return Section(False, "the limits document lists no mixes")
     blended = _interval(limits.get("blended"), rows[0].q_ult.unit)
-    return Section(True, data={"rows": [asdict(r) for r in rows], "blended_q_ult": asdict(blended) if blended else None})
+    return Section(True, data={"rows": [asdict(r) for r in rows],
+                               "blended_q_ult": asdict(blended) if blended else None})
 
 
 def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[LoadCurve], Section]:
