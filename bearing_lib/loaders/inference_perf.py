@@ -32,7 +32,7 @@ import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import finish_loadpoints, new_provenance, stats_to_columns
+from bearing_lib.loaders._http_loadtest import finish_loadpoints, new_provenance, stats_to_columns
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable

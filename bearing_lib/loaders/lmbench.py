@@ -26,7 +26,7 @@ import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace, read_csv_checked
-from bearing_lib.loaders._loadtest import new_provenance
+from bearing_lib.loaders._http_loadtest import new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace

@@ -8,7 +8,7 @@ errors with tracebacks). Times are in ms. Three formats are registered:
 
 - ``locust-stats`` → one load point for the whole run (no user count: offered load null);
 - ``locust-stats-history`` → one load point per **user-count plateau** (see
-  :func:`~bearing_lib.loaders._loadtest.cut_plateaus`: a user count held for at least
+  :func:`~bearing_lib.loaders._http_loadtest.cut_plateaus`: a user count held for at least
   ``min_plateau_s`` seconds, 10 by default; the ramp between plateaus and 0-user periods
   are in no step). Requests, failures and the mean response time per plateau are exact,
   from differences of the cumulative ``Total ...`` columns; the max only when it rose
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bearing_lib.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
-from bearing_lib.loaders._loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus, finish_loadpoints, new_provenance
+from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus, finish_loadpoints, new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable

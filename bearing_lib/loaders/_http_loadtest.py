@@ -1,4 +1,4 @@
-"""Helpers shared by the load-test tool loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
+"""Helpers shared by the HTTP and auxiliary load-test loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
 
 - :func:`finish_loadpoints`: conform a list of load-point rows and wrap them with provenance.
 - :func:`cut_plateaus`: cut a ramp (users, VUs, threads over time) into constant-level steps.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -240,3 +242,29 @@ def parse_go_duration(text: str) -> float:
     if pos != len(s) or pos == 0:
         raise ValueError(f"not a Go duration: {text!r}")
     return total
+
+
+def rfc3339_to_epoch_s(text: str, path: Path, line: int) -> float:
+    """RFC3339 time with any UTC offset (or ``Z``) → UTC epoch seconds, all fraction digits kept.
+
+    Raises :class:`BadValueError` naming ``path``/``line`` when the text is not RFC3339 or
+    has no offset.
+    """
+    s = text.strip()
+    if s.endswith("Z"):
+        s = s[:-1] + "+00:00"
+    frac = 0.0
+    if "." in s:
+        head, rest = s.split(".", 1)
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        frac = float("0." + digits) if digits else 0.0
+        s = head + rest
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError:
+        raise BadValueError(f"expected an RFC3339 time, found {text!r}", path=path, row=line, field="time") from None
+    if dt.tzinfo is None:
+        raise BadValueError(f"time {text!r} has no UTC offset", path=path, row=line, field="time")
+    return dt.timestamp() + frac

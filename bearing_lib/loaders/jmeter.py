@@ -1,0 +1,327 @@
+"""Apache JMeter JTL results in CSV (with a header, or without one plus a column map).
+
+Columns are configurable in JMeter (``jmeter.save.saveservice.*``), so bearing always reads
+the header (``timeStamp, elapsed, label, responseCode, responseMessage, threadName, dataType,
+success, failureMessage, bytes, sentBytes, grpThreads, allThreads, URL, Latency, IdleTime,
+Connect``) and needs only ``timeStamp``, ``elapsed``, ``label`` and ``success``. The delimiter
+is read from the header (``,``, ``;``, tab or ``|``).
+
+Units and meaning: ``timeStamp`` epoch **ms**, the sample **start** (the shipped
+``jmeter.properties`` sets ``sampleresult.timestamp.start=true``; pass ``timestamp="end"``
+for a JMeter configured otherwise); ``elapsed`` (→ ``latency_ms``), ``Latency`` (time to
+first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in ms.
+
+- Status: ``success`` true → ``ok``; false → 429 ``rejected``, a timeout (``SocketTimeout``,
+  ``timed out``) ``timeout``, else ``error``. ``responseCode`` can be non-numeric
+  (``Non HTTP response code: javax.net.ssl.SSLException``); it is kept in ``error`` with the
+  failure or response message.
+- Transaction Controller parent rows (``responseMessage`` "Number of samples in transaction :
+  N, number of failing samples : M") duplicate their children's time: they are **not
+  requests**, so they are left out (and counted in a finding).
+- Load level: ``allThreads`` (active threads in all thread groups) = concurrency. Thread
+  ramps are cut into steps at plateaus (see ``cut_plateaus``: the per-second modal thread
+  count held ≥ ``min_plateau_s``, 10 s by default); requests outside a plateau have no step.
+- A truncated last line (a test killed mid-write) is dropped with a finding.
+
+Files without a header (e.g. the legacy pipe-delimited layout of 2015) are recognised by
+``jmeter-jtl-noheader`` and need ``columns=[...]`` (JMeter field names, in file order) and,
+if not a comma, ``delimiter=``; bearing does not guess a map.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+
+import polars as pl
+
+from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
+from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, assign_steps, cut_plateaus, new_provenance
+from bearing_lib.loaders.registry import FormatSpec, register
+from bearing_lib.loaders.source import Source
+from bearing_lib.trace import RequestTrace
+
+TOOL = "Apache JMeter"
+REQUIRED = ("timeStamp", "elapsed", "label", "success")
+KNOWN = (
+    "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType", "success",
+    "failureMessage", "bytes", "sentBytes", "grpThreads", "allThreads", "URL", "Latency", "IdleTime", "Connect",
+    "SampleCount", "ErrorCount", "Hostname", "Encoding", "Filename",
+)
+TC_RE = r"^Number of samples in transaction : \d+, number of failing samples : \d+"
+TIMEOUT_RE = r"(?i)(timed? ?out|SocketTimeoutException|ConnectTimeoutException)"
+DELIMS = (",", "\t", ";", "|")
+LEGACY_HINT = (
+    "timeStamp|elapsed|label|responseCode|threadName|success|bytes|grpThreads|allThreads|Latency|SampleCount|"
+    "ErrorCount|URL"
+)
+
+
+def _delimiter(line: str) -> str | None:
+    for d in DELIMS:
+        cols = line.split(d)
+        if "timeStamp" in cols and "elapsed" in cols:
+            return d
+    return None
+
+
+def sniff_header(source: Source) -> bool:
+    if source.is_dir or source.suffix not in (".jtl", ".csv", ".txt", ""):
+        return False
+    return _delimiter(source.first_line) is not None
+
+
+def _noheader_delimiter(line: str) -> str | None:
+    for d in DELIMS:
+        cols = line.split(d)
+        if (
+            len(cols) >= 5
+            and re.fullmatch(r"1\d{12}", cols[0] or "")
+            and cols[1].isdigit()
+            and any(c in ("true", "false") for c in cols)
+        ):
+            return d
+    return None
+
+
+def sniff_noheader(source: Source) -> bool:
+    if source.is_dir or source.suffix not in (".jtl", ".csv", ".txt", ""):
+        return False
+    return _noheader_delimiter(source.first_line) is not None
+
+
+def _truncated_last(text: str, sep: str, n_cols: int) -> bool:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        last = next(csv.reader([lines[-1]], delimiter=sep))
+    except csv.Error:
+        return True
+    return len(last) < n_cols
+
+
+def _read(
+    source: Source, *, sep: str, columns: Sequence[str] | None, has_header: bool
+) -> tuple[pl.DataFrame, bool]:
+    text = source.read_text()
+    try:
+        raw = pl.read_csv(
+            io.BytesIO(text.encode()),
+            separator=sep,
+            has_header=has_header,
+            new_columns=list(columns) if columns else None,
+            infer_schema=False,
+            quote_char='"',
+        )
+    except pl.exceptions.ComputeError as exc:
+        raise InputError(f"not a readable JTL CSV: {exc}", path=source.path) from exc
+    first = 2 if has_header else 1
+    raw = raw.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + first).alias("_line"))
+    truncated = _truncated_last(text, sep, len(raw.columns) - 1)
+    if truncated:
+        raw = raw.head(raw.height - 1)
+    return raw, truncated
+
+
+def _ints(raw: pl.DataFrame, col: str, source: Source) -> pl.Series:
+    s = raw[col].str.strip_chars()
+    out = s.cast(pl.Int64, strict=False)
+    bad = s.is_not_null() & (s != "") & out.is_null()
+    if bad.any():
+        i = int(bad.arg_max())
+        hint = " (a formatted date: set jmeter.save.saveservice.timestamp_format=ms)" if col == "timeStamp" else ""
+        raise BadValueError(
+            f"expected a whole number, found {s[i]!r}{hint}", path=source.path, row=int(raw["_line"][i]), field=col
+        )
+    return out
+
+
+def _load(
+    source: Source,
+    *,
+    sep: str,
+    columns: Sequence[str] | None,
+    has_header: bool,
+    fmt: str,
+    ttfb_as_ttft: bool,
+    min_plateau_s: float,
+    timestamp: str,
+) -> RequestTrace:
+    if timestamp not in ("start", "end"):
+        raise ParameterError(f"timestamp must be 'start' or 'end', got {timestamp!r}")
+    raw, truncated = _read(source, sep=sep, columns=columns, has_header=has_header)
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise UnsupportedVersionError(
+            "a JMeter JTL without the columns bearing needs (check jmeter.save.saveservice.* settings)",
+            tool=TOOL, version=None, missing=missing, path=source.path,
+        )
+    if raw.height == 0:
+        raise InputError("the JTL has no sample rows", path=source.path)
+    prov = new_provenance(source, format=fmt, tool=TOOL)
+    if truncated:
+        prov.add("truncated_last_line", "the last line has fewer fields than the header (the file was cut while "
+                 "JMeter wrote it): dropped", count=1)
+    ts = _ints(raw, "timeStamp", source)
+    el = _ints(raw, "elapsed", source)
+    succ = raw["success"].str.strip_chars().str.to_lowercase()
+    bad = ~succ.is_in(["true", "false"])
+    if bad.any():
+        i = int(bad.arg_max())
+        raise BadValueError(f"expected true or false, found {raw['success'][i]!r}", path=source.path,
+                            row=int(raw["_line"][i]), field="success")
+
+    def col(name: str) -> pl.Series:
+        return raw[name] if name in raw.columns else pl.Series(name, [None] * raw.height, dtype=pl.String)
+
+    msg = col("responseMessage").fill_null("")
+    is_tc = msg.str.contains(TC_RE)
+    n_tc = int(is_tc.sum())
+    code = col("responseCode").fill_null("")
+    fmsg = col("failureMessage").fill_null("")
+    start_ms = ts if timestamp == "start" else ts - el
+    frame = pl.DataFrame(
+        {
+            "request_id": raw["_line"].cast(pl.String),
+            "start_s": start_ms.cast(pl.Float64) / 1000.0,
+            "latency_ms": el.cast(pl.Float64),
+            "ttfb_ms": _ints(raw, "Latency", source).cast(pl.Float64) if "Latency" in raw.columns else None,
+            "success": succ == "true",
+            "code": code,
+            "text": pl.select(pl.when(fmsg != "").then(fmsg).otherwise(msg)).to_series(),
+            "threads": _ints(raw, "allThreads", source) if "allThreads" in raw.columns else None,
+            "source_row": raw["_line"],
+            "is_tc": is_tc,
+            "label": raw["label"],
+        }
+    )
+    if n_tc:
+        labels = sorted(set(frame.filter(pl.col("is_tc"))["label"].to_list()))
+        prov.add(
+            "transaction_controller_rows",
+            f"{n_tc} Transaction Controller parent rows (labels {labels[:8]}{' …' if len(labels) > 8 else ''}) "
+            "duplicate their children's time and were left out: they are not requests and would double-count "
+            "throughput",
+            count=n_tc,
+        )
+    frame = frame.filter(~pl.col("is_tc"))
+    status = (
+        pl.when(pl.col("success"))
+        .then(pl.lit("ok"))
+        .when(pl.col("code").str.strip_chars() == "429")
+        .then(pl.lit("rejected"))
+        .when(pl.col("code").str.contains(TIMEOUT_RE) | pl.col("text").fill_null("").str.contains(TIMEOUT_RE))
+        .then(pl.lit("timeout"))
+        .otherwise(pl.lit("error"))
+    )
+    frame = frame.with_columns(
+        status.alias("status"),
+        pl.when(pl.col("success"))
+        .then(None)
+        .otherwise(pl.format("{}: {}", pl.col("code"), pl.col("text").fill_null("")))
+        .alias("error"),
+        (pl.col("start_s") + pl.col("latency_ms") / 1000.0).alias("end_s"),
+    )
+    non_numeric = frame.filter(~pl.col("success") & ~pl.col("code").str.contains(r"^\s*\d+\s*$"))
+    if non_numeric.height:
+        top = non_numeric["code"].value_counts(sort=True).head(3).rows()
+        prov.add("non_numeric_response_code", f"{non_numeric.height} failed samples have a non-numeric responseCode, "
+                 f"e.g. {top}", level="info", count=non_numeric.height)
+    # steps from allThreads plateaus
+    if frame["threads"].is_not_null().any():
+        plateaus = cut_plateaus(frame["start_s"].to_numpy(), frame["threads"].cast(pl.Float64).to_numpy(),
+                                min_hold_s=min_plateau_s, skip_levels=(0,))
+        step, lvl = assign_steps(frame["start_s"].to_numpy(), plateaus)
+        frame = frame.with_columns(
+            pl.Series("step", step).replace(-1, None).cast(pl.Int64),
+            pl.Series("offered_load", lvl).fill_nan(None),
+        )
+        n_out = int(frame["step"].is_null().sum())
+        prov.add(
+            "steps",
+            f"allThreads plateaus held ≥ {min_plateau_s:g} s: "
+            + (", ".join(f"{p.level:g} threads for {p.duration_s:g} s" for p in plateaus) or "none")
+            + f"; {n_out} of {frame.height} samples are in no step (ramps)",
+            level="info" if plateaus else "warning",
+        )
+    else:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"), pl.lit(None, dtype=pl.Float64)
+                                   .alias("offered_load"))
+        prov.add("no_thread_counts", "no allThreads column: the load level is unknown")
+    frame = frame.with_columns(
+        pl.when(pl.col("step").is_not_null()).then(pl.lit("concurrency")).otherwise(None).alias("offered_load_unit"),
+        pl.lit(source.path.parent.name).alias("run_id"),
+    )
+    cols = ["request_id", "start_s", "end_s", "latency_ms", "status", "error", "run_id", "step", "offered_load",
+            "offered_load_unit", "source_row"]
+    out = frame.select(cols)
+    derived = ["request_id", "end_s", "step", "offered_load", "offered_load_unit", "run_id"]
+    if timestamp == "end":
+        derived.append("start_s")
+    if ttfb_as_ttft and "Latency" in raw.columns:
+        out = out.with_columns(frame["ttfb_ms"].alias("ttft_ms"))
+        derived.append("ttft_ms")
+        prov.add("ttfb_as_ttft", "ttft_ms is JMeter's Latency (time to first byte), as asked (ttfb_as_ttft=True)",
+                 level="info")
+    prov.add("timestamp", f"timeStamp read as the sample {timestamp} (epoch ms); elapsed is latency_ms", level="info")
+    prov.add("layout", f"columns: {', '.join(c for c in raw.columns if c != '_line')}", level="info")
+    unknown_cols = [c for c in raw.columns if c not in KNOWN and c != "_line"]
+    if unknown_cols:
+        prov.add("extra_columns", f"columns bearing does not use: {unknown_cols}", level="info")
+    return finish_trace(
+        out, source, format=fmt, tool=TOOL, derived=tuple(derived),
+        timezone="UTC (epoch ms)", provenance=prov,
+        options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s, "timestamp": timestamp,
+                 **({"columns": list(columns)} if columns else {})},
+    )
+
+
+def load_header(
+    source: Source,
+    *,
+    ttfb_as_ttft: bool = False,
+    min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
+    timestamp: str = "start",
+) -> RequestTrace:
+    """A JTL CSV with a header row → request trace (see the module docstring)."""
+    sep = _delimiter(source.first_line) or ","
+    return _load(source, sep=sep, columns=None, has_header=True, fmt="jmeter-jtl-csv",
+                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp)
+
+
+def load_noheader(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    delimiter: str | None = None,
+    ttfb_as_ttft: bool = False,
+    min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
+    timestamp: str = "start",
+) -> RequestTrace:
+    """A JTL without a header → request trace; ``columns`` (JMeter field names in file order) is required."""
+    sep = delimiter or _noheader_delimiter(source.first_line) or ","
+    n = len(next(csv.reader([source.first_line], delimiter=sep)))
+    if not columns:
+        hint = f" A likely map for this 13-column pipe layout: columns={LEGACY_HINT.split('|')}" if (
+            sep == "|" and n == 13) else ""
+        raise ParameterError(
+            f"{source.path}: a JMeter JTL without a header ({n} fields separated by {sep!r}); bearing does not guess "
+            f"which column is which: pass columns=[...] (JMeter field names in file order; CLI: --option columns=...)."
+            + hint
+        )
+    if len(columns) != n:
+        raise ParameterError(f"{source.path}: columns names {len(columns)} fields but the file has {n}")
+    return _load(source, sep=sep, columns=columns, has_header=False, fmt="jmeter-jtl-noheader",
+                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp)
+
+
+register(FormatSpec(name="jmeter-jtl-csv", tool=TOOL, kind="requests",
+                    needs="a JMeter CSV JTL whose header has timeStamp, elapsed, label, success, ...",
+                    sniff=sniff_header, load=load_header))
+register(FormatSpec(name="jmeter-jtl-noheader", tool=TOOL, kind="requests",
+                    needs="a JMeter JTL without a header (epoch-ms first field, true/false success); needs columns=",
+                    sniff=sniff_noheader, load=load_noheader))

@@ -1,0 +1,160 @@
+"""Apache JMeter JTL loaders.
+
+``tests/data/jmeter/HTMLReportTestFile.csv`` is Apache-2.0 (apache/jmeter, see ATTRIBUTION.md);
+the other JTLs come from repositories without a licence and are read in place. Expected
+values come from the raw files parsed with the csv module inside each test.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bearing_lib import BadValueError, ParameterError, UnsupportedVersionError, load_trace
+from bearing_lib.loaders import detect
+
+APACHE = Path(__file__).resolve().parents[1] / "data" / "jmeter" / "HTMLReportTestFile.csv"
+KUPRICH = "loadtests/jmeter/kuprich-jtl-viewer-fakestore/fakestore_v2.jtl"
+SSL = "loadtests/jmeter/perf-eng-platform-ssl-errors/results.jtl"
+IONNINJA = "loadtests/jmeter/ionninja-api-loadtest/results.jtl"
+LEGACY = "loadtests/jmeter/gilbertmiao-legacy-pipe-noheader/results.jtl"
+LEGACY_MAP = [
+    "timeStamp", "elapsed", "label", "responseCode", "threadName", "success", "bytes", "grpThreads", "allThreads",
+    "Latency", "SampleCount", "ErrorCount", "URL",
+]
+TC = re.compile(r"^Number of samples in transaction : \d+, number of failing samples : \d+")
+
+
+def _rows(p, **kw):
+    with open(p, newline="") as fh:
+        return list(csv.DictReader(fh, **kw))
+
+
+def test_apache_testfile_units_and_ttfb_option():
+    rows = _rows(APACHE)
+    tr = load_trace(APACHE)
+    assert tr.provenance.format == "jmeter-jtl-csv"
+    assert len(tr) == len(rows) == 255
+    f = tr.frame.sort("source_row")
+    assert f["start_s"].to_list() == pytest.approx([int(r["timeStamp"]) / 1000 for r in rows])
+    assert f["latency_ms"].to_list() == [float(r["elapsed"]) for r in rows]
+    assert f["end_s"].to_list() == pytest.approx([(int(r["timeStamp"]) + int(r["elapsed"])) / 1000 for r in rows])
+    bad = [r for r in rows if r["success"] == "false"]
+    assert (f["status"] == "error").sum() == len(bad) == 3
+    assert all(e.startswith("400: ") for e in f.filter(f["status"] == "error")["error"])
+    assert set(f["offered_load"]) == {1.0} and set(f["offered_load_unit"]) == {"concurrency"}  # allThreads 1
+    assert f["ttft_ms"].is_null().all()
+    t2 = load_trace(APACHE, ttfb_as_ttft=True).frame.sort("source_row")
+    assert t2["ttft_ms"].to_list() == [float(r["Latency"]) for r in rows]
+
+
+def test_timestamp_end_option():
+    rows = _rows(APACHE)
+    f = load_trace(APACHE, timestamp="end").frame.sort("source_row")
+    assert f["start_s"].to_list() == pytest.approx([(int(r["timeStamp"]) - int(r["elapsed"])) / 1000 for r in rows])
+
+
+@pytest.mark.shared_data
+def test_transaction_controller_rows_excluded_and_truncated_line(shared_data):
+    p = shared_data(KUPRICH)
+    with open(p, newline="") as fh:
+        raw = list(csv.reader(fh))
+    header, body = raw[0], raw[1:]
+    assert len(body[-1]) < len(header)  # the file ends in a cut line
+    full = [dict(zip(header, r, strict=True)) for r in body if len(r) == len(header)]
+    tc = [r for r in full if TC.match(r["responseMessage"])]
+    children = [r for r in full if not TC.match(r["responseMessage"])]
+    tr = load_trace(p)
+    assert len(tr) == len(children) == 4955
+    codes = {x.code: x for x in tr.provenance.findings}
+    assert codes["transaction_controller_rows"].count == len(tc) == 1484
+    assert codes["truncated_last_line"].count == 1
+    assert tr.frame.filter(tr.frame["status"] != "ok").height == sum(1 for r in children if r["success"] == "false")
+    # parents carry an empty dataType and duplicate their children's time: their labels are gone
+    assert {r["dataType"] for r in tc} == {""}
+    assert not set(tr.frame["request_id"]) & {str(i + 2) for i, r in enumerate(full) if TC.match(r["responseMessage"])}
+    # Ultimate Thread Group steps 1..6 threads: each step's level is the threads most samples in it report
+    steps = tr.frame.filter(tr.frame["step"].is_not_null())
+    assert sorted(set(steps["offered_load"])) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    own = {str(i + 2): int(r["allThreads"]) for i, r in enumerate(full)}
+    agree = sum(1 for rid, lvl in zip(steps["request_id"], steps["offered_load"], strict=True) if own[rid] == lvl)
+    assert agree / steps.height > 0.95
+
+
+@pytest.mark.shared_data
+def test_non_numeric_response_codes(shared_data):
+    p = shared_data(SSL)
+    rows = _rows(p)
+    tr = load_trace(p)
+    failed = [r for r in rows if r["success"] == "false"]
+    assert Counter(r["responseCode"] for r in failed) == {"Non HTTP response code: javax.net.ssl.SSLException": 100}
+    f = tr.frame
+    assert (f["status"] == "error").sum() == 100
+    assert f.filter(f["status"] == "error")["error"].str.contains("SSLException").all()
+    assert any(x.code == "non_numeric_response_code" and x.count == 100 for x in tr.provenance.findings)
+
+
+@pytest.mark.shared_data
+def test_ramp_and_plateau_steps(shared_data):
+    p = shared_data(IONNINJA)
+    rows = _rows(p)
+    tr = load_trace(p)
+    assert len(tr) == len(rows) == 10_000
+    f = tr.frame.sort("source_row")
+    assert f["latency_ms"].sum() == sum(int(r["elapsed"]) for r in rows)
+    # the level of each step is read from allThreads, never from the file name
+    in_step = f.filter(f["step"].is_not_null())
+    own = [int(rows[i - 2]["allThreads"]) for i in in_step["source_row"]]
+    assert sum(1 for a, b in zip(own, in_step["offered_load"], strict=True) if a == b) / len(own) > 0.95
+
+
+@pytest.mark.shared_data
+def test_legacy_pipe_file_needs_a_column_map(shared_data):
+    p = shared_data(LEGACY)
+    assert detect(p).name == "jmeter-jtl-noheader"
+    with pytest.raises(ParameterError, match="does not guess") as exc:
+        load_trace(p)
+    assert "timeStamp" in str(exc.value)  # the likely map is suggested, not applied
+    rows = list(csv.reader(open(p, newline=""), delimiter="|"))
+    tr = load_trace(p, columns=LEGACY_MAP, min_plateau_s=5)
+    assert tr.provenance.format == "jmeter-jtl-noheader"
+    f = tr.frame.sort("source_row")
+    assert len(tr) == len(rows) == 61
+    assert f["latency_ms"].to_list() == [float(r[1]) for r in rows]
+    assert f["start_s"].to_list() == pytest.approx([int(r[0]) / 1000 for r in rows])
+    assert set(f["status"]) == {"ok"}  # 200 and 304, success=true
+    assert set(f["offered_load"].drop_nulls()) == {10.0}
+    with pytest.raises(ParameterError, match="12 fields but the file has 13"):
+        load_trace(p, columns=LEGACY_MAP[:-1])
+
+
+def test_header_without_required_columns(tmp_path):
+    p = tmp_path / "r.jtl"
+    p.write_text("timeStamp,elapsed,label,responseCode\n1700000000000,5,x,200\n")
+    with pytest.raises(UnsupportedVersionError) as exc:
+        load_trace(p)
+    assert exc.value.tool == "Apache JMeter" and exc.value.missing == ["success"]
+
+
+def test_formatted_timestamp_is_refused(tmp_path):
+    p = tmp_path / "r.jtl"
+    p.write_text("timeStamp,elapsed,label,success\n2024/01/01 10:00:00.000,5,x,true\n")
+    with pytest.raises(BadValueError, match="timestamp_format=ms"):
+        load_trace(p)
+
+
+def test_429_and_timeout_statuses(tmp_path):
+    p = tmp_path / "r.jtl"
+    p.write_text(
+        "timeStamp,elapsed,label,responseCode,responseMessage,success,failureMessage,allThreads\n"
+        "1700000000000,5,a,200,OK,true,,1\n"
+        "1700000000100,6,a,429,Too Many Requests,false,,1\n"
+        "1700000000200,30000,a,Non HTTP response code: java.net.SocketTimeoutException,Read timed out,false,,1\n"
+        "1700000000300,7,a,500,Server Error,false,,1\n"
+    )
+    f = load_trace(p).frame.sort("source_row")
+    assert f["status"].to_list() == ["ok", "rejected", "timeout", "error"]
