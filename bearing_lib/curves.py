@@ -25,10 +25,11 @@ Rules (also in ``docs/limits.md``):
 * **Concurrency** (Little's law) = send rate × mean latency of requests with a latency.
 * **Flags** per step: ``too_few_for_pNN``; ``generator_behind`` (rps steps: send rate
   < 90 % of offered); ``too_short`` (steady window < 30 s); ``not_steady`` (over the last
-  half of the steady window, the medians of latency or of in-flight requests in 12
+  half of the steady window, the medians of TTFT (else latency) or of in-flight requests in 12
   equal-time bins rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen
-  rise over that half ≥ 10 % of the median; for in-flight also ≥ 2 + 2·√median
-  requests); ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
+  rise over that half ≥ 10 % of the median, at least 2 requests for in-flight; when
+  both series exist BOTH must rise, since latency alone also rises with the content);
+  ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
 """
@@ -258,16 +259,18 @@ def _trend(sub: pl.DataFrame, run: pl.DataFrame, r: dict, opt: CurveOptions) -> 
     tail = sub.filter(pl.col("start_s") >= mid).sort("start_s")
     if tail.height < 10:
         return None, "too few requests in the last half of the step for a trend test"
-    metric = "latency_ms" if tail["latency_ms"].null_count() < tail.height else "ttft_ms"
+    # TTFT first: queueing delay shows there, while end-to-end latency also grows with output length
+    # (e.g. multi-round chats whose answers lengthen as a session goes on).
+    metric = "ttft_ms" if tail["ttft_ms"].null_count() < tail.height else "latency_ms"
     ok = tail.filter(OK_EXPR & pl.col(metric).is_not_null())
     notes = []
-    rising = False
+    lat_up: bool | None = None
+    flight_up: bool | None = None
     if ok.height >= 10:
         y = ok[metric].to_numpy()
         med = float(np.median(y))
-        up, tau, p, rise = _rising(ok["start_s"].to_numpy(), y, opt.trend_min_rise * med, opt.trend_alpha)
+        lat_up, tau, p, rise = _rising(ok["start_s"].to_numpy(), y, opt.trend_min_rise * med, opt.trend_alpha)
         notes.append(f"{metric}: tau {tau:.2f}, p {p:.2g}, rise {rise:.4g} ms over the last half (median {med:.4g})")
-        rising |= up
     ends = run.select(
         pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0).alias("e"), "start_s"
     )
@@ -277,10 +280,13 @@ def _trend(sub: pl.DataFrame, run: pl.DataFrame, r: dict, opt: CurveOptions) -> 
         t = tail["start_s"].to_numpy()
         inflight = (np.searchsorted(starts, t, side="right") - np.searchsorted(e, t, side="right")).astype(float)
         med = float(np.median(inflight))
-        thr = max(opt.trend_min_rise * med, TREND_MIN_INFLIGHT_RISE + 2.0 * np.sqrt(med))
-        up, tau, p, rise = _rising(t, inflight, thr, opt.trend_alpha)
+        thr = max(opt.trend_min_rise * med, TREND_MIN_INFLIGHT_RISE)
+        flight_up, tau, p, rise = _rising(t, inflight, thr, opt.trend_alpha)
         notes.append(f"in-flight: tau {tau:.2f}, p {p:.2g}, rise {rise:.3g} (median {med:.3g})")
-        rising |= up
+    # A growing queue raises both (Little's law at a fixed send rate); latency alone can rise with the
+    # content (longer prompts later in a multi-round session), so both must rise when both are known.
+    known = [v for v in (lat_up, flight_up) if v is not None]
+    rising = bool(known) and all(known)
     return rising, "; ".join(notes)
 
 

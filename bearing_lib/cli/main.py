@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from bearing_lib.cli import inspect as _inspect
+from bearing_lib.cli import limits as _limits
 from bearing_lib.cli import report as _report
 
 app = typer.Typer(
@@ -38,6 +39,7 @@ def main(
 
 
 _inspect.register(app)
+_limits.register(app)
 _report.register(app)
 
 
