@@ -12,6 +12,7 @@ import typer
 from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import limits as _limits
 from bearing_lib.cli import report as _report
+from bearing_lib.cli import profile as _profile
 
 app = typer.Typer(
     name="bearing",
@@ -41,6 +42,7 @@ def main(
 _inspect.register(app)
 _limits.register(app)
 _report.register(app)
+_profile.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover
