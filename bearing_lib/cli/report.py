@@ -27,11 +27,17 @@ from bearing_lib.report import runner
 
 DEMO_LOADTEST = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
 DEMO_PRODUCTION = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
-# Why this SLA: see docs/report.md ("The demo"). A chat service on Llama-3-70B: first token
-# within 1 s for 99% of requests, and at most 1% failed requests.
-DEMO_SLA = "p99(ttft) <= 1s and error_rate <= 1%"
+# Why this SLA (docs/report.md, "The demo"): an interactive chat service wants the first
+# token within 1 s. The sweep's sharegpt steps hold 44-200 requests each, fewer than the
+# 368 a P99 needs for a 95% CI, so a P99 clause could only ever prove failures; P95 is
+# supported at most steps and yields a limit with a CI. LMBenchmark records no failed
+# requests (they are absent from its CSV), so the error clause holds trivially there.
+DEMO_SLA = "p95(ttft) <= 1s and error_rate <= 1%"
 DEMO_MIXES = "auto"
-DEMO_MEMORY_PRESET = "llama-3-70b"
+# The plan covers one run: the sharegpt workload (multi-turn chat, median input ~ the
+# Azure conversation trace's) stands for the production traffic.
+DEMO_RUN = "llm-d-70b-2replicas/sharegpt"
+DEMO_MEMORY_PRESET = "llama-3.1-70b"  # Llama-3-70B architecture (80 layers, 8 KV heads, bf16)
 
 
 def demo_parameters(root: Path) -> dict[str, Any]:
@@ -41,6 +47,7 @@ def demo_parameters(root: Path) -> dict[str, Any]:
         "sla": DEMO_SLA,
         "mixes": DEMO_MIXES,
         "production_trace": str(root / DEMO_PRODUCTION),
+        "run": DEMO_RUN,
         "memory_preset": DEMO_MEMORY_PRESET,
         "tier": "standard",
     }

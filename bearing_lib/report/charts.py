@@ -116,28 +116,78 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
     return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", scrub(chart.to_dict()), len(rows), len(shown))
 
 
-def slots_chart(slots: list[dict[str, Any]]) -> ChartSpec | None:
-    """Hour-of-day profile (one line per weekday) from the profile's slot baselines."""
-    if not isinstance(slots, list) or not slots or not isinstance(slots[0], dict):
+def slots_chart(slots: Any) -> ChartSpec | None:
+    """Daily (hour-of-day) or weekly (weekday × hour) profile: P95 rate per slot.
+
+    Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``, each
+    ``{"available", "rows": [{"hour", ["weekday"], "p95_rps", ...}]}``), or a plain list of
+    slot rows.
+    """
+    rows_in: list[dict[str, Any]] = []
+    if isinstance(slots, dict):
+        for key in ("hour_weekday", "hour_of_day"):
+            part = slots.get(key)
+            if isinstance(part, dict) and part.get("available") and isinstance(part.get("rows"), list):
+                rows_in = part["rows"]
+                break
+    elif isinstance(slots, list):
+        rows_in = slots
+    if not rows_in or not isinstance(rows_in[0], dict) or "hour" not in rows_in[0]:
         return None
-    keys = [k for k, v in slots[0].items() if k not in ("weekday", "hour", "day") and isinstance(v, int | float)]
-    if "hour" not in slots[0] or not keys:
+    first = rows_in[0]
+    vkey = "p95_rps" if "p95_rps" in first else next(
+        (k for k, v in first.items() if k not in ("weekday", "hour", "day") and isinstance(v, int | float)), None)
+    if vkey is None:
         return None
-    vkey = keys[0]
-    day = "weekday" if "weekday" in slots[0] else None
+    day = "weekday" if "weekday" in first else None
     names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    rows = [{"hour": s["hour"], "value": s[vkey], "day": _day_name(s.get(day) if day else None, names)}
-            for s in slots]
+    rows = [{"hour": r["hour"], "value": r.get(vkey), "day": _day_name(r.get(day) if day else None, names)}
+            for r in rows_in]
     shown = downsample_max(rows, "value")
     enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
            "y": alt.Y("value:Q", title=vkey.replace("_", " ")),
-           "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.1f")]}
+           "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.2f")]}
     if day:
         enc["color"] = alt.Color("day:N", sort=names, title="weekday")
+    title = "Weekly profile" if day else "Daily profile"
     chart = alt.Chart(alt.Data(values=shown)).mark_line(point=True).encode(**enc).properties(
         width=520, height=220,
-        title=alt.Title("Daily and weekly profile", subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
-    return ChartSpec("chart-slots", "Daily and weekly profile", scrub(chart.to_dict()), len(rows), len(shown))
+        title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
+    return ChartSpec("chart-slots", title, scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> ChartSpec | None:
+    """Production req/s per minute against the target, the allowable capacity and Q_ult.
+
+    ``series`` rows are ``{"minute_start_s", "requests"}``; ``lines`` ``{"label", "rps"}``.
+    This is the chart that answers "is the service safe at its peak".
+    """
+    import datetime as _dt
+
+    rows = [{"t": _dt.datetime.fromtimestamp(float(r["minute_start_s"]), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "rps": float(r["requests"]) / 60.0}
+            for r in series if r.get("minute_start_s") is not None and r.get("requests") is not None]
+    if not rows:
+        return None
+    shown = downsample_max(rows, "rps")
+    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
+        x=alt.X("t:T", title="minute (UTC)"), y=alt.Y("rps:Q", title="requests/s (per-minute mean)"),
+        tooltip=[alt.Tooltip("t:T", format="%Y-%m-%d %H:%M"), alt.Tooltip("rps:Q", format=",.2f")])
+    layers: list[Any] = [line]
+    marks = [ln for ln in lines if ln.get("rps") is not None and math.isfinite(ln["rps"])]
+    if marks:
+        layers.append(alt.Chart(alt.Data(values=marks)).mark_rule(size=2).encode(
+            y="rps:Q",
+            color=alt.Color("label:N", title="level",
+                            scale=alt.Scale(domain=[m["label"] for m in marks],
+                                            range=["#6a1b9a", "#2e7d32", "#c62828", "#555"][:len(marks)])),
+            strokeDash=alt.StrokeDash("label:N", legend=None),
+            tooltip=["label:N", alt.Tooltip("rps:Q", format=",.2f")]))
+    chart = alt.layer(*layers).properties(
+        width=620, height=240,
+        title=alt.Title("Production load against capacity",
+                        subtitle=_subtitle(len(rows), len(shown), "requests per UTC minute ÷ 60")))
+    return ChartSpec("chart-peak", "Production load against capacity", scrub(chart.to_dict()), len(rows), len(shown))
 
 
 def _day_name(v: Any, names: list[str]) -> str:
@@ -154,6 +204,7 @@ def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_
         return None
     shown = downsample_max(rows, "y")
     x_is_time = isinstance(rows[0]["x"], str)
+    x = "minute (UTC)" if x_is_time else x
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
         x=alt.X("x:T" if x_is_time else "x:Q", title=x), y=alt.Y("y:Q", title=y_title))
     layers: list[alt.Chart] = [line]
@@ -191,6 +242,21 @@ def fos_chart(per_mix: list[dict[str, Any]], blended: dict[str, Any] | None) -> 
 def report_charts(model: ReportModel) -> list[ChartSpec]:
     """Every chart of the report, in page order."""
     out: list[ChartSpec] = []
+    if model.production.available and model.production.data.get("per_minute_series"):
+        lines = []
+        if model.fos.available:
+            t = model.fos.data.get("target") or {}
+            from bearing_lib.report.model import quantile_label
+
+            lines.append({"label": f"target ({quantile_label(t.get('quantile'))} × growth)", "rps": _num(t.get("rps"))})
+            lines.append({"label": "allowable (Q_ult / target FOS)", "rps": model.fos.data.get("allowable_rps")})
+            q = [_num(p.get("q_ult_rps")) for p in model.fos.data.get("per_mix") or []]
+            q = [v for v in q if v is not None]
+            if q:
+                lines.append({"label": "lowest per-mix Q_ult", "rps": min(q)})
+        c = peak_chart(model.production.data["per_minute_series"], lines)
+        if c:
+            out.append(c)
     if model.fos.available:
         c = fos_chart(model.fos.data.get("per_mix") or [], model.fos.data.get("blended"))
         if c:
@@ -201,27 +267,15 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         c = slots_chart(model.production.data.get("slots"))
         if c:
             out.append(c)
-        pm = model.production.data.get("per_minute") or {}
-        if isinstance(pm, dict) and isinstance(pm.get("series"), list) and pm["series"]:
-            first = pm["series"][0]
-            xk = next((k for k in ("minute", "time", "t", "start_s", "minute_start_s") if k in first), None)
-            yk = next((k for k in ("requests", "count", "rpm", "value") if k in first), None)
-            if xk and yk:
-                c = series_chart(pm["series"], x=xk, y=yk, title="Requests per minute", y_title="requests/min",
-                                 cid="chart-per-minute")
-                if c:
-                    out.append(c)
     if model.fos.available:
         cbu = model.fos.data.get("cbu") or {}
-        if isinstance(cbu, dict) and isinstance(cbu.get("series"), list) and cbu["series"]:
-            first = cbu["series"][0]
-            xk = next((k for k in ("minute", "time", "t", "start_s", "minute_start_s") if k in first), None)
-            yk = next((k for k in ("cbu", "value") if k in first), None)
-            if xk and yk:
-                c = series_chart(cbu["series"], x=xk, y=yk, title="CBU per minute", y_title="CBU",
-                                 cid="chart-cbu", rule=_num(cbu.get("threshold")) or 0.8, rule_label="scale-out line")
-                if c:
-                    out.append(c)
+        above = cbu.get("minutes_above") if isinstance(cbu, dict) else None
+        if isinstance(above, list) and above and isinstance(above[0], dict) and "cbu" in above[0]:
+            c = series_chart([{"x": str(r.get("minute")), "y": r.get("cbu")} for r in above], x="x", y="y",
+                             title="CBU in the minutes above the threshold", y_title="CBU (throughput / allowable)",
+                             cid="chart-cbu", rule=_num(cbu.get("threshold")) or 0.8, rule_label="scale-out line")
+            if c:
+                out.append(c)
     return out
 
 

@@ -21,16 +21,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bearing_lib.errors import BadValueError
+from bearing_lib.unavailable import Unavailable
 
 SUMMARY_SCHEMA = "bearing.report.summary/1"
 VERDICTS = ("green", "yellow", "red")
-
-
-@dataclass(frozen=True)
-class Unavailable:
-    """An input that could not be produced, and why (shown as "not available: <reason>")."""
-
-    reason: str
 
 
 @dataclass
@@ -62,6 +56,7 @@ class Headline:
     verdict_reason: str | None = None
     binding_mix: str | None = None
     binding_constraint: str | None = None
+    plan_line: str | None = None
 
 
 @dataclass
@@ -83,6 +78,7 @@ class MixRow:
     """One line of the per-mix table: limit, knee, FOS, what binds."""
 
     name: str
+    run_id: str | None
     description: str
     share: float | None
     n_requests: int | None
@@ -91,6 +87,7 @@ class MixRow:
     censored: str
     throughput_rps: float | None
     p_critical: Interval | None
+    p_critical_note: str | None
     binding: str | None
     fos: Interval | None
     n_steps: int
@@ -113,6 +110,7 @@ class LoadCurve:
     """One mix's SLA metric against offered load, with phase bands, SLA line and knee."""
 
     mix: str
+    run_id: str | None
     metric: str  # column stem, e.g. ttft_ms_p99
     label: str  # e.g. P99 TTFT (ms)
     unit: str
@@ -266,6 +264,12 @@ def _split(doc: Any, what: str) -> tuple[dict[str, Any] | None, str | None]:
 
 
 _METRIC_WORDS = {
+    "ttft": "TTFT",
+    "latency": "end-to-end latency",
+    "e2e": "end-to-end latency",
+    "tpot": "TPOT",
+    "itl": "inter-token latency",
+    "goodput": "goodput",
     "ttft_ms": "TTFT",
     "latency_ms": "end-to-end latency",
     "tpot_ms": "TPOT",
@@ -313,14 +317,14 @@ def _conditions(limits: dict[str, Any] | None, reason: str | None) -> Section:
     tools = sorted({f"{s.get('tool')}{' ' + str(s['tool_version']) if s.get('tool_version') else ''}"
                     for s in sources if s.get("tool")})
     c = Conditions(
-        model=_str(cond.pop("model", None)),
-        hardware=_str(cond.pop("hardware", None)),
-        tool=", ".join(tools) or _str(cond.pop("tool", None)),
-        window=_str(cond.pop("window", None)),
-        offered_load_unit=_str(cond.pop("offered_load_unit", None)),
-        sla=[str(c.get("text") or c) for c in limits.get("sla") or []],
+        model=_text(cond.pop("model", None)),
+        hardware=_text(cond.pop("hardware", None)),
+        tool=", ".join(tools) or _text(cond.pop("tool", None)),
+        window=_text(cond.pop("window", None) or cond.pop("steady_window", None)),
+        offered_load_unit=_text(cond.pop("offered_load_unit", None)),
+        sla=[str(c.get("text") or c) if isinstance(c, dict) else str(c) for c in limits.get("sla") or []],
         sources=sources,
-        extra={k: v for k, v in cond.items() if v is not None},
+        extra={k: v for k, v in cond.items() if v not in (None, [], {})},
     )
     return Section(True, data=asdict(c))
 
@@ -329,26 +333,64 @@ def _str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, Any] | None) -> Section:
+def _text(v: Any) -> str | None:
+    """A condition as text: lists joined, empty → None (the report then says "not stated")."""
+    if v is None:
+        return None
+    if isinstance(v, list | tuple):
+        items = [str(x) for x in v if x not in (None, "")]
+        return ", ".join(items) or None
+    return str(v) or None
+
+
+def _mix_name(m: dict[str, Any]) -> str:
+    mix = m.get("mix") or {}
+    return str(mix.get("name") if isinstance(mix, dict) else mix)
+
+
+def _row_label(m: dict[str, Any], several_runs: bool) -> str:
+    run = m.get("run_id")
+    return f"{run} · {_mix_name(m)}" if several_runs and run else _mix_name(m)
+
+
+def _fos_of(entry: dict[str, Any]) -> Interval | None:
+    """Per-mix or blended FOS: nested ``{"fos": {"value", "ci95"}}`` (contract §6) or flat."""
+    inner = entry.get("fos") if isinstance(entry.get("fos"), dict) else entry
+    return _interval(inner)
+
+
+def _several_runs(limits: dict[str, Any]) -> bool:
+    return len({m.get("run_id") for m in limits.get("mixes") or []}) > 1
+
+
+def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, Any] | None,
+           plan_run: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
+    several = _several_runs(limits)
     fos_by_mix: dict[str, Interval] = {}
     if plan is not None:
         for f in (plan.get("fos") or {}).get("per_mix") or []:
-            iv = _interval(f)
+            iv = _fos_of(f)
             if iv is not None and f.get("mix") is not None:
                 fos_by_mix[str(f["mix"])] = iv
+    names = [_mix_name(m) for m in limits.get("mixes") or []]
     rows = []
     for m in limits.get("mixes") or []:
+        name = _mix_name(m)
         mix = m.get("mix") or {}
-        name = str(mix.get("name") if isinstance(mix, dict) else mix)
         q = m.get("q_ult") or {}
         q_iv = _interval(q, str(q.get("unit") or "")) or Interval(None, unit=str(q.get("unit") or ""))
         steps = [s for s in m.get("steps") or [] if isinstance(s, dict)]
         pc = m.get("p_critical")
+        # A plan covers one run: join its FOS to that run's mixes (or to a mix name that is unique).
+        fos = None
+        if name in fos_by_mix and (m.get("run_id") == plan_run if plan_run else names.count(name) == 1):
+            fos = fos_by_mix[name]
         rows.append(
             MixRow(
-                name=name,
+                name=_row_label(m, several),
+                run_id=_str(m.get("run_id")),
                 description=str(mix.get("description") or "") if isinstance(mix, dict) else "",
                 share=_num(m.get("share")),
                 n_requests=int(m["n_requests"]) if _num(m.get("n_requests")) is not None else None,
@@ -357,8 +399,9 @@ def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, An
                 censored=str(q.get("censored") or "none"),
                 throughput_rps=_num(q.get("throughput_rps")),
                 p_critical=_interval(pc, q_iv.unit) if isinstance(pc, dict) else None,
+                p_critical_note=_str(pc.get("reason")) if isinstance(pc, dict) and pc.get("value") is None else None,
                 binding=constraint_label(m.get("binding")),
-                fos=fos_by_mix.get(name),
+                fos=fos,
                 n_steps=len(steps),
                 n_invalid_steps=sum(1 for s in steps if s.get("valid") is False),
             )
@@ -367,19 +410,22 @@ def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, An
         return Section(False, "the limits document lists no mixes")
     blended = _interval(limits.get("blended"), rows[0].q_ult.unit)
     return Section(True, data={"rows": [asdict(r) for r in rows],
-                               "blended_q_ult": asdict(blended) if blended else None})
+                               "blended_q_ult": asdict(blended) if blended else None,
+                               "skipped": list(limits.get("skipped") or []),
+                               "notes": [str(n) for n in limits.get("notes") or []]})
 
 
 def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[LoadCurve], Section]:
     if limits is None:
         return [], Section(False, reason)
-    latency_clauses = [c for c in limits.get("sla") or [] if isinstance(c, dict) and c.get("metric") != "error_rate"]
-    unit_load = str((limits.get("conditions") or {}).get("offered_load_unit") or "rps")
+    latency_clauses = [c for c in limits.get("sla") or [] if isinstance(c, dict)
+                       and c.get("kind", "percentile") == "percentile" and c.get("metric") not in (None, "error_rate")]
+    unit_load = _text((limits.get("conditions") or {}).get("offered_load_unit")) or "rps"
+    several = _several_runs(limits)
     curves: list[LoadCurve] = []
     missing: list[str] = []
     for m in limits.get("mixes") or []:
-        mix = m.get("mix") or {}
-        name = str(mix.get("name") if isinstance(mix, dict) else mix)
+        name = _row_label(m, several)
         steps = sorted((s for s in m.get("steps") or [] if _num(s.get("offered_load")) is not None),
                        key=lambda s: float(s["offered_load"]))
         clause = _binding_clause(m.get("binding"), latency_clauses)
@@ -387,13 +433,21 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
             missing.append(f"{name}: {'no steps' if not steps else 'no latency clause in the SLA'}")
             continue
         stem = f"{clause['metric']}_{clause['stat']}"
-        if not any(_num(s.get(stem)) is not None for s in steps):
-            missing.append(f"{name}: steps carry no {stem}")
+        text = str(clause.get("text") or "")
+
+        def observed(s: dict[str, Any], stem: str = stem, text: str = text) -> float | None:
+            obs = s.get("observed")
+            if isinstance(obs, dict) and text in obs:
+                return _num(obs[text])
+            return _num(s.get(stem))
+
+        if not any(observed(s) is not None for s in steps):
+            missing.append(f"{name}: no step supports a {constraint_label(clause)} ({text or stem})")
             continue
         points = [
             CurvePoint(
                 offered_load=float(s["offered_load"]),
-                value=_num(s.get(stem)),
+                value=observed(s),
                 lo=_num(s.get(f"{stem}_ci95_lo")),
                 hi=_num(s.get(f"{stem}_ci95_hi")),
                 phase=_str(s.get("phase")),
@@ -406,6 +460,7 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
         curves.append(
             LoadCurve(
                 mix=name,
+                run_id=_str(m.get("run_id")),
                 metric=stem,
                 label=f"{constraint_label(clause)} ({clause.get('unit') or ''})".replace(" ()", ""),
                 unit=str(clause.get("unit") or ""),
@@ -446,36 +501,55 @@ def _phase_bands(points: list[CurvePoint]) -> list[dict[str, Any]]:
     return bands
 
 
-def _production(profile: dict[str, Any] | None, reason: str | None) -> Section:
+def _production(profile: dict[str, Any] | None, reason: str | None,
+                series: list[dict[str, Any]] | None) -> Section:
     if profile is None:
         return Section(False, reason)
-    data: dict[str, Any] = {}
-    for key in ("source", "convention", "span_s", "per_minute", "per_second", "slots", "decomposition",
-                "bursts", "dispersion", "mix_shares", "targets", "slo_budget"):
-        data[key] = profile.get(key)
+    skip = {"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"}
+    data: dict[str, Any] = {k: v for k, v in profile.items() if k not in skip}
+    data["per_minute_series"] = list(series or [])
     return Section(True, data=data)
+
+
+def _tier_name(tier: Any) -> str | None:
+    if isinstance(tier, dict):
+        return _str(tier.get("name"))
+    return _str(tier)
 
 
 def _fos(plan: dict[str, Any] | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
     fos = plan.get("fos") or {}
-    blended = _interval(fos.get("blended"))
+    blended_doc = fos.get("blended") if isinstance(fos.get("blended"), dict) else {}
+    blended = _interval(blended_doc)
     per_mix = []
     for f in fos.get("per_mix") or []:
-        iv = _interval(f)
+        iv = _fos_of(f)
+        inner = f.get("fos") if isinstance(f.get("fos"), dict) else {}
         per_mix.append({"mix": str(f.get("mix")), "fos": asdict(iv) if iv else None,
-                        **{k: v for k, v in f.items() if k not in ("mix", "value", "ci95")}})
+                        "statement": inner.get("statement") or f.get("statement"),
+                        **{k: v for k, v in f.items() if k not in ("mix", "value", "ci95", "fos", "statement")}})
+    tier = plan.get("tier")
     return Section(
         True,
         data={
-            "tier": plan.get("tier"),
+            "tier": _tier_name(tier),
+            "tier_bands": tier if isinstance(tier, dict) else None,
             "target": plan.get("target"),
             "blended": asdict(blended) if blended else None,
+            "blended_statement": blended_doc.get("statement"),
+            "blended_bound": blended_doc.get("bound"),
+            "coverage": _num(blended_doc.get("coverage")),
+            "uncovered": blended_doc.get("uncovered") or {},
             "per_mix": per_mix,
+            "ci_method": fos.get("ci_method"),
             "verdict": plan.get("verdict"),
             "verdict_reason": plan.get("verdict_reason"),
+            "utilisation": _num(plan.get("utilisation")),
+            "breakpoint_rule": plan.get("breakpoint_rule"),
             "allowable_rps": _num(plan.get("allowable_rps")),
+            "allowable_statement": plan.get("allowable_statement"),
             "cbu": plan.get("cbu"),
         },
     )
@@ -487,6 +561,7 @@ def _plan(plan: dict[str, Any] | None, reason: str | None) -> Section:
     data = {k: plan.get(k) for k in ("instances", "elasticity", "memory")}
     if all(v is None for v in data.values()):
         return Section(False, "the plan holds no instances, elasticity or memory sections")
+    data["notes"] = [str(n) for n in plan.get("notes") or []]
     return Section(True, data=data)
 
 
@@ -499,9 +574,16 @@ def _scorecards(plan: dict[str, Any] | None, reason: str | None) -> Section:
     return Section(True, data={"scorecards": sc})
 
 
+def quantile_label(q: Any) -> str:
+    """``0.99`` → ``"P99"``, ``"p95"`` → ``"P95"``, ``0.999`` → ``"P99.9"``."""
+    if isinstance(q, int | float) and not isinstance(q, bool) and 0 < q < 1:
+        return f"P{q * 100:.10g}"
+    return str(q or "").upper()
+
+
 def _target_text(plan: dict[str, Any]) -> str:
     t = plan.get("target") or {}
-    q = str(t.get("quantile") or "").upper()
+    q = quantile_label(t.get("quantile"))
     rps = _num(t.get("rps"))
     growth = _num(t.get("growth"))
     s = f"the {q} per-minute peak" if q else "the target load"
@@ -512,6 +594,25 @@ def _target_text(plan: dict[str, Any]) -> str:
     return s
 
 
+def _plan_line(plan: dict[str, Any]) -> str | None:
+    inst = plan.get("instances")
+    parts = []
+    if isinstance(inst, dict) and inst.get("available") is not False and _num(inst.get("total")) is not None:
+        s = f"{int(inst['total'])} instances"
+        if _num(inst.get("base")) is not None and _num(inst.get("buffer")) is not None:
+            s += f" ({int(inst['base'])} + {int(inst['buffer'])} buffer)"
+        if _num(inst.get("per_instance_allowable_rps")) is not None:
+            s += f" at {_fmt(_num(inst['per_instance_allowable_rps']))} req/s allowable each"
+        parts.append(s)
+    el = plan.get("elasticity")
+    if isinstance(el, dict) and el.get("recommendation"):
+        parts.append(f"scaling: {el['recommendation']}")
+    allow = _num(plan.get("allowable_rps"))
+    if allow is not None:
+        parts.append(f"allowable capacity {_fmt(allow)} req/s")
+    return ("Plan: " + "; ".join(parts) + ".") if parts else None
+
+
 def _headline(limits: dict[str, Any] | None, limits_reason: str | None,
               plan: dict[str, Any] | None, plan_reason: str | None, mixes: Section) -> Headline:
     rows = mixes.data.get("rows", []) if mixes.available else []
@@ -520,31 +621,37 @@ def _headline(limits: dict[str, Any] | None, limits_reason: str | None,
     if with_fos:
         binding_row = min(with_fos, key=lambda r: r["fos"]["value"])
     elif rows:
-        with_q = [r for r in rows if r["q_ult"]["value"] is not None]
+        with_q = [r for r in rows if r["q_ult"]["value"] is not None and r["censored"] == "none"]
         binding_row = min(with_q, key=lambda r: r["q_ult"]["value"]) if with_q else None
     binds = ""
     if binding_row is not None:
         on = f" on {binding_row['binding']}" if binding_row["binding"] else ""
         binds = f"the {binding_row['name']} mix binds{on}"
+    b_mix = binding_row["name"] if binding_row else None
+    b_con = binding_row["binding"] if binding_row else None
     if plan is None:
-        verdict = "unknown"
         if limits is None:
             text = f"No verdict: neither limits ({limits_reason}) nor a capacity plan ({plan_reason}) are available."
         else:
             text = f"No verdict: the capacity plan is not available ({plan_reason})."
             if binds:
                 text += f" Among the measured limits, {binds} (lowest limit)."
-        return Headline(verdict, text, None, binding_row["name"] if binding_row else None,
-                        binding_row["binding"] if binding_row else None)
+        return Headline("unknown", text, None, b_mix, b_con)
     verdict = str(plan.get("verdict") or "unknown")
     if verdict not in VERDICTS:
         verdict = "unknown"
-    blended = _interval((plan.get("fos") or {}).get("blended"))
-    fos_text = f"the blended FOS is {blended.text()}" if blended else "the blended FOS is not estimable"
+    blended_doc = (plan.get("fos") or {}).get("blended") or {}
+    blended = _interval(blended_doc)
+    bound = blended_doc.get("bound") if isinstance(blended_doc, dict) else None
+    if blended is not None and bound in (None, "none"):
+        fos_text = f"the blended FOS is {blended.text()}"
+    elif isinstance(blended_doc, dict) and blended_doc.get("statement"):
+        fos_text = f"the blended {blended_doc['statement']}"
+    else:
+        fos_text = "the blended FOS is not estimable"
     text = f"At {_target_text(plan)} {fos_text}: {verdict}"
     text += f"; {binds}." if binds else "."
-    return Headline(verdict, text, _str(plan.get("verdict_reason")), binding_row["name"] if binding_row else None,
-                    binding_row["binding"] if binding_row else None)
+    return Headline(verdict, text, _str(plan.get("verdict_reason")), b_mix, b_con, _plan_line(plan))
 
 
 def _changes(previous: Any, mixes: Section, fos: Section) -> Section:
@@ -597,9 +704,15 @@ def _flags(limits: dict[str, Any] | None, profile: dict[str, Any] | None,
         out.append(Flag(str(f.get("source", "loader")), str(f.get("level", "warning")), str(f.get("code", "")),
                         str(f.get("message", ""))))
     if limits is not None:
+        several = _several_runs(limits)
+        for sk in limits.get("skipped") or []:
+            if isinstance(sk, dict):
+                out.append(Flag("limits", "info", "mix_skipped",
+                                f"{sk.get('run_id', '')} · {sk.get('mix')}: {sk.get('reason')}".lstrip(" ·")))
+        for note in limits.get("notes") or []:
+            out.append(Flag("limits", "info", "note", str(note)))
         for m in limits.get("mixes") or []:
-            mix = m.get("mix") or {}
-            name = str(mix.get("name") if isinstance(mix, dict) else mix)
+            name = _row_label(m, several)
             for s in m.get("steps") or []:
                 fl = [str(x) for x in s.get("flags") or []]
                 if fl or s.get("valid") is False:
@@ -608,12 +721,14 @@ def _flags(limits: dict[str, Any] | None, profile: dict[str, Any] | None,
                                     f"step {s.get('step')} at offered load {s.get('offered_load')}: "
                                     f"{', '.join(fl) or 'marked invalid'}"
                                     + (" (excluded from the fit)" if s.get("valid") is False else "")))
+            for note in m.get("notes") or []:
+                out.append(Flag(f"limits · {name}", "info", "note", str(note)))
             cens = (m.get("q_ult") or {}).get("censored")
             if cens and cens != "none":
                 out.append(Flag(f"limits · {name}", "warning", f"censored_{cens}",
                                 str((m.get("q_ult") or {}).get("statement") or cens)))
     if profile is not None:
-        for key in ("per_second", "slots", "decomposition"):
+        for key in ("per_second", "slots", "decomposition", "slo_budget"):
             v = profile.get(key)
             if isinstance(v, dict) and v.get("available") is False:
                 out.append(Flag("profile", "info", f"{key}_not_available", str(v.get("reason"))))
@@ -630,6 +745,8 @@ def build_report(
     findings: list[dict[str, Any]] | None = None,
     name: str = "report",
     title: str = "Capacity report",
+    plan_run: str | None = None,
+    per_minute_series: list[dict[str, Any]] | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -644,11 +761,17 @@ def build_report(
         The previous report's ``summary.json`` (for "what changed"), if any.
     findings
         Loader/validator findings, dicts with ``source``, ``level``, ``code``, ``message``.
+    plan_run
+        The load-test run the plan was built for (a plan covers one run); joins the
+        plan's per-mix FOS to that run's rows of the limits table.
+    per_minute_series
+        Production requests per minute, ``[{"minute_start_s", "requests"}]`` (from the
+        ``TrafficProfile`` object: the profile JSON does not carry it), for the peak chart.
     """
     lim, lim_reason = _split(limits, "limits document")
     prof, prof_reason = _split(profile, "production profile")
     pl_, plan_reason = _split(plan, "capacity plan")
-    mixes = _mixes(lim, lim_reason, pl_)
+    mixes = _mixes(lim, lim_reason, pl_, plan_run)
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
     return ReportModel(
@@ -659,7 +782,7 @@ def build_report(
         mixes=mixes,
         curves=curves,
         curves_section=curves_section,
-        production=_production(prof, prof_reason),
+        production=_production(prof, prof_reason, per_minute_series),
         fos=fos,
         plan=_plan(pl_, plan_reason),
         scorecards=_scorecards(pl_, plan_reason),
@@ -716,4 +839,5 @@ __all__ = [
     "build_report",
     "constraint_label",
     "make_provenance",
+    "quantile_label",
 ]

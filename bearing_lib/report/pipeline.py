@@ -21,8 +21,9 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, BearingError, InputError, ParameterError
 from bearing_lib.provenance import sha256_of
-from bearing_lib.report.model import ReportModel, Unavailable, build_report, make_provenance
+from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.trace import RequestTrace
+from bearing_lib.unavailable import Unavailable
 
 Doc = dict[str, Any] | Unavailable
 
@@ -197,19 +198,26 @@ def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float 
 # ------------------------------------------------------------------ limits, profile, plan
 
 
-def _missing(module: str, issue: str, exc: ImportError) -> Unavailable:
-    return Unavailable(f"this build of bearing has no {module} ({issue} not merged yet: {exc})")
+def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0) -> Any:
+    """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit_limits` (a ``LimitsResult``).
+
+    ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
+    """
+    from bearing_lib.limits import fit_limits
+
+    spec = mixes if mixes in ("auto", "none") else resolve(mixes)
+    return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed)
 
 
-def limits(trace: Any, sla: str | list[str], mixes: Any = None, **options: Any) -> Any:
-    """Fit per-mix limits (``bearing_lib.limits.fit_limits``); :class:`Unavailable` if absent."""
-    try:
-        from bearing_lib.limits import fit_limits
-    except ImportError as exc:
-        return _missing("bearing_lib.limits", "the limits issue", exc)
-    from bearing_lib.sla import parse_sla
+def limits_chart(result: Any) -> alt.Chart | str:
+    """The load curve of the SLA's first percentile clause, with its threshold, per run and mix."""
+    clauses = [c for c in getattr(result, "sla").clauses if c.kind == "percentile"]
+    if not clauses:
+        return "the SLA has no percentile clause to chart"
+    c = clauses[0]
+    from bearing_lib.curves import qname
 
-    return fit_limits(trace, parse_sla(sla_texts(sla)), mixes=mixes, **options)
+    return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
 
 
 def limits_document(result: Any) -> dict[str, Any]:
@@ -227,31 +235,52 @@ def read_limits(path: str | Path) -> Doc:
     return read_json(resolve(path), "limits JSON")
 
 
-def profile(trace: RequestTrace, limits_doc: Doc | None = None, **options: Any) -> Any:
-    """Production traffic profile (``bearing_lib.profile``); :class:`Unavailable` if absent."""
-    try:
-        from bearing_lib import profile as _profile
-    except ImportError as exc:
-        return _missing("bearing_lib.profile", "the plan-profile work", exc)
+def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: float = 0.99, growth: float = 1.0,
+            n_boot: int = 1000) -> Any:
+    """Production traffic profile (:func:`bearing_lib.profile.profile_traffic`), with the mixes
+    of ``limits_doc`` when it has them (so FOS blends the same mixes the limits measured).
+
+    Returns :class:`Unavailable` when the trace cannot support a profile (e.g. no arrival
+    times), with bearing's reason.
+    """
+    from bearing_lib.errors import InsufficientDataError
+    from bearing_lib.mixes import MixSpec
+    from bearing_lib.profile import profile_traffic
+
     spec = None
     if isinstance(limits_doc, dict) and limits_doc.get("mix_spec"):
-        from bearing_lib.mixes import MixSpec
-
         spec = MixSpec.from_dict(limits_doc["mix_spec"])
-    return _profile.TrafficProfile.from_trace(trace, mixes=spec, **options)
+    try:
+        return profile_traffic(trace, mix_spec=spec, quantile_level=quantile, growth=growth, n_boot=n_boot)
+    except InsufficientDataError as exc:
+        return Unavailable(str(exc))
 
 
-def plan(limits_doc: Doc, profile_obj: Any, **options: Any) -> Any:
-    """Capacity plan (``bearing_lib.plan``); :class:`Unavailable` if absent or an input is."""
+def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
+         run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1) -> Any:
+    """Capacity plan (:meth:`bearing_lib.plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
+
+    ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
+    preset of ``bearing_lib.memory`` (empty: no memory plan); ``gpu_mem_gib`` 0 = not given.
+    """
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
-    if isinstance(profile_obj, Unavailable):
-        return Unavailable(f"no production profile: {profile_obj.reason}")
-    try:
-        from bearing_lib import plan as _plan
-    except ImportError as exc:
-        return _missing("bearing_lib.plan", "the plan-capacity work", exc)
-    return _plan.CapacityPlan.build(limits_doc, profile_obj, **options)
+    if isinstance(limits_doc, dict) and limits_doc.get("available") is False:
+        return Unavailable(f"no limits: {limits_doc.get('reason')}")
+    if isinstance(traffic, Unavailable):
+        return Unavailable(f"no production profile: {traffic.reason}")
+    from bearing_lib.plan import CapacityPlan
+
+    return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
+                              gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, trace=trace)
+
+
+def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
+    """``[{"minute_start_s", "requests"}]`` from a ``TrafficProfile`` (empty for anything else)."""
+    frame = getattr(traffic, "per_minute", None)
+    if not isinstance(frame, pl.DataFrame) or not {"minute_start_s", "requests"} <= set(frame.columns):
+        return []
+    return frame.select("minute_start_s", "requests").to_dicts()
 
 
 def document(obj: Any) -> Doc:
@@ -288,12 +317,19 @@ def report(
     flags: list[dict[str, Any]] | None = None,
     name: str = "report",
     title: str = "Capacity report",
+    run: str = "",
+    traffic: Any = None,
 ) -> ReportModel:
-    """Build the report model with this run's provenance (see ``build_report``)."""
+    """Build the report model with this run's provenance (see ``build_report``).
+
+    ``run`` is the load-test run the plan used; ``traffic`` the ``TrafficProfile`` object
+    (its per-minute series feeds the peak chart).
+    """
     return build_report(
         limits=limits_doc, profile=profile_doc, plan=plan_doc, previous=previous,
         provenance=make_provenance(parameters=parameters, inputs=inputs),
-        findings=flags, name=name, title=title,
+        findings=flags, name=name, title=title, plan_run=run or None,
+        per_minute_series=per_minute_series(traffic),
     )
 
 
@@ -301,7 +337,8 @@ def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
     """The report's charts stacked for display in a notebook (svg renderer survives export)."""
     from bearing_lib.report.charts import report_charts
 
-    specs = [c.spec for c in report_charts(model)]
+    # Sub-charts of a concatenation may not carry their own top-level config.
+    specs = [{k: v for k, v in c.spec.items() if k != "config"} for c in report_charts(model)]
     if not specs:
         return "no charts: the sections that carry charts are not available"
     return alt.vconcat(*[alt.Chart.from_dict(s) if "mark" in s else alt.LayerChart.from_dict(s) for s in specs])
@@ -314,11 +351,13 @@ __all__ = [
     "findings",
     "input_record",
     "limits",
+    "limits_chart",
     "limits_document",
     "load",
     "mix_shares",
     "mix_spec",
     "notebook_charts",
+    "per_minute_series",
     "plan",
     "profile",
     "read_json",

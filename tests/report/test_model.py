@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from bearing_lib.report.model import Unavailable, build_report, constraint_label
+from bearing_lib.report.model import build_report, constraint_label
+from bearing_lib.unavailable import Unavailable
 from tests.report.conftest import provenance
 
 
 def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
     plan = docs["plan"]
     # The binding mix is the one with the lowest FOS in the plan, found here independently.
-    binding = min(plan["fos"]["per_mix"], key=lambda f: f["value"])["mix"]
+    binding = min(plan["fos"]["per_mix"], key=lambda f: f["fos"]["value"])["mix"]
     assert binding == "long-context"
     lo, hi = plan["fos"]["blended"]["ci95"]
     expected = (f"At the P99 per-minute peak of {plan['target']['rps']:.2f} req/s the blended FOS is "
@@ -22,6 +23,11 @@ def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
     assert full_model.headline.text == expected
     assert full_model.verdict == "yellow"
     assert full_model.headline.verdict_reason == plan["verdict_reason"]
+    inst = plan["instances"]
+    assert full_model.headline.plan_line == (
+        f"Plan: {inst['total']} instances ({inst['base']} + {inst['buffer']} buffer) at "
+        f"{inst['per_instance_allowable_rps']:.2f} req/s allowable each; scaling: "
+        f"{plan['elasticity']['recommendation']}; allowable capacity {plan['allowable_rps']:.2f} req/s.")
 
 
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
@@ -32,7 +38,7 @@ def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
         assert [r["q_ult"]["lo"], r["q_ult"]["hi"]] == m["q_ult"]["ci95"]
         assert r["share"] == m["share"]
         assert r["n_invalid_steps"] == sum(1 for s in m["steps"] if s["valid"] is False)
-    fos = {f["mix"]: f["value"] for f in docs["plan"]["fos"]["per_mix"]}
+    fos = {f["mix"]: f["fos"]["value"] for f in docs["plan"]["fos"]["per_mix"]}
     assert {n: r["fos"]["value"] for n, r in rows.items()} == fos
     cond = full_model.conditions.data
     assert cond["model"] == docs["limits"]["conditions"]["model"]
@@ -80,7 +86,7 @@ def test_flags_list_invalid_steps_and_profile_gaps(docs, full_model):
     assert len(step_flags) == len(invalid) == 2
     assert all("not_steady" in f.message for f in step_flags)
     codes = {f.code for f in full_model.flags if f.source == "profile"}
-    assert codes == {"per_second_not_available", "decomposition_not_available"}
+    assert codes == {"per_second_not_available", "decomposition_not_available", "slo_budget_not_available"}
 
 
 def test_missing_inputs_give_not_available_with_reason_and_no_numbers():

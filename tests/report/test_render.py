@@ -71,7 +71,7 @@ def test_charts_are_passed_as_json_and_parse(html):
     m = re.search(r"var charts = (.*);\n", html)
     charts = json.loads(m.group(1))
     ids = [c["id"] for c in charts]
-    assert ids == ["chart-fos", "chart-curve-0", "chart-curve-1", "chart-slots"]
+    assert ids == ["chart-fos", "chart-curve-0", "chart-curve-1", "chart-slots", "chart-cbu"]
     for cid in ids:
         assert f'id="{cid}"' in html
     sub = charts[1]["spec"]["title"]["subtitle"]
@@ -130,13 +130,39 @@ def test_downsample_keeps_bucket_maxima():
 
 def test_long_curve_is_downsampled_and_says_so():
     pts = [CurvePoint(float(i), float(i % 97), None, None, "elastic", True, []) for i in range(12_000)]
-    curve = LoadCurve("m", "ttft_ms_p99", "P99 TTFT (ms)", "ms", "rps", 1000.0, None, None, pts,
+    curve = LoadCurve("m", None, "ttft_ms_p99", "P99 TTFT (ms)", "ms", "rps", 1000.0, None, None, pts,
                       [{"phase": "elastic", "lo": 0.0, "hi": 11_999.0}])
     c = load_curve_chart(curve, 0)
     assert c.n_points == 12_000 and c.n_shown == MAX_POINTS
     assert "downsampled to ≤ 5,000 per layer" in c.spec["title"]["subtitle"]
     sizes = [len(layer["data"]["values"]) for layer in c.spec["layer"] if "values" in layer.get("data", {})]
     assert sizes and max(sizes) == MAX_POINTS
+
+
+def test_peak_chart_downsamples_a_two_week_series_and_draws_capacity_lines(docs):
+    # 14 days of minutes (20,160 > 5,000): the peak chart keeps bucket maxima, so the
+    # busiest minute survives, and draws the target and allowable lines from the plan.
+    rng = np.random.default_rng(3)
+    counts = rng.poisson(100, size=14 * 1440).astype(float)
+    counts[12_345] = 900.0
+    series = [{"minute_start_s": 1_763_942_400 + 60 * i, "requests": c} for i, c in enumerate(counts)]
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
+                     per_minute_series=series)
+    from bearing_lib.report.charts import report_charts
+
+    peak = next(c for c in report_charts(m) if c.id == "chart-peak")
+    assert peak.n_points == 14 * 1440 and peak.n_shown == MAX_POINTS
+    line, rules = peak.spec["layer"]
+    assert len(line["data"]["values"]) == MAX_POINTS
+    assert max(v["rps"] for v in line["data"]["values"]) == 900.0 / 60
+    levels = {r["label"]: r["rps"] for r in rules["data"]["values"]}
+    assert levels["target (P99 × growth)"] == docs["plan"]["target"]["rps"]
+    assert levels["allowable (Q_ult / target FOS)"] == docs["plan"]["allowable_rps"]
+    assert levels["lowest per-mix Q_ult"] == min(p["q_ult_rps"] for p in docs["plan"]["fos"]["per_mix"])
+    assert "downsampled" in peak.spec["title"]["subtitle"]
+    # and it is the first chart of the page, right under the verdict
+    html = render_html(m)
+    assert page(html).index('id="chart-peak"') < page(html).index('id="mixes"')
 
 
 def test_write_report_writes_html_and_summary_twins(tmp_path, full_model):
