@@ -11,9 +11,9 @@ import typer
 
 from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import limits as _limits
-from bearing_lib.cli import report as _report
 from bearing_lib.cli import plan as _plan
 from bearing_lib.cli import profile as _profile
+from bearing_lib.cli import report as _report
 
 app = typer.Typer(
     name="bearing",

@@ -38,6 +38,9 @@ DEMO_MIXES = "auto"
 # Azure conversation trace's) stands for the production traffic.
 DEMO_RUN = "llm-d-70b-2replicas/sharegpt"
 DEMO_MEMORY_PRESET = "llama-3.1-70b"  # Llama-3-70B architecture (80 layers, 8 KV heads, bf16)
+# Conditions the LMBenchmark CSVs do not carry, from data/loadtests/.../ATTRIBUTION.md.
+DEMO_MODEL = "Llama-3-70B"
+DEMO_HARDWARE = "2 replicas on OpenShift, llm-d stack (llm-d-benchmark exp-2; GPU type not stated in the source)"
 
 
 def demo_parameters(root: Path) -> dict[str, Any]:
@@ -47,6 +50,8 @@ def demo_parameters(root: Path) -> dict[str, Any]:
         "sla": DEMO_SLA,
         "mixes": DEMO_MIXES,
         "production_trace": str(root / DEMO_PRODUCTION),
+        "model": DEMO_MODEL,
+        "hardware": DEMO_HARDWARE,
         "run": DEMO_RUN,
         "memory_preset": DEMO_MEMORY_PRESET,
         "tier": "standard",

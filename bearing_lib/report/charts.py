@@ -88,8 +88,14 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
     if any(r["lo"] is not None and r["hi"] is not None for r in shown):
         layers.append(base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#555").encode(
             x="load:Q", y=alt.Y("lo:Q"), y2="hi:Q"))
+    vals = [r["value"] for r in shown if r["value"] is not None]
+    # Latency past the knee grows by orders of magnitude: a log axis keeps the SLA line and
+    # the elastic part readable (said in the axis title).
+    log = bool(vals) and min(vals) > 0 and max(vals) / min(vals) > 20
+    y_title = curve.label + (" (log scale)" if log else "")
+    y_scale = alt.Scale(type="log") if log else alt.Undefined
     layers.append(base.mark_line(color="#1f4e79", point=False).encode(
-        x=alt.X("load:Q", title=x_title), y=alt.Y("value:Q", title=curve.label)))
+        x=alt.X("load:Q", title=x_title), y=alt.Y("value:Q", title=y_title, scale=y_scale)))
     layers.append(base.mark_point(filled=True, size=50, color="#1f4e79").encode(
         x="load:Q", y="value:Q",
         shape=alt.Shape("valid:N", title="step"),
@@ -171,8 +177,10 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> Cha
         return None
     shown = downsample_max(rows, "rps")
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
-        x=alt.X("t:T", title="minute (UTC)"), y=alt.Y("rps:Q", title="requests/s (per-minute mean)"),
-        tooltip=[alt.Tooltip("t:T", format="%Y-%m-%d %H:%M"), alt.Tooltip("rps:Q", format=",.2f")])
+        x=alt.X("t:T", title="minute (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M")),
+        y=alt.Y("rps:Q", title="requests/s (per-minute mean)"),
+        tooltip=[alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc"),
+                 alt.Tooltip("rps:Q", format=",.2f")])
     layers: list[Any] = [line]
     marks = [ln for ln in lines if ln.get("rps") is not None and math.isfinite(ln["rps"])]
     if marks:
@@ -205,8 +213,10 @@ def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_
     shown = downsample_max(rows, "y")
     x_is_time = isinstance(rows[0]["x"], str)
     x = "minute (UTC)" if x_is_time else x
-    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
-        x=alt.X("x:T" if x_is_time else "x:Q", title=x), y=alt.Y("y:Q", title=y_title))
+    x_enc = (alt.X("x:T", title=x, scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
+             if x_is_time else alt.X("x:Q", title=x))
+    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79", point=True).encode(
+        x=x_enc, y=alt.Y("y:Q", title=y_title))
     layers: list[alt.Chart] = [line]
     if rule is not None:
         layers.append(alt.Chart(alt.Data(values=[{"y": rule, "label": rule_label}])).mark_rule(

@@ -211,7 +211,7 @@ def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 
 
 def limits_chart(result: Any) -> alt.Chart | str:
     """The load curve of the SLA's first percentile clause, with its threshold, per run and mix."""
-    clauses = [c for c in getattr(result, "sla").clauses if c.kind == "percentile"]
+    clauses = [c for c in result.sla.clauses if c.kind == "percentile"]
     if not clauses:
         return "the SLA has no percentile clause to chart"
     c = clauses[0]
@@ -220,12 +220,22 @@ def limits_chart(result: Any) -> alt.Chart | str:
     return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
 
 
-def limits_document(result: Any) -> dict[str, Any]:
+def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict[str, Any]:
     """``LimitsResult.to_dict()`` (contract §4); for an :class:`Unavailable`,
-    ``{"available": false, "reason": ...}`` so the weekly report can say why."""
+    ``{"available": false, "reason": ...}`` so the weekly report can say why.
+
+    ``model`` and ``hardware`` fill conditions the load-test files do not state (a limit
+    without its conditions is not comparable); they are marked as stated by the analyst
+    and never overwrite what the files say.
+    """
     if isinstance(result, Unavailable):
         return {"available": False, "reason": result.reason}
-    return result.to_dict()
+    doc = result.to_dict()
+    cond = doc.setdefault("conditions", {})
+    for key, value in (("model", model), ("hardware", hardware)):
+        if value and not cond.get(key):
+            cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
+    return doc
 
 
 def read_limits(path: str | Path) -> Doc:
