@@ -244,6 +244,25 @@ def previous_summary(reports_dir: Path, exclude: str) -> Path | None:
     return best[1] if best else None
 
 
+def _parameters_index(step: Step) -> int:
+    import nbformat
+
+    nb = nbformat.read(step.notebook, as_version=4)
+    return next((i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])), -1)
+
+
+def _error_cell(executed: Path) -> int | None:
+    """Index, in the executed copy, of the cell that holds the error output."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return None
+    return next((i for i, c in enumerate(nb.cells)
+                 if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
+
+
 def _execute(step: Step, out_dir: Path, *, progress: bool) -> Path:
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -256,10 +275,12 @@ def _execute(step: Step, out_dir: Path, *, progress: bool) -> Path:
         )
     except PapermillExecutionError as exc:
         first = next((ln for ln in str(exc.source).splitlines() if ln.strip()), "")
+        # papermill's index counts its injected-parameters cell; people count the source's cells
+        src_cell = exc.cell_index + 1 - (1 if step.parameters and exc.cell_index > _parameters_index(step) else 0)
         raise RunFailed(
-            f"{step.notebook.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}: "
+            f"{step.notebook.name} failed in cell {src_cell} of the notebook (execution count {exc.exec_count}, "
             f"{first[:80]!r}): {exc.ename}: {exc.evalue}",
-            notebook=step.notebook.name, cell_index=exc.cell_index, executed_copy=out,
+            notebook=step.notebook.name, cell_index=_error_cell(out), executed_copy=out,
             ename=exc.ename, evalue=exc.evalue,
         ) from None
     return out
@@ -276,8 +297,8 @@ def run_report(
 ) -> RunResult:
     """Execute ``steps`` in order and publish ``reports_dir/name/`` atomically.
 
-    Every step gets ``output_dir`` (the temporary folder) when its notebook declares it;
-    the last step must write ``report.html`` and ``summary.json`` there. Raises
+    Every step gets ``output_dir`` (the temporary folder) and ``report_name`` (unless
+    given) when its notebook declares them; the last step must write ``report.html`` and ``summary.json`` there. Raises
     :class:`ParameterError` (before executing), :class:`ReportExists`, or
     :class:`RunFailed`.
     """
@@ -299,8 +320,11 @@ def run_report(
         for s in steps:
             s.parameters = {k: v.replace(OUTPUT_DIR_PLACEHOLDER, str(tmp.resolve())) if isinstance(v, str) else v
                             for k, v in s.parameters.items()}
-            if "output_dir" in notebook_parameters(s.notebook):
+            declared = notebook_parameters(s.notebook)
+            if "output_dir" in declared:
                 s.parameters["output_dir"] = str(tmp.resolve())
+            if "report_name" in declared:
+                s.parameters.setdefault("report_name", name)
             executed.append(_execute(s, tmp, progress=progress))
         html, summary = tmp / "report.html", tmp / "summary.json"
         if not html.is_file() or not summary.is_file():
