@@ -245,6 +245,21 @@ def read_limits(path: str | Path) -> Doc:
     return read_json(resolve(path), "limits JSON")
 
 
+def limits_table(limits_doc: Doc) -> pl.DataFrame | Unavailable:
+    """One row per run × mix of a limits JSON: Q_ult, its CI, censoring and statement."""
+    if isinstance(limits_doc, Unavailable):
+        return limits_doc
+    if limits_doc.get("available") is False:
+        return Unavailable(str(limits_doc.get("reason")))
+    rows = [{"run_id": m.get("run_id"), "mix": (m.get("mix") or {}).get("name"), "share": m.get("share"),
+             "q_ult": (m.get("q_ult") or {}).get("value"), "unit": (m.get("q_ult") or {}).get("unit"),
+             "censored": (m.get("q_ult") or {}).get("censored"), "binding": m.get("binding"),
+             "statement": (m.get("q_ult") or {}).get("statement")} for m in limits_doc.get("mixes") or []]
+    schema = {"run_id": pl.String, "mix": pl.String, "share": pl.Float64, "q_ult": pl.Float64, "unit": pl.String,
+              "censored": pl.String, "binding": pl.String, "statement": pl.String}
+    return pl.DataFrame(rows, schema=schema)
+
+
 def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: float = 0.99, growth: float = 1.0,
             n_boot: int = 1000) -> Any:
     """Production traffic profile (:func:`bearing_lib.profile.profile_traffic`), with the mixes
@@ -363,6 +378,7 @@ __all__ = [
     "limits",
     "limits_chart",
     "limits_document",
+    "limits_table",
     "load",
     "mix_shares",
     "mix_spec",
