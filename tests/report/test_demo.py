@@ -85,7 +85,8 @@ def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(dem
     assert limits["conditions"]["model"].startswith("Llama-3-70B (stated by the analyst")
     summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     fos = summary["fos"]["data"]
-    sharegpt = next(m for m in limits["mixes"] if m["run_id"].endswith("/sharegpt") and m["q_ult"]["censored"] == "none")
+    sharegpt = next(m for m in limits["mixes"]
+                    if m["run_id"].endswith("/sharegpt") and m["q_ult"]["censored"] == "none")
     # per-mix FOS = Q_ult / target, independently of the plan code
     per_mix = next(p for p in fos["per_mix"] if p["mix"] == sharegpt["mix"]["name"])
     assert per_mix["fos"]["value"] == pytest.approx(sharegpt["q_ult"]["throughput_rps"] / fos["target"]["rps"],

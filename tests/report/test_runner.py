@@ -46,7 +46,8 @@ def test_declared_parameters_come_from_the_parameters_cell():
 
 
 def test_unknown_parameter_refused_before_execution(tmp_path, no_kernel):
-    with pytest.raises(ParameterError, match=r"unknown parameter\(s\) 'tire'; accepted: weekly_report.ipynb: fail, limits_json"):
+    msg = r"unknown parameter\(s\) 'tire'; accepted: weekly_report.ipynb: fail, limits_json"
+    with pytest.raises(ParameterError, match=msg):
         runner.run_report([runner.Step(NB)], name="w", reports_dir=tmp_path, given=_given(tire="critical"))
     assert list(tmp_path.iterdir()) == []
 
