@@ -104,7 +104,7 @@ def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner
 
 def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, weekly: bool,
          notebooks: Path) -> int:
-    prev = runner.previous_summary(reports_dir, exclude=name)
+    prev = runner.previous_summary(reports_dir, exclude=name, before_week=name if weekly else None)
     given.setdefault("previous_summary", str(prev) if prev else "")
     given.setdefault("report_name", name)
     # The limits JSON goes into the run's own (temporary, then published) folder: the

@@ -226,13 +226,19 @@ def week_bounds(week: str) -> tuple[_dt.datetime, _dt.datetime]:
     return start, start + _dt.timedelta(days=7)
 
 
-def previous_summary(reports_dir: Path, exclude: str) -> Path | None:
-    """The newest other report's ``summary.json`` (by its run time), for "what changed"."""
+def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None = None) -> Path | None:
+    """The newest other report's ``summary.json`` (by its run time), for "what changed".
+
+    With ``before_week`` (weekly runs) only ISO-week reports of earlier weeks count, so an
+    ad-hoc report never becomes "last week".
+    """
     best: tuple[str, Path] | None = None
     if not reports_dir.is_dir():
         return None
     for d in reports_dir.iterdir():
         if not d.is_dir() or d.name == exclude or d.name.startswith(".") or ".failed-" in d.name:
+            continue
+        if before_week is not None and not (_WEEK.match(d.name) and d.name < before_week):
             continue
         s = d / "summary.json"
         try:

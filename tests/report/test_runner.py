@@ -143,3 +143,11 @@ def test_previous_summary_is_the_newest_other_report(tmp_path):
     assert runner.previous_summary(tmp_path, exclude="2026-W48") == tmp_path / "2026-W47" / "summary.json"
     assert runner.previous_summary(tmp_path, exclude="2026-W49") == tmp_path / "2026-W48" / "summary.json"
     assert runner.previous_summary(tmp_path / "none", exclude="x") is None
+    (tmp_path / "adhoc").mkdir()
+    adhoc = {"provenance": {"run_time_utc": "2026-12-01T00:00:00Z"}}
+    (tmp_path / "adhoc" / "summary.json").write_text(json.dumps(adhoc))
+    assert runner.previous_summary(tmp_path, exclude="x") == tmp_path / "adhoc" / "summary.json"
+    # a weekly run compares with the latest earlier week only
+    assert runner.previous_summary(tmp_path, exclude="2026-W48", before_week="2026-W48") == \
+        tmp_path / "2026-W47" / "summary.json"
+    assert runner.previous_summary(tmp_path, exclude="2026-W46", before_week="2026-W46") is None
