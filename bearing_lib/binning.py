@@ -65,7 +65,7 @@ def _check_timed(trace: RequestTrace) -> None:
         raise InsufficientDataError(f"{trace.provenance.source}: the trace holds no requests")
 
 
-def binned_counts(trace: RequestTrace, bin_s: float = 60.0) -> pl.DataFrame:
+def binned_counts(trace: RequestTrace, bin_s: float = 60.0, *, check_grid: bool = True) -> pl.DataFrame:
     """Requests and token sums per complete time bin (see the module's convention).
 
     Parameters
@@ -74,6 +74,9 @@ def binned_counts(trace: RequestTrace, bin_s: float = 60.0) -> pl.DataFrame:
         A trace with per-request start times (``time_origin`` ``epoch`` or ``relative``).
     bin_s : float
         Bin length in seconds (60 = per minute).
+    check_grid : bool
+        Refuse bins finer than the timestamps' grid (:func:`timestamp_resolution`); pass
+        ``False`` only when the caller has checked already.
 
     Returns
     -------
@@ -82,10 +85,23 @@ def binned_counts(trace: RequestTrace, bin_s: float = 60.0) -> pl.DataFrame:
         ``input_tokens`` and ``output_tokens`` (Int64 sums; null when the trace has no
         such field). Every complete bin appears, empty ones with zeros; zero rows when
         the trace is shorter than one complete bin.
+
+    Raises
+    ------
+    ParameterError
+        ``bin_s`` is not positive, or finer than the timestamps' grid (e.g. 1 s bins on
+        Mooncake's 3 s steps: the counts would be artefacts of the grid).
     """
     _check_timed(trace)
     if not (bin_s > 0 and math.isfinite(bin_s)):
         raise ParameterError(f"bin_s must be a positive number of seconds, got {bin_s!r}")
+    if check_grid:
+        res = timestamp_resolution(trace)
+        if not res.allows_bin(bin_s):
+            raise ParameterError(
+                f"{trace.provenance.source}: timestamps move in {res.quantum_s:.3f} s steps; {bin_s:g} s bins are "
+                "finer than that grid and their counts would be artefacts of it"
+            )
     f = trace.frame
     t_first, t_last = float(f["start_s"].min()), float(f["start_s"].max())
     origin = 0.0 if trace.provenance.time_origin == "epoch" else t_first
@@ -140,14 +156,8 @@ def per_minute_counts(trace: RequestTrace) -> pl.DataFrame:
     InsufficientDataError
         The trace keeps no per-request times.
     ParameterError
-        The timestamps are quantized to steps longer than 60 s.
+        The timestamps are quantized to steps longer than 60 s (beyond 5 % tolerance).
     """
-    res = timestamp_resolution(trace)
-    if res.quantized and res.quantum_s > 60.0 * (1 + GRID_TOLERANCE):
-        raise ParameterError(
-            f"{trace.provenance.source}: timestamps move in {res.quantum_s:.3f} s steps; "
-            "per-minute counts would be artefacts of the grid"
-        )
     return binned_counts(trace, 60.0).rename({"bin_start_s": "minute_start_s"})
 
 

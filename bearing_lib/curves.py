@@ -86,13 +86,16 @@ def order_stat_ranks(n: np.ndarray | int, q: float, level: float = CI_LEVEL) -> 
 
 
 def min_n_supported(q: float, level: float = CI_LEVEL) -> int:
-    """Smallest sample size whose ``q``-quantile CI has both order statistics (P99 → 368)."""
-    n = 1
-    while True:
+    """Smallest sample size whose ``q``-quantile CI has both order statistics (P50 → 6, P99 → 368)."""
+    start = 1
+    for stop in (5_000, 100_000, 10_000_000):
+        n = np.arange(start, stop)
         lo, hi = order_stat_ranks(n, q, level)
-        if hi <= n and lo >= 1:
-            return n
-        n = n * 2 if n < 16 else n + 1 if n < 4096 else int(n * 1.01)
+        ok = np.nonzero((hi <= n) & (lo >= 1))[0]
+        if ok.size:
+            return int(n[ok[0]])
+        start = stop
+    raise ParameterError(f"quantile {q} needs more than {start:,} requests for a {level:.0%} CI")
 
 
 def wilson_interval(k: np.ndarray | int, n: np.ndarray | int, level: float = CI_LEVEL) -> tuple[np.ndarray, np.ndarray]:

@@ -301,7 +301,8 @@ def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why
         ci = (float(lo), float(hi))
     text = _bound_text(bound, value)
     if ci:
-        text += f" (95% CI {ci[0]:.2f}–{ci[1]:.2f})"
+        text += f" (95% CI {ci[0]:.2f}–{ci[1]:.2f})" if bound == "none" else (
+            f" (95% CI of the bound {ci[0]:.2f}–{ci[1]:.2f})")
     if why:
         text += f"; {why}"
     return FosEstimate(value, ci, bound, text)

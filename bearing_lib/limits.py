@@ -16,9 +16,9 @@ The **bracket** is ``[last passing load, first failing load]``. The **point esti
 interpolates, per clause, the margin between steps after an isotonic (monotone
 non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression``
 — and takes the lowest zero crossing; the clause that crosses first is **binding**. A
-not-steady step enters as a pseudo-clause ``steady state`` with margin +1 on steady
-steps and −1 on not-steady ones (its crossing is the midpoint between the last steady and
-the first not-steady step). The estimate is kept inside the bracket.
+not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
+crossing is the midpoint between the first not-steady step and the judged step below it.
+The estimate is kept inside the bracket.
 
 **Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
 lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
@@ -385,7 +385,11 @@ def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.nd
               strict: dict[str, bool]) -> tuple[float, str | None]:
     best, binding = math.inf, None
     for name, m in margin_sets.items():
-        c = _crossing(xs, m, weights, strict[name])
+        if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
+            i = int(np.argmax(m < 0))
+            c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
+        else:
+            c = _crossing(xs, m, weights, strict[name])
         if not math.isnan(c) and c < best:
             best, binding = c, name
     return best, binding
@@ -476,6 +480,10 @@ def _fit_group(
         elif last_pass is None and not contradict:
             censored, value = "below", first_fail
             statement = f"< {first_fail:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < first_fail]
+            if lower:
+                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
         else:
             censored = "not_monotone" if contradict else "none"
             value = est

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
@@ -314,6 +315,56 @@ def kv_cache_tokens(model: ModelPreset, kv_cache_gib: float, *, tensor_parallel:
     return int(kv_cache_gib * GIB // per_token)
 
 
+@dataclass(frozen=True)
+class VllmLogCheck:
+    """The memory arithmetic against a vLLM startup log: predicted vs logged KV-cache tokens."""
+
+    kv_cache_gib: float
+    logged_tokens: int
+    predicted_tokens: int
+    rel_error: float
+    right: bool
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+_V1_MEM = re.compile(r"Available KV cache memory:\s*([0-9.]+)\s*GiB")
+_V1_TOK = re.compile(r"GPU KV cache size:\s*([0-9,]+)\s*tokens")
+_V0_MEM = re.compile(r"kv_cache_size=([0-9.]+)\s*GiB")
+_V0_BLOCKS = re.compile(r"# GPU blocks:\s*([0-9]+)")
+
+
+def check_vllm_log(
+    model: ModelPreset, log_text: str, *, tensor_parallel: int = 1, block_size: int = 16, tolerance: float = 0.10
+) -> VllmLogCheck:
+    """Compare ``kv_cache_tokens`` with what vLLM logged at start-up (DOMAIN.md: within 10 % is "right").
+
+    Reads vLLM V1 lines (``Available KV cache memory: X GiB`` and ``GPU KV cache size: N
+    tokens``) or V0 lines (``kv_cache_size=X GiB`` and ``# GPU blocks: B``, tokens = B ×
+    ``block_size``). The last pair in the log is used. Raises :class:`InsufficientDataError`
+    when the log has neither pair.
+    """
+    mem = _V1_MEM.findall(log_text)
+    tok = [int(t.replace(",", "")) for t in _V1_TOK.findall(log_text)]
+    if not (mem and tok):
+        mem = _V0_MEM.findall(log_text)
+        tok = [int(b) * block_size for b in _V0_BLOCKS.findall(log_text)]
+    if not (mem and tok):
+        raise InsufficientDataError(
+            "the log has no 'Available KV cache memory: X GiB' + 'GPU KV cache size: N tokens' lines (vLLM V1) "
+            "nor 'kv_cache_size=X GiB' + '# GPU blocks: B' (vLLM V0)"
+        )
+    gib, logged = float(mem[-1]), tok[-1]
+    pred = kv_cache_tokens(model, gib, tensor_parallel=tensor_parallel)
+    err = (pred - logged) / logged
+    ok = abs(err) <= tolerance
+    text = (f"{model.name}: {gib:g} GiB of KV cache holds {pred:,} tokens by the formula; vLLM logged {logged:,} "
+            f"({err:+.2%}): {'right' if ok else 'NOT right'} (tolerance {tolerance:.0%})")
+    return VllmLogCheck(gib, logged, pred, err, ok, text)
+
+
 @dataclass
 class MemoryPlan:
     """Memory needs at P50 / P99 / max sequence length, and what fits on the GPUs."""
@@ -421,6 +472,8 @@ __all__ = [
     "MemoryRequirement",
     "ModelPreset",
     "SeqLenStats",
+    "VllmLogCheck",
+    "check_vllm_log",
     "dense_param_count",
     "get_preset",
     "kv_cache_tokens",

@@ -42,6 +42,8 @@ from bearing_lib.memory import (
     MemoryPlan,
     ModelPreset,
     SeqLenStats,
+    VllmLogCheck,
+    check_vllm_log,
     get_preset,
     memory_plan,
     sequence_length_stats,
@@ -217,8 +219,21 @@ def target_from_profile(
         ci = inner.get("ci95") or inner.get("target_ci95")
         k = g / g0  # a growth given here replaces the profile's
         ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
-        return Target(rps * k, ci_t, q, g, f"{source}: targets ({inner.get('basis') or 'as given'})"
-                      + (f", growth {g:g} instead of {g0:g}" if k != 1 else ""))
+        basis = f"{source}: {inner.get('statement') or inner.get('basis') or 'targets as given'}"
+        if k != 1:
+            basis += f", growth {g:g} instead of {g0:g}"
+        if ci_t is not None and not (ci_t[0] <= rps * k <= ci_t[1]):
+            # a bootstrap CI of a high quantile need not contain the point estimate; widen it to do so
+            basis += (f"; the profile's CI [{ci_t[0]:.4g}, {ci_t[1]:.4g}] does not contain the target and was "
+                      "widened to it")
+            ci_t = (min(ci_t[0], rps * k), max(ci_t[1], rps * k))
+        if ci_t is not None and ci_t[0] <= 0:
+            basis += "; the profile's CI reaches 0 req/s and is not used"
+            ci_t = None
+        try:
+            return Target(rps * k, ci_t, q, g, basis)
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field="targets.target.rps") from exc
     pm = p.get("per_minute") or {}
     qq = q if q is not None else 0.99
     key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}.get(qq)
@@ -308,6 +323,8 @@ class CapacityPlan:
     memory: MemoryPlan | None = None
     memory_reason: str = ""
     scorecards: Scorecards | None = None
+    buffer_plan: dict[str, object] | None = None
+    vllm_check: VllmLogCheck | None = None
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -336,6 +353,8 @@ class CapacityPlan:
         min_buffer: int = 1,
         trace: Any = None,
         user_inputs: dict[str, Any] | None = None,
+        vllm_log: str | None = None,
+        tensor_parallel: int = 1,
         limits_source: str = "limits JSON",
         profile_source: str = "profile JSON",
     ) -> CapacityPlan:
@@ -445,6 +464,10 @@ class CapacityPlan:
             plan.elasticity = replay(counts, q_blend / lim.tested_instances, cold_start_s=cold_start_s,
                                      cool_down_s=cool_down_s, latency_budget_s=latency_budget_s)
 
+        # elastic or fixed buffer: the replay decides --------------------
+        if plan.instances is not None:
+            plan.buffer_plan = _buffer_plan(plan.instances, plan.elasticity, plan.elasticity_reason)
+
         # memory ---------------------------------------------------------
         seq = seq_len_from_profile(profile)
         if seq is None and trace is not None:
@@ -466,6 +489,11 @@ class CapacityPlan:
             preset = get_preset(model) if isinstance(model, str) else model
             plan.memory = memory_plan(preset, conc, seq, gpu_mem_gib=gpu_mem_gib, gpu_count=gpu_count, margin=margin)
             plan.memory_reason = conc_basis or "concurrency unknown: only what fits is computed (give --concurrency)"
+        if vllm_log is not None:
+            if model is None:
+                raise ParameterError("a vLLM log check needs the model preset (--model)")
+            preset = get_preset(model) if isinstance(model, str) else model
+            plan.vllm_check = check_vllm_log(preset, vllm_log, tensor_parallel=tensor_parallel)
 
         # scorecards -----------------------------------------------------
         headroom, why = None, plan.memory_reason if plan.memory is None else ""
@@ -513,12 +541,13 @@ class CapacityPlan:
             "cbu": self.cbu.to_dict() if self.cbu else unavailable(self.cbu_reason),
             "instances": (
                 {**self.instances.to_dict(), "tested_instances": self.limits.tested_instances,
-                 "tested_instances_basis": self.limits.tested_instances_basis,
+                 "tested_instances_basis": self.limits.tested_instances_basis, "buffer_plan": self.buffer_plan,
                  "safe_concurrency": self.safe_concurrency.to_dict() if self.safe_concurrency else None}
                 if self.instances else unavailable(self.instances_reason)
             ),
             "elasticity": self.elasticity.to_dict() if self.elasticity else unavailable(self.elasticity_reason),
-            "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason}
+            "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason,
+                        "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
                        if self.memory else unavailable(self.memory_reason)),
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
             "notes": self.notes,
@@ -547,6 +576,9 @@ class CapacityPlan:
         if self.instances:
             i = self.instances
             lines.append(f"instances:   {i.total} = {i.base} + buffer {i.buffer} ({i.buffer_basis})")
+            if self.buffer_plan:
+                lines.append(f"buffer:      {self.buffer_plan['mode']}, {self.buffer_plan['instances']} instance(s): "
+                             f"{self.buffer_plan['reason']}")
         else:
             lines.append(f"instances:   not available: {self.instances_reason}")
         if self.elasticity:
@@ -556,19 +588,70 @@ class CapacityPlan:
             lines.append(f"elasticity:  not available: {self.elasticity_reason}")
         if self.memory:
             r = self.memory.row("p99")
-            need = "–" if r["total_gib"] is None else f"{r['total_gib']:,.1f} GiB"
-            seed = "–" if r["seed_mha_total_gib"] is None else f"{r['seed_mha_total_gib']:,.1f} GiB"
-            lines.append(f"memory:      {self.memory.model.name} at P99 seq {r['seq_len']:,.0f} tok, concurrency "
-                         f"{self.memory.concurrency}: {need} (seed MHA formula: {seed}); max concurrency that fits "
-                         f"{r['max_concurrency_that_fits']}")
+            m = self.memory
+            fits = (f"max concurrency that fits {r['max_concurrency_that_fits']} (seed MHA formula: "
+                    f"{r['seed_mha_max_concurrency_that_fits']})" if r["max_concurrency_that_fits"] is not None
+                    else "no GPU size given")
+            if m.concurrency is None:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok: {fits}; "
+                             f"need not computed: {self.memory_reason}")
+            else:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok, concurrency "
+                             f"{m.concurrency}: {r['total_gib']:,.1f} GiB (seed MHA formula: "
+                             f"{r['seed_mha_total_gib']:,.1f} GiB); {fits}")
         else:
             lines.append(f"memory:      not available: {self.memory_reason}")
+        if self.vllm_check:
+            lines.append(f"vLLM log:    {self.vllm_check.statement}")
         for n in self.notes:
             lines.append(f"note:        {n}")
         return lines
 
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return "<pre>" + html.escape("\n".join(self.summary_lines())) + "</pre>" + self.fos._repr_html_()
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, key numbers, per-mix FOS, then each section (or why it is missing)."""
+        colors = {"green": "#1a7f37", "yellow": "#9a6700", "red": "#cf222e"}
+        v = self.fos.verdict
+        e = html.escape
+        parts = [
+            f"<p><b style='color:{colors[v.color]}'>{v.color.upper()}</b> · tier {e(self.tier.name)} "
+            f"(FOS {e(self.tier.describe())}) · {e(v.reason)}</p>",
+            self.fos._repr_html_(),
+        ]
+        for title, obj, why in (("CBU", self.cbu, self.cbu_reason), ("Elasticity", self.elasticity,
+                                self.elasticity_reason), ("Memory", self.memory, self.memory_reason),
+                                ("Scorecards", self.scorecards, "not computed")):
+            if obj is None:
+                parts.append(f"<p><b>{title}</b>: <i>not available: {e(why)}</i></p>")
+            elif hasattr(obj, "_repr_html_"):
+                parts.append(obj._repr_html_())
+            else:
+                c = obj.to_dict()
+                parts.append(f"<p><b>{title}</b>: max {c['max']:.2f}; {c['n_above']} of {c['n_minutes']} minutes "
+                             f"above {c['threshold']:g}</p>")
+        if self.instances:
+            parts.append(f"<p><b>Instances</b> {self.instances.total} = {self.instances.base} + buffer "
+                         f"{self.instances.buffer}: {e(self.instances.buffer_basis)}</p>")
+        if self.notes:
+            parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in self.notes) + "</ul>")
+        return "".join(parts)
+
+
+def _buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str) -> dict[str, object]:
+    """Hold the burst buffer elastic or fixed: fixed when the replay saw minutes over capacity
+    during cold starts (and then at least the replay's buffer), elastic otherwise."""
+    freq = ""
+    if inst.burst is not None and inst.burst.per_month:
+        freq = f"; bursts about {inst.burst.per_month:.2g} a month"
+    if rep is None:
+        return {"mode": "fixed", "instances": inst.buffer,
+                "reason": f"no elasticity replay ({why_no_replay}): hold the buffer as fixed capacity{freq}"}
+    if rep.recommendation == "elastic":
+        return {"mode": "elastic", "instances": inst.buffer,
+                "reason": f"the replay of the production series kept up with a {rep.cold_start_s:g} s cold start, "
+                          f"so the buffer can be elastic{freq}"}
+    n = max(inst.buffer, rep.buffer)
+    return {"mode": "fixed", "instances": n,
+            "reason": f"{rep.reason}; fixed buffer = max(burst buffer {inst.buffer}, replay buffer {rep.buffer}){freq}"}
 
 
 def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:

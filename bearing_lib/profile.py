@@ -421,8 +421,18 @@ def profile_traffic(
             f"{prov.source}: the source keeps no per-request times (time_origin 'none'); a traffic profile needs "
             "arrival times (this looks like load-test output, not production traffic)"
         )
+    if data.frame["step"].null_count() < data.frame.height:
+        raise ParameterError(
+            f"{prov.source}: the requests carry load-test steps ({prov.format}); a traffic profile describes "
+            "production traffic. Use `bearing limits` for load-test results"
+        )
     res = timestamp_resolution(data)
-    minutes = per_minute_counts(data)
+    if not res.allows_bin(60.0):
+        raise ParameterError(
+            f"{prov.source}: timestamps move in {res.quantum_s:.3f} s steps; per-minute rates would be artefacts "
+            "of that grid"
+        )
+    minutes = binned_counts(data, 60.0, check_grid=False).rename({"bin_start_s": "minute_start_s"})
     if minutes.height == 0:
         raise InsufficientDataError(
             f"{prov.source}: the trace spans {float(data.frame['start_s'].max() - data.frame['start_s'].min()):.1f} s "
@@ -432,7 +442,7 @@ def profile_traffic(
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
                         0.0 if aligned else float(data.frame["start_s"].min()))
     if res.allows_bin(1.0):
-        seconds = binned_counts(data, 1.0)
+        seconds = binned_counts(data, 1.0, check_grid=False)
         per_second: dict[str, object] | Unavailable = (
             {"available": True, "bin_s": 1.0, **rate_stats(seconds["requests"].to_numpy(), 1.0),
              "unit": "requests/s"}

@@ -163,9 +163,13 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
         frame = _slot_frame(series).select("hour").join(
             slots.hour_of_day.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
-        return frame["baseline_rps"].to_numpy(), (
-            "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
-        )
+        how = "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
+        if slots.hour_of_day.n_periods < 3:
+            how += (
+                f" (only {slots.hour_of_day.n_periods} day(s): a burst day can still raise its own baseline; "
+                "three or more days make it robust)"
+            )
+        return frame["baseline_rps"].to_numpy(), how
     p95 = float(np.quantile(series.rate_rps, 0.95, method="linear")) if len(series) else float("nan")
     return np.full(len(series), p95), (
         f"the whole series as one slot (it spans {series.span_s / 3600:.2f} h, less than a day): "
@@ -315,6 +319,9 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     """
     if series.bin_s > 3600:
         return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
+    per_hour = 3600.0 / series.bin_s
+    if abs(per_hour - round(per_hour)) > 1e-9:
+        return Unavailable(f"bins of {series.bin_s:g} s do not divide an hour, so hourly rates cannot be formed")
     starts, obs = hourly_rates(series)
     n = obs.size
     if n < 48:

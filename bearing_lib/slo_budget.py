@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.errors import ParameterError
-from bearing_lib.trace import RequestTrace
+from bearing_lib.trace import STATUSES, RequestTrace
 from bearing_lib.unavailable import Unavailable
 
 DEFAULT_BAD_STATUSES: tuple[str, ...] = ("error", "timeout", "rejected")
@@ -186,6 +186,9 @@ def slo_budget(
         raise ParameterError(f"objective must be in (0, 1), e.g. 0.999; got {objective!r}")
     if not period_days > 0:
         raise ParameterError(f"period_days must be > 0, got {period_days!r}")
+    unknown = [b for b in bad_statuses if b not in STATUSES]
+    if unknown:
+        raise ParameterError(f"bad_statuses {unknown} are not statuses; expected some of {', '.join(STATUSES)}")
     prov = trace.provenance
     f = trace.frame
     if f["status"].null_count() == f.height:

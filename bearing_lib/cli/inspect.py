@@ -17,7 +17,7 @@ def describe_dataset(ds) -> list[str]:
     """Human lines: format, tool/version, rows, time span, fields present, findings."""
     prov = ds.provenance
     lines = [
-        f"format:   {prov.format} ({prov.tool}{', version ' + prov.tool_version if prov.tool_version else ''})",
+        f"format:   {prov.format} ({prov.tool}, version {prov.tool_version or 'not stated in the file'})",
         f"kind:     {ds.kind}",
         f"rows:     {ds.frame.height:,}",
     ]
@@ -45,6 +45,11 @@ def describe_dataset(ds) -> list[str]:
             "columns:  "
             + ", ".join(c for c in f.columns if f[c].is_not_null().any())
         )
+        lines.append(f"steps:    {f.height} (run, step, offered load, ok/requests):")
+        for r in f.iter_rows(named=True):
+            load = f"{r['offered_load']} {r['offered_load_unit']}"
+            n = f"{r['n_ok']}/{r['n_requests'] if r['n_requests'] is not None else '?'}"
+            lines.append(f"          {r['run_id']} #{r['step']}: {load}, {n}")
     elif ds.kind == "rates" and f.height:
         lo = f["window_start_s"].min()
         hi = (f["window_start_s"] + f["window_s"]).max()

@@ -19,6 +19,17 @@ def _load_user_inputs(path: Path | None) -> dict | None:
     return read_json(path, "user inputs")
 
 
+def _read_text(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    from bearing_lib.errors import InputError
+
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise InputError(f"cannot read the vLLM log ({exc.strerror})", path=path) from exc
+
+
 def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan_cmd(
@@ -49,6 +60,9 @@ def register(app: typer.Typer) -> None:
         inputs: Path | None = typer.Option(None, "--inputs",
                                            help="JSON with user-supplied scorecard inputs (data, engineering, "
                                                 "budget, health)."),
+        vllm_log: Path | None = typer.Option(None, "--vllm-log",
+                                             help="A vLLM start-up log: check the KV arithmetic against it."),
+        tensor_parallel: int = typer.Option(1, "--tensor-parallel", help="Tensor-parallel size of that vLLM run."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the plan JSON here."),
     ) -> None:
         """FOS per mix and blended, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards."""
@@ -80,6 +94,8 @@ def register(app: typer.Typer) -> None:
                 burst_multiplier=burst_multiplier,
                 trace=tr,
                 user_inputs=_load_user_inputs(inputs),
+                vllm_log=_read_text(vllm_log),
+                tensor_parallel=tensor_parallel,
             )
             for line in plan.summary_lines():
                 typer.echo(line)

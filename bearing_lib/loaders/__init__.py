@@ -5,6 +5,11 @@ Each format lives in its own module and registers a
 :class:`~bearing_lib.loaders.registry.FormatSpec`; add a module import here to add one.
 """
 
+import bearing_lib.loaders.genai_perf  # noqa: F401  (registers)
+import bearing_lib.loaders.guidellm  # noqa: F401  (registers)
+import bearing_lib.loaders.llmperf  # noqa: F401  (registers)
+import bearing_lib.loaders.sglang  # noqa: F401  (registers)
+import bearing_lib.loaders.vllm  # noqa: F401  (registers)
 from bearing_lib.loaders import azure  # noqa: F401  (registers)
 from bearing_lib.loaders import burstgpt as _burstgpt  # noqa: F401  (registers)
 from bearing_lib.loaders import canonical as _canonical  # noqa: F401  (registers)

@@ -170,6 +170,22 @@ def cut_plateaus(
     return plateaus
 
 
+def plateau_steps(plateaus: Sequence[Plateau], *, run_id: str, unit: str, source_file: str) -> list[dict[str, object]]:
+    """Per-step facts (:data:`~bearing_lib.trace.STEP_SCHEMA` rows) for plateaus: duration = plateau length."""
+    return [
+        {
+            "run_id": run_id,
+            "step": p.step,
+            "offered_load": p.level,
+            "offered_load_unit": unit,
+            "duration_s": p.duration_s,
+            "n_requests_reported": None,
+            "source_file": source_file,
+        }
+        for p in plateaus
+    ]
+
+
 def assign_steps(t_s: np.ndarray | pl.Series, plateaus: Sequence[Plateau]) -> tuple[np.ndarray, np.ndarray]:
     """Step index and level for each time in ``t_s`` (NaN / -1 outside every plateau)."""
     t = np.asarray(t_s, dtype=float)

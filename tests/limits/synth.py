@@ -21,7 +21,9 @@ MIXES = {  # name: (input median tokens, output median tokens, cache-hit ratio, 
 }
 
 
-def make_trace(frame: pl.DataFrame, *, time_origin: str = "relative", steps: pl.DataFrame | None = None) -> RequestTrace:
+def make_trace(
+    frame: pl.DataFrame, *, time_origin: str = "relative", steps: pl.DataFrame | None = None
+) -> RequestTrace:
     """Wrap a synthetic frame as a validated RequestTrace (provenance says SYNTHETIC)."""
     prov = Provenance(source="SYNTHETIC", format="synthetic", tool="tests.limits.synth", sha256="0" * 64,
                       time_origin=time_origin)  # type: ignore[arg-type]

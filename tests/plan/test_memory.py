@@ -8,13 +8,17 @@ import statistics
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bearing_lib import load_trace
 from bearing_lib.errors import InsufficientDataError, ParameterError
 from bearing_lib.memory import (
     GIB,
+    PRESETS,
     ModelPreset,
     SeqLenStats,
+    check_vllm_log,
     get_preset,
     kv_cache_tokens,
     max_concurrency_that_fits,
@@ -162,3 +166,42 @@ def test_bad_presets_and_inputs():
         memory_requirement(get_preset("llama-3.1-8b"), 1, 100, margin=1.5)
     fp8 = get_preset("llama-3.1-8b").with_dtypes(kv_dtype="fp8")
     assert fp8.kv_bytes_per_token() == 65_536
+
+
+# Log excerpts transcribed from the public issues cited above (LMCache/LMCache#1739, vllm-project/vllm#10517).
+V1_LOG = """(EngineCore_DP0 pid=1133552) INFO 10-03 16:22:17 [gpu_worker.py:298] Available KV cache memory: 6.51 GiB
+(EngineCore_DP0 pid=1133552) INFO 10-03 16:22:17 [kv_cache_utils.py:864] GPU KV cache size: 42,656 tokens
+"""
+V0_LOG = """Loading model weights took 14.9888 GB
+Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB \
+memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90
+GPU blocks: 1952, # CPU blocks: 2048
+# GPU blocks: 1952, # CPU blocks: 2048
+"""
+
+
+def test_check_vllm_log():
+    c = check_vllm_log(get_preset("qwen3-14b"), V1_LOG)
+    assert (c.kv_cache_gib, c.logged_tokens, c.predicted_tokens) == (6.51, 42_656, 42_663)
+    assert c.right and abs(c.rel_error) < 0.001 and "right" in c.statement
+    c0 = check_vllm_log(get_preset("llama-3.1-8b"), V0_LOG)
+    assert (c0.logged_tokens, c0.predicted_tokens) == (31_232, 31_211) and c0.right
+    # the seed's MHA-only formula would be 4x off: a model with MHA-sized KV is "NOT right"
+    mha = ModelPreset("llama-3.1-8b-as-mha", params=8_030_261_248, layers=32, hidden=4096, kv_heads=32, head_dim=128)
+    bad = check_vllm_log(mha, V0_LOG)
+    assert not bad.right and bad.rel_error == pytest.approx(7_802 / 31_232 - 1, abs=1e-3)
+    with pytest.raises(InsufficientDataError):
+        check_vllm_log(get_preset("qwen3-14b"), "nothing here")
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(sorted(PRESETS)), seq=st.integers(min_value=1, max_value=200_000),
+       mem=st.floats(min_value=8, max_value=200), n=st.integers(min_value=1, max_value=16),
+       margin=st.floats(min_value=0.0, max_value=0.3))
+def test_max_concurrency_is_the_largest_that_fits(name, seq, mem, n, margin):
+    p = get_preset(name)
+    c = max_concurrency_that_fits(p, seq, mem, gpu_count=n, margin=margin)
+    cap = n * mem * GIB
+    if c > 0:
+        assert memory_requirement(p, c, seq, margin=margin).total_bytes <= cap * (1 + 1e-9)
+    assert memory_requirement(p, c + 1, seq, margin=margin).total_bytes > cap * (1 - 1e-9)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from bearing_lib.binning import RateSeries
 from bearing_lib.cli.main import app
-from bearing_lib.errors import InputError, ParameterError, SchemaError
+from bearing_lib.errors import BadValueError, InputError, ParameterError, SchemaError
 from bearing_lib.memory import GIB
 from bearing_lib.plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
 
@@ -185,3 +185,69 @@ def test_coarse_windows_are_spread_over_minutes():
     assert [m["index"] for m in c["minutes_above"]] == list(range(10, 20))
     assert c["minutes_above"][0]["minute"] == "2023-11-14 22:30"  # 1700001000 s UTC
     assert any("600 s bins" in n for n in plan.notes)
+
+
+def test_cli_user_inputs(tmp_path):
+    inputs = tmp_path / "inputs.json"
+    inputs.write_text(json.dumps({"data": {"coverage": 0.8}, "engineering": {"canary": True, "monitoring": True,
+                                                                            "rollback": True},
+                                  "budget": {"cost_model": "none"}, "health": {"gpu_utilisation": 0.7}}))
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--inputs", str(inputs),
+                                   "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    d = json.loads(out.read_text())
+    sc = {r["dimension"]: r["status"] for r in d["scorecards"]["scorecard"]}
+    assert (sc["data"], sc["engineering"], sc["budget"]) == ("yellow", "green", "red")
+    assert sc["compute"] == "not assessed"  # no model preset given
+    ck = {c["metric"]: c["status"] for c in d["scorecards"]["checklist"]}
+    assert ck["GPU utilisation"] == "healthy" and ck["cost per request"] == "not measured"
+
+
+def test_repr_html_escapes_and_shows_sections():
+    d = read_json(LIMITS, "limits")
+    d["mixes"][0]["mix"]["name"] = "<script>x</script>"
+    p = read_json(PROFILE, "profile")
+    p["mix_shares"][0]["mix"] = "<script>x</script>"
+    h = CapacityPlan.build(d, p, model="llama-3.1-8b", gpu_mem_gib=80)._repr_html_()
+    assert "<script>x</script>" not in h and "&lt;script&gt;" in h
+    assert "GREEN" in h and "Memory plan" in h and "Elasticity replay" in h
+
+
+def test_buffer_is_fixed_when_the_replay_falls_behind():
+    p = read_json(PROFILE, "profile")
+    # SYNTHETIC series: 240/min (4 req/s, one 8 req/s instance at 0.5) then a jump to 1200/min (20 req/s)
+    p["per_minute"]["series"] = {"minute_start_s": list(range(0, 600, 60)), "requests": [240] * 5 + [1200] * 5}
+    plan = CapacityPlan.build(read_json(LIMITS, "limits"), p)
+    # by hand: initial ceil(4 / (8 x 0.6)) = 1 instance; minute 5: 20 > 8 ready -> over; scale up
+    # ceil(20 / 4.8) - 1 = 4 more, ready at 6 + 1.5 = 7.5 -> from minute 8; over in minutes 5, 6, 7;
+    # replay buffer = ceil(20 / 8) - 1 = 2; burst buffer = 1 -> fixed 2
+    e = plan.elasticity
+    assert e.over_capacity_minutes == [5, 6, 7] and e.buffer == 2
+    assert plan.buffer_plan["mode"] == "fixed" and plan.buffer_plan["instances"] == 2
+    assert plan.to_dict()["instances"]["buffer_plan"]["mode"] == "fixed"
+    ok = CapacityPlan.build(read_json(LIMITS, "limits"), read_json(PROFILE, "profile"))
+    assert ok.buffer_plan["mode"] == "elastic" and ok.buffer_plan["instances"] == 1
+
+
+def test_cli_vllm_log_check(tmp_path):
+    log = tmp_path / "vllm.log"
+    # transcribed from LMCache/LMCache#1739 (Qwen3-14B, vLLM V1)
+    log.write_text("INFO [gpu_worker.py:298] Available KV cache memory: 6.51 GiB\n"
+                   "INFO [kv_cache_utils.py:864] GPU KV cache size: 42,656 tokens\n")
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--model", "qwen3-14b",
+                                   "--gpu-mem-gib", "80", "--vllm-log", str(log), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "vLLM log:    qwen3-14b: 6.51 GiB of KV cache holds 42,663 tokens" in res.output
+    chk = json.loads(out.read_text())["memory"]["vllm_log_check"]
+    assert chk["right"] is True and chk["logged_tokens"] == 42_656
+    res = CliRunner().invoke(app, ["plan", "--limits", str(LIMITS), "--profile", str(PROFILE), "--vllm-log", str(log)])
+    assert res.exit_code == 1 and "needs the model preset" in res.output
+
+
+def test_target_ci_that_misses_the_point_is_widened():
+    t = target_from_profile({"targets": {"target": {"rps": 8.3, "ci95": [6.0, 8.2], "quantile": 0.99}}})
+    assert t.ci95 == (6.0, 8.3) and "widened" in t.basis
+    with pytest.raises(BadValueError, match="targets.target.rps"):
+        target_from_profile({"targets": {"target": {"rps": 0.0}}}, source="p.json")

@@ -1,6 +1,7 @@
 """The plan on real outputs of the other parts: limits from ``fit_limits`` on a SYNTHETIC
-M/M/1 stepped load test (known truth), the profile from ``bearing profile`` on the bundled
-real Azure 2023 conversation trace, and ``bearing plan`` on both JSON files.
+M/M/1 stepped load test (known truth) and from ``bearing limits`` on the bundled REAL
+LMBenchmark sweeps, the profile from ``bearing profile`` on the bundled real Azure 2023
+conversation trace, and ``bearing plan`` on the JSON files.
 
 Expected values are computed in the test from the limits JSON (json module) and from the
 raw CSV (csv + datetime, stdlib): per-minute counts on UTC wall-clock minutes, empty minutes
@@ -122,3 +123,65 @@ def test_plan_from_objects_matches_json_path(limits_result, bundled):
     assert sc is not None and sc["value"] > 0
     # no bursts above 3x the baseline in an hour of conversation traffic: minimum buffer, and it says why
     assert d["instances"]["buffer"] == 1 and "no burst episode" in d["instances"]["buffer_basis"]
+
+
+@pytest.mark.slow
+def test_checklist_from_the_load_curve(limits_result, bundled):
+    # With a LimitsResult object the load curve supplies P95 latencies: at the lowest step
+    # (4 req/s on mu = 20 req/s) the M/M/1 sojourn time is Exp(16/s), P95 = ln(20) / 16 s = 187 ms,
+    # well under SLA / 3 = 667 ms. The synthetic test has no errors.
+    prof = profile_traffic(load_trace(bundled(CONV)), mix_spec=MixSpec.single())
+    d = CapacityPlan.build(limits_result, prof).to_dict()
+    items = {c["metric"]: c for c in d["scorecards"]["checklist"]}
+    sp = items["single-path P95 latency"]
+    assert sp["status"] == "healthy"
+    assert sp["value"] == pytest.approx(1000 * math.log(20) / 16, rel=0.25)
+    er = items["error rate at peak"]
+    assert er["status"] == "healthy" and er["value"] == 0.0
+
+
+LMBENCH = "loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"
+
+
+@pytest.mark.slow
+def test_censored_real_limits_give_bounds(bundled, tmp_path):
+    # REAL load tests (LMBenchmark QPS sweeps of Llama-3-70B on vLLM, 2 replicas; Apache-2.0, bundled)
+    # judged against p99(ttft) <= 2 s: the sharegpt workload fails at its lowest judged load (an upper
+    # bound), short_input never fails (a lower bound). The plan must say "<" and "≥", never a number.
+    limits_json = tmp_path / "limits.json"
+    r = CliRunner().invoke(app, ["limits", str(bundled(LMBENCH)), "--sla", "p99(ttft) <= 2000ms", "--mixes", "none",
+                                 "--n-boot", "50", "--seed", "1", "--json", str(limits_json)])
+    assert r.exit_code == 0, r.output
+    lim = {m["run_id"]: m["q_ult"] for m in json.loads(limits_json.read_text())["mixes"]}
+    share, short = lim["vllm-70b-2replicas/sharegpt"], lim["vllm-70b-2replicas/short_input"]
+    assert (share["censored"], short["censored"]) == ("below", "above")
+
+    path = bundled(CONV)
+    counts = _per_minute_counts(path)
+    target = statistics.quantiles(counts, n=100, method="inclusive")[98] / 60
+    profile_json = tmp_path / "profile.json"
+    r = CliRunner().invoke(app, ["profile", str(path), "--json", str(profile_json), "--mixes", "none"])
+    assert r.exit_code == 0, r.output
+
+    base = ["plan", "--limits", str(limits_json), "--profile", str(profile_json), "--tested-instances", "2"]
+    r = CliRunner().invoke(app, base)
+    assert r.exit_code == 1 and "choose one with run=" in r.output  # two runs: different workloads
+
+    out = tmp_path / "plan.json"
+    r = CliRunner().invoke(app, [*base, "--run", "vllm-70b-2replicas/short_input", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(out.read_text())
+    b = d["fos"]["blended"]
+    assert b["bound"] == "lower" and b["value"] == pytest.approx(short["throughput_rps"] / target)
+    assert b["statement"].startswith(f"FOS ≥ {short['throughput_rps'] / target:.2f}")
+    expected = "green" if short["throughput_rps"] / target >= 1.5 else "yellow"
+    assert d["verdict"] == expected
+    assert "at least" in d["allowable_statement"]
+    assert d["instances"]["per_instance_q_ult_rps"] == pytest.approx(short["throughput_rps"] / 2)
+
+    r = CliRunner().invoke(app, [*base, "--run", "vllm-70b-2replicas/sharegpt", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    d = json.loads(out.read_text())
+    b = d["fos"]["blended"]
+    assert b["bound"] == "upper" and b["statement"].startswith(f"FOS < {share['throughput_rps'] / target:.2f}")
+    assert d["verdict"] == "red"  # an upper bound below the standard minimum 1.5

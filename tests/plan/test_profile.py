@@ -84,6 +84,7 @@ def test_azure_per_minute_matches_independent_count(bundled, which, n_min, n_emp
     assert pm["minute_start_s"].to_list() == [k * 60.0 for k in keys]
     assert pm["requests"].to_list() == counts
     assert pm["input_tokens"].to_list() == [tokens_in.get(k, 0) for k in keys]
+    tin = np.array([tokens_in.get(k, 0) for k in keys], dtype=float)
     # the brief's published facts
     assert len(counts) == n_min and counts.count(0) == n_empty and max(counts) == peak
     assert round(float(np.mean(counts)), 1) == mean
@@ -98,6 +99,8 @@ def test_azure_per_minute_matches_independent_count(bundled, which, n_min, n_emp
         assert m[key] == pytest.approx(_linear(counts, q), rel=1e-12)
     assert m["rps"]["max"] == pytest.approx(peak / 60)
     assert m["unit"] == "requests/min"
+    assert m["tokens"]["input_tokens"]["p99"] == pytest.approx(float(np.quantile(tin, 0.99)), rel=1e-12)
+    assert m["tokens"]["input_tokens"]["mean"] == pytest.approx(float(tin.mean()), rel=1e-12)
     assert "UTC wall-clock" in d["convention"] and "partial first and last" in d["convention"]
     # one hour: no daily cycle, and the profile says why
     assert d["decomposition"]["available"] is False and "two full days" in d["decomposition"]["reason"]
@@ -167,10 +170,6 @@ def test_mooncake_quantum_and_relative_minutes(bundled):
     assert m["mean"] == pytest.approx(float(np.mean(counts)), rel=1e-12)
     assert round(m["mean"], 1) == 203.9
     assert per_minute_counts(tr)["requests"].to_list() == counts
-    # per-minute counts refuse a grid coarser than a minute (the same trace stretched to ~120 s steps)
-    coarse = RequestTrace(tr.frame.with_columns(pl.col("start_s") * 40), tr.provenance)
-    with pytest.raises(ParameterError, match=r"120\.0\d* s steps"):
-        per_minute_counts(coarse)
 
 
 def _servegen_independent(folder: Path) -> np.ndarray:
@@ -316,4 +315,33 @@ def test_too_short_and_timeless_traces_are_refused():
     with pytest.raises(InsufficientDataError, match="no per-request times"):
         per_minute_counts(tr)
     with pytest.raises(InsufficientDataError, match="no per-request times"):
+        profile_traffic(tr)
+
+
+def test_mooncake_mix_shares_use_the_replayed_cache_hit_ratio(bundled):
+    # independent prefix-cache replay: infinite cache, 512-token blocks, requests in file (= time) order;
+    # a request's cached tokens are its leading already-seen blocks (the last block is partial)
+    _, rows = _mooncake_independent(bundled(MOONCAKE))
+    seen: set[int] = set()
+    hits = 0
+    for r in rows:
+        lead = 0
+        for h in r["hash_ids"]:
+            if h not in seen:
+                break
+            lead += 1
+        cached = min(lead * 512, r["input_length"])
+        hits += cached / r["input_length"] >= 0.5
+        seen.update(r["hash_ids"])
+    assert round(hits / len(rows), 3) == 0.425  # the data README: 42.5 %
+    spec = MixSpec((Mix("hit", {"cache_hit_ratio": (0.5, 2.0)}), Mix("miss", {})))
+    prof = profile_traffic(load_trace(bundled(MOONCAKE)), mix_spec=spec, n_boot=50)
+    shares = {m["mix"]: m for m in prof.to_dict()["mix_shares"]}
+    assert shares["hit"]["n_requests"] == hits
+    assert shares["miss"]["n_requests"] == len(rows) - hits
+
+
+def test_load_test_output_is_not_profiled(bundled):
+    tr = load_trace(bundled("loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas/LMBench_short_input_qps1.csv"))
+    with pytest.raises(ParameterError, match="load-test steps"):
         profile_traffic(tr)

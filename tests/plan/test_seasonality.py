@@ -90,3 +90,9 @@ def test_relative_clock_counts_from_the_start():
     first = d["hour_of_day"]["rows"][0]
     assert first["hour"] == 0
     assert first["mean_rps"] == pytest.approx(float(rate.reshape(2, 24, 60)[:, 0, :].mean()), rel=1e-12)
+
+
+def test_bins_that_do_not_divide_an_hour_are_refused():
+    s = RateSeries(420.0, np.arange(1000) * 420.0, np.ones(1000), aligned=False)
+    dec = decompose(s)
+    assert isinstance(dec, Unavailable) and "do not divide an hour" in dec.reason

@@ -1,0 +1,277 @@
+"""Shared steps of the LLM load-test loaders (vLLM, SGLang, LLMPerf, GenAI-Perf/AIPerf, GuideLLM).
+
+What lives here: reading a JSON document leniently but only when it is small enough to
+sniff, parsing an offered rate that may be ``"inf"`` or a bare ``Infinity``, numbering the
+steps of a run by offered load (unbounded last), and wrapping load-point rows as a
+:class:`~bearing_lib.loadpoints.LoadPointTable` with provenance (the load-point twin of
+:func:`bearing_lib.loaders._common.finish_trace`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from bearing_lib.errors import BadValueError, InputError
+from bearing_lib.loaders.source import Source
+from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.provenance import FieldOrigin, Provenance
+
+SNIFF_MAX_BYTES = 32 * 1024 * 1024
+"""Sniffers parse a JSON file whole only up to this decompressed size (the parse is cached
+on the :class:`Source`, so all sniffers and the loader share one parse)."""
+
+_NOT_PARSED = object()
+
+
+def json_document(source: Source, *, max_bytes: int = SNIFF_MAX_BYTES) -> Any:
+    """The file parsed as JSON (lenient: ``Infinity``/``NaN``), or None when it is not JSON.
+
+    For sniffers: never raises. Folders, files that do not start with ``{`` or ``[``, and
+    files larger than ``max_bytes`` (on disk) give None.
+    """
+    if source.is_dir:
+        return None
+    head = source.head.lstrip()
+    if not head.startswith((b"{", b"[")):
+        return None
+    try:
+        st = source.path.stat()
+        if st.st_size > max_bytes:
+            return None
+        return _parsed(str(source.path.resolve()), st.st_mtime_ns, st.st_size)
+    except (InputError, OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
+    """One parse per file version, shared by every sniffer and loader (folder sniffing
+    would otherwise parse each file once per format). Callers must not mutate the result."""
+    return Source(path).json
+
+
+def may_hold(source: Source, *needles: bytes) -> bool:
+    """False only when the whole file is in ``source.head`` and holds none of ``needles``.
+
+    A cheap pre-filter for sniffers: a large file is never rejected on its head alone.
+    """
+    from bearing_lib.loaders.source import HEAD_BYTES
+
+    head = source.head
+    return len(head) >= HEAD_BYTES or any(n in head for n in needles)
+
+
+def json_lines(source: Source) -> list[tuple[int, Any]]:
+    """Every non-blank line of a JSONL file as ``(line_number, object)``; lenient JSON.
+
+    Raises :class:`BadValueError` naming the line when a line is not JSON.
+    """
+    out: list[tuple[int, Any]] = []
+    for i, line in enumerate(source.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((i, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise BadValueError(f"line is not JSON: {exc.msg} (column {exc.colno})", path=source.path, row=i) from exc
+    return out
+
+
+def parse_rate(value: object, *, path: str | Path, field: str, row: int | None = None) -> float | None:
+    """An offered request rate in req/s: numbers as they are, ``"inf"``/``Infinity`` as ``inf``.
+
+    None stays None. Anything else (a negative rate, a word) is a :class:`BadValueError`.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise BadValueError(f"expected a request rate, found {value!r}", path=path, row=row, field=field)
+    if isinstance(value, int | float):
+        rate = float(value)
+    elif isinstance(value, str) and value.strip().lower() in ("inf", "infinity", "+inf"):
+        rate = math.inf
+    else:
+        try:
+            rate = float(str(value))
+        except ValueError:
+            raise BadValueError(
+                f"expected a request rate (a number or 'inf'), found {value!r}", path=path, row=row, field=field
+            ) from None
+    if math.isnan(rate) or rate < 0:
+        raise BadValueError(f"expected a non-negative request rate, found {value!r}", path=path, row=row, field=field)
+    return rate
+
+
+def number(value: object, *, path: str | Path, field: str, row: int | None = None) -> float | None:
+    """A JSON value as float (None stays None); strings like ``"550"`` are accepted (LLMPerf)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise BadValueError(f"expected a number, found {value!r}", path=path, row=row, field=field)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    raise BadValueError(f"expected a number, found {value!r}", path=path, row=row, field=field)
+
+
+@dataclass
+class StepFacts:
+    """One load level of a run, before numbering: what the tool's file says about it.
+
+    ``tiebreak`` orders repeats at the same offered load (file order, run number, date).
+    ``rank`` puts closed-loop steps (synchronous = concurrency 1 in a GuideLLM sweep) before
+    open-loop ones when a run mixes units; ``payload`` carries the loader's own data.
+    """
+
+    run_id: str
+    offered_load: float | None
+    offered_load_unit: str | None
+    tiebreak: tuple = ()
+    rank: int = 0
+    duration_s: float | None = None
+    n_requests_reported: int | None = None
+    source_file: str | None = None
+    payload: Any = None
+    step: int | None = field(default=None)
+
+
+def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> list[StepFacts]:
+    """Number the steps of each run 0, 1, ... by offered load (unbounded last), in place.
+
+    Order within a run: ``rank``, then offered load ascending (``inf`` after every finite
+    load, an unknown load after that), then ``tiebreak``. Repeats at the same load get
+    consecutive numbers; a finding says so. Returns the steps sorted by (run, step).
+    """
+    by_run: dict[str, list[StepFacts]] = {}
+    for s in steps:
+        by_run.setdefault(s.run_id, []).append(s)
+    out: list[StepFacts] = []
+    for run_id, items in by_run.items():
+
+        def key(s: StepFacts) -> tuple:
+            load = s.offered_load
+            return (s.rank, load is None, load if load is not None else 0.0, s.tiebreak)
+
+        items.sort(key=key)
+        for i, s in enumerate(items):
+            s.step = i
+        loads = [(s.offered_load_unit, s.offered_load) for s in items if s.offered_load is not None]
+        repeats = len(loads) - len(set(loads))
+        if repeats and prov is not None:
+            prov.add(
+                "repeated_load_level",
+                f"run {run_id!r}: {repeats} step(s) repeat an offered load already measured; "
+                "each repeat is kept as its own step (ordered by file order / run number)",
+                level="info",
+                count=repeats,
+            )
+        units = {s.offered_load_unit for s in items if s.offered_load_unit}
+        if len(units) > 1 and prov is not None:
+            prov.add(
+                "mixed_offered_load_units",
+                f"run {run_id!r} mixes offered-load units {sorted(units)}; closed-loop (concurrency) steps are "
+                "numbered first, then request rates ascending, unbounded last",
+            )
+        out.extend(items)
+    unknown = [s for s in out if s.offered_load is None]
+    if unknown and prov is not None:
+        prov.add(
+            "offered_load_unknown",
+            f"{len(unknown)} step(s) whose file states no offered load; numbered after the known ones",
+            count=len(unknown),
+        )
+    inf_steps = [s for s in out if s.offered_load is not None and math.isinf(s.offered_load)]
+    if inf_steps and prov is not None:
+        prov.add(
+            "unbounded_rate",
+            f"{len(inf_steps)} step(s) sent every request at once (request rate 'inf'); offered_load is inf "
+            "and these steps are numbered last in their run",
+            level="info",
+            count=len(inf_steps),
+        )
+    return sorted(out, key=lambda s: (s.run_id, s.step))
+
+
+def step_rows(steps: Iterable[StepFacts]) -> list[dict[str, object]]:
+    """Rows for ``RequestTrace.steps`` (columns of ``STEP_SCHEMA``)."""
+    return [
+        {
+            "run_id": s.run_id,
+            "step": s.step,
+            "offered_load": s.offered_load,
+            "offered_load_unit": s.offered_load_unit,
+            "duration_s": s.duration_s,
+            "n_requests_reported": s.n_requests_reported,
+            "source_file": s.source_file,
+        }
+        for s in steps
+    ]
+
+
+def step_columns(s: StepFacts) -> dict[str, object]:
+    """The step identity columns shared by request rows and load-point rows."""
+    return {
+        "run_id": s.run_id,
+        "step": s.step,
+        "offered_load": s.offered_load,
+        "offered_load_unit": s.offered_load_unit,
+    }
+
+
+def finish_loadpoints(
+    rows: list[dict[str, object]],
+    source: Source,
+    *,
+    format: str,
+    tool: str,
+    tool_version: str | None = None,
+    derived: Iterable[str] = (),
+    provenance: Provenance | None = None,
+    options: Mapping[str, object] | None = None,
+    files: Sequence[str | Path] = (),
+) -> LoadPointTable:
+    """Conform load-point rows and wrap them with provenance (load-point twin of ``finish_trace``).
+
+    Columns with a value count as measured unless listed in ``derived``. Raises
+    :class:`InputError` when there are no rows.
+    """
+    if not rows:
+        raise InputError("the input holds no load steps", path=source.path)
+    frame = conform_loadpoints(rows, path=str(source.path))
+    prov = provenance or Provenance(source=str(source.path), format=format, tool=tool, sha256="")
+    prov.source, prov.format, prov.tool = str(source.path), format, tool
+    prov.sha256 = prov.sha256 or source.sha256
+    prov.tool_version = tool_version
+    prov.time_origin = "none"
+    prov.options = dict(options or {})
+    prov.files = [str(f) for f in files]
+    derived = set(derived)
+    nonnull = frame.select(pl.all().is_not_null().any()).row(0, named=True)
+    fields: dict[str, FieldOrigin] = {}
+    for col in LOADPOINT_SCHEMA:
+        if col == "source_file":
+            continue
+        fields[col] = "absent" if not nonnull[col] else ("derived" if col in derived else "measured")
+    prov.fields = fields
+    return LoadPointTable(frame=frame, provenance=prov)
+
+
+def relpath(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when inside it, else the full path (for ``source_file``)."""
+    try:
+        rel = path.relative_to(base)
+        return rel.as_posix() if str(rel) != "." else path.name
+    except ValueError:
+        return str(path)

@@ -1,0 +1,171 @@
+"""Load curves on hand-computed tiny traces, closed forms and simulations with known truth.
+
+Traces here are SYNTHETIC (built in the tests)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from bearing_lib.curves import load_curve, min_n_supported, order_stat_ranks, step_windows, wilson_interval
+from bearing_lib.loadpoints import LoadPointTable, conform_loadpoints
+from bearing_lib.mixes import Mix, MixSpec
+from bearing_lib.provenance import Provenance
+from tests.limits.synth import make_trace, mm1_frame
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1)) if k >= 0 else 0.0
+
+
+def _tiny() -> pl.DataFrame:
+    """Step 0: 11 requests sent at t = 0, 10, ..., 100 s; steady window [10, 90] keeps t = 10..90 (9 requests).
+
+    Latencies 100, 200, ..., 1100 ms; the request at t = 50 is an error."""
+    t = np.arange(0, 101, 10, dtype=float)
+    lat = np.arange(1, 12) * 100.0
+    status = ["ok"] * 11
+    status[5] = "error"
+    return pl.DataFrame({
+        "start_s": t, "end_s": t + lat / 1000, "latency_ms": lat, "ttft_ms": lat / 10,
+        "output_tokens": [10] * 11, "input_tokens": [100] * 11, "status": status,
+        "run_id": "r", "step": 0, "offered_load": 0.11, "offered_load_unit": "rps",
+    })
+
+
+def test_tiny_trace_by_hand():
+    c = load_curve(make_trace(_tiny()))
+    r = c.row(0, named=True)
+    # steady window = middle 80 % of [0, 100] -> [10, 90]: t = 10..90, 9 requests, one error (t = 50)
+    assert r["duration_s"] == pytest.approx(80.0)
+    assert (r["n_requests"], r["n_ok"], r["n_errors"]) == (9, 8, 1)
+    assert r["error_rate"] == pytest.approx(1 / 9)
+    assert r["throughput_rps"] == pytest.approx(8 / 80)
+    assert r["send_rate_rps"] == pytest.approx(9 / 80)
+    assert r["output_tokens_per_s"] == pytest.approx(80 / 80)
+    # Little: send rate x mean latency (s) of the 9 requests (200..1000 ms -> mean 0.6 s)
+    assert r["concurrency_mean"] == pytest.approx(9 / 80 * 0.6)
+    ok = sorted([200.0, 300, 400, 500, 700, 800, 900, 1000])  # 600 is the error
+    # p50 linear: h = 7*0.5 = 3.5 -> 500 + 0.5*(700-500) = 600
+    assert r["latency_ms_p50"] == pytest.approx(600.0)
+    assert r["ttft_ms_p50"] == pytest.approx(60.0)
+    # 8 values cannot support a P90 CI (needs u <= n): null, flagged
+    assert r["latency_ms_p90"] is None and r["latency_ms_p99"] is None
+    assert "too_few_for_p99" in r["flags"] and "too_few_for_p90" in r["flags"]
+    # the P50 CI of n = 8: l, u from Binomial(8, 0.5)
+    lo, hi = order_stat_ranks(8, 0.5)
+    assert r["latency_ms_p50_ci95_lo"] == ok[lo - 1]
+    assert r["latency_ms_p50_ci95_hi"] == ok[hi - 1]
+    wl, wh = proportion_confint(1, 9, alpha=0.05, method="wilson")
+    assert r["error_rate_ci95_lo"] == pytest.approx(wl) and r["error_rate_ci95_hi"] == pytest.approx(wh)
+    assert r["flags"] == ["too_few_for_p90", "too_few_for_p95", "too_few_for_p99"] and r["valid"] is False
+
+
+def test_order_stat_ranks_against_binomial_cdf():
+    for n, q in [(20, 0.5), (100, 0.9), (400, 0.99), (1000, 0.95), (368, 0.99), (367, 0.99)]:
+        lo, hi = (int(v) for v in order_stat_ranks(n, q))
+        cov = _binom_cdf(hi - 1, n, q) - _binom_cdf(lo - 1, n, q)
+        assert cov >= 0.95
+        # l is the largest rank with P(B <= l-1) <= 0.025; u the smallest with P(B <= u-1) >= 0.975
+        assert _binom_cdf(lo - 1, n, q) <= 0.025 < _binom_cdf(lo, n, q)
+        assert _binom_cdf(hi - 1, n, q) >= 0.975 > _binom_cdf(hi - 2, n, q)
+    # P99 needs 1 - 0.99^n >= 0.975 -> n >= 368
+    assert min_n_supported(0.99) == 368
+    assert min_n_supported(0.5) == 6  # n = 6: Binomial(6, .5) F(5) = 63/64 >= .975 and F(0) = 1/64 < .025
+
+
+def test_wilson_closed_form():
+    k, n = np.array([0, 3, 50]), np.array([20, 40, 50])
+    lo, hi = wilson_interval(k, n)
+    for i in range(3):
+        wl, wh = proportion_confint(k[i], n[i], alpha=0.05, method="wilson")
+        assert lo[i] == pytest.approx(wl, abs=1e-12) and hi[i] == pytest.approx(wh, abs=1e-12)
+
+
+def test_order_stat_ci_coverage_by_simulation():
+    """Exponential samples, n = 500: the P99 CI must cover the true P99 = ln(100) in >= 95 % (MC tolerance)."""
+    rng = np.random.default_rng(7)
+    n, reps = 500, 4000
+    lo, hi = (int(v) for v in order_stat_ranks(n, 0.99))
+    x = np.sort(rng.exponential(1.0, (reps, n)), axis=1)
+    truth = math.log(100)
+    cover = np.mean((x[:, lo - 1] <= truth) & (truth <= x[:, hi - 1]))
+    exact = _binom_cdf(hi - 1, n, 0.99) - _binom_cdf(lo - 1, n, 0.99)
+    assert cover == pytest.approx(exact, abs=3 * math.sqrt(exact * (1 - exact) / reps))
+    assert cover >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / reps)
+
+
+def test_twenty_requests_p99_flagged_never_invented():
+    df = mm1_frame([2.0], mu_rps=10, step_s=12.5, seed=3)
+    tr = make_trace(df)
+    r = load_curve(tr).row(0, named=True)
+    assert r["n_ok"] < 368
+    assert r["latency_ms_p99"] is None and r["latency_ms_p99_ci95_hi"] is None
+    assert "too_few_for_p99" in r["flags"] and not r["valid"]
+    # the lower bound is kept: it can still prove a failure
+    assert r["latency_ms_p99_ci95_lo"] is not None
+
+
+def test_generator_behind_and_too_short():
+    # offered 10 rps, but 4 rps sent for 200 s; a second step lasts 20 s
+    a = np.concatenate([np.arange(0, 200, 0.25), 300 + np.arange(0, 20, 0.25)])
+    n = a.size
+    df = pl.DataFrame({
+        "start_s": a, "latency_ms": np.full(n, 50.0), "status": "ok", "run_id": "r",
+        "step": np.r_[np.zeros(800, int), np.ones(80, int)],
+        "offered_load": np.r_[np.full(800, 10.0), np.full(80, 4.0)],
+        "offered_load_unit": "rps",
+    })
+    c = load_curve(make_trace(df))
+    f0, f1 = c["flags"].to_list()
+    assert "generator_behind" in f0 and "too_short" not in f0
+    assert "too_short" in f1 and "generator_behind" not in f1
+
+
+def test_not_steady_when_queue_grows():
+    # M/M/1 with mu = 10: 5 rps is steady, 13 rps grows a queue by ~3 requests/s
+    tr = make_trace(mm1_frame([5.0, 13.0], mu_rps=10, step_s=120, seed=11))
+    w = step_windows(tr)
+    assert w["not_steady"].to_list() == [False, True]
+    c = load_curve(tr, windows=w)
+    assert "not_steady" in c["flags"][1] and not c["valid"][1]
+
+
+def test_mixes_against_total_load():
+    tr = make_trace(mm1_frame([3.0, 6.0], mu_rps=10, step_s=100, seed=2,
+                              mix_weights={"chat": 0.5, "rag": 0.5}))
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1000)}), Mix("long", {"input_tokens": (1000, math.inf)})))
+    c = load_curve(tr, spec)
+    assert sorted(set(c["mix"])) == ["long", "short"]
+    assert set(c["offered_load"]) == {3.0, 6.0}
+    tot = load_curve(tr)
+    for step in (0, 1):
+        part = c.filter(pl.col("step") == step)
+        assert part["n_requests"].sum() == tot.filter(pl.col("step") == step)["n_requests"][0]
+
+
+def test_without_times_uses_tool_duration():
+    df = mm1_frame([4.0], mu_rps=10, step_s=200, seed=5).drop("start_s", "end_s")
+    steps = pl.DataFrame({"run_id": ["run"], "step": [0], "duration_s": [200.0]})
+    tr = make_trace(df, time_origin="none", steps=steps)
+    r = load_curve(tr).row(0, named=True)
+    assert r["duration_s"] == 200.0
+    assert r["throughput_rps"] == pytest.approx(df.height / 200.0)
+    assert "no_times" in r["flags"] and "steadiness_unknown" in r["flags"]
+    assert r["latency_ms_p50"] == pytest.approx(float(np.quantile(df["latency_ms"].to_numpy(), 0.5)))
+
+
+def test_load_point_table_passthrough():
+    rows = [{"run_id": "x", "step": 0, "offered_load": 1.0, "offered_load_unit": "rps", "duration_s": 120.0,
+             "n_requests": 120, "n_ok": 118, "n_errors": 2, "throughput_rps": 0.98, "achieved_rate_rps": 1.0,
+             "ttft_ms_p50": 80.0, "ttft_ms_p99": 300.0, "latency_ms_mean": 2000.0}]
+    t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="x", tool="x", sha256=""))
+    r = load_curve(t).row(0, named=True)
+    assert r["ttft_ms_p99"] == 300.0 and r["ttft_ms_p99_ci95_lo"] is None
+    assert r["error_rate"] == pytest.approx(2 / 120)
+    assert r["concurrency_mean"] == pytest.approx(0.98 * 2.0)
+    assert "no_ci" in r["flags"] and "too_few_for_p99" in r["flags"]

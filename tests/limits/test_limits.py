@@ -1,0 +1,198 @@
+"""Limits: bracket, interpolation, censoring statements, mixes, blended capacity, JSON contract.
+
+Every trace here is SYNTHETIC (tests/limits/synth.py) or a hand-built load-point table."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bearing_lib.limits import blended_capacity, fit_limits
+from bearing_lib.loadpoints import LoadPointTable, conform_loadpoints
+from bearing_lib.mixes import Mix, MixSpec
+from bearing_lib.provenance import Provenance
+from tests.limits.synth import make_trace, mm1_frame, mm1_limit
+
+
+def _table(p99s: list[float], loads: list[float] | None = None, n: int = 1000) -> LoadPointTable:
+    loads = loads or [float(i + 1) for i in range(len(p99s))]
+    rows = [{"run_id": "t", "step": i, "offered_load": x, "offered_load_unit": "rps", "duration_s": 120.0,
+             "n_requests": n, "n_ok": n, "n_errors": 0, "throughput_rps": x, "achieved_rate_rps": x,
+             "output_tokens_per_s": 100.0 * x, "ttft_ms_p99": p}
+            for i, (x, p) in enumerate(zip(loads, p99s, strict=True))]
+    return LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+
+
+SLA = "p99(ttft) <= 500ms"
+
+
+def test_interpolated_limit_and_bracket_by_hand():
+    # margins 1 - p99/500: 0.8, 0.4, 0.2, -0.2 at loads 1..4 -> crossing 3 + 0.2/0.4 = 3.5
+    r = fit_limits(_table([100, 300, 400, 600]), SLA, mixes="none", n_boot=0)
+    q = r.limits[0].q_ult
+    assert q["value"] == pytest.approx(3.5)
+    assert q["bracket"] == [3.0, 4.0] and q["censored"] == "none"
+    assert q["ci95"] == [None, None]
+    assert q["throughput_rps"] == pytest.approx(3.5) and q["tokens_per_s"] == pytest.approx(350.0)
+    assert r.limits[0].binding == SLA
+    assert any("no bootstrap" in n for n in r.limits[0].notes)
+
+
+def test_all_pass_censored_above():
+    r = fit_limits(_table([100, 200, 300]), SLA, mixes="none", n_boot=0)
+    q = r.limits[0].q_ult
+    assert (q["censored"], q["value"], q["bracket"]) == ("above", 3.0, [3.0, None])
+    assert q["statement"] == "≥ 3 rps (never failed)"
+
+
+def test_all_fail_censored_below():
+    r = fit_limits(_table([600, 700, 900]), SLA, mixes="none", n_boot=0)
+    q = r.limits[0].q_ult
+    assert (q["censored"], q["value"], q["bracket"]) == ("below", 1.0, [None, 1.0])
+    assert q["statement"].startswith("< 1 rps (failed at the lowest load")
+
+
+def test_one_step():
+    assert fit_limits(_table([100]), SLA, mixes="none", n_boot=0).limits[0].q_ult["censored"] == "above"
+    assert fit_limits(_table([900]), SLA, mixes="none", n_boot=0).limits[0].q_ult["censored"] == "below"
+
+
+def test_not_monotone_said_as_such():
+    # pass, fail, pass, fail: the isotonic fit pools steps 2-3 (margins -0.2, 0.2 -> 0), crossing between 3 and 4
+    r = fit_limits(_table([100, 600, 400, 700]), SLA, mixes="none", n_boot=0)
+    q = r.limits[0].q_ult
+    assert q["censored"] == "not_monotone"
+    assert q["statement"].startswith("not monotone: step 2 (3 rps) pass(es) above the failing load 2 rps")
+    assert q["bracket"] == [1.0, 2.0]
+
+
+def test_unsupported_p99_step_is_never_a_pass():
+    # 20 requests per step: the P99 cannot be supported, the step cannot pass
+    r = fit_limits(_table([100, 200], n=20), SLA, mixes="none", n_boot=0)
+    q = r.limits[0].q_ult
+    assert q["censored"] == "no_data" and q["value"] is None
+    st0 = r.limits[0].steps[0]
+    assert st0["status"] == "undetermined" and "too few requests for a p99" in st0["reasons"][0]
+
+
+def test_step_with_twenty_requests_in_a_trace():
+    df = mm1_frame([2.0, 4.0, 6.0], mu_rps=10, step_s=300, seed=4)
+    few = mm1_frame([1.0], mu_rps=10, step_s=25, seed=5).with_columns(
+        pl.col("start_s") + 2000.0, pl.col("end_s") + 2000.0, pl.lit(3, pl.Int64).alias("step"))
+    tr = make_trace(pl.concat([df, few]))
+    r = fit_limits(tr, "p99(latency) <= 5s", mixes="none", n_boot=50)
+    s3 = next(s for s in r.limits[0].steps if s["step"] == 3)
+    assert s3["n_requests"] < 40 and s3["status"] == "undetermined"
+    assert s3["observed"]["p99(latency) <= 5s"] is None  # never invented
+    assert "too_few_for_p99" in s3["flags"]
+
+
+def test_unsupported_p99_can_still_prove_a_failure():
+    # 200 requests at a heavy overload: the P99 is unsupported but its lower bound breaks the SLA
+    tr = make_trace(mm1_frame([14.0], mu_rps=10, step_s=20, seed=6))
+    r = fit_limits(tr, "p99(latency) <= 100ms", mixes="none", n_boot=0)
+    st0 = r.limits[0].steps[0]
+    assert st0["status"] == "fail" and "lower bound" in " ".join(st0["reasons"])
+
+
+def test_not_steady_step_never_passes():
+    # SLA so loose that every P99 passes; the overloaded last step grows a queue -> it fails as not steady
+    tr = make_trace(mm1_frame([3.0, 5.0, 7.0, 13.0], mu_rps=10, step_s=120, seed=11))
+    r = fit_limits(tr, "p99(latency) <= 600s", mixes="none", n_boot=100)
+    m = r.limits[0]
+    last = m.steps[-1]
+    assert last["margins"]["p99(latency) <= 600s"] > 0  # the latency clause alone would pass it
+    assert last["status"] == "fail" and "not_steady" in last["flags"]
+    assert m.q_ult["censored"] == "none" and m.q_ult["bracket"] == [7.0, 13.0]
+    assert m.binding.startswith("steady state")
+    assert m.q_ult["value"] == pytest.approx(10.0)  # pseudo-clause +1/-1: midpoint of 7 and 13
+
+
+def test_mm1_closed_form():
+    """M/M/1, mu = 10/s: sojourn ~ Exp(mu - lambda), P50 <= 0.5 s holds up to mu - ln 2 / 0.5 = 8.614/s."""
+    truth = mm1_limit(10.0, 0.5, 500.0)
+    assert truth == pytest.approx(10 - math.log(2) / 0.5)
+    rates = [4.0, 5.0, 6.0, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.5]
+    tr = make_trace(mm1_frame(rates, mu_rps=10, step_s=400, seed=21))
+    r = fit_limits(tr, "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1)
+    q = r.limits[0].q_ult
+    assert abs(q["value"] / truth - 1) < 0.05
+    assert q["bracket"][0] <= q["value"] <= q["bracket"][1]
+    lo, hi = q["ci95"]
+    assert lo <= q["value"] <= hi
+
+
+def test_mix_present_in_only_some_steps():
+    base = mm1_frame([2.0, 4.0, 6.0], mu_rps=10, step_s=200, seed=8, mix_weights={"chat": 1.0})
+    rag = mm1_frame([4.0, 6.0], mu_rps=10, step_s=200, seed=9, mix_weights={"rag": 1.0}).with_columns(
+        pl.col("step") + 1, pl.col("start_s") + 200.0, pl.col("end_s") + 200.0)
+    rag = rag.with_columns(pl.lit(4.0).alias("offered_load")).with_columns(
+        pl.when(pl.col("step") == 2).then(6.0).otherwise(4.0).alias("offered_load"))
+    frame = pl.concat([base, rag.with_columns(pl.col("request_id") + "r")]).sort("start_s")
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 2000)}), Mix("long", {"input_tokens": (2000, math.inf)})))
+    r = fit_limits(make_trace(frame), "p50(latency) <= 10s", mixes=spec, n_boot=50)
+    long = next(m for m in r.limits if m.mix.name == "long")
+    assert [s["step"] for s in long.steps] == [1, 2]
+    assert "the mix appears in 2 of the run's 3 steps" in long.notes
+
+
+def test_json_contract_and_blended():
+    tr = make_trace(mm1_frame([3.0, 5.0, 7.0, 8.0, 9.0], mu_rps=10, step_s=200, seed=3,
+                              mix_weights={"chat": 0.5, "rag": 0.5}))
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 2000)}), Mix("long", {"input_tokens": (2000, math.inf)})))
+    r = fit_limits(tr, ["p90(latency) <= 800ms", "error_rate <= 1%"], mixes=spec, weights={"short": 3, "long": 1},
+                   n_boot=200)
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["quantile_method"] == "linear"
+    assert [c["text"] for c in d["sla"]] == ["p90(latency) <= 800ms", "error_rate <= 1%"]
+    m = d["mixes"][0]
+    for key in ("mix", "share", "n_requests", "q_ult", "binding", "p_critical", "steps", "usl", "queueing",
+                "t_recover_s", "cost_anomaly_index"):
+        assert key in m
+    for key in ("value", "unit", "ci95", "bracket", "censored", "statement", "throughput_rps", "tokens_per_s"):
+        assert key in m["q_ult"]
+    for key in ("step", "offered_load", "throughput_rps", "phase", "valid", "flags", "sla_margin"):
+        assert key in m["steps"][0]
+    assert sum(x["share"] for x in d["mixes"]) == pytest.approx(1.0)
+    q = {x["mix"]["name"]: x["q_ult"]["value"] for x in d["mixes"]}
+    b = d["blended"]
+    assert b["value"] == pytest.approx(1 / (0.75 / q["short"] + 0.25 / q["long"]))
+    assert min(q.values()) <= b["value"] <= max(q.values())
+    assert b["ci95"][0] <= b["value"] <= b["ci95"][1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.01, 1e5), st.floats(0.001, 100.0)), min_size=1, max_size=8))
+def test_blended_between_smallest_and_largest(pairs):
+    q = [p[0] for p in pairs]
+    w = [p[1] for p in pairs]
+    b = blended_capacity(q, w)
+    assert min(q) * (1 - 1e-12) <= b <= max(q) * (1 + 1e-12)
+
+
+def test_bad_inputs():
+    from bearing_lib.errors import ParameterError, SLAParseError
+
+    t = _table([100, 200])
+    with pytest.raises(SLAParseError):
+        fit_limits(t, "p99(ttft) <= 5", mixes="none")
+    with pytest.raises(ParameterError, match="expected 'auto', 'none'"):
+        fit_limits(t, SLA, mixes="nonexistent-file.yaml")
+    with pytest.raises(ParameterError, match="RequestTrace or LoadPointTable"):
+        fit_limits([pl.DataFrame()], SLA)
+    with pytest.raises(ParameterError, match="no limit for mix 'nope'"):
+        fit_limits(t, SLA, mixes="none", weights={"nope": 1.0}, n_boot=0)
+
+
+def test_deterministic_with_seed():
+    tr = make_trace(mm1_frame([3.0, 6.0, 8.0, 9.0], mu_rps=10, step_s=150, seed=12))
+    a = fit_limits(tr, "p90(latency) <= 600ms", mixes="none", n_boot=100, seed=5).limits[0].q_ult
+    b = fit_limits(tr, "p90(latency) <= 600ms", mixes="none", n_boot=100, seed=5).limits[0].q_ult
+    assert a == b
+    assert np.isfinite(a["value"])

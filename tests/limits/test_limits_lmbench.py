@@ -1,0 +1,83 @@
+"""Limits on the bundled real LMBenchmark QPS sweeps (llm-d exp-2, Apache-2.0, unchanged copies).
+
+Expected facts come from the raw CSVs, read here with the csv module: per QPS file the
+request count, the achieved send rate and the P99 TTFT over all requests (numpy linear).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bearing_lib import load
+from bearing_lib.limits import fit_limits
+
+ROOT = "loadtests/lmbenchmark-llm-d-exp2"
+SLA = ["p99(ttft) <= 2s", "error_rate <= 1%"]
+
+
+def _raw(folder: Path, workload: str) -> list[dict]:
+    out = []
+    for f in sorted(folder.glob(f"LMBench_{workload}*.csv")):
+        qps = float(re.search(r"(?:output_|qps)(\d+(?:\.\d+)?)\.csv$", f.name).group(1))
+        with f.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        launch = np.array([float(r["launch_time"]) for r in rows])
+        ttft = np.array([float(r["ttft"]) * 1000 for r in rows])
+        out.append({"qps": qps, "n": len(rows), "sent_rps": len(rows) / (launch.max() - launch.min()),
+                    "p99_ttft_ms": float(np.quantile(ttft, 0.99))})
+    return sorted(out, key=lambda r: r["qps"])
+
+
+@pytest.fixture(scope="module")
+def results():
+    base = Path(__file__).resolve().parents[2] / "data" / ROOT
+    out = {}
+    for deploy in ("vllm-70b-2replicas", "llm-d-70b-2replicas"):
+        res = fit_limits(load(base / deploy), SLA, mixes="none", n_boot=200)
+        for m in res.limits:
+            out[m.run_id] = (m, _raw(base / deploy, m.run_id.split("/")[1]))
+    return out
+
+
+def test_short_input_vllm_never_failed(results):
+    m, raw = results["vllm-70b-2replicas/short_input"]
+    # raw: every step's P99 TTFT is far below 2 s and no request failed (LMBench logs successes only)
+    assert max(r["p99_ttft_ms"] for r in raw) < 1000
+    q = m.q_ult
+    assert q["censored"] == "above" and q["value"] == raw[-1]["qps"] == 10.0
+    assert q["statement"] == "≥ 10 rps (never failed)"
+    # steps with fewer than 368 requests cannot support a P99 and are not judged
+    for s, r in zip(m.steps, raw, strict=True):
+        assert (s["status"] == "undetermined") == (s["n_ok"] < 368)
+        assert s["n_requests"] <= r["n"]
+
+
+def test_sharegpt_vllm_fails_where_raw_p99_breaks(results):
+    m, raw = results["vllm-70b-2replicas/sharegpt"]
+    # raw: 252 requests per step (< 368: no step can support a P99, so none can pass);
+    # the raw P99 TTFT crosses 2 s between 2.0 and 2.5 QPS
+    assert {r["n"] for r in raw} == {252}
+    below = [r for r in raw if r["qps"] <= 2.0]
+    assert max(r["p99_ttft_ms"] for r in below) < 2000
+    assert next(r for r in raw if r["qps"] == 2.5)["p99_ttft_ms"] > 2000
+    q = m.q_ult
+    # bearing: no pass claimed; the first failure it can prove (lower order-statistic bound) is at 2.5
+    assert all(s["status"] != "pass" for s in m.steps)
+    assert q["censored"] == "below" and q["bracket"] == [None, 2.5]
+    assert "could not be judged" in q["statement"] and "too few requests for a p99" in q["statement"]
+
+
+def test_no_limit_above_saturation_llm_d_sharegpt(results):
+    m, raw = results["llm-d-70b-2replicas/sharegpt"]
+    # raw: the generator cannot hold the offered rate from some QPS on (the server saturates)
+    sat = next(r["qps"] for r in raw if r["sent_rps"] < 0.9 * r["qps"])
+    q = m.q_ult
+    upper = q["bracket"][1] if q["bracket"][1] is not None else q["value"]
+    assert upper <= sat
+    behind = [s["offered_load"] for s in m.steps if "generator_behind" in s["flags"]]
+    assert min(behind) == pytest.approx(sat, abs=0.51)
