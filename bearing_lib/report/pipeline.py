@@ -282,11 +282,13 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 
 
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
-         run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1) -> Any:
+         run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
+         concurrency: int = 0) -> Any:
     """Capacity plan (:meth:`bearing_lib.plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
-    preset of ``bearing_lib.memory`` (empty: no memory plan); ``gpu_mem_gib`` 0 = not given.
+    preset of ``bearing_lib.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
+    ``concurrency`` 0 = not given (the plan then says what it could not compute).
     """
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
@@ -297,7 +299,8 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
     from bearing_lib.plan import CapacityPlan
 
     return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
-                              gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, trace=trace)
+                              gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,
+                              trace=trace)
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
