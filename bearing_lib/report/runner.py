@@ -323,7 +323,9 @@ def run_report(
     progress = sys.stdout.isatty() if progress is None else progress
     executed: list[Path] = []
     try:
-        for s in steps:
+        for i, s in enumerate(steps, 1):
+            if progress:  # one line per notebook, then papermill's per-cell bar (terminal only)
+                print(f"[{i}/{len(steps)}] {s.notebook.name}", file=sys.stderr, flush=True)
             s.parameters = {k: v.replace(OUTPUT_DIR_PLACEHOLDER, str(tmp.resolve())) if isinstance(v, str) else v
                             for k, v in s.parameters.items()}
             declared = notebook_parameters(s.notebook)
