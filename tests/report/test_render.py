@@ -109,10 +109,11 @@ def test_not_available_sections_say_why(docs):
     m = build_report(limits=docs["limits"], profile=None, plan={"available": False, "reason": "no GPU preset"},
                      provenance=provenance())
     text = re.sub(r"<[^>]+>", "", page(render_html(m)))
-    assert "FOS and CBU not available: no GPU preset" in text
-    assert "Production profile not available: no production profile was given to this run" in text
-    assert "The capacity plan not available: no GPU preset" in text
-    assert "Scorecards not available: no GPU preset" in text
+    assert "FOS and CBU — not available: no GPU preset" in text
+    assert "Production profile — not available: no production profile was given to this run" in text
+    assert "Capacity plan — not available: no GPU preset" in text
+    assert "Scorecards — not available: no GPU preset" in text
+    assert "A comparison — not available: no earlier report was found to compare with" in text
 
 
 def test_downsample_keeps_bucket_maxima():
