@@ -265,8 +265,8 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
     """Production traffic profile (:func:`bearing_lib.profile.profile_traffic`), with the mixes
     of ``limits_doc`` when it has them (so FOS blends the same mixes the limits measured).
 
-    Returns :class:`Unavailable` when the trace cannot support a profile (e.g. no arrival
-    times), with bearing's reason.
+    Returns :class:`Unavailable` when the trace cannot support a profile (no arrival
+    times, or load-test steps rather than production traffic), with bearing's reason.
     """
     from bearing_lib.errors import InsufficientDataError
     from bearing_lib.mixes import MixSpec
@@ -277,7 +277,7 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
         spec = MixSpec.from_dict(limits_doc["mix_spec"])
     try:
         return profile_traffic(trace, mix_spec=spec, quantile_level=quantile, growth=growth, n_boot=n_boot)
-    except InsufficientDataError as exc:
+    except (InsufficientDataError, ParameterError) as exc:  # e.g. a load test given as production traffic
         return Unavailable(str(exc))
 
 
