@@ -25,6 +25,7 @@ from bearing_lib.cli.main import app
 from bearing_lib.cli.report import DEMO_PRODUCTION, DEMO_SLA
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # two notebook kernels, ~20-40 s
 
 
 def _azure_minutes(path: Path) -> list[int]:
