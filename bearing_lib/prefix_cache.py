@@ -66,6 +66,14 @@ class PrefixCacheReplay:
         total = int(self.n_blocks.sum())
         return float(self.cached_blocks.sum()) / total if total else float("nan")
 
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        cap = "infinite" if self.capacity_blocks is None else f"LRU, {self.capacity_blocks:,} blocks"
+        return (
+            f"<p><b>Prefix-cache replay</b> ({cap}, {self.block_tokens}-token blocks): "
+            f"{self.n_blocks.size:,} requests, {int(self.n_blocks.sum()):,} blocks; "
+            f"token hit rate {self.token_hit_rate:.1%}, block hit rate {self.block_hit_rate:.1%}</p>"
+        )
+
     def to_dict(self) -> dict[str, object]:
         """Summary (not the per-request arrays), JSON-ready."""
         return {

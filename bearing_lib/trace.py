@@ -224,7 +224,9 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
         # Strictly increasing ids (row numbers, zero-padded counters) cannot repeat: a cheap
         # pass that spares hashing every id on large traces.
         aggs.append((pl.col("request_id") <= pl.col("request_id").shift(1)).sum().alias("ids_not_increasing"))
-    counts = frame.select(aggs).row(0, named=True)
+    # The streaming engine evaluates the counts chunk by chunk: same numbers, no full-length
+    # temporaries (a shifted copy of every id, a diff of every start); ~200 MB less at 10 M rows.
+    counts = frame.lazy().select(aggs).collect(engine="streaming").row(0, named=True)
     for i, field, mask, what in active:
         n = counts[f"c{i}"]
         if n:

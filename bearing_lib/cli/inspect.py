@@ -23,7 +23,7 @@ def describe_dataset(ds) -> list[str]:
     ]
     f = ds.frame
     if ds.kind == "requests" and f.height:
-        lines.append(_span_line(f, prov))
+        lines.append(_span_line(ds))
         present = [c for c, o in prov.fields.items() if o != "absent"]
         derived = [c for c, o in prov.fields.items() if o == "derived"]
         absent = [c for c, o in prov.fields.items() if o == "absent"]
@@ -79,10 +79,15 @@ def describe_dataset(ds) -> list[str]:
     return lines
 
 
-def _span_line(f, prov) -> str:
+def _span_line(ds) -> str:
     """Time span of a request trace, or why there is none."""
+    f, prov = ds.frame, ds.provenance
     if prov.time_origin == "none" or f["start_s"].null_count() == f.height:
-        return "span:     no per-request times (the source keeps none; time_origin none)"
+        steps_frame = getattr(ds, "steps", None)
+        total = steps_frame["duration_s"].sum() if steps_frame is not None else None
+        return "span:     no per-request times in the source (time_origin none)" + (
+            f"; step durations reported by the tool sum to {total:,.1f} s" if total else ""
+        )
     lo, hi = f["start_s"].min(), f["start_s"].max()
     end = f["end_s"].max()
     if end is not None:

@@ -30,7 +30,6 @@ from bearing_lib.trace import RequestTrace
 NAME = "burstgpt"
 TOOL = "BurstGPT trace"
 REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens")
-V3_EXTRA = ("Session ID", "Elapsed time")
 FAILED_MESSAGE = "zero response tokens (BurstGPT marks failed requests this way)"
 
 
@@ -55,9 +54,11 @@ def load(source: Source) -> RequestTrace:
         "Request tokens": pl.Int64(),
         "Response tokens": pl.Int64(),
     }
-    v3 = all(c in header for c in V3_EXTRA)
+    # "Elapsed time" (some copies write "Elapsed time (s)"); its unit is seconds either way
+    elapsed = next((c for c in header if c == "Elapsed time" or c.startswith("Elapsed time (")), None)
+    v3 = "Session ID" in header and elapsed is not None
     if v3:
-        columns["Elapsed time"] = pl.Float64()
+        columns[elapsed] = pl.Float64()  # type: ignore[index]
     has_total = "Total tokens" in header
     if has_total:
         columns["Total tokens"] = pl.Int64()
@@ -94,8 +95,8 @@ def load(source: Source) -> RequestTrace:
     }
     derived = ["request_id", "status", "error"]
     if v3:
-        cols["latency_ms"] = raw["Elapsed time"] * 1000.0
-        cols["end_s"] = raw["Timestamp"] + raw["Elapsed time"]
+        cols["latency_ms"] = raw[elapsed] * 1000.0
+        cols["end_s"] = raw["Timestamp"] + raw[elapsed]
         derived.append("end_s")
         prov.add(
             "sessions_not_kept",

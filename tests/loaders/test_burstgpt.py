@@ -94,3 +94,11 @@ def test_burstgpt_non_numeric_tokens_name_the_row(tmp_path):
     text = V1.replace("45,ChatGPT,1087", "45,ChatGPT,many")
     with pytest.raises(BadValueError, match=r"row 3, field 'Request tokens': expected a whole number, found 'many'"):
         load_trace(_write(tmp_path, "bad.csv", text))
+
+
+def test_burstgpt_elapsed_time_with_unit_in_the_name(tmp_path):
+    # SYNTHETIC: a copy whose header says "Elapsed time (s)"
+    text = V3.replace("Elapsed time,", "Elapsed time (s),")
+    tr = load_trace(_write(tmp_path, "t.csv", text))
+    assert tr.provenance.tool_version == "v3"
+    assert tr.frame["latency_ms"].to_list() == [43_000.0, 2_000.0, 8_500.0]

@@ -84,3 +84,25 @@ def test_unknown_loader_option_is_a_parameter_error(bundled):
     src = Source(bundled("traces/mooncake-fast25/conversation_trace.jsonl"))
     with pytest.raises(ParameterError, match=r"does not take option\(s\) \['block_size'\]; it takes: block_tokens"):
         call_loader(get_format("mooncake"), src, {"block_size": 512})
+
+
+def test_several_formats_fitting_is_an_error_listing_them(bundled, monkeypatch):
+    from bearing_lib import FormatDetectionError
+    from bearing_lib.loaders import registry
+
+    greedy = registry.FormatSpec(
+        name="greedy-test",
+        tool="a test format that claims every file",
+        kind="requests",
+        needs="anything at all",
+        sniff=lambda source: True,
+        load=lambda source: None,
+    )
+    monkeypatch.setitem(registry._REGISTRY, greedy.name, greedy)
+    path = bundled("traces/azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv")
+    with pytest.raises(FormatDetectionError) as exc:
+        registry.detect(path)
+    msg = str(exc.value)
+    assert "several formats fit" in msg and "TIMESTAMP,ContextTokens,GeneratedTokens" in msg
+    assert "- azure-llm-inference (" in msg
+    assert "- greedy-test (a test format that claims every file): anything at all" in msg

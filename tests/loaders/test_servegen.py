@@ -18,6 +18,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from bearing_lib import BadValueError, InputError, load, load_trace
@@ -72,14 +73,14 @@ def _weighted_mean(folder: Path, rates, field):
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize(
-    "rel,clients,windows,mean,peak,low",
+    "rel,clients,windows,mean,peak,low,fits",
     [
-        ("language/m-large", 162, 2016, "195.8", "583.0", "48.4"),
-        ("reason/deepseek-r1", 73, 144, "16.0", "42.5", "4.3"),
-        ("multimodal/mm-image", 35, 144, "9.47", "13.3", "4.85"),
+        ("language/m-large", 162, 2016, "195.8", "583.0", "48.4", (78_842, 20_997)),
+        ("reason/deepseek-r1", 73, 144, "16.0", "42.5", "4.3", (2_589, 522)),
+        ("multimodal/mm-image", 35, 144, "9.47", "13.3", "4.85", (1_755, 339)),
     ],
 )
-def test_servegen_folders_in_place(shared_data, rel, clients, windows, mean, peak, low):
+def test_servegen_folders_in_place(shared_data, rel, clients, windows, mean, peak, low, fits):
     folder = shared_data(f"traces/servegen-aggregates/{rel}")
     assert detect(folder).name == "servegen"
     rw = load(folder)
@@ -97,6 +98,11 @@ def test_servegen_folders_in_place(shared_data, rel, clients, windows, mean, pea
     assert _as_printed(min(vals), low)
     assert agg["rate_rps"].mean() == pytest.approx(sum(vals) / len(vals))
     assert set(rw.frame["window_s"].to_list()) == {600.0}
+    # non-empty client-windows by fitted inter-arrival family (README: Gamma / Weibull)
+    patterns = rw.frame.filter(pl.col("rate_rps") > 0)["pattern"].value_counts()
+    counts = dict(zip(patterns["pattern"].to_list(), patterns["count"].to_list(), strict=True))
+    assert (counts.get("Gamma"), counts.get("Weibull")) == fits
+    assert sum(counts.values()) == sum(1 for rows in rates.values() for _, r in rows if r > 0)
     assert rw.provenance.time_origin == "relative"
     assert len(rw.provenance.files) == len(list(folder.iterdir()))
     if rel == "language/m-large":
