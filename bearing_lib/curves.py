@@ -9,9 +9,11 @@ Rules (also in ``docs/limits.md``):
 
 * **Steady window.** Per run and step, the send window is ``[first start, last start]``
   of the step's requests, of length ``D`` (the tool's own ``duration_s`` replaces ``D``
-  when the trace has no per-request times). The first and last :data:`TRIM_FRACTION`
-  (10 %) of ``D`` are warm-up and cool-down: only requests *sent* inside the middle 80 %
-  count, and rates divide by ``0.8·D``. Without per-request times nothing is trimmed,
+  when the trace has no per-request times). Warm-up and cool-down of ``trim =
+  max(10 % of D, 2 × the step's mean request latency)``, at most 25 % of ``D``, are cut
+  from each end (a queue of long requests takes that long to fill or drain): only
+  requests *sent* inside ``[start + trim, end − trim]`` count, and rates divide by
+  ``D − 2·trim``. Without per-request times nothing is trimmed,
   ``duration_s`` is the tool's, and the flag ``no_times`` says time-based checks were
   skipped.
 * **Percentiles** are linear (``bearing_lib.quantiles``) over successful requests. The
@@ -53,6 +55,8 @@ from bearing_lib.trace import RequestTrace
 METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 TRIM_FRACTION = 0.10
+TRIM_LATENCIES = 2.0
+MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
 TREND_ALPHA = 0.01
@@ -159,6 +163,7 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
         pl.col("start_s").min().alias("_t0"),
         pl.col("start_s").max().alias("_t1"),
         pl.len().alias("_n_all"),
+        (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
     ).collect()
     if trace.steps is not None and trace.steps.height:
         tool = trace.steps.select(
@@ -170,10 +175,14 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     bins = None
     if times:
         d = pl.col("_t1") - pl.col("_t0")
+        # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer
+        # (a queue of long requests needs that long to fill or drain), at most 25 % of the step
+        trim = pl.max_horizontal(opt.trim_fraction * d, TRIM_LATENCIES * pl.col("_mean_lat_s").fill_null(0.0))
+        trim = pl.min_horizontal(trim, MAX_TRIM_FRACTION * d)
         base = base.with_columns(
-            (pl.col("_t0") + opt.trim_fraction * d).alias("t_start_s"),
-            (pl.col("_t1") - opt.trim_fraction * d).alias("t_end_s"),
-            ((1 - 2 * opt.trim_fraction) * d).alias("duration_s"),
+            (pl.col("_t0") + trim).alias("t_start_s"),
+            (pl.col("_t1") - trim).alias("t_end_s"),
+            (d - 2 * trim).alias("duration_s"),
             pl.lit(True).alias("has_times"),
         )
         sent, bins = _steady_pass(lf, base, trace.frame["ttft_ms"].null_count() < trace.frame.height)
