@@ -237,12 +237,24 @@ class QueueFit:
         return f"<p><b>Queueing fit</b> μ={self.mu:.4g} [{lo}, {hi}], R0={self.r0:.4g}</p>"
 
 
-def fit_queueing(arrival_rate: np.ndarray | list[float], latency: np.ndarray | list[float]) -> QueueFit:
+def fit_queueing(
+    arrival_rate: np.ndarray | list[float],
+    latency: np.ndarray | list[float],
+    latency_rel_se: np.ndarray | list[float] | None = None,
+) -> QueueFit:
     """Fit ``R = R0 / (1 - lam/mu)`` to latency (any unit) vs arrival rate (any rate unit).
 
     ``mu`` comes out in the arrival-rate unit, ``R0`` in the latency unit. Pass only
     points where the system was stable (elastic/plastic steps): beyond ``mu`` the model
     has no steady state.
+
+    ``latency_rel_se`` (optional, per point): the relative standard error of each
+    latency (= SE of log latency), e.g. from batch means or a percentile's CI. Queueing
+    noise grows steeply near ``mu``, so an unweighted fit trusts the noisiest points
+    too much and its CI is too narrow; with SEs the fit is weighted and the CI is the
+    known-variance profile interval ``RSS_w(mu) <= RSS_w,min + 3.84 s``, where
+    ``s = max(1, RSS_w,min / (n-2))`` inflates it when the scatter exceeds the stated
+    SEs (Birge ratio). Without SEs the F-test interval above assumes equal log noise.
 
     Examples
     --------
@@ -252,14 +264,22 @@ def fit_queueing(arrival_rate: np.ndarray | list[float], latency: np.ndarray | l
     (10.0, 0.1)
     """
     from scipy.optimize import minimize_scalar
+    from scipy.stats import chi2
     from scipy.stats import f as f_dist
 
     lam = np.asarray(arrival_rate, dtype=float)
     r = np.asarray(latency, dtype=float)
     if lam.shape != r.shape:
         raise ParameterError(f"arrival_rate and latency differ in length ({lam.size} vs {r.size})")
-    ok = np.isfinite(lam) & np.isfinite(r) & (lam >= 0) & (r > 0)
-    lam, r = lam[ok], r[ok]
+    if latency_rel_se is None:
+        se = np.ones_like(r)
+    else:
+        se = np.asarray(latency_rel_se, dtype=float)
+        if se.shape != r.shape:
+            raise ParameterError(f"latency_rel_se and latency differ in length ({se.size} vs {r.size})")
+    ok = np.isfinite(lam) & np.isfinite(r) & (lam >= 0) & (r > 0) & np.isfinite(se) & (se > 0)
+    lam, r, se = lam[ok], r[ok], se[ok]
+    w = 1.0 / se**2
     if lam.size < QUEUE_MIN_POINTS or np.unique(lam).size < QUEUE_MIN_POINTS:
         return QueueFit(
             False,
@@ -271,8 +291,8 @@ def fit_queueing(arrival_rate: np.ndarray | list[float], latency: np.ndarray | l
 
     def rss_at(mu: float) -> tuple[float, float]:
         z = y + np.log1p(-lam / mu)
-        c = float(z.mean())
-        return float(np.sum((z - c) ** 2)), c
+        c = float(np.sum(w * z) / np.sum(w))
+        return float(np.sum(w * (z - c) ** 2)), c
 
     # search on u = log(mu/lmax - 1): mu from lmax*(1+1e-6) to lmax*(1+1e6)
     def obj(u: float) -> float:
@@ -289,36 +309,54 @@ def fit_queueing(arrival_rate: np.ndarray | list[float], latency: np.ndarray | l
     dof = lam.size - 2
     warnings: list[str] = []
     if dof >= 1:
-        cut = rss_min * (1.0 + float(f_dist.ppf(0.95, 1, dof)) / dof) if rss_min > 0 else 0.0
-        inside = grid[vals <= max(cut, 1e-300)]
-        inside = np.append(inside, u_hat)
-        lo_mu = lmax * (1.0 + math.exp(inside.min()))
-        hi_mu = lmax * (1.0 + math.exp(inside.max()))
-        if inside.max() >= grid[-1]:
-            hi_mu = None  # type: ignore[assignment]
+        if latency_rel_se is None:
+            cut = rss_min * (1.0 + float(f_dist.ppf(0.95, 1, dof)) / dof)
+        else:
+            cut = rss_min + float(chi2.ppf(0.95, 1)) * max(1.0, rss_min / dof)
+        lo_mu, hi_mu = _profile_bounds(obj, u_hat, cut, grid[0], grid[-1], lmax)
+        if hi_mu is None:
             warnings.append("latency barely rises: mu's upper bound is not identified")
-        ci = (float(lo_mu), None if hi_mu is None else float(hi_mu))
+        ci = (lo_mu, hi_mu)
     else:
         ci = (None, None)
         warnings.append("no residual degrees of freedom: CI unavailable")
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    ybar = float(np.sum(w * y) / np.sum(w))
+    ss_tot = float(np.sum(w * (y - ybar) ** 2))
     r2 = 1.0 - rss_min / ss_tot if ss_tot > 0 else math.nan
     warnings.append(
         f"mu = {mu:.4g} is beyond the highest measured arrival rate {lmax:.4g}: it is an extrapolation of the model"
     )
     return QueueFit(
         True,
-        "fitted on log latency; R0 profiled out; mu CI from the profile RSS (F test)",
+        "fitted on log latency; R0 profiled out; mu CI from the profile RSS ("
+        + ("F test, equal log noise)" if latency_rel_se is None else "weighted by the stated SEs)"),
         mu=float(mu),
         mu_ci95=ci,
         r0=float(math.exp(c)),
         r_squared_log=r2,
-        rmse_log=math.sqrt(rss_min / lam.size),
+        rmse_log=math.sqrt(float(np.sum((y - c - np.log(1.0 / (1.0 - lam / mu))) ** 2)) / lam.size),
         n_points=int(lam.size),
         lam_range=(float(lam.min()), lmax),
         mu_extrapolated=True,
         warnings=warnings,
     )
+
+
+def _profile_bounds(obj, u_hat: float, cut: float, u_min: float, u_max: float, lmax: float):
+    """Where the profile RSS crosses ``cut`` on each side of ``u_hat`` (brentq), as mu values.
+
+    The lower end is bounded by the data (mu > max lam); an upper end beyond ``u_max``
+    is not identified (None).
+    """
+    from scipy.optimize import brentq
+
+    def f(u: float) -> float:
+        return obj(u) - cut
+
+    lo = u_min if f(u_min) <= 0 else brentq(f, u_min, u_hat, xtol=1e-12)
+    hi = None if f(u_max) <= 0 else brentq(f, u_hat, u_max, xtol=1e-12)
+    mu_lo = float(lmax * (1.0 + math.exp(lo)))
+    return mu_lo, (None if hi is None else float(lmax * (1.0 + math.exp(hi))))
 
 
 def fit_usl_curve(curve: pl.DataFrame) -> UslFit:
@@ -333,28 +371,40 @@ def fit_usl_curve(curve: pl.DataFrame) -> UslFit:
     return fit_usl(g[ncol].to_numpy(), g["throughput_rps"].to_numpy())
 
 
-def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat: str = "p50") -> QueueFit:
+def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat: str = "p99") -> QueueFit:
     """Queueing fit on a load-curve frame: ``{metric}_{stat}`` vs arrival rate.
 
     Arrival rate is ``send_rate_rps`` when present, else ``offered_load`` in rps. Only
     valid, non-failure steps are used (``phase`` when the curve has it). A concurrency
     sweep has no arrival rate set by the client: completed throughput is used and the
-    fit says so in its warnings.
+    fit says so in its warnings. With ``stat="p99"`` (default) and the curve's
+    ``{metric}_p99_ci95_lo/hi`` columns, each point is weighted by the SE implied by its
+    order-statistic CI; other statistics are fitted unweighted (noted in ``warnings``).
     """
     col = f"{metric}_{stat}"
     g = curve.filter(pl.col("valid")) if "valid" in curve.columns else curve
     if "phase" in g.columns:
         g = g.filter(pl.col("phase") != "failure")
     unit = g["offered_load_unit"].drop_nulls().first() if "offered_load_unit" in g.columns and g.height else None
-    note = None
+    notes = []
     if "send_rate_rps" in g.columns and unit != "concurrency":
         lam = g["send_rate_rps"].to_numpy()
     elif unit == "concurrency":
         lam = g["throughput_rps"].to_numpy()
-        note = "concurrency sweep: arrival rate taken as completed throughput"
+        notes.append("concurrency sweep: arrival rate taken as completed throughput")
     else:
         lam = g["offered_load"].to_numpy()
-    fit = fit_queueing(lam, g[col].to_numpy())
-    if note:
-        fit.warnings.append(note)
+    lo_c, hi_c = f"{col}_ci95_lo", f"{col}_ci95_hi"
+    se = None
+    if lo_c in g.columns and hi_c in g.columns:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = (np.log(g[hi_c].to_numpy().astype(float)) - np.log(g[lo_c].to_numpy().astype(float))) / 3.919927969
+        if not np.isfinite(se).any():
+            se = None
+        else:  # a step without a CI gets the widest SE seen (a P99 that is hardly supported)
+            se = np.where(np.isfinite(se) & (se > 0), se, np.nanmax(se))
+    if se is None:
+        notes.append(f"{col} has no CI columns: fitted unweighted (CI assumes equal log noise at every load)")
+    fit = fit_queueing(lam, g[col].to_numpy(), se)
+    fit.warnings.extend(notes)
     return fit

@@ -1,0 +1,167 @@
+"""TEST ORACLE: stepped load tests drawn from the simulator, and bearing's score on them.
+
+Design of one stepped test (fixed here, used by ``tests/limits/test_oracle.py`` and by
+``python -m tests.oracle.acceptance`` which prints the results table for docs/oracle.md):
+
+* ``N_STEPS = 10`` steps of ``STEP_S = 120`` s, one continuous run (the server state
+  carries over between steps, as in a real stepped test), Poisson arrivals.
+* Offered rates ``truth x (0.4 ... 1.6, evenly spaced) + shift``, where the shift is
+  drawn per seed uniformly within +-half a grid step (+-0.0667 x truth), so the truth
+  falls anywhere between two steps rather than always at the same place. A tester does
+  not know the truth; the grid is centred on it only so that every test brackets it.
+* ``N_SEEDS = 20`` seeds per combination (seed ``SEED_BASE + seed``).
+
+Scoring (the issue's acceptance criteria): the point estimate ``q_ult.value`` within
++-10% of the truth for every seed, and the 95% CI ``q_ult.ci95`` covering the truth in
+at least 18 of 20 seeds (90%).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash
+from tests.oracle.simulator import stepped_run
+
+TRUTH_PATH = Path(__file__).resolve().parent / "truth.json"
+N_STEPS = 10
+STEP_S = 120.0
+LOW, HIGH = 0.4, 1.6
+N_SEEDS = 20
+SEED_BASE = 5000
+POINT_TOL = 0.10
+MIN_COVERAGE = 0.90
+
+
+def load_truth() -> dict[str, dict[str, object]]:
+    """truth.json's combinations; refuses a file made for other definitions."""
+    doc = json.loads(TRUTH_PATH.read_text())
+    if doc["definitions_sha256"] != definitions_hash():
+        raise RuntimeError(
+            "tests/oracle/truth.json was made for other server/mix/SLA definitions than configs.py: "
+            "re-run `PYTHONPATH=. python tests/oracle/make_truth.py`"
+        )
+    return doc["combinations"]
+
+
+def rates_for(truth_rps: float, seed: int) -> list[float]:
+    """The offered rates (rps) of one stepped test."""
+    rng = np.random.default_rng(SEED_BASE + seed)
+    spacing = (HIGH - LOW) / (N_STEPS - 1)
+    shift = rng.uniform(-spacing / 2, spacing / 2)
+    return [truth_rps * (m + shift) for m in np.linspace(LOW, HIGH, N_STEPS)]
+
+
+@dataclass
+class SeedScore:
+    seed: int
+    value: float | None
+    ci95: tuple[float | None, float | None]
+    bracket: tuple[float | None, float | None]
+    censored: str
+    binding: str | None
+
+    def rel(self, truth: float) -> float | None:
+        return None if self.value is None else self.value / truth - 1.0
+
+    def within(self, truth: float) -> bool:
+        r = self.rel(truth)
+        return r is not None and abs(r) <= POINT_TOL
+
+    def covers(self, truth: float) -> bool:
+        lo, hi = self.ci95
+        return lo is not None and hi is not None and lo <= truth <= hi
+
+
+def score_combination(server: str, mix: str, truth_rps: float, seeds: range | None = None) -> list[SeedScore]:
+    """Run bearing's ``fit_limits`` on the stepped tests of one combination."""
+    from bearing_lib.limits import fit_limits
+    from bearing_lib.provenance import Provenance
+    from bearing_lib.trace import RequestTrace, conform, validate
+
+    out = []
+    for seed in seeds if seeds is not None else range(N_SEEDS):
+        df = stepped_run(
+            SERVERS[server], MIXES[mix], rates_for(truth_rps, seed), STEP_S, seed=SEED_BASE + seed, run_id=f"s{seed}"
+        )
+        prov = Provenance(
+            source=f"SIMULATED oracle {server}/{mix} seed {seed}",
+            format="oracle",
+            tool="tests.oracle.simulator",
+            sha256="0" * 64,
+            time_origin="relative",
+        )
+        trace = RequestTrace(frame=validate(conform(df), prov), provenance=prov)
+        res = fit_limits(trace, SLAS[(server, mix)], mixes="none")
+        (lim,) = res.limits
+        q = lim.q_ult
+        ci = q.get("ci95") or [None, None]
+        br = q.get("bracket") or [None, None]
+        out.append(
+            SeedScore(
+                seed=seed,
+                value=None if q.get("value") is None else float(q["value"]),
+                ci95=(ci[0], ci[1]),
+                bracket=(br[0], br[1]),
+                censored=str(q.get("censored")),
+                binding=lim.binding,
+            )
+        )
+    return out
+
+
+def summary_row(server: str, mix: str, truth: float, scores: list[SeedScore]) -> dict[str, object]:
+    rel = np.array([s.rel(truth) if s.value is not None else math.nan for s in scores])
+    width = np.array(
+        [(s.ci95[1] - s.ci95[0]) / truth if s.covers(truth) or (s.ci95[0] is not None and s.ci95[1] is not None)
+         else math.nan for s in scores]
+    )
+    return {
+        "combination": f"{server}/{mix}",
+        "sla": " and ".join(SLAS[(server, mix)]),
+        "truth_rps": truth,
+        "n_within_10pct": sum(s.within(truth) for s in scores),
+        "n_covered": sum(s.covers(truth) for s in scores),
+        "n": len(scores),
+        "median_rel_error": float(np.nanmedian(rel)),
+        "worst_rel_error": float(rel[np.nanargmax(np.abs(rel))]) if np.isfinite(rel).any() else math.nan,
+        "median_ci_width_rel": float(np.nanmedian(width)) if np.isfinite(width).any() else math.nan,
+        "n_censored": sum(s.censored != "none" for s in scores),
+        "n_not_steady_binding": sum(bool(s.binding and s.binding.startswith("steady")) for s in scores),
+    }
+
+
+def main() -> int:
+    truth = load_truth()
+    rows = []
+    t0 = time.perf_counter()
+    for server, mix in combinations():
+        t = float(truth[f"{server}/{mix}"]["q_ult_rps"])
+        scores = score_combination(server, mix, t)
+        rows.append(summary_row(server, mix, t, scores))
+        r = rows[-1]
+        print(
+            f"| {r['combination']} | `{r['sla']}` | {t:.2f} | {r['n_within_10pct']}/{r['n']} "
+            f"| {r['n_covered']}/{r['n']} "
+            f"| {r['median_rel_error']:+.1%} | {r['worst_rel_error']:+.1%} | {r['median_ci_width_rel']:.1%} "
+            f"| {r['n_censored']} | {r['n_not_steady_binding']} |",
+            flush=True,
+        )
+        if "-v" in sys.argv:
+            for s in scores:
+                print("   ", s.seed, None if s.value is None else round(s.value / t, 3),
+                      [None if v is None else round(v / t, 3) for v in s.ci95],
+                      [None if v is None else round(v / t, 3) for v in s.bracket], s.censored, s.binding)
+    print(f"total {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
