@@ -9,9 +9,11 @@ Rules (also in ``docs/limits.md``):
 
 * **Steady window.** Per run and step, the send window is ``[first start, last start]``
   of the step's requests, of length ``D`` (the tool's own ``duration_s`` replaces ``D``
-  when the trace has no per-request times). The first and last :data:`TRIM_FRACTION`
-  (10 %) of ``D`` are warm-up and cool-down: only requests *sent* inside the middle 80 %
-  count, and rates divide by ``0.8·D``. Without per-request times nothing is trimmed,
+  when the trace has no per-request times). Warm-up and cool-down of ``trim =
+  max(10 % of D, 2 × the step's mean request latency)``, at most 25 % of ``D``, are cut
+  from each end (a queue of long requests takes that long to fill or drain): only
+  requests *sent* inside ``[start + trim, end − trim]`` count, and rates divide by
+  ``D − 2·trim``. Without per-request times nothing is trimmed,
   ``duration_s`` is the tool's, and the flag ``no_times`` says time-based checks were
   skipped.
 * **Percentiles** are linear (``bearing_lib.quantiles``) over successful requests. The
@@ -25,10 +27,10 @@ Rules (also in ``docs/limits.md``):
 * **Concurrency** (Little's law) = send rate × mean latency of requests with a latency.
 * **Flags** per step: ``too_few_for_pNN``; ``generator_behind`` (rps steps: send rate
   < 90 % of offered); ``too_short`` (steady window < 30 s); ``not_steady`` (over the last
-  half of the steady window, the medians of TTFT (else latency) or of in-flight requests in 12
-  equal-time bins rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen
-  rise over that half ≥ 10 % of the median, at least 2 requests for in-flight; when
-  both series exist BOTH must rise, since latency alone also rises with the content);
+  half of the steady window, the 12 equal-time bins' median TTFT (else latency) and
+  mean requests in flight rise: Mann–Kendall tau > 0 with one-sided p < 0.01 AND a Theil–Sen rise over
+  that half ≥ 10 % of the median, at least 2 requests for in-flight; when both series
+  exist BOTH must rise, since latency alone also rises with the content);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
@@ -53,6 +55,8 @@ from bearing_lib.trace import RequestTrace
 METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 TRIM_FRACTION = 0.10
+TRIM_LATENCIES = 2.0
+MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
 TREND_ALPHA = 0.01
@@ -144,21 +148,23 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     t_end_s`` (steady window, null without times), ``duration_s`` (steady), ``n_sent``
     (requests sent in the window), ``send_rate_rps``, ``not_steady`` (bool or null),
     ``trend`` (text), ``step_flags`` (list of step-level flags).
+
+    Two lazy passes over the requests: one for the send windows, one for the steady
+    counts and the :data:`TREND_BINS` trend bins of each step's last half.
     """
     opt = options or CurveOptions()
-    f = _with_run(trace.frame)
-    _check_steps(f, trace.provenance.source)
-    f = f.filter(pl.col("step").is_not_null())
-    times = _has_times(trace)
     keys = ["run_id", "step"]
-    base = f.group_by(keys).agg(
+    _check_steps(trace.frame, trace.provenance.source)
+    lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    times = _has_times(trace)
+    base = lf.group_by(keys).agg(
         pl.col("offered_load").first(),
         pl.col("offered_load_unit").first(),
         pl.col("start_s").min().alias("_t0"),
         pl.col("start_s").max().alias("_t1"),
         pl.len().alias("_n_all"),
-    )
-    tool = None
+        (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
+    ).collect()
     if trace.steps is not None and trace.steps.height:
         tool = trace.steps.select(
             pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d")
@@ -166,20 +172,20 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
         base = base.join(tool, on=keys, how="left")
     else:
         base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"))
+    bins = None
     if times:
         d = pl.col("_t1") - pl.col("_t0")
+        # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer
+        # (a queue of long requests needs that long to fill or drain), at most 25 % of the step
+        trim = pl.max_horizontal(opt.trim_fraction * d, TRIM_LATENCIES * pl.col("_mean_lat_s").fill_null(0.0))
+        trim = pl.min_horizontal(trim, MAX_TRIM_FRACTION * d)
         base = base.with_columns(
-            (pl.col("_t0") + opt.trim_fraction * d).alias("t_start_s"),
-            (pl.col("_t1") - opt.trim_fraction * d).alias("t_end_s"),
-            ((1 - 2 * opt.trim_fraction) * d).alias("duration_s"),
+            (pl.col("_t0") + trim).alias("t_start_s"),
+            (pl.col("_t1") - trim).alias("t_end_s"),
+            (d - 2 * trim).alias("duration_s"),
             pl.lit(True).alias("has_times"),
         )
-        sent = (
-            f.join(base.select(keys + ["t_start_s", "t_end_s"]), on=keys)
-            .filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
-            .group_by(keys)
-            .agg(pl.len().alias("n_sent"))
-        )
+        sent, bins = _steady_pass(lf, base, trace.frame["ttft_ms"].null_count() < trace.frame.height)
         base = base.join(sent, on=keys, how="left").with_columns(pl.col("n_sent").fill_null(0))
     else:
         base = base.with_columns(
@@ -192,16 +198,15 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     base = base.with_columns(
         pl.when(pl.col("duration_s") > 0).then(pl.col("n_sent") / pl.col("duration_s")).alias("send_rate_rps")
     ).sort(keys)
+    by_step = {} if bins is None else {
+        (k[0], k[1]): g.sort("_bin") for k, g in bins.partition_by(keys, as_dict=True).items()
+    }
     trend_rows = []
     for r in base.iter_rows(named=True):
         if not r["has_times"]:
             trend_rows.append((None, "no per-request times"))
             continue
-        sub = f.filter(
-            (pl.col("run_id") == r["run_id"]) & (pl.col("step") == r["step"])
-            & pl.col("start_s").is_between(r["t_start_s"], r["t_end_s"])
-        )
-        trend_rows.append(_trend(sub, f.filter(pl.col("run_id") == r["run_id"]), r, opt))
+        trend_rows.append(_trend(by_step.get((r["run_id"], r["step"])), r, opt))
     base = base.with_columns(
         pl.Series("not_steady", [t[0] for t in trend_rows], dtype=pl.Boolean),
         pl.Series("trend", [t[1] for t in trend_rows], dtype=pl.String),
@@ -227,70 +232,149 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     )
 
 
+def _lookup(table: pl.DataFrame, column: str, keys: tuple[str, ...] = ("run_id", "step")) -> pl.Expr:
+    """Per-row value of ``table[column]`` for the row's run (and step) without a join.
+
+    A join of millions of requests with a few dozen step rows costs a hash of every
+    request; a ``when(run).then(step.replace_strict(...))`` chain over the few runs does not.
+    """
+    expr: pl.Expr = pl.lit(None, dtype=table.schema[column])
+    for (run,), part in table.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        if "step" in keys:
+            mapping = dict(zip(part["step"].to_list(), part[column].to_list(), strict=True))
+            val = pl.col("step").replace_strict(mapping, default=None, return_dtype=table.schema[column])
+        else:
+            val = pl.lit(part[column][0], dtype=table.schema[column])
+        expr = pl.when(pl.col("run_id") == run).then(val).otherwise(expr)
+    return expr
+
+
+def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Requests sent per steady window, and per trend bin of the window's last half: the median
+    latency metric of successful requests (TTFT when the trace has it) and the mean number of
+    requests in flight."""
+    keys = ["run_id", "step"]
+    metric = "ttft_ms" if has_ttft else "latency_ms"
+    j = lf.with_columns(_lookup(base, "t_start_s").alias("t_start_s"), _lookup(base, "t_end_s").alias("t_end_s"))
+    mid = (pl.col("t_start_s") + pl.col("t_end_s")) / 2
+    width = (pl.col("t_end_s") - mid) / TREND_BINS
+    j = j.filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
+    j = j.with_columns(
+        pl.when(pl.col("start_s") >= mid)
+        .then(((pl.col("start_s") - mid) / width).floor().clip(0, TREND_BINS - 1).cast(pl.Int32))
+        .otherwise(-1).alias("_bin"),
+    )
+    per_bin_q = j.group_by(keys + ["_bin"]).agg(
+        pl.len().alias("n"),
+        quantile_expr(pl.col(metric).filter(OK_EXPR), 0.5).alias("metric_median"),
+    )
+    runs, starts_q, ends_q = _grid_queries(lf, base)
+    per_bin, starts, ends = pl.collect_all([per_bin_q, starts_q, ends_q])
+    sent = per_bin.group_by(keys).agg(pl.col("n").sum().alias("n_sent"))
+    bins = per_bin.filter(pl.col("_bin") >= 0).with_columns(pl.lit(metric).alias("metric"))
+    inflight = _inflight_bins(runs, starts, ends, base)
+    bins = bins.join(inflight, on=keys + ["_bin"], how="left")
+    return sent, bins
+
+
+def _grid_queries(lf: pl.LazyFrame, base: pl.DataFrame) -> tuple[pl.DataFrame, pl.LazyFrame, pl.LazyFrame]:
+    """Per-run time grid (origin ``T0``, cell ``g`` = a quarter of the run's smallest trend bin) and
+    the queries counting request starts and ends per grid cell."""
+    runs = base.group_by("run_id").agg(
+        pl.col("_t0").min().alias("T0"),
+        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
+    ).sort("run_id")
+    t0, g = _lookup(runs, "T0", ("run_id",)), _lookup(runs, "g", ("run_id",))
+    end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s"))
+    starts = lf.group_by("run_id", ((pl.col("start_s") - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    ends = lf.group_by("run_id", ((end - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    return runs, starts, ends
+
+
+def _inflight_bins(runs: pl.DataFrame, starts: pl.DataFrame, ends: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
+    """Mean requests in flight per trend bin, from start and end counts on a fine per-run time grid.
+
+    In flight at time τ = #starts ≤ τ − #ends ≤ τ (end = ``end_s``, else start + latency;
+    a request with neither never counts as in flight). Counts per grid cell come from two
+    group-bys, so no per-request array is materialised.
+    """
+    out = []
+    for run, r in zip(runs["run_id"].to_list(), runs.iter_rows(named=True), strict=True):
+        g = r["g"]
+        if g is None or not g > 0:
+            continue
+        s_k = starts.filter(pl.col("run_id") == run)
+        e_k = ends.filter(pl.col("run_id") == run)
+        n_cells = int(max(s_k["k"].max(), e_k["k"].max())) + 1
+        if n_cells > 5_000_000:  # absurdly fine grid (a tiny step in a long run): skip the in-flight test
+            continue
+        flight = np.cumsum(np.bincount(s_k["k"].to_numpy(), s_k["len"].to_numpy(), n_cells)) - np.cumsum(
+            np.bincount(e_k["k"].to_numpy(), e_k["len"].to_numpy(), n_cells))
+        cell_end = r["T0"] + g * (np.arange(n_cells) + 1)
+        for st in base.filter(pl.col("run_id") == run).iter_rows(named=True):
+            mid = (st["t_start_s"] + st["t_end_s"]) / 2
+            width = (st["t_end_s"] - mid) / TREND_BINS
+            sel = (cell_end > mid) & (cell_end <= st["t_end_s"])
+            if not sel.any() or width <= 0:
+                continue
+            b = np.clip(np.floor((cell_end[sel] - mid) / width), 0, TREND_BINS - 1).astype(int)
+            sums = np.bincount(b, flight[sel], TREND_BINS)
+            cnt = np.bincount(b, minlength=TREND_BINS)
+            for i in np.nonzero(cnt)[0]:
+                out.append({"run_id": run, "step": st["step"], "_bin": int(i), "in_flight": sums[i] / cnt[i]})
+    schema = {"run_id": pl.String, "step": pl.Int64, "_bin": pl.Int32, "in_flight": pl.Float64}
+    return pl.DataFrame(out, schema=schema)
+
+
 def _with_run(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("run_id").fill_null("run"))
 
 
-def _rising(t: np.ndarray, y: np.ndarray, min_rise: float, alpha: float) -> tuple[bool, float, float, float]:
-    """Mann–Kendall test on time-bin medians + Theil–Sen rise; returns (rising, tau, p, rise).
+def _rising(
+    t: np.ndarray, y: np.ndarray, min_rise: float, alpha: float, span: float
+) -> tuple[bool, float, float, float]:
+    """Mann–Kendall test on bin values ``y`` at bin centres ``t`` + Theil–Sen rise over ``span``.
 
     Latency and queue length are strongly autocorrelated near capacity, which makes a
     per-request Kendall p-value far too small; testing :data:`TREND_BINS` equal-time bin
-    medians instead keeps the test honest (as GuideLLM tests windows, not requests).
+    summaries instead keeps the test honest (as GuideLLM tests windows, not requests).
     """
-    if len(y) < 2 * TREND_BINS or t[-1] <= t[0]:
+    ok = ~np.isnan(y)
+    t, y = t[ok], y[ok]
+    if y.size < TREND_BINS // 2 or np.all(y == y[0]):
         return False, 0.0, 1.0, 0.0
-    edges = np.linspace(t[0], t[-1], TREND_BINS + 1)
-    b = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, TREND_BINS - 1)
-    centres, meds = [], []
-    for i in range(TREND_BINS):
-        sel = y[b == i]
-        if sel.size:
-            centres.append((edges[i] + edges[i + 1]) / 2)
-            meds.append(float(np.median(sel)))
-    if len(meds) < TREND_BINS // 2 or len(set(meds)) == 1:
-        return False, 0.0, 1.0, 0.0
-    tc, ym = np.array(centres), np.array(meds)
-    res = stats.kendalltau(tc, ym, alternative="greater")
-    slope = stats.theilslopes(ym, tc)[0]
-    rise = float(slope * (t[-1] - t[0]))
+    res = stats.kendalltau(t, y, alternative="greater")
+    slope = stats.theilslopes(y, t)[0]
+    rise = float(slope * span)
     return bool(res.pvalue < alpha and rise >= min_rise), float(res.statistic), float(res.pvalue), rise
 
 
-def _trend(sub: pl.DataFrame, run: pl.DataFrame, r: dict, opt: CurveOptions) -> tuple[bool | None, str]:
-    mid = (r["t_start_s"] + r["t_end_s"]) / 2
-    tail = sub.filter(pl.col("start_s") >= mid).sort("start_s")
-    if tail.height < 10:
+def _trend(bins: pl.DataFrame | None, r: dict, opt: CurveOptions) -> tuple[bool | None, str]:
+    """Trend tests over the last half of one step's steady window, from its :data:`TREND_BINS` bins."""
+    if bins is None or bins["n"].sum() < 2 * TREND_BINS:
         return None, "too few requests in the last half of the step for a trend test"
-    # TTFT first: queueing delay shows there, while end-to-end latency also grows with output length
-    # (e.g. multi-round chats whose answers lengthen as a session goes on).
-    metric = "ttft_ms" if tail["ttft_ms"].null_count() < tail.height else "latency_ms"
-    ok = tail.filter(OK_EXPR & pl.col(metric).is_not_null())
+    half = (r["t_end_s"] - r["t_start_s"]) / 2
+    t = (bins["_bin"].to_numpy().astype(float) + 0.5) * half / TREND_BINS
+    metric = bins["metric"][0]
     notes = []
+    y = bins["metric_median"].to_numpy().astype(float)
+    med = float(np.nanmedian(y)) if np.isfinite(y).any() else math.nan
     lat_up: bool | None = None
+    if math.isfinite(med):
+        lat_up, tau, p, rise = _rising(t, y, opt.trend_min_rise * med, opt.trend_alpha, half)
+        notes.append(f"{metric} bin medians: tau {tau:.2f}, p {p:.2g}, rise {rise:.4g} ms over the last half "
+                     f"(median {med:.4g})")
     flight_up: bool | None = None
-    if ok.height >= 10:
-        y = ok[metric].to_numpy()
-        med = float(np.median(y))
-        lat_up, tau, p, rise = _rising(ok["start_s"].to_numpy(), y, opt.trend_min_rise * med, opt.trend_alpha)
-        notes.append(f"{metric}: tau {tau:.2f}, p {p:.2g}, rise {rise:.4g} ms over the last half (median {med:.4g})")
-    ends = run.select(
-        pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0).alias("e"), "start_s"
-    )
-    if ends["e"].null_count() < ends.height:
-        starts = np.sort(run["start_s"].drop_nulls().to_numpy())
-        e = np.sort(ends["e"].drop_nulls().to_numpy())
-        t = tail["start_s"].to_numpy()
-        inflight = (np.searchsorted(starts, t, side="right") - np.searchsorted(e, t, side="right")).astype(float)
-        med = float(np.median(inflight))
-        thr = max(opt.trend_min_rise * med, TREND_MIN_INFLIGHT_RISE)
-        flight_up, tau, p, rise = _rising(t, inflight, thr, opt.trend_alpha)
-        notes.append(f"in-flight: tau {tau:.2f}, p {p:.2g}, rise {rise:.3g} (median {med:.3g})")
+    if bins["in_flight"].null_count() < bins.height:
+        c = bins["in_flight"].to_numpy().astype(float)
+        cmed = float(np.median(c))
+        thr = max(opt.trend_min_rise * cmed, TREND_MIN_INFLIGHT_RISE)
+        flight_up, tau, p, rise = _rising(t, c, thr, opt.trend_alpha, half)
+        notes.append(f"in-flight bin means: tau {tau:.2f}, p {p:.2g}, rise {rise:.3g} (median {cmed:.3g})")
     # A growing queue raises both (Little's law at a fixed send rate); latency alone can rise with the
     # content (longer prompts later in a multi-round session), so both must rise when both are known.
     known = [v for v in (lat_up, flight_up) if v is not None]
-    rising = bool(known) and all(known)
-    return rising, "; ".join(notes)
+    return bool(known) and all(known), "; ".join(notes)
 
 
 def _curve_columns(qs: dict[str, float]) -> list[str]:
@@ -302,6 +386,7 @@ def _curve_columns(qs: dict[str, float]) -> list[str]:
     for m in METRICS:
         for name in qs:
             cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
+        cols.append(f"{m}_max")
     return cols + ["valid", "flags", "phase"]
 
 
@@ -344,10 +429,9 @@ def load_curve(
 def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
     """The requests inside each step's steady window (all requests when there are no times), with ``mix``."""
     lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
-    w = windows.lazy().select("run_id", "step", "t_start_s", "t_end_s", "has_times")
-    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
-        ~pl.col("has_times") | pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s"))
-    )
+    if windows["has_times"].any():
+        lo, hi = _lookup(windows, "t_start_s"), _lookup(windows, "t_end_s")
+        lf = lf.filter(pl.col("start_s").is_between(lo, hi).fill_null(False) | _lookup(windows, "has_times").not_())
     spec = mixes or MixSpec.single()
     return spec.assign(lf)
 
@@ -388,16 +472,26 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
     for m in METRICS:
         n_m = g[f"_{m}"].list.len().to_numpy()
         lst = pl.col(f"_{m}")
+        exprs.append(lst.list.last().alias(f"{m}_max"))
         for name, q in qs.items():
             lo_r, hi_r = order_stat_ranks(n_m, q)
             supported = (hi_r <= n_m) & (lo_r >= 1)
+            h = np.maximum(n_m - 1, 0) * q
+            j = np.floor(h).astype(np.int64)
             g = g.with_columns(
                 pl.Series(f"_l_{m}_{name}", np.where(lo_r >= 1, lo_r - 1, -10**9)),
                 pl.Series(f"_u_{m}_{name}", np.where(supported, hi_r - 1, -10**9)),
                 pl.Series(f"_s_{m}_{name}", supported),
+                pl.Series(f"_j_{m}_{name}", j),
+                pl.Series(f"_j1_{m}_{name}", np.minimum(j + 1, np.maximum(n_m - 1, 0))),
+                pl.Series(f"_f_{m}_{name}", h - j),
             )
+            # the linear quantile (QUANTILE_METHOD) read off the sorted list: x[j] + (h - j)(x[j+1] - x[j]),
+            # h = (n - 1) q; the list is sorted anyway for the CI, so no second selection pass
+            xj = lst.list.get(pl.col(f"_j_{m}_{name}"), null_on_oob=True)
+            xj1 = lst.list.get(pl.col(f"_j1_{m}_{name}"), null_on_oob=True)
             exprs += [
-                pl.when(pl.col(f"_s_{m}_{name}")).then(lst.list.eval(quantile_expr(pl.element(), q)).list.first())
+                pl.when(pl.col(f"_s_{m}_{name}")).then(xj + pl.col(f"_f_{m}_{name}") * (xj1 - xj))
                 .alias(f"{m}_{name}"),
                 lst.list.get(pl.col(f"_l_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
                 lst.list.get(pl.col(f"_u_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),
@@ -436,6 +530,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
     )
     exprs = []
     for m in METRICS:
+        exprs.append(pl.col(f"{m}_max"))
         for name in qs:
             col = f"{m}_{name}"
             exprs += [

@@ -44,7 +44,15 @@ import polars as pl
 from scipy.optimize import isotonic_regression
 
 from bearing_lib import bootstrap as bs
-from bearing_lib.curves import QUANTILES, CurveOptions, load_curve, qname, steady_requests, step_windows
+from bearing_lib.curves import (
+    QUANTILES,
+    CurveOptions,
+    load_curve,
+    min_n_supported,
+    qname,
+    steady_requests,
+    step_windows,
+)
 from bearing_lib.errors import BearingError, ParameterError
 from bearing_lib.loadpoints import LoadPointTable
 from bearing_lib.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
@@ -272,7 +280,13 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
         supported = v is not None and f"too_few_for_{qname(c.q)}" not in flags
         if supported:
             m = c.observed_to_margin(v)
-            return m, ("pass" if c.passes(m) else "fail"), None if c.passes(m) else f"{c.text}: {c.stat} = {v:.4g} ms"
+            if not c.passes(m):
+                return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
+            hi = row.get(f"{col}_ci95_hi")
+            if hi is not None and not c.passes(c.observed_to_margin(hi)):
+                return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
+                                    "does not: too close to call")
+            return m, "pass", None
         # unsupported: a failure can still be proven by a lower bound
         evidence: list[tuple[float, str]] = []
         lo = row.get(f"{col}_ci95_lo")
@@ -289,6 +303,16 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
                 return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
 
         n = row.get("n_ok")
+        if tables and v is None:
+            mx = row.get(f"{c.metric}_max")
+            n_any = n if n is not None else row.get("n_requests")
+            if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
+                # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
+                # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
+                return c.observed_to_margin(mx), "pass", None
+            return None, "undetermined", f"{c.text}: the source reports no {c.stat} of {c.metric}"
+        if v is None and f"too_few_for_{qname(c.q)}" not in flags:
+            return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
         return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
     if c.kind == "error_rate":
         v, n = row.get("error_rate"), row.get("n_requests")
@@ -297,7 +321,7 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
         if v is None:
             return None, "undetermined", f"{c.text}: goodput needs per-request data"
     if v is None or not n:
-        return None, "undetermined", f"{c.text}: no request count"
+        return None, "undetermined", f"{c.text}: the source reports no request and error counts"
     m = c.observed_to_margin(v)
     if not c.passes(m):
         return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
@@ -311,6 +335,13 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
     out = []
     for row in rows:
         x = row["offered_load"]
+        load_note = None
+        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
+                and x is not None and math.isfinite(x)):
+            # the server saw the achieved send rate, not the nominal one: place the step there
+            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
+                         "generator behind)")
+            x = float(row["send_rate_rps"])
         flags = list(row["flags"] or [])
         margins: dict[str, float | None] = {}
         verdicts, reasons, by_bound = [], [], set()
@@ -322,6 +353,8 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
             verdicts.append(v)
             if why:
                 reasons.append(why)
+        if load_note:
+            reasons.append(load_note)
         if x is None or not math.isfinite(x):
             status = "excluded"
             reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
@@ -330,16 +363,60 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
             reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
         elif "fail" in verdicts:
             status = "fail"
-        elif "undetermined" in verdicts or BLOCKING_FLAGS & set(flags):
+        elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
             status = "undetermined"
             reasons += [f"flag {f}" for f in flags if f in BLOCKING_FLAGS]
         else:
             status = "pass"
         known = [m for m in margins.values() if m is not None]
+        # a step too close to call still informs the interpolation (its margins are the best estimate)
+        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
         out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
                     "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
-                    "by_bound": by_bound})
+                    "by_bound": by_bound, "close": close,
+                    "_clause_ok": [v != "fail" for v in verdicts]})
+    _transient_not_steady(out)
     return out
+
+
+def _transient_not_steady(judged: list[dict]) -> None:
+    """A not-steady step below a load that passes steadily is a transient, not a failure.
+
+    E.g. the first step of a run filling an empty server, or a queue settling to a higher
+    but steady level after a load rise: only a not-steady step above every clean pass may bind.
+    """
+    passes = [j["x"] for j in judged if j["status"] == "pass" and j["x"] is not None]
+    top = max(passes, default=None)
+    for j in judged:
+        if j["not_steady"] and j["status"] == "fail" and top is not None and j["x"] < top:
+            j["not_steady"] = False
+            j["reasons"][0] = (f"not steady, but a higher load ({top:g}) passes steadily: treated as a transient, "
+                               "not a failure")
+            j["status"] = "fail" if not all(j["_clause_ok"]) else "undetermined"
+
+
+def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
+                              level: float) -> None:
+    """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
+
+    The order-statistic bound assumes independent requests; near capacity latencies are
+    strongly autocorrelated, and the time-block bootstrap of the step sees more of that spread.
+    """
+    a = (1 - level) / 2
+    for j in judged:
+        if j["status"] != "pass":
+            continue
+        for c in sla.clauses:
+            rv = reps.get(j["row"]["step"], {}).get(c.text)
+            if rv is None or np.isnan(rv).all():
+                continue
+            lo = float(quantile(rv[~np.isnan(rv)], a))
+            if not c.passes(lo):
+                j["status"] = "undetermined"
+                j["close"] = True
+                j["reasons"].append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
+                                    "resamples: too close to call")
+                break
 
 
 def _mark_recovery_steps(judged: list[dict]) -> None:
@@ -419,14 +496,19 @@ def _fit_group(
     totals: dict[int, dict[str, float]], n_boot: int, level: float,
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
+    # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
     judged = _judge_steps(rows, sla, tables)
+    judged.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
+                               j["row"]["step"]))
+    if reps is not None:
+        _close_calls_by_bootstrap(judged, sla, reps, level)
     _mark_recovery_steps(judged)
     units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
     unit = units.pop() if len(units) == 1 else None
     notes: list[str] = []
     if len(units) > 0:
         notes.append("steps mix offered-load units; no limit can be placed on one axis")
-    det = [j for j in judged if j["status"] in ("pass", "fail")]
+    det = [j for j in judged if j["status"] in ("pass", "fail") or j.get("close")]
     passes = [j["x"] for j in det if j["status"] == "pass"]
     fails = [j["x"] for j in det if j["status"] == "fail"]
     first_fail = min(fails) if fails else None
@@ -473,6 +555,18 @@ def _fit_group(
         if reps is not None and n_boot > 0:
             replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
             ci = _ci(replicates, level)
+            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+            # always spans the bracket [last clean pass, first fail].
+            # One judged step of slack below the last clean pass: steps within a step spacing of the
+            # limit pass by luck about half the time (window_variability), so the last clean pass
+            # may already lie above the limit.
+            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+            floor = max(below) if below else last_pass
+            if ci[0] is not None and floor is not None:
+                ci[0] = min(ci[0], floor)
+            if ci[1] is not None and first_fail is not None:
+                ci[1] = max(ci[1], first_fail)
         if not fails:
             censored, value = "above", max(passes)
             statement = f"≥ {value:g} {u} (never failed)"
@@ -526,7 +620,8 @@ def _fit_group(
     for j in judged:
         r = j["row"]
         steps.append({
-            "step": r["step"], "offered_load": r["offered_load"], "throughput_rps": r["throughput_rps"],
+            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j["x"],
+            "throughput_rps": r["throughput_rps"],
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
             "valid": bool(r["valid"]), "status": j["status"], "flags": list(r["flags"] or []),
@@ -583,7 +678,9 @@ def _replicates(
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
     frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
         OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
-    frame = frame.sort("run_id", "step", "start_s", maintain_order=True)
+    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
+    frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
+    frame = frame.sort(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]], nulls_last=True)
     wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
     for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
         win = wmap.get((run, step))
@@ -774,7 +871,10 @@ def fit_limits(
         for (run, mix), part in curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True).items():
             rows = part.to_dicts()
             n_mix = int(part["n_requests"].sum())
-            share = n_mix / run_n[run] if run_n.get(run) else 0.0
+            if tables:  # one mix per run; counts may be missing from a tool summary
+                share = 1.0
+            else:
+                share = n_mix / run_n[run] if run_n.get(run) else 0.0
             mix_obj = mix_by_name.get(mix, Mix(mix, {}))
             if share < min_share:
                 skipped.append({"run_id": run, "mix": mix, "share": share, "n_requests": n_mix,

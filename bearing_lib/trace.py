@@ -119,8 +119,8 @@ class RequestTrace:
 
     def present_fields(self) -> list[str]:
         """Canonical columns that hold at least one non-null value."""
-        counts = self.frame.select(pl.all().is_not_null().sum()).row(0, named=True)
-        return [c for c in REQUEST_SCHEMA if counts.get(c, 0) > 0]
+        nulls = self.frame.null_count().row(0, named=True)  # O(1): Arrow keeps null counts
+        return [c for c in REQUEST_SCHEMA if c in nulls and nulls[c] < self.frame.height]
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         return (
@@ -163,6 +163,34 @@ def _first_row(frame: pl.DataFrame, mask: pl.Expr) -> dict[str, object]:
     return frame.filter(mask).head(1).row(0, named=True)
 
 
+def _checks(time_origin: str) -> list[tuple[str, pl.Expr, str]]:
+    """(field, mask of bad rows, what was expected) for every check that raises."""
+    checks: list[tuple[str, pl.Expr, str]] = []
+    if time_origin == "none":
+        checks.append(
+            ("start_s", pl.col("start_s").is_not_null(), "internal: time_origin 'none' but start times present")
+        )
+    else:
+        checks.append(("start_s", pl.col("start_s").is_null(), "missing request start time"))
+    checks.extend((col, pl.col(col) < 0, "expected a non-negative number") for col in NON_NEGATIVE)
+    checks.append(("end_s", pl.col("end_s") < pl.col("start_s"), "request ends before it starts"))
+    checks.append(
+        (
+            "status",
+            pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES),
+            f"expected one of {', '.join(STATUSES)}",
+        )
+    )
+    checks.append(
+        (
+            "offered_load_unit",
+            pl.col("offered_load_unit").is_not_null() & ~pl.col("offered_load_unit").is_in(OFFERED_LOAD_UNITS),
+            f"expected one of {', '.join(OFFERED_LOAD_UNITS)}",
+        )
+    )
+    return checks
+
+
 def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
     """Check a conformed frame; raise on impossible values, record findings otherwise.
 
@@ -171,15 +199,38 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
     ``offered_load_unit``, a null ``start_s``. Records findings for: rows not sorted
     by ``start_s`` (they are sorted, stably), duplicate ``request_id`` values (kept and
     counted). Returns the (possibly sorted) frame; the input file is never touched.
+
+    All checks are computed in one pass over the frame (one ``select`` of counts); the
+    offending row is looked up only when a check fails.
     """
     path = provenance.source
     if frame.height == 0:
         raise BadValueError("the file holds no requests (header only, or empty)", path=path)
-
-    def _raise(mask: pl.Expr, field: str, what: str) -> None:
-        if frame.select(mask.any()).item():
+    checks = _checks(provenance.time_origin)
+    timed = provenance.time_origin != "none"
+    # Columns that are entirely null cannot fail a check: skip them (null_count is free).
+    nulls = frame.null_count().row(0, named=True)
+    all_null = {c for c, n in nulls.items() if n == frame.height}
+    active = [
+        (i, field, mask, what)
+        for i, (field, mask, what) in enumerate(checks)
+        if not (field in all_null and field != "start_s")
+    ]
+    aggs = [mask.sum().alias(f"c{i}") for i, _field, mask, _what in active]
+    if timed:
+        aggs.append((pl.col("start_s").diff() < 0).sum().alias("unsorted"))
+    check_ids = "request_id" not in all_null
+    if check_ids:
+        # Strictly increasing ids (row numbers, zero-padded counters) cannot repeat: a cheap
+        # pass that spares hashing every id on large traces.
+        aggs.append((pl.col("request_id") <= pl.col("request_id").shift(1)).sum().alias("ids_not_increasing"))
+    # The streaming engine evaluates the counts chunk by chunk: same numbers, no full-length
+    # temporaries (a shifted copy of every id, a diff of every start); ~200 MB less at 10 M rows.
+    counts = frame.lazy().select(aggs).collect(engine="streaming").row(0, named=True)
+    for i, field, mask, what in active:
+        n = counts[f"c{i}"]
+        if n:
             row = _first_row(frame, mask)
-            n = frame.select(mask.sum()).item()
             raise BadValueError(
                 f"{what} (value {row[field]!r}; {n} row(s) affected)",
                 path=path,
@@ -187,25 +238,7 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
                 field=field,
             )
 
-    if provenance.time_origin == "none":
-        _raise(pl.col("start_s").is_not_null(), "start_s", "internal: time_origin 'none' but start times present")
-    else:
-        _raise(pl.col("start_s").is_null(), "start_s", "missing request start time")
-    for col in NON_NEGATIVE:
-        _raise(pl.col(col) < 0, col, "expected a non-negative number")
-    _raise(pl.col("end_s") < pl.col("start_s"), "end_s", "request ends before it starts")
-    _raise(
-        pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES),
-        "status",
-        f"expected one of {', '.join(STATUSES)}",
-    )
-    _raise(
-        pl.col("offered_load_unit").is_not_null() & ~pl.col("offered_load_unit").is_in(OFFERED_LOAD_UNITS),
-        "offered_load_unit",
-        f"expected one of {', '.join(OFFERED_LOAD_UNITS)}",
-    )
-
-    unsorted = frame.select((pl.col("start_s").diff() < 0).sum()).item() if provenance.time_origin != "none" else 0
+    unsorted = counts.get("unsorted") or 0
     if unsorted:
         frame = frame.sort("start_s", maintain_order=True)
         provenance.add(
@@ -214,11 +247,19 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
             level="info",
             count=int(unsorted),
         )
-    dup = frame.select(
-        pl.col("request_id").is_not_null() & pl.col("request_id").is_duplicated()
-    ).to_series().sum()
-    if dup:
-        n_ids = frame.filter(pl.col("request_id").is_duplicated())["request_id"].n_unique()
+    if check_ids and (counts["ids_not_increasing"] or nulls.get("request_id", 0)):
+        # Equal ids have equal 64-bit hashes, so "no repeated hash" proves "no repeated id";
+        # only when hashes repeat (a duplicate, or a hash collision) are the strings compared.
+        ids = pl.col("request_id").drop_nulls()
+        excess = frame.select(ids.len() - ids.hash().n_unique()).item()
+    else:
+        excess = 0
+    if excess > 0:
+        dup_mask = pl.col("request_id").is_not_null() & pl.col("request_id").is_duplicated()
+        dup, n_ids = frame.select(
+            dup_mask.sum().alias("dup"), pl.col("request_id").filter(dup_mask).n_unique().alias("ids")
+        ).row(0)
+    if excess > 0 and dup:  # dup == 0: the hashes collided, the ids are distinct
         provenance.add(
             "duplicate_ids",
             f"{dup} rows share {n_ids} request id(s); all rows were kept",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from collections.abc import Mapping
+from pathlib import Path
 
 import polars as pl
 
@@ -28,8 +32,14 @@ def read_csv_checked(
     """
     if not source.head.strip():
         raise InputError("the file is empty", path=source.path)
-    data = source.read_bytes() if (source.is_gzip or source.head.startswith(b"\xef\xbb\xbf")) else source.path
-    # Read everything as text first: cheap, and it lets a bad value be located exactly.
+    with source.open_binary() as fh:
+        has_bom = fh.read(3) == b"\xef\xbb\xbf"  # Source.head has the BOM removed already
+    data = source.read_bytes() if (source.is_gzip or has_bom) else source.path
+    if has_header and new_columns is None:
+        fast = _read_csv_typed(data, columns, separator)
+        if fast is not None:
+            return fast
+    # Read everything as text: it lets a bad value be located exactly (row and column).
     try:
         raw = pl.read_csv(
             data,
@@ -79,6 +89,33 @@ def read_csv_checked(
     return typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + first_line).alias("source_row"))
 
 
+def _read_csv_typed(data: bytes | Path, columns: Mapping[str, pl.DataType], separator: str) -> pl.DataFrame | None:
+    """Fast path: parse with the target dtypes directly; None when anything is unusual.
+
+    Any parse failure, missing column, stray whitespace in the header or empty body
+    returns None, and the caller takes the text path, which locates the bad value.
+    """
+    try:
+        typed = pl.read_csv(
+            data,
+            separator=separator,
+            schema_overrides=dict(columns),
+            infer_schema=False,
+            truncate_ragged_lines=False,
+        )
+    except Exception:  # noqa: BLE001 - every failure means "take the careful path"
+        return None
+    if typed.height == 0 or any(c not in typed.columns for c in columns):
+        return None
+    if any(typed.schema[c] != t for c, t in columns.items()):
+        return None
+    stripped = {c: c.strip() for c in typed.columns}
+    if len(set(stripped.values())) != len(stripped):
+        return None
+    typed = typed.rename(stripped)  # same column names as the careful path
+    return typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + 2).alias("source_row"))
+
+
 def _type_word(dtype: pl.DataType) -> str:
     if dtype.is_integer():
         return "a whole number"
@@ -116,7 +153,8 @@ def finish_trace(
     prov.timezone = timezone
     prov.time_origin = time_origin  # type: ignore[assignment]
     prov.options = dict(options or {})
-    nonnull = df.select(pl.all().is_not_null().any()).row(0, named=True)
+    nulls = df.null_count().row(0, named=True)  # O(1): Arrow keeps null counts
+    nonnull = {c: nulls[c] < df.height for c in df.columns}
     fields: dict[str, FieldOrigin] = {}
     for col in REQUEST_SCHEMA:
         if col == "source_row":
@@ -141,3 +179,221 @@ def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame
         for c, t in STEP_SCHEMA.items()
     ]
     return frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+
+def read_jsonl_checked(
+    source: Source,
+    *,
+    skip_bad_lines: bool = False,
+    provenance: Provenance | None = None,
+) -> pl.DataFrame:
+    """Read JSON lines (one object per line); adds ``source_row`` (1-based line number).
+
+    A line that is not a JSON object (typically a truncated last line) raises
+    :class:`InputError` naming the line, unless ``skip_bad_lines`` is true: then such
+    lines are dropped and a ``skipped_lines`` finding (with the count and the first line
+    numbers) is added to ``provenance``. Blank lines are ignored. Gzip, CRLF and a UTF-8
+    BOM are handled. Values keep the types JSON gave them; cast with :func:`cast_checked`.
+    """
+    data = source.read_bytes()
+    if not data.strip():
+        raise InputError("the file is empty", path=source.path)
+    # Fast path: polars parses the whole file. It ignores blank lines, which would shift
+    # line numbers, so blank lines (rare) take the slow path too.
+    has_blank = data.startswith((b"\n", b"\r\n")) or b"\n\n" in data or b"\n\r\n" in data
+    if not has_blank:
+        try:
+            frame = pl.read_ndjson(data, infer_schema_length=None)
+        except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, ValueError):
+            frame = None
+        if frame is not None and frame.height:
+            return frame.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + 1).alias("source_row"))
+    # Slow path: find the bad lines with the json module, then parse the good ones.
+    good: list[bytes] = []
+    rows: list[int] = []
+    bad: list[tuple[int, str]] = []
+    for lineno, line in enumerate(data.split(b"\n"), start=1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError as exc:
+            bad.append((lineno, f"not valid JSON ({exc.msg} at column {exc.colno})"))  # type: ignore[attr-defined]
+            continue
+        if not isinstance(obj, dict):
+            bad.append((lineno, f"expected a JSON object, found {type(obj).__name__}"))
+            continue
+        good.append(text)
+        rows.append(lineno)
+    if bad and not skip_bad_lines:
+        lineno, why = bad[0]
+        last_line = data.rstrip(b"\r\n").count(b"\n") + 1
+        hint = " (the last line looks truncated)" if lineno == last_line else ""
+        more = f"; {len(bad)} bad line(s) in all" if len(bad) > 1 else ""
+        raise InputError(
+            f"line {lineno} is {why}{hint}{more}. Pass skip_bad_lines=True (CLI: --skip-bad-lines) "
+            "to drop such lines and report how many were skipped",
+            path=source.path,
+            row=lineno,
+        )
+    if bad and provenance is not None:
+        shown = ", ".join(str(n) for n, _ in bad[:10]) + (" ..." if len(bad) > 10 else "")
+        provenance.add(
+            "skipped_lines",
+            f"{len(bad)} line(s) were not JSON objects and were skipped (skip_bad_lines): line(s) {shown}",
+            count=len(bad),
+        )
+    if not good:
+        raise InputError("no line holds a JSON object", path=source.path)
+    try:
+        frame = pl.read_ndjson(b"\n".join(good), infer_schema_length=None)
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError) as exc:
+        raise InputError(f"JSON lines whose values do not share one type per key: {exc}", path=source.path) from exc
+    return frame.with_columns(pl.Series("source_row", rows, dtype=pl.Int64))
+
+
+# --------------------------------------------------------------------------- typed columns
+
+
+def cast_checked(
+    frame: pl.DataFrame,
+    columns: Mapping[str, pl.DataType],
+    *,
+    path: str | Path,
+    row_column: str = "source_row",
+) -> pl.DataFrame:
+    """Cast ``columns`` of an already-read frame (JSON, Parquet) to their dtypes, locating bad values.
+
+    Numbers written as strings are accepted; a whole-number column accepts ``550.0`` but
+    not ``550.5``. A value that does not convert raises :class:`BadValueError` naming
+    the file, the row (``row_column``) and the column. Missing columns raise
+    :class:`SchemaError` listing the columns found.
+    """
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise SchemaError(
+            f"missing column(s) {missing}; found columns {frame.columns}", path=path, field=missing[0]
+        )
+    casts = []
+    for col, dtype in columns.items():
+        have = frame.schema[col]
+        if have == dtype:
+            continue
+        src = pl.col(col)
+        if have == pl.String():
+            src = src.str.strip_chars()
+        if dtype.is_integer() and not have.is_integer():
+            as_float = src.cast(pl.Float64, strict=False)
+            casts.append(pl.when(as_float == as_float.round(0)).then(as_float).otherwise(None).cast(dtype).alias(col))
+        elif dtype == pl.String() and have.is_nested():
+            raise BadValueError(f"expected text, found {have}", path=path, field=col)
+        else:
+            casts.append(src.cast(dtype, strict=False).alias(col))
+    if not casts:
+        return frame
+    typed = frame.with_columns(casts)
+    for expr in casts:
+        col = expr.meta.output_name()
+        bad = frame[col].is_not_null() & typed[col].is_null()
+        if frame.schema[col] == pl.String():
+            bad = bad & (frame[col].str.strip_chars() != "")
+        if bad.any():
+            idx = int(bad.arg_max())
+            row = frame[row_column][idx] if row_column in frame.columns else idx + 1
+            raise BadValueError(
+                f"expected {_type_word(columns[col])}, found {frame[col][idx]!r}",
+                path=path,
+                row=int(row),
+                field=col,
+            )
+    return typed
+
+
+# --------------------------------------------------------------------------- tables (CSV / Parquet / JSONL)
+
+TableKind = str  # "csv" | "parquet" | "jsonl"
+
+
+def table_kind(source: Source) -> TableKind:
+    """What a single-file table holds, by content: Parquet magic, a JSON object line, else CSV."""
+    if source.is_dir:
+        raise InputError("expected a file (CSV, Parquet or JSON lines), found a folder", path=source.path)
+    if source.is_parquet:
+        return "parquet"
+    if source.looks_like_jsonl or source.suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    return "csv"
+
+
+def table_columns(source: Source) -> list[str]:
+    """Column names of a table without reading its rows (Parquet footer, CSV header, first JSON line)."""
+    kind = table_kind(source)
+    if kind == "parquet":
+        target = io.BytesIO(source.read_bytes()) if source.is_gzip else source.path
+        return list(pl.read_parquet_schema(target))
+    if kind == "jsonl":
+        obj = source.first_json_line
+        return list(obj) if isinstance(obj, dict) else []
+    line = source.first_line
+    return [c.strip() for c in next(csv.reader([line]))] if line else []
+
+
+def scan_parquet(source: Source) -> pl.LazyFrame:
+    """A lazy scan of a Parquet file (gzip: decompressed in memory first)."""
+    if source.is_gzip:
+        return pl.read_parquet(io.BytesIO(source.read_bytes())).lazy()
+    try:
+        pl.read_parquet_schema(source.path)
+    except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a bad footer
+        raise InputError(f"not a readable Parquet file: {exc}", path=source.path) from exc
+    return pl.scan_parquet(source.path)
+
+
+def parquet_metadata(source: Source) -> dict[str, str]:
+    """Key-value metadata of a Parquet file ({} when unreadable)."""
+    try:
+        target = io.BytesIO(source.read_bytes()) if source.is_gzip else source.path
+        return dict(pl.read_parquet_metadata(target))
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def read_table(
+    source: Source,
+    columns: Mapping[str, pl.DataType],
+    *,
+    skip_bad_lines: bool = False,
+    provenance: Provenance | None = None,
+) -> pl.DataFrame | pl.LazyFrame:
+    """Read a CSV, Parquet or JSON-lines table (by content; gzip transparent) with typed ``columns``.
+
+    Returns the table with ``columns`` cast to their dtypes (other columns as read) and
+    ``source_row`` (1-based line for CSV and JSONL, where a CSV header is line 1; 1-based
+    row for Parquet). A Parquet file whose columns already have the wanted dtypes comes
+    back as a :class:`polars.LazyFrame` so the caller can collect it once.
+    ``skip_bad_lines`` applies to JSON lines only (see :func:`read_jsonl_checked`).
+    """
+    kind = table_kind(source)
+    if kind == "csv":
+        return read_csv_checked(source, columns)
+    if kind == "jsonl":
+        raw = read_jsonl_checked(source, skip_bad_lines=skip_bad_lines, provenance=provenance)
+        return cast_checked(raw, columns, path=source.path)
+    lf = scan_parquet(source)
+    schema = lf.collect_schema()
+    missing = [c for c in columns if c not in schema]
+    if missing:
+        raise SchemaError(
+            f"missing column(s) {missing}; found columns {schema.names()}", path=source.path, field=missing[0]
+        )
+    row = (pl.int_range(pl.len(), dtype=pl.Int64) + 1).alias("source_row")
+    if all(schema[c] == t for c, t in columns.items()):
+        return lf.with_columns(row)
+    raw = lf.with_columns(row).collect()
+    if raw.height == 0:
+        raise InputError("the file holds no rows", path=source.path)
+    return cast_checked(raw, columns, path=source.path)

@@ -32,7 +32,7 @@ import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import finish_loadpoints, new_provenance, stats_to_columns
+from bearing_lib.loaders._http_loadtest import finish_loadpoints, new_provenance, stats_to_columns
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
@@ -83,8 +83,11 @@ def _is_per_request_file(source: Source) -> bool:
 
 
 def _stage_dirs(root: Path) -> list[Path]:
-    dirs = {p.parent for p in root.rglob("stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)}
-    return sorted(dirs)
+    """Report folders: ``root`` itself or its direct sub-folders (not deeper: a collection of
+    unrelated results is not one sweep)."""
+    found = [p.parent for p in root.glob("stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)]
+    found += [p.parent for p in root.glob("*/stage_*_lifecycle_metrics.json") if STAGE_RE.match(p.name)]
+    return sorted(set(found))
 
 
 def sniff_stages(source: Source) -> bool:
@@ -231,6 +234,7 @@ def load_stages(source: Source) -> LoadPointTable:
     saturated: list[str] = []
     labels: dict[str, int] = {}
     ignored: list[str] = []
+    unaccounted: list[str] = []
     for folder, stage_files in groups:
         run_id = folder.name
         model = _model_near(folder)
@@ -249,6 +253,9 @@ def load_stages(source: Source) -> LoadPointTable:
                 saturated.append(f"{run_id} stage {step}: requested {req:g} rps, achieved {ach:.4g} rps")
             for k, v in _failure_labels(doc).items():
                 labels[k] = labels.get(k, 0) + v
+            sent = doc["load_summary"].get("count")
+            if isinstance(sent, int) and sent != row["n_requests"]:
+                unaccounted.append(f"{run_id} stage {step}: {sent} sent, {row['n_requests']} succeeded or failed")
         if source.is_dir:
             ignored += [q.name for q in folder.iterdir() if q.is_file() and q not in stage_files]
     if any(r["step"] is None for r in rows):
@@ -266,6 +273,13 @@ def load_stages(source: Source) -> LoadPointTable:
             f"the load generator could not send at the requested rate (achieved < requested by more than "
             f"{SATURATION_TOLERANCE:.0%}) in {len(saturated)} stage(s): " + "; ".join(saturated),
             count=len(saturated),
+        )
+    if unaccounted:
+        prov.add(
+            "requests_unaccounted",
+            "load_summary.count differs from successes + failures (requests still running when the stage "
+            "report was written?): " + "; ".join(unaccounted),
+            count=len(unaccounted),
         )
     if labels:
         prov.add("failures_by_label", ", ".join(f"{k}: {v}" for k, v in sorted(labels.items())), level="info")

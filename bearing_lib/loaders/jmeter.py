@@ -11,8 +11,9 @@ Units and meaning: ``timeStamp`` epoch **ms**, the sample **start** (the shipped
 for a JMeter configured otherwise); ``elapsed`` (→ ``latency_ms``), ``Latency`` (time to
 first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in ms.
 
-- Status: ``success`` true → ``ok``; false → 429 ``rejected``, a timeout (``SocketTimeout``,
-  ``timed out``) ``timeout``, else ``error``. ``responseCode`` can be non-numeric
+- Status: ``success`` true → ``ok``; false → 429 ``rejected``, 408/504 or a timeout text
+  (``SocketTimeout``, ``timed out``) ``timeout``, else ``error`` (a 200 that failed an assertion
+  is an ``error``). ``responseCode`` can be non-numeric
   (``Non HTTP response code: javax.net.ssl.SSLException``); it is kept in ``error`` with the
   failure or response message.
 - Transaction Controller parent rows (``responseMessage`` "Number of samples in transaction :
@@ -39,7 +40,13 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import DEFAULT_MIN_PLATEAU_S, assign_steps, cut_plateaus, new_provenance
+from bearing_lib.loaders._http_loadtest import (
+    DEFAULT_MIN_PLATEAU_S,
+    assign_steps,
+    cut_plateaus,
+    new_provenance,
+    plateau_steps,
+)
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace
@@ -214,7 +221,11 @@ def _load(
         .then(pl.lit("ok"))
         .when(pl.col("code").str.strip_chars() == "429")
         .then(pl.lit("rejected"))
-        .when(pl.col("code").str.contains(TIMEOUT_RE) | pl.col("text").fill_null("").str.contains(TIMEOUT_RE))
+        .when(
+            pl.col("code").str.strip_chars().is_in(["408", "504"])
+            | pl.col("code").str.contains(TIMEOUT_RE)
+            | pl.col("text").fill_null("").str.contains(TIMEOUT_RE)
+        )
         .then(pl.lit("timeout"))
         .otherwise(pl.lit("error"))
     )
@@ -232,6 +243,7 @@ def _load(
         prov.add("non_numeric_response_code", f"{non_numeric.height} failed samples have a non-numeric responseCode, "
                  f"e.g. {top}", level="info", count=non_numeric.height)
     # steps from allThreads plateaus
+    plateaus = []
     if frame["threads"].is_not_null().any():
         plateaus = cut_plateaus(frame["start_s"].to_numpy(), frame["threads"].cast(pl.Float64).to_numpy(),
                                 min_hold_s=min_plateau_s, skip_levels=(0,))
@@ -277,6 +289,8 @@ def _load(
         timezone="UTC (epoch ms)", provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s, "timestamp": timestamp,
                  **({"columns": list(columns)} if columns else {})},
+        steps=plateau_steps(plateaus, run_id=source.path.parent.name, unit="concurrency",
+                            source_file=str(source.path)) or None,
     )
 
 
@@ -310,7 +324,8 @@ def load_noheader(
             sep == "|" and n == 13) else ""
         raise ParameterError(
             f"{source.path}: a JMeter JTL without a header ({n} fields separated by {sep!r}); bearing does not guess "
-            f"which column is which: pass columns=[...] (JMeter field names in file order; CLI: --option columns=...)."
+            f"which column is which: load it with bearing_lib.load(path, columns=[...]) (JMeter field names in file "
+            "order; add delimiter=... if needed)."
             + hint
         )
     if len(columns) != n:

@@ -16,7 +16,7 @@ Three formats:
   only with ``ttfb_as_ttft=True`` (right for a streaming endpoint that sends the first
   token with the headers; wrong otherwise). Status: ``http_req_failed`` 1 → failed (k6's
   ``expected_response``), then HTTP 429 → ``rejected``, k6 error code 1050 (request timeout)
-  → ``timeout``, else ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
+  or HTTP 408/504 → ``timeout``, else ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
   The load level is the ``vus`` gauge (sampled each second): VU plateaus held at least
   ``min_plateau_s`` (10 s) become steps (unit ``concurrency``); ``setup``/``teardown``
   requests are in no step.
@@ -37,12 +37,13 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import (
+from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
     assign_steps,
     cut_plateaus,
     finish_loadpoints,
     new_provenance,
+    plateau_steps,
     rfc3339_to_epoch_s,
     stats_to_columns,
 )
@@ -127,7 +128,7 @@ def _status(failed: float | None, status: str | None, error_code: str | None) ->
         return "ok"
     if code == 429:
         return "rejected"
-    if error_code in TIMEOUT_CODES:
+    if error_code in TIMEOUT_CODES or code in (408, 504):
         return "timeout"
     return "error"
 
@@ -297,6 +298,8 @@ def load_ndjson(
         timezone="UTC (converted from the RFC3339 offsets in the file)",
         provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s},
+        steps=plateau_steps(plateaus, run_id=source.path.parent.name, unit="concurrency",
+                            source_file=str(source.path)) or None,
     )
 
 
@@ -393,6 +396,15 @@ def _load_summary(source: Source, handle: bool) -> LoadPointTable:
         )
     else:
         prov.add("no_vus", "the summary has no vus metric: offered load unknown")
+    ok_only = _metric(doc, "http_req_duration{expected_response:true}", handle)
+    if ok_only:
+        shown = ", ".join(f"{k} {v:.6g} ms" for k, v in ok_only.items() if isinstance(v, (int, float)))
+        prov.add(
+            "latency_includes_failures",
+            "latency_ms_* is k6's http_req_duration over ALL requests, failed ones included (fast errors pull it "
+            f"down, timeouts push it up); successful requests only (expected_response:true): {shown}",
+            level="info",
+        )
     _thresholds(doc, handle, prov)
     if handle:
         unit = (doc.get("options") or {}).get("summaryTimeUnit")

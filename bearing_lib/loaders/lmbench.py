@@ -13,7 +13,7 @@ it from there, says so in a finding and cross-checks it against the measured lau
 There is **no error column**: failed requests are simply absent, so an error rate cannot be
 known from these files (a finding says so on every load).
 
-A folder of such CSVs (sub-folders included) loads as runs with ordered steps: one run per
+A folder of such CSVs (and its direct sub-folders) loads as runs with ordered steps: one run per
 folder and workload (``<folder>/<workload>``), steps ordered by QPS.
 """
 
@@ -26,7 +26,7 @@ import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace, read_csv_checked
-from bearing_lib.loaders._loadtest import new_provenance
+from bearing_lib.loaders._http_loadtest import new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace
@@ -57,7 +57,9 @@ def _is_lmbench_file(source: Source) -> bool:
 def _files(source: Source) -> list[Source]:
     if not source.is_dir:
         return [source]
-    return [Source(p) for p in sorted(source.path.rglob("*.csv")) if p.is_file()]
+    # the folder itself and its direct sub-folders (one per deployment), not deeper
+    paths = [p for pat in ("*.csv", "*.csv.gz", "*/*.csv", "*/*.csv.gz") for p in source.path.glob(pat)]
+    return [Source(p) for p in sorted(paths) if p.is_file()]
 
 
 def sniff(source: Source) -> bool:

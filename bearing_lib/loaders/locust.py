@@ -8,7 +8,7 @@ errors with tracebacks). Times are in ms. Three formats are registered:
 
 - ``locust-stats`` → one load point for the whole run (no user count: offered load null);
 - ``locust-stats-history`` → one load point per **user-count plateau** (see
-  :func:`~bearing_lib.loaders._loadtest.cut_plateaus`: a user count held for at least
+  :func:`~bearing_lib.loaders._http_loadtest.cut_plateaus`: a user count held for at least
   ``min_plateau_s`` seconds, 10 by default; the ramp between plateaus and 0-user periods
   are in no step). Requests, failures and the mean response time per plateau are exact,
   from differences of the cumulative ``Total ...`` columns; the max only when it rose
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from bearing_lib.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
-from bearing_lib.loaders._loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus, finish_loadpoints, new_provenance
+from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus, finish_loadpoints, new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
@@ -114,7 +114,7 @@ def sniff_history(source: Source) -> bool:
 
 def sniff_set(source: Source) -> bool:
     if source.is_dir:
-        return any(_kind(c) in ("stats", "history") for c in source.children("*.csv"))
+        return any(_kind(c) in ("stats", "history") for c in source.children("*.csv*"))
     return _kind(source) in ("failures", "exceptions")
 
 
@@ -394,8 +394,11 @@ def _sibling(src: Source, suffix: str) -> Source | None:
     m = re.match(r"^(.*)_(stats|stats_history|failures|exceptions)\.csv$", src.name)
     if not m:
         return None
-    p = src.path.parent / f"{m.group(1)}_{suffix}.csv"
-    return Source(p) if p.is_file() else None
+    for name in (f"{m.group(1)}_{suffix}.csv", f"{m.group(1)}_{suffix}.csv.gz"):
+        p = src.path.parent / name
+        if p.is_file():
+            return Source(p)
+    return None
 
 
 def _prefix(src: Source) -> str:
@@ -464,9 +467,9 @@ def load_set(
     """A folder of Locust CSVs (or one failures/exceptions file, read with its set) → load points."""
     prov = new_provenance(source, format="locust-csv-set", tool=TOOL)
     if source.is_dir:
-        children = source.children("*.csv")
+        children = source.children("*.csv*")
     else:
-        children = [c for c in Source(source.path.parent).children("*.csv") if _prefix(c) == _prefix(source)]
+        children = [c for c in Source(source.path.parent).children("*.csv*") if _prefix(c) == _prefix(source)]
         prov.add("read_with_set", f"{source.name} is part of a Locust CSV set: the set {_prefix(source)}_* was read",
                  level="info")
     by_prefix: dict[str, dict[str, Source]] = {}

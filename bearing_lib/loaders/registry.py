@@ -8,6 +8,7 @@ candidate needs, and ``format=`` picks one explicitly.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,28 @@ def load(path: str | Path, *, format: str | None = None, **options: object) -> D
     """
     source = Source(path)
     spec = get_format(format) if format else detect(source)
+    return call_loader(spec, source, options)
+
+
+def loader_options(spec: FormatSpec) -> list[str]:
+    """Names of the keyword options ``spec.load`` accepts."""
+    params = inspect.signature(spec.load).parameters.values()
+    return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) -> Dataset:
+    """Run ``spec.load`` with ``options``; an option it does not take is a :class:`ParameterError`."""
+    accepted = loader_options(spec)
+    takes_any = any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(spec.load).parameters.values()
+    )
+    unknown = [k for k in options if k not in accepted]
+    if unknown and not takes_any:
+        raise ParameterError(
+            f"format {spec.name!r} does not take option(s) {unknown}; "
+            f"it takes: {', '.join(accepted) if accepted else 'no options'}"
+        )
+    source.start_hashing()
     return spec.load(source, **options)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import threading
 from functools import cached_property
 from pathlib import Path
 
@@ -28,6 +29,8 @@ class Source:
         self.path = Path(path)
         if not self.path.exists():
             raise InputError("no such file or folder", path=self.path)
+        self._hasher: threading.Thread | None = None
+        self._hash: list[str] = []
 
     def __repr__(self) -> str:
         return f"Source({str(self.path)!r})"
@@ -54,9 +57,30 @@ class Source:
         with self.path.open("rb") as fh:
             return fh.read(2) == GZIP_MAGIC
 
+    @property
+    def is_parquet(self) -> bool:
+        """Parquet content (``PAR1`` magic), compressed or not."""
+        return self.head[:4] == b"PAR1"
+
+    @property
+    def looks_like_jsonl(self) -> bool:
+        """The first line is a JSON object (JSON lines, or a one-line JSON document)."""
+        return isinstance(self.first_json_line, dict)
+
+    def start_hashing(self) -> None:
+        """Compute :attr:`sha256` in a background thread (hashlib and file reads release the
+        GIL), so hashing a large file overlaps with parsing it."""
+        if self._hasher is None and "sha256" not in self.__dict__:
+            self._hasher = threading.Thread(target=lambda: self._hash.append(sha256_of(self.path)), daemon=True)
+            self._hasher.start()
+
     @cached_property
     def sha256(self) -> str:
         """sha256 of the raw bytes as stored (folders: see :func:`sha256_of`)."""
+        if self._hasher is not None:
+            self._hasher.join()
+            if self._hash:
+                return self._hash[0]
         return sha256_of(self.path)
 
     def open_binary(self) -> io.BufferedIOBase:
@@ -145,6 +169,14 @@ class Source:
             return f"a folder holding {len(names)} entries: {', '.join(names[:12])}{more}"
         if not self.head:
             return "an empty file"
+        if self.is_parquet:
+            try:
+                import polars as pl
+
+                target = io.BytesIO(self.read_bytes()) if self.is_gzip else self.path
+                return f"a Parquet file with columns {list(pl.read_parquet_schema(target))[:30]}"
+            except Exception:  # noqa: BLE001 - a broken footer: say what we know
+                return "a Parquet file whose footer cannot be read"
         obj = self.first_json_line
         if isinstance(obj, dict):
             return f"JSON lines; the first object has keys {sorted(obj)[:20]}"

@@ -16,7 +16,7 @@
 Status: ``code`` 0 is a transport error (client timeout, refused connection), the text is in
 ``error``; a timeout text (``Client.Timeout``, ``deadline exceeded``, ``timeout``) gives
 ``timeout``, otherwise ``error``; HTTP 2xx/3xx ``ok`` (Vegeta's own success rule), 429
-``rejected``. Requests that time out carry latency ≈ the client timeout.
+``rejected``, 408/504 ``timeout``, other codes ``error``. Requests that time out carry latency ≈ the client timeout.
 
 Vegeta writes the attack rate nowhere in its results: bearing reads it from the file name
 (``tgi_4qps_60duration_results.json`` → 4 rps, run ``<folder>/tgi``), says so in a finding and
@@ -36,12 +36,13 @@ import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
 from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._loadtest import (
+from bearing_lib.loaders._http_loadtest import (
     finish_loadpoints,
     new_provenance,
     parse_go_duration,
     rate_from_name,
     rfc3339_to_epoch_s,
+    status_expr,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
@@ -125,7 +126,7 @@ def sniff_csv(source: Source) -> bool:
 
 def sniff_report(source: Source) -> bool:
     if source.is_dir:
-        return any(_is_report(c) for c in source.children("*.txt")) and not _results_in(source)
+        return any(_is_report(c) for c in source.children("*.txt*")) and not _results_in(source)
     return _is_report(source)
 
 
@@ -144,27 +145,14 @@ def _run_and_rate(path: Path) -> tuple[str, float | None]:
     return f"{path.parent.name}/{prefix}", rate
 
 
-def _status_of(code: int, error: str) -> str:
-    if code == 0:
-        low = error.lower()
-        return "timeout" if any(w in low for w in TIMEOUT_WORDS) else "error"
-    if 200 <= code < 400:
-        return "ok"
-    return "rejected" if code == 429 else "error"
-
-
 def _status_expr() -> pl.Expr:
-    """Polars form of :func:`_status_of`."""
+    """Status of a result: code 0 by its error text (timeout or error), else by the HTTP code."""
     code = pl.col("code")
     timeout_text = pl.col("error").str.to_lowercase().str.contains("|".join(re.escape(w) for w in TIMEOUT_WORDS))
     return (
         pl.when(code == 0)
         .then(pl.when(timeout_text).then(pl.lit("timeout")).otherwise(pl.lit("error")))
-        .when(code.is_between(200, 399))
-        .then(pl.lit("ok"))
-        .when(code == 429)
-        .then(pl.lit("rejected"))
-        .otherwise(pl.lit("error"))
+        .otherwise(status_expr(code))
     )
 
 
@@ -410,7 +398,7 @@ def _parse_report(src: Source) -> dict[str, object]:
 
 def load_report(source: Source) -> LoadPointTable:
     """``vegeta report`` text (file or folder of them) → one load point per report."""
-    files = [c for c in source.children("*.txt") if _is_report(c)] if source.is_dir else [source]
+    files = [c for c in source.children("*.txt*") if _is_report(c)] if source.is_dir else [source]
     prov = new_provenance(source, format="vegeta-text-report", tool=TOOL)
     meta = []
     for f in files:

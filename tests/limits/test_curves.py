@@ -169,3 +169,29 @@ def test_load_point_table_passthrough():
     assert r["error_rate"] == pytest.approx(2 / 120)
     assert r["concurrency_mean"] == pytest.approx(0.98 * 2.0)
     assert "no_ci" in r["flags"] and "too_few_for_p99" in r["flags"]
+
+
+def test_percentiles_equal_linear_quantiles_per_group():
+    """Curve percentiles (read off sorted lists) equal quantile_expr (linear) and numpy's linear, per step x mix."""
+    from bearing_lib.quantiles import quantile_expr
+
+    tr = make_trace(mm1_frame([3.0, 6.0, 8.0], mu_rps=10, step_s=300, seed=13,
+                              mix_weights={"chat": 0.6, "rag": 0.4}, error_prob=0.02))
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1000)}), Mix("long", {"input_tokens": (1000, math.inf)})))
+    w = step_windows(tr)
+    c = load_curve(tr, spec, windows=w)
+    from bearing_lib.curves import steady_requests
+    from bearing_lib.sla import OK_EXPR
+
+    steady = steady_requests(tr, w, spec).collect().filter(OK_EXPR)
+    ref = steady.group_by("run_id", "step", "mix").agg(
+        [quantile_expr("latency_ms", q).alias(f"q{q}") for q in (0.5, 0.9, 0.95, 0.99)] + [pl.col("latency_ms")])
+    joined = c.join(ref, on=["run_id", "step", "mix"])
+    assert joined.height == c.height == 6
+    for r in joined.iter_rows(named=True):
+        for name, q in (("p50", 0.5), ("p90", 0.9), ("p95", 0.95), ("p99", 0.99)):
+            if r[f"latency_ms_{name}"] is None:
+                assert "too_few_for_" + name in r["flags"]
+                continue
+            assert r[f"latency_ms_{name}"] == pytest.approx(r[f"q{q}"], rel=1e-12)
+            assert r[f"latency_ms_{name}"] == pytest.approx(float(np.quantile(r["latency_ms"], q)), rel=1e-12)

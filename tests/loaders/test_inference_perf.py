@@ -151,3 +151,13 @@ def test_prometheus_and_config_are_not_formats():
             detect(KUBECON_VLLM / name)
     with pytest.raises(FormatDetectionError):
         detect(DATA / "k8s-sigs-kubecon-na-2025" / "config.yaml")
+
+
+def test_sent_but_unaccounted_requests_are_reported(tmp_path):
+    doc = _j(KUBECON_VLLM / "stage_2_lifecycle_metrics.json")
+    doc["load_summary"]["count"] += 5
+    p = tmp_path / "stage_2_lifecycle_metrics.json"
+    p.write_text(json.dumps(doc))
+    lp = load(p)
+    (f,) = [x for x in lp.provenance.findings if x.code == "requests_unaccounted"]
+    assert f"{doc['load_summary']['count']} sent, {doc['successes']['count']} succeeded or failed" in f.message

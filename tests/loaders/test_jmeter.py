@@ -158,3 +158,15 @@ def test_429_and_timeout_statuses(tmp_path):
     )
     f = load_trace(p).frame.sort("source_row")
     assert f["status"].to_list() == ["ok", "rejected", "timeout", "error"]
+
+
+@pytest.mark.shared_data
+def test_plateau_steps_are_reported(shared_data):
+    tr = load_trace(shared_data(KUPRICH))
+    s = tr.steps
+    assert s["offered_load"].to_list() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert s["offered_load_unit"].unique().to_list() == ["concurrency"]
+    # each step's duration is its plateau length; every sample of a step starts inside it
+    for row in s.iter_rows(named=True):
+        starts = tr.frame.filter(tr.frame["step"] == row["step"])["start_s"]
+        assert starts.max() - starts.min() <= row["duration_s"]

@@ -176,3 +176,11 @@ def test_unknown_summary_and_point_layouts(tmp_path):
     q.write_text(json.dumps({"type": "Point", "metric": "http_reqs", "data": {"value": 1}}) + "\n")
     with pytest.raises(UnsupportedVersionError, match="data.time"):
         load(q)
+
+
+@pytest.mark.shared_data
+def test_successful_only_trend_is_reported(shared_data):
+    p = shared_data(f"{HANDLE_DIR}/20260602_2b33faf/k6-summary.json")
+    ok_only = json.loads(p.read_text())["metrics"]["http_req_duration{expected_response:true}"]["values"]
+    (f,) = [x for x in load(p).provenance.findings if x.code == "latency_includes_failures"]
+    assert f"p(95) {ok_only['p(95)']:.6g} ms" in f.message

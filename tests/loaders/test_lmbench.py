@@ -136,3 +136,15 @@ def test_file_without_rate_in_name(tmp_path, bundled):
 def test_detection_is_content_based(bundled):
     assert detect(bundled(f"{ROOT}/vllm-70b-2replicas/LMBench_sharegpt_output_1.csv")).name == "lmbench-csv"
     assert detect(bundled(ROOT)).name == "lmbench-csv"
+
+
+def test_gzipped_files_in_a_folder(tmp_path, bundled):
+    import gzip
+
+    src = bundled(f"{ROOT}/vllm-70b-2replicas")
+    for name in ("LMBench_sharegpt_output_1.csv", "LMBench_sharegpt_output_2.csv"):
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress((src / name).read_bytes()))
+    tr = load(tmp_path)
+    assert tr.steps["offered_load"].to_list() == [1.0, 2.0]
+    n = sum(len(_rows(src / f"LMBench_sharegpt_output_{q}.csv")) for q in (1, 2))
+    assert len(tr) == n

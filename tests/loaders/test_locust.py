@@ -148,3 +148,26 @@ def test_unknown_history_layout(tmp_path):
     with pytest.raises(UnsupportedVersionError) as exc:
         load(p)
     assert "Total Request Count" in exc.value.missing
+
+
+def test_newer_failures_layout_with_rows(tmp_path, shared_data):
+    import shutil
+
+    src = shared_data(RISH)
+    for name in ("locust_stats.csv", "locust_stats_history.csv"):
+        shutil.copyfile(src / name, tmp_path / name)
+    (tmp_path / "locust_failures.csv").write_text(
+        "Method,Name,Error,Occurrences,First Seen,Last Seen\n"
+        "POST,chat (headers),\"HTTPError('429 Client Error: Too Many Requests for url: /v1/chat')\",7,"
+        "1782550400.1,1782550500.2\n"
+        "POST,chat (headers),\"ReadTimeout(\"\"HTTPSConnectionPool(host='x', port=443): Read timed out.\"\")\",2,"
+        "1782550401.0,1782550402.0\n"
+        "STREAM,TTFT,CustomError('no first token'),4,1782550401.0,1782550402.0\n"
+    )
+    lp = load(tmp_path / "locust_failures.csv")
+    (f,) = [x for x in lp.provenance.findings if x.code == "failures"]
+    # the TTFT metric row's failures are not request failures
+    assert f.count == 9 and "rejected (429): 7" in f.message and "timeout: 2" in f.message
+    assert "newer (First Seen, Last Seen)" in f.message
+    (mm,) = [x for x in lp.provenance.findings if x.code == "failures_mismatch"]
+    assert "counts 9 failed requests, the stats CSV 0" in mm.message

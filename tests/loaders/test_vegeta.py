@@ -22,7 +22,7 @@ import pytest
 
 from bearing_lib import InputError, UnsupportedVersionError, load, load_trace
 from bearing_lib.loaders import detect
-from bearing_lib.loaders._loadtest import parse_go_duration
+from bearing_lib.loaders._http_loadtest import parse_go_duration
 
 FZ = "loadtests/vegeta/ferdinandzhong-tgi-trial"
 CONVERTED_7B = f"{FZ}/bloomz-7b/converted_to_vegeta_json"
@@ -171,3 +171,23 @@ def test_unknown_report_layout(tmp_path):
 )
 def test_go_durations(text, seconds):
     assert parse_go_duration(text) == pytest.approx(seconds)
+
+
+def test_status_codes_429_504_and_transport_errors(tmp_path):
+    lines = [
+        {"code": 200, "error": ""},
+        {"code": 429, "error": "429 Too Many Requests"},
+        {"code": 504, "error": "504 Gateway Timeout"},
+        {"code": 0, "error": "dial tcp 127.0.0.1:8080: connect: connection refused"},
+        {"code": 0, "error": "Post: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"},
+    ]
+    p = tmp_path / "api_10qps_results.json"
+    with p.open("w") as fh:
+        for i, r in enumerate(lines):
+            rec = {"attack": "", "seq": i, "timestamp": f"2024-01-01T00:00:0{i}.5Z", "latency": 1_500_000} | r
+            fh.write(json.dumps(rec) + "\n")
+    f = load_trace(p).frame.sort("source_row")
+    assert f["status"].to_list() == ["ok", "rejected", "timeout", "error", "timeout"]
+    assert f["latency_ms"].to_list() == [1.5] * 5
+    assert f["error"][3].startswith("0: dial tcp")
+    assert set(f["offered_load"]) == {10.0}

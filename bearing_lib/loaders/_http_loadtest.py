@@ -1,0 +1,286 @@
+"""Helpers shared by the HTTP and auxiliary load-test loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
+
+- :func:`finish_loadpoints`: conform a list of load-point rows and wrap them with provenance.
+- :func:`cut_plateaus`: cut a ramp (users, VUs, threads over time) into constant-level steps.
+- :func:`rate_from_name`: a load level written only in a file name.
+- :func:`status_from_http`: HTTP status code → canonical status.
+- :func:`parse_go_duration`: Go ``time.Duration`` strings (``1m29.8s``, ``350µs``) → seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.errors import BadValueError
+from bearing_lib.loaders.source import Source
+from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.provenance import FieldOrigin, Provenance
+
+DEFAULT_MIN_PLATEAU_S = 10.0
+"""A load level must hold this long (seconds) to count as a step (see :func:`cut_plateaus`)."""
+
+
+def new_provenance(source: Source, *, format: str, tool: str) -> Provenance:
+    """An empty provenance for ``source`` (sha256 filled)."""
+    return Provenance(source=str(source.path), format=format, tool=tool, sha256=source.sha256)
+
+
+def finish_loadpoints(
+    rows: list[dict[str, object]],
+    source: Source,
+    *,
+    format: str,
+    tool: str,
+    tool_version: str | None = None,
+    provenance: Provenance | None = None,
+    derived: Sequence[str] = (),
+    files: Sequence[str] = (),
+    options: Mapping[str, object] | None = None,
+) -> LoadPointTable:
+    """Conform load-point ``rows`` and wrap them with provenance.
+
+    Columns with a value count as measured unless listed in ``derived``. Raises
+    :class:`BadValueError` when there is no row, or a count or latency is negative.
+    """
+    if not rows:
+        raise BadValueError("the input holds no load point", path=source.path)
+    frame = conform_loadpoints(rows, path=str(source.path))
+    prov = provenance or new_provenance(source, format=format, tool=tool)
+    prov.format, prov.tool, prov.tool_version = format, tool, tool_version
+    prov.sha256 = prov.sha256 or source.sha256
+    prov.time_origin = "none"
+    prov.timezone = "not applicable (aggregates)"
+    prov.files = list(files)
+    prov.options = dict(options or {})
+    nonnull = frame.select(pl.all().is_not_null().any()).row(0, named=True)
+    fields: dict[str, FieldOrigin] = {}
+    for col in LOADPOINT_SCHEMA:
+        if col == "source_file":
+            continue
+        fields[col] = ("derived" if col in derived else "measured") if nonnull[col] else "absent"
+    prov.fields = fields
+    numeric = [c for c, t in LOADPOINT_SCHEMA.items() if t.is_numeric() and c != "step"]
+    for col in numeric:
+        neg = frame.filter(pl.col(col) < 0)
+        if neg.height:
+            r = neg.row(0, named=True)
+            raise BadValueError(
+                f"expected a non-negative number, found {r[col]!r} (run {r['run_id']}, step {r['step']})",
+                path=r["source_file"] or source.path,
+                field=col,
+            )
+    return LoadPointTable(frame=frame, provenance=prov)
+
+
+def stats_to_columns(
+    stats: Mapping[str, object] | None,
+    metric: str,
+    keymap: Mapping[str, str],
+    *,
+    scale: float = 1.0,
+) -> dict[str, float]:
+    """Map a tool's statistics object to ``<metric>_<stat>`` columns, scaled to ms.
+
+    ``keymap`` maps the tool's key (``"median"``, ``"p(95)"`` ...) to a canonical stat
+    (``"p50"``, ``"p95"`` ...). Missing or null keys are left out.
+    """
+    out: dict[str, float] = {}
+    if not isinstance(stats, Mapping):
+        return out
+    for key, stat in keymap.items():
+        v = stats.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"{metric}_{stat}"] = float(v) * scale
+    return out
+
+
+# --------------------------------------------------------------------------- plateaus
+@dataclass(frozen=True)
+class Plateau:
+    """A time interval ``[start_s, end_s)`` during which the load level stayed at ``level``."""
+
+    step: int
+    level: float
+    start_s: float
+    end_s: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+def cut_plateaus(
+    t_s: Sequence[float] | np.ndarray,
+    level: Sequence[float] | np.ndarray,
+    *,
+    min_hold_s: float = DEFAULT_MIN_PLATEAU_S,
+    bin_s: float = 1.0,
+    skip_levels: Sequence[float] = (0,),
+) -> list[Plateau]:
+    """Cut a load ramp into steps: the intervals where the level stayed constant long enough.
+
+    The rule (the same for Locust users, k6 VUs and JMeter threads): observations
+    ``(t_s, level)`` are put in ``bin_s`` bins (1 s), each bin takes the most frequent
+    level in it (ties: the higher level), so the jitter of per-sample counters at a
+    transition does not break a plateau. Consecutive bins with the same level form a
+    run; a run whose span (first bin start to last bin end) is at least ``min_hold_s``
+    seconds is a plateau, numbered in time order from 0. Empty bins neither extend nor
+    break a run. Runs at a level in ``skip_levels`` (0 users: before start, after stop)
+    are not steps. Everything else (the ramp between plateaus) belongs to no step.
+    """
+    t = np.asarray(t_s, dtype=float)
+    lv = np.asarray(level, dtype=float)
+    ok = ~(np.isnan(t) | np.isnan(lv))
+    t, lv = t[ok], lv[ok]
+    if t.size == 0:
+        return []
+    order = np.argsort(t, kind="stable")
+    t, lv = t[order], lv[order]
+    t0 = t[0]
+    b = np.floor((t - t0) / bin_s).astype(np.int64)
+    # mode per bin (ties -> higher level): polars group_by keeps this short and exact
+    df = (
+        pl.DataFrame({"b": b, "lv": lv})
+        .group_by("b", "lv")
+        .len()
+        .sort(["b", "len", "lv"], descending=[False, True, True])
+    )
+    per_bin = df.group_by("b", maintain_order=True).first().sort("b")
+    bins = per_bin["b"].to_numpy()
+    levels = per_bin["lv"].to_numpy()
+    plateaus: list[Plateau] = []
+    i = 0
+    n = len(bins)
+    while i < n:
+        j = i
+        while j + 1 < n and levels[j + 1] == levels[i]:
+            j += 1
+        start = t0 + bins[i] * bin_s
+        end = t0 + (bins[j] + 1) * bin_s
+        if end - start >= min_hold_s and levels[i] not in skip_levels:
+            plateaus.append(Plateau(step=len(plateaus), level=float(levels[i]), start_s=start, end_s=end))
+        i = j + 1
+    return plateaus
+
+
+def plateau_steps(plateaus: Sequence[Plateau], *, run_id: str, unit: str, source_file: str) -> list[dict[str, object]]:
+    """Per-step facts (:data:`~bearing_lib.trace.STEP_SCHEMA` rows) for plateaus: duration = plateau length."""
+    return [
+        {
+            "run_id": run_id,
+            "step": p.step,
+            "offered_load": p.level,
+            "offered_load_unit": unit,
+            "duration_s": p.duration_s,
+            "n_requests_reported": None,
+            "source_file": source_file,
+        }
+        for p in plateaus
+    ]
+
+
+def assign_steps(t_s: np.ndarray | pl.Series, plateaus: Sequence[Plateau]) -> tuple[np.ndarray, np.ndarray]:
+    """Step index and level for each time in ``t_s`` (NaN / -1 outside every plateau)."""
+    t = np.asarray(t_s, dtype=float)
+    step = np.full(t.shape, -1, dtype=np.int64)
+    lvl = np.full(t.shape, np.nan)
+    for p in plateaus:
+        m = (t >= p.start_s) & (t < p.end_s)
+        step[m] = p.step
+        lvl[m] = p.level
+    return step, lvl
+
+
+# --------------------------------------------------------------------------- names, codes, durations
+_NUM = r"(\d+(?:\.\d+)?)"
+
+
+def rate_from_name(name: str, patterns: Sequence[str]) -> float | None:
+    """The first number captured by one of ``patterns`` (regexes with one group) in ``name``."""
+    for pat in patterns:
+        m = re.search(pat, name)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def status_from_http(code: int | None) -> str:
+    """Canonical status of an HTTP status code: 2xx/3xx ok, 429 rejected, 408/504 timeout, else error."""
+    if code is None:
+        return "error"
+    if 200 <= code < 400:
+        return "ok"
+    if code == 429:
+        return "rejected"
+    if code in (408, 504):
+        return "timeout"
+    return "error"
+
+
+def status_expr(code: pl.Expr) -> pl.Expr:
+    """Polars form of :func:`status_from_http` for an integer code column (null → error)."""
+    return (
+        pl.when(code.is_between(200, 399))
+        .then(pl.lit("ok"))
+        .when(code == 429)
+        .then(pl.lit("rejected"))
+        .when(code.is_in([408, 504]))
+        .then(pl.lit("timeout"))
+        .otherwise(pl.lit("error"))
+    )
+
+
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+_GO_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|μs|ns)")
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go ``time.Duration`` string such as ``1m29.801399599s`` or ``350µs``.
+
+    Raises ``ValueError`` for anything else.
+    """
+    s = text.strip()
+    if s in ("0", "0s"):
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _GO_PART.finditer(s):
+        if m.start() != pos:
+            raise ValueError(f"not a Go duration: {text!r}")
+        total += float(m.group(1)) * _GO_UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise ValueError(f"not a Go duration: {text!r}")
+    return total
+
+
+def rfc3339_to_epoch_s(text: str, path: Path, line: int) -> float:
+    """RFC3339 time with any UTC offset (or ``Z``) → UTC epoch seconds, all fraction digits kept.
+
+    Raises :class:`BadValueError` naming ``path``/``line`` when the text is not RFC3339 or
+    has no offset.
+    """
+    s = text.strip()
+    if s.endswith("Z"):
+        s = s[:-1] + "+00:00"
+    frac = 0.0
+    if "." in s:
+        head, rest = s.split(".", 1)
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        frac = float("0." + digits) if digits else 0.0
+        s = head + rest
+    try:
+        dt = datetime.fromisoformat(s)
+    except ValueError:
+        raise BadValueError(f"expected an RFC3339 time, found {text!r}", path=path, row=line, field="time") from None
+    if dt.tzinfo is None:
+        raise BadValueError(f"time {text!r} has no UTC offset", path=path, row=line, field="time")
+    return dt.timestamp() + frac

@@ -1,0 +1,344 @@
+"""NVIDIA GenAI-Perf and AIPerf exports: per-run summaries and the AIPerf sweep CSV.
+
+All three become a :class:`~bearing_lib.loadpoints.LoadPointTable` (none holds requests):
+
+``genai-perf-export``
+    ``profile_export_genai_perf.json``: one object per metric with ``unit`` and ``avg``,
+    ``p1`` … ``p99``, ``min``, ``max``, ``std``; the load level in ``input_config``
+    (``concurrency`` / ``request_rate``; the newer nested config keeps it in
+    ``input_config.perf_analyzer.stimulus``).
+``aiperf-export``
+    ``profile_export_aiperf.json``: the same metric objects plus ``benchmark_duration``,
+    ``error_request_count``, ``error_summary``, ``was_cancelled``, ``inter_chunk_latency``;
+    the load level in ``input_config.loadgen``.
+``aiperf-sweep-csv``
+    ``profile_export_aiperf_sweep.csv``: a multi-section CSV (CRLF, sections separated by
+    blank lines: the per-level table, then ``Best Configurations``, ``Pareto Optimal
+    Points``, ``Metadata``). One row per concurrency with ``<metric>_{mean,std,min,max,cv}``;
+    ``min``/``max`` are per-request extremes, ``std``/``cv`` are across trials.
+
+Units are read from each metric's ``unit`` (ms, s, ns are converted to ms; anything else
+is an error), never guessed from magnitudes. GenAI-Perf's and AIPerf's
+``inter_token_latency`` is per request ``(latency − TTFT) / (output tokens − 1)``, what
+bearing calls TPOT, so it fills ``tpot_ms``; AIPerf's ``inter_chunk_latency`` (gaps between
+streamed chunks) fills ``itl_ms``. Neither tool writes its version into these files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.loaders._loadtest import (
+    StepFacts,
+    finish_loadpoints,
+    json_document,
+    number,
+    number_steps,
+    parse_rate,
+    step_columns,
+)
+from bearing_lib.loaders.registry import FormatSpec, register
+from bearing_lib.loaders.source import Source
+from bearing_lib.loadpoints import LoadPointTable
+from bearing_lib.provenance import Provenance
+
+NAME_GENAI = "genai-perf-export"
+NAME_AIPERF = "aiperf-export"
+NAME_SWEEP = "aiperf-sweep-csv"
+TOOL_GENAI = "NVIDIA GenAI-Perf"
+TOOL_AIPERF = "NVIDIA AIPerf"
+
+METRIC_KEYS = ("request_throughput", "request_latency", "request_count", "time_to_first_token")
+AIPERF_MARKERS = ("benchmark_duration", "was_cancelled", "error_summary")
+_TO_MS = {"ms": 1.0, "s": 1000.0, "sec": 1000.0, "ns": 1e-6, "us": 1e-3}
+_STATS = {"avg": "mean", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "max": "max"}
+_LAT = {"request_latency": "latency_ms", "time_to_first_token": "ttft_ms", "inter_token_latency": "tpot_ms",
+        "inter_chunk_latency": "itl_ms"}
+
+
+# ---------------------------------------------------------------- recognising files
+def _is_export(doc: object) -> bool:
+    return (isinstance(doc, dict) and "input_config" in doc
+            and all(isinstance(doc.get(k), dict) and "unit" in doc[k] for k in METRIC_KEYS))
+
+
+def _doc(source: Source) -> object:
+    return json_document(source) if source.suffix == ".json" else None
+
+
+def sniff_genai(source: Source) -> bool:
+    doc = _doc(source)
+    return _is_export(doc) and not any(k in doc for k in AIPERF_MARKERS)  # type: ignore[operator]
+
+
+def sniff_aiperf(source: Source) -> bool:
+    doc = _doc(source)
+    return _is_export(doc) and any(k in doc for k in AIPERF_MARKERS)  # type: ignore[operator]
+
+
+def _layout(doc: dict[str, Any]) -> str:
+    cfg = doc.get("input_config") or {}
+    if "loadgen" in cfg:
+        return "AIPerf profile export (input_config.loadgen)"
+    if "perf_analyzer" in cfg:
+        per_user = "output_token_throughput_per_user" in doc
+        return "GenAI-Perf export, nested config (input_config.perf_analyzer.stimulus" + (
+            ", output_token_throughput_per_user)" if per_user else ")")
+    return "GenAI-Perf export, flat config (input_config.concurrency/request_rate" + (
+        ", output_token_throughput_per_request)" if "output_token_throughput_per_request" in doc else ")")
+
+
+def version(source: Source) -> str | None:
+    return None  # neither tool writes a version into these files; the layout is a finding
+
+
+# ---------------------------------------------------------------- per-run exports
+def _avg(doc: dict[str, Any], key: str, path: Path) -> float | None:
+    obj = doc.get(key)
+    if not isinstance(obj, dict):
+        return None
+    return number(obj.get("avg"), path=path, field=f"{key}.avg")
+
+
+def _ms_stats(doc: dict[str, Any], key: str, metric: str, path: Path) -> dict[str, float | None]:
+    obj = doc.get(key)
+    if not isinstance(obj, dict):
+        return {}
+    unit = str(obj.get("unit", "")).strip().lower()
+    if unit not in _TO_MS:
+        raise BadValueError(f"expected a time unit (ms, s, ns), found {obj.get('unit')!r}", path=path,
+                            field=f"{key}.unit")
+    scale = _TO_MS[unit]
+    out = {}
+    for src, stat in _STATS.items():
+        v = number(obj.get(src), path=path, field=f"{key}.{src}")
+        out[f"{metric}_{stat}"] = None if v is None else v * scale
+    return out
+
+
+def _offered(doc: dict[str, Any], path: Path, tool: str) -> tuple[float | None, str | None]:
+    cfg = doc.get("input_config") or {}
+    places = [cfg.get("loadgen") or {}, (cfg.get("perf_analyzer") or {}).get("stimulus") or {}, cfg]
+    places = [p for p in places if isinstance(p, dict)]
+    for place in places:
+        conc, rate = place.get("concurrency"), place.get("request_rate")
+        if rate is not None:
+            return parse_rate(rate, path=path, field="input_config.request_rate"), "rps"
+        if conc is not None:
+            return number(conc, path=path, field="input_config.concurrency"), "concurrency"
+    raise UnsupportedVersionError(
+        "the file states no load level", tool=tool, version=None,
+        missing=["input_config.loadgen.concurrency|request_rate", "input_config.perf_analyzer.stimulus",
+                 "input_config.concurrency|request_rate"], path=path)
+
+
+def _model(doc: dict[str, Any]) -> str | None:
+    cfg = doc.get("input_config") or {}
+    endpoint = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
+    for cand in (cfg.get("model"), cfg.get("model_names"), endpoint.get("model_names")):
+        if isinstance(cand, list) and cand:
+            return str(cand[0])
+        if isinstance(cand, str):
+            return cand
+    return None
+
+
+def _run_id(path: Path) -> str:
+    return path.parent.name or Path(path.name).stem
+
+
+def _load_export(source: Source, *, name: str, tool: str) -> LoadPointTable:
+    doc = source.json
+    path = source.path
+    missing = [k for k in METRIC_KEYS if not isinstance(doc.get(k) if isinstance(doc, dict) else None, dict)]
+    if missing:
+        raise UnsupportedVersionError("not a profile export bearing can read", tool=tool, version=None,
+                                      missing=missing, path=path)
+    prov = Provenance(source=str(path), format=name, tool=tool, sha256="")
+    load_value, unit = _offered(doc, path, tool)
+    derived = {"input_tokens_per_s"}
+    n_ok = _avg(doc, "request_count", path)
+    rps = _avg(doc, "request_throughput", path)
+    duration = _avg(doc, "benchmark_duration", path)
+    if duration is not None:
+        unit_d = str(doc["benchmark_duration"].get("unit", "sec")).lower()
+        duration = duration * _TO_MS.get(unit_d, 1000.0) / 1000.0
+    elif n_ok and rps:
+        duration = n_ok / rps
+        derived.add("duration_s")
+    n_errors: int | None = None
+    if name == NAME_AIPERF:
+        err = _avg(doc, "error_request_count", path)
+        if err is not None:
+            n_errors = int(err)
+        elif isinstance(doc.get("error_summary"), list):
+            n_errors = sum(int(e.get("count", 0)) for e in doc["error_summary"] if isinstance(e, dict))
+            derived.add("n_errors")
+        if doc.get("was_cancelled"):
+            prov.add("run_cancelled", "AIPerf marks this run as cancelled (was_cancelled true)")
+    else:
+        prov.add("errors_unknown", "GenAI-Perf's export counts completed requests only: n_errors is unknown",
+                 level="info")
+    isl = _avg(doc, "input_sequence_length", path)
+    row: dict[str, object] = {
+        "run_id": _run_id(path),
+        "offered_load": load_value,
+        "offered_load_unit": unit,
+        "model": _model(doc),
+        "duration_s": duration,
+        "n_ok": int(n_ok) if n_ok is not None else None,
+        "n_errors": n_errors,
+        "n_requests": int(n_ok) + n_errors if n_ok is not None and n_errors is not None else None,
+        "throughput_rps": rps,
+        "input_tokens_per_s": isl * rps if isl is not None and rps is not None else None,
+        "output_tokens_per_s": _avg(doc, "output_token_throughput", path),
+        "source_file": path.name,
+    }
+    if row["n_requests"] is not None:
+        derived.add("n_requests")
+    for key, metric in _LAT.items():
+        row.update(_ms_stats(doc, key, metric, path))
+    step = StepFacts(run_id=str(row["run_id"]), offered_load=load_value, offered_load_unit=unit)
+    number_steps([step], prov)
+    row.update(step_columns(step))
+    options: dict[str, object] = {"layout": _layout(doc)}
+    if name == NAME_AIPERF:
+        good = _avg(doc, "goodput", path)
+        options["goodput_rps"] = good
+        options["start_time"], options["end_time"] = doc.get("start_time"), doc.get("end_time")
+    telemetry = "telemetry_stats" in doc or "telemetry_data" in doc
+    if telemetry:
+        prov.add("gpu_telemetry_not_read", "the file carries GPU telemetry (DCGM); bearing does not read it yet",
+                 level="info")
+    prov.add("version_not_stated", f"{tool} writes no version number into this file; layout: {options['layout']}",
+             level="info")
+    prov.add("summary_only", "one summary per run: no per-request data, so no bootstrap or re-computed percentiles",
+             level="info")
+    return finish_loadpoints([row], source, format=name, tool=tool, tool_version=None, derived=derived,
+                             provenance=prov, options=options, files=[str(path)])
+
+
+def load_genai(source: Source) -> LoadPointTable:
+    return _load_export(source, name=NAME_GENAI, tool=TOOL_GENAI)
+
+
+def load_aiperf(source: Source) -> LoadPointTable:
+    return _load_export(source, name=NAME_AIPERF, tool=TOOL_AIPERF)
+
+
+# ---------------------------------------------------------------- AIPerf sweep CSV
+SWEEP_REQUIRED = ("request_count_mean", "request_throughput_mean", "request_latency_mean",
+                  "time_to_first_token_mean", "benchmark_duration_mean")
+SWEEP_VARS = {"concurrency": "concurrency", "request_rate": "rps"}
+
+
+def _sections(text: str) -> list[list[str]]:
+    """Blank-line separated sections of lines (CRLF or LF)."""
+    sections: list[list[str]] = [[]]
+    for line in text.splitlines():
+        if line.strip():
+            sections[-1].append(line)
+        elif sections[-1]:
+            sections.append([])
+    return [s for s in sections if s]
+
+
+def sniff_sweep(source: Source) -> bool:
+    if source.is_dir or source.suffix != ".csv":
+        return False
+    header = source.first_line.split(",")
+    return bool(header) and header[0].strip() in SWEEP_VARS and "request_throughput_mean" in header
+
+
+def load_sweep(source: Source) -> LoadPointTable:
+    path = source.path
+    sections = _sections(source.read_text())
+    if not sections:
+        raise InputError("the file is empty", path=path)
+    table = list(csv.DictReader(io.StringIO("\n".join(sections[0]))))
+    header = sections[0][0].split(",")
+    var = header[0].strip()
+    missing = [c for c in SWEEP_REQUIRED if c not in header]
+    if var not in SWEEP_VARS or missing:
+        raise UnsupportedVersionError("not an AIPerf sweep table bearing can read", tool="AIPerf sweep CSV",
+                                      version=None, missing=missing or ["concurrency|request_rate"], path=path)
+    if not table:
+        raise InputError("the sweep table has a header but no rows", path=path)
+    extra: dict[str, object] = {}
+    for sec in sections[1:]:
+        title, rows = sec[0].strip(), sec[1:]
+        if title == "Metadata":
+            parsed = list(csv.reader(rows))
+            extra["metadata"] = {r[0]: r[1] for r in parsed[1:] if len(r) >= 2}
+        else:
+            extra[title] = rows
+    prov = Provenance(source=str(path), format=NAME_SWEEP, tool=TOOL_AIPERF, sha256="")
+    meta = extra.get("metadata") or {}
+    if isinstance(meta, dict) and meta.get("Sweep Parameters") not in (None, var):
+        raise BadValueError(f"the Metadata section says the sweep parameter is {meta['Sweep Parameters']!r} but "
+                            f"the table's first column is {var!r}", path=path, field="Sweep Parameters")
+    run_id = path.parent.parent.name if path.parent.name == "sweep_aggregate" else path.parent.name
+    steps = []
+    for i, r in enumerate(table, start=2):
+        def num(col: str, r: dict[str, str] = r, i: int = i) -> float | None:
+            v = r.get(col)
+            if v is None or v.strip() in ("", "N/A", "None"):
+                return None
+            return number(v, path=path, field=col, row=i)
+
+        load_value = parse_rate(r[var], path=path, field=var, row=i) if var == "request_rate" else num(var)
+        steps.append(StepFacts(run_id=run_id, offered_load=load_value, offered_load_unit=SWEEP_VARS[var],
+                               tiebreak=(i,), duration_s=num("benchmark_duration_mean"),
+                               source_file=f"{path.name}:{i}", payload=(i, r, num)))
+    steps = number_steps(steps, prov)
+    rows, goodput = [], {}
+    for s in steps:
+        i, r, num = s.payload
+        n_ok = num("request_count_mean")
+        row: dict[str, object] = {
+            **step_columns(s),
+            "duration_s": s.duration_s,
+            "n_ok": int(round(n_ok)) if n_ok is not None else None,
+            "throughput_rps": num("request_throughput_mean"),
+            "output_tokens_per_s": num("output_token_throughput_mean"),
+            "source_file": s.source_file,
+        }
+        for key, metric in _LAT.items():
+            row[f"{metric}_mean"] = num(f"{key}_mean")
+            row[f"{metric}_max"] = num(f"{key}_max")
+        rows.append(row)
+        goodput[str(s.offered_load)] = num("goodput_mean")
+    trials = meta.get("Number of Profile Runs") if isinstance(meta, dict) else None
+    prov.add("sweep_csv_statistics", "AIPerf's sweep table keeps per level the mean over trials of each run's "
+             "average, and per-request min/max; no percentiles, no error counts (n_errors null). Units are AIPerf's "
+             "defaults (ms for latencies, req/s, tokens/s, s for duration): the CSV does not state them",
+             level="info")
+    prov.add("sections", f"sections read: the sweep table ({len(table)} rows), then "
+             + ", ".join(k for k in extra), level="info")
+    return finish_loadpoints(rows, source, format=NAME_SWEEP, tool=TOOL_AIPERF, tool_version=None,
+                             provenance=prov, options={**extra, "goodput_rps": goodput, "profile_runs": trials},
+                             files=[str(path)])
+
+
+register(FormatSpec(
+    name=NAME_GENAI, tool=TOOL_GENAI, kind="loadpoints",
+    needs="profile_export_genai_perf.json: metric objects (request_throughput, request_latency, request_count, "
+          "time_to_first_token with 'unit') and input_config, without AIPerf's benchmark_duration/was_cancelled",
+    sniff=sniff_genai, load=load_genai, version=version,
+))
+register(FormatSpec(
+    name=NAME_AIPERF, tool=TOOL_AIPERF, kind="loadpoints",
+    needs="profile_export_aiperf.json: GenAI-Perf-style metric objects plus benchmark_duration / was_cancelled / "
+          "error_summary",
+    sniff=sniff_aiperf, load=load_aiperf, version=version,
+))
+register(FormatSpec(
+    name=NAME_SWEEP, tool=TOOL_AIPERF, kind="loadpoints",
+    needs="profile_export_aiperf_sweep.csv: a CSV whose header starts with concurrency (or request_rate) and has "
+          "request_throughput_mean, followed by blank-line separated sections",
+    sniff=sniff_sweep, load=load_sweep, version=version,
+))

@@ -1,0 +1,374 @@
+"""GuideLLM results: ``benchmarks.json`` (0.5.x, metadata version 1), the report schema v2
+(0.8.x, metadata version 2), and a DERIVED sweep table (``all-benchmarks.csv``).
+
+One file holds a run; each entry of ``benchmarks[]`` is one step (a sweep runs
+synchronous, then throughput, then constant rates in between). A step's load comes from
+``config.strategy``: ``synchronous`` is concurrency 1, ``concurrent`` is its ``streams``,
+``constant``/``poisson`` are their ``rate`` in req/s, ``throughput`` is an unbounded rate
+(``inf``). Steps are ordered closed-loop (concurrency) first, then rates ascending,
+unbounded last.
+
+``guidellm-benchmarks-requests``
+    Files whose ``requests.{successful, errored, incomplete}`` lists hold records become a
+    :class:`~bearing_lib.trace.RequestTrace` with epoch-second start/end times. **Units
+    are mixed**: ``request_latency`` is in seconds, ``time_to_first_token_ms``,
+    ``time_per_output_token_ms`` and ``inter_token_latency_ms`` in milliseconds.
+    ``incomplete`` requests (cut off by the duration limit) are ``cancelled``.
+``guidellm-benchmarks``
+    Files whose request lists are empty (report v2 fixtures, ``--sample-requests 0``)
+    become a :class:`~bearing_lib.loadpoints.LoadPointTable` from ``metrics.*.successful``.
+``guidellm-derived-csv``
+    A sweep table written by someone's post-processing (not by GuideLLM), one row per
+    benchmark: ``source_file, profile, rate, duration_s, total_requests, error_requests,
+    ttft_*_ms, itl_*_ms, req_latency_*_s, rps_mean, concurrency_mean, …`` with ``-`` for
+    missing. Rows ``sweep[i]`` form one run; every other row is its own run.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.loaders._common import finish_trace, read_csv_checked
+from bearing_lib.loaders._loadtest import (
+    StepFacts,
+    finish_loadpoints,
+    json_document,
+    number,
+    number_steps,
+    parse_rate,
+    step_columns,
+    step_rows,
+)
+from bearing_lib.loaders.registry import FormatSpec, register
+from bearing_lib.loaders.source import Source
+from bearing_lib.loadpoints import LoadPointTable
+from bearing_lib.provenance import Provenance
+from bearing_lib.trace import RequestTrace
+
+NAME_REQUESTS = "guidellm-benchmarks-requests"
+NAME_AGGREGATE = "guidellm-benchmarks"
+NAME_CSV = "guidellm-derived-csv"
+TOOL = "GuideLLM"
+SCHEMAS = (1, 2)
+BENCH_KEYS = ("config", "metrics", "requests", "duration")
+LISTS = {"successful": "ok", "errored": "error", "incomplete": "cancelled"}
+
+
+# ---------------------------------------------------------------- recognising files
+def _is_guidellm(doc: object) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list)
+            and isinstance(doc.get("metadata"), dict) and "guidellm_version" in doc["metadata"])
+
+
+def _has_records(doc: dict[str, Any]) -> bool:
+    for b in doc.get("benchmarks") or []:
+        reqs = b.get("requests") if isinstance(b, dict) else None
+        if isinstance(reqs, dict) and any(isinstance(reqs.get(k), list) and reqs[k] for k in LISTS):
+            return True
+    return False
+
+
+def _doc(source: Source) -> object:
+    return json_document(source) if source.suffix == ".json" else None
+
+
+def sniff_requests(source: Source) -> bool:
+    doc = _doc(source)
+    return _is_guidellm(doc) and _has_records(doc)  # type: ignore[arg-type]
+
+
+def sniff_aggregate(source: Source) -> bool:
+    doc = _doc(source)
+    return _is_guidellm(doc) and not _has_records(doc)  # type: ignore[arg-type]
+
+
+def version(source: Source) -> str | None:
+    doc = _doc(source)
+    if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
+        v = doc["metadata"].get("guidellm_version")
+        return str(v) if v is not None else None
+    return None
+
+
+def _check(doc: object, path: Path) -> dict[str, Any]:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    found = str(meta.get("guidellm_version")) if isinstance(meta, dict) and meta.get("guidellm_version") else None
+    schema = meta.get("version") if isinstance(meta, dict) else None
+    missing = [] if isinstance(meta, dict) else ["metadata"]
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        missing.append("benchmarks")
+    if schema not in SCHEMAS:
+        missing.append("metadata.version (1 or 2)")
+    if not missing:
+        for i, b in enumerate(doc["benchmarks"]):
+            lack = [k for k in BENCH_KEYS if k not in b]
+            strat = (b.get("config") or {}).get("strategy") if isinstance(b, dict) else None
+            if not isinstance(strat, dict) or "type_" not in strat:
+                lack.append("config.strategy.type_")
+            missing.extend(f"benchmarks[{i}].{k}" for k in lack)
+    if missing:
+        raise UnsupportedVersionError(
+            "not a GuideLLM benchmarks file bearing can read (known: metadata.version 1 = 0.5.x, 2 = report schema "
+            "v2 of 0.8.x)", tool="GuideLLM", version=found, missing=missing, path=path)
+    return doc  # type: ignore[return-value]
+
+
+def strategy_load(kind: str, strategy: dict[str, Any], *, path: Path, where: str) -> tuple[float | None, str, int]:
+    """(offered load, unit, rank) of a GuideLLM strategy; rank 0 = closed loop, 1 = open loop."""
+    if kind == "synchronous":
+        return 1.0, "concurrency", 0
+    if kind == "concurrent":
+        streams = strategy.get("streams", strategy.get("max_concurrency"))
+        return number(streams, path=path, field=f"{where}.streams"), "concurrency", 0
+    if kind == "throughput":
+        return math.inf, "rps", 1
+    if kind in ("constant", "poisson", "async"):
+        return parse_rate(strategy.get("rate"), path=path, field=f"{where}.rate"), "rps", 1
+    raise BadValueError(f"unknown GuideLLM strategy {kind!r}; expected synchronous, concurrent, throughput, "
+                        "constant or poisson", path=path, field=f"{where}.type_")
+
+
+def _steps(doc: dict[str, Any], path: Path, prov: Provenance) -> list[StepFacts]:
+    run_id = Path(path.name).stem
+    steps = []
+    for i, b in enumerate(doc["benchmarks"]):
+        strat = b["config"]["strategy"]
+        load, unit, rank = strategy_load(str(strat["type_"]), strat, path=path,
+                                         where=f"benchmarks[{i}].config.strategy")
+        made = (b.get("scheduler_metrics") or {}).get("requests_made") or {}
+        steps.append(StepFacts(run_id=run_id, offered_load=load, offered_load_unit=unit, rank=rank, tiebreak=(i,),
+                               duration_s=number(b.get("duration"), path=path, field=f"benchmarks[{i}].duration"),
+                               n_requests_reported=made.get("total"), source_file=f"{path.name}:benchmarks[{i}]",
+                               payload=(i, b)))
+    return number_steps(steps, prov)
+
+
+def _model(doc: dict[str, Any]) -> str | None:
+    args = doc.get("args") or {}
+    if args.get("model"):
+        return str(args["model"])
+    spec = ((doc.get("config") or {}).get("spec") or {}).get("backend") or {}
+    return str(spec["model"]) if spec.get("model") else None
+
+
+# ---------------------------------------------------------------- requests
+_HTTP_429 = re.compile(r"\b429\b|too many requests", re.IGNORECASE)
+_TIMEOUT = re.compile(r"timeout|timed out", re.IGNORECASE)
+
+
+def _status(list_name: str, info: dict[str, Any]) -> str:
+    if list_name == "successful":
+        return "ok"
+    if list_name == "incomplete" or info.get("status") == "cancelled":
+        return "cancelled"
+    text = str(info.get("error") or "")
+    if _HTTP_429.search(text):
+        return "rejected"
+    if _TIMEOUT.search(text):
+        return "timeout"
+    return "error"
+
+
+def _load_requests(source: Source) -> RequestTrace:
+    path = source.path
+    doc = _check(source.json, path)
+    prov = Provenance(source=str(path), format=NAME_REQUESTS, tool=TOOL, sha256="")
+    steps = _steps(doc, path, prov)
+    cols: dict[str, list] = {k: [] for k in (
+        "request_id", "start_s", "end_s", "ttft_ms", "latency_ms", "tpot_ms", "itl_ms", "input_tokens",
+        "output_tokens", "status", "error", "run_id", "step", "offered_load", "offered_load_unit", "source_row")}
+    counted = 0
+    for s in steps:
+        i, b = s.payload
+        element = 0
+        for list_name in LISTS:
+            records = (b.get("requests") or {}).get(list_name) or []
+            for rec in records:
+                element += 1
+                where = f"benchmarks[{i}].requests.{list_name}[{element - 1}]"
+                info = rec.get("info") or {}
+                timings = info.get("timings") or {}
+                status = _status(list_name, info)
+                start = rec.get("request_start_time", timings.get("request_start"))
+                end = rec.get("request_end_time", timings.get("request_end"))
+                lat_s = number(rec.get("request_latency"), path=path, field=f"{where}.request_latency")
+                cols["request_id"].append(rec.get("request_id") or info.get("request_id") or where)
+                cols["start_s"].append(number(start, path=path, field=f"{where}.request_start_time"))
+                cols["end_s"].append(number(end, path=path, field=f"{where}.request_end_time"))
+                cols["latency_ms"].append(lat_s * 1000.0 if lat_s is not None else None)  # seconds -> ms
+                cols["ttft_ms"].append(number(rec.get("time_to_first_token_ms"), path=path, field=where))
+                cols["tpot_ms"].append(number(rec.get("time_per_output_token_ms"), path=path, field=where))
+                cols["itl_ms"].append(number(rec.get("inter_token_latency_ms"), path=path, field=where))
+                cols["input_tokens"].append(rec.get("prompt_tokens"))
+                cols["output_tokens"].append(rec.get("output_tokens"))
+                cols["status"].append(status)
+                cols["error"].append(None if status == "ok" else str(info.get("error") or list_name)[:500])
+                for k, v in step_columns(s).items():
+                    cols[k].append(v)
+                cols["source_row"].append(element)
+        counted += element
+        made = s.n_requests_reported
+        if made is not None and made != element:
+            prov.add("sampled_requests", f"{s.source_file}: the file lists {element} request records but GuideLLM "
+                     f"reports {made} requests made (sampled or capped lists); statistics over the listed records "
+                     "may differ from GuideLLM's", level="info")
+    frame = pl.DataFrame(cols, schema_overrides={"start_s": pl.Float64, "end_s": pl.Float64, "ttft_ms": pl.Float64,
+                                                 "latency_ms": pl.Float64, "tpot_ms": pl.Float64,
+                                                 "itl_ms": pl.Float64, "input_tokens": pl.Int64,
+                                                 "output_tokens": pl.Int64, "error": pl.String,
+                                                 "offered_load": pl.Float64}
+                         ).with_columns(pl.lit(_model(doc), dtype=pl.String).alias("model"))
+    prov.add("warmup_included", "every listed request is kept, including those GuideLLM's own statistics exclude "
+             "as warm-up/cool-down; steps.duration_s is GuideLLM's measured window ('duration')", level="info")
+    meta = doc["metadata"]
+    return finish_trace(frame, source, format=NAME_REQUESTS, tool=TOOL, tool_version=str(meta["guidellm_version"]),
+                        time_origin="epoch", provenance=prov, options={"schema_version": meta.get("version")},
+                        steps=step_rows(steps))
+
+
+# ---------------------------------------------------------------- aggregates from metrics
+_STATS = {"mean": "mean", "median": "p50", "max": "max"}
+_PCTS = {"p90": "p90", "p95": "p95", "p99": "p99"}
+_LAT = {"request_latency": ("latency_ms", 1000.0), "time_to_first_token_ms": ("ttft_ms", 1.0),
+        "time_per_output_token_ms": ("tpot_ms", 1.0), "inter_token_latency_ms": ("itl_ms", 1.0)}
+
+
+def _metric(b: dict[str, Any], name: str) -> dict[str, Any] | None:
+    m = (b.get("metrics") or {}).get(name)
+    if isinstance(m, dict) and isinstance(m.get("successful"), dict):
+        return m["successful"]
+    return None
+
+
+def _load_aggregate(source: Source) -> LoadPointTable:
+    path = source.path
+    doc = _check(source.json, path)
+    prov = Provenance(source=str(path), format=NAME_AGGREGATE, tool=TOOL, sha256="")
+    steps = _steps(doc, path, prov)
+    rows = []
+    for s in steps:
+        i, b = s.payload
+        made = (b.get("scheduler_metrics") or {}).get("requests_made") or {}
+        row: dict[str, object] = {
+            **step_columns(s), "model": _model(doc), "duration_s": s.duration_s,
+            "n_requests": made.get("total"), "n_ok": made.get("successful"), "n_errors": made.get("errored"),
+            "source_file": s.source_file,
+        }
+        for name, col in (("requests_per_second", "throughput_rps"), ("prompt_tokens_per_second",
+                                                                         "input_tokens_per_s"),
+                          ("output_tokens_per_second", "output_tokens_per_s")):
+            m = _metric(b, name)
+            row[col] = number(m.get("mean"), path=path, field=f"benchmarks[{i}].metrics.{name}") if m else None
+        for name, (metric, scale) in _LAT.items():
+            m = _metric(b, name)
+            if not m or not m.get("count"):
+                continue
+            for k, stat in _STATS.items():
+                v = number(m.get(k), path=path, field=f"benchmarks[{i}].metrics.{name}.{k}")
+                row[f"{metric}_{stat}"] = None if v is None else v * scale
+            pct = m.get("percentiles") or {}
+            for k, stat in _PCTS.items():
+                v = number(pct.get(k), path=path, field=f"benchmarks[{i}].metrics.{name}.percentiles.{k}")
+                row[f"{metric}_{stat}"] = None if v is None else v * scale
+        rows.append(row)
+    prov.add("no_request_records", "the request lists are empty: steps come from GuideLLM's own statistics of "
+             "successful requests (request_latency converted from s to ms; token latencies already in ms)",
+             level="info")
+    meta = doc["metadata"]
+    return finish_loadpoints(rows, source, format=NAME_AGGREGATE, tool=TOOL,
+                             tool_version=str(meta["guidellm_version"]), provenance=prov,
+                             options={"schema_version": meta.get("version")}, files=[str(path)])
+
+
+# ---------------------------------------------------------------- DERIVED sweep table
+CSV_COLUMNS = ("source_file", "profile", "rate", "duration_s", "total_requests", "error_requests", "ttft_mean_ms",
+               "ttft_median_ms", "ttft_p99_ms", "itl_mean_ms", "itl_median_ms", "itl_p99_ms", "req_latency_mean_s",
+               "req_latency_median_s", "req_latency_p99_s", "rps_mean", "concurrency_mean")
+
+
+def sniff_csv(source: Source) -> bool:
+    if source.is_dir or source.suffix != ".csv":
+        return False
+    header = [c.strip() for c in source.first_line.split(",")]
+    return header[:3] == ["source_file", "profile", "rate"] and "req_latency_mean_s" in header
+
+
+def load_csv(source: Source) -> LoadPointTable:
+    path = source.path
+    raw = read_csv_checked(source, {c: pl.String() for c in CSV_COLUMNS})
+    prov = Provenance(source=str(path), format=NAME_CSV, tool="GuideLLM (DERIVED table)", sha256="")
+    prov.add("derived_file", "this table was written by post-processing of GuideLLM runs, not by GuideLLM; its "
+             "columns are read as labelled ('-' = missing; latencies *_ms in ms, req_latency_*_s in s)")
+    steps, unknown = [], []
+    for r in raw.iter_rows(named=True):
+        line = int(r["source_row"])
+
+        def num(col: str, r: dict[str, Any] = r, line: int = line) -> float | None:
+            v = (r.get(col) or "").strip()
+            return None if v in ("", "-") else number(v, path=path, field=col, row=line)
+
+        label = str(r["source_file"]).strip()
+        m = re.match(r"^(.*)\[(\d+)\]$", label)
+        run_id, order = (m.group(1), int(m.group(2))) if m else (label, 0)
+        profile = str(r["profile"]).strip()
+        if profile == "concurrent":
+            load, unit, rank = None, "concurrency", 0
+            unknown.append(label)
+        else:
+            rate = (r.get("rate") or "").strip()
+            strategy = {"rate": None if rate in ("", "-") else rate}
+            load, unit, rank = strategy_load(profile, strategy, path=path, where=f"row {line}")
+        steps.append(StepFacts(run_id=run_id, offered_load=load, offered_load_unit=unit, rank=rank,
+                               tiebreak=(order, line), duration_s=num("duration_s"),
+                               n_requests_reported=int(num("total_requests") or 0), source_file=f"{path.name}:{line}",
+                               payload=(r, num)))
+    if unknown:
+        prov.add("concurrency_not_in_table", f"rows {unknown}: concurrent profile but the table has no stream "
+                 "count (rate '-'); offered load left unknown (the achieved concurrency_mean is not an offered load)",
+                 count=len(unknown))
+    steps = number_steps(steps, prov)
+    rows = []
+    for s in steps:
+        r, num = s.payload
+        total, errors = num("total_requests"), num("error_requests")
+        rows.append({
+            **step_columns(s), "duration_s": s.duration_s,
+            "n_requests": int(total) if total is not None else None,
+            "n_errors": int(errors) if errors is not None else None,
+            "n_ok": int(total - errors) if total is not None and errors is not None else None,
+            "throughput_rps": num("rps_mean"),
+            "ttft_ms_mean": num("ttft_mean_ms"), "ttft_ms_p50": num("ttft_median_ms"),
+            "ttft_ms_p99": num("ttft_p99_ms"),
+            "itl_ms_mean": num("itl_mean_ms"), "itl_ms_p50": num("itl_median_ms"), "itl_ms_p99": num("itl_p99_ms"),
+            **{f"latency_ms_{k}": (None if (v := num(c)) is None else v * 1000.0)
+               for k, c in (("mean", "req_latency_mean_s"), ("p50", "req_latency_median_s"),
+                            ("p99", "req_latency_p99_s"))},
+            "source_file": s.source_file,
+        })
+    if not rows:
+        raise InputError("the table has no rows", path=path)
+    return finish_loadpoints(rows, source, format=NAME_CSV, tool="GuideLLM (DERIVED table)", tool_version=None,
+                             derived={"n_ok"}, provenance=prov, options={}, files=[str(path)])
+
+
+register(FormatSpec(
+    name=NAME_REQUESTS, tool=TOOL, kind="requests",
+    needs="a GuideLLM benchmarks.json (metadata.guidellm_version, benchmarks[]) whose request lists hold records",
+    sniff=sniff_requests, load=_load_requests, version=version,
+))
+register(FormatSpec(
+    name=NAME_AGGREGATE, tool=TOOL, kind="loadpoints",
+    needs="a GuideLLM benchmarks.json / report v2 (metadata.guidellm_version, benchmarks[]) with empty request lists",
+    sniff=sniff_aggregate, load=_load_aggregate, version=version,
+))
+register(FormatSpec(
+    name=NAME_CSV, tool="GuideLLM (DERIVED table)", kind="loadpoints",
+    needs="a CSV whose header starts source_file,profile,rate and has req_latency_mean_s",
+    sniff=sniff_csv, load=load_csv,
+))

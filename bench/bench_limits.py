@@ -1,0 +1,159 @@
+"""Speed of limits and of the load-curve aggregation (a script, not a test).
+
+Goals (issue 6):
+  limits   : a SYNTHETIC 1M-request, 12-step trace with 3 mixes and 1,000 bootstrap
+             resamples within 30 s on 2 cores (``fit_limits`` end to end, incl. phases,
+             fits, cost anomaly index and T_recover);
+  aggregate: the per-step/per-mix load curve of a SYNTHETIC 10M-request trace within 5 s
+             and 2.5 GiB peak RSS (reading the Parquet file + ``load_curve``).
+
+Each measurement runs in a fresh child process; wall time is measured inside the child
+around the work, peak RSS is the child's ``ru_maxrss``.
+
+Usage::
+
+    PYTHONPATH=. nice python bench/bench_limits.py [--rows-agg 10000000] [--rows-limits 1000000] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _synth(rows: int, steps: int, path: Path, seed: int) -> None:
+    """A stepped M/M/1-like trace (mu = 1000/s) with three mixes, written as canonical Parquet."""
+    import numpy as np
+    import polars as pl
+
+    from bearing_lib.trace import conform
+    from tests.limits.synth import mm1_frame
+
+    mu = 1000.0
+    rates = np.linspace(0.5 * mu, 1.15 * mu, steps)
+    step_s = rows / rates.sum()
+    df = mm1_frame(rates.tolist(), mu_rps=mu, step_s=step_s, seed=seed,
+                   mix_weights={"chat": 0.5, "rag": 0.3, "cached": 0.2})
+    conform(df.with_columns(pl.lit("synthetic-model").alias("model"))).write_parquet(path)
+
+
+CURVE_COLUMNS = ["run_id", "step", "offered_load", "offered_load_unit", "start_s", "end_s", "status", "ttft_ms",
+                 "latency_ms", "tpot_ms", "itl_ms", "input_tokens", "output_tokens", "cached_tokens"]
+
+
+def _child_reference(path: str) -> dict:
+    """PERF-BASELINE task (c) in polars lazy (streaming), for a same-machine, same-moment ratio:
+    per step x mix (log2 input, log2 output, hit-ratio quarter): n, errors, rates, P50/P95/P99 of
+    e2e latency and TTFT over ok requests (linear)."""
+    import polars as pl
+
+    from bearing_lib.quantiles import quantile_expr
+
+    t0 = time.perf_counter()
+    ok = pl.col("status") == "ok"
+    lf = pl.scan_parquet(path).with_columns(
+        pl.col("input_tokens").log(2).floor().alias("bi"), pl.col("output_tokens").log(2).floor().alias("bo"),
+        (pl.col("cached_tokens") / pl.col("input_tokens") * 4).floor().alias("bc"))
+    dur = lf.group_by("step").agg((pl.col("start_s").max() - pl.col("start_s").min()).alias("d"))
+    out = lf.group_by("step", "bi", "bo", "bc").agg(
+        pl.len().alias("n"), (~ok).sum().alias("errors"),
+        *[quantile_expr(pl.col(m).filter(ok), q).alias(f"{m}{q}") for m in ("latency_ms", "ttft_ms")
+          for q in (0.5, 0.95, 0.99)],
+    ).join(dur, on="step").with_columns((pl.col("n") / pl.col("d")).alias("rps")).collect(engine="streaming")
+    return {"rows": None, "total_s": time.perf_counter() - t0, "groups": out.height}
+
+
+def _child_limits(path: str) -> dict:
+    import polars as pl
+
+    from bearing_lib.limits import fit_limits
+    from bearing_lib.mixes import Mix, MixSpec
+    from bearing_lib.provenance import Provenance
+    from bearing_lib.trace import RequestTrace
+
+    t0 = time.perf_counter()
+    frame = pl.read_parquet(path)
+    tr = RequestTrace(frame, Provenance(source=path, format="parquet", tool="bench", sha256="", time_origin="relative"))
+    t1 = time.perf_counter()
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1024)}),
+                    Mix("cached", {"input_tokens": (1024, 4096)}),
+                    Mix("long", {"input_tokens": (4096, float("inf"))})))
+    res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0)
+    t2 = time.perf_counter()
+    return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1,
+            "limits": [(m.mix.name, m.q_ult["statement"]) for m in res.limits]}
+
+
+def _child_aggregate(path: str) -> dict:
+    import polars as pl
+
+    from bearing_lib.curves import load_curve
+    from bearing_lib.mixes import auto_mixes
+    from bearing_lib.provenance import Provenance
+    from bearing_lib.trace import RequestTrace, conform
+
+    t0 = time.perf_counter()
+    frame = conform(pl.scan_parquet(path).select(CURVE_COLUMNS))  # what a loader would hand over, minus ids/text
+    tr = RequestTrace(frame, Provenance(source=path, format="parquet", tool="bench", sha256="", time_origin="relative"))
+    t1 = time.perf_counter()
+    spec = auto_mixes(frame.select("input_tokens", "output_tokens", "cached_tokens"), min_share=0.1)
+    t2 = time.perf_counter()
+    curve = load_curve(tr, spec)
+    t3 = time.perf_counter()
+    return {"rows": frame.height, "read_s": t1 - t0, "auto_mixes_s": t2 - t1, "load_curve_s": t3 - t2,
+            "total_s": t3 - t0, "groups": curve.height, "mixes": spec.names()}
+
+
+def _run_child(kind: str, path: Path) -> dict:
+    code = (
+        f"import json, resource, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
+        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
+        " / 1024; print(json.dumps(r))"
+    )
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["process_wall_s"] = time.perf_counter() - t
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows-limits", type=int, default=1_000_000)
+    ap.add_argument("--rows-agg", type=int, default=10_000_000)
+    ap.add_argument("--out", type=Path, default=None, help="Keep the generated Parquet files here.")
+    args = ap.parse_args()
+    tmp = args.out or Path(tempfile.mkdtemp(prefix="bench_limits_"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    p1, p10 = tmp / "limits.parquet", tmp / "aggregate.parquet"
+    if not p1.exists():
+        _synth(args.rows_limits, 12, p1, seed=1)
+    if not p10.exists():
+        _synth(args.rows_agg, 20, p10, seed=2)
+    lim = _run_child("limits", p1)
+    agg = _run_child("aggregate", p10)
+    ref = _run_child("reference", p10)
+    print(json.dumps({"limits": lim, "aggregate": agg, "reference_polars_lazy_task_c": ref}, indent=2))
+    print(f"\nlimits   : {lim['rows']:,} rows, fit_limits {lim['fit_limits_s']:.2f} s (goal 30 s), "
+          f"peak {lim['peak_rss_mib']:.0f} MiB")
+    print(f"aggregate: {agg['rows']:,} rows, read {agg['read_s']:.2f} s + auto mixes {agg['auto_mixes_s']:.2f} s + "
+          f"load_curve {agg['load_curve_s']:.2f} s = {agg['total_s']:.2f} s (goal 5 s), "
+          f"peak {agg['peak_rss_mib']:.0f} MiB (goal 2560 MiB), {agg['groups']} step x mix groups")
+    print(f"reference: PERF-BASELINE task (c), polars lazy streaming from Parquet, same run: {ref['total_s']:.2f} s, "
+          f"peak {ref['peak_rss_mib']:.0f} MiB; bearing / reference = {agg['total_s'] / ref['total_s']:.2f}")
+    _ = resource
+
+
+if __name__ == "__main__":
+    main()

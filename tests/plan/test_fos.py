@@ -1,0 +1,186 @@
+"""FOS, verdict bands, allowable capacity and CBU: hand-computed cases and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bearing_lib.errors import BadValueError, ParameterError
+from bearing_lib.fos import (
+    FosEstimate,
+    Limit,
+    Target,
+    blended_capacity,
+    cbu_per_minute,
+    compute_fos,
+    fos_point,
+    get_tier,
+    verdict,
+)
+
+rates = st.floats(min_value=0.01, max_value=1e5, allow_nan=False, allow_infinity=False)
+
+
+# ---------------------------------------------------------------- hand-computed
+def test_blend_by_hand():
+    # 1 / (0.75/12 + 0.25/4) = 1 / (0.0625 + 0.0625) = 8
+    assert blended_capacity([12.0, 4.0], [0.75, 0.25]) == pytest.approx(8.0, rel=1e-12)
+    # weights are renormalised: 3:1 is the same as 0.75:0.25
+    assert blended_capacity([12.0, 4.0], [3, 1]) == pytest.approx(8.0, rel=1e-12)
+
+
+def test_point_fos_per_mix_and_blended():
+    res = compute_fos([Limit("short", 12.0), Limit("long", 4.0)], {"short": 0.75, "long": 0.25}, Target(4.0),
+                      "standard")
+    by = {m.mix: m for m in res.per_mix}
+    assert by["short"].fos.value == pytest.approx(3.0)
+    assert by["long"].fos.value == pytest.approx(1.0)
+    assert by["long"].utilisation == pytest.approx(1.0)
+    assert res.blended.q_blend_rps == pytest.approx(8.0)
+    assert res.blended.fos.value == pytest.approx(2.0)
+    assert res.blended.fos.ci95 is None  # no input carries a CI: nothing to propagate
+    assert res.verdict.color == "green"
+    assert "50% of the breakpoint" in res.verdict.reason
+    assert "long" in res.verdict.reason  # the weak mix is named
+    # allowable = 8 / 1.5
+    assert res.allowable_rps == pytest.approx(8.0 / 1.5)
+
+
+@pytest.mark.parametrize(
+    "fos,ci,tier,color,words",
+    [
+        (0.8, None, "standard", "red", "< 1"),
+        (1.4, None, "standard", "red", "below"),
+        (1.6, (1.45, 1.8), "standard", "yellow", "CI reaches down to 1.45"),
+        (1.3, None, "non-core", "yellow", "77% of the breakpoint"),  # 1/1.3 = 0.769 > 0.70
+        (3.5, None, "standard", "yellow", "over-provisioned"),
+        (2.6, None, "critical", "green", "within"),
+        (2.4, None, "critical", "red", "below"),
+        (1.5, (1.5, 1.7), "standard", "green", "67% of the breakpoint"),  # 1/1.5 = 0.667 <= 0.70
+    ],
+)
+def test_verdict_bands(fos, ci, tier, color, words):
+    v = verdict(FosEstimate(fos, ci, "none", f"FOS {fos}"), get_tier(tier), target_rps=10.0, q_ult_rps=10.0 * fos)
+    assert v.color == color
+    assert words in v.reason
+    assert v.utilisation == pytest.approx(1 / fos)
+
+
+@pytest.mark.parametrize(
+    "bound,value,color,words",
+    [
+        ("lower", 1.2, "yellow", "never failed"),
+        ("lower", 2.0, "green", "already meets"),
+        ("lower", 3.2, "yellow", "over-provisioned"),
+        ("upper", 1.2, "red", "below"),
+        ("upper", 2.0, "yellow", "cannot confirm"),
+    ],
+)
+def test_verdict_on_bounds(bound, value, color, words):
+    v = verdict(FosEstimate(value, None, bound, "x"), get_tier("standard"))
+    assert (v.color, words in v.reason) == (color, True)
+
+
+def test_censored_limits_give_bounds():
+    tgt = Target(4.0)
+    above = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt)
+    assert above.per_mix[0].fos.statement.startswith("FOS ≥ 1.50")
+    assert above.blended.fos.bound == "lower"
+    below = compute_fos([Limit("b", 6.0, censored="below")], {"b": 1.0}, tgt)
+    assert below.blended.fos.statement.startswith("FOS < 1.50")
+    assert below.verdict.color == "red"  # < 1.5 cannot meet the standard minimum 1.5
+    # a normal mix blended with a lower-bound mix is a lower bound
+    mixed = compute_fos([Limit("a", 6.0, censored="above"), Limit("c", 12.0)], {"a": 0.5, "c": 0.5}, tgt)
+    assert mixed.blended.fos.bound == "lower"
+    assert mixed.blended.fos.value == pytest.approx(1 / (0.5 / 6 + 0.5 / 12) / 4)  # 8 / 4 = 2
+    assert mixed.allowable_statement.count("at least") == 1
+    # lower and upper bounds together cannot be bounded: no number is given
+    both = compute_fos([Limit("a", 6.0, censored="above"), Limit("b", 6.0, censored="below")], {"a": 0.5, "b": 0.5},
+                       tgt)
+    assert both.blended.fos.value is None and both.blended.fos.bound == "unbounded"
+    assert both.allowable_rps is None
+    assert both.verdict.color == "yellow" and "cannot be judged" in both.verdict.reason
+
+
+def test_monte_carlo_ci_matches_closed_form():
+    # Only the target is uncertain: FOS = 10 / T is monotone in T, so its 2.5 % / 97.5 %
+    # points are 10 / 4.4 and 10 / 3.6 exactly (up to Monte Carlo error, ~0.1 % here).
+    res = compute_fos([Limit("m", 10.0)], {"m": 1.0}, Target(4.0, (3.6, 4.4)))
+    lo, hi = res.blended.fos.ci95
+    assert lo == pytest.approx(10 / 4.4, rel=0.01)
+    assert hi == pytest.approx(10 / 3.6, rel=0.01)
+    # Only the limit is uncertain: CI = [9, 12] / 4
+    res2 = compute_fos([Limit("m", 10.0, (9.0, 12.0))], {"m": 1.0}, Target(4.0))
+    assert res2.blended.fos.ci95 == pytest.approx((9 / 4, 12 / 4), rel=0.01)
+    # fixed seed: identical on a rerun
+    again = compute_fos([Limit("m", 10.0)], {"m": 1.0}, Target(4.0, (3.6, 4.4)))
+    assert again.blended.fos.ci95 == res.blended.fos.ci95
+
+
+def test_coverage_of_production_traffic():
+    # 20 % of production traffic is in "other", which no limit covers
+    res = compute_fos([Limit("a", 10.0), Limit("b", 10.0)], {"a": 0.4, "b": 0.4, "other": 0.2}, Target(4.0))
+    assert res.blended.coverage == pytest.approx(0.8)
+    assert res.blended.weights == pytest.approx({"a": 0.5, "b": 0.5})
+    assert res.blended.uncovered == {"other": 0.2}
+    assert res.verdict.color == "yellow" and "80.0%" in res.verdict.reason
+
+
+def test_mix_mismatch_is_an_error():
+    with pytest.raises(BadValueError, match="same mix definitions"):
+        compute_fos([Limit("a", 10.0), Limit("b", 5.0)], {"x": 1.0}, Target(1.0))
+
+
+def test_bad_inputs():
+    with pytest.raises(BadValueError, match="bracket"):
+        Limit("a", 10.0, (11.0, 12.0))
+    with pytest.raises(BadValueError, match="positive"):
+        Target(0.0)
+    with pytest.raises(ParameterError, match="unknown service tier"):
+        get_tier("gold")
+    t = get_tier("standard", fos_min=2.0, design_fos=2.5)
+    assert (t.fos_min, t.fos_max, t.target_fos) == (2.0, 3.0, 2.5)
+    assert get_tier("non_core").fos_min == 1.2
+
+
+def test_cbu_by_hand():
+    # allowable 5.333 req/s = 320 req/min; CBU = count / 320
+    counts = [120, 180, 240, 300, 260, 200]
+    res = cbu_per_minute(counts, 8.0 / 1.5)
+    assert res.cbu == pytest.approx([c / 320 for c in counts])
+    assert [a["index"] for a in res.above] == [3, 4]  # 0.9375 and 0.8125 > 0.8; 240/320 = 0.75 is not
+    d = res.to_dict()
+    assert d["max"] == pytest.approx(0.9375) and d["n_above"] == 2 and d["n_above_1"] == 0
+    with pytest.raises(ParameterError):
+        cbu_per_minute(counts, 0.0)
+
+
+# ---------------------------------------------------------------- properties
+@settings(max_examples=200, deadline=None)
+@given(q=rates, t=rates, k=st.floats(min_value=1.001, max_value=100))
+def test_fos_rises_with_capacity_and_falls_with_target(q, t, k):
+    assert fos_point(q * k, t) > fos_point(q, t)
+    assert fos_point(q, t * k) < fos_point(q, t)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(rates, st.floats(min_value=0.001, max_value=1.0)), min_size=1, max_size=6))
+def test_blend_lies_between_smallest_and_largest_limit(pairs):
+    qs = [p[0] for p in pairs]
+    ws = [p[1] for p in pairs]
+    b = blended_capacity(qs, ws)
+    assert min(qs) * (1 - 1e-9) <= b <= max(qs) * (1 + 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(rates, min_size=2, max_size=4), st.integers(min_value=0, max_value=3),
+       st.floats(min_value=1.01, max_value=10))
+def test_blended_fos_rises_when_any_mix_limit_rises(qs, i, k):
+    i = i % len(qs)
+    names = [f"m{j}" for j in range(len(qs))]
+    shares = {n: 1 / len(qs) for n in names}
+    base = compute_fos([Limit(n, q) for n, q in zip(names, qs, strict=True)], shares, Target(1.0), draws=10)
+    qs2 = [q * k if j == i else q for j, q in enumerate(qs)]
+    up = compute_fos([Limit(n, q) for n, q in zip(names, qs2, strict=True)], shares, Target(1.0), draws=10)
+    assert up.blended.fos.value > base.blended.fos.value
