@@ -23,7 +23,7 @@ from tests.oracle.configs import combinations
 
 TRUTH = load_truth()
 
-# measured on limits-core fe720cf (see docs/oracle.md, "Acceptance results"); since that
+# measured on limits-core 75d8926 (see docs/oracle.md, "Acceptance results"); since fe720cf
 # version fit_limits is deterministic for a fixed seed, so these outcomes are exact.
 KNOWN_MISSES = {
     ("small", "chat"): "19/20 within 10% (worst +12.3%); CI covers 20/20",
