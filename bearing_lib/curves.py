@@ -386,6 +386,7 @@ def _curve_columns(qs: dict[str, float]) -> list[str]:
     for m in METRICS:
         for name in qs:
             cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
+        cols.append(f"{m}_max")
     return cols + ["valid", "flags", "phase"]
 
 
@@ -471,6 +472,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
     for m in METRICS:
         n_m = g[f"_{m}"].list.len().to_numpy()
         lst = pl.col(f"_{m}")
+        exprs.append(lst.list.last().alias(f"{m}_max"))
         for name, q in qs.items():
             lo_r, hi_r = order_stat_ranks(n_m, q)
             supported = (hi_r <= n_m) & (lo_r >= 1)
@@ -528,6 +530,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
     )
     exprs = []
     for m in METRICS:
+        exprs.append(pl.col(f"{m}_max"))
         for name in qs:
             col = f"{m}_{name}"
             exprs += [

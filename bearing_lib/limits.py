@@ -44,7 +44,15 @@ import polars as pl
 from scipy.optimize import isotonic_regression
 
 from bearing_lib import bootstrap as bs
-from bearing_lib.curves import QUANTILES, CurveOptions, load_curve, qname, steady_requests, step_windows
+from bearing_lib.curves import (
+    QUANTILES,
+    CurveOptions,
+    load_curve,
+    min_n_supported,
+    qname,
+    steady_requests,
+    step_windows,
+)
 from bearing_lib.errors import BearingError, ParameterError
 from bearing_lib.loadpoints import LoadPointTable
 from bearing_lib.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
@@ -295,6 +303,16 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
                 return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
 
         n = row.get("n_ok")
+        if tables and v is None:
+            mx = row.get(f"{c.metric}_max")
+            n_any = n if n is not None else row.get("n_requests")
+            if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
+                # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
+                # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
+                return c.observed_to_margin(mx), "pass", None
+            return None, "undetermined", f"{c.text}: the source reports no {c.stat} of {c.metric}"
+        if v is None and f"too_few_for_{qname(c.q)}" not in flags:
+            return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
         return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
     if c.kind == "error_rate":
         v, n = row.get("error_rate"), row.get("n_requests")
@@ -303,7 +321,7 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
         if v is None:
             return None, "undetermined", f"{c.text}: goodput needs per-request data"
     if v is None or not n:
-        return None, "undetermined", f"{c.text}: no request count"
+        return None, "undetermined", f"{c.text}: the source reports no request and error counts"
     m = c.observed_to_margin(v)
     if not c.passes(m):
         return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
@@ -317,6 +335,13 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
     out = []
     for row in rows:
         x = row["offered_load"]
+        load_note = None
+        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
+                and x is not None and math.isfinite(x)):
+            # the server saw the achieved send rate, not the nominal one: place the step there
+            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
+                         "generator behind)")
+            x = float(row["send_rate_rps"])
         flags = list(row["flags"] or [])
         margins: dict[str, float | None] = {}
         verdicts, reasons, by_bound = [], [], set()
@@ -328,6 +353,8 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
             verdicts.append(v)
             if why:
                 reasons.append(why)
+        if load_note:
+            reasons.append(load_note)
         if x is None or not math.isfinite(x):
             status = "excluded"
             reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
@@ -469,7 +496,10 @@ def _fit_group(
     totals: dict[int, dict[str, float]], n_boot: int, level: float,
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
+    # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
     judged = _judge_steps(rows, sla, tables)
+    judged.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
+                               j["row"]["step"]))
     if reps is not None:
         _close_calls_by_bootstrap(judged, sla, reps, level)
     _mark_recovery_steps(judged)
@@ -590,7 +620,8 @@ def _fit_group(
     for j in judged:
         r = j["row"]
         steps.append({
-            "step": r["step"], "offered_load": r["offered_load"], "throughput_rps": r["throughput_rps"],
+            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j["x"],
+            "throughput_rps": r["throughput_rps"],
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
             "valid": bool(r["valid"]), "status": j["status"], "flags": list(r["flags"] or []),
@@ -840,7 +871,10 @@ def fit_limits(
         for (run, mix), part in curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True).items():
             rows = part.to_dicts()
             n_mix = int(part["n_requests"].sum())
-            share = n_mix / run_n[run] if run_n.get(run) else 0.0
+            if tables:  # one mix per run; counts may be missing from a tool summary
+                share = 1.0
+            else:
+                share = n_mix / run_n[run] if run_n.get(run) else 0.0
             mix_obj = mix_by_name.get(mix, Mix(mix, {}))
             if share < min_share:
                 skipped.append({"run_id": run, "mix": mix, "share": share, "n_requests": n_mix,

@@ -196,3 +196,33 @@ def test_deterministic_with_seed():
     b = fit_limits(tr, "p90(latency) <= 600ms", mixes="none", n_boot=100, seed=5).limits[0].q_ult
     assert a == b
     assert np.isfinite(a["value"])
+
+
+def test_generator_behind_step_placed_at_achieved_rate():
+    # offered 4 rps, but only 2.5 rps sent (generator behind): the failing step sits at 2.5 on the load axis
+    rows = [{"run_id": "t", "step": i, "offered_load": x, "offered_load_unit": "rps", "duration_s": 120.0,
+             "n_requests": 1000, "n_ok": 1000, "n_errors": 0, "throughput_rps": a, "achieved_rate_rps": a,
+             "ttft_ms_p99": p} for i, (x, a, p) in enumerate([(1.0, 1.0, 100.0), (2.0, 2.0, 300.0), (4.0, 2.5, 900.0)])]
+    t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+    m = fit_limits(t, SLA, mixes="none", n_boot=0).limits[0]
+    # margins 0.4 at 2.0 and -0.8 at 2.5 -> 2.0 + 0.4/1.2 * 0.5
+    assert m.q_ult["value"] == pytest.approx(2.0 + 0.4 / 1.2 * 0.5)
+    assert m.q_ult["bracket"] == [2.0, 2.5]
+    assert m.steps[-1]["load_axis"] == 2.5 and m.steps[-1]["offered_load"] == 4.0
+
+
+def test_table_maximum_proves_a_pass():
+    # no percentiles reported, only mean and max: with >= 368 requests the max bounds the P99's 95% CI from above
+    rows = [{"run_id": "t", "step": 0, "offered_load": 1.0, "offered_load_unit": "concurrency", "duration_s": 300.0,
+             "n_ok": 400, "throughput_rps": 1.0, "ttft_ms_mean": 80.0, "ttft_ms_max": 400.0},
+            {"run_id": "t", "step": 1, "offered_load": 2.0, "offered_load_unit": "concurrency", "duration_s": 300.0,
+             "n_ok": 300, "throughput_rps": 1.5, "ttft_ms_mean": 100.0, "ttft_ms_max": 450.0},
+            {"run_id": "t", "step": 2, "offered_load": 3.0, "offered_load_unit": "concurrency", "duration_s": 300.0,
+             "n_ok": 400, "throughput_rps": 1.5, "ttft_ms_mean": 300.0, "ttft_ms_max": 900.0}]
+    t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+    m = fit_limits(t, SLA, mixes="none", n_boot=0).limits[0]
+    assert m.share == 1.0
+    # 300 requests: a max of 450 ms is not a 95% bound on the P99 (0.99^300 = 5%): not a pass
+    assert [s["status"] for s in m.steps] == ["pass", "undetermined", "undetermined"]
+    assert "reports no p99 of ttft_ms" in m.steps[1]["reasons"][0]
+    assert m.q_ult["censored"] == "above" and m.q_ult["value"] == 1.0
