@@ -33,11 +33,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-import numpy as np
 import polars as pl
 
 from bearing_lib.errors import InsufficientDataError, ParameterError
-from bearing_lib.quantiles import QUANTILE_METHOD, quantile
+from bearing_lib.quantiles import QUANTILE_METHOD
+from bearing_lib.seqlen import seq_len_distribution
 
 GIB = 1024**3
 DEFAULT_MARGIN = 0.15
@@ -220,20 +220,11 @@ def sequence_length_stats(frame: pl.DataFrame, *, source: str = "") -> SeqLenSta
     """P50/P99/max/mean of ``input_tokens + output_tokens`` over requests that have both.
 
     Raises :class:`InsufficientDataError` when fewer than 100 requests carry both counts
-    (a P99 from fewer is not supported by the data).
+    (a P99 from fewer is not supported by the data). The full distribution (with P90 and
+    the input/output parts) is :func:`bearing_lib.seqlen.seq_len_distribution`.
     """
-    for col in ("input_tokens", "output_tokens"):
-        if col not in frame.columns:
-            raise InsufficientDataError(f"{source or 'trace'}: no {col!r} column; sequence lengths need both counts")
-    s = frame.select((pl.col("input_tokens") + pl.col("output_tokens")).alias("t")).drop_nulls()["t"].to_numpy()
-    if s.size < 100:
-        raise InsufficientDataError(
-            f"{source or 'trace'}: only {s.size} request(s) carry input and output token counts; "
-            "a P99 sequence length needs at least 100"
-        )
-    p50, p99 = quantile(s, [0.5, 0.99])
-    return SeqLenStats(n=int(s.size), mean=float(np.mean(s)), p50=float(p50), p99=float(p99), max=float(s.max()),
-                       source=source)
+    t = seq_len_distribution(frame, source=source).total
+    return SeqLenStats(n=t.n, mean=t.mean, p50=t.p50, p99=t.p99, max=t.max, source=source)
 
 
 @dataclass(frozen=True)

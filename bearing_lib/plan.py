@@ -12,9 +12,11 @@ serving instances the load test drove; 1 when absent, and the plan says it assum
 
 Inputs read from the profile JSON: ``mix_shares`` (production weights), ``targets``
 (target rate and its CI), ``per_minute`` (peak statistics and, for CBU and the
-elasticity replay, the per-minute series), ``bursts`` and, for the memory plan, the
-sequence-length distribution; the per-minute series and sequence lengths can also come
-from the trace itself (:meth:`CapacityPlan.build` ``trace=``).
+elasticity replay, the per-minute series ``per_minute.series``, or for rate windows
+``per_window.series`` spread evenly over each window's minutes), ``bursts`` and, for the
+memory plan, the sequence-length distribution ``seq_len``. A profile JSON written by
+``bearing profile`` carries both; an older one without them can be completed from the
+trace itself (:meth:`CapacityPlan.build` ``trace=``, ``bearing plan --trace``).
 """
 
 from __future__ import annotations
@@ -256,14 +258,90 @@ def shares_from_profile(p: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def series_from_profile(p: dict[str, Any]) -> tuple[list[float], list[str]] | None:
-    """The per-minute series ``per_minute.series = {"minute_start_s": [...], "requests": [...]}`` if present."""
+def series_from_profile(p: dict[str, Any], *, source: str = "profile JSON") -> tuple[list[float], list[str]] | None:
+    """Requests per minute and minute labels from ``per_minute.series`` (§5), if present.
+
+    Accepted shapes: columns ``{"minute_start_s": [...], "requests": [...]}`` (what
+    ``bearing profile`` writes) or rows ``[{"minute_start_s", "requests"}, ...]``.
+    """
     s = (p.get("per_minute") or {}).get("series")
     if not s:
         return None
-    counts = [float(c) for c in s.get("requests") or []]
-    starts = s.get("minute_start_s") or list(range(len(counts)))
-    return counts, [_label(x) for x in starts]
+    starts, counts = _series_columns(s, "minute_start_s", source, "per_minute.series")
+    return counts, [_label(x) for x in (starts if starts is not None else range(len(counts)))]
+
+
+def window_series_from_profile(
+    p: dict[str, Any], *, source: str = "profile JSON"
+) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from a rate-window profile's ``per_window.series`` (§5), if present.
+
+    Each window's requests are spread evenly over its minutes (which smooths peaks inside
+    a window: the returned note says so); ``None`` when the window is not a whole number
+    of minutes.
+    """
+    s = (p.get("per_window") or {}).get("series")
+    if not s:
+        return None
+    starts, counts = _series_columns(s, "window_start_s", source, "per_window.series")
+    bin_s = _num(s.get("bin_s")) if isinstance(s, dict) else None
+    if bin_s is None or bin_s <= 0:
+        raise SchemaError("expected the window length in seconds (bin_s > 0)", path=source,
+                          field="per_window.series.bin_s")
+    aligned = p.get("clock") == "UTC wall clock"
+    return spread_windows(starts or [i * bin_s for i in range(len(counts))], counts, bin_s, aligned)
+
+
+def _series_columns(s: Any, start_key: str, source: str, where: str) -> tuple[list[float] | None, list[float]]:
+    """(starts, requests) of a series given as columns or as a list of rows; SchemaError when malformed."""
+    if isinstance(s, list):
+        if not all(isinstance(r, dict) and "requests" in r for r in s):
+            raise SchemaError(f"expected rows {{{start_key!r}, 'requests'}}", path=source, field=where)
+        starts_raw = [r.get(start_key) for r in s]
+        counts_raw = [r["requests"] for r in s]
+    elif isinstance(s, dict):
+        starts_raw, counts_raw = s.get(start_key), s.get("requests")
+        if not isinstance(counts_raw, list) or (starts_raw is not None and not isinstance(starts_raw, list)):
+            raise SchemaError(f"expected lists {start_key!r} and 'requests'", path=source, field=where)
+        if starts_raw is not None and len(starts_raw) != len(counts_raw):
+            raise SchemaError(f"{start_key!r} has {len(starts_raw)} values but 'requests' has {len(counts_raw)}",
+                              path=source, field=where)
+    else:
+        raise SchemaError(f"expected an object of columns or a list of rows, found {type(s).__name__}",
+                          path=source, field=where)
+    counts = [_num(c) for c in counts_raw]
+    bad = next((i for i, c in enumerate(counts) if c is None or c < 0 or not math.isfinite(c)), None)
+    if bad is not None:
+        raise BadValueError(f"expected a request count >= 0, got {counts_raw[bad]!r}", path=source,
+                            field=f"{where}.requests[{bad}]")
+    if starts_raw is None or all(x is None for x in starts_raw):
+        return None, counts  # type: ignore[return-value]
+    starts = [_num(x) for x in starts_raw]
+    if any(x is None for x in starts):
+        raise BadValueError("expected numeric start times (s)", path=source, field=f"{where}.{start_key}")
+    return starts, counts  # type: ignore[return-value]
+
+
+def spread_windows(starts: list[float], requests: list[float], bin_s: float,
+                   aligned: bool) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from requests per ``bin_s`` window, each window spread evenly over its minutes.
+
+    Returns ``(counts, labels, note)``; ``None`` when ``bin_s`` is not a whole number of
+    minutes. The note says that peaks inside a window are smoothed (``None`` for 60 s bins).
+    """
+    k = bin_s / 60.0
+    if abs(k - round(k)) > 1e-9 or round(k) < 1:
+        return None
+    k = int(round(k))
+    note = (f"the profile's series has {bin_s:g} s bins: each is spread evenly over its {k} minutes for CBU and "
+            "the elasticity replay, which smooths peaks inside a bin") if k > 1 else None
+    counts: list[float] = []
+    labels: list[str] = []
+    for start, n in zip(starts, requests, strict=True):
+        for j in range(k):
+            counts.append(n / k)
+            labels.append(_label(start + 60 * j) if aligned else str(start + 60 * j))
+    return counts, labels, note
 
 
 def _label(x: Any) -> str:
@@ -411,7 +489,13 @@ class CapacityPlan:
 
         # CBU ------------------------------------------------------------
         if series is None:
-            series = series_from_profile(profile)
+            series = series_from_profile(profile, source=profile_source)
+        if series is None:
+            got = window_series_from_profile(profile, source=profile_source)
+            if got is not None:
+                series = got[:2]
+                if got[2]:
+                    plan.notes.append(got[2])
         if series is None and trace is not None:
             series = _series_from_trace(trace)
         g = tgt.growth
@@ -470,8 +554,11 @@ class CapacityPlan:
 
         # memory ---------------------------------------------------------
         seq = seq_len_from_profile(profile)
+        sl = profile.get("seq_len")
+        if seq is None and isinstance(sl, dict) and sl.get("available") is False:
+            plan.memory_reason = f"the profile has no sequence-length distribution: {sl.get('reason')}"
         if seq is None and trace is not None:
-
+            plan.memory_reason = ""
             try:
                 seq = sequence_length_stats(trace.frame, source=str(trace.provenance.source))
             except InsufficientDataError as exc:
@@ -681,19 +768,7 @@ def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], s
     s = getattr(profile, "series", None)
     if s is None or len(s) == 0:
         return None
-    k = s.bin_s / 60.0
-    if abs(k - round(k)) > 1e-9 or round(k) < 1:
-        return None
-    k = int(round(k))
-    note = (f"the profile's series has {s.bin_s:g} s bins: each is spread evenly over its {k} minutes for CBU and "
-            "the elasticity replay, which smooths peaks inside a bin") if k > 1 else None
-    counts: list[float] = []
-    labels: list[str] = []
-    for start, n in zip(s.start_s.tolist(), s.requests.tolist(), strict=True):
-        for j in range(k):
-            counts.append(n / k)
-            labels.append(_label(start + 60 * j) if s.aligned else str(start + 60 * j))
-    return counts, labels, note
+    return spread_windows(s.start_s.tolist(), s.requests.tolist(), s.bin_s, s.aligned)
 
 
 def _series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:
@@ -713,5 +788,7 @@ __all__ = [
     "seq_len_from_profile",
     "series_from_profile",
     "shares_from_profile",
+    "spread_windows",
     "target_from_profile",
+    "window_series_from_profile",
 ]

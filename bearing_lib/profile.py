@@ -6,7 +6,11 @@ start times) or, as a coarser profile, :class:`~bearing_lib.ratewindows.RateWind
 rate distribution (mean, P50/P95/P99/max, peak/mean; linear quantiles), per-second rates
 where the timestamps allow, hour-of-day and weekday x hour baselines, an MSTL
 decomposition, burst episodes, the index of dispersion and inter-arrival CV, mix shares
-overall and per hour, the target load and staged reservation, and the SLO error budget.
+overall and per hour, the target load and staged reservation, the SLO error budget and
+the sequence-length distribution (input + output tokens per request, for the memory plan).
+The profile JSON also carries the per-minute series itself (``per_minute.series``; for
+rate windows ``per_window.series``), so the capacity plan can compute CBU and replay the
+traffic from the JSON alone.
 
 The binning convention is stated in every profile's ``convention`` field (see
 :mod:`bearing_lib.binning`): per-minute bins aligned to UTC wall-clock minutes, empty
@@ -39,6 +43,7 @@ from bearing_lib.mixes import MixSpec
 from bearing_lib.quantiles import QUANTILE_METHOD, quantile
 from bearing_lib.ratewindows import RateWindows
 from bearing_lib.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
+from bearing_lib.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.slo_budget import SLOBudget, slo_budget
 from bearing_lib.targets import DEFAULT_SEED, Targets, compute_targets
 from bearing_lib.trace import RequestTrace
@@ -230,6 +235,8 @@ class TrafficProfile:
     targets: Targets
     slo: SLOBudget | Unavailable
     parameters: dict[str, object] = field(default_factory=dict)
+    seq_len: SeqLenDistribution | Unavailable = field(
+        default_factory=lambda: Unavailable("sequence lengths were not computed for this profile"))
 
     @staticmethod
     def _utc(t: float | None, aligned: bool) -> str | None:
@@ -237,8 +244,22 @@ class TrafficProfile:
             return None
         return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
 
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready dict (``docs/interfaces.md`` section 5; ``docs/traffic-profile.md``)."""
+    def series_dict(self) -> dict[str, object]:
+        """The rate series as JSON columns: per minute ``{"minute_start_s", "requests"}``, or for
+        rate windows ``{"bin_s", "window_start_s", "requests"}`` (requests per window)."""
+        if self.per_minute is not None:
+            return {"minute_start_s": self.per_minute["minute_start_s"].to_list(),
+                    "requests": self.per_minute["requests"].to_list()}
+        return {"bin_s": float(self.series.bin_s), "window_start_s": [float(x) for x in self.series.start_s],
+                "requests": [float(x) for x in self.series.requests]}
+
+    def to_dict(self, *, include_series: bool = True) -> dict[str, object]:
+        """JSON-ready dict (``docs/interfaces.md`` section 5; ``docs/traffic-profile.md``).
+
+        ``include_series=False`` leaves out ``per_minute.series`` / ``per_window.series``
+        (one row per minute: 20,160 for a 14-day trace); the plan then needs the trace
+        for CBU and the elasticity replay.
+        """
         from bearing_lib import __version__
 
         def d(x: object) -> object:
@@ -269,7 +290,11 @@ class TrafficProfile:
             "clock": "UTC wall clock" if self.aligned else "relative (seconds from the trace start)",
             "parameters": self.parameters,
             "resolution": d(self.resolution),
-            "per_minute": d(self.per_minute_stats),
+            "per_minute": (
+                {**self.per_minute_stats, "series": self.series_dict()}
+                if include_series and isinstance(self.per_minute_stats, dict) and self.per_minute is not None
+                else d(self.per_minute_stats)
+            ),
             "per_second": d(self.per_second_stats),
             "slots": self.slots.to_dict(),
             "decomposition": d(self.decomposition),
@@ -280,9 +305,12 @@ class TrafficProfile:
             "mix_shares_per_hour": mixes_hour,
             "targets": self.targets.to_dict(),
             "slo_budget": d(self.slo),
+            "seq_len": d(self.seq_len),
         }
         if self.per_window_stats is not None:
-            out["per_window"] = self.per_window_stats
+            out["per_window"] = (
+                {**self.per_window_stats, "series": self.series_dict()} if include_series else self.per_window_stats
+            )
         return out
 
     def summary_lines(self) -> list[str]:
@@ -350,6 +378,12 @@ class TrafficProfile:
             )
         else:
             lines.append(f"SLO budget:  not available: {self.slo.reason}")
+        if isinstance(self.seq_len, SeqLenDistribution):
+            t = self.seq_len.total
+            lines.append(f"seq length:  input+output tokens P50 {t.p50:,.0f}, P90 {t.p90:,.0f}, P99 {t.p99:,.0f}, "
+                         f"max {t.max:,.0f} ({t.n:,} requests)")
+        else:
+            lines.append(f"seq length:  not available: {self.seq_len.reason}")
         return lines
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
@@ -478,7 +512,15 @@ def profile_traffic(
         targets=compute_targets(series, quantile_level=quantile_level, growth=growth, n_boot=n_boot, seed=seed),
         slo=slo_budget(data, objective=slo_objective),
         parameters=params,
+        seq_len=_seq_len(data),
     )
+
+
+def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
+    try:
+        return seq_len_distribution(trace.frame, source=str(trace.provenance.source))
+    except InsufficientDataError as exc:
+        return Unavailable(str(exc))
 
 
 def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level: float, growth: float,
@@ -537,5 +579,6 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
         targets=targets,
         slo=Unavailable("the source gives rates only: no request outcomes, so no error budget"),
         parameters=params,
+        seq_len=Unavailable("the source gives rates, not requests with token counts"),
     )
 

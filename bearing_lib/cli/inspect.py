@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from bearing_lib.cli._common import bearing_errors
+from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_options, parse_loader_options
 from bearing_lib.loaders import detect, get_format
 from bearing_lib.loaders.registry import call_loader
 from bearing_lib.loaders.source import Source
@@ -111,16 +111,14 @@ def register(app: typer.Typer) -> None:
         skip_bad_lines: bool = typer.Option(
             False, "--skip-bad-lines", help="JSON lines: drop lines that are not JSON objects and report how many."
         ),
+        option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
     ) -> None:
         """Print the detected format, row count, time span, fields present and validation findings."""
         with bearing_errors():
+            options = merge_loader_options(parse_loader_options(option), mapping=mapping,
+                                           skip_bad_lines=True if skip_bad_lines else None)
             source = Source(path)
             spec = get_format(format) if format else detect(source)
-            options: dict[str, object] = {}
-            if mapping is not None:
-                options["mapping"] = mapping
-            if skip_bad_lines:
-                options["skip_bad_lines"] = True
             ds = call_loader(spec, source, options)
             for line in describe_dataset(ds):
                 typer.echo(line)

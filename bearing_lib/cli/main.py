@@ -13,6 +13,7 @@ from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import limits as _limits
 from bearing_lib.cli import plan as _plan
 from bearing_lib.cli import profile as _profile
+from bearing_lib.cli import report as _report
 
 app = typer.Typer(
     name="bearing",
@@ -41,6 +42,7 @@ def main(
 
 _inspect.register(app)
 _limits.register(app)
+_report.register(app)
 _plan.register(app)
 _profile.register(app)
 

@@ -56,7 +56,8 @@ def register(app: typer.Typer) -> None:
         burst_multiplier: float | None = typer.Option(None, "--burst-multiplier",
                                                       help="Plan bursts as this multiple of the target."),
         trace: Path | None = typer.Option(None, "--trace",
-                                          help="Production trace: per-minute series and sequence lengths."),
+                                          help="Production trace: per-minute series and sequence lengths, for a "
+                                               "profile JSON without them (`bearing profile` writes both)."),
         inputs: Path | None = typer.Option(None, "--inputs",
                                            help="JSON with user-supplied scorecard inputs (data, engineering, "
                                                 "budget, health)."),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from bearing_lib.cli._common import bearing_errors
+from bearing_lib.cli._common import OPTION_HELP, bearing_errors, parse_loader_options
 from bearing_lib.errors import InputError, ParameterError
 from bearing_lib.mixes import MixSpec
 
@@ -74,6 +74,7 @@ def register(app: typer.Typer) -> None:
         burst_k: float = typer.Option(3.0, "--burst-k", help="A burst is a rate above k x the slot baseline."),
         slo: float = typer.Option(0.999, "--slo", help="Availability objective for the error budget."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+        option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing JSON file."),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
@@ -84,7 +85,7 @@ def register(app: typer.Typer) -> None:
             if json_out.exists() and not force:
                 raise ParameterError(f"{json_out} exists; pass --force to overwrite it")
             spec = read_mix_spec(mixes)
-            ds = load(trace, format=format)
+            ds = load(trace, format=format, **parse_loader_options(option))
             if ds.kind not in ("requests", "rates"):
                 raise ParameterError(
                     f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"

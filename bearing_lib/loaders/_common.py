@@ -1,11 +1,15 @@
-"""Shared steps of the request loaders: checked CSV reading and finishing a trace."""
+"""Shared steps of the loaders: provenance, checked CSV/JSONL reading and finishing a trace.
+
+The load-point twin of :func:`finish_trace` and the other load-test helpers are in
+:mod:`bearing_lib.loaders._loadtest`.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import polars as pl
@@ -124,6 +128,32 @@ def _type_word(dtype: pl.DataType) -> str:
     return str(dtype)
 
 
+def new_provenance(source: Source, *, format: str, tool: str) -> Provenance:
+    """An empty provenance for ``source``.
+
+    ``sha256`` stays empty here: :func:`finish_trace` / ``finish_loadpoints`` fill it at the
+    end, so the hash (which :class:`Source` may compute in the background) does not block
+    the parse.
+    """
+    return Provenance(source=str(source.path), format=format, tool=tool, sha256="")
+
+
+def field_origins(
+    nonnull: Mapping[str, bool], schema: Mapping[str, object], derived: Iterable[str], *, skip: str
+) -> dict[str, FieldOrigin]:
+    """``absent`` / ``derived`` / ``measured`` for every column of ``schema`` but ``skip``.
+
+    A column with no value is absent; one with values is derived when listed in
+    ``derived``, else measured.
+    """
+    derived = set(derived)
+    return {
+        col: ("absent" if not nonnull[col] else "derived" if col in derived else "measured")
+        for col in schema
+        if col != skip
+    }
+
+
 def finish_trace(
     frame: pl.DataFrame | pl.LazyFrame,
     source: Source,
@@ -146,7 +176,7 @@ def finish_trace(
     missing ones become null).
     """
     df = conform(frame, path=str(source.path))
-    prov = provenance or Provenance(source=str(source.path), format=format, tool=tool, sha256="")
+    prov = provenance or new_provenance(source, format=format, tool=tool)
     prov.source, prov.format, prov.tool = str(source.path), format, tool
     prov.sha256 = prov.sha256 or source.sha256
     prov.tool_version = tool_version
@@ -155,15 +185,7 @@ def finish_trace(
     prov.options = dict(options or {})
     nulls = df.null_count().row(0, named=True)  # O(1): Arrow keeps null counts
     nonnull = {c: nulls[c] < df.height for c in df.columns}
-    fields: dict[str, FieldOrigin] = {}
-    for col in REQUEST_SCHEMA:
-        if col == "source_row":
-            continue
-        if not nonnull[col]:
-            fields[col] = "absent"
-        else:
-            fields[col] = "derived" if col in derived else "measured"
-    prov.fields = fields
+    prov.fields = field_origins(nonnull, REQUEST_SCHEMA, derived, skip="source_row")
     df = validate(df, prov)
     return RequestTrace(frame=df, provenance=prov, steps=conform_steps(steps) if steps is not None else None)
 

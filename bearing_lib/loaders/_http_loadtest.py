@@ -1,6 +1,8 @@
-"""Helpers shared by the HTTP and auxiliary load-test loaders (LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
+"""Helpers of the ramp-driven HTTP load-test loaders (Locust, k6, Vegeta, JMeter).
 
-- :func:`finish_loadpoints`: conform a list of load-point rows and wrap them with provenance.
+What every load-test loader shares (``finish_loadpoints``, step rows, JSON lines,
+``stats_to_columns``) is in :mod:`bearing_lib.loaders._loadtest`; here:
+
 - :func:`cut_plateaus`: cut a ramp (users, VUs, threads over time) into constant-level steps.
 - :func:`rate_from_name`: a load level written only in a file name.
 - :func:`status_from_http`: HTTP status code → canonical status.
@@ -10,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,86 +21,10 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.errors import BadValueError
-from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
-from bearing_lib.provenance import FieldOrigin, Provenance
+from bearing_lib.loaders._loadtest import step_row
 
 DEFAULT_MIN_PLATEAU_S = 10.0
 """A load level must hold this long (seconds) to count as a step (see :func:`cut_plateaus`)."""
-
-
-def new_provenance(source: Source, *, format: str, tool: str) -> Provenance:
-    """An empty provenance for ``source`` (sha256 filled)."""
-    return Provenance(source=str(source.path), format=format, tool=tool, sha256=source.sha256)
-
-
-def finish_loadpoints(
-    rows: list[dict[str, object]],
-    source: Source,
-    *,
-    format: str,
-    tool: str,
-    tool_version: str | None = None,
-    provenance: Provenance | None = None,
-    derived: Sequence[str] = (),
-    files: Sequence[str] = (),
-    options: Mapping[str, object] | None = None,
-) -> LoadPointTable:
-    """Conform load-point ``rows`` and wrap them with provenance.
-
-    Columns with a value count as measured unless listed in ``derived``. Raises
-    :class:`BadValueError` when there is no row, or a count or latency is negative.
-    """
-    if not rows:
-        raise BadValueError("the input holds no load point", path=source.path)
-    frame = conform_loadpoints(rows, path=str(source.path))
-    prov = provenance or new_provenance(source, format=format, tool=tool)
-    prov.format, prov.tool, prov.tool_version = format, tool, tool_version
-    prov.sha256 = prov.sha256 or source.sha256
-    prov.time_origin = "none"
-    prov.timezone = "not applicable (aggregates)"
-    prov.files = list(files)
-    prov.options = dict(options or {})
-    nonnull = frame.select(pl.all().is_not_null().any()).row(0, named=True)
-    fields: dict[str, FieldOrigin] = {}
-    for col in LOADPOINT_SCHEMA:
-        if col == "source_file":
-            continue
-        fields[col] = ("derived" if col in derived else "measured") if nonnull[col] else "absent"
-    prov.fields = fields
-    numeric = [c for c, t in LOADPOINT_SCHEMA.items() if t.is_numeric() and c != "step"]
-    for col in numeric:
-        neg = frame.filter(pl.col(col) < 0)
-        if neg.height:
-            r = neg.row(0, named=True)
-            raise BadValueError(
-                f"expected a non-negative number, found {r[col]!r} (run {r['run_id']}, step {r['step']})",
-                path=r["source_file"] or source.path,
-                field=col,
-            )
-    return LoadPointTable(frame=frame, provenance=prov)
-
-
-def stats_to_columns(
-    stats: Mapping[str, object] | None,
-    metric: str,
-    keymap: Mapping[str, str],
-    *,
-    scale: float = 1.0,
-) -> dict[str, float]:
-    """Map a tool's statistics object to ``<metric>_<stat>`` columns, scaled to ms.
-
-    ``keymap`` maps the tool's key (``"median"``, ``"p(95)"`` ...) to a canonical stat
-    (``"p50"``, ``"p95"`` ...). Missing or null keys are left out.
-    """
-    out: dict[str, float] = {}
-    if not isinstance(stats, Mapping):
-        return out
-    for key, stat in keymap.items():
-        v = stats.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[f"{metric}_{stat}"] = float(v) * scale
-    return out
 
 
 # --------------------------------------------------------------------------- plateaus
@@ -172,18 +98,8 @@ def cut_plateaus(
 
 def plateau_steps(plateaus: Sequence[Plateau], *, run_id: str, unit: str, source_file: str) -> list[dict[str, object]]:
     """Per-step facts (:data:`~bearing_lib.trace.STEP_SCHEMA` rows) for plateaus: duration = plateau length."""
-    return [
-        {
-            "run_id": run_id,
-            "step": p.step,
-            "offered_load": p.level,
-            "offered_load_unit": unit,
-            "duration_s": p.duration_s,
-            "n_requests_reported": None,
-            "source_file": source_file,
-        }
-        for p in plateaus
-    ]
+    return [step_row(run_id, p.step, p.level, unit, duration_s=p.duration_s, source_file=source_file)
+            for p in plateaus]
 
 
 def assign_steps(t_s: np.ndarray | pl.Series, plateaus: Sequence[Plateau]) -> tuple[np.ndarray, np.ndarray]:

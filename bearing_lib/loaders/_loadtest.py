@@ -1,10 +1,15 @@
-"""Shared steps of the LLM load-test loaders (vLLM, SGLang, LLMPerf, GenAI-Perf/AIPerf, GuideLLM).
+"""Shared steps of every load-test loader (vLLM, SGLang, LLMPerf, GenAI-Perf/AIPerf, GuideLLM,
+LMBench, inference-perf, Locust, k6, Vegeta, JMeter).
 
 What lives here: reading a JSON document leniently but only when it is small enough to
-sniff, parsing an offered rate that may be ``"inf"`` or a bare ``Infinity``, numbering the
-steps of a run by offered load (unbounded last), and wrapping load-point rows as a
-:class:`~bearing_lib.loadpoints.LoadPointTable` with provenance (the load-point twin of
-:func:`bearing_lib.loaders._common.finish_trace`).
+sniff, JSON lines, parsing an offered rate that may be ``"inf"`` or a bare ``Infinity``,
+numbering the steps of a run by offered load (unbounded last), the step identity columns
+(request rows, step rows), a tool's statistics object as ``<metric>_<stat>`` columns, and
+wrapping load-point rows as a :class:`~bearing_lib.loadpoints.LoadPointTable` with
+provenance (:func:`finish_loadpoints`, the load-point twin of
+:func:`bearing_lib.loaders._common.finish_trace`). Helpers only the ramp-driven HTTP tools
+need (plateaus, HTTP codes, Go durations, RFC3339) are in
+:mod:`bearing_lib.loaders._http_loadtest`.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,9 +25,10 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError
+from bearing_lib.loaders._common import field_origins, new_provenance
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
-from bearing_lib.provenance import FieldOrigin, Provenance
+from bearing_lib.provenance import Provenance
 
 SNIFF_MAX_BYTES = 32 * 1024 * 1024
 """Sniffers parse a JSON file whole only up to this decompressed size (the parse is cached
@@ -69,20 +75,23 @@ def may_hold(source: Source, *needles: bytes) -> bool:
     return len(head) >= HEAD_BYTES or any(n in head for n in needles)
 
 
-def json_lines(source: Source) -> list[tuple[int, Any]]:
-    """Every non-blank line of a JSONL file as ``(line_number, object)``; lenient JSON.
+def iter_json_lines(source: Source) -> Iterator[tuple[int, Any]]:
+    """Every non-blank line of a JSONL file as ``(line_number, object)``, one at a time; lenient JSON.
 
     Raises :class:`BadValueError` naming the line when a line is not JSON.
     """
-    out: list[tuple[int, Any]] = []
     for i, line in enumerate(source.read_text().splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.append((i, json.loads(line)))
+            yield i, json.loads(line)
         except json.JSONDecodeError as exc:
             raise BadValueError(f"line is not JSON: {exc.msg} (column {exc.colno})", path=source.path, row=i) from exc
-    return out
+
+
+def json_lines(source: Source) -> list[tuple[int, Any]]:
+    """:func:`iter_json_lines` as a list."""
+    return list(iter_json_lines(source))
 
 
 def parse_rate(value: object, *, path: str | Path, field: str, row: int | None = None) -> float | None:
@@ -204,19 +213,46 @@ def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> 
     return sorted(out, key=lambda s: (s.run_id, s.step))
 
 
+def step_row(
+    run_id: str,
+    step: int | None,
+    offered_load: float | None,
+    offered_load_unit: str | None,
+    *,
+    duration_s: float | None = None,
+    n_requests_reported: int | None = None,
+    source_file: str | None = None,
+) -> dict[str, object]:
+    """One row for ``RequestTrace.steps`` (columns of :data:`~bearing_lib.trace.STEP_SCHEMA`)."""
+    return {
+        "run_id": run_id,
+        "step": step,
+        "offered_load": offered_load,
+        "offered_load_unit": offered_load_unit,
+        "duration_s": duration_s,
+        "n_requests_reported": n_requests_reported,
+        "source_file": source_file,
+    }
+
+
 def step_rows(steps: Iterable[StepFacts]) -> list[dict[str, object]]:
     """Rows for ``RequestTrace.steps`` (columns of ``STEP_SCHEMA``)."""
     return [
-        {
-            "run_id": s.run_id,
-            "step": s.step,
-            "offered_load": s.offered_load,
-            "offered_load_unit": s.offered_load_unit,
-            "duration_s": s.duration_s,
-            "n_requests_reported": s.n_requests_reported,
-            "source_file": s.source_file,
-        }
+        step_row(s.run_id, s.step, s.offered_load, s.offered_load_unit, duration_s=s.duration_s,
+                 n_requests_reported=s.n_requests_reported, source_file=s.source_file)
         for s in steps
+    ]
+
+
+def step_exprs(run_id: str, step: int | None, offered_load: float | None, offered_load_unit: str | None
+               ) -> list[pl.Expr]:
+    """The step identity columns of a request frame as literals (``run_id``, ``step``, ``offered_load``,
+    ``offered_load_unit``), typed as in :data:`~bearing_lib.trace.REQUEST_SCHEMA`."""
+    return [
+        pl.lit(run_id, dtype=pl.String).alias("run_id"),
+        pl.lit(step, dtype=pl.Int64).alias("step"),
+        pl.lit(offered_load, dtype=pl.Float64).alias("offered_load"),
+        pl.lit(offered_load_unit, dtype=pl.String).alias("offered_load_unit"),
     ]
 
 
@@ -228,6 +264,28 @@ def step_columns(s: StepFacts) -> dict[str, object]:
         "offered_load": s.offered_load,
         "offered_load_unit": s.offered_load_unit,
     }
+
+
+def stats_to_columns(
+    stats: Mapping[str, object] | None,
+    metric: str,
+    keymap: Mapping[str, str],
+    *,
+    scale: float = 1.0,
+) -> dict[str, float]:
+    """Map a tool's statistics object to ``<metric>_<stat>`` columns, scaled to ms.
+
+    ``keymap`` maps the tool's key (``"median"``, ``"p(95)"`` ...) to a canonical stat
+    (``"p50"``, ``"p95"`` ...). Missing or null keys are left out.
+    """
+    out: dict[str, float] = {}
+    if not isinstance(stats, Mapping):
+        return out
+    for key, stat in keymap.items():
+        v = stats.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[f"{metric}_{stat}"] = float(v) * scale
+    return out
 
 
 def finish_loadpoints(
@@ -245,26 +303,31 @@ def finish_loadpoints(
     """Conform load-point rows and wrap them with provenance (load-point twin of ``finish_trace``).
 
     Columns with a value count as measured unless listed in ``derived``. Raises
-    :class:`InputError` when there are no rows.
+    :class:`BadValueError` (an :class:`InputError`) when there is no row, or a count or
+    latency is negative (naming the run, step and file).
     """
     if not rows:
-        raise InputError("the input holds no load steps", path=source.path)
+        raise BadValueError("the input holds no load point", path=source.path)
     frame = conform_loadpoints(rows, path=str(source.path))
-    prov = provenance or Provenance(source=str(source.path), format=format, tool=tool, sha256="")
+    prov = provenance or new_provenance(source, format=format, tool=tool)
     prov.source, prov.format, prov.tool = str(source.path), format, tool
     prov.sha256 = prov.sha256 or source.sha256
     prov.tool_version = tool_version
     prov.time_origin = "none"
+    prov.timezone = "not applicable (aggregates)"
     prov.options = dict(options or {})
     prov.files = [str(f) for f in files]
-    derived = set(derived)
     nonnull = frame.select(pl.all().is_not_null().any()).row(0, named=True)
-    fields: dict[str, FieldOrigin] = {}
-    for col in LOADPOINT_SCHEMA:
-        if col == "source_file":
-            continue
-        fields[col] = "absent" if not nonnull[col] else ("derived" if col in derived else "measured")
-    prov.fields = fields
+    prov.fields = field_origins(nonnull, LOADPOINT_SCHEMA, derived, skip="source_file")
+    for col in (c for c, t in LOADPOINT_SCHEMA.items() if t.is_numeric() and c != "step"):
+        neg = frame.filter(pl.col(col) < 0)
+        if neg.height:
+            r = neg.row(0, named=True)
+            raise BadValueError(
+                f"expected a non-negative number, found {r[col]!r} (run {r['run_id']}, step {r['step']})",
+                path=r["source_file"] or source.path,
+                field=col,
+            )
     return LoadPointTable(frame=frame, provenance=prov)
 
 

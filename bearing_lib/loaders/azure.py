@@ -13,10 +13,9 @@ import re
 import polars as pl
 
 from bearing_lib.errors import BadValueError
-from bearing_lib.loaders._common import finish_trace, read_csv_checked
+from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
 from bearing_lib.trace import RequestTrace
 
 NAME = "azure-llm-inference"
@@ -47,7 +46,7 @@ def load(source: Source) -> RequestTrace:
             field="TIMESTAMP",
         )
     has_tz = ts.str.contains(r"(Z|[+-]\d{2}:?\d{2})$")
-    prov = Provenance(source=str(source.path), format=NAME, tool="Azure LLM inference trace", sha256="")
+    prov = new_provenance(source, format=NAME, tool="Azure LLM inference trace")
     if has_tz.all():
         version, tz_note = "2024", "UTC (offsets in the file)"
     elif not has_tz.any():

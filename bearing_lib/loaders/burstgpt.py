@@ -21,10 +21,9 @@ import csv
 
 import polars as pl
 
-from bearing_lib.loaders._common import finish_trace, read_csv_checked
+from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
 from bearing_lib.trace import RequestTrace
 
 NAME = "burstgpt"
@@ -63,7 +62,7 @@ def load(source: Source) -> RequestTrace:
     if has_total:
         columns["Total tokens"] = pl.Int64()
     raw = read_csv_checked(source, columns)
-    prov = Provenance(source=str(source.path), format=NAME, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME, tool=TOOL)
     prov.add(
         "relative_local_time",
         "Timestamp is seconds from 0:00 of the first day in the trace's local time zone (zone not stated); "

@@ -15,10 +15,16 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.errors import ParameterError, SchemaError
-from bearing_lib.loaders._common import finish_trace, parquet_metadata, read_table, table_columns, table_kind
+from bearing_lib.loaders._common import (
+    finish_trace,
+    new_provenance,
+    parquet_metadata,
+    read_table,
+    table_columns,
+    table_kind,
+)
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
 from bearing_lib.trace import REQUEST_SCHEMA, RequestTrace
 
 NAME = "bearing-canonical"
@@ -60,7 +66,7 @@ def load(source: Source, *, time_origin: str = "auto", skip_bad_lines: bool = Fa
             path=source.path,
             field=extra[0] if extra else "start_s",
         )
-    prov = Provenance(source=str(source.path), format=NAME, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME, tool=TOOL)
     wanted = {c: REQUEST_SCHEMA[c] for c in cols if c != "source_row"}
     table = read_table(source, wanted, skip_bad_lines=skip_bad_lines, provenance=prov)
     if "source_row" in cols:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
@@ -44,7 +45,6 @@ from bearing_lib.loaders._loadtest import (
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
 
 NAME_GENAI = "genai-perf-export"
 NAME_AIPERF = "aiperf-export"
@@ -158,7 +158,7 @@ def _load_export(source: Source, *, name: str, tool: str) -> LoadPointTable:
     if missing:
         raise UnsupportedVersionError("not a profile export bearing can read", tool=tool, version=None,
                                       missing=missing, path=path)
-    prov = Provenance(source=str(path), format=name, tool=tool, sha256="")
+    prov = new_provenance(source, format=name, tool=tool)
     load_value, unit = _offered(doc, path, tool)
     derived = {"input_tokens_per_s"}
     n_ok = _avg(doc, "request_count", path)
@@ -276,7 +276,7 @@ def load_sweep(source: Source) -> LoadPointTable:
             extra["metadata"] = {r[0]: r[1] for r in parsed[1:] if len(r) >= 2}
         else:
             extra[title] = rows
-    prov = Provenance(source=str(path), format=NAME_SWEEP, tool=TOOL_AIPERF, sha256="")
+    prov = new_provenance(source, format=NAME_SWEEP, tool=TOOL_AIPERF)
     meta = extra.get("metadata") or {}
     if isinstance(meta, dict) and meta.get("Sweep Parameters") not in (None, var):
         raise BadValueError(f"the Metadata section says the sweep parameter is {meta['Sweep Parameters']!r} but "

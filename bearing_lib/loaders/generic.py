@@ -38,7 +38,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.errors import BadValueError, ParameterError
-from bearing_lib.loaders._common import finish_trace, read_table
+from bearing_lib.loaders._common import finish_trace, new_provenance, read_table
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.provenance import Provenance
@@ -179,7 +179,7 @@ def load(
         if src in wanted and wanted[src] != dtype:
             raise ParameterError(f"source column {src!r} is mapped to fields needing different types")
         wanted[src] = dtype
-    prov = Provenance(source=str(source.path), format=NAME, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME, tool=TOOL)
     table = read_table(source, wanted, skip_bad_lines=skip_bad_lines, provenance=prov)
     raw = table.collect() if isinstance(table, pl.LazyFrame) else table
     rows = raw["source_row"]

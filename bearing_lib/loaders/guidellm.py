@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace, read_csv_checked
+from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
@@ -178,7 +178,7 @@ def _status(list_name: str, info: dict[str, Any]) -> str:
 def _load_requests(source: Source) -> RequestTrace:
     path = source.path
     doc = _check(source.json, path)
-    prov = Provenance(source=str(path), format=NAME_REQUESTS, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
     steps = _steps(doc, path, prov)
     cols: dict[str, list] = {k: [] for k in (
         "request_id", "start_s", "end_s", "ttft_ms", "latency_ms", "tpot_ms", "itl_ms", "input_tokens",
@@ -249,7 +249,7 @@ def _metric(b: dict[str, Any], name: str) -> dict[str, Any] | None:
 def _load_aggregate(source: Source) -> LoadPointTable:
     path = source.path
     doc = _check(source.json, path)
-    prov = Provenance(source=str(path), format=NAME_AGGREGATE, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME_AGGREGATE, tool=TOOL)
     steps = _steps(doc, path, prov)
     rows = []
     for s in steps:
@@ -302,7 +302,7 @@ def sniff_csv(source: Source) -> bool:
 def load_csv(source: Source) -> LoadPointTable:
     path = source.path
     raw = read_csv_checked(source, {c: pl.String() for c in CSV_COLUMNS})
-    prov = Provenance(source=str(path), format=NAME_CSV, tool="GuideLLM (DERIVED table)", sha256="")
+    prov = new_provenance(source, format=NAME_CSV, tool="GuideLLM (DERIVED table)")
     prov.add("derived_file", "this table was written by post-processing of GuideLLM runs, not by GuideLLM; its "
              "columns are read as labelled ('-' = missing; latencies *_ms in ms, req_latency_*_s in s)")
     steps, unknown = [], []

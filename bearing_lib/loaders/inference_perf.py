@@ -31,8 +31,8 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
-from bearing_lib.loaders._http_loadtest import finish_loadpoints, new_provenance, stats_to_columns
+from bearing_lib.loaders._common import finish_trace, new_provenance
+from bearing_lib.loaders._loadtest import finish_loadpoints, stats_to_columns, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
@@ -438,17 +438,8 @@ def load_requests(source: Source) -> RequestTrace:
     steps: list[dict[str, object]] = []
     for no, doc, p in stage_docs:
         row, _ = _row_from_report(doc, run_id=run_id, step=no, source_file=str(p), model=model)
-        steps.append(
-            {
-                "run_id": run_id,
-                "step": no,
-                "offered_load": row["offered_load"],
-                "offered_load_unit": row["offered_load_unit"],
-                "duration_s": row["duration_s"],
-                "n_requests_reported": doc["load_summary"]["count"],
-                "source_file": str(p),
-            }
-        )
+        steps.append(step_row(run_id, no, row["offered_load"], row["offered_load_unit"], duration_s=row["duration_s"],
+                              n_requests_reported=doc["load_summary"]["count"], source_file=str(p)))
     rate_of = {s["step"]: s["offered_load"] for s in steps}
     if df["stage_id"].is_not_null().any():
         df = df.with_columns(pl.col("stage_id").cast(pl.Int64).alias("step"))

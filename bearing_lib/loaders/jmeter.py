@@ -39,12 +39,11 @@ from collections.abc import Sequence
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
     assign_steps,
     cut_plateaus,
-    new_provenance,
     plateau_steps,
 )
 from bearing_lib.loaders.registry import FormatSpec, register

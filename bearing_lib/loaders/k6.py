@@ -36,17 +36,15 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
     assign_steps,
     cut_plateaus,
-    finish_loadpoints,
-    new_provenance,
     plateau_steps,
     rfc3339_to_epoch_s,
-    stats_to_columns,
 )
+from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, stats_to_columns
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
@@ -145,14 +143,7 @@ def load_ndjson(
     vus_v: list[float] = []
     offsets: set[str] = set()
     declared: set[str] = set()
-    text = source.read_text()
-    for ln, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadValueError(f"not a JSON line: {exc.msg}", path=source.path, row=ln) from None
+    for ln, obj in iter_json_lines(source):
         typ = obj.get("type")
         if typ == "Metric":
             declared.add(str(obj.get("metric")))

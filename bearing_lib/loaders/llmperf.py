@@ -31,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
@@ -46,7 +46,6 @@ from bearing_lib.loaders._loadtest import (
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
 from bearing_lib.trace import RequestTrace
 
 NAME_REQUESTS = "llmperf-individual-responses"
@@ -80,6 +79,15 @@ def _doc(source: Source) -> object:
     if source.suffix != ".json" or not may_hold(source, b'"error_code"', b'"num_concurrent_requests"'):
         return None
     return json_document(source)
+
+
+def _inputs(source: Source, want, what: str) -> tuple[list[Source], Path]:
+    """The files to read (the file itself, or a folder's matching files) and the folder
+    ``source_file`` is relative to; :class:`InputError` when a folder holds none."""
+    files = _folder(source, want) if source.is_dir else [source]
+    if not files:
+        raise InputError(f"no LLMPerf {what} files here", path=source.path)
+    return files, (source.path if source.is_dir else source.path.parent)
 
 
 def _folder(source: Source, want) -> list[Source]:
@@ -185,11 +193,8 @@ def _summary_row(doc: dict[str, Any], path: Path) -> dict[str, object]:
 
 
 def _load_summary(source: Source) -> LoadPointTable:
-    prov = Provenance(source=str(source.path), format=NAME_SUMMARY, tool=TOOL, sha256="")
-    files = _folder(source, _is_summary_doc) if source.is_dir else [source]
-    if not files:
-        raise InputError("no LLMPerf summary files here", path=source.path)
-    base = source.path if source.is_dir else source.path.parent
+    prov = new_provenance(source, format=NAME_SUMMARY, tool=TOOL)
+    files, base = _inputs(source, _is_summary_doc, "summary")
     steps = []
     codes_total: dict[int, int] = {}
     for f in files:
@@ -297,11 +302,8 @@ def _requests_frame(doc: list[dict[str, Any]], path: Path, prov_counts: dict[str
 
 
 def _load_requests(source: Source) -> RequestTrace:
-    prov = Provenance(source=str(source.path), format=NAME_REQUESTS, tool=TOOL, sha256="")
-    files = _folder(source, _is_requests_doc) if source.is_dir else [source]
-    if not files:
-        raise InputError("no LLMPerf individual-responses files here", path=source.path)
-    base = source.path if source.is_dir else source.path.parent
+    prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
+    files, base = _inputs(source, _is_requests_doc, "individual-responses")
     counts = {"errors_with_latency": 0, "errors_zero_latency": 0}
     steps, frames, used, versions, no_summary = [], [], [], set(), []
     for f in files:

@@ -25,8 +25,8 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace, read_csv_checked
-from bearing_lib.loaders._http_loadtest import new_provenance
+from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
+from bearing_lib.loaders._loadtest import step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.trace import RequestTrace
@@ -144,6 +144,7 @@ def load(source: Source) -> RequestTrace:
         else:
             rid = pl.format("{}:{}", pl.lit(f"{rel}/{f.name}"), pl.col("source_row"))
         out_tok = pl.col("generation_tokens")
+        unit = "rps" if qps is not None else None
         parts.append(
             raw.select(
                 rid.alias("request_id"),
@@ -158,24 +159,11 @@ def load(source: Source) -> RequestTrace:
                 pl.col("prompt_tokens").alias("input_tokens"),
                 out_tok.alias("output_tokens"),
                 pl.lit("ok").alias("status"),
-                pl.lit(run_id).alias("run_id"),
-                pl.lit(step, dtype=pl.Int64).alias("step"),
-                pl.lit(qps, dtype=pl.Float64).alias("offered_load"),
-                pl.lit("rps" if qps is not None else None, dtype=pl.String).alias("offered_load_unit"),
+                *step_exprs(run_id, step, qps, unit),
                 pl.col("source_row"),
             )
         )
-        steps.append(
-            {
-                "run_id": run_id,
-                "step": step,
-                "offered_load": qps,
-                "offered_load_unit": "rps" if qps is not None else None,
-                "duration_s": None,
-                "n_requests_reported": None,
-                "source_file": str(f.path),
-            }
-        )
+        steps.append(step_row(run_id, step, qps, unit, source_file=str(f.path)))
     prov.add(
         "offered_load_from_file_name",
         "LMBenchmark writes the QPS level only in the file name; offered_load was read from the name "

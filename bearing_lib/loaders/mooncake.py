@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from bearing_lib.errors import BadValueError, ParameterError
-from bearing_lib.loaders._common import cast_checked, finish_trace, read_jsonl_checked
+from bearing_lib.loaders._common import cast_checked, finish_trace, new_provenance, read_jsonl_checked
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.prefix_cache import DEFAULT_BLOCK_TOKENS, replay_prefix_cache
@@ -74,7 +74,7 @@ def load(
         raise ParameterError(f"block_tokens must be a positive number of tokens, got {block_tokens!r}")
     if cache_capacity_blocks is not None and cache_capacity_blocks <= 0:
         raise ParameterError(f"cache_capacity_blocks must be positive or None, got {cache_capacity_blocks!r}")
-    prov = Provenance(source=str(source.path), format=NAME, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME, tool=TOOL)
     raw = read_jsonl_checked(source, skip_bad_lines=skip_bad_lines, provenance=prov)
     raw = cast_checked(
         raw,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.errors import InputError, UnsupportedVersionError
+from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
@@ -35,7 +36,6 @@ from bearing_lib.loaders._loadtest import (
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
 
 NAME = "sglang-bench-serving"
 TOOL = "SGLang bench_serving"
@@ -91,7 +91,7 @@ def load(source: Source) -> LoadPointTable:
     lines = json_lines(source)
     if not lines:
         raise InputError("the file holds no result lines", path=source.path)
-    prov = Provenance(source=str(source.path), format=NAME, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME, tool=TOOL)
     stem = Path(source.name).stem
     steps: list[StepFacts] = []
     names: dict[tuple, str] = {}

@@ -35,15 +35,14 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
-    finish_loadpoints,
-    new_provenance,
     parse_go_duration,
     rate_from_name,
     rfc3339_to_epoch_s,
     status_expr,
 )
+from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.loadpoints import LoadPointTable
@@ -158,13 +157,7 @@ def _status_expr() -> pl.Expr:
 
 def _read_json_results(src: Source) -> list[dict[str, object]]:
     rows = []
-    for ln, line in enumerate(src.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            o = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadValueError(f"not a JSON line: {exc.msg}", path=src.path, row=ln) from None
+    for ln, o in iter_json_lines(src):
         missing = [k for k in JSON_KEYS if k not in o]
         if missing:
             raise UnsupportedVersionError(
@@ -260,6 +253,7 @@ def _load_results(source: Source, fmt: str, reader) -> RequestTrace:
                 mismatch.append(f"{f.name}: name {rate:g} rps, measured {measured:.3g} rps")
         rep = _find_report(f.path)
         reported_n = attack_s = None
+        unit = "rps" if rate is not None else None
         if rep is not None:
             r = _parse_report(Source(rep))
             reported_n, attack_s = r["total"], r["attack_s"]
@@ -284,24 +278,12 @@ def _load_results(source: Source, fmt: str, reader) -> RequestTrace:
                 .then(None)
                 .otherwise(pl.format("{}: {}", pl.col("code"), pl.col("error")))
                 .alias("error"),
-                pl.lit(run_id).alias("run_id"),
-                pl.lit(step, dtype=pl.Int64).alias("step"),
-                pl.lit(rate, dtype=pl.Float64).alias("offered_load"),
-                pl.lit("rps" if rate is not None else None, dtype=pl.String).alias("offered_load_unit"),
+                *step_exprs(run_id, step, rate, unit),
                 pl.col("source_row"),
             )
         )
-        steps.append(
-            {
-                "run_id": run_id,
-                "step": step,
-                "offered_load": rate,
-                "offered_load_unit": "rps" if rate is not None else None,
-                "duration_s": attack_s,
-                "n_requests_reported": reported_n,
-                "source_file": str(f.path),
-            }
-        )
+        steps.append(step_row(run_id, step, rate, unit, duration_s=attack_s, n_requests_reported=reported_n,
+                              source_file=str(f.path)))
     if name_rates:
         prov.add(
             "offered_load_from_file_name",

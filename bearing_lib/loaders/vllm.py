@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.loaders._common import finish_trace
+from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
     finish_loadpoints,
@@ -348,7 +348,7 @@ def _stats_row(doc: dict[str, Any], path: Path, prov: Provenance) -> dict[str, o
 
 
 def _load_aggregate(source: Source) -> LoadPointTable:
-    prov = Provenance(source=str(source.path), format=NAME_AGGREGATE, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME_AGGREGATE, tool=TOOL)
     entries, run_id, files = _collect(source)
     steps = _steps(source, entries, run_id, prov, arrays=False)
     rows = []
@@ -479,7 +479,7 @@ def _request_rows(s: StepFacts, prov: Provenance) -> dict[str, list]:
 
 
 def _load_requests(source: Source) -> RequestTrace:
-    prov = Provenance(source=str(source.path), format=NAME_REQUESTS, tool=TOOL, sha256="")
+    prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
     entries, run_id, files = _collect(source)
     steps = _steps(source, entries, run_id, prov, arrays=True)
     frames = []

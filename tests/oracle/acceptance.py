@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash
+from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash, simulator_hash
 from tests.oracle.simulator import stepped_run
 
 TRUTH_PATH = Path(__file__).resolve().parent / "truth.json"
@@ -46,6 +46,11 @@ def load_truth() -> dict[str, dict[str, object]]:
     if doc["definitions_sha256"] != definitions_hash():
         raise RuntimeError(
             "tests/oracle/truth.json was made for other server/mix/SLA definitions than configs.py: "
+            "re-run `PYTHONPATH=. python tests/oracle/make_truth.py`"
+        )
+    if doc.get("simulator_sha256") != simulator_hash():
+        raise RuntimeError(
+            "tests/oracle/truth.json was made by another version of tests/oracle/simulator.py: "
             "re-run `PYTHONPATH=. python tests/oracle/make_truth.py`"
         )
     return doc["combinations"]

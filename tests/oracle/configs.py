@@ -116,6 +116,13 @@ def combinations() -> list[tuple[str, str]]:
     return [(s, m) for s in SERVERS for m in MIXES]
 
 
+def simulator_hash() -> str:
+    """sha256 of simulator.py's bytes: truth.json is valid only for the code that made it."""
+    from pathlib import Path
+
+    return hashlib.sha256((Path(__file__).resolve().parent / "simulator.py").read_bytes()).hexdigest()
+
+
 def definitions_hash() -> str:
     """sha256 of every definition above: truth.json is valid only for this hash."""
     blob = json.dumps(

@@ -23,9 +23,9 @@ Method (independent of ``bearing_lib``: numpy only, its own SLA reading):
   the file records their SD and the mean's standard error: the truth's own uncertainty,
   which must be small against the +-10% the acceptance test allows.
 
-``truth.json`` records the definitions hash (configs.py), seeds, durations, tolerance,
+``truth.json`` records the definitions hash (configs.py), simulator.py's hash, seeds, durations, tolerance,
 grid, every replicate's crossing, the SLA statistic on the grid, and this script's
-runtime. The acceptance test refuses a truth.json whose hash does not match configs.py.
+runtime. The tests refuse a truth.json whose hashes do not match configs.py and simulator.py.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash
+from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash, simulator_hash
 from tests.oracle.simulator import MixModel, ServerConfig, simulate
 
 HERE = Path(__file__).resolve().parent
@@ -165,6 +165,7 @@ def main() -> int:
         "what": "true SLA limits (offered Poisson rps) of the oracle server, per server/mix",
         "generator": "tests/oracle/make_truth.py",
         "definitions_sha256": definitions_hash(),
+        "simulator_sha256": simulator_hash(),
         "method": {
             "duration_s": DURATION_S,
             "warmup_s": WARMUP_S,

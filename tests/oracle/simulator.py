@@ -30,7 +30,9 @@ Event jumping
 Between events the batch is constant, so decode iterations all last the same time.
 The loop jumps straight over ``k`` iterations, where ``k`` is the number of tokens
 until the next completion, or the number of iterations until the boundary at which the
-next arrival could be admitted (only when a slot is free and the queue is empty), so
+next arrival could be admitted (only when a slot is free and the queue is empty), or
+until the first boundary after a KV-blocked queue head times out (it then leaves and
+the request behind it may fit), so
 the cost is a few loop turns per request, not per token. Completions are kept in a heap
 keyed by the global iteration number at which they finish.
 
@@ -197,6 +199,14 @@ def simulate(
                 ka = 1
             if ka < k:
                 k = ka
+        elif queue and n_run < slots:
+            # the head is blocked (KV budget); the first boundary after its timeout drops
+            # it, and the request behind it may fit then
+            kt = math.floor((arr_l[queue[0]] + timeout - t) / d) + 1
+            if kt < 1:
+                kt = 1
+            if kt < k:
+                k = kt
         t += k * d
         it += k
         while heap and heap[0][0] <= it:

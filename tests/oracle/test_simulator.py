@@ -7,6 +7,8 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.oracle.configs import MIXES, SERVERS
 from tests.oracle.simulator import ServerConfig, poisson_arrivals, simulate, stepped_run
@@ -105,7 +107,8 @@ def _reference(cfg: ServerConfig, arr, inp, out, cached):
                 del running[j]
             continue
         if not running:
-            t = arr[nxt]
+            if nxt < n:  # else the last waiting requests just timed out: the loop ends
+                t = arr[nxt]
             continue
         t += (cfg.decode_base_ms + cfg.decode_ms_per_seq * len(running)) / 1000
         for j in list(running):
@@ -171,3 +174,41 @@ def test_stepped_run_canonical_rows():
         rtol=1e-9,
     )
     assert df["offered_load_unit"].unique().to_list() == ["rps"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    slots=st.integers(1, 6),
+    kv=st.integers(300, 5000),
+    max_bt=st.integers(50, 3000),
+    timeout=st.floats(0.2, 5.0),
+    rate=st.floats(0.5, 60.0),
+    seed=st.integers(0, 10_000),
+)
+def test_event_jumping_equals_reference_for_any_config(slots, kv, max_bt, timeout, rate, seed):
+    """Property: for any server configuration the event-jumping simulator and the
+    per-iteration reference produce the same first-token and end times and statuses."""
+    cfg = ServerConfig(
+        name="h",
+        max_num_seqs=slots,
+        kv_budget_tokens=kv,
+        max_batched_tokens=max_bt,
+        prefill_base_ms=2.0,
+        prefill_ms_per_token=0.05,
+        decode_base_ms=5.0,
+        decode_ms_per_seq=1.5,
+        queue_timeout_s=timeout,
+    )
+    rng = np.random.default_rng(seed)
+    arr = poisson_arrivals(rng, rate, 0.0, 8.0)
+    inp = rng.integers(1, 400, arr.size)
+    out = rng.integers(1, 60, arr.size)
+    cached = (rng.random(arr.size) < 0.3) * (inp // 2)
+    got = _run(cfg, arr, inp, out, cached)
+    # the reference has no rejection path: give it only requests that fit the budget
+    fits = inp + out <= kv
+    assert np.all(got["status_code"][~fits] == 2)
+    f, e, s = _reference(cfg, arr[fits].tolist(), inp[fits].tolist(), out[fits].tolist(), cached[fits].tolist())
+    assert np.array_equal(got["status_code"][fits], s)
+    np.testing.assert_allclose(got["end_s"][fits], e, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got["first_token_s"][fits], f, rtol=0, atol=1e-9, equal_nan=True)

@@ -1,0 +1,296 @@
+"""Altair charts of the report model, as Vega-Lite spec dicts ready for ``tojson``.
+
+Every layer is limited to :data:`MAX_POINTS` rows (Altair's own ``MaxRowsError`` limit);
+longer series are downsampled by bucket maxima (peaks are what capacity is judged on,
+so they are kept) and the chart subtitle says so. Specs carry no ``$schema`` and no URL:
+the report must open with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+
+from bearing_lib.report.model import LoadCurve, ReportModel
+
+MAX_POINTS = 5000
+PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828"}
+
+
+@dataclass
+class ChartSpec:
+    """One chart for the page: a DOM id, a heading, and the Vega-Lite spec."""
+
+    id: str
+    title: str
+    spec: dict[str, Any]
+    n_points: int
+    n_shown: int
+
+
+def downsample_max(rows: Sequence[dict[str, Any]], key: str, limit: int = MAX_POINTS) -> list[dict[str, Any]]:
+    """At most ``limit`` rows: split ``rows`` (in order) into ``limit`` buckets, keep each bucket's max ``key``.
+
+    Rows are returned unchanged when there are ``limit`` or fewer. Bucket maxima (not a
+    stride) so that the peaks a capacity reviewer looks for survive.
+    """
+    n = len(rows)
+    if n <= limit:
+        return list(rows)
+    out = []
+    for b in range(limit):
+        lo, hi = (b * n) // limit, ((b + 1) * n) // limit
+        bucket = rows[lo:hi]
+        out.append(max(bucket, key=lambda r: -math.inf if r.get(key) is None else r[key]))
+    return out
+
+
+def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
+    if n_shown < n_total:
+        s = f"{n_shown:,} of {n_total:,} points shown: downsampled to ≤ {MAX_POINTS:,} per layer (bucket maxima)"
+    else:
+        s = f"all {n_total:,} points shown (≤ {MAX_POINTS:,} per layer)"
+    return f"{extra} · {s}" if extra else s
+
+
+def scrub(spec: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``$schema`` (the only URL Altair puts in a spec) and refuse any other URL."""
+    spec = {k: v for k, v in spec.items() if k != "$schema"}
+    text = json.dumps(spec)
+    if "http://" in text or "https://" in text:
+        raise ValueError("internal: a chart spec holds a URL; the report must open offline")
+    return spec
+
+
+def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
+    """SLA metric vs offered load: phase bands, 95% CI bars, SLA line, knee and Q_ult rules."""
+    rows = [
+        {"load": p.offered_load, "value": p.value, "lo": p.lo, "hi": p.hi, "phase": p.phase or "unknown",
+         "valid": "valid" if p.valid else "invalid (" + (", ".join(p.flags) or "flagged") + ")"}
+        for p in curve.points if p.value is not None
+    ]
+    shown = downsample_max(rows, "value")
+    x_title = f"offered load ({curve.offered_load_unit})"
+    base = alt.Chart(alt.Data(values=shown))
+    layers: list[alt.Chart] = []
+    if curve.phase_bands:
+        bands = alt.Chart(alt.Data(values=curve.phase_bands)).mark_rect(opacity=0.13).encode(
+            x=alt.X("lo:Q", title=x_title), x2="hi:Q",
+            color=alt.Color("phase:N", title="phase",
+                            scale=alt.Scale(domain=list(PHASE_COLORS), range=list(PHASE_COLORS.values()))),
+        )
+        layers.append(bands)
+    if any(r["lo"] is not None and r["hi"] is not None for r in shown):
+        layers.append(base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#555").encode(
+            x="load:Q", y=alt.Y("lo:Q"), y2="hi:Q"))
+    vals = [r["value"] for r in shown if r["value"] is not None]
+    # Latency past the knee grows by orders of magnitude: a log axis keeps the SLA line and
+    # the elastic part readable (said in the axis title).
+    log = bool(vals) and min(vals) > 0 and max(vals) / min(vals) > 20
+    y_title = curve.label + (" (log scale)" if log else "")
+    y_scale = alt.Scale(type="log") if log else alt.Undefined
+    layers.append(base.mark_line(color="#1f4e79", point=False).encode(
+        x=alt.X("load:Q", title=x_title), y=alt.Y("value:Q", title=y_title, scale=y_scale)))
+    layers.append(base.mark_point(filled=True, size=50, color="#1f4e79").encode(
+        x="load:Q", y="value:Q",
+        shape=alt.Shape("valid:N", title="step"),
+        tooltip=[alt.Tooltip("load:Q", title="offered load"), alt.Tooltip("value:Q", title=curve.label, format=",.1f"),
+                 alt.Tooltip("lo:Q", title="95% CI lo", format=",.1f"),
+                 alt.Tooltip("hi:Q", title="95% CI hi", format=",.1f"), "phase:N", "valid:N"]))
+    rules = []
+    if curve.threshold is not None:
+        rules.append(alt.Chart(alt.Data(values=[{"y": curve.threshold, "label": "SLA"}])).mark_rule(
+            color="#c62828", strokeDash=[6, 3], size=2).encode(y="y:Q", tooltip=["label:N", "y:Q"]))
+    verticals = []
+    if curve.knee is not None:
+        verticals.append({"x": curve.knee, "label": "knee (P_critical)"})
+    if curve.q_ult is not None and math.isfinite(curve.q_ult):
+        verticals.append({"x": curve.q_ult, "label": "Q_ult"})
+    if verticals:
+        rules.append(alt.Chart(alt.Data(values=verticals)).mark_rule(size=2).encode(
+            x="x:Q", strokeDash=alt.StrokeDash("label:N", title="marker"), tooltip=["label:N", "x:Q"]))
+    chart = alt.layer(*layers, *rules).resolve_scale(color="independent", shape="independent").properties(
+        width=520, height=260,
+        title=alt.Title(f"{curve.mix}: {curve.label} vs offered load",
+                        subtitle=_subtitle(len(rows), len(shown), "shaded = phase, red dashed = SLA")),
+    )
+    return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def slots_chart(slots: Any) -> ChartSpec | None:
+    """Daily (hour-of-day) or weekly (weekday × hour) profile: P95 rate per slot.
+
+    Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``, each
+    ``{"available", "rows": [{"hour", ["weekday"], "p95_rps", ...}]}``), or a plain list of
+    slot rows.
+    """
+    rows_in: list[dict[str, Any]] = []
+    if isinstance(slots, dict):
+        for key in ("hour_weekday", "hour_of_day"):
+            part = slots.get(key)
+            if isinstance(part, dict) and part.get("available") and isinstance(part.get("rows"), list):
+                rows_in = part["rows"]
+                break
+    elif isinstance(slots, list):
+        rows_in = slots
+    if not rows_in or not isinstance(rows_in[0], dict) or "hour" not in rows_in[0]:
+        return None
+    first = rows_in[0]
+    vkey = "p95_rps" if "p95_rps" in first else next(
+        (k for k, v in first.items() if k not in ("weekday", "hour", "day") and isinstance(v, int | float)), None)
+    if vkey is None:
+        return None
+    day = "weekday" if "weekday" in first else None
+    names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    rows = [{"hour": r["hour"], "value": r.get(vkey), "day": _day_name(r.get(day) if day else None, names)}
+            for r in rows_in]
+    shown = downsample_max(rows, "value")
+    enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
+           "y": alt.Y("value:Q", title=vkey.replace("_", " ")),
+           "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.2f")]}
+    if day:
+        enc["color"] = alt.Color("day:N", sort=names, title="weekday")
+    title = "Weekly profile" if day else "Daily profile"
+    chart = alt.Chart(alt.Data(values=shown)).mark_line(point=True).encode(**enc).properties(
+        width=520, height=220,
+        title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
+    return ChartSpec("chart-slots", title, scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> ChartSpec | None:
+    """Production req/s per minute against the target, the allowable capacity and Q_ult.
+
+    ``series`` rows are ``{"minute_start_s", "requests"}``; ``lines`` ``{"label", "rps"}``.
+    This is the chart that answers "is the service safe at its peak".
+    """
+    import datetime as _dt
+
+    rows = [{"t": _dt.datetime.fromtimestamp(float(r["minute_start_s"]), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "rps": float(r["requests"]) / 60.0}
+            for r in series if r.get("minute_start_s") is not None and r.get("requests") is not None]
+    if not rows:
+        return None
+    shown = downsample_max(rows, "rps")
+    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
+        x=alt.X("t:T", title="minute (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M")),
+        y=alt.Y("rps:Q", title="requests/s (per-minute mean)"),
+        tooltip=[alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc"),
+                 alt.Tooltip("rps:Q", format=",.2f")])
+    layers: list[Any] = [line]
+    marks = [ln for ln in lines if ln.get("rps") is not None and math.isfinite(ln["rps"])]
+    if marks:
+        layers.append(alt.Chart(alt.Data(values=marks)).mark_rule(size=2).encode(
+            y="rps:Q",
+            color=alt.Color("label:N", title="level",
+                            scale=alt.Scale(domain=[m["label"] for m in marks],
+                                            range=["#6a1b9a", "#2e7d32", "#c62828", "#555"][:len(marks)])),
+            strokeDash=alt.StrokeDash("label:N", legend=None),
+            tooltip=["label:N", alt.Tooltip("rps:Q", format=",.2f")]))
+    chart = alt.layer(*layers).properties(
+        width=620, height=240,
+        title=alt.Title("Production load against capacity",
+                        subtitle=_subtitle(len(rows), len(shown), "requests per UTC minute ÷ 60")))
+    return ChartSpec("chart-peak", "Production load against capacity", scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def _day_name(v: Any, names: list[str]) -> str:
+    if isinstance(v, int) and 0 <= v < 7:
+        return names[v]
+    return "all days" if v is None else str(v)
+
+
+def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_title: str,
+                 cid: str, rule: float | None = None, rule_label: str = "") -> ChartSpec | None:
+    """A time series (e.g. per-minute requests or CBU), downsampled by bucket maxima."""
+    rows = [{"x": r[x], "y": r[y]} for r in series if isinstance(r, dict) and r.get(x) is not None]
+    if not rows:
+        return None
+    shown = downsample_max(rows, "y")
+    x_is_time = isinstance(rows[0]["x"], str)
+    x = "minute (UTC)" if x_is_time else x
+    x_enc = (alt.X("x:T", title=x, scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
+             if x_is_time else alt.X("x:Q", title=x))
+    line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79", point=True).encode(
+        x=x_enc, y=alt.Y("y:Q", title=y_title))
+    layers: list[alt.Chart] = [line]
+    if rule is not None:
+        layers.append(alt.Chart(alt.Data(values=[{"y": rule, "label": rule_label}])).mark_rule(
+            color="#c62828", strokeDash=[6, 3]).encode(y="y:Q", tooltip=["label:N", "y:Q"]))
+    chart = alt.layer(*layers).properties(width=520, height=200,
+                                          title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown))))
+    return ChartSpec(cid, title, scrub(chart.to_dict()), len(rows), len(shown))
+
+
+def fos_chart(per_mix: list[dict[str, Any]], blended: dict[str, Any] | None) -> ChartSpec | None:
+    """FOS per mix and blended, with 95% CIs and reference lines at 1 (limit) and 1.5."""
+    rows = [{"mix": p["mix"], "value": p["fos"]["value"], "lo": p["fos"]["lo"], "hi": p["fos"]["hi"]}
+            for p in per_mix if p.get("fos") and p["fos"].get("value") is not None]
+    if blended and blended.get("value") is not None:
+        rows.append({"mix": "blended", "value": blended["value"], "lo": blended.get("lo"), "hi": blended.get("hi")})
+    if not rows:
+        return None
+    base = alt.Chart(alt.Data(values=rows))
+    bars = base.mark_bar(color="#1f4e79", opacity=0.8).encode(
+        y=alt.Y("mix:N", title=None, sort=None), x=alt.X("value:Q", title="factor of safety (Q_ult / target)"),
+        tooltip=["mix:N", alt.Tooltip("value:Q", format=".2f"), alt.Tooltip("lo:Q", format=".2f"),
+                 alt.Tooltip("hi:Q", format=".2f")])
+    err = base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#000").encode(
+        y=alt.Y("mix:N", sort=None), x="lo:Q", x2="hi:Q")
+    refs = alt.Chart(alt.Data(values=[{"x": 1.0, "label": "FOS 1 = at the limit"}])).mark_rule(
+        color="#c62828", strokeDash=[4, 2]).encode(x="x:Q", tooltip=["label:N"])
+    chart = alt.layer(bars, err, refs).properties(
+        width=520, height=28 * len(rows) + 20,
+        title=alt.Title("Factor of safety", subtitle=_subtitle(len(rows), len(rows), "bars = FOS, black = 95% CI")))
+    return ChartSpec("chart-fos", "Factor of safety", scrub(chart.to_dict()), len(rows), len(rows))
+
+
+def report_charts(model: ReportModel) -> list[ChartSpec]:
+    """Every chart of the report, in page order."""
+    out: list[ChartSpec] = []
+    if model.production.available and model.production.data.get("per_minute_series"):
+        lines = []
+        if model.fos.available:
+            t = model.fos.data.get("target") or {}
+            from bearing_lib.report.model import quantile_label
+
+            lines.append({"label": f"target ({quantile_label(t.get('quantile'))} × growth)", "rps": _num(t.get("rps"))})
+            lines.append({"label": "allowable (Q_ult / target FOS)", "rps": model.fos.data.get("allowable_rps")})
+            q = [_num(p.get("q_ult_rps")) for p in model.fos.data.get("per_mix") or []]
+            q = [v for v in q if v is not None]
+            if q:
+                lines.append({"label": "lowest per-mix Q_ult", "rps": min(q)})
+        c = peak_chart(model.production.data["per_minute_series"], lines)
+        if c:
+            out.append(c)
+    if model.fos.available:
+        c = fos_chart(model.fos.data.get("per_mix") or [], model.fos.data.get("blended"))
+        if c:
+            out.append(c)
+    for i, curve in enumerate(model.curves):
+        out.append(load_curve_chart(curve, i))
+    if model.production.available:
+        c = slots_chart(model.production.data.get("slots"))
+        if c:
+            out.append(c)
+    if model.fos.available:
+        cbu = model.fos.data.get("cbu") or {}
+        above = cbu.get("minutes_above") if isinstance(cbu, dict) else None
+        if isinstance(above, list) and above and isinstance(above[0], dict) and "cbu" in above[0]:
+            c = series_chart([{"x": str(r.get("minute")), "y": r.get("cbu")} for r in above], x="x", y="y",
+                             title="CBU in the minutes above the threshold", y_title="CBU (throughput / allowable)",
+                             cid="chart-cbu", rule=_num(cbu.get("threshold")) or 0.8, rule_label="scale-out line")
+            if c:
+                out.append(c)
+    return out
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+__all__ = ["MAX_POINTS", "ChartSpec", "downsample_max", "load_curve_chart", "report_charts", "scrub"]

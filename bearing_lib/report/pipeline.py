@@ -1,0 +1,401 @@
+"""The steps the report notebooks run, so that the notebooks hold no logic.
+
+Each function takes paths and parameters as a notebook's ``parameters`` cell gives them
+and returns a library object or a contract document (dict). When a step cannot be done
+(an input without the fields it needs, a part of bearing that this build lacks) it
+returns :class:`~bearing_lib.report.model.Unavailable` with the reason, which the report
+shows as "not available: <reason>", instead of raising, so that one missing part does
+not hide the others. Bad parameters and unreadable files still raise bearing errors.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from bearing_lib.errors import BadValueError, BearingError, InputError, ParameterError
+from bearing_lib.provenance import sha256_of
+from bearing_lib.report.model import ReportModel, build_report, make_provenance
+from bearing_lib.trace import RequestTrace
+from bearing_lib.unavailable import Unavailable
+
+Doc = dict[str, Any] | Unavailable
+
+
+# ------------------------------------------------------------------ small I/O helpers
+
+
+def read_json(path: str | Path, what: str) -> dict[str, Any]:
+    """A JSON object from ``path``; :class:`InputError` naming the file otherwise."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} ({exc.strerror})", path=p) from exc
+    except ValueError as exc:
+        raise BadValueError(f"the {what} is not valid JSON ({exc})", path=p) from exc
+    if not isinstance(doc, dict):
+        raise BadValueError(f"the {what} must be a JSON object, found {type(doc).__name__}", path=p)
+    return doc
+
+
+def write_json(doc: dict[str, Any], path: str | Path) -> Path:
+    """Write ``doc`` as indented JSON (non-finite floats become null); returns the path."""
+    from bearing_lib.report.model import _json_safe
+    from bearing_lib.report.render import _atomic_write
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(p, json.dumps(_json_safe(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return p
+
+
+def input_record(role: str, path: str | Path) -> dict[str, Any]:
+    """``{"role", "path", "sha256"}`` for provenance (a folder hashes its files)."""
+    p = resolve(path)
+    return {"role": role, "path": str(path), "sha256": sha256_of(p) if p.exists() else None}
+
+
+def sla_texts(sla: str | list[str]) -> list[str]:
+    """SLA parameter as a list of clause texts (a string may join clauses with 'and' or ';')."""
+    texts = [sla] if isinstance(sla, str) else [str(s) for s in sla]
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ParameterError("sla: give at least one clause, e.g. 'p99(ttft) <= 1s and error_rate <= 1%'")
+    return texts
+
+
+# ------------------------------------------------------------------ traces and windows
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def require(value: Any, name: str, what: str) -> Any:
+    """``value``, or :class:`ParameterError` when a required notebook parameter is empty."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ParameterError(f"parameter {name!r} is required: {what} (papermill: -p {name} VALUE)")
+    return value
+
+
+def resolve(path: str | Path) -> Path:
+    """``path`` as given when it exists; else, for a relative path, under the project root.
+
+    So ``data/traces/...`` works from the project root (papermill, the CLI) and from
+    ``notebooks/`` (JupyterLab's working directory).
+    """
+    p = Path(path)
+    if p.exists() or p.is_absolute():
+        return p
+    alt_ = PROJECT_ROOT / p
+    return alt_ if alt_.exists() else p
+
+
+def load(path: str | Path, format: str = "") -> Any:
+    """Any supported input (``format`` empty = detect); relative paths as :func:`resolve`."""
+    from bearing_lib.loaders import load as _load
+
+    return _load(resolve(path), format=format or None)
+
+
+def window(trace: RequestTrace, week: str = "", start: str = "", end: str = "") -> RequestTrace:
+    """The requests of one ISO ``week`` (UTC), or of ``[start, end)`` (ISO times), or all.
+
+    Raises :class:`ParameterError` for a trace without epoch times when a window is
+    asked for, and :class:`InsufficientDataError`-style :class:`BadValueError` when the
+    window holds no request (naming the trace's own time span).
+    """
+    if not (week or start or end):
+        return trace
+    if trace.provenance.time_origin != "epoch":
+        raise ParameterError(f"{trace.provenance.source}: a time window needs wall-clock times; this trace has "
+                             f"time origin {trace.provenance.time_origin!r}. Leave week/start/end empty.")
+    if week:
+        from bearing_lib.report.runner import week_bounds
+
+        lo, hi = week_bounds(week)
+    else:
+        lo = _parse_time(start, "start") if start else _dt.datetime.min.replace(tzinfo=_dt.UTC)
+        hi = _parse_time(end, "end") if end else _dt.datetime.max.replace(tzinfo=_dt.UTC)
+    lo_s, hi_s = lo.timestamp() if lo.year > 1 else -math.inf, hi.timestamp() if hi.year < 9999 else math.inf
+    frame = trace.frame.filter((pl.col("start_s") >= lo_s) & (pl.col("start_s") < hi_s))
+    if frame.height == 0:
+        t0 = _dt.datetime.fromtimestamp(trace.frame["start_s"].min(), _dt.UTC).isoformat()
+        t1 = _dt.datetime.fromtimestamp(trace.frame["start_s"].max(), _dt.UTC).isoformat()
+        raise BadValueError(f"no request in the window [{lo.isoformat()}, {hi.isoformat()}); the trace spans "
+                            f"{t0} to {t1}", path=trace.provenance.source)
+    prov = trace.provenance
+    prov.add("window", f"kept {frame.height:,} of {trace.frame.height:,} requests in [{lo.isoformat()}, "
+             f"{hi.isoformat()})", level="info", count=frame.height)
+    return RequestTrace(frame, prov, trace.steps)
+
+
+def _parse_time(text: str, what: str) -> _dt.datetime:
+    try:
+        t = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ParameterError(f"{what}: expected an ISO time such as 2026-11-23T00:00:00Z, got {text!r}") from None
+    return t if t.tzinfo else t.replace(tzinfo=_dt.UTC)
+
+
+def findings(dataset: Any, source: str) -> list[dict[str, Any]]:
+    """A dataset's loader findings as report flags."""
+    prov = getattr(dataset, "provenance", None)
+    return [{"source": source, "level": f.level, "code": f.code, "message": f.message}
+            for f in (prov.findings if prov else [])]
+
+
+# ------------------------------------------------------------------ mixes and curves
+
+
+def mix_spec(spec: str, trace: RequestTrace | None = None) -> Any:
+    """``"auto"`` (from ``trace``), ``"none"`` (one mix), or a YAML/JSON mix file path."""
+    from bearing_lib.mixes import MixSpec, auto_mixes, load_mix_spec
+
+    if spec in ("", "none"):
+        return MixSpec.single()
+    if spec == "auto":
+        if trace is None:
+            raise ParameterError("mixes 'auto' needs a trace to segment")
+        return auto_mixes(trace.frame)
+    return load_mix_spec(spec)
+
+
+def mix_shares(trace: RequestTrace, spec: Any) -> pl.DataFrame:
+    """Requests per mix and share of all requests (a small polars frame)."""
+    return (spec.assign(trace.frame).group_by("mix").len("requests")
+            .with_columns((pl.col("requests") / pl.col("requests").sum()).alias("share"))
+            .sort("requests", descending=True))
+
+
+def curve(trace: Any, spec: Any = None) -> pl.DataFrame:
+    """The load curve (one row per run × step × mix), see ``bearing_lib.curves``."""
+    from bearing_lib.curves import load_curve
+
+    return load_curve(trace, spec)
+
+
+def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float | None = None) -> alt.Chart:
+    """A quick notebook chart of one curve column against offered load, one line per run and mix."""
+    cols = ["run_id", "mix", "offered_load", metric, "valid"]
+    data = frame.select([c for c in cols if c in frame.columns]).drop_nulls("offered_load").to_dicts()
+    color = alt.Color("series:N", title="run · mix")
+    base = alt.Chart(alt.Data(values=[{**r, "series": f"{r.get('run_id')} · {r.get('mix')}"} for r in data]))
+    chart = base.mark_line(point=True).encode(x=alt.X("offered_load:Q", title="offered load"),
+                                              y=alt.Y(f"{metric}:Q", title=metric), color=color)
+    if sla_ms is not None:
+        chart = chart + alt.Chart(alt.Data(values=[{"y": sla_ms}])).mark_rule(color="#c62828",
+                                                                             strokeDash=[6, 3]).encode(y="y:Q")
+    return chart.properties(width=560, height=280)
+
+
+# ------------------------------------------------------------------ limits, profile, plan
+
+
+def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0) -> Any:
+    """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit_limits` (a ``LimitsResult``).
+
+    ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
+    """
+    from bearing_lib.limits import fit_limits
+
+    spec = mixes if mixes in ("auto", "none") else resolve(mixes)
+    return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed)
+
+
+def limits_chart(result: Any) -> alt.Chart | str:
+    """The load curve of the SLA's first percentile clause, with its threshold, per run and mix."""
+    clauses = [c for c in result.sla.clauses if c.kind == "percentile"]
+    if not clauses:
+        return "the SLA has no percentile clause to chart"
+    c = clauses[0]
+    from bearing_lib.curves import qname
+
+    return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
+
+
+def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict[str, Any]:
+    """``LimitsResult.to_dict()`` (contract §4); for an :class:`Unavailable`,
+    ``{"available": false, "reason": ...}`` so the weekly report can say why.
+
+    ``model`` and ``hardware`` fill conditions the load-test files do not state (a limit
+    without its conditions is not comparable); they are marked as stated by the analyst
+    and never overwrite what the files say.
+    """
+    if isinstance(result, Unavailable):
+        return {"available": False, "reason": result.reason}
+    doc = result.to_dict()
+    cond = doc.setdefault("conditions", {})
+    for key, value in (("model", model), ("hardware", hardware)):
+        if value and not cond.get(key):
+            cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
+    return doc
+
+
+def read_limits(path: str | Path) -> Doc:
+    """The limits JSON at ``path``; :class:`Unavailable` when the path is empty."""
+    if not str(path):
+        return Unavailable("no limits JSON was given (parameter limits_json is empty)")
+    return read_json(resolve(path), "limits JSON")
+
+
+def limits_table(limits_doc: Doc) -> pl.DataFrame | Unavailable:
+    """One row per run × mix of a limits JSON: Q_ult, its CI, censoring and statement."""
+    if isinstance(limits_doc, Unavailable):
+        return limits_doc
+    if limits_doc.get("available") is False:
+        return Unavailable(str(limits_doc.get("reason")))
+    rows = [{"run_id": m.get("run_id"), "mix": (m.get("mix") or {}).get("name"), "share": m.get("share"),
+             "q_ult": (m.get("q_ult") or {}).get("value"), "unit": (m.get("q_ult") or {}).get("unit"),
+             "censored": (m.get("q_ult") or {}).get("censored"), "binding": m.get("binding"),
+             "statement": (m.get("q_ult") or {}).get("statement")} for m in limits_doc.get("mixes") or []]
+    schema = {"run_id": pl.String, "mix": pl.String, "share": pl.Float64, "q_ult": pl.Float64, "unit": pl.String,
+              "censored": pl.String, "binding": pl.String, "statement": pl.String}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: float = 0.99, growth: float = 1.0,
+            n_boot: int = 1000) -> Any:
+    """Production traffic profile (:func:`bearing_lib.profile.profile_traffic`), with the mixes
+    of ``limits_doc`` when it has them (so FOS blends the same mixes the limits measured).
+
+    Returns :class:`Unavailable` when the trace cannot support a profile (no arrival
+    times, or load-test steps rather than production traffic), with bearing's reason.
+    """
+    from bearing_lib.errors import InsufficientDataError
+    from bearing_lib.mixes import MixSpec
+    from bearing_lib.profile import profile_traffic
+
+    spec = None
+    if isinstance(limits_doc, dict) and limits_doc.get("mix_spec"):
+        spec = MixSpec.from_dict(limits_doc["mix_spec"])
+    try:
+        return profile_traffic(trace, mix_spec=spec, quantile_level=quantile, growth=growth, n_boot=n_boot)
+    except (InsufficientDataError, ParameterError) as exc:  # e.g. a load test given as production traffic
+        return Unavailable(str(exc))
+
+
+def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
+         run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
+         concurrency: int = 0) -> Any:
+    """Capacity plan (:meth:`bearing_lib.plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
+
+    ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
+    preset of ``bearing_lib.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
+    ``concurrency`` 0 = not given (the plan then says what it could not compute).
+    """
+    if isinstance(limits_doc, Unavailable):
+        return Unavailable(f"no limits: {limits_doc.reason}")
+    if isinstance(limits_doc, dict) and limits_doc.get("available") is False:
+        return Unavailable(f"no limits: {limits_doc.get('reason')}")
+    if isinstance(traffic, Unavailable):
+        return Unavailable(f"no production profile: {traffic.reason}")
+    from bearing_lib.plan import CapacityPlan
+
+    return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
+                              gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,
+                              trace=trace)
+
+
+def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
+    """``[{"minute_start_s", "requests"}]`` from a ``TrafficProfile`` (empty for anything else)."""
+    frame = getattr(traffic, "per_minute", None)
+    if not isinstance(frame, pl.DataFrame) or not {"minute_start_s", "requests"} <= set(frame.columns):
+        return []
+    return frame.select("minute_start_s", "requests").to_dicts()
+
+
+def document(obj: Any) -> Doc:
+    """``obj.to_dict()`` for a library result, or the :class:`Unavailable` itself."""
+    if obj is None or isinstance(obj, Unavailable | dict):
+        return obj
+    return obj.to_dict()
+
+
+def read_previous(path: str | Path) -> dict[str, Any] | Unavailable | None:
+    """The previous report's ``summary.json``; ``None`` when ``path`` is empty."""
+    if not str(path):
+        return None
+    p = Path(path)
+    if not p.is_file():
+        return Unavailable(f"the previous summary {p} does not exist")
+    try:
+        return read_json(p, "previous summary.json")
+    except BearingError as exc:
+        return Unavailable(str(exc))
+
+
+# ------------------------------------------------------------------ the report
+
+
+def report(
+    *,
+    limits_doc: Doc | None,
+    profile_doc: Doc | None,
+    plan_doc: Doc | None,
+    previous: dict[str, Any] | Unavailable | None,
+    parameters: dict[str, Any],
+    inputs: list[dict[str, Any]],
+    flags: list[dict[str, Any]] | None = None,
+    name: str = "report",
+    title: str = "Capacity report",
+    run: str = "",
+    traffic: Any = None,
+) -> ReportModel:
+    """Build the report model with this run's provenance (see ``build_report``).
+
+    ``run`` is the load-test run the plan used; ``traffic`` the ``TrafficProfile`` object
+    (its per-minute series feeds the peak chart).
+    """
+    return build_report(
+        limits=limits_doc, profile=profile_doc, plan=plan_doc, previous=previous,
+        provenance=make_provenance(parameters=parameters, inputs=inputs),
+        findings=flags, name=name, title=title, plan_run=run or None,
+        per_minute_series=per_minute_series(traffic),
+    )
+
+
+def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
+    """The report's charts stacked for display in a notebook (svg renderer survives export)."""
+    from bearing_lib.report.charts import report_charts
+
+    # Sub-charts of a concatenation may not carry their own top-level config.
+    specs = [{k: v for k, v in c.spec.items() if k != "config"} for c in report_charts(model)]
+    if not specs:
+        return "no charts: the sections that carry charts are not available"
+    return alt.vconcat(*[alt.Chart.from_dict(s) if "mark" in s else alt.LayerChart.from_dict(s) for s in specs])
+
+
+__all__ = [
+    "curve",
+    "curve_chart",
+    "document",
+    "findings",
+    "input_record",
+    "limits",
+    "limits_chart",
+    "limits_document",
+    "limits_table",
+    "load",
+    "mix_shares",
+    "mix_spec",
+    "notebook_charts",
+    "per_minute_series",
+    "plan",
+    "profile",
+    "read_json",
+    "read_limits",
+    "read_previous",
+    "report",
+    "require",
+    "resolve",
+    "sla_texts",
+    "window",
+    "write_json",
+]

@@ -1,0 +1,181 @@
+"""Render a :class:`~bearing_lib.report.model.ReportModel` to one self-contained HTML file.
+
+The page opens with no network: CSS inline, the Vega / Vega-Lite / vega-embed bundle
+from ``vl_convert.javascript_bundle()`` inlined once (its few URL string literals are
+rewritten, see :func:`vega_bundle`), and each chart a ``<div>`` plus a spec that reaches
+JavaScript only through Jinja's ``tojson``. Autoescaping is on for every template, so
+untrusted strings (model names, error messages, file names) are text, never markup; any
+``http(s)://`` inside them is defanged to ``http[:]//`` so the file holds no URL at all.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from bearing_lib.report.charts import MAX_POINTS, report_charts
+from bearing_lib.report.model import ReportModel
+
+_URL = re.compile(r"(https?):(//)", re.I)
+
+
+def defang(text: str) -> str:
+    """``http://x`` → ``http[:]//x``: readable, not a link, not fetchable."""
+    return _URL.sub(r"\1[:]\2", text)
+
+
+@functools.lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """The Vega + Vega-Lite + vega-embed JavaScript bundle, made URL-free.
+
+    ``vl_convert.javascript_bundle()`` holds URL string literals: the SVG/XLink/XMLNS
+    namespace names (needed at run time, so rebuilt by concatenation: ``"http:/"+"/..."``
+    has the same value and no URL text), and the Vega editor, schema and issue links used
+    only by the editor actions the report turns off (replaced by plain text). The result
+    must not contain ``</script`` (it is inlined into a script element).
+    """
+    import vl_convert
+
+    js = vl_convert.javascript_bundle()
+    js = js.replace('"https://vega.github.io/editor/"', '"#"')
+    js = js.replace('"https://vega.github.io/schema/vega/v6.json"', '"schema/vega/v6.json"')
+    js = js.replace("https://github.com/vega/vega-lite/issues/2415", "vega-lite issue 2415")
+    js = re.sub(r'"(https?):/(/[^"]*)"', r'"\1:/"+"\2"', js)
+    if re.search(r"https?://", js) or "</script" in js.lower():
+        raise RuntimeError("internal: the Vega bundle still holds a URL or '</script'; update render.vega_bundle")
+    return js
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return defang(value)
+    return value
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    """Numbers for people: thousands separators, ``digits`` decimals below 100, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "∞" if value > 0 else "not a number"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if value != 0 and abs(value) < 0.01:
+            return f"{value:.2g}"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.1%}"
+
+
+def _label(key: Any) -> str:
+    return str(key).replace("_", " ")
+
+
+def _tojson(value: Any) -> Markup:
+    """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
+    text = json.dumps(_defang_tree(value), ensure_ascii=False, allow_nan=False)
+    text = (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("'", "\\u0027").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return Markup(text)
+
+
+def _defang_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return defang(value)
+    if isinstance(value, dict):
+        return {defang(str(k)): _defang_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_defang_tree(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja environment: package templates, autoescape on for every template."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bearing_lib", "templates"),
+        autoescape=True,  # every template, whatever its extension
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["pct"] = _pct
+    env.filters["label"] = _label
+    env.filters["tojson"] = _tojson
+    env.filters["defang"] = defang
+    return env
+
+
+def _generator(model: ReportModel) -> str:
+    p = model.provenance
+    inputs = "; ".join(f"{i.get('role', 'input')}={i.get('path')} sha256:{i.get('sha256')}" for i in p.inputs)
+    return f"bearing {p.bearing_version}; run {p.run_time_utc}; quantiles {p.quantile_method}; inputs: {inputs}"
+
+
+def render_html(model: ReportModel) -> str:
+    """The report as one self-contained HTML string (no network needed, no URL inside)."""
+    charts = report_charts(model)
+    html = environment().get_template("report.html.j2").render(
+        model=model,
+        generator=_generator(model),
+        charts=[{"id": c.id, "spec": c.spec} for c in charts],
+        chart_meta={c.id: c for c in charts},
+        max_points=MAX_POINTS,
+        vega_js=Markup(vega_bundle()),
+    )
+    return html
+
+
+def render_summary_html(model: ReportModel) -> str:
+    """A short HTML block (verdict + headline) for notebooks' ``_repr_html_``."""
+    return environment().get_template("summary_block.html.j2").render(model=model)
+
+
+def write_report(model: ReportModel, out_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.html`` and ``summary.json`` into ``out_dir`` (each file atomically).
+
+    Returns the two paths. ``out_dir`` is created when missing.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    html_path = out / "report.html"
+    json_path = out / "summary.json"
+    _atomic_write(html_path, render_html(model))
+    _atomic_write(json_path, json.dumps(model.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return {"html": html_path, "summary": json_path}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be read by others
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+__all__ = ["defang", "environment", "render_html", "render_summary_html", "vega_bundle", "write_report"]

@@ -1,0 +1,104 @@
+"""``bearing report`` / ``bearing weekly`` through Typer's CliRunner, and the reports index.
+
+Runs use the test stand-in notebook folder tests/data/report/notebooks/ (its
+weekly_report.ipynb builds the report from the HAND-MADE contract documents), so the exit
+codes follow from known verdicts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from bearing_lib.cli.main import app
+from bearing_lib.report import runner
+from bearing_lib.report.index import collect, write_index
+from tests.report.conftest import HAND_MADE, hand_made
+
+NOTEBOOKS = HAND_MADE / "notebooks"
+cli = CliRunner()
+
+
+def _args(tmp_path, plan, *extra):
+    return ["--reports-dir", str(tmp_path / "reports"), "--notebooks", str(NOTEBOOKS),
+            "-p", "limits_json", str(HAND_MADE / "limits.json"), "-p", "plan_json", str(plan), *extra]
+
+
+def test_weekly_twice_refuses_then_force_replaces(tmp_path):
+    red = hand_made("plan")
+    red["verdict"] = "red"
+    red_path = tmp_path / "red-plan.json"
+    red_path.write_text(json.dumps(red))
+
+    first = cli.invoke(app, ["weekly", "--week", "2026-W48", *_args(tmp_path, red_path)])
+    assert first.exit_code == runner.EXIT_RED == 3, first.output
+    week = tmp_path / "reports" / "2026-W48"
+    assert first.stdout.strip().endswith(str(week / "report.html"))
+    s1 = json.loads((week / "summary.json").read_text())
+    assert s1["verdict"] == "red" and s1["name"] == "2026-W48"
+    inj = (week / "weekly_report.ipynb").read_text()
+    assert 'week = \\"2026-W48\\"' in inj  # the week reached the notebook
+
+    again = cli.invoke(app, ["weekly", "--week", "2026-W48", *_args(tmp_path, HAND_MADE / "plan.json")])
+    assert again.exit_code == runner.EXIT_EXISTS == 5
+    assert "already exists; pass --force" in again.output
+    assert json.loads((week / "summary.json").read_text()) == s1  # untouched
+
+    forced = cli.invoke(app, ["weekly", "--week", "2026-W48", "--force", *_args(tmp_path, HAND_MADE / "plan.json")])
+    assert forced.exit_code == runner.EXIT_OK, forced.output
+    s2 = json.loads((week / "summary.json").read_text())
+    assert s2["verdict"] == "yellow"
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["2026-W48", "index.html"]
+
+
+def test_bad_parameters_exit_1_before_running(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("executed"))
+    r = cli.invoke(app, ["report", "--name", "x", *_args(tmp_path, HAND_MADE / "plan.json"), "-p", "tire", "gold"])
+    assert r.exit_code == runner.EXIT_ERROR and "unknown parameter(s) 'tire'" in r.output
+    r = cli.invoke(app, ["report", "--name", "x", *_args(tmp_path, HAND_MADE / "plan.json"), "-p", "fail"])
+    assert r.exit_code == runner.EXIT_ERROR and "needs a KEY and a VALUE" in r.output
+    r = cli.invoke(app, ["weekly", "--week", "2026-W60", *_args(tmp_path, HAND_MADE / "plan.json")])
+    assert r.exit_code == runner.EXIT_ERROR and "has no week 60" in r.output
+    r = cli.invoke(app, ["report", "--name", "../up", *_args(tmp_path, HAND_MADE / "plan.json")])
+    assert r.exit_code == runner.EXIT_ERROR
+    assert not (tmp_path / "reports").exists()
+
+
+def test_failed_run_exits_4_keeps_its_notebook_and_params_file_is_checked(tmp_path):
+    r = cli.invoke(app, ["report", "--name", "broken", *_args(tmp_path, HAND_MADE / "plan.json"), "-p", "fail", "yes"])
+    assert r.exit_code == runner.EXIT_FAILED == 4
+    assert re.search(r"failed in cell 4 of the notebook .*Executed copy kept: .*broken\.failed-\d{8}T\d{6}Z", r.output)
+    assert not (tmp_path / "reports" / "broken").exists()
+    # a parameters file is read and checked like -p (here: refused before running)
+    params = tmp_path / "params.yaml"
+    params.write_text(f"limits_json: {HAND_MADE / 'limits.json'}\nplan_json: {HAND_MADE / 'plan.json'}\ncolour: red\n")
+    r = cli.invoke(app, ["report", "--name", "ok", "--reports-dir", str(tmp_path / "reports"),
+                         "--notebooks", str(NOTEBOOKS), "--params-file", str(params)])
+    assert r.exit_code == runner.EXIT_ERROR and "unknown parameter(s) 'colour'" in r.output
+    write_index(tmp_path / "reports")
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert "broken.failed-" in index and "weekly_report.ipynb" in index  # failed runs listed apart
+
+
+def test_index_lists_reports_newest_first_and_escapes_names(tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    for name, t, verdict in (("2026-W47", "2026-11-23T06:00:00Z", "green"), ("2026-W48", "2026-11-30T06:00:00Z", "red"),
+                             ("javascript:alert(1)", "2026-11-01T00:00:00Z", "yellow")):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "report.html").write_text("x")
+        (d / "summary.json").write_text(json.dumps({"verdict": verdict, "headline": {"text": f"headline {evil}"},
+                                                    "provenance": {"run_time_utc": t}}))
+    (tmp_path / "nosummary").mkdir()
+    entries = collect(tmp_path)["reports"]
+    assert [e["name"] for e in entries] == ["2026-W48", "2026-W47", "javascript:alert(1)", "nosummary"]
+    assert entries[-1]["verdict"] == "unknown" and "summary.json unreadable" in entries[-1]["problem"]
+    html = write_index(tmp_path).read_text()
+    assert evil not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'href="./javascript%3Aalert%281%29/report.html"' in html
+    assert "http://" not in html and "https://" not in html

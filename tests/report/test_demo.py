@@ -1,0 +1,104 @@
+"""`bearing report --demo` (what `make report` runs) end to end on the bundled real data:
+limits.ipynb on the LMBenchmark llm-d sweep, then weekly_report.ipynb on the Azure LLM
+inference 2023 conversation trace, both under papermill.
+
+Numbers are checked against an independent reading of the raw Azure CSV with the csv
+module (per-minute counts on UTC wall-clock minutes, partial first and last minutes left
+out, linear-interpolated P99).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from markupsafe import escape
+from typer.testing import CliRunner
+
+from bearing_lib.cli.main import app
+from bearing_lib.cli.report import DEMO_PRODUCTION, DEMO_SLA
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # two notebook kernels, ~20-40 s
+
+
+def _azure_minutes(path: Path) -> list[int]:
+    counts: Counter[dt.datetime] = Counter()
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            t = dt.datetime.fromisoformat(row["TIMESTAMP"][:26])  # microseconds; no zone = UTC
+            counts[t.replace(second=0, microsecond=0)] += 1
+    first, last = min(counts), max(counts)
+    minutes = []
+    m = first + dt.timedelta(minutes=1)  # partial first minute left out
+    while m < last:  # partial last minute left out
+        minutes.append(counts.get(m, 0))
+        m += dt.timedelta(minutes=1)
+    return minutes
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    reports = tmp_path_factory.mktemp("demo") / "reports"
+    r = CliRunner().invoke(app, ["report", "--demo", "--reports-dir", str(reports), "-p", "n_boot", "200"])
+    return r, reports / "demo"
+
+
+def test_demo_writes_the_report_and_prints_its_path(demo):
+    r, d = demo
+    assert r.exit_code == 0, r.output  # `bearing report` exits 0 whatever the verdict
+    assert r.stdout.strip().splitlines()[-1] == str(d / "report.html")
+    assert sorted(p.name for p in d.iterdir()) == ["limits.ipynb", "limits.json", "report.html", "summary.json",
+                                                   "weekly_report.ipynb"]
+    html = (d / "report.html").read_text(encoding="utf-8")
+    assert "http://" not in html and "https://" not in html
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    assert str(escape(summary["headline"]["text"])) in html  # mix names hold '>=': escaped
+
+
+def test_demo_target_matches_an_independent_reading_of_the_azure_csv(demo):
+    _, d = demo
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    minutes = _azure_minutes(ROOT / DEMO_PRODUCTION)
+    assert len(minutes) == 58 and max(minutes) == 502
+    p99_rps = float(np.quantile(minutes, 0.99, method="linear")) / 60
+    target = summary["fos"]["data"]["target"]
+    assert target["rps"] == pytest.approx(p99_rps, rel=1e-9)
+    series = summary["production"]["data"]["per_minute_series"]
+    assert [s["requests"] for s in series] == minutes
+    assert summary["headline"]["text"].startswith(f"At the P99 per-minute peak of {p99_rps:.2f} req/s")
+    sha = hashlib.sha256((ROOT / DEMO_PRODUCTION).read_bytes()).hexdigest()
+    assert {"role": "production trace", "path": str(ROOT / DEMO_PRODUCTION), "sha256": sha} in \
+        summary["provenance"]["inputs"]
+    assert summary["provenance"]["quantile_method"] == "linear"
+
+
+def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(demo):
+    _, d = demo
+    limits = json.loads((d / "limits.json").read_text(encoding="utf-8"))
+    assert " and ".join(c["text"] for c in limits["sla"]) == DEMO_SLA
+    assert limits["conditions"]["model"].startswith("Llama-3-70B (stated by the analyst")
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    fos = summary["fos"]["data"]
+    sharegpt = next(m for m in limits["mixes"]
+                    if m["run_id"].endswith("/sharegpt") and m["q_ult"]["censored"] == "none")
+    # per-mix FOS = Q_ult / target, independently of the plan code
+    per_mix = next(p for p in fos["per_mix"] if p["mix"] == sharegpt["mix"]["name"])
+    assert per_mix["fos"]["value"] == pytest.approx(sharegpt["q_ult"]["throughput_rps"] / fos["target"]["rps"],
+                                                    rel=0.05)
+    assert fos["blended"]["value"] < 1 and summary["verdict"] == "red"  # the tested unit cannot carry the peak
+
+
+def test_executed_notebooks_keep_svg_charts(demo):
+    _, d = demo
+    for name in ("limits.ipynb", "weekly_report.ipynb"):
+        nb = json.loads((d / name).read_text(encoding="utf-8"))
+        outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"]
+        assert any("image/svg+xml" in o.get("data", {}) for o in outputs), name

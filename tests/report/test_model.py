@@ -1,0 +1,143 @@
+"""The report model, built from the HAND-MADE contract documents (tests/data/report/)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bearing_lib.report.model import build_report, constraint_label
+from bearing_lib.unavailable import Unavailable
+from tests.report.conftest import provenance
+
+
+def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
+    plan = docs["plan"]
+    # The binding mix is the one with the lowest FOS in the plan, found here independently.
+    binding = min(plan["fos"]["per_mix"], key=lambda f: f["fos"]["value"])["mix"]
+    assert binding == "long-context"
+    lo, hi = plan["fos"]["blended"]["ci95"]
+    expected = (f"At the P99 per-minute peak of {plan['target']['rps']:.2f} req/s the blended FOS is "
+                f"{plan['fos']['blended']['value']:.2f} (95% CI {lo:.2f}–{hi:.2f}): {plan['verdict']}; "
+                f"the {binding} mix binds on P99 TTFT.")
+    assert full_model.headline.text == expected
+    assert full_model.verdict == "yellow"
+    assert full_model.headline.verdict_reason == plan["verdict_reason"]
+    inst = plan["instances"]
+    assert full_model.headline.plan_line == (
+        f"Plan: {inst['total']} instances ({inst['base']} + {inst['buffer']} buffer) at "
+        f"{inst['per_instance_allowable_rps']:.2f} req/s allowable each; scaling: "
+        f"{plan['elasticity']['recommendation']}; allowable capacity {plan['allowable_rps']:.2f} req/s.")
+
+
+def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
+    rows = {r["name"]: r for r in full_model.mixes.data["rows"]}
+    for m in docs["limits"]["mixes"]:
+        r = rows[m["mix"]["name"]]
+        assert r["q_ult"]["value"] == m["q_ult"]["value"]
+        assert [r["q_ult"]["lo"], r["q_ult"]["hi"]] == m["q_ult"]["ci95"]
+        assert r["share"] == m["share"]
+        assert r["n_invalid_steps"] == sum(1 for s in m["steps"] if s["valid"] is False)
+    fos = {f["mix"]: f["fos"]["value"] for f in docs["plan"]["fos"]["per_mix"]}
+    assert {n: r["fos"]["value"] for n, r in rows.items()} == fos
+    cond = full_model.conditions.data
+    assert cond["model"] == docs["limits"]["conditions"]["model"]
+    assert cond["sla"] == [c["text"] for c in docs["limits"]["sla"]]
+    assert cond["tool"] == "LMBenchmark"
+    assert cond["extra"]["client"] == "fmperf, Poisson arrivals"
+
+
+def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_model):
+    curve = {c.mix: c for c in full_model.curves}["long-context"]
+    src = {m["mix"]["name"]: m for m in docs["limits"]["mixes"]}["long-context"]
+    assert curve.metric == "ttft_ms_p99"
+    assert curve.threshold == 1000
+    assert curve.knee == src["p_critical"]["value"]
+    assert [p.value for p in curve.points] == [s["ttft_ms_p99"] for s in src["steps"]]
+    # Bands: phases in step order, split halfway between neighbouring steps.
+    phases = [s["phase"] for s in src["steps"]]
+    runs = [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]
+    assert [b["phase"] for b in curve.phase_bands] == runs
+    loads = [s["offered_load"] for s in src["steps"]]
+    first_change = next(i for i in range(1, len(phases)) if phases[i] != phases[i - 1])
+    assert curve.phase_bands[0]["lo"] == loads[0]
+    assert curve.phase_bands[0]["hi"] == pytest.approx((loads[first_change - 1] + loads[first_change]) / 2)
+    assert curve.phase_bands[-1]["hi"] == loads[-1]
+
+
+def test_what_changed_reports_drift_with_ci_overlap(full_model):
+    items = {i["item"]: i for i in full_model.changes.data["items"]}
+    short = items["Q_ult short-context"]  # previous 6.4 (5.9–6.9), now 6.2 (5.6–6.8): overlap
+    assert short["delta"] == pytest.approx(6.2 - 6.4)
+    assert short["delta_pct"] == pytest.approx((6.2 - 6.4) / 6.4)
+    assert short["significant"] is False
+    long = items["Q_ult long-context"]  # previous 2.9 (2.6–3.2), now 2.1 (1.8–2.4): no overlap
+    assert long["significant"] is True
+    assert items["blended FOS"]["delta"] == pytest.approx(1.63 - 1.91)
+    retired = items["Q_ult retired-mix"]
+    assert retired["current"] is None and retired["delta"] is None
+    assert retired["note"] == "mix not in this report"
+    assert full_model.changes.data["previous_verdict"] == "green"
+
+
+def test_flags_list_invalid_steps_and_profile_gaps(docs, full_model):
+    invalid = [(m["mix"]["name"], s["step"]) for m in docs["limits"]["mixes"] for s in m["steps"] if not s["valid"]]
+    step_flags = [f for f in full_model.flags if f.code == "step_invalid"]
+    assert len(step_flags) == len(invalid) == 2
+    assert all("not_steady" in f.message for f in step_flags)
+    codes = {f.code for f in full_model.flags if f.source == "profile"}
+    assert codes == {"per_second_not_available", "decomposition_not_available", "slo_budget_not_available"}
+
+
+def test_missing_inputs_give_not_available_with_reason_and_no_numbers():
+    m = build_report(limits=Unavailable("the load test has no TTFT column"), profile=None, plan=None,
+                     provenance=provenance())
+    assert m.verdict == "unknown"
+    for section in (m.mixes, m.conditions, m.curves_section):
+        assert not section.available and section.reason == "the load test has no TTFT column"
+        assert section.data == {}
+    assert not m.production.available and m.production.reason == "no production profile was given to this run"
+    assert not m.fos.available and m.fos.reason == "no capacity plan was given to this run"
+    assert not m.plan.available and not m.scorecards.available
+    assert not m.changes.available and "no earlier report" in m.changes.reason
+    assert m.curves == []
+    assert "No verdict" in m.headline.text and "no TTFT column" in m.headline.text
+    # summary.json holds no FOS/limit number at all
+    s = json.dumps(m.to_dict())
+    assert '"value"' not in s
+
+
+def test_documents_marked_unavailable_by_their_producer(docs):
+    m = build_report(limits=docs["limits"], profile={"available": False, "reason": "trace spans 3 minutes"},
+                     plan=None, provenance=provenance())
+    assert m.production.reason == "trace spans 3 minutes"
+    assert m.mixes.available
+    # no plan: no verdict, but the lowest measured limit is named
+    assert m.verdict == "unknown"
+    assert m.headline.binding_mix == "long-context"
+    assert "capacity plan is not available" in m.headline.text
+
+
+def test_summary_json_round_trips_as_next_weeks_previous(docs, full_model):
+    d = full_model.to_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = json.loads(text)
+    assert back["schema"] == "bearing.report.summary/1"
+    assert back["verdict"] == "yellow"
+    assert back["provenance"]["quantile_method"] == "linear"
+    nxt = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=back,
+                       provenance=provenance())
+    deltas = {i["item"]: i["delta"] for i in nxt.changes.data["items"]}
+    assert deltas == {"Q_ult short-context": 0.0, "Q_ult long-context": 0.0, "blended FOS": 0.0}
+
+
+@pytest.mark.parametrize(("clause", "label"), [
+    ({"metric": "ttft_ms", "stat": "p99"}, "P99 TTFT"),
+    ("p95(latency_ms) <= 3000 ms", "P95 end-to-end latency"),
+    ({"metric": "error_rate", "stat": "error_rate"}, "error rate"),
+    ("error_rate <= 1%", "error rate"),
+    ("something else", "something else"),
+    (None, None),
+])
+def test_constraint_label(clause, label):
+    assert constraint_label(clause) == label

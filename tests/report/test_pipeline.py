@@ -1,0 +1,72 @@
+"""The steps the notebooks call (bearing_lib.report.pipeline), on the bundled Azure trace."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from bearing_lib.errors import BadValueError, ParameterError
+from bearing_lib.report import pipeline
+from bearing_lib.unavailable import Unavailable
+
+AZURE = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+
+
+@pytest.fixture(scope="module")
+def azure():
+    return pipeline.load(AZURE)
+
+
+def test_week_window_keeps_exactly_that_iso_week(azure):
+    with open(pipeline.resolve(AZURE), newline="", encoding="utf-8") as fh:
+        stamps = [r["TIMESTAMP"][:10] for r in csv.DictReader(fh)]
+    assert set(stamps) == {"2023-11-16"}  # a Thursday of ISO week 2023-W46
+    kept = pipeline.window(azure, week="2023-W46")
+    assert len(kept) == len(stamps) == 19_366
+    assert kept.provenance.findings[-1].code == "window"
+    with pytest.raises(BadValueError, match=r"no request in the window \[2023-11-20T00:00:00\+00:00.*the trace spans "
+                                            r"2023-11-16T18:15"):
+        pipeline.window(azure, week="2023-W47")
+    assert pipeline.window(azure) is azure  # no window: the whole trace
+    part = pipeline.window(azure, start="2023-11-16T18:30:00Z", end="2023-11-16T18:31:00Z")
+    expected = sum(1 for s in open(pipeline.resolve(AZURE), encoding="utf-8").read().splitlines()[1:]
+                   if s.startswith("2023-11-16 18:30:"))
+    assert len(part) == expected
+    with pytest.raises(ParameterError, match="expected an ISO time"):
+        pipeline.window(azure, start="yesterday")
+
+
+def test_required_parameters_and_json_io(tmp_path):
+    with pytest.raises(ParameterError, match="parameter 'trace' is required"):
+        pipeline.require("", "trace", "the trace")
+    assert pipeline.require("x", "trace", "the trace") == "x"
+    p = pipeline.write_json({"a": float("inf"), "b": [1.5]}, tmp_path / "d" / "x.json")
+    assert json.loads(p.read_text()) == {"a": None, "b": [1.5]}
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(BadValueError, match="must be a JSON object"):
+        pipeline.read_json(tmp_path / "bad.json", "limits JSON")
+    assert isinstance(pipeline.read_limits(""), Unavailable)
+    assert pipeline.read_previous("") is None
+    assert isinstance(pipeline.read_previous(tmp_path / "missing.json"), Unavailable)
+
+
+def test_limits_document_records_analyst_conditions_without_overwriting():
+    class Fake:
+        def to_dict(self):
+            return {"conditions": {"model": [], "hardware": "H100 x4 (from the files)"}, "mixes": []}
+
+    doc = pipeline.limits_document(Fake(), model="Llama-3-70B", hardware="should not win")
+    assert doc["conditions"]["model"] == "Llama-3-70B (stated by the analyst; not in the load-test files)"
+    assert doc["conditions"]["hardware"] == "H100 x4 (from the files)"
+    assert pipeline.limits_document(Unavailable("no steps")) == {"available": False, "reason": "no steps"}
+
+
+def test_plan_and_profile_say_why_when_an_input_is_missing(azure):
+    assert pipeline.plan({"available": False, "reason": "no steps"}, None).reason == "no limits: no steps"
+    assert pipeline.plan({"mixes": []}, Unavailable("no times")).reason == "no production profile: no times"
+    traffic = pipeline.profile(azure)
+    series = pipeline.per_minute_series(traffic)
+    assert len(series) == 58 and max(s["requests"] for s in series) == 502
+    assert pipeline.per_minute_series(Unavailable("x")) == []
