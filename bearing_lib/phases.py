@@ -354,7 +354,11 @@ def p_critical_2x(
             vals[b] = math.inf
         else:
             vals[b] = v
-    lo, hi = np.quantile(vals, [0.025, 0.975], method="linear")
+    # "never crosses" draws are +inf; interpolating between two infinities gives NaN, so
+    # quantiles are taken on a finite stand-in and mapped back (an infinite bound = open CI).
+    big = np.finfo(float).max
+    lo, hi = np.quantile(np.where(np.isinf(vals), big, vals), [0.025, 0.975], method="linear")
+    lo, hi = (math.inf if v >= big else v for v in (lo, hi))
     hi_out = None if not np.isfinite(hi) else float(hi)
     x_before = x[x < value].max() if (x < value).any() else x[0]
     note = "" if requests is not None or np.isfinite(sig).all() else " (steps without a P99 CI used the widest CI seen)"
