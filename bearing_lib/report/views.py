@@ -143,7 +143,7 @@ def utc(epoch_s: Any) -> str:
 
 def gib(v: Any) -> str:
     f = _f(v)
-    return "—" if f is None else f"{num(f, 1)} GiB"
+    return "—" if f is None else f"{f:,.1f} GiB"
 
 
 def _na(d: Any) -> str | None:
@@ -562,7 +562,12 @@ def memory_view(mem: Any) -> Group:
                           f"the MHA-only formula would say {num(seed / 1024, 0)} KiB" if seed else ""))
     conc = m.get("concurrency")
     basis = str(m.get("concurrency_basis") or "")
-    g.rows.append(Row("Planning concurrency", num(conc, 1) if conc is not None else "unknown", basis))
+    g.rows.append(Row("Planning concurrency", f"{num(conc)} sequences per instance" if conc is not None else "unknown",
+                      basis))
+    pc = _d(m.get("planning_concurrency"))
+    if pc and not pc.get("used"):
+        g.rows.append(Row("Concurrency at Q_ult", f"{num(pc.get('per_instance'), 1)} per instance",
+                          f"{pc.get('statement')}; not used: the concurrency above takes precedence"))
     gpu = _f(m.get("gpu_mem_gib"))
     rows = [_d(r) for r in m.get("rows") or []]
     p99 = next((r for r in rows if r.get("basis") == "p99"), None)
@@ -587,7 +592,8 @@ def memory_view(mem: Any) -> Group:
              "total, MHA-only formula", "headroom", "max concurrency that fits (MHA-only formula)"],
             [[str(r.get("basis")).upper().replace("MEAN", "mean").replace("MAX", "max"), num(r.get("seq_len"), 0),
               gib(r.get("weights_gib")), gib(r.get("kv_gib")), gib(r.get("total_gib")),
-              gib(r.get("seed_mha_total_gib")), pct(r.get("headroom")),
+              gib(r.get("seed_mha_total_gib")),
+              pct(r.get("headroom")) if r.get("headroom") is not None else "needs the GPU memory",
               (f"{num(r.get('max_concurrency_that_fits'))} ({num(r.get('seed_mha_max_concurrency_that_fits'))})"
                if r.get("max_concurrency_that_fits") is not None else "needs the GPU memory")]
              for r in rows]))

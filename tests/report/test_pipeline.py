@@ -70,3 +70,17 @@ def test_plan_and_profile_say_why_when_an_input_is_missing(azure):
     series = pipeline.per_minute_series(traffic)
     assert len(series) == 58 and max(s["requests"] for s in series) == 502
     assert pipeline.per_minute_series(Unavailable("x")) == []
+
+
+def test_limits_document_copies_the_curves_mean_concurrency_into_the_steps():
+    import polars as pl
+
+    curve = pl.DataFrame({"run_id": ["r", "r", "s"], "mix": ["m", "m", "m"], "step": [0, 1, 0],
+                          "concurrency_mean": [1.5, 4.25, 9.0]})
+    doc = {"mixes": [{"run_id": "r", "mix": {"name": "m"},
+                      "steps": [{"step": 0}, {"step": 1, "concurrency_mean": 7.0}, {"step": 2}]}]}
+    pipeline._add_step_concurrency(doc, curve)
+    steps = doc["mixes"][0]["steps"]
+    assert steps[0]["concurrency_mean"] == 1.5  # run r, mix m, step 0 (not run s's 9.0)
+    assert steps[1]["concurrency_mean"] == 7.0  # a value already there is kept
+    assert "concurrency_mean" not in steps[2]  # the curve has no step 2
