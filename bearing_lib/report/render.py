@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from bearing_lib.report.charts import MAX_POINTS, report_charts
 from bearing_lib.report.model import ReportModel
-from bearing_lib.report.views import section_views
+from bearing_lib.report.views import flags_view, section_views
 
 _URL = re.compile(r"(https?):(//)", re.I)
 
@@ -151,6 +151,7 @@ def render_html(model: ReportModel) -> str:
         max_points=MAX_POINTS,
         vega_js=Markup(vega_bundle()),
         views=section_views(model),
+        flag_view=flags_view(model.flags),
     )
     return html
 

@@ -631,6 +631,66 @@ def _value(v: Any) -> str:
     return "—" if v is None else _cell(v)
 
 
+# --------------------------------------------------------------------------- data-quality flags
+
+_SEVERITY = {"error": 0, "critical": 0, "warning": 1, "warn": 1, "info": 3, "informational": 3}
+
+
+def _severity(level: str) -> int:
+    """Sort key of a flag level: errors, warnings, unknown levels, then informational."""
+    return _SEVERITY.get(str(level).lower(), 2)
+
+
+@dataclass
+class FlagGroup:
+    """The findings of one source, most severe first, with counts per level."""
+
+    source: str
+    counts: dict[str, int]
+    flags: list[Any]
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(f"{n} {lvl}{'s' if n != 1 and lvl in ('warning', 'error') else ''}"
+                         for lvl, n in self.counts.items())
+
+
+def flags_view(flags: list[Any]) -> dict[str, Any]:
+    """Findings grouped by source and severity, and counted per code (warnings first).
+
+    Returns ``{"n", "by_level", "codes", "groups"}``: ``by_level`` the count per level
+    (most severe first), ``codes`` one row per (level, code) with its count and sources,
+    ``groups`` one :class:`FlagGroup` per source, sources with the most severe findings
+    first (then the most findings).
+    """
+    def lvl(f: Any) -> str:
+        return str(getattr(f, "level", "") or "info")
+
+    by_level: dict[str, int] = {}
+    for f in sorted(flags, key=lambda f: _severity(lvl(f))):
+        by_level[lvl(f)] = by_level.get(lvl(f), 0) + 1
+    codes: dict[tuple[str, str], dict[str, Any]] = {}
+    for f in flags:
+        row = codes.setdefault((lvl(f), f.code), {"level": lvl(f), "code": f.code, "count": 0, "sources": []})
+        row["count"] += 1
+        if f.source not in row["sources"]:
+            row["sources"].append(f.source)
+    code_rows = sorted(codes.values(), key=lambda r: (_severity(r["level"]), -r["count"], r["code"]))
+    by_source: dict[str, list[Any]] = {}
+    for f in flags:
+        by_source.setdefault(f.source, []).append(f)
+    groups = []
+    for src, fl in by_source.items():
+        fl = sorted(fl, key=lambda f: (_severity(lvl(f)), f.code))  # stable: keeps step order within a code
+        counts: dict[str, int] = {}
+        for f in fl:
+            counts[lvl(f)] = counts.get(lvl(f), 0) + 1
+        groups.append(FlagGroup(src, counts, fl))
+    groups.sort(key=lambda g: (min(_severity(x) for x in g.counts), -sum(
+        n for x, n in g.counts.items() if _severity(x) <= 1), -len(g.flags), g.source))
+    return {"n": len(flags), "by_level": by_level, "codes": code_rows, "groups": groups}
+
+
 # --------------------------------------------------------------------------- caveats
 
 
@@ -700,6 +760,7 @@ __all__ = [
     "Table",
     "cbu_view",
     "elasticity_view",
+    "flags_view",
     "instances_view",
     "leftover_caveats",
     "memory_view",

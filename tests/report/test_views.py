@@ -156,3 +156,43 @@ def test_raw_json_and_curated_text_are_escaped():
     html = _html(profile=prof)
     assert PAYLOAD not in html
     assert "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_flags_grouped_by_source_and_severity_with_counts_per_code():
+    from bearing_lib.report.model import Flag
+    from bearing_lib.report.views import flags_view
+
+    flags = [Flag("profile", "info", "slots_not_available", "short trace"),
+             Flag("limits · a", "info", "note", "n1"),
+             Flag("limits · a", "warning", "step_invalid", "step 2"),
+             Flag("limits · b", "warning", "step_flagged", "step 0"),
+             Flag("limits · a", "warning", "step_invalid", "step 5"),
+             Flag("loader", "error", "bad_row", "row 7")]
+    v = flags_view(flags)
+    assert v["n"] == 6
+    assert list(v["by_level"].items()) == [("error", 1), ("warning", 3), ("info", 2)]
+    # codes: most severe first, then by count
+    assert [(c["level"], c["code"], c["count"]) for c in v["codes"]] == [
+        ("error", "bad_row", 1), ("warning", "step_invalid", 2), ("warning", "step_flagged", 1),
+        ("info", "note", 1), ("info", "slots_not_available", 1)]
+    assert v["codes"][1]["sources"] == ["limits · a"]
+    # sources: the one with an error, then the most warnings, then the rest; warnings before info inside
+    assert [g.source for g in v["groups"]] == ["loader", "limits · a", "limits · b", "profile"]
+    a = v["groups"][1]
+    assert [f.message for f in a.flags] == ["step 2", "step 5", "n1"]
+    assert a.summary == "2 warnings, 1 info"
+
+
+def test_flags_section_in_html():
+    findings = [{"source": "production trace", "level": "info", "code": "tz_assumed", "message": "UTC assumed"},
+                {"source": "production trace", "level": "warning", "code": "dup_rows", "message": "3 duplicate rows"}]
+    m = build_report(limits=None, profile=None, plan=None, provenance=provenance(), findings=findings, name="w")
+    html = render_html(m).replace(vega_bundle(), "")
+    sec = html[html.index('id="quality"'):html.index('id="provenance"')]
+    assert "2 finding(s): <strong>1 warning</strong>, <strong>1 info</strong>." in sec
+    assert "production trace: 1 warning, 1 info" in sec
+    # warnings first, in the code counts and inside the source's table
+    codes = sec[sec.index("Count per code"):sec.index("Findings by source")]
+    assert codes.index("dup_rows") < codes.index("tz_assumed")
+    table = sec[sec.index("Findings by source"):]
+    assert table.index("3 duplicate rows") < table.index("UTC assumed")
