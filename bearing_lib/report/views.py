@@ -183,8 +183,8 @@ def production_view(p: dict[str, Any]) -> list[Group]:
             bits.append(_ci(tg.get("ci95")))
         g.rows.append(Row("Target load", rps_and_min(tg.get("rps")), "; ".join(bits)))
         if tg.get("ci_method"):
-            g.rows.append(Row("CI method", str(tg["ci_method"]),
-                              f"{num(tg.get('n_bins'))} bins" if tg.get("n_bins") is not None else ""))
+            bins = f" ({num(tg.get('n_bins'))} bins)" if tg.get("n_bins") is not None else ""
+            g.notes.append(f"95% CI of the target: {tg['ci_method']}{bins}")
         if tg.get("statement"):
             g.notes.append(str(tg["statement"]))
     pk = _d(t.get("peak"))
