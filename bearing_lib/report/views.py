@@ -268,10 +268,17 @@ def production_view(p: dict[str, Any]) -> list[Group]:
             g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
         elif x:
             pk_, tr_ = _d(x.get("peak")), _d(x.get("trough"))
-            g.rows.append(Row(label, f"peak {pk_.get('slot')} at {num(pk_.get('p95_rps'))} req/s; "
-                                     f"trough {tr_.get('slot')} at {num(tr_.get('p95_rps'))} req/s",
-                              f"peak/trough {num(x.get('peak_to_trough'))}; {x.get('statistic') or ''}"
-                              + ("" if x.get("repeated", True) else "; one period only (not a repeated pattern)")))
+            rows = [_d(r) for r in x.get("rows") or [] if _f(_d(r).get("p95_rps")) is not None]
+            if not pk_ and rows:  # older documents: the extreme slots from the rows
+                pk_ = {"slot": _slot(max(rows, key=lambda r: r["p95_rps"])), "p95_rps": max(r["p95_rps"] for r in rows)}
+                tr_ = {"slot": _slot(min(rows, key=lambda r: r["p95_rps"])), "p95_rps": min(r["p95_rps"] for r in rows)}
+            if pk_:
+                ratio = (f"peak/trough {num(x.get('peak_to_trough'))}; " if x.get("peak_to_trough") is not None
+                         else "")
+                g.rows.append(Row(label, f"peak {pk_.get('slot')} at {num(pk_.get('p95_rps'))} req/s; "
+                                         f"trough {tr_.get('slot')} at {num(tr_.get('p95_rps'))} req/s",
+                                  f"{ratio}{x.get('statistic') or 'P95 rate per slot'}"
+                                  + ("" if x.get("repeated", True) else "; one period only (not a repeated pattern)")))
     dec = _d(p.get("decomposition"))
     if _na(dec):
         g.unavailable.append(f"seasonal decomposition not available: {_na(dec)}")
@@ -296,12 +303,15 @@ def production_view(p: dict[str, Any]) -> list[Group]:
     if _na(b):
         g.unavailable.append(f"burst detection not available: {_na(b)}")
     elif b:
-        g.rows.append(Row("Burst episodes", num(b.get("count")), str(b.get("rule") or "")))
-        if b.get("count"):
+        g.rows.append(Row("Burst episodes", num(b.get("count")), str(b.get("rule") or b.get("threshold") or "")))
+        if b.get("count") and _f(b.get("max_duration_s")) is not None:
             g.rows.append(Row("Longest burst", duration(b.get("max_duration_s")),
-                              f"total {duration(b.get('total_duration_s'))}"))
+                              f"total {duration(b.get('total_duration_s'))}"
+                              if _f(b.get("total_duration_s")) is not None else ""))
+        if b.get("count") and _f(b.get("max_peak_multiplier")) is not None:
             g.rows.append(Row("Largest burst", f"{num(b.get('max_peak_multiplier'))} × baseline"))
-        g.rows.append(Row("Bursts per month", num(b.get("per_month")), str(b.get("per_month_note") or "")))
+        if b.get("per_month") is not None:
+            g.rows.append(Row("Bursts per month", num(b.get("per_month")), str(b.get("per_month_note") or "")))
         if b.get("baseline"):
             g.notes.append(f"Baseline: {b['baseline']}")
         if b.get("n_unjudged_bins"):
@@ -396,6 +406,13 @@ def production_view(p: dict[str, Any]) -> list[Group]:
         g.notes += _notes(slo.get("notes"))
     groups.append(g)
     return [x for x in groups if not x.empty]
+
+
+def _slot(row: dict[str, Any]) -> str:
+    weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    h = f"{int(row.get('hour', 0)):02d}:00"
+    wd = row.get("weekday")
+    return f"{weekdays[int(wd) % 7]} {h}" if wd is not None else h
 
 
 def _cell(v: Any, key: str = "") -> str:

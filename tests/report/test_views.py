@@ -196,3 +196,13 @@ def test_flags_section_in_html():
     assert codes.index("dup_rows") < codes.index("tz_assumed")
     table = sec[sec.index("Findings by source"):]
     assert table.index("3 duplicate rows") < table.index("UTC assumed")
+
+
+def test_no_placeholder_values_in_the_curated_production_rows():
+    # the hand-made bursts carry no durations or multipliers: those rows are left out, not shown as "—"
+    groups = production_view(hand_made("profile"))
+    assert all("—" not in r.value and "None" not in r.value for g in groups for r in g.rows)
+    rows = _rows(groups)
+    assert "Longest burst" not in rows and rows["Burst episodes"].value == "2"
+    # hour-of-day rows without a stored peak: the extreme slots are read from the rows (peak 1.833 at 10:00)
+    assert rows["Hour-of-day profile"].value.startswith("peak 10:00 at 1.83 req/s")
