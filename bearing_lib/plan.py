@@ -397,6 +397,7 @@ class CapacityPlan:
     instances_reason: str = ""
     safe_concurrency: SafeConcurrency | None = None
     planning_concurrency: dict[str, object] | None = None
+    gpu_memory_needed: dict[str, object] | None = None
     elasticity: ReplayResult | None = None
     elasticity_reason: str = ""
     memory: MemoryPlan | None = None
@@ -603,9 +604,11 @@ class CapacityPlan:
             plan.memory = memory_plan(preset, conc, seq, gpu_mem_gib=gpu_mem_gib, gpu_count=gpu_count, margin=margin)
             plan.memory_reason = conc_basis or "concurrency unknown: only what fits is computed (give --concurrency)"
             if gpu_mem_gib is None and conc is not None:
-                need = plan.memory.row("p99")["total_gib"]
-                plan.memory_reason += (f"; no GPU memory given: the plan needs ≥ {need:,.1f} GiB per instance at the "
-                                       "P99 sequence length")
+                need = float(plan.memory.row("p99")["total_gib"])  # type: ignore[arg-type]
+                plan.gpu_memory_needed = {
+                    "gib_per_instance": need, "basis": "p99", "concurrency": conc,
+                    "statement": f"no GPU memory given: the plan needs ≥ {need:,.1f} GiB per instance at the P99 "
+                                 f"sequence length and {conc} sequences in flight"}
         if vllm_log is not None:
             if model is None:
                 raise ParameterError("a vLLM log check needs the model preset (--model)")
@@ -668,6 +671,7 @@ class CapacityPlan:
             "elasticity": self.elasticity.to_dict() if self.elasticity else unavailable(self.elasticity_reason),
             "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason,
                         "planning_concurrency": self.planning_concurrency,
+                        "gpu_memory_needed": self.gpu_memory_needed,
                         "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
                        if self.memory else unavailable(self.memory_reason)),
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),

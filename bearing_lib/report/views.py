@@ -592,9 +592,11 @@ def memory_view(mem: Any) -> Group:
         g.rows.append(Row("GPU memory", f"{num(m.get('gpu_count'))} × {num(gpu, 0)} GiB",
                           "given by the analyst"))
     else:
-        need = _f(p99.get("total_gib")) if p99 else None
+        need = _f(_d(m.get("gpu_memory_needed")).get("gib_per_instance"))
+        if need is None:
+            need = _f(p99.get("total_gib")) if p99 else None
         g.rows.append(Row("GPU memory", "not given",
-                          f"the plan needs ≥ {num(need, 1)} GiB per instance at the P99 sequence length"
+                          f"the plan needs ≥ {need:,.1f} GiB per instance at the P99 sequence length"
                           if need is not None else
                           "give the GPU memory (gpu_mem_gib) to judge the fit; the need per instance is unknown "
                           "while the concurrency is"))

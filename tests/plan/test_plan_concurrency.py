@@ -94,7 +94,10 @@ def test_plan_memory_uses_the_concurrency_at_q_ult_without_a_gpu():
     # P99 6,000 tokens × 8 × 131,072 B + 16,060,522,496 B weights, × 1.15 = 25,704,775,270.4 B = 23.94 GiB
     p99 = next(r for r in m["rows"] if r["basis"] == "p99")
     assert p99["total_gib"] == pytest.approx(25_704_775_270.4 / GIB)
-    assert "the plan needs ≥ 23.9 GiB per instance at the P99 sequence length" in m["concurrency_basis"]
+    need = m["gpu_memory_needed"]
+    assert need["gib_per_instance"] == pytest.approx(25_704_775_270.4 / GIB) and need["concurrency"] == 8
+    assert need["statement"].startswith("no GPU memory given: the plan needs ≥ 23.9 GiB per instance at the P99 "
+                                        "sequence length")
     compute = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "compute")
     assert compute["status"] == "not assessed"
     assert "needs ≥ 23.9 GiB per instance" in compute["reason"]
@@ -106,4 +109,5 @@ def test_a_given_concurrency_wins_and_the_q_ult_value_is_kept_for_reference():
                               model="llama-3.1-8b", concurrency=3, gpu_mem_gib=80)
     m = plan.to_dict()["memory"]
     assert m["concurrency"] == 3 and m["concurrency_basis"] == "given"
+    assert m["gpu_memory_needed"] is None  # a GPU was given: the headroom says whether it fits
     assert m["planning_concurrency"]["used"] is False and m["planning_concurrency"]["value"] == pytest.approx(7.5)
