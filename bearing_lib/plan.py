@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -396,6 +396,8 @@ class CapacityPlan:
     instances: InstancePlan | None = None
     instances_reason: str = ""
     safe_concurrency: SafeConcurrency | None = None
+    planning_concurrency: dict[str, object] | None = None
+    gpu_memory_needed: dict[str, object] | None = None
     elasticity: ReplayResult | None = None
     elasticity_reason: str = ""
     memory: MemoryPlan | None = None
@@ -563,11 +565,36 @@ class CapacityPlan:
                 seq = sequence_length_stats(trace.frame, source=str(trace.provenance.source))
             except InsufficientDataError as exc:
                 plan.memory_reason = str(exc)
+        at, at_why = None, ""
+        if main_mix is not None:
+            try:
+                at = concurrency_at_limit(lim.steps, main_mix, _q_ult_doc(limits, main_mix, run))
+            except InsufficientDataError as exc:
+                at_why = str(exc)
+        per = f" / {lim.tested_instances} tested instances" if lim.tested_instances != 1 else ""
         conc = concurrency
         conc_basis = "given" if concurrency is not None else ""
+        # Without a given concurrency: the mean concurrency at Q_ult (the load the limit is measured
+        # at; rounded up, memory is sized for it), else the max safe concurrency of the
+        # latency–concurrency curve (the last step meeting the latency clause; rounded down).
+        if at is not None:
+            per_inst = at.value / lim.tested_instances
+            used = conc is None
+            if used:
+                conc = max(1, math.ceil(per_inst))
+                conc_basis = (f"derived from the load test at Q_ult (Little's law): {at.statement}{per}, "
+                              f"rounded up to {conc} sequences per instance")
+            plan.planning_concurrency = {**at.to_dict(), "per_instance": per_inst, "used": used,
+                                         "tested_instances": lim.tested_instances}
         if conc is None and plan.safe_concurrency and plan.safe_concurrency.value is not None:
             conc = int(math.floor(plan.safe_concurrency.value / lim.tested_instances))
-            conc_basis = "max safe concurrency from the latency–concurrency curve (per instance)"
+            clause = f"{sla_lat['stat']}({sla_lat['metric']})" if sla_lat else "the latency clause"
+            conc_basis = (f"derived from the load test (Little's law): max safe concurrency "
+                          f"{plan.safe_concurrency.value:.2f}, the highest step mean concurrency whose {clause} meets "
+                          f"the SLA (the last passing step of the latency–concurrency curve){per}, rounded down "
+                          f"to {conc} per instance" + (f"; no concurrency at Q_ult: {at_why}" if at_why else ""))
+        elif conc is None and at_why:
+            conc_basis = f"concurrency unknown: {at_why}; only what fits is computed (give --concurrency)"
         if model is None:
             plan.memory_reason = plan.memory_reason or "no model preset given (--model)"
         elif seq is None:
@@ -576,6 +603,12 @@ class CapacityPlan:
             preset = get_preset(model) if isinstance(model, str) else model
             plan.memory = memory_plan(preset, conc, seq, gpu_mem_gib=gpu_mem_gib, gpu_count=gpu_count, margin=margin)
             plan.memory_reason = conc_basis or "concurrency unknown: only what fits is computed (give --concurrency)"
+            if gpu_mem_gib is None and conc is not None:
+                need = float(plan.memory.row("p99")["total_gib"])  # type: ignore[arg-type]
+                plan.gpu_memory_needed = {
+                    "gib_per_instance": need, "basis": "p99", "concurrency": conc,
+                    "statement": f"no GPU memory given: the plan needs ≥ {need:,.1f} GiB per instance at the P99 "
+                                 f"sequence length and {conc} sequences in flight"}
         if vllm_log is not None:
             if model is None:
                 raise ParameterError("a vLLM log check needs the model preset (--model)")
@@ -587,6 +620,9 @@ class CapacityPlan:
         if plan.memory is not None:
             if gpu_mem_gib is None:
                 why = "no GPU memory size given (--gpu-mem-gib)"
+                if conc is not None:
+                    why += (f"; the plan needs ≥ {plan.memory.row('p99')['total_gib']:,.1f} GiB per instance at the "
+                            "P99 sequence length")
             elif conc is None:
                 why = "concurrency unknown (give --concurrency or a concurrency-swept limits file)"
             else:
@@ -634,6 +670,8 @@ class CapacityPlan:
             ),
             "elasticity": self.elasticity.to_dict() if self.elasticity else unavailable(self.elasticity_reason),
             "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason,
+                        "planning_concurrency": self.planning_concurrency,
+                        "gpu_memory_needed": self.gpu_memory_needed,
                         "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
                        if self.memory else unavailable(self.memory_reason)),
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
@@ -759,6 +797,111 @@ def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
                     st.setdefault(k, v)
 
 
+@dataclass(frozen=True)
+class ConcurrencyAtLimit:
+    """Mean number of requests in the system at the limit, by Little's law (L = λ × W).
+
+    ``value`` is summed over the run's mixes at each step (Little's law is additive), then
+    read at ``at_load`` on the offered-load axis: interpolated linearly between the two
+    steps around Q_ult, or taken at the nearest step when Q_ult lies outside the tested
+    loads (``method`` says which). ``derived`` is True when a step had no
+    ``concurrency_mean`` and it was computed here as ``throughput_rps × latency_ms_mean / 1000``.
+    """
+
+    value: float
+    at_load: float
+    unit: str
+    method: str
+    steps_used: list[float]
+    derived: bool
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _step_concurrency(st: dict[str, Any]) -> tuple[float | None, bool]:
+    """A step's mean concurrency: ``concurrency_mean``, else throughput × mean latency (derived)."""
+    c = _num(st.get("concurrency_mean"))
+    if c is not None and math.isfinite(c):
+        return c, False
+    thr, lat = _num(st.get("throughput_rps")), _num(st.get("latency_ms_mean"))
+    if thr is not None and lat is not None and math.isfinite(thr * lat):
+        return thr * lat / 1000.0, True
+    return None, False
+
+
+def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
+                         q_ult: dict[str, Any] | None) -> ConcurrencyAtLimit:
+    """Mean concurrency (requests in the system) at the mix's Q_ult, from the load-test steps.
+
+    ``steps`` are the run's steps per mix (limits JSON ``mixes[].steps``, which carry
+    ``concurrency_mean`` when the limits came with their load curve, or
+    ``latency_ms_mean`` to derive it); ``q_ult`` the mix's ``q_ult`` object (its
+    ``value`` is on the steps' offered-load axis). Recovery steps (run after an overload)
+    are left out. Raises :class:`InsufficientDataError` saying what is missing.
+    """
+    q = _num((q_ult or {}).get("value"))
+    unit = str((q_ult or {}).get("unit") or "rps")
+    if q is None or not math.isfinite(q):
+        raise InsufficientDataError(f"mix {mix} has no Q_ult value to read the concurrency at")
+    xs_main: dict[Any, float] = {}
+    offered: dict[Any, Any] = {}
+    for st in steps.get(mix, []):
+        x = _num(st.get("load_axis") if st.get("load_axis") is not None else st.get("offered_load"))
+        if x is not None and not st.get("recovery_step"):
+            xs_main[st.get("step")] = x
+            offered[st.get("step")] = st.get("offered_load")
+    total: dict[Any, float] = {}
+    derived = False
+    mixes_summed: set[str] = set()
+    for name, rows in steps.items():
+        for st in rows:
+            # the same step of the same run: same step number and offered load (other mixes' requests
+            # share the servers, so their concurrency adds, by Little's law)
+            if st.get("step") not in xs_main or st.get("offered_load") != offered[st.get("step")]:
+                continue
+            c, d = _step_concurrency(st)
+            if c is not None:
+                total[st.get("step")] = total.get(st.get("step"), 0.0) + c
+                derived = derived or d
+                mixes_summed.add(name)
+    pts = sorted((xs_main[k], v) for k, v in total.items())
+    if not pts:
+        raise InsufficientDataError("the limits' steps carry no mean concurrency (concurrency_mean) or mean "
+                                    "latency (latency_ms_mean) to apply Little's law to")
+    xs = [p[0] for p in pts]
+    how = "derived here as throughput × mean latency" if derived else "per step from the load curve"
+    if len(mixes_summed) > 1:
+        how += f"; summed over the mixes {', '.join(sorted(mixes_summed))} at each step"
+    if xs[0] <= q <= xs[-1]:
+        import numpy as np
+
+        value = float(np.interp(q, xs, [p[1] for p in pts]))
+        lo = max(x for x in xs if x <= q)
+        hi = min(x for x in xs if x >= q)
+        method = "interpolated at Q_ult" if lo != hi else "at the step at Q_ult"
+        used = sorted({lo, hi})
+        where = (f"between the steps at {lo:g} and {hi:g} {unit}" if lo != hi else f"at the step at {lo:g} {unit}")
+        statement = f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}, interpolated {where} ({how})"
+    else:
+        x, value = (pts[-1] if q > xs[-1] else pts[0])
+        side = "above the highest" if q > xs[-1] else "below the lowest"
+        method = f"nearest step (Q_ult {side} tested load)"
+        used = [x]
+        statement = (f"mean concurrency {value:.2f} at the step at {x:g} {unit} (Q_ult {q:.3g} {unit} lies {side} "
+                     f"tested load; {how})")
+    return ConcurrencyAtLimit(value, q, unit, method, used, derived, statement)
+
+
+def _q_ult_doc(limits: dict[str, Any], mix: str, run: str | None) -> dict[str, Any] | None:
+    for m in limits.get("mixes") or []:
+        name = (m.get("mix") or {}).get("name") if isinstance(m.get("mix"), dict) else m.get("mix")
+        if str(name) == mix and (run is None or str(m.get("run_id")) == run):
+            return m.get("q_ult")
+    return None
+
+
 def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], str | None] | None:
     """Requests per minute from a TrafficProfile's rate series.
 
@@ -781,6 +924,8 @@ def _series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:
 
 __all__ = [
     "CapacityPlan",
+    "ConcurrencyAtLimit",
+    "concurrency_at_limit",
     "LimitsInput",
     "burst_from_profile",
     "limits_from_dict",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,60 @@ def input_record(role: str, path: str | Path) -> dict[str, Any]:
     """``{"role", "path", "sha256"}`` for provenance (a folder hashes its files)."""
     p = resolve(path)
     return {"role": role, "path": str(path), "sha256": sha256_of(p) if p.exists() else None}
+
+
+def _roots(output_dir: str | Path = "") -> list[tuple[str, str]]:
+    """``(absolute folder, what it is)`` to shorten paths against, most specific first."""
+    roots: list[tuple[str, str]] = []
+    if str(output_dir):
+        roots.append((os.path.abspath(output_dir), "report folder"))
+    for folder, what in ((str(PROJECT_ROOT), "project root"), (os.getcwd(), "working directory")):
+        folder = os.path.abspath(folder)
+        if all(folder != r for r, _ in roots):
+            roots.append((folder, what))
+    # the deepest folder first: a report folder under the project is named relative to itself
+    return sorted(roots, key=lambda r: -len(r[0]))
+
+
+def portable_path(path: str | Path, output_dir: str | Path = "") -> tuple[str, str]:
+    """``path`` for a reader: ``(text, relative_to)``.
+
+    A file in the report's own folder is named relative to it (``limits.json``, so the
+    name survives the rename of the temporary run folder to ``reports/<name>/``); a file
+    under the working directory or the project root relative to that
+    (``data/traces/...``); anything else stays absolute (``relative_to`` is ``""``).
+    """
+    if not str(path):
+        return str(path), ""
+    p = os.path.abspath(resolve(path))
+    for root, what in _roots(output_dir):
+        if p == root or p.startswith(root + os.sep):
+            return Path(os.path.relpath(p, root)).as_posix(), what
+    return str(path), ""
+
+
+def portable(obj: Any, output_dir: str | Path = "") -> Any:
+    """``obj`` with absolute paths under the report folder / working directory / project root
+    shortened (see :func:`portable_path`) inside every string: file names in reasons too."""
+    roots = [r for r, _ in _roots(output_dir)]
+
+    def fix(text: str) -> str:
+        for r in roots:
+            text = text.replace(r + os.sep, "")
+        return text
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, str):
+            return fix(x)
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [walk(v) for v in x]
+        if isinstance(x, Unavailable):
+            return Unavailable(fix(x.reason))
+        return x
+
+    return walk(obj)
 
 
 def sla_texts(sla: str | list[str]) -> list[str]:
@@ -231,11 +286,34 @@ def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict
     if isinstance(result, Unavailable):
         return {"available": False, "reason": result.reason}
     doc = result.to_dict()
+    _add_step_concurrency(doc, getattr(result, "curve", None))
     cond = doc.setdefault("conditions", {})
     for key, value in (("model", model), ("hardware", hardware)):
         if value and not cond.get(key):
             cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
     return doc
+
+
+def _add_step_concurrency(doc: dict[str, Any], curve: Any) -> None:
+    """Copy the load curve's Little's-law mean concurrency (``concurrency_mean``) into each step.
+
+    The limits JSON steps do not carry it; the capacity plan reads it to size the KV cache at
+    the limit (:func:`bearing_lib.plan.concurrency_at_limit`). Steps the curve does not
+    cover are left as they are; a value already in a step is kept.
+    """
+    if not isinstance(curve, pl.DataFrame) or "concurrency_mean" not in curve.columns:
+        return
+    keys = [k for k in ("run_id", "mix", "step") if k in curve.columns]
+    rows = curve.select(*keys, "concurrency_mean").to_dicts()
+    table = {tuple(r[k] for k in keys): r["concurrency_mean"] for r in rows}
+    for m in doc.get("mixes") or []:
+        mix = m.get("mix")
+        name = mix.get("name") if isinstance(mix, dict) else mix
+        for st in m.get("steps") or []:
+            key = tuple({"run_id": m.get("run_id"), "mix": name, "step": st.get("step")}[k] for k in keys)
+            v = table.get(key)
+            if v is not None and st.get("concurrency_mean") is None:
+                st["concurrency_mean"] = float(v)
 
 
 def read_limits(path: str | Path) -> Doc:
@@ -347,16 +425,28 @@ def report(
     title: str = "Capacity report",
     run: str = "",
     traffic: Any = None,
+    output_dir: str | Path = "",
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
     ``run`` is the load-test run the plan used; ``traffic`` the ``TrafficProfile`` object
-    (its per-minute series feeds the peak chart).
+    (its per-minute series feeds the peak chart). ``output_dir`` is the folder the report
+    is written to: paths in it are recorded relative to it (the runner renames its
+    temporary folder to ``reports/<name>/`` after the run), paths under the working
+    directory or the project root relative to those (:func:`portable_path`); sha256 sums
+    are computed before and unchanged.
     """
+    recs = []
+    for i in inputs:
+        rec = dict(i)
+        if rec.get("path"):
+            rec["path"], rec["relative_to"] = portable_path(rec["path"], output_dir)
+        recs.append(rec)
     return build_report(
-        limits=limits_doc, profile=profile_doc, plan=plan_doc, previous=previous,
-        provenance=make_provenance(parameters=parameters, inputs=inputs),
-        findings=flags, name=name, title=title, plan_run=run or None,
+        limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
+        plan=portable(plan_doc, output_dir), previous=previous,
+        provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
+        findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic),
     )
 
@@ -388,6 +478,8 @@ __all__ = [
     "notebook_charts",
     "per_minute_series",
     "plan",
+    "portable",
+    "portable_path",
     "profile",
     "read_json",
     "read_limits",

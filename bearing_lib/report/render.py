@@ -24,6 +24,7 @@ from markupsafe import Markup
 
 from bearing_lib.report.charts import MAX_POINTS, report_charts
 from bearing_lib.report.model import ReportModel
+from bearing_lib.report.views import flags_view, section_views
 
 _URL = re.compile(r"(https?):(//)", re.I)
 
@@ -108,6 +109,11 @@ def _defang_tree(value: Any) -> Any:
     return value
 
 
+def _rawjson(value: Any) -> str:
+    """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
+    return json.dumps(_defang_tree(value), indent=1, ensure_ascii=False, allow_nan=False)
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The Jinja environment: package templates, autoescape on for every template."""
@@ -124,6 +130,7 @@ def environment() -> jinja2.Environment:
     env.filters["label"] = _label
     env.filters["tojson"] = _tojson
     env.filters["defang"] = defang
+    env.filters["rawjson"] = _rawjson
     return env
 
 
@@ -143,6 +150,8 @@ def render_html(model: ReportModel) -> str:
         chart_meta={c.id: c for c in charts},
         max_points=MAX_POINTS,
         vega_js=Markup(vega_bundle()),
+        views=section_views(model),
+        flag_view=flags_view(model.flags),
     )
     return html
 

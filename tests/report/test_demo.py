@@ -74,8 +74,14 @@ def test_demo_target_matches_an_independent_reading_of_the_azure_csv(demo):
     assert [s["requests"] for s in series] == minutes
     assert summary["headline"]["text"].startswith(f"At the P99 per-minute peak of {p99_rps:.2f} req/s")
     sha = hashlib.sha256((ROOT / DEMO_PRODUCTION).read_bytes()).hexdigest()
-    assert {"role": "production trace", "path": str(ROOT / DEMO_PRODUCTION), "sha256": sha} in \
+    # input paths are recorded relative to the project root (the trace) and to the report folder
+    # (the limits JSON written by this run), never as the temporary run folder; the sha256 is the file's
+    assert {"role": "production trace", "path": str(DEMO_PRODUCTION), "sha256": sha,
+            "relative_to": "project root"} in summary["provenance"]["inputs"]
+    lim_sha = hashlib.sha256((d / "limits.json").read_bytes()).hexdigest()
+    assert {"role": "limits", "path": "limits.json", "sha256": lim_sha, "relative_to": "report folder"} in \
         summary["provenance"]["inputs"]
+    assert ".tmp-" not in json.dumps(summary) and str(ROOT) not in json.dumps(summary)
     assert summary["provenance"]["quantile_method"] == "linear"
 
 

@@ -70,3 +70,61 @@ def test_plan_and_profile_say_why_when_an_input_is_missing(azure):
     series = pipeline.per_minute_series(traffic)
     assert len(series) == 58 and max(s["requests"] for s in series) == 502
     assert pipeline.per_minute_series(Unavailable("x")) == []
+
+
+def test_limits_document_copies_the_curves_mean_concurrency_into_the_steps():
+    import polars as pl
+
+    curve = pl.DataFrame({"run_id": ["r", "r", "s"], "mix": ["m", "m", "m"], "step": [0, 1, 0],
+                          "concurrency_mean": [1.5, 4.25, 9.0]})
+    doc = {"mixes": [{"run_id": "r", "mix": {"name": "m"},
+                      "steps": [{"step": 0}, {"step": 1, "concurrency_mean": 7.0}, {"step": 2}]}]}
+    pipeline._add_step_concurrency(doc, curve)
+    steps = doc["mixes"][0]["steps"]
+    assert steps[0]["concurrency_mean"] == 1.5  # run r, mix m, step 0 (not run s's 9.0)
+    assert steps[1]["concurrency_mean"] == 7.0  # a value already there is kept
+    assert "concurrency_mean" not in steps[2]  # the curve has no step 2
+
+
+def test_portable_paths(tmp_path):
+    out = tmp_path / ".tmp-demo-1234"
+    out.mkdir()
+    (out / "limits.json").write_text("{}", encoding="utf-8")
+    other = tmp_path / "elsewhere.csv"
+    other.write_text("x\n", encoding="utf-8")
+    # in the report folder: relative to it (survives the rename to reports/<name>/)
+    assert pipeline.portable_path(out / "limits.json", out) == ("limits.json", "report folder")
+    # under the project root (the tests run from it, so it is also the working directory): relative to it
+    text, rel = pipeline.portable_path(pipeline.PROJECT_ROOT / AZURE, out)
+    assert text == AZURE and rel in ("working directory", "project root")
+    # anywhere else: absolute, as given
+    assert pipeline.portable_path(other, out) == (str(other), "")
+    # inside strings (reasons that name files) too; other text untouched
+    doc = {"reason": f"{pipeline.PROJECT_ROOT / AZURE} records no request outcome",
+           "sources": [{"path": str(out / "limits.json")}], "n": 3}
+    assert pipeline.portable(doc, out) == {"reason": f"{AZURE} records no request outcome",
+                                           "sources": [{"path": "limits.json"}], "n": 3}
+
+
+def test_report_records_portable_paths_and_keeps_the_sha256(tmp_path):
+    from bearing_lib.provenance import sha256_of
+    from tests.report.conftest import hand_made
+
+    out = tmp_path / ".tmp-w-abcd"
+    out.mkdir()
+    lim_path = out / "limits.json"
+    limits = hand_made("limits")
+    limits["conditions"]["sources"] = [{"path": str(pipeline.PROJECT_ROOT / AZURE), "sha256": "cd" * 32}]
+    lim_path.write_text(json.dumps(limits), encoding="utf-8")
+    model = pipeline.report(
+        limits_doc=limits, profile_doc=None, plan_doc=None, previous=None,
+        parameters={"limits_json": str(lim_path), "production_trace": AZURE},
+        inputs=[pipeline.input_record("limits", str(lim_path)), pipeline.input_record("production trace", AZURE)],
+        output_dir=str(out))
+    ins = {i["role"]: i for i in model.provenance.inputs}
+    assert ins["limits"]["path"] == "limits.json" and ins["limits"]["relative_to"] == "report folder"
+    assert ins["limits"]["sha256"] == sha256_of(lim_path)
+    assert ins["production trace"]["path"] == AZURE
+    assert model.provenance.parameters["limits_json"] == "limits.json"
+    assert model.conditions.data["sources"][0]["path"] == AZURE
+    assert ".tmp-w-abcd" not in json.dumps(model.to_dict())

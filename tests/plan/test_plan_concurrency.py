@@ -1,0 +1,113 @@
+"""Planning concurrency from the load test (Little's law at Q_ult) and the memory it needs.
+
+Inputs: the HAND-MADE plan documents in tests/data/plan/ (edited in the tests) and small
+hand-written step lists; every expected value is computed by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from bearing_lib.errors import InsufficientDataError
+from bearing_lib.memory import GIB
+from bearing_lib.plan import CapacityPlan, concurrency_at_limit, read_json
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "plan"
+
+
+def _steps():
+    return {"a": [
+        {"step": 0, "offered_load": 1.0, "concurrency_mean": 2.0},
+        {"step": 1, "offered_load": 2.0, "concurrency_mean": 5.0},
+        {"step": 2, "offered_load": 3.0, "concurrency_mean": 20.0},
+        {"step": 3, "offered_load": 2.5, "concurrency_mean": 99.0, "recovery_step": True},
+    ]}
+
+
+def test_interpolated_at_q_ult():
+    at = concurrency_at_limit(_steps(), "a", {"value": 1.5, "unit": "rps"})
+    # between (1, 2) and (2, 5): 2 + 0.5 × 3 = 3.5; the recovery step is left out
+    assert at.value == pytest.approx(3.5)
+    assert at.method == "interpolated at Q_ult" and at.steps_used == [1.0, 2.0] and not at.derived
+    assert "between the steps at 1 and 2 rps" in at.statement
+    # 2.5 lies between 2 (5) and 3 (20): 12.5, not the recovery step's 99
+    assert concurrency_at_limit(_steps(), "a", {"value": 2.5}).value == pytest.approx(12.5)
+
+
+def test_outside_the_tested_loads_takes_the_nearest_step_and_says_so():
+    at = concurrency_at_limit(_steps(), "a", {"value": 4.0, "unit": "rps"})
+    assert at.value == 20.0 and at.steps_used == [3.0]
+    assert "lies above the highest tested load" in at.statement
+
+
+def test_derived_from_throughput_and_mean_latency_and_summed_over_mixes():
+    steps = {
+        "a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0, "latency_ms_mean": 1500.0},
+              {"step": 1, "offered_load": 2.0, "throughput_rps": 4.0, "latency_ms_mean": 2000.0}],
+        # same steps of the same run (same step number and offered load): concurrency adds
+        "b": [{"step": 0, "offered_load": 1.0, "concurrency_mean": 1.0},
+              {"step": 1, "offered_load": 2.0, "concurrency_mean": 2.0},
+              {"step": 7, "offered_load": 9.0, "concurrency_mean": 50.0}],
+    }
+    at = concurrency_at_limit(steps, "a", {"value": 1.5, "unit": "rps"})
+    # step 0: 2 × 1.5 + 1 = 4; step 1: 4 × 2.0 + 2 = 10; at 1.5: 7
+    assert at.value == pytest.approx(7.0)
+    assert at.derived and "throughput × mean latency" in at.statement and "summed over the mixes a, b" in at.statement
+
+
+def test_no_concurrency_says_why():
+    with pytest.raises(InsufficientDataError, match="no mean concurrency"):
+        concurrency_at_limit({"a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0}]}, "a", {"value": 1.0})
+    with pytest.raises(InsufficientDataError, match="no Q_ult"):
+        concurrency_at_limit(_steps(), "a", {"value": None})
+
+
+def _limits_without_latency_clause():
+    d = read_json(DATA / "limits_handmade.json", "limits")
+    d = copy.deepcopy(d)
+    # an error-rate-only SLA: no latency–concurrency curve, so no max safe concurrency
+    d["sla"] = [{"text": "error_rate <= 1%", "metric": "error_rate", "stat": "ratio", "op": "<=", "threshold": 0.01,
+                 "kind": "ratio"}]
+    short = d["mixes"][0]
+    short["q_ult"]["value"] = 6
+    short["steps"][1]["concurrency_mean"] = 5
+    short["steps"][2]["concurrency_mean"] = 10
+    return d
+
+
+def test_plan_memory_uses_the_concurrency_at_q_ult_without_a_gpu():
+    plan = CapacityPlan.build(_limits_without_latency_clause(), read_json(DATA / "profile_handmade.json", "profile"),
+                              model="llama-3.1-8b")
+    d = plan.to_dict()
+    assert d["instances"]["safe_concurrency"] is None
+    m = d["memory"]
+    # Q_ult 6 concurrent lies between the steps at 4 (5) and 8 (10): 5 + 0.5 × 5 = 7.5 → 8 sequences
+    assert m["planning_concurrency"]["value"] == pytest.approx(7.5)
+    assert m["planning_concurrency"]["used"] is True
+    assert m["concurrency"] == 8
+    assert m["concurrency_basis"].startswith("derived from the load test at Q_ult (Little's law): mean concurrency "
+                                             "7.50 at Q_ult 6 concurrency, interpolated between the steps at 4 and 8")
+    # P99 6,000 tokens × 8 × 131,072 B + 16,060,522,496 B weights, × 1.15 = 25,704,775,270.4 B = 23.94 GiB
+    p99 = next(r for r in m["rows"] if r["basis"] == "p99")
+    assert p99["total_gib"] == pytest.approx(25_704_775_270.4 / GIB)
+    need = m["gpu_memory_needed"]
+    assert need["gib_per_instance"] == pytest.approx(25_704_775_270.4 / GIB) and need["concurrency"] == 8
+    assert need["statement"].startswith("no GPU memory given: the plan needs ≥ 23.9 GiB per instance at the P99 "
+                                        "sequence length")
+    compute = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "compute")
+    assert compute["status"] == "not assessed"
+    assert "needs ≥ 23.9 GiB per instance" in compute["reason"]
+    json.dumps(d, allow_nan=False)
+
+
+def test_a_given_concurrency_wins_and_the_q_ult_value_is_kept_for_reference():
+    plan = CapacityPlan.build(_limits_without_latency_clause(), read_json(DATA / "profile_handmade.json", "profile"),
+                              model="llama-3.1-8b", concurrency=3, gpu_mem_gib=80)
+    m = plan.to_dict()["memory"]
+    assert m["concurrency"] == 3 and m["concurrency_basis"] == "given"
+    assert m["gpu_memory_needed"] is None  # a GPU was given: the headroom says whether it fits
+    assert m["planning_concurrency"]["used"] is False and m["planning_concurrency"]["value"] == pytest.approx(7.5)
