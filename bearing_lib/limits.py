@@ -697,7 +697,7 @@ def _fit_group(
         r = j["row"]
         steps.append({
             "step": r["step"], "offered_load": r["offered_load"], "load_axis": j["x"],
-            "throughput_rps": r["throughput_rps"],
+            "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
             "valid": bool(r["valid"]), "status": j["status"], "flags": list(r["flags"] or []),

@@ -286,34 +286,11 @@ def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict
     if isinstance(result, Unavailable):
         return {"available": False, "reason": result.reason}
     doc = result.to_dict()
-    _add_step_concurrency(doc, getattr(result, "curve", None))
     cond = doc.setdefault("conditions", {})
     for key, value in (("model", model), ("hardware", hardware)):
         if value and not cond.get(key):
             cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
     return doc
-
-
-def _add_step_concurrency(doc: dict[str, Any], curve: Any) -> None:
-    """Copy the load curve's Little's-law mean concurrency (``concurrency_mean``) into each step.
-
-    The limits JSON steps do not carry it; the capacity plan reads it to size the KV cache at
-    the limit (:func:`bearing_lib.plan.concurrency_at_limit`). Steps the curve does not
-    cover are left as they are; a value already in a step is kept.
-    """
-    if not isinstance(curve, pl.DataFrame) or "concurrency_mean" not in curve.columns:
-        return
-    keys = [k for k in ("run_id", "mix", "step") if k in curve.columns]
-    rows = curve.select(*keys, "concurrency_mean").to_dicts()
-    table = {tuple(r[k] for k in keys): r["concurrency_mean"] for r in rows}
-    for m in doc.get("mixes") or []:
-        mix = m.get("mix")
-        name = mix.get("name") if isinstance(mix, dict) else mix
-        for st in m.get("steps") or []:
-            key = tuple({"run_id": m.get("run_id"), "mix": name, "step": st.get("step")}[k] for k in keys)
-            v = table.get(key)
-            if v is not None and st.get("concurrency_mean") is None:
-                st["concurrency_mean"] = float(v)
 
 
 def read_limits(path: str | Path) -> Doc:

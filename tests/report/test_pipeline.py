@@ -19,6 +19,15 @@ def azure():
     return pipeline.load(AZURE)
 
 
+@pytest.fixture(scope="module")
+def lmbench_sharegpt_limits():
+    from bearing_lib import load_trace
+    from bearing_lib.limits import fit_limits
+
+    trace = load_trace("data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas")
+    return fit_limits(trace, "p95(ttft) <= 1s", mixes="none", n_boot=100)
+
+
 def test_week_window_keeps_exactly_that_iso_week(azure):
     with open(pipeline.resolve(AZURE), newline="", encoding="utf-8") as fh:
         stamps = [r["TIMESTAMP"][:10] for r in csv.DictReader(fh)]
@@ -72,18 +81,22 @@ def test_plan_and_profile_say_why_when_an_input_is_missing(azure):
     assert pipeline.per_minute_series(Unavailable("x")) == []
 
 
-def test_limits_document_copies_the_curves_mean_concurrency_into_the_steps():
-    import polars as pl
-
-    curve = pl.DataFrame({"run_id": ["r", "r", "s"], "mix": ["m", "m", "m"], "step": [0, 1, 0],
-                          "concurrency_mean": [1.5, 4.25, 9.0]})
-    doc = {"mixes": [{"run_id": "r", "mix": {"name": "m"},
-                      "steps": [{"step": 0}, {"step": 1, "concurrency_mean": 7.0}, {"step": 2}]}]}
-    pipeline._add_step_concurrency(doc, curve)
-    steps = doc["mixes"][0]["steps"]
-    assert steps[0]["concurrency_mean"] == 1.5  # run r, mix m, step 0 (not run s's 9.0)
-    assert steps[1]["concurrency_mean"] == 7.0  # a value already there is kept
-    assert "concurrency_mean" not in steps[2]  # the curve has no step 2
+def test_limits_steps_carry_the_curves_mean_concurrency(lmbench_sharegpt_limits):
+    """The limits JSON's steps carry the curve's Little's-law concurrency (the plan sizes KV with it)."""
+    result = lmbench_sharegpt_limits
+    curve = result.curve
+    doc = result.to_dict()
+    checked = 0
+    for m in doc["mixes"]:
+        name = m["mix"]["name"] if isinstance(m["mix"], dict) else m["mix"]
+        for st in m["steps"]:
+            row = curve.filter(
+                (curve["run_id"] == m["run_id"]) & (curve["mix"] == name) & (curve["step"] == st["step"])
+            )
+            assert row.height == 1
+            assert st["concurrency_mean"] == row["concurrency_mean"][0]
+            checked += 1
+    assert checked > 0
 
 
 def test_portable_paths(tmp_path):
