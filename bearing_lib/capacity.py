@@ -54,8 +54,11 @@ class SafeConcurrency:
         return asdict(self)
 
 
-def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float) -> SafeConcurrency:
+def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, stat: str = "P99") -> SafeConcurrency:
     """Highest measured concurrency whose P99 ≤ ``sla_p99_ms`` (the seed's rule).
+
+    ``stat`` names the SLA statistic in the statement when it is not a P99 (e.g. ``P95``:
+    the points' ``p99_ms`` then hold that statistic).
 
     Points without a P99 are ignored. When a lower concurrency breaks the SLA but a
     higher one meets it (a non-monotone curve), ``contiguous_value`` is the highest
@@ -75,8 +78,8 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float) -> S
     ok = [p for p in pts if p.p99_ms <= sla_p99_ms]  # type: ignore[operator]
     if not ok:
         return SafeConcurrency(None, None, "none", sla_p99_ms, None,
-                               f"no measured concurrency meets P99 ≤ {sla_p99_ms:g} ms (lowest tested: "
-                               f"{pts[0].concurrency:g} at P99 {pts[0].p99_ms:,.0f} ms): the safe concurrency is "
+                               f"no measured concurrency meets {stat} ≤ {sla_p99_ms:g} ms (lowest tested: "
+                               f"{pts[0].concurrency:g} at {stat} {pts[0].p99_ms:,.0f} ms): the safe concurrency is "
                                f"below {pts[0].concurrency:g}")
     best = max(ok, key=lambda p: p.concurrency)
     contiguous = None
@@ -90,13 +93,13 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float) -> S
         thr, basis = best.concurrency / (best.p50_ms / 1000.0), "Little's law: concurrency / P50 latency (estimate)"
     else:
         thr, basis = None, "none"
-    text = f"max safe concurrency {best.concurrency:g} (P99 {best.p99_ms:,.0f} ms ≤ SLA {sla_p99_ms:g} ms)"
+    text = f"max safe concurrency {best.concurrency:g} ({stat} {best.p99_ms:,.0f} ms ≤ SLA {sla_p99_ms:g} ms)"
     if contiguous != best.concurrency:
         text += (f"; curve not monotone: the SLA breaks at a lower concurrency, the highest before the first breach "
                  f"is {contiguous if contiguous is not None else 'none'}")
     top = pts[-1]
     if top.concurrency > best.concurrency:
-        text += f"; the highest tested concurrency {top.concurrency:g} reaches P99 {top.p99_ms:,.0f} ms"
+        text += f"; the highest tested concurrency {top.concurrency:g} reaches {stat} {top.p99_ms:,.0f} ms"
     return SafeConcurrency(best.concurrency, thr, basis, sla_p99_ms, contiguous, text)
 
 

@@ -536,7 +536,9 @@ class CapacityPlan:
                                              stat=str(sla_lat["stat"])) if sla_lat else [])
         if sla_lat and lc_points:
             try:
-                plan.safe_concurrency = max_safe_concurrency(lc_points, float(sla_lat["threshold"]))
+                plan.safe_concurrency = max_safe_concurrency(
+                    lc_points, float(sla_lat["threshold"]), stat=str(sla_lat["stat"]).upper()
+                )
             except InsufficientDataError as exc:
                 plan.notes.append(f"safe concurrency: {exc}")
 

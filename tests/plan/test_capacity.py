@@ -105,3 +105,11 @@ def test_instances_never_below_ceil_target_over_allowable(target, q, fos, mult, 
     if burst is not None:
         # the fleet with its buffer carries the burst at the ultimate capacity
         assert p.total * q >= mult * target * (1 - 1e-9)
+
+
+def test_safe_concurrency_statement_names_the_sla_statistic():
+    # P95 SLA of 500 ms: concurrency 8 meets it (450 ms), 16 does not (900 ms) -> 8, said as P95
+    pts = [LatencyPoint(1, 100, 200, 4.0), LatencyPoint(8, 150, 450, 20.0), LatencyPoint(16, 300, 900, 28.0)]
+    res = max_safe_concurrency(pts, 500, stat="P95")
+    assert res.value == 8
+    assert "P95 450 ms ≤ SLA 500 ms" in res.statement and "P99" not in res.statement
