@@ -43,6 +43,11 @@ def _t975(df: int) -> float:
     return float(t.ppf(0.975, df))
 
 
+
+def _json_dict(obj: object) -> dict[str, object]:
+    """``asdict`` with tuples as lists (JSON arrays)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(obj).items()}  # type: ignore[call-overload]
+
 @dataclass
 class UslFit:
     """USL fit result (None values and ``reason`` when unavailable)."""
@@ -75,11 +80,7 @@ class UslFit:
         return x, (n < lo) | (n > hi)  # type: ignore[operator]
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
+        return _json_dict(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         if not self.available:
@@ -224,11 +225,7 @@ class QueueFit:
         return r, (lam < lo) | (lam > hi)  # type: ignore[operator]
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
+        return _json_dict(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         if not self.available:
