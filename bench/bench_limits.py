@@ -8,7 +8,7 @@ Goals (issue 6):
              and 2.5 GiB peak RSS (reading the Parquet file + ``load_curve``).
 
 Each measurement runs in a fresh child process; wall time is measured inside the child
-around the work, peak RSS is the child's ``ru_maxrss``.
+around the work, peak RSS is the child's own VmHWM (see ``_vm_hwm_mib``).
 
 Usage::
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -114,11 +113,24 @@ def _child_aggregate(path: str) -> dict:
             "total_s": t3 - t0, "groups": curve.height, "mixes": spec.names()}
 
 
+def _vm_hwm_mib() -> float:
+    """This process's peak resident set (VmHWM), MiB.
+
+    Not ``ru_maxrss``: Linux carries the high-water mark of the forking parent's memory
+    across fork + execve into the child's RUSAGE_SELF, so a child started after the
+    parent generated a 10M-row trace would report the parent's peak. VmHWM belongs to the
+    child's own address space.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def _run_child(kind: str, path: Path) -> dict:
     code = (
-        f"import json, resource, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
-        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss"
-        " / 1024; print(json.dumps(r))"
+        f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
+        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = b._vm_hwm_mib(); print(json.dumps(r))"
     )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -152,7 +164,6 @@ def main() -> None:
           f"peak {agg['peak_rss_mib']:.0f} MiB (goal 2560 MiB), {agg['groups']} step x mix groups")
     print(f"reference: PERF-BASELINE task (c), polars lazy streaming from Parquet, same run: {ref['total_s']:.2f} s, "
           f"peak {ref['peak_rss_mib']:.0f} MiB; bearing / reference = {agg['total_s'] / ref['total_s']:.2f}")
-    _ = resource
 
 
 if __name__ == "__main__":
