@@ -23,7 +23,7 @@ from tests.oracle.configs import combinations
 
 TRUTH = load_truth()
 
-# measured on limits-tune (docs/oracle.md, "Acceptance results"; point estimate = mean of the isotonic
+# measured with the current estimator (docs/oracle.md, "Acceptance results"; point estimate = mean of the isotonic
 # interpolation and the local log-percentile line); fit_limits is deterministic for a fixed seed, so these
 # outcomes are exact. small/chat, large/rag, large/prefix and kv_starved/chat left this list there.
 KNOWN_MISSES = {
