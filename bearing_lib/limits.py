@@ -48,6 +48,7 @@ from scipy.optimize import isotonic_regression
 
 from bearing_lib import bootstrap as bs
 from bearing_lib.curves import (
+    INFO_FLAGS,
     QUANTILES,
     CurveOptions,
     load_curve,
@@ -700,7 +701,7 @@ def _fit_group(
             "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
-            "valid": bool(r["valid"]), "status": j["status"], "flags": list(r["flags"] or []),
+            "valid": _valid_for_sla(r["flags"], sla), "status": j["status"], "flags": list(r["flags"] or []),
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
             "recovery_step": bool(j.get("recovery", False)),
             "observed": _observed(r, sla),
@@ -716,6 +717,19 @@ def _method(tables: bool, local: bool, n_boot: int) -> str:
     point = ("mean of the isotonic margin interpolation and a local weighted log-percentile line" if local
              else "isotonic margin interpolation")
     return f"{point}; {n_boot} block-bootstrap resamples of the isotonic crossing"
+
+
+def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
+    """A step is valid for this SLA when no flag that matters to it is set.
+
+    The curve is SLA-agnostic and flags every percentile a step is too small for
+    (``too_few_for_p99`` ...); only the percentiles the SLA's clauses use count here, so a
+    200-request step judged on a P95 is not called invalid for lacking a P99.
+    """
+    used = {f"too_few_for_{qname(c.q)}" for c in sla.clauses if c.kind == "percentile"}
+    return not any(
+        f not in INFO_FLAGS and (not f.startswith("too_few_for_") or f in used) for f in (flags or [])
+    )
 
 
 def _observed(r: dict, sla: SLA) -> dict[str, float | None]:

@@ -265,3 +265,15 @@ def test_lucky_pass_is_pulled_toward_its_neighbours():
     assert line < 4.0  # the line puts the limit below the lucky pass
     assert est == pytest.approx(max((iso + line) / 2, 3.0))
     assert est < iso
+
+
+def test_step_validity_counts_only_the_percentiles_the_sla_uses():
+    from bearing_lib.limits import _valid_for_sla
+    from bearing_lib.sla import parse_sla
+
+    p95, p99 = parse_sla("p95(ttft) <= 1s"), parse_sla("p99(ttft) <= 1s")
+    # a 200-request step: too small for a P99 (needs 368), fine for a P95
+    assert _valid_for_sla(["too_few_for_p99"], p95) is True
+    assert _valid_for_sla(["too_few_for_p99"], p99) is False
+    assert _valid_for_sla(["no_times", "steadiness_unknown"], p99) is True  # informational only
+    assert _valid_for_sla(["generator_behind"], p95) is False
