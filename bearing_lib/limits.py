@@ -63,6 +63,7 @@ from bearing_lib.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.quantiles import quantile
 from bearing_lib.sla import OK_EXPR, SLA, Clause, parse_sla
 from bearing_lib.trace import RequestTrace
+from bearing_lib.yamlfile import read_yaml
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
@@ -1023,15 +1024,8 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
 
 def _load_weights(weights: Mapping[str, float] | str | Path) -> dict[str, float]:
     if isinstance(weights, (str, Path)):
-        import yaml
-
         p = Path(weights)
-        try:
-            doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ParameterError(f"{p}: cannot read the weights file ({exc.strerror})") from exc
-        except yaml.YAMLError as exc:
-            raise ParameterError(f"{p}: not valid YAML/JSON ({exc})") from exc
+        doc = read_yaml(p, "the weights file")
         if isinstance(doc, dict) and "weights" in doc:
             doc = doc["weights"]
         if isinstance(doc, list):  # [{mix, share}] as in a profile's mix_shares

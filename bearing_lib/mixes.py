@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.errors import ParameterError
+from bearing_lib.yamlfile import read_yaml
 
 DIMENSIONS: tuple[str, ...] = ("input_tokens", "output_tokens", "cache_hit_ratio")
 OTHER = "other"
@@ -245,16 +246,9 @@ def load_mix_spec(source: str | object) -> MixSpec:
     doc = source
     where = "mix definition"
     if isinstance(source, (str, Path)):
-        import yaml
-
         p = Path(source)
         where = str(p)
-        try:
-            doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ParameterError(f"{p}: cannot read the mix file ({exc.strerror})") from exc
-        except yaml.YAMLError as exc:
-            raise ParameterError(f"{p}: not valid YAML/JSON ({exc})") from exc
+        doc = read_yaml(p, "the mix file")
     if isinstance(doc, dict) and "mixes" in doc:
         doc = doc["mixes"]
     if isinstance(doc, dict):

@@ -55,6 +55,7 @@ import polars as pl
 
 from bearing_lib.errors import SLAParseError
 from bearing_lib.quantiles import quantile_expr
+from bearing_lib.yamlfile import read_yaml
 
 GRAMMAR = """SLA grammar (clauses combine with AND: 'and', ';' or '&&', or one --sla per clause):
   pNN(metric) <= DURATION        e.g. p99(ttft) <= 500ms, p95(latency) < 3s   (NN in (0, 100))
@@ -433,15 +434,8 @@ def parse_sla(texts: str | Iterable[str]) -> SLA:
 
 def load_sla_file(path: str | Path) -> SLA:
     """Read an SLA from YAML: a list of clause strings, or ``{sla: [...]}`` / ``{sla: "..."}``."""
-    import yaml
-
     p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SLAParseError(f"{p}: cannot read the SLA file ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise SLAParseError(f"{p}: not valid YAML ({exc})") from exc
+    doc = read_yaml(p, "the SLA file", error=SLAParseError)
     if isinstance(doc, dict):
         if "sla" not in doc:
             raise SLAParseError(

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 
 from bearing_lib.errors import BearingError, ParameterError
 from bearing_lib.report import runner
+from bearing_lib.yamlfile import read_yaml
 
 DEMO_LOADTEST = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
 DEMO_PRODUCTION = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
@@ -61,12 +61,7 @@ def demo_parameters(root: Path) -> dict[str, Any]:
 def _params(pairs: list[tuple[str, str]] | None, params_file: Path | None) -> dict[str, Any]:
     given: dict[str, Any] = {}
     if params_file is not None:
-        try:
-            doc = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise ParameterError(f"{params_file}: cannot read the parameters file ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            raise ParameterError(f"{params_file}: not valid YAML ({exc})") from None
+        doc = read_yaml(params_file, "the parameters file") or {}
         if not isinstance(doc, dict):
             raise ParameterError(f"{params_file}: expected a mapping of parameter: value")
         given.update({str(k): v for k, v in doc.items()})

@@ -43,6 +43,7 @@ from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
 from bearing_lib.provenance import Provenance
 from bearing_lib.trace import REQUEST_SCHEMA, STATUSES, RequestTrace
+from bearing_lib.yamlfile import read_yaml
 
 NAME = "generic"
 TOOL = "generic table (column mapping)"
@@ -61,15 +62,10 @@ def sniff(source: Source) -> bool:
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """Read a mapping from a YAML (or JSON) file; see the module docstring for the keys."""
-    import yaml
-
     p = Path(path)
     if not p.is_file():
         raise ParameterError(f"mapping file {p} does not exist")
-    try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ParameterError(f"mapping file {p} is not valid YAML: {exc}") from None
+    doc = read_yaml(p, "the mapping file")
     if not isinstance(doc, dict):
         raise ParameterError(f"mapping file {p}: expected a mapping with a 'columns' key, found {type(doc).__name__}")
     return doc
