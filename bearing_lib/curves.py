@@ -51,7 +51,7 @@ from scipy import stats
 
 from bearing_lib.errors import InsufficientDataError, ParameterError
 from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.mixes import MixSpec
+from bearing_lib.mixes import OTHER, MixSpec
 from bearing_lib.sla import OK_EXPR
 from bearing_lib.trace import RequestTrace
 
@@ -422,7 +422,7 @@ def load_curve(
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
     lf = steady_requests(data, win, mixes)
-    return _aggregate(lf, win, qs)
+    return _aggregate(lf, win, qs, (mixes or MixSpec.single()).names())
 
 
 def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
@@ -437,30 +437,33 @@ def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec |
     return spec.assign(lf)
 
 
-def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:
+def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str]) -> pl.DataFrame:
+    """Per run × step × mix: counts, rates and the quantiles with their order-statistic CIs.
+
+    Memory (10M requests): the sorted per-group lists behind the quantiles do not stream, so polars
+    materialises their input. Three things keep that small: the run × step × mix groups are numbered
+    and grouped by that one integer (a three-column group-by held ~0.9 GB of keys and hash tables);
+    only the columns the aggregations need are materialised; and the lists are built one metric at a
+    time, each turned into its quantile columns and dropped before the next.
+    """
     keys = ["run_id", "step", "mix"]
     ok = OK_EXPR
-    aggs = [
-        pl.len().alias("n_requests"),
-        ok.sum().cast(pl.Int64).alias("n_ok"),
-        pl.col("output_tokens").filter(ok).sum().alias("_out_tok"),
-        (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
-    ]
-    for m in METRICS:
-        aggs.append(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
-    # list aggregations do not stream: narrow the rows first (failed requests' metrics -> null)
-    slim = lf.select(
-        pl.col("run_id").cast(pl.Categorical), "step", pl.col("mix").cast(pl.Categorical), ok.alias("_ok"),
-        pl.when(ok).then(pl.col("output_tokens")).alias("output_tokens"),
+    groups = win.select("run_id", "step").join(
+        pl.DataFrame({"mix": list(dict.fromkeys([*mix_names, OTHER]))}), how="cross"
+    ).with_row_index("_g")
+    slim = lf.join(groups.lazy(), on=keys).select(
+        "_g", ok.alias("_ok"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
         pl.col("latency_ms").alias("_lat_all"),
-        *[pl.when(ok).then(pl.col(m)).alias(f"{m}") for m in METRICS],
+        *[pl.when(ok).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
+    ).collect(engine="streaming")
+    g = slim.group_by("_g").agg(
+        pl.len().alias("n_requests"),
+        pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
+        pl.col("_out").sum().alias("_out_tok"),
+        (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
     )
-    aggs[1] = pl.col("_ok").sum().cast(pl.Int64).alias("n_ok")
-    aggs[2] = pl.col("output_tokens").sum().alias("_out_tok")
-    aggs[3] = (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s")
-    g = slim.group_by(keys).agg(aggs).collect(engine="streaming").with_columns(
-        pl.col("run_id").cast(pl.String), pl.col("mix").cast(pl.String))
-    g = g.join(
+    slim = slim.drop("_ok", "_out", "_lat_all")
+    g = groups.join(g, on="_g").join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags"),
         on=["run_id", "step"], how="left",
     )
@@ -474,41 +477,19 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
     ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
-    exprs = []
+    for m in METRICS:
+        sorted_m = slim.select("_g", m).group_by("_g").agg(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
+        slim = slim.drop(m)
+        g = g.join(sorted_m, on="_g", how="left", maintain_order="left")
+        del sorted_m
+        g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
+    del slim
     n_ok = g["n_ok"].to_numpy()
     too_few: list[list[str]] = [[] for _ in range(g.height)]
     for name, q in qs.items():
         lo_r, hi_r = order_stat_ranks(n_ok, q)
         for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
             too_few[i].append(f"too_few_for_{name}")
-    for m in METRICS:
-        n_m = g[f"_{m}"].list.len().to_numpy()
-        lst = pl.col(f"_{m}")
-        exprs.append(lst.list.last().alias(f"{m}_max"))
-        for name, q in qs.items():
-            lo_r, hi_r = order_stat_ranks(n_m, q)
-            supported = (hi_r <= n_m) & (lo_r >= 1)
-            h = np.maximum(n_m - 1, 0) * q
-            j = np.floor(h).astype(np.int64)
-            g = g.with_columns(
-                pl.Series(f"_l_{m}_{name}", np.where(lo_r >= 1, lo_r - 1, -10**9)),
-                pl.Series(f"_u_{m}_{name}", np.where(supported, hi_r - 1, -10**9)),
-                pl.Series(f"_s_{m}_{name}", supported),
-                pl.Series(f"_j_{m}_{name}", j),
-                pl.Series(f"_j1_{m}_{name}", np.minimum(j + 1, np.maximum(n_m - 1, 0))),
-                pl.Series(f"_f_{m}_{name}", h - j),
-            )
-            # the linear quantile (QUANTILE_METHOD) read off the sorted list: x[j] + (h - j)(x[j+1] - x[j]),
-            # h = (n - 1) q; the list is sorted anyway for the CI, so no second selection pass
-            xj = lst.list.get(pl.col(f"_j_{m}_{name}"), null_on_oob=True)
-            xj1 = lst.list.get(pl.col(f"_j1_{m}_{name}"), null_on_oob=True)
-            exprs += [
-                pl.when(pl.col(f"_s_{m}_{name}")).then(xj + pl.col(f"_f_{m}_{name}") * (xj1 - xj))
-                .alias(f"{m}_{name}"),
-                lst.list.get(pl.col(f"_l_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
-                lst.list.get(pl.col(f"_u_{m}_{name}"), null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),
-            ]
-    g = g.with_columns(exprs)
     flags = [sf + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
     g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
     g = g.with_columns(
@@ -516,6 +497,31 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float]) -> pl.
         pl.lit(None, pl.String).alias("phase"),
     )
     return g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.Expr]:
+    """Expressions reading metric ``m``'s quantiles and their CIs off the sorted list column ``_m``
+    (``n_m`` values per row)."""
+    lst = pl.col(f"_{m}")
+    exprs = [lst.list.last().alias(f"{m}_max")]
+    for name, q in qs.items():
+        lo_r, hi_r = order_stat_ranks(n_m, q)
+        supported = (hi_r <= n_m) & (lo_r >= 1)
+        h = np.maximum(n_m - 1, 0) * q
+        j = np.floor(h).astype(np.int64)
+        l_idx = pl.lit(pl.Series(np.where(lo_r >= 1, lo_r - 1, -10**9)))
+        u_idx = pl.lit(pl.Series(np.where(supported, hi_r - 1, -10**9)))
+        # the linear quantile (QUANTILE_METHOD) read off the sorted list: x[j] + (h - j)(x[j+1] - x[j]),
+        # h = (n - 1) q; the list is sorted anyway for the CI, so no second selection pass
+        xj = lst.list.get(pl.lit(pl.Series(j)), null_on_oob=True)
+        xj1 = lst.list.get(pl.lit(pl.Series(np.minimum(j + 1, np.maximum(n_m - 1, 0)))), null_on_oob=True)
+        exprs += [
+            pl.when(pl.lit(pl.Series(supported))).then(xj + pl.lit(pl.Series(h - j)) * (xj1 - xj))
+            .alias(f"{m}_{name}"),
+            lst.list.get(l_idx, null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
+            lst.list.get(u_idx, null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),
+        ]
+    return exprs
 
 
 def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: CurveOptions) -> pl.DataFrame:
