@@ -670,6 +670,9 @@ def _fit_group(
                 bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"isotonic estimate {value:.4g} {u}, treat with caution")
+    resolution = _resolution(value, ci, censored, det)
+    if resolution is not None and resolution["coarse"]:
+        notes.append(resolution["statement"])
     if tables:
         notes.append("load-point table: no per-request data, so no bootstrap and no confidence interval")
     skipped_steps = [j for j in judged if j["status"] in ("undetermined", "excluded")]
@@ -693,6 +696,7 @@ def _fit_group(
         "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
         "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
         "method": _method(tables, log_sd is not None, n_boot),
+        "resolution": resolution,
     }
     steps = []
     for j in judged:
@@ -710,6 +714,38 @@ def _fit_group(
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
     return MixLimit(run_id=run_id, mix=mix, share=0.0, n_requests=n_req, unit=unit, q_ult=q_ult, binding=binding,
                     steps=steps, notes=notes, replicates=replicates)
+
+
+RESOLUTION_TOL = 0.10
+RESOLUTION_RERUN_LOADS = 4
+
+
+def _resolution(value: float | None, ci: list[float | None], censored: str,
+                det: list[dict]) -> dict[str, object] | None:
+    """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
+
+    ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
+    estimate; the statement then says why and what to re-run. None without an interior
+    estimate and a two-sided CI.
+    """
+    lo, hi = ci
+    if censored != "none" or value is None or not value > 0 or lo is None or hi is None:
+        return None
+    below, above = lo / value - 1.0, hi / value - 1.0
+    coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
+    durations = [float(j["row"]["duration_s"]) for j in det if j["row"].get("duration_s")]
+    step_s = float(np.median(durations)) if durations else None
+    suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
+    statement = (
+        f"this test resolves the limit to {below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g}): "
+        "near a queue's capacity a step of "
+        + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
+        + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
+        "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
+        f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
+    )
+    return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
+            "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
 
 def _method(tables: bool, local: bool, n_boot: int) -> str:

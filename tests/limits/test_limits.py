@@ -128,6 +128,35 @@ def test_mm1_closed_form():
     assert lo <= q["value"] <= hi
 
 
+def test_resolution_says_when_the_test_cannot_resolve_the_limit():
+    """M/M/1, mu = 10/s, P50 latency <= 0.5 s (truth 8.614/s): steps 2/s apart resolve it coarsely, 0.5/s apart
+    over 400 s finely; the coarse one says so, with re-run loads spread evenly across the CI."""
+    coarse = fit_limits(make_trace(mm1_frame([2.0, 4.0, 6.0, 8.0, 10.0, 12.0], mu_rps=10, step_s=120, seed=21)),
+                        "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1).limits[0]
+    q = coarse.q_ult
+    lo, hi = q["ci95"]
+    assert lo <= 8.614 <= hi
+    res = q["resolution"]
+    assert res["coarse"] is True
+    assert res["ci_relative"] == pytest.approx([lo / q["value"] - 1, hi / q["value"] - 1])
+    assert res["ci_relative"][0] < -0.10 or res["ci_relative"][1] > 0.10
+    step = (hi - lo) / 3
+    assert res["suggested_loads"] == pytest.approx([lo, lo + step, lo + 2 * step, hi])
+    # 10 % trimmed from each end of the send window [first, last start] of a 120 s step
+    assert 0.8 * 119 <= res["steady_window_s"] <= 0.8 * 120
+    assert res["statement"] in coarse.notes and "longer steps" in res["statement"]
+
+    fine = fit_limits(make_trace(mm1_frame([4.0, 5.0, 6.0, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.5], mu_rps=10,
+                                           step_s=400, seed=21)),
+                      "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1).limits[0]
+    assert fine.q_ult["resolution"]["coarse"] is False
+    assert not any("resolves the limit" in n for n in fine.notes)
+    # censored limits carry no resolution (there is no interior estimate to resolve)
+    above = fit_limits(make_trace(mm1_frame([2.0, 3.0, 4.0], mu_rps=10, step_s=120, seed=3)),
+                       "p50(latency) <= 500ms", mixes="none", n_boot=50, seed=1).limits[0]
+    assert above.q_ult["censored"] == "above" and above.q_ult["resolution"] is None
+
+
 def test_mix_present_in_only_some_steps():
     base = mm1_frame([2.0, 4.0, 6.0], mu_rps=10, step_s=200, seed=8, mix_weights={"chat": 1.0})
     rag = mm1_frame([4.0, 6.0], mu_rps=10, step_s=200, seed=9, mix_weights={"rag": 1.0}).with_columns(
