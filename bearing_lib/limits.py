@@ -18,10 +18,9 @@ non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_
 — and takes the lowest zero crossing; the clause that crosses first is **binding**. A
 not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
 crossing is the midpoint between the first not-steady step and the judged step below it.
-With per-request data a percentile clause's crossing is the mean of that interpolation and
-a local weighted line of ``log(percentile / threshold)`` over the steps around it
-(:func:`_local_log_crossing`), so a step that passed by luck just above the limit does not
-decide it alone. The estimate is kept within ``[judged step below the last pass, first fail]``.
+The estimate is kept within ``[judged step below the last pass, first fail]``. (A local
+log-percentile line averaged in, tried in an earlier version, made 120 s oracle tests look
+better and 600–1200 s ones far worse: docs/oracle.md.)
 
 **Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
 lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
@@ -463,48 +462,9 @@ def _crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: 
     return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
 
 
-LOCAL_BELOW, LOCAL_ABOVE = 2, 3
-MIN_LOG_SD = 0.02
-
-
-def _local_log_crossing(x: np.ndarray, m: np.ndarray, log_sd: np.ndarray, i: int) -> float | None:
-    """Where a weighted straight line through ``log(percentile / threshold)`` near the crossing meets 0.
-
-    Uses the :data:`LOCAL_BELOW` judged steps below the isotonic crossing's failing step ``i``
-    and :data:`LOCAL_ABOVE` from it up (``log(1 − margin)`` is the log of observed / allowed),
-    weighted by ``1 / sd²`` of each step's block-bootstrap ``log`` percentile (floored at
-    :data:`MIN_LOG_SD`). A percentile rises steeply but smoothly with load near capacity, so
-    the log scale is close to straight over a few steps, and a step that passed by luck with a
-    small margin just below a clear failure no longer decides the crossing alone. ``None``
-    when fewer than two steps or the line does not rise. Plain numpy least squares (a 2-column
-    weighted fit; statsmodels' WLS would add a frame round trip per call).
-    """
-    sel = np.arange(max(0, i - LOCAL_BELOW), min(x.size, i + LOCAL_ABOVE))
-    sel = sel[~np.isnan(m[sel])]
-    if sel.size < 2:
-        return None
-    y = np.log(np.maximum(1.0 - m[sel], 1e-6))
-    sd = log_sd[sel]
-    fallback = float(np.nanmax(log_sd)) if np.isfinite(log_sd).any() else 0.1
-    sd = np.where(np.isnan(sd), fallback, sd)
-    root_w = 1.0 / np.maximum(sd, MIN_LOG_SD)
-    design = np.vstack([np.ones(sel.size), x[sel]]).T
-    coef = np.linalg.lstsq(design * root_w[:, None], y * root_w, rcond=None)[0]
-    if not coef[1] > 0:
-        return None
-    return float(-coef[0] / coef[1])
-
-
 def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
-              strict: dict[str, bool], log_sd: dict[str, np.ndarray] | None = None) -> tuple[float, str | None]:
-    """Lowest crossing over the clauses, and the clause that makes it (binding).
-
-    With ``log_sd`` (per percentile clause, the block-bootstrap SD of each step's
-    ``log`` percentile), a clause's crossing is the mean of the isotonic interpolation and
-    :func:`_local_log_crossing`, kept between the second judged step below the isotonic
-    crossing and its failing step. Without it (load-point tables; bootstrap replicates) the
-    isotonic interpolation alone.
-    """
+              strict: dict[str, bool]) -> tuple[float, str | None]:
+    """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
     best, binding = math.inf, None
     for name, m in margin_sets.items():
         if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
@@ -512,38 +472,9 @@ def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.nd
             c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
         else:
             c = _crossing(xs, m, weights, strict[name])
-            sd = (log_sd or {}).get(name)
-            if sd is not None and math.isfinite(c):
-                ok = ~np.isnan(m)
-                x, mm = xs[ok], m[ok]
-                fit = isotonic_regression(mm, weights=weights[ok], increasing=False).x
-                i = int(np.argmax(fit <= 0 if strict[name] else fit < 0))
-                c_log = _local_log_crossing(x, mm, sd[ok], i)
-                if c_log is not None:
-                    c = min(max((c + c_log) / 2, float(x[max(i - 2, 0)])), float(x[i]))
         if not math.isnan(c) and c < best:
             best, binding = c, name
     return best, binding
-
-
-def _log_sd(det: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Per percentile clause, each judged step's block-bootstrap SD of ``log(percentile / threshold)``.
-
-    NaN where the step has fewer than 10 usable replicates. Error-rate and goodput clauses
-    are left out (a zero error rate has no logarithm): they keep the isotonic interpolation.
-    """
-    out: dict[str, np.ndarray] = {}
-    for c in sla.percentile_clauses():
-        arr = np.full(len(det), np.nan)
-        for k, j in enumerate(det):
-            rv = reps.get(j["row"]["step"], {}).get(c.text)
-            if rv is None:
-                continue
-            rv = rv[~np.isnan(rv)]
-            if rv.size >= 10:
-                arr[k] = float(np.std(np.log(np.maximum(1.0 - rv, 1e-6))))
-        out[c.text] = arr
-    return out
 
 
 def _ci(reps: np.ndarray, level: float) -> list[float | None]:
@@ -592,7 +523,6 @@ def _fit_group(
     xs = np.array([j["x"] for j in det], dtype=float)
     w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    log_sd = _log_sd(det, sla, reps) if reps is not None else None
 
     def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
         sets: dict[str, np.ndarray] = {}
@@ -626,7 +556,7 @@ def _fit_group(
         why = sorted({r for j in judged for r in j["reasons"]})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
-        est, binding = _estimate(xs, margin_sets(None), w, strict, log_sd)
+        est, binding = _estimate(xs, margin_sets(None), w, strict)
         if reps is not None and n_boot > 0:
             replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
             ci = _ci(replicates, level)
@@ -695,7 +625,7 @@ def _fit_group(
         "throughput_rps": _interp(value, xs_all[keep], tot_rps[keep]),
         "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
         "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
-        "method": _method(tables, log_sd is not None, n_boot),
+        "method": _method(tables, n_boot),
         "resolution": resolution,
     }
     steps = []
@@ -748,12 +678,10 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
 
-def _method(tables: bool, local: bool, n_boot: int) -> str:
+def _method(tables: bool, n_boot: int) -> str:
     if tables:
         return "isotonic margin interpolation"
-    point = ("mean of the isotonic margin interpolation and a local weighted log-percentile line" if local
-             else "isotonic margin interpolation")
-    return f"{point}; {n_boot} block-bootstrap resamples of the isotonic crossing"
+    return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
 
 
 def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:

@@ -257,43 +257,28 @@ def test_table_maximum_proves_a_pass():
     assert m.q_ult["censored"] == "above" and m.q_ult["value"] == 1.0
 
 
-def test_local_log_line_and_point_estimate_by_hand():
-    # P99 / threshold = exp(0.5 (x - 3.4)): log(1 - margin) is exactly a line, zero at x = 3.4
-    from bearing_lib.limits import _estimate, _local_log_crossing
-
-    xs = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    m = np.array([1 - math.exp(0.5 * (x - 3.4)) for x in xs])
-    sd = np.array([0.05, 0.1, 0.2, 0.3, np.nan])  # any weights: the points lie on the line
-    assert _local_log_crossing(xs, m, sd, 3) == pytest.approx(3.4)
-    # isotonic interpolation between x = 3 and 4 (the margins are already decreasing)
-    iso = 3 + (1 - math.exp(-0.2)) / ((1 - math.exp(-0.2)) - (1 - math.exp(0.3)))
-    strict = {"c": False}
-    w = np.ones(5)
-    assert _estimate(xs, {"c": m}, w, strict)[0] == pytest.approx(iso)
-    assert _estimate(xs, {"c": m}, w, strict, {"c": sd}) == (pytest.approx((iso + 3.4) / 2), "c")
-
-
-def test_lucky_pass_is_pulled_toward_its_neighbours():
-    # steps at 1..5: a clear pass at 3 (P99 at 0.5x the threshold), a small pass at 4 (0.97x) and a
-    # large failure at 5 (3x). The isotonic crossing fails at step 5 (index 4): the line uses the two
-    # steps below it and the failing step (3, 4, 5), weighted 1/sd^2, by hand via the normal
-    # equations; the estimate is its mean with the isotonic crossing 4 + 0.03/2.03, kept >= step 3.
+def test_point_estimate_is_the_isotonic_interpolation_by_hand():
+    # P99 / threshold = exp(0.5 (x - 3.4)) at x = 1..5: margins already decreasing, so the isotonic fit is
+    # the margins themselves and the crossing is the straight interpolation between x = 3 and 4
     from bearing_lib.limits import _estimate
 
     xs = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    ratio = np.array([0.2, 0.3, 0.5, 0.97, 3.0])
-    sd = np.array([0.1, 0.1, 0.1, 0.2, 0.1])
-    sel = slice(2, 5)
-    wt = 1 / sd[sel] ** 2
-    x, y = xs[sel], np.log(ratio[sel])
-    xb, yb = np.sum(wt * x) / wt.sum(), np.sum(wt * y) / wt.sum()
-    slope = np.sum(wt * (x - xb) * (y - yb)) / np.sum(wt * (x - xb) ** 2)
-    line = xb - yb / slope
-    iso = 4 + 0.03 / (0.03 + 2.0)
-    est, _ = _estimate(xs, {"c": 1 - ratio}, np.ones(5), {"c": False}, {"c": sd})
-    assert line < 4.0  # the line puts the limit below the lucky pass
-    assert est == pytest.approx(max((iso + line) / 2, 3.0))
-    assert est < iso
+    m = np.array([1 - math.exp(0.5 * (x - 3.4)) for x in xs])
+    iso = 3 + (1 - math.exp(-0.2)) / ((1 - math.exp(-0.2)) - (1 - math.exp(0.3)))
+    assert _estimate(xs, {"c": m}, np.ones(5), {"c": False}) == (pytest.approx(iso), "c")
+
+
+def test_isotonic_fit_pools_a_violation_before_interpolating():
+    # margins 0.5, 0.2, 0.3 (a rise: pooled to 0.25, 0.25 with equal weights), -0.5: the crossing lies
+    # between x = 3 (fit 0.25) and x = 4 (fit -0.5): 3 + 0.25 / 0.75
+    from bearing_lib.limits import _estimate
+
+    xs = np.array([1.0, 2.0, 3.0, 4.0])
+    est, _ = _estimate(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.ones(4), {"c": False})
+    assert est == pytest.approx(3 + 0.25 / 0.75)
+    # with weights 1, 3 on the pooled pair the pool is (0.2 * 1 + 0.3 * 3) / 4 = 0.275
+    est_w, _ = _estimate(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.array([1.0, 1.0, 3.0, 1.0]), {"c": False})
+    assert est_w == pytest.approx(3 + 0.275 / 0.775)
 
 
 def test_step_validity_counts_only_the_percentiles_the_sla_uses():
