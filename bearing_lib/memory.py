@@ -135,46 +135,45 @@ def dense_param_count(
     return layers * per_layer + embed * (1 if tied_embeddings else 2) + hidden
 
 
+def _dense_preset(name: str, *, vocab: int, hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int,
+                  intermediate: int, source: str, qkv_bias: bool = False, extra_params: int = 0) -> ModelPreset:
+    """A GQA preset whose ``params`` come from :func:`dense_param_count` on the same config values."""
+    params = dense_param_count(vocab=vocab, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
+                               head_dim=head_dim, intermediate=intermediate, qkv_bias=qkv_bias) + extra_params
+    return ModelPreset(name, params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
+                       head_dim=head_dim, source=source)
+
+
 # Values from each model's published config.json (Hugging Face). Checked via copies of the
 # config files found with the search tool (see ``source``); parameter totals from
 # dense_param_count, equal to the model cards' totals.
 PRESETS: dict[str, ModelPreset] = {
     p.name: p
     for p in (
-        ModelPreset(
-            "llama-3.1-8b",
-            params=dense_param_count(vocab=128256, hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
-                                     intermediate=14336),
-            layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128,
+        _dense_preset(
+            "llama-3.1-8b", vocab=128256, hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
+            intermediate=14336,
             source="meta-llama/Llama-3.1-8B config.json (copy in citsjtu2020/LLM-Prof sglang/Model_Config.md)",
         ),
-        ModelPreset(
-            "llama-3.1-70b",
-            params=dense_param_count(vocab=128256, hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128,
-                                     intermediate=28672),
-            layers=80, hidden=8192, heads=64, kv_heads=8, head_dim=128,
+        _dense_preset(
+            "llama-3.1-70b", vocab=128256, hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128,
+            intermediate=28672,
             source="meta-llama/Llama-3.1-70B config.json values (copy of oumi configs/recipes/llama3_1/README.md"
             " in vulkomilev/oumi)",
         ),
-        ModelPreset(
-            "qwen2.5-7b",
-            params=dense_param_count(vocab=152064, hidden=3584, layers=28, heads=28, kv_heads=4, head_dim=128,
-                                     intermediate=18944, qkv_bias=True),
-            layers=28, hidden=3584, heads=28, kv_heads=4, head_dim=128,
+        _dense_preset(
+            "qwen2.5-7b", vocab=152064, hidden=3584, layers=28, heads=28, kv_heads=4, head_dim=128,
+            intermediate=18944, qkv_bias=True,
             source="Qwen/Qwen2.5-7B config.json (copy in citsjtu2020/LLM-Prof sglang/Model_Config.md)",
         ),
-        ModelPreset(
-            "qwen3-14b",
-            params=dense_param_count(vocab=151936, hidden=5120, layers=40, heads=40, kv_heads=8, head_dim=128,
-                                     intermediate=17408) + 40 * 2 * 128,  # + per-layer q_norm and k_norm
-            layers=40, hidden=5120, heads=40, kv_heads=8, head_dim=128,
+        _dense_preset(
+            "qwen3-14b", vocab=151936, hidden=5120, layers=40, heads=40, kv_heads=8, head_dim=128,
+            intermediate=17408, extra_params=40 * 2 * 128,  # per-layer q_norm and k_norm
             source="Qwen/Qwen3-14B config.json (copy in citsjtu2020/LLM-Prof sglang/Model_Config.md)",
         ),
-        ModelPreset(
-            "mistral-7b-v0.3",
-            params=dense_param_count(vocab=32768, hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
-                                     intermediate=14336),
-            layers=32, hidden=4096, heads=32, kv_heads=8, head_dim=128,
+        _dense_preset(
+            "mistral-7b-v0.3", vocab=32768, hidden=4096, layers=32, heads=32, kv_heads=8, head_dim=128,
+            intermediate=14336,
             source="mistralai Mistral-7B params (edadaltocg/mistral-src-finetune finetune/config.py: dim 4096,"
             " n_layers 32, n_kv_heads 8, head_dim 128, hidden_dim 14336); v0.3 vocabulary 32,768",
         ),
