@@ -227,27 +227,28 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def _num(v: Any) -> float | None:
+def as_float(v: Any, *, finite: bool = False) -> float | None:
+    """``v`` as a float, or None when it is missing, a bool or not a number (and, with ``finite``, not finite)."""
     if v is None or isinstance(v, bool):
         return None
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return f
+    return None if finite and not math.isfinite(f) else f
 
 
 def _interval(d: Any, unit: str = "") -> Interval | None:
     """``{"value", "ci95": [lo, hi]}`` (or the summary form ``{"value","lo","hi"}``) → Interval."""
-    if not isinstance(d, dict) or _num(d.get("value")) is None:
+    if not isinstance(d, dict) or as_float(d.get("value")) is None:
         return None
     ci = d.get("ci95")
     lo = hi = None
     if isinstance(ci, list | tuple) and len(ci) == 2:
-        lo, hi = _num(ci[0]), _num(ci[1])
+        lo, hi = as_float(ci[0]), as_float(ci[1])
     elif "lo" in d or "hi" in d:
-        lo, hi = _num(d.get("lo")), _num(d.get("hi"))
-    return Interval(_num(d["value"]), lo, hi, str(d.get("unit") or unit))
+        lo, hi = as_float(d.get("lo")), as_float(d.get("hi"))
+    return Interval(as_float(d["value"]), lo, hi, str(d.get("unit") or unit))
 
 
 def _split(doc: Any, what: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -392,12 +393,12 @@ def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, An
                 name=_row_label(m, several),
                 run_id=_str(m.get("run_id")),
                 description=str(mix.get("description") or "") if isinstance(mix, dict) else "",
-                share=_num(m.get("share")),
-                n_requests=int(m["n_requests"]) if _num(m.get("n_requests")) is not None else None,
+                share=as_float(m.get("share")),
+                n_requests=int(m["n_requests"]) if as_float(m.get("n_requests")) is not None else None,
                 q_ult=q_iv,
                 q_ult_statement=str(q.get("statement") or q_iv.text()),
                 censored=str(q.get("censored") or "none"),
-                throughput_rps=_num(q.get("throughput_rps")),
+                throughput_rps=as_float(q.get("throughput_rps")),
                 p_critical=_interval(pc, q_iv.unit) if isinstance(pc, dict) else None,
                 p_critical_note=_str(pc.get("reason")) if isinstance(pc, dict) and pc.get("value") is None else None,
                 binding=constraint_label(m.get("binding")),
@@ -426,7 +427,7 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
     missing: list[str] = []
     for m in limits.get("mixes") or []:
         name = _row_label(m, several)
-        steps = sorted((s for s in m.get("steps") or [] if _num(s.get("offered_load")) is not None),
+        steps = sorted((s for s in m.get("steps") or [] if as_float(s.get("offered_load")) is not None),
                        key=lambda s: float(s["offered_load"]))
         clause = _binding_clause(m.get("binding"), latency_clauses)
         if clause is None or not steps:
@@ -438,8 +439,8 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
         def observed(s: dict[str, Any], stem: str = stem, text: str = text) -> float | None:
             obs = s.get("observed")
             if isinstance(obs, dict) and text in obs:
-                return _num(obs[text])
-            return _num(s.get(stem))
+                return as_float(obs[text])
+            return as_float(s.get(stem))
 
         if not any(observed(s) is not None for s in steps):
             missing.append(f"{name}: no step supports a {constraint_label(clause)} ({text or stem})")
@@ -448,8 +449,8 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
             CurvePoint(
                 offered_load=float(s["offered_load"]),
                 value=observed(s),
-                lo=_num(s.get(f"{stem}_ci95_lo")),
-                hi=_num(s.get(f"{stem}_ci95_hi")),
+                lo=as_float(s.get(f"{stem}_ci95_lo")),
+                hi=as_float(s.get(f"{stem}_ci95_hi")),
                 phase=_str(s.get("phase")),
                 valid=s.get("valid") is not False,
                 flags=[str(f) for f in s.get("flags") or []],
@@ -465,9 +466,9 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
                 label=f"{constraint_label(clause)} ({clause.get('unit') or ''})".replace(" ()", ""),
                 unit=str(clause.get("unit") or ""),
                 offered_load_unit=unit_load,
-                threshold=_num(clause.get("threshold")),
-                knee=_num(pc.get("value")) if isinstance(pc, dict) else None,
-                q_ult=_num((m.get("q_ult") or {}).get("value")),
+                threshold=as_float(clause.get("threshold")),
+                knee=as_float(pc.get("value")) if isinstance(pc, dict) else None,
+                q_ult=as_float((m.get("q_ult") or {}).get("value")),
                 points=points,
                 phase_bands=_phase_bands(points),
             )
@@ -540,15 +541,15 @@ def _fos(plan: dict[str, Any] | None, reason: str | None) -> Section:
             "blended": asdict(blended) if blended else None,
             "blended_statement": blended_doc.get("statement"),
             "blended_bound": blended_doc.get("bound"),
-            "coverage": _num(blended_doc.get("coverage")),
+            "coverage": as_float(blended_doc.get("coverage")),
             "uncovered": blended_doc.get("uncovered") or {},
             "per_mix": per_mix,
             "ci_method": fos.get("ci_method"),
             "verdict": plan.get("verdict"),
             "verdict_reason": plan.get("verdict_reason"),
-            "utilisation": _num(plan.get("utilisation")),
+            "utilisation": as_float(plan.get("utilisation")),
             "breakpoint_rule": plan.get("breakpoint_rule"),
-            "allowable_rps": _num(plan.get("allowable_rps")),
+            "allowable_rps": as_float(plan.get("allowable_rps")),
             "allowable_statement": plan.get("allowable_statement"),
             "cbu": plan.get("cbu"),
         },
@@ -584,8 +585,8 @@ def quantile_label(q: Any) -> str:
 def _target_text(plan: dict[str, Any]) -> str:
     t = plan.get("target") or {}
     q = quantile_label(t.get("quantile"))
-    rps = _num(t.get("rps"))
-    growth = _num(t.get("growth"))
+    rps = as_float(t.get("rps"))
+    growth = as_float(t.get("growth"))
     s = f"the {q} per-minute peak" if q else "the target load"
     if rps is not None:
         s += f" of {_fmt(rps)} req/s"
@@ -597,17 +598,17 @@ def _target_text(plan: dict[str, Any]) -> str:
 def _plan_line(plan: dict[str, Any]) -> str | None:
     inst = plan.get("instances")
     parts = []
-    if isinstance(inst, dict) and inst.get("available") is not False and _num(inst.get("total")) is not None:
+    if isinstance(inst, dict) and inst.get("available") is not False and as_float(inst.get("total")) is not None:
         s = f"{int(inst['total'])} instances"
-        if _num(inst.get("base")) is not None and _num(inst.get("buffer")) is not None:
+        if as_float(inst.get("base")) is not None and as_float(inst.get("buffer")) is not None:
             s += f" ({int(inst['base'])} + {int(inst['buffer'])} buffer)"
-        if _num(inst.get("per_instance_allowable_rps")) is not None:
-            s += f" at {_fmt(_num(inst['per_instance_allowable_rps']))} req/s allowable each"
+        if as_float(inst.get("per_instance_allowable_rps")) is not None:
+            s += f" at {_fmt(as_float(inst['per_instance_allowable_rps']))} req/s allowable each"
         parts.append(s)
     el = plan.get("elasticity")
     if isinstance(el, dict) and el.get("recommendation"):
         parts.append(f"scaling: {el['recommendation']}")
-    allow = _num(plan.get("allowable_rps"))
+    allow = as_float(plan.get("allowable_rps"))
     if allow is not None:
         parts.append(f"allowable capacity {_fmt(allow)} req/s")
     return ("Plan: " + "; ".join(parts) + ".") if parts else None

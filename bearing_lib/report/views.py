@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bearing_lib.report.model import as_float
+
 
 @dataclass
 class Row:
@@ -87,13 +89,7 @@ def pct(v: Any, digits: int = 1) -> str:
 
 
 def _f(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    return as_float(v, finite=True)
 
 
 def _ci(ci: Any, digits: int = 2) -> str:
