@@ -1,11 +1,11 @@
 """bearing: the bearing capacity of AI inference services.
 
 Data flows one way: load (``bearing_lib.loaders``) → canonical request trace
-(``bearing_lib.trace``) or load-point table (``bearing_lib.loadpoints``) → curves,
+(``bearing_lib.data.trace``) or load-point table (``bearing_lib.data.loadpoints``) → curves,
 profiles → limits and plan → report model → HTML.
 """
 
-from bearing_lib.errors import (
+from bearing_lib.common.errors import (
     BadValueError,
     BearingError,
     FormatDetectionError,

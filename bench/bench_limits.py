@@ -35,7 +35,7 @@ def _synth(rows: int, steps: int, path: Path, seed: int) -> None:
     import numpy as np
     import polars as pl
 
-    from bearing_lib.trace import conform
+    from bearing_lib.data.trace import conform
     from tests.limits.synth import mm1_frame
 
     mu = 1000.0
@@ -56,7 +56,7 @@ def _child_reference(path: str) -> dict:
     e2e latency and TTFT over ok requests (linear)."""
     import polars as pl
 
-    from bearing_lib.quantiles import quantile_expr
+    from bearing_lib.common.quantiles import quantile_expr
 
     t0 = time.perf_counter()
     ok = pl.col("status") == "ok"
@@ -75,10 +75,10 @@ def _child_reference(path: str) -> dict:
 def _child_limits(path: str) -> dict:
     import polars as pl
 
-    from bearing_lib.limits import fit_limits
-    from bearing_lib.mixes import Mix, MixSpec
-    from bearing_lib.provenance import Provenance
-    from bearing_lib.trace import RequestTrace
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace
+    from bearing_lib.limits.fit import fit_limits
 
     t0 = time.perf_counter()
     frame = pl.read_parquet(path)
@@ -96,10 +96,10 @@ def _child_limits(path: str) -> dict:
 def _child_aggregate(path: str) -> dict:
     import polars as pl
 
-    from bearing_lib.curves import load_curve
-    from bearing_lib.mixes import auto_mixes
-    from bearing_lib.provenance import Provenance
-    from bearing_lib.trace import RequestTrace, conform
+    from bearing_lib.data.mixes import auto_mixes
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform
+    from bearing_lib.limits.curves import load_curve
 
     t0 = time.perf_counter()
     frame = conform(pl.scan_parquet(path).select(CURVE_COLUMNS))  # what a loader would hand over, minus ids/text

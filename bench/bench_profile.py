@@ -17,10 +17,10 @@ import time
 import numpy as np
 import polars as pl
 
-from bearing_lib.binning import per_minute_counts, timestamp_resolution
-from bearing_lib.profile import profile_traffic
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace, conform
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace, conform
+from bearing_lib.traffic.binning import per_minute_counts, timestamp_resolution
+from bearing_lib.traffic.profile import profile_traffic
 
 
 def synthetic_trace(rows: int, seed: int = 20261129) -> RequestTrace:

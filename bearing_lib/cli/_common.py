@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import typer
 
-from bearing_lib.errors import BearingError, ParameterError
+from bearing_lib.common.errors import BearingError, ParameterError
 
 OPTION_HELP = (
     "A loader option KEY=VALUE (repeatable); VALUE is read as JSON when it parses (true, 5, [\"a\", \"b\"]), "

@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from bearing_lib.cli._common import bearing_errors
-from bearing_lib.errors import ParameterError, SLAParseError
+from bearing_lib.common.errors import ParameterError, SLAParseError
 
 
 def _fmt(v: float | None) -> str:
@@ -60,9 +60,9 @@ def register(app: typer.Typer) -> None:
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
-        from bearing_lib.limits import fit_limits
+        from bearing_lib.limits.fit import fit_limits
+        from bearing_lib.limits.sla import combine, load_sla_file, parse_sla
         from bearing_lib.loaders import load
-        from bearing_lib.sla import combine, load_sla_file, parse_sla
 
         with bearing_errors():
             if not sla and sla_file is None:

@@ -8,13 +8,13 @@ from pathlib import Path
 import typer
 
 from bearing_lib.cli._common import bearing_errors
-from bearing_lib.errors import ParameterError
+from bearing_lib.common.errors import ParameterError
 
 
 def _load_user_inputs(path: Path | None) -> dict | None:
     if path is None:
         return None
-    from bearing_lib.plan import read_json
+    from bearing_lib.plan.capacity_plan import read_json
 
     return read_json(path, "user inputs")
 
@@ -22,7 +22,7 @@ def _load_user_inputs(path: Path | None) -> dict | None:
 def _read_text(path: Path | None) -> str | None:
     if path is None:
         return None
-    from bearing_lib.errors import InputError
+    from bearing_lib.common.errors import InputError
 
     try:
         return path.read_text(errors="replace")
@@ -68,8 +68,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """FOS per mix and blended, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards."""
         with bearing_errors():
-            from bearing_lib.fos import get_tier
-            from bearing_lib.plan import CapacityPlan
+            from bearing_lib.plan.capacity_plan import CapacityPlan
+            from bearing_lib.plan.fos import get_tier
 
             if cool_down_min < 0:
                 raise ParameterError(f"--cool-down-min must be >= 0 (got {cool_down_min})")

@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 
 from bearing_lib.cli._common import OPTION_HELP, bearing_errors, parse_loader_options
-from bearing_lib.errors import InputError, ParameterError
-from bearing_lib.mixes import MixSpec
+from bearing_lib.common.errors import InputError, ParameterError
+from bearing_lib.data.mixes import MixSpec
 
 
 def read_mix_spec(arg: str | None) -> MixSpec | None:
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
         from bearing_lib.loaders import load
-        from bearing_lib.profile import profile_traffic
+        from bearing_lib.traffic.profile import profile_traffic
 
         with bearing_errors():
             if json_out.exists() and not force:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, SchemaError
+from bearing_lib.common.errors import BadValueError, InputError, SchemaError
+from bearing_lib.data.provenance import FieldOrigin, Provenance
+from bearing_lib.data.trace import REQUEST_SCHEMA, STEP_SCHEMA, RequestTrace, conform, validate
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import FieldOrigin, Provenance
-from bearing_lib.trace import REQUEST_SCHEMA, STEP_SCHEMA, RequestTrace, conform, validate
 
 
 def read_csv_checked(
@@ -172,7 +172,7 @@ def finish_trace(
 
     Fields present in ``frame`` count as measured unless listed in ``derived``.
     Pass ``provenance`` to keep findings recorded while reading, ``steps`` for per-step
-    facts the tool reported (columns of :data:`~bearing_lib.trace.STEP_SCHEMA`;
+    facts the tool reported (columns of :data:`~bearing_lib.data.trace.STEP_SCHEMA`;
     missing ones become null).
     """
     df = conform(frame, path=str(source.path))

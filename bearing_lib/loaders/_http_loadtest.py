@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from bearing_lib.errors import BadValueError
+from bearing_lib.common.errors import BadValueError
 from bearing_lib.loaders._loadtest import step_row
 
 DEFAULT_MIN_PLATEAU_S = 10.0
@@ -97,7 +97,7 @@ def cut_plateaus(
 
 
 def plateau_steps(plateaus: Sequence[Plateau], *, run_id: str, unit: str, source_file: str) -> list[dict[str, object]]:
-    """Per-step facts (:data:`~bearing_lib.trace.STEP_SCHEMA` rows) for plateaus: duration = plateau length."""
+    """Per-step facts (:data:`~bearing_lib.data.trace.STEP_SCHEMA` rows) for plateaus: duration = plateau length."""
     return [step_row(run_id, p.step, p.level, unit, duration_s=p.duration_s, source_file=source_file)
             for p in plateaus]
 

@@ -5,7 +5,7 @@ What lives here: reading a JSON document leniently but only when it is small eno
 sniff, JSON lines, parsing an offered rate that may be ``"inf"`` or a bare ``Infinity``,
 numbering the steps of a run by offered load (unbounded last), the step identity columns
 (request rows, step rows), a tool's statistics object as ``<metric>_<stat>`` columns, and
-wrapping load-point rows as a :class:`~bearing_lib.loadpoints.LoadPointTable` with
+wrapping load-point rows as a :class:`~bearing_lib.data.loadpoints.LoadPointTable` with
 provenance (:func:`finish_loadpoints`, the load-point twin of
 :func:`bearing_lib.loaders._common.finish_trace`). Helpers only the ramp-driven HTTP tools
 need (plateaus, HTTP codes, Go durations, RFC3339) are in
@@ -24,11 +24,11 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError
+from bearing_lib.common.errors import BadValueError, InputError
+from bearing_lib.data.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import field_origins, new_provenance
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
-from bearing_lib.provenance import Provenance
 
 SNIFF_MAX_BYTES = 32 * 1024 * 1024
 """Sniffers parse a JSON file whole only up to this decompressed size (the parse is cached
@@ -223,7 +223,7 @@ def step_row(
     n_requests_reported: int | None = None,
     source_file: str | None = None,
 ) -> dict[str, object]:
-    """One row for ``RequestTrace.steps`` (columns of :data:`~bearing_lib.trace.STEP_SCHEMA`)."""
+    """One row for ``RequestTrace.steps`` (columns of :data:`~bearing_lib.data.trace.STEP_SCHEMA`)."""
     return {
         "run_id": run_id,
         "step": step,
@@ -247,7 +247,7 @@ def step_rows(steps: Iterable[StepFacts]) -> list[dict[str, object]]:
 def step_exprs(run_id: str, step: int | None, offered_load: float | None, offered_load_unit: str | None
                ) -> list[pl.Expr]:
     """The step identity columns of a request frame as literals (``run_id``, ``step``, ``offered_load``,
-    ``offered_load_unit``), typed as in :data:`~bearing_lib.trace.REQUEST_SCHEMA`."""
+    ``offered_load_unit``), typed as in :data:`~bearing_lib.data.trace.REQUEST_SCHEMA`."""
     return [
         pl.lit(run_id, dtype=pl.String).alias("run_id"),
         pl.lit(step, dtype=pl.Int64).alias("step"),

@@ -21,10 +21,10 @@ import csv
 
 import polars as pl
 
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.trace import RequestTrace
 
 NAME = "burstgpt"
 TOOL = "BurstGPT trace"

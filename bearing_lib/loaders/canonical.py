@@ -1,6 +1,6 @@
 """bearing's own request-trace files: CSV, Parquet or JSON lines with canonical column names.
 
-A file whose every column is a canonical name (:data:`~bearing_lib.trace.REQUEST_SCHEMA`)
+A file whose every column is a canonical name (:data:`~bearing_lib.data.trace.REQUEST_SCHEMA`)
 and which has ``start_s`` is read as is: no renaming, no unit conversion. This is what
 :func:`write_trace` writes and what the benchmarks use. ``start_s`` is epoch seconds,
 seconds from the trace start, or null on every row; which one is read from the Parquet
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.errors import ParameterError, SchemaError
+from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
 from bearing_lib.loaders._common import (
     finish_trace,
     new_provenance,
@@ -25,7 +26,6 @@ from bearing_lib.loaders._common import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.trace import REQUEST_SCHEMA, RequestTrace
 
 NAME = "bearing-canonical"
 TOOL = "bearing canonical trace"

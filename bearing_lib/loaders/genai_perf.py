@@ -1,6 +1,6 @@
 """NVIDIA GenAI-Perf and AIPerf exports: per-run summaries and the AIPerf sweep CSV.
 
-All three become a :class:`~bearing_lib.loadpoints.LoadPointTable` (none holds requests):
+All three become a :class:`~bearing_lib.data.loadpoints.LoadPointTable` (none holds requests):
 
 ``genai-perf-export``
     ``profile_export_genai_perf.json``: one object per metric with ``unit`` and ``avg``,
@@ -31,7 +31,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -44,7 +45,6 @@ from bearing_lib.loaders._loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
 
 NAME_GENAI = "genai-perf-export"
 NAME_AIPERF = "aiperf-export"

@@ -37,13 +37,13 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, ParameterError
+from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.common.yamlfile import read_yaml
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import REQUEST_SCHEMA, STATUSES, RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_table
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import REQUEST_SCHEMA, STATUSES, RequestTrace
-from bearing_lib.yamlfile import read_yaml
 
 NAME = "generic"
 TOOL = "generic table (column mapping)"

@@ -10,13 +10,13 @@ unbounded last.
 
 ``guidellm-benchmarks-requests``
     Files whose ``requests.{successful, errored, incomplete}`` lists hold records become a
-    :class:`~bearing_lib.trace.RequestTrace` with epoch-second start/end times. **Units
+    :class:`~bearing_lib.data.trace.RequestTrace` with epoch-second start/end times. **Units
     are mixed**: ``request_latency`` is in seconds, ``time_to_first_token_ms``,
     ``time_per_output_token_ms`` and ``inter_token_latency_ms`` in milliseconds.
     ``incomplete`` requests (cut off by the duration limit) are ``cancelled``.
 ``guidellm-benchmarks``
     Files whose request lists are empty (report v2 fixtures, ``--sample-requests 0``)
-    become a :class:`~bearing_lib.loadpoints.LoadPointTable` from ``metrics.*.successful``.
+    become a :class:`~bearing_lib.data.loadpoints.LoadPointTable` from ``metrics.*.successful``.
 ``guidellm-derived-csv``
     A sweep table written by someone's post-processing (not by GuideLLM), one row per
     benchmark: ``source_file, profile, rate, duration_s, total_requests, error_requests,
@@ -33,7 +33,10 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -47,9 +50,6 @@ from bearing_lib.loaders._loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace
 
 NAME_REQUESTS = "guidellm-benchmarks-requests"
 NAME_AGGREGATE = "guidellm-benchmarks"

@@ -30,13 +30,13 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.errors import InputError, UnsupportedVersionError
+from bearing_lib.common.errors import InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import finish_loadpoints, stats_to_columns, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.trace import RequestTrace
 
 TOOL = "kubernetes-sigs inference-perf"
 STAGE_RE = re.compile(r"^stage_(\d+)_lifecycle_metrics\.json$")

@@ -38,7 +38,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
@@ -48,7 +49,6 @@ from bearing_lib.loaders._http_loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.trace import RequestTrace
 
 TOOL = "Apache JMeter"
 REQUIRED = ("timeStamp", "elapsed", "label", "success")

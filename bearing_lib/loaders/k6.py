@@ -35,7 +35,10 @@ from collections import defaultdict
 import numpy as np
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
     DEFAULT_MIN_PLATEAU_S,
@@ -47,9 +50,6 @@ from bearing_lib.loaders._http_loadtest import (
 from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, stats_to_columns
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace
 
 TOOL = "Grafana k6"
 HTTP_METRICS = (

@@ -2,13 +2,13 @@
 
 ``<name>_<in>_<out>_individual_responses.json`` is a JSON array, one object per request,
 every time in **seconds** and **no timestamps** (order is completion order), so it becomes
-a :class:`~bearing_lib.trace.RequestTrace` with ``time_origin`` ``none``. The run's
+a :class:`~bearing_lib.data.trace.RequestTrace` with ``time_origin`` ``none``. The run's
 concurrency (``num_concurrent_requests``) is only in the sibling summary
 (``<name>_<in>_<out>_summary.json``, or ``../summary/<same name>.json`` in the
 leaderboard layout); without one, the offered load is unknown and a finding says so.
 
 ``*_summary.json`` (``version`` "2023-08-31") becomes a
-:class:`~bearing_lib.loadpoints.LoadPointTable`. A folder of ``result_<model>_<N>/``
+:class:`~bearing_lib.data.loadpoints.LoadPointTable`. A folder of ``result_<model>_<N>/``
 directories (one per concurrency) loads as one run per LLMPerf ``name``, steps ordered by
 ``num_concurrent_requests``; a folder of summary or individual files loads one run per file.
 
@@ -30,7 +30,9 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -45,8 +47,6 @@ from bearing_lib.loaders._loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.trace import RequestTrace
 
 NAME_REQUESTS = "llmperf-individual-responses"
 NAME_SUMMARY = "llmperf-summary"

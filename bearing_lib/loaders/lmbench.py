@@ -24,12 +24,12 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.errors import InputError, UnsupportedVersionError
+from bearing_lib.common.errors import InputError, UnsupportedVersionError
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders._loadtest import step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.trace import RequestTrace
 
 NAME = "lmbench-csv"
 TOOL = "LMCache LMBenchmark"

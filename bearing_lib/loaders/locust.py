@@ -35,14 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bearing_lib.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
+from bearing_lib.common.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus
 from bearing_lib.loaders._loadtest import finish_loadpoints
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
 
 TOOL = "Locust"
 STATS_COLS = (

@@ -7,7 +7,7 @@ no latency, status, session or model.
 
 bearing reads ``start_s = timestamp / 1000`` (``time_origin`` ``relative``), the token
 counts, and **derives** ``cached_tokens`` per request by replaying a prefix cache over the
-hash ids in arrival order (:mod:`bearing_lib.prefix_cache`; infinite cache and 512-token
+hash ids in arrival order (:mod:`bearing_lib.loaders.prefix_cache`; infinite cache and 512-token
 blocks by default). Licence: Apache-2.0 (kvcache-ai/Mooncake); cite the Mooncake FAST'25
 paper.
 """
@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, ParameterError
+from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import cast_checked, finish_trace, new_provenance, read_jsonl_checked
+from bearing_lib.loaders.prefix_cache import DEFAULT_BLOCK_TOKENS, replay_prefix_cache
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.prefix_cache import DEFAULT_BLOCK_TOKENS, replay_prefix_cache
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace
 
 NAME = "mooncake"
 TOOL = "Mooncake trace (FAST'25)"

@@ -16,9 +16,9 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-from bearing_lib.errors import FormatDetectionError, InputError, ParameterError
+from bearing_lib.common.errors import FormatDetectionError, InputError, ParameterError
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
 
 DatasetKind = Literal["requests", "loadpoints", "rates"]
 
@@ -148,7 +148,7 @@ def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) ->
 
 
 def load_trace(path: str | Path, *, format: str | None = None, **options: object):
-    """Load a per-request input into a :class:`~bearing_lib.trace.RequestTrace`.
+    """Load a per-request input into a :class:`~bearing_lib.data.trace.RequestTrace`.
 
     Detects the format like :func:`load`; raises :class:`InputError` when the input
     holds aggregates (a load-point table or rate windows) rather than requests.

@@ -10,7 +10,7 @@ A folder of per-client files (``chunk-<id>`` is one anonymised API client), or a
   :func:`ast.literal_eval`, never ``eval``), one per 6 h window.
 
 Either may be gzipped. This is a traffic profile, not per-request rows: it loads into
-:class:`~bearing_lib.ratewindows.RateWindows` (``time_origin`` ``relative``). Licence
+:class:`~bearing_lib.data.ratewindows.RateWindows` (``time_origin`` ``relative``). Licence
 Apache-2.0; cite Xiang et al., "ServeGen", NSDI 2026.
 """
 
@@ -23,12 +23,12 @@ from collections import Counter
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError
+from bearing_lib.common.errors import BadValueError, InputError
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.loaders._common import read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
-from bearing_lib.ratewindows import RATE_SCHEMA, RateWindows
 
 NAME = "servegen"
 TOOL = "ServeGen aggregates"

@@ -10,7 +10,7 @@ are ordered by offered load, unbounded last.
 (invalid strict JSON; Python's json module reads it). The late-2024 line has 18 keys and
 only the mean/median E2E latency and the median TTFT/ITL (ms); current versions add
 ``request_throughput`` and ``{mean,median,std,p90,p95,p99}_{e2e_latency,ttft,tpot,itl}_ms``.
-Both load as a :class:`~bearing_lib.loadpoints.LoadPointTable`. Failed requests are
+Both load as a :class:`~bearing_lib.data.loadpoints.LoadPointTable`. Failed requests are
 absent from SGLang's statistics and ``completed`` counts successes only, so the error
 count is unknown (null) unless the line states it.
 """
@@ -22,7 +22,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.errors import InputError, UnsupportedVersionError
+from bearing_lib.common.errors import InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -35,7 +36,6 @@ from bearing_lib.loaders._loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
 
 NAME = "sglang-bench-serving"
 TOOL = "SGLang bench_serving"

@@ -15,8 +15,8 @@ import threading
 from functools import cached_property
 from pathlib import Path
 
-from bearing_lib.errors import InputError
-from bearing_lib.provenance import sha256_of
+from bearing_lib.common.errors import InputError
+from bearing_lib.data.provenance import sha256_of
 
 GZIP_MAGIC = b"\x1f\x8b"
 HEAD_BYTES = 64 * 1024

@@ -34,7 +34,9 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
     parse_go_duration,
@@ -45,8 +47,6 @@ from bearing_lib.loaders._http_loadtest import (
 from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.trace import RequestTrace
 
 TOOL = "Vegeta"
 JSON_KEYS = ("code", "timestamp", "latency", "error")

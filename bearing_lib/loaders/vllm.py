@@ -10,13 +10,13 @@ Two formats are registered:
 ``vllm-bench-serve-requests``
     Files that carry the per-request arrays (``input_lens``, ``output_lens``, ``ttfts``,
     ``itls``, ``errors``; ~v0.8 wrote them by default, later builds with
-    ``--save-detailed``) become a :class:`~bearing_lib.trace.RequestTrace`. The arrays
+    ``--save-detailed``) become a :class:`~bearing_lib.data.trace.RequestTrace`. The arrays
     are in **seconds** (the statistics are in ms). They hold no send times, so
     ``time_origin`` is ``none``; each request's end-to-end latency is rebuilt as
     ``ttft + sum(itls)`` and marked derived, as are its mean ITL and its TPOT.
 ``vllm-bench-serve``
     Files without arrays (llm-d exp-7, v0.25.1, sweep layout) become a
-    :class:`~bearing_lib.loadpoints.LoadPointTable` from the statistics (``*_ms``).
+    :class:`~bearing_lib.data.loadpoints.LoadPointTable` from the statistics (``*_ms``).
 
 Traps handled: ``request_rate`` written as the string ``"inf"``; the key
 ``request_goodput:`` with a trailing colon (~v0.8); arbitrary ``--metadata`` keys merged
@@ -33,7 +33,10 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -48,9 +51,6 @@ from bearing_lib.loaders._loadtest import (
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import HEAD_BYTES, Source
-from bearing_lib.loadpoints import LoadPointTable
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace
 
 NAME_REQUESTS = "vllm-bench-serve-requests"
 NAME_AGGREGATE = "vllm-bench-serve"

@@ -20,8 +20,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from bearing_lib.errors import BadValueError
-from bearing_lib.unavailable import Unavailable
+from bearing_lib.common.errors import BadValueError
+from bearing_lib.common.unavailable import Unavailable
 
 SUMMARY_SCHEMA = "bearing.report.summary/1"
 VERDICTS = ("green", "yellow", "red")
@@ -802,7 +802,7 @@ def make_provenance(
     """Provenance for this run: bearing and library versions, UTC time, inputs, parameters.
 
     ``inputs`` are dicts with ``role``, ``path`` and ``sha256`` (use
-    :func:`bearing_lib.provenance.sha256_of`).
+    :func:`bearing_lib.data.provenance.sha256_of`).
     """
     import platform
 
@@ -810,7 +810,7 @@ def make_provenance(
     import polars
 
     from bearing_lib import __version__
-    from bearing_lib.quantiles import QUANTILE_METHOD
+    from bearing_lib.common.quantiles import QUANTILE_METHOD
 
     t = (run_time or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC).replace(microsecond=0)
     return ReportProvenance(

@@ -20,11 +20,11 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from bearing_lib.errors import BadValueError, BearingError, InputError, ParameterError
-from bearing_lib.provenance import sha256_of
+from bearing_lib.common.errors import BadValueError, BearingError, InputError, ParameterError
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.data.provenance import sha256_of
+from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
-from bearing_lib.trace import RequestTrace
-from bearing_lib.unavailable import Unavailable
 
 Doc = dict[str, Any] | Unavailable
 
@@ -211,7 +211,7 @@ def findings(dataset: Any, source: str) -> list[dict[str, Any]]:
 
 def mix_spec(spec: str, trace: RequestTrace | None = None) -> Any:
     """``"auto"`` (from ``trace``), ``"none"`` (one mix), or a YAML/JSON mix file path."""
-    from bearing_lib.mixes import MixSpec, auto_mixes, load_mix_spec
+    from bearing_lib.data.mixes import MixSpec, auto_mixes, load_mix_spec
 
     if spec in ("", "none"):
         return MixSpec.single()
@@ -230,8 +230,8 @@ def mix_shares(trace: RequestTrace, spec: Any) -> pl.DataFrame:
 
 
 def curve(trace: Any, spec: Any = None) -> pl.DataFrame:
-    """The load curve (one row per run × step × mix), see ``bearing_lib.curves``."""
-    from bearing_lib.curves import load_curve
+    """The load curve (one row per run × step × mix), see ``bearing_lib.limits.curves``."""
+    from bearing_lib.limits.curves import load_curve
 
     return load_curve(trace, spec)
 
@@ -254,11 +254,11 @@ def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float 
 
 
 def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0) -> Any:
-    """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit_limits` (a ``LimitsResult``).
+    """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit.fit_limits` (a ``LimitsResult``).
 
     ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
     """
-    from bearing_lib.limits import fit_limits
+    from bearing_lib.limits.fit import fit_limits
 
     spec = mixes if mixes in ("auto", "none") else resolve(mixes)
     return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed)
@@ -270,7 +270,7 @@ def limits_chart(result: Any) -> alt.Chart | str:
     if not clauses:
         return "the SLA has no percentile clause to chart"
     c = clauses[0]
-    from bearing_lib.curves import qname
+    from bearing_lib.limits.curves import qname
 
     return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
 
@@ -317,15 +317,15 @@ def limits_table(limits_doc: Doc) -> pl.DataFrame | Unavailable:
 
 def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: float = 0.99, growth: float = 1.0,
             n_boot: int = 1000) -> Any:
-    """Production traffic profile (:func:`bearing_lib.profile.profile_traffic`), with the mixes
+    """Production traffic profile (:func:`bearing_lib.traffic.profile.profile_traffic`), with the mixes
     of ``limits_doc`` when it has them (so FOS blends the same mixes the limits measured).
 
     Returns :class:`Unavailable` when the trace cannot support a profile (no arrival
     times, or load-test steps rather than production traffic), with bearing's reason.
     """
-    from bearing_lib.errors import InsufficientDataError
-    from bearing_lib.mixes import MixSpec
-    from bearing_lib.profile import profile_traffic
+    from bearing_lib.common.errors import InsufficientDataError
+    from bearing_lib.data.mixes import MixSpec
+    from bearing_lib.traffic.profile import profile_traffic
 
     spec = None
     if isinstance(limits_doc, dict) and limits_doc.get("mix_spec"):
@@ -339,10 +339,10 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
          run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
          concurrency: int = 0) -> Any:
-    """Capacity plan (:meth:`bearing_lib.plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
+    """Capacity plan (:meth:`bearing_lib.plan.capacity_plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
-    preset of ``bearing_lib.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
+    preset of ``bearing_lib.plan.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
     ``concurrency`` 0 = not given (the plan then says what it could not compute).
     """
     if isinstance(limits_doc, Unavailable):
@@ -351,7 +351,7 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
         return Unavailable(f"no limits: {limits_doc.get('reason')}")
     if isinstance(traffic, Unavailable):
         return Unavailable(f"no production profile: {traffic.reason}")
-    from bearing_lib.plan import CapacityPlan
+    from bearing_lib.plan.capacity_plan import CapacityPlan
 
     return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
                               gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,

@@ -118,7 +118,7 @@ def _rawjson(value: Any) -> str:
 def environment() -> jinja2.Environment:
     """The Jinja environment: package templates, autoescape on for every template."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("bearing_lib", "templates"),
+        loader=jinja2.PackageLoader("bearing_lib.report", "templates"),
         autoescape=True,  # every template, whatever its extension
         finalize=_finalize,
         undefined=jinja2.StrictUndefined,

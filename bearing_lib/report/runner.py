@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from bearing_lib.errors import BearingError, ParameterError
+from bearing_lib.common.errors import BearingError, ParameterError
 
 EXIT_OK = 0  # report written; verdict green or yellow (or `bearing report`: any verdict)
 EXIT_ERROR = 1  # bad input or parameter (nothing executed)

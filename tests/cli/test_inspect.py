@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 
 runner = CliRunner()
-SERVEGEN = Path(__file__).resolve().parents[1] / "data" / "servegen" / "mm-image"
+SERVEGEN = Path(__file__).resolve().parents[1] / "fixtures" / "servegen" / "mm-image"
 
 
 def _inspect(*args: str):

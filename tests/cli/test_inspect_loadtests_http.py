@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
 
-TESTDATA = Path(__file__).resolve().parents[1] / "data"
+TESTDATA = Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()
 
 

@@ -2,7 +2,7 @@
 (``bearing_lib.cli._common.parse_loader_options``).
 
 The JMeter file is DERIVED in the test: the bundled Apache JMeter HTMLReportTestFile.csv
-(Apache-2.0, tests/data/jmeter) with its header line removed, so the expected values come
+(Apache-2.0, tests/fixtures/jmeter) with its header line removed, so the expected values come
 from reading the original with stdlib ``csv``. The canonical CSV is SYNTHETIC (known times).
 """
 
@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from bearing_lib.cli._common import merge_loader_options, parse_loader_options
 from bearing_lib.cli.main import app
-from bearing_lib.errors import ParameterError
+from bearing_lib.common.errors import ParameterError
 
-JMETER = Path(__file__).resolve().parents[1] / "data" / "jmeter" / "HTMLReportTestFile.csv"
+JMETER = Path(__file__).resolve().parents[1] / "fixtures" / "jmeter" / "HTMLReportTestFile.csv"
 runner = CliRunner()
 
 

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
-from tests.plan.test_profile import AZURE, _azure_rows, _full_bins
+from tests.traffic.test_profile import AZURE, _azure_rows, _full_bins
 
 runner = CliRunner()
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from bearing_lib.provenance import Provenance
-from bearing_lib.trace import RequestTrace, conform, validate
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import RequestTrace, conform, validate
 
 MIXES = {  # name: (input median tokens, output median tokens, cache-hit ratio, service-time factor)
     "chat": (300, 150, 0.0, 1.0),

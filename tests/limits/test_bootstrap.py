@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bearing_lib.bootstrap import (
+from bearing_lib.limits.bootstrap import (
     block_weights,
     boot_quantile,
     boot_rate,

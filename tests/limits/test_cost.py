@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from bearing_lib.cost import DEFAULT_PREFILL_WEIGHT, cost_anomaly_index
-from bearing_lib.errors import SchemaError
+from bearing_lib.common.errors import SchemaError
+from bearing_lib.limits.cost import DEFAULT_PREFILL_WEIGHT, cost_anomaly_index
 
 
 def _requests() -> pl.DataFrame:

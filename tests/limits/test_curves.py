@@ -11,10 +11,10 @@ import polars as pl
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from bearing_lib.curves import load_curve, min_n_supported, order_stat_ranks, step_windows, wilson_interval
-from bearing_lib.loadpoints import LoadPointTable, conform_loadpoints
-from bearing_lib.mixes import Mix, MixSpec
-from bearing_lib.provenance import Provenance
+from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+from bearing_lib.data.mixes import Mix, MixSpec
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.limits.curves import load_curve, min_n_supported, order_stat_ranks, step_windows, wilson_interval
 from tests.limits.synth import make_trace, mm1_frame
 
 
@@ -173,15 +173,15 @@ def test_load_point_table_passthrough():
 
 def test_percentiles_equal_linear_quantiles_per_group():
     """Curve percentiles (read off sorted lists) equal quantile_expr (linear) and numpy's linear, per step x mix."""
-    from bearing_lib.quantiles import quantile_expr
+    from bearing_lib.common.quantiles import quantile_expr
 
     tr = make_trace(mm1_frame([3.0, 6.0, 8.0], mu_rps=10, step_s=300, seed=13,
                               mix_weights={"chat": 0.6, "rag": 0.4}, error_prob=0.02))
     spec = MixSpec((Mix("short", {"input_tokens": (0, 1000)}), Mix("long", {"input_tokens": (1000, math.inf)})))
     w = step_windows(tr)
     c = load_curve(tr, spec, windows=w)
-    from bearing_lib.curves import steady_requests
-    from bearing_lib.sla import OK_EXPR
+    from bearing_lib.limits.curves import steady_requests
+    from bearing_lib.limits.sla import OK_EXPR
 
     steady = steady_requests(tr, w, spec).collect().filter(OK_EXPR)
     ref = steady.group_by("run_id", "step", "mix").agg(

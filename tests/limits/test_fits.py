@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bearing_lib.errors import ParameterError
-from bearing_lib.fits import fit_queueing, fit_queueing_curve, fit_usl, fit_usl_curve, usl
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.limits.fits import fit_queueing, fit_queueing_curve, fit_usl, fit_usl_curve, usl
 
 N = np.array([1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128], dtype=float)
 ALPHA, BETA, LAM = 0.03, 5e-4, 50.0

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bearing_lib.limits import blended_capacity, fit_limits
-from bearing_lib.loadpoints import LoadPointTable, conform_loadpoints
-from bearing_lib.mixes import Mix, MixSpec
-from bearing_lib.provenance import Provenance
+from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+from bearing_lib.data.mixes import Mix, MixSpec
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.limits.fit import blended_capacity, fit_limits
 from tests.limits.synth import make_trace, mm1_frame, mm1_limit
 
 
@@ -206,7 +206,7 @@ def test_blended_between_smallest_and_largest(pairs):
 
 
 def test_bad_inputs():
-    from bearing_lib.errors import ParameterError, SLAParseError
+    from bearing_lib.common.errors import ParameterError, SLAParseError
 
     t = _table([100, 200])
     with pytest.raises(SLAParseError):
@@ -260,7 +260,7 @@ def test_table_maximum_proves_a_pass():
 def test_point_estimate_is_the_isotonic_interpolation_by_hand():
     # P99 / threshold = exp(0.5 (x - 3.4)) at x = 1..5: margins already decreasing, so the isotonic fit is
     # the margins themselves and the crossing is the straight interpolation between x = 3 and 4
-    from bearing_lib.limits import _estimate
+    from bearing_lib.limits.fit import _estimate
 
     xs = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     m = np.array([1 - math.exp(0.5 * (x - 3.4)) for x in xs])
@@ -271,7 +271,7 @@ def test_point_estimate_is_the_isotonic_interpolation_by_hand():
 def test_isotonic_fit_pools_a_violation_before_interpolating():
     # margins 0.5, 0.2, 0.3 (a rise: pooled to 0.25, 0.25 with equal weights), -0.5: the crossing lies
     # between x = 3 (fit 0.25) and x = 4 (fit -0.5): 3 + 0.25 / 0.75
-    from bearing_lib.limits import _estimate
+    from bearing_lib.limits.fit import _estimate
 
     xs = np.array([1.0, 2.0, 3.0, 4.0])
     est, _ = _estimate(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.ones(4), {"c": False})
@@ -282,8 +282,8 @@ def test_isotonic_fit_pools_a_violation_before_interpolating():
 
 
 def test_step_validity_counts_only_the_percentiles_the_sla_uses():
-    from bearing_lib.limits import _valid_for_sla
-    from bearing_lib.sla import parse_sla
+    from bearing_lib.limits.fit import _valid_for_sla
+    from bearing_lib.limits.sla import parse_sla
 
     p95, p99 = parse_sla("p95(ttft) <= 1s"), parse_sla("p99(ttft) <= 1s")
     # a 200-request step: too small for a P99 (needs 368), fine for a P95

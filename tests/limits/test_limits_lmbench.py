@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bearing_lib import load
-from bearing_lib.limits import fit_limits
+from bearing_lib.limits.fit import fit_limits
 
 ROOT = "loadtests/lmbenchmark-llm-d-exp2"
 SLA = ["p99(ttft) <= 2s", "error_rate <= 1%"]

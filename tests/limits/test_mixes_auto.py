@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bearing_lib.errors import ParameterError
-from bearing_lib.mixes import MixSpec, auto_mixes, load_mix_spec
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.data.mixes import MixSpec, auto_mixes, load_mix_spec
 
 
 def _frame(seed: int = 0) -> pl.DataFrame:

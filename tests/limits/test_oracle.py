@@ -3,7 +3,7 @@
 For every server x mix combination (tests/oracle/configs.py) and 20 seeds, a SIMULATED
 stepped load test (10 steps x 120 s around the truth, the issue's design, and the same with
 1,200 s steps; tests/oracle/acceptance.py) goes
-through ``bearing_lib.limits.fit_limits(trace, sla, mixes="none")``. Targets (issue 6):
+through ``bearing_lib.limits.fit.fit_limits(trace, sla, mixes="none")``. Targets (issue 6):
 the point estimate within +-10% of the truth in every seed, and the 95% CI covering
 the truth in at least 18 of 20 seeds. The truth comes from tests/oracle/truth.json, made
 by tests/oracle/make_truth.py from long runs (see docs/oracle.md).

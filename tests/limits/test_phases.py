@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bearing_lib.errors import SchemaError
-from bearing_lib.phases import (
+from bearing_lib.common.errors import SchemaError
+from bearing_lib.limits.phases import (
     classify_phases,
     p_critical,
     p_critical_2x,
@@ -154,7 +154,7 @@ def test_p_critical_on_simulated_mm1_steps_covers_closed_form():
     time-block bootstrap; it must cover lam* in >= 17 of 20 seeds (binomial: a true 95%
     interval does so with probability 0.98). SYNTHETIC traces (tests/limits/synth.py).
     """
-    from bearing_lib.curves import load_curve
+    from bearing_lib.limits.curves import load_curve
     from tests.limits.synth import make_trace, mm1_frame
 
     mu = 10.0

@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bearing_lib.recovery import t_recover
+from bearing_lib.limits.recovery import t_recover
 from tests.oracle.configs import MIXES, SERVERS
 from tests.oracle.simulator import stepped_run
 

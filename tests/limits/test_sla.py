@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from bearing_lib.errors import SLAParseError
-from bearing_lib.sla import load_sla_file, parse_clause, parse_sla
+from bearing_lib.common.errors import SLAParseError
+from bearing_lib.limits.sla import load_sla_file, parse_clause, parse_sla
 
 
 @pytest.mark.parametrize(

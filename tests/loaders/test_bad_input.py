@@ -211,7 +211,7 @@ def test_input_files_are_unchanged_after_loading(bundled, tmp_path):
             _w(tmp_path, "g.csv", "t,n\n2,5\n1,6\n"),
             {"format": "generic", "mapping": {"columns": {"start_s": "t", "input_tokens": "n"}}},
         ),
-        (Path(__file__).resolve().parents[1] / "data" / "servegen" / "mm-image" / "chunk-25-trace.csv.gz", {}),
+        (Path(__file__).resolve().parents[1] / "fixtures" / "servegen" / "mm-image" / "chunk-25-trace.csv.gz", {}),
     ]
     before = {p: (_sha(p), p.stat().st_mtime_ns) for p, _ in files}
     for p, opts in files:

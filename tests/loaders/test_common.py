@@ -11,11 +11,11 @@ import polars as pl
 import pytest
 
 from bearing_lib import BadValueError, InputError, ParameterError
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders import get_format
 from bearing_lib.loaders._common import cast_checked, read_csv_checked, read_jsonl_checked, read_table
 from bearing_lib.loaders.registry import call_loader
 from bearing_lib.loaders.source import Source
-from bearing_lib.provenance import Provenance
 
 COLS = {"t": pl.Float64(), "n": pl.Int64(), "s": pl.String()}
 

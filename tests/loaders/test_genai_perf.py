@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from bearing_lib import load
 from bearing_lib.cli.main import app
-from bearing_lib.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, UnsupportedVersionError
 
 GENAI = {
     "flat": "loadtests/genai-perf/wellflat-k8s-dev/v_2025-09-16_e3e57ba/profile_export_genai_perf.json",

@@ -3,7 +3,7 @@ only) and the DERIVED all-benchmarks.csv sweep table.
 
 danielkorat (no licence) and nirjhar17 (no licence; the CSV is DERIVED, written by the
 repo author's post-processing, not by GuideLLM) are read in place; the v2 report is a
-**mock**-server fixture (Apache-2.0) bundled under tests/data/guidellm. Expected values
+**mock**-server fixture (Apache-2.0) bundled under tests/fixtures/guidellm. Expected values
 come from the raw files parsed in the test (json, csv).
 """
 
@@ -19,15 +19,15 @@ from typer.testing import CliRunner
 
 from bearing_lib import load, load_trace
 from bearing_lib.cli.main import app
-from bearing_lib.errors import FormatDetectionError, UnsupportedVersionError
-from bearing_lib.loadpoints import LoadPointTable
+from bearing_lib.common.errors import FormatDetectionError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
 
 XPU = "loadtests/guidellm/danielkorat-guidellm-bench-xpu/"
 GPT = XPU + "guidellm_results_20260302_1917/openai_gpt-oss-20b_tp4_quant-none_benchmarks.json"
 QWEN30 = XPU + "guidellm_results_20260302_1917/Qwen_Qwen3-30B-A3B_tp4_quant-fp8_benchmarks.json"
 SANITY = XPU + "guidellm_sanity_results_20260302_1856/Qwen_Qwen3-4B-Thinking-2507_tp4_quant-fp8_benchmarks.json"
 DERIVED = "loadtests/guidellm/nirjhar17-pd-disaggregation-DERIVED/all-benchmarks.csv"
-V2 = Path(__file__).resolve().parents[1] / "data" / "guidellm" / "guidellm_report_v2.json"
+V2 = Path(__file__).resolve().parents[1] / "fixtures" / "guidellm" / "guidellm_report_v2.json"
 
 
 def _records(doc):

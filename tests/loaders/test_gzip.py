@@ -16,7 +16,7 @@ from bearing_lib import load, load_trace
 from bearing_lib.loaders import detect
 from bearing_lib.loaders.canonical import write_trace
 
-SERVEGEN_CHUNK = Path(__file__).resolve().parents[1] / "data" / "servegen" / "mm-image" / "chunk-25-trace.csv.gz"
+SERVEGEN_CHUNK = Path(__file__).resolve().parents[1] / "fixtures" / "servegen" / "mm-image" / "chunk-25-trace.csv.gz"
 
 
 def _gz(src: Path, dst: Path) -> Path:

@@ -1,6 +1,6 @@
 """kubernetes-sigs inference-perf loaders, on real reports.
 
-Copies in tests/data/inference-perf/ (Apache-2.0, see ATTRIBUTION.md): the KubeCon NA 2025
+Copies in tests/fixtures/inference-perf/ (Apache-2.0, see ATTRIBUTION.md): the KubeCon NA 2025
 ``vllm`` run (real, 7 stages), the golden corpus (**SYNTHETIC**: hand-built by the
 inference-perf authors, start_time 0.0, 0.5 ...) and the llm-d-benchmark YAML rendering.
 The full KubeCon tree (6 configs) is read in place from the shared data folder.
@@ -18,7 +18,7 @@ import yaml
 from bearing_lib import UnsupportedVersionError, load
 from bearing_lib.loaders import detect
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "inference-perf"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "inference-perf"
 KUBECON_VLLM = DATA / "k8s-sigs-kubecon-na-2025" / "vllm"
 GOLDEN_SYNTHETIC = DATA / "k8s-sigs-golden-corpus-SYNTHETIC" / "v0_5_0-clean-two-stage-run"
 YAML_FIXTURE = DATA / "llm-d-benchmark-fixture" / "inference_perf_lifecycle.yaml"
@@ -144,7 +144,7 @@ def test_unknown_layout_names_missing_fields(tmp_path):
 
 
 def test_prometheus_and_config_are_not_formats():
-    from bearing_lib.errors import FormatDetectionError
+    from bearing_lib.common.errors import FormatDetectionError
 
     for name in ("stage_0_prometheus_metrics.json", "summary_prometheus_metrics.json"):
         with pytest.raises(FormatDetectionError):

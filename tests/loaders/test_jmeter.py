@@ -1,6 +1,6 @@
 """Apache JMeter JTL loaders.
 
-``tests/data/jmeter/HTMLReportTestFile.csv`` is Apache-2.0 (apache/jmeter, see ATTRIBUTION.md);
+``tests/fixtures/jmeter/HTMLReportTestFile.csv`` is Apache-2.0 (apache/jmeter, see ATTRIBUTION.md);
 the other JTLs come from repositories without a licence and are read in place. Expected
 values come from the raw files parsed with the csv module inside each test.
 """
@@ -17,7 +17,7 @@ import pytest
 from bearing_lib import BadValueError, ParameterError, UnsupportedVersionError, load_trace
 from bearing_lib.loaders import detect
 
-APACHE = Path(__file__).resolve().parents[1] / "data" / "jmeter" / "HTMLReportTestFile.csv"
+APACHE = Path(__file__).resolve().parents[1] / "fixtures" / "jmeter" / "HTMLReportTestFile.csv"
 KUPRICH = "loadtests/jmeter/kuprich-jtl-viewer-fakestore/fakestore_v2.jtl"
 SSL = "loadtests/jmeter/perf-eng-platform-ssl-errors/results.jtl"
 IONNINJA = "loadtests/jmeter/ionninja-api-loadtest/results.jtl"

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from bearing_lib.errors import FormatDetectionError
+from bearing_lib.common.errors import FormatDetectionError
 from bearing_lib.loaders import detect
 
 TOOLS = ("vllm-bench-serve", "sglang-bench-serving", "llmperf", "genai-perf", "aiperf", "guidellm")

@@ -2,7 +2,7 @@
 
 The leaderboard (Apache-2.0) is read in place for the whole 19-run set; two of its runs and
 the TRANSCRIBED Yi-34B concurrency sweep (Apache-2.0; transcribed from a search index, byte
-length checked, see tests/data/llmperf/ATTRIBUTION.md) are bundled. Expected values are
+length checked, see tests/fixtures/llmperf/ATTRIBUTION.md) are bundled. Expected values are
 computed in the test from the raw JSON with the json and statistics modules.
 """
 
@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from bearing_lib import load, load_trace
 from bearing_lib.cli.main import app
-from bearing_lib.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, UnsupportedVersionError
 from bearing_lib.loaders.llmperf import parse_error_codes
 
 SHARED = "loadtests/llmperf/ray-llmperf-leaderboard/"
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "llmperf"
+BUNDLED = Path(__file__).resolve().parents[1] / "fixtures" / "llmperf"
 YI = BUNDLED / "yi-34b-4xa10g-vllm-concurrency-sweep-TRANSCRIBED"
 
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from bearing_lib.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders import load
 from bearing_lib.loaders._loadtest import StepFacts, number_steps, parse_rate
-from bearing_lib.provenance import Provenance
 
 
 @pytest.mark.parametrize("value,want", [(2, 2.0), (0.5, 0.5), ("inf", math.inf), ("Infinity", math.inf),

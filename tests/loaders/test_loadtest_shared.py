@@ -8,7 +8,8 @@ import hashlib
 import polars as pl
 import pytest
 
-from bearing_lib.errors import BadValueError, InputError
+from bearing_lib.common.errors import BadValueError, InputError
+from bearing_lib.data.trace import STEP_SCHEMA
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._http_loadtest import Plateau, plateau_steps
 from bearing_lib.loaders._loadtest import (
@@ -21,7 +22,6 @@ from bearing_lib.loaders._loadtest import (
     step_rows,
 )
 from bearing_lib.loaders.source import Source
-from bearing_lib.trace import STEP_SCHEMA
 
 
 @pytest.fixture

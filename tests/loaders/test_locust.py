@@ -13,7 +13,7 @@ import re
 import pytest
 
 from bearing_lib import InsufficientDataError, UnsupportedVersionError, load
-from bearing_lib.errors import FormatDetectionError
+from bearing_lib.common.errors import FormatDetectionError
 from bearing_lib.loaders import detect
 
 pytestmark = pytest.mark.shared_data

@@ -5,7 +5,7 @@ json + ast.literal_eval (length PMFs), and match the traces README facts: m-larg
 clients, 2,016 windows, aggregate mean / peak / min 195.8 / 583.0 / 48.4 req/s;
 deepseek-r1 73 clients, 16.0 / 42.5 / 4.3, rate-weighted mean input / output tokens
 1,268 / 1,527; mm-image 35 clients, 9.47 / 13.3 / 4.85. One client (mm-image chunk 25,
-Apache-2.0) is bundled under tests/data/servegen/ so a clone can run the single-file tests.
+Apache-2.0) is bundled under tests/fixtures/servegen/ so a clone can run the single-file tests.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import polars as pl
 import pytest
 
 from bearing_lib import BadValueError, InputError, load, load_trace
+from bearing_lib.data.ratewindows import RateWindows
 from bearing_lib.loaders import detect
 from bearing_lib.loaders.servegen import rate_weighted_mean
-from bearing_lib.ratewindows import RateWindows
 
-HERE = Path(__file__).resolve().parents[1] / "data" / "servegen" / "mm-image"
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "servegen" / "mm-image"
 
 
 def _rates(folder: Path) -> dict[str, list[tuple[float, float]]]:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from bearing_lib import load
 from bearing_lib.cli.main import app
-from bearing_lib.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, UnsupportedVersionError
 
 SHARED = "loadtests/sglang-bench-serving/datacrunch-h200-benchmarks/"
 

@@ -4,7 +4,7 @@ Expected values come from the raw JSON parsed in the test (gzip + json, numpy fo
 quantiles), and from vLLM's own statistics written in the same file: the loader's
 per-request rows must reproduce them (ms statistics vs seconds arrays).
 Files: surajssd (Apache-2.0) and er0080 (no licence) are read in place; the llm-d exp-7
-pair is bundled under tests/data/vllm (Apache-2.0, see ATTRIBUTION.md). Files written
+pair is bundled under tests/fixtures/vllm (Apache-2.0, see ATTRIBUTION.md). Files written
 by hand inside a test are marked SYNTHETIC.
 """
 
@@ -21,11 +21,11 @@ from typer.testing import CliRunner
 
 from bearing_lib import load, load_trace
 from bearing_lib.cli.main import app
-from bearing_lib.errors import BadValueError, UnsupportedVersionError
-from bearing_lib.loadpoints import LoadPointTable
+from bearing_lib.common.errors import BadValueError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import LoadPointTable
 
 SHARED = "loadtests/vllm-bench-serve/"
-BUNDLED = Path(__file__).resolve().parents[1] / "data" / "vllm"
+BUNDLED = Path(__file__).resolve().parents[1] / "fixtures" / "vllm"
 SURAJ = SHARED + "surajssd-llm-k8s-azure-a100/deepseek-v2.5/01_tp8_pp2_no_ib"
 ER = SHARED + "er0080-vllm-benchmarking/"
 

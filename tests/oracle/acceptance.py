@@ -92,9 +92,9 @@ class SeedScore:
 def score_combination(server: str, mix: str, truth_rps: float, seeds: range | None = None,
                       step_s: float = STEP_S) -> list[SeedScore]:
     """Run bearing's ``fit_limits`` on the stepped tests of one combination (steps of ``step_s`` seconds)."""
-    from bearing_lib.limits import fit_limits
-    from bearing_lib.provenance import Provenance
-    from bearing_lib.trace import RequestTrace, conform, validate
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform, validate
+    from bearing_lib.limits.fit import fit_limits
 
     out = []
     for seed in seeds if seeds is not None else range(N_SEEDS):

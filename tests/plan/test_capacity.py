@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bearing_lib.capacity import (
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.plan.capacity import (
     BurstModel,
     LatencyPoint,
     curve_from_limits_steps,
@@ -16,8 +17,7 @@ from bearing_lib.capacity import (
     max_safe_concurrency,
     memory_for,
 )
-from bearing_lib.errors import InsufficientDataError, ParameterError
-from bearing_lib.memory import get_preset
+from bearing_lib.plan.memory import get_preset
 
 CURVE = [
     LatencyPoint(1, 450, 800, 2.0),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bearing_lib.elasticity import decide_scaling_action, replay
-from bearing_lib.errors import ParameterError
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.plan.elasticity import decide_scaling_action, replay
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ BURST = [600] * 5 + [1800] * 5 + [120] * 10
 
 def test_replay_on_a_synthetic_burst_worked_by_hand():
     r = replay(BURST, 10.0, initial_instances=2, cold_start_s=90, cool_down_s=5 * 60)
-    # By hand (rule in bearing_lib.elasticity's docstring):
+    # By hand (rule in bearing_lib.plan.elasticity's docstring):
     # * minutes 0-4: 10 req/s on 2 instances (20 req/s): ratio 0.5, no action.
     # * minute 5: 30 req/s > 20 ready -> OVER capacity. Ratio 30/20 = 1.5 > 0.7: scale up by
     #   ceil(30 / (10 x 0.6)) - 2 = 5 - 2 = 3, asked at the end of minute 5 (t = 6 min), ready at

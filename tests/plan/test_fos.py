@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bearing_lib.errors import BadValueError, ParameterError
-from bearing_lib.fos import (
+from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.plan.fos import (
     FosEstimate,
     Limit,
     Target,

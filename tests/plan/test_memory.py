@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bearing_lib import load_trace
-from bearing_lib.errors import InsufficientDataError, ParameterError
-from bearing_lib.memory import (
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.plan.memory import (
     GIB,
     PRESETS,
     ModelPreset,

@@ -1,6 +1,6 @@
 """CapacityPlan assembly and the ``bearing plan`` CLI on HAND-MADE limits/profile files.
 
-tests/data/plan/limits_handmade.json and profile_handmade.json are hand-made (they follow
+tests/fixtures/plan/limits_handmade.json and profile_handmade.json are hand-made (they follow
 docs/interfaces.md §4 and §5; no load test or trace produced them). Expected values are
 worked out by hand in the comments.
 """
@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bearing_lib.binning import RateSeries
 from bearing_lib.cli.main import app
-from bearing_lib.errors import BadValueError, InputError, ParameterError, SchemaError
-from bearing_lib.memory import GIB
-from bearing_lib.plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
+from bearing_lib.common.errors import BadValueError, InputError, ParameterError, SchemaError
+from bearing_lib.plan.capacity_plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
+from bearing_lib.plan.memory import GIB
+from bearing_lib.traffic.binning import RateSeries
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "plan"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 LIMITS = DATA / "limits_handmade.json"
 PROFILE = DATA / "profile_handmade.json"
 

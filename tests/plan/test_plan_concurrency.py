@@ -1,6 +1,6 @@
 """Planning concurrency from the load test (Little's law at Q_ult) and the memory it needs.
 
-Inputs: the HAND-MADE plan documents in tests/data/plan/ (edited in the tests) and small
+Inputs: the HAND-MADE plan documents in tests/fixtures/plan/ (edited in the tests) and small
 hand-written step lists; every expected value is computed by hand in the comments.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bearing_lib.errors import InsufficientDataError
-from bearing_lib.memory import GIB
-from bearing_lib.plan import CapacityPlan, concurrency_at_limit, read_json
+from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.plan.capacity_plan import CapacityPlan, concurrency_at_limit, read_json
+from bearing_lib.plan.memory import GIB
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "plan"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 
 
 def _steps():

@@ -22,10 +22,10 @@ from typer.testing import CliRunner
 
 from bearing_lib import load_trace
 from bearing_lib.cli.main import app
-from bearing_lib.limits import fit_limits
-from bearing_lib.mixes import MixSpec
-from bearing_lib.plan import CapacityPlan
-from bearing_lib.profile import profile_traffic
+from bearing_lib.data.mixes import MixSpec
+from bearing_lib.limits.fit import fit_limits
+from bearing_lib.plan.capacity_plan import CapacityPlan
+from bearing_lib.traffic.profile import profile_traffic
 from tests.limits.synth import make_trace, mm1_frame, mm1_limit
 
 CONV = "traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bearing_lib.scorecards import (
+from bearing_lib.plan.scorecards import (
     budget_row,
     business_row,
     checklist,

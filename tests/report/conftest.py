@@ -1,4 +1,4 @@
-"""Fixtures for the report tests: the HAND-MADE contract documents in tests/data/report/.
+"""Fixtures for the report tests: the HAND-MADE contract documents in tests/fixtures/report/.
 
 They are written by hand to follow docs/interfaces.md §4-6 (see that folder's README);
 they are not measurements.
@@ -15,7 +15,7 @@ import pytest
 
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 
-HAND_MADE = Path(__file__).resolve().parents[1] / "data" / "report"
+HAND_MADE = Path(__file__).resolve().parents[1] / "fixtures" / "report"
 
 
 def hand_made(name: str) -> dict[str, Any]:

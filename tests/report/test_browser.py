@@ -2,7 +2,7 @@
 
 Headless Chromium from Debian's ``chromium`` package (``/usr/bin/chromium``; ``.ci/run``
 installs it), driven by Playwright. Every non-``file:`` request is aborted and recorded.
-The report is rendered from the HAND-MADE contract documents (tests/data/report/) plus a
+The report is rendered from the HAND-MADE contract documents (tests/fixtures/report/) plus a
 SYNTHETIC per-minute series (seeded Poisson counts) so that every chart kind is drawn.
 When ``CI`` is set and Chromium or Playwright is missing, the test fails instead of skipping.
 """

@@ -1,6 +1,6 @@
 """``bearing report`` / ``bearing weekly`` through Typer's CliRunner, and the reports index.
 
-Runs use the test stand-in notebook folder tests/data/report/notebooks/ (its
+Runs use the test stand-in notebook folder tests/fixtures/report/notebooks/ (its
 weekly_report.ipynb builds the report from the HAND-MADE contract documents), so the exit
 codes follow from known verdicts.
 """

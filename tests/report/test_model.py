@@ -1,4 +1,4 @@
-"""The report model, built from the HAND-MADE contract documents (tests/data/report/)."""
+"""The report model, built from the HAND-MADE contract documents (tests/fixtures/report/)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.report.model import build_report, constraint_label
-from bearing_lib.unavailable import Unavailable
 from tests.report.conftest import provenance
 
 

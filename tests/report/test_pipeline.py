@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from bearing_lib.errors import BadValueError, ParameterError
+from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.report import pipeline
-from bearing_lib.unavailable import Unavailable
 
 AZURE = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
 
@@ -22,7 +22,7 @@ def azure():
 @pytest.fixture(scope="module")
 def lmbench_sharegpt_limits():
     from bearing_lib import load_trace
-    from bearing_lib.limits import fit_limits
+    from bearing_lib.limits.fit import fit_limits
 
     trace = load_trace("data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas")
     return fit_limits(trace, "p95(ttft) <= 1s", mixes="none", n_boot=100)
@@ -120,7 +120,7 @@ def test_portable_paths(tmp_path):
 
 
 def test_report_records_portable_paths_and_keeps_the_sha256(tmp_path):
-    from bearing_lib.provenance import sha256_of
+    from bearing_lib.data.provenance import sha256_of
     from tests.report.conftest import hand_made
 
     out = tmp_path / ".tmp-w-abcd"

@@ -1,6 +1,6 @@
 """The HTML renderer: offline, escaped, one Vega bundle, charts within the row budget.
 
-Inputs are the HAND-MADE contract documents in tests/data/report/ (see its README).
+Inputs are the HAND-MADE contract documents in tests/fixtures/report/ (see its README).
 """
 
 from __future__ import annotations

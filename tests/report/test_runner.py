@@ -1,7 +1,7 @@
 """The notebook runner: parameters checked before any kernel starts, atomic publishing,
 failed runs keep their executed copy and name the failing cell.
 
-The notebook run here is the test stand-in tests/data/report/notebooks/weekly_report.ipynb,
+The notebook run here is the test stand-in tests/fixtures/report/notebooks/weekly_report.ipynb,
 which builds the report from the HAND-MADE contract documents (see that folder's README).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from bearing_lib.errors import ParameterError
+from bearing_lib.common.errors import ParameterError
 from bearing_lib.report import runner
 from tests.report.conftest import HAND_MADE
 

@@ -1,6 +1,6 @@
 """Curated section views: plain labels, units, caveats kept, raw JSON folded and escaped.
 
-Inputs are the HAND-MADE contract documents in tests/data/report/ (see its README) and
+Inputs are the HAND-MADE contract documents in tests/fixtures/report/ (see its README) and
 small hand-written dicts; expected strings are computed by hand in the comments.
 """
 

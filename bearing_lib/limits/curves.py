@@ -1,0 +1,591 @@
+"""Load curves: one row per run × step × mix, with honest uncertainty and validity flags.
+
+A load curve is what a stepped load test measured at each load level: offered load,
+achieved throughput, counts, latency percentiles with confidence intervals, error rate
+with a Wilson interval, concurrency by Little's law, and flags saying when a step cannot
+support a number. Limits (``bearing_lib.limits.fit``) and phases are computed from it.
+
+Rules (also in ``docs/limits.md``):
+
+* **Steady window.** Per run and step, the send window is ``[first start, last start]``
+  of the step's requests, of length ``D`` (the tool's own ``duration_s`` replaces ``D``
+  when the trace has no per-request times). Warm-up and cool-down of ``trim =
+  max(10 % of D, 2 × the step's mean request latency)``, at most 25 % of ``D``, are cut
+  from each end (a queue of long requests takes that long to fill or drain): only
+  requests *sent* inside ``[start + trim, end − trim]`` count, and rates divide by
+  ``D − 2·trim``. Without per-request times nothing is trimmed,
+  ``duration_s`` is the tool's, and the flag ``no_times`` says time-based checks were
+  skipped.
+* **Percentiles** are linear (``bearing_lib.common.quantiles``) over successful requests. The
+  95 % CI of the ``q`` quantile is the distribution-free order-statistic interval
+  ``[x(l), x(u)]`` with ``l = F⁻¹(0.025)``, ``u = F⁻¹(0.975) + 1`` for ``F`` the
+  Binomial(n, q) CDF (coverage ≥ 95 %). When ``x(u)`` does not exist (``u > n``; a P99
+  needs ≥ 368 requests) the quantile is **unsupported**: the point value and the upper
+  bound are null, the lower bound is kept (it still proves a failure), and the flag
+  ``too_few_for_pNN`` is set.
+* **Error rate** = requests not ok / requests, with a Wilson 95 % interval.
+* **Concurrency** (Little's law) = send rate × mean latency of requests with a latency.
+* **Flags** per step: ``too_few_for_pNN``; ``generator_behind`` (rps steps: send rate
+  < 90 % of offered); ``too_short`` (steady window < 30 s); ``not_steady`` (over the last
+  half of the steady window, the 12 equal-time bins' mean TTFT (else latency) of
+  successful requests and mean requests in flight rise: Mann–Kendall tau > 0 with
+  one-sided p < 0.01 AND a Theil–Sen rise over that half ≥ 10 % of the median, at least
+  2 requests for in-flight; when both series exist BOTH must rise, since latency alone
+  also rises with the content);
+  ``throughput_below_offered`` (no per-request times, or a load-point table: completed
+  req/s below 70 % of an offered rate, so the server may not have sustained it; without
+  times the step's length for ``too_short`` is the sending period ``n / rate``);
+  ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
+  ``valid`` is true when no flag other than the informational ones (``no_times``,
+  ``no_ci``, ``steadiness_unknown``) is set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.mixes import OTHER, MixSpec
+from bearing_lib.data.trace import RequestTrace
+from bearing_lib.limits.sla import OK_EXPR
+
+METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
+QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+TRIM_FRACTION = 0.10
+TRIM_LATENCIES = 2.0
+MAX_TRIM_FRACTION = 0.25
+MIN_STEADY_S = 30.0
+BEHIND_RATIO = 0.90
+BELOW_OFFERED_RATIO = 0.70
+TREND_ALPHA = 0.01
+TREND_MIN_RISE = 0.10
+TREND_MIN_INFLIGHT_RISE = 2.0
+TREND_BINS = 12
+CI_LEVEL = 0.95
+INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})
+
+
+def qname(q: float) -> str:
+    """Column suffix of quantile ``q``: 0.99 → ``p99``, 0.999 → ``p99_9``."""
+    s = f"{q * 100:.6g}".replace(".", "_")
+    return f"p{s}"
+
+
+def order_stat_ranks(n: np.ndarray | int, q: float, level: float = CI_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """1-based ranks ``(l, u)`` of the distribution-free CI ``[x(l), x(u)]`` for the ``q`` quantile.
+
+    ``P(x(l) ≤ ξ_q < x(u)) = F(u−1) − F(l−1) ≥ level`` for ``F`` the Binomial(n, q) CDF.
+    ``u > n`` (upper bound does not exist) or ``l < 1`` mark an unsupported side.
+    """
+    n_arr = np.asarray(n, dtype=np.int64)
+    a = (1.0 - level) / 2.0
+    safe = np.maximum(n_arr, 1)
+    lo = stats.binom.ppf(a, safe, q).astype(np.int64)
+    hi = stats.binom.ppf(1.0 - a, safe, q).astype(np.int64) + 1
+    lo = np.where(n_arr > 0, lo, 0)
+    hi = np.where(n_arr > 0, hi, 1)
+    return lo, hi
+
+
+def min_n_supported(q: float, level: float = CI_LEVEL) -> int:
+    """Smallest sample size whose ``q``-quantile CI has both order statistics (P50 → 6, P99 → 368)."""
+    start = 1
+    for stop in (5_000, 100_000, 10_000_000):
+        n = np.arange(start, stop)
+        lo, hi = order_stat_ranks(n, q, level)
+        ok = np.nonzero((hi <= n) & (lo >= 1))[0]
+        if ok.size:
+            return int(n[ok[0]])
+        start = stop
+    raise ParameterError(f"quantile {q} needs more than {start:,} requests for a {level:.0%} CI")
+
+
+def wilson_interval(k: np.ndarray | int, n: np.ndarray | int, level: float = CI_LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval for a binomial proportion ``k / n`` (NaN where ``n == 0``)."""
+    k_arr, n_arr = np.asarray(k, float), np.asarray(n, float)
+    z = stats.norm.ppf(1 - (1 - level) / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = k_arr / n_arr
+        denom = 1 + z * z / n_arr
+        centre = (p + z * z / (2 * n_arr)) / denom
+        half = z * np.sqrt(p * (1 - p) / n_arr + z * z / (4 * n_arr * n_arr)) / denom
+    return centre - half, centre + half
+
+
+@dataclass(frozen=True)
+class CurveOptions:
+    """Knobs of the curve rules (defaults documented in the module docstring)."""
+
+    trim_fraction: float = TRIM_FRACTION
+    min_steady_s: float = MIN_STEADY_S
+    behind_ratio: float = BEHIND_RATIO
+    trend_alpha: float = TREND_ALPHA
+    trend_min_rise: float = TREND_MIN_RISE
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.trim_fraction < 0.5:
+            raise ParameterError(f"trim_fraction must be in [0, 0.5), got {self.trim_fraction}")
+
+
+def _has_times(trace: RequestTrace) -> bool:
+    return trace.provenance.time_origin != "none" and trace.frame["start_s"].null_count() < trace.frame.height
+
+
+def _check_steps(frame: pl.DataFrame, source: str) -> None:
+    if frame["step"].null_count() == frame.height:
+        raise InsufficientDataError(
+            f"{source}: the trace has no load steps (column 'step' is empty): a load curve needs a stepped "
+            "load test, not production traffic"
+        )
+
+
+def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl.DataFrame:
+    """Per run and step: the steady window and the step-level flags.
+
+    Columns ``run_id, step, offered_load, offered_load_unit, has_times, t_start_s,
+    t_end_s`` (steady window, null without times), ``duration_s`` (steady), ``n_sent``
+    (requests sent in the window), ``send_rate_rps``, ``not_steady`` (bool or null),
+    ``trend`` (text), ``step_flags`` (list of step-level flags).
+
+    Two lazy passes over the requests: one for the send windows, one for the steady
+    counts and the :data:`TREND_BINS` trend bins of each step's last half.
+    """
+    opt = options or CurveOptions()
+    keys = ["run_id", "step"]
+    _check_steps(trace.frame, trace.provenance.source)
+    lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    times = _has_times(trace)
+    base = lf.group_by(keys).agg(
+        pl.col("offered_load").first(),
+        pl.col("offered_load_unit").first(),
+        pl.col("start_s").min().alias("_t0"),
+        pl.col("start_s").max().alias("_t1"),
+        pl.len().alias("_n_all"),
+        (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
+    ).collect(engine="streaming")
+    if trace.steps is not None and trace.steps.height:
+        tool = trace.steps.select(
+            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d")
+        ).unique(keys, keep="first")
+        base = base.join(tool, on=keys, how="left")
+    else:
+        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"))
+    bins = None
+    if times:
+        d = pl.col("_t1") - pl.col("_t0")
+        # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer
+        # (a queue of long requests needs that long to fill or drain), at most 25 % of the step
+        trim = pl.max_horizontal(opt.trim_fraction * d, TRIM_LATENCIES * pl.col("_mean_lat_s").fill_null(0.0))
+        trim = pl.min_horizontal(trim, MAX_TRIM_FRACTION * d)
+        base = base.with_columns(
+            (pl.col("_t0") + trim).alias("t_start_s"),
+            (pl.col("_t1") - trim).alias("t_end_s"),
+            (d - 2 * trim).alias("duration_s"),
+            pl.lit(True).alias("has_times"),
+        )
+        sent, bins = _steady_pass(lf, base, trace.frame["ttft_ms"].null_count() < trace.frame.height)
+        base = base.join(sent, on=keys, how="left").with_columns(pl.col("n_sent").fill_null(0))
+    else:
+        base = base.with_columns(
+            pl.lit(None, pl.Float64).alias("t_start_s"),
+            pl.lit(None, pl.Float64).alias("t_end_s"),
+            pl.col("_tool_d").alias("duration_s"),
+            pl.lit(False).alias("has_times"),
+            pl.col("_n_all").alias("n_sent"),
+        )
+    base = base.with_columns(
+        pl.when(pl.col("duration_s") > 0).then(pl.col("n_sent") / pl.col("duration_s")).alias("send_rate_rps")
+    ).sort(keys)
+    by_step = {} if bins is None else {
+        (k[0], k[1]): g.sort("_bin") for k, g in bins.partition_by(keys, as_dict=True).items()
+    }
+    trend_rows = []
+    for r in base.iter_rows(named=True):
+        if not r["has_times"]:
+            trend_rows.append((None, "no per-request times"))
+            continue
+        trend_rows.append(_trend(by_step.get((r["run_id"], r["step"])), r, opt))
+    base = base.with_columns(
+        pl.Series("not_steady", [t[0] for t in trend_rows], dtype=pl.Boolean),
+        pl.Series("trend", [t[1] for t in trend_rows], dtype=pl.String),
+    )
+    flags = []
+    for r in base.iter_rows(named=True):
+        fl: list[str] = []
+        if not r["has_times"]:
+            fl += ["no_times", "steadiness_unknown"]
+        if r["not_steady"]:
+            fl.append("not_steady")
+        load, rate = r["offered_load"], r["send_rate_rps"]
+        if (r["offered_load_unit"] == "rps" and r["has_times"] and load is not None and math.isfinite(load)
+                and rate is not None and rate < opt.behind_ratio * load):
+            fl.append("generator_behind")
+        finite_rps = r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and load > 0
+        span = r["duration_s"]
+        if not r["has_times"] and finite_rps:
+            # without times the tool's duration includes the drain: the sending period is n / rate
+            span = min(x for x in (span, r["n_sent"] / load) if x is not None)
+            if rate is not None and rate < BELOW_OFFERED_RATIO * load:
+                fl.append("throughput_below_offered")
+        if span is not None and span < opt.min_steady_s:
+            fl.append("too_short")
+        flags.append(fl)
+    base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
+    return base.select(
+        "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
+        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags",
+    )
+
+
+def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Requests sent per steady window, and per trend bin of the window's last half: the mean
+    latency metric of successful requests (TTFT when the trace has it) and the mean number of
+    requests in flight."""
+    keys = ["run_id", "step"]
+    metric = "ttft_ms" if has_ttft else "latency_ms"
+    j = lf.join(base.lazy().select(keys + ["t_start_s", "t_end_s"]), on=keys)
+    mid = (pl.col("t_start_s") + pl.col("t_end_s")) / 2
+    width = (pl.col("t_end_s") - mid) / TREND_BINS
+    j = j.filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
+    j = j.select(
+        *keys,
+        pl.when(pl.col("start_s") >= mid)
+        .then(((pl.col("start_s") - mid) / width).floor().clip(0, TREND_BINS - 1).cast(pl.Int32))
+        .otherwise(-1).alias("_bin"),
+        pl.when(OK_EXPR).then(pl.col(metric)).alias(metric),
+    )
+    per_bin_q = j.group_by(keys + ["_bin"]).agg(
+        pl.len().alias("n"),
+        # the bin MEAN: a grouped quantile does not stream in polars and held ~1 GB more at 10M requests
+        pl.col(metric).mean().alias("metric_median"),
+    )
+    runs, starts_q, ends_q = _grid_queries(lf, base)
+    # one after the other, streaming: run together they hold three join results at once
+    per_bin, starts, ends = (q.collect(engine="streaming") for q in (per_bin_q, starts_q, ends_q))
+    sent = per_bin.group_by(keys).agg(pl.col("n").sum().alias("n_sent"))
+    bins = per_bin.filter(pl.col("_bin") >= 0).with_columns(pl.lit(metric).alias("metric"))
+    inflight = _inflight_bins(runs, starts, ends, base)
+    bins = bins.join(inflight, on=keys + ["_bin"], how="left")
+    return sent, bins
+
+
+def _grid_queries(lf: pl.LazyFrame, base: pl.DataFrame) -> tuple[pl.DataFrame, pl.LazyFrame, pl.LazyFrame]:
+    """Per-run time grid (origin ``T0``, cell ``g`` = a quarter of the run's smallest trend bin) and
+    the queries counting request starts and ends per grid cell."""
+    runs = base.group_by("run_id").agg(
+        pl.col("_t0").min().alias("T0"),
+        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
+    ).sort("run_id")
+    t0, g = pl.col("_T0"), pl.col("_g")
+    end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s"))
+    lfg = lf.join(runs.lazy().select("run_id", pl.col("T0").alias("_T0"), pl.col("g").alias("_g")), on="run_id")
+    starts = lfg.group_by("run_id", ((pl.col("start_s") - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    ends = lfg.group_by("run_id", ((end - t0) / g).floor().cast(pl.Int64).alias("k")).len()
+    return runs, starts, ends
+
+
+def _inflight_bins(runs: pl.DataFrame, starts: pl.DataFrame, ends: pl.DataFrame, base: pl.DataFrame) -> pl.DataFrame:
+    """Mean requests in flight per trend bin, from start and end counts on a fine per-run time grid.
+
+    In flight at time τ = #starts ≤ τ − #ends ≤ τ (end = ``end_s``, else start + latency;
+    a request with neither never counts as in flight). Counts per grid cell come from two
+    group-bys, so no per-request array is materialised.
+    """
+    out = []
+    for run, r in zip(runs["run_id"].to_list(), runs.iter_rows(named=True), strict=True):
+        g = r["g"]
+        if g is None or not g > 0:
+            continue
+        s_k = starts.filter(pl.col("run_id") == run)
+        e_k = ends.filter(pl.col("run_id") == run)
+        n_cells = int(max(s_k["k"].max(), e_k["k"].max())) + 1
+        if n_cells > 5_000_000:  # absurdly fine grid (a tiny step in a long run): skip the in-flight test
+            continue
+        flight = np.cumsum(np.bincount(s_k["k"].to_numpy(), s_k["len"].to_numpy(), n_cells)) - np.cumsum(
+            np.bincount(e_k["k"].to_numpy(), e_k["len"].to_numpy(), n_cells))
+        cell_end = r["T0"] + g * (np.arange(n_cells) + 1)
+        for st in base.filter(pl.col("run_id") == run).iter_rows(named=True):
+            mid = (st["t_start_s"] + st["t_end_s"]) / 2
+            width = (st["t_end_s"] - mid) / TREND_BINS
+            sel = (cell_end > mid) & (cell_end <= st["t_end_s"])
+            if not sel.any() or width <= 0:
+                continue
+            b = np.clip(np.floor((cell_end[sel] - mid) / width), 0, TREND_BINS - 1).astype(int)
+            sums = np.bincount(b, flight[sel], TREND_BINS)
+            cnt = np.bincount(b, minlength=TREND_BINS)
+            for i in np.nonzero(cnt)[0]:
+                out.append({"run_id": run, "step": st["step"], "_bin": int(i), "in_flight": sums[i] / cnt[i]})
+    schema = {"run_id": pl.String, "step": pl.Int64, "_bin": pl.Int32, "in_flight": pl.Float64}
+    return pl.DataFrame(out, schema=schema)
+
+
+def _with_run(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col("run_id").fill_null("run"))
+
+
+def _rising(
+    t: np.ndarray, y: np.ndarray, min_rise: float, alpha: float, span: float
+) -> tuple[bool, float, float, float]:
+    """Mann–Kendall test on bin values ``y`` at bin centres ``t`` + Theil–Sen rise over ``span``.
+
+    Latency and queue length are strongly autocorrelated near capacity, which makes a
+    per-request Kendall p-value far too small; testing :data:`TREND_BINS` equal-time bin
+    summaries instead keeps the test honest (as GuideLLM tests windows, not requests).
+    """
+    ok = ~np.isnan(y)
+    t, y = t[ok], y[ok]
+    if y.size < TREND_BINS // 2 or np.all(y == y[0]):
+        return False, 0.0, 1.0, 0.0
+    res = stats.kendalltau(t, y, alternative="greater")
+    slope = stats.theilslopes(y, t)[0]
+    rise = float(slope * span)
+    return bool(res.pvalue < alpha and rise >= min_rise), float(res.statistic), float(res.pvalue), rise
+
+
+def _trend(bins: pl.DataFrame | None, r: dict, opt: CurveOptions) -> tuple[bool | None, str]:
+    """Trend tests over the last half of one step's steady window, from its :data:`TREND_BINS` bins."""
+    if bins is None or bins["n"].sum() < 2 * TREND_BINS:
+        return None, "too few requests in the last half of the step for a trend test"
+    half = (r["t_end_s"] - r["t_start_s"]) / 2
+    t = (bins["_bin"].to_numpy().astype(float) + 0.5) * half / TREND_BINS
+    metric = bins["metric"][0]
+    notes = []
+    y = bins["metric_median"].to_numpy().astype(float)
+    med = float(np.nanmedian(y)) if np.isfinite(y).any() else math.nan
+    lat_up: bool | None = None
+    if math.isfinite(med):
+        lat_up, tau, p, rise = _rising(t, y, opt.trend_min_rise * med, opt.trend_alpha, half)
+        notes.append(f"{metric} bin means: tau {tau:.2f}, p {p:.2g}, rise {rise:.4g} ms over the last half "
+                     f"(median {med:.4g})")
+    flight_up: bool | None = None
+    if bins["in_flight"].null_count() < bins.height:
+        c = bins["in_flight"].to_numpy().astype(float)
+        cmed = float(np.median(c))
+        thr = max(opt.trend_min_rise * cmed, TREND_MIN_INFLIGHT_RISE)
+        flight_up, tau, p, rise = _rising(t, c, thr, opt.trend_alpha, half)
+        notes.append(f"in-flight bin means: tau {tau:.2f}, p {p:.2g}, rise {rise:.3g} (median {cmed:.3g})")
+    # A growing queue raises both (Little's law at a fixed send rate); latency alone can rise with the
+    # content (longer prompts later in a multi-round session), so both must rise when both are known.
+    known = [v for v in (lat_up, flight_up) if v is not None]
+    return bool(known) and all(known), "; ".join(notes)
+
+
+def _curve_columns(qs: dict[str, float]) -> list[str]:
+    cols = [
+        "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
+        "n_errors", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
+        "output_tokens_per_s", "send_rate_rps", "concurrency_mean",
+    ]
+    for m in METRICS:
+        for name in qs:
+            cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
+        cols.append(f"{m}_max")
+    return cols + ["valid", "flags", "phase"]
+
+
+def load_curve(
+    data: RequestTrace | LoadPointTable,
+    mixes: MixSpec | None = None,
+    *,
+    extra_quantiles: tuple[float, ...] = (),
+    options: CurveOptions | None = None,
+    windows: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The load-curve frame (``docs/interfaces.md`` §3) of a request trace or a load-point table.
+
+    Parameters
+    ----------
+    data
+        A stepped load test: :class:`RequestTrace` (rows carry ``step``) or
+        :class:`LoadPointTable` (tool-reported percentiles, no CIs: flagged ``no_ci``).
+    mixes
+        Segment requests into mixes (``None``: one mix ``all``). Each mix's rows are
+        measured against the step's TOTAL offered load. Load-point tables have one mix.
+    extra_quantiles
+        Quantile levels beyond P50/P90/P95/P99 to add (e.g. 0.999 → ``*_p99_9``).
+    windows
+        Precomputed :func:`step_windows` (saves a pass when the caller has them).
+    """
+    qs = dict(QUANTILES)
+    for q in extra_quantiles:
+        qs.setdefault(qname(q), q)
+    if isinstance(data, LoadPointTable):
+        return _curve_from_loadpoints(data, qs, options or CurveOptions())
+    if not isinstance(data, RequestTrace):
+        raise ParameterError(f"load_curve takes a RequestTrace or a LoadPointTable, got {type(data).__name__}")
+    opt = options or CurveOptions()
+    win = windows if windows is not None else step_windows(data, opt)
+    lf = steady_requests(data, win, mixes)
+    return _aggregate(lf, win, qs, (mixes or MixSpec.single()).names())
+
+
+def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
+    """The requests inside each step's steady window (all requests when there are no times), with ``mix``."""
+    lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    w = windows.lazy().select("run_id", "step", pl.col("t_start_s").alias("_ws"), pl.col("t_end_s").alias("_we"),
+                              pl.col("has_times").alias("_wt"))
+    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
+        ~pl.col("_wt") | pl.col("start_s").is_between(pl.col("_ws"), pl.col("_we"))
+    ).drop("_ws", "_we", "_wt")
+    spec = mixes or MixSpec.single()
+    return spec.assign(lf)
+
+
+def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str]) -> pl.DataFrame:
+    """Per run × step × mix: counts, rates and the quantiles with their order-statistic CIs.
+
+    Memory (10M requests): the sorted per-group lists behind the quantiles do not stream, so polars
+    materialises their input. Three things keep that small: the run × step × mix groups are numbered
+    and grouped by that one integer (a three-column group-by held ~0.9 GB of keys and hash tables);
+    only the columns the aggregations need are materialised; and the lists are built one metric at a
+    time, each turned into its quantile columns and dropped before the next.
+    """
+    keys = ["run_id", "step", "mix"]
+    ok = OK_EXPR
+    groups = win.select("run_id", "step").join(
+        pl.DataFrame({"mix": list(dict.fromkeys([*mix_names, OTHER]))}), how="cross"
+    ).with_row_index("_g")
+    slim = lf.join(groups.lazy(), on=keys).select(
+        "_g", ok.alias("_ok"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
+        pl.col("latency_ms").alias("_lat_all"),
+        *[pl.when(ok).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
+    ).collect(engine="streaming")
+    g = slim.group_by("_g").agg(
+        pl.len().alias("n_requests"),
+        pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
+        pl.col("_out").sum().alias("_out_tok"),
+        (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
+    )
+    slim = slim.drop("_ok", "_out", "_lat_all")
+    g = groups.join(g, on="_g").join(
+        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags"),
+        on=["run_id", "step"], how="left",
+    )
+    d = pl.col("duration_s")
+    g = g.with_columns(
+        (pl.col("n_requests") - pl.col("n_ok")).alias("n_errors"),
+        (pl.col("n_requests") - pl.col("n_ok")).truediv(pl.col("n_requests")).alias("error_rate"),
+        pl.when(d > 0).then(pl.col("n_ok") / d).alias("throughput_rps"),
+        pl.when(d > 0).then(pl.col("_out_tok") / d).alias("output_tokens_per_s"),
+        pl.when(d > 0).then(pl.col("n_requests") / d).alias("send_rate_rps"),
+    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
+    lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
+    g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
+    for m in METRICS:
+        sorted_m = slim.select("_g", m).group_by("_g").agg(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
+        slim = slim.drop(m)
+        g = g.join(sorted_m, on="_g", how="left", maintain_order="left")
+        del sorted_m
+        g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
+    del slim
+    n_ok = g["n_ok"].to_numpy()
+    too_few: list[list[str]] = [[] for _ in range(g.height)]
+    for name, q in qs.items():
+        lo_r, hi_r = order_stat_ranks(n_ok, q)
+        for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
+            too_few[i].append(f"too_few_for_{name}")
+    flags = [sf + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
+    g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
+    g = g.with_columns(
+        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
+        pl.lit(None, pl.String).alias("phase"),
+    )
+    return g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.Expr]:
+    """Expressions reading metric ``m``'s quantiles and their CIs off the sorted list column ``_m``
+    (``n_m`` values per row)."""
+    lst = pl.col(f"_{m}")
+    exprs = [lst.list.last().alias(f"{m}_max")]
+    for name, q in qs.items():
+        lo_r, hi_r = order_stat_ranks(n_m, q)
+        supported = (hi_r <= n_m) & (lo_r >= 1)
+        h = np.maximum(n_m - 1, 0) * q
+        j = np.floor(h).astype(np.int64)
+        l_idx = pl.lit(pl.Series(np.where(lo_r >= 1, lo_r - 1, -10**9)))
+        u_idx = pl.lit(pl.Series(np.where(supported, hi_r - 1, -10**9)))
+        # the linear quantile (QUANTILE_METHOD) read off the sorted list: x[j] + (h - j)(x[j+1] - x[j]),
+        # h = (n - 1) q; the list is sorted anyway for the CI, so no second selection pass
+        xj = lst.list.get(pl.lit(pl.Series(j)), null_on_oob=True)
+        xj1 = lst.list.get(pl.lit(pl.Series(np.minimum(j + 1, np.maximum(n_m - 1, 0)))), null_on_oob=True)
+        exprs += [
+            pl.when(pl.lit(pl.Series(supported))).then(xj + pl.lit(pl.Series(h - j)) * (xj1 - xj))
+            .alias(f"{m}_{name}"),
+            lst.list.get(l_idx, null_on_oob=True).alias(f"{m}_{name}_ci95_lo"),
+            lst.list.get(u_idx, null_on_oob=True).alias(f"{m}_{name}_ci95_hi"),
+        ]
+    return exprs
+
+
+def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: CurveOptions) -> pl.DataFrame:
+    f = table.frame.with_columns(pl.col("run_id").fill_null("run"))
+    if f.height == 0:
+        raise InsufficientDataError(f"{table.provenance.source}: the load-point table has no rows")
+    n_req = pl.coalesce(pl.col("n_requests"), pl.col("n_ok") + pl.col("n_errors"))
+    n_err = pl.coalesce(pl.col("n_errors"), pl.col("n_requests") - pl.col("n_ok"))
+    out = f.with_columns(
+        pl.lit("all").alias("mix"),
+        n_req.alias("n_requests"),
+        n_err.alias("n_errors"),
+        pl.coalesce(pl.col("n_ok"), pl.col("n_requests") - pl.col("n_errors")).alias("n_ok"),
+    ).with_columns(
+        (pl.col("n_errors") / pl.col("n_requests")).alias("error_rate"),
+        pl.col("achieved_rate_rps").alias("send_rate_rps"),
+        (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
+    )
+    lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
+    valid_n = out["n_requests"].is_not_null().to_numpy()
+    out = out.with_columns(
+        pl.Series("error_rate_ci95_lo", np.where(valid_n, lo, np.nan)).fill_nan(None),
+        pl.Series("error_rate_ci95_hi", np.where(valid_n, hi, np.nan)).fill_nan(None),
+    )
+    exprs = []
+    for m in METRICS:
+        exprs.append(pl.col(f"{m}_max"))
+        for name in qs:
+            col = f"{m}_{name}"
+            exprs += [
+                (pl.col(col) if col in f.columns else pl.lit(None, pl.Float64)).alias(col),
+                pl.lit(None, pl.Float64).alias(f"{col}_ci95_lo"),
+                pl.lit(None, pl.Float64).alias(f"{col}_ci95_hi"),
+            ]
+    out = out.with_columns(exprs)
+    flags = []
+    for r in out.iter_rows(named=True):
+        fl = ["no_ci", "steadiness_unknown"]
+        n = r["n_ok"] if r["n_ok"] is not None else r["n_requests"]
+        for name, q in qs.items():
+            if n is None:
+                continue
+            lo_r, hi_r = order_stat_ranks(int(n), q)
+            if hi_r > n or lo_r < 1:
+                fl.append(f"too_few_for_{name}")
+        load, rate = r["offered_load"], r["send_rate_rps"]
+        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and rate is not None
+                and rate < opt.behind_ratio * load):
+            fl.append("generator_behind")
+        thr = r["throughput_rps"]
+        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and thr is not None
+                and thr < BELOW_OFFERED_RATIO * load):
+            fl.append("throughput_below_offered")
+        if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
+            fl.append("too_short")
+        flags.append(fl)
+    out = out.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String))).with_columns(
+        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
+        pl.lit(None, pl.String).alias("phase"),
+    )
+    return out.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+__all__ = [
+    "CurveOptions", "METRICS", "QUANTILES", "load_curve", "min_n_supported", "order_stat_ranks", "qname",
+    "steady_requests", "step_windows", "wilson_interval",
+]

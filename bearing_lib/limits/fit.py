@@ -1,0 +1,1076 @@
+"""SLA-constrained load limits (``Q_ult``) per request mix, with bootstrap confidence intervals.
+
+For each run and mix, every step of the load curve (``bearing_lib.limits.curves``) is judged
+against the SLA:
+
+* **fail** when a clause's margin is below zero (a percentile that is unsupported by the
+  step's request count still fails when its 95 % lower order-statistic bound — or, for a
+  load-point table, a lower reported percentile — already breaks the threshold), or when
+  the step is **not steady** (latency or in-flight requests still rising: a queue that
+  grows never counts as passing);
+* **pass** when every clause holds on a supported number and no blocking flag is set
+  (``generator_behind``, ``too_short``);
+* **undetermined** otherwise (the reasons are listed); such steps are left out.
+
+The **bracket** is ``[last passing load, first failing load]``. The **point estimate**
+interpolates, per clause, the margin between steps after an isotonic (monotone
+non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression``
+— and takes the lowest zero crossing; the clause that crosses first is **binding**. A
+not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
+crossing is the midpoint between the first not-steady step and the judged step below it.
+The estimate is kept within ``[judged step below the last pass, first fail]``. (A local
+log-percentile line averaged in, tried in an earlier version, made 120 s oracle tests look
+better and 600–1200 s ones far worse: docs/oracle.md.)
+
+**Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
+lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
+one (the isotonic estimate is still given, with that warning), ``no_data`` when no step
+can be judged.
+
+The **95 % CI** is a percentile block bootstrap (``bearing_lib.limits.bootstrap``): requests
+are resampled within steps, in blocks of time, with a fixed seed; the steps' judgement
+(which are usable, which are not steady) is held fixed and only the margins vary. Load-
+point tables hold no requests: no bootstrap, no CI (said in the result).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from scipy.optimize import isotonic_regression
+
+from bearing_lib.common.errors import BearingError, ParameterError
+from bearing_lib.common.quantiles import quantile
+from bearing_lib.common.yamlfile import read_yaml
+from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
+from bearing_lib.data.trace import RequestTrace
+from bearing_lib.limits import bootstrap as bs
+from bearing_lib.limits.curves import (
+    INFO_FLAGS,
+    QUANTILES,
+    CurveOptions,
+    load_curve,
+    min_n_supported,
+    qname,
+    steady_requests,
+    step_windows,
+)
+from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, parse_sla
+
+BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
+STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
+MIN_BLOCKS, MAX_BLOCKS = 10, 50
+DEFAULT_MIN_SHARE = 0.05
+_BIG = 1e300
+
+
+@dataclass
+class MixLimit:
+    """The limit of one mix in one run. ``q_ult`` and ``steps`` follow the limits JSON."""
+
+    run_id: str
+    mix: Mix
+    share: float
+    n_requests: int
+    unit: str | None
+    q_ult: dict[str, object]
+    binding: str | None
+    steps: list[dict[str, object]]
+    notes: list[str] = field(default_factory=list)
+    p_critical: dict[str, object] | None = None
+    usl: dict[str, object] | None = None
+    queueing: dict[str, object] | None = None
+    t_recover_s: float | None = None
+    cost_anomaly_index: object | None = None
+    t_recover: dict[str, object] | None = None
+    replicates: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "run_id": self.run_id,
+            "mix": self.mix.to_dict(),
+            "share": self.share,
+            "n_requests": self.n_requests,
+            "q_ult": self.q_ult,
+            "binding": self.binding,
+            "p_critical": self.p_critical,
+            "steps": self.steps,
+            "usl": self.usl,
+            "queueing": self.queueing,
+            "t_recover_s": self.t_recover_s,
+            "t_recover": self.t_recover,
+            "cost_anomaly_index": self.cost_anomaly_index,
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class LimitsResult:
+    """Limits for one SLA over one or more load tests (``fit_limits``)."""
+
+    sla: SLA
+    mix_spec: MixSpec
+    limits: list[MixLimit]
+    blended: dict[str, object] | None
+    conditions: dict[str, object]
+    curve: pl.DataFrame
+    skipped: list[dict[str, object]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        """The limits JSON (``docs/interfaces.md`` §4)."""
+        from bearing_lib import __version__
+
+        return _jsonable({
+            "bearing_version": __version__,
+            "quantile_method": "linear",
+            "sla": self.sla.to_list(),
+            "conditions": self.conditions,
+            "mix_spec": self.mix_spec.to_dict(),
+            "mixes": [m.to_dict() for m in self.limits],
+            "blended": self.blended,
+            "skipped": self.skipped,
+            "notes": self.notes,
+        })
+
+    def table(self) -> pl.DataFrame:
+        """One row per run × mix: limit, CI, bracket, censoring, binding clause."""
+        rows = []
+        for m in self.limits:
+            q = m.q_ult
+            ci = q["ci95"]
+            rows.append({
+                "run_id": m.run_id, "mix": m.mix.name, "share": m.share, "n_requests": m.n_requests,
+                "q_ult": q["value"], "unit": q["unit"], "ci95_lo": ci[0], "ci95_hi": ci[1],
+                "last_pass": q["bracket"][0], "first_fail": q["bracket"][1], "censored": q["censored"],
+                "throughput_rps": q["throughput_rps"], "tokens_per_s": q["tokens_per_s"], "binding": m.binding,
+                "statement": q["statement"],
+            })
+        schema = {"run_id": pl.String, "mix": pl.String, "share": pl.Float64, "n_requests": pl.Int64,
+                  "q_ult": pl.Float64, "unit": pl.String, "ci95_lo": pl.Float64, "ci95_hi": pl.Float64,
+                  "last_pass": pl.Float64, "first_fail": pl.Float64, "censored": pl.String,
+                  "throughput_rps": pl.Float64, "tokens_per_s": pl.Float64, "binding": pl.String,
+                  "statement": pl.String}
+        return pl.DataFrame(rows, schema=schema)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = f"<p><b>Limits</b> for SLA <code>{esc(self.sla.text)}</code></p>"
+        cells = ["run", "mix", "share", "Q_ult", "95% CI", "bracket", "binding", "statement"]
+        out = [head, "<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr></thead><tbody>"]
+        for m in self.limits:
+            q = m.q_ult
+            ci = q["ci95"]
+            vals = [m.run_id, m.mix.name, f"{m.share:.0%}", _fmt(q["value"]), f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
+                    f"[{_fmt(q['bracket'][0])}, {_fmt(q['bracket'][1])}]", m.binding or "–", q["statement"]]
+            out.append("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in vals) + "</tr>")
+        out.append("</tbody></table>")
+        if self.blended:
+            out.append(f"<p>Blended: {esc(str(self.blended['statement']))}</p>")
+        for n in self.notes:
+            out.append(f"<p><i>{esc(n)}</i></p>")
+        return "".join(out)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _jsonable(o: object) -> object:
+    if isinstance(o, dict):
+        return {k: _jsonable(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, (np.floating, float)):
+        f = float(o)
+        return f if math.isfinite(f) else None
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    return o
+
+
+# --------------------------------------------------------------------------------------
+# inputs
+
+
+def _as_sla(sla: SLA | str | Sequence[str]) -> SLA:
+    if isinstance(sla, SLA):
+        return sla
+    return parse_sla(sla)
+
+
+def _as_items(data: object) -> list[RequestTrace | LoadPointTable]:
+    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    if not items:
+        raise ParameterError("fit_limits: no data given")
+    for it in items:
+        if not isinstance(it, (RequestTrace, LoadPointTable)):
+            raise ParameterError(
+                f"fit_limits takes RequestTrace or LoadPointTable objects (from bearing_lib.load), got "
+                f"{type(it).__name__}"
+            )
+    return items
+
+
+def _resolve_mixes(mixes: object, items: list, min_share: float) -> tuple[MixSpec, str]:
+    if isinstance(mixes, MixSpec):
+        return mixes, "user"
+    if mixes is None or mixes == "none":
+        return MixSpec.single(), "none"
+    if mixes == "auto":
+        frames = [it.frame.select("input_tokens", "output_tokens", "cached_tokens")
+                  for it in items if isinstance(it, RequestTrace)]
+        if not frames:
+            return MixSpec.single(), "none"
+        return auto_mixes(pl.concat(frames), min_share=max(min_share, 0.1)), "auto"
+    if isinstance(mixes, (str, Path, list, dict)):
+        if isinstance(mixes, str) and not Path(mixes).exists():
+            raise ParameterError(f"mixes: expected 'auto', 'none', a MixSpec or a mix file; {mixes!r} is none of them")
+        return load_mix_spec(mixes), "user"
+    raise ParameterError(
+        f"mixes: expected 'auto', 'none', a MixSpec, a dict/list or a file, got {type(mixes).__name__}"
+    )
+
+
+def _unique_runs(items: list) -> list:
+    """Give every item distinct run ids (a second file reusing ``run`` becomes ``run#2``)."""
+    seen: set[str] = set()
+    out = []
+    for i, it in enumerate(items):
+        runs = set(it.frame["run_id"].fill_null("run").unique().to_list())
+        clash = runs & seen
+        if clash:
+            suffix = f"#{i + 1}"
+            frame = it.frame.with_columns(pl.col("run_id").fill_null("run") + suffix)
+            if isinstance(it, RequestTrace):
+                steps = it.steps.with_columns(pl.col("run_id").fill_null("run") + suffix) if it.steps is not None \
+                    else None
+                it = RequestTrace(frame=frame, provenance=it.provenance, steps=steps)
+            else:
+                it = LoadPointTable(frame=frame, provenance=it.provenance)
+            runs = {r + suffix for r in runs}
+        seen |= runs
+        out.append(it)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# judging steps
+
+
+def _clause_col(c: Clause) -> str:
+    return f"{c.metric}_{qname(c.q)}"
+
+
+def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | None, str, str | None]:
+    """(margin, verdict pass|fail|undetermined, reason) of clause ``c`` on one curve row."""
+    flags = row["flags"] or []
+    if c.kind == "percentile":
+        col = _clause_col(c)
+        v = row.get(col)
+        supported = v is not None and f"too_few_for_{qname(c.q)}" not in flags
+        if supported:
+            m = c.observed_to_margin(v)
+            if not c.passes(m):
+                return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
+            hi = row.get(f"{col}_ci95_hi")
+            if hi is not None and not c.passes(c.observed_to_margin(hi)):
+                return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
+                                    "does not: too close to call")
+            return m, "pass", None
+        # unsupported: a failure can still be proven by a lower bound
+        evidence: list[tuple[float, str]] = []
+        lo = row.get(f"{col}_ci95_lo")
+        if lo is not None:
+            evidence.append((lo, f"its 95% lower bound {lo:.4g} ms"))
+        if tables:
+            for name, q in QUANTILES.items():
+                lv = row.get(f"{c.metric}_{name}")
+                if q < c.q and lv is not None and f"too_few_for_{name}" not in flags:
+                    evidence.append((lv, f"the reported {name} {lv:.4g} ms"))
+        for val, what in evidence:
+            m = c.observed_to_margin(val)
+            if not c.passes(m):
+                return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
+
+        n = row.get("n_ok")
+        if tables and v is None:
+            mx = row.get(f"{c.metric}_max")
+            n_any = n if n is not None else row.get("n_requests")
+            if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
+                # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
+                # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
+                return c.observed_to_margin(mx), "pass", None
+            return None, "undetermined", f"{c.text}: the source reports no {c.stat} of {c.metric}"
+        if v is None and f"too_few_for_{qname(c.q)}" not in flags:
+            return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
+        return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
+    if c.kind == "error_rate":
+        v, n = row.get("error_rate"), row.get("n_requests")
+    else:
+        v, n = row.get(f"_goodput_{i}"), row.get("n_requests")
+        if v is None:
+            return None, "undetermined", f"{c.text}: goodput needs per-request data"
+    if v is None or not n:
+        return None, "undetermined", f"{c.text}: the source reports no request and error counts"
+    m = c.observed_to_margin(v)
+    if not c.passes(m):
+        return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
+    need = math.ceil(1.0 / c.allowed)
+    if n < need:
+        return m, "undetermined", f"{c.text}: {n} requests cannot show a rate within {c.allowed:.3g} (need ≥ {need})"
+    return m, "pass", None
+
+
+def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
+    out = []
+    for row in rows:
+        x = row["offered_load"]
+        load_note = None
+        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
+                and x is not None and math.isfinite(x)):
+            # the server saw the achieved send rate, not the nominal one: place the step there
+            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
+                         "generator behind)")
+            x = float(row["send_rate_rps"])
+        flags = list(row["flags"] or [])
+        margins: dict[str, float | None] = {}
+        verdicts, reasons, by_bound = [], [], set()
+        for i, c in enumerate(sla.clauses):
+            m, v, why = _judge_clause(c, i, row, tables)
+            margins[c.text] = m
+            if why and "unsupported by" in why:
+                by_bound.add(c.text)
+            verdicts.append(v)
+            if why:
+                reasons.append(why)
+        if load_note:
+            reasons.append(load_note)
+        if x is None or not math.isfinite(x):
+            status = "excluded"
+            reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
+        elif "not_steady" in flags:
+            status = "fail"
+            reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
+        elif "fail" in verdicts:
+            status = "fail"
+        elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
+            status = "undetermined"
+            reasons += [f"flag {f}" for f in flags if f in BLOCKING_FLAGS]
+        else:
+            status = "pass"
+        known = [m for m in margins.values() if m is not None]
+        # a step too close to call still informs the interpolation (its margins are the best estimate)
+        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+        out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
+                    "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
+                    "by_bound": by_bound, "close": close,
+                    "_clause_ok": [v != "fail" for v in verdicts]})
+    _transient_not_steady(out)
+    return out
+
+
+def _transient_not_steady(judged: list[dict]) -> None:
+    """A not-steady step below a load that passes steadily is a transient, not a failure.
+
+    E.g. the first step of a run filling an empty server, or a queue settling to a higher
+    but steady level after a load rise: only a not-steady step above every clean pass may bind.
+    """
+    passes = [j["x"] for j in judged if j["status"] == "pass" and j["x"] is not None]
+    top = max(passes, default=None)
+    for j in judged:
+        if j["not_steady"] and j["status"] == "fail" and top is not None and j["x"] < top:
+            j["not_steady"] = False
+            j["reasons"][0] = (f"not steady, but a higher load ({top:g}) passes steadily: treated as a transient, "
+                               "not a failure")
+            j["status"] = "fail" if not all(j["_clause_ok"]) else "undetermined"
+
+
+def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
+                              level: float) -> None:
+    """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
+
+    The order-statistic bound assumes independent requests; near capacity latencies are
+    strongly autocorrelated, and the time-block bootstrap of the step sees more of that spread.
+    """
+    a = (1 - level) / 2
+    for j in judged:
+        if j["status"] != "pass":
+            continue
+        for c in sla.clauses:
+            rv = reps.get(j["row"]["step"], {}).get(c.text)
+            if rv is None or np.isnan(rv).all():
+                continue
+            lo = float(quantile(rv[~np.isnan(rv)], a))
+            if not c.passes(lo):
+                j["status"] = "undetermined"
+                j["close"] = True
+                j["reasons"].append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
+                                    "resamples: too close to call")
+                break
+
+
+def _mark_recovery_steps(judged: list[dict]) -> None:
+    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity."""
+    failed = [(j["row"]["step"], j["x"]) for j in judged if j["status"] == "fail" and j["x"] is not None]
+    for j in judged:
+        if j["x"] is None or j["status"] == "excluded":
+            continue
+        before = [(st, x) for st, x in failed if st < j["row"]["step"] and x > j["x"]]
+        if before:
+            st, x = before[0]
+            j["status"] = "excluded"
+            j["recovery"] = True
+            j["reasons"].insert(0, f"load dropped after the failing step {st} ({x:g}): a recovery step, used for "
+                                   "T_recover, not for the limit")
+
+
+# --------------------------------------------------------------------------------------
+# the estimator
+
+
+def _crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool) -> float:
+    """Zero crossing of the isotonic (non-increasing) fit of ``margins`` over sorted ``xs``.
+
+    +inf when the fit never fails, −inf when it fails at the first point.
+    """
+    ok = ~np.isnan(margins)
+    if not ok.any():
+        return math.nan
+    x, m, w = xs[ok], margins[ok], weights[ok]
+    fit = isotonic_regression(m, weights=w, increasing=False).x if m.size > 1 else m
+    fail = fit <= 0 if strict else fit < 0
+    if not fail.any():
+        return math.inf
+    i = int(np.argmax(fail))
+    if i == 0:
+        return -math.inf
+    a, b = fit[i - 1], fit[i]
+    return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
+
+
+def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
+              strict: dict[str, bool]) -> tuple[float, str | None]:
+    """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
+    best, binding = math.inf, None
+    for name, m in margin_sets.items():
+        if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
+            i = int(np.argmax(m < 0))
+            c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
+        else:
+            c = _crossing(xs, m, weights, strict[name])
+        if not math.isnan(c) and c < best:
+            best, binding = c, name
+    return best, binding
+
+
+def _ci(reps: np.ndarray, level: float) -> list[float | None]:
+    r = reps[~np.isnan(reps)]
+    if r.size == 0:
+        return [None, None]
+    r = np.clip(r, -_BIG, _BIG)
+    a = (1 - level) / 2
+    lo, hi = (float(v) for v in quantile(r, [a, 1 - a]))
+    return [None if abs(lo) >= _BIG / 10 else lo, None if abs(hi) >= _BIG / 10 else hi]
+
+
+def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    ok = ~np.isnan(ys)
+    if not ok.any():
+        return None
+    return float(np.interp(x, xs[ok], ys[ok]))
+
+
+def _fit_group(
+    run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
+    totals: dict[int, dict[str, float]], n_boot: int, level: float,
+) -> MixLimit:
+    rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
+    # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
+    judged = _judge_steps(rows, sla, tables)
+    judged.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
+                               j["row"]["step"]))
+    if reps is not None:
+        _close_calls_by_bootstrap(judged, sla, reps, level)
+    _mark_recovery_steps(judged)
+    units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
+    unit = units.pop() if len(units) == 1 else None
+    notes: list[str] = []
+    if len(units) > 0:
+        notes.append("steps mix offered-load units; no limit can be placed on one axis")
+    det = [j for j in judged if j["status"] in ("pass", "fail") or j.get("close")]
+    passes = [j["x"] for j in det if j["status"] == "pass"]
+    fails = [j["x"] for j in det if j["status"] == "fail"]
+    first_fail = min(fails) if fails else None
+    last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
+    contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
+    u = unit or "load"
+    xs = np.array([j["x"] for j in det], dtype=float)
+    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
+    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
+
+    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+        sets: dict[str, np.ndarray] = {}
+        for c in sla.clauses:
+            arr = np.full(len(det), np.nan)
+            for k, j in enumerate(det):
+                m = j["margins"][c.text]
+                if m is None:
+                    continue
+                if rep is not None and reps is not None:
+                    rv = reps.get(j["row"]["step"], {}).get(c.text)
+                    if rv is not None:
+                        if math.isnan(rv[rep]):
+                            continue
+                        # a failure proven by a lower bound stays a failure in every replicate
+                        m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
+                arr[k] = m
+            sets[c.text] = arr
+        if any(j["not_steady"] for j in det):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
+        return sets
+
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    if unit is None and det:
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif not det:
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j["reasons"]})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    else:
+        est, binding = _estimate(xs, margin_sets(None), w, strict)
+        if reps is not None and n_boot > 0:
+            replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            ci = _ci(replicates, level)
+            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+            # always spans the bracket [last clean pass, first fail].
+            # One judged step of slack below the last clean pass: steps within a step spacing of the
+            # limit pass by luck about half the time (window_variability), so the last clean pass
+            # may already lie above the limit.
+            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+            floor = max(below) if below else last_pass
+            if ci[0] is not None and floor is not None:
+                ci[0] = min(ci[0], floor)
+            if ci[1] is not None and first_fail is not None:
+                ci[1] = max(ci[1], first_fail)
+        if not fails:
+            censored, value = "above", max(passes)
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif last_pass is None and not contradict:
+            censored, value = "below", first_fail
+            statement = f"< {first_fail:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < first_fail]
+            if lower:
+                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = est
+            if last_pass is not None and first_fail is not None and not contradict:
+                # kept within [the judged step below the last pass, first fail]: the last pass may
+                # itself lie above the limit (a lucky step; see the CI's floor above)
+                below = [j["x"] for j in det if j["x"] < last_pass]
+                value = min(max(est, max(below) if below else last_pass), first_fail)
+            if not math.isfinite(value):
+                value = last_pass if last_pass is not None else first_fail
+            statement = f"{value:.4g} {u}"
+            if ci[0] is not None or ci[1] is not None:
+                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+            if contradict:
+                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"isotonic estimate {value:.4g} {u}, treat with caution")
+    resolution = _resolution(value, ci, censored, det)
+    if resolution is not None and resolution["coarse"]:
+        notes.append(resolution["statement"])
+    if tables:
+        notes.append("load-point table: no per-request data, so no bootstrap and no confidence interval")
+    skipped_steps = [j for j in judged if j["status"] in ("undetermined", "excluded")]
+    if skipped_steps:
+        notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
+    xs_all = np.array([j["x"] if j["x"] is not None and math.isfinite(j["x"]) else np.nan for j in judged])
+    keep = ~np.isnan(xs_all)
+    thr_mix = np.array([j["row"]["throughput_rps"] if j["row"]["throughput_rps"] is not None else np.nan
+                        for j in judged])
+    tot_rps = np.array([totals.get(j["row"]["step"], {}).get("throughput_rps", np.nan) for j in judged], float)
+    tot_tok = np.array([totals.get(j["row"]["step"], {}).get("output_tokens_per_s", np.nan) for j in judged], float)
+    tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
+    q_ult = {
+        "value": value,
+        "unit": unit,
+        "ci95": ci,
+        "bracket": [last_pass, first_fail],
+        "censored": censored,
+        "statement": statement,
+        "throughput_rps": _interp(value, xs_all[keep], tot_rps[keep]),
+        "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
+        "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
+        "method": _method(tables, n_boot),
+        "resolution": resolution,
+    }
+    steps = []
+    for j in judged:
+        r = j["row"]
+        steps.append({
+            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j["x"],
+            "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
+            "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
+            "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
+            "valid": _valid_for_sla(r["flags"], sla), "status": j["status"], "flags": list(r["flags"] or []),
+            "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
+            "recovery_step": bool(j.get("recovery", False)),
+            "observed": _observed(r, sla),
+        })
+    n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
+    return MixLimit(run_id=run_id, mix=mix, share=0.0, n_requests=n_req, unit=unit, q_ult=q_ult, binding=binding,
+                    steps=steps, notes=notes, replicates=replicates)
+
+
+RESOLUTION_TOL = 0.10
+RESOLUTION_RERUN_LOADS = 4
+
+
+def _resolution(value: float | None, ci: list[float | None], censored: str,
+                det: list[dict]) -> dict[str, object] | None:
+    """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
+
+    ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
+    estimate; the statement then says why and what to re-run. None without an interior
+    estimate and a two-sided CI.
+    """
+    lo, hi = ci
+    if censored != "none" or value is None or not value > 0 or lo is None or hi is None:
+        return None
+    below, above = lo / value - 1.0, hi / value - 1.0
+    coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
+    durations = [float(j["row"]["duration_s"]) for j in det if j["row"].get("duration_s")]
+    step_s = float(np.median(durations)) if durations else None
+    suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
+    statement = (
+        f"this test resolves the limit to {below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g}): "
+        "near a queue's capacity a step of "
+        + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
+        + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
+        "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
+        f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
+    )
+    return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
+            "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
+
+
+def _method(tables: bool, n_boot: int) -> str:
+    if tables:
+        return "isotonic margin interpolation"
+    return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
+
+
+def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
+    """A step is valid for this SLA when no flag that matters to it is set.
+
+    The curve is SLA-agnostic and flags every percentile a step is too small for
+    (``too_few_for_p99`` ...); only the percentiles the SLA's clauses use count here, so a
+    200-request step judged on a P95 is not called invalid for lacking a P99.
+    """
+    used = {f"too_few_for_{qname(c.q)}" for c in sla.clauses if c.kind == "percentile"}
+    return not any(
+        f not in INFO_FLAGS and (not f.startswith("too_few_for_") or f in used) for f in (flags or [])
+    )
+
+
+def _observed(r: dict, sla: SLA) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for i, c in enumerate(sla.clauses):
+        if c.kind == "percentile":
+            out[c.text] = r.get(_clause_col(c))
+        elif c.kind == "error_rate":
+            out[c.text] = r.get("error_rate")
+        else:
+            out[c.text] = r.get(f"_goodput_{i}")
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# bootstrap replicates per step
+
+
+def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
+    """Blocks per step: ``n / b`` for the Politis–White block length ``b`` of the latency series.
+
+    Clipped to [:data:`MIN_BLOCKS`, :data:`MAX_BLOCKS`] (and to ``n``): near capacity a
+    queue's memory is long and blocks must outlast it; at low load blocks are short.
+    """
+    if n <= 1:
+        return 1
+    b = bs.politis_white_block_length(latency_in_time_order) if latency_in_time_order.size >= 20 else 1.0
+    target = int(n / max(b, 1.0))
+    return int(max(1, min(n, max(MIN_BLOCKS, min(MAX_BLOCKS, target)))))
+
+
+def _replicates(
+    steady: pl.DataFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
+) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
+    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap."""
+    out: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] = {}
+    good_exprs = []
+    for i, c in enumerate(sla.clauses):
+        if c.kind == "goodput":
+            g = OK_EXPR
+            for b in c.bounds:
+                g = g & b.holds()
+            good_exprs.append(g.alias(f"_good_{i}"))
+    cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
+    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
+        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
+    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
+    frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
+    frame = frame.sort(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]], nulls_last=True)
+    wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
+    for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
+        win = wmap.get((run, step))
+        n = part.height
+        lat = part["_lat"].to_numpy()  # rows are in start-time order within a step
+        lat = lat[~np.isnan(lat)] if lat.dtype.kind == "f" else np.zeros(0)
+        nb = _n_blocks(lat, n)
+        if win and win["has_times"] and part["start_s"].null_count() == 0:
+            blocks = bs.time_blocks(part["start_s"].to_numpy(), win["t_start_s"], win["t_end_s"], nb)
+        else:
+            blocks = bs.row_blocks(n, nb)
+        wts = bs.block_weights(nb, n_boot, rng)
+        mixes = part["mix"].to_numpy()
+        ok = part["_ok"].to_numpy()
+        for mix in np.unique(mixes):
+            sel = mixes == mix
+            b = blocks[sel]
+            res: dict[str, np.ndarray] = {}
+            for i, c in enumerate(sla.clauses):
+                if c.kind == "percentile":
+                    vals = part[c.metric].to_numpy()[sel]
+                    keep = ok[sel] & ~np.isnan(vals)
+                    v = bs.boot_quantile(wts, b[keep], vals[keep], c.q, nb)
+                elif c.kind == "error_rate":
+                    v = bs.boot_rate(wts, b, (~ok[sel]).astype(float), nb)
+                else:
+                    v = bs.boot_rate(wts, b, part[f"_good_{i}"].to_numpy()[sel].astype(float), nb)
+                res[c.text] = c.observed_to_margin(v)
+            out.setdefault((str(run), str(mix)), {})[int(step)] = res
+    return out
+
+
+def _goodput_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame | None:
+    exprs = []
+    for i, c in enumerate(sla.clauses):
+        if c.kind == "goodput":
+            exprs.append(c.observed_expr().alias(f"_goodput_{i}"))
+    if not exprs:
+        return None
+    return steady.group_by("run_id", "step", "mix").agg(exprs)
+
+
+# --------------------------------------------------------------------------------------
+# phases, P_critical, model fits, cost anomaly index, T_recover (bearing_lib.limits.phases, fits, cost, recovery)
+
+
+def _with_phases(part: pl.DataFrame, metric: str) -> pl.DataFrame:
+    """``part`` with ``phase`` and ``phase_reason`` from ``bearing_lib.limits.phases`` on the SLA's first latency metric."""
+    from bearing_lib.limits.phases import classify_phases
+
+    try:
+        return classify_phases(part.drop("phase"), metric=metric)
+    except BearingError as exc:
+        return part.with_columns(pl.lit(f"phases not classified: {exc}").alias("phase_reason"))
+
+
+def _safe(fn, *args, **kwargs) -> dict[str, object]:
+    try:
+        return fn(*args, **kwargs).to_dict()
+    except BearingError as exc:
+        return {"available": False, "reason": str(exc)}
+
+
+def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests: pl.DataFrame | None,
+            sla: SLA) -> None:
+    from bearing_lib.limits.cost import cost_anomaly_index
+    from bearing_lib.limits.fits import fit_queueing_curve, fit_usl_curve
+    from bearing_lib.limits.phases import p_critical
+
+    recovery = [st["step"] for st in lim.steps if st["recovery_step"]]
+    g = _with_phases(part.filter(~pl.col("step").is_in(recovery)).sort("offered_load"), metric)
+    finite = g.filter(pl.col("offered_load").is_finite())
+    lim.p_critical = _safe(p_critical, finite, metric=metric, seed=seed)
+    lim.usl = _safe(fit_usl_curve, finite)
+    lim.queueing = _safe(fit_queueing_curve, finite, metric=metric)
+    by_step = {r["step"]: r for r in g.to_dicts()}
+    for st in lim.steps:
+        st["phase"] = by_step.get(st["step"], {}).get("phase")
+        st["phase_reason"] = by_step.get(st["step"], {}).get("phase_reason") or (
+            "recovery step: not part of the load curve" if st["recovery_step"] else None)
+    if requests is None or requests.height == 0:
+        lim.cost_anomaly_index = {"available": False, "reason": "needs per-request data (a load-point table has none)"}
+        return
+    cai = cost_anomaly_index(requests, sla.request_violates(), by=("run_id", "step", "mix")).sort("step")
+    values = {r["step"]: r for r in cai.to_dicts()}
+    for st in lim.steps:
+        st["cost_anomaly_index"] = values.get(st["step"], {}).get("cost_anomaly_index")
+    lim.cost_anomaly_index = {
+        "by_step": [{"step": r["step"], "offered_load": by_step.get(r["step"], {}).get("offered_load"),
+                     "value": r["cost_anomaly_index"], "n_wasted": r["n_wasted"]} for r in cai.to_dicts()],
+        "compute_model": cai["compute_model"][0] if cai.height else None,
+        "wasted": "failed, timed out, or above a latency bound of any SLA clause (SLA.request_violates)",
+    }
+
+
+def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, dict[str, object]]:
+    """``T_recover`` per run, on all the run's requests (the SLA over every mix, as a monitor sees it)."""
+    from bearing_lib.limits.recovery import t_recover
+
+    out: dict[str, dict[str, object]] = {}
+    f = trace.frame.with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    for (run,), part in f.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        loads = part.group_by("step").agg(pl.col("offered_load").first(), pl.col("start_s").min()).sort("start_s")
+        dropped = (loads["offered_load"].diff() < 0).any()
+        if not dropped:
+            out[str(run)] = {"value_s": None, "censored": "none",
+                             "reason": "no drop from an overloaded step to a lower load in this run"}
+            continue
+        out[str(run)] = _safe(t_recover, part, sla.evaluate_window)
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# public entry
+
+
+def fit_limits(
+    data: RequestTrace | LoadPointTable | Sequence[RequestTrace | LoadPointTable],
+    sla: SLA | str | Sequence[str],
+    mixes: str | MixSpec | Path | list | dict | None = "auto",
+    weights: Mapping[str, float] | str | Path | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    *,
+    min_share: float = DEFAULT_MIN_SHARE,
+    level: float = 0.95,
+    options: CurveOptions | None = None,
+) -> LimitsResult:
+    """The highest load each mix carries while the SLA holds, with a 95 % CI.
+
+    Parameters
+    ----------
+    data
+        One or more stepped load tests: :class:`RequestTrace` (bootstrap CIs) or
+        :class:`LoadPointTable` (tool-reported percentiles; no CI).
+    sla
+        An :class:`SLA` or clause text(s), e.g. ``"p99(ttft) <= 500ms and error_rate <= 0.5%"``.
+    mixes
+        ``"auto"`` (log-scale bins of input/output length and cache-hit ratio, merged to
+        ≥ 10 % shares), ``"none"`` (one mix), a :class:`MixSpec`, a list/dict of mix
+        definitions, or a YAML/JSON file of them.
+    weights
+        Production weights per mix name (or ``"run/mix"``), or a YAML/JSON file of
+        them: adds the blended limit ``1 / Σ w_m / Q_m``.
+    n_boot, seed
+        Bootstrap resamples (0 = none) and the seed of the one random generator.
+    min_share
+        (run, mix) groups holding less than this share of their run's requests are
+        skipped (listed in ``skipped``).
+    """
+    sla_obj = _as_sla(sla)
+    items = _unique_runs(_as_items(data))
+    spec, mode = _resolve_mixes(mixes, items, min_share)
+    if n_boot < 0:
+        raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
+    rng = np.random.default_rng(seed)
+    extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
+    limits: list[MixLimit] = []
+    skipped: list[dict[str, object]] = []
+    curves: list[pl.DataFrame] = []
+    notes = list(sla_obj.notes())
+    mix_by_name = {m.name: m for m in spec.mixes}
+    pcs = sla_obj.percentile_clauses()
+    metric = pcs[0].metric if pcs else "latency_ms"
+    for it in items:
+        tables = isinstance(it, LoadPointTable)
+        reps = None
+        if tables:
+            curve = load_curve(it, extra_quantiles=extra_q, options=options)
+            if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:
+                notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
+                             "requests form one mix 'all'")
+        else:
+            windows = step_windows(it, options)
+            curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
+            steady = steady_requests(it, windows, spec).collect()
+            gp = _goodput_columns(steady, sla_obj)
+            if gp is not None:
+                curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+            if n_boot > 0:
+                reps = _replicates(steady, windows, sla_obj, n_boot, rng)
+        curves.append(curve)
+        recovery = {} if tables else _recovery(it, sla_obj)
+        totals_df = curve.group_by("run_id", "step").agg(
+            pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
+        )
+        run_n = dict(curve.group_by("run_id").agg(pl.col("n_requests").sum()).iter_rows())
+        for (run, mix), part in curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True).items():
+            rows = part.to_dicts()
+            n_mix = int(part["n_requests"].sum())
+            if tables:  # one mix per run; counts may be missing from a tool summary
+                share = 1.0
+            else:
+                share = n_mix / run_n[run] if run_n.get(run) else 0.0
+            mix_obj = mix_by_name.get(mix, Mix(mix, {}))
+            if share < min_share:
+                skipped.append({"run_id": run, "mix": mix, "share": share, "n_requests": n_mix,
+                                "reason": f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"})
+                continue
+            tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
+            lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
+                             tot, n_boot if reps else 0, level)
+            lim.share = share
+            _enrich(lim, part, metric, seed, None if tables else steady.filter(
+                (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+            lim.t_recover = recovery.get(str(run))
+            lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
+            n_steps = part.height
+            all_steps = totals_df.filter(pl.col("run_id") == run).height
+            if n_steps < all_steps:
+                lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
+            limits.append(lim)
+    limits.sort(key=lambda m: (m.run_id, m.mix.name))
+    blended = _blended(limits, weights, level) if weights is not None else None
+    conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
+    curve_all = pl.concat([c.select([k for k in c.columns if not k.startswith("_")]) for c in curves],
+                          how="diagonal_relaxed")
+    return LimitsResult(sla=sla_obj, mix_spec=spec, limits=limits, blended=blended, conditions=conditions,
+                        curve=curve_all, skipped=skipped, notes=notes)
+
+
+def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, opt: CurveOptions) -> dict:
+    sources = []
+    models: set[str] = set()
+    units: set[str] = set()
+    for it in items:
+        p = it.provenance
+        sources.append({"path": p.source, "sha256": p.sha256, "format": p.format, "tool": p.tool,
+                        "tool_version": p.tool_version, "kind": it.kind})
+        models |= set(it.frame["model"].drop_nulls().unique().to_list())
+        units |= set(it.frame["offered_load_unit"].drop_nulls().unique().to_list())
+    return {
+        "sources": sources,
+        "model": sorted(models),
+        "offered_load_unit": sorted(units),
+        "mixes": mode,
+        "steady_window": f"middle {1 - 2 * opt.trim_fraction:.0%} of each step's send window",
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "method": "non-overlapping block bootstrap within steps "
+                      "(time blocks; exact order statistics from per-block counts)"},
+    }
+
+
+def _load_weights(weights: Mapping[str, float] | str | Path) -> dict[str, float]:
+    if isinstance(weights, (str, Path)):
+        p = Path(weights)
+        doc = read_yaml(p, "the weights file")
+        if isinstance(doc, dict) and "weights" in doc:
+            doc = doc["weights"]
+        if isinstance(doc, list):  # [{mix, share}] as in a profile's mix_shares
+            try:
+                doc = {str(d["mix"]): d.get("share", d.get("weight")) for d in doc}
+            except (KeyError, TypeError) as exc:
+                raise ParameterError(f"{p}: expected a list of {{mix, share}} entries") from exc
+        weights = doc
+    if not isinstance(weights, Mapping) or not weights:
+        raise ParameterError(f"weights: expected a mapping mix -> weight, got {weights!r}")
+    out = {}
+    for k, v in weights.items():
+        try:
+            fv = float(v)
+        except (TypeError, ValueError):
+            raise ParameterError(f"weights: the weight of {k!r} must be a number, got {v!r}") from None
+        if fv < 0 or not math.isfinite(fv):
+            raise ParameterError(f"weights: the weight of {k!r} must be ≥ 0, got {v!r}")
+        out[str(k)] = fv
+    if sum(out.values()) <= 0:
+        raise ParameterError("weights: all weights are zero")
+    return out
+
+
+def blended_capacity(q: Sequence[float], w: Sequence[float]) -> float:
+    """``1 / Σ (w_m / Q_m)`` with ``w`` normalised to sum to 1 (the harmonic blend of per-mix limits)."""
+    qa, wa = np.asarray(q, float), np.asarray(w, float)
+    wa = wa / wa.sum()
+    with np.errstate(divide="ignore"):
+        return float(1.0 / np.sum(wa / qa))
+
+
+def _blended(limits: list[MixLimit], weights: Mapping[str, float] | str | Path, level: float) -> dict[str, object]:
+    wts = _load_weights(weights)
+    chosen: list[tuple[MixLimit, float]] = []
+    for key, wv in wts.items():
+        if wv == 0:
+            continue
+        if "/" in key and any(f"{m.run_id}/{m.mix.name}" == key for m in limits):
+            hits = [m for m in limits if f"{m.run_id}/{m.mix.name}" == key]
+        else:
+            hits = [m for m in limits if m.mix.name == key]
+        if not hits:
+            known = sorted({m.mix.name for m in limits})
+            raise ParameterError(f"weights: no limit for mix {key!r}; mixes with a limit: {known}")
+        if len(hits) > 1:
+            raise ParameterError(f"weights: mix {key!r} has a limit in several runs "
+                                 f"({[m.run_id for m in hits]}); key the weight as 'run/mix'")
+        chosen.append((hits[0], wv))
+    units = {m.unit for m, _ in chosen}
+    if len(units) != 1 or None in units:
+        raise ParameterError(f"weights: the weighted mixes' limits use different units {sorted(map(str, units))}")
+    total = sum(w for _, w in chosen)
+    norm = {f"{m.run_id}/{m.mix.name}": w / total for m, w in chosen}
+    cens = {m.q_ult["censored"] for m, _ in chosen}
+    if any(m.q_ult["value"] is None for m, _ in chosen) or "no_data" in cens:
+        return {"value": None, "ci95": [None, None], "weights": norm, "censored": "no_data",
+                "statement": "not available: a weighted mix has no limit"}
+    qs = [float(m.q_ult["value"]) for m, _ in chosen]
+    value = blended_capacity(qs, [w for _, w in chosen])
+    ci: list[float | None] = [None, None]
+    reps = [m.replicates for m, _ in chosen]
+    if all(r is not None for r in reps):
+        n = min(len(r) for r in reps)
+        wv = np.array([w for _, w in chosen]) / total
+        mat = np.vstack([np.asarray(r[:n], float) for r in reps])  # (M, R)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(np.isposinf(mat), 0.0, wv[:, None] / mat)
+            b = 1.0 / inv.sum(axis=0)
+        b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
+        ci = _ci(b, level)
+    unit = units.pop()
+    if cens == {"none"}:
+        censored, statement = "none", f"{value:.4g} {unit}"
+    elif cens <= {"none", "above"}:
+        censored, statement = "above", f"≥ {value:.4g} {unit} (a weighted mix never failed)"
+    elif cens <= {"none", "below"}:
+        censored, statement = "below", f"< {value:.4g} {unit} (a weighted mix failed at its lowest load)"
+    else:
+        censored, statement = "mixed", f"{value:.4g} {unit}, built from censored and not-monotone limits"
+    return {"value": value, "unit": unit, "ci95": ci, "weights": norm, "censored": censored, "statement": statement}
+
+
+__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits"]

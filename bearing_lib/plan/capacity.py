@@ -1,0 +1,218 @@
+"""The seeds' ``CapacityCalculator`` as tested functions.
+
+* **Max safe concurrency** from a measured latency–concurrency curve: the highest
+  measured concurrency whose P99 ≤ the SLA. "Capacity comes from the latency
+  constraint, not from max concurrency." Unlike the seed (``unwrap_or(1)``), when no
+  measured concurrency meets the SLA nothing is invented: the result says so.
+* **Per-instance safe throughput**: the throughput measured at that concurrency; only
+  when the curve has no throughput, Little's law ``concurrency / (P50 latency)`` (the
+  seed's ``safe_concurrency × single_concurrency_qps`` assumes linear scaling, which the
+  seed itself says LLM serving does not have).
+* **Memory requirement**: :func:`bearing_lib.plan.memory.memory_requirement`.
+* **Instance count** = ``ceil(target / per-instance allowable)`` + a buffer sized from the
+  burst model: during a burst of ``multiplier × target`` the fleet may run up to its
+  ultimate (SLA-holding) capacity, so ``buffer = max(min_buffer, ceil(multiplier × target /
+  per-instance Q_ult) − base)``. Without a burst model the seed's fixed "+2" is used and
+  labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.plan.memory import MemoryRequirement, ModelPreset, memory_requirement
+
+SEED_BUFFER = 2
+DEFAULT_MIN_BUFFER = 1
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    """One measured point of a latency–concurrency curve (latencies in ms, throughput in req/s)."""
+
+    concurrency: float
+    p50_ms: float | None
+    p99_ms: float | None
+    throughput_rps: float | None = None
+
+
+@dataclass
+class SafeConcurrency:
+    """Highest measured concurrency meeting the P99 SLA, with what backs it."""
+
+    value: float | None
+    throughput_rps: float | None
+    throughput_basis: str
+    sla_p99_ms: float
+    contiguous_value: float | None
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, stat: str = "P99") -> SafeConcurrency:
+    """Highest measured concurrency whose P99 ≤ ``sla_p99_ms`` (the seed's rule).
+
+    ``stat`` names the SLA statistic in the statement when it is not a P99 (e.g. ``P95``:
+    the points' ``p99_ms`` then hold that statistic).
+
+    Points without a P99 are ignored. When a lower concurrency breaks the SLA but a
+    higher one meets it (a non-monotone curve), ``contiguous_value`` is the highest
+    concurrency below the first breach and the statement says so.
+
+    Examples
+    --------
+    >>> pts = [LatencyPoint(1, 100, 200, 4.0), LatencyPoint(8, 150, 450, 20.0), LatencyPoint(16, 300, 900, 28.0)]
+    >>> max_safe_concurrency(pts, 500).value
+    8
+    """
+    if sla_p99_ms <= 0:
+        raise ParameterError(f"SLA P99 must be > 0 ms (got {sla_p99_ms})")
+    pts = sorted((p for p in points if p.p99_ms is not None), key=lambda p: p.concurrency)
+    if not pts:
+        raise InsufficientDataError("the latency–concurrency curve has no point with a P99")
+    ok = [p for p in pts if p.p99_ms <= sla_p99_ms]  # type: ignore[operator]
+    if not ok:
+        return SafeConcurrency(None, None, "none", sla_p99_ms, None,
+                               f"no measured concurrency meets {stat} ≤ {sla_p99_ms:g} ms (lowest tested: "
+                               f"{pts[0].concurrency:g} at {stat} {pts[0].p99_ms:,.0f} ms): the safe concurrency is "
+                               f"below {pts[0].concurrency:g}")
+    best = max(ok, key=lambda p: p.concurrency)
+    contiguous = None
+    for p in pts:
+        if p.p99_ms > sla_p99_ms:  # type: ignore[operator]
+            break
+        contiguous = p.concurrency
+    if best.throughput_rps is not None:
+        thr, basis = best.throughput_rps, "measured throughput at that concurrency"
+    elif best.p50_ms:
+        thr, basis = best.concurrency / (best.p50_ms / 1000.0), "Little's law: concurrency / P50 latency (estimate)"
+    else:
+        thr, basis = None, "none"
+    text = f"max safe concurrency {best.concurrency:g} ({stat} {best.p99_ms:,.0f} ms ≤ SLA {sla_p99_ms:g} ms)"
+    if contiguous != best.concurrency:
+        text += (f"; curve not monotone: the SLA breaks at a lower concurrency, the highest before the first breach "
+                 f"is {contiguous if contiguous is not None else 'none'}")
+    top = pts[-1]
+    if top.concurrency > best.concurrency:
+        text += f"; the highest tested concurrency {top.concurrency:g} reaches {stat} {top.p99_ms:,.0f} ms"
+    return SafeConcurrency(best.concurrency, thr, basis, sla_p99_ms, contiguous, text)
+
+
+def curve_from_limits_steps(
+    steps: Sequence[dict[str, object]], *, metric: str = "latency_ms", stat: str = "p99"
+) -> list[LatencyPoint]:
+    """Latency–concurrency points from a limits mix's ``steps``.
+
+    Concurrency is the offered load when it is a concurrency, else ``concurrency_mean``
+    (Little's law on the step); the SLA statistic ``{metric}_{stat}`` plays the P99 role.
+    """
+    out = []
+    for s in steps:
+        conc = s.get("offered_load") if s.get("offered_load_unit") == "concurrency" else None
+        if conc is None:
+            conc = s.get("concurrency_mean")
+        if conc is None:
+            continue
+        out.append(LatencyPoint(float(conc), _f(s.get(f"{metric}_p50")), _f(s.get(f"{metric}_{stat}")),
+                                _f(s.get("throughput_rps"))))
+    return out
+
+
+def _f(v: object) -> float | None:
+    return None if v is None else float(v)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class BurstModel:
+    """Bursts as probabilistic events: ``multiplier`` × the target load, ``per_month`` episodes of ``duration_min``."""
+
+    multiplier: float
+    per_month: float | None = None
+    duration_min: float | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.multiplier >= 1.0:
+            raise ParameterError(f"burst multiplier must be >= 1 (got {self.multiplier})")
+
+
+@dataclass
+class InstancePlan:
+    """``total = base + buffer`` instances, with the reasoning."""
+
+    target_rps: float
+    per_instance_q_ult_rps: float
+    target_fos: float
+    per_instance_allowable_rps: float
+    base: int
+    buffer: int
+    total: int
+    buffer_basis: str
+    burst: BurstModel | None
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["burst"] = asdict(self.burst) if self.burst else None
+        return d
+
+
+def instance_count(
+    target_rps: float,
+    per_instance_q_ult_rps: float,
+    target_fos: float,
+    *,
+    burst: BurstModel | None = None,
+    min_buffer: int = DEFAULT_MIN_BUFFER,
+) -> InstancePlan:
+    """``ceil(target / (Q_ult_instance / FOS))`` + buffer (see module docstring).
+
+    Examples
+    --------
+    >>> p = instance_count(100.0, 20.0, 1.5, burst=BurstModel(3.0))
+    >>> (p.base, p.buffer, p.total)   # ceil(100 / 13.33) = 8; burst 300 / 20 = 15 -> buffer 7
+    (8, 7, 15)
+    """
+    if target_rps <= 0 or per_instance_q_ult_rps <= 0 or target_fos <= 0:
+        raise ParameterError(f"instance count needs positive target, per-instance limit and FOS "
+                             f"(got {target_rps}, {per_instance_q_ult_rps}, {target_fos})")
+    if min_buffer < 0:
+        raise ParameterError(f"min_buffer must be >= 0 (got {min_buffer})")
+    allowable = per_instance_q_ult_rps / target_fos
+    base = math.ceil(target_rps / allowable - 1e-9)
+    if burst is None:
+        buffer = SEED_BUFFER
+        basis = "seed default (+2 elastic instances): no burst model in the profile"
+    else:
+        burst_need = math.ceil(burst.multiplier * target_rps / per_instance_q_ult_rps - 1e-9)
+        buffer = max(min_buffer, burst_need - base)
+        basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
+                 f"{burst_need} instances at their ultimate capacity; "
+                 f"buffer = max({min_buffer}, {burst_need} − {base})"
+                 + (f"; burst model from {burst.source}" if burst.source else ""))
+    reason = (f"{base} instances carry {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
+              f"(Q_ult {per_instance_q_ult_rps:,.2f} / FOS {target_fos:g}), plus {buffer} for bursts")
+    return InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,
+                        basis, burst, reason)
+
+
+def memory_for(model: ModelPreset, concurrency: int, seq_len: float, *, margin: float = 0.15) -> MemoryRequirement:
+    """The seed's ``compute_memory_requirement``: weights + KV cache + margin (see :mod:`bearing_lib.plan.memory`)."""
+    return memory_requirement(model, concurrency, seq_len, margin=margin)
+
+
+__all__ = [
+    "BurstModel",
+    "InstancePlan",
+    "LatencyPoint",
+    "SafeConcurrency",
+    "curve_from_limits_steps",
+    "instance_count",
+    "max_safe_concurrency",
+    "memory_for",
+]

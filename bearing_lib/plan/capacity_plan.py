@@ -1,0 +1,941 @@
+"""``CapacityPlan``: FOS, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards.
+
+Built from a limits JSON (``docs/interfaces.md`` §4) and a profile JSON (§5); written as
+the plan JSON (§6). Every section that the inputs cannot support is
+``{"available": false, "reason": ...}``, never a placeholder number.
+
+Inputs read from the limits JSON: per mix ``q_ult`` (``throughput_rps``, or ``value``
+when the offered-load unit is req/s; ``ci95`` scaled to throughput by
+``throughput_rps / value``; ``censored``), ``steps`` (latency–concurrency curve,
+single-path P95, error rate at peak), ``sla``, and ``conditions.instances`` (how many
+serving instances the load test drove; 1 when absent, and the plan says it assumed so).
+
+Inputs read from the profile JSON: ``mix_shares`` (production weights), ``targets``
+(target rate and its CI), ``per_minute`` (peak statistics and, for CBU and the
+elasticity replay, the per-minute series ``per_minute.series``, or for rate windows
+``per_window.series`` spread evenly over each window's minutes), ``bursts`` and, for the
+memory plan, the sequence-length distribution ``seq_len``. A profile JSON written by
+``bearing profile`` carries both; an older one without them can be completed from the
+trace itself (:meth:`CapacityPlan.build` ``trace=``, ``bearing plan --trace``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bearing_lib.common.errors import BadValueError, InputError, InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.plan.capacity import (
+    BurstModel,
+    InstancePlan,
+    SafeConcurrency,
+    curve_from_limits_steps,
+    instance_count,
+    max_safe_concurrency,
+)
+from bearing_lib.plan.elasticity import DEFAULT_COLD_START_S, DEFAULT_COOL_DOWN_S, ReplayResult, replay
+from bearing_lib.plan.fos import CbuResult, FosResult, Limit, Target, TierBands, cbu_per_minute, compute_fos, get_tier
+from bearing_lib.plan.memory import (
+    DEFAULT_MARGIN,
+    MemoryPlan,
+    ModelPreset,
+    SeqLenStats,
+    VllmLogCheck,
+    check_vllm_log,
+    get_preset,
+    memory_plan,
+    sequence_length_stats,
+)
+from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
+
+
+def unavailable(reason: str) -> dict[str, object]:
+    return {"available": False, "reason": reason}
+
+
+def read_json(path: str | Path, what: str) -> dict[str, Any]:
+    """A JSON object from ``path``; :class:`InputError` naming the file when it is not one."""
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except FileNotFoundError as exc:
+        raise InputError(f"{what} file not found", path=p) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc}); expected a {what} JSON object", path=p) from exc
+    if not isinstance(d, dict):
+        raise SchemaError(f"expected a {what} JSON object, found {type(d).__name__}", path=p)
+    return d
+
+
+# --------------------------------------------------------------------------- limits
+@dataclass
+class LimitsInput:
+    limits: list[Limit]
+    skipped: dict[str, str]
+    steps: dict[str, list[dict[str, Any]]]
+    sla: list[dict[str, Any]]
+    tested_instances: int
+    tested_instances_basis: str
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _normalise_steps(steps: list[dict[str, Any]], sla: list[dict[str, Any]], unit: str | None) -> list[dict[str, Any]]:
+    """Steps with the flat keys the plan reads (``offered_load_unit``, ``{metric}_{stat}``).
+
+    A limits JSON step carries the SLA's own statistics in ``observed`` (keyed by clause
+    text); they are copied to ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``). Keys
+    already present (a curve row) win.
+    """
+    by_text = {c.get("text"): c for c in sla}
+    out = []
+    for st in steps:
+        row = dict(st)
+        if unit and not row.get("offered_load_unit"):
+            row["offered_load_unit"] = unit
+        for text, v in (st.get("observed") or {}).items():
+            c = by_text.get(text)
+            if c and c.get("kind", "percentile") == "percentile" and c.get("metric") and v is not None:
+                row.setdefault(f"{c['metric']}_{c['stat']}", v)
+        out.append(row)
+    return out
+
+
+def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON", run: str | None = None) -> LimitsInput:
+    """Per-mix limits in completed req/s from a limits JSON (§4).
+
+    A limits file may hold several runs (e.g. two deployments) with the same mix names;
+    then ``run`` must choose one (the error lists them).
+    """
+    if "mixes" not in d or not isinstance(d["mixes"], list):
+        raise SchemaError("expected a 'mixes' list (limits JSON, docs/interfaces.md §4)", path=source, field="mixes")
+    cond = d.get("conditions") or {}
+    default_unit = cond.get("offered_load_unit")
+    if isinstance(default_unit, list):
+        default_unit = default_unit[0] if len(default_unit) == 1 else None
+    sla = list(d.get("sla") or [])
+    entries = list(d["mixes"])
+    runs = sorted({str(m.get("run_id")) for m in entries if isinstance(m, dict) and m.get("run_id") is not None})
+    if run is not None:
+        if run not in runs:
+            raise ParameterError(f"{source}: no run {run!r}; runs in the file: {', '.join(runs) or 'none named'}")
+        entries = [m for m in entries if str(m.get("run_id")) == run]
+    elif len(runs) > 1:
+        raise ParameterError(f"{source}: the limits hold {len(runs)} runs ({', '.join(runs)}), i.e. different "
+                             "deployments or tests; choose one with run= (--run)")
+    limits, skipped, steps = [], {}, {}
+    notes_extra: list[str] = []
+    for i, m in enumerate(entries):
+        where = f"mixes[{i}]"
+        try:
+            name = str((m.get("mix") or {})["name"])
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise SchemaError("expected mix.name", path=source, field=f"{where}.mix.name") from exc
+        q = m.get("q_ult")
+        unit = (q or {}).get("unit") or default_unit
+        steps[name] = _normalise_steps(list(m.get("steps") or []), sla, unit)
+        if not q:
+            skipped[name] = "no q_ult in the limits file"
+            continue
+        value, thr = q.get("value"), q.get("throughput_rps")
+        censored = q.get("censored") or "none"
+        if value is None:
+            skipped[name] = f"no limit: {q.get('statement') or censored}"
+            continue
+        if thr is None and unit == "rps":
+            thr = value
+        if thr is None:
+            skipped[name] = (f"q_ult is {value} {unit} with no throughput_rps: a plan needs the limit in "
+                             "completed req/s")
+            continue
+        try:
+            thr = float(thr)
+            value = float(value)
+        except (TypeError, ValueError) as exc:
+            raise BadValueError(f"expected numbers, got value {value!r}, throughput {thr!r}", path=source,
+                                field=f"{where}.q_ult") from exc
+        if not thr > 0:
+            skipped[name] = f"q_ult throughput {thr} req/s is not positive"
+            continue
+        if censored not in ("none", "above", "below", "not_monotone"):
+            skipped[name] = f"censoring {censored!r} cannot be planned with"
+            continue
+        ci = list(q.get("ci95") or [None, None]) + [None, None]
+        ci_rps = None
+        if (ci[0] is not None or ci[1] is not None) and value > 0:
+            scale = thr / value  # throughput per unit of offered load at the limit
+            lo = float(ci[0]) * scale if ci[0] is not None else thr
+            hi = float(ci[1]) * scale if ci[1] is not None else thr
+            ci_rps = (min(lo, thr), max(hi, thr))
+            if ci[0] is None or ci[1] is None:
+                skipped_note = f"{name}: the limit's 95% CI has only one end; the other side is held at the value"
+                notes_extra.append(skipped_note)
+            if ci_rps[0] <= 0:
+                ci_rps = None
+        try:
+            limits.append(Limit(name, thr, ci_rps, censored, str(q.get("statement") or "")))
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field=f"{where}.q_ult") from exc
+    tested = cond.get("instances", cond.get("replicas"))
+    if tested is None:
+        n, basis = 1, "assumed: the limits file does not say how many instances the load test drove"
+    else:
+        try:
+            n = int(tested)
+        except (TypeError, ValueError) as exc:
+            raise BadValueError(f"expected an integer, got {tested!r}", path=source, field="conditions.instances") \
+                from exc
+        if n < 1:
+            raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
+        basis = "conditions.instances in the limits file"
+    return LimitsInput(limits, skipped, steps, sla, n, basis, source, notes_extra)
+
+
+# --------------------------------------------------------------------------- profile
+def _num(x: Any) -> float | None:
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def target_from_profile(
+    p: dict[str, Any], *, quantile: float | None = None, growth: float | None = None, source: str = "profile JSON"
+) -> Target:
+    """The planned load in req/s from the profile's ``targets`` (§5), else its per-minute P99.
+
+    Accepted shapes: ``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``,
+    with ``ci95`` beside it. Without a target: ``per_minute.p99 / 60 × growth``, no CI.
+    """
+    t = p.get("targets") or {}
+    inner = t.get("target") if isinstance(t.get("target"), dict) else t
+    rps = _num(inner.get("target_rps", inner.get("rps")))
+    g0 = _num(inner.get("growth")) or 1.0
+    g = growth if growth is not None else g0
+    q = quantile if quantile is not None else _num(inner.get("quantile"))
+    if rps is not None and quantile is None:
+        ci = inner.get("ci95") or inner.get("target_ci95")
+        k = g / g0  # a growth given here replaces the profile's
+        ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
+        basis = f"{source}: {inner.get('statement') or inner.get('basis') or 'targets as given'}"
+        if k != 1:
+            basis += f", growth {g:g} instead of {g0:g}"
+        if ci_t is not None and not (ci_t[0] <= rps * k <= ci_t[1]):
+            # a bootstrap CI of a high quantile need not contain the point estimate; widen it to do so
+            basis += (f"; the profile's CI [{ci_t[0]:.4g}, {ci_t[1]:.4g}] does not contain the target and was "
+                      "widened to it")
+            ci_t = (min(ci_t[0], rps * k), max(ci_t[1], rps * k))
+        if ci_t is not None and ci_t[0] <= 0:
+            basis += "; the profile's CI reaches 0 req/s and is not used"
+            ci_t = None
+        try:
+            return Target(rps * k, ci_t, q, g, basis)
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field="targets.target.rps") from exc
+    pm = p.get("per_minute") or {}
+    qq = q if q is not None else 0.99
+    key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}.get(qq)
+    if key is None or _num(pm.get(key)) is None:
+        raise SchemaError(f"no target in the profile and no per_minute.{key or qq} to derive one", path=source,
+                          field="targets")
+    per_min = float(pm[key])
+    ci = (pm.get(f"{key}_ci95") if isinstance(pm.get(f"{key}_ci95"), list) else None)
+    ci_t = (float(ci[0]) / 60 * g, float(ci[1]) / 60 * g) if ci else None
+    return Target(per_min / 60.0 * g, ci_t, qq, g,
+                  f"{source}: per-minute {key.upper()} {per_min:,.1f} req/min / 60 × growth {g:g}"
+                  + ("" if ci_t else " (the profile gives no CI for it)"))
+
+
+def shares_from_profile(p: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for row in p.get("mix_shares") or []:
+        if isinstance(row, dict) and row.get("mix") is not None and row.get("share") is not None:
+            out[str(row["mix"])] = float(row["share"])
+    return out
+
+
+def series_from_profile(p: dict[str, Any], *, source: str = "profile JSON") -> tuple[list[float], list[str]] | None:
+    """Requests per minute and minute labels from ``per_minute.series`` (§5), if present.
+
+    Accepted shapes: columns ``{"minute_start_s": [...], "requests": [...]}`` (what
+    ``bearing profile`` writes) or rows ``[{"minute_start_s", "requests"}, ...]``.
+    """
+    s = (p.get("per_minute") or {}).get("series")
+    if not s:
+        return None
+    starts, counts = _series_columns(s, "minute_start_s", source, "per_minute.series")
+    return counts, [_label(x) for x in (starts if starts is not None else range(len(counts)))]
+
+
+def window_series_from_profile(
+    p: dict[str, Any], *, source: str = "profile JSON"
+) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from a rate-window profile's ``per_window.series`` (§5), if present.
+
+    Each window's requests are spread evenly over its minutes (which smooths peaks inside
+    a window: the returned note says so); ``None`` when the window is not a whole number
+    of minutes.
+    """
+    s = (p.get("per_window") or {}).get("series")
+    if not s:
+        return None
+    starts, counts = _series_columns(s, "window_start_s", source, "per_window.series")
+    bin_s = _num(s.get("bin_s")) if isinstance(s, dict) else None
+    if bin_s is None or bin_s <= 0:
+        raise SchemaError("expected the window length in seconds (bin_s > 0)", path=source,
+                          field="per_window.series.bin_s")
+    aligned = p.get("clock") == "UTC wall clock"
+    return spread_windows(starts or [i * bin_s for i in range(len(counts))], counts, bin_s, aligned)
+
+
+def _series_columns(s: Any, start_key: str, source: str, where: str) -> tuple[list[float] | None, list[float]]:
+    """(starts, requests) of a series given as columns or as a list of rows; SchemaError when malformed."""
+    if isinstance(s, list):
+        if not all(isinstance(r, dict) and "requests" in r for r in s):
+            raise SchemaError(f"expected rows {{{start_key!r}, 'requests'}}", path=source, field=where)
+        starts_raw = [r.get(start_key) for r in s]
+        counts_raw = [r["requests"] for r in s]
+    elif isinstance(s, dict):
+        starts_raw, counts_raw = s.get(start_key), s.get("requests")
+        if not isinstance(counts_raw, list) or (starts_raw is not None and not isinstance(starts_raw, list)):
+            raise SchemaError(f"expected lists {start_key!r} and 'requests'", path=source, field=where)
+        if starts_raw is not None and len(starts_raw) != len(counts_raw):
+            raise SchemaError(f"{start_key!r} has {len(starts_raw)} values but 'requests' has {len(counts_raw)}",
+                              path=source, field=where)
+    else:
+        raise SchemaError(f"expected an object of columns or a list of rows, found {type(s).__name__}",
+                          path=source, field=where)
+    counts = [_num(c) for c in counts_raw]
+    bad = next((i for i, c in enumerate(counts) if c is None or c < 0 or not math.isfinite(c)), None)
+    if bad is not None:
+        raise BadValueError(f"expected a request count >= 0, got {counts_raw[bad]!r}", path=source,
+                            field=f"{where}.requests[{bad}]")
+    if starts_raw is None or all(x is None for x in starts_raw):
+        return None, counts  # type: ignore[return-value]
+    starts = [_num(x) for x in starts_raw]
+    if any(x is None for x in starts):
+        raise BadValueError("expected numeric start times (s)", path=source, field=f"{where}.{start_key}")
+    return starts, counts  # type: ignore[return-value]
+
+
+def spread_windows(starts: list[float], requests: list[float], bin_s: float,
+                   aligned: bool) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from requests per ``bin_s`` window, each window spread evenly over its minutes.
+
+    Returns ``(counts, labels, note)``; ``None`` when ``bin_s`` is not a whole number of
+    minutes. The note says that peaks inside a window are smoothed (``None`` for 60 s bins).
+    """
+    k = bin_s / 60.0
+    if abs(k - round(k)) > 1e-9 or round(k) < 1:
+        return None
+    k = int(round(k))
+    note = (f"the profile's series has {bin_s:g} s bins: each is spread evenly over its {k} minutes for CBU and "
+            "the elasticity replay, which smooths peaks inside a bin") if k > 1 else None
+    counts: list[float] = []
+    labels: list[str] = []
+    for start, n in zip(starts, requests, strict=True):
+        for j in range(k):
+            counts.append(n / k)
+            labels.append(_label(start + 60 * j) if aligned else str(start + 60 * j))
+    return counts, labels, note
+
+
+def _label(x: Any) -> str:
+    from datetime import UTC, datetime
+
+    v = _num(x)
+    if v is not None and v > 1e9:  # epoch seconds
+        return datetime.fromtimestamp(v, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    return str(x)
+
+
+def burst_from_profile(p: dict[str, Any], target_rps: float, growth: float = 1.0) -> BurstModel | None:
+    """Burst model from the profile's ``bursts``: the highest observed burst peak (× growth) relative to the target."""
+    b = p.get("bursts") or {}
+    if not b or b.get("available") is False:
+        return None
+    eps = b.get("episodes") or []
+    peaks = [_num(e.get("peak_rps")) for e in eps if isinstance(e, dict)]
+    peaks = [x for x in peaks if x is not None]
+    if not peaks:
+        span_h = (_num(p.get("span_s")) or 0) / 3600
+        return BurstModel(1.0, 0.0, None,
+                          f"no burst episode in the profile's {span_h:,.1f} h ({b.get('rule') or 'burst rule'}); "
+                          "a short trace cannot rule bursts out: give a burst multiplier to plan for campaigns "
+                          "(the sources: 1–2 a month, 3–5× peak)")
+    peak = max(peaks) * growth
+    return BurstModel(max(1.0, peak / target_rps), _num(b.get("per_month")),
+                      (_num(b.get("max_duration_s")) or 0) / 60 or None,
+                      f"highest observed burst peak {max(peaks):,.2f} req/s × growth {growth:g} over the target "
+                      f"{target_rps:,.2f} req/s ({b.get('count', len(eps))} episode(s), "
+                      f"{b.get('per_month_note') or 'frequency as given'})")
+
+
+def seq_len_from_profile(p: dict[str, Any]) -> SeqLenStats | None:
+    s = p.get("seq_len") or (p.get("tokens") or {}).get("seq_len")
+    if not isinstance(s, dict) or any(_num(s.get(k)) is None for k in ("mean", "p50", "p99", "max")):
+        return None
+    return SeqLenStats(int(s.get("n") or 0), float(s["mean"]), float(s["p50"]), float(s["p99"]), float(s["max"]),
+                       source="profile JSON seq_len")
+
+
+# --------------------------------------------------------------------------- the plan
+@dataclass
+class CapacityPlan:
+    """The assembled capacity plan (see module docstring); ``to_dict()`` is the plan JSON."""
+
+    tier: TierBands
+    fos: FosResult
+    limits: LimitsInput
+    cbu: CbuResult | None = None
+    cbu_reason: str = ""
+    instances: InstancePlan | None = None
+    instances_reason: str = ""
+    safe_concurrency: SafeConcurrency | None = None
+    planning_concurrency: dict[str, object] | None = None
+    gpu_memory_needed: dict[str, object] | None = None
+    elasticity: ReplayResult | None = None
+    elasticity_reason: str = ""
+    memory: MemoryPlan | None = None
+    memory_reason: str = ""
+    scorecards: Scorecards | None = None
+    buffer_plan: dict[str, object] | None = None
+    vllm_check: VllmLogCheck | None = None
+    notes: list[str] = field(default_factory=list)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- build
+    @classmethod
+    def build(
+        cls,
+        limits: dict[str, Any] | Any,
+        profile: dict[str, Any] | Any,
+        *,
+        tier: str | TierBands = "standard",
+        run: str | None = None,
+        target_rps: float | None = None,
+        quantile: float | None = None,
+        growth: float | None = None,
+        model: str | ModelPreset | None = None,
+        gpu_mem_gib: float | None = None,
+        gpu_count: int = 1,
+        concurrency: int | None = None,
+        margin: float = DEFAULT_MARGIN,
+        tested_instances: int | None = None,
+        cold_start_s: float = DEFAULT_COLD_START_S,
+        cool_down_s: float = DEFAULT_COOL_DOWN_S,
+        latency_budget_s: float | None = None,
+        burst_multiplier: float | None = None,
+        min_buffer: int = 1,
+        trace: Any = None,
+        user_inputs: dict[str, Any] | None = None,
+        vllm_log: str | None = None,
+        tensor_parallel: int = 1,
+        limits_source: str = "limits JSON",
+        profile_source: str = "profile JSON",
+    ) -> CapacityPlan:
+        """Assemble the plan.
+
+        ``limits`` is a limits JSON dict or a ``LimitsResult`` (whose load curve then adds
+        P50/P95 latencies and mean concurrency to the steps); ``profile`` a profile JSON
+        dict or a ``TrafficProfile`` (whose rate series then feeds CBU and the replay).
+        ``trace`` (a RequestTrace) supplies the per-minute series and sequence lengths
+        when the profile does not.
+        """
+        tier_b = get_tier(tier) if isinstance(tier, str) else tier
+        series = None
+        series_note = None
+        if not isinstance(profile, dict):
+            got = _series_from_profile_object(profile)
+            if got is not None:
+                series, series_note = got[:2], got[2]
+            profile = profile.to_dict()
+        curve = None
+        if not isinstance(limits, dict):
+            curve = getattr(limits, "curve", None)
+            limits = limits.to_dict()
+        lim = limits_from_dict(limits, source=limits_source, run=run)
+        if curve is not None:
+            _enrich_steps(lim, curve, run)
+        if tested_instances is not None:
+            if tested_instances < 1:
+                raise ParameterError(f"tested_instances must be >= 1 (got {tested_instances})")
+            lim.tested_instances, lim.tested_instances_basis = tested_instances, "given on the command line"
+        notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
+        if series_note:
+            notes.append(series_note)
+        if not lim.limits:
+            raise InsufficientDataError(f"{limits_source}: no mix has a usable limit ({'; '.join(notes) or 'empty'})")
+        if target_rps is not None:
+            g = growth if growth is not None else 1.0
+            tgt = Target(target_rps * g, None, None, g, f"given: {target_rps:g} req/s × growth {g:g}")
+        else:
+            tgt = target_from_profile(profile, quantile=quantile, growth=growth, source=profile_source)
+        shares = shares_from_profile(profile)
+        if not shares:
+            ms = profile.get("mix_shares")
+            why = ms.get("reason") if isinstance(ms, dict) else None
+            if len(lim.limits) > 1:
+                raise SchemaError("the profile has no mix_shares" + (f" ({why})" if why else "")
+                                  + ", so the per-mix limits cannot be blended",
+                                  path=profile_source, field="mix_shares")
+            shares = {lim.limits[0].mix: 1.0}
+            notes.append(f"the profile has no mix shares{f' ({why})' if why else ''}: the one limit "
+                         f"({lim.limits[0].mix}) is taken to cover all production traffic")
+        fos = compute_fos(lim.limits, shares, tgt, tier_b)
+        plan = cls(tier_b, fos, lim, notes=notes, sources={"limits": limits_source, "profile": profile_source})
+
+        # CBU ------------------------------------------------------------
+        if series is None:
+            series = series_from_profile(profile, source=profile_source)
+        if series is None:
+            got = window_series_from_profile(profile, source=profile_source)
+            if got is not None:
+                series = got[:2]
+                if got[2]:
+                    plan.notes.append(got[2])
+        if series is None and trace is not None:
+            series = _series_from_trace(trace)
+        g = tgt.growth
+        if fos.allowable_rps is None:
+            plan.cbu_reason = fos.allowable_statement
+        elif series is None:
+            plan.cbu_reason = "no per-minute series (profile per_minute.series, or give the trace)"
+        else:
+            counts, labels = series
+            plan.cbu = cbu_per_minute(counts, fos.allowable_rps, minute_labels=labels)
+            if fos.blended.fos.bound != "none":
+                plan.notes.append(f"CBU uses a {fos.blended.fos.bound} bound on the limit")
+
+        # instances ------------------------------------------------------
+        q_blend = fos.blended.q_blend_rps
+        burst = None
+        if burst_multiplier is not None:
+            burst = BurstModel(burst_multiplier, source=f"given: {burst_multiplier:g}× the target")
+        else:
+            burst = burst_from_profile(profile, tgt.rps, g)
+        if q_blend is None:
+            plan.instances_reason = "the blended limit is not bounded"
+        else:
+            per_inst = q_blend / lim.tested_instances
+            plan.instances = instance_count(tgt.rps, per_inst, tier_b.target_fos, burst=burst, min_buffer=min_buffer)
+            if fos.blended.fos.bound == "lower":
+                plan.notes.append("instance count from a lower bound on the limit: an upper bound on instances needed")
+            elif fos.blended.fos.bound == "upper":
+                plan.notes.append("instance count from an upper bound on the limit: a lower bound on instances needed")
+
+        # safe concurrency (latency–concurrency curve of the heaviest mix) -
+        main_mix = max(fos.per_mix, key=lambda m: m.share).mix if fos.per_mix else None
+        sla_lat = next((c for c in lim.sla if c.get("kind", "percentile") == "percentile"
+                        and str(c.get("metric")).endswith("_ms") and c.get("op") in ("<", "<=")), None)
+        lc_points = (curve_from_limits_steps(lim.steps.get(main_mix or "", []), metric=str(sla_lat["metric"]),
+                                             stat=str(sla_lat["stat"])) if sla_lat else [])
+        if sla_lat and lc_points:
+            try:
+                plan.safe_concurrency = max_safe_concurrency(
+                    lc_points, float(sla_lat["threshold"]), stat=str(sla_lat["stat"]).upper()
+                )
+            except InsufficientDataError as exc:
+                plan.notes.append(f"safe concurrency: {exc}")
+
+        # elasticity replay ----------------------------------------------
+        if q_blend is None:
+            plan.elasticity_reason = "the blended limit is not bounded"
+        elif series is None:
+            plan.elasticity_reason = "no per-minute series (profile per_minute.series, or give the trace)"
+        else:
+            counts = [c * g for c in series[0]]
+            plan.elasticity = replay(counts, q_blend / lim.tested_instances, cold_start_s=cold_start_s,
+                                     cool_down_s=cool_down_s, latency_budget_s=latency_budget_s)
+
+        # elastic or fixed buffer: the replay decides --------------------
+        if plan.instances is not None:
+            plan.buffer_plan = _buffer_plan(plan.instances, plan.elasticity, plan.elasticity_reason)
+
+        # memory ---------------------------------------------------------
+        seq = seq_len_from_profile(profile)
+        sl = profile.get("seq_len")
+        if seq is None and isinstance(sl, dict) and sl.get("available") is False:
+            plan.memory_reason = f"the profile has no sequence-length distribution: {sl.get('reason')}"
+        if seq is None and trace is not None:
+            plan.memory_reason = ""
+            try:
+                seq = sequence_length_stats(trace.frame, source=str(trace.provenance.source))
+            except InsufficientDataError as exc:
+                plan.memory_reason = str(exc)
+        at, at_why = None, ""
+        if main_mix is not None:
+            try:
+                at = concurrency_at_limit(lim.steps, main_mix, _q_ult_doc(limits, main_mix, run))
+            except InsufficientDataError as exc:
+                at_why = str(exc)
+        per = f" / {lim.tested_instances} tested instances" if lim.tested_instances != 1 else ""
+        conc = concurrency
+        conc_basis = "given" if concurrency is not None else ""
+        # Without a given concurrency: the mean concurrency at Q_ult (the load the limit is measured
+        # at; rounded up, memory is sized for it), else the max safe concurrency of the
+        # latency–concurrency curve (the last step meeting the latency clause; rounded down).
+        if at is not None:
+            per_inst = at.value / lim.tested_instances
+            used = conc is None
+            if used:
+                conc = max(1, math.ceil(per_inst))
+                conc_basis = (f"derived from the load test at Q_ult (Little's law): {at.statement}{per}, "
+                              f"rounded up to {conc} sequences per instance")
+            plan.planning_concurrency = {**at.to_dict(), "per_instance": per_inst, "used": used,
+                                         "tested_instances": lim.tested_instances}
+        if conc is None and plan.safe_concurrency and plan.safe_concurrency.value is not None:
+            conc = int(math.floor(plan.safe_concurrency.value / lim.tested_instances))
+            clause = f"{sla_lat['stat']}({sla_lat['metric']})" if sla_lat else "the latency clause"
+            conc_basis = (f"derived from the load test (Little's law): max safe concurrency "
+                          f"{plan.safe_concurrency.value:.2f}, the highest step mean concurrency whose {clause} meets "
+                          f"the SLA (the last passing step of the latency–concurrency curve){per}, rounded down "
+                          f"to {conc} per instance" + (f"; no concurrency at Q_ult: {at_why}" if at_why else ""))
+        elif conc is None and at_why:
+            conc_basis = f"concurrency unknown: {at_why}; only what fits is computed (give --concurrency)"
+        if model is None:
+            plan.memory_reason = plan.memory_reason or "no model preset given (--model)"
+        elif seq is None:
+            plan.memory_reason = plan.memory_reason or "no sequence-length distribution (profile seq_len, or the trace)"
+        else:
+            preset = get_preset(model) if isinstance(model, str) else model
+            plan.memory = memory_plan(preset, conc, seq, gpu_mem_gib=gpu_mem_gib, gpu_count=gpu_count, margin=margin)
+            plan.memory_reason = conc_basis or "concurrency unknown: only what fits is computed (give --concurrency)"
+            if gpu_mem_gib is None and conc is not None:
+                need = float(plan.memory.row("p99")["total_gib"])  # type: ignore[arg-type]
+                plan.gpu_memory_needed = {
+                    "gib_per_instance": need, "basis": "p99", "concurrency": conc,
+                    "statement": f"no GPU memory given: the plan needs ≥ {need:,.1f} GiB per instance at the P99 "
+                                 f"sequence length and {conc} sequences in flight"}
+        if vllm_log is not None:
+            if model is None:
+                raise ParameterError("a vLLM log check needs the model preset (--model)")
+            preset = get_preset(model) if isinstance(model, str) else model
+            plan.vllm_check = check_vllm_log(preset, vllm_log, tensor_parallel=tensor_parallel)
+
+        # scorecards -----------------------------------------------------
+        headroom, why = None, plan.memory_reason if plan.memory is None else ""
+        if plan.memory is not None:
+            if gpu_mem_gib is None:
+                why = "no GPU memory size given (--gpu-mem-gib)"
+                if conc is not None:
+                    why += (f"; the plan needs ≥ {plan.memory.row('p99')['total_gib']:,.1f} GiB per instance at the "
+                            "P99 sequence length")
+            elif conc is None:
+                why = "concurrency unknown (give --concurrency or a concurrency-swept limits file)"
+            else:
+                headroom = plan.memory.row("p99")["headroom"]  # type: ignore[assignment]
+        pm = profile.get("per_minute") or {}
+        pw = profile.get("per_window") or {}
+        peak_known = any(_num(x.get(k)) is not None for x in (pm, pw) for k in ("p95", "p99")) or target_rps is not None
+        mean_known = any(_num(x.get("mean")) is not None for x in (pm, pw))
+        main_steps = lim.steps.get(main_mix or "", [])
+        plan.scorecards = Scorecards(
+            scorecard(headroom=headroom, headroom_missing=why, peak_known=peak_known, mean_known=mean_known,
+                      fos_value=fos.blended.fos.value, fos_bound=fos.blended.fos.bound, user=user_inputs),
+            checklist(steps=main_steps, sla=lim.sla, target_rps=tgt.rps, user=(user_inputs or {}).get("health")),
+        )
+        return plan
+
+    @classmethod
+    def from_files(cls, limits_path: str | Path, profile_path: str | Path, **kw: Any) -> CapacityPlan:
+        return cls.build(read_json(limits_path, "limits"), read_json(profile_path, "profile"),
+                         limits_source=str(limits_path), profile_source=str(profile_path), **kw)
+
+    # ----------------------------------------------------------------- output
+    def to_dict(self) -> dict[str, object]:
+        from bearing_lib import __version__
+
+        f = self.fos.to_dict()
+        return {
+            "bearing_version": __version__,
+            "sources": self.sources,
+            "tier": self.tier.to_dict(),
+            "target": self.fos.target.to_dict(),
+            "fos": {"per_mix": f["per_mix"], "blended": f["blended"], "ci_method": f["ci_method"]},
+            "verdict": f["verdict"],
+            "verdict_reason": f["verdict_reason"],
+            "utilisation": f["utilisation"],
+            "breakpoint_rule": "production should sit at 60–70% of the breakpoint (utilisation = Q_target / Q_ult)",
+            "allowable_rps": f["allowable_rps"],
+            "allowable_statement": f["allowable_statement"],
+            "cbu": self.cbu.to_dict() if self.cbu else unavailable(self.cbu_reason),
+            "instances": (
+                {**self.instances.to_dict(), "tested_instances": self.limits.tested_instances,
+                 "tested_instances_basis": self.limits.tested_instances_basis, "buffer_plan": self.buffer_plan,
+                 "safe_concurrency": self.safe_concurrency.to_dict() if self.safe_concurrency else None}
+                if self.instances else unavailable(self.instances_reason)
+            ),
+            "elasticity": self.elasticity.to_dict() if self.elasticity else unavailable(self.elasticity_reason),
+            "memory": ({**self.memory.to_dict(), "concurrency_basis": self.memory_reason,
+                        "planning_concurrency": self.planning_concurrency,
+                        "gpu_memory_needed": self.gpu_memory_needed,
+                        "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
+                       if self.memory else unavailable(self.memory_reason)),
+            "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
+            "notes": self.notes,
+        }
+
+    def summary_lines(self) -> list[str]:
+        """A short text summary (the CLI prints it)."""
+        b = self.fos.blended
+        t = self.fos.target
+        lines = [
+            f"tier:        {self.tier.name} (FOS {self.tier.describe()}, design FOS {self.tier.target_fos:g})",
+            f"target:      {t.rps:,.3f} req/s ({t.rps * 60:,.1f} req/min) — {t.basis}",
+            f"blended:     Q_ult {b.q_blend_rps if b.q_blend_rps is None else format(b.q_blend_rps, ',.3f')} req/s; "
+            f"{b.fos.statement}",
+            f"verdict:     {self.fos.verdict.color.upper()}: {self.fos.verdict.reason}",
+            f"allowable:   {self.fos.allowable_statement}",
+        ]
+        for m in self.fos.per_mix:
+            lines.append(f"  mix {m.mix}: share {m.share:.1%}, Q_ult {m.q_ult_rps:,.3f} req/s, {m.fos.statement}")
+        if self.cbu:
+            c = self.cbu.to_dict()
+            lines.append(f"CBU:         max {c['max']:.2f}; {c['n_above']} of {c['n_minutes']} minutes above "
+                         f"{c['threshold']:g}")
+        else:
+            lines.append(f"CBU:         not available: {self.cbu_reason}")
+        if self.instances:
+            i = self.instances
+            lines.append(f"instances:   {i.total} = {i.base} + buffer {i.buffer} ({i.buffer_basis})")
+            if self.buffer_plan:
+                lines.append(f"buffer:      {self.buffer_plan['mode']}, {self.buffer_plan['instances']} instance(s): "
+                             f"{self.buffer_plan['reason']}")
+        else:
+            lines.append(f"instances:   not available: {self.instances_reason}")
+        if self.elasticity:
+            e = self.elasticity
+            lines.append(f"elasticity:  {e.recommendation}: {e.reason}")
+        else:
+            lines.append(f"elasticity:  not available: {self.elasticity_reason}")
+        if self.memory:
+            r = self.memory.row("p99")
+            m = self.memory
+            fits = (f"max concurrency that fits {r['max_concurrency_that_fits']} (seed MHA formula: "
+                    f"{r['seed_mha_max_concurrency_that_fits']})" if r["max_concurrency_that_fits"] is not None
+                    else "no GPU size given")
+            if m.concurrency is None:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok: {fits}; "
+                             f"need not computed: {self.memory_reason}")
+            else:
+                lines.append(f"memory:      {m.model.name} at P99 seq {r['seq_len']:,.0f} tok, concurrency "
+                             f"{m.concurrency}: {r['total_gib']:,.1f} GiB (seed MHA formula: "
+                             f"{r['seed_mha_total_gib']:,.1f} GiB); {fits}")
+        else:
+            lines.append(f"memory:      not available: {self.memory_reason}")
+        if self.vllm_check:
+            lines.append(f"vLLM log:    {self.vllm_check.statement}")
+        for n in self.notes:
+            lines.append(f"note:        {n}")
+        return lines
+
+    def _repr_html_(self) -> str:
+        """Notebook view: verdict, key numbers, per-mix FOS, then each section (or why it is missing)."""
+        colors = {"green": "#1a7f37", "yellow": "#9a6700", "red": "#cf222e"}
+        v = self.fos.verdict
+        e = html.escape
+        parts = [
+            f"<p><b style='color:{colors[v.color]}'>{v.color.upper()}</b> · tier {e(self.tier.name)} "
+            f"(FOS {e(self.tier.describe())}) · {e(v.reason)}</p>",
+            self.fos._repr_html_(),
+        ]
+        for title, obj, why in (("CBU", self.cbu, self.cbu_reason), ("Elasticity", self.elasticity,
+                                self.elasticity_reason), ("Memory", self.memory, self.memory_reason),
+                                ("Scorecards", self.scorecards, "not computed")):
+            if obj is None:
+                parts.append(f"<p><b>{title}</b>: <i>not available: {e(why)}</i></p>")
+            elif hasattr(obj, "_repr_html_"):
+                parts.append(obj._repr_html_())
+            else:
+                c = obj.to_dict()
+                parts.append(f"<p><b>{title}</b>: max {c['max']:.2f}; {c['n_above']} of {c['n_minutes']} minutes "
+                             f"above {c['threshold']:g}</p>")
+        if self.instances:
+            parts.append(f"<p><b>Instances</b> {self.instances.total} = {self.instances.base} + buffer "
+                         f"{self.instances.buffer}: {e(self.instances.buffer_basis)}</p>")
+        if self.notes:
+            parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in self.notes) + "</ul>")
+        return "".join(parts)
+
+
+def _buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str) -> dict[str, object]:
+    """Hold the burst buffer elastic or fixed: fixed when the replay saw minutes over capacity
+    during cold starts (and then at least the replay's buffer), elastic otherwise."""
+    freq = ""
+    if inst.burst is not None and inst.burst.per_month:
+        freq = f"; bursts about {inst.burst.per_month:.2g} a month"
+    if rep is None:
+        return {"mode": "fixed", "instances": inst.buffer,
+                "reason": f"no elasticity replay ({why_no_replay}): hold the buffer as fixed capacity{freq}"}
+    if rep.recommendation == "elastic":
+        return {"mode": "elastic", "instances": inst.buffer,
+                "reason": f"the replay of the production series kept up with a {rep.cold_start_s:g} s cold start, "
+                          f"so the buffer can be elastic{freq}"}
+    n = max(inst.buffer, rep.buffer)
+    return {"mode": "fixed", "instances": n,
+            "reason": f"{rep.reason}; fixed buffer = max(burst buffer {inst.buffer}, replay buffer {rep.buffer}){freq}"}
+
+
+def _enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
+    """Add the load curve's columns (P50/P95/P99 latencies, mean concurrency ...) to the steps."""
+    import polars as pl
+
+    if not isinstance(curve, pl.DataFrame) or curve.height == 0:
+        return
+    cols = [c for c in curve.columns if not c.startswith("_")]
+    for name, steps in lim.steps.items():
+        part = curve.filter(pl.col("mix") == name)
+        if run is not None and "run_id" in curve.columns:
+            part = part.filter(pl.col("run_id") == run)
+        by_step = {r["step"]: r for r in part.select(cols).to_dicts()}
+        for st in steps:
+            for k, v in (by_step.get(st.get("step")) or {}).items():
+                if v is not None:
+                    st.setdefault(k, v)
+
+
+@dataclass(frozen=True)
+class ConcurrencyAtLimit:
+    """Mean number of requests in the system at the limit, by Little's law (L = λ × W).
+
+    ``value`` is summed over the run's mixes at each step (Little's law is additive), then
+    read at ``at_load`` on the offered-load axis: interpolated linearly between the two
+    steps around Q_ult, or taken at the nearest step when Q_ult lies outside the tested
+    loads (``method`` says which). ``derived`` is True when a step had no
+    ``concurrency_mean`` and it was computed here as ``throughput_rps × latency_ms_mean / 1000``.
+    """
+
+    value: float
+    at_load: float
+    unit: str
+    method: str
+    steps_used: list[float]
+    derived: bool
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _step_concurrency(st: dict[str, Any]) -> tuple[float | None, bool]:
+    """A step's mean concurrency: ``concurrency_mean``, else throughput × mean latency (derived)."""
+    c = _num(st.get("concurrency_mean"))
+    if c is not None and math.isfinite(c):
+        return c, False
+    thr, lat = _num(st.get("throughput_rps")), _num(st.get("latency_ms_mean"))
+    if thr is not None and lat is not None and math.isfinite(thr * lat):
+        return thr * lat / 1000.0, True
+    return None, False
+
+
+def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
+                         q_ult: dict[str, Any] | None) -> ConcurrencyAtLimit:
+    """Mean concurrency (requests in the system) at the mix's Q_ult, from the load-test steps.
+
+    ``steps`` are the run's steps per mix (limits JSON ``mixes[].steps``, which carry
+    ``concurrency_mean`` when the limits came with their load curve, or
+    ``latency_ms_mean`` to derive it); ``q_ult`` the mix's ``q_ult`` object (its
+    ``value`` is on the steps' offered-load axis). Recovery steps (run after an overload)
+    are left out. Raises :class:`InsufficientDataError` saying what is missing.
+    """
+    q = _num((q_ult or {}).get("value"))
+    unit = str((q_ult or {}).get("unit") or "rps")
+    if q is None or not math.isfinite(q):
+        raise InsufficientDataError(f"mix {mix} has no Q_ult value to read the concurrency at")
+    xs_main: dict[Any, float] = {}
+    offered: dict[Any, Any] = {}
+    for st in steps.get(mix, []):
+        x = _num(st.get("load_axis") if st.get("load_axis") is not None else st.get("offered_load"))
+        if x is not None and not st.get("recovery_step"):
+            xs_main[st.get("step")] = x
+            offered[st.get("step")] = st.get("offered_load")
+    total: dict[Any, float] = {}
+    derived = False
+    mixes_summed: set[str] = set()
+    for name, rows in steps.items():
+        for st in rows:
+            # the same step of the same run: same step number and offered load (other mixes' requests
+            # share the servers, so their concurrency adds, by Little's law)
+            if st.get("step") not in xs_main or st.get("offered_load") != offered[st.get("step")]:
+                continue
+            c, d = _step_concurrency(st)
+            if c is not None:
+                total[st.get("step")] = total.get(st.get("step"), 0.0) + c
+                derived = derived or d
+                mixes_summed.add(name)
+    pts = sorted((xs_main[k], v) for k, v in total.items())
+    if not pts:
+        raise InsufficientDataError("the limits' steps carry no mean concurrency (concurrency_mean) or mean "
+                                    "latency (latency_ms_mean) to apply Little's law to")
+    xs = [p[0] for p in pts]
+    how = "derived here as throughput × mean latency" if derived else "per step from the load curve"
+    if len(mixes_summed) > 1:
+        how += f"; summed over the mixes {', '.join(sorted(mixes_summed))} at each step"
+    if xs[0] <= q <= xs[-1]:
+        import numpy as np
+
+        value = float(np.interp(q, xs, [p[1] for p in pts]))
+        lo = max(x for x in xs if x <= q)
+        hi = min(x for x in xs if x >= q)
+        method = "interpolated at Q_ult" if lo != hi else "at the step at Q_ult"
+        used = sorted({lo, hi})
+        where = (f"between the steps at {lo:g} and {hi:g} {unit}" if lo != hi else f"at the step at {lo:g} {unit}")
+        statement = f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}, interpolated {where} ({how})"
+    else:
+        x, value = (pts[-1] if q > xs[-1] else pts[0])
+        side = "above the highest" if q > xs[-1] else "below the lowest"
+        method = f"nearest step (Q_ult {side} tested load)"
+        used = [x]
+        statement = (f"mean concurrency {value:.2f} at the step at {x:g} {unit} (Q_ult {q:.3g} {unit} lies {side} "
+                     f"tested load; {how})")
+    return ConcurrencyAtLimit(value, q, unit, method, used, derived, statement)
+
+
+def _q_ult_doc(limits: dict[str, Any], mix: str, run: str | None) -> dict[str, Any] | None:
+    for m in limits.get("mixes") or []:
+        name = (m.get("mix") or {}).get("name") if isinstance(m.get("mix"), dict) else m.get("mix")
+        if str(name) == mix and (run is None or str(m.get("run_id")) == run):
+            return m.get("q_ult")
+    return None
+
+
+def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from a TrafficProfile's rate series.
+
+    Bins longer than a minute (e.g. ServeGen's 600 s windows) are spread evenly over
+    their minutes, which smooths any peak inside a window (the plan notes it).
+    """
+    s = getattr(profile, "series", None)
+    if s is None or len(s) == 0:
+        return None
+    return spread_windows(s.start_s.tolist(), s.requests.tolist(), s.bin_s, s.aligned)
+
+
+def _series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:
+    """Per-minute counts of a trace via the profile's binning (UTC minutes, empty = 0, partial ends dropped)."""
+    from bearing_lib.traffic.binning import per_minute_counts
+
+    f = per_minute_counts(trace)
+    return [float(x) for x in f["requests"].to_list()], [_label(x) for x in f["minute_start_s"].to_list()]
+
+
+__all__ = [
+    "CapacityPlan",
+    "ConcurrencyAtLimit",
+    "concurrency_at_limit",
+    "LimitsInput",
+    "burst_from_profile",
+    "limits_from_dict",
+    "read_json",
+    "seq_len_from_profile",
+    "series_from_profile",
+    "shares_from_profile",
+    "spread_windows",
+    "target_from_profile",
+    "window_series_from_profile",
+]

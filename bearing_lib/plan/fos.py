@@ -1,0 +1,518 @@
+"""Factor of safety (FOS), verdict bands, allowable capacity and CBU.
+
+* ``FOS = Q_ult / Q_target``. Per mix, ``Q_ult`` is that mix's limit and ``FOS_m`` reads
+  "if all production traffic looked like mix m". Blended with the production mix
+  weights ``w_m`` (renormalised over the mixes that have a limit), the fleet's capacity
+  is the weighted harmonic mean ``Q_blend = 1 / Σ w_m / Q_m`` (each request of mix m
+  uses ``1/Q_m`` of a second of the service), and ``FOS = Q_blend / Q_target``.
+* 95 % CI by Monte Carlo with a fixed seed: each limit and the target are drawn from a
+  two-piece log-normal whose 2.5 % / 97.5 % points are the given CI ends (median at the
+  point value), independently; the FOS CI is the 2.5 % / 97.5 % quantile (linear) of
+  the drawn ``Q_blend / Q_target``. A missing CI means that input is held fixed.
+* Censored limits are reported as bounds, never as numbers: a limit "≥ X (never
+  failed)" gives "FOS ≥ X / Q_target"; a limit "< Y" (failed at the first step) gives
+  "FOS < Y / Q_target". A blend with a lower-bound mix is a lower bound, with an
+  upper-bound mix an upper bound; with both it cannot be bounded.
+* Verdict by service tier (critical ≥ 2.5, standard 1.5–3.0, non-core ≥ 1.2;
+  configurable) plus the sources' rule that production sits at 60–70 % of the
+  breakpoint (utilisation = ``Q_target / Q_ult``, ceiling 0.70).
+* Allowable capacity = ``Q_ult / target FOS`` (the tier's design FOS, by default its
+  minimum); CBU per minute = throughput / allowable, minutes above 0.8 listed.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.common.quantiles import quantile
+
+Censored = Literal["none", "above", "below", "not_monotone"]
+Bound = Literal["none", "lower", "upper", "unbounded"]
+Color = Literal["green", "yellow", "red"]
+
+MC_DRAWS = 20_000
+MC_SEED = 20261129
+Z975 = 1.959963984540054
+UTILISATION_CEILING = 0.70
+UTILISATION_FLOOR = 0.60
+CBU_THRESHOLD = 0.8
+
+
+# --------------------------------------------------------------------------- tiers
+@dataclass(frozen=True)
+class TierBands:
+    """FOS band of a service tier: ``fos_min`` ≤ FOS (≤ ``fos_max`` when set).
+
+    ``design_fos`` is the target FOS used for allowable capacity (default: ``fos_min``).
+    """
+
+    name: str
+    fos_min: float
+    fos_max: float | None = None
+    design_fos: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.fos_min <= 0 or (self.fos_max is not None and self.fos_max <= self.fos_min):
+            raise ParameterError(
+                f"tier {self.name!r}: expected 0 < fos_min < fos_max (got {self.fos_min}, {self.fos_max})"
+            )
+        if self.design_fos is not None and self.design_fos <= 0:
+            raise ParameterError(f"tier {self.name!r}: design_fos must be > 0 (got {self.design_fos})")
+
+    @property
+    def target_fos(self) -> float:
+        return self.design_fos if self.design_fos is not None else self.fos_min
+
+    def describe(self) -> str:
+        return f"{self.fos_min:g}–{self.fos_max:g}" if self.fos_max is not None else f"≥ {self.fos_min:g}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {**asdict(self), "target_fos": self.target_fos, "band": self.describe()}
+
+
+TIERS: dict[str, TierBands] = {
+    "critical": TierBands("critical", 2.5),
+    "standard": TierBands("standard", 1.5, 3.0),
+    "non-core": TierBands("non-core", 1.2),
+}
+
+
+def get_tier(name: str, *, fos_min: float | None = None, fos_max: float | None = None,
+             design_fos: float | None = None) -> TierBands:
+    """A tier by name (``critical``, ``standard``, ``non-core``), with optional overrides."""
+    key = name.lower().replace("_", "-")
+    if key == "noncore":
+        key = "non-core"
+    if key not in TIERS:
+        raise ParameterError(f"unknown service tier {name!r}; expected one of {', '.join(TIERS)}")
+    t = TIERS[key]
+    if fos_min is None and fos_max is None and design_fos is None:
+        return t
+    return TierBands(t.name, fos_min if fos_min is not None else t.fos_min,
+                     fos_max if fos_max is not None else t.fos_max, design_fos)
+
+
+# --------------------------------------------------------------------------- inputs
+@dataclass(frozen=True)
+class Limit:
+    """One mix's ultimate capacity in completed requests per second.
+
+    ``censored``: ``none`` (a measured limit), ``above`` (never failed: ``q_ult_rps`` is
+    a lower bound), ``below`` (failed at the first step: an upper bound),
+    ``not_monotone`` (measured, but the curve passed again after failing; treated as a
+    value and flagged).
+    """
+
+    mix: str
+    q_ult_rps: float
+    ci95: tuple[float, float] | None = None
+    censored: Censored = "none"
+    statement: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.q_ult_rps > 0 and math.isfinite(self.q_ult_rps)):
+            raise BadValueError(f"mix {self.mix!r}: q_ult must be a positive finite rate (got {self.q_ult_rps})")
+        if self.censored not in ("none", "above", "below", "not_monotone"):
+            raise BadValueError(f"mix {self.mix!r}: censored must be none|above|below|not_monotone, "
+                                f"got {self.censored!r}")
+        if self.ci95 is not None:
+            lo, hi = self.ci95
+            if not (0 < lo <= self.q_ult_rps <= hi):
+                raise BadValueError(
+                    f"mix {self.mix!r}: ci95 {self.ci95} must bracket q_ult {self.q_ult_rps} and be > 0"
+                )
+
+    @property
+    def bound(self) -> Bound:
+        return {"above": "lower", "below": "upper"}.get(self.censored, "none")  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Planned load ``rps`` (requests/s), with the peak estimate's 95 % CI when known."""
+
+    rps: float
+    ci95: tuple[float, float] | None = None
+    quantile: float | None = None
+    growth: float = 1.0
+    basis: str = ""
+
+    def __post_init__(self) -> None:
+        if not (self.rps > 0 and math.isfinite(self.rps)):
+            raise BadValueError(f"target load must be a positive finite rate in req/s (got {self.rps})")
+        if self.ci95 is not None and not (0 < self.ci95[0] <= self.rps <= self.ci95[1]):
+            raise BadValueError(f"target ci95 {self.ci95} must bracket the target {self.rps} and be > 0")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rps": self.rps, "per_minute": self.rps * 60, "ci95": list(self.ci95) if self.ci95 else None,
+                "quantile": self.quantile, "growth": self.growth, "basis": self.basis}
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class FosEstimate:
+    """A FOS value (or bound) with its 95 % CI and a sentence that says which."""
+
+    value: float | None
+    ci95: tuple[float, float] | None
+    bound: Bound
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"value": self.value, "ci95": list(self.ci95) if self.ci95 else None, "bound": self.bound,
+                "statement": self.statement}
+
+
+@dataclass
+class MixFos:
+    mix: str
+    share: float
+    q_ult_rps: float
+    q_ult_ci95: tuple[float, float] | None
+    censored: Censored
+    fos: FosEstimate
+    utilisation: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mix": self.mix, "share": self.share, "q_ult_rps": self.q_ult_rps,
+                "q_ult_ci95": list(self.q_ult_ci95) if self.q_ult_ci95 else None, "censored": self.censored,
+                "fos": self.fos.to_dict(), "utilisation": self.utilisation}
+
+
+@dataclass
+class BlendedFos:
+    q_blend_rps: float | None
+    q_blend_ci95: tuple[float, float] | None
+    weights: dict[str, float]
+    coverage: float
+    uncovered: dict[str, float]
+    fos: FosEstimate
+
+    def to_dict(self) -> dict[str, object]:
+        return {"q_blend_rps": self.q_blend_rps, "q_blend_ci95": list(self.q_blend_ci95) if self.q_blend_ci95 else None,
+                "weights": self.weights, "coverage": self.coverage, "uncovered": self.uncovered,
+                **self.fos.to_dict()}
+
+
+@dataclass
+class Verdict:
+    color: Color
+    reason: str
+    utilisation: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class FosResult:
+    """Per-mix and blended FOS, verdict, allowable capacity (see module docstring)."""
+
+    target: Target
+    tier: TierBands
+    per_mix: list[MixFos]
+    blended: BlendedFos
+    verdict: Verdict
+    allowable_rps: float | None
+    allowable_statement: str
+    ci_method: str = field(default_factory=lambda: f"Monte Carlo, {MC_DRAWS} draws, seed {MC_SEED}, two-piece "
+                           "log-normal per input fitted to its 95% CI, inputs independent")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tier": self.tier.to_dict(),
+            "target": self.target.to_dict(),
+            "per_mix": [m.to_dict() for m in self.per_mix],
+            "blended": self.blended.to_dict(),
+            "verdict": self.verdict.color,
+            "verdict_reason": self.verdict.reason,
+            "utilisation": self.verdict.utilisation,
+            "allowable_rps": self.allowable_rps,
+            "allowable_statement": self.allowable_statement,
+            "ci_method": self.ci_method,
+        }
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        rows = "".join(
+            f"<tr><td>{html.escape(m.mix)}</td><td>{m.share:.1%}</td><td>{m.q_ult_rps:,.2f}</td>"
+            f"<td>{html.escape(m.fos.statement)}</td></tr>"
+            for m in self.per_mix
+        )
+        return (
+            f"<p><b>FOS</b> tier {self.tier.name} ({self.tier.describe()}) · target {self.target.rps:,.2f} req/s · "
+            f"<b>{self.verdict.color}</b>: {html.escape(self.verdict.reason)}</p>"
+            f"<p>blended: {html.escape(self.blended.fos.statement)}</p>"
+            f"<table><tr><th>mix</th><th>share</th><th>Q_ult req/s</th><th>FOS</th></tr>{rows}</table>"
+        )
+
+
+# --------------------------------------------------------------------------- maths
+def fos_point(q_ult_rps: float, target_rps: float) -> float:
+    """``Q_ult / Q_target`` (both in req/s)."""
+    if q_ult_rps <= 0 or target_rps <= 0:
+        raise ParameterError(f"FOS needs positive rates (got Q_ult {q_ult_rps}, target {target_rps})")
+    return q_ult_rps / target_rps
+
+
+def blended_capacity(limits_rps: Sequence[float], weights: Sequence[float]) -> float:
+    """Weighted harmonic mean ``1 / Σ (w_m / Q_m)`` with weights renormalised to sum 1.
+
+    Examples
+    --------
+    >>> round(blended_capacity([10.0, 40.0], [0.5, 0.5]), 6)
+    16.0
+    """
+    q = np.asarray(limits_rps, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if q.size == 0 or q.size != w.size or (q <= 0).any() or (w < 0).any() or w.sum() <= 0:
+        raise ParameterError("blended capacity needs positive limits and non-negative weights of the same length")
+    w = w / w.sum()
+    return float(1.0 / np.sum(w / q))
+
+
+def _draw(value: float, ci95: tuple[float, float] | None, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Two-piece log-normal: median ``value``, 2.5 %/97.5 % points at the CI ends."""
+    z = rng.standard_normal(n)
+    if ci95 is None:
+        return np.full(n, value)
+    lo, hi = ci95
+    s_lo = math.log(value / lo) / Z975
+    s_hi = math.log(hi / value) / Z975
+    return value * np.exp(np.where(z < 0, z * s_lo, z * s_hi))
+
+
+def _bound_text(bound: Bound, v: float) -> str:
+    return {"lower": f"FOS ≥ {v:.2f}", "upper": f"FOS < {v:.2f}"}.get(bound, f"FOS {v:.2f}")
+
+
+def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "") -> FosEstimate:
+    if value is None or bound == "unbounded":
+        return FosEstimate(None, None, "unbounded", why or "FOS cannot be bounded")
+    ci = None
+    if samples is not None and np.ptp(samples) > 0:
+        lo, hi = quantile(samples, [0.025, 0.975])
+        ci = (float(lo), float(hi))
+    text = _bound_text(bound, value)
+    if ci:
+        text += f" (95% CI {ci[0]:.2f}–{ci[1]:.2f})" if bound == "none" else (
+            f" (95% CI of the bound {ci[0]:.2f}–{ci[1]:.2f})")
+    if why:
+        text += f"; {why}"
+    return FosEstimate(value, ci, bound, text)
+
+
+def compute_fos(
+    limits: Sequence[Limit],
+    shares: dict[str, float],
+    target: Target,
+    tier: TierBands | str = "standard",
+    *,
+    draws: int = MC_DRAWS,
+    seed: int = MC_SEED,
+) -> FosResult:
+    """Per-mix and blended FOS with Monte-Carlo CIs, the verdict and allowable capacity.
+
+    ``shares`` are production mix weights by mix name (any mix without a limit, e.g.
+    ``other``, is reported as uncovered; the blend renormalises over covered mixes).
+    """
+    tier = get_tier(tier) if isinstance(tier, str) else tier
+    if not limits:
+        raise ParameterError("no limits: the limits file holds no mix with a usable q_ult")
+    names = [lim.mix for lim in limits]
+    if len(set(names)) != len(names):
+        raise BadValueError(f"limits name a mix twice: {names}")
+    rng = np.random.default_rng(seed)
+    t_draws = _draw(target.rps, target.ci95, rng, draws)
+
+    per_mix: list[MixFos] = []
+    q_draws: dict[str, np.ndarray] = {}
+    for lim in limits:
+        q_draws[lim.mix] = _draw(lim.q_ult_rps, lim.ci95, rng, draws)
+        v = fos_point(lim.q_ult_rps, target.rps)
+        why = {"above": "the load test never failed (limit is a lower bound)",
+               "below": "the load test failed at its first step (limit is an upper bound)",
+               "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
+        est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why)
+        per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
+                              target.rps / lim.q_ult_rps))
+
+    total_share = sum(v for v in shares.values() if v > 0)
+    covered = {m: float(shares.get(m, 0.0)) for m in names if shares.get(m, 0.0) > 0}
+    uncovered = {m: float(s) for m, s in shares.items() if m not in names and s > 0}
+    coverage = (sum(covered.values()) / total_share) if total_share > 0 else 0.0
+    if not covered:
+        if len(limits) == 1 and not shares:
+            covered = {names[0]: 1.0}
+            coverage = 1.0
+        else:
+            raise BadValueError(
+                f"no production traffic falls in a mix that has a limit (limit mixes {names}, "
+                f"production shares {shares}); the limits and the profile must use the same mix definitions"
+            )
+    wsum = sum(covered.values())
+    weights = {m: s / wsum for m, s in covered.items()}
+    by_name = {lim.mix: lim for lim in limits}
+    q_blend = blended_capacity([by_name[m].q_ult_rps for m in weights], list(weights.values()))
+    q_blend_draws = 1.0 / sum(weights[m] / q_draws[m] for m in weights)
+    bounds = {by_name[m].bound for m in weights}
+    if "lower" in bounds and "upper" in bounds:
+        bound: Bound = "unbounded"
+    elif "lower" in bounds:
+        bound = "lower"
+    elif "upper" in bounds:
+        bound = "upper"
+    else:
+        bound = "none"
+    why = ""
+    if bound == "unbounded":
+        why = "one mix never failed (lower bound) and another failed at once (upper bound): the blend is not bounded"
+    elif bound != "none":
+        why = "blend of a censored limit"
+    if coverage < 1.0:
+        cov_note = f"blend covers {coverage:.1%} of production traffic (no limit for {', '.join(sorted(uncovered))})"
+        why = f"{why}; {cov_note}" if why else cov_note
+    qb_ci = None
+    if np.ptp(q_blend_draws) > 0:
+        lo, hi = quantile(q_blend_draws, [0.025, 0.975])
+        qb_ci = (float(lo), float(hi))
+    blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why)
+    blended = BlendedFos(q_blend if bound != "unbounded" else None, qb_ci if bound != "unbounded" else None,
+                         weights, coverage, uncovered, blended_est)
+    v = verdict(blended_est, tier, target_rps=target.rps, q_ult_rps=blended.q_blend_rps)
+    weak = [m for m in per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
+            and m.fos.value < tier.fos_min]
+    if weak:
+        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {m.fos.value:.2f})" for m in weak)
+        v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
+                    f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
+    if coverage < 1.0 and v.color == "green":
+        v = Verdict("yellow", f"{v.reason}; but only {coverage:.1%} of production traffic has a measured limit",
+                    v.utilisation)
+    allowable, allow_text = allowable_capacity(blended.q_blend_rps, tier.target_fos, bound)
+    return FosResult(target, tier, per_mix, blended, v, allowable, allow_text)
+
+
+def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound = "none") -> tuple[float | None, str]:
+    """``Q_ult / target FOS`` with a sentence; a bound on ``Q_ult`` stays a bound."""
+    if q_ult_rps is None or bound == "unbounded":
+        return None, "allowable capacity cannot be given: the limit is not bounded"
+    a = q_ult_rps / target_fos
+    rel = {"lower": "at least ", "upper": "less than "}.get(bound, "")
+    return a, f"allowable = Q_ult / FOS {target_fos:g} = {rel}{a:,.3f} req/s ({a * 60:,.1f} req/min)"
+
+
+def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
+            q_ult_rps: float | None = None) -> Verdict:
+    """green / yellow / red with the reason in words (rules in the module docstring)."""
+    band = f"the {tier.name} tier's band {tier.describe()}"
+    if fos.value is None:
+        return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
+    v = fos.value
+    u = 1.0 / v
+    lo = fos.ci95[0] if fos.ci95 else v
+    if fos.bound == "lower":
+        if v < tier.fos_min:
+            return Verdict("yellow", f"{fos.statement.split(';')[0]} only: the load test never failed, so the true FOS "
+                           f"may or may not meet {band}; re-test with higher load", None)
+        if tier.fos_max is not None and v > tier.fos_max:
+            return Verdict("yellow", f"FOS ≥ {v:.2f} is above {band}: over-provisioned", None)
+        return Verdict("green", f"FOS ≥ {v:.2f} already meets {band} (the load test never failed)", None)
+    if fos.bound == "upper":
+        if v <= tier.fos_min:
+            return Verdict("red", f"FOS < {v:.2f} is below {band} (the load test failed at its first step)", None)
+        return Verdict("yellow", f"FOS < {v:.2f} only (the load test failed at its first step): cannot confirm "
+                       f"{band}; re-test from a lower load", None)
+    if v < 1.0:
+        what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
+            target_rps and q_ult_rps) else "the target exceeds the measured limit"
+        return Verdict("red", f"FOS {v:.2f} < 1: {what}; the SLA fails at the planned peak", u)
+    if v < tier.fos_min:
+        return Verdict("red", f"FOS {v:.2f} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
+    if lo < tier.fos_min:
+        return Verdict("yellow", f"FOS {v:.2f} meets {band} but its 95% CI reaches down to {lo:.2f}", u)
+    if u > UTILISATION_CEILING:
+        return Verdict("yellow", f"FOS {v:.2f} meets {band}, but production would run at {u:.0%} of the breakpoint; "
+                       f"the sources keep it at {UTILISATION_FLOOR:.0%}–{UTILISATION_CEILING:.0%}", u)
+    if tier.fos_max is not None and v > tier.fos_max:
+        return Verdict("yellow", f"FOS {v:.2f} is above {band}: over-provisioned (production at {u:.0%} of the "
+                       "breakpoint)", u)
+    return Verdict("green", f"FOS {v:.2f} within {band}; production at {u:.0%} of the breakpoint", u)
+
+
+# --------------------------------------------------------------------------- CBU
+@dataclass
+class CbuResult:
+    """Carrying-capacity utilisation per minute: ``(requests in the minute / 60) / allowable_rps``."""
+
+    allowable_rps: float
+    threshold: float
+    cbu: list[float]
+    minute_labels: list[str]
+    above: list[dict[str, object]]
+
+    @property
+    def max(self) -> float:
+        return max(self.cbu) if self.cbu else float("nan")
+
+    def to_dict(self, *, max_listed: int = 200) -> dict[str, object]:
+        n_above = len(self.above)
+        return {
+            "definition": "CBU = throughput in the minute (req/s) / allowable capacity (req/s)",
+            "allowable_rps": self.allowable_rps,
+            "threshold": self.threshold,
+            "n_minutes": len(self.cbu),
+            "max": self.max if self.cbu else None,
+            "p95": float(quantile(self.cbu, 0.95)) if self.cbu else None,
+            "n_above": n_above,
+            "n_above_1": sum(1 for c in self.cbu if c > 1.0),
+            "minutes_above": self.above[:max_listed],
+            "minutes_above_truncated": n_above > max_listed,
+        }
+
+
+def cbu_per_minute(
+    counts_per_minute: Sequence[float],
+    allowable_rps: float,
+    *,
+    minute_labels: Sequence[str] | None = None,
+    threshold: float = CBU_THRESHOLD,
+) -> CbuResult:
+    """CBU for each minute and the minutes above ``threshold`` (0.8: scale out or limit early)."""
+    if not allowable_rps or allowable_rps <= 0:
+        raise ParameterError(f"allowable capacity must be > 0 req/s (got {allowable_rps})")
+    labels = list(minute_labels) if minute_labels is not None else [str(i) for i in range(len(counts_per_minute))]
+    if len(labels) != len(counts_per_minute):
+        raise ParameterError("minute_labels and counts_per_minute differ in length")
+    cbu = [float(c) / 60.0 / allowable_rps for c in counts_per_minute]
+    above = [{"minute": labels[i], "index": i, "requests": float(counts_per_minute[i]), "cbu": c}
+             for i, c in enumerate(cbu) if c > threshold]
+    return CbuResult(allowable_rps, threshold, cbu, labels, above)
+
+
+__all__ = [
+    "CBU_THRESHOLD",
+    "TIERS",
+    "BlendedFos",
+    "CbuResult",
+    "FosEstimate",
+    "FosResult",
+    "Limit",
+    "MixFos",
+    "Target",
+    "TierBands",
+    "Verdict",
+    "allowable_capacity",
+    "blended_capacity",
+    "cbu_per_minute",
+    "compute_fos",
+    "fos_point",
+    "get_tier",
+    "verdict",
+]

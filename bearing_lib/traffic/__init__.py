@@ -1,0 +1,2 @@
+"""Stage: production trace -> traffic profile (binning, peaks and targets, slots and
+seasonality, bursts, sequence lengths, SLO budget)."""

@@ -1,0 +1,584 @@
+"""Traffic profile of production traffic: rates, peaks, cycles, bursts, dispersion, mixes.
+
+``profile_traffic(trace)`` reads a :class:`~bearing_lib.data.trace.RequestTrace` (per-request
+start times) or, as a coarser profile, :class:`~bearing_lib.data.ratewindows.RateWindows`
+(e.g. ServeGen's 600 s windows) and returns a :class:`TrafficProfile`: the per-minute
+rate distribution (mean, P50/P95/P99/max, peak/mean; linear quantiles), per-second rates
+where the timestamps allow, hour-of-day and weekday x hour baselines, an MSTL
+decomposition, burst episodes, the index of dispersion and inter-arrival CV, mix shares
+overall and per hour, the target load and staged reservation, the SLO error budget and
+the sequence-length distribution (input + output tokens per request, for the memory plan).
+The profile JSON also carries the per-minute series itself (``per_minute.series``; for
+rate windows ``per_window.series``), so the capacity plan can compute CBU and replay the
+traffic from the JSON alone.
+
+The binning convention is stated in every profile's ``convention`` field (see
+:mod:`bearing_lib.traffic.binning`): per-minute bins aligned to UTC wall-clock minutes, empty
+minutes counted as zero, the partial first and last minutes left out; relative-clock
+traces bin from the first request and say so. Sections the data cannot support are
+:class:`~bearing_lib.common.unavailable.Unavailable` with the reason.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.common.quantiles import QUANTILE_METHOD, quantile
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.data.mixes import MixSpec
+from bearing_lib.data.ratewindows import RateWindows
+from bearing_lib.data.trace import RequestTrace
+from bearing_lib.traffic.binning import (
+    RateSeries,
+    TimestampResolution,
+    binned_counts,
+    convention_text,
+    per_minute_counts,
+    series_from_rate_windows,
+    timestamp_resolution,
+)
+from bearing_lib.traffic.bursts import Bursts, find_bursts
+from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
+from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
+from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
+from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
+
+__all__ = [
+    "MixShares",
+    "TrafficProfile",
+    "binned_counts",
+    "dispersion",
+    "mix_shares",
+    "per_minute_counts",
+    "profile_traffic",
+    "rate_stats",
+    "timestamp_resolution",
+]
+
+
+def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> dict[str, object]:
+    """Distribution of a per-bin request count: n, empty bins, mean, P50/P95/P99, max, peak/mean.
+
+    Values are in requests per bin (requests/min for 60 s bins); ``rps`` repeats them in
+    req/s. Quantiles are linear (``bearing_lib.common.quantiles``).
+    """
+    v = np.asarray(requests_per_bin, dtype=float)
+    if v.size == 0:
+        raise InsufficientDataError("no complete bin: the trace is shorter than one bin")
+    p50, p95, p99 = (float(x) for x in quantile(v, [0.5, 0.95, 0.99]))
+    mean, mx = float(v.mean()), float(v.max())
+    return {
+        "n_bins": int(v.size),
+        "n_empty": int((v == 0).sum()),
+        "mean": mean,
+        "p50": p50,
+        "p95": p95,
+        "p99": p99,
+        "max": mx,
+        "peak_to_mean": mx / mean if mean > 0 else None,
+        "rps": {k: x / bin_s for k, x in (("mean", mean), ("p50", p50), ("p95", p95), ("p99", p99), ("max", mx))},
+    }
+
+
+def _minute_block(counts: pl.DataFrame) -> dict[str, object]:
+    out = rate_stats(counts["requests"].to_numpy(), 60.0)
+    out = {"available": True, "bin_s": 60.0, "n_minutes": out.pop("n_bins"), **out, "unit": "requests/min"}
+    tokens = {}
+    for col in ("input_tokens", "output_tokens"):
+        s = counts[col]
+        if s.null_count() == s.len():
+            tokens[col] = None
+            continue
+        v = s.to_numpy().astype(float)
+        p95, p99 = (float(x) for x in quantile(v, [0.95, 0.99]))
+        tokens[col] = {"mean": float(v.mean()), "p95": p95, "p99": p99, "max": float(v.max()),
+                       "unit": f"{col.replace('_', ' ')}/min"}
+    out["tokens"] = tokens
+    return out
+
+
+def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
+               resolution: TimestampResolution) -> dict[str, object]:
+    """Index of dispersion of per-minute counts and the inter-arrival CV.
+
+    Index of dispersion = sample variance / mean of the per-minute counts (1 for a
+    Poisson process; > 1 is burstier). Inter-arrival CV = sample std / mean of the gaps
+    between consecutive request starts (ties give zero gaps; 1 for Poisson). Both use
+    ``ddof = 1``. The CV is refused when timestamps are quantized (the gaps are then
+    artefacts of the grid).
+    """
+    c = np.asarray(counts_per_minute, dtype=float)
+    iod = float(c.var(ddof=1) / c.mean()) if c.size >= 2 and c.mean() > 0 else None
+    out: dict[str, object] = {
+        "index_of_dispersion": iod,
+        "index_of_dispersion_bin_s": 60.0,
+        "index_of_dispersion_note": (
+            "sample variance / mean of requests per complete minute (1 = Poisson)" if iod is not None
+            else "fewer than two complete minutes with requests"
+        ),
+    }
+    if resolution.quantized:
+        out["interarrival_cv"] = None
+        out["interarrival_cv_note"] = (
+            f"not measured: timestamps move in {resolution.quantum_s:.3g} s steps, so inter-arrival times "
+            "are artefacts of the grid"
+        )
+        return out
+    gaps = trace.frame["start_s"].diff().drop_nulls().to_numpy()
+    if gaps.size < 2 or gaps.mean() <= 0:
+        out["interarrival_cv"] = None
+        out["interarrival_cv_note"] = "fewer than three requests with distinct start times"
+    else:
+        out["interarrival_cv"] = float(gaps.std(ddof=1) / gaps.mean())
+        out["interarrival_cv_note"] = (
+            f"std / mean of {gaps.size:,} gaps between consecutive request starts (1 = Poisson)"
+        )
+    return out
+
+
+@dataclass
+class MixShares:
+    """Request shares per mix, overall and per hour."""
+
+    spec: MixSpec
+    overall: pl.DataFrame
+    per_hour: pl.DataFrame
+    hour_basis: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_list(self) -> list[dict[str, object]]:
+        return self.overall.to_dicts()
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        return "<p><b>Mix shares</b></p>" + self.overall._repr_html_()
+
+
+def mix_shares(trace: RequestTrace, spec: MixSpec | None = None) -> MixShares | Unavailable:
+    """Shares of requests per mix of ``spec`` (default: one mix ``all``), overall and per hour.
+
+    Hours are UTC clock hours for wall-clock traces and hours from the first request for
+    relative ones. A mix bounded on a dimension the trace lacks cannot be assigned:
+    the result is then :class:`Unavailable` naming the field.
+    """
+    spec = spec or MixSpec.single()
+    f = trace.frame
+    needed = {d for m in spec.mixes for d in m.bounds}
+    notes = []
+    for dim in sorted(needed):
+        col = "input_tokens" if dim == "cache_hit_ratio" else dim
+        if f[col].null_count() == f.height:
+            return Unavailable(f"mix bounds use {dim}, but the trace has no {col}")
+        if f[col].null_count():
+            notes.append(f"{f[col].null_count()} request(s) have no {col} and fall outside mixes bounded on it")
+    if "cache_hit_ratio" in needed and f["cached_tokens"].null_count() == f.height:
+        notes.append("the trace has no cached_tokens: cache-hit ratio taken as 0 for every request")
+    lf = spec.assign(f.lazy().select("start_s", "input_tokens", "output_tokens", "cached_tokens"))
+    names = [*spec.names(), "other"]
+    counts = lf.group_by("mix").agg(pl.len().cast(pl.Int64).alias("n_requests")).collect()
+    overall = (
+        pl.DataFrame({"mix": names})
+        .join(counts, on="mix", how="left")
+        .with_columns(pl.col("n_requests").fill_null(0))
+        .with_columns((pl.col("n_requests") / pl.col("n_requests").sum()).alias("share"))
+        .filter((pl.col("mix") != "other") | (pl.col("n_requests") > 0))
+        .select("mix", "share", "n_requests")
+    )
+    if trace.provenance.time_origin == "none":
+        per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
+                                        "n_requests": pl.Int64})
+        basis = "no per-request times"
+    else:
+        aligned = trace.provenance.time_origin == "epoch"
+        origin = 0.0 if aligned else float(f["start_s"].min())
+        per_hour = (
+            lf.with_columns(((pl.col("start_s") - origin) / 3600.0).floor().alias("h"))
+            .group_by("h", "mix")
+            .agg(pl.len().cast(pl.Int64).alias("n_requests"))
+            .with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
+            .select((pl.col("h") * 3600.0 + origin).alias("hour_start_s"), "mix", "share", "n_requests")
+            .sort("hour_start_s", "mix")
+            .collect()
+        )
+        basis = "UTC clock hours (partial first and last hours included)" if aligned else (
+            "hours from the first request (relative clock)"
+        )
+    return MixShares(spec, overall, per_hour, basis, notes)
+
+
+@dataclass
+class TrafficProfile:
+    """The traffic profile of one production source (see module docstring)."""
+
+    source: dict[str, object]
+    convention: str
+    span_s: float
+    start_s: float | None
+    end_s: float | None
+    aligned: bool
+    resolution: TimestampResolution | Unavailable
+    series: RateSeries
+    per_minute: pl.DataFrame | None
+    per_minute_stats: dict[str, object] | Unavailable
+    per_second_stats: dict[str, object] | Unavailable
+    per_window_stats: dict[str, object] | None
+    slots: SlotBaselines
+    decomposition: Decomposition | Unavailable
+    bursts: Bursts
+    dispersion: dict[str, object] | Unavailable
+    mixes: MixShares | Unavailable
+    targets: Targets
+    slo: SLOBudget | Unavailable
+    parameters: dict[str, object] = field(default_factory=dict)
+    seq_len: SeqLenDistribution | Unavailable = field(
+        default_factory=lambda: Unavailable("sequence lengths were not computed for this profile"))
+
+    @staticmethod
+    def _utc(t: float | None, aligned: bool) -> str | None:
+        if t is None or not aligned:
+            return None
+        return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
+
+    def series_dict(self) -> dict[str, object]:
+        """The rate series as JSON columns: per minute ``{"minute_start_s", "requests"}``, or for
+        rate windows ``{"bin_s", "window_start_s", "requests"}`` (requests per window)."""
+        if self.per_minute is not None:
+            return {"minute_start_s": self.per_minute["minute_start_s"].to_list(),
+                    "requests": self.per_minute["requests"].to_list()}
+        return {"bin_s": float(self.series.bin_s), "window_start_s": [float(x) for x in self.series.start_s],
+                "requests": [float(x) for x in self.series.requests]}
+
+    def to_dict(self, *, include_series: bool = True) -> dict[str, object]:
+        """JSON-ready dict (``docs/interfaces.md`` section 5; ``docs/traffic-profile.md``).
+
+        ``include_series=False`` leaves out ``per_minute.series`` / ``per_window.series``
+        (one row per minute: 20,160 for a 14-day trace); the plan then needs the trace
+        for CBU and the elasticity replay.
+        """
+        from bearing_lib import __version__
+
+        def d(x: object) -> object:
+            return x.to_dict() if hasattr(x, "to_dict") else x
+
+        mixes: object
+        if isinstance(self.mixes, MixShares):
+            mixes = self.mixes.to_list()
+            mixes_hour: object = {
+                "available": True,
+                "basis": self.mixes.hour_basis,
+                "rows": self.mixes.per_hour.to_dicts(),
+                "notes": self.mixes.notes,
+            }
+            spec: object = self.mixes.spec.to_dict()
+        else:
+            mixes, mixes_hour, spec = self.mixes.to_dict(), self.mixes.to_dict(), None
+        out = {
+            "bearing_version": __version__,
+            "quantile_method": QUANTILE_METHOD,
+            "source": self.source,
+            "convention": self.convention,
+            "span_s": self.span_s,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "start_utc": self._utc(self.start_s, self.aligned),
+            "end_utc": self._utc(self.end_s, self.aligned),
+            "clock": "UTC wall clock" if self.aligned else "relative (seconds from the trace start)",
+            "parameters": self.parameters,
+            "resolution": d(self.resolution),
+            "per_minute": (
+                {**self.per_minute_stats, "series": self.series_dict()}
+                if include_series and isinstance(self.per_minute_stats, dict) and self.per_minute is not None
+                else d(self.per_minute_stats)
+            ),
+            "per_second": d(self.per_second_stats),
+            "slots": self.slots.to_dict(),
+            "decomposition": d(self.decomposition),
+            "bursts": self.bursts.to_dict(),
+            "dispersion": d(self.dispersion),
+            "mix_spec": spec,
+            "mix_shares": mixes,
+            "mix_shares_per_hour": mixes_hour,
+            "targets": self.targets.to_dict(),
+            "slo_budget": d(self.slo),
+            "seq_len": d(self.seq_len),
+        }
+        if self.per_window_stats is not None:
+            out["per_window"] = (
+                {**self.per_window_stats, "series": self.series_dict()} if include_series else self.per_window_stats
+            )
+        return out
+
+    def summary_lines(self) -> list[str]:
+        """A short human summary (the CLI prints it)."""
+        lines = [f"source:      {self.source.get('path')} ({self.source.get('format')})"]
+        lines.append(f"span:        {self.span_s / 3600:,.2f} h, clock {'UTC' if self.aligned else 'relative'}")
+        lines.append(f"convention:  {self.convention}")
+        pm = self.per_minute_stats
+        if isinstance(pm, dict):
+            lines.append(
+                f"per minute:  {pm['n_minutes']} minutes ({pm['n_empty']} empty); mean {pm['mean']:,.1f}, "
+                f"P95 {pm['p95']:,.1f}, P99 {pm['p99']:,.1f}, max {pm['max']:,.0f} requests/min; "
+                f"peak/mean {_fmt(pm['peak_to_mean'])}"
+            )
+        else:
+            lines.append(f"per minute:  not available: {pm.reason}")
+        if self.per_window_stats is not None:
+            pw = self.per_window_stats
+            lines.append(
+                f"per window:  {pw['n_bins']} x {pw['bin_s']:g} s; mean {pw['rps']['mean']:,.1f}, "
+                f"P99 {pw['rps']['p99']:,.1f}, max {pw['rps']['max']:,.1f} req/s; peak/mean {_fmt(pw['peak_to_mean'])}"
+            )
+        ps = self.per_second_stats
+        if isinstance(ps, dict):
+            lines.append(f"per second:  max {ps['max']:,.0f} req/s, P99 {ps['p99']:,.1f}, peak/mean "
+                         f"{_fmt(ps['peak_to_mean'])}")
+        else:
+            lines.append(f"per second:  not available: {ps.reason}")
+        if isinstance(self.decomposition, Decomposition):
+            comps = ", ".join(
+                f"{n} (amplitude {self.decomposition.amplitude_rps(n):,.1f} req/s, cycle-to-cycle correlation "
+                f"{_fmt(self.decomposition.cycle_correlation(n))})" for n in self.decomposition.periods_h
+            )
+            lines.append(f"cycles:      {comps}")
+        else:
+            lines.append(f"cycles:      not available: {self.decomposition.reason}")
+        b = self.bursts
+        lines.append(
+            f"bursts:      {b.count} above {b.k:g}x baseline" + (f", ~{b.per_month:.1f}/month" if b.count else "")
+        )
+        disp = self.dispersion
+        if isinstance(disp, dict):
+            lines.append(
+                f"dispersion:  index {_fmt(disp['index_of_dispersion'])}, inter-arrival CV "
+                f"{_fmt(disp['interarrival_cv'])}"
+            )
+        t = self.targets
+        ci = f" (95% CI {t.target_ci95[0]:,.2f}–{t.target_ci95[1]:,.2f})" if t.target_ci95 else ""
+        lines.append(
+            f"target:      {t.target_rps:,.2f} req/s = P{t.quantile * 100:g} x growth {t.growth:g}{ci}; "
+            f"near term {t.near_term_rps:,.2f} req/s"
+        )
+        mt = t.mid_term
+        lines.append(
+            f"mid term:    {mt.reservation_rps:,.2f} req/s" if not isinstance(mt, Unavailable)
+            else f"mid term:    not available: {mt.reason}"
+        )
+        if isinstance(self.mixes, MixShares):
+            shares = ", ".join(f"{r['mix']} {r['share']:.1%}" for r in self.mixes.to_list())
+            lines.append(f"mixes:       {shares}")
+        if isinstance(self.slo, SLOBudget):
+            lines.append(
+                f"SLO budget:  {self.slo.consumed_fraction:.1%} of the {self.slo.objective:.2%} budget consumed, "
+                f"burn rate {self.slo.burn_rate:.3g}"
+            )
+        else:
+            lines.append(f"SLO budget:  not available: {self.slo.reason}")
+        if isinstance(self.seq_len, SeqLenDistribution):
+            t = self.seq_len.total
+            lines.append(f"seq length:  input+output tokens P50 {t.p50:,.0f}, P90 {t.p90:,.0f}, P99 {t.p99:,.0f}, "
+                         f"max {t.max:,.0f} ({t.n:,} requests)")
+        else:
+            lines.append(f"seq length:  not available: {self.seq_len.reason}")
+        return lines
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(line.split(':', 1)[0])}</th>"
+            f"<td style='text-align:left'>{html.escape(line.split(':', 1)[1].strip())}</td></tr>"
+            for line in self.summary_lines()
+        )
+        return f"<p><b>TrafficProfile</b></p><table>{rows}</table>"
+
+
+def _fmt(x: object) -> str:
+    return "n/a" if x is None else f"{x:,.2f}"
+
+
+def _source_dict(prov, kind: str, n: int) -> dict[str, object]:  # noqa: ANN001
+    return {
+        "path": prov.source,
+        "sha256": prov.sha256,
+        "format": prov.format,
+        "tool": prov.tool,
+        "kind": kind,
+        "time_origin": prov.time_origin,
+        "timezone": prov.timezone,
+        "n_rows": n,
+    }
+
+
+def profile_traffic(
+    data: RequestTrace | RateWindows,
+    *,
+    mix_spec: MixSpec | None = None,
+    quantile_level: float = 0.99,
+    growth: float = 1.0,
+    burst_k: float = 3.0,
+    burst_merge_gap_bins: int = 0,
+    slo_objective: float = 0.999,
+    n_boot: int = 1000,
+    seed: int = DEFAULT_SEED,
+) -> TrafficProfile:
+    """Profile a production trace (or rate windows); see the module docstring.
+
+    Parameters
+    ----------
+    data : RequestTrace or RateWindows
+        Per-request trace with start times, or per-window rates (coarser profile).
+    mix_spec : MixSpec, optional
+        Mixes for the shares (e.g. ``MixSpec.from_dict(limits["mix_spec"])``); default
+        one mix ``all``.
+    quantile_level : float
+        Quantile of the per-minute rate that defines the target (0.99 = P99).
+    growth : float
+        Growth multiplier applied to the target.
+    burst_k : float
+        A burst is a run of bins above ``burst_k`` x the slot baseline (default 3).
+    slo_objective : float
+        Availability objective for the error budget (e.g. 0.999).
+    """
+    params = {"quantile": quantile_level, "growth": growth, "burst_k": burst_k,
+              "burst_merge_gap_bins": burst_merge_gap_bins, "slo_objective": slo_objective,
+              "n_boot": n_boot, "seed": seed}
+    if isinstance(data, RateWindows):
+        return _profile_rates(data, params, quantile_level, growth, burst_k, burst_merge_gap_bins, n_boot, seed)
+    if not isinstance(data, RequestTrace):
+        raise ParameterError(f"expected a RequestTrace or RateWindows, got {type(data).__name__}")
+    prov = data.provenance
+    if prov.time_origin == "none":
+        raise InsufficientDataError(
+            f"{prov.source}: the source keeps no per-request times (time_origin 'none'); a traffic profile needs "
+            "arrival times (this looks like load-test output, not production traffic)"
+        )
+    if data.frame["step"].null_count() < data.frame.height:
+        raise ParameterError(
+            f"{prov.source}: the requests carry load-test steps ({prov.format}); a traffic profile describes "
+            "production traffic. Use `bearing limits` for load-test results"
+        )
+    res = timestamp_resolution(data)
+    if not res.allows_bin(60.0):
+        raise ParameterError(
+            f"{prov.source}: timestamps move in {res.quantum_s:.3f} s steps; per-minute rates would be artefacts "
+            "of that grid"
+        )
+    minutes = binned_counts(data, 60.0, check_grid=False).rename({"bin_start_s": "minute_start_s"})
+    if minutes.height == 0:
+        raise InsufficientDataError(
+            f"{prov.source}: the trace spans {float(data.frame['start_s'].max() - data.frame['start_s'].min()):.1f} s "
+            "and holds no complete minute; a traffic profile needs at least one"
+        )
+    aligned = prov.time_origin == "epoch"
+    series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
+                        0.0 if aligned else float(data.frame["start_s"].min()))
+    if res.allows_bin(1.0):
+        seconds = binned_counts(data, 1.0, check_grid=False)
+        per_second: dict[str, object] | Unavailable = (
+            {"available": True, "bin_s": 1.0, **rate_stats(seconds["requests"].to_numpy(), 1.0),
+             "unit": "requests/s"}
+            if seconds.height else Unavailable("no complete second")
+        )
+    else:
+        per_second = Unavailable(
+            f"timestamps move in {res.quantum_s:.3g} s steps: per-second rates would be artefacts of the grid; "
+            f"the finest meaningful bin is {res.quantum_s:.3g} s"
+        )
+    slots = slot_baselines(series)
+    base, how = burst_baseline_rps(series, slots)
+    bursts = find_bursts(series.rate_rps, base, series.start_s, 60.0, k=burst_k,
+                         merge_gap_bins=burst_merge_gap_bins, baseline=how)
+    return TrafficProfile(
+        source=_source_dict(prov, "requests", data.frame.height),
+        convention=convention_text(prov.time_origin, 60.0) + " (per-second rates: the same rule with 1 s bins)",
+        span_s=float(data.frame["start_s"].max() - data.frame["start_s"].min()),
+        start_s=float(data.frame["start_s"].min()),
+        end_s=float(data.frame["start_s"].max()),
+        aligned=aligned,
+        resolution=res,
+        series=series,
+        per_minute=minutes,
+        per_minute_stats=_minute_block(minutes),
+        per_second_stats=per_second,
+        per_window_stats=None,
+        slots=slots,
+        decomposition=decompose(series),
+        bursts=bursts,
+        dispersion=dispersion(data, minutes["requests"].to_numpy(), res),
+        mixes=mix_shares(data, mix_spec),
+        targets=compute_targets(series, quantile_level=quantile_level, growth=growth, n_boot=n_boot, seed=seed),
+        slo=slo_budget(data, objective=slo_objective),
+        parameters=params,
+        seq_len=_seq_len(data),
+    )
+
+
+def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
+    try:
+        return seq_len_distribution(trace.frame, source=str(trace.provenance.source))
+    except InsufficientDataError as exc:
+        return Unavailable(str(exc))
+
+
+def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level: float, growth: float,
+                   burst_k: float, merge_gap: int, n_boot: int, seed: int) -> TrafficProfile:
+    prov = rates.provenance
+    series = series_from_rate_windows(rates)
+    w = series.bin_s
+    stats = rate_stats(series.requests, w)
+    per_window = {"available": True, "bin_s": w, **stats, "unit": f"requests per {w:g} s window",
+                  "note": "from mean rates per window: the distribution of window means, not of minutes"}
+    coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
+    slots = slot_baselines(series)
+    base, how = burst_baseline_rps(series, slots)
+    bursts = find_bursts(series.rate_rps, base, series.start_s, w, k=burst_k, merge_gap_bins=merge_gap, baseline=how)
+    cv = rates.frame.filter(pl.col("rate_rps") > 0)
+    wcv = (
+        float((cv["cv"] * cv["rate_rps"]).sum() / cv["rate_rps"].sum())
+        if cv.height and cv["cv"].null_count() < cv.height else None
+    )
+    disp = {
+        "index_of_dispersion": None,
+        "index_of_dispersion_note": "not measured: the source gives rates per window, not request counts per minute",
+        "interarrival_cv": None,
+        "interarrival_cv_note": "not measured: no per-request times",
+        "per_client_window_cv_rate_weighted": wcv,
+        "per_client_window_cv_note": "the source's own per-client, per-window inter-arrival CVs, weighted by rate",
+    }
+    origin_note = (
+        f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
+        else f"{w:g} s windows as published, seconds from the trace start (no wall-clock anchor: hours and "
+        "weekdays are counted from the start)"
+    )
+    targets = compute_targets(series, quantile_level=quantile_level, growth=growth, n_boot=n_boot, seed=seed)
+    targets.notes.append(
+        f"the target comes from {w:g} s window means: per-minute peaks are higher and are not in the source"
+    )
+    span = series.span_s
+    return TrafficProfile(
+        source=_source_dict(prov, "rates", rates.frame.height),
+        convention=f"{origin_note}; missing windows count as zero; the window is the finest bin",
+        span_s=span,
+        start_s=float(series.start_s[0]),
+        end_s=float(series.start_s[0] + span),
+        aligned=series.aligned,
+        resolution=Unavailable(f"no per-request times: the source gives {w:g} s windows"),
+        series=series,
+        per_minute=None,
+        per_minute_stats=Unavailable(coarse),
+        per_second_stats=Unavailable(coarse.replace("per-minute", "per-second")),
+        per_window_stats=per_window,
+        slots=slots,
+        decomposition=decompose(series),
+        bursts=bursts,
+        dispersion=disp,
+        mixes=Unavailable("the source gives rates, not requests with token counts, so mix shares cannot be counted"),
+        targets=targets,
+        slo=Unavailable("the source gives rates only: no request outcomes, so no error budget"),
+        parameters=params,
+        seq_len=Unavailable("the source gives rates, not requests with token counts"),
+    )
+

@@ -1,0 +1,354 @@
+"""Daily and weekly cycles of production traffic: slot baselines and MSTL decomposition.
+
+* **Slot baselines**: the per-minute rate (req/s) grouped by hour of day, and by weekday x
+  hour, with P95 per slot (the "peak of a typical 09:00") and a robust burst baseline
+  (the median over days of each day's P95 in that slot, so one burst day cannot raise
+  its own baseline). Hour-of-day slots need one full day; weekday x hour slots one full
+  week; a slot seen on fewer than two days (weeks) is flagged as not repeated.
+* **Decomposition**: statsmodels MSTL on hourly mean rates, with a daily (24 h) component
+  when the series holds at least two full days and a weekly (168 h) one when it holds at
+  least two full weeks.
+
+Wall-clock series use UTC hours and weekdays (Monday = 0); relative-clock series count
+hours and days from the trace start, which is said in ``basis``.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.common.quantiles import quantile_expr
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.traffic.binning import RateSeries
+
+DAY_S = 86_400.0
+WEEK_S = 7 * DAY_S
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _basis(series: RateSeries) -> str:
+    if series.aligned:
+        return "UTC wall clock (weekday 0 = Monday)"
+    return "hours and days counted from the trace start (the source's clock has no wall-clock anchor)"
+
+
+def _slot_frame(series: RateSeries) -> pl.DataFrame:
+    t = series.slot_clock_s()
+    day = np.floor(t / DAY_S).astype(np.int64)
+    hour = (np.floor(t / 3600.0).astype(np.int64)) % 24
+    # 1970-01-01 was a Thursday (weekday 3 with Monday = 0).
+    weekday = (day + 3) % 7 if series.aligned else day % 7
+    return pl.DataFrame(
+        {"day": day, "week": np.floor_divide(day if not series.aligned else day + 3, 7), "weekday": weekday,
+         "hour": hour, "rate_rps": series.rate_rps}
+    )
+
+
+def _slot_table(frame: pl.DataFrame, keys: list[str], period: str) -> pl.DataFrame:
+    """Per slot: bins, periods seen, mean/P50/P95/max rate, and the robust baseline."""
+    per_period = frame.group_by([period, *keys]).agg(quantile_expr("rate_rps", 0.95).alias("p95_of_period"))
+    robust = per_period.group_by(keys).agg(
+        pl.len().alias(f"n_{period}s"),
+        quantile_expr("p95_of_period", 0.5).alias("baseline_rps"),
+    )
+    stats = frame.group_by(keys).agg(
+        pl.len().alias("n_bins"),
+        pl.col("rate_rps").mean().alias("mean_rps"),
+        quantile_expr("rate_rps", 0.5).alias("p50_rps"),
+        quantile_expr("rate_rps", 0.95).alias("p95_rps"),
+        pl.col("rate_rps").max().alias("max_rps"),
+    )
+    return stats.join(robust, on=keys).sort(keys)
+
+
+@dataclass
+class SlotTable:
+    """One slot layout (hour of day, or weekday x hour) with its extreme slots."""
+
+    name: str
+    table: pl.DataFrame
+    repeated: bool
+    n_periods: int
+    aligned: bool = True
+
+    def _label(self, row: dict[str, object]) -> str:
+        h = f"{int(row['hour']):02d}:00"
+        if "weekday" not in row:
+            return h if self.aligned else f"hour {int(row['hour'])}"
+        day = WEEKDAYS[int(row["weekday"])] if self.aligned else f"day {int(row['weekday'])}"
+        return f"{day} {h}" if self.aligned else f"{day} hour {int(row['hour'])}"
+
+    def to_dict(self) -> dict[str, object]:
+        rows = self.table.to_dicts()
+        peak = max(rows, key=lambda r: r["p95_rps"])
+        trough = min(rows, key=lambda r: r["p95_rps"])
+        return {
+            "available": True,
+            "repeated": self.repeated,
+            "n_periods": self.n_periods,
+            "statistic": "P95 of the per-bin rate in the slot, req/s; baseline_rps = median over periods "
+            "of each period's P95 in the slot",
+            "rows": rows,
+            "peak": {"slot": self._label(peak), "p95_rps": peak["p95_rps"]},
+            "trough": {"slot": self._label(trough), "p95_rps": trough["p95_rps"]},
+            "peak_to_trough": (peak["p95_rps"] / trough["p95_rps"]) if trough["p95_rps"] > 0 else None,
+        }
+
+
+@dataclass
+class SlotBaselines:
+    """Hour-of-day and weekday x hour baselines of a rate series (see module docstring)."""
+
+    basis: str
+    bin_s: float
+    hour_of_day: SlotTable | Unavailable
+    hour_weekday: SlotTable | Unavailable
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "available": bool(self.hour_of_day),
+            "basis": self.basis,
+            "bin_s": self.bin_s,
+            "hour_of_day": self.hour_of_day.to_dict(),
+            "hour_weekday": self.hour_weekday.to_dict(),
+        }
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        if not self.hour_of_day:
+            return self.hour_of_day._repr_html_()
+        return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis)})</p>" + self.hour_of_day.table._repr_html_()
+
+
+def slot_baselines(series: RateSeries) -> SlotBaselines:
+    """Hour-of-day and weekday x hour baselines, or the reason the span does not allow them."""
+    span_days = series.span_s / DAY_S
+    basis = _basis(series)
+    if series.bin_s > 3600:
+        why = f"bins of {series.bin_s:g} s are longer than an hour"
+        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
+    frame = _slot_frame(series)
+    if series.span_s < DAY_S:
+        why = (
+            f"the series spans {series.span_s / 3600:.2f} h ({span_days:.2f} days); hour-of-day baselines "
+            "need at least one full day (two for a repeated pattern)"
+        )
+        hod: SlotTable | Unavailable = Unavailable(why)
+    else:
+        n_days = frame["day"].n_unique()
+        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days, series.aligned)
+    if series.span_s < WEEK_S:
+        how: SlotTable | Unavailable = Unavailable(
+            f"the series spans {span_days:.2f} days; weekday x hour baselines need at least one full week "
+            "(two for a repeated pattern)"
+        )
+    else:
+        n_weeks = frame["week"].n_unique()
+        how = SlotTable(
+            "hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks, series.aligned
+        )
+    return SlotBaselines(basis, series.bin_s, hod, how)
+
+
+def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.ndarray, str]:
+    """Per-bin baseline for burst detection, and how it was made.
+
+    With hour-of-day slots: the slot's robust baseline (median over days of each day's
+    P95 in that hour). Shorter series are one slot: the P95 of the whole series.
+    """
+    if isinstance(slots.hour_of_day, SlotTable):
+        frame = _slot_frame(series).select("hour").join(
+            slots.hour_of_day.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
+        )
+        how = "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
+        if slots.hour_of_day.n_periods < 3:
+            how += (
+                f" (only {slots.hour_of_day.n_periods} day(s): a burst day can still raise its own baseline; "
+                "three or more days make it robust)"
+            )
+        return frame["baseline_rps"].to_numpy(), how
+    p95 = float(np.quantile(series.rate_rps, 0.95, method="linear")) if len(series) else float("nan")
+    return np.full(len(series), p95), (
+        f"the whole series as one slot (it spans {series.span_s / 3600:.2f} h, less than a day): "
+        "its P95 rate; bursts relative to a typical day cannot be told apart from this trace's own peak"
+    )
+
+
+@dataclass
+class Decomposition:
+    """MSTL of hourly mean rates: trend, daily/weekly components, residual."""
+
+    hour_start_s: np.ndarray
+    observed: np.ndarray
+    trend: np.ndarray
+    seasonal: dict[str, np.ndarray]
+    periods_h: dict[str, int]
+    resid: np.ndarray
+    basis: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def resid_is_degenerate(self) -> bool:
+        """True when MSTL fits every point (exactly two cycles of the longest period leave no residual)."""
+        return float(np.var(self.resid)) <= 1e-12 * max(float(np.var(self.observed)), 1e-300)
+
+    def strength(self, name: str) -> float | None:
+        """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006).
+
+        ``None`` when the residual is degenerate (see :attr:`resid_is_degenerate`).
+        """
+        if self.resid_is_degenerate:
+            return None
+        s = self.seasonal[name]
+        v = np.var(s + self.resid)
+        return float(max(0.0, 1.0 - np.var(self.resid) / v)) if v > 0 else 0.0
+
+    def cycle_correlation(self, name: str) -> float | None:
+        """Mean Pearson correlation between consecutive cycles of the de-trended observations.
+
+        A fit-free check that the cycle repeats: daily = consecutive days of hourly
+        ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
+        daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
+        """
+        x = self.observed - self.trend
+        period = self.periods_h[name]
+        if name == "weekly":
+            n_days = x.size // 24
+            x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
+        n = (x.size // period) * period
+        cycles = x[:n].reshape(-1, period)
+        if cycles.shape[0] < 2:
+            return None
+        rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
+        rs = [r for r in rs if np.isfinite(r)]
+        return float(np.mean(rs)) if rs else None
+
+    def profile(self, name: str) -> np.ndarray:
+        """The component's mean value at each phase of its period (the average cycle)."""
+        p = self.periods_h[name]
+        s = self.seasonal[name]
+        n = (s.size // p) * p
+        return s[:n].reshape(-1, p).mean(axis=0)
+
+    def amplitude_rps(self, name: str) -> float:
+        """Peak-to-trough of the average cycle, req/s."""
+        prof = self.profile(name)
+        return float(prof.max() - prof.min())
+
+    def to_dict(self, *, series: bool = True) -> dict[str, object]:
+        comps = []
+        for name, period in self.periods_h.items():
+            prof = self.profile(name)
+            comps.append(
+                {
+                    "name": name,
+                    "period_h": period,
+                    "amplitude_rps": self.amplitude_rps(name),
+                    "strength": self.strength(name),
+                    "cycle_correlation": self.cycle_correlation(name),
+                    "peak_phase_h": int(np.argmax(prof)),
+                    "trough_phase_h": int(np.argmin(prof)),
+                    "average_cycle_rps": prof.tolist(),
+                }
+            )
+        out: dict[str, object] = {
+            "available": True,
+            "method": "statsmodels MSTL (STL per period, 2 iterations) on hourly mean rates",
+            "input": f"{self.observed.size} hourly mean rates (req/s), {self.basis}",
+            "components": comps,
+            "trend": {
+                "start_rps": float(self.trend[0]),
+                "end_rps": float(self.trend[-1]),
+                "min_rps": float(self.trend.min()),
+                "max_rps": float(self.trend.max()),
+            },
+            "resid_std_rps": float(np.std(self.resid, ddof=1)),
+            "notes": self.notes
+            + (
+                ["the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so "
+                 "seasonal strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat"]
+                if self.resid_is_degenerate
+                else []
+            ),
+        }
+        if series:
+            out["series"] = {
+                "hour_start_s": self.hour_start_s.tolist(),
+                "observed_rps": self.observed.tolist(),
+                "trend_rps": self.trend.tolist(),
+                **{f"seasonal_{k}_rps": v.tolist() for k, v in self.seasonal.items()},
+                "resid_rps": self.resid.tolist(),
+            }
+        return out
+
+
+def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
+    """Mean rate (req/s) per complete hour of the series: (hour start s, rate)."""
+    per_hour = int(round(3600.0 / series.bin_s))
+    if per_hour < 1 or abs(per_hour * series.bin_s - 3600.0) > 1e-6:
+        return np.array([]), np.array([])
+    t = series.slot_clock_s()
+    hour = np.floor(t / 3600.0).astype(np.int64)
+    frame = (
+        pl.DataFrame({"h": hour, "r": series.rate_rps})
+        .group_by("h")
+        .agg(pl.len().alias("n"), pl.col("r").mean())
+        .filter(pl.col("n") == per_hour)
+        .sort("h")
+    )
+    h = frame["h"].to_numpy()
+    # keep the longest run of consecutive complete hours (the series itself is contiguous)
+    if h.size and (np.diff(h) != 1).any():  # pragma: no cover - contiguous input never splits
+        frame = frame.head(int(np.argmax(np.diff(h) != 1)) + 1)
+        h = frame["h"].to_numpy()
+    offset = 0.0 if series.aligned else series.origin_s
+    return h * 3600.0 + offset, frame["r"].to_numpy()
+
+
+def decompose(series: RateSeries) -> Decomposition | Unavailable:
+    """MSTL of the series' hourly mean rates, or the reason there are too few cycles.
+
+    A daily component needs at least 48 complete hours, a weekly one at least 336.
+    statsmodels' MSTL silently drops a period that is at least half the series (so
+    exactly two cycles, e.g. ServeGen's 14 days for the weekly period); its STL
+    accepts two full cycles, so the subclass below keeps periods with
+    ``2 * period <= nobs`` instead.
+    """
+    if series.bin_s > 3600:
+        return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
+    per_hour = 3600.0 / series.bin_s
+    if abs(per_hour - round(per_hour)) > 1e-9:
+        return Unavailable(f"bins of {series.bin_s:g} s do not divide an hour, so hourly rates cannot be formed")
+    starts, obs = hourly_rates(series)
+    n = obs.size
+    if n < 48:
+        return Unavailable(
+            f"the series holds {n} complete hours ({series.span_s / DAY_S:.2f} days); a daily cycle needs at least "
+            "two full days (48 h) to be separated from trend and noise"
+        )
+    periods = {"daily": 24}
+    notes = []
+    if n >= 336:
+        periods["weekly"] = 168
+    else:
+        notes.append(f"no weekly component: {n / 24:.1f} days of complete hours, a weekly cycle needs two full weeks")
+    from statsmodels.tsa.seasonal import MSTL
+
+    class _MSTL(MSTL):
+        def _process_periods_and_windows(self, periods, windows):  # noqa: ANN001, ANN202
+            ps = tuple(sorted(periods))
+            ws = windows if windows is not None else tuple(7 + 4 * i for i in range(1, len(ps) + 1))
+            return tuple(p for p in ps if 2 * p <= self.nobs), tuple(ws)[: len(ps)]
+
+    res = _MSTL(obs, periods=tuple(periods.values())).fit()
+    seas = np.asarray(res.seasonal)
+    if seas.ndim == 1:
+        seas = seas[None, :]
+    else:
+        seas = seas.T
+    seasonal = {name: seas[i] for i, name in enumerate(periods)}
+    return Decomposition(starts, obs, np.asarray(res.trend), seasonal, periods, np.asarray(res.resid),
+                         _basis(series), notes)

@@ -1,0 +1,265 @@
+"""SLO error budget from a trace's status column: budget, consumption, burn rate, fastest burns.
+
+Definitions (Google SRE workbook, "Alerting on SLOs"; the seed's "30 min/month budget,
+10 % burned within 1 h -> open a ticket"):
+
+* objective ``o`` (e.g. 0.999) over a period of ``period_days`` (30): the request budget
+  is ``(1 - o) x`` the requests of a period at the trace's mean rate; the time budget is
+  ``(1 - o) x period`` minutes (43.2 min for 99.9 % over 30 days).
+* a request is **bad** when its status is in ``bad_statuses`` (``error``, ``timeout``,
+  ``rejected``; a client's ``cancelled`` is not the service's fault); rows with no
+  status are left out and counted.
+* consumption: bad requests / request budget; bad minutes / time budget, where a minute
+  is bad when its share of bad requests exceeds ``bad_minute_ratio`` (default ``1 - o``).
+* **burn rate** = error ratio / (1 - o): 1 spends the budget exactly over the period.
+* fastest burn per window length ``w``: the ``w``-long stretch (sliding by one minute)
+  with the most bad requests; its budget share = its bad requests / request budget.
+* alert rules: e.g. ``10 % of the budget within 1 h -> ticket``; a rule fires when some
+  window of its length consumed at least its share.
+
+Minutes here cover every request (the partial first and last minutes are kept: a
+budget counts every request), aligned to UTC minutes or, for relative clocks, from the
+first request.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.data.trace import STATUSES, RequestTrace
+
+DEFAULT_BAD_STATUSES: tuple[str, ...] = ("error", "timeout", "rejected")
+DEFAULT_WINDOWS_S: tuple[float, ...] = (300.0, 3600.0, 6 * 3600.0, 86_400.0)
+
+
+@dataclass(frozen=True)
+class BurnAlertRule:
+    """Fire ``action`` when ``budget_fraction`` of the period's budget burns within ``window_s``."""
+
+    window_s: float
+    budget_fraction: float
+    action: str = "ticket"
+
+    @property
+    def burn_rate_threshold(self) -> float:
+        """The equivalent burn-rate threshold for a period of 30 days."""
+        return self.budget_fraction * 30 * 86_400 / self.window_s
+
+
+DEFAULT_ALERT_RULES: tuple[BurnAlertRule, ...] = (BurnAlertRule(3600.0, 0.10, "ticket"),)
+
+
+@dataclass(frozen=True)
+class BurnWindow:
+    """The fastest burn over windows of one length."""
+
+    window_s: float
+    start_s: float
+    n_requests: int
+    n_bad: int
+    burn_rate: float
+    budget_fraction: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "available": True,
+            "window_s": self.window_s,
+            "start_s": self.start_s,
+            "end_s": self.start_s + self.window_s,
+            "n_requests": self.n_requests,
+            "n_bad": self.n_bad,
+            "error_ratio": self.n_bad / self.n_requests if self.n_requests else 0.0,
+            "burn_rate": self.burn_rate,
+            "budget_fraction": self.budget_fraction,
+        }
+
+
+@dataclass
+class SLOBudget:
+    """Error-budget accounting of one trace (see module docstring)."""
+
+    objective: float
+    period_days: float
+    bad_statuses: tuple[str, ...]
+    n_requests: int
+    n_bad: int
+    n_no_status: int
+    span_s: float
+    budget_requests: float
+    n_bad_minutes: int
+    bad_minute_ratio: float
+    fastest: list[BurnWindow | tuple[float, Unavailable]]
+    alerts: list[dict[str, object]]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def budget_minutes(self) -> float:
+        return (1 - self.objective) * self.period_days * 1440
+
+    @property
+    def error_ratio(self) -> float:
+        return self.n_bad / self.n_requests if self.n_requests else 0.0
+
+    @property
+    def burn_rate(self) -> float:
+        return self.error_ratio / (1 - self.objective)
+
+    @property
+    def consumed_fraction(self) -> float:
+        """Share of the period's request budget spent by the trace's bad requests."""
+        return self.n_bad / self.budget_requests if self.budget_requests > 0 else math.inf
+
+    @property
+    def consumed_minutes_fraction(self) -> float:
+        return self.n_bad_minutes / self.budget_minutes
+
+    def to_dict(self) -> dict[str, object]:
+        windows = []
+        for w in self.fastest:
+            if isinstance(w, BurnWindow):
+                windows.append(w.to_dict())
+            else:
+                windows.append({"window_s": w[0], **w[1].to_dict()})
+        return {
+            "available": True,
+            "objective": self.objective,
+            "period_days": self.period_days,
+            "bad_statuses": list(self.bad_statuses),
+            "n_requests": self.n_requests,
+            "n_bad": self.n_bad,
+            "n_no_status": self.n_no_status,
+            "span_s": self.span_s,
+            "error_ratio": self.error_ratio,
+            "burn_rate": self.burn_rate,
+            "budget": {
+                "minutes": self.budget_minutes,
+                "request_fraction": 1 - self.objective,
+                "requests": self.budget_requests,
+                "requests_basis": "(1 - objective) x the period's requests at the trace's mean rate",
+            },
+            "consumed": {
+                "requests": self.n_bad,
+                "fraction": self.consumed_fraction,
+                "bad_minutes": self.n_bad_minutes,
+                "bad_minute_ratio": self.bad_minute_ratio,
+                "minutes_fraction": self.consumed_minutes_fraction,
+            },
+            "days_to_exhaust_at_this_burn": (self.period_days / self.burn_rate) if self.burn_rate > 0 else None,
+            "fastest_burn": windows,
+            "alerts": self.alerts,
+            "notes": self.notes,
+        }
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        fired = [a for a in self.alerts if a.get("fired")]
+        return (
+            f"<p><b>SLO {self.objective:.3%}</b> over {self.period_days:g} days: {self.n_bad:,} bad of "
+            f"{self.n_requests:,} requests, burn rate {self.burn_rate:.3g}, {self.consumed_fraction:.2%} of the "
+            f"request budget; alerts fired: {html.escape(', '.join(str(a['rule']) for a in fired) or 'none')}</p>"
+        )
+
+
+def slo_budget(
+    trace: RequestTrace,
+    *,
+    objective: float = 0.999,
+    period_days: float = 30.0,
+    bad_statuses: Sequence[str] = DEFAULT_BAD_STATUSES,
+    windows_s: Sequence[float] = DEFAULT_WINDOWS_S,
+    alert_rules: Sequence[BurnAlertRule] = DEFAULT_ALERT_RULES,
+    bad_minute_ratio: float | None = None,
+) -> SLOBudget | Unavailable:
+    """Error-budget accounting from ``trace``'s status column, or why it cannot be made.
+
+    Returns :class:`Unavailable` when the trace has no status (every value null) or no
+    per-request times.
+    """
+    if not (0 < objective < 1):
+        raise ParameterError(f"objective must be in (0, 1), e.g. 0.999; got {objective!r}")
+    if not period_days > 0:
+        raise ParameterError(f"period_days must be > 0, got {period_days!r}")
+    unknown = [b for b in bad_statuses if b not in STATUSES]
+    if unknown:
+        raise ParameterError(f"bad_statuses {unknown} are not statuses; expected some of {', '.join(STATUSES)}")
+    prov = trace.provenance
+    f = trace.frame
+    if f["status"].null_count() == f.height:
+        return Unavailable(
+            f"{prov.source} records no request outcome (no status column), so no error budget can be computed"
+        )
+    if prov.time_origin == "none":
+        return Unavailable(f"{prov.source} keeps no per-request times, so budget burn over time cannot be computed")
+    ratio = (1 - objective) if bad_minute_ratio is None else bad_minute_ratio
+    origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
+    t_first = float(f["start_s"].min())
+    k0 = math.floor((t_first - origin) / 60.0)
+    per_min = (
+        f.lazy()
+        .filter(pl.col("status").is_not_null())
+        .select(
+            (((pl.col("start_s") - origin) / 60.0).floor().cast(pl.Int64) - k0).alias("k"),
+            pl.col("status").is_in(list(bad_statuses)).alias("bad"),
+        )
+        .group_by("k")
+        .agg(pl.len().alias("n"), pl.col("bad").sum().alias("bad"))
+        .collect()
+    )
+    n_min = int(math.floor((float(f["start_s"].max()) - origin) / 60.0)) - k0 + 1
+    total = np.zeros(n_min, dtype=np.int64)
+    bad = np.zeros(n_min, dtype=np.int64)
+    k = per_min["k"].to_numpy()
+    total[k] = per_min["n"].to_numpy()
+    bad[k] = per_min["bad"].to_numpy()
+    n_req, n_bad = int(total.sum()), int(bad.sum())
+    n_no_status = int(f["status"].null_count())
+    span_s = n_min * 60.0
+    budget_requests = (1 - objective) * (n_req / span_s) * period_days * 86_400
+    with np.errstate(divide="ignore", invalid="ignore"):
+        minute_ratio = np.where(total > 0, bad / np.maximum(total, 1), 0.0)
+    n_bad_minutes = int((minute_ratio > ratio).sum())
+    c_bad = np.concatenate([[0], np.cumsum(bad)])
+    c_tot = np.concatenate([[0], np.cumsum(total)])
+    fastest: list[BurnWindow | tuple[float, Unavailable]] = []
+    by_window: dict[float, BurnWindow] = {}
+    for w_s in sorted({float(w) for w in windows_s} | {float(r.window_s) for r in alert_rules}):
+        w = int(round(w_s / 60.0))
+        if w < 1 or w > n_min:
+            fastest.append(
+                (w_s, Unavailable(f"the trace covers {n_min} minute(s); a {w_s / 60:g}-minute window does not fit"))
+            )
+            continue
+        wb = c_bad[w:] - c_bad[:-w]
+        wt = c_tot[w:] - c_tot[:-w]
+        i = int(np.argmax(wb))
+        burn = (wb[i] / wt[i]) / (1 - objective) if wt[i] else 0.0
+        bw = BurnWindow(w_s, origin + (k0 + i) * 60.0, int(wt[i]), int(wb[i]), float(burn),
+                        float(wb[i] / budget_requests) if budget_requests > 0 else math.inf)
+        by_window[w_s] = bw
+        fastest.append(bw)
+    alerts = []
+    for rule in alert_rules:
+        text = f"{rule.budget_fraction:.0%} of the budget within {rule.window_s / 3600:g} h -> {rule.action}"
+        got = by_window.get(float(rule.window_s))
+        if got is None:
+            alerts.append({"rule": text, "fired": None, "reason": "the trace is shorter than the rule's window"})
+        else:
+            alerts.append({"rule": text, "fired": got.budget_fraction >= rule.budget_fraction,
+                           "worst_budget_fraction": got.budget_fraction, "window_start_s": got.start_s})
+    notes = []
+    if n_no_status:
+        notes.append(f"{n_no_status} request(s) carry no status and are left out")
+    if span_s < period_days * 86_400:
+        notes.append(
+            f"the trace covers {span_s / 3600:.2f} h of a {period_days:g}-day period: consumption is what this "
+            "stretch spent; the request budget assumes the trace's mean rate holds over the period"
+        )
+    return SLOBudget(objective, period_days, tuple(bad_statuses), n_req, n_bad, n_no_status, span_s,
+                     budget_requests, n_bad_minutes, ratio, fastest, alerts, notes)

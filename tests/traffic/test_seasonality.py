@@ -1,0 +1,98 @@
+"""Slot baselines and MSTL on SYNTHETIC series with known daily and weekly cycles."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.seasonality import Decomposition, decompose, hourly_rates, slot_baselines
+
+T0 = 1_704_067_200.0  # Monday 2024-01-01 00:00 UTC
+
+
+def _cycles(days: int, seed: int = 5, noise: float = 2.0) -> np.ndarray:
+    """Per-minute rate (req/s): 100 + 40 sin(daily) + 20 on weekdays / -20 on weekends + noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(days * 1440) * 60.0
+    hour = t / 3600.0
+    weekday = (t // 86400) % 7
+    return 100 + 40 * np.sin(2 * np.pi * hour / 24) + np.where(weekday < 5, 20.0, -20.0) + rng.normal(0, noise, t.size)
+
+
+def test_slots_match_numpy_and_use_utc_weekdays():
+    rate = _cycles(14)
+    s = RateSeries(60.0, T0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=True)
+    slots = slot_baselines(s)
+    d = slots.to_dict()
+    assert d["available"] and d["hour_of_day"]["repeated"] and d["hour_weekday"]["repeated"]
+    assert "UTC" in d["basis"]
+    by_hour = rate.reshape(14, 24, 60)
+    for row in d["hour_of_day"]["rows"]:
+        vals = by_hour[:, row["hour"], :].ravel()
+        assert row["p95_rps"] == pytest.approx(float(np.quantile(vals, 0.95)), rel=1e-12)
+        assert row["mean_rps"] == pytest.approx(float(vals.mean()), rel=1e-12)
+        assert row["n_bins"] == 840 and row["n_days"] == 14
+    # weekday from the calendar, not from the trace start
+    rows = {(r["weekday"], r["hour"]): r for r in d["hour_weekday"]["rows"]}
+    sat = datetime(2024, 1, 6, 13, tzinfo=UTC)
+    assert sat.weekday() == 5
+    i = int((sat.timestamp() - T0) / 60)
+    vals = np.concatenate([rate[i : i + 60], rate[i + 7 * 1440 : i + 7 * 1440 + 60]])
+    assert rows[(5, 13)]["p95_rps"] == pytest.approx(float(np.quantile(vals, 0.95)), rel=1e-12)
+    assert d["hour_of_day"]["peak"]["slot"] in ("05:00", "06:00")  # sine peaks at 06:00
+    assert d["hour_weekday"]["trough"]["slot"].startswith(("Sat", "Sun"))
+
+
+def test_mstl_recovers_daily_and_weekly_amplitudes():
+    rate = _cycles(21)
+    s = RateSeries(60.0, T0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=True)
+    dec = decompose(s)
+    assert isinstance(dec, Decomposition)
+    assert list(dec.periods_h) == ["daily", "weekly"]
+    # hourly means of a sine of amplitude 40: peak-to-trough 80 x sinc(1/24) (mean over each hour)
+    expected = 80 * np.sin(np.pi / 24) / (np.pi / 24)
+    assert dec.amplitude_rps("daily") == pytest.approx(expected, rel=0.05)
+    assert 30 < dec.amplitude_rps("weekly") < 50  # a +-20 weekday/weekend step, smoothed by STL
+    assert dec.strength("daily") > 0.95 and dec.strength("weekly") > 0.9
+    assert dec.cycle_correlation("daily") > 0.95 and dec.cycle_correlation("weekly") > 0.9
+    assert not dec.resid_is_degenerate
+    d = dec.to_dict()
+    assert len(d["series"]["observed_rps"]) == 21 * 24 and "seasonal_weekly_rps" in d["series"]
+    hours, obs = hourly_rates(s)
+    assert np.allclose(obs, rate.reshape(-1, 60).mean(axis=1), rtol=1e-12)
+    assert hours[0] == T0
+
+
+def test_short_spans_say_why():
+    rate = _cycles(2)[: 1440 + 600]  # 1.4 days
+    s = RateSeries(60.0, T0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=True)
+    slots = slot_baselines(s)
+    assert slots.to_dict()["hour_of_day"]["repeated"] is False
+    assert isinstance(slots.hour_weekday, Unavailable) and "one full week" in slots.hour_weekday.reason
+    dec = decompose(s)
+    assert isinstance(dec, Unavailable) and "34 complete hours" in dec.reason and "two full days" in dec.reason
+    ten_days = _cycles(10)
+    s10 = RateSeries(60.0, T0 + np.arange(ten_days.size) * 60.0, ten_days * 60.0, aligned=True)
+    dec10 = decompose(s10)
+    assert list(dec10.periods_h) == ["daily"] and "two full weeks" in dec10.notes[0]
+
+
+def test_relative_clock_counts_from_the_start():
+    rate = _cycles(2)
+    s = RateSeries(60.0, 5_000.0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=False, origin_s=5_000.0)
+    d = slot_baselines(s).to_dict()
+    assert "from the trace start" in d["basis"]
+    assert d["hour_of_day"]["peak"]["slot"].startswith("hour ")  # no clock time on a relative clock
+    first = d["hour_of_day"]["rows"][0]
+    assert first["hour"] == 0
+    assert first["mean_rps"] == pytest.approx(float(rate.reshape(2, 24, 60)[:, 0, :].mean()), rel=1e-12)
+
+
+def test_bins_that_do_not_divide_an_hour_are_refused():
+    s = RateSeries(420.0, np.arange(1000) * 420.0, np.ones(1000), aligned=False)
+    dec = decompose(s)
+    assert isinstance(dec, Unavailable) and "do not divide an hour" in dec.reason
