@@ -791,7 +791,7 @@ def _goodput_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame | None:
 
 
 def _with_phases(part: pl.DataFrame, metric: str) -> pl.DataFrame:
-    """``part`` with ``phase`` and ``phase_reason`` from ``bearing_lib.limits.phases`` on the SLA's first latency metric."""
+    """``part`` with ``phase`` and ``phase_reason`` (``bearing_lib.limits.phases``), first latency metric."""
     from bearing_lib.limits.phases import classify_phases
 
     try:

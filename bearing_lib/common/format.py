@@ -1,0 +1,41 @@
+"""The one number formatter: how bearing writes a number for a person.
+
+Two styles, one function each: :func:`fmt_number` (fixed decimals, thousands separated,
+no decimals from 100 up: tables and headlines of the report) and :func:`fmt_sig`
+(significant digits: terminal summaries and statements inside JSON). A missing value is
+:data:`MISSING` in a table; "not available" in prose is the caller's word.
+
+    >>> fmt_number(1.1834), fmt_number(1234.5), fmt_number(None), fmt_number(float("inf"))
+    ('1.18', '1,234', '—', '∞')
+    >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None)
+    ('1.183', '12', '–')
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "—"
+
+
+def fmt_number(v: float | None, digits: int = 2) -> str:
+    """Fixed decimals (``digits``), ``1,234`` from 100 up, ``—`` for None, ``∞`` for infinity."""
+    if v is None:
+        return MISSING
+    if isinstance(v, float) and not math.isfinite(v):
+        return "∞" if v > 0 else ("−∞" if v < 0 else MISSING)
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:,.{digits}f}"
+
+
+def fmt_sig(v: object, digits: int = 4) -> str:
+    """``digits`` significant digits for floats (``%g``), ``str`` otherwise, ``–`` for None."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+__all__ = ["MISSING", "fmt_number", "fmt_sig"]
