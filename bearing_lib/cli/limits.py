@@ -14,33 +14,34 @@ from bearing_lib.cli._common import bearing_errors
 from bearing_lib.common.errors import ParameterError, SLAParseError
 
 
-def _fmt(v: float | None) -> str:
-    return "–" if v is None else f"{v:.4g}"
-
-
 def _table(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from bearing_lib.common.format import fmt_sig
+
     console = Console(highlight=False, soft_wrap=True)
-    t = Table(title=f"Limits for SLA: {result.sla.text}", title_justify="left")
-    for col in ("run", "mix", "share", "Q_ult", "95% CI", "bracket", "binding"):
+    t = Table(title=f"Limits for SLA: {result.sla_text}", title_justify="left")
+    for col in ("run", "mix", "share", "Q_ult (offered)", "95% CI", "bracket", "achieved", "binding"):
         t.add_column(col)
     for m in result.limits:
         q = m.q_ult
-        ci = q["ci95"]
-        short = {"above": "≥ ", "below": "< "}.get(str(q["censored"]), "") + _fmt(q["value"]) + f" {q['unit'] or ''}"
-        if q["censored"] == "not_monotone":
+        est = q.estimate
+        short = est.text(4, ci=False, missing="–") if est.available else f"– {q.unit or ''}"
+        if q.censored == "not_monotone":
             short += " (not monotone)"
-        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
-                  f"[{_fmt(q['bracket'][0])}, {_fmt(q['bracket'][1])}]", m.binding or "–")
+        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{fmt_sig(q.ci95[0])}, {fmt_sig(q.ci95[1])}]",
+                  f"[{fmt_sig(q.bracket[0])}, {fmt_sig(q.bracket[1])}]", q.achieved.text(3, ci=False, missing="–"),
+                  m.binding or "–")
     console.print(t)
+    console.print("Q_ult is the offered load at the SLA crossing; 'achieved' is the throughput completed there "
+                  "(the factor of safety uses it).")
     for m in result.limits:
-        console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult['statement']}")
+        console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult.statement}")
     if result.blended:
-        console.print(f"blended capacity: {result.blended['statement']}")
+        console.print(f"blended capacity: {result.blended.statement}")
     for s in result.skipped:
-        console.print(f"skipped {s['run_id']}/{s['mix']}: {s['reason']}")
+        console.print(f"skipped {s.run_id}/{s.mix}: {s.reason}")
     for n in result.notes:
         console.print(f"note: {n}")
 

@@ -36,10 +36,10 @@ def test_interpolated_limit_and_bracket_by_hand():
     # margins 1 - p99/500: 0.8, 0.4, 0.2, -0.2 at loads 1..4 -> crossing 3 + 0.2/0.4 = 3.5
     r = fit_limits(_table([100, 300, 400, 600]), SLA, mixes="none", n_boot=0)
     q = r.limits[0].q_ult
-    assert q["value"] == pytest.approx(3.5)
-    assert q["bracket"] == [3.0, 4.0] and q["censored"] == "none"
-    assert q["ci95"] == [None, None]
-    assert q["throughput_rps"] == pytest.approx(3.5) and q["tokens_per_s"] == pytest.approx(350.0)
+    assert q.value == pytest.approx(3.5)
+    assert q.bracket == (3.0, 4.0) and q.censored == "none"
+    assert q.ci95 == (None, None)
+    assert q.throughput_rps == pytest.approx(3.5) and q.tokens_per_s == pytest.approx(350.0)
     assert r.limits[0].binding == SLA
     assert any("no bootstrap" in n for n in r.limits[0].notes)
 
@@ -47,38 +47,38 @@ def test_interpolated_limit_and_bracket_by_hand():
 def test_all_pass_censored_above():
     r = fit_limits(_table([100, 200, 300]), SLA, mixes="none", n_boot=0)
     q = r.limits[0].q_ult
-    assert (q["censored"], q["value"], q["bracket"]) == ("above", 3.0, [3.0, None])
-    assert q["statement"] == "≥ 3 rps (never failed)"
+    assert (q.censored, q.value, q.bracket) == ("above", 3.0, (3.0, None))
+    assert q.statement == "≥ 3 rps (never failed)"
 
 
 def test_all_fail_censored_below():
     r = fit_limits(_table([600, 700, 900]), SLA, mixes="none", n_boot=0)
     q = r.limits[0].q_ult
-    assert (q["censored"], q["value"], q["bracket"]) == ("below", 1.0, [None, 1.0])
-    assert q["statement"].startswith("< 1 rps (failed at the lowest load")
+    assert (q.censored, q.value, q.bracket) == ("below", 1.0, (None, 1.0))
+    assert q.statement.startswith("< 1 rps (failed at the lowest load")
 
 
 def test_one_step():
-    assert fit_limits(_table([100]), SLA, mixes="none", n_boot=0).limits[0].q_ult["censored"] == "above"
-    assert fit_limits(_table([900]), SLA, mixes="none", n_boot=0).limits[0].q_ult["censored"] == "below"
+    assert fit_limits(_table([100]), SLA, mixes="none", n_boot=0).limits[0].q_ult.censored == "above"
+    assert fit_limits(_table([900]), SLA, mixes="none", n_boot=0).limits[0].q_ult.censored == "below"
 
 
 def test_not_monotone_said_as_such():
     # pass, fail, pass, fail: the isotonic fit pools steps 2-3 (margins -0.2, 0.2 -> 0), crossing between 3 and 4
     r = fit_limits(_table([100, 600, 400, 700]), SLA, mixes="none", n_boot=0)
     q = r.limits[0].q_ult
-    assert q["censored"] == "not_monotone"
-    assert q["statement"].startswith("not monotone: step 2 (3 rps) pass(es) above the failing load 2 rps")
-    assert q["bracket"] == [1.0, 2.0]
+    assert q.censored == "not_monotone"
+    assert q.statement.startswith("not monotone: step 2 (3 rps) pass(es) above the failing load 2 rps")
+    assert q.bracket == (1.0, 2.0)
 
 
 def test_unsupported_p99_step_is_never_a_pass():
     # 20 requests per step: the P99 cannot be supported, the step cannot pass
     r = fit_limits(_table([100, 200], n=20), SLA, mixes="none", n_boot=0)
     q = r.limits[0].q_ult
-    assert q["censored"] == "no_data" and q["value"] is None
+    assert q.censored == "no_data" and q.value is None
     st0 = r.limits[0].steps[0]
-    assert st0["status"] == "undetermined" and "too few requests for a p99" in st0["reasons"][0]
+    assert st0.status == "undetermined" and "too few requests for a p99" in st0.reasons[0]
 
 
 def test_step_with_twenty_requests_in_a_trace():
@@ -87,10 +87,10 @@ def test_step_with_twenty_requests_in_a_trace():
         pl.col("start_s") + 2000.0, pl.col("end_s") + 2000.0, pl.lit(3, pl.Int64).alias("step"))
     tr = make_trace(pl.concat([df, few]))
     r = fit_limits(tr, "p99(latency) <= 5s", mixes="none", n_boot=50)
-    s3 = next(s for s in r.limits[0].steps if s["step"] == 3)
-    assert s3["n_requests"] < 40 and s3["status"] == "undetermined"
-    assert s3["observed"]["p99(latency) <= 5s"] is None  # never invented
-    assert "too_few_for_p99" in s3["flags"]
+    s3 = next(s for s in r.limits[0].steps if s.step == 3)
+    assert s3.n_requests < 40 and s3.status == "undetermined"
+    assert s3.observed["p99(latency) <= 5s"] is None  # never invented
+    assert "too_few_for_p99" in s3.flags
 
 
 def test_unsupported_p99_can_still_prove_a_failure():
@@ -98,7 +98,7 @@ def test_unsupported_p99_can_still_prove_a_failure():
     tr = make_trace(mm1_frame([14.0], mu_rps=10, step_s=20, seed=6))
     r = fit_limits(tr, "p99(latency) <= 100ms", mixes="none", n_boot=0)
     st0 = r.limits[0].steps[0]
-    assert st0["status"] == "fail" and "lower bound" in " ".join(st0["reasons"])
+    assert st0.status == "fail" and "lower bound" in " ".join(st0.reasons)
 
 
 def test_not_steady_step_never_passes():
@@ -107,11 +107,11 @@ def test_not_steady_step_never_passes():
     r = fit_limits(tr, "p99(latency) <= 600s", mixes="none", n_boot=100)
     m = r.limits[0]
     last = m.steps[-1]
-    assert last["margins"]["p99(latency) <= 600s"] > 0  # the latency clause alone would pass it
-    assert last["status"] == "fail" and "not_steady" in last["flags"]
-    assert m.q_ult["censored"] == "none" and m.q_ult["bracket"] == [7.0, 13.0]
+    assert last.margins["p99(latency) <= 600s"] > 0  # the latency clause alone would pass it
+    assert last.status == "fail" and "not_steady" in last.flags
+    assert m.q_ult.censored == "none" and m.q_ult.bracket == (7.0, 13.0)
     assert m.binding.startswith("steady state")
-    assert m.q_ult["value"] == pytest.approx(10.0)  # pseudo-clause +1/-1: midpoint of 7 and 13
+    assert m.q_ult.value == pytest.approx(10.0)  # pseudo-clause +1/-1: midpoint of 7 and 13
 
 
 def test_mm1_closed_form():
@@ -122,10 +122,10 @@ def test_mm1_closed_form():
     tr = make_trace(mm1_frame(rates, mu_rps=10, step_s=400, seed=21))
     r = fit_limits(tr, "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1)
     q = r.limits[0].q_ult
-    assert abs(q["value"] / truth - 1) < 0.05
-    assert q["bracket"][0] <= q["value"] <= q["bracket"][1]
-    lo, hi = q["ci95"]
-    assert lo <= q["value"] <= hi
+    assert abs(q.value / truth - 1) < 0.05
+    assert q.bracket[0] <= q.value <= q.bracket[1]
+    lo, hi = q.ci95
+    assert lo <= q.value <= hi
 
 
 def test_resolution_says_when_the_test_cannot_resolve_the_limit():
@@ -134,27 +134,27 @@ def test_resolution_says_when_the_test_cannot_resolve_the_limit():
     coarse = fit_limits(make_trace(mm1_frame([2.0, 4.0, 6.0, 8.0, 10.0, 12.0], mu_rps=10, step_s=120, seed=21)),
                         "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1).limits[0]
     q = coarse.q_ult
-    lo, hi = q["ci95"]
+    lo, hi = q.ci95
     assert lo <= 8.614 <= hi
-    res = q["resolution"]
-    assert res["coarse"] is True
-    assert res["ci_relative"] == pytest.approx([lo / q["value"] - 1, hi / q["value"] - 1])
-    assert res["ci_relative"][0] < -0.10 or res["ci_relative"][1] > 0.10
+    res = q.resolution
+    assert res.coarse is True
+    assert res.ci_relative == pytest.approx([lo / q.value - 1, hi / q.value - 1])
+    assert res.ci_relative[0] < -0.10 or res.ci_relative[1] > 0.10
     step = (hi - lo) / 3
-    assert res["suggested_loads"] == pytest.approx([lo, lo + step, lo + 2 * step, hi])
+    assert res.suggested_loads == pytest.approx([lo, lo + step, lo + 2 * step, hi])
     # 10 % trimmed from each end of the send window [first, last start] of a 120 s step
-    assert 0.8 * 119 <= res["steady_window_s"] <= 0.8 * 120
-    assert res["statement"] in coarse.notes and "longer steps" in res["statement"]
+    assert 0.8 * 119 <= res.steady_window_s <= 0.8 * 120
+    assert res.statement in coarse.notes and "longer steps" in res.statement
 
     fine = fit_limits(make_trace(mm1_frame([4.0, 5.0, 6.0, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.5], mu_rps=10,
                                            step_s=400, seed=21)),
                       "p50(latency) <= 500ms", mixes="none", n_boot=300, seed=1).limits[0]
-    assert fine.q_ult["resolution"]["coarse"] is False
+    assert fine.q_ult.resolution.coarse is False
     assert not any("resolves the limit" in n for n in fine.notes)
     # censored limits carry no resolution (there is no interior estimate to resolve)
     above = fit_limits(make_trace(mm1_frame([2.0, 3.0, 4.0], mu_rps=10, step_s=120, seed=3)),
                        "p50(latency) <= 500ms", mixes="none", n_boot=50, seed=1).limits[0]
-    assert above.q_ult["censored"] == "above" and above.q_ult["resolution"] is None
+    assert above.q_ult.censored == "above" and above.q_ult.resolution is None
 
 
 def test_mix_present_in_only_some_steps():
@@ -167,7 +167,7 @@ def test_mix_present_in_only_some_steps():
     spec = MixSpec((Mix("short", {"input_tokens": (0, 2000)}), Mix("long", {"input_tokens": (2000, math.inf)})))
     r = fit_limits(make_trace(frame), "p50(latency) <= 10s", mixes=spec, n_boot=50)
     long = next(m for m in r.limits if m.mix.name == "long")
-    assert [s["step"] for s in long.steps] == [1, 2]
+    assert [s.step for s in long.steps] == [1, 2]
     assert "the mix appears in 2 of the run's 3 steps" in long.notes
 
 
@@ -224,7 +224,7 @@ def test_deterministic_with_seed():
     a = fit_limits(tr, "p90(latency) <= 600ms", mixes="none", n_boot=100, seed=5).limits[0].q_ult
     b = fit_limits(tr, "p90(latency) <= 600ms", mixes="none", n_boot=100, seed=5).limits[0].q_ult
     assert a == b
-    assert np.isfinite(a["value"])
+    assert np.isfinite(a.value)
 
 
 def test_generator_behind_step_placed_at_achieved_rate():
@@ -235,9 +235,9 @@ def test_generator_behind_step_placed_at_achieved_rate():
     t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
     m = fit_limits(t, SLA, mixes="none", n_boot=0).limits[0]
     # margins 0.4 at 2.0 and -0.8 at 2.5 -> 2.0 + 0.4/1.2 * 0.5
-    assert m.q_ult["value"] == pytest.approx(2.0 + 0.4 / 1.2 * 0.5)
-    assert m.q_ult["bracket"] == [2.0, 2.5]
-    assert m.steps[-1]["load_axis"] == 2.5 and m.steps[-1]["offered_load"] == 4.0
+    assert m.q_ult.value == pytest.approx(2.0 + 0.4 / 1.2 * 0.5)
+    assert m.q_ult.bracket == (2.0, 2.5)
+    assert m.steps[-1].load_axis == 2.5 and m.steps[-1].offered_load == 4.0
 
 
 def test_table_maximum_proves_a_pass():
@@ -252,9 +252,9 @@ def test_table_maximum_proves_a_pass():
     m = fit_limits(t, SLA, mixes="none", n_boot=0).limits[0]
     assert m.share == 1.0
     # 300 requests: a max of 450 ms is not a 95% bound on the P99 (0.99^300 = 5%): not a pass
-    assert [s["status"] for s in m.steps] == ["pass", "undetermined", "undetermined"]
-    assert "reports no p99 of ttft_ms" in m.steps[1]["reasons"][0]
-    assert m.q_ult["censored"] == "above" and m.q_ult["value"] == 1.0
+    assert [s.status for s in m.steps] == ["pass", "undetermined", "undetermined"]
+    assert "reports no p99 of ttft_ms" in m.steps[1].reasons[0]
+    assert m.q_ult.censored == "above" and m.q_ult.value == 1.0
 
 
 def test_point_estimate_is_the_isotonic_interpolation_by_hand():

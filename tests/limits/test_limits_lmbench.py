@@ -49,12 +49,12 @@ def test_short_input_vllm_never_failed(results):
     # raw: every step's P99 TTFT is far below 2 s and no request failed (LMBench logs successes only)
     assert max(r["p99_ttft_ms"] for r in raw) < 1000
     q = m.q_ult
-    assert q["censored"] == "above" and q["value"] == raw[-1]["qps"] == 10.0
-    assert q["statement"] == "≥ 10 rps (never failed)"
+    assert q.censored == "above" and q.value == raw[-1]["qps"] == 10.0
+    assert q.statement == "≥ 10 rps (never failed)"
     # steps with fewer than 368 requests cannot support a P99 and are not judged
     for s, r in zip(m.steps, raw, strict=True):
-        assert (s["status"] == "undetermined") == (s["n_ok"] < 368)
-        assert s["n_requests"] <= r["n"]
+        assert (s.status == "undetermined") == (s.n_ok < 368)
+        assert s.n_requests <= r["n"]
 
 
 def test_sharegpt_vllm_fails_where_raw_p99_breaks(results):
@@ -68,12 +68,12 @@ def test_sharegpt_vllm_fails_where_raw_p99_breaks(results):
     q = m.q_ult
     # bearing: no pass claimed; it proves failures (lower order-statistic bounds) only where the raw P99
     # breaks the SLA, at or just above the raw crossing
-    assert all(s["status"] != "pass" for s in m.steps)
-    first_fail = q["bracket"][1]
-    assert q["censored"] == "below" and q["bracket"][0] is None and first_fail in (2.5, 3.0)
+    assert all(s.status != "pass" for s in m.steps)
+    first_fail = q.bracket[1]
+    assert q.censored == "below" and q.bracket[0] is None and first_fail in (2.5, 3.0)
     assert all(r["p99_ttft_ms"] > 2000 for r in raw if r["qps"] >= first_fail)
-    assert all(s["status"] == "fail" for s in m.steps if s["offered_load"] >= first_fail)
-    assert "could not be judged" in q["statement"] and "too few requests for a p99" in q["statement"]
+    assert all(s.status == "fail" for s in m.steps if s.offered_load >= first_fail)
+    assert "could not be judged" in q.statement and "too few requests for a p99" in q.statement
 
 
 def test_no_limit_above_saturation_llm_d_sharegpt(results):
@@ -81,7 +81,7 @@ def test_no_limit_above_saturation_llm_d_sharegpt(results):
     # raw: the generator cannot hold the offered rate from some QPS on (the server saturates)
     sat = next(r["qps"] for r in raw if r["sent_rps"] < 0.9 * r["qps"])
     q = m.q_ult
-    upper = q["bracket"][1] if q["bracket"][1] is not None else q["value"]
+    upper = q.bracket[1] if q.bracket[1] is not None else q.value
     assert upper <= sat
-    behind = [s["offered_load"] for s in m.steps if "generator_behind" in s["flags"]]
+    behind = [s.offered_load for s in m.steps if "generator_behind" in s.flags]
     assert min(behind) == pytest.approx(sat, abs=0.51)

@@ -112,15 +112,15 @@ def score_combination(server: str, mix: str, truth_rps: float, seeds: range | No
         res = fit_limits(trace, SLAS[(server, mix)], mixes="none")
         (lim,) = res.limits
         q = lim.q_ult
-        ci = q.get("ci95") or [None, None]
-        br = q.get("bracket") or [None, None]
+        ci = q.ci95
+        br = q.bracket
         out.append(
             SeedScore(
                 seed=seed,
-                value=None if q.get("value") is None else float(q["value"]),
+                value=None if q.value is None else float(q.value),
                 ci95=(ci[0], ci[1]),
                 bracket=(br[0], br[1]),
-                censored=str(q.get("censored")),
+                censored=str(q.censored),
                 binding=lim.binding,
             )
         )

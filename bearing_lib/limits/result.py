@@ -1,0 +1,440 @@
+"""The limits stage's typed result: :class:`LimitsResult` of :class:`MixLimit` rows.
+
+These classes are both the in-process result of :func:`bearing_lib.limits.fit.fit_limits`
+and the shape of the limits JSON (``docs/interfaces.md`` §4, schema
+``bearing.limits/2``): :meth:`LimitsResult.to_dict` writes it, :meth:`LimitsResult.from_dict`
+validates a document once (every problem at once, :mod:`bearing_lib.common.schema`) and
+gives the same objects back. What cannot live in JSON (the load-curve frame, bootstrap
+replicates) is attached in process only and said so when it is asked for after a round trip.
+
+A limit has a **basis**: ``q_ult.value`` is the *offered* load at the SLA crossing (the
+load-test axis); :attr:`QUlt.achieved` is the *throughput* completed there. The plan's
+factor of safety uses the achieved basis (production peaks are completed requests), and
+every statement says which basis it quotes.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.format import fmt_sig
+
+SCHEMA = "bearing.limits/2"
+"""Version 2 adds ``schema``, ``q_ult.basis`` and ``q_ult.achieved``; version-1 files (no
+``schema`` key) read the same, their achieved estimate derived from ``throughput_rps``."""
+
+Censored = Literal["none", "above", "below", "not_monotone", "no_data"]
+StepStatus = Literal["pass", "fail", "undetermined", "excluded"]
+
+
+@dataclass
+class SlaClauseDoc:
+    """One SLA clause as written in the limits JSON (parsed form of ``text``)."""
+
+    text: str
+    kind: Literal["percentile", "error_rate", "goodput"]
+    metric: str | None
+    stat: str
+    op: str
+    threshold: float
+    unit: str
+    bounds: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Source:
+    path: str
+    sha256: str | None = None
+    format: str | None = None
+    tool: str | None = None
+    tool_version: str | None = None
+    kind: str | None = None
+
+
+@dataclass
+class BootstrapInfo:
+    n_boot: int
+    seed: int
+    method: str
+
+
+@dataclass
+class Conditions:
+    """What the limits were measured under; ``model``/``hardware``/``instances`` when stated."""
+
+    sources: list[Source] = field(default_factory=list)
+    model: list[str] | str = field(default_factory=list)
+    offered_load_unit: list[str] = field(default_factory=list)
+    mixes: str = "auto"
+    steady_window: str = ""
+    bootstrap: BootstrapInfo | None = None
+    hardware: str | None = None
+    instances: int | None = None
+    instances_basis: str | None = None
+
+
+@dataclass
+class MixRef:
+    """A mix as written in JSON: ``bounds`` ``{dim: [lo, hi]}`` with ``None`` for unbounded."""
+
+    name: str
+    description: str = ""
+    bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+
+    def to_mix(self):  # noqa: ANN201 - bearing_lib.data.mixes.Mix
+        from bearing_lib.data.mixes import Mix
+
+        return Mix.from_dict({"name": self.name, "bounds": {k: list(v) for k, v in self.bounds.items()}})
+
+    @classmethod
+    def of(cls, mix: Any) -> MixRef:
+        d = mix.to_dict()
+        return cls(name=d["name"], description=d["description"], bounds={k: tuple(v) for k, v in d["bounds"].items()})
+
+
+@dataclass
+class Resolution:
+    """How finely the test resolves the limit (``docs/limits.md``, "Resolution")."""
+
+    ci_relative: tuple[float, float]
+    tolerance: float
+    coarse: bool
+    steady_window_s: float | None
+    suggested_loads: list[float]
+    statement: str
+
+
+@dataclass
+class QUlt:
+    """The ultimate capacity of one mix: offered load at the SLA crossing, with its achieved throughput."""
+
+    value: float | None
+    unit: str | None
+    ci95: tuple[float | None, float | None]
+    bracket: tuple[float | None, float | None]
+    censored: Censored
+    statement: str
+    throughput_rps: float | None = None
+    tokens_per_s: float | None = None
+    mix_throughput_rps: float | None = None
+    method: str = ""
+    resolution: Resolution | None = None
+    basis: Literal["offered"] = "offered"
+
+    def __post_init__(self) -> None:
+        self.ci95 = tuple(self.ci95)  # type: ignore[assignment]
+        self.bracket = tuple(self.bracket)  # type: ignore[assignment]
+
+    @property
+    def estimate(self) -> Estimate:
+        """``value`` as an :class:`Estimate` on the offered-load basis (a censored value is a bound)."""
+        return Estimate.from_censored(self.value, self.censored, ci95=tuple(self.ci95), bracket=tuple(self.bracket),
+                                      unit=self.unit or "", basis="offered")
+
+    @property
+    def achieved(self) -> Estimate:
+        """The throughput completed at the limit (req/s, achieved basis), CI scaled from the offered one.
+
+        For an ``rps`` limit without a measured throughput the offered value is used (a
+        generator that keeps up completes what it sends). Not available otherwise.
+        """
+        est = self.estimate
+        thr = self.throughput_rps
+        if thr is None and self.unit == "rps":
+            thr = self.value
+        if est.value is None or thr is None or not est.value > 0 or not thr > 0:
+            return Estimate(None, bound=est.bound, unit="rps", basis="achieved")
+        return est.scaled(thr / est.value, unit="rps", basis="achieved")
+
+
+@dataclass
+class Step:
+    """One judged step of the load curve (``docs/limits.md``, "Judging a step")."""
+
+    step: int
+    offered_load: float | None
+    load_axis: float | None
+    throughput_rps: float | None
+    n_requests: int | None
+    n_ok: int | None
+    error_rate: float | None
+    duration_s: float | None
+    valid: bool
+    status: StepStatus
+    flags: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    sla_margin: float | None = None
+    margins: dict[str, float | None] = field(default_factory=dict)
+    observed: dict[str, float | None] = field(default_factory=dict)
+    recovery_step: bool = False
+    concurrency_mean: float | None = None
+    output_tokens_per_s: float | None = None
+    phase: str | None = None
+    phase_reason: str | None = None
+    cost_anomaly_index: float | None = None
+
+
+@dataclass
+class Alternative:
+    value: float | None = None
+    ci95: tuple[float | None, float | None] | None = None
+    censored: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class PCritical:
+    """The critical load ``P_critical`` (``docs/phases-and-fits.md``)."""
+
+    value: float | None = None
+    ci95: tuple[float | None, float | None] | None = None
+    method: str | None = None
+    censored: str | None = None
+    reason: str | None = None
+    unit: str | None = None
+    alternatives: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class MixLimit:
+    """The limit of one mix in one run, with the steps it was judged on and the fits around it."""
+
+    run_id: str
+    mix: MixRef
+    share: float
+    n_requests: int
+    q_ult: QUlt
+    binding: str | None
+    steps: list[Step]
+    notes: list[str] = field(default_factory=list)
+    p_critical: PCritical | dict[str, Any] | None = None
+    # The model fits and diagnostics below are detail documents of their own modules
+    # (limits.fits, limits.cost, limits.recovery), each produced by that module's result
+    # class's to_dict(); no later stage reads inside them, the report prints their statements.
+    usl: dict[str, Any] | None = None
+    queueing: dict[str, Any] | None = None
+    t_recover_s: float | None = None
+    t_recover: dict[str, Any] | None = None
+    cost_anomaly_index: dict[str, Any] | None = None
+
+    @property
+    def unit(self) -> str | None:
+        return self.q_ult.unit
+
+    @property
+    def name(self) -> str:
+        return self.mix.name
+
+    @property
+    def replicates(self) -> Any:
+        """Bootstrap replicates of the limit (in process only; None after a JSON round trip)."""
+        return self.__dict__.get("_replicates")
+
+    def attach_replicates(self, reps: Any) -> None:
+        self.__dict__["_replicates"] = reps
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+
+@dataclass
+class BlendedLimit:
+    """``1 / Σ w_m / Q_m`` over the weighted mixes (offered-load basis, in the limits' unit)."""
+
+    value: float | None
+    ci95: tuple[float | None, float | None]
+    weights: dict[str, float]
+    censored: str
+    statement: str
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        self.ci95 = tuple(self.ci95)  # type: ignore[assignment]
+
+    @property
+    def estimate(self) -> Estimate:
+        return Estimate.from_censored(self.value, self.censored, ci95=tuple(self.ci95), unit=self.unit or "",
+                                      basis="offered")
+
+
+@dataclass
+class Skipped:
+    run_id: str
+    mix: str
+    share: float
+    n_requests: int
+    reason: str
+
+
+@dataclass
+class LimitsResult:
+    """Limits for one SLA over one or more load tests: the limits JSON as objects (§4)."""
+
+    sla: list[SlaClauseDoc]
+    conditions: Conditions
+    mix_spec: list[MixRef]
+    mixes: list[MixLimit]
+    blended: BlendedLimit | None = None
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    schema: str = SCHEMA
+    bearing_version: str = ""
+    quantile_method: Literal["linear"] = "linear"
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def limits(self) -> list[MixLimit]:
+        """The per-(run, mix) limits (the JSON's ``mixes``)."""
+        return self.mixes
+
+    @cached_property
+    def sla_spec(self):  # noqa: ANN201 - bearing_lib.limits.sla.SLA
+        """The SLA as a parsed :class:`~bearing_lib.limits.sla.SLA` (from the clauses' text)."""
+        from bearing_lib.limits.sla import parse_sla
+
+        return parse_sla([c.text for c in self.sla])
+
+    @property
+    def sla_text(self) -> str:
+        return " and ".join(c.text for c in self.sla)
+
+    @property
+    def curve(self) -> Any:
+        """The load-curve frame (polars) behind the limits: in process only."""
+        c = self.__dict__.get("_curve")
+        if c is None:
+            raise ParameterError("the load-curve frame is not part of a limits JSON; it exists only on the result "
+                                 "of fit_limits in the same process (re-run fit_limits to get it)")
+        return c
+
+    def attach_curve(self, curve: Any) -> None:
+        self.__dict__["_curve"] = curve
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted({m.run_id for m in self.mixes})
+
+    def for_run(self, run: str | None, *, source: str = "limits") -> list[MixLimit]:
+        """The mixes of one run; with several runs and ``run`` None, a :class:`ParameterError` listing them."""
+        runs = self.runs
+        if run is not None:
+            if run not in runs:
+                raise ParameterError(f"{source}: no run {run!r}; runs in the file: {', '.join(runs) or 'none named'}")
+            return [m for m in self.mixes if m.run_id == run]
+        if len(runs) > 1:
+            raise ParameterError(f"{source}: the limits hold {len(runs)} runs ({', '.join(runs)}), i.e. different "
+                                 "deployments or tests; choose one with run= (--run)")
+        return list(self.mixes)
+
+    # ------------------------------------------------------------------ JSON edge
+    def to_dict(self) -> dict[str, Any]:
+        """The limits JSON (``docs/interfaces.md`` §4): field order as documented."""
+        from bearing_lib.common.version import __version__
+
+        d = _to_jsonable(self)
+        d["bearing_version"] = __version__
+        head = {k: d.pop(k) for k in ("schema", "bearing_version", "quantile_method")}
+        return {**head, **d}
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, source: str = "limits JSON") -> LimitsResult:
+        """Validate a limits JSON once; one :class:`SchemaError` lists every problem."""
+        from bearing_lib.common.errors import SchemaError
+        from bearing_lib.common.schema import parse
+
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{source}: expected a limits JSON object, found {type(doc).__name__}")
+        if doc.get("available") is False:
+            raise SchemaError(f"{source}: the limits are not available: {doc.get('reason')}")
+        return parse(cls, doc, what=source)
+
+    def table(self) -> Any:
+        """One row per run × mix: limit, CI, bracket, censoring, binding clause (polars)."""
+        import polars as pl
+
+        rows = []
+        for m in self.mixes:
+            q = m.q_ult
+            a = q.achieved
+            rows.append({
+                "run_id": m.run_id, "mix": m.mix.name, "share": m.share, "n_requests": m.n_requests,
+                "q_ult": q.value, "unit": q.unit, "bound": q.estimate.bound, "ci95_lo": q.ci95[0],
+                "ci95_hi": q.ci95[1], "last_pass": q.bracket[0], "first_fail": q.bracket[1], "censored": q.censored,
+                "throughput_rps": q.throughput_rps, "achieved_rps": a.value, "tokens_per_s": q.tokens_per_s,
+                "binding": m.binding, "statement": q.statement,
+            })
+        schema = {"run_id": pl.String, "mix": pl.String, "share": pl.Float64, "n_requests": pl.Int64,
+                  "q_ult": pl.Float64, "unit": pl.String, "bound": pl.String, "ci95_lo": pl.Float64,
+                  "ci95_hi": pl.Float64, "last_pass": pl.Float64, "first_fail": pl.Float64, "censored": pl.String,
+                  "throughput_rps": pl.Float64, "achieved_rps": pl.Float64, "tokens_per_s": pl.Float64,
+                  "binding": pl.String, "statement": pl.String}
+        return pl.DataFrame(rows, schema=schema)
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = f"<p><b>Limits</b> for SLA <code>{esc(self.sla_text)}</code> (Q_ult: offered load at the crossing; "
+        head += "achieved: throughput completed there)</p>"
+        cells = ["run", "mix", "share", "Q_ult (offered)", "achieved", "bracket", "binding", "statement"]
+        out = [head, "<table><thead><tr>" + "".join(f"<th>{c}</th>" for c in cells) + "</tr></thead><tbody>"]
+        for m in self.mixes:
+            q = m.q_ult
+            vals = [m.run_id, m.mix.name, f"{m.share:.0%}", q.estimate.text(3), q.achieved.text(3, ci=False),
+                    f"[{fmt_sig(q.bracket[0])}, {fmt_sig(q.bracket[1])}]", m.binding or "–", q.statement]
+            out.append("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in vals) + "</tr>")
+        out.append("</tbody></table>")
+        if self.blended:
+            out.append(f"<p>Blended: {esc(self.blended.statement)}</p>")
+        for n in self.notes:
+            out.append(f"<p><i>{esc(n)}</i></p>")
+        return "".join(out)
+
+
+def _to_jsonable(obj: Any) -> Any:
+    """Dataclasses → dicts, tuples → lists, non-finite floats → None, numpy scalars → Python."""
+    import dataclasses
+    import math
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_to_jsonable(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str | int) and not hasattr(obj, "dtype"):
+        return obj
+    if hasattr(obj, "item") and hasattr(obj, "dtype"):  # numpy scalar
+        obj = obj.item()
+        return _to_jsonable(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    return obj
+
+
+def schema_document() -> dict[str, Any]:
+    """The JSON Schema of the limits JSON (``bearing schema limits``)."""
+    from bearing_lib.common.schema import json_schema
+
+    return json_schema(LimitsResult, title="bearing limits JSON", schema_id=SCHEMA)
+
+
+__all__ = [
+    "SCHEMA",
+    "BlendedLimit",
+    "Conditions",
+    "LimitsResult",
+    "MixLimit",
+    "MixRef",
+    "PCritical",
+    "QUlt",
+    "Resolution",
+    "Skipped",
+    "SlaClauseDoc",
+    "Source",
+    "Step",
+    "schema_document",
+]
