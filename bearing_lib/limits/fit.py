@@ -529,6 +529,7 @@ def _fit_group(
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
             "recovery_step": bool(j.get("recovery", False)),
             "observed": _observed(r, sla),
+            "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
         })
     steps = [Step(**_py(st)) for st in steps]
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
@@ -554,6 +555,9 @@ def _py(d: dict) -> dict:
         out[k] = v
     return out
 
+
+_STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
+                      for q in ("p50", "p90", "p95", "p99"))
 
 RESOLUTION_TOL = 0.10
 RESOLUTION_RERUN_LOADS = 4

@@ -16,6 +16,7 @@ every statement says which basis it quotes.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -37,12 +38,12 @@ class SlaClauseDoc:
     """One SLA clause as written in the limits JSON (parsed form of ``text``)."""
 
     text: str
-    kind: Literal["percentile", "error_rate", "goodput"]
-    metric: str | None
-    stat: str
-    op: str
-    threshold: float
-    unit: str
+    kind: str = "percentile"  # percentile | error_rate | goodput (others are kept and ignored)
+    metric: str | None = None
+    stat: str = ""
+    op: str = "<="
+    threshold: float | None = None
+    unit: str = ""
     bounds: list[dict[str, Any]] | None = None
 
 
@@ -69,13 +70,17 @@ class Conditions:
 
     sources: list[Source] = field(default_factory=list)
     model: list[str] | str = field(default_factory=list)
-    offered_load_unit: list[str] = field(default_factory=list)
+    offered_load_unit: list[str] | str = field(default_factory=list)
     mixes: str = "auto"
     steady_window: str = ""
     bootstrap: BootstrapInfo | None = None
     hardware: str | None = None
     instances: int | None = None
     instances_basis: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.offered_load_unit, str):  # version-1 files wrote one unit as a string
+            self.offered_load_unit = [self.offered_load_unit]
 
 
 @dataclass
@@ -114,11 +119,11 @@ class QUlt:
     """The ultimate capacity of one mix: offered load at the SLA crossing, with its achieved throughput."""
 
     value: float | None
-    unit: str | None
-    ci95: tuple[float | None, float | None]
-    bracket: tuple[float | None, float | None]
-    censored: Censored
-    statement: str
+    unit: str | None = None
+    ci95: tuple[float | None, float | None] = (None, None)
+    bracket: tuple[float | None, float | None] = (None, None)
+    censored: Censored = "none"
+    statement: str = ""
     throughput_rps: float | None = None
     tokens_per_s: float | None = None
     mix_throughput_rps: float | None = None
@@ -158,14 +163,14 @@ class Step:
 
     step: int
     offered_load: float | None
-    load_axis: float | None
-    throughput_rps: float | None
-    n_requests: int | None
-    n_ok: int | None
-    error_rate: float | None
-    duration_s: float | None
-    valid: bool
-    status: StepStatus
+    load_axis: float | None = None
+    throughput_rps: float | None = None
+    n_requests: int | None = None
+    n_ok: int | None = None
+    error_rate: float | None = None
+    duration_s: float | None = None
+    valid: bool = True
+    status: StepStatus | None = None
     flags: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     sla_margin: float | None = None
@@ -177,6 +182,9 @@ class Step:
     phase: str | None = None
     phase_reason: str | None = None
     cost_anomaly_index: float | None = None
+    stats: dict[str, float | None] = field(default_factory=dict)
+    """The load curve's latency percentiles at this step, keyed ``{metric}_{stat}``
+    (``ttft_ms_p50`` … ``latency_ms_p99``): what the plan's latency–concurrency curve reads."""
 
 
 @dataclass
@@ -204,13 +212,13 @@ class PCritical:
 class MixLimit:
     """The limit of one mix in one run, with the steps it was judged on and the fits around it."""
 
-    run_id: str
     mix: MixRef
-    share: float
-    n_requests: int
-    q_ult: QUlt
-    binding: str | None
-    steps: list[Step]
+    q_ult: QUlt | None
+    steps: list[Step] = field(default_factory=list)
+    run_id: str = "run"
+    share: float | None = None
+    n_requests: int | None = None
+    binding: str | None = None
     notes: list[str] = field(default_factory=list)
     p_critical: PCritical | dict[str, Any] | None = None
     # The model fits and diagnostics below are detail documents of their own modules
@@ -224,7 +232,7 @@ class MixLimit:
 
     @property
     def unit(self) -> str | None:
-        return self.q_ult.unit
+        return self.q_ult.unit if self.q_ult else None
 
     @property
     def name(self) -> str:
@@ -275,10 +283,10 @@ class Skipped:
 class LimitsResult:
     """Limits for one SLA over one or more load tests: the limits JSON as objects (§4)."""
 
-    sla: list[SlaClauseDoc]
-    conditions: Conditions
-    mix_spec: list[MixRef]
     mixes: list[MixLimit]
+    sla: list[SlaClauseDoc] = field(default_factory=list)
+    conditions: Conditions = field(default_factory=Conditions)
+    mix_spec: list[MixRef] | None = None
     blended: BlendedLimit | None = None
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -351,7 +359,7 @@ class LimitsResult:
             raise SchemaError(f"{source}: expected a limits JSON object, found {type(doc).__name__}")
         if doc.get("available") is False:
             raise SchemaError(f"{source}: the limits are not available: {doc.get('reason')}")
-        return parse(cls, doc, what=source)
+        return parse(cls, _upgrade(doc), what=source)
 
     def table(self) -> Any:
         """One row per run × mix: limit, CI, bracket, censoring, binding clause (polars)."""
@@ -392,6 +400,36 @@ class LimitsResult:
         for n in self.notes:
             out.append(f"<p><i>{esc(n)}</i></p>")
         return "".join(out)
+
+
+_STAT_KEY = re.compile(r"^(ttft|latency|tpot|itl)_ms_(p\d+(?:_\d+)?|mean|max)$")
+
+
+def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 limits document in the version-2 shape (a copy; the input is not modified).
+
+    Version 1 steps could be load-curve rows with flat ``latency_ms_p99``-style keys and a
+    per-step ``offered_load_unit``: the statistics move into ``stats``; the unit is the limit's.
+    """
+    if doc.get("schema") == SCHEMA or not isinstance(doc.get("mixes"), list):
+        return doc
+    out = dict(doc)
+    mixes = []
+    for m in doc["mixes"]:
+        if isinstance(m, dict) and isinstance(m.get("steps"), list):
+            m = dict(m)
+            steps = []
+            for st in m["steps"]:
+                if isinstance(st, dict):
+                    st = dict(st)
+                    stats = {k: st.pop(k) for k in list(st) if _STAT_KEY.match(k)}
+                    st.setdefault("stats", stats)
+                    st.pop("offered_load_unit", None)
+                steps.append(st)
+            m["steps"] = steps
+        mixes.append(m)
+    out["mixes"] = mixes
+    return out
 
 
 def _to_jsonable(obj: Any) -> Any:

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError, InputError, InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import (
     BurstModel,
     InstancePlan,
@@ -77,122 +79,94 @@ class LimitsInput:
     limits: list[Limit]
     skipped: dict[str, str]
     steps: dict[str, list[dict[str, Any]]]
-    sla: list[dict[str, Any]]
+    sla: list[SlaClauseDoc]
     tested_instances: int
     tested_instances_basis: str
     source: str
     notes: list[str] = field(default_factory=list)
 
 
-def _normalise_steps(steps: list[dict[str, Any]], sla: list[dict[str, Any]], unit: str | None) -> list[dict[str, Any]]:
-    """Steps with the flat keys the plan reads (``offered_load_unit``, ``{metric}_{stat}``).
+def _step_rows(steps: list[Any], sla: list[Any], unit: str | None) -> list[dict[str, Any]]:
+    """The plan's working rows of one mix's steps: each :class:`Step`'s fields plus flat
+    ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``) from ``observed`` and the
+    ``offered_load_unit``; the load curve's columns are added later (``_enrich_steps``).
 
-    A limits JSON step carries the SLA's own statistics in ``observed`` (keyed by clause
-    text); they are copied to ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``). Keys
-    already present (a curve row) win.
+    These rows stay inside the plan (safe concurrency, concurrency at the limit); the
+    stage boundary is the typed :class:`LimitsResult`.
     """
-    by_text = {c.get("text"): c for c in sla}
+    import dataclasses
+
+    by_text = {c.text: c for c in sla}
     out = []
     for st in steps:
-        row = dict(st)
-        if unit and not row.get("offered_load_unit"):
+        row = dataclasses.asdict(st)
+        row.update(row.pop("stats") or {})
+        if unit:
             row["offered_load_unit"] = unit
-        for text, v in (st.get("observed") or {}).items():
+        for text, v in (st.observed or {}).items():
             c = by_text.get(text)
-            if c and c.get("kind", "percentile") == "percentile" and c.get("metric") and v is not None:
-                row.setdefault(f"{c['metric']}_{c['stat']}", v)
+            if c is not None and c.kind == "percentile" and c.metric and v is not None:
+                row.setdefault(f"{c.metric}_{c.stat}", v)
         out.append(row)
     return out
 
 
-def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON", run: str | None = None) -> LimitsInput:
-    """Per-mix limits in completed req/s from a limits JSON (§4).
+def limits_input(result: LimitsResult, *, run: str | None = None, source: str = "limits") -> LimitsInput:
+    """The plan's view of the limits: per mix, ``Q_ult`` on the **achieved** basis (completed req/s).
 
-    A limits file may hold several runs (e.g. two deployments) with the same mix names;
-    then ``run`` must choose one (the error lists them).
+    A limits result may hold several runs (e.g. two deployments) with the same mix names;
+    then ``run`` must choose one (the error lists them). A mix whose limit cannot be put in
+    completed req/s (no throughput at the limit, no limit at all, a censoring that has no
+    sign) is skipped with its reason.
     """
-    if "mixes" not in d or not isinstance(d["mixes"], list):
-        raise SchemaError("expected a 'mixes' list (limits JSON, docs/interfaces.md §4)", path=source, field="mixes")
-    cond = d.get("conditions") or {}
-    default_unit = cond.get("offered_load_unit")
-    if isinstance(default_unit, list):
-        default_unit = default_unit[0] if len(default_unit) == 1 else None
-    sla = list(d.get("sla") or [])
-    entries = list(d["mixes"])
-    runs = sorted({str(m.get("run_id")) for m in entries if isinstance(m, dict) and m.get("run_id") is not None})
-    if run is not None:
-        if run not in runs:
-            raise ParameterError(f"{source}: no run {run!r}; runs in the file: {', '.join(runs) or 'none named'}")
-        entries = [m for m in entries if str(m.get("run_id")) == run]
-    elif len(runs) > 1:
-        raise ParameterError(f"{source}: the limits hold {len(runs)} runs ({', '.join(runs)}), i.e. different "
-                             "deployments or tests; choose one with run= (--run)")
+    entries = result.for_run(run, source=source)
+    default_unit = result.conditions.offered_load_unit[0] if len(result.conditions.offered_load_unit) == 1 else None
     limits, skipped, steps = [], {}, {}
     notes_extra: list[str] = []
     for i, m in enumerate(entries):
-        where = f"mixes[{i}]"
-        try:
-            name = str((m.get("mix") or {})["name"])
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise SchemaError("expected mix.name", path=source, field=f"{where}.mix.name") from exc
-        q = m.get("q_ult")
-        unit = (q or {}).get("unit") or default_unit
-        steps[name] = _normalise_steps(list(m.get("steps") or []), sla, unit)
-        if not q:
+        name, q = m.mix.name, m.q_ult
+        unit = (q.unit if q else None) or default_unit
+        steps[name] = _step_rows(m.steps, result.sla, unit)
+        if q is None:
             skipped[name] = "no q_ult in the limits file"
             continue
-        value, thr = q.get("value"), q.get("throughput_rps")
-        censored = q.get("censored") or "none"
-        if value is None:
-            skipped[name] = f"no limit: {q.get('statement') or censored}"
+        if q.value is None:
+            skipped[name] = f"no limit: {q.statement or q.censored}"
             continue
-        if thr is None and unit == "rps":
-            thr = value
-        if thr is None:
-            skipped[name] = (f"q_ult is {value} {unit} with no throughput_rps: a plan needs the limit in "
+        if q.censored not in ("none", "above", "below", "not_monotone"):
+            skipped[name] = f"censoring {q.censored!r} cannot be planned with"
+            continue
+        a = q.achieved
+        if a.value is None:
+            skipped[name] = (f"q_ult is {q.value} {unit} with no throughput_rps: a plan needs the limit in "
                              "completed req/s")
             continue
-        try:
-            thr = float(thr)
-            value = float(value)
-        except (TypeError, ValueError) as exc:
-            raise BadValueError(f"expected numbers, got value {value!r}, throughput {thr!r}", path=source,
-                                field=f"{where}.q_ult") from exc
-        if not thr > 0:
-            skipped[name] = f"q_ult throughput {thr} req/s is not positive"
-            continue
-        if censored not in ("none", "above", "below", "not_monotone"):
-            skipped[name] = f"censoring {censored!r} cannot be planned with"
-            continue
-        ci = list(q.get("ci95") or [None, None]) + [None, None]
         ci_rps = None
-        if (ci[0] is not None or ci[1] is not None) and value > 0:
-            scale = thr / value  # throughput per unit of offered load at the limit
-            lo = float(ci[0]) * scale if ci[0] is not None else thr
-            hi = float(ci[1]) * scale if ci[1] is not None else thr
-            ci_rps = (min(lo, thr), max(hi, thr))
-            if ci[0] is None or ci[1] is None:
-                skipped_note = f"{name}: the limit's 95% CI has only one end; the other side is held at the value"
-                notes_extra.append(skipped_note)
+        if a.ci95 and (a.lo is not None or a.hi is not None):
+            lo = a.lo if a.lo is not None else a.value
+            hi = a.hi if a.hi is not None else a.value
+            ci_rps = (min(lo, a.value), max(hi, a.value))
+            if a.lo is None or a.hi is None:
+                notes_extra.append(f"{name}: the limit's 95% CI has only one end; the other side is held at the value")
             if ci_rps[0] <= 0:
                 ci_rps = None
         try:
-            limits.append(Limit(name, thr, ci_rps, censored, str(q.get("statement") or "")))
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement))
         except BadValueError as exc:
-            raise BadValueError(exc.message, path=source, field=f"{where}.q_ult") from exc
-    tested = cond.get("instances", cond.get("replicas"))
-    if tested is None:
+            raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
+    n = result.conditions.instances
+    if n is None:
         n, basis = 1, "assumed: the limits file does not say how many instances the load test drove"
     else:
-        try:
-            n = int(tested)
-        except (TypeError, ValueError) as exc:
-            raise BadValueError(f"expected an integer, got {tested!r}", path=source, field="conditions.instances") \
-                from exc
         if n < 1:
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
-        basis = "conditions.instances in the limits file"
-    return LimitsInput(limits, skipped, steps, sla, n, basis, source, notes_extra)
+        basis = result.conditions.instances_basis or "conditions.instances in the limits file"
+    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra)
+
+
+def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON", run: str | None = None) -> LimitsInput:
+    """:func:`limits_input` of a limits JSON document, validated once (``LimitsResult.from_dict``)."""
+    return limits_input(LimitsResult.from_dict(d, source=source), run=run, source=source)
 
 
 # --------------------------------------------------------------------------- profile
@@ -454,11 +428,13 @@ class CapacityPlan:
             if got is not None:
                 series, series_note = got[:2], got[2]
             profile = profile.to_dict()
-        curve = None
-        if not isinstance(limits, dict):
-            curve = getattr(limits, "curve", None)
-            limits = limits.to_dict()
-        lim = limits_from_dict(limits, source=limits_source, run=run)
+        if isinstance(limits, dict):  # the JSON edge: validated once, then typed from here on
+            limits = LimitsResult.from_dict(limits, source=limits_source)
+        if not isinstance(limits, LimitsResult):
+            raise ParameterError(f"limits: expected a LimitsResult (fit_limits) or a limits JSON document, "
+                                 f"got {type(limits).__name__}")
+        curve = limits.__dict__.get("_curve")
+        lim = limits_input(limits, source=limits_source, run=run)
         if curve is not None:
             _enrich_steps(lim, curve, run)
         if tested_instances is not None:
@@ -530,14 +506,14 @@ class CapacityPlan:
 
         # safe concurrency (latency–concurrency curve of the heaviest mix) -
         main_mix = max(fos.per_mix, key=lambda m: m.share).mix if fos.per_mix else None
-        sla_lat = next((c for c in lim.sla if c.get("kind", "percentile") == "percentile"
-                        and str(c.get("metric")).endswith("_ms") and c.get("op") in ("<", "<=")), None)
-        lc_points = (curve_from_limits_steps(lim.steps.get(main_mix or "", []), metric=str(sla_lat["metric"]),
-                                             stat=str(sla_lat["stat"])) if sla_lat else [])
+        sla_lat = next((c for c in lim.sla if c.kind == "percentile" and str(c.metric).endswith("_ms")
+                        and c.op in ("<", "<=") and c.threshold is not None), None)
+        lc_points = (curve_from_limits_steps(lim.steps.get(main_mix or "", []), metric=str(sla_lat.metric),
+                                             stat=str(sla_lat.stat)) if sla_lat else [])
         if sla_lat and lc_points:
             try:
                 plan.safe_concurrency = max_safe_concurrency(
-                    lc_points, float(sla_lat["threshold"]), stat=str(sla_lat["stat"]).upper()
+                    lc_points, float(sla_lat.threshold), stat=str(sla_lat.stat).upper()
                 )
             except InsufficientDataError as exc:
                 plan.notes.append(f"safe concurrency: {exc}")
@@ -570,7 +546,7 @@ class CapacityPlan:
         at, at_why = None, ""
         if main_mix is not None:
             try:
-                at = concurrency_at_limit(lim.steps, main_mix, _q_ult_doc(limits, main_mix, run))
+                at = concurrency_at_limit(lim.steps, main_mix, _q_ult_of(limits, main_mix, run))
             except InsufficientDataError as exc:
                 at_why = str(exc)
         per = f" / {lim.tested_instances} tested instances" if lim.tested_instances != 1 else ""
@@ -834,17 +810,17 @@ def _step_concurrency(st: dict[str, Any]) -> tuple[float | None, bool]:
 
 
 def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
-                         q_ult: dict[str, Any] | None) -> ConcurrencyAtLimit:
+                         q_ult: Estimate | None) -> ConcurrencyAtLimit:
     """Mean concurrency (requests in the system) at the mix's Q_ult, from the load-test steps.
 
     ``steps`` are the run's steps per mix (limits JSON ``mixes[].steps``, which carry
     ``concurrency_mean`` when the limits came with their load curve, or
-    ``latency_ms_mean`` to derive it); ``q_ult`` the mix's ``q_ult`` object (its
-    ``value`` is on the steps' offered-load axis). Recovery steps (run after an overload)
+    ``latency_ms_mean`` to derive it); ``q_ult`` the mix's limit on the steps' offered-load
+    axis (``QUlt.estimate``). Recovery steps (run after an overload)
     are left out. Raises :class:`InsufficientDataError` saying what is missing.
     """
-    q = _num((q_ult or {}).get("value"))
-    unit = str((q_ult or {}).get("unit") or "rps")
+    q = q_ult.value if q_ult is not None else None
+    unit = (q_ult.unit if q_ult is not None else "") or "rps"
     if q is None or not math.isfinite(q):
         raise InsufficientDataError(f"mix {mix} has no Q_ult value to read the concurrency at")
     xs_main: dict[Any, float] = {}
@@ -896,11 +872,10 @@ def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
     return ConcurrencyAtLimit(value, q, unit, method, used, derived, statement)
 
 
-def _q_ult_doc(limits: dict[str, Any], mix: str, run: str | None) -> dict[str, Any] | None:
-    for m in limits.get("mixes") or []:
-        name = (m.get("mix") or {}).get("name") if isinstance(m.get("mix"), dict) else m.get("mix")
-        if str(name) == mix and (run is None or str(m.get("run_id")) == run):
-            return m.get("q_ult")
+def _q_ult_of(limits: LimitsResult, mix: str, run: str | None) -> Estimate | None:
+    for m in limits.mixes:
+        if m.mix.name == mix and (run is None or m.run_id == run):
+            return m.q_ult.estimate
     return None
 
 
@@ -931,6 +906,7 @@ __all__ = [
     "LimitsInput",
     "burst_from_profile",
     "limits_from_dict",
+    "limits_input",
     "read_json",
     "seq_len_from_profile",
     "series_from_profile",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Status = Literal["green", "yellow", "red", "not assessed"]
 Health = Literal["healthy", "warning", "danger", "not measured"]
@@ -141,14 +141,15 @@ def budget_row(inputs: Mapping[str, object] | None) -> ScoreRow:
 
 
 # --------------------------------------------------------------------------- checklist
-def _sla_latency(sla: Sequence[Mapping[str, object]]) -> tuple[str, float] | None:
+def _sla_latency(sla: Sequence[Any]) -> tuple[str, float] | None:
+    """The first latency bound of the SLA's clauses (``SlaClauseDoc`` of the limits result)."""
     for c in sla or []:
-        if c.get("metric") in LATENCY_METRICS and c.get("op") in ("<", "<=") and c.get("threshold") is not None:
-            return str(c["metric"]), float(c["threshold"])  # type: ignore[arg-type]
+        if c.metric in LATENCY_METRICS and c.op in ("<", "<=") and c.threshold is not None:
+            return str(c.metric), float(c.threshold)
     return None
 
 
-def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Mapping[str, object]]) -> CheckItem:
+def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -> CheckItem:
     """P95 at the lowest measured load vs a third of the SLA's latency threshold."""
     rule = "single-path P95 < SLA / 3 (danger: near or over the SLA)"
     found = _sla_latency(sla)
@@ -228,7 +229,7 @@ def _fresh(v: object) -> tuple[Health, str]:
 def checklist(
     *,
     steps: Sequence[Mapping[str, object]] = (),
-    sla: Sequence[Mapping[str, object]] = (),
+    sla: Sequence[Any] = (),
     target_rps: float | None = None,
     user: Mapping[str, object] | None = None,
 ) -> list[CheckItem]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.common.estimate import Estimate
 from bearing_lib.plan.capacity_plan import CapacityPlan, concurrency_at_limit, read_json
 from bearing_lib.plan.memory import GIB
 
@@ -29,17 +30,17 @@ def _steps():
 
 
 def test_interpolated_at_q_ult():
-    at = concurrency_at_limit(_steps(), "a", {"value": 1.5, "unit": "rps"})
+    at = concurrency_at_limit(_steps(), "a", Estimate(1.5, unit="rps"))
     # between (1, 2) and (2, 5): 2 + 0.5 × 3 = 3.5; the recovery step is left out
     assert at.value == pytest.approx(3.5)
     assert at.method == "interpolated at Q_ult" and at.steps_used == [1.0, 2.0] and not at.derived
     assert "between the steps at 1 and 2 rps" in at.statement
     # 2.5 lies between 2 (5) and 3 (20): 12.5, not the recovery step's 99
-    assert concurrency_at_limit(_steps(), "a", {"value": 2.5}).value == pytest.approx(12.5)
+    assert concurrency_at_limit(_steps(), "a", Estimate(2.5)).value == pytest.approx(12.5)
 
 
 def test_outside_the_tested_loads_takes_the_nearest_step_and_says_so():
-    at = concurrency_at_limit(_steps(), "a", {"value": 4.0, "unit": "rps"})
+    at = concurrency_at_limit(_steps(), "a", Estimate(4.0, unit="rps"))
     assert at.value == 20.0 and at.steps_used == [3.0]
     assert "lies above the highest tested load" in at.statement
 
@@ -53,7 +54,7 @@ def test_derived_from_throughput_and_mean_latency_and_summed_over_mixes():
               {"step": 1, "offered_load": 2.0, "concurrency_mean": 2.0},
               {"step": 7, "offered_load": 9.0, "concurrency_mean": 50.0}],
     }
-    at = concurrency_at_limit(steps, "a", {"value": 1.5, "unit": "rps"})
+    at = concurrency_at_limit(steps, "a", Estimate(1.5, unit="rps"))
     # step 0: 2 × 1.5 + 1 = 4; step 1: 4 × 2.0 + 2 = 10; at 1.5: 7
     assert at.value == pytest.approx(7.0)
     assert at.derived and "throughput × mean latency" in at.statement and "summed over the mixes a, b" in at.statement
@@ -61,9 +62,9 @@ def test_derived_from_throughput_and_mean_latency_and_summed_over_mixes():
 
 def test_no_concurrency_says_why():
     with pytest.raises(InsufficientDataError, match="no mean concurrency"):
-        concurrency_at_limit({"a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0}]}, "a", {"value": 1.0})
+        concurrency_at_limit({"a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0}]}, "a", Estimate(1.0))
     with pytest.raises(InsufficientDataError, match="no Q_ult"):
-        concurrency_at_limit(_steps(), "a", {"value": None})
+        concurrency_at_limit(_steps(), "a", Estimate(None))
 
 
 def _limits_without_latency_clause():

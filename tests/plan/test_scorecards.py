@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bearing_lib.limits.result import SlaClauseDoc
 from bearing_lib.plan.scorecards import (
     budget_row,
     business_row,
@@ -14,7 +15,7 @@ from bearing_lib.plan.scorecards import (
     scorecard,
 )
 
-SLA = [{"metric": "latency_ms", "stat": "p99", "op": "<", "threshold": 2000}]
+SLA = [SlaClauseDoc(text="p99(latency) < 2s", metric="latency_ms", stat="p99", op="<", threshold=2000)]
 STEPS = [
     {"step": 0, "offered_load": 1, "offered_load_unit": "concurrency", "throughput_rps": 2.0, "latency_ms_p95": 600,
      "error_rate": 0.0},
