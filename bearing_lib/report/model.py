@@ -21,30 +21,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
 
-SUMMARY_SCHEMA = "bearing.report.summary/1"
+SUMMARY_SCHEMA = "bearing.report.summary/2"
 VERDICTS = ("green", "yellow", "red")
 
 
-@dataclass
-class Interval:
-    """A value with its 95% confidence interval (``lo``/``hi`` None when not estimable)."""
-
-    value: float | None
-    lo: float | None = None
-    hi: float | None = None
-    unit: str = ""
-
-    def text(self, digits: int = 2) -> str:
-        """``"1.63 (95% CI 1.45–1.82)"``; ``"not estimable"`` without a value."""
-        if self.value is None:
-            return "not estimable"
-        unit = f" {self.unit}" if self.unit else ""
-        s = f"{_fmt(self.value, digits)}{unit}"
-        if self.lo is not None and self.hi is not None:
-            s += f" (95% CI {_fmt(self.lo, digits)}–{_fmt(self.hi, digits)})"
-        return s
+Interval = Estimate
+"""Former name of the report's value-with-CI; the report now uses the shared :class:`Estimate`."""
 
 
 @dataclass
@@ -82,14 +69,17 @@ class MixRow:
     description: str
     share: float | None
     n_requests: int | None
-    q_ult: Interval
+    q_ult: Estimate
+    """Offered load at the SLA crossing (the load-test axis), a bound when censored."""
+    achieved: Estimate
+    """Throughput completed at the limit (req/s): the basis of the FOS and the headline."""
     q_ult_statement: str
     censored: str
     throughput_rps: float | None
-    p_critical: Interval | None
+    p_critical: Estimate | None
     p_critical_note: str | None
     binding: str | None
-    fos: Interval | None
+    fos: Estimate | None
     n_steps: int
     n_invalid_steps: int
 
@@ -136,8 +126,8 @@ class Change:
     """How one number moved since the previous report."""
 
     item: str
-    previous: Interval
-    current: Interval | None
+    previous: Estimate
+    current: Estimate | None
     delta: float | None
     delta_pct: float | None
     significant: bool | None  # True when the two 95% CIs do not overlap
@@ -182,6 +172,8 @@ class ReportModel:
     changes: Section
     flags: list[Flag]
     provenance: ReportProvenance
+    identity: dict[str, Any] = field(default_factory=dict)
+    """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
 
     @property
     def verdict(self) -> str:
@@ -194,8 +186,10 @@ class ReportModel:
         # Compact forms other reports read back for "what changed".
         d["limits"] = {
             "available": self.mixes.available,
-            "mixes": [{"name": r["name"], "q_ult": r["q_ult"]} for r in self.mixes.data.get("rows", [])],
+            "mixes": [{"name": r.name, "q_ult": r.q_ult.to_dict(), "achieved": r.achieved.to_dict()}
+                      for r in self.mixes.data.get("rows", [])],
         }
+        d["identity"] = self.identity
         return _json_safe(d)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
@@ -207,14 +201,7 @@ class ReportModel:
 # --------------------------------------------------------------------------- helpers
 
 
-def _fmt(v: float | None, digits: int = 2) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float) and not math.isfinite(v):
-        return "∞" if v > 0 else "−∞"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:,.{digits}f}"
+_fmt = fmt_number
 
 
 def _json_safe(obj: Any) -> Any:
@@ -238,8 +225,9 @@ def as_float(v: Any, *, finite: bool = False) -> float | None:
     return None if finite and not math.isfinite(f) else f
 
 
-def _interval(d: Any, unit: str = "") -> Interval | None:
-    """``{"value", "ci95": [lo, hi]}`` (or the summary form ``{"value","lo","hi"}``) → Interval."""
+def _interval(d: Any, unit: str = "") -> Estimate | None:
+    """A JSON value-with-CI (``{"value", "ci95": [lo, hi], "bound"}``, or the older ``lo``/``hi``
+    form, or an :meth:`Estimate.to_dict`) as an :class:`Estimate`; None without a value."""
     if not isinstance(d, dict) or as_float(d.get("value")) is None:
         return None
     ci = d.get("ci95")
@@ -248,7 +236,12 @@ def _interval(d: Any, unit: str = "") -> Interval | None:
         lo, hi = as_float(ci[0]), as_float(ci[1])
     elif "lo" in d or "hi" in d:
         lo, hi = as_float(d.get("lo")), as_float(d.get("hi"))
-    return Interval(as_float(d["value"]), lo, hi, str(d.get("unit") or unit))
+    bound = d.get("bound")
+    if bound not in ("none", "lower", "upper", "unbounded"):
+        bound = {"above": "lower", "below": "upper"}.get(str(d.get("censored")), "none")
+    basis = d.get("basis") if d.get("basis") in ("offered", "achieved", "ratio", "none") else "none"
+    return Estimate(as_float(d["value"]), ci95=(lo, hi) if lo is not None or hi is not None else None,
+                    bound=bound, unit=str(d.get("unit") or unit), basis=basis)
 
 
 def _split(doc: Any, what: str) -> tuple[dict[str, Any] | None, str | None]:
