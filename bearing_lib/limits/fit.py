@@ -67,6 +67,7 @@ from bearing_lib.limits.result import (
     LimitsResult,
     MixLimit,
     MixRef,
+    PCritical,
     QUlt,
     Resolution,
     Skipped,
@@ -731,7 +732,7 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     finite = g.filter(pl.col("offered_load").is_finite())
     # the time-block bootstrap CI (requests given): docs/phases-and-fits.md measured 20/20
     # coverage for it against 14/20 for the parametric one used without requests
-    lim.p_critical = _safe(p_critical, finite, metric=metric, seed=seed, requests=requests)
+    lim.p_critical = PCritical.of(_safe(p_critical, finite, metric=metric, seed=seed, requests=requests))
     lim.usl = _safe(fit_usl_curve, finite)
     lim.queueing = _safe(fit_queueing_curve, finite, metric=metric)
     by_step = {r["step"]: r for r in g.to_dicts()}

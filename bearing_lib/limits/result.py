@@ -15,6 +15,7 @@ every statement says which basis it quotes.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from dataclasses import dataclass, field
@@ -77,6 +78,9 @@ class Conditions:
     hardware: str | None = None
     instances: int | None = None
     instances_basis: str | None = None
+    window: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Other conditions the analyst or the files stated (e.g. the client), kept as given."""
 
     def __post_init__(self) -> None:
         if isinstance(self.offered_load_unit, str):  # version-1 files wrote one unit as a string
@@ -205,7 +209,14 @@ class PCritical:
     censored: str | None = None
     reason: str | None = None
     unit: str | None = None
-    alternatives: dict[str, dict[str, Any]] = field(default_factory=dict)
+    alternatives: dict[str, Any] = field(default_factory=dict)
+    available: bool = True
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> PCritical:
+        """From :func:`bearing_lib.limits.phases.p_critical`'s document (or an unavailable one)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 @dataclass
@@ -220,7 +231,7 @@ class MixLimit:
     n_requests: int | None = None
     binding: str | None = None
     notes: list[str] = field(default_factory=list)
-    p_critical: PCritical | dict[str, Any] | None = None
+    p_critical: PCritical | None = None
     # The model fits and diagnostics below are detail documents of their own modules
     # (limits.fits, limits.cost, limits.recovery), each produced by that module's result
     # class's to_dict(); no later stage reads inside them, the report prints their statements.
@@ -228,7 +239,7 @@ class MixLimit:
     queueing: dict[str, Any] | None = None
     t_recover_s: float | None = None
     t_recover: dict[str, Any] | None = None
-    cost_anomaly_index: dict[str, Any] | None = None
+    cost_anomaly_index: dict[str, Any] | float | None = None
 
     @property
     def unit(self) -> str | None:
@@ -255,10 +266,10 @@ class BlendedLimit:
     """``1 / Σ w_m / Q_m`` over the weighted mixes (offered-load basis, in the limits' unit)."""
 
     value: float | None
-    ci95: tuple[float | None, float | None]
-    weights: dict[str, float]
-    censored: str
-    statement: str
+    ci95: tuple[float | None, float | None] = (None, None)
+    weights: dict[str, float] = field(default_factory=dict)
+    censored: str = "none"
+    statement: str = ""
     unit: str | None = None
 
     def __post_init__(self) -> None:
@@ -402,7 +413,7 @@ class LimitsResult:
         return "".join(out)
 
 
-_STAT_KEY = re.compile(r"^(ttft|latency|tpot|itl)_ms_(p\d+(?:_\d+)?|mean|max)$")
+_STAT_KEY = re.compile(r"^(ttft|latency|tpot|itl)_ms_(p\d+(?:_\d+)?|mean|max)(_ci95_(lo|hi))?$")
 
 
 def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
@@ -411,9 +422,16 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
     Version 1 steps could be load-curve rows with flat ``latency_ms_p99``-style keys and a
     per-step ``offered_load_unit``: the statistics move into ``stats``; the unit is the limit's.
     """
-    if doc.get("schema") == SCHEMA or not isinstance(doc.get("mixes"), list):
-        return doc
     out = dict(doc)
+    cond = doc.get("conditions")
+    if isinstance(cond, dict):  # conditions beyond the named ones are kept in ``extra``
+        known = {f.name for f in dataclasses.fields(Conditions)}
+        extra = {k: v for k, v in cond.items() if k not in known}
+        if extra:
+            out["conditions"] = {**{k: v for k, v in cond.items() if k in known},
+                                 "extra": {**(cond.get("extra") or {}), **extra}}
+    if doc.get("schema") == SCHEMA or not isinstance(doc.get("mixes"), list):
+        return out
     mixes = []
     for m in doc["mixes"]:
         if isinstance(m, dict) and isinstance(m.get("steps"), list):

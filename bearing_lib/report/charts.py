@@ -16,6 +16,7 @@ from typing import Any
 
 import altair as alt
 
+from bearing_lib.common.estimate import Estimate
 from bearing_lib.report.model import LoadCurve, ReportModel
 
 MAX_POINTS = 5000
@@ -226,26 +227,49 @@ def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_
     return ChartSpec(cid, title, scrub(chart.to_dict()), len(rows), len(shown))
 
 
-def fos_chart(per_mix: list[dict[str, Any]], blended: dict[str, Any] | None) -> ChartSpec | None:
-    """FOS per mix and blended, with 95% CIs and reference lines at 1 (limit) and 1.5."""
-    rows = [{"mix": p["mix"], "value": p["fos"]["value"], "lo": p["fos"]["lo"], "hi": p["fos"]["hi"]}
-            for p in per_mix if p.get("fos") and p["fos"].get("value") is not None]
-    if blended and blended.get("value") is not None:
-        rows.append({"mix": "blended", "value": blended["value"], "lo": blended.get("lo"), "hi": blended.get("hi")})
+def fos_chart(per_mix: list[Any], blended: Estimate | None) -> ChartSpec | None:
+    """FOS per mix and blended, with 95% CIs, a marker for bounds and a reference line at 1.
+
+    A bound (``FOS ≥ x`` from a limit that never failed, ``FOS < x`` from one that failed at
+    its first step) is drawn as a triangle pointing the way the truth lies, never as a bar.
+    """
+    def row(mix: str, e: Estimate) -> dict[str, Any]:
+        return {"mix": mix, "value": e.value, "lo": None if e.is_bound else e.lo, "hi": None if e.is_bound else e.hi,
+                "bound": e.bound, "label": e.text(ci=False)}
+
+    rows = [row(p.mix, p.fos) for p in per_mix if p.fos is not None and p.fos.value is not None]
+    if blended is not None and blended.value is not None:
+        rows.append(row("blended", blended))
     if not rows:
         return None
     base = alt.Chart(alt.Data(values=rows))
-    bars = base.mark_bar(color="#1f4e79", opacity=0.8).encode(
+    tip = ["mix:N", alt.Tooltip("label:N", title="FOS"), alt.Tooltip("lo:Q", format=".2f"),
+           alt.Tooltip("hi:Q", format=".2f")]
+    bars = base.transform_filter("datum.bound == 'none'").mark_bar(color="#1f4e79", opacity=0.8).encode(
         y=alt.Y("mix:N", title=None, sort=None), x=alt.X("value:Q", title="factor of safety (Q_ult / target)"),
-        tooltip=["mix:N", alt.Tooltip("value:Q", format=".2f"), alt.Tooltip("lo:Q", format=".2f"),
-                 alt.Tooltip("hi:Q", format=".2f")])
+        tooltip=tip)
+    lower = base.transform_filter("datum.bound == 'lower'").mark_point(
+        shape="triangle-right", size=160, filled=True, color="#1f4e79").encode(
+        y=alt.Y("mix:N", sort=None), x="value:Q", tooltip=tip)
+    upper = base.transform_filter("datum.bound == 'upper'").mark_point(
+        shape="triangle-left", size=160, filled=True, color="#c62828").encode(
+        y=alt.Y("mix:N", sort=None), x="value:Q", tooltip=tip)
+    labels = base.transform_filter("datum.bound != 'none'").mark_text(align="left", dx=10).encode(
+        y=alt.Y("mix:N", sort=None), x="value:Q", text="label:N")
     err = base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#000").encode(
         y=alt.Y("mix:N", sort=None), x="lo:Q", x2="hi:Q")
     refs = alt.Chart(alt.Data(values=[{"x": 1.0, "label": "FOS 1 = at the limit"}])).mark_rule(
         color="#c62828", strokeDash=[4, 2]).encode(x="x:Q", tooltip=["label:N"])
-    chart = alt.layer(bars, err, refs).properties(
+    # only layers that hold data: an empty filtered layer makes Vega warn "Infinite extent"
+    kinds = {r["bound"] for r in rows}
+    layers = [lay for lay, want in ((bars, "none" in kinds), (lower, "lower" in kinds), (upper, "upper" in kinds),
+                                    (labels, bool(kinds - {"none"})),
+                                    (err, any(r["lo"] is not None and r["hi"] is not None for r in rows)))
+              if want]
+    chart = alt.layer(*layers, refs).properties(
         width=520, height=28 * len(rows) + 20,
-        title=alt.Title("Factor of safety", subtitle=_subtitle(len(rows), len(rows), "bars = FOS, black = 95% CI")))
+        title=alt.Title("Factor of safety", subtitle=_subtitle(
+            len(rows), len(rows), "bars = FOS, black = 95% CI, ▶ = at least (≥), ◀ = less than (<)")))
     return ChartSpec("chart-fos", "Factor of safety", scrub(chart.to_dict()), len(rows), len(rows))
 
 
@@ -260,10 +284,10 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
 
             lines.append({"label": f"target ({quantile_label(t.get('quantile'))} × growth)", "rps": _num(t.get("rps"))})
             lines.append({"label": "allowable (Q_ult / target FOS)", "rps": model.fos.data.get("allowable_rps")})
-            q = [_num(p.get("q_ult_rps")) for p in model.fos.data.get("per_mix") or []]
+            q = [p.q_ult.value for p in model.fos.data.get("per_mix") or [] if not p.q_ult.is_bound]
             q = [v for v in q if v is not None]
             if q:
-                lines.append({"label": "lowest per-mix Q_ult", "rps": min(q)})
+                lines.append({"label": "lowest per-mix Q_ult (completed req/s)", "rps": min(q)})
         c = peak_chart(model.production.data["per_minute_series"], lines)
         if c:
             out.append(c)

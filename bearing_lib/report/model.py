@@ -85,6 +85,18 @@ class MixRow:
 
 
 @dataclass
+class FosRow:
+    """One mix's factor of safety: its limit in completed req/s (achieved basis) over the target."""
+
+    mix: str
+    share: float | None
+    q_ult: Estimate
+    fos: Estimate | None
+    utilisation: float | None
+    statement: str | None
+
+
+@dataclass
 class CurvePoint:
     offered_load: float
     value: float | None
@@ -281,6 +293,8 @@ def constraint_label(clause: Any) -> str | None:
     if clause is None:
         return None
     metric = stat = None
+    if isinstance(clause, SlaClauseDoc):
+        clause = {"metric": clause.metric, "stat": clause.stat, "text": clause.text}
     if isinstance(clause, dict):
         metric, stat = clause.get("metric"), clause.get("stat")
         if metric is None:
@@ -303,22 +317,25 @@ def constraint_label(clause: Any) -> str | None:
 # --------------------------------------------------------------------------- sections
 
 
-def _conditions(limits: dict[str, Any] | None, reason: str | None) -> Section:
+def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
-    cond = dict(limits.get("conditions") or {})
-    sources = [s for s in cond.pop("sources", []) or [] if isinstance(s, dict)]
-    tools = sorted({f"{s.get('tool')}{' ' + str(s['tool_version']) if s.get('tool_version') else ''}"
-                    for s in sources if s.get("tool")})
+    cond = limits.conditions
+    sources = [{"path": x.path, "sha256": x.sha256, "format": x.format, "tool": x.tool,
+                "tool_version": x.tool_version} for x in cond.sources]
+    tools = sorted({f"{x.tool}{' ' + str(x.tool_version) if x.tool_version else ''}" for x in cond.sources if x.tool})
+    extra: dict[str, Any] = {**cond.extra, "load-test mixes": cond.mixes}
+    if cond.instances is not None:
+        extra["instances in the load test"] = f"{cond.instances} ({cond.instances_basis or 'stated'})"
     c = Conditions(
-        model=_text(cond.pop("model", None)),
-        hardware=_text(cond.pop("hardware", None)),
-        tool=", ".join(tools) or _text(cond.pop("tool", None)),
-        window=_text(cond.pop("window", None) or cond.pop("steady_window", None)),
-        offered_load_unit=_text(cond.pop("offered_load_unit", None)),
-        sla=[str(c.get("text") or c) if isinstance(c, dict) else str(c) for c in limits.get("sla") or []],
+        model=_text(cond.model),
+        hardware=_text(cond.hardware),
+        tool=", ".join(tools) or None,
+        window=_text(cond.window or cond.steady_window),
+        offered_load_unit=_text(cond.offered_load_unit),
+        sla=[c.text for c in limits.sla],
         sources=sources,
-        extra={k: v for k, v in cond.items() if v not in (None, [], {})},
+        extra=extra,
     )
     return Section(True, data=asdict(c))
 
@@ -337,131 +354,132 @@ def _text(v: Any) -> str | None:
     return str(v) or None
 
 
-def _mix_name(m: dict[str, Any]) -> str:
-    mix = m.get("mix") or {}
-    return str(mix.get("name") if isinstance(mix, dict) else mix)
+def _row_label(m: MixLimit, several_runs: bool) -> str:
+    return f"{m.run_id} · {m.mix.name}" if several_runs and m.run_id else m.mix.name
 
 
-def _row_label(m: dict[str, Any], several_runs: bool) -> str:
-    run = m.get("run_id")
-    return f"{run} · {_mix_name(m)}" if several_runs and run else _mix_name(m)
-
-
-def _fos_of(entry: dict[str, Any]) -> Interval | None:
-    """Per-mix or blended FOS: nested ``{"fos": {"value", "ci95"}}`` (contract §6) or flat."""
+def _fos_of(entry: dict[str, Any]) -> Estimate | None:
+    """Per-mix or blended FOS of the plan JSON: nested ``{"fos": {"value", "ci95", "bound"}}`` (§6) or flat."""
     inner = entry.get("fos") if isinstance(entry.get("fos"), dict) else entry
-    return _interval(inner)
+    est = _interval(inner)
+    return None if est is None else Estimate(est.value, ci95=est.ci95, bound=est.bound, basis="ratio")
 
 
-def _several_runs(limits: dict[str, Any]) -> bool:
-    return len({m.get("run_id") for m in limits.get("mixes") or []}) > 1
+def _several_runs(limits: LimitsResult) -> bool:
+    return len(limits.runs) > 1
 
 
-def _mixes(limits: dict[str, Any] | None, reason: str | None, plan: dict[str, Any] | None,
+def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
+    pc = m.p_critical
+    if pc is None:
+        return None, None
+    if pc.value is None:
+        return None, pc.reason
+    ci = tuple(pc.ci95) if pc.ci95 else None
+    return Estimate(pc.value, ci95=ci, unit=pc.unit or m.unit or "", basis="offered"), None
+
+
+def _mixes(limits: LimitsResult | None, reason: str | None, plan: dict[str, Any] | None,
            plan_run: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
     several = _several_runs(limits)
-    fos_by_mix: dict[str, Interval] = {}
+    fos_by_mix: dict[str, Estimate] = {}
     if plan is not None:
         for f in (plan.get("fos") or {}).get("per_mix") or []:
             iv = _fos_of(f)
             if iv is not None and f.get("mix") is not None:
                 fos_by_mix[str(f["mix"])] = iv
-    names = [_mix_name(m) for m in limits.get("mixes") or []]
+    names = [m.mix.name for m in limits.mixes]
     rows = []
-    for m in limits.get("mixes") or []:
-        name = _mix_name(m)
-        mix = m.get("mix") or {}
-        q = m.get("q_ult") or {}
-        q_iv = _interval(q, str(q.get("unit") or "")) or Interval(None, unit=str(q.get("unit") or ""))
-        steps = [s for s in m.get("steps") or [] if isinstance(s, dict)]
-        pc = m.get("p_critical")
+    for m in limits.mixes:
+        name = m.mix.name
+        q = m.q_ult
+        est = q.estimate if q is not None else Estimate(None, basis="offered")
+        pc, pc_note = _p_critical(m)
         # A plan covers one run: join its FOS to that run's mixes (or to a mix name that is unique).
         fos = None
-        if name in fos_by_mix and (m.get("run_id") == plan_run if plan_run else names.count(name) == 1):
+        if name in fos_by_mix and (m.run_id == plan_run if plan_run else names.count(name) == 1):
             fos = fos_by_mix[name]
         rows.append(
             MixRow(
                 name=_row_label(m, several),
-                run_id=_str(m.get("run_id")),
-                description=str(mix.get("description") or "") if isinstance(mix, dict) else "",
-                share=as_float(m.get("share")),
-                n_requests=int(m["n_requests"]) if as_float(m.get("n_requests")) is not None else None,
-                q_ult=q_iv,
-                q_ult_statement=str(q.get("statement") or q_iv.text()),
-                censored=str(q.get("censored") or "none"),
-                throughput_rps=as_float(q.get("throughput_rps")),
-                p_critical=_interval(pc, q_iv.unit) if isinstance(pc, dict) else None,
-                p_critical_note=_str(pc.get("reason")) if isinstance(pc, dict) and pc.get("value") is None else None,
-                binding=constraint_label(m.get("binding")),
+                run_id=m.run_id,
+                description=m.mix.description,
+                share=m.share,
+                n_requests=m.n_requests,
+                q_ult=est,
+                achieved=q.achieved if q is not None else Estimate(None, unit="rps", basis="achieved"),
+                q_ult_statement=(q.statement if q is not None else "") or est.text(),
+                censored=q.censored if q is not None else "no_data",
+                throughput_rps=q.throughput_rps if q is not None else None,
+                p_critical=pc,
+                p_critical_note=pc_note,
+                binding=constraint_label(m.binding),
                 fos=fos,
-                n_steps=len(steps),
-                n_invalid_steps=sum(1 for s in steps if s.get("valid") is False),
+                n_steps=len(m.steps),
+                n_invalid_steps=sum(1 for st in m.steps if st.valid is False),
             )
         )
     if not rows:
         return Section(False, "the limits document lists no mixes")
-    blended = _interval(limits.get("blended"), rows[0].q_ult.unit)
-    return Section(True, data={"rows": [asdict(r) for r in rows],
-                               "blended_q_ult": asdict(blended) if blended else None,
-                               "skipped": list(limits.get("skipped") or []),
-                               "notes": [str(n) for n in limits.get("notes") or []]})
+    blended = limits.blended.estimate if limits.blended is not None and limits.blended.value is not None else None
+    return Section(True, data={"rows": rows,
+                               "blended_q_ult": blended,
+                               "skipped": [asdict(x) for x in limits.skipped],
+                               "notes": list(limits.notes)})
 
 
-def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[LoadCurve], Section]:
+def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadCurve], Section]:
     if limits is None:
         return [], Section(False, reason)
-    latency_clauses = [c for c in limits.get("sla") or [] if isinstance(c, dict)
-                       and c.get("kind", "percentile") == "percentile" and c.get("metric") not in (None, "error_rate")]
-    unit_load = _text((limits.get("conditions") or {}).get("offered_load_unit")) or "rps"
+    latency_clauses = [c for c in limits.sla if c.kind == "percentile" and c.metric not in (None, "error_rate")]
+    unit_load = _text(limits.conditions.offered_load_unit) or "rps"
     several = _several_runs(limits)
     curves: list[LoadCurve] = []
     missing: list[str] = []
-    for m in limits.get("mixes") or []:
+    for m in limits.mixes:
         name = _row_label(m, several)
-        steps = sorted((s for s in m.get("steps") or [] if as_float(s.get("offered_load")) is not None),
-                       key=lambda s: float(s["offered_load"]))
-        clause = _binding_clause(m.get("binding"), latency_clauses)
+        steps = sorted((st for st in m.steps if st.offered_load is not None and math.isfinite(st.offered_load)),
+                       key=lambda st: float(st.offered_load))
+        clause = _binding_clause(m.binding, latency_clauses)
         if clause is None or not steps:
             missing.append(f"{name}: {'no steps' if not steps else 'no latency clause in the SLA'}")
             continue
-        stem = f"{clause['metric']}_{clause['stat']}"
-        text = str(clause.get("text") or "")
+        stem = f"{clause.metric}_{clause.stat}"
 
-        def observed(s: dict[str, Any], stem: str = stem, text: str = text) -> float | None:
-            obs = s.get("observed")
-            if isinstance(obs, dict) and text in obs:
-                return as_float(obs[text])
-            return as_float(s.get(stem))
+        def observed(st: Any, stem: str = stem, text: str = clause.text) -> float | None:
+            if text in st.observed:
+                return as_float(st.observed[text])
+            return as_float(st.stats.get(stem))
 
-        if not any(observed(s) is not None for s in steps):
-            missing.append(f"{name}: no step supports a {constraint_label(clause)} ({text or stem})")
+        if not any(observed(st) is not None for st in steps):
+            missing.append(f"{name}: no step supports a {constraint_label(clause)} ({clause.text or stem})")
             continue
         points = [
             CurvePoint(
-                offered_load=float(s["offered_load"]),
-                value=observed(s),
-                lo=as_float(s.get(f"{stem}_ci95_lo")),
-                hi=as_float(s.get(f"{stem}_ci95_hi")),
-                phase=_str(s.get("phase")),
-                valid=s.get("valid") is not False,
-                flags=[str(f) for f in s.get("flags") or []],
+                offered_load=float(st.offered_load),
+                value=observed(st),
+                lo=as_float(st.stats.get(f"{stem}_ci95_lo")),
+                hi=as_float(st.stats.get(f"{stem}_ci95_hi")),
+                phase=st.phase,
+                valid=st.valid is not False,
+                flags=list(st.flags),
             )
-            for s in steps
+            for st in steps
         ]
-        pc = m.get("p_critical") or {}
+        pc, _ = _p_critical(m)
         curves.append(
             LoadCurve(
                 mix=name,
-                run_id=_str(m.get("run_id")),
+                run_id=m.run_id,
                 metric=stem,
-                label=f"{constraint_label(clause)} ({clause.get('unit') or ''})".replace(" ()", ""),
-                unit=str(clause.get("unit") or ""),
+                label=f"{constraint_label(clause)} ({clause.unit or ''})".replace(" ()", ""),
+                unit=clause.unit or "",
                 offered_load_unit=unit_load,
-                threshold=as_float(clause.get("threshold")),
-                knee=as_float(pc.get("value")) if isinstance(pc, dict) else None,
-                q_ult=as_float((m.get("q_ult") or {}).get("value")),
+                threshold=clause.threshold,
+                knee=pc.value if pc is not None else None,
+                q_ult=m.q_ult.value if m.q_ult is not None else None,
                 points=points,
                 phase_bands=_phase_bands(points),
             )
@@ -471,7 +489,7 @@ def _curves(limits: dict[str, Any] | None, reason: str | None) -> tuple[list[Loa
     return curves, Section(True, data={"missing": missing})
 
 
-def _binding_clause(binding: Any, clauses: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _binding_clause(binding: Any, clauses: list[SlaClauseDoc]) -> SlaClauseDoc | None:
     if not clauses:
         return None
     label = constraint_label(binding)
@@ -516,14 +534,17 @@ def _fos(plan: dict[str, Any] | None, reason: str | None) -> Section:
         return Section(False, reason)
     fos = plan.get("fos") or {}
     blended_doc = fos.get("blended") if isinstance(fos.get("blended"), dict) else {}
-    blended = _interval(blended_doc)
+    blended = _fos_of(blended_doc) if blended_doc else None
     per_mix = []
     for f in fos.get("per_mix") or []:
-        iv = _fos_of(f)
         inner = f.get("fos") if isinstance(f.get("fos"), dict) else {}
-        per_mix.append({"mix": str(f.get("mix")), "fos": asdict(iv) if iv else None,
-                        "statement": inner.get("statement") or f.get("statement"),
-                        **{k: v for k, v in f.items() if k not in ("mix", "value", "ci95", "fos", "statement")}})
+        q = _interval({"value": f.get("q_ult_rps"), "ci95": f.get("q_ult_ci95"), "censored": f.get("censored"),
+                       "unit": "req/s", "basis": "achieved"})
+        per_mix.append(FosRow(
+            mix=str(f.get("mix")), share=as_float(f.get("share")),
+            q_ult=q or Estimate(None, unit="req/s", basis="achieved"), fos=_fos_of(f),
+            utilisation=as_float(f.get("utilisation")), statement=_str(inner.get("statement") or f.get("statement")),
+        ))
     tier = plan.get("tier")
     return Section(
         True,
@@ -531,7 +552,7 @@ def _fos(plan: dict[str, Any] | None, reason: str | None) -> Section:
             "tier": _tier_name(tier),
             "tier_bands": tier if isinstance(tier, dict) else None,
             "target": plan.get("target"),
-            "blended": asdict(blended) if blended else None,
+            "blended": blended,
             "blended_statement": blended_doc.get("statement"),
             "blended_bound": blended_doc.get("bound"),
             "coverage": as_float(blended_doc.get("coverage")),
@@ -607,22 +628,23 @@ def _plan_line(plan: dict[str, Any]) -> str | None:
     return ("Plan: " + "; ".join(parts) + ".") if parts else None
 
 
-def _headline(limits: dict[str, Any] | None, limits_reason: str | None,
+def _headline(limits: LimitsResult | None, limits_reason: str | None,
               plan: dict[str, Any] | None, plan_reason: str | None, mixes: Section) -> Headline:
-    rows = mixes.data.get("rows", []) if mixes.available else []
+    rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
     binding_row = None
-    with_fos = [r for r in rows if r["fos"] and r["fos"]["value"] is not None]
+    with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
     if with_fos:
-        binding_row = min(with_fos, key=lambda r: r["fos"]["value"])
+        binding_row = min(with_fos, key=lambda r: r.fos.value)
     elif rows:
-        with_q = [r for r in rows if r["q_ult"]["value"] is not None and r["censored"] == "none"]
-        binding_row = min(with_q, key=lambda r: r["q_ult"]["value"]) if with_q else None
+        with_q = [r for r in rows if r.achieved.value is not None and r.censored == "none"]
+        binding_row = min(with_q, key=lambda r: r.achieved.value) if with_q else None
     binds = ""
     if binding_row is not None:
-        on = f" on {binding_row['binding']}" if binding_row["binding"] else ""
-        binds = f"the {binding_row['name']} mix binds{on}"
-    b_mix = binding_row["name"] if binding_row else None
-    b_con = binding_row["binding"] if binding_row else None
+        on = f" on {binding_row.binding}" if binding_row.binding else ""
+        at = binding_row.achieved.text(ci=False, unit=False, missing="")
+        binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed)" if at else "")
+    b_mix = binding_row.name if binding_row else None
+    b_con = binding_row.binding if binding_row else None
     if plan is None:
         if limits is None:
             text = f"No verdict: neither limits ({limits_reason}) nor a capacity plan ({plan_reason}) are available."
@@ -635,9 +657,8 @@ def _headline(limits: dict[str, Any] | None, limits_reason: str | None,
     if verdict not in VERDICTS:
         verdict = "unknown"
     blended_doc = (plan.get("fos") or {}).get("blended") or {}
-    blended = _interval(blended_doc)
-    bound = blended_doc.get("bound") if isinstance(blended_doc, dict) else None
-    if blended is not None and bound in (None, "none"):
+    blended = _interval(blended_doc) if isinstance(blended_doc, dict) else None
+    if blended is not None and blended.bound in ("none", "lower", "upper"):
         fos_text = f"the blended FOS is {blended.text()}"
     elif isinstance(blended_doc, dict) and blended_doc.get("statement"):
         fos_text = f"the blended {blended_doc['statement']}"
@@ -648,38 +669,80 @@ def _headline(limits: dict[str, Any] | None, limits_reason: str | None,
     return Headline(verdict, text, _str(plan.get("verdict_reason")), b_mix, b_con, _plan_line(plan))
 
 
-def _changes(previous: Any, mixes: Section, fos: Section) -> Section:
+IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
+
+
+def _identity(limits: LimitsResult | None, plan: dict[str, Any] | None, profile: dict[str, Any] | None) -> dict:
+    """What must match for two reports to be compared: the service and the question asked of it."""
+    ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
+    if limits is not None:
+        ident["model"] = _text(limits.conditions.model)
+        ident["hardware"] = limits.conditions.hardware
+        ident["sla"] = limits.sla_text
+        ident["load_test_tools"] = ", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None
+    if plan is not None:
+        ident["tier"] = _tier_name(plan.get("tier"))
+    if profile is not None and isinstance(profile.get("source"), dict):
+        ident["production_format"] = _str(profile["source"].get("format"))
+    return ident
+
+
+def _not_comparable(prev: dict[str, Any], ident: dict[str, Any]) -> str | None:
+    """Why the previous report cannot be compared with this one, or None when it can."""
+    old = prev.get("identity")
+    if not isinstance(old, dict):
+        return ("not comparable: the previous report does not record which service, SLA and tier it judged "
+                "(it was written by an older bearing)")
+    diffs = []
+    for k in IDENTITY_KEYS:
+        a, b = old.get(k), ident.get(k)
+        if a != b:
+            diffs.append(f"{k.replace('_', ' ')} {a or 'not stated'!s} → {b or 'not stated'!s}")
+    if diffs:
+        return "not comparable: " + "; ".join(diffs)
+    return None
+
+
+def _changes(previous: Any, mixes: Section, fos: Section, identity: dict[str, Any]) -> Section:
     prev, reason = _split(previous, "previous summary")
     if prev is None:
         return Section(False, reason if previous is not None else "no earlier report was found to compare with")
+    why = _not_comparable(prev, identity)
+    if why is not None:
+        return Section(False, why)
     items: list[Change] = []
     prev_mixes = {str(m.get("name")): m for m in (prev.get("limits") or {}).get("mixes") or []}
-    cur_rows = {r["name"]: r for r in mixes.data.get("rows", [])} if mixes.available else {}
+    cur_rows: dict[str, MixRow] = {r.name: r for r in mixes.data.get("rows", [])} if mixes.available else {}
     for name in list(cur_rows) + [n for n in prev_mixes if n not in cur_rows]:
         p = _interval((prev_mixes.get(name) or {}).get("q_ult"))
         if p is None:
             continue
         c_row = cur_rows.get(name)
-        c = Interval(**c_row["q_ult"]) if c_row else None
-        items.append(_change(f"Q_ult {name}", p, c, "mix not in this report" if c_row is None else ""))
+        c = c_row.q_ult if c_row else None
+        items.append(_change(f"Q_ult {name} (offered)", p, c, "mix not in this report" if c_row is None else ""))
     p_f = _interval(((prev.get("fos") or {}).get("data") or prev.get("fos") or {}).get("blended"))
-    c_f = Interval(**fos.data["blended"]) if fos.available and fos.data.get("blended") else None
+    c_f = fos.data.get("blended") if fos.available else None
     if p_f is not None:
         items.append(_change("blended FOS", p_f, c_f, "" if c_f else "no FOS in this report"))
     data = {
         "previous_name": prev.get("name"),
         "previous_run_time_utc": (prev.get("provenance") or {}).get("run_time_utc"),
         "previous_verdict": prev.get("verdict"),
-        "items": [asdict(i) for i in items],
+        "items": items,
     }
     if not items:
         return Section(False, "the previous report holds no limits or FOS to compare with")
     return Section(True, data=data)
 
 
-def _change(item: str, p: Interval, c: Interval | None, note: str) -> Change:
+def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
     if c is None or c.value is None or p.value is None:
         return Change(item, p, c, None, None, None, note or "not measured this time")
+    if p.is_bound or c.is_bound:
+        # a bound moved: its number is not a measurement, so no difference is quoted
+        return Change(item, p, c, None, None, None,
+                      note or f"{'both are' if p.is_bound and c.is_bound else 'one is'} a bound "
+                              f"({p.text(ci=False)} → {c.text(ci=False)}): no difference can be quoted")
     delta = c.value - p.value
     pct = delta / p.value if p.value else None
     sig = None
@@ -691,7 +754,7 @@ def _change(item: str, p: Interval, c: Interval | None, note: str) -> Change:
     return Change(item, p, c, delta, pct, sig, note)
 
 
-def _flags(limits: dict[str, Any] | None, profile: dict[str, Any] | None,
+def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
            findings: list[dict[str, Any]] | None) -> list[Flag]:
     out: list[Flag] = []
     for f in findings or []:
@@ -699,28 +762,24 @@ def _flags(limits: dict[str, Any] | None, profile: dict[str, Any] | None,
                         str(f.get("message", ""))))
     if limits is not None:
         several = _several_runs(limits)
-        for sk in limits.get("skipped") or []:
-            if isinstance(sk, dict):
-                out.append(Flag("limits", "info", "mix_skipped",
-                                f"{sk.get('run_id', '')} · {sk.get('mix')}: {sk.get('reason')}".lstrip(" ·")))
-        for note in limits.get("notes") or []:
+        for sk in limits.skipped:
+            out.append(Flag("limits", "info", "mix_skipped", f"{sk.run_id} · {sk.mix}: {sk.reason}".lstrip(" ·")))
+        for note in limits.notes:
             out.append(Flag("limits", "info", "note", str(note)))
-        for m in limits.get("mixes") or []:
+        for m in limits.mixes:
             name = _row_label(m, several)
-            for s in m.get("steps") or []:
-                fl = [str(x) for x in s.get("flags") or []]
-                if fl or s.get("valid") is False:
-                    out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if s.get("valid") is False
+            for st in m.steps:
+                if st.flags or st.valid is False:
+                    out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if st.valid is False
                                                                                  else "flagged"),
-                                    f"step {s.get('step')} at offered load {s.get('offered_load')}: "
-                                    f"{', '.join(fl) or 'marked invalid'}"
-                                    + (" (excluded from the fit)" if s.get("valid") is False else "")))
-            for note in m.get("notes") or []:
+                                    f"step {st.step} at offered load {st.offered_load}: "
+                                    f"{', '.join(st.flags) or 'marked invalid'}"
+                                    + (" (excluded from the fit)" if st.valid is False else "")))
+            for note in m.notes:
                 out.append(Flag(f"limits · {name}", "info", "note", str(note)))
-            cens = (m.get("q_ult") or {}).get("censored")
-            if cens and cens != "none":
-                out.append(Flag(f"limits · {name}", "warning", f"censored_{cens}",
-                                str((m.get("q_ult") or {}).get("statement") or cens)))
+            if m.q_ult is not None and m.q_ult.censored != "none":
+                out.append(Flag(f"limits · {name}", "warning", f"censored_{m.q_ult.censored}",
+                                m.q_ult.statement or m.q_ult.censored))
     if profile is not None:
         for key in ("per_second", "slots", "decomposition", "slo_budget"):
             v = profile.get(key)
@@ -729,9 +788,19 @@ def _flags(limits: dict[str, Any] | None, profile: dict[str, Any] | None,
     return out
 
 
+def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
+    """The limits for the report: a :class:`LimitsResult`, or a limits JSON validated once here."""
+    if isinstance(limits, LimitsResult):
+        return limits, None
+    doc, reason = _split(limits, "limits document")
+    if doc is None:
+        return None, reason
+    return LimitsResult.from_dict(doc, source="limits document"), None
+
+
 def build_report(
     *,
-    limits: dict[str, Any] | Unavailable | None,
+    limits: LimitsResult | dict[str, Any] | Unavailable | None,
     profile: dict[str, Any] | Unavailable | None,
     plan: dict[str, Any] | Unavailable | None,
     provenance: ReportProvenance,
@@ -746,9 +815,12 @@ def build_report(
 
     Parameters
     ----------
-    limits, profile, plan
-        The JSON documents (dicts) of ``docs/interfaces.md`` §4-6, or :class:`Unavailable`
-        with the reason, or ``None`` when the run was not given one.
+    limits
+        The :class:`LimitsResult` (or its JSON document, validated here once), or
+        :class:`Unavailable` with the reason, or ``None`` when the run was not given one.
+    profile, plan
+        The JSON documents (dicts) of ``docs/interfaces.md`` §5-6, or :class:`Unavailable`
+        with the reason, or ``None``.
     provenance
         Who made the report, from what, with which parameters.
     previous
@@ -762,12 +834,13 @@ def build_report(
         Production requests per minute, ``[{"minute_start_s", "requests"}]`` (from the
         ``TrafficProfile`` object: the profile JSON does not carry it), for the peak chart.
     """
-    lim, lim_reason = _split(limits, "limits document")
+    lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
     pl_, plan_reason = _split(plan, "capacity plan")
     mixes = _mixes(lim, lim_reason, pl_, plan_run)
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
+    identity = _identity(lim, pl_, prof)
     return ReportModel(
         name=name,
         title=title,
@@ -780,9 +853,10 @@ def build_report(
         fos=fos,
         plan=_plan(pl_, plan_reason),
         scorecards=_scorecards(pl_, plan_reason),
-        changes=_changes(previous, mixes, fos),
+        changes=_changes(previous, mixes, fos, identity),
         flags=_flags(lim, prof, findings),
         provenance=provenance,
+        identity=identity,
     )
 
 
@@ -821,6 +895,7 @@ __all__ = [
     "Conditions",
     "CurvePoint",
     "Flag",
+    "FosRow",
     "Headline",
     "Interval",
     "LoadCurve",

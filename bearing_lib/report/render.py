@@ -10,6 +10,7 @@ untrusted strings (model names, error messages, file names) are text, never mark
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -98,6 +99,8 @@ def _tojson(value: Any) -> Markup:
 
 
 def _defang_tree(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
     if isinstance(value, str):
         return defang(value)
     if isinstance(value, dict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -17,9 +18,11 @@ def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
     binding = min(plan["fos"]["per_mix"], key=lambda f: f["fos"]["value"])["mix"]
     assert binding == "long-context"
     lo, hi = plan["fos"]["blended"]["ci95"]
+    # the binding mix's limit on the achieved basis: its throughput at Q_ult in the limits document
+    achieved = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] == binding)["q_ult"]["throughput_rps"]
     expected = (f"At the P99 per-minute peak of {plan['target']['rps']:.2f} req/s the blended FOS is "
                 f"{plan['fos']['blended']['value']:.2f} (95% CI {lo:.2f}–{hi:.2f}): {plan['verdict']}; "
-                f"the {binding} mix binds on P99 TTFT.")
+                f"the {binding} mix binds on P99 TTFT (Q_ult {achieved:.2f} req/s completed).")
     assert full_model.headline.text == expected
     assert full_model.verdict == "yellow"
     assert full_model.headline.verdict_reason == plan["verdict_reason"]
@@ -31,15 +34,16 @@ def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
 
 
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
-    rows = {r["name"]: r for r in full_model.mixes.data["rows"]}
+    rows = {r.name: r for r in full_model.mixes.data["rows"]}
     for m in docs["limits"]["mixes"]:
         r = rows[m["mix"]["name"]]
-        assert r["q_ult"]["value"] == m["q_ult"]["value"]
-        assert [r["q_ult"]["lo"], r["q_ult"]["hi"]] == m["q_ult"]["ci95"]
-        assert r["share"] == m["share"]
-        assert r["n_invalid_steps"] == sum(1 for s in m["steps"] if s["valid"] is False)
+        assert r.q_ult.value == m["q_ult"]["value"]
+        assert [r.q_ult.lo, r.q_ult.hi] == m["q_ult"]["ci95"]
+        assert r.q_ult.basis == "offered" and r.achieved.basis == "achieved"
+        assert r.share == m["share"]
+        assert r.n_invalid_steps == sum(1 for s in m["steps"] if s["valid"] is False)
     fos = {f["mix"]: f["fos"]["value"] for f in docs["plan"]["fos"]["per_mix"]}
-    assert {n: r["fos"]["value"] for n, r in rows.items()} == fos
+    assert {n: r.fos.value for n, r in rows.items()} == fos
     cond = full_model.conditions.data
     assert cond["model"] == docs["limits"]["conditions"]["model"]
     assert cond["sla"] == [c["text"] for c in docs["limits"]["sla"]]
@@ -66,7 +70,7 @@ def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_mo
 
 
 def test_what_changed_reports_drift_with_ci_overlap(full_model):
-    items = {i["item"]: i for i in full_model.changes.data["items"]}
+    items = {i.item.replace(" (offered)", ""): asdict(i) for i in full_model.changes.data["items"]}
     short = items["Q_ult short-context"]  # previous 6.4 (5.9–6.9), now 6.2 (5.6–6.8): overlap
     assert short["delta"] == pytest.approx(6.2 - 6.4)
     assert short["delta_pct"] == pytest.approx((6.2 - 6.4) / 6.4)
@@ -122,13 +126,58 @@ def test_summary_json_round_trips_as_next_weeks_previous(docs, full_model):
     d = full_model.to_dict()
     text = json.dumps(d, allow_nan=False)
     back = json.loads(text)
-    assert back["schema"] == "bearing.report.summary/1"
+    assert back["schema"] == "bearing.report.summary/2"
     assert back["verdict"] == "yellow"
     assert back["provenance"]["quantile_method"] == "linear"
     nxt = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=back,
                        provenance=provenance())
-    deltas = {i["item"]: i["delta"] for i in nxt.changes.data["items"]}
-    assert deltas == {"Q_ult short-context": 0.0, "Q_ult long-context": 0.0, "blended FOS": 0.0}
+    deltas = {i.item: i.delta for i in nxt.changes.data["items"]}
+    assert deltas == {"Q_ult short-context (offered)": 0.0, "Q_ult long-context (offered)": 0.0, "blended FOS": 0.0}
+
+
+def test_what_changed_refuses_another_service(docs, full_model):
+    """A summary of another service (other model) or another SLA or tier is not compared."""
+    back = json.loads(json.dumps(full_model.to_dict()))
+    other = {**back, "identity": {**back["identity"], "model": "another-model"}}
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=other,
+                     provenance=provenance())
+    assert not m.changes.available
+    assert m.changes.reason == "not comparable: model another-model → meta-llama/Llama-3-70B-Instruct"
+    tier = {**back, "identity": {**back["identity"], "tier": "critical", "sla": "p99(ttft) <= 2s"}}
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=tier,
+                     provenance=provenance())
+    assert m.changes.reason == ("not comparable: sla p99(ttft) <= 2s → p99(ttft_ms) <= 1000 ms and error_rate <= 1%; "
+                                "tier critical → standard")
+    old = {k: v for k, v in back.items() if k != "identity"}
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=old,
+                     provenance=provenance())
+    assert "does not record which service" in m.changes.reason
+
+
+def test_bounds_keep_their_sign_in_rows_changes_and_fos_chart(docs):
+    """A limit that never failed is a lower bound: '≥' in the table, no delta quoted, a marker in the chart."""
+    from bearing_lib.report.charts import fos_chart
+    from bearing_lib.report.render import render_html
+
+    lim = docs["limits"]
+    lim["mixes"][1]["q_ult"]["censored"] = "above"
+    plan = docs["plan"]
+    pm = plan["fos"]["per_mix"][1]
+    pm["censored"] = "above"
+    pm["fos"] = {**pm["fos"], "bound": "lower", "ci95": None}
+    m = build_report(limits=lim, profile=docs["profile"], plan=plan, previous=docs["previous_summary"],
+                     provenance=provenance())
+    row = m.mixes.data["rows"][1]
+    assert row.q_ult.bound == "lower" and row.q_ult.text().startswith("≥ ")
+    assert row.fos.bound == "lower"
+    ch = {i.item: i for i in m.changes.data["items"]}[f"Q_ult {row.name} (offered)"]
+    assert ch.delta is None and "a bound" in ch.note
+    spec = fos_chart(m.fos.data["per_mix"], m.fos.data["blended"]).spec
+    marks = [lay["mark"]["shape"] for lay in spec["layer"] if isinstance(lay.get("mark"), dict)
+             and lay["mark"].get("type") == "point"]
+    assert marks == ["triangle-right"]
+    html = render_html(m)
+    assert f"≥ {pm['fos']['value']:.2f}" in html
 
 
 @pytest.mark.parametrize(("clause", "label"), [
