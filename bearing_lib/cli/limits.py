@@ -6,11 +6,12 @@ Exit codes: 0 limits written; 1 a bearing error (bad input, bad SLA, bad paramet
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import typer
 
-from bearing_lib.cli._common import bearing_errors
+from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_options, parse_loader_options
 from bearing_lib.common.errors import ParameterError, SLAParseError
 
 
@@ -18,31 +19,114 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{v:.4g}"
 
 
-def _table(result) -> None:
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")
+
+
+def _load_text(v: object, unit: object) -> str:
+    return f"{_fmt(v)} {unit}".strip() if isinstance(v, int | float) else "?"
+
+
+def not_judged_lines(mix: dict) -> list[str]:
+    """Lines saying which steps of one mix (a limits-JSON ``mixes[]`` entry) were not judged and why.
+
+    Steps whose ``status`` is ``undetermined`` or ``excluded`` are grouped by their reasons
+    (numbers aside, so "83 successful" and "47 successful" group together); each group names
+    its loads, or their range, and the reasons of its first step.
+    """
+    steps = [s for s in mix.get("steps") or [] if s.get("status") in ("undetermined", "excluded")]
+    unit = (mix.get("q_ult") or {}).get("unit") or ""
+    groups: dict[tuple[str, tuple[str, ...]], list[dict]] = {}
+    for st in steps:
+        reasons = tuple(str(r) for r in st.get("reasons") or []) or ("no reason recorded",)
+        key = (str(st.get("status")), tuple(_NUMBER.sub("#", r) for r in reasons))
+        groups.setdefault(key, []).append(st)
+    lines = []
+    for (status, _), members in groups.items():
+        loads = [m.get("offered_load") for m in members]
+        if len(members) == 1:
+            where = f"step at {_load_text(loads[0], unit)}"
+        elif len(members) <= 3:
+            where = f"{len(members)} steps at " + ", ".join(_load_text(v, "") for v in loads) + f" {unit}".rstrip()
+        else:
+            nums = [v for v in loads if isinstance(v, int | float)]
+            span = f"{_fmt(min(nums))}–{_fmt(max(nums))} {unit}".strip() if nums else "?"
+            where = f"{len(members)} steps at {span}"
+        word = "left out" if status == "excluded" else "not judged"
+        first = "; ".join(str(r) for r in members[0].get("reasons") or []) or "no reason recorded"
+        lines.append(f"{where} {word}: {first}" if len(members) == 1 else f"{where} {word}; the first: {first}")
+    return lines
+
+
+def summary_lines(doc: dict) -> list[str]:
+    """What decides each limit, from the limits JSON: statements, steps not judged and why, notes."""
+    out = []
+    for m in doc.get("mixes") or []:
+        mix = m.get("mix") or {}
+        name = f"{m.get('run_id')} / {mix.get('name') if isinstance(mix, dict) else mix}"
+        out.append(f"{name}: {(m.get('q_ult') or {}).get('statement')}")
+        out.extend(f"  {line}" for line in not_judged_lines(m))
+        out.extend(f"  note: {n}" for n in m.get("notes") or [])
+    blended = doc.get("blended")
+    if blended:
+        out.append(f"blended capacity: {blended.get('statement')}")
+    for s in doc.get("skipped") or []:
+        out.append(f"skipped {s.get('run_id')}/{s.get('mix')}: {s.get('reason')}")
+    out.extend(f"note: {n}" for n in doc.get("notes") or [])
+    cond = doc.get("conditions") or {}
+    stated = [f"{k} {cond[k]}" for k in ("model", "hardware", "instances") if cond.get(k) not in (None, "", [])]
+    if stated:
+        out.append("conditions: " + "; ".join(stated))
+    return out
+
+
+def _table(doc: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
-    t = Table(title=f"Limits for SLA: {result.sla.text}", title_justify="left")
+    sla = " and ".join(str(c.get("text")) for c in doc.get("sla") or [])
+    t = Table(title=f"Limits for SLA: {sla}", title_justify="left")
     for col in ("run", "mix", "share", "Q_ult", "95% CI", "bracket", "binding"):
         t.add_column(col)
-    for m in result.limits:
-        q = m.q_ult
-        ci = q["ci95"]
-        short = {"above": "≥ ", "below": "< "}.get(str(q["censored"]), "") + _fmt(q["value"]) + f" {q['unit'] or ''}"
-        if q["censored"] == "not_monotone":
+    for m in doc.get("mixes") or []:
+        q = m.get("q_ult") or {}
+        ci = q.get("ci95") or [None, None]
+        br = q.get("bracket") or [None, None]
+        censored = str(q.get("censored"))
+        short = {"above": "≥ ", "below": "< "}.get(censored, "") + _fmt(q.get("value")) + f" {q.get('unit') or ''}"
+        if censored == "not_monotone":
             short += " (not monotone)"
-        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
-                  f"[{_fmt(q['bracket'][0])}, {_fmt(q['bracket'][1])}]", m.binding or "–")
+        mix = m.get("mix") or {}
+        t.add_row(str(m.get("run_id")), str(mix.get("name") if isinstance(mix, dict) else mix),
+                  f"{m.get('share') or 0:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
+                  f"[{_fmt(br[0])}, {_fmt(br[1])}]", m.get("binding") or "–")
     console.print(t)
-    for m in result.limits:
-        console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult['statement']}")
-    if result.blended:
-        console.print(f"blended capacity: {result.blended['statement']}")
-    for s in result.skipped:
-        console.print(f"skipped {s['run_id']}/{s['mix']}: {s['reason']}")
-    for n in result.notes:
-        console.print(f"note: {n}")
+    for line in summary_lines(doc):
+        console.print(line, markup=False)
+
+
+def stated_conditions(conditions: dict, *, model: str | None, hardware: str | None,
+                      tested_instances: int | None) -> list[str]:
+    """Record ``--model``, ``--hardware`` and ``--tested-instances`` in a limits result's ``conditions``.
+
+    The analyst's statement wins (it is what the plan and the report read); when the
+    load-test files name other models, those stay under ``model_in_files`` and the returned
+    lines say so.
+    """
+    said = []
+    if model:
+        in_files = [str(x) for x in conditions.get("model") or [] if x]
+        if in_files and model not in in_files:
+            conditions["model_in_files"] = in_files
+            said.append(f"--model {model!r} differs from the model(s) the load-test files name: {', '.join(in_files)}")
+        conditions["model"] = model
+    if hardware:
+        conditions["hardware"] = hardware
+    if tested_instances is not None:
+        if tested_instances < 1:
+            raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
+        conditions["instances"] = tested_instances
+    return said
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +142,18 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
         min_share: float = typer.Option(0.05, "--min-share", help="Skip run×mix groups below this share."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+        mapping: Path | None = typer.Option(
+            None, "--mapping", help="Column mapping (YAML) for a per-request table; implies --format generic."
+        ),
+        option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
+        model: str | None = typer.Option(None, "--model", help="The model served in the load test (conditions)."),
+        hardware: str | None = typer.Option(
+            None, "--hardware", help="The hardware behind the load test, e.g. '2 x 8xA100-80GB' (conditions)."
+        ),
+        tested_instances: int | None = typer.Option(
+            None, "--tested-instances", min=1,
+            help="Serving instances (replicas) the load test drove; the plan sizes in this unit (conditions).",
+        ),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -73,9 +169,11 @@ def register(app: typer.Typer) -> None:
             if sla_file is not None:
                 parts.append(load_sla_file(sla_file))
             sla_obj = combine(*parts) if len(parts) > 1 else parts[0]
+            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+            fmt = format or ("generic" if mapping is not None else None)
             datasets = []
             for p in traces:
-                ds = load(p, format=format) if format else load(p)
+                ds = load(p, format=fmt, **options)
                 if ds.kind not in ("requests", "loadpoints"):
                     raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
                                          "or load points from a stepped test")
@@ -87,10 +185,15 @@ def register(app: typer.Typer) -> None:
                 mix_arg = Path(mixes)
             result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
                                 min_share=min_share)
+            said = stated_conditions(result.conditions, model=model, hardware=hardware,
+                                     tested_instances=tested_instances)
+            doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            _table(result)
+            json_out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            _table(doc)
+            for line in said:
+                typer.echo(f"note: {line}")
             typer.echo(f"wrote {json_out}")
 
 
-__all__ = ["register"]
+__all__ = ["not_judged_lines", "register", "stated_conditions", "summary_lines"]
