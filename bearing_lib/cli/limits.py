@@ -151,7 +151,7 @@ def register(app: typer.Typer) -> None:
             None, "--hardware", help="The hardware behind the load test, e.g. '2 x 8xA100-80GB' (conditions)."
         ),
         tested_instances: int | None = typer.Option(
-            None, "--tested-instances", min=1,
+            None, "--tested-instances",
             help="Serving instances (replicas) the load test drove; the plan sizes in this unit (conditions).",
         ),
     ) -> None:
@@ -161,6 +161,8 @@ def register(app: typer.Typer) -> None:
         from bearing_lib.loaders import load
 
         with bearing_errors():
+            if tested_instances is not None and tested_instances < 1:
+                raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
             if not sla and sla_file is None:
                 raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (repeatable) or --sla-file F.yaml")
             parts = []
