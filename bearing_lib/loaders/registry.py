@@ -158,6 +158,25 @@ def _note_folder(folder: Source, file: Source) -> str:
     return f"the folder holds one recognisable file, {rel}, and was read as that file{rest}"
 
 
+SUBFOLDER_HINTS = 20
+"""At most this many subfolders are tried when a folder holds nothing readable, to name the ones that are."""
+
+
+def _readable_subfolders(folder: Source, depth: int = 0) -> list[tuple[str, str]]:
+    """``(relative path, format)`` of subfolders (two levels down at most) that :func:`resolve` reads."""
+    found: list[tuple[str, str]] = []
+    subdirs = [p for p in sorted(folder.path.iterdir()) if p.is_dir() and _visible(p)][:SUBFOLDER_HINTS]
+    for sub in subdirs:
+        try:
+            spec, src = _resolve(Source(sub), None, hints=False)
+        except FormatDetectionError:
+            if depth < 1:
+                found.extend((f"{sub.name}/{rel}", name) for rel, name in _readable_subfolders(Source(sub), depth + 1))
+            continue
+        found.append((sub.name, spec.name))
+    return found
+
+
 def resolve(path: str | Path | Source, format: str | None = None) -> tuple[FormatSpec, Source]:
     """The format of ``path`` and the source to load with it.
 
@@ -167,6 +186,10 @@ def resolve(path: str | Path | Source, format: str | None = None) -> tuple[Forma
     searched for the one file it does.
     """
     source = path if isinstance(path, Source) else Source(path)
+    return _resolve(source, format, hints=True)
+
+
+def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[FormatSpec, Source]:
     if format:
         spec = get_format(format)
         if source.is_dir and not _safe_sniff(spec, source):
@@ -188,6 +211,15 @@ def resolve(path: str | Path | Source, format: str | None = None) -> tuple[Forma
             raise FormatDetectionError(
                 f"the folder holds several recognisable inputs:\n{lines}\n"
                 "Pass one of them (a file or a sweep folder), or --format NAME when one file fits several formats.",
+                path=source.path,
+            )
+    if not matches and source.is_dir and hints:
+        inside = _readable_subfolders(source)
+        if inside:
+            lines = "\n".join(f"  - {rel}: {name}" for rel, name in inside)
+            raise FormatDetectionError(
+                f"the folder holds no input bearing reads directly, but these subfolders do:\n{lines}\n"
+                "Pass one of them.",
                 path=source.path,
             )
     if not matches:

@@ -132,3 +132,16 @@ def test_inspect_says_which_file_it_read(tmp_path):
     r = CliRunner().invoke(app, ["inspect", str(folder)])
     assert r.exit_code == 0, r.output
     assert f"read as: {f}" in r.output and "sglang-bench-serving" in r.output
+
+
+def test_a_folder_of_runs_names_the_subfolders_that_read(tmp_path):
+    root = tmp_path / "campaign"
+    _write(root / "day1", "genai-perf-export")
+    _write(root / "nested" / "day2", "k6-summary-export")
+    (root / "nested" / "other").mkdir()
+    (root / "notes").mkdir()
+    with pytest.raises(FormatDetectionError, match="these subfolders do") as exc:
+        detect(root)
+    text = str(exc.value)
+    assert "  - day1: genai-perf-export\n" in text and "  - nested/day2: k6-summary-export\n" in text
+    assert "notes" not in text
