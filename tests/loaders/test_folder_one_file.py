@@ -145,3 +145,29 @@ def test_a_folder_of_runs_names_the_subfolders_that_read(tmp_path):
     text = str(exc.value)
     assert "  - day1: genai-perf-export\n" in text and "  - nested/day2: k6-summary-export\n" in text
     assert "notes" not in text
+
+
+# Real folders of the shared collection that each hold one tool file (read in place, not copied)
+SHARED_FOLDERS = {
+    "genai-perf/wellflat-k8s-dev/v_2025-09-16_e3e57ba": ("genai-perf-export", "profile_export_genai_perf.json"),
+    "aiperf/wellflat-k8s-dev": ("aiperf-export", "profile_export_aiperf.json"),
+    "aiperf/akamaslabs-g7-4500-concurrency-sweep-TRANSCRIBED": (
+        "aiperf-sweep-csv", "sweep_aggregate/profile_export_aiperf_sweep.csv"),
+    "guidellm/llm-d-benchmark-fixture": ("guidellm-benchmarks", "guidellm_report_v2.json"),
+    "guidellm/danielkorat-guidellm-bench-xpu/guidellm_sanity_results_20260302_1856": (
+        "guidellm-benchmarks-requests", "Qwen_Qwen3-4B-Thinking-2507_tp4_quant-fp8_benchmarks.json"),
+    "k6/aicube-k6-results/summary_export__smoke-memorize_26052025183048": ("k6-summary-export", "summary.json"),
+    "k6/mn1809-k6-lms-api/handleSummary_runs/20260325_ca24fb4": ("k6-handle-summary", "k6-summary.json"),
+    "sglang-bench-serving/datacrunch-h200-benchmarks/earlier_commit_65b698b": (
+        "sglang-bench-serving", "llama_3_3_70b_output_online.jsonl"),
+}
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("rel", sorted(SHARED_FOLDERS))
+def test_shared_tool_folders_read_as_their_file(shared_data, rel):
+    folder = shared_data("loadtests/" + rel)
+    fmt, file = SHARED_FOLDERS[rel]
+    spec, src = resolve(folder)
+    assert (spec.name, src.path) == (fmt, folder / file)
+    assert load(folder).frame.equals(load(folder / file).frame)
