@@ -24,6 +24,15 @@ The offered load is the concurrency (``offered_load_unit = "concurrency"``): fro
 ``config.load_options.concurrency``, else from the default file name ``output-NNN.json``.
 A folder of such files (llm-load-test writes one per level when ``concurrency`` is a
 list) is one run, steps numbered by concurrency.
+
+The tool's **older layout** (late 2023: ``results`` and ``config``, no ``summary``) keeps per
+request ``start``, ``end`` (epoch s), ``TT_ack``, ``TTFT``, ``TPOT`` (ms), ``response_time``
+(**seconds**, = end − start), ``output_tokens``, ``input_tokens``, ``worker_id`` and the
+texts, and no error field. It is read too: ``latency_ms`` = 1000 · ``response_time``
+(checked against end − start), ``ttft_ms`` = ``TTFT``, ``tpot_ms`` derived as
+``(latency − TTFT) / (output tokens − 1)`` (the file's ``TPOT`` has no documented
+definition and is not read). With no error field every recorded request is ``ok`` and a
+warning says failed requests may be absent, so the error rate cannot be known.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.common.errors import InputError, SchemaError
+from bearing_lib.common.errors import BadValueError, InputError, SchemaError
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
@@ -52,26 +61,39 @@ NAME = "llm-load-test"
 TOOL = "openshift-psap llm-load-test"
 SIGNATURE = ("output_tokens_before_timeout", "first_token_time")
 """Keys of a request object no other tool writes together."""
+OLD_SIGNATURE = ("start", "end", "TTFT", "response_time", "worker_id")
+"""Keys of a request object in the older (2023) layout."""
+OLD_TOLERANCE_S = 0.001
+"""Largest difference between ``response_time`` and ``end − start`` the older layout may show."""
 
 _NAME_RE = re.compile(r"(\d+)(?=\D*\.json(?:\.gz)?$)")
 _TIMEOUT_RE = re.compile(r"time(?:d)?[ _-]?out", re.IGNORECASE)
 
 
-def _is_document(doc: Any) -> bool:
+def _layout(doc: Any) -> str | None:
+    """``"current"``, ``"2023"`` or None (not llm-load-test output)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-        return False
-    if not isinstance(doc.get("config"), dict) or "summary" not in doc:
-        return False
+        return None
+    if not isinstance(doc.get("config"), dict):
+        return None
     first = next((r for r in doc["results"] if isinstance(r, dict)), None)
-    if first is None:
-        return isinstance(doc["config"].get("load_options"), dict)
-    return all(k in first for k in SIGNATURE)
+    if "summary" in doc:
+        if first is None:
+            return "current" if isinstance(doc["config"].get("load_options"), dict) else None
+        return "current" if all(k in first for k in SIGNATURE) else None
+    if first is not None and all(k in first for k in OLD_SIGNATURE):
+        return "2023"
+    return None
+
+
+def _is_document(doc: Any) -> bool:
+    return _layout(doc) is not None
 
 
 def _is_file(source: Source) -> bool:
     if source.is_dir or source.suffix != ".json":
         return False
-    if not may_hold(source, b'"output_tokens_before_timeout"', b'"load_options"'):
+    if not may_hold(source, b'"output_tokens_before_timeout"', b'"load_options"', b'"worker_id"'):
         return False
     return _is_document(json_document(source))
 
@@ -139,6 +161,40 @@ def _rows(doc: dict, src: Source) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def _old_rows(doc: dict, src: Source) -> pl.DataFrame:
+    """The 2023 layout as the current layout's columns (times in s, durations in ms)."""
+    rows: list[dict[str, object]] = []
+    for i, r in enumerate(doc["results"]):
+        where = f"results[{i}]"
+        if not isinstance(r, dict):
+            raise SchemaError(f"expected a request object, found {type(r).__name__}", path=src.path, field=where)
+        start = number(r.get("start"), path=src.path, field=f"{where}.start")
+        end = number(r.get("end"), path=src.path, field=f"{where}.end")
+        rt = number(r.get("response_time"), path=src.path, field=f"{where}.response_time")
+        if rt is not None and start is not None and end is not None and abs(rt - (end - start)) > OLD_TOLERANCE_S:
+            raise BadValueError(f"response_time {rt!r} is not end − start ({end - start:.6f} s): this older "
+                                "llm-load-test layout keeps response_time in seconds", path=src.path,
+                                field=f"{where}.response_time")
+        out_tok = number(r.get("output_tokens"), path=src.path, field=f"{where}.output_tokens")
+        in_tok = number(r.get("input_tokens"), path=src.path, field=f"{where}.input_tokens")
+        worker = number(r.get("worker_id"), path=src.path, field=f"{where}.worker_id")
+        rows.append({
+            "start_time": start, "end_time": end, "first_token_time": None,
+            "response_time": None if rt is None else rt * 1000.0,
+            "ttft": number(r.get("TTFT"), path=src.path, field=f"{where}.TTFT"), "itl": None,
+            "input_tokens": None if in_tok is None else int(in_tok),
+            "output_tokens": None if out_tok is None else int(out_tok),
+            "output_tokens_before_timeout": None, "user_id": None if worker is None else int(worker),
+            "input_id": i, "error_code": None, "error_text": None, "source_row": i + 1,
+        })
+    schema = {**{k: pl.Float64 for k in _NUM}, **{k: pl.Int64 for k in _INT},
+              "error_code": pl.String, "error_text": pl.String, "source_row": pl.Int64}
+    frame = pl.DataFrame(rows, schema=schema)
+    n = pl.col("output_tokens")
+    return frame.with_columns(  # TPOT after the first token, from the response time and TTFT
+        pl.when(n > 1).then((pl.col("response_time") - pl.col("ttft")) / (n - 1)).otherwise(None).alias("itl"))
+
+
 def _status() -> pl.Expr:
     failed = pl.col("error_text").is_not_null() | pl.col("error_code").is_not_null()
     text = pl.col("error_text").fill_null("")
@@ -162,15 +218,18 @@ def load(source: Source) -> RequestTrace:
     from_name: list[str] = []
     models: set[str] = set()
     late = 0
+    layouts: dict[str, list[str]] = {}
     for order, f in enumerate(files):
         doc = f.json
-        if not _is_document(doc):
+        layout = _layout(doc)
+        if layout is None:
             raise SchemaError("not an llm-load-test output: expected 'results' (a list of requests), 'config' and "
                               "'summary'", path=f.path)
+        layouts.setdefault(layout, []).append(f.name)
         conc, origin = _concurrency(doc, f)
         if origin == "file name":
             from_name.append(f.name)
-        raw = _rows(doc, f)
+        raw = _rows(doc, f) if layout == "current" else _old_rows(doc, f)
         late += raw.filter(pl.col("output_tokens_before_timeout") < pl.col("output_tokens")).height
         model = _model(doc)
         if model:
@@ -208,9 +267,18 @@ def load(source: Source) -> RequestTrace:
                  f"{late} request(s) finished after the test duration (output_tokens_before_timeout < output_tokens); "
                  "kept as completed requests (llm-load-test leaves them out of its TTFT/ITL summaries)",
                  level="info", count=late)
-    prov.add("tpot_from_itl",
-             "tpot_ms and itl_ms are the tool's 'itl' ((end − first token) / (output tokens − 1)); its own 'tpot' "
-             "(response time / output tokens, first token included) is not read", level="info")
+    if "2023" in layouts:
+        prov.add("no_error_field",
+                 f"the older llm-load-test layout ({', '.join(layouts['2023'])}) records no error: every recorded "
+                 "request is 'ok', failed requests may be absent, so the error rate cannot be known from these files; "
+                 "tpot_ms is derived as (latency − TTFT) / (output tokens − 1)")
+    prov.add("layout", "llm-load-test layout(s): " + "; ".join(
+        f"{'results/config/summary' if k == 'current' else '2023 (results/config, no summary)'}: {len(v)} file(s)"
+        for k, v in layouts.items()), level="info")
+    if "current" in layouts:
+        prov.add("tpot_from_itl",
+                 "tpot_ms and itl_ms are the tool's 'itl' ((end − first token) / (output tokens − 1)); its own 'tpot' "
+                 "(response time / output tokens, first token included) is not read", level="info")
     if len(models) > 1:
         prov.add("several_models", f"the files name several models: {', '.join(sorted(models))}")
     frame = pl.concat(parts, how="vertical_relaxed")
@@ -220,7 +288,8 @@ def load(source: Source) -> RequestTrace:
         format=NAME,
         tool=TOOL,
         tool_version=None,
-        derived=("request_id", "status", "step", "offered_load", "offered_load_unit", "run_id"),
+        derived=("request_id", "status", "step", "offered_load", "offered_load_unit", "run_id",
+                 *(("tpot_ms", "itl_ms") if "2023" in layouts else ())),
         provenance=prov,
         steps=step_rows(facts),
     )

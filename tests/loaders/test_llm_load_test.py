@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from bearing_lib.common.errors import FormatDetectionError
+from bearing_lib.common.errors import BadValueError, FormatDetectionError
 from bearing_lib.loaders import detect, load
 
 
@@ -121,3 +121,43 @@ def test_other_json_is_not_llm_load_test(tmp_path):
     p.write_text(json.dumps({"results": [{"a": 1}], "config": {}, "summary": {}}))
     with pytest.raises(FormatDetectionError):
         detect(p)
+
+
+def _old_doc(concurrency: int, n: int, seed: int) -> dict:
+    """The late-2023 layout: results (start/end epoch s, TT_ack/TTFT/TPOT ms, response_time s) and config."""
+    rng = random.Random(seed)
+    results = []
+    for i in range(n):
+        start = 1_703_281_620.0 + i * 1.3
+        out = rng.randint(2, 400)
+        ttft = rng.uniform(50, 500)
+        end = start + ttft / 1000 + out * 0.027
+        results.append({"start": start, "end": end, "TT_ack": 12.5, "TTFT": ttft, "TPOT": 27.3,
+                        "response_time": end - start, "output_tokens": out, "worker_id": i % concurrency,
+                        "input_tokens": rng.randint(50, 900), "response_string": "y", "input_string": "x"})
+    return {"results": results, "config": {"output": {"format": "json", "dir": "./output/", "file": "output.json"},
+                                           "load_options": {"type": "constant", "concurrency": concurrency,
+                                                            "duration": 40}, "extra_metadata": {"replicas": 1}}}
+
+
+def test_the_2023_layout(tmp_path):
+    d = _old_doc(20, 15, 5)
+    p = tmp_path / "output.json"
+    p.write_text(json.dumps(d))
+    assert detect(p).name == "llm-load-test"
+    ds = load(p)
+    f = ds.frame.sort("source_row")
+    assert f["offered_load"].unique().to_list() == [20.0]
+    for row, r in zip(f.iter_rows(named=True), d["results"], strict=True):
+        assert row["start_s"] == pytest.approx(r["start"]) and row["end_s"] == pytest.approx(r["end"])
+        assert row["latency_ms"] == pytest.approx(1000 * r["response_time"])  # seconds in this layout
+        assert row["ttft_ms"] == pytest.approx(r["TTFT"])
+        assert row["tpot_ms"] == pytest.approx((1000 * r["response_time"] - r["TTFT"]) / (r["output_tokens"] - 1))
+        assert row["status"] == "ok"
+    codes = {x.code for x in ds.provenance.findings}
+    assert "no_error_field" in codes and ds.provenance.fields["tpot_ms"] == "derived"
+    # a response_time in ms (not this layout's seconds) is refused rather than read 1000x off
+    d["results"][3]["response_time"] *= 1000
+    p.write_text(json.dumps(d))
+    with pytest.raises(BadValueError, match=r"results\[3\].response_time"):
+        load(p)
