@@ -19,114 +19,31 @@ def _fmt(v: float | None) -> str:
     return "–" if v is None else f"{v:.4g}"
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")
-
-
-def _load_text(v: object, unit: object) -> str:
-    return f"{_fmt(v)} {unit}".strip() if isinstance(v, int | float) else "?"
-
-
-def not_judged_lines(mix: dict) -> list[str]:
-    """Lines saying which steps of one mix (a limits-JSON ``mixes[]`` entry) were not judged and why.
-
-    Steps whose ``status`` is ``undetermined`` or ``excluded`` are grouped by their reasons
-    (numbers aside, so "83 successful" and "47 successful" group together); each group names
-    its loads, or their range, and the reasons of its first step.
-    """
-    steps = [s for s in mix.get("steps") or [] if s.get("status") in ("undetermined", "excluded")]
-    unit = (mix.get("q_ult") or {}).get("unit") or ""
-    groups: dict[tuple[str, tuple[str, ...]], list[dict]] = {}
-    for st in steps:
-        reasons = tuple(str(r) for r in st.get("reasons") or []) or ("no reason recorded",)
-        key = (str(st.get("status")), tuple(_NUMBER.sub("#", r) for r in reasons))
-        groups.setdefault(key, []).append(st)
-    lines = []
-    for (status, _), members in groups.items():
-        loads = [m.get("offered_load") for m in members]
-        if len(members) == 1:
-            where = f"step at {_load_text(loads[0], unit)}"
-        elif len(members) <= 3:
-            where = f"{len(members)} steps at " + ", ".join(_load_text(v, "") for v in loads) + f" {unit}".rstrip()
-        else:
-            nums = [v for v in loads if isinstance(v, int | float)]
-            span = f"{_fmt(min(nums))}–{_fmt(max(nums))} {unit}".strip() if nums else "?"
-            where = f"{len(members)} steps at {span}"
-        word = "left out" if status == "excluded" else "not judged"
-        first = "; ".join(str(r) for r in members[0].get("reasons") or []) or "no reason recorded"
-        lines.append(f"{where} {word}: {first}" if len(members) == 1 else f"{where} {word}; the first: {first}")
-    return lines
-
-
-def summary_lines(doc: dict) -> list[str]:
-    """What decides each limit, from the limits JSON: statements, steps not judged and why, notes."""
-    out = []
-    for m in doc.get("mixes") or []:
-        mix = m.get("mix") or {}
-        name = f"{m.get('run_id')} / {mix.get('name') if isinstance(mix, dict) else mix}"
-        out.append(f"{name}: {(m.get('q_ult') or {}).get('statement')}")
-        out.extend(f"  {line}" for line in not_judged_lines(m))
-        out.extend(f"  note: {n}" for n in m.get("notes") or [])
-    blended = doc.get("blended")
-    if blended:
-        out.append(f"blended capacity: {blended.get('statement')}")
-    for s in doc.get("skipped") or []:
-        out.append(f"skipped {s.get('run_id')}/{s.get('mix')}: {s.get('reason')}")
-    out.extend(f"note: {n}" for n in doc.get("notes") or [])
-    cond = doc.get("conditions") or {}
-    stated = [f"{k} {cond[k]}" for k in ("model", "hardware", "instances") if cond.get(k) not in (None, "", [])]
-    if stated:
-        out.append("conditions: " + "; ".join(stated))
-    return out
-
-
-def _table(doc: dict) -> None:
+def _table(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
-    sla = " and ".join(str(c.get("text")) for c in doc.get("sla") or [])
-    t = Table(title=f"Limits for SLA: {sla}", title_justify="left")
+    t = Table(title=f"Limits for SLA: {result.sla.text}", title_justify="left")
     for col in ("run", "mix", "share", "Q_ult", "95% CI", "bracket", "binding"):
         t.add_column(col)
-    for m in doc.get("mixes") or []:
-        q = m.get("q_ult") or {}
-        ci = q.get("ci95") or [None, None]
-        br = q.get("bracket") or [None, None]
-        censored = str(q.get("censored"))
-        short = {"above": "≥ ", "below": "< "}.get(censored, "") + _fmt(q.get("value")) + f" {q.get('unit') or ''}"
-        if censored == "not_monotone":
+    for m in result.limits:
+        q = m.q_ult
+        ci = q["ci95"]
+        short = {"above": "≥ ", "below": "< "}.get(str(q["censored"]), "") + _fmt(q["value"]) + f" {q['unit'] or ''}"
+        if q["censored"] == "not_monotone":
             short += " (not monotone)"
-        mix = m.get("mix") or {}
-        t.add_row(str(m.get("run_id")), str(mix.get("name") if isinstance(mix, dict) else mix),
-                  f"{m.get('share') or 0:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
-                  f"[{_fmt(br[0])}, {_fmt(br[1])}]", m.get("binding") or "–")
+        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{_fmt(ci[0])}, {_fmt(ci[1])}]",
+                  f"[{_fmt(q['bracket'][0])}, {_fmt(q['bracket'][1])}]", m.binding or "–")
     console.print(t)
-    for line in summary_lines(doc):
-        console.print(line, markup=False)
-
-
-def stated_conditions(conditions: dict, *, model: str | None, hardware: str | None,
-                      tested_instances: int | None) -> list[str]:
-    """Record ``--model``, ``--hardware`` and ``--tested-instances`` in a limits result's ``conditions``.
-
-    The analyst's statement wins (it is what the plan and the report read); when the
-    load-test files name other models, those stay under ``model_in_files`` and the returned
-    lines say so.
-    """
-    said = []
-    if model:
-        in_files = [str(x) for x in conditions.get("model") or [] if x]
-        if in_files and model not in in_files:
-            conditions["model_in_files"] = in_files
-            said.append(f"--model {model!r} differs from the model(s) the load-test files name: {', '.join(in_files)}")
-        conditions["model"] = model
-    if hardware:
-        conditions["hardware"] = hardware
-    if tested_instances is not None:
-        if tested_instances < 1:
-            raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
-        conditions["instances"] = tested_instances
-    return said
+    for m in result.limits:
+        console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult['statement']}")
+    if result.blended:
+        console.print(f"blended capacity: {result.blended['statement']}")
+    for s in result.skipped:
+        console.print(f"skipped {s['run_id']}/{s['mix']}: {s['reason']}")
+    for n in result.notes:
+        console.print(f"note: {n}")
 
 
 def register(app: typer.Typer) -> None:
@@ -187,15 +104,107 @@ def register(app: typer.Typer) -> None:
                 mix_arg = Path(mixes)
             result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
                                 min_share=min_share)
-            said = stated_conditions(result.conditions, model=model, hardware=hardware,
-                                     tested_instances=tested_instances)
+            stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            _table(doc)
-            for line in said:
-                typer.echo(f"note: {line}")
+            _table(result)
+            for line in decision_lines(doc):
+                typer.echo(line)
             typer.echo(f"wrote {json_out}")
 
 
-__all__ = ["not_judged_lines", "register", "stated_conditions", "summary_lines"]
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")
+
+
+def _num_text(v: object) -> str:
+    return f"{v:.4g}" if isinstance(v, int | float) and not isinstance(v, bool) else "?"
+
+
+def not_judged_lines(mix: dict) -> list[str]:
+    """Lines saying which steps of one mix (a limits-JSON ``mixes[]`` entry) were not judged and why.
+
+    Steps whose ``status`` is ``undetermined`` or ``excluded`` are grouped by their reasons
+    (numbers aside, so "83 successful" and "47 successful" group together); each group names
+    its loads, or their range, and the reasons of its first step.
+    """
+    steps = [s for s in mix.get("steps") or [] if s.get("status") in ("undetermined", "excluded")]
+    unit = (mix.get("q_ult") or {}).get("unit") or ""
+    groups: dict[tuple[str, tuple[str, ...]], list[dict]] = {}
+    for st in steps:
+        reasons = tuple(str(r) for r in st.get("reasons") or []) or ("no reason recorded",)
+        key = (str(st.get("status")), tuple(_NUMBER.sub("#", r) for r in reasons))
+        groups.setdefault(key, []).append(st)
+    lines = []
+    for (status, _), members in groups.items():
+        loads = [m.get("offered_load") for m in members]
+        if len(members) == 1:
+            where = f"step at {_num_text(loads[0])} {unit}".rstrip()
+        elif len(members) <= 3:
+            where = f"{len(members)} steps at " + ", ".join(_num_text(v) for v in loads) + f" {unit}".rstrip()
+        else:
+            nums = [v for v in loads if isinstance(v, int | float)]
+            span = f"{_num_text(min(nums))}–{_num_text(max(nums))}" if nums else "?"
+            where = f"{len(members)} steps at {span} {unit}".rstrip()
+        word = "left out" if status == "excluded" else "not judged"
+        first = "; ".join(str(r) for r in members[0].get("reasons") or []) or "no reason recorded"
+        lines.append(f"{where} {word}: {first}" if len(members) == 1 else f"{where} {word}; the first: {first}")
+    return lines
+
+
+def decision_lines(doc: dict) -> list[str]:
+    """From the limits JSON: per mix, the steps not judged (and why) and the mix's notes; then the
+    conditions stated with --model, --hardware, --tested-instances. (The statements, skipped
+    groups and the result's notes are printed with the table.)"""
+    out = []
+    for m in doc.get("mixes") or []:
+        mix = m.get("mix") or {}
+        lines = [*not_judged_lines(m), *(f"note: {n}" for n in m.get("notes") or [])]
+        if lines:
+            out.append(f"{m.get('run_id')} / {mix.get('name') if isinstance(mix, dict) else mix}:")
+            out.extend(f"  {line}" for line in lines)
+    cond = doc.get("conditions") or {}
+    stated = [f"{k} {cond[k]}" for k in ("model", "hardware", "instances") if cond.get(k) not in (None, "", [])]
+    if stated:
+        out.append("conditions: " + "; ".join(stated))
+    return out
+
+
+def stated_conditions(result, *, model: str | None, hardware: str | None, tested_instances: int | None) -> list[str]:
+    """Record ``--model``, ``--hardware`` and ``--tested-instances`` in ``result.conditions``.
+
+    ``conditions`` may be a dict or an object with those attributes. The analyst's statement
+    wins (it is what the plan and the report read); when the load-test files name other
+    models, a note in ``result.notes`` says so, and the returned lines repeat it.
+    """
+    cond = result.conditions
+
+    def get(key: str) -> object:
+        return cond.get(key) if isinstance(cond, dict) else getattr(cond, key, None)
+
+    def put(key: str, value: object) -> None:
+        if isinstance(cond, dict):
+            cond[key] = value
+        else:
+            setattr(cond, key, value)
+
+    said = []
+    if model:
+        found = get("model")
+        in_files = [str(x) for x in (found if isinstance(found, list) else [found]) if x]
+        if in_files and model not in in_files:
+            said.append(f"--model {model!r} differs from the model(s) the load-test files name: {', '.join(in_files)}")
+        put("model", model)
+    if hardware:
+        put("hardware", hardware)
+    if tested_instances is not None:
+        if tested_instances < 1:
+            raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
+        put("instances", tested_instances)
+        if isinstance(cond, dict) or hasattr(cond, "instances_basis"):
+            put("instances_basis", "stated with bearing limits --tested-instances")
+    result.notes.extend(said)
+    return said
+
+
+__all__ = ["decision_lines", "not_judged_lines", "register", "stated_conditions"]

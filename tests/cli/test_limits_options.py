@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -69,7 +70,8 @@ def test_mapping_model_hardware_instances_and_the_steps_not_judged(log, tmp_path
     assert r.exit_code == 0, r.output
     d = json.loads(out.read_text())
     cond = d["conditions"]
-    assert cond["model"] == "llama-3.1-8b" and cond["model_in_files"] == ["my-model"]
+    assert cond["model"] == "llama-3.1-8b"
+    assert "--model 'llama-3.1-8b' differs from the model(s) the load-test files name: my-model" in d["notes"]
     assert (cond["hardware"], cond["instances"]) == ("1 x H100-80GB", 2)
     assert cond["sources"][0]["format"] == "generic"
     (mix,) = d["mixes"]
@@ -123,10 +125,21 @@ def test_not_judged_lines_group_steps_by_reason():
     ]
 
 
-def test_stated_conditions_keep_the_files_models():
-    cond = {"model": ["a", "b"]}
-    said = stated_conditions(cond, model="a", hardware=None, tested_instances=None)
-    assert cond == {"model": "a"} and said == []  # the analyst names one of the files' models
-    cond = {"model": []}
-    assert stated_conditions(cond, model="x", hardware="8xA100", tested_instances=3) == []
-    assert cond == {"model": "x", "hardware": "8xA100", "instances": 3}
+@pytest.mark.parametrize("typed", [False, True])
+def test_stated_conditions_on_a_dict_or_typed_conditions(typed):
+    def result(model):
+        cond = SimpleNamespace(model=model, hardware=None, instances=None, instances_basis=None) if typed else \
+            {"model": model}
+        return SimpleNamespace(conditions=cond, notes=[])
+
+    def get(r, k):
+        return getattr(r.conditions, k) if typed else r.conditions.get(k)
+
+    r = result(["a", "b"])
+    assert stated_conditions(r, model="a", hardware=None, tested_instances=None) == []  # one of the files' models
+    assert get(r, "model") == "a" and r.notes == []
+    r = result(["a"])
+    said = stated_conditions(r, model="x", hardware="8xA100", tested_instances=3)
+    assert said == r.notes == ["--model 'x' differs from the model(s) the load-test files name: a"]
+    assert (get(r, "model"), get(r, "hardware"), get(r, "instances")) == ("x", "8xA100", 3)
+    assert get(r, "instances_basis") == "stated with bearing limits --tested-instances"
