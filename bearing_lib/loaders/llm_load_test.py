@@ -136,7 +136,8 @@ def _model(doc: dict) -> str | None:
 
 
 _NUM = ("start_time", "end_time", "first_token_time", "response_time", "ttft", "itl")
-_INT = ("input_tokens", "output_tokens", "output_tokens_before_timeout", "user_id", "input_id")
+_INT = ("input_tokens", "output_tokens", "output_tokens_before_timeout")
+_IDS = ("user_id", "input_id")
 
 
 def _rows(doc: dict, src: Source) -> pl.DataFrame:
@@ -151,12 +152,14 @@ def _rows(doc: dict, src: Source) -> pl.DataFrame:
         for k in _INT:
             v = number(r.get(k), path=src.path, field=f"{where}.{k}")
             row[k] = None if v is None else int(v)
+        for k in _IDS:  # identifiers: only part of request_id
+            row[k] = None if r.get(k) is None else str(r.get(k))
         code = r.get("error_code")
         text = r.get("error_text")
         row["error_code"] = None if code is None else str(code)
         row["error_text"] = None if text is None else str(text)
         rows.append(row)
-    schema = {**{k: pl.Float64 for k in _NUM}, **{k: pl.Int64 for k in _INT},
+    schema = {**{k: pl.Float64 for k in _NUM}, **{k: pl.Int64 for k in _INT}, **{k: pl.String for k in _IDS},
               "error_code": pl.String, "error_text": pl.String, "source_row": pl.Int64}
     return pl.DataFrame(rows, schema=schema)
 
@@ -184,10 +187,10 @@ def _old_rows(doc: dict, src: Source) -> pl.DataFrame:
             "ttft": number(r.get("TTFT"), path=src.path, field=f"{where}.TTFT"), "itl": None,
             "input_tokens": None if in_tok is None else int(in_tok),
             "output_tokens": None if out_tok is None else int(out_tok),
-            "output_tokens_before_timeout": None, "user_id": None if worker is None else int(worker),
-            "input_id": i, "error_code": None, "error_text": None, "source_row": i + 1,
+            "output_tokens_before_timeout": None, "user_id": None if worker is None else str(int(worker)),
+            "input_id": str(i), "error_code": None, "error_text": None, "source_row": i + 1,
         })
-    schema = {**{k: pl.Float64 for k in _NUM}, **{k: pl.Int64 for k in _INT},
+    schema = {**{k: pl.Float64 for k in _NUM}, **{k: pl.Int64 for k in _INT}, **{k: pl.String for k in _IDS},
               "error_code": pl.String, "error_text": pl.String, "source_row": pl.Int64}
     frame = pl.DataFrame(rows, schema=schema)
     n = pl.col("output_tokens")
@@ -242,7 +245,8 @@ def load(source: Source) -> RequestTrace:
         f, raw, model = s.payload
         latency = pl.coalesce(pl.col("response_time"), (pl.col("end_time") - pl.col("start_time")) * 1000.0)
         parts.append(raw.select(
-            pl.format("{}:{}-{}-{}", pl.lit(f.name), pl.col("user_id"), pl.col("input_id"), pl.col("source_row"))
+            pl.format("{}:{}-{}-{}", pl.lit(f.name), pl.col("user_id").fill_null("-"),
+                      pl.col("input_id").fill_null("-"), pl.col("source_row"))
             .alias("request_id"),
             pl.col("start_time").alias("start_s"),
             pl.col("end_time").alias("end_s"),
