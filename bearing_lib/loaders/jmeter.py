@@ -454,6 +454,12 @@ def load_xml(
     if not rows:
         raise InputError("the JTL has no sample elements", path=source.path)
     names = [*XML_ATTRS.values(), "URL", "failureMessage"]
+    short = {v: k for k, v in XML_ATTRS.items()}
+    for r in rows:
+        lack = [c for c in REQUIRED if r.get(c) in (None, "")]
+        if lack:
+            raise BadValueError(f"a sample without the attribute(s) {[short[c] for c in lack]} "
+                                f"({', '.join(lack)})", path=source.path, row=int(r["_line"]), field=short[lack[0]])
     raw = pl.DataFrame(rows, schema={**{c: pl.String for c in names}, "_line": pl.Int64})
     present = [c for c in names if raw[c].is_not_null().any()]
     raw = raw.select([*present, "_line"])

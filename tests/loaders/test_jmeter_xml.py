@@ -128,3 +128,11 @@ def test_xml_that_is_not_a_jtl(tmp_path):
     r.write_text("<?xml version='1.0'?><testResults><unclosed></testResults>")
     with pytest.raises(InputError, match="not a readable XML JTL"):
         load_trace(r)
+
+
+def test_a_sample_without_a_required_attribute_is_named(tmp_path):
+    p = tmp_path / "r.jtl"
+    p.write_text("<testResults version='1.2'><httpSample ts='1700000000000' t='5' lb='a' s='true'/>"
+                 "<httpSample ts='1700000000100' t='5' lb='a'/></testResults>")
+    with pytest.raises(InputError, match=r"row 2, field 's': a sample without the attribute\(s\) \['s'\]"):
+        load_trace(p)
