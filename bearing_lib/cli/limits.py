@@ -6,11 +6,12 @@ Exit codes: 0 limits written; 1 a bearing error (bad input, bad SLA, bad paramet
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import typer
 
-from bearing_lib.cli._common import bearing_errors
+from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_options, parse_loader_options
 from bearing_lib.common.errors import ParameterError, SLAParseError
 
 
@@ -59,6 +60,18 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
         min_share: float = typer.Option(0.05, "--min-share", help="Skip run×mix groups below this share."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+        mapping: Path | None = typer.Option(
+            None, "--mapping", help="Column mapping (YAML) for a per-request table; implies --format generic."
+        ),
+        option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
+        model: str | None = typer.Option(None, "--model", help="The model served in the load test (conditions)."),
+        hardware: str | None = typer.Option(
+            None, "--hardware", help="The hardware behind the load test, e.g. '2 x 8xA100-80GB' (conditions)."
+        ),
+        tested_instances: int | None = typer.Option(
+            None, "--tested-instances",
+            help="Serving instances (replicas) the load test drove; the plan sizes in this unit (conditions).",
+        ),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -66,6 +79,8 @@ def register(app: typer.Typer) -> None:
         from bearing_lib.loaders import load
 
         with bearing_errors():
+            if tested_instances is not None and tested_instances < 1:
+                raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
             if not sla and sla_file is None:
                 raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (repeatable) or --sla-file F.yaml")
             parts = []
@@ -74,9 +89,11 @@ def register(app: typer.Typer) -> None:
             if sla_file is not None:
                 parts.append(load_sla_file(sla_file))
             sla_obj = combine(*parts) if len(parts) > 1 else parts[0]
+            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+            fmt = format or ("generic" if mapping is not None else None)
             datasets = []
             for p in traces:
-                ds = load(p, format=format) if format else load(p)
+                ds = load(p, format=fmt, **options)
                 if ds.kind not in ("requests", "loadpoints"):
                     raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
                                          "or load points from a stepped test")
@@ -88,10 +105,107 @@ def register(app: typer.Typer) -> None:
                 mix_arg = Path(mixes)
             result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
                                 min_share=min_share)
+            stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
+            doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            json_out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             _table(result)
+            for line in decision_lines(doc):
+                typer.echo(line)
             typer.echo(f"wrote {json_out}")
 
 
-__all__ = ["register"]
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")
+
+
+def _num_text(v: object) -> str:
+    return f"{v:.4g}" if isinstance(v, int | float) and not isinstance(v, bool) else "?"
+
+
+def not_judged_lines(mix: dict) -> list[str]:
+    """Lines saying which steps of one mix (a limits-JSON ``mixes[]`` entry) were not judged and why.
+
+    Steps whose ``status`` is ``undetermined`` or ``excluded`` are grouped by their reasons
+    (numbers aside, so "83 successful" and "47 successful" group together); each group names
+    its loads, or their range, and the reasons of its first step.
+    """
+    steps = [s for s in mix.get("steps") or [] if s.get("status") in ("undetermined", "excluded")]
+    unit = (mix.get("q_ult") or {}).get("unit") or ""
+    groups: dict[tuple[str, tuple[str, ...]], list[dict]] = {}
+    for st in steps:
+        reasons = tuple(str(r) for r in st.get("reasons") or []) or ("no reason recorded",)
+        key = (str(st.get("status")), tuple(_NUMBER.sub("#", r) for r in reasons))
+        groups.setdefault(key, []).append(st)
+    lines = []
+    for (status, _), members in groups.items():
+        loads = [m.get("offered_load") for m in members]
+        if len(members) == 1:
+            where = f"step at {_num_text(loads[0])} {unit}".rstrip()
+        elif len(members) <= 3:
+            where = f"{len(members)} steps at " + ", ".join(_num_text(v) for v in loads) + f" {unit}".rstrip()
+        else:
+            nums = [v for v in loads if isinstance(v, int | float)]
+            span = f"{_num_text(min(nums))}–{_num_text(max(nums))}" if nums else "?"
+            where = f"{len(members)} steps at {span} {unit}".rstrip()
+        word = "left out" if status == "excluded" else "not judged"
+        first = "; ".join(str(r) for r in members[0].get("reasons") or []) or "no reason recorded"
+        lines.append(f"{where} {word}: {first}" if len(members) == 1 else f"{where} {word}; the first: {first}")
+    return lines
+
+
+def decision_lines(doc: dict) -> list[str]:
+    """From the limits JSON: per mix, the steps not judged (and why) and the mix's notes; then the
+    conditions stated with --model, --hardware, --tested-instances. (The statements, skipped
+    groups and the result's notes are printed with the table.)"""
+    out = []
+    for m in doc.get("mixes") or []:
+        mix = m.get("mix") or {}
+        lines = [*not_judged_lines(m), *(f"note: {n}" for n in m.get("notes") or [])]
+        if lines:
+            out.append(f"{m.get('run_id')} / {mix.get('name') if isinstance(mix, dict) else mix}:")
+            out.extend(f"  {line}" for line in lines)
+    cond = doc.get("conditions") or {}
+    stated = [f"{k} {cond[k]}" for k in ("model", "hardware", "instances") if cond.get(k) not in (None, "", [])]
+    if stated:
+        out.append("conditions: " + "; ".join(stated))
+    return out
+
+
+def stated_conditions(result, *, model: str | None, hardware: str | None, tested_instances: int | None) -> list[str]:
+    """Record ``--model``, ``--hardware`` and ``--tested-instances`` in ``result.conditions``.
+
+    ``conditions`` may be a dict or an object with those attributes. The analyst's statement
+    wins (it is what the plan and the report read); when the load-test files name other
+    models, a note in ``result.notes`` says so, and the returned lines repeat it.
+    """
+    cond = result.conditions
+
+    def get(key: str) -> object:
+        return cond.get(key) if isinstance(cond, dict) else getattr(cond, key, None)
+
+    def put(key: str, value: object) -> None:
+        if isinstance(cond, dict):
+            cond[key] = value
+        else:
+            setattr(cond, key, value)
+
+    said = []
+    if model:
+        found = get("model")
+        in_files = [str(x) for x in (found if isinstance(found, list) else [found]) if x]
+        if in_files and model not in in_files:
+            said.append(f"--model {model!r} differs from the model(s) the load-test files name: {', '.join(in_files)}")
+        put("model", model)
+    if hardware:
+        put("hardware", hardware)
+    if tested_instances is not None:
+        if tested_instances < 1:
+            raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
+        put("instances", tested_instances)
+        if isinstance(cond, dict) or hasattr(cond, "instances_basis"):
+            put("instances_basis", "stated with bearing limits --tested-instances")
+    result.notes.extend(said)
+    return said
+
+
+__all__ = ["decision_lines", "not_judged_lines", "register", "stated_conditions"]

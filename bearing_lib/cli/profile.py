@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from bearing_lib.cli._common import OPTION_HELP, bearing_errors, parse_loader_options
+from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_options, parse_loader_options
 from bearing_lib.common.errors import InputError, ParameterError
 from bearing_lib.data.mixes import MixSpec
 
@@ -74,6 +74,9 @@ def register(app: typer.Typer) -> None:
         burst_k: float = typer.Option(3.0, "--burst-k", help="A burst is a rate above k x the slot baseline."),
         slo: float = typer.Option(0.999, "--slo", help="Availability objective for the error budget."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+        mapping: Path | None = typer.Option(
+            None, "--mapping", help="Column mapping (YAML) for a per-request table; implies --format generic."
+        ),
         option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing JSON file."),
     ) -> None:
@@ -85,7 +88,9 @@ def register(app: typer.Typer) -> None:
             if json_out.exists() and not force:
                 raise ParameterError(f"{json_out} exists; pass --force to overwrite it")
             spec = read_mix_spec(mixes)
-            ds = load(trace, format=format, **parse_loader_options(option))
+            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+            fmt = format or ("generic" if mapping is not None else None)
+            ds = load(trace, format=fmt, **options)
             if ds.kind not in ("requests", "rates"):
                 raise ParameterError(
                     f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"

@@ -17,6 +17,20 @@ unbounded last.
 ``guidellm-benchmarks``
     Files whose request lists are empty (report v2 fixtures, ``--sample-requests 0``)
     become a :class:`~bearing_lib.data.loadpoints.LoadPointTable` from ``metrics.*.successful``.
+``guidellm-csv``
+    GuideLLM's own ``benchmarks.csv`` (``--outputs csv``), one row per benchmark, in either
+    of the layouts GuideLLM has written: one header row (``Type, Run Id, Id, Name, Start Time,
+    End Time, Duration``, then per status ``Successful Requests`` and ``<Status> <Metric>
+    mean|median|std dev|[min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max]``, then ``Profile,
+    Backend, Generator Data``), or three header rows (group, field, unit/statistic:
+    ``Benchmark/Strategy``, ``Timings/Duration/Sec``, ``Request Counts/Successful``,
+    ``Time to First Token/Successful ms/Mean|Median|Std Dev|Percentiles`` ...). Units as
+    labelled: request latency in s, token latencies in ms. The load of a step comes from its
+    ``Name`` (``constant@2.60``, ``concurrent@4``, ``synchronous``, ``throughput``) in the
+    first layout; the second layout names only the strategy type, so rates and streams come
+    from the ``Profile`` JSON (its ``measured_rates``/``rate``/``streams`` lists, in benchmark
+    order) and are left unknown, with a finding, when it does not list them. Statistics are of
+    successful requests (GuideLLM's own).
 ``guidellm-derived-csv``
     A sweep table written by someone's post-processing (not by GuideLLM), one row per
     benchmark: ``source_file, profile, rate, duration_s, total_requests, error_requests,
@@ -26,6 +40,9 @@ unbounded last.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 import re
 from pathlib import Path
@@ -357,6 +374,215 @@ def load_csv(source: Source) -> LoadPointTable:
                              derived={"n_ok"}, provenance=prov, options={}, files=[str(path)])
 
 
+# ---------------------------------------------------------------- GuideLLM's own benchmarks.csv
+NAME_NATIVE_CSV = "guidellm-csv"
+_PCT_LIST = ("min", "p001", "p01", "p05", "p10", "p25", "p75", "p90", "p95", "p99", "max")
+_NATIVE_LAT = {  # canonical metric: (single-header metric words, three-row group, unit word, scale to ms)
+    "latency_ms": ("Request latency", "Request Latency", "Sec", 1000.0),
+    "ttft_ms": ("Time to first token ms", "Time to First Token", "ms", 1.0),
+    "tpot_ms": ("Time per output token ms", "Time per Output Token", "ms", 1.0),
+    "itl_ms": ("Inter token latency ms", "Inter Token Latency", "ms", 1.0),
+}
+_NAME_LOAD = re.compile(r"^\s*(?P<kind>[a-z_]+)\s*(?:@\s*(?P<value>[0-9.]+|inf))?\s*$")
+
+
+def _csv_rows(source: Source, limit: int | None = None) -> list[list[str]]:
+    text = source.head_text if limit else source.read_text()
+    rows = list(csv.reader(io.StringIO(text)))
+    return rows[:limit] if limit else rows
+
+
+def _native_layout(source: Source) -> str | None:
+    if source.is_dir or source.suffix != ".csv":
+        return None
+    try:
+        rows = _csv_rows(source, limit=3)
+    except csv.Error:
+        return None
+    if not rows:
+        return None
+    first = [c.strip() for c in rows[0]]
+    if first[:4] == ["Type", "Run Id", "Id", "Name"] and "Successful Requests" in first:
+        return "single"
+    if len(rows) >= 3 and "Request Counts" in first and "Benchmark" in first and "Timings" in first:
+        return "three-row"
+    return None
+
+
+def sniff_native_csv(source: Source) -> bool:
+    return _native_layout(source) is not None
+
+
+def _cell_number(text: str, *, path: Path, field: str, row: int) -> float | None:
+    t = (text or "").strip()
+    if t in ("", "None", "null", "nan", "-"):
+        return None
+    return parse_rate(t, path=path, field=field, row=row) if t.lower() in ("inf", "infinity") else \
+        number(t, path=path, field=field, row=row)
+
+
+def _pct_list(text: str, *, path: Path, field: str, row: int) -> dict[str, float | None]:
+    t = (text or "").strip()
+    if not t:
+        return {}
+    try:
+        values = json.loads(t.replace("None", "null").replace("nan", "null"))
+    except json.JSONDecodeError:
+        raise BadValueError(f"expected a list of {len(_PCT_LIST)} numbers [min, 0.1, 1, ..., 99, max], found "
+                            f"{t[:80]!r}", path=path, field=field, row=row) from None
+    if not isinstance(values, list) or len(values) != len(_PCT_LIST):
+        raise BadValueError(f"expected a list of {len(_PCT_LIST)} numbers [min, 0.1, 1, ..., 99, max], found "
+                            f"{t[:80]!r}", path=path, field=field, row=row)
+    return {k: number(v, path=path, field=field, row=row) for k, v in zip(_PCT_LIST, values, strict=True)}
+
+
+def _json_cell(text: str) -> dict[str, Any]:
+    try:
+        v = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _name_load(name: str, *, path: Path, row: int) -> tuple[str, dict[str, Any]]:
+    """Strategy kind and its parameters from a benchmark's ``Name`` (``constant@2.60``, or the
+    strategy's field list ``type_='constant' rate=2.6 ...``)."""
+    m = _NAME_LOAD.match(name or "")
+    if m:
+        kind, value = m.group("kind"), m.group("value")
+        key = "streams" if kind == "concurrent" else "rate"
+        return kind, ({key: value} if value is not None else {})
+    fields = dict(re.findall(r"(\w+)=('[^']*'|[^\s]+)", name or ""))
+    kind = fields.get("type_", "").strip("'")
+    if not kind:
+        raise BadValueError(f"expected a strategy name like constant@2.60 or concurrent@4, found {name!r}",
+                            path=path, field="Name", row=row)
+    return kind, {k: v.strip("'") for k, v in fields.items() if k in ("rate", "streams")}
+
+
+def _profile_values(profile: dict[str, Any], kind: str) -> list[float] | None:
+    """Rates (or streams) of a profile's open-loop (or concurrent) strategies, in order."""
+    keys = ("streams",) if kind == "concurrent" else ("measured_rates", "async_rates", "rate", "rates")
+    for where in (profile, profile.get("args") if isinstance(profile.get("args"), dict) else {}):
+        for k in keys:
+            v = where.get(k)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return [float(v)]
+            if isinstance(v, list) and v and all(isinstance(x, int | float) for x in v):
+                return [float(x) for x in v]
+    return None
+
+
+def load_native_csv(source: Source) -> LoadPointTable:
+    """GuideLLM's own ``benchmarks.csv`` (either layout) → load points, one per benchmark."""
+    path = source.path
+    layout = _native_layout(source)
+    rows = [r for r in _csv_rows(source) if any(c.strip() for c in r)]
+    n_head = 1 if layout == "single" else 3
+    head, body = rows[:n_head], rows[n_head:]
+    if not body:
+        raise InputError("the GuideLLM CSV has a header but no benchmark row", path=path)
+    width = len(head[0])
+    if layout == "single":
+        keys = [c.strip() for c in head[0]]
+    else:
+        keys = ["/".join(x.strip() for x in col) for col in zip(*(h + [""] * (width - len(h)) for h in head),
+                                                                  strict=True)]
+    prov = new_provenance(source, format=NAME_NATIVE_CSV, tool=TOOL)
+    prov.add("layout", f"GuideLLM benchmarks.csv, {'one header row' if layout == 'single' else 'three header rows'}",
+             level="info")
+    run_id = Path(path.name).stem
+    steps: list[StepFacts] = []
+    pending: dict[str, list[StepFacts]] = {}
+    for i, r in enumerate(body):
+        line = n_head + i + 1
+        if len(r) != width:
+            raise BadValueError(
+                f"this benchmark row has {len(r)} fields but the header has {width}: GuideLLM takes the header from "
+                "the first benchmark, and a benchmark with errored or incomplete requests writes more columns, so "
+                "the columns of this row cannot be trusted; read the run's benchmarks.json instead",
+                path=path, row=line)
+        cell = dict(zip(keys, r, strict=True))
+        if layout == "single":
+            kind, params = _name_load(cell.get("Name", ""), path=path, row=line)
+            profile = _json_cell(cell.get("Profile", ""))
+        else:
+            kind = cell.get("Benchmark/Strategy/", "").strip()
+            params = {}
+            profile = _json_cell(cell.get("Run Info/Profile/", ""))
+        if layout == "three-row" and kind in ("concurrent", "constant", "poisson"):
+            load, unit, rank = (None, "concurrency", 0) if kind == "concurrent" else (None, "rps", 1)
+        else:
+            load, unit, rank = strategy_load(kind, params, path=path, where=f"row {line}")
+        duration = cell.get("Duration") if layout == "single" else cell.get("Timings/Duration/Sec")
+        fact = StepFacts(run_id=run_id, offered_load=load, offered_load_unit=unit, rank=rank, tiebreak=(i,),
+                         duration_s=_cell_number(duration or "", path=path, field="Duration", row=line),
+                         source_file=f"{path.name}:{line}", payload=(cell, line, profile))
+        steps.append(fact)
+        if load is None and kind in ("concurrent", "constant", "poisson"):
+            pending.setdefault(kind, []).append(fact)
+    unknown = []
+    for kind, facts in pending.items():
+        values = _profile_values(facts[0].payload[2], kind)
+        if values is not None and len(values) == len(facts):
+            for f, v in zip(facts, values, strict=True):
+                f.offered_load = v
+            what = "streams" if kind == "concurrent" else "rates"
+            prov.add("offered_load_from_profile", f"the {kind} benchmarks' {what} come from the Profile JSON, in "
+                     f"benchmark order: {', '.join(f'{v:g}' for v in values)}", level="info")
+        else:
+            unknown.extend(f.payload[1] for f in facts)
+    if unknown:
+        prov.add("offered_load_unknown", f"rows {unknown}: this CSV layout names only the strategy type and the "
+                 "Profile JSON does not list the rates/streams; their offered load is unknown (GuideLLM's "
+                 "benchmarks.json has it)", count=len(unknown))
+    out = []
+    for s in number_steps(steps, prov):
+        cell, line, _ = s.payload
+
+        def num(key: str, cell: dict[str, str] = cell, line: int = line) -> float | None:
+            return _cell_number(cell.get(key, ""), path=path, field=key, row=line)
+
+        row: dict[str, object] = {**step_columns(s), "duration_s": s.duration_s, "source_file": s.source_file}
+        if layout == "single":
+            ok, err, inc = num("Successful Requests"), num("Errored Requests"), num("Incomplete Requests")
+            total = num("Total Requests")
+            row["throughput_rps"] = num("Successful Requests per second mean")
+            row["output_tokens_per_s"] = num("Successful Output tokens per second mean")
+            for metric, (words, _, _, scale) in _NATIVE_LAT.items():
+                base = f"Successful {words}"
+                stats = {"mean": num(f"{base} mean"), "p50": num(f"{base} median")}
+                pk = f"{base} [min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max]"
+                stats |= {k: v for k, v in _pct_list(cell.get(pk, ""), path=path, field=pk, row=line).items()
+                          if k in ("p90", "p95", "p99", "max")}
+                row |= {f"{metric}_{k}": None if v is None else v * scale for k, v in stats.items()}
+            backend = _json_cell(cell.get("Backend", ""))
+        else:
+            ok, err, inc = (num(f"Request Counts/{k}/") for k in ("Successful", "Errored", "Incomplete"))
+            total = num("Request Counts/Total/")
+            row["throughput_rps"] = num("Server Throughput/Successful Requests/Sec/Mean")
+            row["output_tokens_per_s"] = num("Token Throughput/Successful Output Tokens/Sec/Mean")
+            for metric, (_, group, unit_word, scale) in _NATIVE_LAT.items():
+                base = f"{group}/Successful {unit_word}"
+                stats = {"mean": num(f"{base}/Mean"), "p50": num(f"{base}/Median")}
+                pk = f"{base}/Percentiles"
+                stats |= {k: v for k, v in _pct_list(cell.get(pk, ""), path=path, field=pk, row=line).items()
+                          if k in ("p90", "p95", "p99", "max")}
+                row |= {f"{metric}_{k}": None if v is None else v * scale for k, v in stats.items()}
+            backend = _json_cell(cell.get("Run Info/Backend/", ""))
+        if total is None and ok is not None:
+            total = ok + (err or 0) + (inc or 0)
+        row |= {"n_requests": None if total is None else int(total), "n_ok": None if ok is None else int(ok),
+                "n_errors": None if err is None else int(err)}
+        model = backend.get("model") if isinstance(backend.get("model"), str) else None
+        row["model"] = model
+        out.append(row)
+    prov.add("successful_statistics", "latency statistics are GuideLLM's own, over successful requests; request "
+             "latency converted from s to ms, token latencies already in ms", level="info")
+    return finish_loadpoints(out, source, format=NAME_NATIVE_CSV, tool=TOOL, tool_version=None, provenance=prov,
+                             options={"layout": layout}, files=[str(path)])
+
+
 register(FormatSpec(
     name=NAME_REQUESTS, tool=TOOL, kind="requests",
     needs="a GuideLLM benchmarks.json (metadata.guidellm_version, benchmarks[]) whose request lists hold records",
@@ -371,4 +597,10 @@ register(FormatSpec(
     name=NAME_CSV, tool="GuideLLM (DERIVED table)", kind="loadpoints",
     needs="a CSV whose header starts source_file,profile,rate and has req_latency_mean_s",
     sniff=sniff_csv, load=load_csv,
+))
+register(FormatSpec(
+    name=NAME_NATIVE_CSV, tool=TOOL, kind="loadpoints",
+    needs="GuideLLM's own benchmarks.csv: a header starting Type,Run Id,Id,Name, or three header rows with "
+    "Run Info, Benchmark, Timings, Request Counts",
+    sniff=sniff_native_csv, load=load_native_csv,
 ))

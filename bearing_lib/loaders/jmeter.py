@@ -27,6 +27,23 @@ first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in 
 Files without a header (e.g. the legacy pipe-delimited layout of 2015) are recognised by
 ``jmeter-jtl-noheader`` and need ``columns=[...]`` (JMeter field names, in file order) and,
 if not a comma, ``delimiter=``; bearing does not guess a map.
+
+**XML JTL** (``jmeter-jtl-xml``; ``jmeter.save.saveservice.output_format=xml``):
+``<testResults version="1.2">`` holding one ``<httpSample>`` or ``<sample>`` element per
+sample, with the CSV fields as attributes: ``ts`` timeStamp, ``t`` elapsed, ``lt`` Latency,
+``ct`` Connect, ``it`` IdleTime, ``s`` success, ``lb`` label, ``rc`` responseCode, ``rm``
+responseMessage, ``tn`` threadName, ``dt`` dataType, ``by`` bytes, ``sby`` sentBytes, ``ng``
+grpThreads, ``na`` allThreads, ``sc`` SampleCount, ``ec`` ErrorCount, ``hn`` Hostname; the URL
+is the text of a ``<java.net.URL>`` child, a failed assertion's text the ``failureMessage`` of
+an ``<assertionResult>`` child with ``<failure>true</failure>`` (or ``<error>true</error>``).
+The same rules as the CSV then apply. Nesting: a Transaction Controller written as a parent
+sample ("Generate parent sample") holds its requests as child samples: the parent is left
+out and its children are the requests; child samples of an ordinary sample (redirects,
+embedded resources) are part of that sample's time and are not requests of their own. A file
+cut while JMeter wrote it (no ``</testResults>``) keeps the samples before the cut, with a
+finding. The row of an error message is the sample's number in the file (1-based).
+XML is parsed with the standard library's expat parser (entity expansion is bounded by
+expat ≥ 2.4; external entities are not fetched), streamed so large files stay small in memory.
 """
 
 from __future__ import annotations
@@ -34,6 +51,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 import polars as pl
@@ -160,6 +178,28 @@ def _load(
     if timestamp not in ("start", "end"):
         raise ParameterError(f"timestamp must be 'start' or 'end', got {timestamp!r}")
     raw, truncated = _read(source, sep=sep, columns=columns, has_header=has_header)
+    prov = new_provenance(source, format=fmt, tool=TOOL)
+    if truncated:
+        prov.add("truncated_last_line", "the last line has fewer fields than the header (the file was cut while "
+                 "JMeter wrote it): dropped", count=1)
+    return _finish(source, raw, prov, fmt=fmt, ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s,
+                   timestamp=timestamp, columns=columns)
+
+
+def _finish(
+    source: Source,
+    raw: pl.DataFrame,
+    prov,
+    *,
+    fmt: str,
+    ttfb_as_ttft: bool,
+    min_plateau_s: float,
+    timestamp: str,
+    columns: Sequence[str] | None = None,
+) -> RequestTrace:
+    """Samples as JTL CSV columns (text; ``_line`` = the row or sample number) → request trace."""
+    if timestamp not in ("start", "end"):
+        raise ParameterError(f"timestamp must be 'start' or 'end', got {timestamp!r}")
     missing = [c for c in REQUIRED if c not in raw.columns]
     if missing:
         raise UnsupportedVersionError(
@@ -168,10 +208,6 @@ def _load(
         )
     if raw.height == 0:
         raise InputError("the JTL has no sample rows", path=source.path)
-    prov = new_provenance(source, format=fmt, tool=TOOL)
-    if truncated:
-        prov.add("truncated_last_line", "the last line has fewer fields than the header (the file was cut while "
-                 "JMeter wrote it): dropped", count=1)
     ts = _ints(raw, "timeStamp", source)
     el = _ints(raw, "elapsed", source)
     succ = raw["success"].str.strip_chars().str.to_lowercase()
@@ -333,9 +369,118 @@ def load_noheader(
                  ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp)
 
 
+# --------------------------------------------------------------------------- XML JTL
+
+XML_ATTRS = {
+    "ts": "timeStamp", "t": "elapsed", "lt": "Latency", "ct": "Connect", "it": "IdleTime", "s": "success",
+    "lb": "label", "rc": "responseCode", "rm": "responseMessage", "tn": "threadName", "dt": "dataType",
+    "by": "bytes", "sby": "sentBytes", "ng": "grpThreads", "na": "allThreads", "sc": "SampleCount",
+    "ec": "ErrorCount", "hn": "Hostname",
+}
+SAMPLE_TAGS = ("httpSample", "sample")
+
+
+def sniff_xml(source: Source) -> bool:
+    if source.is_dir or source.suffix not in (".jtl", ".xml", ""):
+        return False
+    head = source.head_text.lstrip()
+    return head.startswith("<") and re.search(r"<testResults[\s>]", head[:4096]) is not None
+
+
+def _sample_row(el: ET.Element, n: int) -> dict[str, object]:
+    row: dict[str, object] = {name: el.get(attr) for attr, name in XML_ATTRS.items()}
+    url = el.find("java.net.URL")
+    row["URL"] = url.text if url is not None else None
+    failures = []
+    for ar in el.findall("assertionResult"):
+        if (ar.findtext("failure") or "").strip() == "true" or (ar.findtext("error") or "").strip() == "true":
+            failures.append((ar.findtext("failureMessage") or ar.findtext("name") or "").strip())
+    row["failureMessage"] = "; ".join(f for f in failures if f) or None
+    row["_line"] = n
+    return row
+
+
+def _is_tc_parent(el: ET.Element) -> bool:
+    return bool(re.match(TC_RE, el.get("rm") or "")) and any(c.tag in SAMPLE_TAGS for c in el)
+
+
+def _read_xml(source: Source) -> tuple[list[dict[str, object]], int, bool]:
+    """Sample rows of an XML JTL, the number of Transaction Controller parents left out, and whether
+    the file was cut (no closing ``</testResults>``)."""
+    rows: list[dict[str, object]] = []
+    n_parents = 0
+    depth = 0
+    truncated = False
+    root_seen = False
+    with source.open_binary() as fh:
+        parser = ET.iterparse(fh, events=("start", "end"))
+        try:
+            for event, el in parser:
+                if event == "start":
+                    if not root_seen:
+                        root_seen = True
+                        if el.tag != "testResults":
+                            raise InputError(f"an XML file whose root is <{el.tag}>, not a JMeter <testResults>",
+                                             path=source.path)
+                    depth += 1
+                    continue
+                depth -= 1
+                if depth != 1 or el.tag not in SAMPLE_TAGS:
+                    continue
+                if _is_tc_parent(el):  # "Generate parent sample": the children are the requests
+                    n_parents += 1
+                    for child in el:
+                        if child.tag in SAMPLE_TAGS:
+                            rows.append(_sample_row(child, len(rows) + 1))
+                else:
+                    rows.append(_sample_row(el, len(rows) + 1))
+                el.clear()
+        except ET.ParseError as exc:
+            if not rows:
+                raise InputError(f"not a readable XML JTL: {exc}", path=source.path) from None
+            truncated = True
+    return rows, n_parents, truncated
+
+
+def load_xml(
+    source: Source,
+    *,
+    ttfb_as_ttft: bool = False,
+    min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
+    timestamp: str = "start",
+) -> RequestTrace:
+    """An XML JTL (``<testResults>``) → request trace (see the module docstring)."""
+    rows, n_parents, truncated = _read_xml(source)
+    if not rows:
+        raise InputError("the JTL has no sample elements", path=source.path)
+    names = [*XML_ATTRS.values(), "URL", "failureMessage"]
+    short = {v: k for k, v in XML_ATTRS.items()}
+    for r in rows:
+        lack = [c for c in REQUIRED if r.get(c) in (None, "")]
+        if lack:
+            raise BadValueError(f"a sample without the attribute(s) {[short[c] for c in lack]} "
+                                f"({', '.join(lack)})", path=source.path, row=int(r["_line"]), field=short[lack[0]])
+    raw = pl.DataFrame(rows, schema={**{c: pl.String for c in names}, "_line": pl.Int64})
+    present = [c for c in names if raw[c].is_not_null().any()]
+    raw = raw.select([*present, "_line"])
+    prov = new_provenance(source, format="jmeter-jtl-xml", tool=TOOL)
+    if truncated:
+        prov.add("truncated_xml", f"the XML ends before </testResults> (the file was cut while JMeter wrote it): "
+                 f"the {len(rows)} samples before the cut were read", count=1)
+    if n_parents:
+        prov.add("transaction_controller_parents",
+                 f"{n_parents} Transaction Controller parent samples were left out; their child samples are the "
+                 "requests", count=n_parents)
+    return _finish(source, raw, prov, fmt="jmeter-jtl-xml", ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s,
+                   timestamp=timestamp)
+
+
 register(FormatSpec(name="jmeter-jtl-csv", tool=TOOL, kind="requests",
                     needs="a JMeter CSV JTL whose header has timeStamp, elapsed, label, success, ...",
                     sniff=sniff_header, load=load_header))
 register(FormatSpec(name="jmeter-jtl-noheader", tool=TOOL, kind="requests",
                     needs="a JMeter JTL without a header (epoch-ms first field, true/false success); needs columns=",
                     sniff=sniff_noheader, load=load_noheader))
+register(FormatSpec(name="jmeter-jtl-xml", tool=TOOL, kind="requests",
+                    needs="a JMeter XML JTL: <testResults> with <httpSample>/<sample> elements (ts, t, lb, s, ...)",
+                    sniff=sniff_xml, load=load_xml))

@@ -93,13 +93,135 @@ def _safe_sniff(spec: FormatSpec, source: Source) -> bool:
 def detect(path: str | Path | Source) -> FormatSpec:
     """The one format that recognises ``path``.
 
-    Raises :class:`FormatDetectionError` when none or several do.
+    A folder that no folder format claims, holding exactly one recognisable file (beside
+    READMEs, licences, plots or other files no format claims), is detected as that file's
+    format; :func:`resolve` also gives the file. Raises :class:`FormatDetectionError` when
+    none or several fit.
+    """
+    return resolve(path)[0]
+
+
+FOLDER_DEPTH = 3
+"""How far :func:`resolve` follows a folder whose only entry (besides non-data files) is one subfolder."""
+
+FOLDER_MAX_FILES = 200
+"""A folder with more files than this is not searched file by file (detection stays cheap)."""
+
+
+def _matches(source: Source) -> list[FormatSpec]:
+    return [spec for spec in formats() if _safe_sniff(spec, source)]
+
+
+def _visible(path: Path) -> bool:
+    return not path.name.startswith((".", "~"))
+
+
+def _one_file_in(folder: Source, specs: list[FormatSpec] | None = None, depth: int = 0):
+    """``(spec, file, claimed)`` for a folder's recognisable files.
+
+    ``claimed`` lists every ``(file, spec)`` found; ``spec, file`` are set only when exactly
+    one file is claimed by exactly one format. When the folder holds no claimed file and
+    exactly one subfolder, that subfolder is searched (up to :data:`FOLDER_DEPTH` levels).
+    """
+    entries = [p for p in sorted(folder.path.iterdir()) if _visible(p)]
+    files = [p for p in entries if p.is_file()]
+    if len(files) > FOLDER_MAX_FILES:
+        return None, None, []
+    claimed: list[tuple[Source, list[FormatSpec]]] = []
+    for f in files:
+        child = Source(f)
+        found = [s for s in (specs if specs is not None else formats()) if _safe_sniff(s, child)]
+        if found:
+            claimed.append((child, found))
+    if not claimed:
+        subdirs = [p for p in entries if p.is_dir()]
+        if len(subdirs) == 1 and depth + 1 < FOLDER_DEPTH:
+            sub = Source(subdirs[0])
+            found = [s for s in (specs if specs is not None else formats()) if _safe_sniff(s, sub)]
+            if len(found) == 1:
+                return found[0], sub, [(sub, found)]
+            if found:
+                return None, None, [(sub, found)]
+            return _one_file_in(sub, specs, depth + 1)
+        return None, None, []
+    if len(claimed) == 1 and len(claimed[0][1]) == 1:
+        return claimed[0][1][0], claimed[0][0], claimed
+    return None, None, claimed
+
+
+def _note_folder(folder: Source, file: Source) -> str:
+    others = sorted(p.name for p in folder.path.iterdir() if _visible(p) and p != file.path
+                    and not file.path.is_relative_to(p))
+    rel = file.path.relative_to(folder.path).as_posix()
+    rest = f"; bearing reads none of the other entries ({', '.join(others[:8])}{' …' if len(others) > 8 else ''})" \
+        if others else ""
+    return f"the folder holds one recognisable file, {rel}, and was read as that file{rest}"
+
+
+SUBFOLDER_HINTS = 20
+"""At most this many subfolders are tried when a folder holds nothing readable, to name the ones that are."""
+
+
+def _readable_subfolders(folder: Source, depth: int = 0) -> list[tuple[str, str]]:
+    """``(relative path, format)`` of subfolders (two levels down at most) that :func:`resolve` reads."""
+    found: list[tuple[str, str]] = []
+    subdirs = [p for p in sorted(folder.path.iterdir()) if p.is_dir() and _visible(p)][:SUBFOLDER_HINTS]
+    for sub in subdirs:
+        try:
+            spec, src = _resolve(Source(sub), None, hints=False)
+        except FormatDetectionError:
+            if depth < 1:
+                found.extend((f"{sub.name}/{rel}", name) for rel, name in _readable_subfolders(Source(sub), depth + 1))
+            continue
+        found.append((sub.name, spec.name))
+    return found
+
+
+def resolve(path: str | Path | Source, format: str | None = None) -> tuple[FormatSpec, Source]:
+    """The format of ``path`` and the source to load with it.
+
+    The source is ``path`` itself, except for a folder that no folder format claims and that
+    holds exactly one recognisable file: then it is that file (its format decides). With
+    ``format`` given, detection is skipped, but a folder that format does not read is still
+    searched for the one file it does.
     """
     source = path if isinstance(path, Source) else Source(path)
-    matches = [spec for spec in formats() if _safe_sniff(spec, source)]
+    return _resolve(source, format, hints=True)
+
+
+def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[FormatSpec, Source]:
+    if format:
+        spec = get_format(format)
+        if source.is_dir and not _safe_sniff(spec, source):
+            found, file, _ = _one_file_in(source, [spec])
+            if found is not None and file is not None:
+                return spec, file
+        return spec, source
+    matches = _matches(source)
     if len(matches) == 1:
-        return matches[0]
+        return matches[0], source
     seen = source.describe()
+    if not matches and source.is_dir:
+        found, file, claimed = _one_file_in(source)
+        if found is not None and file is not None:
+            return found, file
+        if claimed:
+            lines = "\n".join(f"  - {c.path.relative_to(source.path).as_posix()}: {', '.join(s.name for s in specs)}"
+                              for c, specs in claimed)
+            raise FormatDetectionError(
+                f"the folder holds several recognisable inputs:\n{lines}\n"
+                "Pass one of them (a file or a sweep folder), or --format NAME when one file fits several formats.",
+                path=source.path,
+            )
+    if not matches and source.is_dir and hints:
+        inside = _readable_subfolders(source)
+        if inside:
+            lines = "\n".join(f"  - {rel}: {name}" for rel, name in inside)
+            raise FormatDetectionError(
+                f"the folder holds no input bearing reads directly, but these subfolders do:\n{lines}\n"
+                "Pass one of them.",
+                path=source.path,
+            )
     if not matches:
         lines = "\n".join(f"  - {s.name} ({s.tool}): {s.needs}" for s in formats())
         raise FormatDetectionError(
@@ -120,9 +242,12 @@ def load(path: str | Path, *, format: str | None = None, **options: object) -> D
     Returns a request trace, a load-point table or rate windows, each with provenance.
     ``format`` skips detection; ``options`` go to the format's loader.
     """
-    source = Source(path)
-    spec = get_format(format) if format else detect(source)
-    return call_loader(spec, source, options)
+    folder = Source(path)
+    spec, source = resolve(folder, format)
+    ds = call_loader(spec, source, options)
+    if source is not folder:
+        ds.provenance.add("folder_one_file", _note_folder(folder, source), level="info")
+    return ds
 
 
 def loader_options(spec: FormatSpec) -> list[str]:
