@@ -162,3 +162,16 @@ def first_failing_step(limits: dict, *, run_id: str | None = None, mix: str | No
             steps = sorted((s for s in m.get("steps") or [] if s.get("step") is not None), key=lambda s: s["step"])
             return next((int(s["step"]) for s in steps if s.get("status") == "fail"), None)
     return None
+
+
+def first_saturated_step(loadpoints: pl.DataFrame, *, tolerance: float = 0.10) -> int | None:
+    """The first step (by offered load) whose achieved rate (``achieved_rate_rps``, else
+    ``throughput_rps``) falls short of the offered load by more than ``tolerance``: the load
+    generator or the server could no longer keep up."""
+    f = loadpoints.filter(pl.col("offered_load").is_not_null() & pl.col("step").is_not_null()).sort("offered_load")
+    for r in f.iter_rows(named=True):
+        got = r.get("achieved_rate_rps")
+        got = got if got is not None else r.get("throughput_rps")
+        if got is not None and got < r["offered_load"] * (1 - tolerance):
+            return int(r["step"])
+    return None
