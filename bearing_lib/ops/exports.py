@@ -214,12 +214,22 @@ def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
         raise SchemaError("the limits JSON has no `sla` list", path=limits_path, field="sla")
     out = []
     for i, c in enumerate(raw):
-        missing = [k for k in ("text", "kind", "stat", "threshold", "unit") if not isinstance(c, dict) or k not in c]
+        missing = [k for k in ("text", "stat", "threshold", "unit") if not isinstance(c, dict) or k not in c]
         if missing:
             raise SchemaError(f"sla[{i}] lacks {missing}", path=limits_path, field=f"sla[{i}]")
-        out.append(SlaClause(str(c["text"]), str(c["kind"]), c.get("metric"), str(c["stat"]), float(c["threshold"]),
+        kind = c.get("kind") or _kind_of(c)
+        out.append(SlaClause(str(c["text"]), str(kind), c.get("metric"), str(c["stat"]), float(c["threshold"]),
                              str(c["unit"])))
     return tuple(out)
+
+
+def _kind_of(clause: dict[str, Any]) -> str:
+    """The clause kind for limits JSON written before ``sla[].kind`` existed."""
+    if "error_rate" in (clause.get("metric"), clause.get("stat")):
+        return "error_rate"
+    if _quantile(str(clause.get("stat"))) is not None:
+        return "percentile"
+    return "other"
 
 
 # --------------------------------------------------------------------------- options
