@@ -20,6 +20,9 @@ free) is derived per row.
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, SchemaError
@@ -50,23 +53,31 @@ def sniff(source: Source) -> bool:
     return any(c in cols for c in TIME_COLUMNS) and any(c.startswith("DCGM_FI_") for c in cols)
 
 
-def _epoch_seconds(frame: pl.DataFrame, col: str, path: str) -> tuple[pl.Series, bool]:
-    """(epoch seconds, whether a zone-less ISO time was read as UTC)."""
-    text = frame[col].cast(pl.String).str.strip_chars()
-    as_num = text.cast(pl.Float64, strict=False)
-    if as_num.is_not_null().all():
-        return pl.Series(col, [v / 1000.0 if v > 1e11 else v for v in as_num.to_list()], dtype=pl.Float64), False
-    naive = ~text.str.contains(r"(Z|[+-]\d{2}:?\d{2})$")
-    fixed = pl.Series(col, [t + "Z" if n else t for t, n in zip(text.to_list(), naive.to_list(), strict=True)])
-    parsed = fixed.str.to_datetime(time_zone="UTC", strict=False, time_unit="us")
-    bad = parsed.is_null()
-    if bad.any():
-        idx = int(bad.arg_max())
-        raise BadValueError(
-            f"expected epoch seconds or an ISO-8601 time, found {frame[col][idx]!r}",
-            path=path, row=int(frame["source_row"][idx]), field=col,
-        )
-    return (parsed.dt.epoch("us").cast(pl.Float64) / 1e6).alias(col), bool(naive.any())
+def _epoch_seconds(frame: pl.DataFrame, col: str, path: str) -> tuple[list[float], bool]:
+    """(epoch seconds per row, whether a zone-less ISO time was read as UTC). Each value is read on
+    its own: a number is epoch seconds (milliseconds above 10^11), anything else ISO-8601."""
+    out: list[float] = []
+    naive_seen = False
+    for raw, line in zip(frame[col].to_list(), frame["source_row"].to_list(), strict=True):
+        text = (raw or "").strip()
+        try:
+            v = float(text)
+        except ValueError:
+            v = None
+        if v is not None and math.isfinite(v):
+            out.append(v / 1000.0 if v > 1e11 else v)
+            continue
+        try:
+            t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise BadValueError(
+                f"expected epoch seconds or an ISO-8601 time, found {raw!r}", path=path, row=int(line), field=col
+            ) from None
+        if t.tzinfo is None:
+            naive_seen = True
+            t = t.replace(tzinfo=UTC)
+        out.append(t.timestamp())
+    return out, naive_seen
 
 
 def load(source: Source, *, run_id: str | None = None) -> ServerMetrics:
@@ -92,7 +103,7 @@ def load(source: Source, *, run_id: str | None = None) -> ServerMetrics:
     gpus = frame[gcol].cast(pl.String).to_list() if gcol else [None] * frame.height
     hosts = frame[hcol].cast(pl.String).to_list() if hcol else [None] * frame.height
     lines = frame["source_row"].to_list()
-    times = t.to_list()
+    times = t
     values = {f: frame[f].to_list() for f in fields}
     for i in range(frame.height):
         labels = {k: v for k, v in (("gpu", gpus[i]), ("Hostname", hosts[i])) if v is not None}
@@ -104,8 +115,9 @@ def load(source: Source, *, run_id: str | None = None) -> ServerMetrics:
         if used is not None and free is not None and used[i] is not None and free[i] is not None:
             total = used[i] + free[i]
             if total > 0:
-                row = sample_row("DCGM_FI_DEV_FB_USED", labels, used[i] / total, times[i], lines[i], rid)
-                row |= {"signal": "gpu_memory_used_fraction", "metric": "FB_USED/(FB_USED+FB_FREE)"}
+                row = sample_row("DCGM_FI_DEV_FB_USED", labels, 0.0, times[i], lines[i], rid)
+                row |= {"signal": "gpu_memory_used_fraction", "metric": "FB_USED/(FB_USED+FB_FREE)",
+                        "value": used[i] / total}
                 rows.append(row)
     prov.time_origin = "epoch"
     prov.add("units", f"FB_USED/FB_FREE in MiB (× {MIB} → bytes); GPU_UTIL in % (÷ 100)", level="info")

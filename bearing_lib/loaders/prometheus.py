@@ -142,14 +142,28 @@ def _parse_exposition(text: str, path: Path, *, default_time: float | None, run_
                 t = float(s.timestamp) if s.timestamp is not None else default_time
                 rows.append(sample_row(s.name, dict(s.labels), value, t, line_of.get(s.name, 0), run_id))
     except ValueError as exc:
-        bad = str(exc).removeprefix("Invalid line: ").strip()
-        row = next((i for i, ln in enumerate(text.splitlines(), start=1) if ln.strip() == bad), None)
+        row = _first_bad_line(text)
         raise BadValueError(
             f"not a Prometheus text-exposition line ({exc}); expected `name{{label=\"v\"}} value [timestamp_ms]`",
             path=path,
             row=row,
         ) from exc
     return rows
+
+
+def _first_bad_line(text: str) -> int | None:
+    """The 1-based line the parser refuses, found by parsing the sample lines one at a time."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for i, ln in enumerate(text.splitlines(), start=1):
+        if not ln.strip() or ln.startswith("#"):
+            continue
+        try:
+            for fam in text_string_to_metric_families(ln + "\n"):
+                list(fam.samples)
+        except ValueError:
+            return i
+    return None
 
 
 def load_text(source: Source, *, time_s: float | None = None, run_id: str | None = None) -> ServerMetrics:
