@@ -348,7 +348,7 @@ def prometheus_rules(numbers: PlanNumbers, target: Target) -> tuple[dict[str, An
             {
                 "alert": "BearingErrorBudget10PercentIn1h",
                 "expr": f"bearing:request_errors:ratio_rate1h > {_num(f10 * budget)}",
-                "labels": {"severity": "critical"},
+                "labels": {"severity": "ticket"},  # the sources: 10% burned within 1 h → open a ticket
                 "annotations": {"summary": f"10% of the error budget spent in 1 h ({slo})",
                                 "description": f"1 h error ratio {{{{ $value | humanizePercentage }}}} > burn rate "
                                                f"{_num(f10)} x budget {_num(budget)}."},

@@ -175,3 +175,23 @@ def test_kubecon_v0_engine_kv_cache_stays_low_at_its_limit(shared_data):
     b = name_bottleneck(step_signals(load(folder, format="inference-perf-prometheus")), limit_step=limit)
     assert b.signals["kv_cache_usage"]["high"] == raw[limit]["kv_cache_usage_percentage"]["p99"] < 0.95
     assert [f.rule for f in b.fired] == ["CMP-2"]  # queue grew (141 → 221), KV far from full
+
+
+def test_kv_check_against_the_engine_gauge():
+    from bearing_lib.ops.kv_check import check_kv_usage, kv_pool
+
+    # 8 running × ceil((200 + 64/2) / 16) = ceil(14.5) = 15 blocks → 120 of 1,000 blocks = 0.12
+    c = check_kv_usage(requests_running=8, input_tokens=200, output_tokens=64, num_gpu_blocks=1000, block_size=16,
+                       measured_usage=0.11, step=3)
+    assert c.blocks_per_request == 15 and c.predicted_usage == pytest.approx(0.12)
+    assert c.rel_error == pytest.approx(0.01 / 0.11) and c.right
+    far = check_kv_usage(requests_running=8, input_tokens=200, output_tokens=64, num_gpu_blocks=1000, block_size=16,
+                         measured_usage=0.05, prefix_hit_rate=0.6)
+    assert not far.right and "prefix caching" in far.statement
+    scrape = ('# TYPE vllm:cache_config_info gauge\n'
+              'vllm:cache_config_info{block_size="16",cache_dtype="auto",num_gpu_blocks="27495"} 1.0\n')
+    from bearing_lib.loaders.prometheus import _parse_exposition
+
+    rows = _parse_exposition(scrape, Path("x.prom"), default_time=0.0, run_id="r")
+    ds = ServerMetrics(conform_metrics(rows), Provenance(source="x", format="prometheus-text", tool="t", sha256=""))
+    assert kv_pool(ds) == (27495, 16)
