@@ -201,3 +201,35 @@ def test_the_plan_the_cli_writes_exports_and_validates(tmp_path, monkeypatch):
 def test_cli_error_for_a_missing_plan_is_one_line(tmp_path):
     r = runner.invoke(app, ["export", str(tmp_path / "out"), "--plan", str(tmp_path / "nope.json")])
     assert r.exit_code == 1 and "cannot read the plan JSON" in r.output
+
+
+def test_bottleneck_cli_aligns_a_scrape_series_to_the_trace_steps(tmp_path):
+    """A trace with two steps (epoch seconds) and a series of scrapes: the queue grows and the GPU is
+    busy in step 1 only, so CMP-1 names GPU compute at step 1 (the limit step given)."""
+    t0 = 1_733_000_000
+    rows = ["request_id,start_s,end_s,latency_ms,status,run_id,step"]
+    for i in range(10):
+        step = 0 if i < 5 else 1
+        start = t0 + i * 12  # step 0: t0 .. t0+48+10, step 1: t0+60 .. t0+118
+        rows.append(f"{i},{start},{start + 10},10000,ok,r,{step}")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    series = tmp_path / "scrapes"
+    series.mkdir()
+    samples = {t0 + 5: (0, 40), t0 + 30: (0, 45), t0 + 65: (4, 96), t0 + 90: (9, 98), t0 + 110: (15, 99)}
+    for t, (waiting, util) in samples.items():
+        (series / f"scrape-{t}.prom").write_text(
+            f"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting {waiting}\n"
+            f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{gpu=\"0\"}} {util}\n"
+        )
+    out = tmp_path / "b.json"
+    r = runner.invoke(app, ["bottleneck", str(series), "--trace", str(trace), "--step", "1", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    b = doc["bottleneck"]
+    assert b["resource"] == "GPU compute" and b["fired"][0]["rule"] == "CMP-1"
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    # step 1 holds the samples at +65, +90, +110: waiting mean (4 + 9 + 15) / 3, GPU (96 + 98 + 99) / 300
+    assert sig[(1, "requests_waiting")]["mean"] == pytest.approx(28 / 3)
+    assert sig[(1, "gpu_utilization")]["mean"] == pytest.approx(2.93 / 3)
+    assert sig[(0, "requests_waiting")]["mean"] == 0.0
