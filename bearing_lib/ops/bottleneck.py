@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
+from bearing_lib.common.errors import ParameterError
+
 KV_HIGH = 0.95
 GPU_MEM_HIGH = 0.95
 GPU_BUSY = 0.90
@@ -97,6 +99,9 @@ def name_bottleneck(
     """
     if table is None or table.height == 0:
         return Bottleneck(run_id, limit_step, None, "no server metrics given")
+    runs = {r for r in table["run_id"].unique().to_list() if r is not None}
+    if run_id is None and len(runs) > 1:
+        raise ParameterError(f"the metrics hold {len(runs)} runs ({', '.join(sorted(runs))}): name one (run_id)")
     if limit_step is None:
         return Bottleneck(run_id, None, None, "no limit step: the load test never crossed its limit, so no resource "
                                                "is named")

@@ -417,7 +417,7 @@ def _quantile(stat: str) -> float | None:
 
 # --------------------------------------------------------------------------- autoscalers
 def _replicas(numbers: PlanNumbers, target: Target) -> tuple[int, int]:
-    lo = target.min_replicas if target.min_replicas is not None else numbers.min_replicas
+    lo = target.min_replicas if target.min_replicas is not None else max(1, numbers.min_replicas)
     hi = target.max_replicas if target.max_replicas is not None else max(numbers.max_replicas, lo)
     if hi < lo:
         raise ParameterError(f"max replicas {hi} is below min replicas {lo}")
@@ -437,6 +437,20 @@ def _cool_down(numbers: PlanNumbers, target: Target, notes: list[str]) -> int:
     return int(round(cd))
 
 
+def _check_target(numbers: PlanNumbers) -> None:
+    if numbers.scale_target_rps < 0.001:
+        raise ParameterError(
+            f"the per-pod target {numbers.scale_target_rps:g} req/s is below 0.001 (1m), the smallest value the "
+            "autoscalers can hold; the plan's allowable capacity is too small to autoscale on request rate"
+        )
+
+
+def _floor3(x: float) -> str:
+    """``x`` rounded down to 3 decimals, as text without trailing zeros (a KEDA threshold)."""
+    text = f"{math.floor(x * 1000 + 1e-9) / 1000:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
 def _milli(x: float) -> str:
     """A Kubernetes quantity in milli-units, rounded down (the target never exceeds the plan's)."""
     return f"{math.floor(x * 1000 + 1e-9)}m"
@@ -454,6 +468,7 @@ def _behavior(cool_down_s: int) -> dict[str, Any]:
 def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
+    _check_target(numbers)
     lo, hi = _replicas(numbers, target)
     cd = _cool_down(numbers, target, notes)
     doc = {
@@ -496,6 +511,7 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
 def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A KEDA ScaledObject with a Prometheus trigger (AverageValue: the query's value per replica)."""
     notes: list[str] = []
+    _check_target(numbers)
     lo, hi = _replicas(numbers, target)
     cd = _cool_down(numbers, target, notes)
     doc = {
@@ -517,7 +533,7 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
                     "metadata": {
                         "serverAddress": target.prometheus_url,
                         "query": f"sum(rate({REQUESTS_COMPLETED}{_sel(target.matchers)}[1m]))",
-                        "threshold": _num(math.floor(numbers.scale_target_rps * 1000 + 1e-9) / 1000),
+                        "threshold": _floor3(numbers.scale_target_rps),
                     },
                 }
             ],
