@@ -233,3 +233,19 @@ def test_bottleneck_cli_aligns_a_scrape_series_to_the_trace_steps(tmp_path):
     assert sig[(1, "requests_waiting")]["mean"] == pytest.approx(28 / 3)
     assert sig[(1, "gpu_utilization")]["mean"] == pytest.approx(2.93 / 3)
     assert sig[(0, "requests_waiting")]["mean"] == 0.0
+
+
+def test_large_and_tiny_targets_round_down_or_are_refused(tmp_path):
+    doc = json.loads((REPORT / "plan.json").read_text())
+    doc["instances"]["per_instance_allowable_rps"] = 5333.3333  # target 0.8 × A = 4266.66664 req/s
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps(doc))
+    w = export(read_plan(p), ["hpa", "keda"], tmp_path / "out")
+    assert _y(w.files["keda"][0])["spec"]["triggers"][0]["metadata"]["threshold"] == "4266.666"
+    assert _y(w.files["hpa"][0])["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "4266666m"
+    doc["instances"]["per_instance_allowable_rps"] = 0.001  # target 0.0008 req/s < 1m
+    p.write_text(json.dumps(doc))
+    from bearing_lib.common.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="below 0.001"):
+        export(read_plan(p), ["hpa"], tmp_path / "out2")
