@@ -214,12 +214,14 @@ def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
         raise SchemaError("the limits JSON has no `sla` list", path=limits_path, field="sla")
     out = []
     for i, c in enumerate(raw):
-        missing = [k for k in ("text", "stat", "threshold", "unit") if not isinstance(c, dict) or k not in c]
+        missing = [k for k in ("text", "stat", "threshold") if not isinstance(c, dict) or k not in c]
         if missing:
             raise SchemaError(f"sla[{i}] lacks {missing}", path=limits_path, field=f"sla[{i}]")
+        if not isinstance(c["threshold"], (int, float)):
+            continue  # a clause without a numeric threshold gives no alert
         kind = c.get("kind") or _kind_of(c)
         out.append(SlaClause(str(c["text"]), str(kind), c.get("metric"), str(c["stat"]), float(c["threshold"]),
-                             str(c["unit"])))
+                             str(c.get("unit") or "")))
     return tuple(out)
 
 
