@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
                                            help="Prometheus the KEDA trigger queries."),
         pods_metric: str = typer.Option("vllm_requests_per_second", "--pods-metric",
                                         help="Per-pod custom metric the HPA reads."),
+        queue_target: float | None = typer.Option(None, "--queue-target",
+                                                  help="Also scale on waiting requests per pod above this (the "
+                                                       "plan has no queue figure)."),
         for_minutes: int = typer.Option(5, "--for-minutes", help="CBU and latency alerts fire after this long."),
         slo_window_days: float = typer.Option(30.0, "--slo-window-days", help="Error-budget window, days."),
         instances: int = typer.Option(1, "--instances",
@@ -56,7 +59,8 @@ def register(app: typer.Typer) -> None:
                         wanted.append(f.strip())
             numbers = read_plan(plan, limits_path=limits)
             target = Target(namespace=namespace, deployment=deployment, selector=selector,
-                            prometheus_url=prometheus_url, pods_metric=pods_metric, for_minutes=for_minutes,
+                            prometheus_url=prometheus_url, pods_metric=pods_metric, queue_target=queue_target,
+                            for_minutes=for_minutes,
                             slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,
                             max_replicas=max_replicas, cool_down_s=cool_down_s)
             written = export(numbers, wanted, out, target)

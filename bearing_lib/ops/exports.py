@@ -246,6 +246,10 @@ class Target:
     prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
     pods_metric: str = "vllm_requests_per_second"
     """Per-pod metric name the HPA reads through the custom-metrics API (prometheus-adapter)."""
+    queue_target: float | None = None
+    """Waiting requests per pod to scale on as well (the plan has no queue figure: the user's choice)."""
+    queue_metric: str = "vllm_num_requests_waiting"
+    """Per-pod custom metric name of the waiting queue (HPA)."""
     for_minutes: int = 5
     slo_window_days: float = 30.0
     instances: int = 1
@@ -265,6 +269,8 @@ class Target:
             raise ParameterError(f"--slo-window-days must be > 0 (got {self.slo_window_days})")
         if self.instances < 1:
             raise ParameterError(f"--instances must be >= 1 (got {self.instances})")
+        if self.queue_target is not None and not self.queue_target > 0:
+            raise ParameterError(f"--queue-target must be > 0 (got {self.queue_target})")
         for name, v in (("--min-replicas", self.min_replicas), ("--max-replicas", self.max_replicas)):
             if v is not None and v < 1:
                 raise ParameterError(f"{name} must be >= 1 (got {v})")
@@ -501,6 +507,12 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
             "behavior": _behavior(cd),
         },
     }
+    if target.queue_target is not None:
+        doc["spec"]["metrics"].append({"type": "Pods", "pods": {
+            "metric": {"name": target.queue_metric},
+            "target": {"type": "AverageValue", "averageValue": _milli(target.queue_target)}}})
+        notes.append(f"also scales on {target.queue_metric} above {target.queue_target:g} waiting per pod "
+                     "(--queue-target; the HPA takes the larger replica count of the two metrics)")
     notes.append(
         f"the HPA reads the per-pod metric {target.pods_metric!r} through the custom-metrics API: with "
         f"prometheus-adapter, a rule with seriesQuery '{REQUESTS_COMPLETED}{{namespace!=\"\",pod!=\"\"}}', "
@@ -541,6 +553,12 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
             ],
         },
     }
+    if target.queue_target is not None:
+        doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
+            "serverAddress": target.prometheus_url,
+            "query": f"sum(vllm:num_requests_waiting{_sel(target.matchers)})",
+            "threshold": _floor3(target.queue_target)}})
+        notes.append(f"also scales on waiting requests above {target.queue_target:g} per replica (--queue-target)")
     notes.append("KEDA's cooldownPeriod applies only to scaling to zero; the scale-down stabilisation window carries "
                  "the plan's cool-down")
     return doc, notes

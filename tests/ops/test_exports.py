@@ -249,3 +249,17 @@ def test_large_and_tiny_targets_round_down_or_are_refused(tmp_path):
 
     with pytest.raises(ParameterError, match="below 0.001"):
         export(read_plan(p), ["hpa"], tmp_path / "out2")
+
+
+def test_queue_target_adds_a_second_metric_and_trigger_that_still_validate(tmp_path):
+    numbers = read_plan(REPORT / "plan.json")
+    w = export(numbers, ["hpa", "keda"], tmp_path / "out", Target(queue_target=8))
+    hpa = _y(w.files["hpa"][0])
+    assert [m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == ["vllm_requests_per_second",
+                                                                              "vllm_num_requests_waiting"]
+    assert hpa["spec"]["metrics"][1]["pods"]["target"]["averageValue"] == "8000m"
+    trig = _y(w.files["keda"][0])["spec"]["triggers"]
+    assert trig[1]["metadata"] == {"serverAddress": Target().prometheus_url,
+                                   "query": 'sum(vllm:num_requests_waiting{namespace="default"})', "threshold": "8"}
+    for c in validate.check_written(w.files):
+        assert _need(c).ok, c.output
