@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
                             for_minutes=for_minutes,
                             slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,
                             max_replicas=max_replicas, cool_down_s=cool_down_s)
-            written = export(numbers, wanted, out, target)
+            written = export(numbers, wanted, out, target, check=check)
             typer.echo(f"allowable {numbers.per_instance_allowable_rps:.4g} req/s per instance; autoscaler target "
                        f"{numbers.scale_target_rps:.4g} req/s per pod (cbu.threshold {numbers.cbu_threshold:g})")
             if not numbers.sla:
@@ -72,14 +72,12 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"wrote {f}: {', '.join(paths)}")
             typer.echo(f"wrote {Path(written.out_dir) / 'exports.json'}")
             if check:
-                from bearing_lib.ops.validate import check_written
-
                 failed = False
-                for c in check_written(written.files):
-                    state = "passed" if c.ok else ("FAILED" if c.ok is False else "not run")
-                    typer.echo(f"check {Path(c.path).name}: {c.validator}: {state}"
-                               + ("" if c.ok else f"\n  {c.output}"))
-                    failed = failed or c.ok is False
+                for c in written.checks:
+                    state = "passed" if c["ok"] else ("FAILED" if c["ok"] is False else "not run")
+                    typer.echo(f"check {Path(c['path']).name}: {c['validator']}: {state}"
+                               + ("" if c["ok"] else f"\n  {c['output']}"))
+                    failed = failed or c["ok"] is False
                 if failed:
                     raise typer.Exit(code=1)
 

@@ -643,6 +643,8 @@ class Written:
     files: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     numbers: dict[str, Any] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    """With ``check=True``: per file, the validator and whether it passed (``ok`` null: not installed)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -653,9 +655,13 @@ def _yaml(doc: Any, header: list[str]) -> str:
     return lines + yaml.safe_dump(doc, sort_keys=False, width=200, allow_unicode=True)
 
 
-def export(numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target: Target | None = None) -> Written:
+def export(
+    numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target: Target | None = None, *,
+    check: bool = False,
+) -> Written:
     """Write the chosen formats into ``out_dir`` (created; existing files of the same names are replaced)
-    and ``exports.json``, the manifest of what was written and from which numbers."""
+    and ``exports.json``, the manifest of what was written, from which numbers and (``check``) which
+    validator passed each file (:mod:`bearing_lib.ops.validate`)."""
     target = target or Target()
     target.check()
     unknown = [f for f in formats if f not in FORMATS]
@@ -688,5 +694,10 @@ def export(numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target
         "max_replicas": _replicas(numbers, target)[1],
         "target": asdict(target),
     }
+    if check:
+        from bearing_lib.ops.validate import check_written
+
+        fmt_of = {p: f for f, paths in w.files.items() for p in paths}
+        w.checks = [{"format": fmt_of.get(c.path), **asdict(c)} for c in check_written(w.files)]
     (out / "exports.json").write_text(json.dumps(w.to_dict(), indent=1) + "\n")
     return w

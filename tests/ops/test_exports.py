@@ -196,6 +196,8 @@ def test_the_plan_the_cli_writes_exports_and_validates(tmp_path, monkeypatch):
     assert sorted(manifest["files"]) == sorted(FORMATS)
     if all(tools):
         assert r.output.count(": passed") == 5
+        # the manifest says which validator passed each format (what a report's closing note lists)
+        assert {c["format"]: c["ok"] for c in manifest["checks"]} == dict.fromkeys(FORMATS, True)
 
 
 def test_cli_error_for_a_missing_plan_is_one_line(tmp_path):
