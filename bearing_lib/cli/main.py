@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typer
 
+from bearing_lib.cli import export as _export
 from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import limits as _limits
 from bearing_lib.cli import plan as _plan
@@ -45,6 +46,7 @@ _limits.register(app)
 _report.register(app)
 _plan.register(app)
 _profile.register(app)
+_export.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,8 +18,8 @@ steps), ``summary_lifecycle_metrics.json`` (whole run), optionally
 - ``inference-perf-lifecycle-yaml`` → the llm-d-benchmark YAML rendering of one lifecycle
   report (one load point).
 
-``config.yaml`` beside the reports (or one folder up) gives the model name. Prometheus
-files are server-side metrics that bearing does not read (listed in provenance).
+``config.yaml`` beside the reports (or one folder up) gives the model name. The server-side
+Prometheus files load as server metrics with :mod:`bearing_lib.loaders.inference_perf_prometheus`.
 """
 
 from __future__ import annotations
@@ -286,8 +286,9 @@ def load_stages(source: Source) -> LoadPointTable:
     if ignored:
         prov.add(
             "not_read",
-            "files beside the stage reports that bearing does not read (summary, server-side Prometheus "
-            f"metrics, config): {', '.join(sorted(set(ignored)))}",
+            "files beside the stage reports that this loader does not read (summary, config, server-side "
+            "Prometheus metrics: load those with format=inference-perf-prometheus): "
+            f"{', '.join(sorted(set(ignored)))}",
             level="info",
         )
     return finish_loadpoints(

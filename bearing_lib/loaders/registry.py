@@ -20,7 +20,7 @@ from bearing_lib.common.errors import FormatDetectionError, InputError, Paramete
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders.source import Source
 
-DatasetKind = Literal["requests", "loadpoints", "rates"]
+DatasetKind = Literal["requests", "loadpoints", "rates", "metrics"]
 
 
 class Dataset(Protocol):

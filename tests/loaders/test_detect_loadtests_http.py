@@ -17,7 +17,6 @@ from bearing_lib.loaders.source import Source
 pytestmark = pytest.mark.shared_data
 
 NOT_A_FORMAT = {
-    r"_prometheus_metrics\.json$": "inference-perf server-side Prometheus metrics (part of a report folder)",
     r"inference-perf/.*/config\.yaml$": "inference-perf run configuration (read for the model name)",
     r"inference-perf/.*/validation\.json$": "inference-perf report validation (part of a report folder)",
     r"analyzed_reports_legend\.json$": "inference-perf --analyze legend",
@@ -31,6 +30,7 @@ def expected_format(rel: str) -> str | None:
             return None
     rules = [
         (r"^lmbenchmark/.*\.csv$", "lmbench-csv"),
+        (r"_prometheus_metrics\.json$", "inference-perf-prometheus"),
         (r"stage_\d+_lifecycle_metrics\.json$", "inference-perf-stages"),
         (r"summary_lifecycle_metrics\.json$", "inference-perf-summary"),
         (r"per_request_lifecycle_metrics\.json$", "inference-perf-requests"),

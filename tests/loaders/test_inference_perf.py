@@ -143,12 +143,12 @@ def test_unknown_layout_names_missing_fields(tmp_path):
     assert exc.value.missing == ["load_summary.achieved_rate", "successes.latency"]
 
 
-def test_prometheus_and_config_are_not_formats():
+def test_prometheus_reports_are_server_metrics_and_config_is_not_a_format():
     from bearing_lib.common.errors import FormatDetectionError
 
+    # the server-side reports load as server metrics (tests/loaders/test_server_metrics.py)
     for name in ("stage_0_prometheus_metrics.json", "summary_prometheus_metrics.json"):
-        with pytest.raises(FormatDetectionError):
-            detect(KUBECON_VLLM / name)
+        assert detect(KUBECON_VLLM / name).name == "inference-perf-prometheus"
     with pytest.raises(FormatDetectionError):
         detect(DATA / "k8s-sigs-kubecon-na-2025" / "config.yaml")
 

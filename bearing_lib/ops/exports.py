@@ -1,0 +1,703 @@
+"""The plan as the settings operators deploy: Prometheus rules, HPA, KEDA, Envoy and nginx.
+
+Everything is computed from the plan JSON (``bearing plan --json``, docs/interfaces.md §6)
+and, for the SLA, from the limits JSON it was built from (§4). :func:`read_plan` is the
+typed reader: it validates the keys used here and names every missing or mistyped one at
+once. Which number goes where (docs/operations.md has the worked example):
+
+- **per-instance allowable capacity** ``A = instances.per_instance_allowable_rps`` (Q_ult per
+  instance / FOS); **CBU** = fleet throughput / (instances × A); alert when CBU >
+  ``cbu.threshold`` (0.8) for ``for_minutes``, and when CBU > 1 (below the design FOS);
+- **autoscaler target per pod** = ``cbu.threshold × A`` (scale out before CBU reaches the
+  threshold); **min replicas** = ``instances.base`` (the instances the target load needs; with a
+  fixed buffer, ``instances.total``); **max replicas** = the larger of ``instances.total`` and the
+  elasticity replay's ``max_instances``; **scale-down stabilisation** = the replay's
+  ``elasticity.cool_down_s``;
+- **error-budget burn** from the SLA's ``error_rate <= x`` clause (budget ``x`` over an SLO
+  window, 30 days by default): 10 % of the budget in 1 h, and the multi-window pairs (2 % in 1 h
+  with a 5 min confirmation, page; 5 % in 6 h with 30 min, ticket). A burn rate of
+  ``f × window / long_window`` spends fraction ``f`` of the budget in the long window;
+- **latency** from each percentile clause (``p95(ttft) <= 1s`` → ``histogram_quantile(0.95, …)
+  > 1`` on vLLM's histogram for that metric);
+- **rate limits** at ``A`` per instance (× ``instances`` for a limiter in front of several):
+  nginx ``limit_req`` in requests per minute rounded *down*, Envoy's local rate limit as a
+  token bucket refilled at exactly ``A``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bearing_lib.common.errors import InputError, ParameterError, SchemaError
+from bearing_lib.common.schema import problems
+
+FORMATS = ("prometheus", "hpa", "keda", "envoy", "nginx")
+HPA_MAX_STABILIZATION_S = 3600  # autoscaling/v2: stabilizationWindowSeconds <= 3600
+HISTOGRAMS = {
+    "ttft_ms": "vllm:time_to_first_token_seconds",
+    "latency_ms": "vllm:e2e_request_latency_seconds",
+    "tpot_ms": "vllm:time_per_output_token_seconds",
+    "itl_ms": "vllm:inter_token_latency_seconds",
+}
+"""SLA metric → the vLLM histogram the latency alert reads."""
+REQUESTS_COMPLETED = "vllm:request_success_total"
+RUNNING_GAUGE = "vllm:num_requests_running"
+HTTP_REQUESTS = "http_requests_total"
+ERROR_MATCHER = 'status=~"5..|5xx"'
+"""Server errors among vLLM's HTTP requests (its API server labels status as ``2xx`` ... ``5xx``)."""
+
+
+# --------------------------------------------------------------------------- typed readers
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Instances(_Open):
+    per_instance_allowable_rps: float
+    per_instance_q_ult_rps: float
+    base: int
+    total: int
+    buffer_plan: dict[str, Any] | None = None
+
+
+class _Cbu(_Open):
+    threshold: float
+
+
+class _Elasticity(_Open):
+    cool_down_s: float
+    max_instances: int | None = None
+    recommendation: str | None = None
+
+
+class _Tier(_Open):
+    name: str
+
+
+class _Target(_Open):
+    rps: float
+
+
+class _Plan(_Open):
+    allowable_rps: float
+    verdict: str
+    tier: _Tier
+    target: _Target
+    cbu: _Cbu
+    instances: _Instances
+    elasticity: _Elasticity | dict[str, Any]
+    sources: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class SlaClause:
+    """One SLA clause from the limits JSON."""
+
+    text: str
+    kind: str
+    metric: str | None
+    stat: str
+    threshold: float
+    unit: str
+
+
+@dataclass(frozen=True)
+class PlanNumbers:
+    """The numbers the exports use, each read from a named plan key."""
+
+    plan_path: str
+    per_instance_allowable_rps: float
+    per_instance_q_ult_rps: float
+    cbu_threshold: float
+    base_instances: int
+    total_instances: int
+    buffer_mode: str | None
+    cool_down_s: float | None
+    replay_max_instances: int | None
+    tier: str
+    verdict: str
+    target_rps: float
+    limits_path: str | None = None
+    sla: tuple[SlaClause, ...] = ()
+
+    @property
+    def scale_target_rps(self) -> float:
+        """Per-pod autoscaler target: ``cbu.threshold × per-instance allowable``."""
+        return self.cbu_threshold * self.per_instance_allowable_rps
+
+    @property
+    def min_replicas(self) -> int:
+        return self.total_instances if self.buffer_mode == "fixed" else self.base_instances
+
+    @property
+    def max_replicas(self) -> int:
+        return max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} ({exc.strerror})", path=path) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"the {what} is not valid JSON (line {exc.lineno}: {exc.msg})", path=path) from exc
+    if not isinstance(doc, dict):
+        raise SchemaError(f"the {what} must be a JSON object", path=path)
+    return doc
+
+
+def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -> PlanNumbers:
+    """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
+    the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
+    listing them all, with the file."""
+    plan_path = Path(plan_path)
+    doc = _read_json(plan_path, "plan JSON")
+    try:
+        p = _Plan.model_validate(doc)
+    except ValidationError as exc:
+        lines = problems(exc)
+        raise SchemaError(
+            f"the plan JSON lacks what the exports need ({len(lines)} problem(s)):\n  " + "\n  ".join(lines)
+            + "\nwrite it with `bearing plan --limits L --profile P --json OUT`",
+            path=plan_path,
+        ) from None
+    el = p.elasticity if isinstance(p.elasticity, _Elasticity) else None
+    if limits_path is None:
+        named = (p.sources or {}).get("limits")
+        if isinstance(named, str):
+            cand = Path(named) if Path(named).is_absolute() else plan_path.parent / named
+            cand = cand if cand.is_file() else Path(named)
+            limits_path = cand if cand.is_file() else None
+    sla: tuple[SlaClause, ...] = ()
+    if limits_path is not None:
+        sla = read_sla(Path(limits_path))
+    numbers = PlanNumbers(
+        plan_path=str(plan_path),
+        per_instance_allowable_rps=p.instances.per_instance_allowable_rps,
+        per_instance_q_ult_rps=p.instances.per_instance_q_ult_rps,
+        cbu_threshold=p.cbu.threshold,
+        base_instances=p.instances.base,
+        total_instances=p.instances.total,
+        buffer_mode=(p.instances.buffer_plan or {}).get("mode"),
+        cool_down_s=el.cool_down_s if el else None,
+        replay_max_instances=el.max_instances if el else None,
+        tier=p.tier.name,
+        verdict=p.verdict,
+        target_rps=p.target.rps,
+        limits_path=str(limits_path) if limits_path is not None else None,
+        sla=sla,
+    )
+    if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
+        raise SchemaError(
+            f"instances.per_instance_allowable_rps must be a positive number (found "
+            f"{numbers.per_instance_allowable_rps})",
+            path=plan_path, field="instances.per_instance_allowable_rps",
+        )
+    if not 0 < numbers.cbu_threshold <= 1:
+        raise SchemaError(f"cbu.threshold must be in (0, 1] (found {numbers.cbu_threshold})", path=plan_path,
+                          field="cbu.threshold")
+    return numbers
+
+
+def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
+    """The SLA clauses of a limits JSON (``sla`` list, §4)."""
+    doc = _read_json(limits_path, "limits JSON")
+    raw = doc.get("sla")
+    if not isinstance(raw, list):
+        raise SchemaError("the limits JSON has no `sla` list", path=limits_path, field="sla")
+    out = []
+    for i, c in enumerate(raw):
+        missing = [k for k in ("text", "stat", "threshold") if not isinstance(c, dict) or k not in c]
+        if missing:
+            raise SchemaError(f"sla[{i}] lacks {missing}", path=limits_path, field=f"sla[{i}]")
+        if not isinstance(c["threshold"], (int, float)):
+            continue  # a clause without a numeric threshold gives no alert
+        kind = c.get("kind") or _kind_of(c)
+        out.append(SlaClause(str(c["text"]), str(kind), c.get("metric"), str(c["stat"]), float(c["threshold"]),
+                             str(c.get("unit") or "")))
+    return tuple(out)
+
+
+def _kind_of(clause: dict[str, Any]) -> str:
+    """The clause kind for limits JSON written before ``sla[].kind`` existed."""
+    if "error_rate" in (clause.get("metric"), clause.get("stat")):
+        return "error_rate"
+    if _quantile(str(clause.get("stat"))) is not None:
+        return "percentile"
+    return "other"
+
+
+# --------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class Target:
+    """Where the exports point: the workload, its metrics, the Prometheus behind KEDA."""
+
+    namespace: str = "default"
+    deployment: str = "vllm"
+    selector: str | None = None
+    """PromQL label matchers for the service's series (default ``namespace="<namespace>"``)."""
+    prometheus_url: str = "http://prometheus-operated.monitoring.svc:9090"
+    pods_metric: str = "vllm_requests_per_second"
+    """Per-pod metric name the HPA reads through the custom-metrics API (prometheus-adapter)."""
+    queue_target: float | None = None
+    """Waiting requests per pod to scale on as well (the plan has no queue figure: the user's choice)."""
+    queue_metric: str = "vllm_num_requests_waiting"
+    """Per-pod custom metric name of the waiting queue (HPA)."""
+    for_minutes: int = 5
+    slo_window_days: float = 30.0
+    instances: int = 1
+    """Instances behind one rate limiter (1: a limiter per instance, e.g. a sidecar)."""
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    cool_down_s: float | None = None
+
+    @property
+    def matchers(self) -> str:
+        return self.selector if self.selector is not None else f'namespace="{self.namespace}"'
+
+    def check(self) -> None:
+        if self.for_minutes < 1:
+            raise ParameterError(f"--for-minutes must be >= 1 (got {self.for_minutes})")
+        if self.slo_window_days <= 0:
+            raise ParameterError(f"--slo-window-days must be > 0 (got {self.slo_window_days})")
+        if self.instances < 1:
+            raise ParameterError(f"--instances must be >= 1 (got {self.instances})")
+        if self.queue_target is not None and not self.queue_target > 0:
+            raise ParameterError(f"--queue-target must be > 0 (got {self.queue_target})")
+        for name, v in (("--min-replicas", self.min_replicas), ("--max-replicas", self.max_replicas)):
+            if v is not None and v < 1:
+                raise ParameterError(f"{name} must be >= 1 (got {v})")
+
+
+def _sel(matchers: str, extra: str = "") -> str:
+    parts = [m for m in (matchers, extra) if m]
+    return "{" + ",".join(parts) + "}"
+
+
+def _num(x: float) -> str:
+    """A number for PromQL / YAML: up to 6 significant digits, no exponent for ordinary sizes."""
+    return f"{x:.6g}"
+
+
+def _header(numbers: PlanNumbers, what: str) -> list[str]:
+    return [
+        f"{what}, written by bearing export from {numbers.plan_path}",
+        f"tier {numbers.tier}, verdict {numbers.verdict}; per-instance allowable capacity "
+        f"{_num(numbers.per_instance_allowable_rps)} req/s (instances.per_instance_allowable_rps), "
+        f"CBU threshold {_num(numbers.cbu_threshold)} (cbu.threshold)",
+    ]
+
+
+# --------------------------------------------------------------------------- Prometheus
+def burn_factor(budget_fraction: float, long_window_h: float, slo_window_days: float) -> float:
+    """Burn rate that spends ``budget_fraction`` of the error budget in ``long_window_h`` hours."""
+    return budget_fraction * slo_window_days * 24.0 / long_window_h
+
+
+def prometheus_rules(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+    """(rules document, notes). Recording rules for throughput, instances and CBU, then alerts."""
+    m = target.matchers
+    a = numbers.per_instance_allowable_rps
+    notes: list[str] = []
+    rec = [
+        {"record": "bearing:request_throughput:rate1m", "expr": f"sum(rate({REQUESTS_COMPLETED}{_sel(m)}[1m]))"},
+        {"record": "bearing:instances:count", "expr": f"count({RUNNING_GAUGE}{_sel(m)})"},
+        {
+            "record": "bearing:cbu:ratio",
+            "expr": f"bearing:request_throughput:rate1m / (bearing:instances:count * {_num(a)})",
+        },
+    ]
+    fm = f"{target.for_minutes}m"
+    alerts: list[dict[str, Any]] = [
+        {
+            "alert": "BearingCBUHigh",
+            "expr": f"bearing:cbu:ratio > {_num(numbers.cbu_threshold)}",
+            "for": fm,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Capacity utilisation above the plan's threshold: scale out",
+                "description": (
+                    f"CBU {{{{ $value | humanize }}}} > {_num(numbers.cbu_threshold)} for {fm}: fleet throughput / "
+                    f"(instances x {_num(a)} req/s allowable per instance)."
+                ),
+            },
+        },
+        {
+            "alert": "BearingAboveAllowable",
+            "expr": "bearing:cbu:ratio > 1",
+            "for": fm,
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "Load above the allowable capacity: the factor of safety is below the design value",
+                "description": f"CBU {{{{ $value | humanize }}}} > 1 for {fm} "
+                               f"(allowable {_num(a)} req/s per instance).",
+            },
+        },
+    ]
+    err = next((c for c in numbers.sla if c.kind == "error_rate"), None)
+    if err is not None:
+        budget = err.threshold
+        for w in ("5m", "30m", "1h", "6h"):
+            total = f"sum(rate({HTTP_REQUESTS}{_sel(m)}[{w}]))"
+            bad = f"sum(rate({HTTP_REQUESTS}{_sel(m, ERROR_MATCHER)}[{w}]))"
+            rec.append({"record": f"bearing:request_errors:ratio_rate{w}", "expr": f"{bad} / {total}"})
+        days = target.slo_window_days
+        f10 = burn_factor(0.10, 1, days)
+        f_fast, f_slow = burn_factor(0.02, 1, days), burn_factor(0.05, 6, days)
+        slo = f"SLO {_num(100 * (1 - budget))}% over {_num(days)} d ({err.text})"
+        alerts += [
+            {
+                "alert": "BearingErrorBudget10PercentIn1h",
+                "expr": f"bearing:request_errors:ratio_rate1h > {_num(f10 * budget)}",
+                "labels": {"severity": "ticket"},  # the sources: 10% burned within 1 h → open a ticket
+                "annotations": {"summary": f"10% of the error budget spent in 1 h ({slo})",
+                                "description": f"1 h error ratio {{{{ $value | humanizePercentage }}}} > burn rate "
+                                               f"{_num(f10)} x budget {_num(budget)}."},
+            },
+            {
+                "alert": "BearingErrorBudgetBurnFast",
+                "expr": (f"bearing:request_errors:ratio_rate1h > {_num(f_fast * budget)} and "
+                         f"bearing:request_errors:ratio_rate5m > {_num(f_fast * budget)}"),
+                "labels": {"severity": "page"},
+                "annotations": {"summary": f"Error budget burning at {_num(f_fast)}x (2% in 1 h, confirmed over 5 m; "
+                                           f"{slo})"},
+            },
+            {
+                "alert": "BearingErrorBudgetBurnSlow",
+                "expr": (f"bearing:request_errors:ratio_rate6h > {_num(f_slow * budget)} and "
+                         f"bearing:request_errors:ratio_rate30m > {_num(f_slow * budget)}"),
+                "labels": {"severity": "ticket"},
+                "annotations": {"summary": f"Error budget burning at {_num(f_slow)}x (5% in 6 h, confirmed over "
+                                           f"30 m; {slo})"},
+            },
+        ]
+    else:
+        notes.append("no error_rate clause in the SLA (or no limits JSON): no error-budget alerts written")
+    for c in numbers.sla:
+        if c.kind != "percentile":
+            continue
+        hist = HISTOGRAMS.get(c.metric or "")
+        q = _quantile(c.stat)
+        if hist is None or q is None:
+            notes.append(f"SLA clause {c.text!r}: no vLLM histogram for {c.metric}; no latency alert written")
+            continue
+        thr_s = c.threshold / 1000.0 if c.unit == "ms" else c.threshold
+        name = "".join(w.capitalize() for w in (c.metric or "").removesuffix("_ms").split("_"))
+        alerts.append(
+            {
+                "alert": f"BearingSLA{name}{c.stat.upper()}",
+                "expr": f"histogram_quantile({_num(q)}, sum by (le) (rate({hist}_bucket{_sel(m)}[5m]))) "
+                        f"> {_num(thr_s)}",
+                "for": fm,
+                "labels": {"severity": "critical"},
+                "annotations": {
+                    "summary": f"SLA clause {c.text} violated (server-side histogram)",
+                    "description": f"{c.stat} of {hist} is {{{{ $value | humanizeDuration }}}} > {_num(thr_s)} s for "
+                                   f"{fm}; the server's histogram leaves out network and gateway time.",
+                },
+            }
+        )
+    if not numbers.sla:
+        notes.append("no limits JSON found (plan sources.limits, or --limits): no SLA latency or error-budget alerts")
+    doc = {"groups": [{"name": "bearing-capacity-recording", "interval": "30s", "rules": rec},
+                      {"name": "bearing-capacity-alerts", "rules": alerts}]}
+    return doc, notes
+
+
+def _quantile(stat: str) -> float | None:
+    if stat in ("p50", "median"):
+        return 0.5
+    if stat.startswith("p"):
+        try:
+            v = float(stat[1:])
+        except ValueError:
+            return None
+        return v / 100.0 if 0 < v < 100 else None
+    return None
+
+
+# --------------------------------------------------------------------------- autoscalers
+def _replicas(numbers: PlanNumbers, target: Target) -> tuple[int, int]:
+    lo = target.min_replicas if target.min_replicas is not None else max(1, numbers.min_replicas)
+    hi = target.max_replicas if target.max_replicas is not None else max(numbers.max_replicas, lo)
+    if hi < lo:
+        raise ParameterError(f"max replicas {hi} is below min replicas {lo}")
+    return lo, hi
+
+
+def _cool_down(numbers: PlanNumbers, target: Target, notes: list[str]) -> int:
+    cd = target.cool_down_s if target.cool_down_s is not None else numbers.cool_down_s
+    if cd is None:
+        raise SchemaError(
+            "the plan's elasticity section is not available, so there is no cool-down: pass --cool-down-s",
+            path=numbers.plan_path, field="elasticity.cool_down_s",
+        )
+    if cd > HPA_MAX_STABILIZATION_S:
+        notes.append(f"cool-down {cd:g} s capped at {HPA_MAX_STABILIZATION_S} s (autoscaling/v2 maximum)")
+        cd = HPA_MAX_STABILIZATION_S
+    return int(round(cd))
+
+
+def _check_target(numbers: PlanNumbers) -> None:
+    if numbers.scale_target_rps < 0.001:
+        raise ParameterError(
+            f"the per-pod target {numbers.scale_target_rps:g} req/s is below 0.001 (1m), the smallest value the "
+            "autoscalers can hold; the plan's allowable capacity is too small to autoscale on request rate"
+        )
+
+
+def _floor3(x: float) -> str:
+    """``x`` rounded down to 3 decimals, as text without trailing zeros (a KEDA threshold)."""
+    text = f"{math.floor(x * 1000 + 1e-9) / 1000:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _milli(x: float) -> str:
+    """A Kubernetes quantity in milli-units, rounded down (the target never exceeds the plan's)."""
+    return f"{math.floor(x * 1000 + 1e-9)}m"
+
+
+def _behavior(cool_down_s: int) -> dict[str, Any]:
+    return {
+        "scaleDown": {"stabilizationWindowSeconds": cool_down_s,
+                      "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]},
+        "scaleUp": {"stabilizationWindowSeconds": 0,
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}]},
+    }
+
+
+def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+    """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
+    notes: list[str] = []
+    _check_target(numbers)
+    lo, hi = _replicas(numbers, target)
+    cd = _cool_down(numbers, target, notes)
+    doc = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": f"{target.deployment}-bearing",
+            "namespace": target.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "bearing"},
+            "annotations": {
+                "bearing/per-instance-allowable-rps": _num(numbers.per_instance_allowable_rps),
+                "bearing/target-per-pod-rps": _num(numbers.scale_target_rps),
+            },
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.deployment},
+            "minReplicas": lo,
+            "maxReplicas": hi,
+            "metrics": [
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": target.pods_metric},
+                        "target": {"type": "AverageValue", "averageValue": _milli(numbers.scale_target_rps)},
+                    },
+                }
+            ],
+            "behavior": _behavior(cd),
+        },
+    }
+    if target.queue_target is not None:
+        doc["spec"]["metrics"].append({"type": "Pods", "pods": {
+            "metric": {"name": target.queue_metric},
+            "target": {"type": "AverageValue", "averageValue": _milli(target.queue_target)}}})
+        notes.append(f"also scales on {target.queue_metric} above {target.queue_target:g} waiting per pod "
+                     "(--queue-target; the HPA takes the larger replica count of the two metrics)")
+    notes.append(
+        f"the HPA reads the per-pod metric {target.pods_metric!r} through the custom-metrics API: with "
+        f"prometheus-adapter, a rule with seriesQuery '{REQUESTS_COMPLETED}{{namespace!=\"\",pod!=\"\"}}', "
+        f"name as '{target.pods_metric}' and metricsQuery "
+        "'sum(rate(<<.Series>>{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>)'"
+    )
+    return doc, notes
+
+
+def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+    """A KEDA ScaledObject with a Prometheus trigger (AverageValue: the query's value per replica)."""
+    notes: list[str] = []
+    _check_target(numbers)
+    lo, hi = _replicas(numbers, target)
+    cd = _cool_down(numbers, target, notes)
+    doc = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": f"{target.deployment}-bearing", "namespace": target.namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "bearing"}},
+        "spec": {
+            "scaleTargetRef": {"name": target.deployment},
+            "pollingInterval": 15,
+            "cooldownPeriod": cd,
+            "minReplicaCount": lo,
+            "maxReplicaCount": hi,
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": _behavior(cd)}},
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "metricType": "AverageValue",
+                    "metadata": {
+                        "serverAddress": target.prometheus_url,
+                        "query": f"sum(rate({REQUESTS_COMPLETED}{_sel(target.matchers)}[1m]))",
+                        "threshold": _floor3(numbers.scale_target_rps),
+                    },
+                }
+            ],
+        },
+    }
+    if target.queue_target is not None:
+        doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
+            "serverAddress": target.prometheus_url,
+            "query": f"sum(vllm:num_requests_waiting{_sel(target.matchers)})",
+            "threshold": _floor3(target.queue_target)}})
+        notes.append(f"also scales on waiting requests above {target.queue_target:g} per replica (--queue-target)")
+    notes.append("KEDA's cooldownPeriod applies only to scaling to zero; the scale-down stabilisation window carries "
+                 "the plan's cool-down")
+    return doc, notes
+
+
+# --------------------------------------------------------------------------- rate limits
+def _limit_rps(numbers: PlanNumbers, target: Target) -> float:
+    return numbers.per_instance_allowable_rps * target.instances
+
+
+def token_bucket(rps: float) -> dict[str, Any]:
+    """Envoy token bucket refilled at ``rps``: ``k`` tokens every ``k / rps`` seconds (rounded up to whole ms),
+    ``k`` the whole requests per second (at least 1), so the interval stays >= 50 ms (Envoy's minimum)."""
+    k = max(1, math.floor(rps))
+    interval_ms = math.ceil(1000.0 * k / rps - 1e-9)  # rounded up: the refill rate never exceeds ``rps``
+    if interval_ms < 50:
+        k = math.ceil(rps * 0.05)
+        interval_ms = math.ceil(1000.0 * k / rps - 1e-9)
+    seconds = interval_ms / 1000.0
+    return {"max_tokens": k, "tokens_per_fill": k, "fill_interval": f"{seconds:.3f}s"}
+
+
+def envoy(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+    """An Envoy HTTP filter entry (``envoy.filters.http.local_ratelimit``) for ``http_filters``."""
+    rps = _limit_rps(numbers, target)
+    pct = {"numerator": 100, "denominator": "HUNDRED"}
+    doc = {
+        "name": "envoy.filters.http.local_ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+            "stat_prefix": "bearing_local_rate_limit",
+            "token_bucket": token_bucket(rps),
+            "filter_enabled": {"runtime_key": "bearing_local_rate_limit_enabled", "default_value": dict(pct)},
+            "filter_enforced": {"runtime_key": "bearing_local_rate_limit_enforced", "default_value": dict(pct)},
+            "response_headers_to_add": [
+                {"append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
+                 "header": {"key": "x-bearing-rate-limited", "value": "true"}}
+            ],
+        },
+    }
+    notes = [f"place the entry in the http_connection_manager's http_filters, before envoy.filters.http.router; "
+             f"rate {_num(rps)} req/s for {target.instances} instance(s) behind this Envoy"]
+    return doc, notes
+
+
+def nginx(numbers: PlanNumbers, target: Target) -> tuple[dict[str, str], list[str]]:
+    """Two include files: the ``limit_req_zone`` (http context) and the ``limit_req`` lines (location)."""
+    rps = _limit_rps(numbers, target)
+    per_min = math.floor(rps * 60 + 1e-9)
+    if per_min < 1:
+        raise ParameterError(f"the allowable rate {rps:g} req/s is below nginx's smallest rate, 1 request per minute")
+    burst = max(1, math.floor(rps))
+    head = "\n".join(f"# {line}" for line in _header(numbers, "nginx limit_req"))
+    http = (
+        f"{head}\n# include in the http {{}} context. Rate {per_min}r/m = {_num(rps)} req/s x 60, rounded down, for "
+        f"{target.instances} instance(s) behind this nginx.\n"
+        f"limit_req_zone $server_name zone=bearing_llm:1m rate={per_min}r/m;\n"
+    )
+    loc = (
+        f"{head}\n# include in the location {{}} that proxies to the model server.\n"
+        f"limit_req zone=bearing_llm burst={burst} nodelay;\n"
+        "limit_req_status 429;\n"
+    )
+    return {"http": http, "location": loc}, [f"nginx rate {per_min}r/m (exact allowable {_num(rps * 60)}/min)"]
+
+
+# --------------------------------------------------------------------------- writing
+FILE_NAMES = {
+    "prometheus": ["prometheus-rules.yaml"],
+    "hpa": ["hpa.yaml"],
+    "keda": ["keda-scaledobject.yaml"],
+    "envoy": ["envoy-local-ratelimit.yaml"],
+    "nginx": ["nginx-limit-req-http.conf", "nginx-limit-req-location.conf"],
+}
+
+
+@dataclass
+class Written:
+    """What :func:`export` wrote: the files per format, the numbers used, and notes."""
+
+    out_dir: str
+    files: dict[str, list[str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    numbers: dict[str, Any] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    """With ``check=True``: per file, the validator and whether it passed (``ok`` null: not installed)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _yaml(doc: Any, header: list[str]) -> str:
+    lines = "".join(f"# {h}\n" for h in header)
+    return lines + yaml.safe_dump(doc, sort_keys=False, width=200, allow_unicode=True)
+
+
+def export(
+    numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target: Target | None = None, *,
+    check: bool = False,
+) -> Written:
+    """Write the chosen formats into ``out_dir`` (created; existing files of the same names are replaced)
+    and ``exports.json``, the manifest of what was written, from which numbers and (``check``) which
+    validator passed each file (:mod:`bearing_lib.ops.validate`)."""
+    target = target or Target()
+    target.check()
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ParameterError(f"unknown export format(s) {unknown}; known: {', '.join(FORMATS)} (or all)")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"OUT must be a folder: {out} is a file")
+    out.mkdir(parents=True, exist_ok=True)
+    w = Written(out_dir=str(out))
+    for fmt in formats:
+        if fmt == "nginx":
+            parts, notes = nginx(numbers, target)
+            (out / FILE_NAMES["nginx"][0]).write_text(parts["http"])
+            (out / FILE_NAMES["nginx"][1]).write_text(parts["location"])
+        else:
+            build = {"prometheus": prometheus_rules, "hpa": hpa, "keda": keda, "envoy": envoy}[fmt]
+            doc, notes = build(numbers, target)
+            title = {"prometheus": "Prometheus recording and alerting rules", "hpa": "Kubernetes HPA",
+                     "keda": "KEDA ScaledObject", "envoy": "Envoy local rate limit HTTP filter"}[fmt]
+            header = _header(numbers, title) + [f"note: {n}" for n in notes]
+            (out / FILE_NAMES[fmt][0]).write_text(_yaml(doc, header))
+        w.files[fmt] = [str(out / n) for n in FILE_NAMES[fmt]]
+        w.notes[fmt] = notes
+    w.numbers = {
+        **{k: v for k, v in asdict(numbers).items() if k != "sla"},
+        "sla": [c.text for c in numbers.sla],
+        "scale_target_rps": numbers.scale_target_rps,
+        "min_replicas": _replicas(numbers, target)[0],
+        "max_replicas": _replicas(numbers, target)[1],
+        "target": asdict(target),
+    }
+    if check:
+        from bearing_lib.ops.validate import check_written
+
+        fmt_of = {p: f for f, paths in w.files.items() for p in paths}
+        w.checks = [{"format": fmt_of.get(c.path), **asdict(c)} for c in check_written(w.files)]
+    (out / "exports.json").write_text(json.dumps(w.to_dict(), indent=1) + "\n")
+    return w
