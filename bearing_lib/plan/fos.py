@@ -418,6 +418,14 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     u = 1.0 / v
     lo = fos.ci95[0] if fos.ci95 else v
     if fos.bound == "lower":
+        if v < 1.0:
+            # the load test never failed, and never reached the planned peak either: the peak is
+            # untested, and a lower bound below 1 says nothing about it (never a reassuring colour)
+            what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
+                    f"({q_ult_rps:,.2f} req/s, where the SLA still held)") if (target_rps and q_ult_rps) else (
+                "the target lies above the highest load tested")
+            return Verdict("red", f"untested at the peak: {what}; FOS ≥ {v:.2f} says nothing about the peak; "
+                           "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
             return Verdict("yellow", f"{fos.statement.split(';')[0]} only: the load test never failed, so the true FOS "
                            f"may or may not meet {band}; re-test with higher load", None)

@@ -184,3 +184,20 @@ def test_blended_fos_rises_when_any_mix_limit_rises(qs, i, k):
     qs2 = [q * k if j == i else q for j, q in enumerate(qs)]
     up = compute_fos([Limit(n, q) for n, q in zip(names, qs2, strict=True)], shares, Target(1.0), draws=10)
     assert up.blended.fos.value > base.blended.fos.value
+
+
+def test_a_peak_above_everything_tested_is_untested_never_reassuring():
+    """Issue: "FOS ≥ 0.34" was yellow although the peak is 2.3x the highest load ever tested.
+
+    A limit that never failed at 3 req/s against a 7 req/s target: FOS ≥ 3/7 = 0.43, and the
+    peak lies 7/3 = 2.33x above the highest tested load, so the verdict says so and is red.
+    """
+    res = compute_fos([Limit("a", 3.0, censored="above")], {"a": 1.0}, Target(7.0))
+    assert res.blended.fos.bound == "lower"
+    assert res.blended.fos.value == pytest.approx(3 / 7)
+    assert res.verdict.color == "red"
+    assert res.verdict.reason.startswith("untested at the peak: the target 7.00 req/s is 2.3× the highest load "
+                                         "tested (3.00 req/s")
+    # a lower bound that already clears 1 but not the tier minimum stays a caution, not untested
+    ok = compute_fos([Limit("a", 9.0, censored="above")], {"a": 1.0}, Target(7.0))
+    assert ok.verdict.color == "yellow" and "untested" not in ok.verdict.reason

@@ -160,7 +160,8 @@ def test_peak_chart_downsamples_a_two_week_series_and_draws_capacity_lines(docs)
     levels = {r["label"]: r["rps"] for r in rules["data"]["values"]}
     assert levels["target (P99 × growth)"] == docs["plan"]["target"]["rps"]
     assert levels["allowable (Q_ult / target FOS)"] == docs["plan"]["allowable_rps"]
-    assert levels["lowest per-mix Q_ult (completed req/s)"] == min(p["q_ult_rps"] for p in docs["plan"]["fos"]["per_mix"])
+    lowest = min(p["q_ult_rps"] for p in docs["plan"]["fos"]["per_mix"])
+    assert levels["lowest per-mix Q_ult (completed req/s)"] == lowest
     assert "downsampled" in peak.spec["title"]["subtitle"]
     # and it is the first chart of the page, right under the verdict
     html = render_html(m)
