@@ -115,17 +115,35 @@ def _as_items(data: object) -> list[RequestTrace | LoadPointTable]:
     return items
 
 
-def _resolve_mixes(mixes: object, items: list, min_share: float) -> tuple[MixSpec, str]:
+def _resolve_mixes(mixes: object, items: list, min_share: float, sla: SLA | None = None,
+                   notes: list[str] | None = None) -> tuple[MixSpec, str]:
     if isinstance(mixes, MixSpec):
         return mixes, "user"
     if mixes is None or mixes == "none":
         return MixSpec.single(), "none"
     if mixes == "auto":
-        frames = [it.frame.select("input_tokens", "output_tokens", "cached_tokens")
-                  for it in items if isinstance(it, RequestTrace)]
-        if not frames:
+        traces = [it for it in items if isinstance(it, RequestTrace)]
+        if not traces:
             return MixSpec.single(), "none"
-        return auto_mixes(pl.concat(frames), min_share=max(min_share, 0.1)), "auto"
+        frames = [it.frame.select("input_tokens", "output_tokens", "cached_tokens") for it in traces]
+        share = max(min_share, 0.1)
+        need, typical = _auto_mix_floor(traces, sla)
+        if need and typical:
+            # a mix must hold enough requests per step for the SLA's percentile (docs/limits.md, "Mixes")
+            floor = need / typical
+            if floor > 0.5:
+                if notes is not None:
+                    notes.append(f"mixes=auto gave one mix: a typical step holds {typical} requests and the SLA's "
+                                 f"percentile needs {need} per step and mix, so no split of the requests could be "
+                                 "judged (longer steps, a lower percentile or --mixes FILE would allow mixes)")
+                return MixSpec.single(), "auto"
+            if floor > share:
+                share = floor
+                if notes is not None:
+                    notes.append(f"mixes=auto: each mix holds at least {floor:.0%} of the requests, so that a "
+                                 f"typical step ({typical} requests) gives every mix the {need} requests the SLA's "
+                                 "percentile needs")
+        return auto_mixes(pl.concat(frames), min_share=min(share, 1.0)), "auto"
     if isinstance(mixes, (str, Path, list, dict)):
         if isinstance(mixes, str) and not Path(mixes).exists():
             raise ParameterError(f"mixes: expected 'auto', 'none', a MixSpec or a mix file; {mixes!r} is none of them")
@@ -133,6 +151,24 @@ def _resolve_mixes(mixes: object, items: list, min_share: float) -> tuple[MixSpe
     raise ParameterError(
         f"mixes: expected 'auto', 'none', a MixSpec, a dict/list or a file, got {type(mixes).__name__}"
     )
+
+
+def _auto_mix_floor(traces: list[RequestTrace], sla: SLA | None) -> tuple[int, int]:
+    """(requests a step needs per mix for the SLA's highest percentile, median requests per step)."""
+    if sla is None:
+        return 0, 0
+    qs = [c.q for c in sla.percentile_clauses()]
+    if not qs:
+        return 0, 0
+    need = min_n_supported(max(qs))
+    counts: list[int] = []
+    for it in traces:
+        f = it.frame.filter(pl.col("step").is_not_null())
+        if f.height:
+            counts += f.group_by("run_id", "step").len()["len"].to_list()
+    if not counts:
+        return need, 0
+    return need, int(np.median(counts))
 
 
 def _unique_runs(items: list) -> list:
@@ -813,7 +849,8 @@ def fit_limits(
     """
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
-    spec, mode = _resolve_mixes(mixes, items, min_share)
+    notes = list(sla_obj.notes())
+    spec, mode = _resolve_mixes(mixes, items, min_share, sla_obj, notes)
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)
@@ -821,7 +858,6 @@ def fit_limits(
     limits: list[MixLimit] = []
     skipped: list[dict[str, object]] = []
     curves: list[pl.DataFrame] = []
-    notes = list(sla_obj.notes())
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
