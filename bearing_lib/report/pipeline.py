@@ -266,7 +266,7 @@ def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 
 
 def limits_chart(result: Any) -> alt.Chart | str:
     """The load curve of the SLA's first percentile clause, with its threshold, per run and mix."""
-    clauses = [c for c in result.sla.clauses if c.kind == "percentile"]
+    clauses = [c for c in result.sla_spec.clauses if c.kind == "percentile"]
     if not clauses:
         return "the SLA has no percentile clause to chart"
     c = clauses[0]
