@@ -126,7 +126,7 @@ class LimitsResult:
 
     def to_dict(self) -> dict[str, object]:
         """The limits JSON (``docs/interfaces.md`` §4)."""
-        from bearing_lib import __version__
+        from bearing_lib.common.version import __version__
 
         return _jsonable({
             "bearing_version": __version__,
