@@ -16,10 +16,10 @@ Inside the package import from the defining module (``bearing_lib.common.version
 ``__version__``), never from ``bearing_lib``.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
+# No ``from __future__ import annotations`` and only private helper names here: every
+# public name of this module is in ``__all__`` (tests/test_exported_members.py).
+import importlib as _importlib
+import typing as _typing
 
 # public name -> module that defines it (imported on first access)
 _EXPORTS: dict[str, str] = {
@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "MixLimit": "bearing_lib.limits.fit",
     "RequestTrace": "bearing_lib.data.trace",
     "TrafficProfile": "bearing_lib.traffic.profile",
-    # errors (bearing_lib.common.errors: every class of the tree)
+    # errors: every class of bearing_lib.common.errors (tests/test_exported_members.py checks)
     "BadValueError": "bearing_lib.common.errors",
     "BearingError": "bearing_lib.common.errors",
     "FormatDetectionError": "bearing_lib.common.errors",
@@ -82,12 +82,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Import an exported name on first access and cache it in the module's namespace."""
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'bearing_lib' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -96,7 +96,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if TYPE_CHECKING:  # for type checkers and IDEs; never executed
+if _typing.TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from bearing_lib.common.errors import (
         BadValueError,
         BearingError,

@@ -102,7 +102,7 @@ def bearing_errors() -> Iterator[None]:
         yield
     except BearingError as exc:
         print_error(exc)
-        raise typer.Exit(code=EXIT_ERROR) from None
+        raise typer.Exit(code=getattr(exc, "exit_code", EXIT_ERROR)) from None
 
 
 def parse_loader_options(items: Iterable[str], *, flag: str = "--option") -> dict[str, object]:

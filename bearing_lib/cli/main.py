@@ -129,7 +129,7 @@ class LazyGroup(TyperGroup):
             raise
         except BearingError as exc:  # a command that let one through: the same one line as everywhere
             print_error(exc)
-            raise typer.Exit(EXIT_ERROR) from None
+            raise typer.Exit(getattr(exc, "exit_code", EXIT_ERROR)) from None
         except Exception as exc:  # KeyboardInterrupt and SystemExit are not Exceptions: Typer handles them
             raise typer.Exit(internal_error(exc)) from None
         finally:
