@@ -104,3 +104,12 @@ def test_unknown_command_is_a_usage_error_with_a_suggestion():
     r = runner.invoke(app, ["inspekt", "x.csv"])
     assert r.exit_code == 2
     assert "No such command 'inspekt'" in r.output and "Did you mean 'inspect'" in r.output
+
+
+def test_inspect_of_a_small_csv_imports_no_numpy_scipy_or_report_stack(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("request_id,start_s,latency_ms\na,1700000000.0,120\nb,1700000001.0,80\n")
+    loaded = _modules_after(["inspect", str(p)])
+    assert "polars" in loaded and "bearing_lib.loaders" in loaded  # it did load and describe the file
+    unwanted = ("numpy", "scipy", "pandas", "statsmodels", "altair", "vl_convert", "papermill", "nbconvert", "rich")
+    assert sorted(m for m in loaded if m.split(".")[0] in unwanted) == []
