@@ -44,11 +44,11 @@ def small_csv(folder: Path, rows: int) -> Path:
     return path
 
 
-def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+def run_once(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system) of one run of ``argv``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     a = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - a
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -60,9 +60,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=15, help="timed runs per command (median reported)")
     ap.add_argument("--rows", type=int, default=1_000, help="rows of the synthetic CSV for inspect")
+    ap.add_argument("--root", type=Path, default=ROOT, help="checkout whose bearing_lib is timed (default: this one)")
     args = ap.parse_args()
 
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    root = args.root.resolve()  # also the working directory: `python -c` puts it first on sys.path
+    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "COLUMNS": "120"}
     with tempfile.TemporaryDirectory() as tmp:
         csv_path = small_csv(Path(tmp), args.rows)
@@ -75,17 +77,17 @@ def main() -> None:
         wall: dict[str, list[float]] = {k: [] for k in commands}
         cpu: dict[str, list[float]] = {k: [] for k in commands}
         for argv in commands.values():  # warm-up: bytecode caches, file cache
-            run_once(argv, env)
+            run_once(argv, env, root)
         for _ in range(args.repeat):
             for name, argv in commands.items():
-                w, c = run_once(argv, env)
+                w, c = run_once(argv, env, root)
                 wall[name].append(w)
                 cpu[name].append(c)
 
     load = os.getloadavg()[0]
     base_w, base_c = statistics.median(wall["import polars"]), statistics.median(cpu["import polars"])
-    print(f"start-up, median of {args.repeat} runs (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
-          f"load average {load:.1f} at the end)")
+    print(f"start-up of {root}, median of {args.repeat} runs (python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cores, load average {load:.1f} at the end)")
     print(f"{'command':<20}{'wall s':>8}{'x polars':>10}{'cpu s':>8}{'x polars':>10}{'target':>8}")
     over = []
     for name in commands:
