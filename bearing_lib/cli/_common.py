@@ -30,6 +30,7 @@ from bearing_lib.common.errors import BearingError, ParameterError
 EXIT_ERROR = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h): an internal software error
 LOG_DIR_ENV = "BEARING_LOG_DIR"
+MESSAGE_MAX = 300  # characters of an internal error's message on the one line (the log has all of it)
 
 # Set by the top-level group for the length of one invocation (``bearing --debug ...``).
 DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("bearing_debug", default=False)
@@ -72,7 +73,7 @@ def write_crash_log(exc: BaseException) -> Path | None:
     return None
 
 
-def print_error(exc: BearingError) -> None:
+def print_error(exc: BaseException) -> None:
     """``error: <message>`` on stderr (after the traceback under ``--debug``)."""
     if DEBUG.get():
         typer.echo("".join(traceback.format_exception(exc)).rstrip(), err=True)
@@ -86,6 +87,8 @@ def internal_error(exc: BaseException) -> int:
     path = write_crash_log(exc)
     where = f"full traceback in {path}" if path else "the traceback could not be written to a log file"
     message = " ".join(str(exc).split()) or "(no message)"
+    if len(message) > MESSAGE_MAX:
+        message = message[: MESSAGE_MAX - 1] + "…"
     typer.echo(f"internal error: {type(exc).__name__}: {message} ({where}; rerun with --debug)", err=True)
     return EXIT_INTERNAL
 
@@ -158,6 +161,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_INTERNAL",
     "LOG_DIR_ENV",
+    "MESSAGE_MAX",
     "OPTION_HELP",
     "bearing_errors",
     "internal_error",

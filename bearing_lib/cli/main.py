@@ -16,6 +16,7 @@ Exit codes: 0 ok; 1 a bearing error (bad input, bad parameter); 2 usage error (T
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -134,6 +135,23 @@ class LazyGroup(TyperGroup):
             raise typer.Exit(internal_error(exc)) from None
         finally:
             DEBUG.reset(token)
+
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        """The last net: an exception raised outside :meth:`invoke` (rare: while parsing or printing help)."""
+        try:
+            return super().main(args, *rest, **kwargs)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            argv = list(sys.argv[1:] if args is None else args)
+            token = DEBUG.set("--debug" in argv[: next((i for i, a in enumerate(argv) if a in COMMANDS), len(argv))])
+            try:
+                code = internal_error(exc)
+            finally:
+                DEBUG.reset(token)
+            if kwargs.get("standalone_mode", True):
+                sys.exit(code)
+            return code
 
 
 app = typer.Typer(

@@ -168,3 +168,26 @@ def test_console_script_prints_no_traceback(small_csv, tmp_path):
                           text=True, env=env, cwd=ROOT)
     assert done.returncode == 70
     assert "Traceback (most recent call last)" in done.stderr and "in boom" in done.stderr
+
+
+def test_an_exception_outside_any_command_is_caught_too(logs, monkeypatch):
+    from bearing_lib.cli.main import LazyGroup
+
+    def broken(self, ctx):
+        raise RuntimeError("disk on fire,\n  twice")
+
+    monkeypatch.setattr(LazyGroup, "list_commands", broken)  # used while printing the top-level help
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 70
+    assert "Traceback" not in r.output and ONE_LINER.match(r.stderr.strip()), r.stderr
+    r = runner.invoke(app, ["--debug", "--help"])
+    assert r.exit_code == 70 and r.stderr.startswith("Traceback (most recent call last)")
+
+
+def test_a_long_message_is_cut_on_the_line_and_whole_in_the_log(boom, logs):
+    r = runner.invoke(app, ["boom", "--raise", "x" * 1000])
+    assert r.exit_code == 70
+    message = r.stderr.split("internal error: RuntimeError: ", 1)[1].split(" (full traceback in ", 1)[0]
+    assert len(message) == _common.MESSAGE_MAX and message == "x" * (_common.MESSAGE_MAX - 1) + "…"
+    (log,) = logs.iterdir()
+    assert "RuntimeError: " + "x" * 1000 in log.read_text()
