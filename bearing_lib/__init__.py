@@ -82,6 +82,8 @@ __all__ = [
 ]
 
 
+# Hand-written rather than ``lazy_loader.attach`` (Scientific Python SPEC 1): the same
+# name -> module table and module ``__getattr__``, in a few lines and without a dependency.
 def __getattr__(name: str) -> _typing.Any:
     """Import an exported name on first access and cache it in the module's namespace."""
     module = _EXPORTS.get(name)

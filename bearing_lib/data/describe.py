@@ -134,6 +134,9 @@ class DatasetDescription:
         out["status_counts"] = {status: n for status, n in self.status_counts}
         return out
 
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
     def lines(self) -> list[str]:
         """The text ``bearing inspect`` prints, one line each."""
         lines = [

@@ -124,3 +124,8 @@ def test_rates_description(bundled, tmp_path):
     assert d.span is not None and d.span.seconds == 86_400 and d.span.window_s == 600
     assert d.rate_peak_rps is not None and d.rate_peak_rps >= d.rate_mean_rps >= d.rate_min_rps
     assert json.loads(json.dumps(d.to_dict()))["kind"] == "rates"
+
+
+def test_str_is_the_printed_lines(tmp_path):
+    d = describe_dataset(load(_csv(tmp_path, 1.0)))
+    assert str(d) == "\n".join(d.lines()) and str(d).startswith("format:   bearing-canonical")
