@@ -129,3 +129,17 @@ def test_rates_description(bundled, tmp_path):
 def test_str_is_the_printed_lines(tmp_path):
     d = describe_dataset(load(_csv(tmp_path, 1.0)))
     assert str(d) == "\n".join(d.lines()) and str(d).startswith("format:   bearing-canonical")
+
+
+def test_generic_mapping_with_the_wrong_time_unit_says_which_unit(tmp_path):
+    data = tmp_path / "log.csv"
+    ms = int(T0_S * 1000)
+    data.write_text(f"id,sent,took_s\na,{ms},0.25\nb,{ms + 1000},0.5\n")
+    yml = tmp_path / "map.yaml"
+    yml.write_text("columns: {request_id: id, start_s: sent, latency_ms: took_s}\nunits: {sent: s, took_s: s}\n")
+    d = describe_dataset(load(data, format="generic", mapping=yml))
+    assert d.span is not None and d.span.unit_guess == "ms"
+    f = d.findings[-1]
+    assert f.code == "epoch_times_look_like_ms"
+    assert "2023-11-14T22:13:20+00:00 .. 2023-11-14T22:13:21+00:00" in f.message  # last end: 1 s + 0.5 s later
+    assert "in the mapping's units ('<column>: ms')" in f.message
