@@ -113,3 +113,12 @@ def test_inspect_of_a_small_csv_imports_no_numpy_scipy_or_report_stack(tmp_path)
     assert "polars" in loaded and "bearing_lib.loaders" in loaded  # it did load and describe the file
     unwanted = ("numpy", "scipy", "pandas", "statsmodels", "altair", "vl_convert", "papermill", "nbconvert", "rich")
     assert sorted(m for m in loaded if m.split(".")[0] in unwanted) == []
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_help_imports_no_data_or_notebook_stack(name):
+    loaded = _modules_after([name, "--help"])
+    assert f"{COMMANDS[name][0]}" in loaded  # its own module, and only what that module needs to declare options
+    unwanted = ("polars", "numpy", "scipy", "pandas", "pyarrow", "statsmodels", "papermill", "nbconvert",
+                "jupyter_client", "vl_convert")
+    assert sorted(m for m in loaded if m.split(".")[0] in unwanted) == []
