@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
                 raise ParameterError(f"--cool-down-min must be >= 0 (got {cool_down_min})")
             tr = None
             if trace is not None:
-                from bearing_lib import load_trace
+                from bearing_lib.loaders import load_trace
 
                 tr = load_trace(trace)
             plan = CapacityPlan.from_files(

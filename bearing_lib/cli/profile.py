@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_options, parse_loader_options
 from bearing_lib.common.errors import InputError, ParameterError
-from bearing_lib.data.mixes import MixSpec
+
+if TYPE_CHECKING:  # imported when used: `bearing profile --help` needs neither numpy nor polars
+    from bearing_lib.data.mixes import MixSpec
 
 
 def read_mix_spec(arg: str | None) -> MixSpec | None:
@@ -18,6 +21,8 @@ def read_mix_spec(arg: str | None) -> MixSpec | None:
 
     A limits JSON is recognised by its ``mix_spec`` key (``docs/interfaces.md`` section 4).
     """
+    from bearing_lib.data.mixes import MixSpec
+
     if arg is None or arg.lower() == "none":
         return None
     path = Path(arg)

@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 
+from bearing_lib.cli._common import print_error
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.report import runner
@@ -108,13 +109,13 @@ def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, we
     try:
         result = runner.run_report(steps, name=name, reports_dir=reports_dir, given=given, force=force)
     except runner.ReportExists as exc:
-        typer.echo(f"error: {exc}", err=True)
+        print_error(exc)
         return runner.EXIT_EXISTS
     except runner.RunFailed as exc:
-        typer.echo(f"error: {exc}", err=True)
+        print_error(exc)
         return runner.EXIT_FAILED
     except BearingError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        print_error(exc)
         return runner.EXIT_ERROR
     headline = _headline(result.summary)
     typer.echo(f"verdict: {result.verdict}", err=True)
@@ -166,7 +167,7 @@ def register(app: typer.Typer) -> None:
                 given = {**demo_parameters(runner.NOTEBOOK_DIR.parent), **given}
             run_name = runner.validate_name(name or ("demo" if demo else runner.iso_week(_this_week())))
         except BearingError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
         code = _run(name=run_name, given=given, reports_dir=reports_dir, force=force or (demo and name is None),
                     weekly=False, notebooks=notebooks)
@@ -200,7 +201,7 @@ def register(app: typer.Typer) -> None:
             else:
                 given.setdefault("week", wk)
         except BearingError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
         code = _run(name=wk, given=given, reports_dir=reports_dir, force=force, weekly=True, notebooks=notebooks)
         raise typer.Exit(code)

@@ -16,12 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError
 from bearing_lib.loaders._loadtest import step_row
+
+if TYPE_CHECKING:  # numpy is imported inside the functions that use it (detection stays light)
+    import numpy as np
 
 DEFAULT_MIN_PLATEAU_S = 10.0
 """A load level must hold this long (seconds) to count as a step (see :func:`cut_plateaus`)."""
@@ -61,6 +64,7 @@ def cut_plateaus(
     break a run. Runs at a level in ``skip_levels`` (0 users: before start, after stop)
     are not steps. Everything else (the ramp between plateaus) belongs to no step.
     """
+    import numpy as np
     t = np.asarray(t_s, dtype=float)
     lv = np.asarray(level, dtype=float)
     ok = ~(np.isnan(t) | np.isnan(lv))
@@ -104,6 +108,7 @@ def plateau_steps(plateaus: Sequence[Plateau], *, run_id: str, unit: str, source
 
 def assign_steps(t_s: np.ndarray | pl.Series, plateaus: Sequence[Plateau]) -> tuple[np.ndarray, np.ndarray]:
     """Step index and level for each time in ``t_s`` (NaN / -1 outside every plateau)."""
+    import numpy as np
     t = np.asarray(t_s, dtype=float)
     step = np.full(t.shape, -1, dtype=np.int64)
     lvl = np.full(t.shape, np.nan)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
@@ -229,6 +228,7 @@ def load_ndjson(
         plateaus[0] = type(p0)(step=p0.step, level=p0.level, start_s=p0.start_s - FIRST_TICK_S, end_s=p0.end_s)
     step, lvl = assign_steps(df["start_s"].to_numpy(), plateaus)
     in_setup = df["group"].str.starts_with("::setup") | df["group"].str.starts_with("::teardown")
+    import numpy as np
     step = np.where(in_setup.to_numpy(), -1, step)
     lvl = np.where(in_setup.to_numpy(), np.nan, lvl)
     df = df.with_columns(

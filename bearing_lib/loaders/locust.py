@@ -33,8 +33,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
-
 from bearing_lib.common.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
 from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.provenance import Provenance
@@ -277,6 +275,7 @@ def _history_rows(
     def at(key: tuple[str, str], t: float) -> tuple[float, float, float, float]:
         """Cumulative (count, failures, sum of response times, max) at the last row with ts <= t."""
         s = series[key]
+        import numpy as np
         times = np.fromiter((x[0] for x in s), float)
         j = int(np.searchsorted(times, t, side="right")) - 1
         if j < 0:

@@ -32,8 +32,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported inside the functions that use it (detection stays light)
+    import numpy as np
+
 
 DEFAULT_BLOCK_TOKENS = 512
 
@@ -138,6 +141,7 @@ def replay_prefix_cache(
     if len(hash_ids) != len(input_tokens):
         raise ValueError(f"{len(hash_ids)} hash-id lists but {len(input_tokens)} input lengths")
     n = len(hash_ids)
+    import numpy as np
     cached_tokens = np.zeros(n, dtype=np.int64)
     cached_blocks = np.zeros(n, dtype=np.int64)
     n_blocks = np.zeros(n, dtype=np.int64)

@@ -624,7 +624,7 @@ class CapacityPlan:
 
     # ----------------------------------------------------------------- output
     def to_dict(self) -> dict[str, object]:
-        from bearing_lib import __version__
+        from bearing_lib.common.version import __version__
 
         f = self.fos.to_dict()
         return {

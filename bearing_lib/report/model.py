@@ -876,8 +876,8 @@ def make_provenance(
     import altair
     import polars
 
-    from bearing_lib import __version__
     from bearing_lib.common.quantiles import QUANTILE_METHOD
+    from bearing_lib.common.version import __version__
 
     t = (run_time or _dt.datetime.now(_dt.UTC)).astimezone(_dt.UTC).replace(microsecond=0)
     return ReportProvenance(

@@ -260,7 +260,7 @@ class TrafficProfile:
         (one row per minute: 20,160 for a 14-day trace); the plan then needs the trace
         for CBU and the elasticity replay.
         """
-        from bearing_lib import __version__
+        from bearing_lib.common.version import __version__
 
         def d(x: object) -> object:
             return x.to_dict() if hasattr(x, "to_dict") else x
