@@ -304,6 +304,18 @@ def _error_cell(executed: Path) -> int | None:
                  if any(o.get("output_type") == "error" for o in c.get("outputs", []))), None)
 
 
+def _last_started_cell(executed: Path) -> int | None:
+    """Index, in the executed copy, of the last cell papermill started (the one a timeout interrupted)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):
+        return None
+    started = [i for i, c in enumerate(nb.cells) if (c.metadata.get("papermill") or {}).get("start_time")]
+    return started[-1] if started else None
+
+
 def _input_error_names() -> set[str]:
     """Class names of bearing's input and parameter errors (every BearingError but the report-run ones)."""
     names: set[str] = set()
@@ -353,7 +365,7 @@ def _execute(step: Step, out_dir: Path, *, progress: bool, kernel_name: str, tim
         raise cls(where, notebook=name, cell_index=_error_cell(out), executed_copy=out,
                   ename=exc.ename, evalue=exc.evalue) from None
     except CellTimeoutError:
-        idx = _error_cell(out)
+        idx = _last_started_cell(out)
         cell = f"cell {_source_cell(step, idx)} of the notebook" if idx is not None else "a cell"
         raise NotebookTimeout(
             f"{name}: {cell} ran longer than the cell timeout of {timeout_s:g} s and was interrupted; "
@@ -532,6 +544,14 @@ def refresh_index(reports_dir: str | Path) -> str | None:
     return None
 
 
+def _repair(root: Path, name: str) -> None:
+    """Best effort, for a run that stops early (the report exists): what :func:`_recover` does, and
+    the index refreshed, when the lock is free; nothing when it is not or the folder is read-only."""
+    with contextlib.suppress(ReportLocked, ReportsFolderError, OSError), _acquire_lock(root, name, max_run_s=None):
+        _recover(root, name)
+        refresh_index(root)
+
+
 def run_report(
     steps: list[Step],
     *,
@@ -559,6 +579,7 @@ def run_report(
     root = Path(reports_dir)
     target = root / name
     if target.exists() and not force:
+        _repair(root, name)
         raise ReportExists(target)
     given = dict(given or {})
     if "output_dir" in given:
