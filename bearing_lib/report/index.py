@@ -78,8 +78,11 @@ def collect(reports_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
 
 @contextlib.contextmanager
 def _index_lock(root: Path) -> Iterator[None]:
-    """Serialise index writers (runs of different reports may finish together): a blocking flock."""
-    fd = os.open(root / ".lock-index", os.O_RDWR | os.O_CREAT, 0o644)
+    """Serialise index writers (runs of different reports may finish together): a blocking flock.
+
+    Named ``.index.lock``, not ``.lock-index``, which is the run lock of a report named ``index``.
+    """
+    fd = os.open(root / ".index.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

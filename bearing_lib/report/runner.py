@@ -216,9 +216,9 @@ def check_parameters(steps: list[Step], given: Mapping[str, Any]) -> list[Step]:
 
 def validate_name(name: str) -> str:
     """A report folder name: letters, digits, ``.``, ``_``, ``-``; no path separators."""
-    if not _NAME.match(name) or name.startswith(".") or ".failed-" in name:
+    if not _NAME.match(name) or name.startswith(".") or ".failed-" in name or name == "index.html":
         raise ParameterError(f"report name {name!r}: expected letters, digits, '.', '_' or '-' (max 100), "
-                             "not starting with '.'")
+                             "not starting with '.', not index.html")
     return name
 
 
@@ -381,8 +381,10 @@ def _execute(step: Step, out_dir: Path, *, progress: bool, kernel_name: str, tim
             notebook=name, cell_index=None, executed_copy=out, ename="DeadKernelError", evalue=str(exc),
         ) from None
     except OSError as exc:
-        raise ReportsFolderError(f"{name}: cannot write the executed copy {out} ({exc.strerror or exc})",
-                                 path=out_dir.parent) from None
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT):
+            raise RunFailed(f"{name} could not be run: {type(exc).__name__}: {exc}", notebook=name, cell_index=None,
+                            executed_copy=out, ename=type(exc).__name__, evalue=str(exc)) from None
+        raise _folder_error(out_dir.parent, f"write the executed copy of {name}", exc) from None
     except Exception as exc:  # noqa: BLE001 - papermill/nbclient/zmq raise many kinds; one clear error instead
         raise RunFailed(f"{name} could not be run: {type(exc).__name__}: {exc}", notebook=name, cell_index=None,
                         executed_copy=out, ename=type(exc).__name__, evalue=str(exc)) from None

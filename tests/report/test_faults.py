@@ -478,3 +478,52 @@ def test_size_check_counts_a_folders_text_files_and_skips_parquet(tmp_path):
     # the notebooks' loader refuses it too (papermill by hand gets the same message)
     with pytest.raises(InputError, match="too large to read into memory"):
         pipeline.load(_sparse_csv(tmp_path / "huge.csv", 2_000_000_000))
+
+
+# ------------------------------------------------------------------ publishing without a kernel (fake papermill)
+
+
+def _fake_execute(verdict: str):
+    """papermill.execute_notebook stand-in writing the three files of a report with ``verdict``."""
+    def execute(inp, out, parameters, **kwargs):
+        d = Path(parameters["output_dir"])
+        (d / "report.html").write_text(f"<html>{verdict}</html>")
+        (d / "summary.json").write_text(json.dumps({"verdict": verdict}))
+        Path(out).write_text("{}")
+    return execute
+
+
+GIVEN = {"limits_json": str(HAND_MADE / "limits.json"), "plan_json": str(HAND_MADE / "plan.json")}
+STANDIN = HAND_MADE / "notebooks" / "weekly_report.ipynb"
+
+
+def test_a_report_named_index_does_not_share_the_index_lock(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("green"))
+    res = runner.run_report([runner.Step(STANDIN)], name="index", reports_dir=tmp_path, given=GIVEN, progress=False)
+    assert res.verdict == "green" and (tmp_path / "index" / "report.html").is_file()
+    assert 'href="./index/report.html"' in (tmp_path / "index.html").read_text()
+    with pytest.raises(ParameterError, match="not index.html"):
+        runner.validate_name("index.html")
+
+
+def test_two_step_swap_where_the_exchange_is_missing_and_its_repair(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("yellow"))
+    monkeypatch.setattr(runner, "_exchange", lambda a, b: False)  # e.g. not Linux
+    runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
+    monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("green"))
+    runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, force=True,
+                      progress=False)
+    assert json.loads((tmp_path / "w" / "summary.json").read_text())["verdict"] == "green"
+    assert _hidden_dirs(tmp_path) == []
+    # the state a kill between the two renames leaves: the old report aside, no reports/w/
+    os.replace(tmp_path / "w", tmp_path / ".old-w-0123abcd")
+    (tmp_path / ".tmp-w-89abcdef").mkdir()  # and a killed run's temporary folder
+    with pytest.raises(errors.ReportExists):  # the next run puts the old report back, then refuses
+        runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
+    assert json.loads((tmp_path / "w" / "summary.json").read_text())["verdict"] == "green"
+    assert _hidden_dirs(tmp_path) == []
+    assert 'href="./w/report.html"' in (tmp_path / "index.html").read_text()
