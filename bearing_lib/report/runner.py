@@ -79,7 +79,7 @@ EXIT_TIMEOUT = NotebookTimeout.exit_code  # 10: a cell ran past the cell timeout
 OUTPUT_DIR_PLACEHOLDER = "{output_dir}"  # in a parameter value: replaced by the run's folder
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 DEFAULT_KERNEL = "python3"
-DEFAULT_CELL_TIMEOUT_S = 3600.0  # papermill execution_timeout per cell; the longest demo cell takes ~10 s
+DEFAULT_CELL_TIMEOUT_S = 3600.0  # papermill execution_timeout per cell; the longest demo cell took 1.6 s
 # Test hook: with BEARING_PAUSE_AT=<stage> the runner writes "<pid> <stage>" to
 # BEARING_PAUSE_FILE and sleeps (BEARING_PAUSE_S, default 60 s) at that stage, so a test can
 # SIGKILL it there. Stages: locked, running, executed, swapped, published.
