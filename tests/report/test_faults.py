@@ -527,3 +527,25 @@ def test_two_step_swap_where_the_exchange_is_missing_and_its_repair(tmp_path, mo
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["verdict"] == "green"
     assert _hidden_dirs(tmp_path) == []
     assert 'href="./w/report.html"' in (tmp_path / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_two_weekly_processes_started_together_one_runs_the_other_exits_7(tmp_path, notebooks):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    args = ["weekly", "--week", "2026-W50", *_args(reports, notebooks, HAND_MADE / "plan.json")]
+    # each pauses 5 s once it holds the lock, so the two surely overlap whichever starts first
+    procs = [_start(args, tmp_path, BEARING_PAUSE_AT="locked", BEARING_PAUSE_S="5") for _ in range(2)]
+    try:
+        results = [p.communicate(timeout=300) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _kill(p)
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [runner.EXIT_OK, runner.EXIT_LOCKED], [r[1].decode()[-500:] for r in results]
+    loser = results[[p.returncode for p in procs].index(runner.EXIT_LOCKED)][1].decode()
+    winner = procs[[p.returncode for p in procs].index(runner.EXIT_OK)]
+    assert f"another run of report '2026-W50' is in progress (pid {winner.pid} on host" in loser
+    assert json.loads((reports / "2026-W50" / "summary.json").read_text())["verdict"] == "yellow"
+    assert _index(reports) == {"2026-W50": "yellow"} and _hidden_dirs(reports) == []
