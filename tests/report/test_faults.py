@@ -549,3 +549,23 @@ def test_two_weekly_processes_started_together_one_runs_the_other_exits_7(tmp_pa
     assert f"another run of report '2026-W50' is in progress (pid {winner.pid} on host" in loser
     assert json.loads((reports / "2026-W50" / "summary.json").read_text())["verdict"] == "yellow"
     assert _index(reports) == {"2026-W50": "yellow"} and _hidden_dirs(reports) == []
+
+
+@pytest.mark.slow
+def test_a_bad_row_deep_in_a_real_trace_exits_1_from_the_real_notebook(tmp_path):
+    """The format is detected before the run (the header is right); only the loader, inside
+    weekly_report.ipynb, reaches the bad 51st data row (row 52 of the file, as the loader counts:
+    the header is row 1). Exit 1, not 4; the executed copy is kept; the input is not modified."""
+    azure = ROOT / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    bad = tmp_path / "prod.csv"
+    bad.write_text("".join(azure.read_text().splitlines(keepends=True)[:51]) + "2023-11-16 18:17:03.9799600,abc,12\n")
+    before = bad.read_bytes()
+    reports = tmp_path / "reports"
+    r = cli.invoke(app, ["report", "--name", "bad", "--reports-dir", str(reports),
+                         "-p", "limits_json", str(HAND_MADE / "limits.json"), "-p", "production_trace", str(bad)])
+    assert r.exit_code == runner.EXIT_ERROR, r.output
+    # cell 7 of the source notebook; execution count 5 because papermill's injected cell runs too
+    assert "error: bad input: weekly_report.ipynb failed in cell 7 of the notebook (execution count 5, " in r.output
+    assert f"BadValueError: {bad}, row 52, field 'ContextTokens': expected a whole number, found 'abc'" in r.output
+    assert not (reports / "bad").exists() and bad.read_bytes() == before
+    assert [p.name.split(".failed-")[0] for p in reports.iterdir() if ".failed-" in p.name] == ["bad"]
