@@ -1,15 +1,22 @@
 """``bearing report`` and ``bearing weekly``: run the report notebooks, publish ``reports/<name>/``.
 
-Exit codes (cron / Airflow act on them; also in ``docs/report.md``):
+Exit codes (cron / Airflow act on them; also in ``docs/report.md``; each comes from the
+error class's ``exit_code`` in ``bearing_lib.common.errors``):
 
 ====  ==================================================================================
 0     report written (``weekly``: verdict green or yellow)
-1     bad input or parameter: unknown / missing / mistyped ``-p``, unreadable file
+1     bad input or parameter: unknown / missing / mistyped ``-p``, unreadable or too large
+      file, bad ``--week``; found before any kernel starts, or by a notebook (then the
+      executed copy is kept in ``reports/<name>.failed-<time>/``); no report written
 2     command-line usage error
 3     ``weekly`` only: report written, verdict **red**
 4     a notebook failed: the executed copy is kept in ``reports/<name>.failed-<time>/``
 5     ``reports/<name>/`` already exists and ``--force`` was not given (nothing ran)
 6     ``weekly`` only: report written but without a verdict (limits or plan not available)
+7     another run of the same report is in progress (its lock is held; nothing ran)
+8     the reports folder is missing its parent, not a folder, read-only or full
+9     the Jupyter kernel is not installed (nothing ran)
+10    a cell ran past ``--timeout``: interrupted, executed copy kept as for 4
 ====  ==================================================================================
 """
 
@@ -99,7 +106,8 @@ def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner
 
 
 def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, weekly: bool,
-         notebooks: Path) -> int:
+         notebooks: Path, timeout: float = runner.DEFAULT_CELL_TIMEOUT_S,
+         kernel: str = runner.DEFAULT_KERNEL) -> int:
     prev = runner.previous_summary(reports_dir, exclude=name, before_week=name if weekly else None)
     given.setdefault("previous_summary", str(prev) if prev else "")
     given.setdefault("report_name", name)
@@ -107,16 +115,11 @@ def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, we
     # runner substitutes the placeholder once it has created that folder.
     steps = _steps(given, notebooks, runner.OUTPUT_DIR_PLACEHOLDER)
     try:
-        result = runner.run_report(steps, name=name, reports_dir=reports_dir, given=given, force=force)
-    except runner.ReportExists as exc:
+        result = runner.run_report(steps, name=name, reports_dir=reports_dir, given=given, force=force,
+                                   kernel_name=kernel, cell_timeout_s=timeout or None)
+    except BearingError as exc:  # each class carries its exit code (docs/report.md, "Exit codes")
         print_error(exc)
-        return runner.EXIT_EXISTS
-    except runner.RunFailed as exc:
-        print_error(exc)
-        return runner.EXIT_FAILED
-    except BearingError as exc:
-        print_error(exc)
-        return runner.EXIT_ERROR
+        return exc.exit_code
     headline = _headline(result.summary)
     typer.echo(f"verdict: {result.verdict}", err=True)
     if headline:
@@ -141,6 +144,10 @@ def register(app: typer.Typer) -> None:
     file_opt = typer.Option(None, "--params-file", help="YAML file of parameter: value (then -p overrides).")
     reports_opt = typer.Option(Path("reports"), "--reports-dir", help="Where report folders are written.")
     nb_opt = typer.Option(runner.NOTEBOOK_DIR, "--notebooks", help="Folder holding the report notebooks.")
+    timeout_opt = typer.Option(runner.DEFAULT_CELL_TIMEOUT_S, "--timeout", min=0,
+                               help="Seconds one notebook cell may run before it is interrupted (exit 10); 0: no "
+                                    "limit.")
+    kernel_opt = typer.Option(runner.DEFAULT_KERNEL, "--kernel", help="Jupyter kernel the notebooks run in.")
 
     @app.command("report", context_settings=ctx_settings)
     def report_cmd(
@@ -153,6 +160,8 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an existing reports/<name>/."),
         reports_dir: Path = reports_opt,
         notebooks: Path = nb_opt,
+        timeout: float = timeout_opt,
+        kernel: str = kernel_opt,
     ) -> None:
         """Run the report notebook(s) and write reports/<name>/ {report.html, summary.json, executed notebooks}.
 
@@ -170,7 +179,7 @@ def register(app: typer.Typer) -> None:
             print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
         code = _run(name=run_name, given=given, reports_dir=reports_dir, force=force or (demo and name is None),
-                    weekly=False, notebooks=notebooks)
+                    weekly=False, notebooks=notebooks, timeout=timeout, kernel=kernel)
         raise typer.Exit(code)
 
     @app.command("weekly", context_settings=ctx_settings)
@@ -184,6 +193,8 @@ def register(app: typer.Typer) -> None:
         params_file: Path | None = file_opt,
         reports_dir: Path = reports_opt,
         notebooks: Path = nb_opt,
+        timeout: float = timeout_opt,
+        kernel: str = kernel_opt,
     ) -> None:
         """Idempotent weekly run for cron/Airflow: writes reports/<ISO week>/ once.
 
@@ -191,7 +202,9 @@ def register(app: typer.Typer) -> None:
 
         Exit codes: 0 green/yellow; 1 bad parameter or input; 3 verdict red; 4 a notebook failed
         (executed copy kept in reports/<week>.failed-<time>/); 5 the week exists (use --force);
-        6 written without a verdict (limits or plan not available).
+        6 written without a verdict (limits or plan not available); 7 another run of the week is in
+        progress; 8 the reports folder cannot be written; 9 the kernel is not installed; 10 a cell
+        ran past --timeout.
         """
         try:
             wk = runner.iso_week(week)
@@ -203,7 +216,8 @@ def register(app: typer.Typer) -> None:
         except BearingError as exc:
             print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
-        code = _run(name=wk, given=given, reports_dir=reports_dir, force=force, weekly=True, notebooks=notebooks)
+        code = _run(name=wk, given=given, reports_dir=reports_dir, force=force, weekly=True, notebooks=notebooks,
+                    timeout=timeout, kernel=kernel)
         raise typer.Exit(code)
 
 

@@ -10,9 +10,19 @@
     │   └── UnsupportedVersionError  a tool's output in a version bearing does not know
     ├── SLAParseError              an SLA clause cannot be parsed
     ├── ParameterError             a parameter (CLI, notebook, config) is unknown or invalid
-    └── InsufficientDataError      the data cannot support the number asked for
+    ├── InsufficientDataError      the data cannot support the number asked for
+    └── ReportError                a report run (bearing report / weekly) could not publish
+        ├── RunFailed              a notebook raised; its executed copy is kept (exit 4)
+        │   ├── NotebookInputError a notebook found bad input (exit 1, like a bad parameter)
+        │   └── NotebookTimeout    a cell ran longer than the cell timeout (exit 10)
+        ├── ReportExists           reports/<name>/ exists and force was not given (exit 5)
+        ├── ReportLocked           another run of the same report holds its lock (exit 7)
+        ├── ReportsFolderError     the reports folder is missing, read-only or not a folder (exit 8)
+        └── KernelNotFound         the Jupyter kernel the notebooks need is not installed (exit 9)
 
 Every message says what was expected, what was found and where (file, row, field).
+Each class carries ``exit_code``: the process exit code the CLI uses for it (documented in
+``docs/report.md``; 1 for every error that is not a report-run outcome).
 """
 
 from __future__ import annotations
@@ -22,6 +32,8 @@ from pathlib import Path
 
 class BearingError(Exception):
     """Base class of every error bearing raises on purpose."""
+
+    exit_code = 1  # bad input or parameter: what the CLI exits with
 
 
 class InputError(BearingError):
@@ -101,3 +113,80 @@ class ParameterError(BearingError):
 
 class InsufficientDataError(BearingError):
     """The data cannot support the number asked for (e.g. a P99 from 20 requests)."""
+
+
+# ------------------------------------------------------------------ report runs
+
+
+class ReportError(BearingError):
+    """A report run could not publish ``reports/<name>/`` (the old report, if any, is untouched)."""
+
+
+class RunFailed(ReportError):
+    """A notebook raised; the executed copy is kept and named.
+
+    ``notebook`` is the notebook's file name, ``cell_index`` the failing cell's index in the
+    executed copy (``None`` when unknown), ``executed_copy`` its path, ``ename``/``evalue``
+    the exception the cell raised.
+    """
+
+    exit_code = 4
+
+    def __init__(self, message: str, *, notebook: str, cell_index: int | None, executed_copy: Path,
+                 ename: str | None = None, evalue: str | None = None) -> None:
+        self.notebook = notebook
+        self.cell_index = cell_index
+        self.executed_copy = executed_copy
+        self.ename = ename
+        self.evalue = evalue
+        super().__init__(message)
+
+
+class NotebookInputError(RunFailed):
+    """A notebook raised one of bearing's input or parameter errors (e.g. a bad row deep in a
+    trace that only the loader sees): bad input, exit 1 like one found before any kernel started."""
+
+    exit_code = 1
+
+
+class NotebookTimeout(RunFailed):
+    """A cell ran longer than the cell timeout (papermill ``execution_timeout``); it was interrupted."""
+
+    exit_code = 10
+
+
+class ReportExists(ReportError):
+    """``reports/<name>/`` exists and ``force`` was not given."""
+
+    exit_code = 5
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(f"{path} already exists; pass --force to replace it (the old report is kept otherwise)")
+
+
+class ReportLocked(ReportError):
+    """Another run of the same report holds its lock; ``holder`` is what the lock file records."""
+
+    exit_code = 7
+
+    def __init__(self, message: str, *, lock: Path, holder: dict[str, object] | None = None) -> None:
+        self.lock = lock
+        self.holder = dict(holder or {})
+        super().__init__(message)
+
+
+class ReportsFolderError(ReportError):
+    """The reports folder cannot be used: missing parent, read-only, not a folder, disk full."""
+
+    exit_code = 8
+
+    def __init__(self, message: str, *, path: Path) -> None:
+        self.path = path
+        super().__init__(message)
+
+
+class KernelNotFound(ReportError):
+    """The Jupyter kernel the notebooks run in is not installed (papermill's ``NoSuchKernel``)."""
+
+    exit_code = 9

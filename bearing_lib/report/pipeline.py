@@ -152,11 +152,119 @@ def resolve(path: str | Path) -> Path:
     return alt_ if alt_.exists() else p
 
 
+# A text table (CSV, JSON lines, compressed or not) is parsed whole into memory by the
+# loaders (they build one polars frame per trace), so the report refuses one this large
+# rather than risk an out-of-memory kill half-way through a run. Parquet is read
+# column-wise and is not limited here. 2 GB = 2 * 10**9 bytes.
+MAX_TEXT_INPUT_BYTES = 2_000_000_000
+
+
+def _is_parquet(p: Path) -> bool:
+    if p.suffix.lower() == ".parquet":
+        return True
+    try:
+        with p.open("rb") as fh:
+            return fh.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def check_input_size(path: str | Path, what: str = "input", *, limit: int | None = None) -> None:
+    """Refuse a text input (a file, or a folder's files together) of ``limit`` bytes or more.
+
+    Raises :class:`InputError` naming the file, its size and the fix (convert to Parquet, or
+    cut the trace to the window the report uses). Only file sizes are read, never contents
+    (apart from 4 bytes to recognise Parquet), so the check is instant on any size.
+    """
+    limit = MAX_TEXT_INPUT_BYTES if limit is None else limit
+    p = resolve(path)
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else []
+    sizes = [(f, f.stat().st_size) for f in files]
+    if sum(n for _, n in sizes) < limit:  # the common case: no file is even opened
+        return
+    text = [(f, n) for f, n in sizes if not _is_parquet(f)]
+    total = sum(n for _, n in text)
+    if total < limit:
+        return
+    biggest = max(text, key=lambda x: x[1])
+    where = f"{len(text)} text files together hold {total / 1e9:.2f} GB (the largest, {biggest[0].name}, " \
+            f"{biggest[1] / 1e9:.2f} GB)" if p.is_dir() else f"{total / 1e9:.2f} GB of text"
+    raise InputError(
+        f"the {what} is too large to read into memory: {where}; bearing report reads CSV / JSON-lines inputs "
+        f"whole and refuses {limit / 1e9:g} GB or more rather than risk an out-of-memory kill. Convert it to "
+        f"Parquet (read column-wise), e.g. python -c \"import polars as pl; pl.scan_csv('{p}')"
+        f".sink_parquet('{p.with_suffix('.parquet')}')\", with bearing's canonical column names or "
+        "-p production_format generic, or keep only the weeks the report needs",
+        path=p,
+    )
+
+
 def load(path: str | Path, format: str = "") -> Any:
-    """Any supported input (``format`` empty = detect); relative paths as :func:`resolve`."""
+    """Any supported input (``format`` empty = detect); relative paths as :func:`resolve`.
+
+    A CSV / JSON-lines input of 2 GB or more is refused (:func:`check_input_size`).
+    """
     from bearing_lib.loaders import load as _load
 
+    check_input_size(path)
     return _load(resolve(path), format=format or None)
+
+
+# Notebook parameters that name inputs: (kind, what it is, the parameter giving its format).
+INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
+    "limits_json": ("json", "limits JSON", None),
+    "plan_json": ("json", "plan JSON", None),
+    "profile_json": ("json", "profile JSON", None),
+    "production_trace": ("data", "production trace", "production_format"),
+    "loadtest": ("data", "load-test output", "format"),
+    "mixes": ("mixes", "mix file", None),
+}
+
+
+def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
+    """Read what can be read of a notebook's inputs **before** its kernel starts.
+
+    Files named by :data:`INPUT_PARAMETERS` must exist and be readable (JSON documents
+    must parse to an object; traces must not be too large, :func:`check_input_size`, and
+    their format must be detected when none is given); ``sla`` must parse; ``tier`` must be
+    a known tier; ``week`` must be an ISO week. Values holding ``{output_dir}`` are made
+    by the run itself and skipped. Raises the same :class:`BearingError` the notebook would,
+    so bad input exits 1 with nothing run.
+    """
+    where = f" ({notebook})" if notebook else ""
+    for name, (kind, what, format_key) in INPUT_PARAMETERS.items():
+        value = parameters.get(name)
+        if not isinstance(value, str) or not value.strip() or "{output_dir}" in value:
+            continue
+        if kind == "mixes" and value in ("auto", "none"):
+            continue
+        p = resolve(value)
+        if not p.exists():
+            raise InputError(f"the {what} (parameter {name}{where}) does not exist", path=p)
+        if kind == "json":
+            read_json(p, what)
+        elif kind == "mixes":
+            mix_spec(str(p))
+        else:
+            if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
+                raise InputError(f"the {what} (parameter {name}{where}) is not readable", path=p)
+            check_input_size(p, what)
+            if not str(parameters.get(format_key or "", "") or ""):
+                from bearing_lib.loaders.registry import detect
+
+                detect(p)
+    if isinstance(parameters.get("sla"), str | list):
+        from bearing_lib.limits.sla import parse_sla
+
+        parse_sla(sla_texts(parameters["sla"]))
+    if isinstance(parameters.get("tier"), str) and parameters["tier"]:
+        from bearing_lib.plan.fos import get_tier
+
+        get_tier(parameters["tier"])
+    if isinstance(parameters.get("week"), str) and parameters["week"]:
+        from bearing_lib.report.runner import iso_week
+
+        iso_week(parameters["week"])
 
 
 def window(trace: RequestTrace, week: str = "", start: str = "", end: str = "") -> RequestTrace:
@@ -440,6 +548,10 @@ def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
 
 
 __all__ = [
+    "INPUT_PARAMETERS",
+    "MAX_TEXT_INPUT_BYTES",
+    "check_input_size",
+    "check_inputs",
     "curve",
     "curve_chart",
     "document",

@@ -51,7 +51,9 @@ def test_weekly_twice_refuses_then_force_replaces(tmp_path):
     assert forced.exit_code == runner.EXIT_OK, forced.output
     s2 = json.loads((week / "summary.json").read_text())
     assert s2["verdict"] == "yellow"
-    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["2026-W48", "index.html"]
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir() if not p.name.startswith(".")) == \
+        ["2026-W48", "index.html"]
+    assert not [p for p in (tmp_path / "reports").iterdir() if p.name.startswith(".") and p.is_dir()]
 
 
 def test_bad_parameters_exit_1_before_running(tmp_path, monkeypatch):

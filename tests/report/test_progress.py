@@ -33,7 +33,7 @@ def _fake(calls):
 def test_progress_bar_follows_stdout_tty(tmp_path, monkeypatch):
     calls: list[bool] = []
     monkeypatch.setattr(papermill, "execute_notebook", _fake(calls))
-    given = {"limits_json": "l.json", "plan_json": "p.json"}
+    given = {"limits_json": str(HAND_MADE / "limits.json"), "plan_json": str(HAND_MADE / "plan.json")}
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     runner.run_report([runner.Step(NB)], name="a", reports_dir=tmp_path, given=given)
     monkeypatch.setattr(sys, "stdout", _TTY())

@@ -87,7 +87,10 @@ def test_successful_run_is_published_atomically_and_indexed(tmp_path):
     d = tmp_path / "2026-W48"
     assert res.directory == d and res.verdict == "yellow"
     assert sorted(p.name for p in d.iterdir()) == ["report.html", "summary.json", "weekly_report.ipynb"]
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".") and p.is_dir()]  # no temporary folder left
+    # the lock file stays (never removed: see runner._acquire_lock) but is released and empty
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [".index.lock", ".lock-2026-W48"]
+    assert (tmp_path / ".lock-2026-W48").read_text() == ""
     summary = json.loads((d / "summary.json").read_text())
     assert summary["name"] == "2026-W48" and summary["verdict"] == "yellow"
     executed = nbformat.read(d / "weekly_report.ipynb", as_version=4)
