@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bearing_lib.cli.export",
         "Per-step resource signals and the bottleneck at the limit, from documented rules.",
     ),
+    "schema": (
+        "bearing_lib.cli.schema",
+        "Print the JSON Schema (draft 2020-12, versioned) of a document bearing writes and reads.",
+    ),
 }
 
 # Exceptions that are the command line's own control flow, never an internal error.

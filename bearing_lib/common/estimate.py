@@ -134,4 +134,14 @@ class Estimate:
         return parse(cls, d, what="estimate")
 
 
-__all__ = ["Basis", "Bound", "Estimate"]
+SCHEMA = "bearing.estimate/1"
+
+
+def schema_document() -> dict[str, object]:
+    """The JSON Schema of an :class:`Estimate` (``bearing schema estimate``)."""
+    from bearing_lib.common.schema import json_schema
+
+    return json_schema(Estimate, title="bearing value with uncertainty", schema_id=SCHEMA)
+
+
+__all__ = ["SCHEMA", "Basis", "Bound", "Estimate", "schema_document"]

@@ -57,7 +57,7 @@ def parse(tp: type[T], doc: Any, *, what: str) -> T:
 def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``tp``, titled and with its ``$id``."""
     s = _adapter(tp).json_schema(mode="serialization")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, "title": title, **s}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, **s, "title": title}
 
 
 __all__ = ["json_schema", "parse", "problems"]
