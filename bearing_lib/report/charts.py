@@ -187,7 +187,7 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> Cha
     if marks:
         layers.append(alt.Chart(alt.Data(values=marks)).mark_rule(size=2).encode(
             y="rps:Q",
-            color=alt.Color("label:N", title="level",
+            color=alt.Color("label:N", title="level", legend=alt.Legend(labelLimit=0, orient="bottom", columns=1),
                             scale=alt.Scale(domain=[m["label"] for m in marks],
                                             range=["#6a1b9a", "#2e7d32", "#c62828", "#555"][:len(marks)])),
             strokeDash=alt.StrokeDash("label:N", legend=None),

@@ -162,6 +162,8 @@ def test_peak_chart_downsamples_a_two_week_series_and_draws_capacity_lines(docs)
     assert levels["allowable (Q_ult / target FOS)"] == docs["plan"]["allowable_rps"]
     lowest = min(p["q_ult_rps"] for p in docs["plan"]["fos"]["per_mix"])
     assert levels["lowest per-mix Q_ult (completed req/s)"] == lowest
+    # legend labels are never truncated into look-alikes ("lowest per-mix Q_ult (completed r…")
+    assert rules["encoding"]["color"]["legend"]["labelLimit"] == 0
     assert "downsampled" in peak.spec["title"]["subtitle"]
     # and it is the first chart of the page, right under the verdict
     html = render_html(m)
