@@ -48,6 +48,7 @@ DEMO_RUN = "llm-d-70b-2replicas/sharegpt"
 DEMO_MEMORY_PRESET = "llama-3.1-70b"  # Llama-3-70B architecture (80 layers, 8 KV heads, bf16)
 # Conditions the LMBenchmark CSVs do not carry, from data/loadtests/.../ATTRIBUTION.md.
 DEMO_MODEL = "Llama-3-70B"
+DEMO_TESTED_INSTANCES = 2  # the bundled sweeps ran against two replicas (data/loadtests/.../ATTRIBUTION.md)
 DEMO_HARDWARE = "2 replicas on OpenShift, llm-d stack (llm-d-benchmark exp-2; GPU type not stated in the source)"
 
 
@@ -60,6 +61,7 @@ def demo_parameters(root: Path) -> dict[str, Any]:
         "production_trace": str(root / DEMO_PRODUCTION),
         "model": DEMO_MODEL,
         "hardware": DEMO_HARDWARE,
+        "tested_instances": DEMO_TESTED_INSTANCES,
         "run": DEMO_RUN,
         "memory_preset": DEMO_MEMORY_PRESET,
         "tier": "standard",

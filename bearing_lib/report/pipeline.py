@@ -383,13 +383,15 @@ def limits_chart(result: Any) -> alt.Chart | str:
     return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
 
 
-def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict[str, Any]:
+def limits_document(result: Any, *, model: str = "", hardware: str = "", tested_instances: int = 0) -> dict[str, Any]:
     """``LimitsResult.to_dict()`` (contract §4); for an :class:`Unavailable`,
     ``{"available": false, "reason": ...}`` so the weekly report can say why.
 
     ``model`` and ``hardware`` fill conditions the load-test files do not state (a limit
     without its conditions is not comparable); they are marked as stated by the analyst
-    and never overwrite what the files say.
+    and never overwrite what the files say. ``tested_instances`` (> 0) is the number of
+    instances (replicas) the load test drove: the plan's per-instance capacity and its
+    instance count are in that unit.
     """
     if isinstance(result, Unavailable):
         return {"available": False, "reason": result.reason}
@@ -398,6 +400,9 @@ def limits_document(result: Any, *, model: str = "", hardware: str = "") -> dict
     for key, value in (("model", model), ("hardware", hardware)):
         if value and not cond.get(key):
             cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
+    if tested_instances and tested_instances > 0 and cond.get("instances") is None:
+        cond["instances"] = int(tested_instances)
+        cond["instances_basis"] = "stated by the analyst (parameter tested_instances)"
     return doc
 
 
@@ -446,12 +451,13 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
          run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
-         concurrency: int = 0) -> Any:
+         concurrency: int = 0, tested_instances: int = 0) -> Any:
     """Capacity plan (:meth:`bearing_lib.plan.capacity_plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
     preset of ``bearing_lib.plan.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
-    ``concurrency`` 0 = not given (the plan then says what it could not compute).
+    ``concurrency`` 0 = not given (the plan then says what it could not compute);
+    ``tested_instances`` > 0 overrides the instances the limits file says the test drove.
     """
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
@@ -463,7 +469,7 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
 
     return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
                               gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,
-                              trace=trace)
+                              trace=trace, tested_instances=tested_instances or None)
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -108,3 +109,20 @@ def test_executed_notebooks_keep_svg_charts(demo):
         outputs = [o for c in nb["cells"] for o in c.get("outputs", [])]
         assert not [o for o in outputs if o.get("output_type") == "error"]
         assert any("image/svg+xml" in o.get("data", {}) for o in outputs), name
+
+
+def test_demo_instances_are_counted_in_the_tested_unit(demo):
+    """The bundled sweeps drove two replicas: the limits record it, and the plan's instances are replicas."""
+    _, d = demo
+    limits = json.loads((d / "limits.json").read_text(encoding="utf-8"))
+    assert limits["conditions"]["instances"] == 2
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    inst = summary["plan"]["data"]["instances"]
+    q_blend = summary["fos"]["data"]["per_mix"][0]["q_ult"]["value"]  # the one mix: completed req/s of 2 replicas
+    assert inst["tested_instances"] == 2
+    assert inst["per_instance_q_ult_rps"] == pytest.approx(q_blend / 2)
+    target = summary["fos"]["data"]["target"]["rps"]
+    per_allow = q_blend / 2 / 1.5  # the standard tier's design FOS
+    assert inst["base"] == math.ceil(target / per_allow - 1e-9)
+    html = (d / "report.html").read_text(encoding="utf-8")
+    assert "1 (assumed)" not in html
