@@ -328,11 +328,15 @@ def finish_trace(
     nonnull = {c: nulls[c] < df.height for c in df.columns}
     prov.fields = field_origins(nonnull, REQUEST_SCHEMA, derived, skip="source_row")
     df = validate(df, prov, epoch_range=True)
-    return RequestTrace(frame=df, provenance=prov, steps=conform_steps(steps) if steps is not None else None)
+    return RequestTrace(frame=df, provenance=prov,
+                        steps=conform_steps(steps, path=source.path) if steps is not None else None)
 
 
-def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame:
-    """A per-step frame with exactly the :data:`STEP_SCHEMA` columns, sorted by run and step."""
+def conform_steps(steps: pl.DataFrame | list[dict[str, object]], *, path: str | Path | None = None) -> pl.DataFrame:
+    """A per-step frame with exactly the :data:`STEP_SCHEMA` columns, sorted by run and step.
+
+    Raises :class:`BadValueError` for an offered load that is not positive or a step
+    duration that is not positive and finite."""
     frame = pl.DataFrame(steps, infer_schema_length=None) if isinstance(steps, list) else steps
     extra = [c for c in frame.columns if c not in STEP_SCHEMA]
     if extra:
@@ -341,7 +345,20 @@ def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame
         (pl.col(c).cast(t, strict=True) if c in frame.columns else pl.lit(None, dtype=t)).alias(c)
         for c, t in STEP_SCHEMA.items()
     ]
-    return frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
+    out = frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
+    problems = []
+    for col, mask, what in (
+        ("offered_load", pl.col("offered_load").is_nan() | (pl.col("offered_load") <= 0),
+         "expected a positive offered load (inf for an unbounded rate)"),
+        ("duration_s", pl.col("duration_s").is_nan() | (pl.col("duration_s") <= 0) | pl.col("duration_s").is_infinite(),
+         "expected a positive, finite step duration in s"),
+    ):
+        bad = out.filter(mask.fill_null(False))
+        if bad.height:
+            r = bad.row(0, named=True)
+            problems.append(Problem(f"{what}, found {r[col]!r} (run {r['run_id']}, step {r['step']})", field=col))
+    raise_problems(problems, path=path)
+    return out
 
 
 # --------------------------------------------------------------------------- JSON lines

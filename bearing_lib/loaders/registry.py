@@ -96,9 +96,22 @@ def detect(path: str | Path | Source) -> FormatSpec:
     Raises :class:`FormatDetectionError` when none or several do.
     """
     source = path if isinstance(path, Source) else Source(path)
+    if source.is_dir and not any(p.name[:1] != "." for p in source.path.iterdir()):
+        raise FormatDetectionError(
+            "the folder is empty; expected the files of one load test or trace (CSV, JSON, JSON lines, Parquet)",
+            path=source.path,
+        )
     matches = [spec for spec in formats() if _safe_sniff(spec, source)]
     if len(matches) == 1:
         return matches[0]
+    if not matches and not source.is_dir and not source.head and source.head_error:
+        raise InputError(f"cannot read the file: {source.head_error}", path=source.path)
+    if not matches and not source.is_dir and not source.is_parquet and b"\x00" in source.head:
+        raise FormatDetectionError(
+            "no known format fits: the file holds NUL bytes (a binary file, or text encoded as UTF-16/UTF-32); "
+            "bearing reads UTF-8 text, Parquet and gzip. Re-save text as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)",
+            path=source.path,
+        )
     seen = source.describe()
     if not matches:
         lines = "\n".join(f"  - {s.name} ({s.tool}): {s.needs}" for s in formats())
