@@ -208,6 +208,8 @@ def _checks(time_origin: str, epoch_range: bool = True) -> list[tuple[str, pl.Ex
             if time_origin == "epoch" and epoch_range:
                 checks.append((col, c.is_finite() & ((c < EPOCH_MIN_S) | (c > EPOCH_MAX_S)),
                                "expected epoch seconds between 2000-01-01 and 2100-01-01 (946684800 to 4102444800)"))
+            elif epoch_range:
+                checks.append((col, c < 0, "expected seconds from the trace start, >= 0"))
     for col in LATENCY_COLUMNS:
         c = pl.col(col)
         checks.append((col, c.is_nan() | c.is_infinite(), "expected a finite latency in ms"))
@@ -251,7 +253,8 @@ def validate(frame: pl.DataFrame, provenance: Provenance, *, epoch_range: bool =
     finite or (epoch) outside 2000-2100 (the message says when it looks like epoch ms, µs
     or ns and how to fix it), ``end_s`` before ``start_s``, an offered load that is not
     positive, an unknown ``status`` or ``offered_load_unit``, a null ``start_s``.
-    ``epoch_range`` turns on the 2000-2100 check of epoch times: every loader does
+    ``epoch_range`` turns on the 2000-2100 check of epoch times (and ``>= 0`` for
+    relative ones): every loader does
     (:func:`~bearing_lib.loaders._common.finish_trace`, the edge where files are read);
     traces built in code (simulations) may count epoch seconds from 0. Records findings for: rows not sorted
     by ``start_s`` (they are sorted, stably), duplicate ``request_id`` values (kept and

@@ -104,8 +104,8 @@ def detect(path: str | Path | Source) -> FormatSpec:
     matches = [spec for spec in formats() if _safe_sniff(spec, source)]
     if len(matches) == 1:
         return matches[0]
-    if not matches and not source.is_dir and not source.head and source.head_error:
-        raise InputError(f"cannot read the file: {source.head_error}", path=source.path)
+    if not matches and not source.is_dir:
+        _explain_unreadable(source)
     if not matches and not source.is_dir and not source.is_parquet and b"\x00" in source.head:
         raise FormatDetectionError(
             "no known format fits: the file holds NUL bytes (a binary file, or text encoded as UTF-16/UTF-32); "
@@ -125,6 +125,24 @@ def detect(path: str | Path | Source) -> FormatSpec:
         f"several formats fit ({seen}):\n{lines}\nPass format=NAME to choose one.",
         path=source.path,
     )
+
+
+def _explain_unreadable(source: Source) -> None:
+    """One clear error for a file no sniffer could read at all (instead of the list of formats)."""
+    if source.head_error and not source.head:
+        raise InputError(f"cannot read the file: {source.head_error}", path=source.path)
+    if not source.head.strip():
+        raise FormatDetectionError(
+            "an empty file (no bytes, or only blank lines); expected a trace or load-test file", path=source.path
+        )
+    if source.is_parquet:
+        import io
+
+        try:
+            pl.read_parquet_schema(io.BytesIO(source.read_bytes()) if source.is_gzip else source.path)
+        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a bad footer
+            raise InputError(f"not a readable Parquet file (truncated, or its footer is corrupt: {exc})",
+                             path=source.path) from exc
 
 
 def load(path: str | Path, *, format: str | None = None, **options: object) -> Dataset:

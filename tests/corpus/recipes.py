@@ -46,7 +46,8 @@ def to_csv(rows: list[dict[str, object]], header: list[str] | None = None) -> st
     return buf.getvalue()
 
 
-def stepped_csv(**change: Callable[[dict[str, object]], None] | None) -> str:
+def stepped_csv() -> str:
+    """The valid stepped test as canonical CSV."""
     return to_csv(stepped_rows())
 
 
@@ -62,6 +63,7 @@ def azure(rows: list[str]) -> str:
 
 
 def write(folder: Path, files: dict[str, str | bytes]) -> dict[str, Path]:
+    """Write ``files`` (name → text or bytes, byte-exact) under ``folder``; their paths by name."""
     out = {}
     for name, body in files.items():
         p = folder / name
