@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-from bearing_lib.common.errors import FormatDetectionError, InputError, ParameterError
+from bearing_lib.common.errors import BearingError, FormatDetectionError, InputError, ParameterError
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders.source import Source
 
@@ -175,7 +175,27 @@ def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) ->
             f"it takes: {', '.join(accepted) if accepted else 'no options'}"
         )
     source.start_hashing()
-    return spec.load(source, **options)
+    try:
+        return spec.load(source, **options)
+    except BearingError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, pl.exceptions.PolarsError) as exc:
+        # The edge's safety net: a document whose shape the loader did not expect (a key
+        # missing deep inside a JSON report, a value of the wrong JSON type, bytes that are
+        # not UTF-8). Loaders check what they can name; this names the rest, never a traceback.
+        raise InputError(
+            f"not a valid {spec.tool} file for format {spec.name!r}: {_describe(exc)}; expected {spec.needs}",
+            path=source.path,
+        ) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"the key {exc.args[0]!r} is missing"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start}: {exc.reason})"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def load_trace(path: str | Path, *, format: str | None = None, **options: object):
