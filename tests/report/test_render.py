@@ -259,3 +259,24 @@ def test_defang_by_hand(text, expected):
     from bearing_lib.report.render import defang
 
     assert defang(text) == expected
+
+
+def test_index_page_escapes_headlines_verdicts_and_folder_names(tmp_path):
+    from bearing_lib.report.index import write_index
+
+    hostile = _evil("headline")
+    (tmp_path / "2026-W10").mkdir()
+    (tmp_path / "2026-W10" / "summary.json").write_text(json.dumps(
+        {"verdict": '"><script>alert(1)</script>', "headline": {"text": hostile},
+         "provenance": {"run_time_utc": _evil("run-time")}}), encoding="utf-8")
+    (tmp_path / "2026-W11").mkdir()  # unreadable summary: the error message is shown, escaped
+    (tmp_path / "2026-W11" / "summary.json").write_text("{not json <script>", encoding="utf-8")
+    failed = tmp_path / "2026-W12.failed-20260101T000000Z"
+    failed.mkdir()
+    (failed / "<img src=x onerror=alert(1)>.ipynb").write_text("{}", encoding="utf-8")
+    html = write_index(tmp_path).read_text(encoding="utf-8")
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;img src=x onerror=alert(&#39;headline&#39;)&gt; headline" in html
+    assert "https[:]//evil.example/headline" in html and "javascript[:]alert(1)" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;.ipynb" in html
+    assert not re.search(r"(?i)\b[a-z][a-z0-9+.-]*://", html)
