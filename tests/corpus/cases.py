@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.corpus.recipes import AZURE, HEADER, T0, azure, edited, stepped_csv, stepped_rows, to_csv
@@ -35,7 +35,6 @@ class Case:
     code: int
     words: tuple[str, ...]
     slow: bool = False
-    extra: dict[str, object] = field(default_factory=dict)
 
 
 def _set(col: str, value: object, *, where: Callable[[dict], bool] = lambda r: True) -> Callable[[list[dict]], None]:

@@ -2,15 +2,15 @@
 
 Values are invented (SYNTHETIC) unless a recipe copies a bundled file and cuts it. The
 valid baseline is a stepped load test in bearing's canonical CSV: 3 steps of 40
-requests, 0.5 s apart, from 2023-11-14 22:13:20 UTC (1,700,000,000 s); latency grows
-with the step so every SLA below has a limit inside the tested range.
+requests, 0.5 s apart, from 2023-11-14 22:13:20 UTC (1,700,000,000 s), TTFT 100 ms x
+(step + 1) plus 0-6 ms, latency 10 x TTFT, all ok. It loads and fits cleanly; each case
+breaks one thing in it.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,7 +74,3 @@ def write(folder: Path, files: dict[str, str | bytes]) -> dict[str, Path]:
             p.write_text(body, encoding="utf-8", newline="")
         out[name] = p
     return out
-
-
-def dumps(doc: object) -> str:
-    return json.dumps(doc, indent=1)
