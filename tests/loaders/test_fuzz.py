@@ -128,3 +128,23 @@ def test_seeds_load_unmutated(tmp_path):
         p.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
         ds = load(p, format=fmt)
         assert ds.frame.height > 0, rel
+
+
+def test_mutated_canonical_parquet_raises_only_bearing_errors(tmp_path):
+    # The real Azure slice written as bearing-canonical Parquet, then truncated or byte-flipped
+    # (a broken footer, a corrupt page, metadata that no longer parses).
+    from bearing_lib.loaders.canonical import write_trace
+
+    src = Path(tempfile.mkdtemp(dir=tmp_path)) / "a.csv"
+    src.write_bytes(_seed_bytes(SEEDS[0][0], 300))
+    data = write_trace(load(src), src.with_name("t.parquet")).read_bytes()
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(mutations(data, is_csv=False))
+    def run(mutated: bytes) -> None:
+        p = Path(tempfile.mkdtemp(dir=tmp_path)) / "t.parquet"
+        p.write_bytes(mutated)
+        _check(p, "bearing-canonical")
+
+    run()
