@@ -352,12 +352,22 @@ def check_loadpoints(frame: pl.DataFrame, source: Source) -> None:
         bad = frame.filter(mask.fill_null(False))
         if bad.height:
             r = bad.row(0, named=True)
-            file = str(r["source_file"] or source.path)
+            file = _full_path(source, r["source_file"])
             path = path or file
             more = f"; {bad.height} step(s) affected" if bad.height > 1 else ""
             where = f"run {r['run_id']}, step {r['step']}" + (f", file {file}" if file != path else "")
             problems.append(Problem(f"{what}, found {r[col]!r} ({where}){more}", field=col))
     raise_problems(problems, path=path)
+
+
+def _full_path(source: Source, source_file: str | None) -> str:
+    """The file a load-point row came from: ``source_file`` is relative to a loaded folder,
+    or the bare name of the loaded file."""
+    if not source_file:
+        return str(source.path)
+    if source.is_dir:
+        return str(source.path / source_file)
+    return str(source.path) if Path(source_file).name == source.path.name else source_file
 
 
 def relpath(path: Path, base: Path) -> str:

@@ -140,6 +140,18 @@ def _parquet_truncated() -> Files:
     return {"t.parquet": b[: len(b) // 2]}
 
 
+VLLM = ROOT / "tests" / "fixtures" / "vllm" / "llm-d-1p1d" / "benchmark_2025-05-11_23-00-27.json"
+
+
+def _vllm(**change: object) -> Callable[[], Files]:
+    """The real vLLM benchmark result (tests/fixtures/vllm) with keys changed."""
+    def files() -> Files:
+        doc = json.loads(VLLM.read_text(encoding="utf-8"))
+        doc.update(change)
+        return {"bench.json": json.dumps(doc)}
+    return files
+
+
 def _mixes(doc: object) -> Callable[[], Files]:
     return lambda: {"t.csv": stepped_csv(), "mixes.json": json.dumps(doc)}
 
@@ -203,6 +215,10 @@ CASES: list[Case] = [
          ("3 problems", "field 'ttft_ms'", "field 'status'", "field 'latency_ms'")),
     Case("azure-tokens-negative", F, lambda: {"t.csv": azure(["2023-11-16 18:17:03.9799600,-5,1"])}, inspect(), 1,
          ("field 'input_tokens'", "non-negative")),
+    Case("vllm-negative-rate", F, _vllm(request_rate=-4), inspect("bench.json"), 1,
+         ("bench.json", "field 'request_rate'", "expected a non-negative request rate, found -4")),
+    Case("vllm-ttft-1e308", F, _vllm(mean_ttft_ms=1e308), limits("p99(ttft) <= 1s", "bench.json"), 1,
+         ("bench.json", "field 'ttft_ms_mean'", "at most 86400000 ms", "1e+308")),
     Case("mooncake-negative-time", F, _mooncake([MOON % 0, MOON % -5000]), inspect("t.jsonl"), 1,
          ("t.jsonl", "row 2", "field 'start_s'", "expected seconds from the trace start, >= 0")),
     # ------------------------------------------------------------------ CSV / JSON structure
@@ -243,6 +259,12 @@ CASES: list[Case] = [
          ("expected a whole number, found '5.5'",)),
     Case("text-in-latency", S, canon(_first("latency_ms", "fast")), limits(), 1,
          ("row 2", "field 'latency_ms'", "expected a number, found 'fast'")),
+    Case("vllm-text-for-number", S, _vllm(mean_ttft_ms="fast"), inspect("bench.json"), 1,
+         ("field 'mean_ttft_ms'", "expected a number in ms, found 'fast'")),
+    Case("vllm-wrong-shape", S, _vllm(request_rate={"a": 1}), inspect("bench.json"), 1,
+         ("bench.json", "field 'request_rate'", "expected a request rate (a number or 'inf')")),
+    Case("jsonl-mixed-types", S, _mooncake([MOON % 0, MOON.replace("%d", '"soon"')]), inspect("t.jsonl"), 1,
+         ("row 2", "field 'timestamp'", "expected a number, found 'soon'")),
     Case("bad-timestamp", S, lambda: {"t.csv": azure(["16/11/2023 18:17,5,1"])}, inspect(), 1,
          ("field 'TIMESTAMP'", "expected a timestamp like")),
     Case("mixed-timezones", S, lambda: {"t.csv": azure([GOOD_AZ[0], "2023-11-16 18:17:04.9799600+00:00,5,1"])},
