@@ -33,6 +33,9 @@ Semantics (the same in every part of bearing):
   ``goodput ≥ g`` it is the allowed bad fraction ``1 − g`` and ``observed`` the bad
   fraction. A zero allowance (``error_rate <= 0%``) uses 0.001 as the denominator.
 
+Before anything is fitted, :func:`check_sla_against` refuses an SLA whose metrics the
+data lacks, or has only for some steps (one error naming every clause, file and step).
+
 Examples
 --------
 >>> sla = parse_sla(["p99(ttft) <= 500ms and error_rate <= 0.5%"])
