@@ -5,7 +5,8 @@
     BearingError
     ├── InputError                 a file or folder cannot be read as promised
     │   ├── FormatDetectionError   no format, or several, fit the input
-    │   ├── SchemaError            a required column or key is missing
+    │   ├── SchemaError            a required column or key is missing, or a column is duplicated
+    │   ├── StructureError         the file's structure is broken (ragged rows, NUL bytes)
     │   ├── BadValueError          a value has the wrong type or is out of range
     │   └── UnsupportedVersionError  a tool's output in a version bearing does not know
     ├── SLAParseError              an SLA clause cannot be parsed
@@ -23,10 +24,14 @@
 Every message says what was expected, what was found and where (file, row, field).
 Each class carries ``exit_code``: the process exit code the CLI uses for it (documented in
 ``docs/report.md``; 1 for every error that is not a report-run outcome).
+Where one file has several problems, one error lists them all (``problems``; see
+:func:`raise_problems`), the way pandera's ``validate(lazy=True)`` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -40,7 +45,9 @@ class InputError(BearingError):
     """An input file cannot be read as promised.
 
     ``path``, ``row`` (1-based data row, or line for JSONL) and ``field`` locate the
-    problem when known; they are also part of the message.
+    problem when known; they are also part of the message. ``problems`` lists every
+    problem found in the file (one :class:`Problem` each; the first is the one ``row`` and
+    ``field`` point at); it holds just this one when only one was found.
     """
 
     def __init__(
@@ -62,6 +69,7 @@ class InputError(BearingError):
         if field is not None:
             where.append(f"field {field!r}")
         self.message = message
+        self.problems: list[Problem] = [Problem(message, row=row, field=field)]
         prefix = ", ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
@@ -72,6 +80,10 @@ class FormatDetectionError(InputError):
 
 class SchemaError(InputError):
     """A required column or key is missing."""
+
+
+class StructureError(InputError):
+    """The file's structure is broken: rows with too few or too many fields, NUL bytes."""
 
 
 class BadValueError(InputError):
@@ -190,3 +202,51 @@ class KernelNotFound(ReportError):
     """The Jupyter kernel the notebooks run in is not installed (papermill's ``NoSuchKernel``)."""
 
     exit_code = 9
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in an input: what was found and expected, and where (row, field)."""
+
+    message: str
+    row: int | None = None
+    field: str | None = None
+
+    def text(self) -> str:
+        where = [f"row {self.row}"] if self.row is not None else []
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+MAX_LISTED = 20
+"""At most this many problems are spelled out in one message (all stay in ``problems``)."""
+
+
+def raise_problems(
+    problems: Sequence[Problem], *, path: str | Path | None, cls: type[InputError] = BadValueError
+) -> None:
+    """Raise one ``cls`` error for all ``problems`` (nothing when there are none).
+
+    One problem gives the usual message (``path, row 3, field 'x': ...``). Several give
+    ``path: N problems:`` and one line per problem; ``row``/``field`` of the error are the
+    first problem's and ``problems`` holds them all.
+
+    >>> try:
+    ...     raise_problems([Problem("expected a number", 3, "a"), Problem("expected ok", 5, "b")], path="t.csv")
+    ... except BadValueError as exc:
+    ...     print(exc)
+    t.csv: 2 problems:
+      - row 3, field 'a': expected a number
+      - row 5, field 'b': expected ok
+    """
+    if not problems:
+        return
+    first = problems[0]
+    if len(problems) == 1:
+        raise cls(first.message, path=path, row=first.row, field=first.field)
+    lines = [f"  - {p.text()}" for p in problems[:MAX_LISTED]]
+    if len(problems) > MAX_LISTED:
+        lines.append(f"  - ... and {len(problems) - MAX_LISTED} more")
+    exc = cls(f"{len(problems)} problems:\n" + "\n".join(lines), path=path)
+    exc.row, exc.field, exc.problems = first.row, first.field, list(problems)
+    raise exc

@@ -266,3 +266,42 @@ def load_mix_spec(source: str | object) -> MixSpec:
     if len(set(names)) != len(names):
         raise ParameterError(f"{where}: mix names must be unique, found {names}")
     return spec
+
+
+def check_spec_matches(spec: MixSpec, datasets: object) -> list[str]:
+    """Refuse a mix spec that matches no request; name the mixes that match none.
+
+    ``datasets`` are request traces (objects with a ``frame``; others, such as load-point
+    tables, have no per-request data and are skipped). Returns the names of mixes that
+    hold no request (a flagged handling: such a mix simply gets no limit); raises when
+    **no** mix of the spec holds any request, i.e. every request would fall into
+    ``other``, which is almost always a spec in the wrong units or dimension.
+
+    Raises
+    ------
+    ParameterError
+        Naming the spec's mixes, their bounds and the range of the data.
+    """
+    frames = []
+    for ds in datasets if isinstance(datasets, (list, tuple)) else [datasets]:
+        frame = getattr(ds, "frame", None)
+        if getattr(ds, "kind", None) == "requests" and frame is not None and frame.height:
+            frames.append(frame.select(*DIMENSIONS[:2], "cached_tokens"))
+    if not frames or spec.names() == [ALL]:
+        return []
+    data = pl.concat(frames)
+    counts = spec.assign(data).group_by("mix").len()
+    held = dict(counts.iter_rows())
+    empty = [m.name for m in spec.mixes if not held.get(m.name)]
+    if len(empty) == len(spec.mixes):
+        ranges = data.select(
+            *(pl.concat_str(pl.col(d).min().cast(pl.String), pl.lit("–"), pl.col(d).max().cast(pl.String))
+              .fill_null("none").alias(d) for d in DIMENSIONS[:2])
+        ).row(0, named=True)
+        desc = "; ".join(f"{m.name!r} ({m.describe()})" for m in spec.mixes[:10])
+        raise ParameterError(
+            f"the mix spec matches none of the {data.height:,} requests: every one would fall into {OTHER!r}. "
+            f"Mixes: {desc}. The data has input_tokens {ranges['input_tokens']} and output_tokens "
+            f"{ranges['output_tokens']}; expected bounds that hold some requests (tokens, not thousands of tokens?)"
+        )
+    return empty

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import polars as pl
 
-from bearing_lib.common.errors import BadValueError, SchemaError
+from bearing_lib.common.errors import BadValueError, Problem, SchemaError, raise_problems
 from bearing_lib.data.provenance import Provenance
 
 if TYPE_CHECKING:
@@ -163,7 +163,37 @@ def _first_row(frame: pl.DataFrame, mask: pl.Expr) -> dict[str, object]:
     return frame.filter(mask).head(1).row(0, named=True)
 
 
-def _checks(time_origin: str) -> list[tuple[str, pl.Expr, str]]:
+# Plausibility bounds (docs/loaders.md, "What every loaded trace satisfies"). A value
+# outside them is not a measurement of an inference request; most often a unit is off.
+EPOCH_MIN_S = 946_684_800.0  # 2000-01-01 UTC
+EPOCH_MAX_S = 4_102_444_800.0  # 2100-01-01 UTC
+MAX_LATENCY_MS = 86_400_000.0  # 24 h: no request to an inference service takes a day
+MAX_TOKENS = 100_000_000  # 10x the largest published context window (10 M tokens)
+LATENCY_COLUMNS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
+TOKEN_COLUMNS: tuple[str, ...] = ("input_tokens", "output_tokens", "cached_tokens")
+TIME_COLUMNS: tuple[str, ...] = ("start_s", "end_s")
+_TIME_UNITS: tuple[tuple[str, float], ...] = (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9))
+
+
+def time_unit_hint(value: float) -> str:
+    """What an epoch time out of range looks like, and the fix (``""`` when nothing fits).
+
+    >>> time_unit_hint(1_700_000_000_000)
+    'looks like epoch milliseconds (1.7e+12 / 1e3 = 2023-11-14 UTC); divide by 1e3, or load it with \
+--format generic and units {column: ms}'
+    """
+    import datetime as _dt
+
+    for word, factor in _TIME_UNITS:
+        if EPOCH_MIN_S <= value / factor <= EPOCH_MAX_S:
+            day = _dt.datetime.fromtimestamp(value / factor, tz=_dt.UTC).date().isoformat()
+            short = {"milliseconds": "ms", "microseconds": "us", "nanoseconds": "ns"}[word]
+            return (f"looks like epoch {word} ({value:.2g} / {factor:.0e} = {day} UTC); divide by "
+                    f"{factor:.0e}, or load it with --format generic and units {{column: {short}}}").replace("e+0", "e")
+    return ""
+
+
+def _checks(time_origin: str, epoch_range: bool = True) -> list[tuple[str, pl.Expr, str]]:
     """(field, mask of bad rows, what was expected) for every check that raises."""
     checks: list[tuple[str, pl.Expr, str]] = []
     if time_origin == "none":
@@ -172,13 +202,36 @@ def _checks(time_origin: str) -> list[tuple[str, pl.Expr, str]]:
         )
     else:
         checks.append(("start_s", pl.col("start_s").is_null(), "missing request start time"))
+        for col in TIME_COLUMNS:
+            c = pl.col(col)
+            checks.append((col, c.is_nan() | c.is_infinite(), "expected a finite time in seconds"))
+            if time_origin == "epoch" and epoch_range:
+                checks.append((col, c.is_finite() & ((c < EPOCH_MIN_S) | (c > EPOCH_MAX_S)),
+                               "expected epoch seconds between 2000-01-01 and 2100-01-01 (946684800 to 4102444800)"))
+            elif epoch_range:
+                checks.append((col, c < 0, "expected seconds from the trace start, >= 0"))
+    for col in LATENCY_COLUMNS:
+        c = pl.col(col)
+        checks.append((col, c.is_nan() | c.is_infinite(), "expected a finite latency in ms"))
+        checks.append((col, c.is_finite() & (c > MAX_LATENCY_MS),
+                       "expected at most 86400000 ms (24 h); a longer latency is not a measurement "
+                       "(is the column in us or ns?)"))
     checks.extend((col, pl.col(col) < 0, "expected a non-negative number") for col in NON_NEGATIVE)
+    checks.extend((col, pl.col(col) > MAX_TOKENS, f"expected at most {MAX_TOKENS:,} tokens per request")
+                  for col in TOKEN_COLUMNS)
     checks.append(("end_s", pl.col("end_s") < pl.col("start_s"), "request ends before it starts"))
     checks.append(
         (
             "status",
             pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES),
             f"expected one of {', '.join(STATUSES)}",
+        )
+    )
+    checks.append(
+        (
+            "offered_load",
+            pl.col("offered_load").is_nan() | (pl.col("offered_load") <= 0),
+            "expected a positive offered load (inf for an unbounded rate)",
         )
     )
     checks.append(
@@ -191,12 +244,19 @@ def _checks(time_origin: str) -> list[tuple[str, pl.Expr, str]]:
     return checks
 
 
-def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
+def validate(frame: pl.DataFrame, provenance: Provenance, *, epoch_range: bool = False) -> pl.DataFrame:
     """Check a conformed frame; raise on impossible values, record findings otherwise.
 
-    Raises :class:`BadValueError` (naming file, row and field) for: negative token
-    counts or latencies, ``end_s`` before ``start_s``, an unknown ``status`` or
-    ``offered_load_unit``, a null ``start_s``. Records findings for: rows not sorted
+    Raises :class:`BadValueError` (naming file, row and field; one error listing every
+    failed check) for: negative token counts or latencies, a latency that is NaN, infinite
+    or over 24 h, a token count over :data:`MAX_TOKENS`, a start/end time that is not
+    finite or (epoch) outside 2000-2100 (the message says when it looks like epoch ms, µs
+    or ns and how to fix it), ``end_s`` before ``start_s``, an offered load that is not
+    positive, an unknown ``status`` or ``offered_load_unit``, a null ``start_s``.
+    ``epoch_range`` turns on the 2000-2100 check of epoch times (and ``>= 0`` for
+    relative ones): every loader does
+    (:func:`~bearing_lib.loaders._common.finish_trace`, the edge where files are read);
+    traces built in code (simulations) may count epoch seconds from 0. Records findings for: rows not sorted
     by ``start_s`` (they are sorted, stably), duplicate ``request_id`` values (kept and
     counted). Returns the (possibly sorted) frame; the input file is never touched.
 
@@ -206,7 +266,7 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
     path = provenance.source
     if frame.height == 0:
         raise BadValueError("the file holds no requests (header only, or empty)", path=path)
-    checks = _checks(provenance.time_origin)
+    checks = _checks(provenance.time_origin, epoch_range)
     timed = provenance.time_origin != "none"
     # Columns that are entirely null cannot fail a check: skip them (null_count is free).
     nulls = frame.null_count().row(0, named=True)
@@ -227,16 +287,19 @@ def validate(frame: pl.DataFrame, provenance: Provenance) -> pl.DataFrame:
     # The streaming engine evaluates the counts chunk by chunk: same numbers, no full-length
     # temporaries (a shifted copy of every id, a diff of every start); ~200 MB less at 10 M rows.
     counts = frame.lazy().select(aggs).collect(engine="streaming").row(0, named=True)
+    problems: list[Problem] = []
     for i, field, mask, what in active:
         n = counts[f"c{i}"]
         if n:
             row = _first_row(frame, mask)
-            raise BadValueError(
-                f"{what} (value {row[field]!r}; {n} row(s) affected)",
-                path=path,
+            value = row[field]
+            hint = time_unit_hint(float(value)) if field in TIME_COLUMNS and isinstance(value, float) else ""
+            problems.append(Problem(
+                f"{what} (value {value!r}; {n} row(s) affected){'; ' + hint if hint else ''}",
                 row=row.get("source_row"),
                 field=field,
-            )
+            ))
+    raise_problems(problems, path=path)
 
     unsorted = counts.get("unsorted") or 0
     if unsorted:

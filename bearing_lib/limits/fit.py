@@ -75,7 +75,7 @@ from bearing_lib.limits.result import (
     Source,
     Step,
 )
-from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, parse_sla
+from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
@@ -851,6 +851,7 @@ def fit_limits(
     items = _unique_runs(_as_items(data))
     notes = list(sla_obj.notes())
     spec, mode = _resolve_mixes(mixes, items, min_share, sla_obj, notes)
+    check_sla_against(sla_obj, items, mixes=spec)  # one error for every clause the data cannot evaluate
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)
@@ -970,7 +971,20 @@ def _load_weights(weights: Mapping[str, float] | str | Path) -> dict[str, float]
         out[str(k)] = fv
     if sum(out.values()) <= 0:
         raise ParameterError("weights: all weights are zero")
+    total = sum(out.values())
+    if max(out.values()) <= 1 and abs(total - 1) > WEIGHT_SUM_TOLERANCE:
+        # All weights <= 1 read as shares: a sum off 1 is a forgotten mix or a typo, and
+        # renormalising would hide it. Weights above 1 (counts) are relative: normalised.
+        listed = ", ".join(f"{k}: {v:g}" for k, v in out.items())
+        raise ParameterError(
+            f"weights: shares must sum to 1 (within {WEIGHT_SUM_TOLERANCE:g}), found {total:.4g} ({listed}); add the "
+            "missing mix, fix the typo, or give relative weights such as request counts (any weight > 1), which "
+            "are normalised"
+        )
     return out
+
+
+WEIGHT_SUM_TOLERANCE = 0.01
 
 
 def blended_capacity(q: Sequence[float], w: Sequence[float]) -> float:

@@ -33,6 +33,9 @@ Semantics (the same in every part of bearing):
   ``goodput ≥ g`` it is the allowed bad fraction ``1 − g`` and ``observed`` the bad
   fraction. A zero allowance (``error_rate <= 0%``) uses 0.001 as the denominator.
 
+Before anything is fitted, :func:`check_sla_against` refuses an SLA whose metrics the
+data lacks, or has only for some steps (one error naming every clause, file and step).
+
 Examples
 --------
 >>> sla = parse_sla(["p99(ttft) <= 500ms and error_rate <= 0.5%"])
@@ -457,5 +460,106 @@ def combine(*slas: SLA) -> SLA:
     return parse_sla([c.text for s in slas for c in s.clauses])
 
 
-__all__ = ["GRAMMAR", "METRICS", "OK_EXPR", "SLA", "Bound", "Clause", "combine", "load_sla_file", "parse_clause",
-           "parse_sla"]
+
+# --------------------------------------------------------------------------------------
+# The SLA against the data it will be evaluated on (called once, at the start of fit_limits)
+
+
+def check_sla_against(sla: SLA, datasets: Iterable[object], *, mixes: object = None) -> None:
+    """Refuse an SLA whose metrics the data lacks, or has only for some steps; one error lists them all.
+
+    For a request trace, a percentile clause (or goodput bound) on ``ttft`` needs a
+    ``ttft_ms`` value on at least one successful request of **every** (run, step) that
+    has successful requests; a step where every request failed is not counted against
+    it (its percentile is rightly undefined). For a load-point table, a percentile clause
+    needs some statistic of its metric (``<metric>_p99``, ``_max``, ...) on every step. ``error_rate`` reads ``status``,
+    which every trace has (null = ok), so it is never refused here.
+
+    ``mixes`` (a :class:`~bearing_lib.data.mixes.MixSpec`) is checked too: a spec whose
+    mixes hold none of the requests is an error (:func:`~bearing_lib.data.mixes.check_spec_matches`).
+
+    Raises
+    ------
+    SchemaError
+        Naming each clause, the file, the metric column and the steps without it.
+    ParameterError
+        When ``mixes`` matches no request.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from bearing_lib.data.provenance import Provenance
+    >>> from bearing_lib.data.trace import RequestTrace, conform
+    >>> f = conform(pl.DataFrame({"start_s": [1.0, 2.0], "latency_ms": [5.0, 6.0], "step": [0, 1]}))
+    >>> tr = RequestTrace(f, Provenance(source="t.csv", format="x", tool="x", sha256=""))
+    >>> check_sla_against(parse_sla("p99(latency) <= 1s"), [tr])
+    >>> check_sla_against(parse_sla("p99(ttft) <= 1s"), [tr])
+    Traceback (most recent call last):
+    ...
+    bearing_lib.common.errors.SchemaError: SLA clause 'p99(ttft) <= 1s': t.csv has no ttft_ms value on any \
+successful request; expected TTFT on every step (the SLA cannot be evaluated: pick a metric the file records, \
+e.g. latency)
+    """
+    from bearing_lib.common.errors import Problem, SchemaError, raise_problems
+    from bearing_lib.data.loadpoints import LoadPointTable
+
+    datasets = list(datasets)
+    problems: list[Problem] = []
+    for ds in datasets:
+        source = getattr(getattr(ds, "provenance", None), "source", "the data")
+        frame: pl.DataFrame = ds.frame  # type: ignore[attr-defined]
+        tables = isinstance(ds, LoadPointTable)
+        keys = [k for k in ("run_id", "step") if k in frame.columns]
+        for c in sla.clauses:
+            needed = ([c.metric] if c.metric else []) + [b.metric for b in c.bounds]
+            for metric in dict.fromkeys(needed):
+                # a table without the exact percentile may still bound it (a max over enough
+                # requests): any statistic of the metric counts as having it
+                cols = [x for x in frame.columns if x.startswith(f"{metric}_")] if tables else [metric]
+                problems.extend(_metric_problems(frame, c.text, metric, cols, keys, source, tables))
+    if problems:
+        # one location per problem is the clause; the file is in each message
+        raise_problems(problems, path=None, cls=SchemaError)
+    if mixes is not None:
+        from bearing_lib.data.mixes import check_spec_matches
+
+        check_spec_matches(mixes, datasets)  # type: ignore[arg-type]
+
+
+def _metric_problems(frame: pl.DataFrame, clause: str, metric: str, cols: list[str], keys: list[str],
+                     source: str, tables: bool) -> list:
+    from bearing_lib.common.errors import Problem
+
+    short = _SHORT.get(metric, metric)
+    word = "TTFT" if short == "ttft" else short
+    present = [c for c in cols if c in frame.columns]
+    has = pl.any_horizontal([pl.col(c).is_not_null() for c in present]) if present else pl.lit(False)
+    if not tables:
+        per = (frame.lazy().group_by(keys or [pl.lit(0).alias("_k")])
+               .agg(OK_EXPR.sum().alias("n_ok"), (has & OK_EXPR).sum().alias("n_has"))
+               .filter(pl.col("n_ok") > 0).collect())
+    else:
+        per = frame.group_by(keys or [pl.lit(0).alias("_k")]).agg(pl.len().alias("n_ok"), has.sum().alias("n_has"))
+    if per.height == 0:
+        return []
+    what = f"{' or '.join(cols) if tables else metric}"
+    lacking = per.filter(pl.col("n_has") == 0)
+    if lacking.height == 0:
+        return []
+    alt = "latency" if short != "latency" else "ttft"
+    if lacking.height == per.height:
+        where = "on any step" if tables else "on any successful request"
+        return [Problem(f"SLA clause {clause!r}: {source} has no {what} value {where}; expected {word} on every "
+                        f"step (the SLA cannot be evaluated: pick a metric the file records, e.g. {alt})")]
+    steps = [
+        "/".join(str(r[k]) for k in keys) for r in lacking.sort(keys or pl.first()).head(10).iter_rows(named=True)
+    ] if keys else []
+    more = f" (and {lacking.height - 10} more)" if lacking.height > 10 else ""
+    label = "/".join(keys) or "group"
+    return [Problem(f"SLA clause {clause!r}: {source} has {what} for only {per.height - lacking.height} of "
+                    f"{per.height} steps; {label} {', '.join(steps)}{more} have none; expected {word} on every step "
+                    "(a limit from some steps only would be silently wrong)")]
+
+
+__all__ = ["GRAMMAR", "METRICS", "OK_EXPR", "SLA", "Bound", "Clause", "check_sla_against", "combine",
+           "load_sla_file", "parse_clause", "parse_sla"]

@@ -14,7 +14,15 @@ from pathlib import Path
 
 import polars as pl
 
-from bearing_lib.common.errors import BadValueError, InputError, SchemaError
+from bearing_lib.common.errors import (
+    MAX_LISTED,
+    BadValueError,
+    InputError,
+    Problem,
+    SchemaError,
+    StructureError,
+    raise_problems,
+)
 from bearing_lib.data.provenance import FieldOrigin, Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, STEP_SCHEMA, RequestTrace, conform, validate
 from bearing_lib.loaders.source import Source
@@ -31,17 +39,26 @@ def read_csv_checked(
     """Read a CSV, requiring ``columns`` with their dtypes; adds ``source_row`` (line number).
 
     Errors name the file and, for a bad value, the line and column: an empty file, a
-    header with no rows, a missing column (listing the columns found), a value that
-    does not parse as the column's type. CRLF, a UTF-8 BOM and gzip are handled.
+    header with no rows, NUL bytes (a binary or UTF-16 file), a duplicated column name, a
+    missing column (listing the columns found), rows with fewer or more fields than the
+    header, a value that does not parse as the column's type. Every bad column and every
+    ragged row is reported in one error (:func:`~bearing_lib.common.errors.raise_problems`).
+    CRLF, a UTF-8 BOM and gzip are handled.
     """
     if not source.head.strip():
         raise InputError("the file is empty", path=source.path)
+    _check_no_nul(source.head, source)
+    if has_header and new_columns is None:
+        _check_header(source, separator)
     with source.open_binary() as fh:
         has_bom = fh.read(3) == b"\xef\xbb\xbf"  # Source.head has the BOM removed already
     data = source.read_bytes() if (source.is_gzip or has_bom) else source.path
+    n_fields = len(new_columns) if new_columns is not None else None
     if has_header and new_columns is None:
         fast = _read_csv_typed(data, columns, separator)
         if fast is not None:
+            _check_ragged(fast, data, source, separator, len(_header_fields(source, separator)), first_line=2)
+            _check_text_columns(fast, columns, source)
             return fast
     # Read everything as text: it lets a bad value be located exactly (row and column).
     try:
@@ -55,7 +72,10 @@ def read_csv_checked(
         )
     except pl.exceptions.NoDataError as exc:
         raise InputError("the file is empty", path=source.path) from exc
-    except pl.exceptions.ComputeError as exc:
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as exc:
+        # more fields than the header (ComputeError), or fewer than new_columns names (SchemaError)
+        width = n_fields or len(_header_fields(source, separator))
+        _raise_ragged(_ragged_lines(data, separator, width, first_line=2 if has_header else 1), source, width)
         raise InputError(f"not a readable CSV: {exc}", path=source.path) from exc
     raw = raw.rename({c: c.strip() for c in raw.columns})
     missing = [c for c in columns if c not in raw.columns]
@@ -66,6 +86,7 @@ def read_csv_checked(
     if raw.height == 0:
         raise InputError("the file has a header but no data rows", path=source.path)
     first_line = 2 if has_header else 1
+    _check_ragged(raw, data, source, separator, len(raw.columns), first_line=first_line)
     casts = []
     for col, dtype in columns.items():
         text = pl.col(col).str.strip_chars()
@@ -78,19 +99,155 @@ def read_csv_checked(
         else:
             casts.append(text.cast(dtype, strict=False).alias(col))
     typed = raw.with_columns(casts)
+    problems: list[Problem] = []
     for col in columns:
         if columns[col] == pl.String():
             continue
         bad = raw[col].is_not_null() & (raw[col].str.strip_chars() != "") & typed[col].is_null()
+        n_bad = int(bad.sum())
+        if n_bad:
+            idx = int(bad.arg_max())
+            more = f" ({n_bad} row(s) affected)" if n_bad > 1 else ""
+            problems.append(
+                Problem(f"expected {_type_word(columns[col])}, found {raw[col][idx]!r}{more}", idx + first_line, col)
+            )
+    raise_problems(problems, path=source.path)
+    typed = typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + first_line).alias("source_row"))
+    _check_text_columns(typed, columns, source)
+    return typed
+
+
+# --------------------------------------------------------------------------- CSV structure
+
+
+def _check_no_nul(head: bytes, source: Source) -> None:
+    """NUL bytes in the head: a binary file, or text in UTF-16/UTF-32 (bearing reads UTF-8)."""
+    pos = head.find(b"\x00")
+    if pos < 0:
+        return
+    line = head[:pos].count(b"\n") + 1
+    raise StructureError(
+        "the file holds NUL bytes (a binary file, or text encoded as UTF-16/UTF-32); expected UTF-8 text. "
+        "Re-save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)",
+        path=source.path,
+        row=line,
+    )
+
+
+def _header_fields(source: Source, separator: str) -> list[str]:
+    line = source.first_line
+    return [c.strip() for c in next(csv.reader([line], delimiter=separator))] if line else []
+
+
+def _check_header(source: Source, separator: str) -> None:
+    """A column name given twice (polars would silently rename the second to ``x_duplicated_0``)."""
+    names = _header_fields(source, separator)
+    seen: dict[str, int] = {}
+    dups: list[Problem] = []
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            dups.append(Problem(f"column {name!r} appears twice (columns {seen[name]} and {i}); expected "
+                                "unique column names", 1, name))
+        else:
+            seen[name] = i
+    raise_problems(dups, path=source.path, cls=SchemaError)
+
+
+def _ragged_lines(
+    data: bytes | Path, separator: str, width: int, *, rows: pl.Series | None = None, first_line: int = 2
+) -> list[tuple[int, int]]:
+    """``(line, fields)`` of the lines whose field count differs from ``width``.
+
+    ``rows`` (0-based data-row positions) limits the check to those rows; without it every
+    data line is checked. The file is re-read by polars as one text column (no quoting,
+    a separator that never occurs) and separators are counted per line; a line holding a
+    quote is counted with the csv module, which knows quoting. Hand-written because
+    polars fills a short row with nulls without saying so and reports a long one without
+    its line. Rows map to lines as ``source_row`` does (multi-line quoted fields are not
+    supported by bearing's CSV readers).
+    """
+    try:
+        lines = pl.read_csv(data, has_header=False, separator="\x1f", quote_char=None, new_columns=["line"],
+                            infer_schema=False, truncate_ragged_lines=True)
+    except pl.exceptions.PolarsError:
+        return []
+    offset = first_line - 1  # 0-based line index of data row 0
+    body = lines.with_row_index("i").slice(offset)
+    if rows is not None:
+        body = body.filter(pl.col("i").is_in((rows + offset).implode()))
+    body = body.filter(pl.col("line").is_not_null() & (pl.col("line").str.strip_chars() != ""))
+    counted = body.with_columns(
+        (pl.col("line").str.count_matches(separator, literal=True) + 1).alias("n"),
+        pl.col("line").str.contains('"', literal=True).alias("quoted"),
+    )
+    out = [(int(i) + 1, int(n)) for i, n in counted.filter(~pl.col("quoted") & (pl.col("n") != width))
+           .select("i", "n").iter_rows()]
+    for i, text in counted.filter(pl.col("quoted")).select("i", "line").iter_rows():
+        try:
+            fields = len(next(csv.reader([text], delimiter=separator)))
+        except (csv.Error, StopIteration):
+            continue
+        if fields != width:
+            out.append((int(i) + 1, fields))
+    return sorted(out)
+
+
+def _count_bytes(data: bytes | Path, separator: str) -> tuple[int, bool]:
+    """How many ``separator`` bytes the (decompressed) CSV holds, and whether it holds a quote
+    (one chunked pass, memory bounded)."""
+    sep = separator.encode()
+    if isinstance(data, bytes):
+        return data.count(sep), b'"' in data
+    n, quoted = 0, False
+    with Path(data).open("rb") as fh:
+        while chunk := fh.read(16 << 20):
+            n += chunk.count(sep)
+            quoted = quoted or b'"' in chunk
+    return n, quoted
+
+
+def _raise_ragged(lines: list[tuple[int, int]], source: Source, width: int) -> None:
+    if lines:
+        shown = lines[:MAX_LISTED]
+        problems = [
+            Problem(f"{'too few' if n < width else 'too many'} fields: found {n}, expected {width} "
+                    "(as many as the header)", row=line)
+            for line, n in shown
+        ]
+        if len(lines) > len(shown):
+            problems.append(Problem(f"... {len(lines)} ragged row(s) in all"))
+        raise_problems(problems, path=source.path, cls=StructureError)
+
+
+def _check_ragged(
+    frame: pl.DataFrame, data: bytes | Path, source: Source, separator: str, width: int, *, first_line: int
+) -> None:
+    """Rows with fewer fields than the header (polars fills them with nulls): a null in the
+    last column is the only sign, so the line scan runs only then."""
+    last = frame.columns[width - 1] if 0 < width <= len(frame.columns) else None
+    if last is None or frame[last].null_count() == 0:
+        return
+    # Cheap proof that no row is short: without quotes, a file whose separators number
+    # exactly (width - 1) per line (header included) has no short row (a long one would
+    # have failed the read). One chunked byte count, cheaper than re-reading the lines.
+    n_sep, quoted = _count_bytes(data, separator)
+    if not quoted and n_sep == (width - 1) * (frame.height + first_line - 1):
+        return
+    rows = frame.select(pl.arg_where(pl.col(last).is_null())).to_series()
+    _raise_ragged(_ragged_lines(data, separator, width, rows=rows, first_line=first_line), source, width)
+
+
+def _check_text_columns(frame: pl.DataFrame, columns: Mapping[str, pl.DataType], source: Source) -> None:
+    """NUL characters inside text values (past the head, which :func:`_check_no_nul` covers)."""
+    problems = []
+    for col, dtype in columns.items():
+        if dtype != pl.String() or col not in frame.columns:
+            continue
+        bad = frame[col].str.contains("\x00", literal=True).fill_null(False)
         if bad.any():
             idx = int(bad.arg_max())
-            raise BadValueError(
-                f"expected {_type_word(columns[col])}, found {raw[col][idx]!r}",
-                path=source.path,
-                row=idx + first_line,
-                field=col,
-            )
-    return typed.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + first_line).alias("source_row"))
+            problems.append(Problem("the value holds a NUL byte; expected text", int(frame["source_row"][idx]), col))
+    raise_problems(problems, path=source.path, cls=StructureError)
 
 
 def _read_csv_typed(data: bytes | Path, columns: Mapping[str, pl.DataType], separator: str) -> pl.DataFrame | None:
@@ -186,12 +343,16 @@ def finish_trace(
     nulls = df.null_count().row(0, named=True)  # O(1): Arrow keeps null counts
     nonnull = {c: nulls[c] < df.height for c in df.columns}
     prov.fields = field_origins(nonnull, REQUEST_SCHEMA, derived, skip="source_row")
-    df = validate(df, prov)
-    return RequestTrace(frame=df, provenance=prov, steps=conform_steps(steps) if steps is not None else None)
+    df = validate(df, prov, epoch_range=True)
+    return RequestTrace(frame=df, provenance=prov,
+                        steps=conform_steps(steps, path=source.path) if steps is not None else None)
 
 
-def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame:
-    """A per-step frame with exactly the :data:`STEP_SCHEMA` columns, sorted by run and step."""
+def conform_steps(steps: pl.DataFrame | list[dict[str, object]], *, path: str | Path | None = None) -> pl.DataFrame:
+    """A per-step frame with exactly the :data:`STEP_SCHEMA` columns, sorted by run and step.
+
+    Raises :class:`BadValueError` for an offered load that is not positive or a step
+    duration that is not positive and finite."""
     frame = pl.DataFrame(steps, infer_schema_length=None) if isinstance(steps, list) else steps
     extra = [c for c in frame.columns if c not in STEP_SCHEMA]
     if extra:
@@ -200,7 +361,20 @@ def conform_steps(steps: pl.DataFrame | list[dict[str, object]]) -> pl.DataFrame
         (pl.col(c).cast(t, strict=True) if c in frame.columns else pl.lit(None, dtype=t)).alias(c)
         for c, t in STEP_SCHEMA.items()
     ]
-    return frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
+    out = frame.select(exprs).sort(["run_id", "step"], nulls_last=True)
+    problems = []
+    for col, mask, what in (
+        ("offered_load", pl.col("offered_load").is_nan() | (pl.col("offered_load") <= 0),
+         "expected a positive offered load (inf for an unbounded rate)"),
+        ("duration_s", pl.col("duration_s").is_nan() | (pl.col("duration_s") <= 0) | pl.col("duration_s").is_infinite(),
+         "expected a positive, finite step duration in s"),
+    ):
+        bad = out.filter(mask.fill_null(False))
+        if bad.height:
+            r = bad.row(0, named=True)
+            problems.append(Problem(f"{what}, found {r[col]!r} (run {r['run_id']}, step {r['step']})", field=col))
+    raise_problems(problems, path=path)
+    return out
 
 
 # --------------------------------------------------------------------------- JSON lines
@@ -243,6 +417,9 @@ def read_jsonl_checked(
             continue
         try:
             obj = json.loads(text)
+        except UnicodeDecodeError as exc:
+            bad.append((lineno, f"not UTF-8 text (byte {exc.start} of the line: {exc.reason})"))
+            continue
         except ValueError as exc:
             bad.append((lineno, f"not valid JSON ({exc.msg} at column {exc.colno})"))  # type: ignore[attr-defined]
             continue

@@ -24,8 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from bearing_lib.common.errors import BadValueError, InputError
-from bearing_lib.data.loadpoints import LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.common.errors import BadValueError, InputError, Problem, raise_problems
+from bearing_lib.data.loadpoints import LATENCY_METRICS, LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import field_origins, new_provenance
 from bearing_lib.loaders.source import Source
@@ -303,8 +303,8 @@ def finish_loadpoints(
     """Conform load-point rows and wrap them with provenance (load-point twin of ``finish_trace``).
 
     Columns with a value count as measured unless listed in ``derived``. Raises
-    :class:`BadValueError` (an :class:`InputError`) when there is no row, or a count or
-    latency is negative (naming the run, step and file).
+    :class:`BadValueError` (an :class:`InputError`) when there is no row, or for the
+    problems :func:`check_loadpoints` finds (all of them in one error).
     """
     if not rows:
         raise BadValueError("the input holds no load point", path=source.path)
@@ -319,16 +319,55 @@ def finish_loadpoints(
     prov.files = [str(f) for f in files]
     nonnull = frame.select(pl.all().is_not_null().any()).row(0, named=True)
     prov.fields = field_origins(nonnull, LOADPOINT_SCHEMA, derived, skip="source_file")
-    for col in (c for c, t in LOADPOINT_SCHEMA.items() if t.is_numeric() and c != "step"):
-        neg = frame.filter(pl.col(col) < 0)
-        if neg.height:
-            r = neg.row(0, named=True)
-            raise BadValueError(
-                f"expected a non-negative number, found {r[col]!r} (run {r['run_id']}, step {r['step']})",
-                path=r["source_file"] or source.path,
-                field=col,
-            )
+    check_loadpoints(frame, source)
     return LoadPointTable(frame=frame, provenance=prov)
+
+
+def check_loadpoints(frame: pl.DataFrame, source: Source) -> None:
+    """Plausibility of a conformed load-point frame; one error listing every problem.
+
+    A count, rate or latency that is negative; a latency statistic that is NaN, infinite
+    or over 24 h (:data:`~bearing_lib.data.trace.MAX_LATENCY_MS`); an offered load that is
+    not positive (``inf`` is allowed: an unbounded rate); a step duration that is not
+    positive. Each problem names the run, the step and the file.
+    """
+    from bearing_lib.data.trace import MAX_LATENCY_MS
+
+    checks: list[tuple[str, pl.Expr, str]] = []
+    for col, dtype in LOADPOINT_SCHEMA.items():
+        if not dtype.is_numeric() or col == "step":
+            continue
+        c = pl.col(col)
+        checks.append((col, c < 0, "expected a non-negative number"))
+        if any(col.startswith(f"{m}_") for m in LATENCY_METRICS):
+            checks.append((col, c.is_nan() | c.is_infinite(), "expected a finite latency in ms"))
+            checks.append((col, c.is_finite() & (c > MAX_LATENCY_MS), "expected at most 86400000 ms (24 h)"))
+    checks.append(("offered_load", pl.col("offered_load").is_nan() | (pl.col("offered_load") <= 0),
+                   "expected a positive offered load (inf for an unbounded rate)"))
+    checks.append(("duration_s", pl.col("duration_s").is_nan() | (pl.col("duration_s") <= 0),
+                   "expected a positive step duration in s"))
+    problems: list[Problem] = []
+    path: str | None = None  # the error names the first bad row's file; others are named in their line
+    for col, mask, what in checks:
+        bad = frame.filter(mask.fill_null(False))
+        if bad.height:
+            r = bad.row(0, named=True)
+            file = _full_path(source, r["source_file"])
+            path = path or file
+            more = f"; {bad.height} step(s) affected" if bad.height > 1 else ""
+            where = f"run {r['run_id']}, step {r['step']}" + (f", file {file}" if file != path else "")
+            problems.append(Problem(f"{what}, found {r[col]!r} ({where}){more}", field=col))
+    raise_problems(problems, path=path)
+
+
+def _full_path(source: Source, source_file: str | None) -> str:
+    """The file a load-point row came from: ``source_file`` is relative to a loaded folder,
+    or the bare name of the loaded file."""
+    if not source_file:
+        return str(source.path)
+    if source.is_dir:
+        return str(source.path / source_file)
+    return str(source.path) if Path(source_file).name == source.path.name else source_file
 
 
 def relpath(path: Path, base: Path) -> str:

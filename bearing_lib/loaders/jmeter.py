@@ -141,7 +141,9 @@ def _read(
             infer_schema=False,
             quote_char='"',
         )
-    except pl.exceptions.ComputeError as exc:
+    except pl.exceptions.NoDataError as exc:
+        raise InputError("the file is empty", path=source.path) from exc
+    except (pl.exceptions.ComputeError, pl.exceptions.SchemaError, pl.exceptions.ShapeError) as exc:
         raise InputError(f"not a readable JTL CSV: {exc}", path=source.path) from exc
     first = 2 if has_header else 1
     raw = raw.with_columns((pl.int_range(pl.len(), dtype=pl.Int64) + first).alias("_line"))

@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 import polars as pl
 
-from bearing_lib.common.errors import FormatDetectionError, InputError, ParameterError
+from bearing_lib.common.errors import BearingError, FormatDetectionError, InputError, ParameterError
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders.source import Source
 
@@ -197,9 +197,22 @@ def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[Format
             if found is not None and file is not None:
                 return spec, file
         return spec, source
+    if source.is_dir and not any(p.name[:1] != "." for p in source.path.iterdir()):
+        raise FormatDetectionError(
+            "the folder is empty; expected the files of one load test or trace (CSV, JSON, JSON lines, Parquet)",
+            path=source.path,
+        )
     matches = _matches(source)
     if len(matches) == 1:
         return matches[0], source
+    if not matches and not source.is_dir:
+        _explain_unreadable(source)
+    if not matches and not source.is_dir and not source.is_parquet and b"\x00" in source.head:
+        raise FormatDetectionError(
+            "no known format fits: the file holds NUL bytes (a binary file, or text encoded as UTF-16/UTF-32); "
+            "bearing reads UTF-8 text, Parquet and gzip. Re-save text as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)",
+            path=source.path,
+        )
     seen = source.describe()
     if not matches and source.is_dir:
         found, file, claimed = _one_file_in(source)
@@ -236,6 +249,24 @@ def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[Format
     )
 
 
+def _explain_unreadable(source: Source) -> None:
+    """One clear error for a file no sniffer could read at all (instead of the list of formats)."""
+    if source.head_error and not source.head:
+        raise InputError(f"cannot read the file: {source.head_error}", path=source.path)
+    if not source.head.strip():
+        raise FormatDetectionError(
+            "an empty file (no bytes, or only blank lines); expected a trace or load-test file", path=source.path
+        )
+    if source.is_parquet:
+        import io
+
+        try:
+            pl.read_parquet_schema(io.BytesIO(source.read_bytes()) if source.is_gzip else source.path)
+        except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a bad footer
+            raise InputError(f"not a readable Parquet file (truncated, or its footer is corrupt: {exc})",
+                             path=source.path) from exc
+
+
 def load(path: str | Path, *, format: str | None = None, **options: object) -> Dataset:
     """Load any supported input (file or folder; gzip transparent) into its canonical kind.
 
@@ -269,7 +300,27 @@ def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) ->
             f"it takes: {', '.join(accepted) if accepted else 'no options'}"
         )
     source.start_hashing()
-    return spec.load(source, **options)
+    try:
+        return spec.load(source, **options)
+    except BearingError:
+        raise
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError, pl.exceptions.PolarsError) as exc:
+        # The edge's safety net: a document whose shape the loader did not expect (a key
+        # missing deep inside a JSON report, a value of the wrong JSON type, bytes that are
+        # not UTF-8). Loaders check what they can name; this names the rest, never a traceback.
+        raise InputError(
+            f"not a valid {spec.tool} file for format {spec.name!r}: {_describe(exc)}; expected {spec.needs}",
+            path=source.path,
+        ) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"the key {exc.args[0]!r} is missing"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start}: {exc.reason})"
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def load_trace(path: str | Path, *, format: str | None = None, **options: object):

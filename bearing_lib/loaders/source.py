@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import threading
+import zlib
 from functools import cached_property
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Source:
         self.path = Path(path)
         if not self.path.exists():
             raise InputError("no such file or folder", path=self.path)
+        self.head_error: str | None = None  # why the head could not be read (e.g. a truncated gzip)
         self._hasher: threading.Thread | None = None
         self._hash: list[str] = []
 
@@ -93,12 +95,13 @@ class Source:
 
     def read_bytes(self) -> bytes:
         """Whole decompressed content, BOM removed."""
-        with self.open_binary() as fh:
-            data = fh.read()
         try:
-            return data.removeprefix(b"\xef\xbb\xbf")
-        except EOFError as exc:  # pragma: no cover - truncated gzip
-            raise InputError(f"truncated gzip stream: {exc}", path=self.path) from exc
+            with self.open_binary() as fh:
+                data = fh.read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"the gzip stream is truncated or corrupt ({exc}); expected a complete .gz file",
+                             path=self.path) from exc
+        return data.removeprefix(b"\xef\xbb\xbf")
 
     def read_text(self) -> str:
         """Whole decompressed content as text (UTF-8, BOM removed, CRLF kept)."""
@@ -115,7 +118,8 @@ class Source:
         try:
             with self.open_binary() as fh:
                 data = fh.read(HEAD_BYTES)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error) as exc:
+            self.head_error = f"the gzip stream is truncated or corrupt ({exc})" if self.is_gzip else str(exc)
             return b""
         return data.removeprefix(b"\xef\xbb\xbf")
 

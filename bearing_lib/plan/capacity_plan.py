@@ -440,7 +440,8 @@ class CapacityPlan:
         if tested_instances is not None:
             if tested_instances < 1:
                 raise ParameterError(f"tested_instances must be >= 1 (got {tested_instances})")
-            lim.tested_instances, lim.tested_instances_basis = tested_instances, "given (--tested-instances, or the parameter tested_instances)"
+            lim.tested_instances = tested_instances
+            lim.tested_instances_basis = "given (--tested-instances, or the parameter tested_instances)"
         notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
         if series_note:
             notes.append(series_note)

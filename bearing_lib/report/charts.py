@@ -60,8 +60,11 @@ def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
 
 
 def scrub(spec: dict[str, Any]) -> dict[str, Any]:
-    """Drop ``$schema`` (the only URL Altair puts in a spec) and refuse any other URL."""
-    spec = {k: v for k, v in spec.items() if k != "$schema"}
+    """Drop ``$schema`` (the only URL Altair puts in a spec), defang URLs in the data (untrusted
+    mix names, titles), and refuse any URL left."""
+    from bearing_lib.report.render import _defang_tree  # render imports this module
+
+    spec = _defang_tree({k: v for k, v in spec.items() if k != "$schema"})
     text = json.dumps(spec)
     if "http://" in text or "https://" in text:
         raise ValueError("internal: a chart spec holds a URL; the report must open offline")

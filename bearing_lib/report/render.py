@@ -5,7 +5,9 @@ from ``vl_convert.javascript_bundle()`` inlined once (its few URL string literal
 rewritten, see :func:`vega_bundle`), and each chart a ``<div>`` plus a spec that reaches
 JavaScript only through Jinja's ``tojson``. Autoescaping is on for every template, so
 untrusted strings (model names, error messages, file names) are text, never markup; any
-``http(s)://`` inside them is defanged to ``http[:]//`` so the file holds no URL at all.
+URL inside them (``http://``, ``https://``, ``ftp://``, any ``scheme://``, and the
+``javascript:`` / ``data:`` kind) is defanged to ``http[:]//`` so the file holds no URL
+at all (:func:`defang`).
 """
 
 from __future__ import annotations
@@ -27,12 +29,26 @@ from bearing_lib.report.charts import MAX_POINTS, report_charts
 from bearing_lib.report.model import ReportModel
 from bearing_lib.report.views import flags_view, section_views
 
-_URL = re.compile(r"(https?):(//)", re.I)
+# Any scheme followed by "//" (http, https, ftp, file, ws, wss, s3, hxxp ...: RFC 3986
+# scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )), and the schemes that run or
+# carry content without "//" (javascript:, vbscript:, data:<type>/, mailto:, tel:,
+# blob:). Hand-written: the defanging libraries (ioc-fanger, defang) cover http/https/ftp
+# and domains, not the script schemes, and bring dependencies for what is one regex.
+_URL = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,31}):(\s*/\s*/)")
+_SCRIPT_SCHEME = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(javascript|vbscript|livescript|mailto|tel|blob|data(?=\s*:\s*[\w.+-]+/))(\s*):", re.I
+)
 
 
 def defang(text: str) -> str:
-    """``http://x`` → ``http[:]//x``: readable, not a link, not fetchable."""
-    return _URL.sub(r"\1[:]\2", text)
+    """``http://x`` → ``http[:]//x``, ``javascript:x`` → ``javascript[:]x``: readable, not a link, not fetchable.
+
+    Every scheme is defanged (``https``, ``ftp``, ``file``, ``ws`` ... and the script schemes).
+
+    >>> defang("see https://a.example and FTP://b, javascript:alert(1), data:text/html,x")
+    'see https[:]//a.example and FTP[:]//b, javascript[:]alert(1), data[:]text/html,x'
+    """
+    return _SCRIPT_SCHEME.sub(r"\1\2[:]", _URL.sub(r"\1[:]\2", text))
 
 
 @functools.lru_cache(maxsize=1)

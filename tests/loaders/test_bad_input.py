@@ -209,7 +209,8 @@ def test_input_files_are_unchanged_after_loading(bundled, tmp_path):
         (_w(tmp_path, "u.csv", f"{CANON_HEADER}\nb,2.0,,,1,1,ok\na,1.0,,,1,1,ok\n"), {}),  # unsorted: sorted in memory
         (
             _w(tmp_path, "g.csv", "t,n\n2,5\n1,6\n"),
-            {"format": "generic", "mapping": {"columns": {"start_s": "t", "input_tokens": "n"}}},
+            {"format": "generic",
+             "mapping": {"columns": {"start_s": "t", "input_tokens": "n"}, "time_origin": "relative"}},
         ),
         (Path(__file__).resolve().parents[1] / "fixtures" / "servegen" / "mm-image" / "chunk-25-trace.csv.gz", {}),
     ]

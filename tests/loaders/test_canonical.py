@@ -75,7 +75,9 @@ def test_canonical_csv_small_values_read_as_relative(tmp_path):
     assert f["error"].to_list() == [None, "http_500"]
     assert tr.provenance.time_origin == "relative"
     assert any(x.code == "relative_times_assumed" for x in tr.provenance.findings)
-    assert load_trace(p, time_origin="epoch").provenance.time_origin == "epoch"
+    # forcing epoch on times in 1970 is refused: outside the plausible 2000-2100 range
+    with pytest.raises(BadValueError, match=r"field 'start_s': expected epoch seconds between 2000-01-01"):
+        load_trace(p, time_origin="epoch")
 
 
 def test_canonical_jsonl_without_per_request_times(tmp_path):

@@ -176,3 +176,110 @@ def test_write_report_writes_html_and_summary_twins(tmp_path, full_model):
     assert summary["headline"]["text"] == full_model.headline.text
     assert str(escape(summary["headline"]["text"])) in paths["html"].read_text(encoding="utf-8")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.html", "summary.json"]
+
+
+# --------------------------------------------------------------------------- every untrusted field, every scheme
+
+# One hostile string per field that reaches the page, each tagged with its field so the
+# test can show the field was rendered (as text) and not dropped.
+SCHEMES = ("http://", "https://", "ftp://", "file:///", "ws://", "wss://", "s3://", "hxxps://", "HTTPS://")
+
+
+def _evil(field: str) -> str:
+    return f"</script><img src=x onerror=alert('{field}')> {field} https://evil.example/{field} javascript:alert(1)"
+
+
+def _every_field_hostile(docs):
+    lim, plan = docs["limits"], docs["plan"]
+    lim["conditions"]["model"] = _evil("model")
+    lim["conditions"]["hardware"] = _evil("hardware")
+    lim["conditions"]["sources"][0]["path"] = _evil("source-path")
+    lim["sla"][0]["text"] = _evil("sla-text")
+    lim["mixes"][0]["mix"]["name"] = _evil("mix-name")
+    lim["mixes"][0]["run_id"] = _evil("run-id")
+    lim["notes"] = [_evil("limits-note")]
+    plan["fos"]["per_mix"][0]["mix"] = _evil("mix-name")
+    plan["verdict_reason"] = _evil("verdict-reason")
+    plan["notes"] = [_evil("plan-note")]
+    findings = [{"source": "loader", "level": "warning", "code": "bad_row", "message": _evil("error-message")}]
+    prov = make_provenance(parameters={"note": _evil("parameter")},
+                           inputs=[{"role": "trace", "path": f"/data/{_evil('file-name')}.csv", "sha256": "0" * 64}])
+    return build_report(limits=lim, profile=docs["profile"], plan=plan, provenance=prov, findings=findings,
+                        name="x")
+
+
+FIELDS = ("model", "hardware", "source-path", "sla-text", "mix-name", "limits-note", "verdict-reason",
+          "error-message", "parameter", "file-name", "plan-note", "run-id")
+
+
+def test_every_untrusted_field_is_escaped_and_cannot_leave_the_json(docs):
+    full = render_html(_every_field_hostile(docs))
+    out = page(full)
+    # nothing broke out: no new element, still exactly the template's two script elements
+    assert "<img" not in out and "onerror=alert('" not in full
+    assert full.count("<script") == 2 and full.count("</script>") == 2
+    # every field reached the page, as escaped text
+    for f in FIELDS:
+        assert f"&lt;img src=x onerror=alert(&#39;{f}&#39;)&gt; {f}" in out, f
+    # inside the embedded chart JSON the payload is \u-escaped (tojson), so '</script>' cannot close it
+    charts = re.search(r"var charts = (.*);\n", full).group(1)
+    assert "</" not in charts and "\\u003c/script\\u003e\\u003cimg" in charts
+    json.loads(charts)  # still valid JSON
+    # the URL and the script scheme are defanged everywhere (page and JSON)
+    assert not re.search(r"(?i)\b[a-z][a-z0-9+.-]*://", out)
+    assert "javascript:" not in out.lower()
+    assert "https[:]//evil.example/model" in out and "javascript[:]alert(1)" in out
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_urls_of_every_scheme_are_defanged(docs, scheme):
+    docs["limits"]["conditions"]["model"] = f"see {scheme}evil.example/x"
+    docs["limits"]["mixes"][0]["mix"]["name"] = f"mix {scheme}evil.example/m"  # also in the chart JSON
+    out = page(render_html(build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"],
+                                        provenance=provenance(), name="x")))
+    assert scheme.lower() not in out.lower()
+    fanged = scheme.replace(":", "[:]", 1)
+    assert f"see {fanged}evil.example/x" in out
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("https://a.example/x", "https[:]//a.example/x"),
+    ("HTTP://A", "HTTP[:]//A"),
+    ("ftp://f", "ftp[:]//f"),
+    ("file:///etc/passwd", "file[:]///etc/passwd"),
+    ("wss://h/s", "wss[:]//h/s"),
+    ("git+ssh://h", "git+ssh[:]//h"),
+    ("http: //spaced", "http[:] //spaced"),
+    ("JavaScript:alert(1)", "JavaScript[:]alert(1)"),
+    ("vbscript:msgbox", "vbscript[:]msgbox"),
+    ("data:text/html;base64,PHNjcmlwdD4=", "data[:]text/html;base64,PHNjcmlwdD4="),
+    ("mailto:a@b.example", "mailto[:]a@b.example"),
+    # plain prose with colons is left alone
+    ("ttft: 500 ms; data: 3 files; ratio 1:2", "ttft: 500 ms; data: 3 files; ratio 1:2"),
+    ("already http[:]//x", "already http[:]//x"),
+])
+def test_defang_by_hand(text, expected):
+    from bearing_lib.report.render import defang
+
+    assert defang(text) == expected
+
+
+def test_index_page_escapes_headlines_verdicts_and_folder_names(tmp_path):
+    from bearing_lib.report.index import write_index
+
+    hostile = _evil("headline")
+    (tmp_path / "2026-W10").mkdir()
+    (tmp_path / "2026-W10" / "summary.json").write_text(json.dumps(
+        {"verdict": '"><script>alert(1)</script>', "headline": {"text": hostile},
+         "provenance": {"run_time_utc": _evil("run-time")}}), encoding="utf-8")
+    (tmp_path / "2026-W11").mkdir()  # unreadable summary: the error message is shown, escaped
+    (tmp_path / "2026-W11" / "summary.json").write_text("{not json <script>", encoding="utf-8")
+    failed = tmp_path / "2026-W12.failed-20260101T000000Z"
+    failed.mkdir()
+    (failed / "<img src=x onerror=alert(1)>.ipynb").write_text("{}", encoding="utf-8")
+    html = write_index(tmp_path).read_text(encoding="utf-8")
+    assert "<script" not in html and "<img" not in html
+    assert "&lt;img src=x onerror=alert(&#39;headline&#39;)&gt; headline" in html
+    assert "https[:]//evil.example/headline" in html and "javascript[:]alert(1)" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;.ipynb" in html
+    assert not re.search(r"(?i)\b[a-z][a-z0-9+.-]*://", html)
