@@ -36,10 +36,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote
 
 import polars as pl
 
-from bearing_lib.common.errors import InputError, ParameterError, SchemaError
+from bearing_lib.common.errors import BadValueError, InputError, ParameterError, SchemaError
 from bearing_lib.data.trace import REQUEST_SCHEMA
 
 ENGINES: tuple[str, ...] = ("embedded", "dask")
@@ -72,21 +73,56 @@ class ParquetDataset:
 
     def scan(self, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """A polars lazy scan of every file with the canonical ``columns`` (missing ones as typed nulls)."""
-        return scan_files(self.files, self.columns, columns, self.storage_options)
+        return scan_files(self.files, self.columns, columns, self.storage_options, self.hive_columns)
+
+
+def hive_values(file: str, keys: Sequence[str]) -> dict[str, str]:
+    """The ``key=value`` folder values of ``file`` for ``keys`` (URL-decoded, as polars and Spark write them)."""
+    out = {}
+    for part in file.replace("\\", "/").split("/")[:-1]:
+        k, eq, v = part.partition("=")
+        if eq and k in keys:
+            out[k] = unquote(v)
+    return out
+
+
+def _hive_lits(file: str, keys: Sequence[str], wanted: Sequence[str]) -> list[pl.Expr]:
+    vals = hive_values(file, keys)
+    out = []
+    for k in keys:
+        if k not in wanted:
+            continue
+        v = vals.get(k)
+        dtype = REQUEST_SCHEMA[k]
+        try:
+            out.append(pl.lit(None if v is None else pl.Series([v]).cast(dtype, strict=True)[0], dtype).alias(k))
+        except pl.exceptions.PolarsError as exc:
+            raise BadValueError(f"folder value {k}={v!r} does not fit the canonical dtype {dtype}", path=file,
+                                field=k) from exc
+    return out
 
 
 def scan_files(files: Sequence[str], present: Sequence[str], columns: Sequence[str] | None,
-               storage_options: dict[str, object] | None = None) -> pl.LazyFrame:
-    """Lazy scan of ``files`` projected on canonical ``columns``, cast to the canonical dtypes;
-    a canonical column the files lack comes back as nulls of its dtype."""
-    wanted = list(columns) if columns is not None else [c for c in REQUEST_SCHEMA if c in present]
-    lf = pl.scan_parquet(list(files), hive_partitioning=False, storage_options=storage_options,
-                         missing_columns="insert", extra_columns="ignore")
+               storage_options: dict[str, object] | None = None, hive: Sequence[str] = ()) -> pl.LazyFrame:
+    """Lazy scan of ``files`` projected on canonical ``columns``, cast to the canonical dtypes; a
+    canonical column the files lack comes back as nulls of its dtype, a canonical ``hive`` key
+    (``run_id=a/step=3/part.parquet``) as its folder value."""
+    wanted = list(columns) if columns is not None else [c for c in REQUEST_SCHEMA if c in present or c in hive]
+    in_files = [c for c in wanted if c in present and c not in hive]
     exprs = [
-        (pl.col(c).cast(REQUEST_SCHEMA[c], strict=True) if c in present else pl.lit(None, REQUEST_SCHEMA[c])).alias(c)
-        for c in wanted
+        (pl.col(c).cast(REQUEST_SCHEMA[c], strict=True) if c in in_files else pl.lit(None, REQUEST_SCHEMA[c])).alias(c)
+        for c in wanted if c not in hive
     ]
-    return lf.select(exprs)
+    from_path = [k for k in hive if k in wanted]
+
+    def one(fs: list[str]) -> pl.LazyFrame:
+        return pl.scan_parquet(fs, hive_partitioning=False, storage_options=storage_options,
+                               missing_columns="insert", extra_columns="ignore").select(exprs)
+
+    if not from_path:
+        return one(list(files))
+    parts = [one([f]).with_columns(_hive_lits(f, hive, wanted)).select(wanted) for f in files]
+    return pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
 
 
 def _expand_local(path: str) -> list[str]:
@@ -171,10 +207,11 @@ def open_dataset(path: str | Path, *, storage_options: dict[str, object] | None 
         got = md.get(TIME_ORIGIN_KEY.encode())
         if i == 0 and got:
             origin = got.decode()
-    hive = _hive_keys(files, path)
-    names = [c for c in cols if c not in hive]
+    hive_all = _hive_keys(files, path)
+    hive = [k for k in hive_all if k in REQUEST_SCHEMA]  # other folder keys (day=..., shard=...) are not fields
+    names = [c for c in cols if c not in hive_all]
     extra = [c for c in names if c not in REQUEST_SCHEMA]
-    if extra or "start_s" not in names:
+    if extra or "start_s" not in names + hive:
         why = f"non-canonical column(s) {extra}" if extra else "no start_s column"
         raise SchemaError(
             f"{why}; a Parquet dataset for the engines holds bearing-canonical columns "
@@ -196,19 +233,20 @@ def _collect(queries: list[pl.LazyFrame]) -> list[pl.DataFrame]:
 
 
 def _apply_file(file: str, present: list[str], columns: list[str], fn: Partial,
-                storage_options: dict[str, object] | None) -> list[pl.DataFrame]:
+                storage_options: dict[str, object] | None, hive: list[str]) -> list[pl.DataFrame]:
     """One Dask task: the partial aggregations ``fn`` over one Parquet file."""
     try:
-        return _collect(fn(scan_files([file], present, columns, storage_options)))
+        return _collect(fn(scan_files([file], present, columns, storage_options, hive)))
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot aggregate this Parquet file ({exc})", path=file) from exc
 
 
 def _prep_file_pandas(file: str, present: list[str], columns: list[str],
-                      prep: Callable[[pl.LazyFrame], pl.LazyFrame], storage_options: dict[str, object] | None):
+                      prep: Callable[[pl.LazyFrame], pl.LazyFrame], storage_options: dict[str, object] | None,
+                      hive: list[str]):
     """One Dask task before a shuffle: the prepared rows of one file as a pandas frame (Arrow-backed)."""
     try:
-        frame = prep(scan_files([file], present, columns, storage_options)).collect()
+        frame = prep(scan_files([file], present, columns, storage_options, hive)).collect()
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"cannot read this Parquet file ({exc})", path=file) from exc
     return frame.to_pandas(use_pyarrow_extension_array=True)
@@ -325,7 +363,7 @@ class Engine:
         if self.name == "embedded":
             return _collect(fn(ds.scan(cols)))
         futs = self.client.map(_apply_file, ds.files, present=ds.columns, columns=cols, fn=fn,
-                               storage_options=ds.storage_options, pure=False)
+                               storage_options=ds.storage_options, hive=ds.hive_columns, pure=False)
         self._wait(futs)
         parts = self.client.gather(futs)
         return [pl.concat([p[i] for p in parts], how="vertical_relaxed") for i in range(len(parts[0]))]
@@ -346,10 +384,12 @@ class Engine:
         import dask
         import dask.dataframe as dd
 
-        meta_pl = prep(scan_files(ds.files[:1], ds.columns, cols, ds.storage_options)).head(0).collect()
+        first = scan_files(ds.files[:1], ds.columns, cols, ds.storage_options, ds.hive_columns)
+        meta_pl = prep(first).head(0).collect()
         meta = meta_pl.to_pandas(use_pyarrow_extension_array=True)
         ddf = dd.from_map(functools.partial(_prep_file_pandas, present=ds.columns, columns=cols, prep=prep,
-                                            storage_options=ds.storage_options), ds.files, meta=meta)
+                                            storage_options=ds.storage_options, hive=ds.hive_columns),
+                          ds.files, meta=meta)
         shuffled = ddf.shuffle(on=key, npartitions=max(1, min(len(ds.files), 64)))
         parts = [dask.delayed(_apply_pandas)(d, fn) for d in shuffled.to_delayed()]
         futs = self.client.compute(parts)
