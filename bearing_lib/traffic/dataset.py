@@ -11,10 +11,13 @@ figure comes from aggregates that add up across partitions, computed by
   value -> count tables of the token counts (sequence-length quantiles are exact from
   them: a linear quantile needs two order statistics);
 * the gaps between consecutive starts (timestamp grid, inter-arrival CV). Embedded: the
-  start times alone are sorted in memory (8 bytes per request). Dask: rows are shuffled
-  by start minute, each worker sorts its minutes and returns per-minute gap sums; the
-  client adds the gaps across minute boundaries (Chan et al.'s pairwise variance
-  combination), so no worker ever holds the whole column.
+  start times alone are sorted in memory (8 bytes per request). Dask: each file's start
+  times are sorted by its worker, which returns the file's gap count, sum, mean, sum of
+  squared deviations and smallest positive gap; when the files' time ranges do not
+  overlap (a dataset partitioned by time) the client adds the gaps across file boundaries
+  and combines the blocks (Chan et al.'s pairwise variance combination); otherwise rows
+  are first shuffled by start minute and the minutes are the blocks. No worker holds the
+  whole column.
 
 Everything after aggregation (rate statistics, slots, MSTL, bursts, targets) is the
 in-memory code (``profile.assemble_profile``). Counts are exact on both engines; float
@@ -147,12 +150,29 @@ def _distinct(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select("_b", "start_s").unique()
 
 
+def _file_gap_stats(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """The same statistics as :func:`_gap_stats` for one whole file (one row)."""
+    s = pl.col("start_s").sort()
+    d = s.diff()
+    return [lf.select("start_s").select(
+        pl.lit(0, pl.Int64).alias("_b"), pl.len().alias("n"), s.first().alias("first"), s.last().alias("last"),
+        d.count().alias("gn"), d.sum().alias("gsum"), d.mean().alias("gmean"), ((d - d.mean()) ** 2).sum().alias("gm2"),
+        (d > 0).sum().alias("npos"), d.filter(d > 0).min().alias("dmin"),
+    )]
+
+
 def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
-    """(resolution, number of gaps, inter-arrival CV) from per-minute gap statistics (see module docstring)."""
-    parts = engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _gap_stats)
-    t = pl.concat(parts).sort("_b")
+    """(resolution, number of gaps, inter-arrival CV) from per-block gap statistics (see module docstring).
+
+    Blocks are the files when their time ranges do not overlap (a dataset partitioned by time:
+    no shuffle at all), else the start minutes after a shuffle by minute.
+    """
+    t = engine.map_partitions(ds, ["start_s"], _file_gap_stats)[0].filter(pl.col("n") > 0).sort("first")
     first, last = t["first"].to_numpy(), t["last"].to_numpy()
-    bd = first[1:] - last[:-1]  # the gap across each minute boundary (consecutive non-empty minutes)
+    if not bool((first[1:] >= last[:-1]).all()):
+        t = pl.concat(engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _gap_stats)).sort("_b")
+        first, last = t["first"].to_numpy(), t["last"].to_numpy()
+    bd = first[1:] - last[:-1]  # the gap across each block boundary (consecutive non-empty blocks)
     gn, gmean, gm2 = t["gn"].to_numpy().astype(float), t["gmean"].fill_null(0.0).to_numpy(), t["gm2"].to_numpy()
     n_gaps = int(gn.sum()) + bd.size
     npos = int(t["npos"].sum()) + int((bd > 0).sum())
