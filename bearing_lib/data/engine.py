@@ -252,6 +252,17 @@ def _prep_file_pandas(file: str, present: list[str], columns: list[str],
     return frame.to_pandas(use_pyarrow_extension_array=True)
 
 
+def _apply_group(files: list[str], present: list[str], columns: list[str],
+                 prep: Callable[[pl.LazyFrame], pl.LazyFrame], fn: Callable[[pl.DataFrame], pl.DataFrame | None],
+                 storage_options: dict[str, object] | None, hive: list[str]) -> pl.DataFrame | None:
+    """One Dask task: ``fn`` over the prepared rows of a group of files that together hold whole groups."""
+    try:
+        frame = prep(scan_files(files, present, columns, storage_options, hive)).collect()
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"cannot read these Parquet files ({exc})", path=files[0]) from exc
+    return fn(frame) if frame.height else None
+
+
 def _apply_pandas(pdf, fn: Callable[[pl.DataFrame], pl.DataFrame | None]) -> pl.DataFrame | None:  # noqa: ANN001
     """One Dask task after a shuffle: ``fn`` over one partition's (whole) groups."""
     frame = pl.from_pandas(pdf)
@@ -393,6 +404,22 @@ class Engine:
         shuffled = ddf.shuffle(on=key, npartitions=max(1, min(len(ds.files), 64)))
         parts = [dask.delayed(_apply_pandas)(d, fn) for d in shuffled.to_delayed()]
         futs = self.client.compute(parts)
+        self._wait(futs)
+        return [r for r in self.client.gather(futs) if r is not None]
+
+
+    def apply_file_groups(self, ds: ParquetDataset, columns: Sequence[str], groups: Sequence[Sequence[str]],
+                          prep: Callable[[pl.LazyFrame], pl.LazyFrame],
+                          fn: Callable[[pl.DataFrame], pl.DataFrame | None]) -> list[pl.DataFrame]:
+        """``fn`` over groups of files, one task per group, when the caller knows that each key's
+        rows lie in one group (e.g. ``run_id=...`` folders): the shuffle of :meth:`shuffle_apply`
+        is then not needed. Embedded: all groups at once, as :meth:`shuffle_apply`."""
+        if self.name == "embedded":
+            return self.shuffle_apply(ds, columns, prep, "", fn)
+        self.partitions = len(ds.files)
+        futs = [self.client.submit(_apply_group, list(g), present=ds.columns, columns=list(columns), prep=prep,
+                                   fn=fn, storage_options=ds.storage_options, hive=ds.hive_columns, pure=False)
+                for g in groups]
         self._wait(futs)
         return [r for r in self.client.gather(futs) if r is not None]
 

@@ -33,7 +33,10 @@ CURVE_COLUMNS = ("run_id", "step", "offered_load", "offered_load_unit", "start_s
 
 
 def _facts(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
+    run = pl.col("run_id").fill_null("run").filter(pl.col("step").is_not_null())
     return [lf.select(
+        run.min().alias("run_min"),
+        run.max().alias("run_max"),
         pl.len().cast(pl.Int64).alias("n"),
         pl.col("step").is_not_null().sum().cast(pl.Int64).alias("n_step"),
         pl.col("start_s").min().alias("t_min"),
@@ -57,6 +60,20 @@ def _curve_part(frame: pl.DataFrame, *, time_origin: str, source: str, mixes: Mi
     return load_curve(trace, mixes, extra_quantiles=extra_quantiles, options=options, windows=win)
 
 
+def _run_groups(ds: ParquetDataset, tab: pl.DataFrame) -> list[list[str]] | None:
+    """Files grouped by run when each file (with steps) holds a single run, else None."""
+    if tab.height != len(ds.files):
+        return None
+    groups: dict[str, list[str]] = {}
+    for f, lo, hi in zip(ds.files, tab["run_min"].to_list(), tab["run_max"].to_list(), strict=True):
+        if lo is None:
+            continue  # no stepped rows in this file
+        if lo != hi:
+            return None
+        groups.setdefault(lo, []).append(f)
+    return list(groups.values())
+
+
 def load_curve_dataset(
     source: str | Path | ParquetDataset,
     mixes: MixSpec | None = None,
@@ -76,7 +93,7 @@ def load_curve_dataset(
     eng = engine if isinstance(engine, Engine) else Engine(engine, scheduler=scheduler)
     try:
         tab = eng.map_partitions(ds, CURVE_COLUMNS, _facts)[0]
-        facts = tab.drop("t_min").sum().row(0, named=True)
+        facts = tab.drop("t_min", "run_min", "run_max").sum().row(0, named=True)
         t_min = tab["t_min"].min()
         if not facts["n_step"]:
             raise InsufficientDataError(
@@ -92,7 +109,11 @@ def load_curve_dataset(
         fn = functools.partial(_curve_part, time_origin=origin, source=ds.path, mixes=mixes,
                                extra_quantiles=tuple(extra_quantiles), options=options,
                                trend_metric="ttft_ms" if facts["n_ttft"] else "latency_ms")
-        parts = eng.shuffle_apply(ds, CURVE_COLUMNS, _prep, "run_id", fn)
+        groups = _run_groups(ds, tab) if eng.name == "dask" else None
+        if groups is not None:  # every file holds one run (e.g. run_id=... folders): a task per run, no shuffle
+            parts = eng.apply_file_groups(ds, CURVE_COLUMNS, groups, _prep, fn)
+        else:
+            parts = eng.shuffle_apply(ds, CURVE_COLUMNS, _prep, "run_id", fn)
         curve = pl.concat(parts, how="vertical_relaxed").sort("run_id", "step", "mix")
         return curve, eng.describe()
     finally:

@@ -252,3 +252,19 @@ def test_overlapping_files_and_coarse_grids_on_dask(tmp_path, cluster, quantum) 
     if quantum:
         assert got["resolution"]["quantum_s"] == pytest.approx(quantum, rel=1e-9)
         assert got["source"]["time_origin"] == "relative"
+
+
+@pytest.mark.slow
+def test_load_curve_shuffled_by_run_on_dask(tmp_path, cluster) -> None:
+    """Files that each hold both runs: the rows are shuffled by run_id before the curve."""
+    f, _ = _loadtest()
+    f = f.filter(pl.col("step") < 3).sample(fraction=0.2, seed=1).sort("start_s")
+    f = f.with_columns((pl.int_range(pl.len()) % 4).alias("shard"))
+    ds = tmp_path / "lt"
+    f.write_parquet(ds, partition_by=["shard"])
+    ref = load_curve(_trace(f.drop("shard")), SPEC)
+    got, _ = load_curve_dataset(ds, SPEC, engine=cluster)
+    assert got["n_requests"].to_list() == ref["n_requests"].to_list()
+    for col in ("ttft_ms_p95", "ttft_ms_p99_ci95_lo", "latency_ms_p50", "error_rate", "send_rate_rps"):
+        assert np.allclose(got[col].to_numpy(), ref[col].to_numpy(), rtol=1e-9, atol=0, equal_nan=True), col
+    assert got["flags"].to_list() == ref["flags"].to_list()
