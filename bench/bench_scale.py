@@ -126,6 +126,7 @@ def child(task: str, engine: str, path: str) -> dict:
         import duckdb
 
         con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         src = f"read_parquet('{path}/**/*.parquet', hive_partitioning = false)"
         con.execute(f"SELECT floor(start_s / 60) AS k, count(*), sum(input_tokens), sum(output_tokens) FROM {src} "
                     "GROUP BY k").fetchall()
@@ -156,6 +157,7 @@ def child(task: str, engine: str, path: str) -> dict:
         import duckdb
 
         con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
         src = f"read_parquet('{path}/**/*.parquet', hive_partitioning = true)"
         q = (f"SELECT run_id, step, {MIX_SQL} AS mix, count(*) AS n, count(*) FILTER (WHERE status <> 'ok') AS err, "
              + ", ".join(f"quantile_cont({m}, {q}) FILTER (WHERE status = 'ok')"
@@ -186,7 +188,7 @@ def run_child(task: str, engine: str, path: Path) -> dict:
     import psutil
 
     code = (f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from bench.bench_scale import child; "
-            f"print(json.dumps(child({task!r}, {engine!r}, {str(path)!r})))")
+            f"print('RESULT', json.dumps(child({task!r}, {engine!r}, {str(path)!r})))")
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -209,7 +211,7 @@ def run_child(task: str, engine: str, path: Path) -> dict:
     out, err = proc.communicate()
     if proc.returncode:
         raise SystemExit(f"{task}/{engine} failed:\n{err[-3000:]}")
-    res = json.loads(out.strip().splitlines()[-1])
+    res = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT ")).removeprefix("RESULT "))
     return {**res, "wall_s": wall, "peak_gib": peak / 2**30}
 
 

@@ -75,6 +75,10 @@ class ParquetDataset:
         """A polars lazy scan of every file with the canonical ``columns`` (missing ones as typed nulls)."""
         return scan_files(self.files, self.columns, columns, self.storage_options, self.hive_columns)
 
+    def scan_file(self, file: str, columns: Sequence[str] | None = None) -> pl.LazyFrame:
+        """The same for one of the files."""
+        return scan_files([file], self.columns, columns, self.storage_options, self.hive_columns)
+
 
 def hive_values(file: str, keys: Sequence[str]) -> dict[str, str]:
     """The ``key=value`` folder values of ``file`` for ``keys`` (URL-decoded, as polars and Spark write them)."""

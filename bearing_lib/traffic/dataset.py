@@ -151,14 +151,17 @@ def _distinct(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _file_gap_stats(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
-    """The same statistics as :func:`_gap_stats` for one whole file (one row)."""
-    s = pl.col("start_s").sort()
-    d = s.diff()
-    return [lf.select("start_s").select(
-        pl.lit(0, pl.Int64).alias("_b"), pl.len().alias("n"), s.first().alias("first"), s.last().alias("last"),
-        d.count().alias("gn"), d.sum().alias("gsum"), d.mean().alias("gmean"), ((d - d.mean()) ** 2).sum().alias("gm2"),
-        (d > 0).sum().alias("npos"), d.filter(d > 0).min().alias("dmin"),
-    )]
+    """The same statistics as :func:`_gap_stats` for one whole file (one row; numpy on its sorted starts)."""
+    v = np.sort(lf.select("start_s").collect()["start_s"].to_numpy())
+    d = np.diff(v)
+    pos = d[d > 0]
+    row = {"_b": 0, "n": v.size, "first": v[0] if v.size else None, "last": v[-1] if v.size else None,
+           "gn": d.size, "gsum": float(d.sum()), "gmean": float(d.mean()) if d.size else None,
+           "gm2": float(((d - d.mean()) ** 2).sum()) if d.size else 0.0, "npos": int(pos.size),
+           "dmin": float(pos.min()) if pos.size else None}
+    schema = {"_b": pl.Int64, "n": pl.Int64, "first": pl.Float64, "last": pl.Float64, "gn": pl.Int64,
+              "gsum": pl.Float64, "gmean": pl.Float64, "gm2": pl.Float64, "npos": pl.Int64, "dmin": pl.Float64}
+    return [pl.DataFrame([row], schema=schema).lazy()]
 
 
 def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
@@ -167,11 +170,27 @@ def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampRes
     Blocks are the files when their time ranges do not overlap (a dataset partitioned by time:
     no shuffle at all), else the start minutes after a shuffle by minute.
     """
-    t = engine.map_partitions(ds, ["start_s"], _file_gap_stats)[0].filter(pl.col("n") > 0).sort("first")
-    first, last = t["first"].to_numpy(), t["last"].to_numpy()
-    if not bool((first[1:] >= last[:-1]).all()):
+    t = engine.map_partitions(ds, ["start_s"], _file_gap_stats)[0]
+    t = t.filter(pl.col("n") > 0).sort("first")
+    if not _disjoint(t):
         t = pl.concat(engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _gap_stats)).sort("_b")
-        first, last = t["first"].to_numpy(), t["last"].to_numpy()
+
+    def distinct() -> np.ndarray:
+        vals = pl.concat(engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _distinct))
+        return vals.sort("_b", "start_s")["start_s"].to_numpy()
+
+    return _combine_blocks(t, n, distinct)
+
+
+def _disjoint(t: pl.DataFrame) -> bool:
+    first, last = t["first"].to_numpy(), t["last"].to_numpy()
+    return bool((first[1:] >= last[:-1]).all())
+
+
+def _combine_blocks(t: pl.DataFrame, n: int, distinct) -> tuple[TimestampResolution, int, float | None]:  # noqa: ANN001
+    """Combine per-block gap statistics (blocks in time order, not overlapping); ``distinct()`` gives the
+    sorted distinct start times when the grid test needs them."""
+    first, last = t["first"].to_numpy(), t["last"].to_numpy()
     bd = first[1:] - last[:-1]  # the gap across each block boundary (consecutive non-empty blocks)
     gn, gmean, gm2 = t["gn"].to_numpy().astype(float), t["gmean"].fill_null(0.0).to_numpy(), t["gm2"].to_numpy()
     n_gaps = int(gn.sum()) + bd.size
@@ -180,9 +199,7 @@ def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampRes
     dmin = float(min(dmins)) if dmins else None
     if dmin is not None and dmin >= FINE_RESOLUTION_S and npos >= 10:
         # a coarse grid: the distinct start times are few (at most one per ms); test the grid exactly
-        vals = pl.concat(engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _distinct))
-        v = vals.sort("_b", "start_s")["start_s"].to_numpy()
-        res = resolution_from_gaps(n, np.diff(v))
+        res = resolution_from_gaps(n, np.diff(distinct()))
     elif npos == 0:
         res = TimestampResolution(n, 1, None, None, None)
     else:
@@ -197,13 +214,24 @@ def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampRes
 
 
 def _gaps_embedded(ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
-    """The same from the sorted start times (8 bytes per request in memory), as the in-memory path."""
-    s = ds.scan(["start_s"]).sort("start_s").collect(engine="streaming")["start_s"]
+    """The same in this process. Files whose time ranges do not overlap are summarised one at a time
+    (memory: one file's start times), as on Dask; otherwise the start times alone are sorted
+    (8 bytes per request) as the in-memory path does."""
+    if len(ds.files) > 1:
+        t = pl.concat([_file_gap_stats(ds.scan_file(f, ["start_s"]))[0].collect() for f in ds.files])
+        t = t.filter(pl.col("n") > 0).sort("first")
+        if _disjoint(t):
+            return _combine_blocks(t, n, lambda: _sorted_starts(ds).unique(maintain_order=True).to_numpy())
+    s = _sorted_starts(ds)
     gaps = s.diff().drop_nulls().to_numpy()
     res = resolution_from_gaps(n, gaps[gaps > 0])
     if gaps.size < 2 or gaps.mean() <= 0:
         return res, int(gaps.size), None
     return res, int(gaps.size), float(gaps.std(ddof=1) / gaps.mean())
+
+
+def _sorted_starts(ds: ParquetDataset) -> pl.Series:
+    return ds.scan(["start_s"]).sort("start_s").collect(engine="streaming")["start_s"]
 
 
 # --------------------------------------------------------------------------- public entry
