@@ -164,14 +164,19 @@ def _file_gap_stats(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
     return [pl.DataFrame([row], schema=schema).lazy()]
 
 
-def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
+def _facts_and_gaps(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """Dask: the facts and the file's gap summary in one read of each file."""
+    return _facts(lf) + _file_gap_stats(lf)
+
+
+def _gaps_dask(engine: Engine, ds: ParquetDataset, n: int,
+               per_file: pl.DataFrame) -> tuple[TimestampResolution, int, float | None]:
     """(resolution, number of gaps, inter-arrival CV) from per-block gap statistics (see module docstring).
 
-    Blocks are the files when their time ranges do not overlap (a dataset partitioned by time:
-    no shuffle at all), else the start minutes after a shuffle by minute.
+    Blocks are the files (``per_file``: their summaries) when their time ranges do not overlap (a
+    dataset partitioned by time: no shuffle at all), else the start minutes after a shuffle by minute.
     """
-    t = engine.map_partitions(ds, ["start_s"], _file_gap_stats)[0]
-    t = t.filter(pl.col("n") > 0).sort("first")
+    t = per_file.filter(pl.col("n") > 0).sort("first")
     if not _disjoint(t):
         t = pl.concat(engine.shuffle_apply(ds, ["start_s"], _bucketed, "_b", _gap_stats)).sort("_b")
 
@@ -298,7 +303,10 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
         raise ParameterError(f"objective must be in (0, 1), e.g. 0.999; got {slo_objective!r}")
     if time_origin not in ("auto", "epoch", "relative"):
         raise ParameterError(f"time_origin must be auto, epoch or relative for a profile, got {time_origin!r}")
-    fact_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0]
+    if eng.name == "dask":
+        fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts_and_gaps)
+    else:
+        fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0], None
     facts = _combine_facts(fact_parts)
     _check(facts, fact_parts, ds, eng)
     n, t_min, t_max = int(facts["n"]), float(facts["t_min"]), float(facts["t_max"])
@@ -311,7 +319,7 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
                                     "a traffic profile needs arrival times")
     aligned = origin_kind == "epoch"
     origin = 0.0 if aligned else t_min
-    res, n_gaps, cv = (_gaps_dask(eng, ds, n) if eng.name == "dask" else _gaps_embedded(ds, n))
+    res, n_gaps, cv = _gaps_dask(eng, ds, n, gap_parts) if gap_parts is not None else _gaps_embedded(ds, n)
     if not res.allows_bin(60.0):
         raise ParameterError(f"{ds.path}: timestamps move in {res.quantum_s:.3f} s steps; per-minute rates would be "
                              "artefacts of that grid")
