@@ -417,10 +417,12 @@ class Engine:
                           fn: Callable[[pl.DataFrame], pl.DataFrame | None]) -> list[pl.DataFrame]:
         """``fn`` over groups of files, one task per group, when the caller knows that each key's
         rows lie in one group (e.g. ``run_id=...`` folders): the shuffle of :meth:`shuffle_apply`
-        is then not needed. Embedded: all groups at once, as :meth:`shuffle_apply`."""
-        if self.name == "embedded":
-            return self.shuffle_apply(ds, columns, prep, "", fn)
+        is then not needed. Embedded: one group after the other in this process (memory: one group)."""
         self.partitions = len(ds.files)
+        if self.name == "embedded":
+            out = (_apply_group(list(g), ds.columns, list(columns), prep, fn, ds.storage_options, ds.hive_columns)
+                   for g in groups)
+            return [r for r in out if r is not None]
         futs = [self.client.submit(_apply_group, list(g), present=ds.columns, columns=list(columns), prep=prep,
                                    fn=fn, storage_options=ds.storage_options, hive=ds.hive_columns, pure=False)
                 for g in groups]

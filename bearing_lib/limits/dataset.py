@@ -11,7 +11,8 @@ counts exact, percentiles exact with the same linear interpolation. Choices that
 in-memory path makes over the whole trace (the trend metric: TTFT when any request has
 one) are made once over the dataset and passed to every partition.
 
-The embedded engine reads the same columns lazily into one frame and runs the same code.
+The embedded engine does the same in this process: one run after the other when the files are
+split by run (memory: one run's columns), else all requests at once.
 """
 
 from __future__ import annotations
@@ -61,9 +62,18 @@ def _curve_part(frame: pl.DataFrame, *, time_origin: str, source: str, mixes: Mi
 
 
 def _run_groups(ds: ParquetDataset, tab: pl.DataFrame) -> list[list[str]] | None:
-    """Files grouped by run when each file (with steps) holds a single run, else None."""
+    """Files grouped by run when each file (with steps) holds a single run, else None. ``tab``: the
+    facts, one row per file (Dask), or one row for the whole dataset (embedded: the run of each
+    file is then read from its ``run_id=`` folder, when there is one)."""
     if tab.height != len(ds.files):
-        return None
+        if "run_id" not in ds.hive_columns:
+            return None
+        from bearing_lib.data.engine import hive_values
+
+        groups: dict[str, list[str]] = {}
+        for f in ds.files:
+            groups.setdefault(hive_values(f, ["run_id"]).get("run_id", "run"), []).append(f)
+        return list(groups.values())
     groups: dict[str, list[str]] = {}
     for f, lo, hi in zip(ds.files, tab["run_min"].to_list(), tab["run_max"].to_list(), strict=True):
         if lo is None:
@@ -109,7 +119,7 @@ def load_curve_dataset(
         fn = functools.partial(_curve_part, time_origin=origin, source=ds.path, mixes=mixes,
                                extra_quantiles=tuple(extra_quantiles), options=options,
                                trend_metric="ttft_ms" if facts["n_ttft"] else "latency_ms")
-        groups = _run_groups(ds, tab) if eng.name == "dask" else None
+        groups = _run_groups(ds, tab)
         if groups is not None:  # every file holds one run (e.g. run_id=... folders): a task per run, no shuffle
             parts = eng.apply_file_groups(ds, CURVE_COLUMNS, groups, _prep, fn)
         else:
