@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import glob as _glob
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -430,11 +429,5 @@ class Engine:
         return [r for r in self.client.gather(futs) if r is not None]
 
 
-def engine_from_env(name: str | None = None, scheduler: str | None = None) -> Engine:
-    """An :class:`Engine` from arguments, else ``BEARING_ENGINE`` / ``BEARING_DASK_SCHEDULER``."""
-    return Engine(name or os.environ.get("BEARING_ENGINE", "embedded"),
-                  scheduler=scheduler or os.environ.get("BEARING_DASK_SCHEDULER") or None)
-
-
-__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "ParquetDataset", "engine_from_env", "open_dataset",
+__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "ParquetDataset", "hive_values", "open_dataset",
            "scan_files"]
