@@ -15,10 +15,12 @@ Two tasks on SYNTHETIC hive-partitioned Parquet datasets written to a temporary 
   computing per run x step x mix: n, errors, P50/P95/P99 of TTFT and latency over ok requests
   (``quantile_cont``: linear, like bearing).
 
-Every measurement runs in a fresh child process. Wall time is measured by the parent around
-the child (interpreter start and imports included, the same for every engine); peak memory
-is the largest sum of resident set sizes over the child and all its descendants (the Dask
-scheduler and worker processes included), sampled every 20 ms with psutil.
+Every measurement runs in a fresh child process. ``wall s`` is measured by the parent around
+the child (interpreter start and imports included); ``inner s`` by the child around the work
+alone (for Dask: cluster start and shutdown included). The ratios use ``inner s``: on a shared
+machine interpreter start-up swings by seconds. Peak memory is the largest sum of resident
+set sizes over the child and all its descendants (the Dask scheduler and worker processes
+included), sampled every 20 ms with psutil.
 
 Usage::
 
@@ -246,7 +248,7 @@ def main() -> None:
     for r in results:
         ref = next((x for x in results if (x["task"], x["rows"], x["engine"]) == (r["task"], r["rows"], "duckdb")),
                    None)
-        rt = f"{r['wall_s'] / ref['wall_s']:.2f}" if ref else "-"
+        rt = f"{r['inner_s'] / ref['inner_s']:.2f}" if ref else "-"
         rm = f"{r['peak_gib'] / ref['peak_gib']:.2f}" if ref else "-"
         print(f"{r['task']:8} {r['rows']:>12,} {r['engine']:12} {r['wall_s']:>8.2f} {r['inner_s']:>8.2f} "
               f"{r['peak_gib']:>9.2f} {rt:>9} {rm:>9}")

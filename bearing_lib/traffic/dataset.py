@@ -42,7 +42,6 @@ from bearing_lib.data.trace import NON_NEGATIVE, STATUSES
 from bearing_lib.traffic.binning import (
     FINE_RESOLUTION_S,
     TimestampResolution,
-    bin_partials,
     bin_range,
     empty_bins,
     finish_bins,
@@ -57,7 +56,7 @@ from bearing_lib.traffic.profile import (
     shares_from_counts,
 )
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
-from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes, status_minute_partials
+from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes
 from bearing_lib.traffic.targets import DEFAULT_SEED
 
 PROFILE_COLUMNS = ("start_s", "input_tokens", "output_tokens", "cached_tokens", "status", "step")
@@ -112,17 +111,34 @@ def _check(facts: dict[str, object], parts: pl.DataFrame, ds: ParquetDataset, en
         )
 
 
-def _counts(lf: pl.LazyFrame, *, origin: float, k60: tuple[int, int], k1: tuple[int, int] | None, k0: int,
-            spec: MixSpec, bad_statuses: tuple[str, ...]) -> list[pl.LazyFrame]:
-    """Every partial count of the profile, one scan: minutes, seconds, status minutes, hour × mix, tokens."""
-    out = bin_partials(lf, origin, 60.0, *k60)
-    out += bin_partials(lf, origin, 1.0, *k1) if k1 is not None else [lf.select(
-        pl.lit(0, pl.Int64).alias("k"), pl.lit(0, pl.Int64).alias("requests"),
-        pl.lit(0, pl.Int64).alias("input_tokens"), pl.lit(0, pl.Int64).alias("output_tokens")).head(0)]
-    out += status_minute_partials(lf, origin, k0, bad_statuses)
-    out += mix_hour_partials(lf, spec, origin)
-    out += seq_len_partials(lf)
-    return out
+def _counts(lf: pl.LazyFrame, *, origin: float, spec: MixSpec, bad_statuses: tuple[str, ...]) -> list[pl.LazyFrame]:
+    """Every partial count of the profile, one read: per minute (requests, token sums, requests with a
+    status, bad ones), per second (requests), hour x mix, token value counts. Minutes and seconds are
+    keyed from ``origin`` over the whole span; the complete ones are picked from the small tables."""
+    t = pl.col("start_s") - origin
+    status = pl.col("status")
+    return [
+        lf.group_by((t / 60.0).floor().cast(pl.Int64).alias("k")).agg(
+            pl.len().cast(pl.Int64).alias("requests"), pl.col("input_tokens").sum(), pl.col("output_tokens").sum(),
+            status.is_not_null().sum().cast(pl.Int64).alias("n"),
+            status.is_in(list(bad_statuses)).sum().cast(pl.Int64).alias("bad"),
+        ),
+        lf.group_by(t.floor().cast(pl.Int64).alias("k")).agg(pl.len().cast(pl.Int64).alias("requests")),
+        *mix_hour_partials(lf, spec, origin),
+        *seq_len_partials(lf),
+    ]
+
+
+def _facts_and_counts(lf: pl.LazyFrame, *, origin: float, spec: MixSpec, bad_statuses: tuple[str, ...],
+                      gaps: bool) -> list[pl.LazyFrame]:
+    """Facts (and on Dask the file's gap summary) and the counts in one read, when the origin is known
+    beforehand (an epoch clock: origin 0)."""
+    return [*_facts(lf), *(_file_gap_stats(lf) if gaps else []),
+            *_counts(lf, origin=origin, spec=spec, bad_statuses=bad_statuses)]
+
+
+def _in_range(table: pl.DataFrame, k: tuple[int, int]) -> pl.DataFrame:
+    return table.filter(pl.col("k").is_between(k[0], k[1] - 1))
 
 
 # --------------------------------------------------------------------------- gaps between starts
@@ -303,7 +319,15 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
         raise ParameterError(f"objective must be in (0, 1), e.g. 0.999; got {slo_objective!r}")
     if time_origin not in ("auto", "epoch", "relative"):
         raise ParameterError(f"time_origin must be auto, epoch or relative for a profile, got {time_origin!r}")
-    if eng.name == "dask":
+    bad = tuple(DEFAULT_BAD_STATUSES)
+    dask = eng.name == "dask"
+    counts = None
+    if time_origin == "epoch" or (time_origin == "auto" and ds.time_origin == "epoch"):
+        # the clock is known: one read for the facts, the counts (and on Dask the gap summaries)
+        fn = functools.partial(_facts_and_counts, origin=0.0, spec=spec, bad_statuses=bad, gaps=dask)
+        fact_parts, *rest = eng.map_partitions(ds, PROFILE_COLUMNS, fn)
+        gap_parts, counts = (rest[0], rest[1:]) if dask else (None, rest)
+    elif dask:
         fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts_and_gaps)
     else:
         fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0], None
@@ -329,17 +353,23 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
                                     "a traffic profile needs at least one")
     k1 = bin_range(t_min, t_max, origin, 1.0) if res.allows_bin(1.0) else None
     k0 = math.floor((t_min - origin) / 60.0)
-    fn = functools.partial(_counts, origin=origin, k60=k60, k1=k1, k0=k0, spec=spec,
-                           bad_statuses=tuple(DEFAULT_BAD_STATUSES))
-    minutes_p, seconds_p, status_p, mix_p, *seq_p = eng.map_partitions(ds, PROFILE_COLUMNS, fn)
+    if counts is None:
+        counts = eng.map_partitions(ds, PROFILE_COLUMNS,
+                                    functools.partial(_counts, origin=origin, spec=spec, bad_statuses=bad))
+    minute_p, second_p, mix_p, *seq_p = counts
+    minute_p = minute_p.group_by("k").agg(pl.col("requests", "input_tokens", "output_tokens", "n", "bad").sum())
     absent = (facts["null_input_tokens"] == n, facts["null_output_tokens"] == n)
-    minutes = finish_bins(minutes_p, origin, 60.0, *k60, absent).rename({"bin_start_s": "minute_start_s"})
+    minutes = finish_bins(_in_range(minute_p, k60).select("k", "requests", "input_tokens", "output_tokens"),
+                          origin, 60.0, *k60, absent).rename({"bin_start_s": "minute_start_s"})
+    status_p = minute_p.filter(pl.col("n") > 0).select((pl.col("k") - k0).alias("k"), "n", "bad")
     if k1 is None:
         seconds = None
     elif k1[1] <= k1[0]:
         seconds = empty_bins()
     else:
-        seconds = finish_bins(seconds_p, origin, 1.0, *k1, absent)
+        sec = _in_range(second_p, k1).with_columns(pl.lit(0, pl.Int64).alias("input_tokens"),
+                                                   pl.lit(0, pl.Int64).alias("output_tokens"))
+        seconds = finish_bins(sec, origin, 1.0, *k1, (True, True))  # per-second rates read requests only
     c = minutes["requests"].to_numpy()
     disp = dispersion_from_gaps(c, res, n_gaps, cv)
     notes = []
