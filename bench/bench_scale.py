@@ -110,20 +110,16 @@ def child(task: str, engine: str, path: str) -> dict:
                "p99_per_min": p.per_minute_stats["p99"]}
     elif task == "profile" and engine == "agg":
         import functools
-        import math
 
         from bearing_lib.data.engine import Engine, open_dataset
         from bearing_lib.traffic import dataset as tds
 
         ds = open_dataset(path)
-        with Engine("embedded") as eng:
-            facts = tds._combine_facts(eng.map_partitions(ds, tds.PROFILE_COLUMNS, tds._facts)[0])
-            lo, hi = facts["t_min"], facts["t_max"]
-            fn = functools.partial(tds._counts, origin=0.0, k60=(math.ceil(lo / 60), math.floor(hi / 60)),
-                                   k1=(math.ceil(lo), math.floor(hi)), k0=math.floor(lo / 60), spec=spec,
-                                   bad_statuses=("error", "timeout", "rejected"))
+        with Engine("embedded") as eng:  # the aggregation pass of `bearing profile` on an epoch clock, alone
+            fn = functools.partial(tds._facts_and_counts, origin=0.0, spec=spec,
+                                   bad_statuses=("error", "timeout", "rejected"), gaps=False)
             parts = eng.map_partitions(ds, tds.PROFILE_COLUMNS, fn)
-        out = {"n": facts["n"], "minutes": parts[0].height}
+        out = {"n": int(parts[0]["n"].sum()), "minutes": parts[1].height}
     elif task == "profile" and engine == "duckdb":
         import duckdb
 
