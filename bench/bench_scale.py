@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -210,7 +211,7 @@ def run_child(task: str, engine: str, path: Path) -> dict:
     if proc.returncode:
         raise SystemExit(f"{task}/{engine} failed:\n{err[-3000:]}")
     res = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT ")).removeprefix("RESULT "))
-    return {**res, "wall_s": wall, "peak_gib": peak / 2**30}
+    return {**res, "wall_s": wall, "peak_gib": peak / 2**30, "load1": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -239,15 +240,16 @@ def main() -> None:
                     results.append({"task": task, "rows": rows, "engine": eng, **r})
                     print(json.dumps(results[-1]), flush=True)
     print()
+    print("load = the machine's 1-minute load average at the end of the measurement (2 cores)")
     print(f"{'task':8} {'rows':>12} {'engine':12} {'wall s':>8} {'inner s':>8} {'peak GiB':>9} "
-          f"{'/duckdb t':>9} {'/duckdb m':>9}")
+          f"{'/duckdb t':>9} {'/duckdb m':>9} {'load':>5}")
     for r in results:
         ref = next((x for x in results if (x["task"], x["rows"], x["engine"]) == (r["task"], r["rows"], "duckdb")),
                    None)
         rt = f"{r['inner_s'] / ref['inner_s']:.2f}" if ref else "-"
         rm = f"{r['peak_gib'] / ref['peak_gib']:.2f}" if ref else "-"
         print(f"{r['task']:8} {r['rows']:>12,} {r['engine']:12} {r['wall_s']:>8.2f} {r['inner_s']:>8.2f} "
-              f"{r['peak_gib']:>9.2f} {rt:>9} {rm:>9}")
+              f"{r['peak_gib']:>9.2f} {rt:>9} {rm:>9} {r['load1']:>5.1f}")
 
 
 if __name__ == "__main__":
