@@ -86,13 +86,10 @@ def _combine_facts(t: pl.DataFrame) -> dict[str, object]:
 def _check(facts: dict[str, object], parts: pl.DataFrame, ds: ParquetDataset, engine: Engine) -> None:
     """The loader's checks that raise, from the facts; the file is named when the engine ran per file."""
 
-    def where(col: str) -> str:  # the file, when the engine ran file by file (Dask), else the batch's first file
+    def where(col: str) -> str:  # the file, when the engine ran file by file (Dask)
         i = int(np.argmax(parts[col].to_numpy() > 0))
         if engine.name == "dask" and parts.height == len(ds.files):
             return ds.files[i]
-        if engine.name == "embedded" and parts.height == len(ds.batches()):
-            batch = ds.batches()[i]
-            return batch[0] if len(batch) == 1 else f"{ds.path} (files {batch[0]} ... {batch[-1]})"
         return ds.path
 
     if facts["n"] == 0:

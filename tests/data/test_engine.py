@@ -15,7 +15,6 @@ import polars as pl
 import pytest
 
 from bearing_lib.common.errors import BadValueError, InputError, ParameterError, SchemaError
-from bearing_lib.data import engine as engine_mod
 from bearing_lib.data.engine import Engine, open_dataset
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.data.provenance import Provenance
@@ -128,7 +127,7 @@ def production(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_profile_on_dask_and_embedded_equals_in_memory(production, cluster, monkeypatch) -> None:
+def test_profile_on_dask_and_embedded_equals_in_memory(production, cluster) -> None:
     f, ds, single = production
     n_files = len(list(ds.rglob("*.parquet")))
     assert f.height >= 1_000_000 and n_files == 13  # hours 0..12 (the last holds 17 s)
@@ -136,9 +135,7 @@ def test_profile_on_dask_and_embedded_equals_in_memory(production, cluster, monk
     got = profile_dataset(ds, engine=cluster, mix_spec=SPEC).to_dict()
     n = _assert_same(ref, got)
     assert n > 1000  # every figure, including the per-minute series
-    # the clock given: facts and counts in one read; batches of <= 300k rows combined
-    monkeypatch.setattr(engine_mod, "EMBEDDED_BATCH_ROWS", 300_000)
-    assert len(open_dataset(ds).batches()) >= 4
+    # the clock given: facts and counts in one pass of queries
     emb = profile_dataset(ds, engine="embedded", mix_spec=SPEC, time_origin="epoch").to_dict()
     _assert_same(ref, emb)
     # independent: complete minutes are [T0 + 60, last minute), counted by numpy
