@@ -108,10 +108,21 @@ def register(app: typer.Typer) -> None:
             if scheduler is not None and engine != "dask":
                 raise ParameterError("--scheduler names a Dask scheduler; pass --engine dask with it")
             if format is None and not option and (engine is not None or is_dataset_path(trace)):
+                import contextlib
+                import sys
+
                 from bearing_lib.traffic.dataset import profile_dataset
 
-                prof = profile_dataset(trace, engine=engine or "embedded", scheduler=scheduler, mix_spec=spec,
-                                       quantile_level=quantile, growth=growth, burst_k=burst_k, slo_objective=slo)
+                # a spinner on a terminal for the embedded engine (Dask shows its own progress bars); none otherwise
+                status: contextlib.AbstractContextManager = contextlib.nullcontext()
+                if sys.stderr.isatty() and engine != "dask":
+                    from rich.console import Console
+
+                    status = Console(stderr=True).status(f"profiling {trace} (embedded engine)")
+                with status:
+                    prof = profile_dataset(trace, engine=engine or "embedded", scheduler=scheduler, mix_spec=spec,
+                                           quantile_level=quantile, growth=growth, burst_k=burst_k,
+                                           slo_objective=slo)
             else:
                 if engine is not None:
                     raise ParameterError("--engine reads Parquet datasets of canonical columns; it does not combine "

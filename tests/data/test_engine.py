@@ -269,3 +269,26 @@ def test_load_curve_shuffled_by_run_on_dask(tmp_path, cluster) -> None:
     for col in ("ttft_ms_p95", "ttft_ms_p99_ci95_lo", "latency_ms_p50", "error_rate", "send_rate_rps"):
         assert np.allclose(got[col].to_numpy(), ref[col].to_numpy(), rtol=1e-9, atol=0, equal_nan=True), col
     assert got["flags"].to_list() == ref["flags"].to_list()
+
+
+@pytest.mark.slow
+def test_cli_profile_on_an_existing_scheduler(production, cluster, tmp_path) -> None:
+    """`bearing profile DATASET --engine dask --scheduler tcp://...` against a running scheduler."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    f, ds, _single = production
+    address = cluster.client.scheduler.address
+    assert address.startswith("tcp://")
+    out = tmp_path / "p.json"
+    res = CliRunner().invoke(app, ["profile", str(ds), "--engine", "dask", "--scheduler", address, "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["source"]["engine"]["scheduler"] == address and doc["source"]["engine"]["workers"] == 2
+    assert doc["source"]["n_rows"] == f.height
+    assert sum(doc["per_minute"]["series"]["requests"]) == int(
+        ((f["start_s"] >= math.ceil(f["start_s"].min() / 60) * 60) & (f["start_s"] < math.floor(
+            f["start_s"].max() / 60) * 60)).sum())
