@@ -333,7 +333,7 @@ class Engine:
             logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
             if self.scheduler:
                 try:
-                    self._client = Client(self.scheduler, timeout="30s")
+                    self._client = Client(self.scheduler, timeout="10s")
                 except (OSError, TimeoutError) as exc:
                     raise ParameterError(f"cannot reach the Dask scheduler {self.scheduler!r}: {exc}") from exc
             else:
