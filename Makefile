@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "bearing needs Python 3.11 or newer (found " + sys.version.split()[0] + "); set PYTHON=python3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask]'
 	touch $(STAMP)
 
 report: $(STAMP) ## Build the capacity report from the bundled real data (prints its path)
@@ -27,10 +27,12 @@ test: $(STAMP) ## Lint, then run the whole test suite (notebooks included)
 lint: $(STAMP) ## ruff only
 	$(BIN)/ruff check bearing_lib tests bench
 
-bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, profile, limits on 1M rows, aggregation of 10M, CLI start-up
+bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, profile, limits on 1M rows, aggregation of 10M, scale, CLI start-up
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/bench_load.py
 	$(BIN)/python bench/bench_profile.py
 	$(BIN)/python bench/bench_limits.py
+	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_startup.py
 
 lab: $(STAMP) ## Open JupyterLab on the notebooks

@@ -18,7 +18,8 @@ def _norm(req: str) -> tuple[str, str]:
 
 def test_environment_yml_mirrors_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = dict(_norm(r) for r in project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = [r for reqs in project["optional-dependencies"].values() for r in reqs]  # test, dask, bench
+    wanted = dict(_norm(r) for r in project["dependencies"] + extras)
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     mirrored = dict(_norm(r) for r in pip_section if not r.startswith("-e"))

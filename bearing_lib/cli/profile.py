@@ -66,10 +66,26 @@ def _finite(o: object) -> object:
     return o
 
 
+def is_dataset_path(arg: str) -> bool:
+    """Whether ``arg`` names a Parquet dataset for the engines: a URL, a glob, or a folder holding
+    ``.parquet`` files (a single file goes through the loaders unless an engine is asked for)."""
+    if "://" in arg or any(ch in arg for ch in "*?["):
+        return True
+    p = Path(arg)
+    return p.is_dir() and next(p.rglob("*.parquet"), None) is not None
+
+
+ENGINE_HELP = ("Aggregate on this engine: 'embedded' (polars, lazily from Parquet, this process) or 'dask' "
+               "(a Dask cluster; see --scheduler). Default: embedded; Parquet folders, globs and URLs are "
+               "always read lazily.")
+SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786) for --engine dask; without it a LocalCluster starts here."
+
+
 def register(app: typer.Typer) -> None:
     @app.command("profile")
     def profile_cmd(
-        trace: Path = typer.Argument(..., help="A production trace (per request) or rate windows (e.g. ServeGen)."),
+        trace: str = typer.Argument(..., help="A production trace (per request) or rate windows (e.g. ServeGen); "
+                                    "or a Parquet dataset: a folder (hive-partitioned or not), a glob, or a URL."),
         json_out: Path = typer.Option(..., "--json", help="Write the profile JSON here."),
         mixes: str | None = typer.Option(
             None, "--mixes", help="Mixes for the shares: a mixes JSON, a limits JSON (its mix_spec), or 'none'."
@@ -84,6 +100,8 @@ def register(app: typer.Typer) -> None:
         ),
         option: list[str] = typer.Option([], "--option", help=OPTION_HELP),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing JSON file."),
+        engine: str | None = typer.Option(None, "--engine", help=ENGINE_HELP),
+        scheduler: str | None = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
         from bearing_lib.loaders import load
@@ -93,15 +111,40 @@ def register(app: typer.Typer) -> None:
             if json_out.exists() and not force:
                 raise ParameterError(f"{json_out} exists; pass --force to overwrite it")
             spec = read_mix_spec(mixes)
-            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
-            fmt = format or ("generic" if mapping is not None else None)
-            ds = load(trace, format=fmt, **options)
-            if ds.kind not in ("requests", "rates"):
-                raise ParameterError(
-                    f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"
-                )
-            prof = profile_traffic(ds, mix_spec=spec, quantile_level=quantile, growth=growth, burst_k=burst_k,
-                                   slo_objective=slo)
+            if engine is not None and engine not in ("embedded", "dask"):
+                raise ParameterError(f"--engine must be embedded or dask, got {engine!r}")
+            if scheduler is not None and engine != "dask":
+                raise ParameterError("--scheduler names a Dask scheduler; pass --engine dask with it")
+            if format is None and not option and mapping is None and (engine is not None or is_dataset_path(trace)):
+                import contextlib
+                import sys
+
+                from bearing_lib.traffic.dataset import profile_dataset
+
+                # a spinner on a terminal for the embedded engine (Dask shows its own progress bars); none otherwise
+                status: contextlib.AbstractContextManager = contextlib.nullcontext()
+                if sys.stderr.isatty() and engine != "dask":
+                    from rich.console import Console
+
+                    status = Console(stderr=True).status(f"profiling {trace} (embedded engine)")
+                with status:
+                    prof = profile_dataset(trace, engine=engine or "embedded", scheduler=scheduler, mix_spec=spec,
+                                           quantile_level=quantile, growth=growth, burst_k=burst_k,
+                                           slo_objective=slo)
+            else:
+                if engine is not None:
+                    raise ParameterError("--engine reads Parquet datasets of canonical columns; it does not combine "
+                                         "with --format / --option (load other formats without --engine)")
+                options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+                fmt = format or ("generic" if mapping is not None else None)
+                ds = load(Path(trace), format=fmt, **options)
+                if ds.kind not in ("requests", "rates"):
+                    raise ParameterError(
+                        f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests "
+                        "or rates"
+                    )
+                prof = profile_traffic(ds, mix_spec=spec, quantile_level=quantile, growth=growth, burst_k=burst_k,
+                                       slo_objective=slo)
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n")
             for line in prof.summary_lines():
@@ -109,4 +152,4 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {json_out}")
 
 
-__all__ = ["read_mix_spec", "register"]
+__all__ = ["is_dataset_path", "read_mix_spec", "register"]

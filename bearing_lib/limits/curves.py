@@ -145,7 +145,8 @@ def _check_steps(frame: pl.DataFrame, source: str) -> None:
         )
 
 
-def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl.DataFrame:
+def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
+                 trend_metric: str | None = None) -> pl.DataFrame:
     """Per run and step: the steady window and the step-level flags.
 
     Columns ``run_id, step, offered_load, offered_load_unit, has_times, t_start_s,
@@ -154,7 +155,9 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
     ``trend`` (text), ``step_flags`` (list of step-level flags).
 
     Two lazy passes over the requests: one for the send windows, one for the steady
-    counts and the :data:`TREND_BINS` trend bins of each step's last half.
+    counts and the :data:`TREND_BINS` trend bins of each step's last half. The trend
+    metric is ``ttft_ms`` when the trace has any TTFT, else ``latency_ms``; ``trend_metric``
+    fixes it (the engines pass the whole dataset's choice to each partition of runs).
     """
     opt = options or CurveOptions()
     keys = ["run_id", "step"]
@@ -189,7 +192,9 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None) -> pl
             (d - 2 * trim).alias("duration_s"),
             pl.lit(True).alias("has_times"),
         )
-        sent, bins = _steady_pass(lf, base, trace.frame["ttft_ms"].null_count() < trace.frame.height)
+        has_ttft = (trace.frame["ttft_ms"].null_count() < trace.frame.height if trend_metric is None
+                    else trend_metric == "ttft_ms")
+        sent, bins = _steady_pass(lf, base, has_ttft)
         base = base.join(sent, on=keys, how="left").with_columns(pl.col("n_sent").fill_null(0))
     else:
         base = base.with_columns(

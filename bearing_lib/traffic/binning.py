@@ -105,16 +105,35 @@ def binned_counts(trace: RequestTrace, bin_s: float = 60.0, *, check_grid: bool 
     f = trace.frame
     t_first, t_last = float(f["start_s"].min()), float(f["start_s"].max())
     origin = 0.0 if trace.provenance.time_origin == "epoch" else t_first
+    k_first, k_end = bin_range(t_first, t_last, origin, bin_s)
+    if k_end <= k_first:
+        return empty_bins()
+    agg = pl.concat(pl.collect_all(bin_partials(f.lazy(), origin, bin_s, k_first, k_end)))
+    absent = tuple(f[col].null_count() == f.height for col in ("input_tokens", "output_tokens"))
+    return finish_bins(agg, origin, bin_s, k_first, k_end, absent)
+
+
+def bin_range(t_first: float, t_last: float, origin: float, bin_s: float) -> tuple[int, int]:
+    """Keys ``[k_first, k_end)`` of the complete bins between the first and last request."""
     k_first = math.ceil((t_first - origin) / bin_s)
     k_end = math.floor((t_last - origin) / bin_s)  # bins k < k_end end at or before the last request
-    schema = {"bin_start_s": pl.Float64(), "requests": pl.Int64(), "input_tokens": pl.Int64(),
-              "output_tokens": pl.Int64()}
-    if k_end <= k_first:
-        return pl.DataFrame(schema=schema)
+    return k_first, k_end
+
+
+def empty_bins() -> pl.DataFrame:
+    return pl.DataFrame(schema={"bin_start_s": pl.Float64(), "requests": pl.Int64(), "input_tokens": pl.Int64(),
+                                "output_tokens": pl.Int64()})
+
+
+def bin_partials(lf: pl.LazyFrame, origin: float, bin_s: float, k_first: int, k_end: int) -> list[pl.LazyFrame]:
+    """The per-bin counts and token sums of the requests in ``lf`` (one lazy query, in a list).
+
+    Partial: the counts of several partitions of one trace add up (:func:`finish_bins`
+    sums them per bin), which is how the Dask engine combines its tasks.
+    """
     key = ((pl.col("start_s") - origin) / bin_s).floor().cast(pl.Int64).alias("k")
-    agg = (
-        f.lazy()
-        .select(key, "input_tokens", "output_tokens")
+    return [
+        lf.select(key, "input_tokens", "output_tokens")
         .filter(pl.col("k").is_between(k_first, k_end - 1))
         .group_by("k")
         .agg(
@@ -122,14 +141,20 @@ def binned_counts(trace: RequestTrace, bin_s: float = 60.0, *, check_grid: bool 
             pl.col("input_tokens").sum(),
             pl.col("output_tokens").sum(),
         )
-        .collect()
-    )
+    ]
+
+
+def finish_bins(agg: pl.DataFrame, origin: float, bin_s: float, k_first: int, k_end: int,
+                absent: tuple[bool, bool]) -> pl.DataFrame:
+    """Every complete bin ``[k_first, k_end)`` from (possibly several partitions') partial counts;
+    ``absent`` says whether the trace has no input / output token counts at all."""
+    agg = agg.group_by("k").agg(pl.col("requests", "input_tokens", "output_tokens").sum())
     full = pl.DataFrame({"k": pl.int_range(k_first, k_end, dtype=pl.Int64, eager=True)})
     out = full.join(agg, on="k", how="left").sort("k").with_columns(pl.col(pl.Int64).fill_null(0))
-    tokens = []
-    for col in ("input_tokens", "output_tokens"):
-        absent = f[col].null_count() == f.height
-        tokens.append(pl.lit(None, dtype=pl.Int64).alias(col) if absent else pl.col(col))
+    tokens = [
+        pl.lit(None, dtype=pl.Int64).alias(col) if gone else pl.col(col)
+        for col, gone in zip(("input_tokens", "output_tokens"), absent, strict=True)
+    ]
     return out.select(
         (pl.col("k").cast(pl.Float64) * bin_s + origin).alias("bin_start_s"),
         pl.col("requests"),
@@ -231,19 +256,24 @@ def timestamp_resolution(trace: RequestTrace) -> TimestampResolution:
     _check_timed(trace)
     f = trace.frame
     gaps = f.select(pl.col("start_s").diff().alias("d")).filter(pl.col("d") > 0)["d"].to_numpy()
+    return resolution_from_gaps(f.height, gaps)
+
+
+def resolution_from_gaps(n_requests: int, gaps: np.ndarray) -> TimestampResolution:
+    """:func:`timestamp_resolution` from the gaps between consecutive distinct start times (in time order)."""
     n_distinct = int(gaps.size) + 1
     if gaps.size == 0:
-        return TimestampResolution(f.height, 1, None, None, None)
+        return TimestampResolution(n_requests, 1, None, None, None)
     dmin = float(gaps.min())
     if dmin < FINE_RESOLUTION_S or gaps.size < 10:
-        return TimestampResolution(f.height, n_distinct, dmin, None, None)
+        return TimestampResolution(n_requests, n_distinct, dmin, None, None)
     q0 = float(np.median(gaps[gaps < 1.5 * dmin]))
     steps = np.maximum(np.rint(gaps / q0), 1.0)
     q = float(gaps.sum() / steps.sum())
     fit = float(np.mean(np.abs(gaps - np.rint(gaps / q) * q) <= GRID_TOLERANCE * q))
     if fit < GRID_FIT_SHARE:
-        return TimestampResolution(f.height, n_distinct, dmin, None, fit)
-    return TimestampResolution(f.height, n_distinct, dmin, q, fit)
+        return TimestampResolution(n_requests, n_distinct, dmin, None, fit)
+    return TimestampResolution(n_requests, n_distinct, dmin, q, fit)
 
 
 @dataclass

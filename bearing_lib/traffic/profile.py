@@ -113,6 +113,18 @@ def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
     ``ddof = 1``. The CV is refused when timestamps are quantized (the gaps are then
     artefacts of the grid).
     """
+    if resolution.quantized:
+        return dispersion_from_gaps(counts_per_minute, resolution, 0, None)
+    gaps = trace.frame["start_s"].diff().drop_nulls().to_numpy()
+    if gaps.size < 2 or gaps.mean() <= 0:
+        return dispersion_from_gaps(counts_per_minute, resolution, int(gaps.size), None)
+    return dispersion_from_gaps(counts_per_minute, resolution, int(gaps.size), float(gaps.std(ddof=1) / gaps.mean()))
+
+
+def dispersion_from_gaps(counts_per_minute: np.ndarray, resolution: TimestampResolution, n_gaps: int,
+                         cv: float | None) -> dict[str, object]:
+    """:func:`dispersion` from the per-minute counts and the inter-arrival CV over ``n_gaps`` gaps
+    (``None``: fewer than three distinct start times); what the engines compute from aggregates."""
     c = np.asarray(counts_per_minute, dtype=float)
     iod = float(c.var(ddof=1) / c.mean()) if c.size >= 2 and c.mean() > 0 else None
     out: dict[str, object] = {
@@ -130,14 +142,13 @@ def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
             "are artefacts of the grid"
         )
         return out
-    gaps = trace.frame["start_s"].diff().drop_nulls().to_numpy()
-    if gaps.size < 2 or gaps.mean() <= 0:
+    if cv is None:
         out["interarrival_cv"] = None
         out["interarrival_cv_note"] = "fewer than three requests with distinct start times"
     else:
-        out["interarrival_cv"] = float(gaps.std(ddof=1) / gaps.mean())
+        out["interarrival_cv"] = cv
         out["interarrival_cv_note"] = (
-            f"std / mean of {gaps.size:,} gaps between consecutive request starts (1 = Poisson)"
+            f"std / mean of {n_gaps:,} gaps between consecutive request starts (1 = Poisson)"
         )
     return out
 
@@ -178,35 +189,55 @@ def mix_shares(trace: RequestTrace, spec: MixSpec | None = None) -> MixShares | 
             notes.append(f"{f[col].null_count()} request(s) have no {col} and fall outside mixes bounded on it")
     if "cache_hit_ratio" in needed and f["cached_tokens"].null_count() == f.height:
         notes.append("the trace has no cached_tokens: cache-hit ratio taken as 0 for every request")
-    lf = spec.assign(f.lazy().select("start_s", "input_tokens", "output_tokens", "cached_tokens"))
+    if trace.provenance.time_origin == "none":
+        counts = spec.assign(f.lazy().select("input_tokens", "output_tokens", "cached_tokens")).group_by("mix").agg(
+            pl.len().cast(pl.Int64).alias("n_requests")).with_columns(pl.lit(None, pl.Float64).alias("h")).collect()
+        return shares_from_counts(spec, counts, None, "no per-request times", notes)
+    aligned = trace.provenance.time_origin == "epoch"
+    origin = 0.0 if aligned else float(f["start_s"].min())
+    counts = pl.collect_all(mix_hour_partials(f.lazy(), spec, origin))[0]
+    return shares_from_counts(spec, counts, origin, _hour_basis(aligned), notes)
+
+
+def _hour_basis(aligned: bool) -> str:
+    return "UTC clock hours (partial first and last hours included)" if aligned else (
+        "hours from the first request (relative clock)"
+    )
+
+
+def mix_hour_partials(lf: pl.LazyFrame, spec: MixSpec, origin: float) -> list[pl.LazyFrame]:
+    """Requests per hour ``h`` (from ``origin``) and mix: a partial that sums across partitions."""
+    return [
+        spec.assign(lf.select("start_s", "input_tokens", "output_tokens", "cached_tokens"))
+        .with_columns(((pl.col("start_s") - origin) / 3600.0).floor().alias("h"))
+        .group_by("h", "mix")
+        .agg(pl.len().cast(pl.Int64).alias("n_requests"))
+    ]
+
+
+def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None, basis: str,
+                       notes: list[str]) -> MixShares:
+    """:class:`MixShares` from per hour x mix counts (``h``, ``mix``, ``n_requests``; rows of several
+    partitions are summed); ``origin`` None: no per-request times, no per-hour rows."""
+    counts = counts.group_by("h", "mix").agg(pl.col("n_requests").sum())
     names = [*spec.names(), "other"]
-    counts = lf.group_by("mix").agg(pl.len().cast(pl.Int64).alias("n_requests")).collect()
+    per_mix = counts.group_by("mix").agg(pl.col("n_requests").sum())
     overall = (
         pl.DataFrame({"mix": names})
-        .join(counts, on="mix", how="left")
+        .join(per_mix, on="mix", how="left")
         .with_columns(pl.col("n_requests").fill_null(0))
         .with_columns((pl.col("n_requests") / pl.col("n_requests").sum()).alias("share"))
         .filter((pl.col("mix") != "other") | (pl.col("n_requests") > 0))
         .select("mix", "share", "n_requests")
     )
-    if trace.provenance.time_origin == "none":
+    if origin is None:
         per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
                                         "n_requests": pl.Int64})
-        basis = "no per-request times"
     else:
-        aligned = trace.provenance.time_origin == "epoch"
-        origin = 0.0 if aligned else float(f["start_s"].min())
         per_hour = (
-            lf.with_columns(((pl.col("start_s") - origin) / 3600.0).floor().alias("h"))
-            .group_by("h", "mix")
-            .agg(pl.len().cast(pl.Int64).alias("n_requests"))
-            .with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
+            counts.with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
             .select((pl.col("h") * 3600.0 + origin).alias("hour_start_s"), "mix", "share", "n_requests")
             .sort("hour_start_s", "mix")
-            .collect()
-        )
-        basis = "UTC clock hours (partial first and last hours included)" if aligned else (
-            "hours from the first request (relative clock)"
         )
     return MixShares(spec, overall, per_hour, basis, notes)
 
@@ -472,11 +503,32 @@ def profile_traffic(
             f"{prov.source}: the trace spans {float(data.frame['start_s'].max() - data.frame['start_s'].min()):.1f} s "
             "and holds no complete minute; a traffic profile needs at least one"
         )
-    aligned = prov.time_origin == "epoch"
+    seconds = binned_counts(data, 1.0, check_grid=False) if res.allows_bin(1.0) else None
+    f = data.frame
+    return assemble_profile(
+        source=_source_dict(prov, "requests", f.height), time_origin=prov.time_origin,
+        t_min=float(f["start_s"].min()), t_max=float(f["start_s"].max()), resolution=res, minutes=minutes,
+        seconds=seconds, dispersion=dispersion(data, minutes["requests"].to_numpy(), res),
+        mixes=mix_shares(data, mix_spec), slo=slo_budget(data, objective=slo_objective), seq_len=_seq_len(data),
+        params=params, quantile_level=quantile_level, growth=growth, burst_k=burst_k,
+        burst_merge_gap_bins=burst_merge_gap_bins, n_boot=n_boot, seed=seed,
+    )
+
+
+def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: float, t_max: float,
+                     resolution: TimestampResolution, minutes: pl.DataFrame, seconds: pl.DataFrame | None,
+                     dispersion: dict[str, object], mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
+                     seq_len: SeqLenDistribution | Unavailable, params: dict[str, object], quantile_level: float,
+                     growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int,
+                     seed: int) -> TrafficProfile:
+    """The profile of a request trace from its aggregates (per-minute and per-second counts, the
+    dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
+    (``bearing_lib.traffic.dataset``) both end here, so everything after aggregation is shared.
+    ``seconds`` None: the timestamps' grid is coarser than 1 s."""
+    aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
-                        0.0 if aligned else float(data.frame["start_s"].min()))
-    if res.allows_bin(1.0):
-        seconds = binned_counts(data, 1.0, check_grid=False)
+                        0.0 if aligned else t_min)
+    if seconds is not None:
         per_second: dict[str, object] | Unavailable = (
             {"available": True, "bin_s": 1.0, **rate_stats(seconds["requests"].to_numpy(), 1.0),
              "unit": "requests/s"}
@@ -484,21 +536,21 @@ def profile_traffic(
         )
     else:
         per_second = Unavailable(
-            f"timestamps move in {res.quantum_s:.3g} s steps: per-second rates would be artefacts of the grid; "
-            f"the finest meaningful bin is {res.quantum_s:.3g} s"
+            f"timestamps move in {resolution.quantum_s:.3g} s steps: per-second rates would be artefacts of the "
+            f"grid; the finest meaningful bin is {resolution.quantum_s:.3g} s"
         )
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)
     bursts = find_bursts(series.rate_rps, base, series.start_s, 60.0, k=burst_k,
                          merge_gap_bins=burst_merge_gap_bins, baseline=how)
     return TrafficProfile(
-        source=_source_dict(prov, "requests", data.frame.height),
-        convention=convention_text(prov.time_origin, 60.0) + " (per-second rates: the same rule with 1 s bins)",
-        span_s=float(data.frame["start_s"].max() - data.frame["start_s"].min()),
-        start_s=float(data.frame["start_s"].min()),
-        end_s=float(data.frame["start_s"].max()),
+        source=source,
+        convention=convention_text(time_origin, 60.0) + " (per-second rates: the same rule with 1 s bins)",
+        span_s=float(t_max - t_min),
+        start_s=t_min,
+        end_s=t_max,
         aligned=aligned,
-        resolution=res,
+        resolution=resolution,
         series=series,
         per_minute=minutes,
         per_minute_stats=_minute_block(minutes),
@@ -507,12 +559,12 @@ def profile_traffic(
         slots=slots,
         decomposition=decompose(series),
         bursts=bursts,
-        dispersion=dispersion(data, minutes["requests"].to_numpy(), res),
-        mixes=mix_shares(data, mix_spec),
+        dispersion=dispersion,
+        mixes=mixes,
         targets=compute_targets(series, quantile_level=quantile_level, growth=growth, n_boot=n_boot, seed=seed),
-        slo=slo_budget(data, objective=slo_objective),
+        slo=slo,
         parameters=params,
-        seq_len=_seq_len(data),
+        seq_len=seq_len,
     )
 
 

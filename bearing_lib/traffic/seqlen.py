@@ -40,6 +40,28 @@ class TokenStats:
         p50, p90, p99 = (float(x) for x in quantile(v, [0.5, 0.9, 0.99]))
         return cls(int(v.size), float(v.mean()), p50, p90, p99, float(v.max()))
 
+    @classmethod
+    def of_counts(cls, values: np.ndarray, counts: np.ndarray) -> TokenStats:
+        """The same statistics from a value -> count table of integer token counts (what the
+        engines aggregate): exact, since the linear quantile only needs two order statistics."""
+        order = np.argsort(values, kind="stable")
+        v = np.asarray(values, dtype=np.int64)[order]
+        c = np.asarray(counts, dtype=np.int64)[order]
+        n = int(c.sum())
+        cum = np.cumsum(c)
+
+        def at(rank: np.ndarray) -> np.ndarray:  # 0-based order statistic
+            return v[np.searchsorted(cum, rank, side="right")].astype(float)
+
+        h = (n - 1) * np.array([0.5, 0.9, 0.99])
+        j = np.floor(h)
+        a, b = at(j.astype(np.int64)), at(np.minimum(j + 1, n - 1).astype(np.int64))
+        t = h - j
+        # numpy's linear interpolation, term for term (its _lerp switches form at t >= 0.5)
+        qv = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+        mean = float(int((v * c).sum()) / n)
+        return cls(n, mean, float(qv[0]), float(qv[1]), float(qv[2]), float(v[-1]))
+
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
@@ -94,4 +116,29 @@ def seq_len_distribution(frame: pl.DataFrame, *, source: str = "") -> SeqLenDist
                               frame.height - both.height, source)
 
 
-__all__ = ["DEFINITION", "MIN_REQUESTS", "SeqLenDistribution", "TokenStats", "seq_len_distribution"]
+def seq_len_partials(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
+    """Value -> count tables of ``total``, ``input_tokens``, ``output_tokens`` over requests with both
+    counts: partials that add up across partitions (the engines' form of :func:`seq_len_distribution`)."""
+    both = lf.select("input_tokens", "output_tokens").drop_nulls()
+    return [
+        both.group_by(v.alias("v")).agg(pl.len().cast(pl.Int64).alias("n"))
+        for v in (pl.col("input_tokens") + pl.col("output_tokens"), pl.col("input_tokens"), pl.col("output_tokens"))
+    ]
+
+
+def seq_len_from_counts(tables: list[pl.DataFrame], n_rows: int, *, source: str = "") -> SeqLenDistribution:
+    """:func:`seq_len_distribution` from the three value-count tables of :func:`seq_len_partials`
+    (rows of several partitions are summed); ``n_rows`` is every request of the trace."""
+    merged = [t.group_by("v").agg(pl.col("n").sum()) for t in tables]
+    n_both = int(merged[0]["n"].sum()) if merged[0].height else 0
+    if n_both < MIN_REQUESTS:
+        raise InsufficientDataError(
+            f"{source or 'trace'}: only {n_both} request(s) carry input and output token counts; "
+            f"a P99 sequence length needs at least {MIN_REQUESTS}"
+        )
+    stats = [TokenStats.of_counts(t["v"].to_numpy(), t["n"].to_numpy()) for t in merged]
+    return SeqLenDistribution(stats[0], stats[1], stats[2], n_rows - n_both, source)
+
+
+__all__ = ["DEFINITION", "MIN_REQUESTS", "SeqLenDistribution", "TokenStats", "seq_len_distribution",
+           "seq_len_from_counts", "seq_len_partials"]

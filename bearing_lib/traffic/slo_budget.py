@@ -197,29 +197,55 @@ def slo_budget(
         )
     if prov.time_origin == "none":
         return Unavailable(f"{prov.source} keeps no per-request times, so budget burn over time cannot be computed")
-    ratio = (1 - objective) if bad_minute_ratio is None else bad_minute_ratio
     origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
     t_first = float(f["start_s"].min())
     k0 = math.floor((t_first - origin) / 60.0)
-    per_min = (
-        f.lazy()
-        .filter(pl.col("status").is_not_null())
+    per_min = pl.collect_all(status_minute_partials(f.lazy(), origin, k0, bad_statuses))[0]
+    return budget_from_minutes(per_min, origin=origin, k0=k0, t_last=float(f["start_s"].max()),
+                               n_no_status=int(f["status"].null_count()), objective=objective,
+                               period_days=period_days, bad_statuses=bad_statuses, windows_s=windows_s,
+                               alert_rules=alert_rules, bad_minute_ratio=bad_minute_ratio)
+
+
+def status_minute_partials(lf: pl.LazyFrame, origin: float, k0: int,
+                           bad_statuses: Sequence[str] = DEFAULT_BAD_STATUSES) -> list[pl.LazyFrame]:
+    """Requests with a status and bad ones per minute ``k`` (from ``k0``): a partial that sums
+    across partitions of one trace (the Dask engine's tasks)."""
+    return [
+        lf.filter(pl.col("status").is_not_null())
         .select(
             (((pl.col("start_s") - origin) / 60.0).floor().cast(pl.Int64) - k0).alias("k"),
             pl.col("status").is_in(list(bad_statuses)).alias("bad"),
         )
         .group_by("k")
         .agg(pl.len().alias("n"), pl.col("bad").sum().alias("bad"))
-        .collect()
-    )
-    n_min = int(math.floor((float(f["start_s"].max()) - origin) / 60.0)) - k0 + 1
+    ]
+
+
+def budget_from_minutes(
+    per_min: pl.DataFrame,
+    *,
+    origin: float,
+    k0: int,
+    t_last: float,
+    n_no_status: int,
+    objective: float = 0.999,
+    period_days: float = 30.0,
+    bad_statuses: Sequence[str] = DEFAULT_BAD_STATUSES,
+    windows_s: Sequence[float] = DEFAULT_WINDOWS_S,
+    alert_rules: Sequence[BurnAlertRule] = DEFAULT_ALERT_RULES,
+    bad_minute_ratio: float | None = None,
+) -> SLOBudget:
+    """The budget from per-minute counts (``k``, ``n``, ``bad``; several partitions' rows are summed)."""
+    ratio = (1 - objective) if bad_minute_ratio is None else bad_minute_ratio
+    per_min = per_min.group_by("k").agg(pl.col("n", "bad").sum())
+    n_min = int(math.floor((t_last - origin) / 60.0)) - k0 + 1
     total = np.zeros(n_min, dtype=np.int64)
     bad = np.zeros(n_min, dtype=np.int64)
     k = per_min["k"].to_numpy()
     total[k] = per_min["n"].to_numpy()
     bad[k] = per_min["bad"].to_numpy()
     n_req, n_bad = int(total.sum()), int(bad.sum())
-    n_no_status = int(f["status"].null_count())
     span_s = n_min * 60.0
     budget_requests = (1 - objective) * (n_req / span_s) * period_days * 86_400
     with np.errstate(divide="ignore", invalid="ignore"):

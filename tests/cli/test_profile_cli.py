@@ -88,3 +88,30 @@ def test_profile_bad_inputs_exit_1(code_csv, tmp_path):
     res = runner.invoke(app, ["profile", str(tmp_path / "missing.csv"), "--json", str(tmp_path / "o.json")])
     assert res.exit_code == 1 and "no such file" in res.output
     assert not (tmp_path / "o.json").exists()
+
+
+def test_profile_of_a_parquet_folder_and_engine_flags(code_csv, tmp_path):
+    """A hive-partitioned Parquet folder is profiled lazily; its per-minute counts are the CSV's."""
+    import polars as pl
+
+    from bearing_lib.loaders import load
+
+    trace = load(code_csv)
+    ds = tmp_path / "ds"
+    trace.frame.with_columns((pl.col("start_s") // 3600).cast(pl.Int64).alias("hour")).write_parquet(
+        ds, partition_by=["hour"])
+    ref, out = tmp_path / "ref.json", tmp_path / "ds.json"
+    assert runner.invoke(app, ["profile", str(code_csv), "--json", str(ref)]).exit_code == 0
+    res = runner.invoke(app, ["profile", str(ds), "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    a, b = json.loads(ref.read_text()), json.loads(out.read_text())
+    assert b["per_minute"]["series"] == a["per_minute"]["series"]
+    assert b["per_minute"]["p99"] == a["per_minute"]["p99"]
+    assert b["source"]["format"] == "parquet-dataset" and b["source"]["engine"]["engine"] == "embedded"
+    assert b["source"]["n_rows"] == trace.frame.height
+    res = runner.invoke(app, ["profile", str(ds), "--scheduler", "tcp://127.0.0.1:1", "--json", str(out), "--force"])
+    assert res.exit_code == 1 and "--engine dask" in res.output
+    res = runner.invoke(app, ["profile", str(ds), "--engine", "spark", "--json", str(out), "--force"])
+    assert res.exit_code == 1 and "embedded or dask" in res.output
+    res = runner.invoke(app, ["profile", str(tmp_path / "none"), "--engine", "embedded", "--json", str(out), "--force"])
+    assert res.exit_code == 1 and "no Parquet file" in res.output
