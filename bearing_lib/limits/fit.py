@@ -133,16 +133,16 @@ def _resolve_mixes(mixes: object, items: list, min_share: float, sla: SLA | None
             floor = need / typical
             if floor > 0.5:
                 if notes is not None:
-                    notes.append(f"mixes=auto gave one mix: a typical step holds {typical} requests and the SLA's "
-                                 f"percentile needs {need} per step and mix, so no split of the requests could be "
+                    notes.append(f"mixes=auto gave one mix: a typical step holds {typical} requests and the SLA "
+                                 f"needs {need} per step and mix to be judged, so no split of the requests could be "
                                  "judged (longer steps, a lower percentile or --mixes FILE would allow mixes)")
                 return MixSpec.single(), "auto"
             if floor > share:
                 share = floor
                 if notes is not None:
                     notes.append(f"mixes=auto: each mix holds at least {floor:.0%} of the requests, so that a "
-                                 f"typical step ({typical} requests) gives every mix the {need} requests the SLA's "
-                                 "percentile needs")
+                                 f"typical step ({typical} requests) gives every mix the {need} requests the SLA "
+                                 "needs to be judged")
         return auto_mixes(pl.concat(frames), min_share=min(share, 1.0)), "auto"
     if isinstance(mixes, (str, Path, list, dict)):
         if isinstance(mixes, str) and not Path(mixes).exists():
@@ -154,13 +154,19 @@ def _resolve_mixes(mixes: object, items: list, min_share: float, sla: SLA | None
 
 
 def _auto_mix_floor(traces: list[RequestTrace], sla: SLA | None) -> tuple[int, int]:
-    """(requests a step needs per mix for the SLA's highest percentile, median requests per step)."""
+    """(requests a step needs per mix to judge every SLA clause, median requests per step).
+
+    A percentile needs :func:`min_n_supported` requests for its CI; a rate clause (error
+    rate, goodput) ``ceil(1 / allowance)`` to show a rate within its allowance (the rules of
+    ``_judge_clause``).
+    """
     if sla is None:
         return 0, 0
-    qs = [c.q for c in sla.percentile_clauses()]
-    if not qs:
+    needs = [min_n_supported(c.q) for c in sla.percentile_clauses()]
+    needs += [math.ceil(1.0 / c.allowed) for c in sla.clauses if c.kind in ("error_rate", "goodput")]
+    if not needs:
         return 0, 0
-    need = min_n_supported(max(qs))
+    need = max(needs)
     counts: list[int] = []
     for it in traces:
         f = it.frame.filter(pl.col("step").is_not_null())

@@ -642,7 +642,10 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     if binding_row is not None:
         on = f" on {binding_row.binding}" if binding_row.binding else ""
         at = binding_row.achieved.text(ci=False, unit=False, missing="")
-        binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed)" if at else "")
+        if binding_row.achieved.bound == "lower":  # it never failed: nothing binds yet, it is only the lowest bound
+            binds = f"the {binding_row.name} mix has the lowest limit, Q_ult {at} req/s completed (it never failed)"
+        else:
+            binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed)" if at else "")
     b_mix = binding_row.name if binding_row else None
     b_con = binding_row.binding if binding_row else None
     if plan is None:

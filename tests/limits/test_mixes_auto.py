@@ -64,3 +64,31 @@ def test_mix_file_roundtrip(tmp_path):
     dup.write_text("- {name: x, bounds: {}}\n- {name: x, bounds: {}}\n")
     with pytest.raises(ParameterError, match="unique"):
         load_mix_spec(dup)
+
+
+def test_auto_mixes_leave_every_mix_enough_requests_for_every_clause():
+    """A P95 needs 72 requests per step and mix (its CI's order statistics), an error_rate <= 1%
+    clause 100 (to show a rate within 1%). With ~150 requests per step the P95 alone allows mixes
+    of >= 48% (at most two); adding the error-rate clause needs 67% per mix: one mix, said so."""
+    import numpy as np
+    import polars as pl
+
+    from bearing_lib.limits.curves import min_n_supported
+    from bearing_lib.limits.fit import _auto_mix_floor, fit_limits
+    from bearing_lib.limits.sla import parse_sla
+    from tests.limits.synth import make_trace, mm1_frame
+
+    assert min_n_supported(0.95) == 72
+    f = mm1_frame([0.6, 0.6, 0.6], mu_rps=10, step_s=200, seed=4)
+    rng = np.random.default_rng(0)
+    f = f.with_columns(pl.Series("input_tokens", rng.choice([10, 5000], size=f.height)).cast(pl.Int64))
+    tr = make_trace(f)
+    typical = int(np.median(tr.frame.group_by("run_id", "step").len()["len"].to_numpy()))
+    assert 100 < typical < 144  # so 72/typical <= 0.5 < 100/typical
+    assert _auto_mix_floor([tr], parse_sla("p95(latency) <= 2s")) == (72, typical)
+    assert _auto_mix_floor([tr], parse_sla("p95(latency) <= 2s and error_rate <= 1%")) == (100, typical)
+    only_p95 = fit_limits(tr, "p95(latency) <= 2s", n_boot=0)
+    assert 1 <= len(only_p95.mixes) <= 2
+    both = fit_limits(tr, "p95(latency) <= 2s and error_rate <= 1%", n_boot=0)
+    assert [m.mix.name for m in both.mixes] == ["all"]
+    assert any(n.startswith(f"mixes=auto gave one mix: a typical step holds {typical} requests") for n in both.notes)
