@@ -104,3 +104,18 @@ def test_index_lists_reports_newest_first_and_escapes_names(tmp_path):
     assert evil not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert 'href="./javascript%3Aalert%281%29/report.html"' in html
     assert "http://" not in html and "https://" not in html
+
+
+def test_a_report_run_prints_no_kernel_warning(tmp_path):
+    """The kernel runs on local IPC sockets: ipykernel's "running over TCP without encryption" warning,
+    printed by the kernel process itself on every TCP run, never reaches the terminal."""
+    import subprocess
+    import sys
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(hand_made("plan")))
+    r = subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", "report", "--name", "quiet",
+                        *_args(tmp_path, plan)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING" not in r.stderr and "without encryption" not in r.stderr, r.stderr
+    assert not list(tmp_path.glob("kernel*")) and not list((tmp_path / "reports").glob("kernel*"))
