@@ -66,7 +66,9 @@ def simulate(
     """Replay requests (arrival times sorted ascending) through the server model.
 
     Returns ``first_token_s`` (NaN unless ok), ``end_s`` and ``status`` (0 ok, 1 timeout,
-    2 rejected) per request, in input order.
+    2 rejected) per request, in input order, and the run's ``peak_running`` (requests
+    decoding at once) and ``peak_kv_tokens`` (reserved tokens running at once); per request
+    ``kv_held`` / ``slot_held``: it waited at the head of the queue for KV (a slot free) / for a slot.
 
     >>> p = ServerParams(prefill_base_ms=5, prefill_ms_per_token=0.01, decode_base_ms=10, decode_ms_per_seq=0)
     >>> r = simulate(p, np.array([0.0]), np.array([100]), np.array([3]))
@@ -103,6 +105,9 @@ def simulate(
     nrun = 0
     kv = 0.0
     nxt = 0  # next arrival not yet queued
+    peak_run, peak_kv = 0, 0.0
+    kv_held = [False] * n  # was held at the head by the KV budget with a slot free
+    slot_held = [False] * n  # was held at the head with every slot busy
 
     while nxt < n or queue or nrun:
         # arrivals up to now join the queue (or are rejected outright)
@@ -121,9 +126,15 @@ def simulate(
         # admission, head of line
         batch: list[int] = []
         btok = 0.0
-        while queue and nrun + len(batch) < slots:
+        while queue:
             j = queue[0]
-            if kv + need[j] > budget or (batch and btok + unc[j] > mbt):
+            if nrun + len(batch) >= slots:
+                slot_held[j] = True
+                break
+            if kv + need[j] > budget:
+                kv_held[j] = True
+                break
+            if batch and btok + unc[j] > mbt:
                 break
             queue.popleft()
             batch.append(j)
@@ -139,6 +150,10 @@ def simulate(
                 else:
                     heapq.heappush(done, (it + nout[j] - 1, j))
                     nrun += 1
+            if nrun > peak_run:
+                peak_run = nrun
+            if kv > peak_kv:
+                peak_kv = kv
             continue
         if nrun == 0:
             if queue:  # cannot happen: an empty server admits any request that was not rejected
@@ -163,7 +178,9 @@ def simulate(
             end[j] = t - (it - fin) * dur
             nrun -= 1
             kv -= need[j]
-    return {"first_token_s": np.asarray(first), "end_s": np.asarray(end), "status": np.asarray(status, dtype=np.int8)}
+    return {"first_token_s": np.asarray(first), "end_s": np.asarray(end), "status": np.asarray(status, dtype=np.int8),
+            "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
+            "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
 
 
 __all__ = ["OK", "REJECTED", "STATUS", "TIMEOUT", "ServerParams", "simulate"]
