@@ -14,6 +14,7 @@ from bearing_lib.cli import limits as _limits
 from bearing_lib.cli import plan as _plan
 from bearing_lib.cli import profile as _profile
 from bearing_lib.cli import report as _report
+from bearing_lib.cli import twin as _twin
 
 app = typer.Typer(
     name="bearing",
@@ -45,6 +46,7 @@ _limits.register(app)
 _report.register(app)
 _plan.register(app)
 _profile.register(app)
+_twin.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,10 +7,12 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   number of requests decoding beside it (``n̄``, from the trace's own first-token and end
   times) and on the prefill work that interrupted it (other requests' first tokens inside its
   decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
-* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: median (quantile)
-  regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it arrived
-  in, on the uncached tokens of its prefill batch (requests sharing its first-token time), over
-  requests that arrived with free slots (no queue), so the median is the service time.
+* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same OLS's coefficients
+  on the interrupting prefill batches and their tokens (a decode stalls for every prefill
+  iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
+  a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
+  arrived in, on the uncached tokens of its prefill batch (requests sharing its first-token
+  time), over requests that arrived with free slots (no queue).
 * **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
   requests arriving at that ceiling waited (a queue formed there); else a lower bound.
 * **KV budget**: the most reserved tokens (``input + output``) ever running, *identified*
@@ -38,6 +40,8 @@ from bearing_lib.twin.simulate import ServerParams
 
 MIN_REQUESTS = 50
 MIN_QUEUED = 20
+MIN_INTERRUPTED = 30
+MAX_MIX_ROWS = 20_000  # the tested mix kept in the twin (a sample beyond this)
 MAX_QUANTREG_ROWS = 20_000
 BOOT_QUANTREG_ROWS = 2_000
 PREFILL_GROUP_S = 0.0005  # first tokens closer than this belong to one prefill batch
@@ -148,23 +152,32 @@ def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
     return RequestFeatures(**{k: np.concatenate([getattr(f, k) for f in fs]) for k in RequestFeatures.__annotations__})
 
 
-def _decode_design(f: RequestFeatures, with_seq: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows used, X, y) of the TPOT regression."""
     m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & (f.o1 > 0)
     cols = [np.ones(m.sum())]
     if with_seq:
         cols.append(f.nbar[m])
-    cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
+    if with_int:
+        cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
     return m, np.column_stack(cols), f.tpot_ms[m]
 
 
-def _decode_fit(f: RequestFeatures, with_seq: bool) -> np.ndarray:
-    """(d0, d1, prefill-interrupt per batch, per token) by OLS (statsmodels) of TPOT."""
+def _full(b: np.ndarray, with_seq: bool, with_int: bool) -> np.ndarray:
+    """(d0, d1, per prefill batch, per prefilled token) with zeros for the regressors left out."""
+    b = list(b)
+    d0 = b.pop(0)
+    d1 = b.pop(0) if with_seq else 0.0
+    pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
+    return np.array([d0, d1, pb, pt])
+
+
+def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool) -> np.ndarray:
+    """(d0, d1, prefill cost per batch, per token) by OLS (statsmodels) of TPOT (see the module docstring)."""
     import statsmodels.api as sm
 
-    _, x, y = _decode_design(f, with_seq)
-    b = np.asarray(sm.OLS(y, x).fit().params)
-    return b if with_seq else np.insert(b, 1, 0.0)
+    _, x, y = _decode_design(f, with_seq, with_int)
+    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int)
 
 
 def _prefill_y(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -233,16 +246,29 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
     n_max = int(round(np.nanmax(f.n_at_first)))  # the peak follows some first token
     kv_max = float(np.nanmax(f.kv_at_first))
     finite_nbar = f.nbar[np.isfinite(f.nbar)]
-    with_seq = bool(finite_nbar.size and np.ptp(finite_nbar) > 0.5)
-    dec = _decode_fit(f, with_seq)
+    # the batch must vary by a request or more across the bulk of the test (timing noise alone does not)
+    with_seq = bool(finite_nbar.size and np.subtract(*np.percentile(finite_nbar, [95, 5])) >= 1.0)
+    # decode intervals interrupted by other requests' prefills identify the prefill cost directly
+    with_int = int(((f.prefills_in > 0) & np.isfinite(f.tpot_ms)).sum()) >= MIN_INTERRUPTED
+    if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
+        _, xi, _ = _decode_design(f, with_seq, True)
+        with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
+    dec = _decode_fit(f, with_seq, with_int)
     iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
     low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
     waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
+    # a slot ceiling admits a queued request exactly when one leaves: most waited requests then start
+    # decoding beside the same count (the mode), whatever the timing noise; a KV ceiling admits at varying counts
+    if int(waited.sum()) >= MIN_QUEUED:
+        counts = np.rint(f.n_at_first[waited]).astype(np.int64)
+        mode = int(np.bincount(counts).argmax())
+        if np.mean(np.abs(counts - mode) <= max(1, round(0.02 * mode))) >= 0.5:
+            n_max = mode
     slot_q = waited & (f.n_at_start >= n_max - 1)
     kv_q = waited & (f.n_at_start < n_max - 1) & (f.kv_at_start >= 0.75 * kv_max)
     n_wait = max(int(waited.sum()), 1)
-    slots_identified = int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait
-    kv_identified = int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait
+    slots_identified = bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait)
+    kv_identified = bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait)
 
     # ---- prefill regression over requests that found a free slot and did not wait
     free = ~waited & (f.n_at_start < max(n_max - 1, 1)) & np.isfinite(f.ttft_ms)
@@ -250,10 +276,10 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
     free_idx = np.flatnonzero(free)
     if free_idx.size > MAX_QUANTREG_ROWS:
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
-    pre = _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
+    pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
     # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
-    m, x, y = _decode_design(f, with_seq)
+    m, x, y = _decode_design(f, with_seq, with_int)
     st = f.step[m]
     steps = np.unique(f.step)
     xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
@@ -268,14 +294,16 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
             db = np.linalg.solve(a_, b_)
         except np.linalg.LinAlgError:
             continue
-        if not with_seq:
-            db = np.insert(db, 1, 0.0)
-        rows = np.concatenate([free_by_step[s] for s in pick])
-        if rows.size > BOOT_QUANTREG_ROWS:
-            rows = rng.choice(rows, BOOT_QUANTREG_ROWS, replace=False)
-        if rows.size < 10:
-            continue
-        pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
+        db = _full(db, with_seq, with_int)
+        if with_int:
+            pb = (db[2], db[3])
+        else:
+            rows = np.concatenate([free_by_step[s] for s in pick])
+            if rows.size > BOOT_QUANTREG_ROWS:
+                rows = rng.choice(rows, BOOT_QUANTREG_ROWS, replace=False)
+            if rows.size < 10:
+                continue
+            pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
         draws.append([pb[0], pb[1], db[0], db[1]])
     draws_a = np.array(draws) if draws else np.empty((0, 4))
 
@@ -287,13 +315,16 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
 
     all_steps = _steps_list(f.step)
     free_steps = _steps_list(f.step[free])
+    int_steps = _steps_list(f.step[(f.prefills_in > 0) & np.isfinite(f.tpot_ms)])
     seq_steps = all_steps if with_seq else []
+    pre_steps = int_steps if with_int else free_steps
+    how = ("OLS coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
+           "median regression of TTFT over requests that found a free slot")
     params = [
-        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", free_steps,
-                  "median TTFT intercept over requests that found a free slot"),
-        TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token",
-                  bool(np.ptp(f.batch_tokens[free]) > 0), "none", free_steps,
-                  "median TTFT slope on the uncached tokens of the prefill batch"),
+        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
+                  f"{how} (per batch)"),
+        TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
+                  pre_steps, f"{how} (per uncached token)"),
         TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
                   "OLS intercept of time per output token"),
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
@@ -319,10 +350,11 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
     else:
         params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
                                 "no request timed out: the twin lets requests wait"))
+    kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
     mix = {
-        "input_tokens": ok["input_tokens"].to_numpy().astype(float).tolist(),
-        "output_tokens": ok["output_tokens"].to_numpy().astype(float).tolist(),
-        "cached_tokens": ok["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
+        "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
+        "output_tokens": kept["output_tokens"].to_numpy().astype(float).tolist(),
+        "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
     top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
     return Twin(

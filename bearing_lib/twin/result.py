@@ -17,6 +17,17 @@ from bearing_lib.common.estimate import Estimate
 TWIN_VERSION = 1
 
 
+def _plain(o: object) -> object:
+    """JSON-ready: numpy scalars to Python, tuples to lists."""
+    if isinstance(o, dict):
+        return {k: _plain(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_plain(v) for v in o]
+    if hasattr(o, "item") and callable(o.item):
+        return o.item()
+    return o
+
+
 @dataclass
 class TwinParam:
     """One calibrated parameter: value, 95 % CI, whether the test identified it, and from which steps."""
@@ -115,9 +126,9 @@ class Twin:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["kind"] = "twin"
-        return d
+        d = _plain(asdict(self))
+        d["kind"] = "twin"  # type: ignore[index]
+        return d  # type: ignore[return-value]
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> Twin:
@@ -154,9 +165,9 @@ class Prediction:
         return head + "".join(f"\n  flag: {f}" for f in self.flags)
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["q_ult"] = {**self.q_ult.to_dict(), "kind": "predicted"}
-        return d
+        d = _plain(asdict(self))
+        d["q_ult"] = _plain({**self.q_ult.to_dict(), "kind": "predicted"})  # type: ignore[index]
+        return d  # type: ignore[return-value]
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> Prediction:
@@ -169,4 +180,31 @@ class Prediction:
         return parse(cls, body, what="twin prediction")
 
 
-__all__ = ["Prediction", "StepCheck", "Twin", "TwinParam", "Validation"]
+
+
+
+@dataclass
+class PredictionSet:
+    """What ``bearing twin predict`` writes: the twin it used and one prediction per mix."""
+
+    twin_source: str
+    twin_trusted: bool
+    twin_reasons: list[str]
+    predictions: list[Prediction]
+    kind: Literal["twin_predictions"] = "twin_predictions"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "twin_source": self.twin_source, "twin_trusted": self.twin_trusted,
+                "twin_reasons": self.twin_reasons, "predictions": [p.to_dict() for p in self.predictions]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> PredictionSet:
+        from bearing_lib.common.schema import parse
+
+        preds = [Prediction.from_dict(p) for p in d.get("predictions") or []]  # type: ignore[union-attr]
+        head = parse(dict[str, object], {k: v for k, v in d.items() if k != "predictions"}, what="twin predictions")
+        return cls(twin_source=str(head.get("twin_source")), twin_trusted=bool(head.get("twin_trusted")),
+                   twin_reasons=list(head.get("twin_reasons") or []), predictions=preds)  # type: ignore[arg-type]
+
+
+__all__ = ["Prediction", "PredictionSet", "StepCheck", "Twin", "TwinParam", "Validation"]

@@ -1,0 +1,115 @@
+"""What a report section "Predicted for the production mix" needs, from a twin and a prediction.
+
+:func:`twin_section` returns a :class:`TwinSection`: the headline (a predicted
+:class:`~bearing_lib.common.estimate.Estimate`, labelled **predicted**, or the reason it is not
+quoted), the validation table rows, the parameter table and an Altair chart of the twin's
+replay against the measured steps. The report's model and views render it; nothing here
+touches them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.twin.result import Prediction, Twin
+
+METRIC_LABEL = {"ttft_p99_ms": "P99 TTFT (ms)", "latency_p99_ms": "P99 latency (ms)"}
+
+
+@dataclass
+class TwinSection:
+    """A report section: headline, predicted estimate, tables and chart (Vega-Lite spec without URLs)."""
+
+    title: str
+    headline: str
+    predicted: Estimate | None
+    kind: str
+    trusted: bool
+    flags: list[str]
+    validation_rows: list[dict[str, object]]
+    param_rows: list[dict[str, object]]
+    chart: Any  # altair.Chart
+    notes: list[str] = field(default_factory=list)
+
+    def chart_spec(self) -> dict[str, Any]:
+        """The chart as a Vega-Lite dict with no ``$schema`` URL (the report opens offline)."""
+        spec = self.chart.to_dict()
+        spec.pop("$schema", None)
+        return spec
+
+
+def _metric_key(twin: Twin) -> str:
+    v = twin.validation
+    if v is not None and "ttft" in v.sla:
+        return "ttft_p99_ms"
+    return "latency_p99_ms"
+
+
+def _chart(twin: Twin, key: str, threshold_ms: float | None):
+    import altair as alt
+
+    rows = []
+    for r in twin.validation.rows if twin.validation else []:
+        if r.offered_load is None:
+            continue
+        if not r.held_out:
+            rows.append({"offered_load": r.offered_load, "value": r.measured.get(key), "series": "measured"})
+        rows.append({"offered_load": r.offered_load, "value": r.predicted.get(key),
+                     "series": "twin, step held out" if r.held_out else "twin replay"})
+    rows = [r for r in rows if r["value"] is not None and r["value"] > 0]
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("offered_load:Q", title="offered load (rps)"),
+        y=alt.Y("value:Q", title=METRIC_LABEL.get(key, key), scale=alt.Scale(type="log")),
+        color=alt.Color("series:N", title=None),
+    )
+    chart = base.mark_line(point=True).transform_filter("datum.series != 'twin, step held out'") + \
+        base.mark_point(size=90, shape="diamond", filled=True).transform_filter("datum.series == 'twin, step held out'")
+    if threshold_ms:
+        rule = alt.Chart(alt.Data(values=[{"t": threshold_ms}])).mark_rule(strokeDash=[4, 4], color="#c62828") \
+            .encode(y="t:Q")
+        chart = chart + rule
+    return chart.properties(title={"text": "Twin replay vs measured, per step",
+                                   "subtitle": f"{len(rows)} points; dashed: the SLA threshold"}, width=520, height=280)
+
+
+def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dict | None = None) -> TwinSection:
+    """The section "Predicted for the production mix" (``measured``: the tested mix's measured q_ult, if any)."""
+    key = _metric_key(twin)
+    threshold = None
+    try:
+        from bearing_lib.limits.sla import parse_sla
+
+        want = "ttft_ms" if key.startswith("ttft") else "latency_ms"
+        for c in parse_sla(twin.validation.sla if twin.validation else prediction.sla).percentile_clauses():
+            if c.metric == want and c.q == 0.99:
+                threshold = c.threshold
+    except Exception:  # noqa: BLE001  # the chart only loses its threshold line
+        threshold = None
+    q = prediction.q_ult
+    if prediction.trusted:
+        headline = f"Predicted (not measured) limit for {prediction.target}: {q.text()}"
+        predicted: Estimate | None = q
+    else:
+        reasons = "; ".join(twin.validation.reasons) if twin.validation else "not validated"
+        headline = f"No prediction quoted for {prediction.target}: the twin failed its own validation ({reasons})"
+        predicted = None
+    notes = []
+    if measured is not None:
+        m = measured if isinstance(measured, Estimate) else Estimate.from_censored(
+            measured.get("value"), str(measured.get("censored") or "none"),  # type: ignore[arg-type]
+            ci95=tuple(measured.get("ci95") or (None, None)), unit=str(measured.get("unit") or "rps"),  # type: ignore[arg-type]
+            basis="offered")
+        notes.append(f"measured limit of the tested mix (bearing limits): {m.text()}")
+    vrows = twin.validation.table() if twin.validation else []
+    prows = [{"parameter": p.name, "value": p.value, "ci95": list(p.ci95), "unit": p.unit,
+              "identified": p.identified, "steps": p.steps, "note": p.note} for p in twin.params]
+    return TwinSection(
+        title="Predicted for the production mix", headline=headline, predicted=predicted, kind="predicted",
+        trusted=prediction.trusted, flags=list(prediction.flags), validation_rows=vrows, param_rows=prows,
+        chart=_chart(twin, key, threshold), notes=notes,
+    )
+
+
+__all__ = ["TwinSection", "twin_section"]
