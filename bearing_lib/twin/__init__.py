@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bearing_lib.twin.calibrate import calibrate
 from bearing_lib.twin.mix import RequestMix, from_trace, load_mix_file
-from bearing_lib.twin.predict import SearchOptions, predict, tested_mix
+from bearing_lib.twin.predict import SearchOptions, calibration_mix, predict
 from bearing_lib.twin.result import Prediction, PredictionSet, StepCheck, Twin, TwinParam, Validation
 from bearing_lib.twin.validate import validate
 
@@ -85,7 +85,7 @@ def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, i
     elif mixes is not None:
         targets = load_mix_file(mixes)
     else:
-        targets = [tested_mix(tw)]
+        targets = [calibration_mix(tw)]
     opt = SearchOptions(n_draws=n_draws, seed=seed)
     preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt) for m in targets]
     reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]
@@ -107,5 +107,5 @@ def __getattr__(name: str):  # the optional pieces, imported when asked for
 __all__ = [
     "Prediction", "PredictionSet", "RequestMix", "SearchOptions", "StepCheck", "Twin", "TwinParam", "Validation",
     "calibrate", "fit_twin", "from_trace", "load_mix_file", "load_tests", "predict", "predict_twin", "read_twin",
-    "tested_mix", "validate",
+    "calibration_mix", "validate",
 ]

@@ -19,6 +19,8 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   only if requests queued while slots were free; else a lower bound.
 * **Batch-token limit**: not identifiable from request rows; the largest prefill batch seen
   (a lower bound) is used.
+* **TTFT overhead**: the median TTFT the engine model leaves unexplained over requests that
+  found a free slot (network, tokenizer, API server); added to TTFT and end, no capacity used.
 * **Queue timeout**: the median time-to-failure of requests with status ``timeout``; none if
   none timed out.
 
@@ -52,6 +54,7 @@ class RequestFeatures:
     """Per-request quantities the regressions use (all ok requests of the trace)."""
 
     step: np.ndarray
+    cluster: np.ndarray  # one id per (run, step): the bootstrap's resampling unit
     load: np.ndarray
     start_s: np.ndarray
     ttft_ms: np.ndarray
@@ -131,6 +134,7 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         tpot = np.where(o1 > 0, (end - first) * 1000.0 / o1, np.nan)
     return RequestFeatures(
         step=group["step"].to_numpy(),
+        cluster=group["_cluster"].to_numpy(),
         load=group["offered_load"].to_numpy().astype(float),
         start_s=start,
         ttft_ms=ttft,
@@ -204,12 +208,13 @@ def _steps_list(steps: np.ndarray) -> list[int]:
     return sorted(int(s) for s in np.unique(steps))
 
 
-def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[int] | None = None):
+def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
     :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
-    ``exclude_steps`` leaves steps out (the leave-highest-step-out validation uses it).
+    ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
+    leave-highest-step-out validation uses it). Steps are resampled per (run, step).
     """
     from bearing_lib.twin.result import Twin
 
@@ -228,8 +233,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
         pl.col("cached_tokens") if "cached_tokens" in frame.columns else pl.lit(0).alias("cached_tokens"),
         pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run").alias("run_id"),
     )
-    if exclude_steps:
-        frame = frame.filter(~pl.col("step").is_in(exclude_steps))
+    for ex in exclude_steps or []:
+        if isinstance(ex, tuple):
+            frame = frame.filter(~((pl.col("run_id") == ex[0]) & (pl.col("step") == ex[1])))
+        else:
+            frame = frame.filter(pl.col("step") != ex)
+    frame = frame.with_columns(pl.struct("run_id", "step").rank("dense").cast(pl.Int64).alias("_cluster"))
     is_ok = pl.col("status").is_null() | (pl.col("status") == "ok") if "status" in frame.columns else pl.lit(True)
     timeouts = frame.filter(pl.col("status") == "timeout") if "status" in frame.columns else frame.clear()
     ok = frame.filter(is_ok & pl.col("ttft_ms").is_not_null() & pl.col("end_s").is_not_null()
@@ -280,11 +289,11 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
 
     # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
     m, x, y = _decode_design(f, with_seq, with_int)
-    st = f.step[m]
-    steps = np.unique(f.step)
+    st = f.cluster[m]
+    steps = np.unique(f.cluster)
     xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
     xty = {int(s): x[st == s].T @ y[st == s] for s in steps}
-    free_by_step = {int(s): np.flatnonzero(free & (f.step == s)) for s in steps}
+    free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
@@ -342,6 +351,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list[in
         TwinParam("max_batched_tokens", float(np.nanmax(f.batch_tokens)), (None, None), "tokens", False, "lower",
                   [], "not identifiable from request rows: the largest prefill batch seen, a lower bound"),
     ]
+    # client-visible TTFT the engine model does not explain, over requests that found a free slot
+    fx, fy = _prefill_y(f, np.flatnonzero(free), dec[0], dec[1])
+    overhead = float(np.median(fy - pre[0] - pre[1] * fx)) if fx.size else 0.0
+    params.append(TwinParam("ttft_overhead_ms", max(overhead, 0.0), (None, None), "ms", bool(fx.size >= 10), "none",
+                            free_steps, "median TTFT beyond the modelled prefill (and half an iteration) over "
+                            "requests that found a free slot: network, tokenizer, API server"))
     if timeouts.height:
         tt = (timeouts["end_s"] - timeouts["start_s"]).drop_nulls().to_numpy()
         params.append(TwinParam("queue_timeout_s", float(np.median(tt)), (float(tt.min()), float(tt.max())), "s",
@@ -386,6 +401,7 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
         kv_budget_tokens=values.get("kv_budget_tokens"),
         max_batched_tokens=values.get("max_batched_tokens"),
         queue_timeout_s=values.get("queue_timeout_s"),
+        ttft_overhead_ms=float(values.get("ttft_overhead_ms") or 0.0),
     )
 
 

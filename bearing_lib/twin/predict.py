@@ -225,7 +225,7 @@ def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) 
     return out
 
 
-def tested_mix(twin: Twin) -> RequestMix:
+def calibration_mix(twin: Twin) -> RequestMix:
     """The calibration test's own mix (for a changed SLA or instance count on the tested mix)."""
     from bearing_lib.twin.mix import from_arrays
 
@@ -233,4 +233,4 @@ def tested_mix(twin: Twin) -> RequestMix:
     return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
 
 
-__all__ = ["SearchOptions", "margin_at", "predict", "search_limit", "tested_mix"]
+__all__ = ["SearchOptions", "margin_at", "predict", "search_limit", "calibration_mix"]

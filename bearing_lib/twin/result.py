@@ -60,6 +60,7 @@ class StepCheck:
     predicted: dict[str, float | None]
     sla_pass_measured: bool | None
     sla_pass_predicted: bool | None
+    run_id: str = "run"
 
 
 @dataclass
@@ -76,7 +77,8 @@ class Validation:
         """One flat dict per step (the report's validation table)."""
         out = []
         for r in self.rows:
-            d: dict[str, object] = {"step": r.step, "offered_load": r.offered_load, "held_out": r.held_out}
+            d: dict[str, object] = {"run_id": r.run_id, "step": r.step, "offered_load": r.offered_load,
+                                    "held_out": r.held_out}
             for k in r.measured:
                 d[f"{k}_measured"] = r.measured[k]
                 d[f"{k}_predicted"] = r.predicted.get(k)

@@ -14,6 +14,8 @@ Model (one server, FCFS queue, no preemption; docs/twin.md "The model")
   request with ``o`` output tokens ends after ``o − 1`` decode iterations.
 * A request still queued ``queue_timeout_s`` after its arrival leaves as a timeout.
 * A parameter of ``None`` means "no such limit" (unbounded slots, KV or batch; no timeout).
+* ``ttft_overhead_ms``: time the client sees outside the engine (network, tokenizer, API
+  server), added to every successful request's first token and end; it uses no capacity.
 
 Why hand-written: discrete-event libraries (SimPy, salabim, ciw) schedule one event per
 process step, i.e. one per decode iteration and request, which is ~10⁴× the work here: the
@@ -51,6 +53,7 @@ class ServerParams:
     kv_budget_tokens: float | None = None
     max_batched_tokens: float | None = None
     queue_timeout_s: float | None = None
+    ttft_overhead_ms: float = 0.0  # client-visible time outside the engine (network, tokenizer): added to TTFT and end
 
     def to_dict(self) -> dict[str, float | int | None]:
         return asdict(self)
@@ -178,7 +181,13 @@ def simulate(
             end[j] = t - (it - fin) * dur
             nrun -= 1
             kv -= need[j]
-    return {"first_token_s": np.asarray(first), "end_s": np.asarray(end), "status": np.asarray(status, dtype=np.int8),
+    oh = params.ttft_overhead_ms / 1000.0
+    st = np.asarray(status, dtype=np.int8)
+    first_a, end_a = np.asarray(first), np.asarray(end)
+    if oh:
+        first_a = first_a + oh
+        end_a = np.where(st == OK, end_a + oh, end_a)
+    return {"first_token_s": first_a, "end_s": end_a, "status": st,
             "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
             "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
 

@@ -4,7 +4,7 @@
    fresh server, as in the test); per step, the twin's throughput, TTFT and latency
    percentiles and SLA verdict are set beside the measured ones.
 2. **Leave the highest steps out**: the twin is recalibrated without each of the
-   ``n_holdout`` highest-load steps in turn and predicts that step.
+   ``n_holdout`` highest-load steps of every run in turn and predicts that step.
 
 Trust rules (all must hold; each broken one is a reason in :class:`Validation`):
 
@@ -97,6 +97,17 @@ def _key_metric(sla) -> str:
     return "latency_p99_ms"
 
 
+def _highest(rows: list[StepCheck], n: int) -> list[StepCheck]:
+    """The ``n`` highest-load steps of every run (a run of three steps or fewer keeps all its steps)."""
+    out = []
+    for run in dict.fromkeys(r.run_id for r in rows):
+        rs = sorted((r for r in rows if r.run_id == run),
+                    key=lambda r: (r.offered_load is None, r.offered_load or 0.0, r.step))
+        if len(rs) > 3:
+            out += rs[-n:]
+    return out
+
+
 def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     """Replay and leave-highest-steps-out checks of ``twin`` on ``trace`` (the test it came from)."""
     from bearing_lib.limits.sla import SLA, parse_sla
@@ -104,12 +115,13 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
     frame = _prep(trace.frame if hasattr(trace, "frame") else trace)
     sim = replay(server_params(twin.values()), frame)
-    loads = (frame.group_by("step").agg(pl.col("offered_load").first()).sort("step"))
+    loads = (frame.group_by("run_id", "step").agg(pl.col("offered_load").first()).sort("run_id", "step"))
     rows: list[StepCheck] = []
-    for s, load in loads.iter_rows():
-        mf, mp = _figures(frame.filter(pl.col("step") == s), sla_obj)
-        pf, pp = _figures(sim.filter(pl.col("step") == s), sla_obj)
-        rows.append(StepCheck(int(s), load, False, mf, pf, mp, pp))
+    for run, s, load in loads.iter_rows():
+        sel = (pl.col("run_id") == run) & (pl.col("step") == s)
+        mf, mp = _figures(frame.filter(sel), sla_obj)
+        pf, pp = _figures(sim.filter(sel), sla_obj)
+        rows.append(StepCheck(int(s), load, False, mf, pf, mp, pp, run_id=str(run)))
     reasons = []
     for r in rows:
         e = _rel(r.predicted["throughput_rps"], r.measured["throughput_rps"])
@@ -122,17 +134,16 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     if len(disagree) > 1:
         reasons.append(f"replayed SLA verdict differs in steps {disagree}")
     # leave each of the highest steps out in turn
-    order = sorted(rows, key=lambda r: (r.offered_load is None, r.offered_load or 0.0, r.step))
     key = _key_metric(sla_obj)
-    for r in order[-n_holdout:] if len(rows) > 2 else []:
+    for r in _highest(rows, n_holdout):
         try:
-            held = calibrate(frame, n_boot=0, exclude_steps=[r.step])
+            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)])
         except Exception as exc:  # noqa: BLE001  # reported, not raised: the check itself failed
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue
         sim_h = replay(server_params(held.values()), frame)
-        pf, pp = _figures(sim_h.filter(pl.col("step") == r.step), sla_obj)
-        chk = StepCheck(r.step, r.offered_load, True, r.measured, pf, r.sla_pass_measured, pp)
+        pf, pp = _figures(sim_h.filter((pl.col("run_id") == r.run_id) & (pl.col("step") == r.step)), sla_obj)
+        chk = StepCheck(r.step, r.offered_load, True, r.measured, pf, r.sla_pass_measured, pp, run_id=r.run_id)
         rows.append(chk)
         e = _rel(pf.get(key), r.measured.get(key))
         if chk.sla_pass_measured != chk.sla_pass_predicted and not (e is not None and abs(e) <= HELDOUT_TOL):
