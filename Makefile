@@ -27,10 +27,11 @@ test: $(STAMP) ## Lint, then run the whole test suite (notebooks included)
 lint: $(STAMP) ## ruff only
 	$(BIN)/ruff check bearing_lib tests bench
 
-bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, profile, limits on 1M rows, aggregation of 10M
+bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, profile, limits on 1M rows, aggregation of 10M, twin
 	$(BIN)/python bench/bench_load.py
 	$(BIN)/python bench/bench_profile.py
 	$(BIN)/python bench/bench_limits.py
+	$(BIN)/python bench/bench_twin.py
 
 lab: $(STAMP) ## Open JupyterLab on the notebooks
 	$(BIN)/jupyter lab notebooks/

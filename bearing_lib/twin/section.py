@@ -92,7 +92,8 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
         headline = f"Predicted (not measured) limit for {prediction.target}: {q.text()}"
         predicted: Estimate | None = q
     else:
-        reasons = "; ".join(twin.validation.reasons) if twin.validation else "not validated"
+        rs = twin.validation.reasons if twin.validation else ["not validated"]
+        reasons = "; ".join(rs[:3]) + (f"; and {len(rs) - 3} more" if len(rs) > 3 else "")
         headline = f"No prediction quoted for {prediction.target}: the twin failed its own validation ({reasons})"
         predicted = None
     notes = []
@@ -112,4 +113,32 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
     )
 
 
-__all__ = ["TwinSection", "twin_section"]
+
+
+
+def production_section(loadtest, production, sla, *, run: str | None = None, n_draws: int = 8,
+                       seed: int = 0) -> tuple[TwinSection, Twin, Prediction]:
+    """One call for the report: calibrate on ``loadtest`` (one ``run`` of it, if named), validate, predict
+    the ``production`` trace's mix, and build the section. Paths or loaded traces are accepted."""
+    from bearing_lib.data.trace import RequestTrace
+    from bearing_lib.loaders import load_trace
+    from bearing_lib.twin.calibrate import calibrate
+    from bearing_lib.twin.mix import from_trace
+    from bearing_lib.twin.predict import SearchOptions, predict
+    from bearing_lib.twin.validate import validate
+
+    test = loadtest if isinstance(loadtest, RequestTrace) else load_trace(loadtest)
+    if run is not None:
+        part = test.frame.filter(test.frame["run_id"] == run)
+        if part.height == 0:
+            from bearing_lib.common.errors import ParameterError
+
+            runs = sorted(set(test.frame["run_id"].to_list()))
+            raise ParameterError(f"run {run!r} is not in the load test (runs: {', '.join(runs)})")
+        test = RequestTrace(frame=part, provenance=test.provenance)
+    prod = production if isinstance(production, RequestTrace) else load_trace(production)
+    twin = calibrate(test, seed=seed)
+    twin.validation = validate(twin, test, sla)
+    pred = predict(twin, from_trace(prod), sla, options=SearchOptions(n_draws=n_draws, seed=seed))
+    return twin_section(twin, pred), twin, pred
+__all__ = ["TwinSection", "production_section", "twin_section"]
