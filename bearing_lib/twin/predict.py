@@ -20,7 +20,7 @@ percentile SLAs over all requests). A scaled prompt length multiplies every prom
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -33,7 +33,8 @@ from bearing_lib.twin.result import Prediction, Twin
 from bearing_lib.twin.simulate import OK, ServerParams, simulate
 
 MAX_BAD_FRACTION = 0.01
-HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests shapes the limit
+HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
+INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than this: it does not shape it
 
 
 @dataclass
@@ -180,6 +181,21 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
                 limits.append(v)
                 infos.append(inf)
     flags = _flags(twin, target, point, infos)
+    bracket = None
+    if cens == "none" and any(f.startswith("regime:") for f in flags):
+        # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
+        # it and the value stands; else the truth lies between the capped and the uncapped limit
+        lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
+        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5)
+        if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
+            flags = [f for f in flags if not f.startswith("regime:")]
+            flags.append(f"insensitive: lifting the ceilings the test never reached moves the limit by "
+                         f"{v_up / v0 - 1.0:+.1%} ({v_up:.3g} rps), within ±{INSENSITIVE:.0%}: the value stands")
+        else:
+            bracket = (v0 * instances, (v_up if c_up == "none" else math.inf) * instances)
+            flags.append(f"bracket: with those ceilings lifted the twin predicts "
+                         f"{'no limit below the rates tried' if c_up != 'none' else f'{v_up:.3g} rps'}; "
+                         "the truth lies between (which end depends on the real ceiling)")
     if cens != "none":
         est = Estimate(v0 * instances if v0 else None, bound="lower" if cens == "above" else "upper",
                        unit="rps", basis="offered")
@@ -190,8 +206,9 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         sd = float(np.std(limits, ddof=1)) if len(limits) >= 2 else 0.0
         half = 1.96 * sd + opt.rel_tol * value
         bound = "lower" if any(f.startswith("regime:") for f in flags) else "none"
+        br = None if bracket is None else (bracket[0], None if math.isinf(bracket[1]) else bracket[1])
         est = Estimate(value * instances, ci95=(max(value - half, 0.0) * instances, (value + half) * instances),
-                       bound=bound, unit="rps", basis="offered")
+                       bracket=br, bound=bound, unit="rps", basis="offered")
     if not twin.trusted:
         flags.insert(0, "untrusted: the twin failed its own validation; do not quote this prediction")
     method = (f"twin search: Poisson rates, steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
@@ -202,6 +219,10 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         regime={k: max(i.get(k, 0.0) for i in infos) for k in ("peak_running", "peak_kv_tokens", "slot_held",
                                                                   "kv_held")},
     )
+
+
+def _unseen_ceilings(twin: Twin) -> list[str]:
+    return [n for n in ("max_num_seqs", "kv_budget_tokens") if not twin.param(n).identified]
 
 
 def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) -> list[str]:

@@ -162,6 +162,9 @@ class Prediction:
 
     def text(self) -> str:
         head = f"predicted limit for {self.target} under {self.sla}: {self.q_ult.text()}"
+        br = self.q_ult.bracket
+        if self.q_ult.bound == "lower" and br is not None:
+            head += f" (between {br[0]:.3g} and {'no limit found' if br[1] is None else f'{br[1]:.3g}'} rps)"
         if not self.trusted:
             head += " — NOT TRUSTED (the twin failed its own validation)"
         return head + "".join(f"\n  flag: {f}" for f in self.flags)

@@ -42,6 +42,7 @@ class Case:
     lo: float | None
     hi: float | None
     bound: str
+    bracket: tuple[float | None, float | None] | None
     trusted: bool
     flags: list[str]
     seconds: float
@@ -64,7 +65,11 @@ class Case:
 
     @property
     def bound_holds(self) -> bool:
-        return self.value is not None and self.bound == "lower" and self.truth >= self.value * (1 - 0.02)
+        """A lower bound holds (2 % slack: the search tolerance and the truth's own SE); a bracket must hold too."""
+        if self.value is None or self.bound != "lower" or self.truth < self.value * (1 - 0.02):
+            return False
+        hi = None if self.bracket is None else self.bracket[1]
+        return hi is None or self.truth <= hi * 1.02
 
 
 def target_mix(name: str):
@@ -101,7 +106,8 @@ def run_cases(servers=None, sources=None, seeds=range(1), n_draws: int = 6, dura
                                 options=SearchOptions(n_draws=n_draws, duration_s=duration_s, seed=seed))
                     q = p.q_ult
                     out.append(Case(server, source, tgt, seed, float(truth[f"{server}/{tgt}"]["q_ult_rps"]),
-                                    q.value, q.lo, q.hi, q.bound, p.trusted, p.flags, time.perf_counter() - t0))
+                                    q.value, q.lo, q.hi, q.bound, q.bracket, p.trusted, p.flags,
+                                    time.perf_counter() - t0))
     return out
 
 
@@ -114,6 +120,7 @@ def summary(cases: list[Case], cross_only: bool = True) -> dict[str, object]:
         "within": sum(c.within for c in quoted), "covered": sum(c.covered for c in quoted),
         "flagged": len(flagged), "bound_holds": sum(c.bound_holds for c in flagged),
         "flagged_within": sum(c.within for c in flagged),
+        "all_within": sum(c.within for c in cs),
     }
 
 
@@ -126,10 +133,14 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:
         status = "quoted" if c.quoted else ("untrusted" if not c.trusted else "lower bound")
-        if c.flags and c.quoted:
-            status += " (" + "; ".join(f.split(":")[0] for f in c.flags) + ")"
+        tags = [f.split(":")[0] for f in c.flags if not f.startswith(("regime", "bracket", "untrusted"))]
+        if tags:
+            status += " (" + "; ".join(tags) + ")"
         val = "–" if c.value is None else ("≥ " if c.bound == "lower" else "") + f"{c.value:.2f}"
-        ci = "–" if c.lo is None else f"{c.lo:.2f}–{c.hi:.2f}"
+        ci = "–" if c.lo is None else f"CI {c.lo:.2f}–{c.hi:.2f}"
+        if c.bound == "lower" and c.bracket is not None:
+            hi = c.bracket[1]
+            ci = f"between {c.bracket[0]:.2f} and {'∞' if hi is None else f'{hi:.2f}'}"
         print(f"| {c.server} | {c.source} → {c.target} | {c.seed} | {c.truth:.2f} | {val} ({ci}) | "
               f"{'–' if c.err is None else f'{c.err:+.1%}'} | {'yes' if c.covered else 'no'} | {status} |")
     print("cross-mix:", summary(cases), " all:", summary(cases, cross_only=False))
