@@ -107,3 +107,13 @@ def test_fit_on_the_bundled_lmbenchmark_short_input_sweep(tmp_path):
         assert r.predicted["throughput_rps"] == pytest.approx(r.measured["throughput_rps"], rel=0.01)
     # the sweep never saturated the service: no ceiling is identified, and the twin says so
     assert not tw.param("max_num_seqs").identified and not tw.param("kv_budget_tokens").identified
+
+
+@pytest.mark.shared_data
+def test_fit_refuses_the_real_vllm_per_request_sweep_without_send_times(shared_data, tmp_path):
+    """vLLM benchmark_serving ~v0.8 keeps ttfts/itls per request but no send times (its README)."""
+    sweep = shared_data("loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b/01_tp8_pp1")
+    r = runner.invoke(app, ["twin", "fit", str(sweep), "--sla", "p99(ttft) <= 1s", "--json", str(tmp_path / "t.json")])
+    assert r.exit_code == 1, r.output
+    assert "start_s" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "t.json").exists()
