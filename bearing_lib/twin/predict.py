@@ -206,7 +206,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         sd = float(np.std(limits, ddof=1)) if len(limits) >= 2 else 0.0
         half = 1.96 * sd + opt.rel_tol * value
         bound = "lower" if any(f.startswith("regime:") for f in flags) else "none"
-        br = None if bracket is None else (bracket[0], None if math.isinf(bracket[1]) else bracket[1])
+        # the bracket runs from this (capped) value to the limit with the unseen ceilings lifted
+        br = None if bracket is None else (value * instances, None if math.isinf(bracket[1]) else bracket[1])
         est = Estimate(value * instances, ci95=(max(value - half, 0.0) * instances, (value + half) * instances),
                        bracket=br, bound=bound, unit="rps", basis="offered")
     if not twin.trusted:
