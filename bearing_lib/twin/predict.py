@@ -108,6 +108,8 @@ def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions,
     stream = _Stream(mix, seed)
     info: dict = {}
     lo_r, hi_r = lo, hi
+    if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
+        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5)
     r = guess
     # bracket: grow or shrink by 1.5× from the guess
     for _ in range(40):

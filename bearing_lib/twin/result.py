@@ -127,6 +127,19 @@ class Twin:
                                              "UNTRUSTED: " + "; ".join(self.validation.reasons)))
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td>{escape(p.name)}</td><td>{escape(p.text().split(' = ', 1)[-1])}</td>"
+            f"<td>{'yes' if p.identified else 'no'}</td><td>{escape(str(p.steps))}</td><td>{escape(p.note)}</td></tr>"
+            for p in self.params)
+        trust = ("not validated" if self.validation is None else "trusted" if self.validation.trusted else
+                 "UNTRUSTED: " + "; ".join(self.validation.reasons))
+        return (f"<p><b>twin of {escape(self.source)}</b> ({self.n_requests:,} requests) — {escape(trust)}</p>"
+                "<table><tr><th>parameter</th><th>value</th><th>identified</th><th>steps</th><th>how</th></tr>"
+                f"{rows}</table>")
+
     def to_dict(self) -> dict[str, object]:
         d = _plain(asdict(self))
         d["kind"] = "twin"  # type: ignore[index]
@@ -168,6 +181,11 @@ class Prediction:
         if not self.trusted:
             head += " — NOT TRUSTED (the twin failed its own validation)"
         return head + "".join(f"\n  flag: {f}" for f in self.flags)
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        from html import escape
+
+        return "<pre>" + escape(self.text()) + "</pre>"
 
     def to_dict(self) -> dict[str, object]:
         d = _plain(asdict(self))
