@@ -141,4 +141,26 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
     twin.validation = validate(twin, test, sla)
     pred = predict(twin, from_trace(prod), sla, options=SearchOptions(n_draws=n_draws, seed=seed))
     return twin_section(twin, pred), twin, pred
-__all__ = ["TwinSection", "production_section", "twin_section"]
+
+
+
+def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_scale: float = 1.0,
+            n_draws: int = 4, seed: int = 0) -> Prediction | str:
+    """The notebook's what-if: the limit ``twin`` (a Twin or a twin JSON path) predicts for ``trace``'s mix.
+
+    With no twin given it returns a sentence saying how to give one (the notebook cell stays one call).
+    """
+    if not twin:
+        return ("no twin given: fit one with `bearing twin fit LOADTEST --sla ... --json twin.json`, then pass "
+                "-p twin twin.json -p twin_sla 'p99(ttft) <= 1s'")
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.twin import read_twin
+    from bearing_lib.twin.mix import from_trace
+    from bearing_lib.twin.predict import SearchOptions, predict
+
+    if not sla:
+        raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
+    tw = twin if isinstance(twin, Twin) else read_twin(twin)
+    return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
+                   options=SearchOptions(n_draws=n_draws, seed=seed))
+__all__ = ["TwinSection", "production_section", "twin_section", "what_if"]
