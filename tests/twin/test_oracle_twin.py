@@ -2,7 +2,8 @@
 
 Runs in ``make test`` (marked ``slow``). Cost on the shared 2-core machine: one seed (seed 0) of
 every (server, source mix) pair, 9 twins × 3 target mixes = 27 predictions with 4 parameter draws
-and 900 s steady-state runs, about 2–3 minutes; more seeds would not fit the ~3 minute budget.
+and 900 s steady-state runs, 1–3 minutes (56 s and 187 s measured, depending on the machine's
+load); more seeds would not fit the ~3 minute budget.
 ``python -m tests.twin.oracle_twin --seeds 3`` runs three seeds with 6 draws for docs/twin.md.
 
 Assertions (the issue's targets, on the cross-mix cases): among predictions the twin quotes (trusted,
