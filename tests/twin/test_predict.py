@@ -115,3 +115,35 @@ def test_passive_limit_of_mm1_telemetry_near_the_closed_form(seed):
     assert res.extrapolated and res.highest_rate_rps < 0.85  # 0.7 rps plus the rate noise of a window
     assert -0.05 <= res.q_ult.value / truth - 1.0 <= 0.35
     assert "EXTRAPOLATED" in res.text() and res.to_dict()["q_ult"]["kind"] == "passive"
+
+
+def test_production_section_in_one_call(tmp_path):
+    """Calibrate on a RAG test of the oracle's small server, predict a prefix-cache 'production' trace."""
+    from bearing_lib.loaders.canonical import write_trace
+    from bearing_lib.twin.section import production_section
+
+    test = write_trace(oracle_trace("small", "rag"), tmp_path / "test.parquet")
+    prod = write_trace(oracle_trace("small", "prefix", seed=3), tmp_path / "prod.parquet")
+    sec, tw, p = production_section(test, prod, "p99(latency) <= 14s", n_draws=3)
+    assert tw.trusted and p.kind == "predicted" and sec.kind == "predicted"
+    # truth.json: small/prefix under p99(latency) <= 14s is 14.45 rps (the production trace's mix is the prefix mix)
+    assert p.q_ult.value == pytest.approx(14.449, rel=0.10)
+    assert sec.headline.startswith("Predicted (not measured) limit for production mix (prod.parquet)")
+    with pytest.raises(Exception, match="not in the load test"):
+        production_section(test, prod, "p99(latency) <= 14s", run="nope")
+
+
+def test_a_bad_mix_file_lists_every_problem(tmp_path):
+    from bearing_lib.common.errors import InputError, SchemaError
+    from bearing_lib.twin.mix import load_mix_file
+
+    f = tmp_path / "m.yaml"
+    f.write_text("a:\n  input_tokens: {median: 100}\n  output_tokens: {median: 10, sigma: 0.5}\n"
+                 "b:\n  input_tokens: {median: 100, sigma: 0.1}\n")
+    with pytest.raises(SchemaError) as e:
+        load_mix_file(f)
+    assert "2 problem(s)" in str(e.value) and "a.input_tokens.sigma" in str(e.value) and "b.output_tokens" in str(e.value)
+    f.write_text("a:\n  input_tokens: {median: -1, sigma: 0.1}\n  output_tokens: {median: 10, sigma: 0.5}\n"
+                 "  cache_hit: 2\n")
+    with pytest.raises(InputError, match="cache_hit must be in"):
+        load_mix_file(f)
