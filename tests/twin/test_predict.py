@@ -142,7 +142,8 @@ def test_a_bad_mix_file_lists_every_problem(tmp_path):
                  "b:\n  input_tokens: {median: 100, sigma: 0.1}\n")
     with pytest.raises(SchemaError) as e:
         load_mix_file(f)
-    assert "2 problem(s)" in str(e.value) and "a.input_tokens.sigma" in str(e.value) and "b.output_tokens" in str(e.value)
+    msg = str(e.value)
+    assert "2 problem(s)" in msg and "a.input_tokens.sigma" in msg and "b.output_tokens" in msg
     f.write_text("a:\n  input_tokens: {median: -1, sigma: 0.1}\n  output_tokens: {median: 10, sigma: 0.5}\n"
                  "  cache_hit: 2\n")
     with pytest.raises(InputError, match="cache_hit must be in"):
