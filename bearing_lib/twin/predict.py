@@ -164,7 +164,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         raise ParameterError(f"--instances must be at least 1, got {instances}")
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
     target = mix.scaled_prompts(prompt_scale)
-    vals = twin.values()
+    vals = _for_target(twin, target)
     point = server_params(vals)
     guess = _guess(twin, target, point)
     v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
@@ -222,6 +222,16 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         regime={k: max(i.get(k, 0.0) for i in infos) for k in ("peak_running", "peak_kv_tokens", "slot_held",
                                                                   "kv_held")},
     )
+
+
+def _for_target(twin: Twin, mix: RequestMix) -> dict[str, float | None]:
+    """The twin's values for replaying ``mix``: a KV budget the test never reached (a lower bound) is raised to
+    the target's largest request, which a real server would admit, rather than rejecting it."""
+    vals = twin.values()
+    kv = twin.param("kv_budget_tokens")
+    if not kv.identified and kv.value is not None:
+        vals["kv_budget_tokens"] = max(kv.value, float(np.max(mix.input_tokens + mix.output_tokens)))
+    return vals
 
 
 def _unseen_ceilings(twin: Twin) -> list[str]:
