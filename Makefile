@@ -34,6 +34,7 @@ bench: $(STAMP) ## Benchmarks (not tests): load+validate 10M rows, profile, limi
 	$(BIN)/python bench/bench_limits.py
 	$(BIN)/python bench/bench_scale.py
 	$(BIN)/python bench/bench_startup.py
+	$(BIN)/python bench/bench_twin.py
 
 lab: $(STAMP) ## Open JupyterLab on the notebooks
 	$(BIN)/jupyter lab notebooks/

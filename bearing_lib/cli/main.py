@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bearing_lib.cli.export",
         "Per-step resource signals and the bottleneck at the limit, from documented rules.",
     ),
+    "twin": (
+        "bearing_lib.cli.twin",
+        "The digital twin: calibrate a server model on a load test, predict other mixes' limits.",
+    ),
     "schema": (
         "bearing_lib.cli.schema",
         "Print the JSON Schema (draft 2020-12, versioned) of a document bearing writes and reads.",

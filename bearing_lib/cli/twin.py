@@ -1,0 +1,90 @@
+"""``bearing twin fit|predict``: a calibrated model of the server, and the limits it predicts.
+
+``bearing twin fit LOADTEST... --sla "..." --json twin.json`` calibrates the twin on a per-request
+load test and validates it on the same test; ``bearing twin predict twin.json (--production TRACE |
+--mixes FILE | --tested-mix) [--instances N] [--prompt-scale X] --sla "..." --json OUT`` predicts
+the SLA limit of a mix (docs/twin.md). Exit codes: 0 written; 1 a bearing error.
+
+Top-level imports stay light (typer only): the library is imported inside the commands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+twin_app = typer.Typer(help="The digital twin: calibrate a server model on a load test, predict other mixes' limits.",
+                       no_args_is_help=True)
+
+
+@twin_app.command("fit")
+def fit_cmd(
+    loadtests: list[Path] = typer.Argument(..., help="Per-request load-test files or folders (one stepped test)."),
+    sla: list[str] = typer.Option([], "--sla", help="The SLA the validation judges steps by. Repeatable."),
+    json_out: Path = typer.Option(..., "--json", help="Where to write the twin JSON."),
+    n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples of the steps (CIs)."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
+    format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+) -> None:
+    """Calibrate the twin on a load test and validate it on the same test."""
+    import json
+
+    from bearing_lib.cli._common import bearing_errors
+    from bearing_lib.common.errors import SLAParseError
+
+    with bearing_errors():
+        if not sla:
+            raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
+        from bearing_lib.twin import fit_twin
+
+        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format)
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
+        typer.echo(twin.summary())
+        typer.echo(f"wrote {json_out}")
+
+
+@twin_app.command("predict")
+def predict_cmd(
+    twin_json: Path = typer.Argument(..., help="A twin written by `bearing twin fit`."),
+    production: Path | None = typer.Option(None, "--production", help="A production trace: its length mix."),
+    mixes: Path | None = typer.Option(None, "--mixes", help="A YAML/JSON file of lognormal mixes (docs/twin.md)."),
+    tested_mix: bool = typer.Option(False, "--tested-mix", help="Predict for the calibration test's own mix."),
+    sla: list[str] = typer.Option([], "--sla", help="The SLA to predict the limit under. Repeatable."),
+    instances: int = typer.Option(1, "--instances", help="Instances behind a random router (limit × N)."),
+    prompt_scale: float = typer.Option(1.0, "--prompt-scale", help="Multiply every prompt's length."),
+    json_out: Path = typer.Option(..., "--json", help="Where to write the predictions JSON."),
+    draws: int = typer.Option(12, "--draws", help="Parameter draws propagated into the CI."),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the simulation."),
+    format: str | None = typer.Option(None, "--format", help="Format of the production trace."),
+) -> None:
+    """Predict the SLA limit (offered rps, labelled predicted) of a mix through a calibrated twin."""
+    import json
+
+    from bearing_lib.cli._common import bearing_errors
+    from bearing_lib.common.errors import ParameterError, SLAParseError
+
+    with bearing_errors():
+        if not sla:
+            raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms'")
+        chosen = [n for n, v in (("--production", production), ("--mixes", mixes), ("--tested-mix", tested_mix)) if v]
+        if len(chosen) != 1:
+            raise ParameterError("give exactly one of --production TRACE, --mixes FILE or --tested-mix"
+                                 + (f" (got {', '.join(chosen)})" if chosen else ""))
+        from bearing_lib.twin import predict_twin
+
+        doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
+                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format)
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        for p in doc.predictions:
+            typer.echo(p.text())
+        typer.echo(f"wrote {json_out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(twin_app, name="twin")
+
+
+__all__ = ["register"]

@@ -1,0 +1,111 @@
+"""The digital twin: a server model calibrated on a load test, validated on it, and replayed to predict limits.
+
+>>> from bearing_lib.twin import calibrate, validate, predict   # doctest: +SKIP
+
+* :func:`calibrate` (``calibrate.py``): the model's parameters with CIs and what identified them;
+* :func:`validate` (``validate.py``): replay and leave-highest-steps-out checks; untrusted twins say so;
+* :func:`predict` (``predict.py``): the SLA limit of a mix (production, user-given, scaled prompts,
+  N instances, another SLA), an ``Estimate`` with basis ``offered`` and ``kind: "predicted"``;
+* :func:`passive_limit` (``passive.py``): the latency-vs-load relation of production telemetry;
+* :func:`twin_section` (``section.py``): what a report section needs (estimate, table, chart).
+
+docs/twin.md describes the model, the calibration, the checks and where the twin is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bearing_lib.twin.calibrate import calibrate
+from bearing_lib.twin.mix import RequestMix, from_trace, load_mix_file
+from bearing_lib.twin.predict import SearchOptions, calibration_mix, predict
+from bearing_lib.twin.result import Prediction, PredictionSet, StepCheck, Twin, TwinParam, Validation
+from bearing_lib.twin.validate import validate
+
+
+def load_tests(paths, *, format: str | None = None):
+    """One :class:`RequestTrace` from one or more per-request load-test files (frames concatenated)."""
+    import polars as pl
+
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.loaders import load_trace
+
+    traces = [load_trace(p, format=format) if format else load_trace(p) for p in paths]
+    if not traces:
+        raise ParameterError("no load test given")
+    if len(traces) == 1:
+        return traces[0]
+    from bearing_lib.data.trace import RequestTrace
+
+    return RequestTrace(frame=pl.concat([t.frame for t in traces], how="diagonal_relaxed"),
+                        provenance=traces[0].provenance)
+
+
+def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None) -> Twin:
+    """Load, calibrate and validate: the twin ``bearing twin fit`` writes."""
+    trace = load_tests([Path(p) for p in paths], format=format)
+    twin = calibrate(trace, n_boot=n_boot, seed=seed)
+    twin.validation = validate(twin, trace, sla)
+    return twin
+
+
+def read_twin(path: str | Path) -> Twin:
+    """A twin JSON written by ``bearing twin fit`` (errors name the file)."""
+    from bearing_lib.common.errors import InputError
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the twin ({exc.strerror})", path=p) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON ({exc.msg} at line {exc.lineno})", path=p) from None
+    if not isinstance(doc, dict):
+        raise InputError("expected a twin object (from `bearing twin fit`)", path=p)
+    try:
+        return Twin.from_dict(doc)
+    except Exception as exc:
+        from bearing_lib.common.errors import SchemaError
+
+        if isinstance(exc, SchemaError):
+            raise InputError(str(exc), path=p) from None
+        raise
+
+
+def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int = 1,
+                 prompt_scale: float = 1.0, n_draws: int = 12, seed: int = 0,
+                 format: str | None = None) -> PredictionSet:
+    """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix."""
+    tw = twin if isinstance(twin, Twin) else read_twin(twin)
+    if production is not None:
+        from bearing_lib.loaders import load_trace
+
+        targets = [from_trace(load_trace(production, format=format) if format else load_trace(production))]
+    elif mixes is not None:
+        targets = load_mix_file(mixes)
+    else:
+        targets = [calibration_mix(tw)]
+    opt = SearchOptions(n_draws=n_draws, seed=seed)
+    preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt) for m in targets]
+    reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]
+    return PredictionSet(twin_source=tw.source, twin_trusted=tw.trusted, twin_reasons=reasons, predictions=preds)
+
+
+def __getattr__(name: str):  # the optional pieces, imported when asked for
+    if name == "passive_limit":
+        from bearing_lib.twin.passive import passive_limit
+
+        return passive_limit
+    if name in ("twin_section", "TwinSection"):
+        from bearing_lib.twin import section
+
+        return getattr(section, name)
+    raise AttributeError(name)
+
+
+__all__ = [
+    "Prediction", "PredictionSet", "RequestMix", "SearchOptions", "StepCheck", "Twin", "TwinParam", "Validation",
+    "calibrate", "fit_twin", "from_trace", "load_mix_file", "load_tests", "predict", "predict_twin", "read_twin",
+    "calibration_mix", "validate",
+]

@@ -1,0 +1,408 @@
+"""Calibrate the twin's server model from an ordinary per-request load test.
+
+What each parameter is fitted from (docs/twin.md "Calibration"):
+
+* **Decode iteration** ``decode_base_ms + decode_ms_per_seq × n``: OLS (statsmodels) of each
+  request's time per output token, ``(end − first_token) / (o − 1)``, on the time-average
+  number of requests decoding beside it (``n̄``, from the trace's own first-token and end
+  times) and on the prefill work that interrupted it (other requests' first tokens inside its
+  decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
+* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same OLS's coefficients
+  on the interrupting prefill batches and their tokens (a decode stalls for every prefill
+  iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
+  a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
+  arrived in, on the uncached tokens of its prefill batch (requests sharing its first-token
+  time), over requests that arrived with free slots (no queue).
+* **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
+  requests arriving at that ceiling waited (a queue formed there); else a lower bound.
+* **KV budget**: the most reserved tokens (``input + output``) ever running, *identified*
+  only if requests queued while slots were free; else a lower bound.
+* **Batch-token limit**: not identifiable from request rows; the largest prefill batch seen
+  (a lower bound) is used.
+* **TTFT overhead**: the median TTFT the engine model leaves unexplained over requests that
+  found a free slot (network, tokenizer, API server); added to TTFT and end, no capacity used.
+* **Queue timeout**: the median time-to-failure of requests with status ``timeout``; none if
+  none timed out.
+
+CIs: the two regressions are refitted on steps resampled with replacement (a cluster
+bootstrap over steps); each parameter lists the steps that identified it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.twin.result import TwinParam
+from bearing_lib.twin.simulate import ServerParams
+
+MIN_REQUESTS = 50
+MIN_QUEUED = 20
+MIN_INTERRUPTED = 30
+MAX_MIX_ROWS = 20_000  # the tested mix kept in the twin (a sample beyond this)
+MAX_QUANTREG_ROWS = 20_000
+BOOT_QUANTREG_ROWS = 2_000
+PREFILL_GROUP_S = 0.0005  # first tokens closer than this belong to one prefill batch
+
+
+@dataclass
+class RequestFeatures:
+    """Per-request quantities the regressions use (all ok requests of the trace)."""
+
+    step: np.ndarray
+    cluster: np.ndarray  # one id per (run, step): the bootstrap's resampling unit
+    load: np.ndarray
+    start_s: np.ndarray
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray  # (end − first) / (o − 1), NaN for o ≤ 1
+    o1: np.ndarray  # o − 1
+    nbar: np.ndarray  # time-average decoding count over the request's decode interval
+    n_at_start: np.ndarray  # decoding count at the request's arrival
+    prefills_in: np.ndarray  # prefill batches inside its decode interval
+    tokens_in: np.ndarray  # uncached tokens prefilled inside its decode interval
+    batch_tokens: np.ndarray  # uncached tokens of its own prefill batch
+    kv_at_start: np.ndarray  # reserved tokens running at its arrival
+    need: np.ndarray  # input + output
+    n_at_first: np.ndarray  # decoding count just after its first token (itself included)
+    kv_at_first: np.ndarray  # reserved tokens running just after its first token
+
+
+def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
+    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step."""
+    out = []
+    for (_,), run in frame.group_by(["run_id"], maintain_order=True):
+        spans = run.group_by("step").agg(pl.col("start_s").min().alias("a"), pl.col("start_s").max().alias("b"))
+        spans = spans.sort("a")
+        a, b = spans["a"].to_numpy(), spans["b"].to_numpy()
+        overlap = bool(np.any(a[1:] < b[:-1] - 1e-9)) if a.size > 1 else False
+        if overlap:
+            out.extend(part for _, part in run.group_by(["step"], maintain_order=True))
+        else:
+            out.append(run)
+    return out
+
+
+def _step_count(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Σ weights of intervals [start, end) holding each time in ``t``."""
+    w = np.ones(starts.size) if weights is None else weights
+    so, eo = np.argsort(starts, kind="stable"), np.argsort(ends, kind="stable")
+    cs = np.concatenate([[0.0], np.cumsum(w[so])])
+    ce = np.concatenate([[0.0], np.cumsum(w[eo])])
+    return cs[np.searchsorted(starts[so], t, side="right")] - ce[np.searchsorted(ends[eo], t, side="right")]
+
+
+def _features(group: pl.DataFrame) -> RequestFeatures:
+    start = group["start_s"].to_numpy().astype(float)
+    ttft = group["ttft_ms"].to_numpy().astype(float)
+    first = start + ttft / 1000.0
+    end = group["end_s"].to_numpy().astype(float)
+    o = group["output_tokens"].to_numpy().astype(float)
+    inp = group["input_tokens"].to_numpy().astype(float)
+    cached = group["cached_tokens"].fill_null(0).to_numpy().astype(float)
+    unc = np.maximum(inp - cached, 0.0)
+    need = inp + o
+    # decoding count n(t): intervals [first, end); its integral A(t) is piecewise linear
+    ev_t = np.concatenate([first, end])
+    ev_d = np.concatenate([np.ones(first.size), -np.ones(end.size)])
+    order = np.argsort(ev_t, kind="stable")
+    ev_t, ev_d = ev_t[order], ev_d[order]
+    level = np.cumsum(ev_d)  # count just after each event
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(ev_t))])
+    dur = end - first
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nbar = (np.interp(end, ev_t, area) - np.interp(first, ev_t, area)) / dur
+    nbar = np.where(dur > 0, nbar, np.nan)
+    # prefill batches: distinct first-token times
+    fo = np.argsort(first, kind="stable")
+    fs = first[fo]
+    new_batch = np.concatenate([[True], np.diff(fs) > PREFILL_GROUP_S])
+    batch_id = np.cumsum(new_batch) - 1
+    batch_tok = np.bincount(batch_id, weights=unc[fo])
+    own = np.empty(first.size)
+    own[fo] = batch_tok[batch_id]
+    bstart = fs[new_batch]
+    cum_tok = np.concatenate([[0.0], np.cumsum(batch_tok)])
+    lo = np.searchsorted(bstart, first + PREFILL_GROUP_S, side="left")
+    hi = np.searchsorted(bstart, end, side="left")
+    hi = np.maximum(hi, lo)
+    o1 = o - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(o1 > 0, (end - first) * 1000.0 / o1, np.nan)
+    return RequestFeatures(
+        step=group["step"].to_numpy(),
+        cluster=group["_cluster"].to_numpy(),
+        load=group["offered_load"].to_numpy().astype(float),
+        start_s=start,
+        ttft_ms=ttft,
+        tpot_ms=tpot,
+        o1=o1,
+        nbar=nbar,
+        n_at_start=_step_count(start, first, end),
+        prefills_in=(hi - lo).astype(float),
+        tokens_in=cum_tok[hi] - cum_tok[lo],
+        batch_tokens=own,
+        kv_at_start=_step_count(start, first, end, need),
+        need=need,
+        n_at_first=_step_count(first, first, end),
+        kv_at_first=_step_count(first, first, end, need),
+    )
+
+
+def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
+    return RequestFeatures(**{k: np.concatenate([getattr(f, k) for f in fs]) for k in RequestFeatures.__annotations__})
+
+
+def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows used, X, y) of the TPOT regression."""
+    m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & (f.o1 > 0)
+    cols = [np.ones(m.sum())]
+    if with_seq:
+        cols.append(f.nbar[m])
+    if with_int:
+        cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
+    return m, np.column_stack(cols), f.tpot_ms[m]
+
+
+def _full(b: np.ndarray, with_seq: bool, with_int: bool) -> np.ndarray:
+    """(d0, d1, per prefill batch, per prefilled token) with zeros for the regressors left out."""
+    b = list(b)
+    d0 = b.pop(0)
+    d1 = b.pop(0) if with_seq else 0.0
+    pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
+    return np.array([d0, d1, pb, pt])
+
+
+def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool) -> np.ndarray:
+    """(d0, d1, prefill cost per batch, per token) by OLS (statsmodels) of TPOT (see the module docstring)."""
+    import statsmodels.api as sm
+
+    _, x, y = _decode_design(f, with_seq, with_int)
+    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int)
+
+
+def _prefill_y(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> tuple[np.ndarray, np.ndarray]:
+    n = f.n_at_start[rows]
+    return f.batch_tokens[rows], f.ttft_ms[rows] - 0.5 * np.maximum(d0 + d1 * n, 0.0) * (n > 0)
+
+
+def _prefill_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(p0, p1) by median regression (statsmodels QuantReg) of TTFT less half a decode iteration."""
+    import warnings
+
+    import statsmodels.api as sm
+
+    if x.size < 10 or np.ptp(x) <= 0:
+        return float(np.median(y)), 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # IterationLimitWarning: the IRLS median is close enough by then
+        res = sm.QuantReg(y, np.column_stack([np.ones(x.size), x])).fit(q=0.5, max_iter=500)
+    p0, p1 = (float(v) for v in res.params)
+    return p0, p1
+
+
+def _steps_list(steps: np.ndarray) -> list[int]:
+    return sorted(int(s) for s in np.unique(steps))
+
+
+def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None):
+    """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
+
+    ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
+    :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
+    ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
+    leave-highest-step-out validation uses it). Steps are resampled per (run, step).
+    """
+    from bearing_lib.twin.result import Twin
+
+    frame = trace.frame if hasattr(trace, "frame") else trace
+    source = getattr(getattr(trace, "provenance", None), "source", "trace")
+    required = ("start_s", "end_s", "ttft_ms", "input_tokens", "output_tokens")
+    missing = [c for c in required if c not in frame.columns or frame[c].null_count() == frame.height]
+    if missing:
+        raise InsufficientDataError(
+            f"{source}: the twin needs per-request {', '.join(missing)} (found none); "
+            "an aggregate-only load test cannot calibrate it"
+        )
+    frame = frame.with_columns(
+        pl.col("step").fill_null(0) if "step" in frame.columns else pl.lit(0).alias("step"),
+        pl.col("offered_load") if "offered_load" in frame.columns else pl.lit(None, pl.Float64).alias("offered_load"),
+        pl.col("cached_tokens") if "cached_tokens" in frame.columns else pl.lit(0).alias("cached_tokens"),
+        pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run").alias("run_id"),
+    )
+    for ex in exclude_steps or []:
+        if isinstance(ex, tuple):
+            frame = frame.filter(~((pl.col("run_id") == ex[0]) & (pl.col("step") == ex[1])))
+        else:
+            frame = frame.filter(pl.col("step") != ex)
+    frame = frame.with_columns(pl.struct("run_id", "step").rank("dense").cast(pl.Int64).alias("_cluster"))
+    is_ok = pl.col("status").is_null() | (pl.col("status") == "ok") if "status" in frame.columns else pl.lit(True)
+    timeouts = frame.filter(pl.col("status") == "timeout") if "status" in frame.columns else frame.clear()
+    ok = frame.filter(is_ok & pl.col("ttft_ms").is_not_null() & pl.col("end_s").is_not_null()
+                      & pl.col("start_s").is_not_null() & pl.col("input_tokens").is_not_null()
+                      & pl.col("output_tokens").is_not_null())
+    if ok.height < MIN_REQUESTS:
+        raise InsufficientDataError(
+            f"{source}: the twin needs at least {MIN_REQUESTS} successful requests with start, end, TTFT and "
+            f"token counts; found {ok.height}"
+        )
+    f = _concat([_features(g) for g in _groups(ok)])
+
+    # ---- slots and KV: ceilings, identified only where a queue formed at them
+    n_max = int(round(np.nanmax(f.n_at_first)))  # the peak follows some first token
+    kv_max = float(np.nanmax(f.kv_at_first))
+    finite_nbar = f.nbar[np.isfinite(f.nbar)]
+    # the batch must vary by a request or more across the bulk of the test (timing noise alone does not)
+    with_seq = bool(finite_nbar.size and np.subtract(*np.percentile(finite_nbar, [95, 5])) >= 1.0)
+    # decode intervals interrupted by other requests' prefills identify the prefill cost directly
+    with_int = int(((f.prefills_in > 0) & np.isfinite(f.tpot_ms)).sum()) >= MIN_INTERRUPTED
+    if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
+        _, xi, _ = _decode_design(f, with_seq, True)
+        with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
+    dec = _decode_fit(f, with_seq, with_int)
+    iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
+    low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
+    waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
+    # a slot ceiling admits a queued request exactly when one leaves: most waited requests then start
+    # decoding beside the same count (the mode), whatever the timing noise; a KV ceiling admits at varying counts
+    if int(waited.sum()) >= MIN_QUEUED:
+        counts = np.rint(f.n_at_first[waited]).astype(np.int64)
+        mode = int(np.bincount(counts).argmax())
+        if np.mean(np.abs(counts - mode) <= max(1, round(0.02 * mode))) >= 0.5:
+            n_max = mode
+    slot_q = waited & (f.n_at_start >= n_max - 1)
+    kv_q = waited & (f.n_at_start < n_max - 1) & (f.kv_at_start >= 0.75 * kv_max)
+    n_wait = max(int(waited.sum()), 1)
+    slots_identified = bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait)
+    kv_identified = bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait)
+
+    # ---- prefill regression over requests that found a free slot and did not wait
+    free = ~waited & (f.n_at_start < max(n_max - 1, 1)) & np.isfinite(f.ttft_ms)
+    rng = np.random.default_rng(seed)
+    free_idx = np.flatnonzero(free)
+    if free_idx.size > MAX_QUANTREG_ROWS:
+        free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
+    pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
+
+    # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
+    m, x, y = _decode_design(f, with_seq, with_int)
+    st = f.cluster[m]
+    steps = np.unique(f.cluster)
+    xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
+    xty = {int(s): x[st == s].T @ y[st == s] for s in steps}
+    free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
+    draws = []
+    for _ in range(n_boot if steps.size > 1 else 0):
+        pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
+        a_ = sum(xtx[s] for s in pick)
+        b_ = sum(xty[s] for s in pick)
+        try:
+            db = np.linalg.solve(a_, b_)
+        except np.linalg.LinAlgError:
+            continue
+        db = _full(db, with_seq, with_int)
+        if with_int:
+            pb = (db[2], db[3])
+        else:
+            rows = np.concatenate([free_by_step[s] for s in pick])
+            if rows.size > BOOT_QUANTREG_ROWS:
+                rows = rng.choice(rows, BOOT_QUANTREG_ROWS, replace=False)
+            if rows.size < 10:
+                continue
+            pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
+        draws.append([pb[0], pb[1], db[0], db[1]])
+    draws_a = np.array(draws) if draws else np.empty((0, 4))
+
+    def ci(j: int, v: float) -> tuple[float | None, float | None]:
+        if draws_a.shape[0] < 20:
+            return (None, None)
+        lo, hi = np.percentile(draws_a[:, j], [2.5, 97.5], method="linear")
+        return (float(min(lo, v)), float(max(hi, v)))
+
+    all_steps = _steps_list(f.step)
+    free_steps = _steps_list(f.step[free])
+    int_steps = _steps_list(f.step[(f.prefills_in > 0) & np.isfinite(f.tpot_ms)])
+    seq_steps = all_steps if with_seq else []
+    pre_steps = int_steps if with_int else free_steps
+    how = ("OLS coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
+           "median regression of TTFT over requests that found a free slot")
+    params = [
+        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
+                  f"{how} (per batch)"),
+        TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
+                  pre_steps, f"{how} (per uncached token)"),
+        TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
+                  "OLS intercept of time per output token"),
+        TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
+                  "ms/seq", with_seq, "none", seq_steps,
+                  "OLS slope of time per output token on the running batch" if with_seq else
+                  "not identified: the running batch never varied; folded into decode_base_ms"),
+        TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
+                  "none" if slots_identified else "lower", _steps_list(f.step[slot_q]),
+                  "most requests decoding at once; requests queued at it" if slots_identified else
+                  "never reached with a queue: the twin uses the most seen at once, a lower bound"),
+        TwinParam("kv_budget_tokens", kv_max, (None, None), "tokens", kv_identified,
+                  "none" if kv_identified else "lower", _steps_list(f.step[kv_q]),
+                  "most reserved (input + output) tokens running; requests queued with free slots" if kv_identified
+                  else "never reached: the twin uses the most reserved tokens seen running, a lower bound"),
+        TwinParam("max_batched_tokens", float(np.nanmax(f.batch_tokens)), (None, None), "tokens", False, "lower",
+                  [], "not identifiable from request rows: the largest prefill batch seen, a lower bound"),
+    ]
+    # client-visible TTFT the engine model does not explain, over requests that found a free slot
+    fx, fy = _prefill_y(f, np.flatnonzero(free), dec[0], dec[1])
+    overhead = float(np.median(fy - pre[0] - pre[1] * fx)) if fx.size else 0.0
+    params.append(TwinParam("ttft_overhead_ms", max(overhead, 0.0), (None, None), "ms", bool(fx.size >= 10), "none",
+                            free_steps, "median TTFT beyond the modelled prefill (and half an iteration) over "
+                            "requests that found a free slot: network, tokenizer, API server"))
+    if timeouts.height:
+        tt = (timeouts["end_s"] - timeouts["start_s"]).drop_nulls().to_numpy()
+        params.append(TwinParam("queue_timeout_s", float(np.median(tt)), (float(tt.min()), float(tt.max())), "s",
+                                True, "none", _steps_list(timeouts["step"].to_numpy()),
+                                "median time to failure of timed-out requests"))
+    else:
+        params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
+                                "no request timed out: the twin lets requests wait"))
+    kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
+    mix = {
+        "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
+        "output_tokens": kept["output_tokens"].to_numpy().astype(float).tolist(),
+        "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
+    }
+    top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
+    return Twin(
+        source=str(source),
+        params=params,
+        draws=draws_a.tolist(),
+        n_requests=int(ok.height),
+        steps=all_steps,
+        highest_load=top_load,
+        load_unit="rps",
+        test_mix=mix,
+        notes=_notes(params),
+    )
+
+
+def _notes(params: list[TwinParam]) -> list[str]:
+    return [f"{p.name}: {p.note}" for p in params if not p.identified]
+
+
+def server_params(values: dict[str, float | None]) -> ServerParams:
+    """A :class:`ServerParams` from a name → value mapping (unknown names ignored)."""
+    ms = values.get("max_num_seqs")
+    return ServerParams(
+        prefill_base_ms=float(values["prefill_base_ms"] or 0.0),
+        prefill_ms_per_token=float(values["prefill_ms_per_token"] or 0.0),
+        decode_base_ms=float(values["decode_base_ms"] or 0.0),
+        decode_ms_per_seq=float(values["decode_ms_per_seq"] or 0.0),
+        max_num_seqs=None if ms is None else int(round(ms)),
+        kv_budget_tokens=values.get("kv_budget_tokens"),
+        max_batched_tokens=values.get("max_batched_tokens"),
+        queue_timeout_s=values.get("queue_timeout_s"),
+        ttft_overhead_ms=float(values.get("ttft_overhead_ms") or 0.0),
+    )
+
+
+__all__ = ["calibrate", "server_params"]

@@ -1,0 +1,270 @@
+"""Predict the SLA limit of a mix through the calibrated twin (a search over Poisson rates).
+
+For one parameter set and one seed, the limit is the highest offered Poisson rate at which
+the twin's **steady-state** requests (arriving after ``warmup_s``, over ``duration_s``) meet
+the SLA, with at most 1 % of them timed out or rejected (the oracle's definition of a true
+limit, docs/oracle.md). Common random numbers (the same unit-rate gaps and request lengths
+at every rate) make the margin nearly monotone in the rate; bisection on log(rate) stops at
+``rel_tol`` (±1 % by default, within the issue's ±2 %).
+
+Uncertainty: the search is repeated for ``n_draws`` bootstrap draws of the calibrated
+parameters (docs/twin.md "Calibration"), each with its own seed, so the spread holds both
+parameter uncertainty and simulation noise. Value = mean of the point-parameter run and the
+draws; 95 % CI = value ± 1.96 × SD of the draws, widened by the search tolerance.
+
+Instances: requests spread at random over ``N`` identical instances split a Poisson stream
+into ``N`` Poisson streams of rate / N, so the fleet's limit is ``N ×`` one instance's (for
+percentile SLAs over all requests). A scaled prompt length multiplies every prompt.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.twin.calibrate import server_params
+from bearing_lib.twin.mix import RequestMix
+from bearing_lib.twin.result import Prediction, Twin
+from bearing_lib.twin.simulate import OK, ServerParams, simulate
+
+MAX_BAD_FRACTION = 0.01
+HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
+INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than this: it does not shape it
+
+
+@dataclass
+class SearchOptions:
+    duration_s: float = 1200.0
+    warmup_s: float = 300.0
+    rel_tol: float = 0.01
+    n_draws: int = 12
+    seed: int = 0
+    min_requests: int = 3000  # a run holds at least this many steady requests (long enough for a P99)
+
+
+class _Stream:
+    """Common random numbers: unit-rate gaps and request lengths, extended on demand."""
+
+    def __init__(self, mix: RequestMix, seed: int) -> None:
+        self.mix = mix
+        self._rg = np.random.default_rng([seed, 1])
+        self._rl = np.random.default_rng([seed, 2])
+        self.cum = np.empty(0)
+        self.inp = self.out = self.cac = np.empty(0)
+
+    def take(self, horizon_units: float) -> int:
+        """Requests whose unit-rate arrival time is below ``horizon_units`` (extends the stream)."""
+        while self.cum.size == 0 or self.cum[-1] < horizon_units:
+            n = max(1000, int(horizon_units - (self.cum[-1] if self.cum.size else 0.0)) + 1000)
+            base = self.cum[-1] if self.cum.size else 0.0
+            self.cum = np.concatenate([self.cum, base + np.cumsum(self._rg.standard_exponential(n))])
+            i, o, c = self.mix.sample(self._rl, n)
+            self.inp, self.out, self.cac = (np.concatenate([a, b]) for a, b in
+                                            ((self.inp, i), (self.out, o), (self.cac, c)))
+        return int(np.searchsorted(self.cum, horizon_units, side="left"))
+
+
+def _frame(arr: np.ndarray, out: np.ndarray, res: dict[str, np.ndarray]) -> pl.DataFrame:
+    ok = res["status"] == OK
+    ttft = np.where(ok, (res["first_token_s"] - arr) * 1000.0, np.nan)
+    lat = (res["end_s"] - arr) * 1000.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(ok & (out > 1), (res["end_s"] - res["first_token_s"]) * 1000.0 / (out - 1), np.nan)
+    status = np.where(ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))
+    return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
+                         "status": status}).with_columns(
+        pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
+
+
+def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: SearchOptions) -> tuple[float, dict]:
+    """SLA margin (and the run's peak occupancy) of the twin's steady state at ``rate`` rps."""
+    dur = max(opt.duration_s, opt.min_requests / rate)
+    t_end = opt.warmup_s + dur
+    n = stream.take(t_end * rate)
+    arr = stream.cum[:n] / rate
+    res = simulate(params, arr, stream.inp[:n], stream.out[:n], stream.cac[:n])
+    steady = arr >= opt.warmup_s
+    st = res["status"][steady]
+    info = {"peak_running": float(res["peak_running"]), "peak_kv_tokens": float(res["peak_kv_tokens"]),
+            "kv_held": float(np.mean(res["kv_held"][steady])) if steady.any() else 0.0,
+            "slot_held": float(np.mean(res["slot_held"][steady])) if steady.any() else 0.0}
+    if st.size == 0:
+        return -1.0, info
+    if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
+        return -1.0, info
+    m = sla.margin(_frame(arr[steady], stream.out[:n][steady], {k: v[steady] for k, v in res.items()
+                                                                  if k in ("first_token_s", "end_s", "status")}))
+    return (-1.0 if m is None else float(m)), info
+
+
+def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
+                 guess: float, lo: float | None = None, hi: float | None = None) -> tuple[float, dict, str]:
+    """Bisection on log(rate) for the highest passing rate; returns (rate, peak info at it, censoring)."""
+    stream = _Stream(mix, seed)
+    info: dict = {}
+    lo_r, hi_r = lo, hi
+    if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
+        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5)
+    r = guess
+    # bracket: grow or shrink by 1.5× from the guess
+    for _ in range(40):
+        if lo_r is not None and hi_r is not None:
+            break
+        m, inf = margin_at(params, stream, r, sla, opt)
+        if m >= 0:
+            lo_r, info = r, inf
+            r = r * 1.5 if hi_r is None else math.sqrt(r * hi_r)
+        else:
+            hi_r = r
+            r = r / 1.5 if lo_r is None else math.sqrt(r * lo_r)
+        if r < 1e-4:
+            return 0.0, info, "below"
+        if r > 1e5:
+            return r, info, "above"
+    if lo_r is None or hi_r is None:
+        return (lo_r or 0.0), info, "above" if hi_r is None else "below"
+    if not info:
+        m, info = margin_at(params, stream, lo_r, sla, opt)
+        if m < 0:  # a given bracket that does not hold: widen downwards
+            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5)
+    while hi_r / lo_r > 1.0 + 2.0 * opt.rel_tol:
+        mid = math.sqrt(lo_r * hi_r)
+        m, inf = margin_at(params, stream, mid, sla, opt)
+        if m >= 0:
+            lo_r, info = mid, inf
+        else:
+            hi_r = mid
+    return math.sqrt(lo_r * hi_r), info, "none"
+
+
+def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
+    """A starting rate: the twin's throughput ceiling for this mix, halved."""
+    o = float(np.mean(mix.output_tokens))
+    u = float(np.mean(np.maximum(mix.input_tokens - mix.cached_tokens, 0)))
+    slots = params.max_num_seqs or 64
+    if params.kv_budget_tokens:
+        slots = min(slots, max(1.0, params.kv_budget_tokens / float(np.mean(mix.input_tokens + mix.output_tokens))))
+    it = (params.decode_base_ms + params.decode_ms_per_seq * slots) / 1000.0
+    service = (o - 1) * it + (params.prefill_base_ms + params.prefill_ms_per_token * u) / 1000.0
+    return max(0.5 * slots / max(service, 1e-3), 0.01)
+
+
+def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scale: float = 1.0,
+            options: SearchOptions | None = None) -> Prediction:
+    """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server."""
+    from bearing_lib.limits.sla import SLA, parse_sla
+
+    opt = options or SearchOptions()
+    if instances < 1:
+        raise ParameterError(f"--instances must be at least 1, got {instances}")
+    sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
+    target = mix.scaled_prompts(prompt_scale)
+    vals = _for_target(twin, target)
+    point = server_params(vals)
+    guess = _guess(twin, target, point)
+    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
+    draws = np.asarray(twin.draws, dtype=float)
+    rng = np.random.default_rng(opt.seed + 7)
+    limits = []
+    infos = [info0]
+    if cens == "none" and draws.shape[0] and opt.n_draws > 0:
+        pick = rng.choice(draws.shape[0], min(opt.n_draws, draws.shape[0]), replace=False)
+        for k, row in enumerate(draws[pick]):
+            pv = dict(vals)
+            pv.update(dict(zip(Twin.DRAW_PARAMS, (max(float(x), 0.0) for x in row), strict=True)))
+            v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
+                                     guess=v0, lo=v0 / 1.25, hi=v0 * 1.25)
+            if c == "none":
+                limits.append(v)
+                infos.append(inf)
+    flags = _flags(twin, target, point, infos)
+    bracket = None
+    if cens == "none" and any(f.startswith("regime:") for f in flags):
+        # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
+        # it and the value stands; else the truth lies between the capped and the uncapped limit
+        lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
+        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5)
+        if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
+            flags = [f for f in flags if not f.startswith("regime:")]
+            flags.append(f"insensitive: lifting the ceilings the test never reached moves the limit by "
+                         f"{v_up / v0 - 1.0:+.1%} ({v_up:.3g} rps), within ±{INSENSITIVE:.0%}: the value stands")
+        else:
+            bracket = (v0 * instances, (v_up if c_up == "none" else math.inf) * instances)
+            flags.append(f"bracket: with those ceilings lifted the twin predicts "
+                         f"{'no limit below the rates tried' if c_up != 'none' else f'{v_up:.3g} rps'}; "
+                         "the truth lies between (which end depends on the real ceiling)")
+    if cens != "none":
+        est = Estimate(v0 * instances if v0 else None, bound="lower" if cens == "above" else "upper",
+                       unit="rps", basis="offered")
+        flags.append(f"the search did not bracket the limit ({cens} the rates tried)")
+    else:
+        allv = np.array([v0, *limits])
+        value = float(allv.mean())
+        sd = float(np.std(limits, ddof=1)) if len(limits) >= 2 else 0.0
+        half = 1.96 * sd + opt.rel_tol * value
+        bound = "lower" if any(f.startswith("regime:") for f in flags) else "none"
+        # the bracket runs from this (capped) value to the limit with the unseen ceilings lifted
+        br = None if bracket is None else (value * instances, None if math.isinf(bracket[1]) else bracket[1])
+        est = Estimate(value * instances, ci95=(max(value - half, 0.0) * instances, (value + half) * instances),
+                       bracket=br, bound=bound, unit="rps", basis="offered")
+    if not twin.trusted:
+        flags.insert(0, "untrusted: the twin failed its own validation; do not quote this prediction")
+    method = (f"twin search: Poisson rates, steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
+              f"bisection to ±{opt.rel_tol:.0%}, {len(limits)} parameter draws; value = mean, CI = ±1.96 SD")
+    return Prediction(
+        target=target.name, sla=sla_obj.text, q_ult=est, instances=instances, prompt_scale=prompt_scale,
+        trusted=twin.trusted, flags=flags, draws_rps=[float(x) * instances for x in [v0, *limits]], method=method,
+        regime={k: max(i.get(k, 0.0) for i in infos) for k in ("peak_running", "peak_kv_tokens", "slot_held",
+                                                                  "kv_held")},
+    )
+
+
+def _for_target(twin: Twin, mix: RequestMix) -> dict[str, float | None]:
+    """The twin's values for replaying ``mix``: a KV budget the test never reached (a lower bound) is raised to
+    the target's largest request, which a real server would admit, rather than rejecting it."""
+    vals = twin.values()
+    kv = twin.param("kv_budget_tokens")
+    if not kv.identified and kv.value is not None:
+        vals["kv_budget_tokens"] = max(kv.value, float(np.max(mix.input_tokens + mix.output_tokens)))
+    return vals
+
+
+def _unseen_ceilings(twin: Twin) -> list[str]:
+    return [n for n in ("max_num_seqs", "kv_budget_tokens") if not twin.param(n).identified]
+
+
+def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) -> list[str]:
+    """Where the prediction leaves what the test showed."""
+    out = []
+    slot_held = max(i.get("slot_held", 0.0) for i in infos)
+    kv_held = max(i.get("kv_held", 0.0) for i in infos)
+    ms, kv = twin.param("max_num_seqs"), twin.param("kv_budget_tokens")
+    if not ms.identified and ms.value is not None and slot_held > HELD_SHARE:
+        out.append(f"regime: at the limit {slot_held:.0%} of requests wait for a slot, but the test never showed "
+                   f"the slot ceiling (the twin caps it at the most seen at once, {ms.value:.0f}): the prediction is "
+                   "a lower bound")
+    if not kv.identified and kv.value is not None and kv_held > HELD_SHARE:
+        out.append(f"regime: at the limit {kv_held:.0%} of requests wait for KV memory, but the test never reached "
+                   f"the KV budget (the twin caps it at the most seen running, {kv.value:,.0f} tokens): the "
+                   "prediction is a lower bound")
+    tested_max = float(np.max(twin.test_mix["input_tokens"])) if twin.test_mix.get("input_tokens") else None
+    if tested_max is not None and float(np.percentile(mix.input_tokens, 99)) > tested_max:
+        out.append(f"extrapolation: 1% of the prompts are longer than any in the test ({tested_max:.0f} tokens); "
+                   "the prefill cost is extrapolated linearly")
+    return out
+
+
+def calibration_mix(twin: Twin) -> RequestMix:
+    """The calibration test's own mix (for a changed SLA or instance count on the tested mix)."""
+    from bearing_lib.twin.mix import from_arrays
+
+    m = twin.test_mix
+    return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
+
+
+__all__ = ["SearchOptions", "margin_at", "predict", "search_limit", "calibration_mix"]

@@ -1,0 +1,233 @@
+"""The twin's result objects: a calibrated twin, its validation, and a predicted limit.
+
+Each has ``to_dict()`` (JSON-shaped) and ``from_dict()`` (parsed with
+:func:`bearing_lib.common.schema.parse`, so a bad document gets one error listing every
+problem). A predicted limit is an :class:`~bearing_lib.common.estimate.Estimate` with basis
+``offered`` and carries ``kind: "predicted"`` beside it, so it is never taken for a measured
+limit (``bearing limits``' ``q_ult``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+from bearing_lib.common.estimate import Estimate
+
+TWIN_VERSION = 1
+
+
+def _plain(o: object) -> object:
+    """JSON-ready: numpy scalars to Python, tuples to lists."""
+    if isinstance(o, dict):
+        return {k: _plain(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_plain(v) for v in o]
+    if hasattr(o, "item") and callable(o.item):
+        return o.item()
+    return o
+
+
+@dataclass
+class TwinParam:
+    """One calibrated parameter: value, 95 % CI, whether the test identified it, and from which steps."""
+
+    name: str
+    value: float | None
+    ci95: tuple[float | None, float | None]
+    unit: str
+    identified: bool
+    bound: Literal["none", "lower", "upper", "unbounded"]
+    steps: list[int]
+    note: str
+
+    def text(self) -> str:
+        if self.value is None:
+            return f"{self.name}: not identified ({self.note})"
+        sign = {"lower": "≥ ", "upper": "< "}.get(self.bound, "")
+        ci = "" if self.ci95[0] is None or self.ci95[1] is None else f" (95% CI {self.ci95[0]:.4g}–{self.ci95[1]:.4g})"
+        return f"{self.name} = {sign}{self.value:.4g} {self.unit}{ci}"
+
+
+@dataclass
+class StepCheck:
+    """Measured vs twin-predicted figures of one step (``held_out``: the step was left out of the calibration)."""
+
+    step: int
+    offered_load: float | None
+    held_out: bool
+    measured: dict[str, float | None]
+    predicted: dict[str, float | None]
+    sla_pass_measured: bool | None
+    sla_pass_predicted: bool | None
+    run_id: str = "run"
+
+
+@dataclass
+class Validation:
+    """How well the twin reproduces the test it came from."""
+
+    sla: str
+    rows: list[StepCheck]
+    trusted: bool
+    reasons: list[str]
+    rules: str
+
+    def table(self) -> list[dict[str, object]]:
+        """One flat dict per step (the report's validation table)."""
+        out = []
+        for r in self.rows:
+            d: dict[str, object] = {"run_id": r.run_id, "step": r.step, "offered_load": r.offered_load,
+                                    "held_out": r.held_out}
+            for k in r.measured:
+                d[f"{k}_measured"] = r.measured[k]
+                d[f"{k}_predicted"] = r.predicted.get(k)
+            d["sla_pass_measured"] = r.sla_pass_measured
+            d["sla_pass_predicted"] = r.sla_pass_predicted
+            out.append(d)
+        return out
+
+
+@dataclass
+class Twin:
+    """A calibrated twin: parameters (with CIs and identification), bootstrap draws, the test's own mix."""
+
+    source: str
+    params: list[TwinParam]
+    draws: list[list[float]]  # bootstrap draws of (prefill_base_ms, prefill_ms_per_token, decode_base_ms, ...)
+    n_requests: int
+    steps: list[int]
+    highest_load: float | None
+    load_unit: str
+    test_mix: dict[str, list[float]]
+    notes: list[str] = field(default_factory=list)
+    validation: Validation | None = None
+    version: int = TWIN_VERSION
+
+    DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq")
+
+    def param(self, name: str) -> TwinParam:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def values(self) -> dict[str, float | None]:
+        return {p.name: p.value for p in self.params}
+
+    @property
+    def trusted(self) -> bool:
+        return self.validation is not None and self.validation.trusted
+
+    def summary(self) -> str:
+        lines = [f"twin of {self.source} ({self.n_requests} requests, steps {self.steps})"]
+        lines += ["  " + p.text() for p in self.params]
+        if self.validation is not None:
+            lines.append("  validation: " + ("trusted" if self.validation.trusted else
+                                             "UNTRUSTED: " + "; ".join(self.validation.reasons)))
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td>{escape(p.name)}</td><td>{escape(p.text().split(' = ', 1)[-1])}</td>"
+            f"<td>{'yes' if p.identified else 'no'}</td><td>{escape(str(p.steps))}</td><td>{escape(p.note)}</td></tr>"
+            for p in self.params)
+        trust = ("not validated" if self.validation is None else "trusted" if self.validation.trusted else
+                 "UNTRUSTED: " + "; ".join(self.validation.reasons))
+        return (f"<p><b>twin of {escape(self.source)}</b> ({self.n_requests:,} requests) — {escape(trust)}</p>"
+                "<table><tr><th>parameter</th><th>value</th><th>identified</th><th>steps</th><th>how</th></tr>"
+                f"{rows}</table>")
+
+    def to_dict(self) -> dict[str, object]:
+        d = _plain(asdict(self))
+        d["kind"] = "twin"  # type: ignore[index]
+        return d  # type: ignore[return-value]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> Twin:
+        from bearing_lib.common.schema import parse
+
+        body = {k: v for k, v in d.items() if k != "kind"}
+        if d.get("kind", "twin") != "twin":
+            from bearing_lib.common.errors import SchemaError
+
+            raise SchemaError(f"twin document: kind must be 'twin', found {d.get('kind')!r}")
+        return parse(cls, body, what="twin document")
+
+
+@dataclass
+class Prediction:
+    """A limit predicted by the twin for a mix it may never have seen."""
+
+    target: str
+    sla: str
+    q_ult: Estimate
+    instances: int
+    prompt_scale: float
+    trusted: bool
+    flags: list[str]
+    draws_rps: list[float]
+    method: str
+    regime: dict[str, float | None]
+    kind: Literal["predicted"] = "predicted"
+
+    def text(self) -> str:
+        head = f"predicted limit for {self.target} under {self.sla}: {self.q_ult.text()}"
+        br = self.q_ult.bracket
+        if self.q_ult.bound == "lower" and br is not None:
+            head += f" (between {br[0]:.3g} and {'no limit found' if br[1] is None else f'{br[1]:.3g}'} rps)"
+        if not self.trusted:
+            head += " — NOT TRUSTED (the twin failed its own validation)"
+        return head + "".join(f"\n  flag: {f}" for f in self.flags)
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        from html import escape
+
+        return "<pre>" + escape(self.text()) + "</pre>"
+
+    def to_dict(self) -> dict[str, object]:
+        d = _plain(asdict(self))
+        d["q_ult"] = _plain({**self.q_ult.to_dict(), "kind": "predicted"})  # type: ignore[index]
+        return d  # type: ignore[return-value]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> Prediction:
+        from bearing_lib.common.schema import parse
+
+        body = dict(d)
+        q = dict(body.get("q_ult") or {})  # type: ignore[arg-type]
+        q.pop("kind", None)
+        body["q_ult"] = q
+        return parse(cls, body, what="twin prediction")
+
+
+
+
+
+@dataclass
+class PredictionSet:
+    """What ``bearing twin predict`` writes: the twin it used and one prediction per mix."""
+
+    twin_source: str
+    twin_trusted: bool
+    twin_reasons: list[str]
+    predictions: list[Prediction]
+    kind: Literal["twin_predictions"] = "twin_predictions"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "twin_source": self.twin_source, "twin_trusted": self.twin_trusted,
+                "twin_reasons": self.twin_reasons, "predictions": [p.to_dict() for p in self.predictions]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, object]) -> PredictionSet:
+        from bearing_lib.common.schema import parse
+
+        preds = [Prediction.from_dict(p) for p in d.get("predictions") or []]  # type: ignore[union-attr]
+        head = parse(dict[str, object], {k: v for k, v in d.items() if k != "predictions"}, what="twin predictions")
+        return cls(twin_source=str(head.get("twin_source")), twin_trusted=bool(head.get("twin_trusted")),
+                   twin_reasons=list(head.get("twin_reasons") or []), predictions=preds)  # type: ignore[arg-type]
+
+
+__all__ = ["Prediction", "PredictionSet", "StepCheck", "Twin", "TwinParam", "Validation"]
