@@ -300,6 +300,10 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
             out.append(c)
     for i, curve in enumerate(model.curves):
         out.append(load_curve_chart(curve, i))
+    if model.predicted.available and model.predicted.data["section"].chart_spec:
+        tw = model.predicted.data["section"]
+        n = len(tw.validation_rows)
+        out.append(ChartSpec("chart-twin", "The twin's replay of the load test", scrub(dict(tw.chart_spec)), n, n))
     if model.production.available:
         c = slots_chart(model.production.data.get("slots"))
         if c:

@@ -97,6 +97,22 @@ class FosRow:
 
 
 @dataclass
+class Predicted:
+    """The digital twin's section: a limit the twin **predicts** for the production mix (never
+    mixed up with a measured one), or why none is quoted, beside the twin's own validation."""
+
+    headline: str
+    predicted: Estimate | None
+    trusted: bool
+    flags: list[str]
+    validation_rows: list[dict[str, Any]]
+    param_rows: list[dict[str, Any]]
+    notes: list[str]
+    chart_spec: dict[str, Any] | None
+    kind: str = "predicted"
+
+
+@dataclass
 class CurvePoint:
     offered_load: float
     value: float | None
@@ -186,6 +202,8 @@ class ReportModel:
     provenance: ReportProvenance
     identity: dict[str, Any] = field(default_factory=dict)
     """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
+    predicted: Section = field(default_factory=lambda: Section(False, "the digital twin was not run"))
+    """The twin's prediction for the production mix (``data["section"]``: :class:`Predicted`)."""
 
     @property
     def verdict(self) -> str:
@@ -813,6 +831,7 @@ def build_report(
     title: str = "Capacity report",
     plan_run: str | None = None,
     per_minute_series: list[dict[str, Any]] | None = None,
+    twin: Any = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -836,6 +855,9 @@ def build_report(
     per_minute_series
         Production requests per minute, ``[{"minute_start_s", "requests"}]`` (from the
         ``TrafficProfile`` object: the profile JSON does not carry it), for the peak chart.
+    twin
+        The digital twin's section (``bearing_lib.twin.section.TwinSection``), an
+        :class:`Unavailable` saying why there is none, or None (not run).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -860,7 +882,24 @@ def build_report(
         flags=_flags(lim, prof, findings),
         provenance=provenance,
         identity=identity,
+        predicted=_predicted(twin),
     )
+
+
+def _predicted(twin: Any) -> Section:
+    if twin is None:
+        return Section(False, "the digital twin was not run for this report (parameter twin)")
+    if isinstance(twin, Unavailable):
+        return Section(False, twin.reason)
+    spec = None
+    try:
+        spec = twin.chart_spec()
+    except Exception as exc:  # noqa: BLE001 - a chart the twin cannot draw is said, the section stays
+        twin.notes.append(f"the validation chart could not be drawn: {exc}")
+    return Section(True, data={"section": Predicted(
+        headline=twin.headline, predicted=twin.predicted, trusted=bool(twin.trusted), flags=list(twin.flags),
+        validation_rows=list(twin.validation_rows), param_rows=list(twin.param_rows), notes=list(twin.notes),
+        chart_spec=spec)})
 
 
 def make_provenance(
@@ -899,6 +938,7 @@ __all__ = [
     "CurvePoint",
     "Flag",
     "FosRow",
+    "Predicted",
     "Headline",
     "Interval",
     "LoadCurve",

@@ -517,6 +517,7 @@ def report(
     run: str = "",
     traffic: Any = None,
     output_dir: str | Path = "",
+    twin: Any = None,
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
@@ -538,8 +539,39 @@ def report(
         plan=portable(plan_doc, output_dir), previous=previous,
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
-        per_minute_series=per_minute_series(traffic),
+        per_minute_series=per_minute_series(traffic), twin=twin,
     )
+
+
+def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
+    """The digital twin's section for the production mix (``bearing_lib.twin.section``), or
+    :class:`Unavailable` with the reason (no per-request load test, a twin that cannot be fitted).
+
+    The load test is the limits' own source file (``conditions.sources``); the SLA is theirs.
+    """
+    from bearing_lib.common.errors import BearingError
+    from bearing_lib.limits.result import LimitsResult
+
+    if isinstance(limits_doc, Unavailable):
+        return Unavailable(f"no limits: {limits_doc.reason}")
+    lim = limits_doc if isinstance(limits_doc, LimitsResult) else LimitsResult.from_dict(limits_doc)
+    sources = [s for s in lim.conditions.sources if s.kind in (None, "requests")]
+    if len(sources) != 1:
+        return Unavailable("the twin calibrates on one per-request load test; the limits came from "
+                           f"{len(lim.conditions.sources)} source(s), {len(sources)} with requests")
+    path = resolve(sources[0].path)
+    if not path.exists():
+        return Unavailable(f"the load test the limits came from is not here ({sources[0].path})")
+    runs = lim.runs
+    if not run and len(runs) > 1:
+        return Unavailable(f"the limits hold {len(runs)} runs; name the run the twin should calibrate on (run)")
+    try:
+        from bearing_lib.twin.section import production_section
+
+        sec, _, _ = production_section(path, production, lim.sla_text, run=run or (runs[0] if runs else None))
+    except BearingError as exc:
+        return Unavailable(f"the digital twin could not be calibrated: {exc}")
+    return sec
 
 
 def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:

@@ -126,3 +126,18 @@ def test_demo_instances_are_counted_in_the_tested_unit(demo):
     assert inst["base"] == math.ceil(target / per_allow - 1e-9)
     html = (d / "report.html").read_text(encoding="utf-8")
     assert "1 (assumed)" not in html
+
+
+def test_demo_shows_the_twin_with_its_validation_and_quotes_nothing_untrusted(demo):
+    """The demo's twin does not reproduce its own sharegpt test (docs/twin.md): the report says so, with the
+    validation table, and quotes no predicted number."""
+    _, d = demo
+    summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+    pred = summary["predicted"]
+    assert pred["available"] is True
+    sec = pred["data"]["section"]
+    assert sec["kind"] == "predicted" and sec["trusted"] is False and sec["predicted"] is None
+    assert sec["headline"].startswith("No prediction quoted for production mix")
+    assert len(sec["validation_rows"]) > 0
+    html = (d / "report.html").read_text(encoding="utf-8")
+    assert "Predicted for the production mix (digital twin)" in html and 'id="chart-twin"' in html

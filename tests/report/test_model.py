@@ -190,3 +190,35 @@ def test_bounds_keep_their_sign_in_rows_changes_and_fos_chart(docs):
 ])
 def test_constraint_label(clause, label):
     assert constraint_label(clause) == label
+
+
+def test_the_twin_section_says_predicted_and_never_mixes_with_measured(docs):
+    """A trusted twin's limit is shown labelled predicted, beside its validation; an untrusted one quotes nothing."""
+    import altair as alt
+
+    from bearing_lib.common.estimate import Estimate
+    from bearing_lib.report.render import render_html
+    from bearing_lib.twin.section import TwinSection
+
+    chart = alt.Chart(alt.Data(values=[{"x": 1, "y": 2}])).mark_point().encode(x="x:Q", y="y:Q")
+    rows = [{"step": 0, "offered_load": 1.0, "held_out": False, "throughput_rps_measured": 1.0,
+             "throughput_rps_predicted": 0.98, "ttft_p99_ms_measured": 300.0, "ttft_p99_ms_predicted": 310.0,
+             "sla_pass_measured": True, "sla_pass_predicted": True}]
+    est = Estimate(3.1, ci95=(2.8, 3.4), unit="rps", basis="offered")
+    sec = TwinSection(title="Predicted for the production mix", headline=f"Predicted (not measured) limit for "
+                      f"production mix: {est.text()}", predicted=est, kind="predicted", trusted=True, flags=[],
+                      validation_rows=rows, param_rows=[], chart=chart)
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
+                     twin=sec)
+    tw = m.predicted.data["section"]
+    assert tw.predicted == est and tw.kind == "predicted"
+    html = render_html(m)
+    assert "Predicted (not measured) limit for production mix: 3.10 rps (95% CI 2.80–3.40)" in html
+    assert "predicted, not measured" in html and 'id="chart-twin"' in html
+    # the measured limits table is untouched by the prediction
+    assert all(r.q_ult.value != 3.1 for r in m.mixes.data["rows"])
+    back = json.loads(json.dumps(m.to_dict()))
+    assert back["predicted"]["data"]["section"]["kind"] == "predicted"
+    none = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
+                        twin=Unavailable("the load test keeps no per-request times"))
+    assert not none.predicted.available and "per-request" in none.predicted.reason
