@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import isotonic_regression
 
+from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.common.yamlfile import read_yaml
@@ -991,14 +992,6 @@ def _load_weights(weights: Mapping[str, float] | str | Path) -> dict[str, float]
 
 
 WEIGHT_SUM_TOLERANCE = 0.01
-
-
-def blended_capacity(q: Sequence[float], w: Sequence[float]) -> float:
-    """``1 / Σ (w_m / Q_m)`` with ``w`` normalised to sum to 1 (the harmonic blend of per-mix limits)."""
-    qa, wa = np.asarray(q, float), np.asarray(w, float)
-    wa = wa / wa.sum()
-    with np.errstate(divide="ignore"):
-        return float(1.0 / np.sum(wa / qa))
 
 
 def _blended(limits: list[MixLimit], weights: Mapping[str, float] | str | Path, level: float) -> BlendedLimit:

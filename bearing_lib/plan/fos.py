@@ -30,6 +30,7 @@ from typing import Literal
 
 import numpy as np
 
+from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BadValueError, ParameterError
 from bearing_lib.common.quantiles import quantile
 
@@ -259,22 +260,6 @@ def fos_point(q_ult_rps: float, target_rps: float) -> float:
     if q_ult_rps <= 0 or target_rps <= 0:
         raise ParameterError(f"FOS needs positive rates (got Q_ult {q_ult_rps}, target {target_rps})")
     return q_ult_rps / target_rps
-
-
-def blended_capacity(limits_rps: Sequence[float], weights: Sequence[float]) -> float:
-    """Weighted harmonic mean ``1 / Σ (w_m / Q_m)`` with weights renormalised to sum 1.
-
-    Examples
-    --------
-    >>> round(blended_capacity([10.0, 40.0], [0.5, 0.5]), 6)
-    16.0
-    """
-    q = np.asarray(limits_rps, dtype=float)
-    w = np.asarray(weights, dtype=float)
-    if q.size == 0 or q.size != w.size or (q <= 0).any() or (w < 0).any() or w.sum() <= 0:
-        raise ParameterError("blended capacity needs positive limits and non-negative weights of the same length")
-    w = w / w.sum()
-    return float(1.0 / np.sum(w / q))
 
 
 def _draw(value: float, ci95: tuple[float, float] | None, rng: np.random.Generator, n: int) -> np.ndarray:
