@@ -116,9 +116,9 @@ def register(app: typer.Typer) -> None:
             if trace is not None:
                 ds = align_to_steps(ds, step_windows(load_trace(trace), offset_s=offset_s))
             if step is None and limits is not None:
-                from bearing_lib.ops.exports import _read_json
+                from bearing_lib.common.files import read_json
 
-                step = first_failing_step(_read_json(limits, "limits JSON"), run_id=run, mix=mix)
+                step = first_failing_step(read_json(limits, "limits JSON"), run_id=run, mix=mix)
                 typer.echo(f"limit step {step}: the first failing step in {limits}")
             elif step is None and ds.provenance.format == "inference-perf-prometheus" and metrics.is_dir():
                 from bearing_lib.ops.bottleneck import first_saturated_step

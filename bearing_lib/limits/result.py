@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
 
 SCHEMA = "bearing.limits/2"
@@ -258,7 +259,7 @@ class MixLimit:
         self.__dict__["_replicates"] = reps
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return jsonable(self)
 
 
 @dataclass
@@ -355,7 +356,7 @@ class LimitsResult:
         """The limits JSON (``docs/interfaces.md`` §4): field order as documented."""
         from bearing_lib.common.version import __version__
 
-        d = _to_jsonable(self)
+        d = jsonable(self)
         d["bearing_version"] = __version__
         head = {k: d.pop(k) for k in ("schema", "bearing_version", "quantile_method")}
         return {**head, **d}
@@ -448,27 +449,6 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         mixes.append(m)
     out["mixes"] = mixes
     return out
-
-
-def _to_jsonable(obj: Any) -> Any:
-    """Dataclasses → dicts, tuples → lists, non-finite floats → None, numpy scalars → Python."""
-    import dataclasses
-    import math
-
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, dict):
-        return {str(k): _to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_to_jsonable(v) for v in obj]
-    if isinstance(obj, bool) or obj is None or isinstance(obj, str | int) and not hasattr(obj, "dtype"):
-        return obj
-    if hasattr(obj, "item") and hasattr(obj, "dtype"):  # numpy scalar
-        obj = obj.item()
-        return _to_jsonable(obj)
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    return obj
 
 
 def schema_document() -> dict[str, Any]:

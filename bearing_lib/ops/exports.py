@@ -35,7 +35,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bearing_lib.common.errors import InputError, ParameterError, SchemaError
+from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.files import read_json
 from bearing_lib.common.schema import problems
 
 FORMATS = ("prometheus", "hpa", "keda", "envoy", "nginx")
@@ -141,24 +142,12 @@ class PlanNumbers:
         return max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror})", path=path) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"the {what} is not valid JSON (line {exc.lineno}: {exc.msg})", path=path) from exc
-    if not isinstance(doc, dict):
-        raise SchemaError(f"the {what} must be a JSON object", path=path)
-    return doc
-
-
 def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -> PlanNumbers:
     """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
     the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
     listing them all, with the file."""
     plan_path = Path(plan_path)
-    doc = _read_json(plan_path, "plan JSON")
+    doc = read_json(plan_path, "plan JSON")
     try:
         p = _Plan.model_validate(doc)
     except ValidationError as exc:
@@ -208,7 +197,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
 
 def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
     """The SLA clauses of a limits JSON (``sla`` list, §4)."""
-    doc = _read_json(limits_path, "limits JSON")
+    doc = read_json(limits_path, "limits JSON")
     raw = doc.get("sla")
     if not isinstance(raw, list):
         raise SchemaError("the limits JSON has no `sla` list", path=limits_path, field="sla")

@@ -22,14 +22,14 @@ trace itself (:meth:`CapacityPlan.build` ``trace=``, ``bearing plan --trace``).
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.common.errors import BadValueError, InputError, InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.common.errors import BadValueError, InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.files import read_json
 from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import (
     BurstModel,
@@ -57,20 +57,6 @@ from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
 
 def unavailable(reason: str) -> dict[str, object]:
     return {"available": False, "reason": reason}
-
-
-def read_json(path: str | Path, what: str) -> dict[str, Any]:
-    """A JSON object from ``path``; :class:`InputError` naming the file when it is not one."""
-    p = Path(path)
-    try:
-        d = json.loads(p.read_text())
-    except FileNotFoundError as exc:
-        raise InputError(f"{what} file not found", path=p) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON ({exc}); expected a {what} JSON object", path=p) from exc
-    if not isinstance(d, dict):
-        raise SchemaError(f"expected a {what} JSON object, found {type(d).__name__}", path=p)
-    return d
 
 
 # --------------------------------------------------------------------------- limits

@@ -17,6 +17,7 @@ from typing import Any
 import altair as alt
 
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel
 
 MAX_POINTS = 5000
@@ -62,9 +63,7 @@ def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
 def scrub(spec: dict[str, Any]) -> dict[str, Any]:
     """Drop ``$schema`` (the only URL Altair puts in a spec), defang URLs in the data (untrusted
     mix names, titles), and refuse any URL left."""
-    from bearing_lib.report.render import _defang_tree  # render imports this module
-
-    spec = _defang_tree({k: v for k, v in spec.items() if k != "$schema"})
+    spec = defang_tree({k: v for k, v in spec.items() if k != "$schema"})
     text = json.dumps(spec)
     if "http://" in text or "https://" in text:
         raise ValueError("internal: a chart spec holds a URL; the report must open offline")

@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.report.render import _atomic_write, environment
+from bearing_lib.common.files import write_text_atomic
+from bearing_lib.report.render import environment
 
 _FAILED = re.compile(r"^(?P<name>.+)\.failed-(?P<stamp>\d{8}T\d{6}Z)(?:-[0-9a-f]+)?$")
 
@@ -96,7 +97,7 @@ def write_index(reports_dir: str | Path) -> Path:
     out = root / "index.html"
     with _index_lock(root):
         html = environment().get_template("index.html.j2").render(**collect(root))
-        _atomic_write(out, html)
+        write_text_atomic(out, html)
     return out
 
 

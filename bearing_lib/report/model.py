@@ -22,6 +22,7 @@ from typing import Any
 
 from bearing_lib.common.errors import BadValueError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
@@ -220,7 +221,7 @@ class ReportModel:
                       for r in self.mixes.data.get("rows", [])],
         }
         d["identity"] = self.identity
-        return _json_safe(d)
+        return jsonable(d)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         from bearing_lib.report.render import render_summary_html
@@ -232,16 +233,6 @@ class ReportModel:
 
 
 _fmt = fmt_number
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def as_float(v: Any, *, finite: bool = False) -> float | None:

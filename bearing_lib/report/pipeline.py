@@ -11,7 +11,6 @@ not hide the others. Bad parameters and unreadable files still raise bearing err
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 from pathlib import Path
@@ -21,6 +20,7 @@ import altair as alt
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, BearingError, InputError, ParameterError
+from bearing_lib.common.files import read_json, write_json
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
@@ -30,31 +30,6 @@ Doc = dict[str, Any] | Unavailable
 
 
 # ------------------------------------------------------------------ small I/O helpers
-
-
-def read_json(path: str | Path, what: str) -> dict[str, Any]:
-    """A JSON object from ``path``; :class:`InputError` naming the file otherwise."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read the {what} ({exc.strerror})", path=p) from exc
-    except ValueError as exc:
-        raise BadValueError(f"the {what} is not valid JSON ({exc})", path=p) from exc
-    if not isinstance(doc, dict):
-        raise BadValueError(f"the {what} must be a JSON object, found {type(doc).__name__}", path=p)
-    return doc
-
-
-def write_json(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write ``doc`` as indented JSON (non-finite floats become null); returns the path."""
-    from bearing_lib.report.model import _json_safe
-    from bearing_lib.report.render import _atomic_write
-
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(p, json.dumps(_json_safe(doc), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
-    return p
 
 
 def input_record(role: str, path: str | Path) -> dict[str, Any]:

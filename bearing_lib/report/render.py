@@ -12,43 +12,21 @@ at all (:func:`defang`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
+from bearing_lib.common.files import write_text_atomic
 from bearing_lib.report.charts import MAX_POINTS, report_charts
+from bearing_lib.report.defang import defang, defang_tree
 from bearing_lib.report.model import ReportModel
 from bearing_lib.report.views import flags_view, section_views
-
-# Any scheme followed by "//" (http, https, ftp, file, ws, wss, s3, hxxp ...: RFC 3986
-# scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )), and the schemes that run or
-# carry content without "//" (javascript:, vbscript:, data:<type>/, mailto:, tel:,
-# blob:). Hand-written: the defanging libraries (ioc-fanger, defang) cover http/https/ftp
-# and domains, not the script schemes, and bring dependencies for what is one regex.
-_URL = re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]{0,31}):(\s*/\s*/)")
-_SCRIPT_SCHEME = re.compile(
-    r"(?<![A-Za-z0-9+.\-])(javascript|vbscript|livescript|mailto|tel|blob|data(?=\s*:\s*[\w.+-]+/))(\s*):", re.I
-)
-
-
-def defang(text: str) -> str:
-    """``http://x`` → ``http[:]//x``, ``javascript:x`` → ``javascript[:]x``: readable, not a link, not fetchable.
-
-    Every scheme is defanged (``https``, ``ftp``, ``file``, ``ws`` ... and the script schemes).
-
-    >>> defang("see https://a.example and FTP://b, javascript:alert(1), data:text/html,x")
-    'see https[:]//a.example and FTP[:]//b, javascript[:]alert(1), data[:]text/html,x'
-    """
-    return _SCRIPT_SCHEME.sub(r"\1\2[:]", _URL.sub(r"\1[:]\2", text))
 
 
 @functools.lru_cache(maxsize=1)
@@ -108,29 +86,15 @@ def _label(key: Any) -> str:
 
 def _tojson(value: Any) -> Markup:
     """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
-    text = json.dumps(_defang_tree(value), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(defang_tree(value), ensure_ascii=False, allow_nan=False)
     text = (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("'", "\\u0027").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
     return Markup(text)
 
 
-def _defang_tree(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    if isinstance(value, str):
-        return defang(value)
-    if isinstance(value, dict):
-        return {defang(str(k)): _defang_tree(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_defang_tree(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def _rawjson(value: Any) -> str:
     """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
-    return json.dumps(_defang_tree(value), indent=1, ensure_ascii=False, allow_nan=False)
+    return json.dumps(defang_tree(value), indent=1, ensure_ascii=False, allow_nan=False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -189,21 +153,9 @@ def write_report(model: ReportModel, out_dir: str | Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     html_path = out / "report.html"
     json_path = out / "summary.json"
-    _atomic_write(html_path, render_html(model))
-    _atomic_write(json_path, json.dumps(model.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    write_text_atomic(html_path, render_html(model))
+    write_text_atomic(json_path, json.dumps(model.to_dict(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return {"html": html_path, "summary": json_path}
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; reports are meant to be read by others
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 __all__ = ["defang", "environment", "render_html", "render_summary_html", "vega_bundle", "write_report"]

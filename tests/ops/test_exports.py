@@ -202,7 +202,7 @@ def test_the_plan_the_cli_writes_exports_and_validates(tmp_path, monkeypatch):
 
 def test_cli_error_for_a_missing_plan_is_one_line(tmp_path):
     r = runner.invoke(app, ["export", str(tmp_path / "out"), "--plan", str(tmp_path / "nope.json")])
-    assert r.exit_code == 1 and "cannot read the plan JSON" in r.output
+    assert r.exit_code == 1 and "the plan JSON file not found" in r.output
 
 
 def test_bottleneck_cli_aligns_a_scrape_series_to_the_trace_steps(tmp_path):
