@@ -52,6 +52,7 @@ from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
+from bearing_lib.limits import pooled
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
     QUANTILES,
@@ -267,6 +268,43 @@ def _unique_runs(items: list) -> list:
     return out
 
 
+POOL_STEP_OFFSET = 100_000
+
+
+def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
+    """All request traces' runs as one run (``pooled(run1+run2...)``) for ``fit_limits(..., pool_runs=True)``.
+
+    Run ``k``'s steps are renumbered ``k · POOL_STEP_OFFSET + step``, so each keeps its own steady
+    window and its own block bootstrap (runs are never resampled into each other), the recovery
+    rule compares steps of the same run only, and the estimators see every step of every run on
+    one load axis (steps at the same load merge in the pooled fit). Load-point tables are left alone.
+    """
+    from dataclasses import replace
+
+    traces = [it for it in items if isinstance(it, RequestTrace)]
+    if len(traces) < 2 and not (traces and traces[0].frame["run_id"].fill_null("run").n_unique() > 1):
+        return items, {}
+    runs: list[str] = []
+    frames, step_tables = [], []
+    for it in traces:
+        f = it.frame.with_columns(pl.col("run_id").fill_null("run"))
+        for run in f["run_id"].unique(maintain_order=True).to_list():
+            k = len(runs)
+            runs.append(str(run))
+            frames.append(f.filter(pl.col("run_id") == run).with_columns(pl.col("step") + k * POOL_STEP_OFFSET))
+            if it.steps is not None:
+                st = it.steps.with_columns(pl.col("run_id").fill_null("run"))
+                step_tables.append(st.filter(pl.col("run_id") == run).with_columns(
+                    pl.col("step") + k * POOL_STEP_OFFSET))
+    name = "pooled(" + "+".join(runs) + ")"
+    frame = pl.concat(frames, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id"))
+    steps = pl.concat(step_tables, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id")) \
+        if step_tables else None
+    prov = replace(traces[0].provenance, source=" + ".join(t.provenance.source for t in traces))
+    pooled_trace = RequestTrace(frame=frame, provenance=prov, steps=steps)
+    return [pooled_trace] + [it for it in items if not isinstance(it, RequestTrace)], {name: runs}
+
+
 # --------------------------------------------------------------------------------------
 # judging steps
 
@@ -378,6 +416,9 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
         out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
                     "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
                     "by_bound": by_bound, "close": close,
+                    # the pooled estimator uses every step whose load is known and not blocked by a flag,
+                    # whatever its verdict: a step too small for a percentile still contributes its counts
+                    "pool_ok": x is not None and math.isfinite(x) and not BLOCKING_FLAGS & set(flags),
                     "_clause_ok": [v != "fail" for v in verdicts]})
     _transient_not_steady(out)
     return out
@@ -429,7 +470,9 @@ def _mark_recovery_steps(judged: list[dict]) -> None:
     for j in judged:
         if j["x"] is None or j["status"] == "excluded":
             continue
-        before = [(st, x) for st, x in failed if st < j["row"]["step"] and x > j["x"]]
+        me = j["row"]["step"]
+        before = [(st, x) for st, x in failed if st < me and x > j["x"]
+                  and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET]  # the same run (pooled runs)
         if before:
             st, x = before[0]
             j["status"] = "excluded"
@@ -547,50 +590,124 @@ def _fit_group(
 
     value: float | None
     ci: list[float | None] = [None, None]
+    boot_ci: list[float | None] = [None, None]
     binding = None
     replicates = None
-    if unit is None and det:
+    estimator = "isotonic step margins"
+    interval = None
+    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+            and j["row"].get("_pn_0") is not None] if not tables else []
+    pxs = np.array([j["x"] for j in pool], dtype=float)
+
+    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        sets: dict[str, np.ndarray] = {}
+        wts: dict[str, np.ndarray] = {}
+        for i, c in enumerate(sla.clauses):
+            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
+            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+            if rep is not None and reps is not None:
+                for t, j in enumerate(pool):
+                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                    if rv is not None:
+                        m[t] = rv[rep]
+            sets[c.text], wts[c.text] = m, n
+        if any(j["not_steady"] for j in pool):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+        return sets, wts
+
+    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
+        sets, wts = pooled_sets(rep)
+        best, bind = math.inf, None
+        for name, m in sets.items():
+            if name == STEADY_CLAUSE:
+                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+            else:
+                c = pooled.crossing(pxs, m, wts[name], strict[name])
+            if not math.isnan(c) and c < best:
+                best, bind = c, name
+        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+            return math.nan, None
+        return best, bind
+
+    if unit is None and (det or pool):
         censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif not det:
+    elif not det and not pool:
         censored, value = "no_data", None
         why = sorted({r for j in judged for r in j["reasons"]})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
-        est, binding = _estimate(xs, margin_sets(None), w, strict)
+        est_p, bind_p = pooled_estimate(None) if pool else (math.nan, None)
+        use_pool = not math.isnan(est_p)
+        if use_pool:
+            est, binding = est_p, bind_p
+            estimator = pooled.ESTIMATOR
+        else:
+            est, binding = _estimate(xs, margin_sets(None), w, strict)
         if reps is not None and n_boot > 0:
-            replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            if use_pool:
+                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
+            else:
+                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
             ci = _ci(replicates, level)
+            boot_ci = list(ci)
+        grid = np.unique(pxs) if use_pool else np.unique(xs)
+        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+        floor = (max(below) if below else last_pass) if last_pass is not None else (
+            float(grid[0]) if grid.size else None)
+        if ci[0] is not None or ci[1] is not None:
             # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
             # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-            # always spans the bracket [last clean pass, first fail].
-            # One judged step of slack below the last clean pass: steps within a step spacing of the
-            # limit pass by luck about half the time (window_variability), so the last clean pass
-            # may already lie above the limit.
-            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
-            floor = max(below) if below else last_pass
-            if ci[0] is not None and floor is not None:
-                ci[0] = min(ci[0], floor)
-            if ci[1] is not None and first_fail is not None:
-                ci[1] = max(ci[1], first_fail)
-        if not fails:
+            # always spans the step grid around the limit, [one judged step below the last clean
+            # pass, first fail].
+            grid_lo, grid_hi = floor, first_fail
+            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+                # no supported pass: the grid cell of the pooled crossing, one step of slack below
+                under = grid[grid <= est]
+                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+                over = grid[grid > est]
+                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+            widened = []
+            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+                ci[0] = grid_lo
+                widened.append(f"low end to the step below the last pass ({grid_lo:.4g})")
+            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+                ci[1] = grid_hi
+                widened.append(f"high end to the first failing step ({grid_hi:.4g})")
+            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                        f"{'pooled' if use_pool else 'step-wise'} crossing")
+            if widened:
+                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                             "passes or fails partly by chance, which resampling within steps cannot see")
+        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+        if use_pool and est == math.inf:
+            censored, value = "above", float(grid[-1])
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif not use_pool and not fails:
             censored, value = "above", max(passes)
             statement = f"≥ {value:g} {u} (never failed)"
             binding = None
-        elif last_pass is None and not contradict:
-            censored, value = "below", first_fail
-            statement = f"< {first_fail:g} {u} (failed at the lowest load judged)"
-            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < first_fail]
+        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                    and not contradict):
+            x0 = float(grid[0]) if use_pool and grid.size else first_fail
+            censored, value = "below", x0
+            statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
             if lower:
                 statement += (f"; the {len(lower)} lower step(s) could not be judged ("
                               f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
         else:
             censored = "not_monotone" if contradict else "none"
             value = est
-            if last_pass is not None and first_fail is not None and not contradict:
-                # kept within [the judged step below the last pass, first fail]: the last pass may
-                # itself lie above the limit (a lucky step; see the CI's floor above)
-                below = [j["x"] for j in det if j["x"] < last_pass]
-                value = min(max(est, max(below) if below else last_pass), first_fail)
+            if floor is not None and first_fail is not None and not contradict:
+                value = min(max(est, floor), first_fail)
+            elif floor is not None and not contradict and math.isfinite(est):
+                value = max(est, floor)
             if not math.isfinite(value):
                 value = last_pass if last_pass is not None else first_fail
             statement = f"{value:.4g} {u}"
@@ -600,6 +717,9 @@ def _fit_group(
                 bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"isotonic estimate {value:.4g} {u}, treat with caution")
+            elif use_pool and last_pass is None:
+                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                              "SLA's percentile below the first failing load)")
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
@@ -625,8 +745,11 @@ def _fit_group(
         "throughput_rps": _interp(value, xs_all[keep], tot_rps[keep]),
         "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
         "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
-        "method": _method(tables, n_boot),
+        "method": _method(tables, n_boot, estimator),
         "resolution": resolution,
+        "estimator": estimator,
+        "interval_method": interval,
+        "bootstrap_ci95": boot_ci,
     }
     steps = []
     for j in judged:
@@ -640,6 +763,9 @@ def _fit_group(
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
             "recovery_step": bool(j.get("recovery", False)),
             "observed": _observed(r, sla),
+            "exceedances": {c.text: {"bad": r.get(f"_pk_{i}"), "of": r.get(f"_pn_{i}")}
+                            for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
+            "pooled": any(j is p for p in pool),
         })
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
     return MixLimit(run_id=run_id, mix=mix, share=0.0, n_requests=n_req, unit=unit, q_ult=q_ult, binding=binding,
@@ -678,9 +804,11 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
 
-def _method(tables: bool, n_boot: int) -> str:
+def _method(tables: bool, n_boot: int, estimator: str = "isotonic step margins") -> str:
     if tables:
         return "isotonic margin interpolation"
+    if estimator == pooled.ESTIMATOR:
+        return f"{estimator}; {n_boot} block-bootstrap resamples of the pooled crossing"
     return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
 
 
@@ -739,7 +867,11 @@ def _replicates(
                 g = g & b.holds()
             good_exprs.append(g.alias(f"_good_{i}"))
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
-    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
+    pooled_exprs = []
+    for i, c in enumerate(sla.clauses):
+        b_expr, e_expr = pooled.bad_expr(c)
+        pooled_exprs += [b_expr.alias(f"_pb_{i}"), e_expr.alias(f"_pe_{i}")]
+    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + pooled_exprs + [
         OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
     order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
     frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
@@ -758,6 +890,8 @@ def _replicates(
         wts = bs.block_weights(nb, n_boot, rng)
         mixes = part["mix"].to_numpy()
         ok = part["_ok"].to_numpy()
+        bad = [part[f"_pb_{i}"].to_numpy() for i in range(len(sla.clauses))]
+        elig = [part[f"_pe_{i}"].to_numpy() for i in range(len(sla.clauses))]
         for mix in np.unique(mixes):
             sel = mixes == mix
             b = blocks[sel]
@@ -772,6 +906,9 @@ def _replicates(
                 else:
                     v = bs.boot_rate(wts, b, part[f"_good_{i}"].to_numpy()[sel].astype(float), nb)
                 res[c.text] = c.observed_to_margin(v)
+                # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
+                res[f"_pooled_{i}"] = pooled.share_to_margin(
+                    c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb))
             out.setdefault((str(run), str(mix)), {})[int(step)] = res
     return out
 
@@ -871,6 +1008,7 @@ def fit_limits(
     min_share: float = DEFAULT_MIN_SHARE,
     level: float = 0.95,
     options: CurveOptions | None = None,
+    pool_runs: bool = False,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -893,10 +1031,15 @@ def fit_limits(
     min_share
         (run, mix) groups holding less than this share of their run's requests are
         skipped (listed in ``skipped``).
+    pool_runs
+        Pool the runs of all request traces (repeats and follow-ups of the same service) into
+        one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
+        their own (:func:`_pool_runs`); said in the mix's notes.
     """
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
     spec, mode = _resolve_mixes(mixes, items, min_share)
+    fit_items, pooled_runs = _pool_runs(items) if pool_runs else (items, {})
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)
@@ -908,7 +1051,7 @@ def fit_limits(
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
-    for it in items:
+    for it in fit_items:
         tables = isinstance(it, LoadPointTable)
         reps = None
         if tables:
@@ -923,10 +1066,17 @@ def fit_limits(
             gp = _goodput_columns(steady, sla_obj)
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+            curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
         recovery = {} if tables else _recovery(it, sla_obj)
+        for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
+            if name in recovery:
+                per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla_obj)
+                              .items()}}
+                recovery[name] = next((per_run[r] for r in runs if per_run.get(r, {}).get("value_s") is not None),
+                                      per_run.get(runs[0], recovery[name]))
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
@@ -955,10 +1105,18 @@ def fit_limits(
             all_steps = totals_df.filter(pl.col("run_id") == run).height
             if n_steps < all_steps:
                 lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
+            if str(run) in pooled_runs:
+                runs = pooled_runs[str(run)]
+                for st in lim.steps:
+                    st["source_run"] = runs[int(st["step"]) // POOL_STEP_OFFSET]
+                lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
+                                 "load pooled in the estimate, each run's steps resampled on their own")
             limits.append(lim)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
+    if pooled_runs:
+        conditions["pooled_runs"] = pooled_runs
     curve_all = pl.concat([c.select([k for k in c.columns if not k.startswith("_")]) for c in curves],
                           how="diagonal_relaxed")
     return LimitsResult(sla=sla_obj, mix_spec=spec, limits=limits, blended=blended, conditions=conditions,
