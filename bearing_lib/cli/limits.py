@@ -58,6 +58,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
         min_share: float = typer.Option(0.05, "--min-share", help="Skip run×mix groups below this share."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+        pool: bool = typer.Option(False, "--pool", help="Pool all runs (repeats and follow-ups of the same "
+                                  "service) into one limit per mix."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -86,7 +88,7 @@ def register(app: typer.Typer) -> None:
                     raise ParameterError(f"--mixes: expected auto, none or a mix file; {mixes!r} does not exist")
                 mix_arg = Path(mixes)
             result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                min_share=min_share)
+                                min_share=min_share, pool_runs=pool)
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             _table(result)

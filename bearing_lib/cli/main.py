@@ -11,6 +11,7 @@ import typer
 
 from bearing_lib.cli import inspect as _inspect
 from bearing_lib.cli import limits as _limits
+from bearing_lib.cli import next as _next
 from bearing_lib.cli import plan as _plan
 from bearing_lib.cli import profile as _profile
 from bearing_lib.cli import report as _report
@@ -42,6 +43,7 @@ def main(
 
 _inspect.register(app)
 _limits.register(app)
+_next.register(app)
 _report.register(app)
 _plan.register(app)
 _profile.register(app)
