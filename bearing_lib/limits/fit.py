@@ -64,6 +64,7 @@ from bearing_lib.limits.curves import (
     step_windows,
 )
 from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, parse_sla
+from bearing_lib.limits.steady import mser_by_step
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
@@ -618,6 +619,8 @@ def _fit_group(
             sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
         return sets, wts
 
+    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
     def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
         sets, wts = pooled_sets(rep)
         best, bind = math.inf, None
@@ -625,7 +628,7 @@ def _fit_group(
             if name == STEADY_CLAUSE:
                 c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
             else:
-                c = pooled.crossing(pxs, m, wts[name], strict[name])
+                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
             if not math.isnan(c) and c < best:
                 best, bind = c, name
         if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
@@ -665,6 +668,15 @@ def _fit_group(
             # always spans the step grid around the limit, [one judged step below the last clean
             # pass, first fail].
             grid_lo, grid_hi = floor, first_fail
+            if last_pass is not None:
+                # pooled runs: one step of slack below the last pass in EVERY run's own grid (any run's last
+                # pass may be the lucky one; a follow-up's dense grid must not shrink the slack of the first)
+                blocks = {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}
+                per_run = [max((j["x"] for j in det if j["x"] < last_pass
+                                and int(j["row"]["step"]) // POOL_STEP_OFFSET == b), default=None) for b in blocks]
+                per_run = [x for x in per_run if x is not None]
+                if per_run and grid_lo is not None:
+                    grid_lo = min([grid_lo] + per_run)
             if use_pool and last_pass is None and math.isfinite(est) and grid.size:
                 # no supported pass: the grid cell of the pooled crossing, one step of slack below
                 under = grid[grid <= est]
@@ -767,9 +779,33 @@ def _fit_group(
                             for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
             "pooled": any(j is p for p in pool),
         })
+    if interval is not None and "widened" in interval:
+        notes.append(f"95% CI: {interval}")
+    if resolution is not None and resolution["coarse"]:
+        _attach_followup(run_id, mix, q_ult, steps, notes)
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
     return MixLimit(run_id=run_id, mix=mix, share=0.0, n_requests=n_req, unit=unit, q_ult=q_ult, binding=binding,
                     steps=steps, notes=notes, replicates=replicates)
+
+
+def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict], notes: list[str]) -> None:
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), in
+    ``q_ult.resolution.followup`` and as a note (the report lists a mix's notes)."""
+    from bearing_lib.limits.followup import design_followup
+
+    try:
+        plan = design_followup({"run_id": run_id, "mix": {"name": mix.name}, "q_ult": q_ult, "steps": steps})
+    except BearingError as exc:
+        q_ult["resolution"]["followup"] = {"available": False, "reason": str(exc)}
+        return
+    d = plan.to_dict()
+    q_ult["resolution"]["followup"] = {k: d[k] for k in ("steps", "total_s", "budget_s", "expected_resolution",
+                                                         "order", "repeats")} | {"model": d["model"]["name"]}
+    loads = ", ".join(f"{s.load:.4g}" for s in plan.steps)
+    durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
+    notes.append(f"follow-up test: loads {loads} {plan.unit} in ascending order, steps of {durs} s (total "
+                 f"{plan.total_s:.0f} s), then pool both runs; expected resolution ±{plan.expected_resolution:.0%}. "
+                 "`bearing next LIMITS.json --out FILE` writes it for your load-test tool")
 
 
 RESOLUTION_TOL = 0.10
@@ -1067,6 +1103,8 @@ def fit_limits(
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
             curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
+            has_ttft = steady["ttft_ms"].null_count() < steady.height if "ttft_ms" in steady.columns else False
+            warmups = mser_by_step(steady, "ttft_ms" if has_ttft else "latency_ms")
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
@@ -1099,6 +1137,9 @@ def fit_limits(
             lim.share = share
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
                 (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+            if not tables:
+                for st in lim.steps:
+                    st["mser5"] = warmups.get((str(run), int(st["step"])))
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
             n_steps = part.height

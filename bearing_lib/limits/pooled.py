@@ -33,6 +33,7 @@ from scipy.optimize import isotonic_regression
 from bearing_lib.limits.sla import OK_EXPR, SLA, Clause
 
 ESTIMATOR = "pooled exceedance (isotonic bad share over all steps' requests)"
+INTERPOLATION = "linear"
 
 
 def allowed_share(c: Clause) -> float:
@@ -86,7 +87,8 @@ def merge_ties(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray) -> tupl
     return ux, sm, sw
 
 
-def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool) -> float:
+def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool,
+             allowed: float = 0.01) -> float:
     """Zero crossing of the weighted isotonic (non-increasing in load) fit of the count margins.
 
     +inf when the fit never fails, −inf when it fails at the lowest load, NaN without data.
@@ -102,6 +104,13 @@ def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: b
     if i == 0:
         return -math.inf
     a, b = fit[i - 1], fit[i]
+    if INTERPOLATION == "log":
+        # the bad share near capacity grows roughly geometrically with load: interpolate log(share), a zero
+        # share counted as half a request, (0.5 / (n + 1)), so it stays finite (shares are 1 − margin)
+        s0 = max(1.0 - a, 0.5 / (w[i - 1] + 1.0) / allowed)
+        s1 = max(1.0 - b, s0 * (1 + 1e-12))
+        t = (math.log(1.0) - math.log(s0)) / (math.log(s1) - math.log(s0))
+        return float(x[i - 1] + min(max(t, 0.0), 1.0) * (x[i] - x[i - 1]))
     return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
 
 

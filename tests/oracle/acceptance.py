@@ -180,7 +180,7 @@ def _score(seed: int, lim, followup_s: float = 0.0) -> SeedScore:
 
 
 def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None = None,
-                    step_s: float = STEP_S, n_boot: int = 1000) -> list[SeedScore]:
+                    step_s: float = STEP_S, n_boot: int = 1000, keep: list | None = None) -> list[SeedScore]:
     """Stage 1: the 10-step test; stage 2: the follow-up ``bearing next`` designs from its limits
     (``bearing_lib.limits.followup.design_followup``, defaults: 4 loads across the CI, durations from the
     relaxation model, at most 2x the first test), simulated as a second continuous run with fresh random
@@ -200,6 +200,8 @@ def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None
                     f"{server}/{mix} follow-up seed {seed}")
         res = fit_limits([t1, t2], SLAS[(server, mix)], mixes="none", n_boot=n_boot, pool_runs=True)
         (lim,) = res.limits
+        if keep is not None:
+            keep.append(lim.to_dict())
         out.append(_score(seed, lim, plan.total_s))
     return out
 
