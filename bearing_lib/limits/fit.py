@@ -419,7 +419,10 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
                     "by_bound": by_bound, "close": close,
                     # the pooled estimator uses every step whose load is known and not blocked by a flag,
                     # whatever its verdict: a step too small for a percentile still contributes its counts
-                    "pool_ok": x is not None and math.isfinite(x) and not BLOCKING_FLAGS & set(flags),
+                    # (a blocking flag only forbids claiming a pass: a step that fails anyway keeps its counts)
+                    "pool_ok": x is not None and math.isfinite(x) and (not BLOCKING_FLAGS & set(flags)
+                                                                       or "fail" in verdicts
+                                                                       or "not_steady" in flags),
                     "_clause_ok": [v != "fail" for v in verdicts]})
     _transient_not_steady(out)
     return out
@@ -643,7 +646,9 @@ def _fit_group(
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
         est_p, bind_p = pooled_estimate(None) if pool else (math.nan, None)
-        use_pool = not math.isnan(est_p)
+        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+        # "never failed": the step-wise estimator answers then
+        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
         if use_pool:
             est, binding = est_p, bind_p
             estimator = pooled.ESTIMATOR

@@ -202,3 +202,19 @@ def test_cli_next_writes_the_tool_file_and_the_plan(tmp_path):
 
 
     assert np.cumsum([1, 2]).tolist() == [1, 3]
+
+
+def test_a_coarse_limit_carries_its_follow_up_in_the_json_and_the_notes():
+    from bearing_lib.limits.fit import fit_limits
+    from tests.limits.synth import make_trace, mm1_frame
+
+    rates = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    m = fit_limits(make_trace(mm1_frame(rates, mu_rps=10.0, step_s=120.0, seed=2)), "p99(latency) <= 1s",
+                   mixes="none", n_boot=100).limits[0]
+    q = m.q_ult
+    assert q["resolution"]["coarse"]
+    fup = q["resolution"]["followup"]
+    lo, hi = q["ci95"]
+    assert [s["load"] for s in fup["steps"]] == pytest.approx(list(np.linspace(lo, hi, 4)))
+    assert fup["total_s"] <= fup["budget_s"] and fup["order"].startswith("ascending")
+    assert any(n.startswith("follow-up test: loads") and "bearing next" in n for n in m.notes)
