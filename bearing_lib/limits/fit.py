@@ -673,15 +673,18 @@ def _fit_group(
             # always spans the step grid around the limit, [one judged step below the last clean
             # pass, first fail].
             grid_lo, grid_hi = floor, first_fail
-            if last_pass is not None:
-                # pooled runs: one step of slack below the last pass in EVERY run's own grid (any run's last
-                # pass may be the lucky one; a follow-up's dense grid must not shrink the slack of the first)
-                blocks = {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}
-                per_run = [max((j["x"] for j in det if j["x"] < last_pass
-                                and int(j["row"]["step"]) // POOL_STEP_OFFSET == b), default=None) for b in blocks]
-                per_run = [x for x in per_run if x is not None]
-                if per_run and grid_lo is not None:
-                    grid_lo = min([grid_lo] + per_run)
+            if last_pass is not None and grid_lo is not None:
+                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+                # not shrink the slack the first test needs)
+                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
+                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
+                                and (first_fail is None or j["x"] < first_fail)), default=None)
+                    if lp_b is None:
+                        continue
+                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
+                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
             if use_pool and last_pass is None and math.isfinite(est) and grid.size:
                 # no supported pass: the grid cell of the pooled crossing, one step of slack below
                 under = grid[grid <= est]

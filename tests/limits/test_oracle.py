@@ -11,7 +11,7 @@ tests/oracle/truth.json (long runs, tests/oracle/make_truth.py).
     within +-10 % in >= 95 % of all seeds and >= 90 % of every combination's, CI coverage >= 90 %, and the
     follow-up at most 2x the first test's duration.
 (c) Thin low steps (10 x 60 s for the RAG mixes: 100-300 requests in the lower steps, fewer than a P99
-    needs on its own): every seed gets a value, none "< X".
+    needs on its own): every seed gets a value, none "< X", and every one off by more than 10 % is coarse.
 The same estimator on 10 x 1,200 s steps is held to floors on its recorded counts.
 
 No xfail anywhere: the counts recorded in docs/oracle.md are asserted as floors, so a crash in fit_limits
@@ -45,7 +45,13 @@ FLOOR_WITHIN_120 = {
     ("large", "chat"): 20, ("large", "rag"): 17, ("large", "prefix"): 19,
     ("kv_starved", "chat"): 19, ("kv_starved", "rag"): 17, ("kv_starved", "prefix"): 18,
 }
-FLOOR_1200 = {}  # (within, covered); filled from the recorded run
+# 10 x 1,200 s, the same estimator: (within, covered) of 20, recorded (docs/oracle.md). The pooled estimator
+# leans low with long steps (median -0.1 % to -7.1 %); the step-wise one had 20/20 within everywhere
+FLOOR_1200 = {
+    ("small", "chat"): (20, 20), ("small", "rag"): (20, 20), ("small", "prefix"): (19, 18),
+    ("large", "chat"): (20, 19), ("large", "rag"): (18, 19), ("large", "prefix"): (20, 20),
+    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (20, 20), ("kv_starved", "prefix"): (19, 20),
+}
 THIN = [("small", "rag"), ("kv_starved", "rag")]
 THIN_STEP_S = 60.0
 _TWO: dict[tuple[str, str], list] = {}
@@ -113,7 +119,9 @@ def test_c_thin_low_steps_get_a_value(server, mix):
     scores = score_combination(server, mix, truth, step_s=THIN_STEP_S)
     rep = _report(server, mix, THIN_STEP_S, scores, truth)
     assert all(s.value is not None and s.censored != "below" for s in scores), rep
-    assert sum(s.covers(truth) for s in scores) >= MIN_COVERED, rep
+    # 60 s steps pass by luck even more often than 120 s ones: no coverage target here (docs/oracle.md gives the
+    # count), but no confident wrong number either
+    assert not [s.seed for s in scores if not s.within(truth) and not s.coarse], rep
 
 
 @pytest.mark.parametrize("server,mix", _params())
