@@ -638,14 +638,24 @@ def _fit_group(
             return math.nan, None
         return best, bind
 
+    def pool_supported() -> bool:
+        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+        a single 24-request step does not make a limit."""
+        for i, c in enumerate(sla.clauses):
+            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+            if n < need:
+                return False
+        return True
+
+    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
     if unit is None and (det or pool):
         censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif not det and not pool:
+    elif not det and math.isnan(est_p):
         censored, value = "no_data", None
         why = sorted({r for j in judged for r in j["reasons"]})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
-        est_p, bind_p = pooled_estimate(None) if pool else (math.nan, None)
         # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
         # "never failed": the step-wise estimator answers then
         use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
@@ -676,9 +686,14 @@ def _fit_group(
             if last_pass is not None and grid_lo is not None:
                 # pooled runs: every run gets the single-run slack in its own grid, one judged step below
                 # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                # not shrink the slack the first test needs)
+                # not shrink the slack the first test needs): the CI holds every run's own grid interval
                 for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
                     run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                    # as often as one just above passes by good luck
+                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
+                    if ff_b is not None and grid_hi is not None:
+                        grid_hi = max(grid_hi, ff_b)
                     lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
                                 and (first_fail is None or j["x"] < first_fail)), default=None)
                     if lp_b is None:
@@ -694,10 +709,14 @@ def _fit_group(
             widened = []
             if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
                 ci[0] = grid_lo
-                widened.append(f"low end to the step below the last pass ({grid_lo:.4g})")
+                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                               + ("; the lowest over the pooled runs' own grids)"
+                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
             if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
                 ci[1] = grid_hi
-                widened.append(f"high end to the first failing step ({grid_hi:.4g})")
+                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                               + ("; of the run whose first fail is highest)" if several else ")"))
             interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
                         f"{'pooled' if use_pool else 'step-wise'} crossing")
             if widened:

@@ -147,3 +147,15 @@ def test_recovery_rule_stays_within_a_run_when_pooled():
     t2 = make_trace(mm1_frame([3.0, 4.0], mu_rps=10.0, step_s=200.0, seed=2, run_id="b"))
     m = fit_limits([t1, t2], "p99(latency) <= 1s", mixes="none", n_boot=0, pool_runs=True).limits[0]
     assert not any(s["recovery_step"] for s in m.steps if s["source_run"] == "b")
+
+
+def test_too_few_pooled_requests_make_no_limit():
+    # one 40 s step at 1 rps: ~30 requests in its steady window, none slow: far fewer than the 368 a P99 needs
+    # even pooled, so no "never failed" claim; the same with 9 such steps (~270 requests) still says nothing
+    one = fit_limits(make_trace(mm1_frame([1.0], mu_rps=10.0, step_s=40.0, seed=1)), "p99(latency) <= 1s",
+                     mixes="none", n_boot=0).limits[0].q_ult
+    assert one["censored"] == "no_data" and one["value"] is None
+    few = fit_limits(make_trace(mm1_frame([1.0] * 9, mu_rps=10.0, step_s=40.0, seed=1)), "p99(latency) <= 1s",
+                     mixes="none", n_boot=0).limits[0]
+    n = sum(s["exceedances"]["p99(latency) <= 1s"]["of"] for s in few.steps)
+    assert n < 368 and few.q_ult["censored"] == "no_data"
