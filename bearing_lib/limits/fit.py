@@ -12,10 +12,16 @@ against the SLA:
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
-The **bracket** is ``[last passing load, first failing load]``. The **point estimate**
-interpolates, per clause, the margin between steps after an isotonic (monotone
-non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression``
-— and takes the lowest zero crossing; the clause that crosses first is **binding**. A
+The **bracket** is ``[last passing load, first failing load]``. The **point estimate** of a
+request trace is the **pooled exceedance estimator** (``bearing_lib.limits.pooled``): per
+clause the share of requests counting against it, over every usable step (a step too small
+for a percentile on its own still contributes its counts), fitted non-decreasing in load by
+weighted isotonic regression, crossing the allowed share; when the pooled requests could not
+support a clause on their own, or for a load-point table (no requests to count), the
+step-wise estimator: per clause the judged steps' margins after an isotonic (monotone
+non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression`` —
+interpolated to zero. The lowest crossing is taken; the clause that crosses first is **binding**;
+``q_ult.estimator`` names the estimator used. A
 not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
 crossing is the midpoint between the first not-steady step and the judged step below it.
 The estimate is kept within ``[judged step below the last pass, first fail]``. (A local
@@ -29,8 +35,12 @@ can be judged.
 
 The **95 % CI** is a percentile block bootstrap (``bearing_lib.limits.bootstrap``): requests
 are resampled within steps, in blocks of time, with a fixed seed; the steps' judgement
-(which are usable, which are not steady) is held fixed and only the margins vary. Load-
-point tables hold no requests: no bootstrap, no CI (said in the result).
+(which are usable, which are not steady) is held fixed and only the margins and shares vary.
+It is widened to the step grid around the limit (one judged step below the last pass, up to
+the first fail; with pooled runs, every run's own); ``q_ult.interval_method`` says so and
+``q_ult.bootstrap_ci95`` keeps the bootstrap interval. Load-point tables hold no requests: no
+bootstrap, no CI (said in the result). ``fit_limits(..., pool_runs=True)`` pools runs
+(:func:`_pool_runs`).
 """
 
 from __future__ import annotations
