@@ -37,6 +37,9 @@ def _table(result) -> None:
     console.print(t)
     for m in result.limits:
         console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult['statement']}")
+        for n in m.notes:
+            if n.startswith("follow-up test:"):
+                console.print(f"  {n}")
     if result.blended:
         console.print(f"blended capacity: {result.blended['statement']}")
     for s in result.skipped:
