@@ -1,7 +1,7 @@
 """``bearing next LIMITS.json --tool vllm|guidellm|aiperf|locust|k6|csv --out FILE``: the follow-up test.
 
 Reads a limits document (``bearing limits --json``), designs the next test for each mix
-whose limit is coarse (or every mix with ``--all``; ``bearing_lib.limits.followup``) and
+whose limit is coarse, censored or not monotone (or every mix with ``--all``; ``bearing_lib.limits.followup``) and
 writes it as input for the tool the first test used (``--tool auto``) or the one named.
 Several mixes go to ``FILE`` with the mix name before the suffix. The plan itself (loads,
 durations, model, expected resolution) is written beside it as ``FILE.plan.json``.
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
             if name not in TOOLS:
                 raise ParameterError(f"--tool: expected auto or one of {', '.join(TOOLS)}, got {tool!r}")
             chosen = [m for m in doc["mixes"] if all_mixes or ((m.get("q_ult") or {}).get("resolution") or {})
-                      .get("coarse") or (m.get("q_ult") or {}).get("censored") in ("above", "below")]
+                      .get("coarse") or (m.get("q_ult") or {}).get("censored") in ("above", "below", "not_monotone")]
             if not chosen:
                 raise ParameterError(f"{limits_json}: no mix has a coarse or censored limit; pass --all to design "
                                      "a follow-up anyway")
