@@ -39,6 +39,9 @@ def _table(result) -> None:
                   "(the factor of safety uses it).")
     for m in result.limits:
         console.print(f"{m.run_id} / {m.mix.name}: {m.q_ult.statement}")
+        for n in m.notes:
+            if n.startswith("follow-up test:"):
+                console.print(f"  {n}")
     if result.blended:
         console.print(f"blended capacity: {result.blended.statement}")
     for s in result.skipped:
@@ -72,6 +75,8 @@ def register(app: typer.Typer) -> None:
             None, "--tested-instances",
             help="Serving instances (replicas) the load test drove; the plan sizes in this unit (conditions).",
         ),
+        pool: bool = typer.Option(False, "--pool", help="Pool all runs (repeats and follow-ups of the same "
+                                  "service) into one limit per mix."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -104,7 +109,7 @@ def register(app: typer.Typer) -> None:
                     raise ParameterError(f"--mixes: expected auto, none or a mix file; {mixes!r} does not exist")
                 mix_arg = Path(mixes)
             result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                min_share=min_share)
+                                min_share=min_share, pool_runs=pool)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)

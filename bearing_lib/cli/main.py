@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bearing_lib.cli.limits",
         "Fit the highest load each request mix carries while the SLA holds, with a 95% CI.",
     ),
+    "next": (
+        "bearing_lib.cli.next",
+        "Design the follow-up test that resolves a coarse limit, as a file your load-test tool runs.",
+    ),
     "report": (
         "bearing_lib.cli.report",
         "Run the report notebook(s) and write reports/<name>/ {report.html, summary.json, executed notebooks}.",

@@ -12,10 +12,16 @@ against the SLA:
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
-The **bracket** is ``[last passing load, first failing load]``. The **point estimate**
-interpolates, per clause, the margin between steps after an isotonic (monotone
-non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression``
-— and takes the lowest zero crossing; the clause that crosses first is **binding**. A
+The **bracket** is ``[last passing load, first failing load]``. The **point estimate** of a
+request trace is the **pooled exceedance estimator** (``bearing_lib.limits.pooled``): per
+clause the share of requests counting against it, over every usable step (a step too small
+for a percentile on its own still contributes its counts), fitted non-decreasing in load by
+weighted isotonic regression, crossing the allowed share; when the pooled requests could not
+support a clause on their own, or for a load-point table (no requests to count), the
+step-wise estimator: per clause the judged steps' margins after an isotonic (monotone
+non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression`` —
+interpolated to zero. The lowest crossing is taken; the clause that crosses first is **binding**;
+``q_ult.estimator`` names the estimator used. A
 not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
 crossing is the midpoint between the first not-steady step and the judged step below it.
 The estimate is kept within ``[judged step below the last pass, first fail]``. (A local
@@ -29,8 +35,12 @@ can be judged.
 
 The **95 % CI** is a percentile block bootstrap (``bearing_lib.limits.bootstrap``): requests
 are resampled within steps, in blocks of time, with a fixed seed; the steps' judgement
-(which are usable, which are not steady) is held fixed and only the margins vary. Load-
-point tables hold no requests: no bootstrap, no CI (said in the result).
+(which are usable, which are not steady) is held fixed and only the margins and shares vary.
+It is widened to the step grid around the limit (one judged step below the last pass, up to
+the first fail; with pooled runs, every run's own); ``q_ult.interval_method`` says so and
+``q_ult.bootstrap_ci95`` keeps the bootstrap interval. Load-point tables hold no requests: no
+bootstrap, no CI (said in the result). ``fit_limits(..., pool_runs=True)`` pools runs
+(:func:`_pool_runs`).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
+from bearing_lib.limits import pooled
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
     QUANTILES,
@@ -77,6 +88,7 @@ from bearing_lib.limits.result import (
     Step,
 )
 from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.steady import mser_by_step
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
@@ -200,6 +212,43 @@ def _unique_runs(items: list) -> list:
     return out
 
 
+POOL_STEP_OFFSET = 100_000
+
+
+def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
+    """All request traces' runs as one run (``pooled(run1+run2...)``) for ``fit_limits(..., pool_runs=True)``.
+
+    Run ``k``'s steps are renumbered ``k · POOL_STEP_OFFSET + step``, so each keeps its own steady
+    window and its own block bootstrap (runs are never resampled into each other), the recovery
+    rule compares steps of the same run only, and the estimators see every step of every run on
+    one load axis (steps at the same load merge in the pooled fit). Load-point tables are left alone.
+    """
+    from dataclasses import replace
+
+    traces = [it for it in items if isinstance(it, RequestTrace)]
+    if len(traces) < 2 and not (traces and traces[0].frame["run_id"].fill_null("run").n_unique() > 1):
+        return items, {}
+    runs: list[str] = []
+    frames, step_tables = [], []
+    for it in traces:
+        f = it.frame.with_columns(pl.col("run_id").fill_null("run"))
+        for run in f["run_id"].unique(maintain_order=True).to_list():
+            k = len(runs)
+            runs.append(str(run))
+            frames.append(f.filter(pl.col("run_id") == run).with_columns(pl.col("step") + k * POOL_STEP_OFFSET))
+            if it.steps is not None:
+                st = it.steps.with_columns(pl.col("run_id").fill_null("run"))
+                step_tables.append(st.filter(pl.col("run_id") == run).with_columns(
+                    pl.col("step") + k * POOL_STEP_OFFSET))
+    name = "pooled(" + "+".join(runs) + ")"
+    frame = pl.concat(frames, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id"))
+    steps = pl.concat(step_tables, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id")) \
+        if step_tables else None
+    prov = replace(traces[0].provenance, source=" + ".join(t.provenance.source for t in traces))
+    pooled_trace = RequestTrace(frame=frame, provenance=prov, steps=steps)
+    return [pooled_trace] + [it for it in items if not isinstance(it, RequestTrace)], {name: runs}
+
+
 # --------------------------------------------------------------------------------------
 # judging steps
 
@@ -311,6 +360,12 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
         out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
                     "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
                     "by_bound": by_bound, "close": close,
+                    # the pooled estimator uses every step whose load is known and not blocked by a flag,
+                    # whatever its verdict: a step too small for a percentile still contributes its counts
+                    # (a blocking flag only forbids claiming a pass: a step that fails anyway keeps its counts)
+                    "pool_ok": x is not None and math.isfinite(x) and (not BLOCKING_FLAGS & set(flags)
+                                                                       or "fail" in verdicts
+                                                                       or "not_steady" in flags),
                     "_clause_ok": [v != "fail" for v in verdicts]})
     _transient_not_steady(out)
     return out
@@ -362,7 +417,9 @@ def _mark_recovery_steps(judged: list[dict]) -> None:
     for j in judged:
         if j["x"] is None or j["status"] == "excluded":
             continue
-        before = [(st, x) for st, x in failed if st < j["row"]["step"] and x > j["x"]]
+        me = j["row"]["step"]
+        before = [(st, x) for st, x in failed if st < me and x > j["x"]
+                  and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET]  # the same run (pooled runs)
         if before:
             st, x = before[0]
             j["status"] = "excluded"
@@ -480,50 +537,159 @@ def _fit_group(
 
     value: float | None
     ci: list[float | None] = [None, None]
+    boot_ci: list[float | None] = [None, None]
     binding = None
     replicates = None
-    if unit is None and det:
+    estimator = "isotonic step margins"
+    interval = None
+    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+            and j["row"].get("_pn_0") is not None] if not tables else []
+    pxs = np.array([j["x"] for j in pool], dtype=float)
+
+    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        sets: dict[str, np.ndarray] = {}
+        wts: dict[str, np.ndarray] = {}
+        for i, c in enumerate(sla.clauses):
+            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
+            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+            if rep is not None and reps is not None:
+                for t, j in enumerate(pool):
+                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                    if rv is not None:
+                        m[t] = rv[rep]
+            sets[c.text], wts[c.text] = m, n
+        if any(j["not_steady"] for j in pool):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+        return sets, wts
+
+    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
+    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
+        sets, wts = pooled_sets(rep)
+        best, bind = math.inf, None
+        for name, m in sets.items():
+            if name == STEADY_CLAUSE:
+                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+            else:
+                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+            if not math.isnan(c) and c < best:
+                best, bind = c, name
+        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+            return math.nan, None
+        return best, bind
+
+    def pool_supported() -> bool:
+        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+        a single 24-request step does not make a limit."""
+        for i, c in enumerate(sla.clauses):
+            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+            if n < need:
+                return False
+        return True
+
+    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
+    if unit is None and (det or pool):
         censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif not det:
+    elif not det and math.isnan(est_p):
         censored, value = "no_data", None
         why = sorted({r for j in judged for r in j["reasons"]})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
-        est, binding = _estimate(xs, margin_sets(None), w, strict)
+        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+        # "never failed": the step-wise estimator answers then
+        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
+        if use_pool:
+            est, binding = est_p, bind_p
+            estimator = pooled.ESTIMATOR
+        else:
+            est, binding = _estimate(xs, margin_sets(None), w, strict)
         if reps is not None and n_boot > 0:
-            replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            if use_pool:
+                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
+            else:
+                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
             ci = _ci(replicates, level)
+            boot_ci = list(ci)
+        grid = np.unique(pxs) if use_pool else np.unique(xs)
+        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+        floor = (max(below) if below else last_pass) if last_pass is not None else (
+            float(grid[0]) if grid.size else None)
+        if ci[0] is not None or ci[1] is not None:
             # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
             # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-            # always spans the bracket [last clean pass, first fail].
-            # One judged step of slack below the last clean pass: steps within a step spacing of the
-            # limit pass by luck about half the time (window_variability), so the last clean pass
-            # may already lie above the limit.
-            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
-            floor = max(below) if below else last_pass
-            if ci[0] is not None and floor is not None:
-                ci[0] = min(ci[0], floor)
-            if ci[1] is not None and first_fail is not None:
-                ci[1] = max(ci[1], first_fail)
-        if not fails:
+            # always spans the step grid around the limit, [one judged step below the last clean
+            # pass, first fail].
+            grid_lo, grid_hi = floor, first_fail
+            if last_pass is not None and grid_lo is not None:
+                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+                # not shrink the slack the first test needs): the CI holds every run's own grid interval
+                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
+                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                    # as often as one just above passes by good luck
+                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
+                    if ff_b is not None and grid_hi is not None:
+                        grid_hi = max(grid_hi, ff_b)
+                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
+                                and (first_fail is None or j["x"] < first_fail)), default=None)
+                    if lp_b is None:
+                        continue
+                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
+                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+                # no supported pass: the grid cell of the pooled crossing, one step of slack below
+                under = grid[grid <= est]
+                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+                over = grid[grid > est]
+                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+            widened = []
+            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+                ci[0] = grid_lo
+                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                               + ("; the lowest over the pooled runs' own grids)"
+                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+                ci[1] = grid_hi
+                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                               + ("; of the run whose first fail is highest)" if several else ")"))
+            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                        f"{'pooled' if use_pool else 'step-wise'} crossing")
+            if widened:
+                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                             "passes or fails partly by chance, which resampling within steps cannot see")
+        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+        if use_pool and est == math.inf:
+            censored, value = "above", float(grid[-1])
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif not use_pool and not fails:
             censored, value = "above", max(passes)
             statement = f"≥ {value:g} {u} (never failed)"
             binding = None
-        elif last_pass is None and not contradict:
-            censored, value = "below", first_fail
-            statement = f"< {first_fail:g} {u} (failed at the lowest load judged)"
-            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < first_fail]
+        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                    and not contradict):
+            x0 = float(grid[0]) if use_pool and grid.size else first_fail
+            censored, value = "below", x0
+            statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
             if lower:
                 statement += (f"; the {len(lower)} lower step(s) could not be judged ("
                               f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
         else:
             censored = "not_monotone" if contradict else "none"
             value = est
-            if last_pass is not None and first_fail is not None and not contradict:
-                # kept within [the judged step below the last pass, first fail]: the last pass may
-                # itself lie above the limit (a lucky step; see the CI's floor above)
-                below = [j["x"] for j in det if j["x"] < last_pass]
-                value = min(max(est, max(below) if below else last_pass), first_fail)
+            if floor is not None and first_fail is not None and not contradict:
+                value = min(max(est, floor), first_fail)
+            elif floor is not None and not contradict and math.isfinite(est):
+                value = max(est, floor)
             if not math.isfinite(value):
                 value = last_pass if last_pass is not None else first_fail
             statement = f"{value:.4g} {u}"
@@ -533,6 +699,9 @@ def _fit_group(
                 bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"isotonic estimate {value:.4g} {u}, treat with caution")
+            elif use_pool and last_pass is None:
+                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                              "SLA's percentile below the first failing load)")
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
@@ -558,8 +727,11 @@ def _fit_group(
         "throughput_rps": _interp(value, xs_all[keep], tot_rps[keep]),
         "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
         "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
-        "method": _method(tables, n_boot),
-        "resolution": Resolution(**resolution) if resolution is not None else None,
+        "method": _method(tables, n_boot, estimator),
+        "resolution": resolution,
+        "estimator": estimator,
+        "interval_method": interval,
+        "bootstrap_ci95": boot_ci,
     }
     steps = []
     for j in judged:
@@ -573,11 +745,21 @@ def _fit_group(
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
             "recovery_step": bool(j.get("recovery", False)),
             "observed": _observed(r, sla),
+            "exceedances": {c.text: {"bad": r.get(f"_pk_{i}"), "of": r.get(f"_pn_{i}")}
+                            for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
+            "pooled": any(j is p for p in pool),
             "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
         })
+    if interval is not None and "widened" in interval:
+        notes.append(f"95% CI: {interval}")
+    if resolution is not None and resolution["coarse"]:
+        _attach_followup(run_id, mix, q_ult, steps, notes)
     steps = [Step(**_py(st)) for st in steps]
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
-    lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req, q_ult=QUlt(**_py(q_ult)),
+    q = _py(q_ult)
+    if q["resolution"] is not None:
+        q["resolution"] = Resolution(**q["resolution"])
+    lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req, q_ult=QUlt(**q),
                    binding=binding, steps=steps, notes=notes)
     lim.attach_replicates(replicates)
     return lim
@@ -602,6 +784,26 @@ def _py(d: dict) -> dict:
 
 _STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
                       for q in ("p50", "p90", "p95", "p99"))
+
+def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict], notes: list[str]) -> None:
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), in
+    ``q_ult.resolution.followup`` and as a note (the report lists a mix's notes)."""
+    from bearing_lib.limits.followup import design_followup
+
+    try:
+        plan = design_followup({"run_id": run_id, "mix": {"name": mix.name}, "q_ult": q_ult, "steps": steps})
+    except BearingError as exc:
+        q_ult["resolution"]["followup"] = {"available": False, "reason": str(exc)}
+        return
+    d = plan.to_dict()
+    q_ult["resolution"]["followup"] = {k: d[k] for k in ("steps", "total_s", "budget_s", "expected_resolution",
+                                                         "order", "repeats")} | {"model": d["model"]["name"]}
+    loads = ", ".join(f"{s.load:.4g}" for s in plan.steps)
+    durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
+    notes.append(f"follow-up test: loads {loads} {plan.unit} in ascending order, steps of {durs} s (total "
+                 f"{plan.total_s:.0f} s), then pool both runs; expected resolution ±{plan.expected_resolution:.0%}. "
+                 "`bearing next LIMITS.json --out FILE` writes it for your load-test tool")
+
 
 RESOLUTION_TOL = 0.10
 RESOLUTION_RERUN_LOADS = 4
@@ -635,9 +837,11 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
 
-def _method(tables: bool, n_boot: int) -> str:
+def _method(tables: bool, n_boot: int, estimator: str = "isotonic step margins") -> str:
     if tables:
         return "isotonic margin interpolation"
+    if estimator == pooled.ESTIMATOR:
+        return f"{estimator}; {n_boot} block-bootstrap resamples of the pooled crossing"
     return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
 
 
@@ -696,7 +900,11 @@ def _replicates(
                 g = g & b.holds()
             good_exprs.append(g.alias(f"_good_{i}"))
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
-    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + [
+    pooled_exprs = []
+    for i, c in enumerate(sla.clauses):
+        b_expr, e_expr = pooled.bad_expr(c)
+        pooled_exprs += [b_expr.alias(f"_pb_{i}"), e_expr.alias(f"_pe_{i}")]
+    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + pooled_exprs + [
         OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
     order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
     frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
@@ -715,6 +923,8 @@ def _replicates(
         wts = bs.block_weights(nb, n_boot, rng)
         mixes = part["mix"].to_numpy()
         ok = part["_ok"].to_numpy()
+        bad = [part[f"_pb_{i}"].to_numpy() for i in range(len(sla.clauses))]
+        elig = [part[f"_pe_{i}"].to_numpy() for i in range(len(sla.clauses))]
         for mix in np.unique(mixes):
             sel = mixes == mix
             b = blocks[sel]
@@ -729,6 +939,9 @@ def _replicates(
                 else:
                     v = bs.boot_rate(wts, b, part[f"_good_{i}"].to_numpy()[sel].astype(float), nb)
                 res[c.text] = c.observed_to_margin(v)
+                # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
+                res[f"_pooled_{i}"] = pooled.share_to_margin(
+                    c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb))
             out.setdefault((str(run), str(mix)), {})[int(step)] = res
     return out
 
@@ -831,6 +1044,7 @@ def fit_limits(
     min_share: float = DEFAULT_MIN_SHARE,
     level: float = 0.95,
     options: CurveOptions | None = None,
+    pool_runs: bool = False,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -853,12 +1067,17 @@ def fit_limits(
     min_share
         (run, mix) groups holding less than this share of their run's requests are
         skipped (listed in ``skipped``).
+    pool_runs
+        Pool the runs of all request traces (repeats and follow-ups of the same service) into
+        one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
+        their own (:func:`_pool_runs`); said in the mix's notes.
     """
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
     notes = list(sla_obj.notes())
     spec, mode = _resolve_mixes(mixes, items, min_share, sla_obj, notes)
     check_sla_against(sla_obj, items, mixes=spec)  # one error for every clause the data cannot evaluate
+    fit_items, pooled_runs = _pool_runs(items) if pool_runs else (items, {})
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)
@@ -869,7 +1088,7 @@ def fit_limits(
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
-    for it in items:
+    for it in fit_items:
         tables = isinstance(it, LoadPointTable)
         reps = None
         if tables:
@@ -884,10 +1103,19 @@ def fit_limits(
             gp = _goodput_columns(steady, sla_obj)
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+            curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
+            has_ttft = steady["ttft_ms"].null_count() < steady.height if "ttft_ms" in steady.columns else False
+            warmups = mser_by_step(steady, "ttft_ms" if has_ttft else "latency_ms")
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
         recovery = {} if tables else _recovery(it, sla_obj)
+        for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
+            if name in recovery:
+                per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla_obj)
+                              .items()}}
+                recovery[name] = next((per_run[r] for r in runs if per_run.get(r, {}).get("value_s") is not None),
+                                      per_run.get(runs[0], recovery[name]))
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
@@ -910,16 +1138,28 @@ def fit_limits(
             lim.share = share
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
                 (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+            if not tables:
+                for st in lim.steps:
+                    mser = warmups.get((str(run), int(st.step)))
+                    st.mser5 = _py(mser) if isinstance(mser, dict) else mser
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
             n_steps = part.height
             all_steps = totals_df.filter(pl.col("run_id") == run).height
             if n_steps < all_steps:
                 lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
+            if str(run) in pooled_runs:
+                runs = pooled_runs[str(run)]
+                for st in lim.steps:
+                    st.source_run = runs[int(st.step) // POOL_STEP_OFFSET]
+                lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
+                                 "load pooled in the estimate, each run's steps resampled on their own")
             limits.append(lim)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
+    if pooled_runs:
+        conditions.pooled_runs = pooled_runs
     curve_all = pl.concat([c.select([k for k in c.columns if not k.startswith("_")]) for c in curves],
                           how="diagonal_relaxed")
     from bearing_lib.common.version import __version__

@@ -79,6 +79,8 @@ class Conditions:
     hardware: str | None = None
     instances: int | None = None
     instances_basis: str | None = None
+    pooled_runs: dict[str, Any] | list[Any] | None = None
+    """With ``--pool``: the runs pooled into one limit."""
     window: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Other conditions the analyst or the files stated (e.g. the client), kept as given."""
@@ -117,6 +119,8 @@ class Resolution:
     steady_window_s: float | None
     suggested_loads: list[float]
     statement: str
+    followup: dict[str, Any] | None = None
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``; ``bearing next``)."""
 
 
 @dataclass
@@ -135,6 +139,12 @@ class QUlt:
     method: str = ""
     resolution: Resolution | None = None
     basis: Literal["offered"] = "offered"
+    estimator: str | None = None
+    """Which estimator gave ``value``: ``pooled`` (exceedance shares over all requests) or ``step-wise``."""
+    interval_method: str | None = None
+    """What the interval is: the bootstrap's, or the bootstrap widened to the step grid, and why."""
+    bootstrap_ci95: tuple[float | None, float | None] | None = None
+    """The pure bootstrap interval before any widening (for comparison; docs/oracle.md)."""
 
     def __post_init__(self) -> None:
         self.ci95 = tuple(self.ci95)  # type: ignore[assignment]
@@ -187,6 +197,14 @@ class Step:
     phase: str | None = None
     phase_reason: str | None = None
     cost_anomaly_index: float | None = None
+    exceedances: dict[str, dict[str, Any]] | None = None
+    """Per clause: requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""
+    pooled: bool = False
+    """The step entered the pooled estimate."""
+    mser5: dict[str, Any] | None = None
+    """MSER-5 warm-up diagnostic of the step (``bearing_lib.limits.steady``)."""
+    source_run: str | None = None
+    """With pooled runs (``--pool``): the run the step came from."""
     stats: dict[str, float | None] = field(default_factory=dict)
     """The load curve's latency percentiles at this step, keyed ``{metric}_{stat}``
     (``ttft_ms_p50`` … ``latency_ms_p99``): what the plan's latency–concurrency curve reads."""
