@@ -129,8 +129,8 @@ def score_combination(server: str, mix: str, truth_rps: float, seeds: range | No
                 bracket=(br[0], br[1]),
                 censored=str(q.censored),
                 binding=lim.binding,
-                boot_ci95=tuple(q.get("bootstrap_ci95") or (None, None)),
-                coarse=bool((q.get("resolution") or {}).get("coarse")),
+                boot_ci95=tuple(q.bootstrap_ci95 or (None, None)),
+                coarse=bool(q.resolution is not None and q.resolution.coarse),
             )
         )
     return out
@@ -169,12 +169,12 @@ FOLLOWUP_SEED_OFFSET = 50_000
 
 def _score(seed: int, lim, followup_s: float = 0.0) -> SeedScore:
     q = lim.q_ult
-    ci = q.get("ci95") or [None, None]
-    br = q.get("bracket") or [None, None]
-    s = SeedScore(seed=seed, value=None if q.get("value") is None else float(q.value), ci95=(ci[0], ci[1]),
-                  bracket=(br[0], br[1]), censored=str(q.get("censored")), binding=lim.binding,
-                  boot_ci95=tuple(q.get("bootstrap_ci95") or (None, None)),
-                  coarse=bool((q.get("resolution") or {}).get("coarse")))
+    ci = q.ci95
+    br = q.bracket
+    s = SeedScore(seed=seed, value=None if q.value is None else float(q.value), ci95=(ci[0], ci[1]),
+                  bracket=(br[0], br[1]), censored=str(q.censored), binding=lim.binding,
+                  boot_ci95=tuple(q.bootstrap_ci95 or (None, None)),
+                  coarse=bool(q.resolution is not None and q.resolution.coarse))
     s.followup_s = followup_s
     return s
 
