@@ -44,9 +44,11 @@ def test_tiny_trace_by_hand():
     assert r["duration_s"] == pytest.approx(80.0)
     assert (r["n_requests"], r["n_ok"], r["n_errors"]) == (9, 8, 1)
     assert r["error_rate"] == pytest.approx(1 / 9)
-    assert r["throughput_rps"] == pytest.approx(8 / 80)
+    # throughput counts completions inside [10, 90]: ok requests sent at 10..80 (not 50, the error)
+    # end by 80.9 s; the one sent at 90 ends at 91.0 s, outside: 7 completions
+    assert r["throughput_rps"] == pytest.approx(7 / 80)
     assert r["send_rate_rps"] == pytest.approx(9 / 80)
-    assert r["output_tokens_per_s"] == pytest.approx(80 / 80)
+    assert r["output_tokens_per_s"] == pytest.approx(70 / 80)
     # Little: send rate x mean latency (s) of the 9 requests (200..1000 ms -> mean 0.6 s)
     assert r["concurrency_mean"] == pytest.approx(9 / 80 * 0.6)
     ok = sorted([200.0, 300, 400, 500, 700, 800, 900, 1000])  # 600 is the error
