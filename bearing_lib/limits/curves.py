@@ -393,7 +393,7 @@ def _curve_columns(qs: dict[str, float]) -> list[str]:
     for m in METRICS:
         for name in qs:
             cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
-        cols.append(f"{m}_max")
+        cols += [f"{m}_mean", f"{m}_max"]
     return cols + ["valid", "flags", "phase"]
 
 
@@ -549,7 +549,7 @@ def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.
     """Expressions reading metric ``m``'s quantiles and their CIs off the sorted list column ``_m``
     (``n_m`` values per row)."""
     lst = pl.col(f"_{m}")
-    exprs = [lst.list.last().alias(f"{m}_max")]
+    exprs = [lst.list.last().alias(f"{m}_max"), lst.list.mean().alias(f"{m}_mean")]
     for name, q in qs.items():
         lo_r, hi_r = order_stat_ranks(n_m, q)
         supported = (hi_r <= n_m) & (lo_r >= 1)
@@ -596,6 +596,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
     exprs = []
     for m in METRICS:
         exprs.append(pl.col(f"{m}_max"))
+        exprs.append((pl.col(f"{m}_mean") if f"{m}_mean" in f.columns else pl.lit(None, pl.Float64)).alias(f"{m}_mean"))
         for name in qs:
             col = f"{m}_{name}"
             exprs += [

@@ -44,7 +44,7 @@ QUEUE_MIN_POINTS = 3
 MIN_R_SQUARED = 0.8
 """Goodness-of-fit floor: a fit whose R² (log-scale R² for queueing) is below it is flagged
 ``poor_fit`` and its parameters are not to be quoted (docs/phases-and-fits.md)."""
-QUEUE_STATS = ("p99", "p95", "p90", "p50")
+QUEUE_STATS = ("p99", "p95", "p90", "p50", "mean")
 _INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})  # as limits.curves.INFO_FLAGS
 
 
@@ -421,7 +421,7 @@ def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat:
     Arrival rate is ``send_rate_rps`` when present, else ``offered_load`` in rps. Steps are
     those of :func:`usable_steps` that are not ``phase`` failure. A concurrency sweep has
     no arrival rate set by the client: completed throughput is used and the fit says so in
-    its warnings. ``stat=None`` picks the highest of P99, P95, P90, P50 that at least
+    its warnings. ``stat=None`` picks the first of P99, P95, P90, P50, mean that at least
     :data:`QUEUE_MIN_POINTS` steps support (the M/M/1 law holds for every percentile), so
     steps too short for a P99 still give a fit, labelled with the percentile used. With the
     curve's ``{metric}_{stat}_ci95_lo/hi`` columns each point is weighted by the SE implied
@@ -437,7 +437,7 @@ def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat:
         stat = next((s for s in QUEUE_STATS if counts[s] >= QUEUE_MIN_POINTS), QUEUE_STATS[0])
         if stat != QUEUE_STATS[0]:
             notes.append(f"{QUEUE_STATS[0].upper()} supported on {counts[QUEUE_STATS[0]]} step(s) only: fitted on"
-                         f" {stat.upper()}")
+                         f" {'the mean' if stat == 'mean' else stat.upper()}")
     col = f"{metric}_{stat}"
     if col not in g.columns:
         return QueueFit(False, f"the curve has no column {col}", stat=stat)

@@ -61,7 +61,7 @@ RETROGRADE_DROP = 0.05
 LATENCY_FACTOR = 2.0
 PHASES = ("elastic", "plastic", "failure")
 _RANK = {p: k for k, p in enumerate(PHASES)}
-FALLBACK_PERCENTILES = ("p95", "p90", "p50")
+FALLBACK_PERCENTILES = ("p95", "p90", "p50", "mean")
 INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})  # as limits.curves
 
 _Z975 = 1.959963984540054
@@ -167,8 +167,9 @@ def _latency_evidence(g: pl.DataFrame, metric: str, i: int, base99: float | None
 
     Order: the P99 against the P99 baseline; the P99's lower bound when it alone proves the
     step above 2x baseline (an unsupported P99 keeps it); the highest supported lower
-    percentile (P95, P90, P50) against the same percentile's baseline. Returns phase ""
-    when no latency evidence exists.
+    percentile (P95, P90, P50) against the same percentile's baseline; the mean (e.g. a
+    tool's own summary that reports no percentile) against the mean's baseline. Returns
+    phase "" when no latency evidence exists.
     """
     p99 = f"{metric}_p99"
     v = float(g[p99][i]) if g[p99][i] is not None else math.nan
@@ -197,7 +198,8 @@ def _latency_evidence(g: pl.DataFrame, metric: str, i: int, base99: float | None
         ci = f" [95% CI {lq / b:.2f}-{hq / b:.2f}x]" if math.isfinite(lq) and math.isfinite(hq) else ""
         ph = "plastic" if r > LATENCY_FACTOR else "elastic"
         rel = ">" if r > LATENCY_FACTOR else "within"
-        return (ph, f"P99 unsupported; {name.upper()} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
+        label = "mean" if name == "mean" else name.upper()
+        return (ph, f"P99 unsupported; {label} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
                 r, hq / b if math.isfinite(hq) else math.nan)
     return "", "no supported latency percentile", math.nan, math.nan
 
@@ -248,7 +250,8 @@ def _classify_group(g: pl.DataFrame, p99: str, n_baseline: int) -> pl.DataFrame:
             decisive.append(no_failure)
         elif lat_phase == "elastic":
             phases.append("elastic")
-            reasons.append(f"{lat_why} and errors < {ELASTIC_MAX_ERROR:.1%}")
+            errs = f"errors < {ELASTIC_MAX_ERROR:.1%}" if np.isfinite(err[i]) else "errors not reported"
+            reasons.append(f"{lat_why} and {errs}")
             evidence.append("latency")
             decisive.append(bool(np.isfinite(r_hi) and r_hi <= LATENCY_FACTOR))
         else:
