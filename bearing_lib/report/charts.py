@@ -20,7 +20,7 @@ from bearing_lib.common.estimate import Estimate
 from bearing_lib.report.model import LoadCurve, ReportModel
 
 MAX_POINTS = 5000
-PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828"}
+PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828", "unknown": "#9e9e9e"}
 
 
 @dataclass
