@@ -4,7 +4,8 @@ Rules (DOMAIN.md, "The three phases of a load curve"), applied per step of one r
 mix, steps ordered by offered load:
 
 * **baseline**: the P99 latency of the lowest-load valid steps (the mean of the
-  ``n_baseline`` lowest, default 2). Steps flagged invalid (too few requests for a P99,
+  ``n_baseline`` lowest, default 2, leaving out a step whose P99 is already above 2x the
+  lowest one's: it is past the knee). Steps flagged invalid (too few requests for a P99,
   generator behind, too short, not steady) never form the baseline.
 * **elastic**: P99 <= 2 x baseline **and** error rate < 0.1%.
 * **failure**: error rate > 5%, **or** timeouts >= 1% of requests (when the curve has a
@@ -128,10 +129,20 @@ def baseline_p99(g: pl.DataFrame, p99: str, n_baseline: int = 2) -> tuple[float 
     ``g`` must be sorted by offered load. Returns the value and the row positions used.
     """
     vals = g[p99].to_numpy().astype(float)
-    ok = _valid_mask(g) & np.isfinite(vals)
-    idx = [int(i) for i in np.flatnonzero(ok)[:n_baseline]]
-    if not idx:
+    return _lowest(vals, _valid_mask(g) & np.isfinite(vals), n_baseline)
+
+
+def _lowest(vals: np.ndarray, ok: np.ndarray, n_baseline: int) -> tuple[float | None, list[int]]:
+    """Mean of the first ``n_baseline`` ok values, leaving out any above 2x the first.
+
+    A step already past the knee (more than 2x the lowest step's value) is not a baseline:
+    averaging it in would hide the knee (inference-perf's vLLM v0 sweep: 40 rps at 80 ms and
+    79 rps at 3.9 s made a 2 s "baseline" under which the saturated steps looked elastic).
+    """
+    cand = [int(i) for i in np.flatnonzero(ok)[:n_baseline]]
+    if not cand:
         return None, []
+    idx = [i for i in cand if vals[i] <= LATENCY_FACTOR * vals[cand[0]]]
     return float(np.mean(vals[idx])), idx
 
 
@@ -153,8 +164,7 @@ def _usable(g: pl.DataFrame) -> np.ndarray:
 
 def _baseline_of(g: pl.DataFrame, col: str, usable: np.ndarray, n_baseline: int) -> float | None:
     vals = g[col].to_numpy().astype(float) if col in g.columns else np.full(g.height, np.nan)
-    idx = np.flatnonzero(usable & np.isfinite(vals))[:n_baseline]
-    return float(np.mean(vals[idx])) if idx.size else None
+    return _lowest(vals, usable & np.isfinite(vals), n_baseline)[0]
 
 
 def _col(g: pl.DataFrame, name: str) -> np.ndarray:

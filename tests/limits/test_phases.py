@@ -270,3 +270,13 @@ def test_real_lmbenchmark_sharegpt_steps_far_above_the_sla_are_not_elastic():
     p95 = {x: float(np.quantile(f.filter(pl.col("offered_load") == x)["ttft_ms"].drop_nulls().to_numpy(), 0.95,
                                 method="linear")) for x in (0.5, 3.0)}
     assert p95[3.0] / p95[0.5] > 2
+
+
+def test_a_step_past_the_knee_is_not_averaged_into_the_baseline():
+    # inference-perf vLLM v0 shape: 40 rps at 80 ms, then 79 rps already at 3945 ms. The old
+    # baseline (80 + 3945) / 2 = 2012 ms called 79 rps "1.96x baseline", elastic
+    c = _curve([40, 79, 118, 157], [80, 3945, 4944, 4946])
+    out = classify_phases(c)
+    assert out["baseline_p99"][0] == pytest.approx(80.0)
+    assert out["phase"].to_list() == ["elastic", "plastic", "plastic", "plastic"]
+    assert out["p99_over_baseline"][1] == pytest.approx(3945 / 80)
