@@ -84,7 +84,7 @@ def classify_phases(
     metric: str = "latency_ms",
     n_baseline: int = 2,
 ) -> pl.DataFrame:
-    """Add ``phase``, ``phase_reason``, ``p99_over_baseline`` and ``baseline_p99`` per step.
+    """Add ``phase``, ``phase_reason``, ``phase_evidence``, ``p99_over_baseline`` and ``baseline_p99`` per step.
 
     Parameters
     ----------
@@ -101,9 +101,11 @@ def classify_phases(
     Returns
     -------
     polars.DataFrame
-        ``curve`` with the four columns added (original row order kept). A step whose
-        P99 is null is classified by errors, timeouts and throughput alone, and the reason
-        says the latency rule could not be applied.
+        ``curve`` with ``phase``, ``phase_reason``, ``phase_evidence``,
+        ``p99_over_baseline`` and ``baseline_p99`` added (original row order kept). A step
+        whose P99 is null is judged on the best supported evidence (the P99's lower bound,
+        a lower percentile, the mean) or is ``unknown``; never elastic by default. Phases
+        are monotone in load unless a step's CI contradicts it (then flagged in the reason).
     """
     p99 = f"{metric}_p99"
     _require(curve, ["offered_load", p99, "error_rate", "throughput_rps"])
@@ -460,7 +462,8 @@ def p_critical_2x(
             "reason": "P99 above 2x baseline at the lowest valid load",
         }
     rng = np.random.default_rng(seed)
-    n_base = len(base_idx)
+    kept = np.flatnonzero(keep)
+    base_pos = [int(np.flatnonzero(kept == i)[0]) for i in base_idx]  # baseline steps among the kept ones
     if requests is not None:
         steps = g["step"].to_numpy()[keep] if "step" in g.columns else None
         if steps is None:
@@ -476,7 +479,7 @@ def p_critical_2x(
     vals = np.full(n_boot, np.nan)
     never = 0
     for b in range(n_boot):
-        lvl = LATENCY_FACTOR * draws[b, :n_base].mean()
+        lvl = LATENCY_FACTOR * draws[b, base_pos].mean()
         v = _first_crossing(x, draws[b], lvl)
         if v is None:
             never += 1
