@@ -152,7 +152,8 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
     Columns ``run_id, step, offered_load, offered_load_unit, has_times, t_start_s,
     t_end_s`` (steady window, null without times), ``duration_s`` (steady), ``n_sent``
     (requests sent in the window), ``send_rate_rps``, ``not_steady`` (bool or null),
-    ``trend`` (text), ``step_flags`` (list of step-level flags).
+    ``trend`` (text), ``step_flags`` (list of step-level flags), ``t_first_s`` (the step's
+    first request start: the order in which steps ran; null without times).
 
     Two lazy passes over the requests: one for the send windows, one for the steady
     counts and the :data:`TREND_BINS` trend bins of each step's last half. The trend
@@ -242,9 +243,11 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
             fl.append("too_short")
         flags.append(fl)
     base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
-    return base.select(
+    return base.with_columns(
+        pl.when(pl.col("has_times")).then(pl.col("_t0")).otherwise(None).alias("t_first_s")
+    ).select(
         "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
-        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags",
+        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s",
     )
 
 
@@ -385,12 +388,12 @@ def _curve_columns(qs: dict[str, float]) -> list[str]:
     cols = [
         "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
         "n_errors", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
-        "output_tokens_per_s", "send_rate_rps", "concurrency_mean",
+        "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s",
     ]
     for m in METRICS:
         for name in qs:
             cols += [f"{m}_{name}", f"{m}_{name}_ci95_lo", f"{m}_{name}_ci95_hi"]
-        cols.append(f"{m}_max")
+        cols += [f"{m}_mean", f"{m}_max"]
     return cols + ["valid", "flags", "phase"]
 
 
@@ -427,7 +430,33 @@ def load_curve(
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
     lf = steady_requests(data, win, mixes)
-    return _aggregate(lf, win, qs, (mixes or MixSpec.single()).names())
+    return _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
+
+
+def _completions(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:
+    """Per run × step × mix: successful requests of the step that *completed* inside its steady window.
+
+    Completion time is ``end_s``, else ``start_s + latency_ms``. None when the trace has no
+    times or no completion times (throughput then counts the requests sent in the window).
+    """
+    f = trace.frame
+    if not _has_times(trace):
+        return None
+    has_end = "end_s" in f.columns and f["end_s"].null_count() < f.height
+    has_lat = f["latency_ms"].null_count() < f.height
+    if not (has_end or has_lat):
+        return None
+    end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0)
+    lf = f.lazy().with_columns(pl.col("run_id").fill_null("run"), end.alias("_done")).filter(
+        pl.col("step").is_not_null())
+    w = windows.lazy().filter(pl.col("has_times")).select(
+        "run_id", "step", pl.col("t_start_s").alias("_ws"), pl.col("t_end_s").alias("_we"))
+    lf = lf.join(w, on=["run_id", "step"], how="inner").filter(
+        OK_EXPR & pl.col("_done").is_between(pl.col("_ws"), pl.col("_we")))
+    lf = (mixes or MixSpec.single()).assign(lf)
+    return lf.group_by("run_id", "step", "mix").agg(
+        pl.len().cast(pl.Int64).alias("_n_done"), pl.col("output_tokens").sum().alias("_tok_done"),
+    ).collect(engine="streaming")
 
 
 def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None = None) -> pl.LazyFrame:
@@ -442,7 +471,8 @@ def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec |
     return spec.assign(lf)
 
 
-def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str]) -> pl.DataFrame:
+def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str],
+               done: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per run × step × mix: counts, rates and the quantiles with their order-statistic CIs.
 
     Memory (10M requests): the sorted per-group lists behind the quantiles do not stream, so polars
@@ -469,15 +499,26 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
     )
     slim = slim.drop("_ok", "_out", "_lat_all")
     g = groups.join(g, on="_g").join(
-        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags"),
+        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
+                   "has_times"),
         on=["run_id", "step"], how="left",
     )
     d = pl.col("duration_s")
+    # throughput counts completions inside the steady window (what the server delivered then), not
+    # requests sent in it: an overloaded step's queue would otherwise be counted as served
+    if done is not None:
+        g = g.join(done, on=["run_id", "step", "mix"], how="left").with_columns(
+            pl.when(pl.col("has_times")).then(pl.col("_n_done").fill_null(0)).otherwise(pl.col("n_ok")).alias("_thr_n"),
+            pl.when(pl.col("has_times")).then(pl.col("_tok_done").fill_null(0)).otherwise(pl.col("_out_tok"))
+            .alias("_thr_tok"),
+        )
+    else:
+        g = g.with_columns(pl.col("n_ok").alias("_thr_n"), pl.col("_out_tok").alias("_thr_tok"))
     g = g.with_columns(
         (pl.col("n_requests") - pl.col("n_ok")).alias("n_errors"),
         (pl.col("n_requests") - pl.col("n_ok")).truediv(pl.col("n_requests")).alias("error_rate"),
-        pl.when(d > 0).then(pl.col("n_ok") / d).alias("throughput_rps"),
-        pl.when(d > 0).then(pl.col("_out_tok") / d).alias("output_tokens_per_s"),
+        pl.when(d > 0).then(pl.col("_thr_n") / d).alias("throughput_rps"),
+        pl.when(d > 0).then(pl.col("_thr_tok") / d).alias("output_tokens_per_s"),
         pl.when(d > 0).then(pl.col("n_requests") / d).alias("send_rate_rps"),
     ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
@@ -508,7 +549,7 @@ def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.
     """Expressions reading metric ``m``'s quantiles and their CIs off the sorted list column ``_m``
     (``n_m`` values per row)."""
     lst = pl.col(f"_{m}")
-    exprs = [lst.list.last().alias(f"{m}_max")]
+    exprs = [lst.list.last().alias(f"{m}_max"), lst.list.mean().alias(f"{m}_mean")]
     for name, q in qs.items():
         lo_r, hi_r = order_stat_ranks(n_m, q)
         supported = (hi_r <= n_m) & (lo_r >= 1)
@@ -544,6 +585,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         (pl.col("n_errors") / pl.col("n_requests")).alias("error_rate"),
         pl.col("achieved_rate_rps").alias("send_rate_rps"),
         (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
+        pl.lit(None, pl.Float64).alias("t_first_s"),
     )
     lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
     valid_n = out["n_requests"].is_not_null().to_numpy()
@@ -554,6 +596,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
     exprs = []
     for m in METRICS:
         exprs.append(pl.col(f"{m}_max"))
+        exprs.append((pl.col(f"{m}_mean") if f"{m}_mean" in f.columns else pl.lit(None, pl.Float64)).alias(f"{m}_mean"))
         for name in qs:
             col = f"{m}_{name}"
             exprs += [

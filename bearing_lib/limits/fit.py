@@ -412,20 +412,38 @@ def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict
 
 
 def _mark_recovery_steps(judged: list[dict]) -> None:
-    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity."""
-    failed = [(j["row"]["step"], j["x"]) for j in judged if j["status"] == "fail" and j["x"] is not None]
+    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity.
+
+    "After" is the time order of the steps (their first request start, ``t_first_s``; the
+    tool's step order when a step has no times), whatever the loader's numbering; "lower"
+    compares the offered (requested) load, not the achieved send rate, so a step whose
+    achieved rate dipped while the requested load rose is not a recovery step.
+    """
+    timed = all(j["row"].get("t_first_s") is not None for j in judged)
+
+    def order(j: dict) -> float:
+        return float(j["row"]["t_first_s"]) if timed else float(j["row"]["step"])
+
+    def requested(j: dict) -> float | None:
+        x = j["row"].get("offered_load")
+        x = j["x"] if x is None or not math.isfinite(x) else x
+        return None if x is None or not math.isfinite(x) else float(x)
+
+    failed = [(order(j), j["row"]["step"], requested(j)) for j in judged
+              if j["status"] == "fail" and requested(j) is not None]
     for j in judged:
-        if j["x"] is None or j["status"] == "excluded":
+        x = requested(j)
+        if x is None or j["status"] == "excluded":
             continue
         me = j["row"]["step"]
-        before = [(st, x) for st, x in failed if st < me and x > j["x"]
-                  and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET]  # the same run (pooled runs)
+        before = sorted((t, st, xf) for t, st, xf in failed if t < order(j) and xf > x
+                        and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET)  # the same run (pooled runs)
         if before:
-            st, x = before[0]
+            _, st, xf = before[0]
             j["status"] = "excluded"
             j["recovery"] = True
-            j["reasons"].insert(0, f"load dropped after the failing step {st} ({x:g}): a recovery step, used for "
-                                   "T_recover, not for the limit")
+            j["reasons"].insert(0, f"run after the failing step {st} at a higher requested load ({xf:g} > {x:g}):"
+                                   " a recovery step, used for T_recover, not for the limit")
 
 
 # --------------------------------------------------------------------------------------
@@ -990,10 +1008,11 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     # coverage for it against 14/20 for the parametric one used without requests
     lim.p_critical = PCritical.of(_safe(p_critical, finite, metric=metric, seed=seed, requests=requests))
     lim.usl = _safe(fit_usl_curve, finite)
-    lim.queueing = _safe(fit_queueing_curve, finite, metric=metric)
+    lim.queueing = _safe(fit_queueing_curve, finite, metric=metric, stat=None)
     by_step = {r["step"]: r for r in g.to_dicts()}
     for st in lim.steps:
         st.phase = by_step.get(st.step, {}).get("phase")
+        st.phase_evidence = by_step.get(st.step, {}).get("phase_evidence")
         st.phase_reason = by_step.get(st.step, {}).get("phase_reason") or (
             "recovery step: not part of the load curve" if st.recovery_step else None)
     if requests is None or requests.height == 0:

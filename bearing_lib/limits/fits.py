@@ -16,6 +16,12 @@
   ``mu`` is the profile set ``RSS(mu) <= RSS_min (1 + F(0.95; 1, n-2) / (n-2))``, which
   is asymmetric as it should be near ``mu = max(lam)``.
 
+Both results report goodness of fit (R², RMSE) and set ``poor_fit`` with a warning when R²
+is below :data:`MIN_R_SQUARED` (0.8): such a fit is reported, flagged, and not to be quoted.
+Both use every step that has the quantities they need: a step flagged only for too few
+requests for some percentile (``too_few_for_pNN``) still has a sound throughput, so the
+USL uses it; the queueing fit uses the highest percentile that enough steps support.
+
 Both results say when a question goes beyond the data: ``N*`` outside the measured
 concurrencies, ``mu`` above the highest measured arrival rate (it always is: the model
 puts the pole there), and :meth:`UslFit.predict` / :meth:`QueueFit.predict` return the
@@ -35,6 +41,11 @@ from bearing_lib.common.errors import ParameterError
 
 USL_MIN_POINTS = 5
 QUEUE_MIN_POINTS = 3
+MIN_R_SQUARED = 0.8
+"""Goodness-of-fit floor: a fit whose R² (log-scale R² for queueing) is below it is flagged
+``poor_fit`` and its parameters are not to be quoted (docs/phases-and-fits.md)."""
+QUEUE_STATS = ("p99", "p95", "p90", "p50", "mean")
+_INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})  # as limits.curves.INFO_FLAGS
 
 
 def _t975(df: int) -> float:
@@ -69,6 +80,7 @@ class UslFit:
     n_points: int = 0
     n_range: tuple[float | None, float | None] = (None, None)
     warnings: list[str] = field(default_factory=list)
+    poor_fit: bool | None = None
 
     def predict(self, n: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Throughput at concurrency ``n`` and a per-value flag: True = extrapolated."""
@@ -85,6 +97,8 @@ class UslFit:
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         if not self.available:
             return f"<p><b>USL</b> unavailable: {self.reason}</p>"
+        if self.poor_fit:
+            return f"<p><b>USL</b> poor fit (R²={self.r_squared:.2f} < {MIN_R_SQUARED:g}): parameters not quoted</p>"
         return (
             f"<p><b>USL</b> α={self.alpha:.4g} β={self.beta:.3g} λ={self.lam:.4g} N*={self.n_star or float('nan'):.4g}"
             f"{' (extrapolated)' if self.n_star_extrapolated else ''}; R²={self.r_squared:.3f}</p>"
@@ -177,6 +191,7 @@ def fit_usl(concurrency: np.ndarray | list[float], throughput: np.ndarray | list
             warnings.append(f"N* = {n_star:.4g} lies outside the measured concurrency {n[0]:.4g}-{n[-1]:.4g}")
     else:
         warnings.append("beta = 0: throughput never peaks within the model (N* infinite)")
+    poor = _poor(r2, warnings)
     return UslFit(
         True,
         "fitted (scipy curve_fit, bounded least squares; Wald CIs, t on n-3 df)",
@@ -195,6 +210,7 @@ def fit_usl(concurrency: np.ndarray | list[float], throughput: np.ndarray | list
         n_points=int(n.size),
         n_range=(float(n[0]), float(n[-1])),
         warnings=warnings,
+        poor_fit=poor,
     )
 
 
@@ -213,6 +229,8 @@ class QueueFit:
     lam_range: tuple[float | None, float | None] = (None, None)
     mu_extrapolated: bool | None = None
     warnings: list[str] = field(default_factory=list)
+    poor_fit: bool | None = None
+    stat: str | None = None
 
     def predict(self, lam: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latency at arrival rate ``lam`` (inf at or beyond mu) and a flag: True = extrapolated."""
@@ -230,6 +248,9 @@ class QueueFit:
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         if not self.available:
             return f"<p><b>Queueing fit</b> unavailable: {self.reason}</p>"
+        if self.poor_fit:
+            return (f"<p><b>Queueing fit</b> poor fit (log R²={self.r_squared_log:.2f} < {MIN_R_SQUARED:g}):"
+                    " parameters not quoted</p>")
         lo, hi = (("∞" if v is None else f"{v:.4g}") for v in self.mu_ci95)
         return f"<p><b>Queueing fit</b> μ={self.mu:.4g} [{lo}, {hi}], R0={self.r0:.4g}</p>"
 
@@ -323,6 +344,7 @@ def fit_queueing(
     warnings.append(
         f"mu = {mu:.4g} is beyond the highest measured arrival rate {lmax:.4g}: it is an extrapolation of the model"
     )
+    poor = _poor(r2, warnings)
     return QueueFit(
         True,
         "fitted on log latency; R0 profiled out; mu CI from the profile RSS ("
@@ -336,7 +358,31 @@ def fit_queueing(
         lam_range=(float(lam.min()), lmax),
         mu_extrapolated=True,
         warnings=warnings,
+        poor_fit=poor,
     )
+
+
+def _poor(r2: float, warnings: list[str]) -> bool:
+    """True (and a warning) when R² is below :data:`MIN_R_SQUARED` or undefined."""
+    if math.isfinite(r2) and r2 >= MIN_R_SQUARED:
+        return False
+    warnings.insert(0, f"poor fit: R² {r2:.2f} < {MIN_R_SQUARED:g}; the model does not describe these steps,"
+                       " do not quote its parameters")
+    return True
+
+
+def usable_steps(curve: pl.DataFrame) -> pl.DataFrame:
+    """Steps whose only flags are informational or ``too_few_for_pNN`` (all steps without ``flags``).
+
+    A step with too few requests for a P99 still measured its throughput and its lower
+    percentiles; a step that is too short, not steady or whose generator fell behind did not.
+    Without a ``flags`` column, ``valid`` decides.
+    """
+    if "flags" in curve.columns:
+        bad = pl.col("flags").list.eval(
+            ~(pl.element().is_in(list(_INFO_FLAGS)) | pl.element().str.starts_with("too_few_for_"))).list.any()
+        return curve.filter(~bad.fill_null(False))
+    return curve.filter(pl.col("valid")) if "valid" in curve.columns else curve
 
 
 def _profile_bounds(obj, u_hat: float, cut: float, u_min: float, u_max: float, lmax: float):
@@ -360,30 +406,42 @@ def fit_usl_curve(curve: pl.DataFrame) -> UslFit:
     """USL on a load-curve frame: ``throughput_rps`` vs concurrency.
 
     Concurrency is the offered load when ``offered_load_unit`` is ``concurrency``, else
-    Little's-law ``concurrency_mean``. Invalid steps (``valid`` False) are left out.
+    Little's-law ``concurrency_mean``. Steps are those of :func:`usable_steps`: a throughput
+    fit needs no latency percentile, so a step flagged only ``too_few_for_p99`` is used.
     """
-    g = curve.filter(pl.col("valid")) if "valid" in curve.columns else curve
+    g = usable_steps(curve)
     unit = g["offered_load_unit"].drop_nulls().first() if "offered_load_unit" in g.columns and g.height else None
     ncol = "offered_load" if unit == "concurrency" or "concurrency_mean" not in g.columns else "concurrency_mean"
     return fit_usl(g[ncol].to_numpy(), g["throughput_rps"].to_numpy())
 
 
-def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat: str = "p99") -> QueueFit:
+def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat: str | None = "p99") -> QueueFit:
     """Queueing fit on a load-curve frame: ``{metric}_{stat}`` vs arrival rate.
 
-    Arrival rate is ``send_rate_rps`` when present, else ``offered_load`` in rps. Only
-    valid, non-failure steps are used (``phase`` when the curve has it). A concurrency
-    sweep has no arrival rate set by the client: completed throughput is used and the
-    fit says so in its warnings. With ``stat="p99"`` (default) and the curve's
-    ``{metric}_p99_ci95_lo/hi`` columns, each point is weighted by the SE implied by its
-    order-statistic CI; other statistics are fitted unweighted (noted in ``warnings``).
+    Arrival rate is ``send_rate_rps`` when present, else ``offered_load`` in rps. Steps are
+    those of :func:`usable_steps` that are not ``phase`` failure. A concurrency sweep has
+    no arrival rate set by the client: completed throughput is used and the fit says so in
+    its warnings. ``stat=None`` picks the first of P99, P95, P90, P50, mean that at least
+    :data:`QUEUE_MIN_POINTS` steps support (the M/M/1 law holds for every percentile), so
+    steps too short for a P99 still give a fit, labelled with the percentile used. With the
+    curve's ``{metric}_{stat}_ci95_lo/hi`` columns each point is weighted by the SE implied
+    by its order-statistic CI; without them the fit is unweighted (noted in ``warnings``).
     """
-    col = f"{metric}_{stat}"
-    g = curve.filter(pl.col("valid")) if "valid" in curve.columns else curve
+    g = usable_steps(curve)
     if "phase" in g.columns:
-        g = g.filter(pl.col("phase") != "failure")
-    unit = g["offered_load_unit"].drop_nulls().first() if "offered_load_unit" in g.columns and g.height else None
+        g = g.filter(pl.col("phase").fill_null("") != "failure")
     notes = []
+    if stat is None:
+        counts = {s: int(g[f"{metric}_{s}"].is_not_null().sum()) if f"{metric}_{s}" in g.columns else 0
+                  for s in QUEUE_STATS}
+        stat = next((s for s in QUEUE_STATS if counts[s] >= QUEUE_MIN_POINTS), QUEUE_STATS[0])
+        if stat != QUEUE_STATS[0]:
+            notes.append(f"{QUEUE_STATS[0].upper()} supported on {counts[QUEUE_STATS[0]]} step(s) only: fitted on"
+                         f" {'the mean' if stat == 'mean' else stat.upper()}")
+    col = f"{metric}_{stat}"
+    if col not in g.columns:
+        return QueueFit(False, f"the curve has no column {col}", stat=stat)
+    unit = g["offered_load_unit"].drop_nulls().first() if "offered_load_unit" in g.columns and g.height else None
     if "send_rate_rps" in g.columns and unit != "concurrency":
         lam = g["send_rate_rps"].to_numpy()
     elif unit == "concurrency":
@@ -398,10 +456,11 @@ def fit_queueing_curve(curve: pl.DataFrame, *, metric: str = "latency_ms", stat:
             se = (np.log(g[hi_c].to_numpy().astype(float)) - np.log(g[lo_c].to_numpy().astype(float))) / 3.919927969
         if not np.isfinite(se).any():
             se = None
-        else:  # a step without a CI gets the widest SE seen (a P99 that is hardly supported)
+        else:  # a step without a CI gets the widest SE seen (a percentile that is hardly supported)
             se = np.where(np.isfinite(se) & (se > 0), se, np.nanmax(se))
     if se is None:
         notes.append(f"{col} has no CI columns: fitted unweighted (CI assumes equal log noise at every load)")
-    fit = fit_queueing(lam, g[col].to_numpy(), se)
+    fit = fit_queueing(lam, g[col].to_numpy().astype(float), se)
+    fit.stat = stat
     fit.warnings.extend(notes)
     return fit

@@ -4,7 +4,8 @@ Rules (DOMAIN.md, "The three phases of a load curve"), applied per step of one r
 mix, steps ordered by offered load:
 
 * **baseline**: the P99 latency of the lowest-load valid steps (the mean of the
-  ``n_baseline`` lowest, default 2). Steps flagged invalid (too few requests for a P99,
+  ``n_baseline`` lowest, default 2, leaving out a step whose P99 is already above 2x the
+  lowest one's: it is past the knee). Steps flagged invalid (too few requests for a P99,
   generator behind, too short, not steady) never form the baseline.
 * **elastic**: P99 <= 2 x baseline **and** error rate < 0.1%.
 * **failure**: error rate > 5%, **or** timeouts >= 1% of requests (when the curve has a
@@ -60,6 +61,9 @@ TIMEOUT_FAILURE_RATE = 0.01
 RETROGRADE_DROP = 0.05
 LATENCY_FACTOR = 2.0
 PHASES = ("elastic", "plastic", "failure")
+_RANK = {p: k for k, p in enumerate(PHASES)}
+FALLBACK_PERCENTILES = ("p95", "p90", "p50", "mean")
+INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})  # as limits.curves
 
 _Z975 = 1.959963984540054
 
@@ -80,7 +84,7 @@ def classify_phases(
     metric: str = "latency_ms",
     n_baseline: int = 2,
 ) -> pl.DataFrame:
-    """Add ``phase``, ``phase_reason``, ``p99_over_baseline`` and ``baseline_p99`` per step.
+    """Add ``phase``, ``phase_reason``, ``phase_evidence``, ``p99_over_baseline`` and ``baseline_p99`` per step.
 
     Parameters
     ----------
@@ -97,9 +101,11 @@ def classify_phases(
     Returns
     -------
     polars.DataFrame
-        ``curve`` with the four columns added (original row order kept). A step whose
-        P99 is null is classified by errors, timeouts and throughput alone, and the reason
-        says the latency rule could not be applied.
+        ``curve`` with ``phase``, ``phase_reason``, ``phase_evidence``,
+        ``p99_over_baseline`` and ``baseline_p99`` added (original row order kept). A step
+        whose P99 is null is judged on the best supported evidence (the P99's lower bound,
+        a lower percentile, the mean) or is ``unknown``; never elastic by default. Phases
+        are monotone in load unless a step's CI contradicts it (then flagged in the reason).
     """
     p99 = f"{metric}_p99"
     _require(curve, ["offered_load", p99, "error_rate", "throughput_rps"])
@@ -125,26 +131,107 @@ def baseline_p99(g: pl.DataFrame, p99: str, n_baseline: int = 2) -> tuple[float 
     ``g`` must be sorted by offered load. Returns the value and the row positions used.
     """
     vals = g[p99].to_numpy().astype(float)
-    ok = _valid_mask(g) & np.isfinite(vals)
-    idx = [int(i) for i in np.flatnonzero(ok)[:n_baseline]]
-    if not idx:
+    return _lowest(vals, _valid_mask(g) & np.isfinite(vals), n_baseline)
+
+
+def _lowest(vals: np.ndarray, ok: np.ndarray, n_baseline: int) -> tuple[float | None, list[int]]:
+    """Mean of the first ``n_baseline`` ok values, leaving out any above 2x the first.
+
+    A step already past the knee (more than 2x the lowest step's value) is not a baseline:
+    averaging it in would hide the knee (inference-perf's vLLM v0 sweep: 40 rps at 80 ms and
+    79 rps at 3.9 s made a 2 s "baseline" under which the saturated steps looked elastic).
+    """
+    cand = [int(i) for i in np.flatnonzero(ok)[:n_baseline]]
+    if not cand:
         return None, []
+    idx = [i for i in cand if vals[i] <= LATENCY_FACTOR * vals[cand[0]]]
     return float(np.mean(vals[idx])), idx
 
 
+def _usable(g: pl.DataFrame) -> np.ndarray:
+    """Steps whose only flags are informational or too-few-for-a-percentile ones.
+
+    Such a step's *supported* percentiles are sound evidence (a step with 200 requests has a
+    sound P90 though no P99); a step flagged too short, not steady or generator behind is not.
+    """
+    valid = _valid_mask(g)
+    if "flags" not in g.columns:
+        return valid
+    out = valid.copy()
+    for i, fl in enumerate(g["flags"].to_list()):
+        if not out[i] and fl is not None:
+            out[i] = all(f in INFO_FLAGS or f.startswith("too_few_for_") for f in fl)
+    return out
+
+
+def _baseline_of(g: pl.DataFrame, col: str, usable: np.ndarray, n_baseline: int) -> float | None:
+    vals = g[col].to_numpy().astype(float) if col in g.columns else np.full(g.height, np.nan)
+    return _lowest(vals, usable & np.isfinite(vals), n_baseline)[0]
+
+
+def _col(g: pl.DataFrame, name: str) -> np.ndarray:
+    return g[name].to_numpy().astype(float) if name in g.columns else np.full(g.height, np.nan)
+
+
+def _latency_evidence(g: pl.DataFrame, metric: str, i: int, base99: float | None, usable: np.ndarray,
+                      n_baseline: int, bases: dict[str, float | None]) -> tuple[str, str, float, float]:
+    """The best supported latency evidence of step ``i``: (phase or "", evidence, ratio, ratio CI high).
+
+    Order: the P99 against the P99 baseline; the P99's lower bound when it alone proves the
+    step above 2x baseline (an unsupported P99 keeps it); the highest supported lower
+    percentile (P95, P90, P50) against the same percentile's baseline; the mean (e.g. a
+    tool's own summary that reports no percentile) against the mean's baseline. Returns
+    phase "" when no latency evidence exists.
+    """
+    p99 = f"{metric}_p99"
+    v = float(g[p99][i]) if g[p99][i] is not None else math.nan
+    hi = _col(g, f"{p99}_ci95_hi")[i]
+    if base99 and math.isfinite(v):
+        r = v / base99
+        r_hi = hi / base99 if math.isfinite(hi) else math.nan
+        ph = "plastic" if r > LATENCY_FACTOR else "elastic"
+        rel = ">" if r > LATENCY_FACTOR else "within"
+        return ph, f"P99 {r:.2f}x baseline ({rel} {LATENCY_FACTOR:g}x)", r, r_hi
+    lo = _col(g, f"{p99}_ci95_lo")[i]
+    if base99 and math.isfinite(lo) and lo / base99 > LATENCY_FACTOR:
+        return ("plastic", f"P99 unsupported, but its 95% lower bound is {lo / base99:.2f}x baseline"
+                f" (> {LATENCY_FACTOR:g}x)", lo / base99, math.inf)
+    for name in FALLBACK_PERCENTILES:
+        col = f"{metric}_{name}"
+        b = bases.get(name)
+        if b is None and name not in bases:
+            b = bases[name] = _baseline_of(g, col, usable, n_baseline)
+        vq = _col(g, col)[i]
+        if not b or not math.isfinite(vq):
+            continue
+        r = vq / b
+        hq = _col(g, f"{col}_ci95_hi")[i]
+        lq = _col(g, f"{col}_ci95_lo")[i]
+        ci = f" [95% CI {lq / b:.2f}-{hq / b:.2f}x]" if math.isfinite(lq) and math.isfinite(hq) else ""
+        ph = "plastic" if r > LATENCY_FACTOR else "elastic"
+        rel = ">" if r > LATENCY_FACTOR else "within"
+        label = "mean" if name == "mean" else name.upper()
+        return (ph, f"P99 unsupported; {label} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
+                r, hq / b if math.isfinite(hq) else math.nan)
+    return "", "no supported latency percentile", math.nan, math.nan
+
+
 def _classify_group(g: pl.DataFrame, p99: str, n_baseline: int) -> pl.DataFrame:
+    metric = p99[: -len("_p99")]
     base, _ = baseline_p99(g, p99, n_baseline)
     vals = g[p99].to_numpy().astype(float)
     err = g["error_rate"].to_numpy().astype(float)
+    err_hi = _col(g, "error_rate_ci95_hi")
     thr = g["throughput_rps"].to_numpy().astype(float)
-    tmo = g["timeout_rate"].to_numpy().astype(float) if "timeout_rate" in g.columns else np.full(g.height, np.nan)
-    phases, reasons, ratios = [], [], []
+    tmo = _col(g, "timeout_rate")
+    usable = _usable(g)
+    bases: dict[str, float | None] = {}
+    phases, reasons, ratios, evidence, decisive = [], [], [], [], []
     loads = g["offered_load"].to_numpy().astype(float)
     for i in range(g.height):
         lower = (loads < loads[i]) & np.isfinite(thr)
         best_below = float(thr[lower].max()) if lower.any() else -math.inf
-        ratio = vals[i] / base if base and np.isfinite(vals[i]) else math.nan
-        ratios.append(ratio)
+        ratios.append(vals[i] / base if base and np.isfinite(vals[i]) else math.nan)
         why_fail = []
         if np.isfinite(err[i]) and err[i] > FAILURE_MIN_ERROR:
             why_fail.append(f"errors {err[i]:.1%} > {FAILURE_MIN_ERROR:.0%}")
@@ -157,25 +244,70 @@ def _classify_group(g: pl.DataFrame, p99: str, n_baseline: int) -> pl.DataFrame:
         if why_fail:
             phases.append("failure")
             reasons.append("; ".join(why_fail))
+            evidence.append("errors" if "errors" in why_fail[0] or "timeouts" in why_fail[0] else "throughput")
+            decisive.append(True)
             continue
+        lat_phase, lat_why, _r, r_hi = _latency_evidence(g, metric, i, base, usable, n_baseline, bases)
+        # a later step is lower than an earlier one only when its own evidence rules the earlier phase out
+        no_failure = bool(np.isfinite(err_hi[i]) and err_hi[i] <= FAILURE_MIN_ERROR)
         why_plastic = []
         if np.isfinite(err[i]) and err[i] >= ELASTIC_MAX_ERROR:
             why_plastic.append(f"errors {err[i]:.2%} >= {ELASTIC_MAX_ERROR:.1%}")
-        if np.isfinite(ratio) and ratio > LATENCY_FACTOR:
-            why_plastic.append(f"P99 {ratio:.2f}x baseline > {LATENCY_FACTOR:g}x")
+        if lat_phase == "plastic":
+            why_plastic.append(lat_why)
         if why_plastic:
             phases.append("plastic")
             reasons.append("; ".join(why_plastic))
-        else:
-            note = "" if np.isfinite(ratio) else " (P99 unavailable: latency rule not applied)"
+            evidence.append("latency" if lat_phase == "plastic" else "errors")
+            decisive.append(no_failure)
+        elif lat_phase == "elastic":
             phases.append("elastic")
-            reasons.append("P99 within 2x baseline and errors < 0.1%" + note)
+            errs = f"errors < {ELASTIC_MAX_ERROR:.1%}" if np.isfinite(err[i]) else "errors not reported"
+            reasons.append(f"{lat_why} and {errs}")
+            evidence.append("latency")
+            decisive.append(bool(np.isfinite(r_hi) and r_hi <= LATENCY_FACTOR))
+        else:
+            phases.append("unknown")
+            reasons.append(f"{lat_why} and no error or throughput sign of failure: phase unknown"
+                           " (a longer step supports a P99)")
+            evidence.append("none")
+            decisive.append(False)
+    _monotone(phases, reasons, loads, usable, decisive)
     return g.with_columns(
         pl.Series("phase", phases, dtype=pl.String),
         pl.Series("phase_reason", reasons, dtype=pl.String),
+        pl.Series("phase_evidence", evidence, dtype=pl.String),
         pl.Series("p99_over_baseline", ratios, dtype=pl.Float64),
         pl.lit(base, dtype=pl.Float64).alias("baseline_p99"),
     )
+
+
+def _monotone(phases: list[str], reasons: list[str], loads: np.ndarray, usable: np.ndarray,
+              decisive: list[bool]) -> None:
+    """Phases never fall as load rises unless a step's own evidence says so (then flagged).
+
+    ``phases`` is in load order. The floor is the worst phase of the usable steps below; a
+    step under the floor is raised to it, unless its evidence is decisive: an elastic step
+    whose latency CI lies wholly within 2x baseline, or a plastic step whose error-rate CI
+    lies wholly under the failure threshold. Such a step keeps its phase and the reason says
+    the curve is not monotone. An unknown step under a plastic or failure floor takes the
+    floor (monotonicity is the best evidence it has).
+    """
+    floor, at = -1, None
+    for i, ph in enumerate(phases):
+        r = _RANK.get(ph, -1)
+        if floor > r and at is not None and np.isfinite(loads[i]):
+            prev = PHASES[floor]
+            if decisive[i] and ph != "unknown":
+                reasons[i] += (f"; not monotone: {ph} at a higher load than the {prev} step at {loads[at]:.4g},"
+                               " and this step's CI rules that out (check run order and steady state)")
+            else:
+                phases[i] = prev
+                reasons[i] = (f"{prev}, as the step at {loads[at]:.4g} (phases are monotone in load; this step's"
+                              f" own evidence does not rule it out: {reasons[i]})")
+                r = floor
+        if usable[i] and r > floor:
+            floor, at = r, i
 
 
 # ---------------------------------------------------------------------------------------
@@ -330,7 +462,8 @@ def p_critical_2x(
             "reason": "P99 above 2x baseline at the lowest valid load",
         }
     rng = np.random.default_rng(seed)
-    n_base = len(base_idx)
+    kept = np.flatnonzero(keep)
+    base_pos = [int(np.flatnonzero(kept == i)[0]) for i in base_idx]  # baseline steps among the kept ones
     if requests is not None:
         steps = g["step"].to_numpy()[keep] if "step" in g.columns else None
         if steps is None:
@@ -346,7 +479,7 @@ def p_critical_2x(
     vals = np.full(n_boot, np.nan)
     never = 0
     for b in range(n_boot):
-        lvl = LATENCY_FACTOR * draws[b, :n_base].mean()
+        lvl = LATENCY_FACTOR * draws[b, base_pos].mean()
         v = _first_crossing(x, draws[b], lvl)
         if v is None:
             never += 1

@@ -20,6 +20,15 @@ How bearing measures it, per drop:
   cannot see recovery before the bad completions leave its window). If no such tick
   exists before the lower step ends, the result is censored: ``> (end - t_drop)``.
 
+* **windows scale with the step**: the rolling window and the hold together take at most
+  half of the lower step (``WINDOW_SHARE``): for a lower step of length ``L`` both are
+  multiplied by ``min(1, 0.5 L / (rolling_s + hold_s))``. A 40 s step with the default
+  10 s window and 30 s hold is measured with a 5 s window and a 15 s hold, so a run that
+  recovered at once reads about 5 s (the window's lag), not "> 37 s (censored)". When
+  the scaled window would be shorter than ``MIN_ROLLING_S`` or the hold shorter than
+  ``MIN_HOLD_S`` the step is too short to tell: that drop has ``censored="too_short"``,
+  no value, and the reason says how long a lower step must be.
+
 Without a drop, or without request times, the result has ``value_s`` None and a reason.
 """
 
@@ -35,13 +44,19 @@ from bearing_lib.common.errors import ParameterError, SchemaError
 
 SlaCheck = Callable[[pl.DataFrame], bool]
 
+WINDOW_SHARE = 0.5
+MIN_ROLLING_S = 2.0
+MIN_HOLD_S = 5.0
+
 
 @dataclass
 class RecoveryResult:
     """``T_recover`` in seconds (the longest over the run's drops), or None with a reason.
 
-    ``censored`` is ``"none"`` or ``"above"`` (not recovered before the lower step
-    ended: the true value is larger than ``value_s``).
+    ``censored`` is ``"none"``, ``"above"`` (not recovered before the lower step
+    ended: the true value is larger than ``value_s``) or ``"too_short"`` (every lower
+    step was too short for even the smallest windows: ``value_s`` None). Each drop's
+    entry records the ``rolling_s`` and ``hold_s`` actually used.
     """
 
     value_s: float | None
@@ -122,12 +137,29 @@ def t_recover(
         # the lower step ends when the next step starts (or at its last request start)
         later = [r["t0"] for r in rows if r["t0"] > b["t0"]]
         t_stop = float(later[0]) if later else float(b["t1"])
+        span = t_stop - t_drop
+        scale = min(1.0, WINDOW_SHARE * span / (rolling_s + hold_s)) if span > 0 else 0.0
+        roll, hold = rolling_s * scale, hold_s * scale
+        d = {
+            "from_step": a["step"],
+            "to_step": b["step"],
+            "from_load": a["offered_load"],
+            "to_load": b["offered_load"],
+            "t_drop_s": t_drop,
+            "step_s": span,
+            "rolling_s": roll,
+            "hold_s": hold,
+        }
+        if roll < min(MIN_ROLLING_S, rolling_s) or hold < min(MIN_HOLD_S, hold_s):
+            d.update(value_s=None, censored="too_short")
+            details.append(d)
+            continue
         ticks = np.arange(t_drop, t_stop + 1e-9, tick_s)
         ok = np.empty(ticks.size, dtype=bool)
         for k, tau in enumerate(ticks):
-            lo, hi = np.searchsorted(t_end, [tau - rolling_s, tau], side="right")
+            lo, hi = np.searchsorted(t_end, [tau - roll, tau], side="right")
             ok[k] = bool(sla_check(ends.slice(int(lo), int(hi - lo))))
-        need_ticks = int(round(hold_s / tick_s))
+        need_ticks = int(round(hold / tick_s))
         found = None
         run = 0
         for k in range(ok.size):
@@ -135,27 +167,34 @@ def t_recover(
             if run > need_ticks:
                 found = ticks[k - need_ticks]
                 break
-        d = {
-            "from_step": a["step"],
-            "to_step": b["step"],
-            "from_load": a["offered_load"],
-            "to_load": b["offered_load"],
-            "t_drop_s": t_drop,
-        }
         if found is None:
-            d.update(value_s=float(t_stop - t_drop), censored="above")
+            d.update(value_s=float(span), censored="above")
         else:
             d.update(value_s=float(found - t_drop), censored="none")
         details.append(d)
-    worst = max(details, key=lambda d: (d["censored"] == "above", d["value_s"]))
+    told = [d for d in details if d["censored"] != "too_short"]
+    if not told:
+        need = 2 * (min(MIN_ROLLING_S, rolling_s) + min(MIN_HOLD_S, hold_s))
+        short = max(details, key=lambda d: d["step_s"])
+        return RecoveryResult(
+            None, "too_short",
+            f"the lower step after the overload ({short['step_s']:.1f} s, step {short['to_step']}) is too short to "
+            f"tell: a rolling window and hold need a lower step of at least {need:g} s",
+            details,
+        )
+    worst = max(told, key=lambda d: (d["censored"] == "above", d["value_s"]))
+    scaled = "" if worst["rolling_s"] == rolling_s else (
+        f" (windows scaled to the {worst['step_s']:.0f} s step from {rolling_s:g} s + {hold_s:g} s)")
     if worst["censored"] == "above":
         reason = (
-            f"not back inside the SLA for {hold_s:g} s before step {worst['to_step']} ended: "
-            f"T_recover > {worst['value_s']:.1f} s"
+            f"not back inside the SLA for {worst['hold_s']:g} s before step {worst['to_step']} ended: "
+            f"T_recover > {worst['value_s']:.1f} s{scaled}"
         )
     else:
         reason = (
-            f"rolling {rolling_s:g} s window back inside the SLA and held for {hold_s:g} s, "
-            f"{worst['value_s']:.1f} s after dropping from step {worst['from_step']} to {worst['to_step']}"
+            f"rolling {worst['rolling_s']:g} s window back inside the SLA and held for {worst['hold_s']:g} s, "
+            f"{worst['value_s']:.1f} s after dropping from step {worst['from_step']} to {worst['to_step']}{scaled}"
         )
+    if len(told) < len(details):
+        reason += f"; {len(details) - len(told)} other drop(s) too short to tell"
     return RecoveryResult(float(worst["value_s"]), str(worst["censored"]), reason, details)  # type: ignore[arg-type]

@@ -196,6 +196,8 @@ class Step:
     output_tokens_per_s: float | None = None
     phase: str | None = None
     phase_reason: str | None = None
+    phase_evidence: str | None = None
+    """Which evidence decided the phase (a P99, a lower percentile, the mean, errors, throughput; docs/phases-and-fits.md)."""
     cost_anomaly_index: float | None = None
     exceedances: dict[str, dict[str, Any]] | None = None
     """Per clause: requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""

@@ -21,7 +21,7 @@ from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel
 
 MAX_POINTS = 5000
-PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828"}
+PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828", "unknown": "#9e9e9e"}
 
 
 @dataclass

@@ -44,9 +44,11 @@ def test_tiny_trace_by_hand():
     assert r["duration_s"] == pytest.approx(80.0)
     assert (r["n_requests"], r["n_ok"], r["n_errors"]) == (9, 8, 1)
     assert r["error_rate"] == pytest.approx(1 / 9)
-    assert r["throughput_rps"] == pytest.approx(8 / 80)
+    # throughput counts completions inside [10, 90]: ok requests sent at 10..80 (not 50, the error)
+    # end by 80.9 s; the one sent at 90 ends at 91.0 s, outside: 7 completions
+    assert r["throughput_rps"] == pytest.approx(7 / 80)
     assert r["send_rate_rps"] == pytest.approx(9 / 80)
-    assert r["output_tokens_per_s"] == pytest.approx(80 / 80)
+    assert r["output_tokens_per_s"] == pytest.approx(70 / 80)
     # Little: send rate x mean latency (s) of the 9 requests (200..1000 ms -> mean 0.6 s)
     assert r["concurrency_mean"] == pytest.approx(9 / 80 * 0.6)
     ok = sorted([200.0, 300, 400, 500, 700, 800, 900, 1000])  # 600 is the error
@@ -205,3 +207,32 @@ def test_without_times_short_sending_period_and_backlog():
     assert r["throughput_rps"] == pytest.approx(200 / 31.6)
     assert "too_short" in r["flags"]  # the sending period 200 / 16 = 12.5 s < 30 s
     assert "throughput_below_offered" in r["flags"]  # 6.3 < 0.7 x 16
+
+
+def test_overloaded_throughput_counts_completions_not_sends():
+    """GuideLLM-like overload: 1.244 rps sent for 200 s to a FIFO server that completes 1.18 rps.
+
+    Deterministic arrivals t_k = k / 1.244 and service 1 / 1.18 s: the queue only grows, so
+    completion k is at c_k = (k + 1) / 1.18. The throughput of the steady window is the number
+    of ok completions inside it over its length (computed here from c_k), about 1.18, not the
+    1.244 rps of requests sent in it."""
+    lam, mu = 1.244, 1.18
+    t = np.arange(0.0, 200.0, 1.0 / lam)
+    c = (np.arange(t.size) + 1) / mu
+    lat = (c - t) * 1000
+    df = pl.DataFrame({"start_s": t, "end_s": c, "latency_ms": lat, "status": "ok", "run_id": "r", "step": 0,
+                       "offered_load": lam, "offered_load_unit": "rps", "output_tokens": 10})
+    r = load_curve(make_trace(df)).row(0, named=True)
+    w = step_windows(make_trace(df)).row(0, named=True)
+    d = t[-1] - t[0]
+    trim = min(max(0.1 * d, 2 * lat.mean() / 1000), 0.25 * d)
+    a, b = t[0] + trim, t[-1] - trim
+    assert (w["t_start_s"], w["t_end_s"]) == (pytest.approx(a), pytest.approx(b))
+    done = int(((c >= a) & (c <= b)).sum())
+    sent = int(((t >= a) & (t <= b)).sum())
+    assert r["throughput_rps"] == pytest.approx(done / (b - a))
+    assert r["throughput_rps"] == pytest.approx(mu, rel=0.01)
+    assert r["send_rate_rps"] == pytest.approx(sent / (b - a))
+    assert r["send_rate_rps"] == pytest.approx(lam, rel=0.01)
+    assert r["output_tokens_per_s"] == pytest.approx(10 * done / (b - a))
+    assert r["t_first_s"] == pytest.approx(0.0)

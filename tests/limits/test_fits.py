@@ -137,3 +137,66 @@ def test_curve_helpers_pick_the_right_columns():
     assert q.n_points == 4 and q.mu == pytest.approx(10.0, rel=1e-4) and q.r0 == pytest.approx(100.0, rel=1e-4)
     u = fit_usl_curve(curve)
     assert not u.available and u.n_points == 4  # 4 valid steps: too few for 3 parameters
+
+
+# ---------------------------------------------------------------------------------------
+# every step with the quantities a fit needs; goodness of fit reported and a poor fit flagged
+
+
+def _usl_curve(flags):
+    from bearing_lib.limits.fits import usl as usl_law
+
+    n = np.array([1.0, 2, 4, 8, 16, 32, 64])
+    x = usl_law(n, 0.133, 0.105, 0.00059)
+    return pl.DataFrame({
+        "offered_load": n, "offered_load_unit": ["concurrency"] * n.size, "throughput_rps": x,
+        "latency_ms_p99": [None] * n.size, "valid": [False] * n.size, "flags": [flags] * n.size,
+    }, schema_overrides={"latency_ms_p99": pl.Float64})
+
+
+def test_usl_uses_steps_that_only_lack_a_p99():
+    from bearing_lib.limits.fits import fit_usl_curve
+
+    # 7 concurrency levels, too few requests for a P99 each: a throughput fit needs no P99
+    f = fit_usl_curve(_usl_curve(["too_few_for_p99", "no_ci"]))
+    assert f.available and f.n_points == 7
+    assert f.alpha == pytest.approx(0.105, rel=1e-4) and f.beta == pytest.approx(0.00059, rel=1e-3)
+    assert f.poor_fit is False
+    # a step too short to measure anything is still left out
+    g = fit_usl_curve(_usl_curve(["too_short"]))
+    assert not g.available and g.n_points == 0
+
+
+def test_a_poor_usl_fit_is_flagged_not_quoted():
+    from bearing_lib.limits.fits import MIN_R_SQUARED, fit_usl, usl
+
+    n = np.array([1.0, 2, 3, 4, 5, 6, 7, 8])
+    y = np.array([1.0, 3.0, 1.2, 3.1, 1.1, 3.3, 1.0, 3.2])  # zig-zag: no USL describes it
+    f = fit_usl(n, y)
+    assert f.available
+    # R² recomputed from the returned parameters
+    yhat = usl(n, f.lam, f.alpha, f.beta)
+    r2 = 1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert f.r_squared == pytest.approx(r2, rel=1e-9) and r2 < MIN_R_SQUARED
+    assert f.poor_fit is True and f.warnings[0].startswith("poor fit: R²")
+    assert "not quoted" in f._repr_html_()
+
+
+def test_queueing_falls_back_to_the_highest_supported_percentile():
+    from bearing_lib.limits.fits import fit_queueing_curve
+
+    # M/M/1, mu = 10: the sojourn is Exp(mu - lam), so P95 = -ln(0.05) / (mu - lam) exactly
+    lam = np.array([1.0, 3, 5, 7, 8, 9])
+    p95 = -np.log(0.05) / (10 - lam) * 1000
+    c = pl.DataFrame({"offered_load": lam, "offered_load_unit": ["rps"] * lam.size, "throughput_rps": lam,
+                      "latency_ms_p99": [None] * lam.size, "latency_ms_p95": p95,
+                      "flags": [["too_few_for_p99"]] * lam.size, "valid": [False] * lam.size},
+                     schema_overrides={"latency_ms_p99": pl.Float64})
+    f = fit_queueing_curve(c, stat=None)
+    assert f.available and f.stat == "p95" and f.n_points == 6
+    assert f.mu == pytest.approx(10.0, rel=1e-6)
+    assert f.r0 == pytest.approx(-np.log(0.05) / 10 * 1000, rel=1e-6)
+    assert f.poor_fit is False
+    assert any("fitted on P95" in w for w in f.warnings)
+    # the default asks for the P99 and says it has none
+    assert not fit_queueing_curve(c).available

@@ -85,3 +85,71 @@ def test_oracle_overload_then_relief():
     first_tok_last = (late["start_s"] + late["ttft_ms"] / 1000).max()
     assert r.value_s >= first_tok_last - t_drop - 1.0
     assert r.value_s < 90.0
+
+
+# ---------------------------------------------------------------------------------------
+# windows that scale with the step, and steps too short to tell
+
+
+def test_a_40_s_step_that_recovered_at_once_is_not_censored():
+    # every request of the overloaded step (100-200 s) takes 3 s; the 40 s lower step is clean
+    r = t_recover(_run(bad_until=200.0, step2_len=40.0), _check, hold_s=30, rolling_s=10, tick_s=1)
+    # the lower step runs 200-239.9 s (39.9 s): window and hold scale by 0.5 x 39.9 / 40 to
+    # 4.9875 s and 14.96 s (15 ticks). The last bad completion is at 199.9 + 3 = 202.9 s; the
+    # window (tau - 4.9875, tau] is clean from tau = 207.9, so the first clean tick is 208:
+    # 8 s after the drop, held through 223 s (< 239.9)
+    assert r.censored == "none"
+    assert r.value_s == pytest.approx(8.0)
+    assert r.drops[0]["rolling_s"] == pytest.approx(10 * 0.5 * 39.9 / 40)
+    assert "scaled to the 40 s step" in r.reason
+    # the unscaled rule (10 s + 30 s on a 40 s step) could only have said "> 39.9 s (censored)"
+    assert 202.9 + 10 + 30 > 239.9
+
+
+def test_a_step_too_short_to_tell_says_so():
+    r = t_recover(_run(bad_until=200.0, step2_len=10.0), _check, hold_s=30, rolling_s=10, tick_s=1)
+    # 9.9 s: the scaled window 10 x 0.5 x 9.9 / 40 = 1.24 s < 2 s, too short
+    assert r.value_s is None and r.censored == "too_short"
+    assert "too short to tell" in r.reason and "at least 14 s" in r.reason
+
+
+# ---------------------------------------------------------------------------------------
+# recovery steps: requested load in time order, whatever the numbering
+
+
+def _stepped(plan: list[tuple[int, float, float, float]], step_s: float = 100.0) -> pl.DataFrame:
+    """Steps run in the listed (time) order: (step number, requested load, sent rps, latency ms)."""
+    parts, t = [], 0.0
+    for step, requested, sent, lat in plan:
+        start = t + np.arange(0.0, step_s, 1.0 / sent)
+        parts.append(pl.DataFrame({
+            "start_s": start, "end_s": start + lat / 1000, "latency_ms": np.full(start.size, lat),
+            "status": "ok", "run_id": "r", "step": step, "offered_load": requested, "offered_load_unit": "rps",
+        }))
+        t += step_s
+    return pl.concat(parts)
+
+
+def test_a_step_run_after_the_overload_is_a_recovery_step_whatever_its_number():
+    from bearing_lib.limits.fit import fit_limits
+    from tests.limits.synth import make_trace
+
+    # numbered by load (as a loader may renumber), run in time as 2 rps, 8 rps (fails), 1 rps
+    df = _stepped([(1, 2.0, 2.0, 100.0), (2, 8.0, 8.0, 3000.0), (0, 1.0, 1.0, 100.0)])
+    r = fit_limits(make_trace(df), "p99(latency) <= 1s", mixes="none", n_boot=0)
+    by = {s.step: s for s in r.mixes[0].steps}
+    assert by[0].recovery_step and by[0].status == "excluded"
+    assert not by[1].recovery_step and not by[2].recovery_step
+    assert "higher requested load (8 > 1)" in by[0].reasons[0]
+
+
+def test_an_achieved_rate_dip_while_the_requested_load_rose_is_not_recovery():
+    from bearing_lib.limits.fit import fit_limits
+    from tests.limits.synth import make_trace
+
+    # 5 rps passes; 10 rps fails; 12 rps requested but the generator sent only 9.9 rps
+    # (achieved 1 % below the failing step's 10): the requested load rose, not a recovery step
+    df = _stepped([(0, 5.0, 5.0, 100.0), (1, 10.0, 10.0, 3000.0), (2, 12.0, 9.9, 3000.0)])
+    r = fit_limits(make_trace(df), "p99(latency) <= 1s", mixes="none", n_boot=0)
+    by = {s.step: s for s in r.mixes[0].steps}
+    assert not by[2].recovery_step and by[2].status == "fail"
