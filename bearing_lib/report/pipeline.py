@@ -657,6 +657,9 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
 
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
+    if not isinstance(production, RequestTrace):
+        return Unavailable("the twin replays the production requests; this production input holds rates per "
+                           f"window ({type(production).__name__}), not requests")
     lim = limits_doc if isinstance(limits_doc, LimitsResult) else LimitsResult.from_dict(limits_doc)
     sources = [s for s in lim.conditions.sources if s.kind in (None, "requests")]
     if len(sources) != 1:
