@@ -232,3 +232,35 @@ def test_elapsed_unit_and_peak_chart_absolute_stays_utc():
     assert _layer_x(c.spec)[0]["type"] == "temporal"
     cb = cbu_chart([{"minute": "2023-11-14T22:13:00Z", "cbu": 0.9}], threshold=0.8, relative=False)
     assert _layer_x(cb.spec)[0]["type"] == "temporal"
+
+
+# ------------------------------------------------------------------ bearing weekly on a relative clock
+
+
+@pytest.mark.slow
+def test_weekly_runs_on_a_relative_clock_trace_with_a_window(tmp_path):
+    """The real notebooks, the bundled Mooncake trace, ``--window 10m..40m``: the week only names the
+    folder; the report judges minutes 10-40 of the trace (FOS 0.28-ish, red: the target 4 req/s is far
+    above the sharegpt limit of about 1.1 req/s), so the documented exit code is 3."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+    from bearing_lib.report import runner
+    from tests.report.relative_clock_build import limits_doc
+
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(limits_doc()))
+    args = ["weekly", "--week", "2026-W48", "--window", "10m..40m", "--reports-dir", str(tmp_path / "reports"),
+            "-p", "limits_json", str(lim), "-p", "production_trace", str(MOONCAKE), "-p", "twin", "false",
+            "-p", "run", "llm-d-70b-2replicas/sharegpt"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == runner.EXIT_RED == 3, r.output
+    week = tmp_path / "reports" / "2026-W48"
+    nb = (week / "weekly_report.ipynb").read_text()
+    assert 'window = \\"10m..40m\\"' in nb and 'week = \\"\\"' in nb
+    text = _text(week / "report.html")
+    assert "traffic window +10 min to +" in text and "1970-" not in text
+    n = sum(600 <= t < 2400 for t in _mooncake_ts_s())
+    summary = json.loads((week / "summary.json").read_text())
+    assert summary["verdict"] == "red"
+    assert f"kept {n:,} of" in (week / "report.html").read_text()
