@@ -221,6 +221,10 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
+# Formats whose clock is always relative (no wall-clock anchor): a week cannot cut them.
+RELATIVE_CLOCK_FORMATS = frozenset({"mooncake", "servegen"})
+
+
 def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
     """Read what can be read of a notebook's inputs **before** its kernel starts.
 
@@ -265,6 +269,15 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         from bearing_lib.report.runner import iso_week
 
         iso_week(parameters["week"])
+    week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
+    if week and not span and trace and "{output_dir}" not in trace:
+        from bearing_lib.loaders.registry import detect
+
+        fmt = str(parameters.get("production_format") or "") or detect(resolve(trace)).name
+        if fmt in RELATIVE_CLOCK_FORMATS:
+            raise ParameterError(f"week {week!r}: the production trace ({fmt}) has a relative clock (seconds from "
+                                 "its start, no calendar dates), so no ISO week applies to it; give a window in "
+                                 "elapsed time instead, e.g. -p window 0h..1h (bearing weekly --window 0h..1h)")
     if isinstance(parameters.get("window"), str) and parameters["window"].strip():
         text = parameters["window"].strip()
         if text.count("..") != 1:
@@ -299,7 +312,7 @@ def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str
         raise ParameterError(f"{trace.provenance.source}: a week or ISO start/end needs wall-clock times; this "
                              f"trace has a relative clock (time origin {trace.provenance.time_origin!r}, no "
                              "calendar dates). Give a window in elapsed time instead, e.g. -p window 0h..1h "
-                             "(bearing weekly --window 0h..1h), or leave week/start/end empty.")
+                             "(bearing weekly --window 0h..1h), or leave week/start/end empty")
     else:
         if week:
             from bearing_lib.report.runner import week_bounds

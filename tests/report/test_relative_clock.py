@@ -264,3 +264,19 @@ def test_weekly_runs_on_a_relative_clock_trace_with_a_window(tmp_path):
     summary = json.loads((week / "summary.json").read_text())
     assert summary["verdict"] == "red"
     assert f"kept {n:,} of" in (week / "report.html").read_text()
+
+
+def test_a_week_of_a_mooncake_trace_is_refused_before_a_kernel(tmp_path):
+    """``bearing weekly`` without ``--window`` on a relative-clock trace: exit 1, nothing written."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps({"schema": "x"}))
+    r = CliRunner().invoke(app, ["weekly", "--week", "2026-W48", "--reports-dir", str(tmp_path / "reports"),
+                                 "-p", "limits_json", str(lim), "-p", "production_trace", str(MOONCAKE)])
+    assert r.exit_code == 1, r.output
+    assert "relative clock" in r.output and "--window 0h..1h" in r.output
+    assert not (tmp_path / "reports" / "2026-W48").exists()
+    pipeline.check_inputs({"week": "2026-W48", "window": "0h..1h", "production_trace": str(MOONCAKE)})
