@@ -192,6 +192,9 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Replace an existing reports/<week>/ (never done without)."),
         demo: bool = typer.Option(False, "--demo", help="Use the bundled real data; its trace is from 2023, so the "
                                                           "whole trace is used whatever the week."),
+        window: str | None = typer.Option(None, "--window", help="Traffic window START..END instead of the "
+                                          "week: elapsed time for a relative-clock trace (Mooncake, ServeGen), "
+                                          "e.g. 0h..1h; ISO times for a wall-clock one. Same as -p window."),
         params_file: Path | None = file_opt,
         reports_dir: Path = reports_opt,
         notebooks: Path = nb_opt,
@@ -201,6 +204,8 @@ def register(app: typer.Typer) -> None:
         """Idempotent weekly run for cron/Airflow: writes reports/<ISO week>/ once.
 
         Notebook parameters: -p KEY VALUE (repeatable), or --params-file FILE.
+        A trace with a relative clock has no calendar weeks: give --window START..END in elapsed
+        time (e.g. --window 0h..1h); the week then only names the folder.
 
         Exit codes: 0 green/yellow; 1 bad parameter or input; 3 verdict red; 4 a notebook failed
         (executed copy kept in reports/<week>.failed-<time>/); 5 the week exists (use --force);
@@ -211,8 +216,12 @@ def register(app: typer.Typer) -> None:
         try:
             wk = runner.iso_week(week)
             given = _params(_pairs(ctx.args), params_file)
+            if window is not None:
+                given["window"] = window
             if demo:
                 given = {**demo_parameters(runner.NOTEBOOK_DIR.parent), "week": "", **given}
+            elif str(given.get("window") or "").strip():
+                given.setdefault("week", "")  # the window, not the week, cuts the traffic
             else:
                 given.setdefault("week", wk)
         except BearingError as exc:

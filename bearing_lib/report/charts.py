@@ -19,6 +19,7 @@ import altair as alt
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel
+from bearing_lib.report.views import is_relative
 
 MAX_POINTS = 5000
 PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828", "unknown": "#9e9e9e"}
@@ -165,25 +166,50 @@ def slots_chart(slots: Any) -> ChartSpec | None:
     return ChartSpec("chart-slots", title, scrub(chart.to_dict()), len(rows), len(shown))
 
 
-def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> ChartSpec | None:
-    """Production req/s per minute against the target, the allowable capacity and Q_ult.
+def elapsed_unit(span_s: float) -> tuple[float, str]:
+    """``(seconds per unit, unit name)`` for an elapsed-time axis spanning ``span_s`` seconds."""
+    if span_s <= 3 * 3600:
+        return 60.0, "min"
+    if span_s <= 3 * 86400:
+        return 3600.0, "h"
+    return 86400.0, "days"
 
-    ``series`` rows are ``{"minute_start_s", "requests"}``; ``lines`` ``{"label", "rps"}``.
-    This is the chart that answers "is the service safe at its peak".
+
+def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]], *,
+               relative: bool = False) -> ChartSpec | None:
+    """Production req/s per minute (or per published rate window) against the target, the allowable
+    capacity and Q_ult.
+
+    ``series`` rows are ``{"minute_start_s", "requests"}`` (a row may carry ``bin_s``, the
+    window length, default 60 s); ``lines`` ``{"label", "rps"}``. With ``relative`` the
+    x axis is elapsed time on the trace's own clock (quantitative, no calendar dates);
+    else UTC time. This is the chart that answers "is the service safe at its peak".
     """
     import datetime as _dt
 
-    rows = [{"t": _dt.datetime.fromtimestamp(float(r["minute_start_s"]), _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-             "rps": float(r["requests"]) / 60.0}
-            for r in series if r.get("minute_start_s") is not None and r.get("requests") is not None]
-    if not rows:
+    pts = [(float(r["minute_start_s"]), float(r["requests"]) / float(r.get("bin_s") or 60.0))
+           for r in series if r.get("minute_start_s") is not None and r.get("requests") is not None]
+    if not pts:
         return None
+    bin_s = float(series[0].get("bin_s") or 60.0)
+    per = "minute" if bin_s == 60 else f"{bin_s:g} s window"
+    if relative:
+        unit_s, unit = elapsed_unit(pts[-1][0] - pts[0][0])
+        rows = [{"t": t / unit_s, "rps": v} for t, v in pts]
+        x = alt.X("t:Q", title=f"elapsed time on the trace's clock ({unit} from its start)",
+                  scale=alt.Scale(zero=False, nice=False))
+        tip_t = alt.Tooltip("t:Q", title=f"elapsed ({unit})", format=",.2f")
+        sub = f"requests per {per} ÷ {bin_s:g} · relative clock: no calendar dates"
+    else:
+        rows = [{"t": _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rps": v}
+                for t, v in pts]
+        x = alt.X("t:T", title=f"{per} (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
+        tip_t = alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc")
+        sub = f"requests per UTC {per} ÷ {bin_s:g}"
     shown = downsample_max(rows, "rps")
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79").encode(
-        x=alt.X("t:T", title="minute (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M")),
-        y=alt.Y("rps:Q", title="requests/s (per-minute mean)"),
-        tooltip=[alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc"),
-                 alt.Tooltip("rps:Q", format=",.2f")])
+        x=x, y=alt.Y("rps:Q", title=f"requests/s (per-{'minute' if bin_s == 60 else 'window'} mean)"),
+        tooltip=[tip_t, alt.Tooltip("rps:Q", format=",.2f")])
     layers: list[Any] = [line]
     marks = [ln for ln in lines if ln.get("rps") is not None and math.isfinite(ln["rps"])]
     if marks:
@@ -196,8 +222,7 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]]) -> Cha
             tooltip=["label:N", alt.Tooltip("rps:Q", format=",.2f")]))
     chart = alt.layer(*layers).properties(
         width=620, height=240,
-        title=alt.Title("Production load against capacity",
-                        subtitle=_subtitle(len(rows), len(shown), "requests per UTC minute ÷ 60")))
+        title=alt.Title("Production load against capacity", subtitle=_subtitle(len(rows), len(shown), sub)))
     return ChartSpec("chart-peak", "Production load against capacity", scrub(chart.to_dict()), len(rows), len(shown))
 
 
@@ -208,14 +233,19 @@ def _day_name(v: Any, names: list[str]) -> str:
 
 
 def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_title: str,
-                 cid: str, rule: float | None = None, rule_label: str = "") -> ChartSpec | None:
-    """A time series (e.g. per-minute requests or CBU), downsampled by bucket maxima."""
-    rows = [{"x": r[x], "y": r[y]} for r in series if isinstance(r, dict) and r.get(x) is not None]
+                 cid: str, rule: float | None = None, rule_label: str = "", x_title: str = "") -> ChartSpec | None:
+    """A time series (e.g. per-minute requests or CBU), downsampled by bucket maxima.
+
+    String x values are ISO UTC times (a time axis); numbers a quantitative axis titled
+    ``x_title`` (elapsed time of a relative clock). Rows whose x or y is missing are left out.
+    """
+    rows = [{"x": r[x], "y": r[y]} for r in series
+            if isinstance(r, dict) and r.get(x) is not None and r.get(y) is not None]
     if not rows:
         return None
     shown = downsample_max(rows, "y")
     x_is_time = isinstance(rows[0]["x"], str)
-    x = "minute (UTC)" if x_is_time else x
+    x = "minute (UTC)" if x_is_time else (x_title or x)
     x_enc = (alt.X("x:T", title=x, scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
              if x_is_time else alt.X("x:Q", title=x))
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79", point=True).encode(
@@ -290,7 +320,8 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
             q = [v for v in q if v is not None]
             if q:
                 lines.append({"label": "lowest per-mix Q_ult (completed req/s)", "rps": min(q)})
-        c = peak_chart(model.production.data["per_minute_series"], lines)
+        c = peak_chart(model.production.data["per_minute_series"], lines,
+                       relative=is_relative(model.production.data))
         if c:
             out.append(c)
     if model.fos.available:
@@ -303,7 +334,7 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         tw = model.predicted.data["section"]
         n = len(tw.validation_rows)
         out.append(ChartSpec("chart-twin", "The twin's replay of the load test", scrub(dict(tw.chart_spec)), n, n))
-    if model.production.available:
+    if model.production.available and not is_relative(model.production.data):  # no time of day on a relative clock
         c = slots_chart(model.production.data.get("slots"))
         if c:
             out.append(c)
@@ -311,16 +342,43 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         cbu = model.fos.data.get("cbu") or {}
         above = cbu.get("minutes_above") if isinstance(cbu, dict) else None
         if isinstance(above, list) and above and isinstance(above[0], dict) and "cbu" in above[0]:
-            c = series_chart([{"x": str(r.get("minute")), "y": r.get("cbu")} for r in above], x="x", y="y",
-                             title="CBU in the minutes above the threshold", y_title="CBU (throughput / allowable)",
-                             cid="chart-cbu", rule=_num(cbu.get("threshold")) or 0.8, rule_label="scale-out line")
+            c = cbu_chart(above, threshold=_num(cbu.get("threshold")) or 0.8,
+                          relative=model.production.available and is_relative(model.production.data))
             if c:
                 out.append(c)
     return out
+
+
+def cbu_chart(minutes: list[dict[str, Any]], *, threshold: float, relative: bool) -> ChartSpec | None:
+    """CBU in the minutes above the threshold. The plan labels a minute with its ISO UTC time (wall
+    clock) or its start in seconds on the trace's clock (relative clock): the latter is drawn on an
+    elapsed-time axis, never as a string on a time axis (which Vega cannot place: a blank chart and
+    "Infinite extent")."""
+    def secs(m: Any) -> float | None:
+        try:
+            return float(m)
+        except (TypeError, ValueError):
+            return None
+
+    if relative or all(secs(r.get("minute")) is not None for r in minutes):
+        ts = [secs(r.get("minute")) for r in minutes]
+        known = [t for t in ts if t is not None]
+        if not known:
+            return None
+        unit_s, unit = elapsed_unit(max(known) - min(known))
+        rows = [{"x": t / unit_s, "y": _num(r.get("cbu"))} for t, r in zip(ts, minutes, strict=True) if t is not None]
+        x_title = f"elapsed time on the trace's clock ({unit} from its start)"
+    else:
+        rows = [{"x": str(r.get("minute")), "y": _num(r.get("cbu"))} for r in minutes]
+        x_title = ""
+    return series_chart(rows, x="x", y="y", title="CBU in the minutes above the threshold",
+                        y_title="CBU (throughput / allowable)", cid="chart-cbu", rule=threshold,
+                        rule_label="scale-out line", x_title=x_title)
 
 
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-__all__ = ["MAX_POINTS", "ChartSpec", "downsample_max", "load_curve_chart", "report_charts", "scrub"]
+__all__ = ["MAX_POINTS", "ChartSpec", "cbu_chart", "downsample_max", "elapsed_unit", "load_curve_chart",
+           "peak_chart", "report_charts", "scrub", "series_chart"]

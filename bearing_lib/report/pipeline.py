@@ -196,6 +196,10 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
+# Formats whose clock is always relative (no wall-clock anchor): a week cannot cut them.
+RELATIVE_CLOCK_FORMATS = frozenset({"mooncake", "servegen"})
+
+
 def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
     """Read what can be read of a notebook's inputs **before** its kernel starts.
 
@@ -240,38 +244,141 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         from bearing_lib.report.runner import iso_week
 
         iso_week(parameters["week"])
+    week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
+    if week and not span and trace and "{output_dir}" not in trace:
+        from bearing_lib.loaders.registry import detect
+
+        fmt = str(parameters.get("production_format") or "") or detect(resolve(trace)).name
+        if fmt in RELATIVE_CLOCK_FORMATS:
+            raise ParameterError(f"week {week!r}: the production trace ({fmt}) has a relative clock (seconds from "
+                                 "its start, no calendar dates), so no ISO week applies to it; give a window in "
+                                 "elapsed time instead, e.g. -p window 0h..1h (bearing weekly --window 0h..1h)")
+    if isinstance(parameters.get("window"), str) and parameters["window"].strip():
+        text = parameters["window"].strip()
+        if text.count("..") != 1:
+            raise ParameterError(f"window: expected START..END (e.g. 0h..2h), got {text!r}")
+        for side, what in zip(text.split(".."), ("window start", "window end"), strict=True):
+            side = side.strip()
+            if side and not ("-" in side[1:] and "t" in side.lower()):
+                parse_elapsed(side, what)
 
 
-def window(trace: RequestTrace, week: str = "", start: str = "", end: str = "") -> RequestTrace:
-    """The requests of one ISO ``week`` (UTC), or of ``[start, end)`` (ISO times), or all.
+def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str = "") -> Any:
+    """The requests of one ISO ``week`` (UTC), of ``[start, end)`` (ISO times), of ``span``, or all.
 
-    Raises :class:`ParameterError` for a trace without epoch times when a window is
-    asked for, and :class:`InsufficientDataError`-style :class:`BadValueError` when the
-    window holds no request (naming the trace's own time span).
+    ``span`` is ``START..END`` (either side may be empty): durations on the trace's own
+    clock (``0..2h``, ``30m..90m``, ``1:00:00..``; a bare number is seconds) for a trace
+    with a relative clock, which has no calendar dates, or ISO times for a wall-clock one.
+    A relative clock counts from the trace's origin (Mooncake's ``timestamp`` 0, ServeGen's
+    first window), so ``0..1h`` is the first hour. Works on request traces and on rate
+    windows (a window is kept when it starts inside the span).
+
+    Raises :class:`ParameterError` for a week or ISO times asked of a trace without epoch
+    times (naming ``window``), and :class:`BadValueError` when the window holds no
+    request (naming the trace's own time span).
     """
-    if not (week or start or end):
+    if not (week or start or end or span):
         return trace
-    if trace.provenance.time_origin != "epoch":
-        raise ParameterError(f"{trace.provenance.source}: a time window needs wall-clock times; this trace has "
-                             f"time origin {trace.provenance.time_origin!r}. Leave week/start/end empty.")
-    if week:
-        from bearing_lib.report.runner import week_bounds
-
-        lo, hi = week_bounds(week)
+    relative = trace.provenance.time_origin != "epoch"
+    col = "window_start_s" if "window_start_s" in trace.frame.columns else "start_s"
+    if span:
+        lo_s, hi_s, text = _span(span, relative)
+    elif relative:
+        raise ParameterError(f"{trace.provenance.source}: a week or ISO start/end needs wall-clock times; this "
+                             f"trace has a relative clock (time origin {trace.provenance.time_origin!r}, no "
+                             "calendar dates). Give a window in elapsed time instead, e.g. -p window 0h..1h "
+                             "(bearing weekly --window 0h..1h), or leave week/start/end empty")
     else:
-        lo = _parse_time(start, "start") if start else _dt.datetime.min.replace(tzinfo=_dt.UTC)
-        hi = _parse_time(end, "end") if end else _dt.datetime.max.replace(tzinfo=_dt.UTC)
-    lo_s, hi_s = lo.timestamp() if lo.year > 1 else -math.inf, hi.timestamp() if hi.year < 9999 else math.inf
-    frame = trace.frame.filter((pl.col("start_s") >= lo_s) & (pl.col("start_s") < hi_s))
+        if week:
+            from bearing_lib.report.runner import week_bounds
+
+            lo, hi = week_bounds(week)
+        else:
+            lo = _parse_time(start, "start") if start else _dt.datetime.min.replace(tzinfo=_dt.UTC)
+            hi = _parse_time(end, "end") if end else _dt.datetime.max.replace(tzinfo=_dt.UTC)
+        lo_s, hi_s = lo.timestamp() if lo.year > 1 else -math.inf, hi.timestamp() if hi.year < 9999 else math.inf
+        text = f"[{lo.isoformat()}, {hi.isoformat()})"
+    frame = trace.frame.filter((pl.col(col) >= lo_s) & (pl.col(col) < hi_s))
     if frame.height == 0:
-        t0 = _dt.datetime.fromtimestamp(trace.frame["start_s"].min(), _dt.UTC).isoformat()
-        t1 = _dt.datetime.fromtimestamp(trace.frame["start_s"].max(), _dt.UTC).isoformat()
-        raise BadValueError(f"no request in the window [{lo.isoformat()}, {hi.isoformat()}); the trace spans "
-                            f"{t0} to {t1}", path=trace.provenance.source)
+        t0, t1 = trace.frame[col].min(), trace.frame[col].max()
+        if relative:
+            have = f"{elapsed_text(t0)} to {elapsed_text(t1)} on its relative clock"
+        else:
+            have = (f"{_dt.datetime.fromtimestamp(t0, _dt.UTC).isoformat()} to "
+                    f"{_dt.datetime.fromtimestamp(t1, _dt.UTC).isoformat()}")
+        raise BadValueError(f"no request in the window {text}; the trace spans {have}", path=trace.provenance.source)
     prov = trace.provenance
-    prov.add("window", f"kept {frame.height:,} of {trace.frame.height:,} requests in [{lo.isoformat()}, "
-             f"{hi.isoformat()})", level="info", count=frame.height)
+    what = "windows" if col == "window_start_s" else "requests"
+    prov.add("window", f"kept {frame.height:,} of {trace.frame.height:,} {what} in {text}", level="info",
+             count=frame.height)
+    if col == "window_start_s":
+        import dataclasses
+
+        return dataclasses.replace(trace, frame=frame)
     return RequestTrace(frame, prov, trace.steps)
+
+
+_UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_elapsed(text: str, what: str = "window") -> float:
+    """Seconds in a duration: ``90`` (seconds), ``90s``, ``30m``/``30min``, ``2h``, ``1d``, ``1h30m``, ``1:30:00``.
+
+    Raises :class:`ParameterError` naming ``what`` and the accepted forms.
+    """
+    import re
+
+    t = text.strip().lower()
+    bad = ParameterError(f"{what}: expected an elapsed time such as 90s, 30m, 2h, 1h30m, 1d or 1:30:00 (a bare "
+                         f"number is seconds), got {text!r}")
+    if not t:
+        raise bad
+    if ":" in t:
+        parts = t.split(":")
+        if len(parts) > 3 or not all(re.fullmatch(r"\d+(\.\d+)?", x) for x in parts):
+            raise bad
+        return sum(float(x) * 60 ** i for i, x in enumerate(reversed(parts)))
+    try:
+        v = float(t)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(v) or v < 0:
+            raise bad
+        return v
+    pieces = re.findall(r"(\d+(?:\.\d+)?)\s*(min|sec|[smhd])", t)
+    if not pieces or re.sub(r"(\d+(?:\.\d+)?)\s*(min|sec|[smhd])", "", t).strip():
+        raise bad
+    return sum(float(n) * _UNITS[u] for n, u in pieces)
+
+
+def elapsed_text(seconds: float) -> str:
+    """``+1 h 30 min``-style text of a time on a relative clock (``+0 s`` at the origin)."""
+    from bearing_lib.report.views import elapsed
+
+    return elapsed(seconds)
+
+
+def _span(text: str, relative: bool) -> tuple[float, float, str]:
+    """``(lo_s, hi_s, description)`` of a ``START..END`` window (see :func:`window`)."""
+    if text.count("..") != 1:
+        raise ParameterError(f"window: expected START..END (e.g. 0h..2h; either side may be empty), got {text!r}")
+    a, b = (x.strip() for x in text.split(".."))
+    if not relative and any("-" in x[1:] and "t" in x.lower() for x in (a, b) if x):
+        lo = _parse_time(a, "window start") if a else None
+        hi = _parse_time(b, "window end") if b else None
+        lo_s = lo.timestamp() if lo else -math.inf
+        hi_s = hi.timestamp() if hi else math.inf
+        return lo_s, hi_s, f"[{lo.isoformat() if lo else '…'}, {hi.isoformat() if hi else '…'})"
+    lo_s = parse_elapsed(a, "window start") if a else 0.0
+    hi_s = parse_elapsed(b, "window end") if b else math.inf
+    if hi_s <= lo_s:
+        raise ParameterError(f"window: the end must come after the start, got {text!r}")
+    if not relative:
+        raise ParameterError(f"window {text!r}: this trace has a wall-clock (UTC) time; give ISO times, e.g. "
+                             "2023-11-16T00:00Z..2023-11-17T00:00Z, or -p week")
+    end = "the end" if math.isinf(hi_s) else elapsed_text(hi_s)
+    return lo_s, hi_s, f"[{elapsed_text(lo_s)}, {end}) on the trace's relative clock"
 
 
 def _parse_time(text: str, what: str) -> _dt.datetime:
@@ -448,11 +555,20 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
-    """``[{"minute_start_s", "requests"}]`` from a ``TrafficProfile`` (empty for anything else)."""
+    """``[{"minute_start_s", "requests"}]`` from a ``TrafficProfile`` (empty for anything else).
+
+    A profile of rate windows (ServeGen) has no per-minute counts: its windows are given as
+    ``{"minute_start_s": window start, "requests": requests in the window, "bin_s": window
+    length}`` so that the peak chart draws their rate (requests / ``bin_s``).
+    """
     frame = getattr(traffic, "per_minute", None)
-    if not isinstance(frame, pl.DataFrame) or not {"minute_start_s", "requests"} <= set(frame.columns):
-        return []
-    return frame.select("minute_start_s", "requests").to_dicts()
+    if isinstance(frame, pl.DataFrame) and {"minute_start_s", "requests"} <= set(frame.columns):
+        return frame.select("minute_start_s", "requests").to_dicts()
+    series = getattr(traffic, "series", None)
+    if series is not None and hasattr(series, "bin_s") and hasattr(series, "start_s"):
+        return [{"minute_start_s": float(t), "requests": float(r), "bin_s": float(series.bin_s)}
+                for t, r in zip(series.start_s, series.requests, strict=True)]
+    return []
 
 
 def document(obj: Any) -> Doc:
@@ -529,6 +645,9 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
 
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
+    if not isinstance(production, RequestTrace):
+        return Unavailable("the twin replays the production requests; this production input holds rates per "
+                           f"window ({type(production).__name__}), not requests")
     lim = limits_doc if isinstance(limits_doc, LimitsResult) else LimitsResult.from_dict(limits_doc)
     sources = [s for s in lim.conditions.sources if s.kind in (None, "requests")]
     if len(sources) != 1:

@@ -137,6 +137,63 @@ def utc(epoch_s: Any) -> str:
     return _dt.datetime.fromtimestamp(f, _dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
+def elapsed(seconds: Any) -> str:
+    """A time on a relative clock as elapsed time from its origin: ``+0 s``, ``+45 s``, ``+12 min``,
+    ``+1 h 05 min``, ``+2 d 03 h`` (never a calendar date: the clock has none)."""
+    f = _f(seconds)
+    if f is None:
+        return "—"
+    sign = "-" if f < 0 else "+"
+    t = int(round(abs(f)))
+    d, rem = divmod(t, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    if d:
+        return f"{sign}{d} d {h:02d} h"
+    if h:
+        return f"{sign}{h} h {m:02d} min"
+    if m:
+        return f"{sign}{m} min" + (f" {sec:02d} s" if sec else "")
+    return f"{sign}{sec} s"
+
+
+def is_relative(profile: Any) -> bool:
+    """Whether a profile document's clock is relative (seconds from the trace start, no dates)."""
+    return isinstance(profile, dict) and str(profile.get("clock") or "").startswith("relative")
+
+
+def moment(t: Any, relative: bool) -> str:
+    """A time as the data has it: ``2023-11-16 10:00`` (UTC) or ``+1 h 05 min`` (relative clock)."""
+    return elapsed(t) if relative else utc(t)
+
+
+def window_line(profile: Any, run_time_utc: str | None) -> str:
+    """The date of the report and the traffic window it judged, for the line under the verdict.
+
+    A wall-clock profile gives its first and last request in UTC (``start_utc``/``end_utc``); a
+    relative-clock one has no dates, so the window is the span of its counted minutes (or
+    rate windows) on the trace's own clock, as elapsed time.
+    """
+    bits = []
+    if run_time_utc:
+        bits.append(f"Report of {str(run_time_utc)[:10]} ({str(run_time_utc)[11:16]} UTC)")
+    p = _d(profile)
+    span = duration(p.get("span_s")) if _f(p.get("span_s")) is not None else ""
+    series = [r for r in p.get("per_minute_series") or [] if _f(_d(r).get("minute_start_s")) is not None]
+    if is_relative(p) and series:
+        t0 = _f(series[0]["minute_start_s"])
+        last = series[-1]
+        t1 = (_f(last["minute_start_s"]) or 0.0) + (_f(last.get("bin_s")) or 60.0)
+        bits.append(f"traffic window {elapsed(t0)} to {elapsed(t1)} on the trace's relative clock"
+                    + (f" (trace span {span})" if span else "") + "; no calendar dates")
+    elif is_relative(p) and span:
+        bits.append(f"traffic window: {span} on the trace's relative clock; no calendar dates")
+    elif p.get("start_utc") and p.get("end_utc"):
+        a, b = (str(p[k]).replace("T", " ")[:16] for k in ("start_utc", "end_utc"))
+        bits.append(f"traffic window {a} to {b} UTC" + (f" ({span})" if span else ""))
+    return " · ".join(bits)
+
+
 def gib(v: Any) -> str:
     f = _f(v)
     return "—" if f is None else f"{f:,.1f} GiB"
@@ -161,8 +218,13 @@ def _notes(v: Any) -> list[str]:
 
 
 def production_view(p: dict[str, Any]) -> list[Group]:
-    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape."""
+    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
+
+    A relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
+    no UTC minutes, no dates, no hour-of-day or weekday slots.
+    """
     groups: list[Group] = []
+    rel = is_relative(p)
 
     # target load ---------------------------------------------------------------
     t = _d(p.get("targets"))
@@ -200,7 +262,8 @@ def production_view(p: dict[str, Any]) -> list[Group]:
 
     # per-minute ------------------------------------------------------------------
     pm = _d(p.get("per_minute"))
-    g = Group("Per-minute rate (complete UTC minutes)")
+    g = Group("Per-minute rate (complete minutes from the trace start)" if rel
+              else "Per-minute rate (complete UTC minutes)")
     if _na(pm):
         g.unavailable.append(f"per-minute rates not available: {_na(pm)}")
     elif pm:
@@ -258,8 +321,13 @@ def production_view(p: dict[str, Any]) -> list[Group]:
     # daily / weekly and decomposition ----------------------------------------------
     g = Group("Daily / weekly profile and seasonality")
     sl = _d(p.get("slots"))
+    if rel and sl:
+        g.unavailable.append("hour-of-day and weekday profiles not shown: the trace has a relative clock (seconds "
+                             "from its start), so it has no time of day or weekday")
     for key, label in (("hour_of_day", "Hour-of-day profile"), ("hour_weekday", "Weekday × hour profile")):
         x = _d(sl.get(key))
+        if rel:
+            continue
         if _na(x):
             g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
         elif x:
@@ -281,9 +349,10 @@ def production_view(p: dict[str, Any]) -> list[Group]:
     elif dec:
         for c in dec.get("components") or []:
             c = _d(c)
+            hour = "hour (from the trace start)" if rel else "hour (UTC)"
             g.rows.append(Row(f"{str(c.get('name', '')).capitalize()} cycle ({num(c.get('period_h'), 0)} h)",
                               f"amplitude {num(c.get('amplitude_rps'))} req/s; strength {num(c.get('strength'))}",
-                              f"peak at hour {c.get('peak_phase_h')}, trough at hour {c.get('trough_phase_h')}; "
+                              f"peak at {hour} {c.get('peak_phase_h')}, trough at {c.get('trough_phase_h')}; "
                               f"cycle correlation {num(c.get('cycle_correlation'))}"))
         tr = _d(dec.get("trend"))
         if tr:
@@ -317,7 +386,7 @@ def production_view(p: dict[str, Any]) -> list[Group]:
         if eps:
             cols = list(dict.fromkeys(k for e in eps for k in e))
             g.tables.append(Table(f"{len(eps)} burst episode(s)", [c.replace("_", " ") for c in cols],
-                                  [[_cell(e.get(c), c) for c in cols] for e in eps], collapsed=len(eps) > 12))
+                                  [[_cell(e.get(c), c, rel) for c in cols] for e in eps], collapsed=len(eps) > 12))
     groups.append(g)
 
     # dispersion, mix shares -----------------------------------------------------
@@ -345,8 +414,8 @@ def production_view(p: dict[str, Any]) -> list[Group]:
     elif mh.get("rows"):
         rows = [_d(r) for r in mh["rows"]]
         g.tables.append(Table(f"Mix shares per hour ({mh.get('basis') or 'UTC hours'})",
-                              ["hour (UTC)", "mix", "share", "requests"],
-                              [[utc(r.get("hour_start_s")), str(r.get("mix")), pct(r.get("share")),
+                              ["hour from the trace start" if rel else "hour (UTC)", "mix", "share", "requests"],
+                              [[moment(r.get("hour_start_s"), rel), str(r.get("mix")), pct(r.get("share")),
                                 num(r.get("n_requests"))] for r in rows], collapsed=True))
         g.notes += _notes(mh.get("notes"))
     groups.append(g)
@@ -411,9 +480,9 @@ def _slot(row: dict[str, Any]) -> str:
     return f"{weekdays[int(wd) % 7]} {h}" if wd is not None else h
 
 
-def _cell(v: Any, key: str = "") -> str:
-    if key.endswith("_s") and key.startswith(("start", "end", "minute", "hour")):
-        return utc(v)
+def _cell(v: Any, key: str = "", relative: bool = False) -> str:
+    if key.endswith("_s") and key.startswith(("start", "end", "minute", "hour", "peak_at", "window")):
+        return moment(v, relative)
     if key.endswith("_s"):
         return duration(v)
     if isinstance(v, list | tuple):
@@ -441,7 +510,21 @@ def target_row(t: dict[str, Any]) -> Row:
     return Row("Target load", rps_and_min(t.get("rps")), note)
 
 
-def cbu_view(cbu: Any) -> Group:
+def cbu_minute(m: Any, relative: bool) -> str:
+    """A CBU minute as the data has it: the plan writes an ISO UTC minute for a wall-clock trace and the
+    minute's start in seconds on the trace's clock for a relative one (shown as elapsed time)."""
+    f = _f(m)
+    if f is None and isinstance(m, str):
+        try:
+            f = float(m)
+        except ValueError:
+            return m.replace("T", " ").removesuffix(":00Z").removesuffix("Z")
+    if f is None:
+        return "—"
+    return moment(f, relative)
+
+
+def cbu_view(cbu: Any, relative: bool = False) -> Group:
     """CBU: the threshold, how many minutes exceed it, the worst minute; the minutes folded."""
     g = Group("CBU (throughput / allowable capacity, per minute)")
     c = _d(cbu)
@@ -463,8 +546,9 @@ def cbu_view(cbu: Any) -> Group:
         title = f"{len(mins)} minute(s) above {num(thr)}"
         if c.get("minutes_above_truncated"):
             title += " (list truncated)"
-        g.tables.append(Table(title, ["minute (UTC)", "requests", "req/s", "CBU"],
-                              [[str(m.get("minute")), num(m.get("requests")),
+        g.tables.append(Table(title, ["minute from the trace start" if relative else "minute (UTC)", "requests",
+                                      "req/s", "CBU"],
+                              [[cbu_minute(m.get("minute"), relative), num(m.get("requests")),
                                 num(_f(m.get("requests")) / 60 if _f(m.get("requests")) is not None else None),
                                 num(m.get("cbu"))] for m in mins], collapsed=True))
     return g
@@ -751,13 +835,17 @@ def section_views(model: Any) -> dict[str, Any]:
     views: dict[str, Any] = {}
     if model.production.available:
         g = production_view(model.production.data)
+        # a relative clock has no time-of-day slots: their reasons are not caveats of this report
+        skip = ("per_minute_series", "slots") if is_relative(model.production.data) else ("per_minute_series",)
         views["production"] = {"groups": g, "caveats": leftover_caveats(
-            {k: v for k, v in model.production.data.items() if k not in ("per_minute_series",)}, g)}
+            {k: v for k, v in model.production.data.items() if k not in skip}, g)}
     if model.fos.available:
         f = model.fos.data
-        g = [cbu_view(f.get("cbu"))]
+        g = [cbu_view(f.get("cbu"), is_relative(model.production.data if model.production.available else None))]
         views["fos"] = {"target": target_row(_d(f.get("target"))), "cbu": g[0],
                         "caveats": leftover_caveats({"cbu": f.get("cbu")}, g)}
+    views["window"] = window_line(model.production.data if model.production.available else None,
+                                  getattr(model.provenance, "run_time_utc", None))
     if model.plan.available:
         d = model.plan.data
         g = [instances_view(d.get("instances")), elasticity_view(d.get("elasticity")), memory_view(d.get("memory"))]
@@ -773,10 +861,13 @@ __all__ = [
     "Group",
     "Row",
     "Table",
+    "cbu_minute",
     "cbu_view",
+    "elapsed",
     "elasticity_view",
     "flags_view",
     "instances_view",
+    "is_relative",
     "leftover_caveats",
     "memory_view",
     "num",
@@ -784,4 +875,5 @@ __all__ = [
     "scorecard_tables",
     "section_views",
     "target_row",
+    "window_line",
 ]

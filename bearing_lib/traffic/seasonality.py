@@ -163,7 +163,9 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
         frame = _slot_frame(series).select("hour").join(
             slots.hour_of_day.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
-        how = "hour-of-day slot baseline: median over days of each day's P95 rate in that hour"
+        how = ("hour-of-day slot baseline: median over days of each day's P95 rate in that hour" if series.aligned
+               else "24-hour periodic slot baseline (hours counted from the trace start: the clock is relative, "
+               "no time of day): median over 24 h periods of each period's P95 rate in that hour")
         if slots.hour_of_day.n_periods < 3:
             how += (
                 f" (only {slots.hour_of_day.n_periods} day(s): a burst day can still raise its own baseline; "

@@ -109,3 +109,39 @@ def test_missing_chromium_fails_under_ci_and_skips_otherwise(monkeypatch):
     with pytest.raises(pytest.skip.Exception):
         _need(False, "Chromium (/usr/bin/chromium)")
     _need(True, "anything")  # present: no effect
+
+
+@pytest.fixture(scope="module")
+def relative_reports(tmp_path_factory) -> dict[str, Path]:
+    """Reports of the two real relative-clock traces (Mooncake requests, ServeGen rate windows)."""
+    from tests.report.relative_clock_build import MOONCAKE, SERVEGEN, build
+
+    return {key: build(path, tmp_path_factory.mktemp(key), span=span)[1]["html"]
+            for key, path, span in (("mooncake", MOONCAKE, "10m..40m"), ("servegen", SERVEGEN, ""))}
+
+
+@pytest.mark.parametrize("key", ["mooncake", "servegen"])
+def test_relative_clock_report_draws_every_chart(browser, relative_reports, key):
+    """The peak and CBU charts of a relative-clock trace draw (a line with a path, numeric elapsed ticks)
+    with no console warning: no "Infinite extent" from strings on a time axis, no dead peak link."""
+    page = browser.new_page()
+    problems: list[str] = []
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
+            if msg.type in ("error", "warning") else None)
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.goto(relative_reports[key].as_uri())
+    charts = page.locator("div.chart")
+    n = charts.count()
+    assert n >= 5  # peak, FOS, two load curves, CBU
+    page.wait_for_function(f"document.querySelectorAll('.chart svg').length >= {n}", timeout=20_000)
+    for i in range(n):
+        assert charts.nth(i).locator("svg").count() >= 1
+    for cid in ("chart-peak", "chart-cbu"):
+        assert page.locator(f"#{cid} svg .mark-line path").count() >= 1, cid
+        ticks = page.eval_on_selector_all(f"#{cid} svg .role-axis-label text", "els => els.map(e => e.textContent)")
+        assert ticks and not any("01-01" in t or "1970" in t for t in ticks), (cid, ticks)
+    assert page.locator("a[href='#peak']").count() == 1 and page.locator("#peak").count() == 1
+    assert "on the trace's relative clock" in page.locator("#window-line").inner_text()
+    assert problems == [], problems
+    page.close()
