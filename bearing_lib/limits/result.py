@@ -197,7 +197,7 @@ class Step:
     phase: str | None = None
     phase_reason: str | None = None
     phase_evidence: str | None = None
-    """Which evidence decided the phase (a P99, a lower percentile, the mean, errors, throughput; docs/phases-and-fits.md)."""
+    """What decided the phase (a P99, a lower percentile, the mean, errors, throughput; docs/phases-and-fits.md)."""
     cost_anomaly_index: float | None = None
     exceedances: dict[str, dict[str, Any]] | None = None
     """Per clause: requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""
