@@ -83,6 +83,8 @@ class MixRow:
     fos: Estimate | None
     n_steps: int
     n_invalid_steps: int
+    followup: str | None = None
+    """Where the test cannot resolve the limit: the follow-up test bearing designed for it (``bearing next``)."""
 
 
 @dataclass
@@ -428,6 +430,7 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: dict[str, Any]
                 fos=fos,
                 n_steps=len(m.steps),
                 n_invalid_steps=sum(1 for st in m.steps if st.valid is False),
+                followup=next((n for n in m.notes if n.startswith("follow-up test:")), None),
             )
         )
     if not rows:

@@ -222,3 +222,19 @@ def test_the_twin_section_says_predicted_and_never_mixes_with_measured(docs):
     none = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
                         twin=Unavailable("the load test keeps no per-request times"))
     assert not none.predicted.available and "per-request" in none.predicted.reason
+
+
+def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
+    """Issue (limits): the report shows the follow-up plan where the limit is coarse, beside the limit."""
+    from bearing_lib.report.render import render_html
+
+    lim = docs["limits"]
+    note = ("follow-up test: loads 1.8, 2, 2.2, 2.4 rps in ascending order, steps of 600, 600, 600, 600 s "
+            "(total 2400 s), then pool both runs; expected resolution ±5%. `bearing next LIMITS.json --out FILE` "
+            "writes it for your load-test tool")
+    lim["mixes"][1]["notes"] = [note]
+    m = build_report(limits=lim, profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    rows = m.mixes.data["rows"]
+    assert rows[1].followup == note and rows[0].followup is None
+    html = render_html(m)
+    assert "This test cannot resolve the limit finely: follow-up test: loads 1.8, 2, 2.2, 2.4 rps" in html
