@@ -55,6 +55,7 @@ from scipy.optimize import isotonic_regression
 
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BearingError, ParameterError
+from bearing_lib.common.files import jsonable
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.data.loadpoints import LoadPointTable
@@ -772,9 +773,9 @@ def _fit_group(
         notes.append(f"95% CI: {interval}")
     if resolution is not None and resolution["coarse"]:
         _attach_followup(run_id, mix, q_ult, steps, notes)
-    steps = [Step(**_py(st)) for st in steps]
+    steps = [Step(**jsonable(st)) for st in steps]
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
-    q = _py(q_ult)
+    q = jsonable(q_ult)
     if q["resolution"] is not None:
         q["resolution"] = Resolution(**q["resolution"])
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req, q_ult=QUlt(**q),
@@ -783,25 +784,9 @@ def _fit_group(
     return lim
 
 
-def _py(d: dict) -> dict:
-    """numpy scalars and non-finite floats of a record as JSON-ready Python values (None for ±inf/NaN)."""
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and not math.isfinite(v):
-            v = None
-        elif isinstance(v, list):
-            v = [None if isinstance(x, float) and not math.isfinite(x) else
-                 (x.item() if isinstance(x, np.generic) else x) for x in v]
-        elif isinstance(v, dict):
-            v = _py(v)
-        out[k] = v
-    return out
-
-
 _STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
                       for q in ("p50", "p90", "p95", "p99"))
+
 
 def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict], notes: list[str]) -> None:
     """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), in
@@ -1160,7 +1145,7 @@ def fit_limits(
             if not tables:
                 for st in lim.steps:
                     mser = warmups.get((str(run), int(st.step)))
-                    st.mser5 = _py(mser) if isinstance(mser, dict) else mser
+                    st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
             n_steps = part.height
