@@ -28,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRY = "import sys; from bearing_lib.cli.main import app; sys.argv[0] = 'bearing'; app()"
-TARGETS = {"--version": 1.5, "--help": 1.5, "inspect": 2.0}
+# "report --help" is not in the targets; it is timed because it once imported altair (1.9 s)
+TARGETS = {"--version": 1.5, "--help": 1.5, "report --help": 2.0, "inspect": 2.0}
 
 
 def small_csv(folder: Path, rows: int) -> Path:
@@ -72,6 +73,7 @@ def main() -> None:
             "import polars": [sys.executable, "-c", "import polars"],
             "--version": [sys.executable, "-c", ENTRY, "--version"],
             "--help": [sys.executable, "-c", ENTRY, "--help"],
+            "report --help": [sys.executable, "-c", ENTRY, "report", "--help"],
             "inspect": [sys.executable, "-c", ENTRY, "inspect", str(csv_path)],
         }
         wall: dict[str, list[float]] = {k: [] for k in commands}

@@ -1,9 +1,34 @@
 """The capacity report: a typed model (``model``), charts (``charts``), one offline HTML
 file plus its ``summary.json`` twin (``render``), the notebook runner (``runner``) and the
-reports index (``index``)."""
+reports index (``index``).
 
-from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.report.model import ReportModel, build_report, make_provenance
-from bearing_lib.report.render import render_html, write_report
+Names are imported on first use (PEP 562), so ``bearing report --help`` does not pay for
+altair and vl-convert, which only rendering needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.report.model import ReportModel, build_report, make_provenance
+    from bearing_lib.report.render import render_html, write_report
+
+_WHERE = {
+    "ReportModel": "bearing_lib.report.model",
+    "Unavailable": "bearing_lib.common.unavailable",
+    "build_report": "bearing_lib.report.model",
+    "make_provenance": "bearing_lib.report.model",
+    "render_html": "bearing_lib.report.render",
+    "write_report": "bearing_lib.report.render",
+}
 
 __all__ = ["ReportModel", "Unavailable", "build_report", "make_provenance", "render_html", "write_report"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'bearing_lib.report' has no attribute {name!r}")
