@@ -32,6 +32,7 @@ broke a per-request clause). Null flags count as not violating.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -137,3 +138,24 @@ def cost_anomaly_index(
         pl.lit(model).alias("compute_model"),
     )
     return out.sort(keys) if keys else out
+
+
+@dataclass
+class CostAnomalyStep:
+    """The cost anomaly index of one step: wasted compute over all compute spent."""
+
+    step: int
+    offered_load: float | None = None
+    value: float | None = None
+    n_wasted: int | None = None
+
+
+@dataclass
+class CostAnomaly:
+    """The cost anomaly index of a mix, step by step (the limits document's ``cost_anomaly_index``)."""
+
+    by_step: list[CostAnomalyStep] = field(default_factory=list)
+    compute_model: str | None = None
+    wasted: str | None = None
+    available: bool = True
+    reason: str | None = None

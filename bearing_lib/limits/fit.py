@@ -63,6 +63,7 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import pooled
+from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
     QUANTILES,
@@ -73,6 +74,8 @@ from bearing_lib.limits.curves import (
     steady_requests,
     step_windows,
 )
+from bearing_lib.limits.fits import QueueFit, UslFit
+from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.result import (
     BlendedLimit,
     BootstrapInfo,
@@ -973,11 +976,12 @@ def _with_phases(part: pl.DataFrame, metric: str) -> pl.DataFrame:
         return part.with_columns(pl.lit(f"phases not classified: {exc}").alias("phase_reason"))
 
 
-def _safe(fn, *args, **kwargs) -> dict[str, object]:
+def _safe(fn, unavailable, *args, **kwargs):  # noqa: ANN001, ANN202 - fn's own result type
+    """``fn(*args, **kwargs)``, or ``unavailable(reason)`` when the data cannot support it."""
     try:
-        return fn(*args, **kwargs).to_dict()
+        return fn(*args, **kwargs)
     except BearingError as exc:
-        return {"available": False, "reason": str(exc)}
+        return unavailable(str(exc))
 
 
 def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests: pl.DataFrame | None,
@@ -991,9 +995,11 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     finite = g.filter(pl.col("offered_load").is_finite())
     # the time-block bootstrap CI (requests given): docs/phases-and-fits.md measured 20/20
     # coverage for it against 14/20 for the parametric one used without requests
-    lim.p_critical = PCritical.of(_safe(p_critical, finite, metric=metric, seed=seed, requests=requests))
-    lim.usl = _safe(fit_usl_curve, finite)
-    lim.queueing = _safe(fit_queueing_curve, finite, metric=metric, stat=None)
+    lim.p_critical = PCritical.of(_safe(lambda *a, **k: p_critical(*a, **k).to_dict(),
+                                        lambda why: {"available": False, "reason": why}, finite,
+                                        metric=metric, seed=seed, requests=requests))
+    lim.usl = _safe(fit_usl_curve, lambda why: UslFit(False, why), finite)
+    lim.queueing = _safe(fit_queueing_curve, lambda why: QueueFit(False, why), finite, metric=metric, stat=None)
     by_step = {r["step"]: r for r in g.to_dicts()}
     for st in lim.steps:
         st.phase = by_step.get(st.step, {}).get("phase")
@@ -1001,35 +1007,36 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
         st.phase_reason = by_step.get(st.step, {}).get("phase_reason") or (
             "recovery step: not part of the load curve" if st.recovery_step else None)
     if requests is None or requests.height == 0:
-        lim.cost_anomaly_index = {"available": False, "reason": "needs per-request data (a load-point table has none)"}
+        lim.cost_anomaly_index = CostAnomaly(available=False,
+                                             reason="needs per-request data (a load-point table has none)")
         return
     cai = cost_anomaly_index(requests, sla.request_violates(), by=("run_id", "step", "mix")).sort("step")
     values = {r["step"]: r for r in cai.to_dicts()}
     for st in lim.steps:
         cai_v = values.get(st.step, {}).get("cost_anomaly_index")
         st.cost_anomaly_index = None if cai_v is None or not math.isfinite(cai_v) else float(cai_v)
-    lim.cost_anomaly_index = {
-        "by_step": [{"step": r["step"], "offered_load": by_step.get(r["step"], {}).get("offered_load"),
-                     "value": r["cost_anomaly_index"], "n_wasted": r["n_wasted"]} for r in cai.to_dicts()],
-        "compute_model": cai["compute_model"][0] if cai.height else None,
-        "wasted": "failed, timed out, or above a latency bound of any SLA clause (SLA.request_violates)",
-    }
+    lim.cost_anomaly_index = CostAnomaly(
+        by_step=[CostAnomalyStep(int(r["step"]), by_step.get(r["step"], {}).get("offered_load"),
+                                 r["cost_anomaly_index"], r["n_wasted"]) for r in cai.to_dicts()],
+        compute_model=cai["compute_model"][0] if cai.height else None,
+        wasted="failed, timed out, or above a latency bound of any SLA clause (SLA.request_violates)",
+    )
 
 
-def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, dict[str, object]]:
+def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
     """``T_recover`` per run, on all the run's requests (the SLA over every mix, as a monitor sees it)."""
     from bearing_lib.limits.recovery import t_recover
 
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, RecoveryResult] = {}
     f = trace.frame.with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
     for (run,), part in f.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
         loads = part.group_by("step").agg(pl.col("offered_load").first(), pl.col("start_s").min()).sort("start_s")
         dropped = (loads["offered_load"].diff() < 0).any()
         if not dropped:
-            out[str(run)] = {"value_s": None, "censored": "none",
-                             "reason": "no drop from an overloaded step to a lower load in this run"}
+            out[str(run)] = RecoveryResult(None, "none", "no drop from an overloaded step to a lower load in this run")
             continue
-        out[str(run)] = _safe(t_recover, part, sla.evaluate_window)
+        out[str(run)] = _safe(t_recover, lambda why: RecoveryResult(None, "none", why, available=False), part,
+                              sla.evaluate_window)
     return out
 
 
@@ -1118,7 +1125,7 @@ def fit_limits(
             if name in recovery:
                 per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla_obj)
                               .items()}}
-                recovery[name] = next((per_run[r] for r in runs if per_run.get(r, {}).get("value_s") is not None),
+                recovery[name] = next((per_run[r] for r in runs if r in per_run and per_run[r].value_s is not None),
                                       per_run.get(runs[0], recovery[name]))
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
@@ -1147,7 +1154,7 @@ def fit_limits(
                     mser = warmups.get((str(run), int(st.step)))
                     st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
             lim.t_recover = recovery.get(str(run))
-            lim.t_recover_s = lim.t_recover.get("value_s") if lim.t_recover else None
+            lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
             n_steps = part.height
             all_steps = totals_df.filter(pl.col("run_id") == run).height
             if n_steps < all_steps:

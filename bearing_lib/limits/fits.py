@@ -63,8 +63,8 @@ def _json_dict(obj: object) -> dict[str, object]:
 class UslFit:
     """USL fit result (None values and ``reason`` when unavailable)."""
 
-    available: bool
-    reason: str
+    available: bool = True
+    reason: str = ""
     alpha: float | None = None
     beta: float | None = None
     lam: float | None = None
@@ -218,8 +218,8 @@ def fit_usl(concurrency: np.ndarray | list[float], throughput: np.ndarray | list
 class QueueFit:
     """Fit of ``R = R0 / (1 - lam/mu)`` (None values and ``reason`` when unavailable)."""
 
-    available: bool
-    reason: str
+    available: bool = True
+    reason: str = ""
     mu: float | None = None
     mu_ci95: tuple[float | None, float | None] = (None, None)
     r0: float | None = None

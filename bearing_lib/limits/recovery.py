@@ -63,6 +63,8 @@ class RecoveryResult:
     censored: str
     reason: str
     drops: list[dict[str, object]] = field(default_factory=list)
+    available: bool = True
+    """False when it could not be computed at all (``reason`` says why)."""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

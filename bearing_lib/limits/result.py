@@ -26,6 +26,9 @@ from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
+from bearing_lib.limits.cost import CostAnomaly
+from bearing_lib.limits.fits import QueueFit, UslFit
+from bearing_lib.limits.recovery import RecoveryResult
 
 SCHEMA = "bearing.limits/2"
 """Version 2 adds ``schema``, ``q_ult.basis`` and ``q_ult.achieved``; version-1 files (no
@@ -253,14 +256,14 @@ class MixLimit:
     binding: str | None = None
     notes: list[str] = field(default_factory=list)
     p_critical: PCritical | None = None
-    # The model fits and diagnostics below are detail documents of their own modules
-    # (limits.fits, limits.cost, limits.recovery), each produced by that module's result
-    # class's to_dict(); no later stage reads inside them, the report prints their statements.
-    usl: dict[str, Any] | None = None
-    queueing: dict[str, Any] | None = None
+    # The model fits and diagnostics below are the result types of their own modules
+    # (limits.fits, limits.cost, limits.recovery); one that could not be computed is that
+    # type with ``available=False`` and its reason.
+    usl: UslFit | None = None
+    queueing: QueueFit | None = None
     t_recover_s: float | None = None
-    t_recover: dict[str, Any] | None = None
-    cost_anomaly_index: dict[str, Any] | float | None = None
+    t_recover: RecoveryResult | None = None
+    cost_anomaly_index: CostAnomaly | None = None
 
     @property
     def unit(self) -> str | None:
@@ -455,6 +458,9 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         return out
     mixes = []
     for m in doc["mixes"]:
+        if isinstance(m, dict) and isinstance(m.get("cost_anomaly_index"), int | float):
+            m = {**m, "cost_anomaly_index": {"available": False, "reason": "a version-1 document gives one number "
+                                             f"({m['cost_anomaly_index']:g}) without its steps"}}
         if isinstance(m, dict) and isinstance(m.get("steps"), list):
             m = dict(m)
             steps = []
