@@ -13,23 +13,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from bearing_lib.cli._common import bearing_errors
-from bearing_lib.common.errors import InputError, ParameterError
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.files import read_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult, MixLimit
 
 
-def _read(path: Path) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the limits document ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("mixes"), list):
-        raise InputError(f"{path}: expected a limits document (bearing limits --json) with a 'mixes' list")
-    return doc
+def _read(path: Path) -> LimitsResult:
+    """The limits document, validated once (every problem reported together; version 1 upgraded on read)."""
+    from bearing_lib.limits.result import LimitsResult
+
+    return LimitsResult.from_dict(read_json(path, "limits document (bearing limits --json)"), source=str(path))
+
+
+def _needs_followup(m: MixLimit) -> bool:
+    q = m.q_ult
+    return q is not None and (bool(q.resolution and q.resolution.coarse)
+                              or q.censored in ("above", "below", "not_monotone"))
 
 
 def _safe(name: str) -> str:
@@ -54,12 +60,11 @@ def register(app: typer.Typer) -> None:
         from bearing_lib.limits.followup import TOOLS, WRITERS, Target, design_followup, tool_of
 
         with bearing_errors():
-            doc = _read(limits_json)
-            name = tool_of(doc) if tool == "auto" else tool
+            result = _read(limits_json)
+            name = tool_of(result) if tool == "auto" else tool
             if name not in TOOLS:
                 raise ParameterError(f"--tool: expected auto or one of {', '.join(TOOLS)}, got {tool!r}")
-            chosen = [m for m in doc["mixes"] if all_mixes or ((m.get("q_ult") or {}).get("resolution") or {})
-                      .get("coarse") or (m.get("q_ult") or {}).get("censored") in ("above", "below", "not_monotone")]
+            chosen = [m for m in result.mixes if all_mixes or _needs_followup(m)]
             if not chosen:
                 raise ParameterError(f"{limits_json}: no mix has a coarse or censored limit; pass --all to design "
                                      "a follow-up anyway")
@@ -67,7 +72,7 @@ def register(app: typer.Typer) -> None:
             out.parent.mkdir(parents=True, exist_ok=True)
             plans = []
             for m in chosen:
-                plan = design_followup(m, n_loads=loads, repeats=repeats, budget_s=None if budget_s is None
+                plan = design_followup(m.to_dict(), n_loads=loads, repeats=repeats, budget_s=None if budget_s is None
                                        else (budget_s or None))
                 path = out if len(chosen) == 1 else out.with_name(f"{out.stem}.{_safe(plan.mix)}{out.suffix}")
                 path.write_text(WRITERS[name](plan, target), encoding="utf-8")

@@ -36,10 +36,14 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bearing_lib.common.errors import ParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -385,10 +389,10 @@ WRITERS = {"vllm": write_vllm, "guidellm": write_guidellm, "aiperf": write_aiper
            "k6": write_k6, "csv": write_csv}
 
 
-def tool_of(doc: Mapping[str, object]) -> str:
-    """The tool the first test used, from the limits document's sources (``csv`` when none fits)."""
-    for src in (doc.get("conditions") or {}).get("sources") or []:
-        text = f"{src.get('format') or ''} {src.get('tool') or ''}".lower()
+def tool_of(result: LimitsResult) -> str:
+    """The tool the first test used, from the limits' sources (``csv`` when none fits)."""
+    for src in result.conditions.sources:
+        text = f"{src.format or ''} {src.tool or ''}".lower()
         for name in ("guidellm", "aiperf", "locust", "k6", "vllm"):
             if name in text:
                 return name

@@ -58,10 +58,13 @@ def _doc(ci=(8.0, 12.0), bracket=(9.0, 11.0), coarse=True):
         steps.append({"step": len(steps), "load_axis": x, "offered_load": x, "throughput_rps": x,
                       "concurrency_mean": x * w, "n_requests": int(96 * x), "duration_s": 96.0, "flags": [],
                       "recovery_step": False})
-    return {"conditions": {"sources": [{"format": "vllm", "tool": "vLLM bench serve"}]},
+    half = (ci[1] - ci[0]) / 2 / 10.0
+    resolution = {"ci_relative": [-half, half], "tolerance": 0.1, "coarse": coarse, "steady_window_s": 96.0,
+                  "suggested_loads": [], "statement": "as measured"}
+    return {"conditions": {"sources": [{"path": "sweep.json", "format": "vllm", "tool": "vLLM bench serve"}]},
             "mixes": [{"run_id": "r", "mix": {"name": "all"}, "steps": steps,
                        "q_ult": {"value": 10.0, "unit": "rps", "ci95": list(ci), "bracket": list(bracket),
-                                 "censored": "none", "resolution": {"coarse": coarse}}}]}
+                                 "censored": "none", "resolution": resolution}}]}
 
 
 def test_capacity_from_the_doubling_of_the_time_in_system():
@@ -197,7 +200,14 @@ def test_cli_next_writes_the_tool_file_and_the_plan(tmp_path):
     assert r.exit_code == 1 and "--all" in r.output
     (tmp_path / "bad.json").write_text("{")
     r = CliRunner().invoke(app, ["next", str(tmp_path / "bad.json"), "--out", str(out)])
-    assert r.exit_code == 1 and "not JSON" in r.output
+    assert r.exit_code == 1 and "not valid JSON" in r.output
+    broken = _doc()
+    broken["mixes"][0]["q_ult"]["value"] = "ten"  # validated once at the edge: the field's path is named
+    del broken["mixes"][0]["q_ult"]["resolution"]["tolerance"]
+    lim.write_text(json.dumps(broken))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out)])
+    assert r.exit_code == 1 and "2 problem(s)" in r.output and str(lim) in r.output
+    assert "mixes.0.q_ult.value" in r.output and "mixes.0.q_ult.resolution.tolerance" in r.output
 
 
 
