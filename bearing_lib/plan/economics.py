@@ -404,9 +404,11 @@ class PlanEconomics:
         if m.get("available"):
             rec = m.get("monthly_cost_recommended")
             buf = m.get("monthly_cost_burst_buffer")
+            rng = m.get("monthly_cost_range")
             out.append(f"cost:        ${m['usd_per_million_output_tokens']:,.2f} per 1M output tokens at the allowable "
                        f"load (${m['price_per_hour']:,.2f}/instance-hour); fleet "
-                       + (f"${rec:,.0f}/month" if rec is not None else "not computed")
+                       + (f"${rec:,.0f}/month" if rec is not None else
+                          f"${rng[0]:,.0f}–${rng[1]:,.0f}/month" if rng else "not computed")
                        + (f", of which burst buffer ${buf:,.2f}/month ({m['buffer']})" if buf is not None
                           else f" ({m['buffer']})"))
             br = m["budget_row"]
@@ -491,6 +493,8 @@ def plan_economics(
             plan, price_per_hour=price_per_hour, mean_input_tokens=tok["mean_input_tokens"],
             mean_output_tokens=tok["mean_output_tokens"], monthly_budget=budget_per_month)}
         money["budget_per_month"] = budget_per_month
+        if money["monthly_cost_recommended"] is None:
+            money.update(_bounded_budget(money, budget_per_month))
     if not has_inst:
         staged = _unavailable(f"no instance plan: {inst.get('reason') or 'not computed'}")
     else:
@@ -516,6 +520,23 @@ def plan_economics(
         kv = kv_metrics_check(server_metrics, mean_input_tokens=tok["mean_input_tokens"],
                               mean_output_tokens=tok["mean_output_tokens"])
     return PlanEconomics(tokens, money, staged, kv)
+
+
+def _bounded_budget(money: dict[str, Any], budget: float | None) -> dict[str, Any]:
+    """An elastic buffer whose burst hours are unknown: the fleet costs between the base (buffer never
+    on) and all instances always on. The budget row judges that range: green when even the upper bound
+    leaves the headroom, red when even the base exceeds the budget, yellow in between."""
+    lo, hi = money["monthly_cost_base"], money["monthly_cost_all_instances_always_on"]
+    why = f"the elastic buffer's hours are unknown ({money['buffer']}), so the fleet costs ${lo:,.0f}–${hi:,.0f}/month"
+    upper, base = budget_row(hi, budget), budget_row(lo, budget)
+    if budget is None or budget <= 0 or upper["status"] == "green" or base["status"] == "red":
+        row = upper if (budget is None or budget <= 0 or upper["status"] == "green") else base
+        row = {**row, "reason": f"{why}; at {'most' if row is upper else 'least'}: {row['reason']}"}
+    else:
+        row = {"dimension": "budget", "status": "yellow", "value": hi / budget,
+               "reason": f"{why}: the base fits the ${budget:,.0f} budget, the buffer always on would not leave "
+                         "the headroom"}
+    return {"monthly_cost_range": [lo, hi], "budget_row": row}
 
 
 def apply_budget_row(scorecard: list[Any], money: dict[str, Any]) -> None:
