@@ -1,0 +1,156 @@
+"""The report's "Bottleneck and operational settings" section (report/ops_section.py).
+
+The bottleneck is checked on the real inference-perf KubeCon vLLM run (its per-stage Prometheus
+reports): the limit stage and the queue lengths are read from the raw JSON here. The exports are
+written next to the report, every one checked by its validator (promtool, kubernetes-validate,
+check-jsonschema with the vendored KEDA CRD, the Envoy protos, nginx -t) — each validator's
+verdict is re-derived here by running the tool on the file — and linked relative to the report,
+so the links still resolve after the report folder is moved. A headless browser opens the moved
+report and follows every link.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bearing_lib.report.model import build_report
+from bearing_lib.report.ops_section import load_metrics, ops_section
+from bearing_lib.report.render import write_report
+
+from .conftest import hand_made, provenance
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+KUBECON_VLLM = FIXTURES / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
+
+
+def _report(out: Path, metrics_path: str = "", plan: dict | None = None) -> tuple[Path, dict]:
+    plan = plan or hand_made("plan")
+    limits = hand_made("limits")
+    m = build_report(limits=limits, profile=hand_made("profile"), plan=plan, provenance=provenance(), name="ops")
+    m.ops = ops_section(plan_doc=plan, limits_doc=limits, output_dir=out, metrics=load_metrics(metrics_path),
+                        metrics_path=metrics_path)
+    return write_report(m, out)["html"], m.ops.data
+
+
+def _ops_html(html_path: Path) -> str:
+    html = html_path.read_text(encoding="utf-8")
+    ops = html[html.index('<section id="ops">'):]
+    return ops[:ops.index("</section>")]
+
+
+def test_without_metrics_the_section_says_so_and_how_to_give_them(tmp_path):
+    html, data = _report(tmp_path / "r")
+    assert data["bottleneck"]["given"] is False and data["bottleneck"]["statement"] == "no server metrics given"
+    ops = _ops_html(html)
+    assert "no server metrics given" in ops and "-p server_metrics PATH" in ops
+    # the hand-made plan JSON has no economics section: said, not invented
+    assert "the plan has no economics section" in ops
+
+
+def test_bottleneck_on_the_real_inference_perf_reports(tmp_path):
+    # independently: the first stage whose achieved rate is > 10 % below the requested rate, and its queue
+    life = {s: json.loads((KUBECON_VLLM / f"stage_{s}_lifecycle_metrics.json").read_text())["load_summary"]
+            for s in range(7)}
+    limit = min(s for s in range(7) if life[s]["achieved_rate"] < 0.9 * life[s]["requested_rate"])
+    queue = {s: json.loads((KUBECON_VLLM / f"stage_{s}_prometheus_metrics.json").read_text())["successes"]
+             ["queue_len"]["mean"] for s in (limit - 1, limit)}
+    html, data = _report(tmp_path / "r", str(KUBECON_VLLM))
+    b = data["bottleneck"]
+    assert b["given"] and b["format"] == "inference-perf-prometheus"  # the folder's lifecycle files are skipped
+    assert b["steps"] == list(range(7))
+    # the hand-made limits have no failing step at the metrics' stages for these mixes: the saturated stage is used
+    for r in b["rows"]:
+        assert r["limit_step"] == limit == 4
+        assert r["resource"] == "engine queue" and [f["rule"] for f in r["rules"]] == ["CMP-2"]
+        assert f"requests_waiting mean {queue[limit]:.4g} at step {limit}, {queue[limit - 1]:.4g} at step " \
+               f"{limit - 1}" in r["statement"]
+    ops = _ops_html(html)
+    assert "<strong>engine queue</strong>" in ops and "no server metrics given" not in ops
+
+
+def _validator_passes(fmt: str, path: Path, folder: Path) -> bool | None:
+    """Run the validator on the file independently of bearing_lib.ops.validate (None: tool missing)."""
+    if fmt == "prometheus":
+        exe = shutil.which("promtool")
+        return None if exe is None else subprocess.run([exe, "check", "rules", str(path)],
+                                                      capture_output=True).returncode == 0
+    if fmt == "keda":
+        from bearing_lib.ops.validate import KEDA_SCHEMA
+
+        return subprocess.run([sys.executable, "-m", "check_jsonschema", "--schemafile", str(KEDA_SCHEMA), str(path)],
+                              capture_output=True).returncode == 0
+    if fmt == "hpa":
+        import kubernetes_validate
+        import yaml
+
+        try:
+            kubernetes_validate.validate(yaml.safe_load(path.read_text()), kubernetes_validate.latest_version(),
+                                         strict=True)
+        except kubernetes_validate.ValidationError:
+            return False
+        return True
+    return None
+
+
+def test_exports_are_written_validated_and_linked_relative_to_the_moved_report(tmp_path):
+    html, data = _report(tmp_path / "r")
+    x = data["exports"]
+    assert x["written"] and x["folder"] == "exports"
+    files = {f["path"]: f for f in x["files"]}
+    assert set(files) == {"exports/prometheus-rules.yaml", "exports/hpa.yaml", "exports/keda-scaledobject.yaml",
+                          "exports/envoy-local-ratelimit.yaml", "exports/nginx-limit-req-http.conf",
+                          "exports/nginx-limit-req-location.conf", "exports/plan.json", "exports/limits.json",
+                          "exports/exports.json"}
+    folder = tmp_path / "r"
+    for path, f in files.items():
+        if f["validator"] is None:
+            continue
+        independent = _validator_passes(f["format"], folder / path, folder)
+        if independent is not None:
+            assert f["ok"] is independent is True, f
+        assert f["verdict"] == ("passed" if f["ok"] else "FAILED" if f["ok"] is False else "not run")
+    # the per-pod target the HPA gets: cbu.threshold 0.8 x per-instance allowable 2.61 req/s (hand-made plan)
+    assert x["numbers"]["scale_target_rps"] == pytest.approx(0.8 * 2.61)
+    # nothing written names the report's absolute folder (it is renamed after the run)
+    for p in (folder / "exports").iterdir():
+        assert str(folder) not in p.read_text(), p.name
+    # move the report folder: every link still resolves
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    shutil.move(str(folder), moved)
+    links = re.findall(r'<a href="([^"]+)">', _ops_html(moved / "report.html"))
+    assert sorted(links) == sorted(files)
+    assert all((moved / h).is_file() for h in links)
+
+
+def test_a_format_that_cannot_be_written_is_said_and_the_rest_are_written(tmp_path):
+    plan = hand_made("plan")
+    plan["instances"]["per_instance_allowable_rps"] = 0.01  # 0.6 requests a minute: below nginx's 1r/m
+    _, data = _report(tmp_path / "r", plan=plan)
+    by_fmt = {f["format"]: f for f in data["exports"]["files"]}
+    assert by_fmt["nginx"]["verdict"] == "not written" and "1 request per minute" in by_fmt["nginx"]["output"]
+    assert by_fmt["hpa"]["path"] == "exports/hpa.yaml" and (tmp_path / "r" / "exports" / "hpa.yaml").is_file()
+
+
+def test_an_unavailable_plan_writes_no_exports(tmp_path):
+    from bearing_lib.common.unavailable import Unavailable
+
+    sec = ops_section(plan_doc=Unavailable("no limits: the test failed"), limits_doc=hand_made("limits"),
+                      output_dir=tmp_path)
+    assert sec.data["exports"] == {"written": False, "reason": "no capacity plan: no limits: the test failed",
+                                   "files": []}
+    assert not (tmp_path / "exports").exists()
+
+
+def test_metrics_that_are_not_metrics_are_refused(tmp_path):
+    from bearing_lib.common.errors import BearingError
+
+    with pytest.raises(BearingError, match="not server metrics"):
+        load_metrics(str(FIXTURES / "vllm" / "llm-d-1p1d"))
