@@ -154,3 +154,50 @@ def test_metrics_that_are_not_metrics_are_refused(tmp_path):
 
     with pytest.raises(BearingError, match="not server metrics"):
         load_metrics(str(FIXTURES / "vllm" / "llm-d-1p1d"))
+
+
+@pytest.mark.browser
+def test_browser_renders_the_section_of_a_moved_report_and_every_link_opens(tmp_path):
+    from tests.report.test_browser import ARGS, CHROMIUM, _need
+
+    _need(CHROMIUM.exists() or shutil.which("chromium") is not None, "Chromium (/usr/bin/chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # pragma: no cover
+        _need(False, "the playwright Python package")
+    _report(tmp_path / "r", str(KUBECON_VLLM))
+    moved = tmp_path / "moved"
+    shutil.move(str(tmp_path / "r"), moved)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = b.new_page()
+        outside: list[str] = []
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                   else (outside.append(r.request.url), r.abort()))
+        page.goto((moved / "report.html").as_uri())
+        section = page.locator("section#ops")
+        assert section.is_visible()
+        assert section.locator("h2").inner_text() == "Bottleneck and operational settings"
+        assert "engine queue" in section.locator("#ops-bottleneck").inner_text()
+        hrefs = section.locator("#ops-exports a").evaluate_all("as => as.map(a => a.href)")
+        assert len(hrefs) == 9
+        for href in hrefs:  # the browser resolves each link against the moved file; the file opens
+            assert href.startswith((moved / "exports").as_uri() + "/"), href
+            want = Path(href.removeprefix("file://")).read_text()
+            tab = b.new_page()
+            from playwright.sync_api import Error
+
+            downloads: list = []
+            tab.on("download", lambda d, seen=downloads: seen.append(d))
+            try:  # shown by the browser, or (an unknown type such as .yaml) offered as a download
+                tab.goto(href)
+                got = tab.evaluate("document.body.innerText")
+            except Error as exc:
+                if "Download is starting" not in str(exc):
+                    raise
+                tab.wait_for_timeout(200)
+                got = Path(downloads[0].path()).read_text()
+            assert got.strip() == want.strip(), href
+            tab.close()
+        b.close()
+    assert outside == []
