@@ -398,6 +398,13 @@ class PlanEconomics:
                     out.append(f"tokens/s:    at {what} {r['rps']:,.3f} req/s: input {r['input_tokens_per_s']:,.0f}, "
                                f"output {r['output_tokens_per_s']:,.0f}, total {r['total_tokens_per_s']:,.0f} "
                                f"(mean {t['mean_input_tokens']:,.1f} in / {t['mean_output_tokens']:,.1f} out)")
+            for pm in t.get("per_mix") or []:
+                q, a = pm.get("q_ult"), pm.get("allowable")
+                if q:
+                    out.append(f"  mix {pm['mix']}: Q_ult {q['rps']:,.3f} req/s = {q['total_tokens_per_s']:,.0f} tok/s "
+                               f"({q['input_tokens_per_s']:,.0f} in + {q['output_tokens_per_s']:,.0f} out)"
+                               + (f"; allowable {a['rps']:,.3f} req/s = {a['total_tokens_per_s']:,.0f} tok/s" if a
+                                  else ""))
         else:
             out.append(f"tokens/s:    not available: {t.get('reason')}")
         m = self.money

@@ -181,6 +181,8 @@ def test_cli_plan_prints_tokens_money_and_staged(tmp_path):
                                    "--budget-per-month", "5000", "--json", str(out)])
     assert res.exit_code == 0, res.output
     assert "tokens/s:    at Q_ult 8.000 req/s: input 8,000, output 2,000, total 10,000" in res.output
+    assert "  mix short: Q_ult 12.000 req/s = 15,000 tok/s (12,000 in + 3,000 out); allowable 8.000 req/s = " \
+           "10,000 tok/s" in res.output
     assert "$0.83 per 1M output tokens at the allowable load" in res.output
     assert "fleet $2,920/month, of which burst buffer $0.27/month" in res.output
     assert "budget:      green" in res.output
