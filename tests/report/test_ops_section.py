@@ -201,3 +201,47 @@ def test_browser_renders_the_section_of_a_moved_report_and_every_link_opens(tmp_
             tab.close()
         b.close()
     assert outside == []
+
+
+@pytest.mark.slow
+def test_bearing_report_with_server_metrics_names_the_binding_resource_and_writes_the_exports(tmp_path):
+    """End to end: limits fitted on the KubeCon vLLM sweep, its per-stage Prometheus reports as the
+    server metrics, the bundled Azure conversation trace as production, an instance price."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    root = Path(__file__).resolve().parents[2]
+    limits = tmp_path / "limits.json"
+    r = CliRunner().invoke(app, ["limits", str(KUBECON_VLLM), "--sla", "p90(ttft) <= 2s", "--json", str(limits)])
+    assert r.exit_code == 0, r.output
+    # independently: the first stage whose P90 TTFT exceeds 2 s, in offered-load order
+    life = {s: json.loads((KUBECON_VLLM / f"stage_{s}_lifecycle_metrics.json").read_text()) for s in range(7)}
+    order = sorted(range(7), key=lambda s: life[s]["load_summary"]["requested_rate"])
+    first_fail = next(s for s in order if life[s]["successes"]["latency"]["time_to_first_token"]["p90"] > 2.0)
+    queue = {s: json.loads((KUBECON_VLLM / f"stage_{s}_prometheus_metrics.json").read_text())["successes"]
+             ["queue_len"]["mean"] for s in range(7)}
+    prev = order[order.index(first_fail) - 1]
+    reports = tmp_path / "reports"
+    r = CliRunner().invoke(app, [
+        "report", "--name", "kubecon", "--reports-dir", str(reports), "-p", "limits_json", str(limits),
+        "-p", "production_trace", str(root / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"),
+        "-p", "server_metrics", str(KUBECON_VLLM), "-p", "price_per_hour", "4.1", "-p", "budget_per_month", "20000",
+        "-p", "memory_preset", "llama-3.1-8b", "-p", "twin", "false", "-p", "n_boot", "100"])
+    assert r.exit_code == 0, r.output
+    d = reports / "kubecon"
+    ops = json.loads((d / "summary.json").read_text())["ops"]["data"]
+    (row,) = ops["bottleneck"]["rows"]
+    assert row["limit_step"] == first_fail and row["resource"] == "engine queue"
+    assert f"requests_waiting mean {queue[first_fail]:.4g} at step {first_fail}, {queue[prev]:.4g} at step " \
+           f"{prev}" in row["statement"]
+    assert "<strong>engine queue</strong>" in _ops_html(d / "report.html")
+    for f in ops["exports"]["files"]:
+        assert (d / f["path"]).is_file()
+        if f["validator"]:
+            assert f["verdict"] in ("passed", "not run"), f
+    plan = json.loads((d / "exports" / "plan.json").read_text())
+    money, tok = plan["economics"]["money"], plan["economics"]["tokens"]
+    a = plan["instances"]["per_instance_allowable_rps"]
+    assert money["usd_per_million_output_tokens"] == pytest.approx(4.1 / (a * tok["mean_output_tokens"] * 3600) * 1e6)
+    assert money["monthly_cost_base"] == pytest.approx(plan["instances"]["base"] * 4.1 * 730)
