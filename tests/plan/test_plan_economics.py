@@ -206,3 +206,13 @@ def test_elastic_buffer_without_burst_hours_is_costed_as_a_range(budget, status,
                        price_per_hour=1.0, budget_per_month=budget).money
     assert m["monthly_cost_recommended"] is None and m["monthly_cost_range"] == pytest.approx([730.0, 1460.0])
     assert m["budget_row"]["status"] == status and words in m["budget_row"]["reason"]
+
+
+def test_a_users_cost_model_stays_unless_a_budget_is_given():
+    user = {"budget": {"cost_model": "tight"}}
+    d = _plan(price_per_hour=4.0, user_inputs=user)  # a cost but no budget: the user's judgement stays
+    row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
+    assert (row["status"], row["value"]) == ("yellow", "tight")
+    d = _plan(price_per_hour=4.0, budget_per_month=5000, user_inputs=user)  # a budget: the computed row
+    row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
+    assert row["status"] == "green" and "of the $5,000 budget" in row["reason"]
