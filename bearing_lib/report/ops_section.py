@@ -7,7 +7,9 @@ Three parts, each said when it cannot be given (never a made-up number):
   inference-perf per-stage Prometheus reports, or any metrics input whose samples carry
   their load step); the limit step of a mix is its first failing step in the limits JSON,
   else (inference-perf) the first stage whose achieved rate fell > 10 % short of the
-  requested one. Without metrics: "no server metrics given", and how to give them;
+  requested one; timed samples (vLLM ``/metrics`` or DCGM scrapes) are put in the step whose
+  window of the load test's per-request trace (``metrics_trace``) holds them. Without
+  metrics: "no server metrics given", and how to give them;
 * **operational settings**: the plan exported (:func:`bearing_lib.ops.exports.export`) as
   Prometheus rules, HPA, KEDA, Envoy and nginx into ``<report folder>/exports/`` beside
   ``plan.json`` and ``limits.json`` (the inputs of ``bearing export``), each file checked by
@@ -37,17 +39,25 @@ HOW_TO_GIVE_METRICS = (
     "give the server metrics of the load test with the report parameter server_metrics "
     "(bearing report -p server_metrics PATH [-p metrics_format inference-perf-prometheus]): a folder of "
     "inference-perf stage_N_prometheus_metrics.json reports, or metrics whose samples carry their load step "
-    "(for timed vLLM/DCGM scrapes, align them to the load test's steps with "
-    "bearing bottleneck METRICS --trace LOADTEST)"
+    "(timed vLLM/DCGM scrapes are put in the load test's steps with -p metrics_trace LOADTEST, its per-request "
+    "trace)"
 )
 
 
-def load_metrics(path: str | Path, metrics_format: str = "") -> Any:
+def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Path = "", offset_s: float = 0.0) -> Any:
     """The server metrics at ``path`` (``None`` for an empty path). A folder that is detected as
-    inference-perf lifecycle reports is read as its per-stage Prometheus reports."""
+    inference-perf lifecycle reports is read as its per-stage Prometheus reports. With ``trace``
+    (the load test's per-request trace) timed samples are put in the step whose window holds
+    them (:func:`bearing_lib.ops.metrics.align_to_steps`; ``offset_s`` is added to the trace's times)."""
     if not str(path):
         return None
     from bearing_lib.loaders import load
+
+    if str(trace):
+        from bearing_lib.loaders import load_trace
+        from bearing_lib.ops.metrics import align_to_steps, step_windows
+
+        return align_to_steps(load_metrics(path, metrics_format), step_windows(load_trace(trace), offset_s=offset_s))
 
     ds = load(path, format=metrics_format or None)
     if ds.kind != "metrics" and not metrics_format and str(ds.provenance.format).startswith("inference-perf"):

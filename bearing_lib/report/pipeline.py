@@ -194,6 +194,7 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "loadtest": ("data", "load-test output", "format"),
     "mixes": ("mixes", "mix file", None),
     "server_metrics": ("data", "server metrics", "metrics_format"),
+    "metrics_trace": ("data", "load-test trace for the server metrics", None),
 }
 
 

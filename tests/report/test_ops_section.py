@@ -245,3 +245,51 @@ def test_bearing_report_with_server_metrics_names_the_binding_resource_and_write
     a = plan["instances"]["per_instance_allowable_rps"]
     assert money["usd_per_million_output_tokens"] == pytest.approx(4.1 / (a * tok["mean_output_tokens"] * 3600) * 1e6)
     assert money["monthly_cost_base"] == pytest.approx(plan["instances"]["base"] * 4.1 * 730)
+
+
+def _scrapes_and_trace(tmp_path: Path) -> tuple[Path, Path]:
+    """A per-request trace with two steps (epoch seconds) and a folder of vLLM + DCGM scrapes: in step 1
+    the queue grows and the GPU is busy; the engine reports 8 running requests, KV usage and its pool."""
+    t0 = 1_733_000_000
+    rows = ["request_id,start_s,end_s,latency_ms,status,run_id,step"]
+    for i in range(10):
+        start = t0 + i * 12  # step 0: t0 .. t0+58, step 1: t0+60 .. t0+118
+        rows.append(f"{i},{start},{start + 10},10000,ok,r,{0 if i < 5 else 1}")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    series = tmp_path / "scrapes"
+    series.mkdir()
+    samples = {t0 + 5: (0, 40, 0.02), t0 + 30: (0, 45, 0.03), t0 + 65: (4, 96, 0.10), t0 + 90: (9, 98, 0.12),
+               t0 + 110: (15, 99, 0.14)}
+    for t, (waiting, util, kv) in samples.items():
+        (series / f"scrape-{t}.prom").write_text(
+            f"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting {waiting}\n"
+            "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 8\n"
+            f"# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc {kv}\n"
+            '# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="16",num_gpu_blocks="2000"} 1\n'
+            f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{gpu=\"0\"}} {util}\n"
+        )
+    return series, trace
+
+
+def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_the_kv_check(tmp_path):
+    from bearing_lib.plan.memory import kv_metrics_check
+    from bearing_lib.report.ops_section import bottleneck_part
+
+    series, trace = _scrapes_and_trace(tmp_path)
+    metrics = load_metrics(str(series), trace=str(trace))
+    limits = {"mixes": [{"mix": {"name": "all"}, "run_id": "r",
+                         "steps": [{"step": 0, "status": "pass"}, {"step": 1, "status": "fail"}]}]}
+    b = bottleneck_part(metrics, limits, metrics_path=str(series))
+    (row,) = b["rows"]
+    # step 1 holds +65, +90, +110: waiting mean 28/3 > 0 at step 0, GPU (96 + 98 + 99) / 300 >= 0.90
+    assert row["limit_step"] == 1 and row["resource"] == "GPU compute" and row["rules"][0]["rule"] == "CMP-1"
+    assert f"requests_waiting mean {28 / 3:.4g} at step 1" in row["statement"]
+    # KV check at step 1: 8 running x ceil((1,000 + 200/2) / 16) = 69 blocks = 552 / 2,000 = 0.276 predicted;
+    # measured mean (0.10 + 0.12 + 0.14) / 3 = 0.12
+    c = kv_metrics_check(metrics, mean_input_tokens=1000, mean_output_tokens=200)
+    assert c["step"] == 1 and c["predicted_usage"] == pytest.approx(0.276)
+    assert c["measured_usage"] == pytest.approx(0.12)
+    # without the trace the samples have no step: the section says how to give one
+    b0 = bottleneck_part(load_metrics(str(series)), limits, metrics_path=str(series))
+    assert b0["rows"] == [] and "-p metrics_trace" in b0["statement"]
