@@ -293,3 +293,46 @@ def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_th
     # without the trace the samples have no step: the section says how to give one
     b0 = bottleneck_part(load_metrics(str(series)), limits, metrics_path=str(series))
     assert b0["rows"] == [] and "-p metrics_trace" in b0["statement"]
+
+
+KUBECON_CONFIGS = ["vllm", "vllm_batch_size", "vllm_chunking_and_prefix_caching", "vllm_eagle", "vllm_quantization",
+                   "vllm_v0_engine"]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("config", KUBECON_CONFIGS)
+def test_the_section_names_each_kubecon_configurations_bottleneck_from_its_raw_reports(shared_data, config):
+    """The six vLLM configurations of the KubeCon NA 2025 inference-perf demo, read in place. The limit
+    stage, the queue, the KV gauge and the preemptions are read from the raw JSON here, and the rule
+    expected from them by the documented order (KV-1, KV-2, CMP-2: no GPU utilisation in these files)."""
+    from bearing_lib.report.ops_section import bottleneck_part
+
+    folder = shared_data(f"loadtests/inference-perf/k8s-sigs-kubecon-na-2025/{config}")
+    stages = sorted(int(p.name.split("_")[1]) for p in folder.glob("stage_*_prometheus_metrics.json"))
+    life = {s: json.loads((folder / f"stage_{s}_lifecycle_metrics.json").read_text())["load_summary"] for s in stages}
+    prom = {s: json.loads((folder / f"stage_{s}_prometheus_metrics.json").read_text())["successes"] for s in stages}
+    by_rate = sorted(stages, key=lambda s: life[s]["requested_rate"])
+    limit = next((s for s in by_rate if life[s]["achieved_rate"] < 0.9 * life[s]["requested_rate"]), None)
+    (row,) = bottleneck_part(load_metrics(str(folder)), None, metrics_path=str(folder))["rows"]
+    assert row["limit_step"] == limit
+    if limit is None:
+        assert row["resource"] is None and "no limit step" in row["statement"]
+        return
+    prev = max(s for s in stages if s < limit)
+
+    def mean(s, key, stat="mean"):
+        return (prom[s].get(key) or {}).get(stat)
+
+    expected = []
+    kv = mean(limit, "kv_cache_usage_percentage", "p99")
+    if kv is not None and kv >= 0.95:
+        expected.append("KV-1")
+    pre_now, pre_before = mean(limit, "num_preemptions_total"), mean(prev, "num_preemptions_total")
+    if pre_now is not None and pre_before is not None and pre_now > pre_before:
+        expected.append("KV-2")
+    q_now, q_before = mean(limit, "queue_len"), mean(prev, "queue_len")
+    if q_now is not None and q_now >= 1 and q_before is not None and q_now > q_before:
+        expected.append("CMP-2")
+    assert [f["rule"] for f in row["rules"]] == expected
+    names = {"KV-1": "KV cache", "KV-2": "KV cache", "CMP-2": "engine queue"}
+    assert row["resource"] == (names[expected[0]] if expected else None)
