@@ -156,7 +156,8 @@ def economics_from_plan(
     fleet = monthly_cost(total, price_per_hour)
     if mode == "elastic" and (per_month is None or hours is None):
         buffer_cost = None
-        buffer_note = "elastic buffer: the plan gives no burst frequency and duration (pass burst_hours)"
+        buffer_note = ("elastic buffer: the plan gives no burst frequency and duration (no burst in the profile), so "
+                       "the hours it runs are unknown")
     else:
         buffer_cost = burst_buffer_monthly_cost(buffer, price_per_hour, mode=mode, bursts_per_month=per_month,
                                                 burst_hours=hours)
@@ -534,7 +535,7 @@ def _bounded_budget(money: dict[str, Any], budget: float | None) -> dict[str, An
     on) and all instances always on. The budget row judges that range: green when even the upper bound
     leaves the headroom, red when even the base exceeds the budget, yellow in between."""
     lo, hi = money["monthly_cost_base"], money["monthly_cost_all_instances_always_on"]
-    why = f"the elastic buffer's hours are unknown ({money['buffer']}), so the fleet costs ${lo:,.0f}–${hi:,.0f}/month"
+    why = f"{money['buffer']}: the fleet costs ${lo:,.0f} (buffer never on) to ${hi:,.0f}/month (always on)"
     upper, base = budget_row(hi, budget), budget_row(lo, budget)
     if budget is None or budget <= 0 or upper["status"] == "green" or base["status"] == "red":
         row = upper if (budget is None or budget <= 0 or upper["status"] == "green") else base
