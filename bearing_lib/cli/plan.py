@@ -64,6 +64,18 @@ def register(app: typer.Typer) -> None:
         vllm_log: Path | None = typer.Option(None, "--vllm-log",
                                              help="A vLLM start-up log: check the KV arithmetic against it."),
         tensor_parallel: int = typer.Option(1, "--tensor-parallel", help="Tensor-parallel size of that vLLM run."),
+        price_per_hour: float | None = typer.Option(None, "--price-per-hour",
+                                                    help="Price of one instance per hour, $: adds $/1M output tokens, "
+                                                         "the monthly fleet and burst-buffer cost."),
+        budget_per_month: float | None = typer.Option(None, "--budget-per-month",
+                                                      help="Monthly budget, $: the budget scorecard row judges the "
+                                                           "cost against it."),
+        server_metrics: Path | None = typer.Option(None, "--server-metrics",
+                                                   help="Server metrics with load steps (inference-perf Prometheus "
+                                                        "reports, a vLLM scrape folder): check the KV estimate "
+                                                        "against the engine's gauge."),
+        metrics_format: str | None = typer.Option(None, "--metrics-format",
+                                                  help="Format of --server-metrics (default: detected)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the plan JSON here."),
     ) -> None:
         """FOS per mix and blended, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards."""
@@ -78,6 +90,14 @@ def register(app: typer.Typer) -> None:
                 from bearing_lib.loaders import load_trace
 
                 tr = load_trace(trace)
+            metrics = None
+            if server_metrics is not None:
+                from bearing_lib.loaders import load
+
+                metrics = load(server_metrics, format=metrics_format)
+                if metrics.kind != "metrics":
+                    raise ParameterError(f"--server-metrics {server_metrics} holds {metrics.kind} "
+                                         f"({metrics.provenance.format}), not server metrics")
             plan = CapacityPlan.from_files(
                 limits,
                 profile,
@@ -97,9 +117,15 @@ def register(app: typer.Typer) -> None:
                 user_inputs=_load_user_inputs(inputs),
                 vllm_log=_read_text(vllm_log),
                 tensor_parallel=tensor_parallel,
+                price_per_hour=price_per_hour,
+                budget_per_month=budget_per_month,
+                server_metrics=metrics,
             )
             for line in plan.summary_lines():
                 typer.echo(line)
+            if plan.economics is not None:
+                for line in plan.economics.summary_lines():
+                    typer.echo(line)
             if json_out is not None:
                 json_out.parent.mkdir(parents=True, exist_ok=True)
                 json_out.write_text(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False, allow_nan=False))

@@ -39,6 +39,7 @@ from bearing_lib.plan.capacity import (
     instance_count,
     max_safe_concurrency,
 )
+from bearing_lib.plan.economics import PlanEconomics, attach_economics
 from bearing_lib.plan.elasticity import DEFAULT_COLD_START_S, DEFAULT_COOL_DOWN_S, ReplayResult, replay
 from bearing_lib.plan.fos import CbuResult, FosResult, Limit, Target, TierBands, cbu_per_minute, compute_fos, get_tier
 from bearing_lib.plan.memory import (
@@ -365,6 +366,7 @@ class CapacityPlan:
     scorecards: Scorecards | None = None
     buffer_plan: dict[str, object] | None = None
     vllm_check: VllmLogCheck | None = None
+    economics: PlanEconomics | None = None
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -395,6 +397,9 @@ class CapacityPlan:
         user_inputs: dict[str, Any] | None = None,
         vllm_log: str | None = None,
         tensor_parallel: int = 1,
+        price_per_hour: float | None = None,
+        budget_per_month: float | None = None,
+        server_metrics: Any = None,
         limits_source: str = "limits JSON",
         profile_source: str = "profile JSON",
     ) -> CapacityPlan:
@@ -602,6 +607,8 @@ class CapacityPlan:
                       fos_value=fos.blended.fos.value, fos_bound=fos.blended.fos.bound, user=user_inputs),
             checklist(steps=main_steps, sla=lim.sla, target_rps=tgt.rps, user=(user_inputs or {}).get("health")),
         )
+        plan.economics = attach_economics(plan, profile, trace=trace, price_per_hour=price_per_hour,
+                                          budget_per_month=budget_per_month, server_metrics=server_metrics)
         return plan
 
     @classmethod
@@ -640,6 +647,7 @@ class CapacityPlan:
                         "vllm_log_check": self.vllm_check.to_dict() if self.vllm_check else None}
                        if self.memory else unavailable(self.memory_reason)),
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
+            "economics": self.economics.to_dict() if self.economics else unavailable("not computed"),
             "notes": self.notes,
         }
 

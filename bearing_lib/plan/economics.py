@@ -156,7 +156,8 @@ def economics_from_plan(
     fleet = monthly_cost(total, price_per_hour)
     if mode == "elastic" and (per_month is None or hours is None):
         buffer_cost = None
-        buffer_note = "elastic buffer: the plan gives no burst frequency and duration (pass burst_hours)"
+        buffer_note = ("elastic buffer: the plan gives no burst frequency and duration (no burst in the profile), so "
+                       "the hours it runs are unknown")
     else:
         buffer_cost = burst_buffer_monthly_cost(buffer, price_per_hour, mode=mode, bursts_per_month=per_month,
                                                 burst_hours=hours)
@@ -273,3 +274,296 @@ def staged_from_plan(
                              "statement": (f"the current fleet ({fleet} × {a:.4g} req/s) runs out in {k} week(s)"
                                            if k is not None else "the forecast does not reach the fleet's capacity")}
     return out
+
+
+# --------------------------------------------------------------------------- the plan's economics section
+WEEK_S = 7 * 86400.0
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason}
+
+
+def _f(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def weekly_peaks(starts_s: list[float], requests_per_min: list[float], *, quantile: float = 0.99) -> list[float]:
+    """The peak of each *complete* week of a per-minute series, in req/s.
+
+    Weeks are counted from the first minute (``floor((t - t0) / 7 days)``); a week is complete
+    when the series reaches its end (the last, partial week is left out). The peak is the
+    ``quantile`` of the week's per-minute rates (linear interpolation), the same statistic the
+    plan's target is (P99 by default), divided by 60.
+    """
+    from bearing_lib.common.quantiles import quantile as q_of
+
+    if len(starts_s) != len(requests_per_min):
+        raise ParameterError("weekly_peaks: starts and requests differ in length")
+    if not starts_s:
+        return []
+    t0, t_end = min(starts_s), max(starts_s) + 60.0
+    n_full = int((t_end - t0) // WEEK_S + 1e-9)
+    weeks: list[list[float]] = [[] for _ in range(n_full)]
+    for t, r in zip(starts_s, requests_per_min, strict=True):
+        k = int((t - t0) // WEEK_S)
+        if k < n_full:
+            weeks[k].append(float(r))
+    return [float(q_of(w, quantile)) / 60.0 if w else 0.0 for w in weeks]
+
+
+def _series(profile: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+    s = (profile.get("per_minute") or {}).get("series")
+    if isinstance(s, dict) and isinstance(s.get("requests"), list) and isinstance(s.get("minute_start_s"), list):
+        return [float(x) for x in s["minute_start_s"]], [float(x) for x in s["requests"]]
+    if isinstance(s, list) and all(isinstance(r, dict) and "requests" in r and "minute_start_s" in r for r in s):
+        return [float(r["minute_start_s"]) for r in s], [float(r["requests"]) for r in s]
+    return None
+
+
+def mean_tokens(profile: dict[str, Any], trace: Any = None) -> dict[str, Any]:
+    """Mean input and output tokens per request of the production traffic, overall and per mix.
+
+    Overall: the profile's ``seq_len.input_tokens.mean`` / ``output_tokens.mean``, else the
+    trace's. Per mix: the trace's requests assigned to the profile's ``mix_spec`` (the profile
+    JSON carries no per-mix token counts); without a trace every mix gets the overall means,
+    and ``per_mix_basis`` says so.
+    """
+    sl = profile.get("seq_len") or {}
+    mi = _f((sl.get("input_tokens") or {}).get("mean")) if isinstance(sl, dict) else None
+    mo = _f((sl.get("output_tokens") or {}).get("mean")) if isinstance(sl, dict) else None
+    basis = "the profile's seq_len input/output token means"
+    frame = getattr(trace, "frame", None)
+    has_tokens = frame is not None and {"input_tokens", "output_tokens"} <= set(frame.columns)
+    if (mi is None or mo is None) and has_tokens:
+        import polars as pl
+
+        f = frame.filter(pl.col("input_tokens").is_not_null() & pl.col("output_tokens").is_not_null())
+        if f.height:
+            mi, mo = float(f["input_tokens"].mean()), float(f["output_tokens"].mean())
+            basis = f"the trace's {f.height:,} requests with token counts"
+    if mi is None or mo is None:
+        return {"available": False, "reason": "no token counts: the profile has no seq_len token means and no trace "
+                                              "with input_tokens and output_tokens was given"}
+    per_mix: dict[str, dict[str, float]] = {}
+    per_mix_basis = "no per-mix token counts (no trace with a mix spec): each mix uses the overall means"
+    spec = profile.get("mix_spec")
+    if has_tokens and isinstance(spec, list) and spec:
+        import polars as pl
+
+        from bearing_lib.data.mixes import MixSpec
+
+        f = MixSpec.from_dict(spec).assign(frame.filter(pl.col("input_tokens").is_not_null()
+                                                        & pl.col("output_tokens").is_not_null()))
+        for r in f.group_by("mix").agg(pl.col("input_tokens").mean().alias("i"), pl.col("output_tokens").mean()
+                                       .alias("o"), pl.len().alias("n")).iter_rows(named=True):
+            if r["mix"] is not None:
+                per_mix[str(r["mix"])] = {"mean_input_tokens": float(r["i"]), "mean_output_tokens": float(r["o"]),
+                                          "n": int(r["n"])}
+        per_mix_basis = "the trace's requests assigned to the profile's mix spec"
+    return {"available": True, "mean_input_tokens": mi, "mean_output_tokens": mo, "basis": basis,
+            "per_mix": per_mix, "per_mix_basis": per_mix_basis}
+
+
+def _rates(rps: float | None, mi: float, mo: float) -> dict[str, float] | None:
+    return None if rps is None else token_rates(rps, mean_input_tokens=mi, mean_output_tokens=mo).to_dict()
+
+
+@dataclass
+class PlanEconomics:
+    """The plan's economics section: tokens/s, money, the staged plan in instances, and the
+    KV-cache check against the engine's metrics (``plan/memory.py``), each a dict or
+    ``{"available": false, "reason"}``."""
+
+    tokens: dict[str, Any]
+    money: dict[str, Any]
+    staged: dict[str, Any]
+    kv_metrics_check: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "money": self.money, "staged": self.staged,
+                "kv_metrics_check": self.kv_metrics_check}
+
+    def summary_lines(self) -> list[str]:
+        """What ``bearing plan`` prints for this section."""
+        out: list[str] = []
+        t = self.tokens
+        if t.get("available"):
+            for key, what in (("at_q_ult", "Q_ult"), ("at_allowable", "allowable")):
+                r = t.get(key)
+                if r:
+                    out.append(f"tokens/s:    at {what} {r['rps']:,.3f} req/s: input {r['input_tokens_per_s']:,.0f}, "
+                               f"output {r['output_tokens_per_s']:,.0f}, total {r['total_tokens_per_s']:,.0f} "
+                               f"(mean {t['mean_input_tokens']:,.1f} in / {t['mean_output_tokens']:,.1f} out)")
+            for pm in t.get("per_mix") or []:
+                q, a = pm.get("q_ult"), pm.get("allowable")
+                if q:
+                    out.append(f"  mix {pm['mix']}: Q_ult {q['rps']:,.3f} req/s = {q['total_tokens_per_s']:,.0f} tok/s "
+                               f"({q['input_tokens_per_s']:,.0f} in + {q['output_tokens_per_s']:,.0f} out)"
+                               + (f"; allowable {a['rps']:,.3f} req/s = {a['total_tokens_per_s']:,.0f} tok/s" if a
+                                  else ""))
+        else:
+            out.append(f"tokens/s:    not available: {t.get('reason')}")
+        m = self.money
+        if m.get("available"):
+            rec = m.get("monthly_cost_recommended")
+            buf = m.get("monthly_cost_burst_buffer")
+            rng = m.get("monthly_cost_range")
+            out.append(f"cost:        ${m['usd_per_million_output_tokens']:,.2f} per 1M output tokens at the allowable "
+                       f"load (${m['price_per_hour']:,.2f}/instance-hour); fleet "
+                       + (f"${rec:,.0f}/month" if rec is not None else
+                          f"${rng[0]:,.0f}–${rng[1]:,.0f}/month" if rng else "not computed")
+                       + (f", of which burst buffer ${buf:,.2f}/month ({m['buffer']})" if buf is not None
+                          else f" ({m['buffer']})"))
+            br = m["budget_row"]
+            out.append(f"budget:      {br['status']}: {br['reason']}")
+        else:
+            out.append(f"cost:        not available: {m.get('reason')}")
+        s = self.staged
+        if s.get("available"):
+            nt = s["near_term"]
+            out.append(f"near term:   {nt['instances']} instance(s) for {nt['rps']:,.3f} req/s ({nt['rule']})")
+            if s.get("mid_term"):
+                mt = s["mid_term"]
+                out.append(f"mid term:    {mt['instances']} instance(s) (upper {mt['instances_upper']}) for "
+                           f"{mt['rps']:,.3f} req/s ({mt['rule']}); {s['fleet_runs_out']['statement']}")
+            else:
+                out.append(f"mid term:    not available: {s.get('mid_term_reason')}")
+        else:
+            out.append(f"staged plan: not available: {s.get('reason')}")
+        k = self.kv_metrics_check
+        out.append(f"KV metrics:  {k['statement']}" if k.get("available") else f"KV metrics:  {k.get('reason')}")
+        return out
+
+
+def plan_economics(
+    plan: dict[str, Any],
+    profile: dict[str, Any],
+    *,
+    trace: Any = None,
+    price_per_hour: float | None = None,
+    budget_per_month: float | None = None,
+    server_metrics: Any = None,
+) -> PlanEconomics:
+    """The economics section from the plan JSON (§6) and the profile JSON (§5).
+
+    Tokens/s at Q_ult (``fos.blended.q_blend_rps``) and at the allowable load (``allowable_rps``)
+    with the production mean tokens, per mix at its Q_ult and Q_ult / design FOS with that
+    mix's mean tokens; money with ``price_per_hour`` (:func:`economics_from_plan`); the staged
+    plan (:func:`staged_from_plan`) with the profile's weekly peaks when it spans >= 4 weeks;
+    with ``server_metrics`` (``ServerMetrics`` with steps) the memory section's KV arithmetic
+    checked against the engine's gauge (:func:`bearing_lib.plan.memory.kv_metrics_check`).
+    """
+    if price_per_hour is not None:
+        _positive(price_per_hour=price_per_hour)
+    if budget_per_month is not None:
+        _positive(budget_per_month=budget_per_month)
+    tok = mean_tokens(profile, trace)
+    fos = plan.get("fos") or {}
+    blended = fos.get("blended") or {}
+    tier_fos = _f((plan.get("tier") or {}).get("target_fos"))
+    if tok.get("available"):
+        mi, mo = tok["mean_input_tokens"], tok["mean_output_tokens"]
+        inst = plan.get("instances") or {}
+        rows = []
+        for m in fos.get("per_mix") or []:
+            pm = tok["per_mix"].get(str(m.get("mix")), {"mean_input_tokens": mi, "mean_output_tokens": mo})
+            q = _f(m.get("q_ult_rps"))
+            allow = q / tier_fos if q is not None and tier_fos else None
+            rows.append({"mix": m.get("mix"), "mean_input_tokens": pm["mean_input_tokens"],
+                         "mean_output_tokens": pm["mean_output_tokens"],
+                         "q_ult": _rates(q, pm["mean_input_tokens"], pm["mean_output_tokens"]),
+                         "allowable": _rates(allow, pm["mean_input_tokens"], pm["mean_output_tokens"])})
+        tokens = {**tok, "available": True,
+                  "at_q_ult": _rates(_f(blended.get("q_blend_rps")), mi, mo),
+                  "at_allowable": _rates(_f(plan.get("allowable_rps")), mi, mo),
+                  "per_instance_allowable": _rates(_f(inst.get("per_instance_allowable_rps")), mi, mo),
+                  "per_mix": rows,
+                  "rule": "tokens/s = req/s × mean tokens per request (input, output; total = both); per mix at its "
+                          f"Q_ult and at Q_ult / design FOS {tier_fos:g}" if tier_fos else "tokens/s = req/s × mean"}
+    else:
+        tokens = _unavailable(tok["reason"])
+    inst = plan.get("instances") or {}
+    has_inst = inst.get("available") is not False and inst.get("per_instance_allowable_rps") is not None
+    if price_per_hour is None:
+        money = _unavailable("no instance price given (bearing plan --price-per-hour, or the report parameter "
+                             "price_per_hour)")
+    elif not has_inst:
+        money = _unavailable(f"no instance plan: {inst.get('reason') or 'not computed'}")
+    elif not tok.get("available"):
+        money = _unavailable(f"$/1M output tokens needs token counts: {tok['reason']}")
+    else:
+        money = {"available": True, **economics_from_plan(
+            plan, price_per_hour=price_per_hour, mean_input_tokens=tok["mean_input_tokens"],
+            mean_output_tokens=tok["mean_output_tokens"], monthly_budget=budget_per_month)}
+        money["budget_per_month"] = budget_per_month
+        if money["monthly_cost_recommended"] is None:
+            money.update(_bounded_budget(money, budget_per_month))
+    if not has_inst:
+        staged = _unavailable(f"no instance plan: {inst.get('reason') or 'not computed'}")
+    else:
+        series = _series(profile)
+        q = _f((plan.get("target") or {}).get("quantile")) or 0.99
+        peaks = weekly_peaks(*series, quantile=q) if series else None
+        staged = {"available": True, **staged_from_plan(plan, weekly_peaks=peaks)}
+        if peaks is None:
+            staged["mid_term_reason"] = "the profile has no per-minute series to forecast from"
+        elif len(peaks) < MIN_WEEKS:
+            span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series and series[0] else 0
+            staged["mid_term_reason"] = (f"a growth forecast needs >= {MIN_WEEKS} complete weeks of traffic; the "
+                                         f"profile spans {span_d:,.2f} day(s) ({len(peaks)} complete week(s))")
+        staged["weekly_peaks_rps"] = peaks
+        staged["weekly_peak_statistic"] = f"P{q * 100:g} of the week's per-minute rate / 60"
+    if server_metrics is None:
+        kv = _unavailable("no server metrics given: the KV estimate is not checked against the engine's gauge")
+    elif not tok.get("available"):
+        kv = _unavailable(f"server metrics given, but the KV check needs token counts: {tok['reason']}")
+    else:
+        from bearing_lib.plan.memory import kv_metrics_check
+
+        kv = kv_metrics_check(server_metrics, mean_input_tokens=tok["mean_input_tokens"],
+                              mean_output_tokens=tok["mean_output_tokens"])
+    return PlanEconomics(tokens, money, staged, kv)
+
+
+def _bounded_budget(money: dict[str, Any], budget: float | None) -> dict[str, Any]:
+    """An elastic buffer whose burst hours are unknown: the fleet costs between the base (buffer never
+    on) and all instances always on. The budget row judges that range: green when even the upper bound
+    leaves the headroom, red when even the base exceeds the budget, yellow in between."""
+    lo, hi = money["monthly_cost_base"], money["monthly_cost_all_instances_always_on"]
+    why = f"{money['buffer']}: the fleet costs ${lo:,.0f} (buffer never on) to ${hi:,.0f}/month (always on)"
+    upper, base = budget_row(hi, budget), budget_row(lo, budget)
+    if budget is None or budget <= 0 or upper["status"] == "green" or base["status"] == "red":
+        row = upper if (budget is None or budget <= 0 or upper["status"] == "green") else base
+        row = {**row, "reason": f"{why}; at {'most' if row is upper else 'least'}: {row['reason']}"}
+    else:
+        row = {"dimension": "budget", "status": "yellow", "value": hi / budget,
+               "reason": f"{why}: the base fits the ${budget:,.0f} budget, the buffer always on would not leave "
+                         "the headroom"}
+    return {"monthly_cost_range": [lo, hi], "budget_row": row}
+
+
+def apply_budget_row(scorecard: list[Any], money: dict[str, Any]) -> None:
+    """Replace the scorecard's budget row with the computed one when a cost was computed and either a
+    budget was given or the user gave no budget input (a user's "clear/tight/none" stays otherwise)."""
+    if not money.get("available"):
+        return
+    br = money["budget_row"]
+    for i, row in enumerate(scorecard):
+        if getattr(row, "dimension", None) == "budget":
+            if money.get("budget_per_month") is None and row.status != "not assessed":
+                return
+            scorecard[i] = type(row)("budget", br["status"], br["value"], br["reason"])
+
+
+def attach_economics(plan: Any, profile: dict[str, Any], **kw: Any) -> PlanEconomics:
+    """The one call ``CapacityPlan.build`` makes: :func:`plan_economics` of the plan's JSON, and the
+    computed budget row put into its scorecard (:func:`apply_budget_row`)."""
+    econ = plan_economics(plan.to_dict(), profile, **kw)
+    if getattr(plan, "scorecards", None) is not None:
+        apply_budget_row(plan.scorecards.scorecard, econ.money)
+    return econ

@@ -454,7 +454,53 @@ def memory_plan(
     return MemoryPlan(model, concurrency, seq_len, margin, gpu_mem_gib, gpu_count, rows)
 
 
+def kv_metrics_check(
+    metrics: object,
+    *,
+    mean_input_tokens: float,
+    mean_output_tokens: float,
+    step: int | None = None,
+    tolerance: float = 0.25,
+) -> dict[str, object]:
+    """The KV estimate checked against the engine's own gauge (``bearing_lib.ops.kv_check``).
+
+    ``metrics`` is :class:`~bearing_lib.data.servermetrics.ServerMetrics` with steps (aligned, or
+    per-stage reports). The step checked is ``step``, else the highest step where the engine
+    reported both ``requests_running`` and a non-zero ``kv_cache_usage`` (mean over the step);
+    the KV pool is vLLM's ``cache_config_info``. Returns the check's dict with ``available``, or
+    ``{"available": false, "reason"}`` naming what the metrics lack.
+    """
+    from bearing_lib.ops.kv_check import check_kv_usage, kv_pool
+    from bearing_lib.ops.metrics import step_signals
+
+    try:
+        blocks, block_size = kv_pool(metrics)  # type: ignore[arg-type]
+    except InsufficientDataError as exc:
+        return {"available": False, "reason": f"server metrics given, but {exc}"}
+    table = step_signals(metrics)  # type: ignore[arg-type]
+    by_step: dict[int, dict[str, float]] = {}
+    for r in table.iter_rows(named=True):
+        by_step.setdefault(int(r["step"]), {})[r["signal"]] = r["mean"]
+    usable = [s for s, v in by_step.items() if (v.get("kv_cache_usage") or 0) > 0 and v.get("requests_running")]
+    if step is None:
+        if not usable:
+            seen = sorted({sig for v in by_step.values() for sig in v})
+            why = ("server metrics given, but no step has both requests_running and a non-zero kv_cache_usage "
+                   f"(signals seen: {', '.join(seen) or 'none'})")
+            return {"available": False, "reason": why}
+        step = max(usable)
+    elif step not in usable:
+        return {"available": False, "reason": f"step {step} has no requests_running and non-zero kv_cache_usage"}
+    v = by_step[step]
+    c = check_kv_usage(requests_running=v["requests_running"], input_tokens=mean_input_tokens,
+                       output_tokens=mean_output_tokens, num_gpu_blocks=blocks, block_size=block_size,
+                       measured_usage=v["kv_cache_usage"], step=step, prefix_hit_rate=v.get("prefix_cache_hit_rate"),
+                       tolerance=tolerance)
+    return {"available": True, "block_size": block_size, **c.to_dict()}
+
+
 __all__ = [
+    "kv_metrics_check",
     "DTYPE_BYTES",
     "GIB",
     "PRESETS",

@@ -207,6 +207,9 @@ class ReportModel:
     """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
     predicted: Section = field(default_factory=lambda: Section(False, "the digital twin was not run"))
     """The twin's prediction for the production mix (``data["section"]``: :class:`Predicted`)."""
+    ops: Section = field(default_factory=lambda: Section(False, "the bottleneck and operational settings section was "
+                                                                "not built for this report"))
+    """Bottleneck at the limit, exported settings, tokens and money (``bearing_lib.report.ops_section``)."""
 
     @property
     def verdict(self) -> str:

@@ -193,6 +193,8 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "production_trace": ("data", "production trace", "production_format"),
     "loadtest": ("data", "load-test output", "format"),
     "mixes": ("mixes", "mix file", None),
+    "server_metrics": ("data", "server metrics", "metrics_format"),
+    "metrics_trace": ("data", "load-test trace for the server metrics", None),
 }
 
 
@@ -533,13 +535,16 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
          run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
-         concurrency: int = 0, tested_instances: int = 0) -> Any:
+         concurrency: int = 0, tested_instances: int = 0, price_per_hour: float = 0.0,
+         budget_per_month: float = 0.0, server_metrics: Any = None) -> Any:
     """Capacity plan (:meth:`bearing_lib.plan.capacity_plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
     preset of ``bearing_lib.plan.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
     ``concurrency`` 0 = not given (the plan then says what it could not compute);
-    ``tested_instances`` > 0 overrides the instances the limits file says the test drove.
+    ``tested_instances`` > 0 overrides the instances the limits file says the test drove;
+    ``price_per_hour``/``budget_per_month`` 0 = not given; ``server_metrics`` loaded metrics
+    (``bearing_lib.report.ops_section.load_metrics``) for the KV check.
     """
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
@@ -551,7 +556,9 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
 
     return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
                               gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,
-                              trace=trace, tested_instances=tested_instances or None)
+                              trace=trace, tested_instances=tested_instances or None,
+                              price_per_hour=price_per_hour or None, budget_per_month=budget_per_month or None,
+                              server_metrics=server_metrics)
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:

@@ -55,8 +55,8 @@ def test_demo_writes_the_report_and_prints_its_path(demo):
     r, d = demo
     assert r.exit_code == 0, r.output  # `bearing report` exits 0 whatever the verdict
     assert r.stdout.strip().splitlines()[-1] == str(d / "report.html")
-    assert sorted(p.name for p in d.iterdir()) == ["limits.ipynb", "limits.json", "report.html", "summary.json",
-                                                   "weekly_report.ipynb"]
+    assert sorted(p.name for p in d.iterdir()) == ["exports", "limits.ipynb", "limits.json", "report.html",
+                                                   "summary.json", "weekly_report.ipynb"]
     html = (d / "report.html").read_text(encoding="utf-8")
     assert "http://" not in html and "https://" not in html
     summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
@@ -141,3 +141,25 @@ def test_demo_shows_the_twin_with_its_validation_and_quotes_nothing_untrusted(de
     assert len(sec["validation_rows"]) > 0
     html = (d / "report.html").read_text(encoding="utf-8")
     assert "Predicted for the production mix (digital twin)" in html and 'id="chart-twin"' in html
+
+
+def test_demo_shows_the_ops_section_with_its_exports_and_no_server_metrics(demo):
+    import re
+
+    _, d = demo
+    html = (d / "report.html").read_text(encoding="utf-8")
+    ops = html[html.index('<section id="ops">'):]
+    ops = ops[:ops.index("</section>")]
+    assert "no server metrics given" in ops  # the LMBenchmark sweep carries no server metrics
+    links = re.findall(r'<a href="([^"]+)">', ops)
+    assert "exports/hpa.yaml" in links and "exports/prometheus-rules.yaml" in links
+    for href in links:  # relative, and each resolves inside the report folder
+        assert not href.startswith(("/", "file:", "http")) and (d / href).is_file(), href
+    ops_data = json.loads((d / "summary.json").read_text())["ops"]["data"]
+    plan = json.loads((d / "exports" / "plan.json").read_text())
+    # the HPA's per-pod target is cbu.threshold x per-instance allowable, read back from the plan the run wrote
+    a = plan["instances"]["per_instance_allowable_rps"] * plan["cbu"]["threshold"]
+    assert ops_data["exports"]["numbers"]["scale_target_rps"] == pytest.approx(a)
+    for f in ops_data["exports"]["files"]:
+        if f["validator"]:
+            assert f["verdict"] in ("passed", "not run"), f

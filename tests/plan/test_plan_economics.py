@@ -1,0 +1,218 @@
+"""The plan's economics section (plan/economics.py ``plan_economics``, hooked into ``CapacityPlan.build``)
+and the KV check from server metrics (plan/memory.py ``kv_metrics_check``): every figure worked out here.
+
+The hand-made plan (tests/fixtures/plan, see test_plan.py): blended Q_ult 8 req/s, design FOS 1.5
+(standard tier) -> allowable 5.333 req/s on one tested instance; target 4 req/s; 1 base + 1 elastic
+buffer instance; bursts 2 a month of 2 minutes. The profile is given mean tokens 1,000 in / 250 out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from bearing_lib.cli.main import app
+from bearing_lib.common.errors import ParameterError
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
+from bearing_lib.plan.capacity_plan import CapacityPlan
+from bearing_lib.plan.economics import WEEK_S, plan_economics, weekly_peaks
+from bearing_lib.plan.memory import kv_metrics_check
+
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
+LIMITS = json.loads((DATA / "limits_handmade.json").read_text())
+
+
+def _profile() -> dict:
+    p = json.loads((DATA / "profile_handmade.json").read_text())
+    p["seq_len"].update(input_tokens={"mean": 1000.0}, output_tokens={"mean": 250.0})
+    return p
+
+
+def _plan(**kw) -> dict:
+    return CapacityPlan.build(json.loads(json.dumps(LIMITS)), _profile(), **kw).to_dict()
+
+
+def test_tokens_and_money_by_hand():
+    d = _plan(price_per_hour=4.0, budget_per_month=5000)
+    e = d["economics"]
+    t = e["tokens"]
+    # blended Q_ult 8 req/s x 1,000 / 250 tokens; allowable 8 / 1.5
+    assert t["at_q_ult"] == pytest.approx({"rps": 8.0, "input_tokens_per_s": 8000.0, "output_tokens_per_s": 2000.0,
+                                           "total_tokens_per_s": 10000.0})
+    assert t["at_allowable"]["output_tokens_per_s"] == pytest.approx(8 / 1.5 * 250)
+    assert t["at_allowable"]["total_tokens_per_s"] == pytest.approx(8 / 1.5 * 1250)
+    per = {m["mix"]: m for m in t["per_mix"]}
+    # short: Q_ult 12 req/s -> 12,000 in, 3,000 out; allowable 12 / 1.5 = 8 req/s -> 10,000 total
+    assert per["short"]["q_ult"]["input_tokens_per_s"] == pytest.approx(12000.0)
+    assert per["short"]["allowable"]["total_tokens_per_s"] == pytest.approx(10000.0)
+    assert per["long"]["q_ult"]["output_tokens_per_s"] == pytest.approx(4 * 250.0)
+    assert "each mix uses the overall means" in t["per_mix_basis"]
+    m = e["money"]
+    # $4/h / (5.333 req/s x 250 tokens x 3,600 s) x 10^6 = $0.8333 per 1M output tokens
+    assert m["usd_per_million_output_tokens"] == pytest.approx(4 / (8 / 1.5 * 250 * 3600) * 1e6)
+    assert m["usd_per_million_output_tokens"] == pytest.approx(0.83333, rel=1e-4)
+    # base 1 x $4 x 730 h = $2,920; elastic buffer 1 x $4 x 2 bursts x 2/60 h = $0.2667
+    assert m["monthly_cost_base"] == pytest.approx(2920.0)
+    assert m["monthly_cost_burst_buffer"] == pytest.approx(4 * 2 * 2 / 60)
+    assert m["monthly_cost_recommended"] == pytest.approx(2920 + 4 * 2 * 2 / 60)
+    assert m["monthly_cost_all_instances_always_on"] == pytest.approx(2 * 4 * 730)
+    # 2,920.27 / 5,000 = 58 % <= 80 % -> green, and it is the scorecard's budget row
+    row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
+    assert row["status"] == "green" and row["value"] == pytest.approx((2920 + 16 / 60) / 5000)
+    assert m["budget_row"] == row
+    # near term: ceil(4 x 1.5 / 5.333) = ceil(1.125) = 2 instances
+    s = e["staged"]
+    assert s["near_term"]["instances"] == 2 and s["near_term"]["rps"] == pytest.approx(6.0)
+    assert s["mid_term"] is None and "0 complete week(s)" in s["mid_term_reason"]
+    assert e["kv_metrics_check"] == {"available": False, "reason": "no server metrics given: the KV estimate is "
+                                                                   "not checked against the engine's gauge"}
+    json.dumps(d, allow_nan=False)
+
+
+@pytest.mark.parametrize(("budget", "status"), [(3000.0, "yellow"), (2900.0, "red")])
+def test_budget_tight_or_over(budget, status):
+    # 2,920.27 / 3,000 = 97 %: fits with < 20 % headroom; / 2,900 > 100 %
+    row = _plan(price_per_hour=4.0, budget_per_month=budget)["economics"]["money"]["budget_row"]
+    assert row["status"] == status
+
+
+def test_without_price_or_tokens_each_part_says_why():
+    d = _plan()
+    assert d["economics"]["money"]["available"] is False
+    assert "--price-per-hour" in d["economics"]["money"]["reason"]
+    assert next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")["status"] == "not assessed"
+    p = _profile()
+    p["seq_len"] = {"n": 1000, "mean": 1500, "p50": 1200, "p99": 6000, "max": 12000}  # no token split
+    d = CapacityPlan.build(json.loads(json.dumps(LIMITS)), p, price_per_hour=4.0).to_dict()
+    assert d["economics"]["tokens"]["available"] is False and "no token counts" in d["economics"]["tokens"]["reason"]
+    assert "needs token counts" in d["economics"]["money"]["reason"]
+    with pytest.raises(ParameterError):
+        _plan(price_per_hour=-1.0)
+
+
+def test_weekly_peaks_leave_the_partial_week_out():
+    # 2 weeks and one day of minutes; week k has the constant rate 60 x (k + 1) requests per minute
+    n = int((2 * WEEK_S + 86400) // 60)
+    starts = [60.0 * i for i in range(n)]
+    reqs = [60.0 * (int(t // WEEK_S) + 1) for t in starts]
+    assert weekly_peaks(starts, reqs) == pytest.approx([1.0, 2.0])  # the third (partial) week is left out
+
+
+def test_staged_plan_with_five_weeks_forecasts_and_says_when_the_fleet_runs_out():
+    peaks = [2.0, 3.2, 3.8, 5.1, 5.9]  # weekly P99 rates, req/s
+    n = int(5 * WEEK_S // 60)
+    starts = [60.0 * i for i in range(n)]
+    reqs = [peaks[int(t // WEEK_S)] * 60.0 for t in starts]
+    profile = {"per_minute": {"series": {"minute_start_s": starts, "requests": reqs}}}
+    plan = {"target": {"rps": 5.9, "quantile": 0.99}, "tier": {"target_fos": 1.5}, "fos": {},
+            "instances": {"per_instance_allowable_rps": 2.0, "base": 3, "buffer": 1, "total": 4,
+                          "buffer_plan": {"mode": "fixed"}}}
+    s = plan_economics(plan, profile).staged
+    assert s["weekly_peaks_rps"] == pytest.approx(peaks)
+    # independently: least squares through (w, peak), the 95 % prediction interval at week 4 + 26 = 30
+    w = np.arange(5.0)
+    b, a = np.polyfit(w, peaks, 1)
+    resid = np.array(peaks) - (a + b * w)
+    s2 = float(resid @ resid) / 3
+    x0 = 30.0
+    se = math.sqrt(s2 * (1 + 1 / 5 + (x0 - w.mean()) ** 2 / float(((w - w.mean()) ** 2).sum())))
+    fc = a + b * x0
+    hi = fc + stats.t.ppf(0.975, 3) * se
+    mt = s["mid_term"]
+    assert mt["forecast"]["value"] == pytest.approx(fc) and mt["forecast"]["upper"] == pytest.approx(hi)
+    assert mt["instances"] == math.ceil(fc * 1.5 / 2.0) and mt["instances_upper"] == math.ceil(hi * 1.5 / 2.0)
+    # near term: ceil(5.9 x 1.5 / 2) = 5; the fleet of 4 x 2 = 8 req/s is passed when a + b (4 + k) > 8
+    assert s["near_term"]["instances"] == 5
+    k = math.floor((8.0 - a) / b - 4) + 1
+    assert s["fleet_runs_out"]["weeks_after_last"] == k
+    assert f"runs out in {k} week(s)" in s["fleet_runs_out"]["statement"]
+
+
+def _metrics(rows: list[dict]) -> ServerMetrics:
+    full = [{"run_id": "r", "stat": "sample", "time_s": 0.0, **r} for r in rows]
+    return ServerMetrics(conform_metrics(full), Provenance(source="test", format="test", tool="test", sha256=""))
+
+
+def test_kv_check_from_server_metrics():
+    pool = {"metric": "vllm:cache_config_info", "signal": None, "value": 1.0,
+            "labels": "block_size=16,num_gpu_blocks=1000"}
+    rows = [pool]
+    for step, running, usage in ((0, 2.0, 0.03), (1, 4.0, 0.09), (1, 4.0, 0.11)):
+        rows += [{"step": step, "metric": "vllm:num_requests_running", "signal": "requests_running", "value": running},
+                 {"step": step, "metric": "vllm:kv_cache_usage_perc", "signal": "kv_cache_usage", "value": usage}]
+    ds = _metrics(rows)
+    # the highest step with both: step 1, 4 running x ceil((1,000 + 250/2) / 16) = ceil(70.3) = 71 blocks
+    # = 284 of 1,000 blocks = 0.284 predicted against the measured mean 0.10: +184 %, not right
+    c = kv_metrics_check(ds, mean_input_tokens=1000, mean_output_tokens=250)
+    assert c["available"] and c["step"] == 1 and c["blocks_per_request"] == 71
+    assert c["predicted_usage"] == pytest.approx(0.284) and c["measured_usage"] == pytest.approx(0.10)
+    assert c["rel_error"] == pytest.approx(1.84) and c["right"] is False
+    # 1,000 in / 100 out: ceil(1,050 / 16) = 66 blocks x 2 running / 1,000 = 0.132 vs 0.03 at step 0
+    c0 = kv_metrics_check(ds, mean_input_tokens=1000, mean_output_tokens=100, step=0)
+    assert c0["predicted_usage"] == pytest.approx(0.132)
+    # through the plan: the profile's means (1,000 / 250) give the same check
+    d = _plan(server_metrics=ds)
+    assert d["economics"]["kv_metrics_check"]["predicted_usage"] == pytest.approx(0.284)
+    # no pool: said, not guessed
+    no_pool = _metrics(rows[1:])
+    assert "cache_config_info" in kv_metrics_check(no_pool, mean_input_tokens=1, mean_output_tokens=1)["reason"]
+
+
+def test_kv_check_on_inference_perf_reports_says_what_is_missing():
+    from bearing_lib.loaders import load
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
+    c = kv_metrics_check(load(folder, format="inference-perf-prometheus"), mean_input_tokens=1, mean_output_tokens=1)
+    assert c["available"] is False and "no vllm:cache_config_info sample" in c["reason"]
+
+
+def test_cli_plan_prints_tokens_money_and_staged(tmp_path):
+    lim, prof, out = tmp_path / "l.json", tmp_path / "p.json", tmp_path / "plan.json"
+    lim.write_text(json.dumps(LIMITS))
+    prof.write_text(json.dumps(_profile()))
+    res = CliRunner().invoke(app, ["plan", "--limits", str(lim), "--profile", str(prof), "--price-per-hour", "4",
+                                   "--budget-per-month", "5000", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "tokens/s:    at Q_ult 8.000 req/s: input 8,000, output 2,000, total 10,000" in res.output
+    assert "  mix short: Q_ult 12.000 req/s = 15,000 tok/s (12,000 in + 3,000 out); allowable 8.000 req/s = " \
+           "10,000 tok/s" in res.output
+    assert "$0.83 per 1M output tokens at the allowable load" in res.output
+    assert "fleet $2,920/month, of which burst buffer $0.27/month" in res.output
+    assert "budget:      green" in res.output
+    assert "near term:   2 instance(s) for 6.000 req/s" in res.output
+    assert json.loads(out.read_text())["economics"]["money"]["monthly_cost_base"] == pytest.approx(2920.0)
+    bad = CliRunner().invoke(app, ["plan", "--limits", str(lim), "--profile", str(prof), "--server-metrics",
+                                   str(lim)])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(("budget", "status", "words"), [
+    (2000.0, "green", "at most: $1,460/month is 73%"),  # upper bound 2 x $1 x 730 = 1,460 <= 80 % of 2,000
+    (1000.0, "yellow", "the base fits the $1,000 budget"),  # base 730 fits, 1,460 does not
+    (700.0, "red", "at least: $730/month exceeds"),  # even the base 730 exceeds 700
+])
+def test_elastic_buffer_without_burst_hours_is_costed_as_a_range(budget, status, words):
+    plan = {"target": {"rps": 1.0}, "tier": {"target_fos": 1.5}, "fos": {},
+            "instances": {"per_instance_allowable_rps": 1.0, "base": 1, "buffer": 1, "total": 2,
+                          "buffer_plan": {"mode": "elastic"}, "burst": None}}
+    m = plan_economics(plan, {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}},
+                       price_per_hour=1.0, budget_per_month=budget).money
+    assert m["monthly_cost_recommended"] is None and m["monthly_cost_range"] == pytest.approx([730.0, 1460.0])
+    assert m["budget_row"]["status"] == status and words in m["budget_row"]["reason"]
+
+
+def test_a_users_cost_model_stays_unless_a_budget_is_given():
+    user = {"budget": {"cost_model": "tight"}}
+    d = _plan(price_per_hour=4.0, user_inputs=user)  # a cost but no budget: the user's judgement stays
+    row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
+    assert (row["status"], row["value"]) == ("yellow", "tight")
+    d = _plan(price_per_hour=4.0, budget_per_month=5000, user_inputs=user)  # a budget: the computed row
+    row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
+    assert row["status"] == "green" and "of the $5,000 budget" in row["reason"]
