@@ -1049,6 +1049,8 @@ def fit_limits(
     level: float = 0.95,
     options: CurveOptions | None = None,
     pool_runs: bool = False,
+    engine: str | None = None,
+    scheduler: str | None = None,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -1075,7 +1077,25 @@ def fit_limits(
         Pool the runs of all request traces (repeats and follow-ups of the same service) into
         one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
         their own (:func:`_pool_runs`); said in the mix's notes.
+    engine, scheduler
+        Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
+        columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
+        LocalCluster): one task per run, see :func:`bearing_lib.limits.dataset.fit_limits_dataset`.
+        A path or :class:`~bearing_lib.data.engine.ParquetDataset` given as ``data`` implies
+        ``engine="embedded"``.
     """
+    from bearing_lib.data.engine import ParquetDataset
+
+    if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
+        if pool_runs:
+            raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
+        if not isinstance(data, (str, Path, ParquetDataset)):
+            raise ParameterError(f"engine={engine!r} reads a Parquet dataset: pass its path (file, folder, glob or "
+                                 f"URL), got {type(data).__name__}")
+        from bearing_lib.limits.dataset import fit_limits_dataset
+
+        return fit_limits_dataset(data, sla, mixes, weights, n_boot, seed, engine=engine or "embedded",
+                                  scheduler=scheduler, min_share=min_share, level=level, options=options)
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
     notes = list(sla_obj.notes())
