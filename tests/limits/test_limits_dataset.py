@@ -78,6 +78,7 @@ def _without_engine(doc: dict) -> dict:
     return doc
 
 
+Q_KEYS = ("value", "ci95", "bracket", "censored", "statement", "bootstrap_ci95")
 _STUB = {"conditions": {"extra": {"engine": None}}, "notes": [], "bearing_version": ""}
 
 
@@ -162,3 +163,75 @@ def test_limits_dataset_auto_mixes_and_errors(tmp_path) -> None:
         [c for c in f.columns if f[c].null_count() == f.height]).write_parquet(prod)
     with pytest.raises(InsufficientDataError, match="no load steps"):
         fit_limits(prod, SLA)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    f = _run("run-a", 6, 40.0)
+    ds = tmp_path_factory.mktemp("small") / "lt"
+    _write(f, ds, ["step"])
+    return f, ds
+
+
+def test_cli_limits_engine_embedded(small, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    f, ds = small
+    out = tmp_path / "l.json"
+    res = CliRunner().invoke(app, ["limits", str(ds), "--engine", "embedded", "--sla", SLA[0], "--sla", SLA[1],
+                                   "--mixes", "none", "--n-boot", "30", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["conditions"]["extra"]["engine"]["engine"] == "embedded"
+    assert doc["conditions"]["extra"]["engine"]["partitions"] == len(RATES)
+    mem = fit_limits(_trace(f), SLA, mixes="none", n_boot=30)
+    q, ref = doc["mixes"][0]["q_ult"], mem.to_dict()["mixes"][0]["q_ult"]
+    assert [q[k] for k in Q_KEYS] == [json.loads(json.dumps(ref[k])) for k in Q_KEYS]
+    bad = CliRunner().invoke(app, ["limits", str(ds), "--scheduler", "tcp://x:1", "--sla", SLA[0], "--json",
+                                   str(out)])
+    assert bad.exit_code == 1 and "--engine dask" in bad.output
+    bad = CliRunner().invoke(app, ["limits", str(ds), str(ds), "--engine", "embedded", "--sla", SLA[0], "--json",
+                                   str(out)])
+    assert bad.exit_code == 1 and "one Parquet dataset" in bad.output
+
+
+@pytest.mark.slow
+def test_cli_limits_on_an_existing_scheduler(small, cluster, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    f, ds = small
+    address = cluster.client.scheduler.address
+    out = tmp_path / "l.json"
+    res = CliRunner().invoke(app, ["limits", str(ds), "--engine", "dask", "--scheduler", address, "--sla", SLA[0],
+                                   "--mixes", "none", "--n-boot", "30", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    where = doc["conditions"]["extra"]["engine"]
+    assert where["engine"] == "dask" and where["scheduler"] == address and where["workers"] == 2
+    mem = fit_limits(_trace(f), SLA[:1], mixes="none", n_boot=30)
+    q, ref = doc["mixes"][0]["q_ult"], mem.to_dict()["mixes"][0]["q_ult"]
+    assert [q[k] for k in Q_KEYS] == [json.loads(json.dumps(ref[k])) for k in Q_KEYS]
+
+
+def test_limits_notebook_passes_the_engine(small, tmp_path) -> None:
+    """limits.ipynb declares engine/scheduler and, with engine=embedded, fits the dataset on the engine."""
+    from bearing_lib.report import runner
+
+    declared = runner.notebook_parameters(runner.NOTEBOOK_DIR / "limits.ipynb")
+    assert {"engine", "scheduler"} <= set(declared)
+    import papermill
+
+    f, ds = small
+    out_json = tmp_path / "limits.json"
+    papermill.execute_notebook(str(runner.NOTEBOOK_DIR / "limits.ipynb"), str(tmp_path / "out.ipynb"),
+                               parameters={"loadtest": str(ds), "sla": SLA[0], "mixes": "none", "n_boot": 30,
+                                           "engine": "embedded", "output_json": str(out_json)},
+                               progress_bar=False, kernel_name="python3", cwd=str(tmp_path))
+    doc = json.loads(out_json.read_text())
+    assert doc["conditions"]["extra"]["engine"]["engine"] == "embedded"
+    mem = fit_limits(_trace(f), SLA[:1], mixes="none", n_boot=30)
+    assert doc["mixes"][0]["q_ult"]["value"] == mem.limits[0].q_ult.value
