@@ -90,7 +90,7 @@ def _child_limits(path: str) -> dict:
     res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0)
     t2 = time.perf_counter()
     return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1,
-            "limits": [(m.mix.name, m.q_ult["statement"]) for m in res.limits]}
+            "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
 
 
 def _child_aggregate(path: str) -> dict:

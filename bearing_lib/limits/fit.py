@@ -94,6 +94,7 @@ from bearing_lib.limits.steady import mser_by_step
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
+STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
 _BIG = 1e300
 
@@ -911,9 +912,16 @@ def _replicates(
         OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
     order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
     frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
-    frame = frame.sort(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]], nulls_last=True)
+    # memory: the sort order only (4 bytes a request), and each step's rows gathered from it in turn; a
+    # sorted copy of the frame and a partition_by copy of it cost ~0.3 GB per million requests
+    idx = frame.select(pl.arg_sort_by(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]],
+                                      nulls_last=True)).to_series()
+    spans = frame.group_by("run_id", "step").len().sort("run_id", "step")
     wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
-    for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
+    at = 0
+    for run, step, length in spans.iter_rows():
+        part = frame[idx.slice(at, length)]
+        at += length
         win = wmap.get((run, step))
         n = part.height
         lat = part["_lat"].to_numpy()  # rows are in start-time order within a step
@@ -1021,15 +1029,18 @@ def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, dict[str, object]]:
     from bearing_lib.limits.recovery import t_recover
 
     out: dict[str, dict[str, object]] = {}
-    f = trace.frame.with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
-    for (run,), part in f.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
-        loads = part.group_by("step").agg(pl.col("offered_load").first(), pl.col("start_s").min()).sort("start_s")
+    f = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    # memory: the loads per run first (a small group-by); a run's rows are copied only when its load drops
+    loads_all = f.group_by("run_id", "step", maintain_order=True).agg(
+        pl.col("offered_load").first(), pl.col("start_s").min()).collect()
+    for (run,), loads in loads_all.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        loads = loads.sort("start_s")
         dropped = (loads["offered_load"].diff() < 0).any()
         if not dropped:
             out[str(run)] = {"value_s": None, "censored": "none",
                              "reason": "no drop from an overloaded step to a lower load in this run"}
             continue
-        out[str(run)] = _safe(t_recover, part, sla.evaluate_window)
+        out[str(run)] = _safe(t_recover, f.filter(pl.col("run_id") == run).collect(), sla.evaluate_window)
     return out
 
 
@@ -1123,7 +1134,9 @@ def fit_limits(
         else:
             windows = step_windows(it, options)
             curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
-            steady = steady_requests(it, windows, spec).collect()
+            # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
+            # P_critical, cost index); the send window's other columns stay in the trace
+            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False).collect()
             gp = _goodput_columns(steady, sla_obj)
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")

@@ -63,7 +63,11 @@ def mser_by_step(steady: pl.DataFrame, metric: str) -> dict[tuple[str, int], dic
         return out
     f = steady.select(pl.col("run_id").fill_null("run"), "step", "start_s", metric).drop_nulls().sort(
         "run_id", "step", "start_s")
-    for (run, step), part in f.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
+    # memory: each step is a zero-copy slice of the sorted frame, not a partition_by copy
+    spans = f.select("run_id", "step").with_row_index("_i").group_by("run_id", "step", maintain_order=True).agg(
+        pl.col("_i").first().alias("_at"), pl.len().alias("_n"))
+    for run, step, at, length in spans.iter_rows():
+        part = f.slice(at, length)
         t = part["start_s"].to_numpy()
         d, settled = mser(part[metric].to_numpy())
         trunc_s = float(t[d] - t[0]) if 0 < d < t.size else 0.0
