@@ -892,9 +892,12 @@ def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
 
 
 def _replicates(
-    steady: pl.DataFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
+    steady: pl.DataFrame | pl.LazyFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
 ) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
-    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap."""
+    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap.
+
+    Memory: only the columns the statistics read are collected (from a lazy ``steady``), and
+    each step's rows are gathered from one sort order in turn."""
     out: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] = {}
     good_exprs = []
     for i, c in enumerate(sla.clauses):
@@ -908,10 +911,11 @@ def _replicates(
     for i, c in enumerate(sla.clauses):
         b_expr, e_expr = pooled.bad_expr(c)
         pooled_exprs += [b_expr.alias(f"_pb_{i}"), e_expr.alias(f"_pe_{i}")]
-    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + pooled_exprs + [
-        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
-    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
-    frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
+    present = steady.collect_schema().names()
+    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in present]
+    frame = steady.lazy().select([c for c in dict.fromkeys(cols) if c in present] + good_exprs + pooled_exprs + [
+        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")] + [pl.col(c).alias(f"_o_{c}") for c in order[3:]]
+    ).collect()
     # memory: the sort order only (4 bytes a request), and each step's rows gathered from it in turn; a
     # sorted copy of the frame and a partition_by copy of it cost ~0.3 GB per million requests
     idx = frame.select(pl.arg_sort_by(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]],
@@ -957,14 +961,14 @@ def _replicates(
     return out
 
 
-def _goodput_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame | None:
+def _goodput_columns(steady: pl.DataFrame | pl.LazyFrame, sla: SLA) -> pl.DataFrame | None:
     exprs = []
     for i, c in enumerate(sla.clauses):
         if c.kind == "goodput":
             exprs.append(c.observed_expr().alias(f"_goodput_{i}"))
     if not exprs:
         return None
-    return steady.group_by("run_id", "step", "mix").agg(exprs)
+    return steady.lazy().group_by("run_id", "step", "mix").agg(exprs).collect()
 
 
 # --------------------------------------------------------------------------------------
@@ -1136,13 +1140,14 @@ def fit_limits(
             curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
             # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
             # P_critical, cost index); the send window's other columns stay in the trace
-            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False).collect()
+            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
             gp = _goodput_columns(steady, sla_obj)
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
             curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
-            has_ttft = steady["ttft_ms"].null_count() < steady.height if "ttft_ms" in steady.columns else False
-            warmups = mser_by_step(steady, "ttft_ms" if has_ttft else "latency_ms")
+            has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
+            m_metric = "ttft_ms" if has_ttft else "latency_ms"
+            warmups = mser_by_step(steady.select("run_id", "step", "start_s", m_metric).collect(), m_metric)
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
@@ -1174,7 +1179,7 @@ def fit_limits(
                              tot, n_boot if reps else 0, level)
             lim.share = share
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
-                (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+                (pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(), sla_obj)
             if not tables:
                 for st in lim.steps:
                     mser = warmups.get((str(run), int(st.step)))
