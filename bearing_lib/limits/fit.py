@@ -1147,7 +1147,7 @@ def fit_limits(
             curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
             has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
             m_metric = "ttft_ms" if has_ttft else "latency_ms"
-            warmups = mser_by_step(steady.select("run_id", "step", "start_s", m_metric).collect(), m_metric)
+            warmups = mser_by_step(steady, m_metric)
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
