@@ -145,7 +145,12 @@ def _fit_part(frame: pl.DataFrame, *, time_origin: str, source: str, sla: object
     missing = [pl.lit(None, dtype).alias(c) for c, dtype in REQUEST_SCHEMA.items() if c not in frame.columns]
     frame = frame.with_columns(missing).select(list(REQUEST_SCHEMA))
     out = []
-    for (run,), part in frame.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+    # memory: one run (the usual task) is fitted on the frame itself, not on a partition_by copy of it
+    runs = frame["run_id"].unique(maintain_order=True).to_list()
+    parts = [(runs[0], frame)] if len(runs) == 1 else [
+        (r, p) for (r,), p in frame.partition_by(["run_id"], as_dict=True, maintain_order=True).items()]
+    del frame
+    for run, part in parts:
         trace = RequestTrace(part, Provenance(source=source, format="parquet-dataset", tool="bearing engine",
                                               sha256="", time_origin=time_origin))  # type: ignore[arg-type]
         out.append((str(run), fit_limits(trace, sla, mixes=spec, n_boot=n_boot, seed=seed, min_share=min_share,
