@@ -90,7 +90,23 @@ def _child_limits(path: str) -> dict:
     res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0)
     t2 = time.perf_counter()
     return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1,
-            "limits": [(m.mix.name, m.q_ult["statement"]) for m in res.limits]}
+            "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
+
+
+def _child_limits_dataset(path: str) -> dict:
+    """The same fit as ``_child_limits`` on the same requests stored as a ``step=`` partitioned Parquet
+    dataset, through the embedded engine (``bearing limits DATASET --engine embedded``)."""
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from bearing_lib.limits.fit import fit_limits
+
+    t0 = time.perf_counter()
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1024)}),
+                    Mix("cached", {"input_tokens": (1024, 4096)}),
+                    Mix("long", {"input_tokens": (4096, float("inf"))})))
+    res = fit_limits(path, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0,
+                     engine="embedded")
+    return {"rows": int(res.curve["n_requests"].sum()), "fit_limits_s": time.perf_counter() - t0,
+            "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
 
 
 def _child_aggregate(path: str) -> dict:
@@ -145,12 +161,29 @@ def main() -> None:
     ap.add_argument("--rows-limits", type=int, default=1_000_000)
     ap.add_argument("--rows-agg", type=int, default=10_000_000)
     ap.add_argument("--out", type=Path, default=None, help="Keep the generated Parquet files here.")
+    ap.add_argument("--only-limits", action="store_true",
+                    help="Only the limits fit: from one file (in memory) and from a step-partitioned dataset.")
     args = ap.parse_args()
     tmp = args.out or Path(tempfile.mkdtemp(prefix="bench_limits_"))
     tmp.mkdir(parents=True, exist_ok=True)
-    p1, p10 = tmp / "limits.parquet", tmp / "aggregate.parquet"
+    p1, p10 = tmp / f"limits-{args.rows_limits}.parquet", tmp / "aggregate.parquet"
     if not p1.exists():
         _synth(args.rows_limits, 12, p1, seed=1)
+    if args.only_limits:
+        import polars as pl
+
+        ds = tmp / f"limits-{args.rows_limits}-dataset"
+        if not ds.exists():
+            f = pl.read_parquet(p1)
+            f.drop([c for c in f.columns if f[c].null_count() == f.height]).write_parquet(ds, partition_by=["step"])
+            del f
+        lim = _run_child("limits", p1)
+        dsr = _run_child("limits_dataset", ds)
+        print(json.dumps({"limits": lim, "limits_dataset": dsr}, indent=2))
+        for name, r in (("in memory (one file)", lim), ("dataset, embedded engine", dsr)):
+            print(f"limits {name}: {r['rows']:,} rows, fit_limits {r['fit_limits_s']:.2f} s, "
+                  f"peak {r['peak_rss_mib']:.0f} MiB, process {r['process_wall_s']:.1f} s")
+        return
     if not p10.exists():
         _synth(args.rows_agg, 20, p10, seed=2)
     lim = _run_child("limits", p1)

@@ -53,7 +53,8 @@ def _table(result) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("limits")
     def limits_cmd(
-        traces: list[Path] = typer.Argument(..., help="Load-test files or folders (any format bearing reads)."),
+        traces: list[str] = typer.Argument(..., help="Load-test files or folders (any format bearing reads); with "
+                                           "--engine one Parquet dataset: a file, folder, glob or URL."),
         sla: list[str] = typer.Option([], "--sla", help="SLA clause(s), e.g. 'p99(ttft) <= 500ms'. Repeatable."),
         sla_file: Path | None = typer.Option(None, "--sla-file", help="YAML file with a list of SLA clauses."),
         mixes: str = typer.Option("auto", "--mixes", help="auto | none | a YAML/JSON file of mix definitions."),
@@ -77,6 +78,13 @@ def register(app: typer.Typer) -> None:
         ),
         pool: bool = typer.Option(False, "--pool", help="Pool all runs (repeats and follow-ups of the same "
                                   "service) into one limit per mix."),
+        engine: str | None = typer.Option(
+            None, "--engine", help="Read one Parquet dataset of canonical columns on this engine: 'embedded' "
+            "(polars, this process, one run at a time when the files are split by run) or 'dask' (one task per "
+            "run on a Dask cluster; see --scheduler). Without it the loaders read the files."),
+        scheduler: str | None = typer.Option(
+            None, "--scheduler", help="Dask scheduler address (tcp://host:8786) for --engine dask; without it a "
+            "LocalCluster starts here."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -94,22 +102,33 @@ def register(app: typer.Typer) -> None:
             if sla_file is not None:
                 parts.append(load_sla_file(sla_file))
             sla_obj = combine(*parts) if len(parts) > 1 else parts[0]
-            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
-            fmt = format or ("generic" if mapping is not None else None)
-            datasets = []
-            for p in traces:
-                ds = load(p, format=fmt, **options)
-                if ds.kind not in ("requests", "loadpoints"):
-                    raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
-                                         "or load points from a stepped test")
-                datasets.append(ds)
+            if engine is not None and engine not in ("embedded", "dask"):
+                raise ParameterError(f"--engine must be embedded or dask, got {engine!r}")
+            if scheduler is not None and engine != "dask":
+                raise ParameterError("--scheduler names a Dask scheduler; pass --engine dask with it")
             mix_arg: object = mixes
             if mixes not in ("auto", "none"):
                 if not Path(mixes).exists():
                     raise ParameterError(f"--mixes: expected auto, none or a mix file; {mixes!r} does not exist")
                 mix_arg = Path(mixes)
-            result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                min_share=min_share, pool_runs=pool)
+            if engine is not None:
+                if len(traces) != 1 or format is not None or option or mapping is not None or pool:
+                    raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
+                                         "combine with several inputs, --format, --option, --mapping or --pool")
+                result = fit_limits(traces[0], sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
+                                    min_share=min_share, engine=engine, scheduler=scheduler)
+            else:
+                options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+                fmt = format or ("generic" if mapping is not None else None)
+                datasets = []
+                for p in traces:
+                    ds = load(Path(p), format=fmt, **options)
+                    if ds.kind not in ("requests", "loadpoints"):
+                        raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
+                                             "or load points from a stepped test")
+                    datasets.append(ds)
+                result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
+                                    min_share=min_share, pool_runs=pool)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -66,6 +66,11 @@ class ParquetDataset:
     time_origin: str | None = None
     storage_options: dict[str, object] | None = None
 
+    def __str__(self) -> str:
+        hive = f"; folder keys {', '.join(self.hive_columns)}" if self.hive_columns else ""
+        return (f"Parquet dataset {self.path}: {len(self.files):,} file(s), columns {', '.join(self.columns)}{hive} "
+                f"(read by an engine, not loaded)")
+
     @property
     def canonical_columns(self) -> list[str]:
         return [c for c in self.columns if c in REQUEST_SCHEMA]
@@ -77,6 +82,7 @@ class ParquetDataset:
     def scan_file(self, file: str, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """The same for one of the files."""
         return scan_files([file], self.columns, columns, self.storage_options, self.hive_columns)
+
 
 def hive_values(file: str, keys: Sequence[str]) -> dict[str, str]:
     """The ``key=value`` folder values of ``file`` for ``keys`` (URL-decoded, as polars and Spark write them)."""

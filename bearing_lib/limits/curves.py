@@ -524,6 +524,10 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     for m in METRICS:
+        if slim[m].null_count() == slim.height:  # no value at all (e.g. no ITL): every statistic is null, no lists
+            slim = slim.drop(m)
+            g = g.with_columns([pl.lit(None, pl.Float64).alias(c) for c in _metric_columns(m, qs)])
+            continue
         sorted_m = slim.select("_g", m).group_by("_g").agg(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
         slim = slim.drop(m)
         g = g.join(sorted_m, on="_g", how="left", maintain_order="left")
@@ -543,6 +547,11 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         pl.lit(None, pl.String).alias("phase"),
     )
     return g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+
+
+def _metric_columns(m: str, qs: dict[str, float]) -> list[str]:
+    """The columns :func:`_metric_quantiles` makes for metric ``m``."""
+    return [f"{m}_max", f"{m}_mean"] + [f"{m}_{name}{s}" for name in qs for s in ("", "_ci95_lo", "_ci95_hi")]
 
 
 def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.Expr]:

@@ -97,6 +97,7 @@ from bearing_lib.limits.steady import mser_by_step
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
+STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
 _BIG = 1e300
 
@@ -894,9 +895,12 @@ def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
 
 
 def _replicates(
-    steady: pl.DataFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
+    steady: pl.DataFrame | pl.LazyFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
 ) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
-    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap."""
+    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap.
+
+    Memory: only the columns the statistics read are collected (from a lazy ``steady``), and
+    each step's rows are gathered from one sort order in turn."""
     out: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] = {}
     good_exprs = []
     for i, c in enumerate(sla.clauses):
@@ -910,13 +914,21 @@ def _replicates(
     for i, c in enumerate(sla.clauses):
         b_expr, e_expr = pooled.bad_expr(c)
         pooled_exprs += [b_expr.alias(f"_pb_{i}"), e_expr.alias(f"_pe_{i}")]
-    frame = steady.select([c for c in dict.fromkeys(cols) if c in steady.columns] + good_exprs + pooled_exprs + [
-        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")])
-    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in steady.columns]
-    frame = frame.with_columns([steady[c].alias(f"_o_{c}") for c in order[3:]])
-    frame = frame.sort(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]], nulls_last=True)
+    present = steady.collect_schema().names()
+    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in present]
+    frame = steady.lazy().select([c for c in dict.fromkeys(cols) if c in present] + good_exprs + pooled_exprs + [
+        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")] + [pl.col(c).alias(f"_o_{c}") for c in order[3:]]
+    ).collect()
+    # memory: the sort order only (4 bytes a request), and each step's rows gathered from it in turn; a
+    # sorted copy of the frame and a partition_by copy of it cost ~0.3 GB per million requests
+    idx = frame.select(pl.arg_sort_by(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]],
+                                      nulls_last=True)).to_series()
+    spans = frame.group_by("run_id", "step").len().sort("run_id", "step")
     wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
-    for (run, step), part in frame.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
+    at = 0
+    for run, step, length in spans.iter_rows():
+        part = frame[idx.slice(at, length)]
+        at += length
         win = wmap.get((run, step))
         n = part.height
         lat = part["_lat"].to_numpy()  # rows are in start-time order within a step
@@ -952,14 +964,14 @@ def _replicates(
     return out
 
 
-def _goodput_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame | None:
+def _goodput_columns(steady: pl.DataFrame | pl.LazyFrame, sla: SLA) -> pl.DataFrame | None:
     exprs = []
     for i, c in enumerate(sla.clauses):
         if c.kind == "goodput":
             exprs.append(c.observed_expr().alias(f"_goodput_{i}"))
     if not exprs:
         return None
-    return steady.group_by("run_id", "step", "mix").agg(exprs)
+    return steady.lazy().group_by("run_id", "step", "mix").agg(exprs).collect()
 
 
 # --------------------------------------------------------------------------------------
@@ -1028,15 +1040,18 @@ def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
     from bearing_lib.limits.recovery import t_recover
 
     out: dict[str, RecoveryResult] = {}
-    f = trace.frame.with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
-    for (run,), part in f.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
-        loads = part.group_by("step").agg(pl.col("offered_load").first(), pl.col("start_s").min()).sort("start_s")
+    f = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null())
+    # memory: the loads per run first (a small group-by); a run's rows are copied only when its load drops
+    loads_all = f.group_by("run_id", "step", maintain_order=True).agg(
+        pl.col("offered_load").first(), pl.col("start_s").min()).collect()
+    for (run,), loads in loads_all.partition_by(["run_id"], as_dict=True, maintain_order=True).items():
+        loads = loads.sort("start_s")
         dropped = (loads["offered_load"].diff() < 0).any()
         if not dropped:
             out[str(run)] = RecoveryResult(None, "none", "no drop from an overloaded step to a lower load in this run")
             continue
-        out[str(run)] = _safe(t_recover, lambda why: RecoveryResult(None, "none", why, available=False), part,
-                              sla.evaluate_window)
+        out[str(run)] = _safe(t_recover, lambda why: RecoveryResult(None, "none", why, available=False),
+                              f.filter(pl.col("run_id") == run).collect(), sla.evaluate_window)
     return out
 
 
@@ -1056,6 +1071,8 @@ def fit_limits(
     level: float = 0.95,
     options: CurveOptions | None = None,
     pool_runs: bool = False,
+    engine: str | None = None,
+    scheduler: str | None = None,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -1082,7 +1099,25 @@ def fit_limits(
         Pool the runs of all request traces (repeats and follow-ups of the same service) into
         one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
         their own (:func:`_pool_runs`); said in the mix's notes.
+    engine, scheduler
+        Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
+        columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
+        LocalCluster): one task per run, see :func:`bearing_lib.limits.dataset.fit_limits_dataset`.
+        A path or :class:`~bearing_lib.data.engine.ParquetDataset` given as ``data`` implies
+        ``engine="embedded"``.
     """
+    from bearing_lib.data.engine import ParquetDataset
+
+    if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
+        if pool_runs:
+            raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
+        if not isinstance(data, (str, Path, ParquetDataset)):
+            raise ParameterError(f"engine={engine!r} reads a Parquet dataset: pass its path (file, folder, glob or "
+                                 f"URL), got {type(data).__name__}")
+        from bearing_lib.limits.dataset import fit_limits_dataset
+
+        return fit_limits_dataset(data, sla, mixes, weights, n_boot, seed, engine=engine or "embedded",
+                                  scheduler=scheduler, min_share=min_share, level=level, options=options)
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
     notes = list(sla_obj.notes())
@@ -1110,13 +1145,16 @@ def fit_limits(
         else:
             windows = step_windows(it, options)
             curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
-            steady = steady_requests(it, windows, spec).collect()
+            # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
+            # P_critical, cost index); the send window's other columns stay in the trace
+            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
             gp = _goodput_columns(steady, sla_obj)
             if gp is not None:
                 curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
             curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
-            has_ttft = steady["ttft_ms"].null_count() < steady.height if "ttft_ms" in steady.columns else False
-            warmups = mser_by_step(steady, "ttft_ms" if has_ttft else "latency_ms")
+            has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
+            m_metric = "ttft_ms" if has_ttft else "latency_ms"
+            warmups = mser_by_step(steady, m_metric)
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
@@ -1148,7 +1186,7 @@ def fit_limits(
                              tot, n_boot if reps else 0, level)
             lim.share = share
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
-                (pl.col("run_id") == run) & (pl.col("mix") == mix)), sla_obj)
+                (pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(), sla_obj)
             if not tables:
                 for st in lim.steps:
                     mser = warmups.get((str(run), int(st.step)))

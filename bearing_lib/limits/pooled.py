@@ -64,7 +64,8 @@ def count_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame:
     for i, c in enumerate(sla.clauses):
         bad, elig = bad_expr(c)
         exprs += [bad.cast(pl.Int64).sum().alias(f"_pk_{i}"), elig.cast(pl.Int64).sum().alias(f"_pn_{i}")]
-    return steady.group_by("run_id", "step", "mix").agg(exprs)
+    # streaming: an in-memory three-key group-by held ~0.13 GB per million requests (integer sums: exact)
+    return steady.lazy().group_by("run_id", "step", "mix").agg(exprs).collect(engine="streaming")
 
 
 def share_to_margin(c: Clause, share: float | np.ndarray) -> float | np.ndarray:

@@ -56,14 +56,23 @@ def mser(values: np.ndarray, batch: int = BATCH) -> tuple[int, bool]:
     return best * batch, best < SETTLED_SHARE * (k // 2)
 
 
-def mser_by_step(steady: pl.DataFrame, metric: str) -> dict[tuple[str, int], dict[str, object]]:
-    """Per (run, step): MSER-5 on the step's ``metric`` in start order, ``{truncate_s, truncated, settled}``."""
+def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple[str, int], dict[str, object]]:
+    """Per (run, step): MSER-5 on the step's ``metric`` in start order, ``{truncate_s, truncated, settled}``.
+
+    ``steady`` may be lazy: then only its four columns are collected, in one pass."""
     out: dict[tuple[str, int], dict[str, object]] = {}
-    if metric not in steady.columns or "start_s" not in steady.columns or steady.height == 0:
+    names = steady.collect_schema().names()
+    if metric not in names or "start_s" not in names:
         return out
-    f = steady.select(pl.col("run_id").fill_null("run"), "step", "start_s", metric).drop_nulls().sort(
-        "run_id", "step", "start_s")
-    for (run, step), part in f.partition_by(["run_id", "step"], as_dict=True, maintain_order=True).items():
+    f = steady.lazy().select(pl.col("run_id").fill_null("run"), "step", "start_s", metric).drop_nulls().sort(
+        "run_id", "step", "start_s").collect()
+    if f.height == 0:
+        return out
+    # memory: each step is a zero-copy slice of the sorted frame, not a partition_by copy
+    spans = f.select("run_id", "step").with_row_index("_i").group_by("run_id", "step", maintain_order=True).agg(
+        pl.col("_i").first().alias("_at"), pl.len().alias("_n"))
+    for run, step, at, length in spans.iter_rows():
+        part = f.slice(at, length)
         t = part["start_s"].to_numpy()
         d, settled = mser(part[metric].to_numpy())
         trunc_s = float(t[d] - t[0]) if 0 < d < t.size else 0.0

@@ -185,6 +185,21 @@ def load(path: str | Path, format: str = "") -> Any:
     return _load(resolve(path), format=format or None)
 
 
+def load_test(path: str | Path, format: str = "", engine: str = "") -> Any:
+    """A load test for :func:`limits`: loaded (:func:`load`) when ``engine`` is empty, else named as a
+    Parquet dataset (:func:`bearing_lib.data.engine.open_dataset`: nothing read but the footers) for
+    ``fit_limits(..., engine=engine)``; ``format`` must then be empty."""
+    if not engine:
+        return load(path, format)
+    from bearing_lib.data.engine import ENGINES, open_dataset
+
+    if engine not in ENGINES:
+        raise ParameterError(f"engine: expected '', {' or '.join(ENGINES)}, got {engine!r}")
+    if format:
+        raise ParameterError("engine reads a Parquet dataset of canonical columns; leave format empty with it")
+    return open_dataset(path if "://" in str(path) else resolve(path))
+
+
 # Notebook parameters that name inputs: (kind, what it is, the parameter giving its format).
 INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "limits_json": ("json", "limits JSON", None),
@@ -445,15 +460,19 @@ def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float 
 # ------------------------------------------------------------------ limits, profile, plan
 
 
-def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0) -> Any:
+def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0, *,
+           engine: str = "", scheduler: str = "") -> Any:
     """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit.fit_limits` (a ``LimitsResult``).
 
     ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
+    ``engine`` (``embedded`` or ``dask``, with ``scheduler``) fits a Parquet dataset from
+    :func:`load_test` on that engine; empty: the loaded ``trace`` in this process.
     """
     from bearing_lib.limits.fit import fit_limits
 
     spec = mixes if mixes in ("auto", "none") else resolve(mixes)
-    return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed)
+    return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed, engine=engine or None,
+                      scheduler=scheduler or None)
 
 
 def limits_chart(result: Any) -> alt.Chart | str:

@@ -236,3 +236,13 @@ def test_overloaded_throughput_counts_completions_not_sends():
     assert r["send_rate_rps"] == pytest.approx(lam, rel=0.01)
     assert r["output_tokens_per_s"] == pytest.approx(10 * done / (b - a))
     assert r["t_first_s"] == pytest.approx(0.0)
+
+
+def test_metric_without_values_gives_typed_nulls():
+    """A metric no request carries (here ITL, TPOT) gives null Float64 statistics and no flag of its own."""
+    c = load_curve(make_trace(_tiny()))
+    r = c.row(0, named=True)
+    for col in ("itl_ms_p50", "itl_ms_p50_ci95_lo", "itl_ms_p99_ci95_hi", "itl_ms_mean", "itl_ms_max", "tpot_ms_p95"):
+        assert c.schema[col] == pl.Float64 and r[col] is None, col
+    # ok latencies: 200..1000 without the error at 600
+    assert r["latency_ms_max"] == 1000.0 and r["latency_ms_mean"] == pytest.approx(4800 / 8)
