@@ -61,6 +61,7 @@ class RequestFeatures:
     tpot_ms: np.ndarray  # (end − first) / (o − 1), NaN for o ≤ 1
     o1: np.ndarray  # o − 1
     nbar: np.ndarray  # time-average decoding count over the request's decode interval
+    cbar: np.ndarray  # time-average context (thousand tokens: input + half the output of each running request)
     n_at_start: np.ndarray  # decoding count at the request's arrival
     prefills_in: np.ndarray  # prefill batches inside its decode interval
     tokens_in: np.ndarray  # uncached tokens prefilled inside its decode interval
@@ -69,6 +70,8 @@ class RequestFeatures:
     need: np.ndarray  # input + output
     n_at_first: np.ndarray  # decoding count just after its first token (itself included)
     kv_at_first: np.ndarray  # reserved tokens running just after its first token
+    held_at_start: np.ndarray  # tokens present (input + generated so far) over the running requests at its arrival
+    held_peak: np.ndarray  # tokens present over the running requests just before its end (where they peak)
 
 
 def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
@@ -116,6 +119,13 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
     with np.errstate(invalid="ignore", divide="ignore"):
         nbar = (np.interp(end, ev_t, area) - np.interp(first, ev_t, area)) / dur
     nbar = np.where(dur > 0, nbar, np.nan)
+    # the same time average weighted by each running request's mean context over its life (input + o / 2)
+    w = (inp + 0.5 * o) / 1000.0
+    ev_w = np.concatenate([w, -w])[order]
+    carea = np.concatenate([[0.0], np.cumsum(np.cumsum(ev_w)[:-1] * np.diff(ev_t))])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cbar = (np.interp(end, ev_t, carea) - np.interp(first, ev_t, carea)) / dur
+    cbar = np.where(dur > 0, cbar, np.nan)
     # prefill batches: distinct first-token times
     fo = np.argsort(first, kind="stable")
     fs = first[fo]
@@ -141,6 +151,7 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         tpot_ms=tpot,
         o1=o1,
         nbar=nbar,
+        cbar=cbar,
         n_at_start=_step_count(start, first, end),
         prefills_in=(hi - lo).astype(float),
         tokens_in=cum_tok[hi] - cum_tok[lo],
@@ -149,39 +160,69 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         need=need,
         n_at_first=_step_count(first, first, end),
         kv_at_first=_step_count(first, first, end, need),
+        held_at_start=_held(start, first, end, inp, o),
+        held_peak=_held(end - 1e-9, first, end, inp, o),
     )
+
+
+def _held(t: np.ndarray, first: np.ndarray, end: np.ndarray, inp: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Σ over requests running at each ``t`` of the tokens they hold (paged KV): input plus the output generated
+    so far, taken as growing linearly from the first token to the end (1 + (o − 1)·(t − first)/(end − first))."""
+    dur = np.maximum(end - first, 1e-9)
+    r = np.maximum(o - 1.0, 0.0) / dur
+    base = _step_count(t, first, end, inp + 1.0 - r * first)
+    return base + t * _step_count(t, first, end, r)
 
 
 def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
     return RequestFeatures(**{k: np.concatenate([getattr(f, k) for f in fs]) for k in RequestFeatures.__annotations__})
 
 
-def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool,
+                   with_ctx: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows used, X, y) of the TPOT regression."""
-    m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & (f.o1 > 0)
+    m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & np.isfinite(f.cbar) & (f.o1 > 0)
     cols = [np.ones(m.sum())]
     if with_seq:
         cols.append(f.nbar[m])
+    if with_ctx:
+        cols.append(f.cbar[m])
     if with_int:
         cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
     return m, np.column_stack(cols), f.tpot_ms[m]
 
 
-def _full(b: np.ndarray, with_seq: bool, with_int: bool) -> np.ndarray:
-    """(d0, d1, per prefill batch, per prefilled token) with zeros for the regressors left out."""
+def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
+    """(d0, d1, per prefill batch, per prefilled token, per 1k context tokens); zeros for the regressors left out."""
     b = list(b)
     d0 = b.pop(0)
     d1 = b.pop(0) if with_seq else 0.0
+    dk = b.pop(0) if with_ctx else 0.0
     pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
-    return np.array([d0, d1, pb, pt])
+    return np.array([d0, d1, pb, pt, dk])
 
 
-def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool) -> np.ndarray:
-    """(d0, d1, prefill cost per batch, per token) by OLS (statsmodels) of TPOT (see the module docstring)."""
+def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
+    """(d0, d1, prefill cost per batch, per token, per 1k context) by OLS (statsmodels) of TPOT (module docstring)."""
     import statsmodels.api as sm
 
-    _, x, y = _decode_design(f, with_seq, with_int)
-    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int)
+    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
+    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int, with_ctx)
+
+
+CTX_MIN_T = 5.0  # the context coefficient must stand this many standard errors above zero
+
+
+def _ctx_identified(f: RequestFeatures, with_seq: bool, with_int: bool) -> bool:
+    """Does the running context explain time per token beyond the batch size (a positive, clear coefficient)?"""
+    import statsmodels.api as sm
+
+    _, x, y = _decode_design(f, with_seq, with_int, True)
+    if x.shape[0] < 100 or np.linalg.matrix_rank(x) < x.shape[1]:
+        return False
+    res = sm.OLS(y, x).fit()
+    j = 1 + int(with_seq)
+    return bool(res.params[j] > 0 and res.tvalues[j] >= CTX_MIN_T)
 
 
 def _prefill_y(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -262,7 +303,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
         _, xi, _ = _decode_design(f, with_seq, True)
         with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
-    dec = _decode_fit(f, with_seq, with_int)
+    with_ctx = _ctx_identified(f, with_seq, with_int)
+    dec = _decode_fit(f, with_seq, with_int, with_ctx)
     iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
     low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
     waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
@@ -278,6 +320,10 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     n_wait = max(int(waited.sum()), 1)
     slots_identified = bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait)
     kv_identified = bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait)
+    # the same under paged KV (tokens present, not reserved): its peak and the waits near it
+    held_max = float(np.nanmax(f.held_peak))
+    kv_q_paged = waited & (f.n_at_start < n_max - 1) & (f.held_at_start >= 0.75 * held_max)
+    kv_paged_identified = bool(int(kv_q_paged.sum()) >= MIN_QUEUED and kv_q_paged.sum() >= 0.25 * n_wait)
 
     # ---- prefill regression over requests that found a free slot and did not wait
     free = ~waited & (f.n_at_start < max(n_max - 1, 1)) & np.isfinite(f.ttft_ms)
@@ -288,7 +334,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
     # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
-    m, x, y = _decode_design(f, with_seq, with_int)
+    m, x, y = _decode_design(f, with_seq, with_int, with_ctx)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
     xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
@@ -303,7 +349,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             db = np.linalg.solve(a_, b_)
         except np.linalg.LinAlgError:
             continue
-        db = _full(db, with_seq, with_int)
+        db = _full(db, with_seq, with_int, with_ctx)
         if with_int:
             pb = (db[2], db[3])
         else:
@@ -313,8 +359,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             if rows.size < 10:
                 continue
             pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
-        draws.append([pb[0], pb[1], db[0], db[1]])
-    draws_a = np.array(draws) if draws else np.empty((0, 4))
+        draws.append([pb[0], pb[1], db[0], db[1], db[4]])
+    draws_a = np.array(draws) if draws else np.empty((0, 5))
 
     def ci(j: int, v: float) -> tuple[float | None, float | None]:
         if draws_a.shape[0] < 20:
@@ -340,6 +386,11 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
                   "ms/seq", with_seq, "none", seq_steps,
                   "OLS slope of time per output token on the running batch" if with_seq else
                   "not identified: the running batch never varied; folded into decode_base_ms"),
+        TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
+                  "ms/1k tokens", with_ctx, "none", all_steps if with_ctx else [],
+                  "OLS slope of time per output token on the running context (Σ input + generated tokens)"
+                  if with_ctx else f"not identified: the context term did not stand {CTX_MIN_T:g} SE above zero "
+                  "beside the batch size; the twin uses 0 (long-context mixes are predicted optimistic)"),
         TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
                   "none" if slots_identified else "lower", _steps_list(f.step[slot_q]),
                   "most requests decoding at once; requests queued at it" if slots_identified else
@@ -365,6 +416,26 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     else:
         params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
                                 "no request timed out: the twin lets requests wait"))
+    # ---- KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption);
+    # chosen by which replays the test closer, when a KV ceiling was reached under either; else reserve
+    kv_policy, policy_note = "reserve", ("not identified: the KV budget never held requests back, so the test "
+                                         "cannot tell reserved from paged KV; the twin uses reserve (admits fewer)")
+    if kv_identified or kv_paged_identified:
+        vals = {p.name: p.value for p in params}
+        fit_r = _replay_error(frame, vals)
+        vals_p = dict(vals, kv_policy="paged", kv_budget_tokens=held_max)
+        fit_p = _replay_error(frame, vals_p)
+        if fit_p < fit_r:
+            kv_policy = "paged"
+        policy_note = (f"replay error (mean |log| of throughput and P50 latency over steps): reserve {fit_r:.3f}, "
+                       f"paged {fit_p:.3f}; the closer is used")
+        if kv_policy == "paged":
+            k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
+            params[k] = TwinParam(
+                "kv_budget_tokens", held_max, (None, None), "tokens", kv_paged_identified,
+                "none" if kv_paged_identified else "lower", _steps_list(f.step[kv_q_paged]),
+                "most tokens present (input + generated) running; requests queued with free slots (paged KV)"
+                if kv_paged_identified else "never reached under paged KV: the most tokens seen present, a lower bound")
     kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
     mix = {
         "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
@@ -381,8 +452,28 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         highest_load=top_load,
         load_unit="rps",
         test_mix=mix,
-        notes=_notes(params),
+        notes=_notes(params) + [f"kv_policy {kv_policy}: {policy_note}"],
+        kv_policy=kv_policy,
+        kv_policy_note=policy_note,
     )
+
+
+def _replay_error(frame: pl.DataFrame, values: dict) -> float:
+    """Mean over (run, step) of |log(twin / measured)| of throughput plus that of P50 latency, replaying the test."""
+    from bearing_lib.twin.validate import _figures, _prep, replay
+
+    pf = _prep(frame)
+    sim = replay(server_params(values), pf)
+    meas = {k: g for k, g in pf.group_by(["run_id", "step"])}
+    errs = []
+    for k, g in sim.group_by(["run_id", "step"]):
+        a, _ = _figures(meas[k], None)
+        b, _ = _figures(g, None)
+        for key in ("throughput_rps", "latency_p50_ms"):
+            x, y = a.get(key), b.get(key)
+            if x and y and x > 0 and y > 0:
+                errs.append(abs(math.log(y / x)))
+    return float(np.mean(errs)) if errs else math.inf
 
 
 def _notes(params: list[TwinParam]) -> list[str]:
@@ -402,6 +493,8 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
         max_batched_tokens=values.get("max_batched_tokens"),
         queue_timeout_s=values.get("queue_timeout_s"),
         ttft_overhead_ms=float(values.get("ttft_overhead_ms") or 0.0),
+        kv_policy=str(values.get("kv_policy") or "reserve"),
+        decode_ms_per_kctx=float(values.get("decode_ms_per_kctx") or 0.0),
     )
 
 

@@ -12,7 +12,7 @@ is a value, not a bound; quoted cases count toward "within ±15 %" and "CI cover
 A *flagged* case (untrusted twin, or a lower bound because the target needs a ceiling the
 test never reached) is right when the bound holds (truth ≥ value).
 
-``python -m tests.twin.oracle_twin [--seeds N] [--draws K]`` prints the table for docs/twin.md.
+``python -m tests.twin.oracle_twin [--seeds N] [--first-seed S] [--draws K]`` prints the table for docs/twin.md.
 """
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ def summary(cases: list[Case], cross_only: bool = True) -> dict[str, object]:
 def main() -> int:
     seeds = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 3
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 6
+    first = int(sys.argv[sys.argv.index("--first-seed") + 1]) if "--first-seed" in sys.argv else 0
     t0 = time.perf_counter()
-    cases = run_cases(seeds=range(seeds), n_draws=draws)
+    cases = run_cases(seeds=range(first, first + seeds), n_draws=draws)
     print("| server | source → target | seed | truth | predicted | error | CI covers | status |")
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:
