@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.twin.result import TwinParam
 from bearing_lib.twin.simulate import ServerParams
 
@@ -46,6 +46,7 @@ MIN_INTERRUPTED = 30
 MAX_MIX_ROWS = 20_000  # the tested mix kept in the twin (a sample beyond this)
 MAX_QUANTREG_ROWS = 20_000
 BOOT_QUANTREG_ROWS = 2_000
+BOOT_DECODE_ROWS = 3_000  # rows of each bootstrap refit of the decode median regression
 PREFILL_GROUP_S = 0.0005  # first tokens closer than this belong to one prefill batch
 
 
@@ -202,12 +203,53 @@ def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False)
     return np.array([d0, d1, pb, pt, dk])
 
 
-def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
-    """(d0, d1, prefill cost per batch, per token, per 1k context) by OLS (statsmodels) of TPOT (module docstring)."""
+def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False,
+                rng: np.random.Generator | None = None) -> np.ndarray:
+    """(d0, d1, prefill cost per batch, per token, per 1k context) by median regression of TPOT (module docstring)."""
+    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
+    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx)
+
+
+def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int) -> np.ndarray:
+    """Median regression (statsmodels QuantReg) with every coefficient ≥ 0: a cost that comes out negative is
+    not physical, so its column is dropped (coefficient 0) and the rest refitted, most negative first.
+
+    The median, not the mean: a request a real engine preempted (or queued inside) carries its wait in its
+    time per token, an outlier above the iteration cost; the twin's own preemption reproduces that wait.
+    """
+    import warnings
+
     import statsmodels.api as sm
 
-    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
-    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int, with_ctx)
+    if y.size > max_rows:
+        pick = rng.choice(y.size, max_rows, replace=False)
+        x, y = x[pick], y[pick]
+    active = list(range(x.shape[1]))
+    b = np.zeros(x.shape[1])
+    while active:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # IterationLimitWarning: the IRLS median is close enough by then
+            est = np.asarray(sm.QuantReg(y, x[:, active]).fit(q=0.5, max_iter=1000).params)
+        if np.all(est >= 0):
+            b[:] = 0.0
+            b[active] = est
+            break
+        active.pop(int(np.argmin(est)))
+    return b
+
+
+def _nnls_normal(xtx: np.ndarray, xty: np.ndarray) -> np.ndarray:
+    """Least squares with every coefficient ≥ 0 (scipy's NNLS) from the normal equations X'X, X'y.
+
+    With X'X = L L' (Cholesky), ||X b − y||² = ||L' b − L⁻¹ X'y||² + const, so NNLS on (L', L⁻¹ X'y)
+    is the constrained fit; the per-step normal equations of the bootstrap reuse it.
+    """
+    from scipy.linalg import cho_factor, solve_triangular
+    from scipy.optimize import nnls
+
+    c, low = cho_factor(xtx, lower=True)
+    lo = np.tril(c) if low else np.triu(c).T
+    return nnls(lo.T, solve_triangular(lo, xty, lower=True))[0]
 
 
 CTX_MIN_T = 5.0  # the context coefficient must stand this many standard errors above zero
@@ -249,13 +291,21 @@ def _steps_list(steps: np.ndarray) -> list[int]:
     return sorted(int(s) for s in np.unique(steps))
 
 
-def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None):
+KNOWN = ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens", "kv_policy")
+
+
+def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
+              known: dict | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
     :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
     ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
     leave-highest-step-out validation uses it). Steps are resampled per (run, step).
+    ``known``: engine settings the operator knows (``max_num_seqs``, ``kv_budget_tokens``,
+    ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
+    log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
+    test contradicts (more requests or tokens ran at once than it allows) is refused.
     """
     from bearing_lib.twin.result import Twin
 
@@ -263,6 +313,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     source = getattr(getattr(trace, "provenance", None), "source", "trace")
     required = ("start_s", "end_s", "ttft_ms", "input_tokens", "output_tokens")
     missing = [c for c in required if c not in frame.columns or frame[c].null_count() == frame.height]
+    given = dict(known or {})
+    bad = sorted(set(given) - set(KNOWN))
+    if bad:
+        raise ParameterError(f"unknown engine setting(s) {', '.join(bad)}; known: {', '.join(KNOWN)}")
+    if given.get("kv_policy", "reserve") not in ("reserve", "paged"):
+        raise ParameterError(f"kv_policy must be 'reserve' or 'paged', got {given['kv_policy']!r}")
     if missing:
         raise InsufficientDataError(
             f"{source}: the twin needs per-request {', '.join(missing)} (found none); "
@@ -304,7 +360,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         _, xi, _ = _decode_design(f, with_seq, True)
         with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
     with_ctx = _ctx_identified(f, with_seq, with_int)
-    dec = _decode_fit(f, with_seq, with_int, with_ctx)
+    dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]))
     iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
     low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
     waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
@@ -333,23 +389,19 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
-    # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
+    # ---- cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows
     m, x, y = _decode_design(f, with_seq, with_int, with_ctx)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
-    xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
-    xty = {int(s): x[st == s].T @ y[st == s] for s in steps}
+    rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
     free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
-        a_ = sum(xtx[s] for s in pick)
-        b_ = sum(xty[s] for s in pick)
-        try:
-            db = np.linalg.solve(a_, b_)
-        except np.linalg.LinAlgError:
+        rows_d = np.concatenate([rows_by_step[s] for s in pick])
+        if rows_d.size < x.shape[1] + 5:
             continue
-        db = _full(db, with_seq, with_int, with_ctx)
+        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS), with_seq, with_int, with_ctx)
         if with_int:
             pb = (db[2], db[3])
         else:
@@ -436,6 +488,33 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
                 "none" if kv_paged_identified else "lower", _steps_list(f.step[kv_q_paged]),
                 "most tokens present (input + generated) running; requests queued with free slots (paged KV)"
                 if kv_paged_identified else "never reached under paged KV: the most tokens seen present, a lower bound")
+    if "kv_policy" in given and given["kv_policy"] != kv_policy:
+        pol = str(given["kv_policy"])
+        policy_note = f"given ({pol}); the test alone: {kv_policy} ({policy_note})"
+        kv_policy = pol
+        k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
+        peak = held_max if pol == "paged" else kv_max
+        ident = kv_paged_identified if pol == "paged" else kv_identified
+        params[k] = TwinParam("kv_budget_tokens", peak, (None, None), "tokens", ident, "none" if ident else "lower",
+                              _steps_list(f.step[kv_q_paged if pol == "paged" else kv_q]),
+                              f"most tokens running under {pol} KV" + ("" if ident else ", a lower bound"))
+    elif "kv_policy" in given:
+        policy_note = f"given ({kv_policy}); the test alone agrees or cannot tell ({policy_note})"
+    seen = {"max_num_seqs": float(np.nanmax(f.n_at_first)),
+            "kv_budget_tokens": held_max if kv_policy == "paged" else kv_max,
+            "max_batched_tokens": float(np.nanmax(f.batch_tokens))}
+    for name in ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens"):
+        if name not in given:
+            continue
+        v = float(given[name])
+        if not v > 0:
+            raise ParameterError(f"engine setting {name} must be positive, got {given[name]!r}")
+        if v < seen[name] * 0.99 - 1:
+            raise ParameterError(f"engine setting {name} = {v:g}, but the test ran {seen[name]:,.0f} at once: "
+                                 "the setting is not the one this test ran with")
+        k = next(i for i, p in enumerate(params) if p.name == name)
+        params[k] = TwinParam(name, v, (None, None), params[k].unit, True, "none", [],
+                              f"given: the engine's configuration (the test showed at least {seen[name]:,.0f})")
     kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
     mix = {
         "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
@@ -455,6 +534,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         notes=_notes(params) + [f"kv_policy {kv_policy}: {policy_note}"],
         kv_policy=kv_policy,
         kv_policy_note=policy_note,
+        given=given,
     )
 
 

@@ -105,6 +105,7 @@ class Twin:
     version: int = TWIN_VERSION
     kv_policy: str = "reserve"  # "reserve" or "paged" (docs/twin.md "The model"); twins before it reserved
     kv_policy_note: str = ""
+    given: dict[str, float | str] = field(default_factory=dict)  # engine settings given, not fitted
 
     DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
                    "decode_ms_per_kctx")
