@@ -46,7 +46,8 @@ MIN_INTERRUPTED = 30
 MAX_MIX_ROWS = 20_000  # the tested mix kept in the twin (a sample beyond this)
 MAX_QUANTREG_ROWS = 20_000
 BOOT_QUANTREG_ROWS = 2_000
-BOOT_DECODE_ROWS = 3_000  # rows of each bootstrap refit of the decode median regression
+BOOT_DECODE_ROWS = 1_500  # rows of each bootstrap refit of the decode median regression
+BOOT_MAX_ITER = 200  # IRLS iterations of a bootstrap refit (it starts from the point fit's columns)
 PREFILL_GROUP_S = 0.0005  # first tokens closer than this belong to one prefill batch
 
 
@@ -210,7 +211,8 @@ def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bo
     return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx)
 
 
-def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int) -> np.ndarray:
+def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int,
+                active: list[int] | None = None, max_iter: int = 1000) -> np.ndarray:
     """Median regression (statsmodels QuantReg) with every coefficient ≥ 0: a cost that comes out negative is
     not physical, so its column is dropped (coefficient 0) and the rest refitted, most negative first.
 
@@ -224,12 +226,12 @@ def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows
     if y.size > max_rows:
         pick = rng.choice(y.size, max_rows, replace=False)
         x, y = x[pick], y[pick]
-    active = list(range(x.shape[1]))
+    active = list(range(x.shape[1])) if active is None else list(active)
     b = np.zeros(x.shape[1])
     while active:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # IterationLimitWarning: the IRLS median is close enough by then
-            est = np.asarray(sm.QuantReg(y, x[:, active]).fit(q=0.5, max_iter=1000).params)
+            est = np.asarray(sm.QuantReg(y, x[:, active]).fit(q=0.5, max_iter=max_iter).params)
         if np.all(est >= 0):
             b[:] = 0.0
             b[active] = est
@@ -395,13 +397,18 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     steps = np.unique(f.cluster)
     rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
     free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
+    # the point fit's non-zero columns: a cost the whole test puts at zero starts at zero in every resample
+    dec_design = np.array([dec[0], dec[1], dec[4], dec[2], dec[3]])[
+        [True, with_seq, with_ctx, with_int, with_int]]
+    act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
         rows_d = np.concatenate([rows_by_step[s] for s in pick])
         if rows_d.size < x.shape[1] + 5:
             continue
-        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS), with_seq, with_int, with_ctx)
+        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                   with_seq, with_int, with_ctx)
         if with_int:
             pb = (db[2], db[3])
         else:
