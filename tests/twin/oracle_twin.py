@@ -12,7 +12,8 @@ is a value, not a bound; quoted cases count toward "within ±15 %" and "CI cover
 A *flagged* case (untrusted twin, or a lower bound because the target needs a ceiling the
 test never reached) is right when the bound holds (truth ≥ value).
 
-``python -m tests.twin.oracle_twin [--seeds N] [--first-seed S] [--draws K] [--engine-known]``
+``python -m tests.twin.oracle_twin [--seeds N] [--first-seed S] [--draws K] [--n-boot B] [--cross-only]
+[--engine-known]``
 (``--engine-known``: the engine's configured ceilings are given to ``calibrate``, as an operator knows them)
 prints the table for docs/twin.md.
 """
@@ -90,7 +91,7 @@ def engine_settings(server: str) -> dict[str, float | str]:
 
 
 def run_cases(servers=None, sources=None, seeds=range(1), n_draws: int = 6, duration_s: float = 1200.0,
-              targets=None, engine_known: bool = False) -> list[Case]:
+              targets=None, engine_known: bool = False, n_boot: int = 200, cross_only: bool = False) -> list[Case]:
     from bearing_lib.data.provenance import Provenance
     from bearing_lib.data.trace import RequestTrace, conform, validate
     from bearing_lib.twin.calibrate import calibrate
@@ -108,9 +109,12 @@ def run_cases(servers=None, sources=None, seeds=range(1), n_draws: int = 6, dura
                 prov = Provenance(source=f"SIMULATED oracle {server}/{source} seed {seed}", format="oracle",
                                   tool="tests.oracle.simulator", sha256="0" * 64, time_origin="relative")
                 trace = RequestTrace(frame=validate(conform(df), prov), provenance=prov)
-                twin = calibrate(trace, seed=seed, known=engine_settings(server) if engine_known else None)
+                twin = calibrate(trace, seed=seed, n_boot=n_boot,
+                                 known=engine_settings(server) if engine_known else None)
                 twin.validation = validate_twin(twin, trace, SLAS[(server, source)])
                 for tgt in targets or list(MIXES):
+                    if cross_only and tgt == source:
+                        continue
                     t0 = time.perf_counter()
                     p = predict(twin, target_mix(tgt), SLAS[(server, tgt)],
                                 options=SearchOptions(n_draws=n_draws, duration_s=duration_s, seed=seed))
@@ -139,7 +143,9 @@ def main() -> int:
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 6
     first = int(sys.argv[sys.argv.index("--first-seed") + 1]) if "--first-seed" in sys.argv else 0
     t0 = time.perf_counter()
-    cases = run_cases(seeds=range(first, first + seeds), n_draws=draws, engine_known="--engine-known" in sys.argv)
+    n_boot = int(sys.argv[sys.argv.index("--n-boot") + 1]) if "--n-boot" in sys.argv else 200
+    cases = run_cases(seeds=range(first, first + seeds), n_draws=draws, engine_known="--engine-known" in sys.argv,
+                      n_boot=n_boot, cross_only="--cross-only" in sys.argv)
     print("| server | source → target | seed | truth | predicted | error | CI covers | status |")
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:
