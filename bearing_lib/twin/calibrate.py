@@ -2,12 +2,13 @@
 
 What each parameter is fitted from (docs/twin.md "Calibration"):
 
-* **Decode iteration** ``decode_base_ms + decode_ms_per_seq × n``: OLS (statsmodels) of each
+* **Decode iteration** ``decode_base_ms + decode_ms_per_seq × n (+ decode_ms_per_kctx × context)``:
+  median regression (statsmodels ``QuantReg``, coefficients ≥ 0) of each
   request's time per output token, ``(end − first_token) / (o − 1)``, on the time-average
   number of requests decoding beside it (``n̄``, from the trace's own first-token and end
   times) and on the prefill work that interrupted it (other requests' first tokens inside its
   decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
-* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same OLS's coefficients
+* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same regression's coefficients
   on the interrupting prefill batches and their tokens (a decode stalls for every prefill
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
   a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
@@ -15,7 +16,8 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   time), over requests that arrived with free slots (no queue).
 * **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
   requests arriving at that ceiling waited (a queue formed there); else a lower bound.
-* **KV budget**: the most reserved tokens (``input + output``) ever running, *identified*
+* **KV budget**: the most reserved tokens (``input + output``; under paged KV the tokens present)
+  ever running, *identified*
   only if requests queued while slots were free; else a lower bound.
 * **Batch-token limit**: not identifiable from request rows; the largest prefill batch seen
   (a lower bound) is used.
@@ -23,9 +25,11 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   found a free slot (network, tokenizer, API server); added to TTFT and end, no capacity used.
 * **Queue timeout**: the median time-to-failure of requests with status ``timeout``; none if
   none timed out.
+* **KV policy**: ``reserve`` or ``paged``, whichever replays the test closer when a KV budget was
+  reached under either; else ``reserve``. Settings the operator knows can be given (``known``).
 
-CIs: the two regressions are refitted on steps resampled with replacement (a cluster
-bootstrap over steps); each parameter lists the steps that identified it.
+CIs: the regressions are refitted on steps resampled with replacement (a cluster bootstrap over
+steps); each parameter lists the steps that identified it.
 """
 
 from __future__ import annotations
@@ -238,20 +242,6 @@ def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows
             break
         active.pop(int(np.argmin(est)))
     return b
-
-
-def _nnls_normal(xtx: np.ndarray, xty: np.ndarray) -> np.ndarray:
-    """Least squares with every coefficient ≥ 0 (scipy's NNLS) from the normal equations X'X, X'y.
-
-    With X'X = L L' (Cholesky), ||X b − y||² = ||L' b − L⁻¹ X'y||² + const, so NNLS on (L', L⁻¹ X'y)
-    is the constrained fit; the per-step normal equations of the bootstrap reuse it.
-    """
-    from scipy.linalg import cho_factor, solve_triangular
-    from scipy.optimize import nnls
-
-    c, low = cho_factor(xtx, lower=True)
-    lo = np.tril(c) if low else np.triu(c).T
-    return nnls(lo.T, solve_triangular(lo, xty, lower=True))[0]
 
 
 CTX_MIN_T = 5.0  # the context coefficient must stand this many standard errors above zero

@@ -27,7 +27,7 @@ from tests.twin.oracle_twin import run_cases, summary
 
 @pytest.mark.slow
 def test_twin_predicts_other_mixes_of_the_oracle_servers():
-    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0)
+    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0, n_boot=40)
     s = summary(cases)
     assert s["n"] == 18
     assert s["quoted"] >= 5, s
@@ -45,7 +45,7 @@ def test_twin_predicts_other_mixes_of_the_oracle_servers():
 
 @pytest.mark.slow
 def test_twin_with_the_engine_settings_reaches_the_issue_targets():
-    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0, engine_known=True)
+    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0, engine_known=True, n_boot=40, cross_only=True)
     cross = [c for c in cases if c.source != c.target]
     assert len(cross) == 18
     assert all(c.trusted for c in cases)
