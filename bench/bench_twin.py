@@ -77,6 +77,14 @@ def main() -> int:
     t_or = time.perf_counter() - t0
     print(f"simulate 1 h at 25 rps ({a.size:,} requests): twin {t_tw:.3f} s ({t_tw / a.size * 1e6:.1f} µs/request), "
           f"reference oracle simulator {t_or:.3f} s")
+    from dataclasses import replace
+
+    pp = replace(p, kv_policy="paged", kv_budget_tokens=12_000.0, decode_ms_per_kctx=0.5)
+    t0 = time.perf_counter()
+    rp = simulate(pp, a, i, o, c)
+    t_pg = time.perf_counter() - t0
+    print(f"simulate the same, paged KV at 12k tokens + context cost ({int(rp['preemptions']):,} preemptions): "
+          f"twin {t_pg:.3f} s ({t_pg / a.size * 1e6:.1f} µs/request)")
 
     t0 = time.perf_counter()
     pred = predict(tw, calibration_mix(tw), "p99(ttft) <= 1s", options=SearchOptions(n_draws=12))

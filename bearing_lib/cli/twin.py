@@ -26,6 +26,9 @@ def fit_cmd(
     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples of the steps (CIs)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
     format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
+    engine: list[str] = typer.Option([], "--engine", help="An engine setting the operator knows, NAME=VALUE: "
+                                     "max_num_seqs, kv_budget_tokens, max_batched_tokens, kv_policy "
+                                     "(reserve|paged). Used instead of what the test shows. Repeatable."),
 ) -> None:
     """Calibrate the twin on a load test and validate it on the same test."""
     import json
@@ -38,11 +41,31 @@ def fit_cmd(
             raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
         from bearing_lib.twin import fit_twin
 
-        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format)
+        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine))
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
         typer.echo(twin.summary())
         typer.echo(f"wrote {json_out}")
+
+
+def _engine(pairs: list[str]) -> dict[str, float | str]:
+    """``--engine NAME=VALUE`` pairs: numbers, except ``kv_policy``."""
+    from bearing_lib.common.errors import ParameterError
+
+    out: dict[str, float | str] = {}
+    for item in pairs:
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise ParameterError(f"--engine {item!r}: expected NAME=VALUE, e.g. --engine max_num_seqs=256")
+        if name == "kv_policy":
+            out[name] = value
+            continue
+        try:
+            out[name] = float(value.replace("_", ""))
+        except ValueError:
+            raise ParameterError(f"--engine {item!r}: {name} must be a number, got {value!r}") from None
+    return out
 
 
 @twin_app.command("predict")

@@ -42,10 +42,11 @@ def load_tests(paths, *, format: str | None = None):
                         provenance=traces[0].provenance)
 
 
-def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None) -> Twin:
-    """Load, calibrate and validate: the twin ``bearing twin fit`` writes."""
+def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None,
+             known: dict | None = None) -> Twin:
+    """Load, calibrate and validate: the twin ``bearing twin fit`` writes (``known``: engine settings given)."""
     trace = load_tests([Path(p) for p in paths], format=format)
-    twin = calibrate(trace, n_boot=n_boot, seed=seed)
+    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known)
     twin.validation = validate(twin, trace, sla)
     return twin
 

@@ -2,12 +2,13 @@
 
 What each parameter is fitted from (docs/twin.md "Calibration"):
 
-* **Decode iteration** ``decode_base_ms + decode_ms_per_seq × n``: OLS (statsmodels) of each
+* **Decode iteration** ``decode_base_ms + decode_ms_per_seq × n (+ decode_ms_per_kctx × context)``:
+  median regression (statsmodels ``QuantReg``, coefficients ≥ 0) of each
   request's time per output token, ``(end − first_token) / (o − 1)``, on the time-average
   number of requests decoding beside it (``n̄``, from the trace's own first-token and end
   times) and on the prefill work that interrupted it (other requests' first tokens inside its
   decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
-* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same OLS's coefficients
+* **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same regression's coefficients
   on the interrupting prefill batches and their tokens (a decode stalls for every prefill
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
   a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
@@ -15,7 +16,8 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   time), over requests that arrived with free slots (no queue).
 * **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
   requests arriving at that ceiling waited (a queue formed there); else a lower bound.
-* **KV budget**: the most reserved tokens (``input + output``) ever running, *identified*
+* **KV budget**: the most reserved tokens (``input + output``; under paged KV the tokens present)
+  ever running, *identified*
   only if requests queued while slots were free; else a lower bound.
 * **Batch-token limit**: not identifiable from request rows; the largest prefill batch seen
   (a lower bound) is used.
@@ -23,9 +25,11 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   found a free slot (network, tokenizer, API server); added to TTFT and end, no capacity used.
 * **Queue timeout**: the median time-to-failure of requests with status ``timeout``; none if
   none timed out.
+* **KV policy**: ``reserve`` or ``paged``, whichever replays the test closer when a KV budget was
+  reached under either; else ``reserve``. Settings the operator knows can be given (``known``).
 
-CIs: the two regressions are refitted on steps resampled with replacement (a cluster
-bootstrap over steps); each parameter lists the steps that identified it.
+CIs: the regressions are refitted on steps resampled with replacement (a cluster bootstrap over
+steps); each parameter lists the steps that identified it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.twin.result import TwinParam
 from bearing_lib.twin.simulate import ServerParams
 
@@ -46,6 +50,8 @@ MIN_INTERRUPTED = 30
 MAX_MIX_ROWS = 20_000  # the tested mix kept in the twin (a sample beyond this)
 MAX_QUANTREG_ROWS = 20_000
 BOOT_QUANTREG_ROWS = 2_000
+BOOT_DECODE_ROWS = 1_500  # rows of each bootstrap refit of the decode median regression
+BOOT_MAX_ITER = 200  # IRLS iterations of a bootstrap refit (it starts from the point fit's columns)
 PREFILL_GROUP_S = 0.0005  # first tokens closer than this belong to one prefill batch
 
 
@@ -61,6 +67,7 @@ class RequestFeatures:
     tpot_ms: np.ndarray  # (end − first) / (o − 1), NaN for o ≤ 1
     o1: np.ndarray  # o − 1
     nbar: np.ndarray  # time-average decoding count over the request's decode interval
+    cbar: np.ndarray  # time-average context (thousand tokens: input + half the output of each running request)
     n_at_start: np.ndarray  # decoding count at the request's arrival
     prefills_in: np.ndarray  # prefill batches inside its decode interval
     tokens_in: np.ndarray  # uncached tokens prefilled inside its decode interval
@@ -69,6 +76,8 @@ class RequestFeatures:
     need: np.ndarray  # input + output
     n_at_first: np.ndarray  # decoding count just after its first token (itself included)
     kv_at_first: np.ndarray  # reserved tokens running just after its first token
+    held_at_start: np.ndarray  # tokens present (input + generated so far) over the running requests at its arrival
+    held_peak: np.ndarray  # tokens present over the running requests just before its end (where they peak)
 
 
 def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
@@ -116,6 +125,13 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
     with np.errstate(invalid="ignore", divide="ignore"):
         nbar = (np.interp(end, ev_t, area) - np.interp(first, ev_t, area)) / dur
     nbar = np.where(dur > 0, nbar, np.nan)
+    # the same time average weighted by each running request's mean context over its life (input + o / 2)
+    w = (inp + 0.5 * o) / 1000.0
+    ev_w = np.concatenate([w, -w])[order]
+    carea = np.concatenate([[0.0], np.cumsum(np.cumsum(ev_w)[:-1] * np.diff(ev_t))])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cbar = (np.interp(end, ev_t, carea) - np.interp(first, ev_t, carea)) / dur
+    cbar = np.where(dur > 0, cbar, np.nan)
     # prefill batches: distinct first-token times
     fo = np.argsort(first, kind="stable")
     fs = first[fo]
@@ -141,6 +157,7 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         tpot_ms=tpot,
         o1=o1,
         nbar=nbar,
+        cbar=cbar,
         n_at_start=_step_count(start, first, end),
         prefills_in=(hi - lo).astype(float),
         tokens_in=cum_tok[hi] - cum_tok[lo],
@@ -149,39 +166,97 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         need=need,
         n_at_first=_step_count(first, first, end),
         kv_at_first=_step_count(first, first, end, need),
+        held_at_start=_held(start, first, end, inp, o),
+        held_peak=_held(end - 1e-9, first, end, inp, o),
     )
+
+
+def _held(t: np.ndarray, first: np.ndarray, end: np.ndarray, inp: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Σ over requests running at each ``t`` of the tokens they hold (paged KV): input plus the output generated
+    so far, taken as growing linearly from the first token to the end (1 + (o − 1)·(t − first)/(end − first))."""
+    dur = np.maximum(end - first, 1e-9)
+    r = np.maximum(o - 1.0, 0.0) / dur
+    base = _step_count(t, first, end, inp + 1.0 - r * first)
+    return base + t * _step_count(t, first, end, r)
 
 
 def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
     return RequestFeatures(**{k: np.concatenate([getattr(f, k) for f in fs]) for k in RequestFeatures.__annotations__})
 
 
-def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool,
+                   with_ctx: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows used, X, y) of the TPOT regression."""
-    m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & (f.o1 > 0)
+    m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & np.isfinite(f.cbar) & (f.o1 > 0)
     cols = [np.ones(m.sum())]
     if with_seq:
         cols.append(f.nbar[m])
+    if with_ctx:
+        cols.append(f.cbar[m])
     if with_int:
         cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
     return m, np.column_stack(cols), f.tpot_ms[m]
 
 
-def _full(b: np.ndarray, with_seq: bool, with_int: bool) -> np.ndarray:
-    """(d0, d1, per prefill batch, per prefilled token) with zeros for the regressors left out."""
+def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
+    """(d0, d1, per prefill batch, per prefilled token, per 1k context tokens); zeros for the regressors left out."""
     b = list(b)
     d0 = b.pop(0)
     d1 = b.pop(0) if with_seq else 0.0
+    dk = b.pop(0) if with_ctx else 0.0
     pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
-    return np.array([d0, d1, pb, pt])
+    return np.array([d0, d1, pb, pt, dk])
 
 
-def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool) -> np.ndarray:
-    """(d0, d1, prefill cost per batch, per token) by OLS (statsmodels) of TPOT (see the module docstring)."""
+def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False,
+                rng: np.random.Generator | None = None) -> np.ndarray:
+    """(d0, d1, prefill cost per batch, per token, per 1k context) by median regression of TPOT (module docstring)."""
+    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
+    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx)
+
+
+def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int,
+                active: list[int] | None = None, max_iter: int = 1000) -> np.ndarray:
+    """Median regression (statsmodels QuantReg) with every coefficient ≥ 0: a cost that comes out negative is
+    not physical, so its column is dropped (coefficient 0) and the rest refitted, most negative first.
+
+    The median, not the mean: a request a real engine preempted (or queued inside) carries its wait in its
+    time per token, an outlier above the iteration cost; the twin's own preemption reproduces that wait.
+    """
+    import warnings
+
     import statsmodels.api as sm
 
-    _, x, y = _decode_design(f, with_seq, with_int)
-    return _full(np.asarray(sm.OLS(y, x).fit().params), with_seq, with_int)
+    if y.size > max_rows:
+        pick = rng.choice(y.size, max_rows, replace=False)
+        x, y = x[pick], y[pick]
+    active = list(range(x.shape[1])) if active is None else list(active)
+    b = np.zeros(x.shape[1])
+    while active:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # IterationLimitWarning: the IRLS median is close enough by then
+            est = np.asarray(sm.QuantReg(y, x[:, active]).fit(q=0.5, max_iter=max_iter).params)
+        if np.all(est >= 0):
+            b[:] = 0.0
+            b[active] = est
+            break
+        active.pop(int(np.argmin(est)))
+    return b
+
+
+CTX_MIN_T = 5.0  # the context coefficient must stand this many standard errors above zero
+
+
+def _ctx_identified(f: RequestFeatures, with_seq: bool, with_int: bool) -> bool:
+    """Does the running context explain time per token beyond the batch size (a positive, clear coefficient)?"""
+    import statsmodels.api as sm
+
+    _, x, y = _decode_design(f, with_seq, with_int, True)
+    if x.shape[0] < 100 or np.linalg.matrix_rank(x) < x.shape[1]:
+        return False
+    res = sm.OLS(y, x).fit()
+    j = 1 + int(with_seq)
+    return bool(res.params[j] > 0 and res.tvalues[j] >= CTX_MIN_T)
 
 
 def _prefill_y(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -208,13 +283,21 @@ def _steps_list(steps: np.ndarray) -> list[int]:
     return sorted(int(s) for s in np.unique(steps))
 
 
-def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None):
+KNOWN = ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens", "kv_policy")
+
+
+def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
+              known: dict | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
     :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
     ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
     leave-highest-step-out validation uses it). Steps are resampled per (run, step).
+    ``known``: engine settings the operator knows (``max_num_seqs``, ``kv_budget_tokens``,
+    ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
+    log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
+    test contradicts (more requests or tokens ran at once than it allows) is refused.
     """
     from bearing_lib.twin.result import Twin
 
@@ -222,6 +305,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     source = getattr(getattr(trace, "provenance", None), "source", "trace")
     required = ("start_s", "end_s", "ttft_ms", "input_tokens", "output_tokens")
     missing = [c for c in required if c not in frame.columns or frame[c].null_count() == frame.height]
+    given = dict(known or {})
+    bad = sorted(set(given) - set(KNOWN))
+    if bad:
+        raise ParameterError(f"unknown engine setting(s) {', '.join(bad)}; known: {', '.join(KNOWN)}")
+    if given.get("kv_policy", "reserve") not in ("reserve", "paged"):
+        raise ParameterError(f"kv_policy must be 'reserve' or 'paged', got {given['kv_policy']!r}")
     if missing:
         raise InsufficientDataError(
             f"{source}: the twin needs per-request {', '.join(missing)} (found none); "
@@ -262,7 +351,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
         _, xi, _ = _decode_design(f, with_seq, True)
         with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
-    dec = _decode_fit(f, with_seq, with_int)
+    with_ctx = _ctx_identified(f, with_seq, with_int)
+    dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]))
     iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
     low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
     waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
@@ -278,6 +368,10 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     n_wait = max(int(waited.sum()), 1)
     slots_identified = bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait)
     kv_identified = bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait)
+    # the same under paged KV (tokens present, not reserved): its peak and the waits near it
+    held_max = float(np.nanmax(f.held_peak))
+    kv_q_paged = waited & (f.n_at_start < n_max - 1) & (f.held_at_start >= 0.75 * held_max)
+    kv_paged_identified = bool(int(kv_q_paged.sum()) >= MIN_QUEUED and kv_q_paged.sum() >= 0.25 * n_wait)
 
     # ---- prefill regression over requests that found a free slot and did not wait
     free = ~waited & (f.n_at_start < max(n_max - 1, 1)) & np.isfinite(f.ttft_ms)
@@ -287,23 +381,24 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
-    # ---- cluster bootstrap over steps: per-step normal equations for the OLS, a subsample for QuantReg
-    m, x, y = _decode_design(f, with_seq, with_int)
+    # ---- cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows
+    m, x, y = _decode_design(f, with_seq, with_int, with_ctx)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
-    xtx = {int(s): x[st == s].T @ x[st == s] for s in steps}
-    xty = {int(s): x[st == s].T @ y[st == s] for s in steps}
+    rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
     free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
+    # the point fit's non-zero columns: a cost the whole test puts at zero starts at zero in every resample
+    dec_design = np.array([dec[0], dec[1], dec[4], dec[2], dec[3]])[
+        [True, with_seq, with_ctx, with_int, with_int]]
+    act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
-        a_ = sum(xtx[s] for s in pick)
-        b_ = sum(xty[s] for s in pick)
-        try:
-            db = np.linalg.solve(a_, b_)
-        except np.linalg.LinAlgError:
+        rows_d = np.concatenate([rows_by_step[s] for s in pick])
+        if rows_d.size < x.shape[1] + 5:
             continue
-        db = _full(db, with_seq, with_int)
+        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                   with_seq, with_int, with_ctx)
         if with_int:
             pb = (db[2], db[3])
         else:
@@ -313,8 +408,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             if rows.size < 10:
                 continue
             pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
-        draws.append([pb[0], pb[1], db[0], db[1]])
-    draws_a = np.array(draws) if draws else np.empty((0, 4))
+        draws.append([pb[0], pb[1], db[0], db[1], db[4]])
+    draws_a = np.array(draws) if draws else np.empty((0, 5))
 
     def ci(j: int, v: float) -> tuple[float | None, float | None]:
         if draws_a.shape[0] < 20:
@@ -340,6 +435,11 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
                   "ms/seq", with_seq, "none", seq_steps,
                   "OLS slope of time per output token on the running batch" if with_seq else
                   "not identified: the running batch never varied; folded into decode_base_ms"),
+        TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
+                  "ms/1k tokens", with_ctx, "none", all_steps if with_ctx else [],
+                  "OLS slope of time per output token on the running context (Σ input + generated tokens)"
+                  if with_ctx else f"not identified: the context term did not stand {CTX_MIN_T:g} SE above zero "
+                  "beside the batch size; the twin uses 0 (long-context mixes are predicted optimistic)"),
         TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
                   "none" if slots_identified else "lower", _steps_list(f.step[slot_q]),
                   "most requests decoding at once; requests queued at it" if slots_identified else
@@ -365,6 +465,54 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     else:
         params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
                                 "no request timed out: the twin lets requests wait"))
+    # ---- KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption);
+    # chosen by which replays the test closer, when a KV ceiling was reached under either; else reserve
+    kv_policy, policy_note = "reserve", ("not identified: the KV budget never held requests back, so the test "
+                                         "cannot tell reserved from paged KV; the twin uses reserve (admits fewer)")
+    if kv_identified or kv_paged_identified:
+        vals = {p.name: p.value for p in params}
+        fit_r = _replay_error(frame, vals)
+        vals_p = dict(vals, kv_policy="paged", kv_budget_tokens=held_max)
+        fit_p = _replay_error(frame, vals_p)
+        if fit_p < fit_r:
+            kv_policy = "paged"
+        policy_note = (f"replay error (mean |log| of throughput and P50 latency over steps): reserve {fit_r:.3f}, "
+                       f"paged {fit_p:.3f}; the closer is used")
+        if kv_policy == "paged":
+            k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
+            params[k] = TwinParam(
+                "kv_budget_tokens", held_max, (None, None), "tokens", kv_paged_identified,
+                "none" if kv_paged_identified else "lower", _steps_list(f.step[kv_q_paged]),
+                "most tokens present (input + generated) running; requests queued with free slots (paged KV)"
+                if kv_paged_identified else "never reached under paged KV: the most tokens seen present, a lower bound")
+    if "kv_policy" in given and given["kv_policy"] != kv_policy:
+        pol = str(given["kv_policy"])
+        policy_note = f"given ({pol}); the test alone: {kv_policy} ({policy_note})"
+        kv_policy = pol
+        k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
+        peak = held_max if pol == "paged" else kv_max
+        ident = kv_paged_identified if pol == "paged" else kv_identified
+        params[k] = TwinParam("kv_budget_tokens", peak, (None, None), "tokens", ident, "none" if ident else "lower",
+                              _steps_list(f.step[kv_q_paged if pol == "paged" else kv_q]),
+                              f"most tokens running under {pol} KV" + ("" if ident else ", a lower bound"))
+    elif "kv_policy" in given:
+        policy_note = f"given ({kv_policy}); the test alone agrees or cannot tell ({policy_note})"
+    seen = {"max_num_seqs": float(np.nanmax(f.n_at_first)),
+            "kv_budget_tokens": held_max if kv_policy == "paged" else kv_max,
+            "max_batched_tokens": float(np.nanmax(f.batch_tokens))}
+    for name in ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens"):
+        if name not in given:
+            continue
+        v = float(given[name])
+        if not v > 0:
+            raise ParameterError(f"engine setting {name} must be positive, got {given[name]!r}")
+        # a prefill batch of one prompt may exceed max_batched_tokens (the first request always fits): not checked
+        if name != "max_batched_tokens" and v < seen[name] * 0.99 - 1:
+            raise ParameterError(f"engine setting {name} = {v:g}, but the test ran {seen[name]:,.0f} at once: "
+                                 "the setting is not the one this test ran with")
+        k = next(i for i, p in enumerate(params) if p.name == name)
+        params[k] = TwinParam(name, v, (None, None), params[k].unit, True, "none", [],
+                              f"given: the engine's configuration (the test showed at least {seen[name]:,.0f})")
     kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
     mix = {
         "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
@@ -381,8 +529,29 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         highest_load=top_load,
         load_unit="rps",
         test_mix=mix,
-        notes=_notes(params),
+        notes=_notes(params) + [f"kv_policy {kv_policy}: {policy_note}"],
+        kv_policy=kv_policy,
+        kv_policy_note=policy_note,
+        given=given,
     )
+
+
+def _replay_error(frame: pl.DataFrame, values: dict) -> float:
+    """Mean over (run, step) of |log(twin / measured)| of throughput plus that of P50 latency, replaying the test."""
+    from bearing_lib.twin.validate import _figures, _prep, replay
+
+    pf = _prep(frame)
+    sim = replay(server_params(values), pf)
+    meas = {k: g for k, g in pf.group_by(["run_id", "step"])}
+    errs = []
+    for k, g in sim.group_by(["run_id", "step"]):
+        a, _ = _figures(meas[k], None)
+        b, _ = _figures(g, None)
+        for key in ("throughput_rps", "latency_p50_ms"):
+            x, y = a.get(key), b.get(key)
+            if x and y and x > 0 and y > 0:
+                errs.append(abs(math.log(y / x)))
+    return float(np.mean(errs)) if errs else math.inf
 
 
 def _notes(params: list[TwinParam]) -> list[str]:
@@ -402,6 +571,8 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
         max_batched_tokens=values.get("max_batched_tokens"),
         queue_timeout_s=values.get("queue_timeout_s"),
         ttft_overhead_ms=float(values.get("ttft_overhead_ms") or 0.0),
+        kv_policy=str(values.get("kv_policy") or "reserve"),
+        decode_ms_per_kctx=float(values.get("decode_ms_per_kctx") or 0.0),
     )
 
 

@@ -176,7 +176,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         pick = rng.choice(draws.shape[0], min(opt.n_draws, draws.shape[0]), replace=False)
         for k, row in enumerate(draws[pick]):
             pv = dict(vals)
-            pv.update(dict(zip(Twin.DRAW_PARAMS, (max(float(x), 0.0) for x in row), strict=True)))
+            # twins written before the context term have four columns: zip stops at the row's length
+            pv.update(dict(zip(Twin.DRAW_PARAMS[:len(row)], (max(float(x), 0.0) for x in row), strict=True)))
             v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
                                      guess=v0, lo=v0 / 1.25, hi=v0 * 1.25)
             if c == "none":

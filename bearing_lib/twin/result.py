@@ -103,8 +103,12 @@ class Twin:
     notes: list[str] = field(default_factory=list)
     validation: Validation | None = None
     version: int = TWIN_VERSION
+    kv_policy: str = "reserve"  # "reserve" or "paged" (docs/twin.md "The model"); twins before it reserved
+    kv_policy_note: str = ""
+    given: dict[str, float | str] = field(default_factory=dict)  # engine settings given, not fitted
 
-    DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq")
+    DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
+                   "decode_ms_per_kctx")
 
     def param(self, name: str) -> TwinParam:
         for p in self.params:
@@ -112,8 +116,8 @@ class Twin:
                 return p
         raise KeyError(name)
 
-    def values(self) -> dict[str, float | None]:
-        return {p.name: p.value for p in self.params}
+    def values(self) -> dict[str, float | str | None]:
+        return {**{p.name: p.value for p in self.params}, "kv_policy": self.kv_policy}
 
     @property
     def trusted(self) -> bool:

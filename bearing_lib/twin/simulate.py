@@ -43,7 +43,14 @@ STATUS = ("ok", "timeout", "rejected")
 
 @dataclass(frozen=True)
 class ServerParams:
-    """Point values of the twin's server model (times in ms unless named ``_s``)."""
+    """Point values of the twin's server model (times in ms unless named ``_s``).
+
+    ``kv_policy``: ``"reserve"`` (a request holds ``input + output`` KV tokens from admission, no
+    preemption) or ``"paged"`` (it holds the tokens present, growing by one per decode iteration;
+    when the budget runs out the most recently admitted request is preempted and recomputed, LIFO,
+    as vLLM does). ``decode_ms_per_kctx``: decode iteration cost per 1,000 context tokens (Σ input +
+    generated over the running batch).
+    """
 
     prefill_base_ms: float
     prefill_ms_per_token: float
@@ -54,9 +61,27 @@ class ServerParams:
     max_batched_tokens: float | None = None
     queue_timeout_s: float | None = None
     ttft_overhead_ms: float = 0.0  # client-visible time outside the engine (network, tokenizer): added to TTFT and end
+    kv_policy: str = "reserve"
+    decode_ms_per_kctx: float = 0.0
 
-    def to_dict(self) -> dict[str, float | int | None]:
+    def to_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)
+
+
+def _iters_to_cover(gap: float, base: float, slope: float) -> int:
+    """Smallest k ≥ 1 with Σ_{i<k} (base + slope·i) ≥ gap (iteration durations growing by ``slope``)."""
+    if gap <= 0:
+        return 1
+    if slope <= 0:
+        return max(1, math.ceil(gap / base)) if base > 0 else 1
+    b = base - 0.5 * slope
+    k = math.ceil((-b + math.sqrt(b * b + 2.0 * slope * gap)) / slope)
+    k = max(k, 1)
+    while k > 1 and (k - 1) * base + slope * (k - 1) * (k - 2) / 2.0 >= gap:
+        k -= 1
+    while k * base + slope * k * (k - 1) / 2.0 < gap:
+        k += 1
+    return k
 
 
 def simulate(
@@ -70,8 +95,9 @@ def simulate(
 
     Returns ``first_token_s`` (NaN unless ok), ``end_s`` and ``status`` (0 ok, 1 timeout,
     2 rejected) per request, in input order, and the run's ``peak_running`` (requests
-    decoding at once) and ``peak_kv_tokens`` (reserved tokens running at once); per request
-    ``kv_held`` / ``slot_held``: it waited at the head of the queue for KV (a slot free) / for a slot.
+    decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and
+    ``preemptions``; per request ``kv_held`` / ``slot_held``: it waited at the head of the
+    queue for KV (a slot free) / for a slot.
 
     >>> p = ServerParams(prefill_base_ms=5, prefill_ms_per_token=0.01, decode_base_ms=10, decode_ms_per_seq=0)
     >>> r = simulate(p, np.array([0.0]), np.array([100]), np.array([3]))
@@ -82,17 +108,22 @@ def simulate(
     arr = np.asarray(arrival_s, dtype=float)
     if n and np.any(np.diff(arr) < 0):
         raise ValueError("arrival_s must be sorted ascending")
-    inp = np.asarray(input_tokens, dtype=float)
-    out = np.asarray(output_tokens, dtype=float)
-    cac = np.zeros(n) if cached_tokens is None else np.minimum(np.asarray(cached_tokens, dtype=float), inp)
+    if params.kv_policy not in ("reserve", "paged"):
+        raise ValueError(f"kv_policy must be 'reserve' or 'paged', got {params.kv_policy!r}")
+    paged = params.kv_policy == "paged"
+    inp_a = np.asarray(input_tokens, dtype=float)
+    out_a = np.asarray(output_tokens, dtype=float)
+    cac = np.zeros(n) if cached_tokens is None else np.minimum(np.asarray(cached_tokens, dtype=float), inp_a)
     # python lists: scalar access to numpy arrays costs ~10x more in this loop
     a = arr.tolist()
-    unc = np.maximum(inp - cac, 0.0).tolist()
-    need = (inp + out).tolist()
-    nout = np.maximum(out, 1).astype(np.int64).tolist()
+    inp = inp_a.tolist()
+    unc = np.maximum(inp_a - cac, 0.0).tolist()
+    need = (inp_a + out_a).tolist()
+    nout = np.maximum(out_a, 1).astype(np.int64).tolist()
 
     p0, p1 = params.prefill_base_ms / 1000.0, params.prefill_ms_per_token / 1000.0
     d0, d1 = params.decode_base_ms / 1000.0, params.decode_ms_per_seq / 1000.0
+    dc = params.decode_ms_per_kctx / 1e6  # s per context token
     slots = params.max_num_seqs if params.max_num_seqs is not None else math.inf
     budget = params.kv_budget_tokens if params.kv_budget_tokens is not None else math.inf
     mbt = params.max_batched_tokens if params.max_batched_tokens is not None else math.inf
@@ -101,14 +132,20 @@ def simulate(
     first = [math.nan] * n
     end = [math.nan] * n
     status = [OK] * n
+    gen = [0] * n  # tokens generated when last admitted (after its prefill)
+    it0 = [0] * n  # decode-iteration count at its last admission
+    ver = [0] * n  # heap entries of an older version are stale (the request was preempted)
     queue: deque[int] = deque()
-    done: list[tuple[int, int]] = []  # (decode-iteration count at which it finishes, request)
+    done: list[tuple[int, int, int]] = []  # (decode-iteration count at which it finishes, version, request)
+    stack: list[int] = []  # running requests in admission order (LIFO preemption; finished ones skipped)
+    running = [False] * n
     t = 0.0 if n == 0 else a[0]
     it = 0  # decode iterations so far
     nrun = 0
-    kv = 0.0
+    kv = 0.0  # KV tokens held under the policy
+    ctx = 0.0  # context tokens (input + generated) of the running batch
     nxt = 0  # next arrival not yet queued
-    peak_run, peak_kv = 0, 0.0
+    peak_run, peak_kv, n_pre = 0, 0.0, 0
     kv_held = [False] * n  # was held at the head by the KV budget with a slot free
     slot_held = [False] * n  # was held at the head with every slot busy
 
@@ -121,37 +158,64 @@ def simulate(
             else:
                 queue.append(nxt)
             nxt += 1
-        # queued requests past their timeout leave (the queue is in arrival order)
-        while queue and t - a[queue[0]] > tmo:
+        # queued requests past their timeout leave (new arrivals are in arrival order; a preempted
+        # request at the head has started and does not time out)
+        while queue and first[queue[0]] != first[queue[0]] and t - a[queue[0]] > tmo:
             j = queue.popleft()
             status[j] = TIMEOUT
             end[j] = a[j] + tmo
-        # admission, head of line
+        preempted = False
+        if paged and nrun and kv + nrun > budget:
+            # out of KV for the next token of every running request: preempt the newest (recompute later)
+            while nrun and kv + nrun > budget:
+                j = stack.pop()
+                if not running[j]:
+                    continue
+                g = gen[j] + it - it0[j]
+                held = inp[j] + g
+                kv -= held
+                ctx -= held
+                running[j] = False
+                ver[j] += 1
+                gen[j] = g
+                nrun -= 1
+                n_pre += 1
+                queue.appendleft(j)
+                preempted = True
+        # admission, head of line (none in a step that preempted, as vLLM's scheduler does)
         batch: list[int] = []
         btok = 0.0
-        while queue:
+        while queue and not preempted:
             j = queue[0]
             if nrun + len(batch) >= slots:
                 slot_held[j] = True
                 break
-            if kv + need[j] > budget:
+            take = (inp[j] + gen[j] + 1) if paged else need[j]
+            if kv + take > budget:
                 kv_held[j] = True
                 break
-            if batch and btok + unc[j] > mbt:
+            tok = unc[j] + gen[j]  # a preempted request recomputes its generated tokens too
+            if batch and btok + tok > mbt:
                 break
             queue.popleft()
             batch.append(j)
-            btok += unc[j]
-            kv += need[j]
+            btok += tok
+            kv += take
         if batch:
             t += p0 + p1 * btok
             for j in batch:
-                first[j] = t
-                if nout[j] <= 1:
+                if first[j] != first[j]:
+                    first[j] = t
+                gen[j] += 1
+                if gen[j] >= nout[j]:
                     end[j] = t
-                    kv -= need[j]
+                    kv -= (inp[j] + gen[j]) if paged else need[j]
                 else:
-                    heapq.heappush(done, (it + nout[j] - 1, j))
+                    it0[j] = it
+                    heapq.heappush(done, (it + nout[j] - gen[j], ver[j], j))
+                    running[j] = True
+                    stack.append(j)
+                    ctx += inp[j] + gen[j]
                     nrun += 1
             if nrun > peak_run:
                 peak_run = nrun
@@ -164,23 +228,45 @@ def simulate(
             if nxt < n:
                 t = max(t, a[nxt])
             continue
-        # decode: the batch is constant until the next completion, admission chance or timeout
-        dur = d0 + d1 * nrun
+        # decode: the batch is constant until the next completion, admission chance, timeout or KV exhaustion;
+        # iteration i of the jump lasts base + slope·i (the context grows by nrun tokens per iteration)
+        base = d0 + d1 * nrun + dc * ctx
+        slope = dc * nrun
+        while done and done[0][1] != ver[done[0][2]]:
+            heapq.heappop(done)
         k = done[0][0] - it
-        if dur > 0:
+        if base > 0:
             if not queue and nxt < n and nrun < slots:
-                k = min(k, max(1, math.ceil((a[nxt] - t) / dur)))
-            deadline = a[queue[0]] + tmo if queue else (a[nxt] + tmo if nxt < n else math.inf)
+                k = min(k, _iters_to_cover(a[nxt] - t, base, slope))
+            deadline = (a[queue[0]] + tmo if first[queue[0]] != first[queue[0]] else math.inf) if queue else \
+                (a[nxt] + tmo if nxt < n else math.inf)
             if deadline < math.inf:
-                k = min(k, max(1, math.ceil((deadline - t) / dur)))
+                k = min(k, _iters_to_cover(deadline - t, base, slope))
+        if paged and budget < math.inf:
+            k = min(k, int((budget - kv) // nrun))
         k = max(k, 1)
-        t += k * dur
+        t0 = t
+        t += k * base + slope * k * (k - 1) / 2.0
         it += k
+        kv_add = float(nrun * k)
+        ctx += kv_add
+        if paged:
+            kv += kv_add
+            if kv > peak_kv:
+                peak_kv = kv
         while done and done[0][0] <= it:
-            fin, j = heapq.heappop(done)
-            end[j] = t - (it - fin) * dur
+            fin, v, j = heapq.heappop(done)
+            if v != ver[j]:
+                continue
+            m = fin - (it - k)
+            end[j] = t0 + m * base + slope * m * (m - 1) / 2.0
             nrun -= 1
-            kv -= need[j]
+            running[j] = False
+            held = inp[j] + nout[j]
+            ctx -= held
+            # the context also grew by the iterations after it finished inside this jump
+            ctx -= it - fin
+            kv -= (held + it - fin) if paged else need[j]
     oh = params.ttft_overhead_ms / 1000.0
     st = np.asarray(status, dtype=np.int8)
     first_a, end_a = np.asarray(first), np.asarray(end)
@@ -189,6 +275,7 @@ def simulate(
         end_a = np.where(st == OK, end_a + oh, end_a)
     return {"first_token_s": first_a, "end_s": end_a, "status": st,
             "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
+            "preemptions": np.asarray(n_pre),
             "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
 
 

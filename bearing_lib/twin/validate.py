@@ -137,7 +137,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     key = _key_metric(sla_obj)
     for r in _highest(rows, n_holdout):
         try:
-            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)])
+            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)], known=twin.given or None)
         except Exception as exc:  # noqa: BLE001  # reported, not raised: the check itself failed
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue

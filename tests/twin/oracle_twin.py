@@ -12,7 +12,10 @@ is a value, not a bound; quoted cases count toward "within ±15 %" and "CI cover
 A *flagged* case (untrusted twin, or a lower bound because the target needs a ceiling the
 test never reached) is right when the bound holds (truth ≥ value).
 
-``python -m tests.twin.oracle_twin [--seeds N] [--draws K]`` prints the table for docs/twin.md.
+``python -m tests.twin.oracle_twin [--seeds N] [--first-seed S] [--draws K] [--n-boot B] [--cross-only]
+[--engine-known]``
+(``--engine-known``: the engine's configured ceilings are given to ``calibrate``, as an operator knows them)
+prints the table for docs/twin.md.
 """
 
 from __future__ import annotations
@@ -79,8 +82,16 @@ def target_mix(name: str):
     return from_arrays(f"{name} (oracle mix)", inp, out, cached)
 
 
+def engine_settings(server: str) -> dict[str, float | str]:
+    """What an operator knows of the oracle server's configuration: its flags and KV-cache size (and that it
+    reserves input + output at admission, ``tests/oracle/simulator.py``); never its iteration costs."""
+    cfg = SERVERS[server]
+    return {"max_num_seqs": cfg.max_num_seqs, "kv_budget_tokens": cfg.kv_budget_tokens,
+            "max_batched_tokens": cfg.max_batched_tokens, "kv_policy": "reserve"}
+
+
 def run_cases(servers=None, sources=None, seeds=range(1), n_draws: int = 6, duration_s: float = 1200.0,
-              targets=None) -> list[Case]:
+              targets=None, engine_known: bool = False, n_boot: int = 200, cross_only: bool = False) -> list[Case]:
     from bearing_lib.data.provenance import Provenance
     from bearing_lib.data.trace import RequestTrace, conform, validate
     from bearing_lib.twin.calibrate import calibrate
@@ -98,9 +109,12 @@ def run_cases(servers=None, sources=None, seeds=range(1), n_draws: int = 6, dura
                 prov = Provenance(source=f"SIMULATED oracle {server}/{source} seed {seed}", format="oracle",
                                   tool="tests.oracle.simulator", sha256="0" * 64, time_origin="relative")
                 trace = RequestTrace(frame=validate(conform(df), prov), provenance=prov)
-                twin = calibrate(trace, seed=seed)
+                twin = calibrate(trace, seed=seed, n_boot=n_boot,
+                                 known=engine_settings(server) if engine_known else None)
                 twin.validation = validate_twin(twin, trace, SLAS[(server, source)])
                 for tgt in targets or list(MIXES):
+                    if cross_only and tgt == source:
+                        continue
                     t0 = time.perf_counter()
                     p = predict(twin, target_mix(tgt), SLAS[(server, tgt)],
                                 options=SearchOptions(n_draws=n_draws, duration_s=duration_s, seed=seed))
@@ -127,8 +141,11 @@ def summary(cases: list[Case], cross_only: bool = True) -> dict[str, object]:
 def main() -> int:
     seeds = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 3
     draws = int(sys.argv[sys.argv.index("--draws") + 1]) if "--draws" in sys.argv else 6
+    first = int(sys.argv[sys.argv.index("--first-seed") + 1]) if "--first-seed" in sys.argv else 0
     t0 = time.perf_counter()
-    cases = run_cases(seeds=range(seeds), n_draws=draws)
+    n_boot = int(sys.argv[sys.argv.index("--n-boot") + 1]) if "--n-boot" in sys.argv else 200
+    cases = run_cases(seeds=range(first, first + seeds), n_draws=draws, engine_known="--engine-known" in sys.argv,
+                      n_boot=n_boot, cross_only="--cross-only" in sys.argv)
     print("| server | source → target | seed | truth | predicted | error | CI covers | status |")
     print("|---|---|---|---|---|---|---|---|")
     for c in cases:

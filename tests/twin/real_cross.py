@@ -23,7 +23,7 @@ def main() -> int:
             tw = calibrate(a)
             tw.validation = validate(tw, a, SLA)
             p = predict(tw, from_trace(b, name=tgt), SLA, options=SearchOptions(n_draws=8))
-            print(f"{dep}: {src} -> {tgt}: measured {measured['statement']}")
+            print(f"{dep}: {src} -> {tgt}: measured {measured.statement}")
             print("   " + p.text().replace("\n", "\n   "))
     return 0
 

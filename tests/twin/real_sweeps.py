@@ -56,7 +56,7 @@ def table(label: str, trace, sla: str = SLA) -> tuple[object, list[str]]:
                      f"{verdict[r.sla_pass_measured]} / {verdict[r.sla_pass_predicted]} |")
     params = ", ".join(p.text() for p in tw.params)
     lines.append("")
-    lines.append(f"Parameters: {params}")
+    lines.append(f"Parameters: {params}; KV policy **{tw.kv_policy}** ({tw.kv_policy_note})")
     return tw, lines
 
 

@@ -117,3 +117,19 @@ def test_fit_refuses_the_real_vllm_per_request_sweep_without_send_times(shared_d
     assert r.exit_code == 1, r.output
     assert "start_s" in r.output and "Traceback" not in r.output
     assert not (tmp_path / "t.json").exists()
+
+
+def test_fit_with_engine_settings(fitted, tmp_path):
+    _, test, _, _ = fitted
+    out = tmp_path / "twin.json"
+    r = runner.invoke(app, ["twin", "fit", str(test), "--sla", "p99(latency) <= 14s", "--json", str(out),
+                            "--n-boot", "0", "--engine", "max_num_seqs=64", "--engine", "kv_policy=reserve"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    ms = next(p for p in doc["params"] if p["name"] == "max_num_seqs")
+    # the prefix test on the small server is KV-bound and never fills its 64 slots: given, they are used
+    assert ms["value"] == 64 and ms["identified"] is True and ms["note"].startswith("given")
+    assert doc["given"] == {"max_num_seqs": 64.0, "kv_policy": "reserve"} and doc["kv_policy"] == "reserve"
+    bad = runner.invoke(app, ["twin", "fit", str(test), "--sla", "p99(latency) <= 14s", "--json", str(out),
+                              "--engine", "max_num_seqs"])
+    assert bad.exit_code != 0 and "NAME=VALUE" in bad.output and "Traceback" not in bad.output

@@ -1,15 +1,21 @@
 """Proof against the oracle: calibrate on one mix's stepped test, predict the true limits of the other mixes.
 
-Runs in ``make test`` (marked ``slow``). Cost on the shared 2-core machine: one seed (seed 0) of
-every (server, source mix) pair, 9 twins × 3 target mixes = 27 predictions with 4 parameter draws
-and 900 s steady-state runs, 1–3 minutes (56 s and 187 s measured, depending on the machine's
-load); more seeds would not fit the ~3 minute budget.
-``python -m tests.twin.oracle_twin --seeds 3`` runs three seeds with 6 draws for docs/twin.md.
+Runs in ``make test`` (marked ``slow``). Cost on the shared 2-core machine: per test one seed (seed 0) of
+every (server, source mix) pair, 9 twins × 3 target mixes = 27 predictions with 4 parameter draws and 900 s
+steady-state runs and 40 bootstrap resamples per twin: 9 minutes for both tests on the loaded shared machine.
+``python -m tests.twin.oracle_twin --seeds 2 --first-seed 10 --draws 4 --n-boot 40 --cross-only [--engine-known]``
+gives the held-out tables of docs/twin.md.
 
-Assertions (the issue's targets, on the cross-mix cases): among predictions the twin quotes (trusted,
-not a bound), ≥ 80 % within ±15 % and ≥ 80 % whose CI covers the truth; every prediction off by more
-than 15 % is flagged (untrusted, or a lower bound because the target needs a ceiling the test never
-reached), and such a lower bound holds (the truth is at least the bound) in ≥ 80 % of flagged cases.
+Two ways to calibrate (docs/twin.md, "Proof against the oracle"):
+
+* **from the test alone**: the issue's targets are *not* reached (the held-out table: 22 of 36 = 61 % of
+  cross-mix cases within ±15 %, short of 80 %), because a chat test never fills the KV budget and a RAG test never
+  fills the slots, so a target that needs the other ceiling can only be bounded. Asserted here: what the
+  twin quotes is right (≥ 80 % within ±15 % and covered, no quoted miss), its lower bounds hold, and the
+  measured share of all cross-mix cases within ±15 % (≥ 60 %).
+* **with the engine's configured ceilings given** (slots, KV-cache size, batch tokens, KV policy: what an
+  operator reads from the engine's flags and startup log; never an iteration cost): the targets, ≥ 80 % of
+  all cross-mix cases within ±15 % and ≥ 80 % with a CI covering the truth.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from tests.twin.oracle_twin import run_cases, summary
 
 @pytest.mark.slow
 def test_twin_predicts_other_mixes_of_the_oracle_servers():
-    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0)
+    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0, n_boot=40)
     s = summary(cases)
     assert s["n"] == 18
     assert s["quoted"] >= 5, s
@@ -30,6 +36,21 @@ def test_twin_predicts_other_mixes_of_the_oracle_servers():
     silent_misses = [c for c in cases if c.quoted and not c.within]
     assert not silent_misses, [(c.server, c.source, c.target, c.err) for c in silent_misses]
     assert s["bound_holds"] >= 0.8 * s["flagged"], s
+    # the measured figure from the test alone (below the issue's 80 %: docs/twin.md says by how much)
+    assert s["all_within"] >= 0.6 * s["n"], s
     # the same mix as the test: the twin reproduces its own limit
     own = [c for c in cases if c.source == c.target]
     assert sum(c.within for c in own) == len(own) == 9
+
+
+@pytest.mark.slow
+def test_twin_with_the_engine_settings_reaches_the_issue_targets():
+    cases = run_cases(seeds=range(1), n_draws=4, duration_s=900.0, engine_known=True, n_boot=40, cross_only=True)
+    cross = [c for c in cases if c.source != c.target]
+    assert len(cross) == 18
+    assert all(c.trusted for c in cases)
+    within = sum(c.within for c in cross)
+    covered = sum(c.covered for c in cross)
+    assert within >= 0.8 * len(cross), [(c.server, c.source, c.target, c.err, c.flags) for c in cross if not c.within]
+    assert covered >= 0.8 * len(cross), [(c.server, c.source, c.target, c.lo, c.hi, c.truth) for c in cross
+                                         if not c.covered]

@@ -1,0 +1,205 @@
+"""The twin's paged KV policy (tokens present, LIFO preemption with recompute) and the decode context term.
+
+Checked against hand-worked cases and against a naive loop written here that steps one iteration at a
+time (the library's loop jumps over identical iterations; the two share no code), then calibration on a
+paged server: the policy is chosen by the replay and the budget of tokens present is recovered.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bearing_lib.twin.simulate import OK, ServerParams, simulate
+
+
+def _p(**kw) -> ServerParams:
+    base = dict(prefill_base_ms=4.0, prefill_ms_per_token=0.01, decode_base_ms=10.0, decode_ms_per_seq=0.0,
+                kv_policy="paged")
+    base.update(kw)
+    return ServerParams(**base)
+
+
+def test_paged_admits_by_tokens_present_where_reserve_waits():
+    # budget 1000: two prompts of 400 with 150 outputs each. Reserve holds 550 + 550 > 1000, so the second
+    # waits for the first to end; paged holds 401 + 401 at admission and both run together
+    a, i, o = np.array([0.0, 0.0]), np.array([400, 400]), np.array([150, 150])
+    res_r = simulate(_p(kv_policy="reserve", kv_budget_tokens=1000), a, i, o)
+    res_p = simulate(_p(kv_budget_tokens=1000), a, i, o)
+    assert res_r["first_token_s"][1] >= res_r["end_s"][0]
+    assert res_p["first_token_s"][1] == res_p["first_token_s"][0]  # one prefill batch
+    # together they reach 2 × (400 + 150) = 1100 > 1000 tokens: the newest is preempted before that
+    assert int(res_p["preemptions"]) >= 1
+    assert (res_p["status"] == OK).all()
+
+
+def test_lifo_preemption_and_recompute_by_hand():
+    # budget 220; A (100 in, 60 out) at 0, B (100 in, 60 out) at 0: one prefill of 200 tokens (4 + 2 = 6 ms),
+    # each holds 101. Decode iterations (10 ms) add one token each: after k iterations 202 + 2k ≤ 220 → k = 9.
+    # Before the 10th the newest (B, admitted last in the batch) is preempted holding 110 tokens; A runs alone
+    # (111 + k ≤ 220) to its end: 59 decode iterations in all, ending at 6 + 590 = 596 ms.
+    # B is then recomputed: prefill of 100 + 10 generated = 110 tokens (4 + 1.1 ms), which yields its 11th token,
+    # then 49 decode iterations: end = 596 + 5.1 + 490 = 1091.1 ms; its first token stays at 6 ms.
+    p = _p(kv_budget_tokens=220)
+    r = simulate(p, np.array([0.0, 0.0]), np.array([100, 100]), np.array([60, 60]))
+    assert r["first_token_s"] == pytest.approx([0.006, 0.006], abs=1e-12)
+    assert r["end_s"][0] == pytest.approx(0.596, abs=1e-9)
+    assert r["end_s"][1] == pytest.approx(1.0911, abs=1e-9)
+    assert int(r["preemptions"]) == 1
+
+
+def test_context_term_lengthens_iterations_as_the_context_grows():
+    # one request of 1000 in, 4 out, 2 ms per 1k context tokens: decode iterations at contexts 1001, 1002, 1003
+    p = _p(kv_policy="reserve", decode_ms_per_kctx=2.0)
+    r = simulate(p, np.array([0.0]), np.array([1000]), np.array([4]))
+    first = 0.004 + 0.01
+    it = [0.010 + 0.002 * c / 1000 for c in (1001, 1002, 1003)]
+    assert r["first_token_s"][0] == pytest.approx(first, abs=1e-12)
+    assert r["end_s"][0] == pytest.approx(first + sum(it), abs=1e-12)
+
+
+def _naive(p: ServerParams, a, inp, out, cac):
+    """One iteration per loop turn: the documented model, written again without event jumping."""
+    n = len(a)
+    first, end = [math.nan] * n, [math.nan] * n
+    gen, queue, running = [0] * n, [], []  # running in admission order
+    t, nxt, kv = 0.0, 0, 0.0
+    budget = p.kv_budget_tokens if p.kv_budget_tokens is not None else math.inf
+    slots = p.max_num_seqs if p.max_num_seqs is not None else math.inf
+    while nxt < n or queue or running:
+        while nxt < n and a[nxt] <= t:
+            queue.append(nxt)
+            nxt += 1
+        pre = False
+        while running and kv + len(running) > budget:
+            j = running.pop()
+            kv -= inp[j] + gen[j]
+            queue.insert(0, j)
+            pre = True
+        batch, btok = [], 0.0
+        while (queue and not pre and len(running) + len(batch) < slots
+               and kv + inp[queue[0]] + gen[queue[0]] + 1 <= budget):
+            j = queue.pop(0)
+            batch.append(j)
+            btok += inp[j] - cac[j] + gen[j]
+            kv += inp[j] + gen[j] + 1
+        if batch:
+            t += (p.prefill_base_ms + p.prefill_ms_per_token * btok) / 1000
+            for j in batch:
+                if math.isnan(first[j]):
+                    first[j] = t
+                gen[j] += 1
+                if gen[j] >= out[j]:
+                    end[j] = t
+                    kv -= inp[j] + gen[j]
+                else:
+                    running.append(j)
+            continue
+        if not running:
+            t = max(t, a[nxt])
+            continue
+        ctx = sum(inp[j] + gen[j] for j in running)
+        t += (p.decode_base_ms + p.decode_ms_per_seq * len(running) + p.decode_ms_per_kctx * ctx / 1000) / 1000
+        for j in list(running):
+            gen[j] += 1
+            kv += 1
+            if gen[j] >= out[j]:
+                end[j] = t
+                running.remove(j)
+                kv -= inp[j] + gen[j]
+    return np.array(first), np.array(end)
+
+
+@pytest.mark.parametrize("kctx", [0.0, 1.5])
+@pytest.mark.parametrize("budget", [6_000, 20_000])
+def test_jumping_loop_matches_the_naive_loop(budget, kctx):
+    rng = np.random.default_rng(budget + int(kctx * 10))
+    a = np.sort(rng.uniform(0, 4, 120))
+    inp = rng.integers(50, 800, a.size)
+    out = rng.integers(2, 120, a.size)
+    cac = np.where(rng.random(a.size) < 0.3, inp // 2, 0)
+    p = _p(kv_budget_tokens=float(budget), max_num_seqs=24, decode_ms_per_seq=0.3, decode_ms_per_kctx=kctx)
+    got = simulate(p, a, inp, out, cac)
+    f_ref, e_ref = _naive(p, a.tolist(), inp.tolist(), out.tolist(), cac.tolist())
+    assert (got["status"] == OK).all()
+    np.testing.assert_allclose(got["first_token_s"], f_ref, atol=1e-9)
+    np.testing.assert_allclose(got["end_s"], e_ref, atol=1e-9)
+    if budget == 6_000:
+        assert int(got["preemptions"]) > 0  # the case exercises preemption
+
+
+def _paged_test(budget: float, seed: int = 5):
+    """A stepped test of a paged server (the twin's simulator, checked above against the naive loop)."""
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform, validate
+
+    p = _p(prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_base_ms=12.0, decode_ms_per_seq=0.15,
+           max_num_seqs=256, kv_budget_tokens=budget)
+    rng = np.random.default_rng(seed)
+    rates = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+    arr, step, load = [], [], []
+    for k, r in enumerate(rates):
+        m = rng.poisson(r * 120)
+        arr.append(np.sort(rng.uniform(k * 120, (k + 1) * 120, m)))
+        step.append(np.full(m, k))
+        load.append(np.full(m, r))
+    a = np.concatenate(arr)
+    inp = np.clip(np.rint(np.exp(rng.normal(math.log(1500), 0.5, a.size))), 200, 6000).astype(np.int64)
+    out = np.clip(np.rint(np.exp(rng.normal(math.log(200), 0.6, a.size))), 8, 1000).astype(np.int64)
+    res = simulate(p, a, inp, out)
+    df = pl.DataFrame({
+        "request_id": [f"r{i}" for i in range(a.size)], "start_s": a, "end_s": res["end_s"],
+        "ttft_ms": (res["first_token_s"] - a) * 1000.0, "latency_ms": (res["end_s"] - a) * 1000.0,
+        "input_tokens": inp, "output_tokens": out, "cached_tokens": np.zeros(a.size, dtype=np.int64),
+        "status": ["ok"] * a.size, "run_id": "paged", "step": np.concatenate(step),
+        "offered_load": np.concatenate(load), "offered_load_unit": "rps",
+    })
+    prov = Provenance(source="SIMULATED paged server", format="test", tool="tests.twin.test_paged", sha256="0" * 64,
+                      time_origin="relative")
+    return RequestTrace(frame=validate(conform(df), prov), provenance=prov), res
+
+
+def test_calibration_identifies_paged_kv_and_its_budget():
+    from bearing_lib.twin import calibrate
+
+    trace, res = _paged_test(60_000)
+    assert int(res["preemptions"]) > 50  # the test ran into the budget
+    tw = calibrate(trace, n_boot=0)
+    assert tw.kv_policy == "paged", tw.kv_policy_note
+    kv = tw.param("kv_budget_tokens")
+    assert kv.value == pytest.approx(60_000, rel=0.05)
+    assert tw.param("decode_base_ms").value == pytest.approx(12.0, rel=0.05)
+    # preempted requests carry their wait in their time per token; the median holds most of it off, not all
+    assert tw.param("decode_ms_per_seq").value == pytest.approx(0.15, rel=0.25)
+    from bearing_lib.twin import validate
+
+    v = validate(tw, trace, "p99(ttft) <= 2s")
+    assert v.trusted, v.reasons
+
+
+def test_reserve_server_keeps_reserve(oracle_kv_starved=("kv_starved", "rag")):
+    from bearing_lib.twin import calibrate
+    from tests.twin.conftest import oracle_trace
+
+    tw = calibrate(oracle_trace(*oracle_kv_starved), n_boot=0)
+    assert tw.kv_policy == "reserve", tw.kv_policy_note
+    assert tw.param("kv_budget_tokens").value == pytest.approx(100_000, rel=0.03)
+
+
+def test_known_engine_settings_are_used_and_checked():
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.twin import calibrate
+    from tests.twin.conftest import oracle_trace
+
+    tr = oracle_trace("small", "chat")
+    tw = calibrate(tr, n_boot=0, known={"kv_budget_tokens": 150_000, "kv_policy": "reserve"})
+    kv = tw.param("kv_budget_tokens")
+    assert kv.identified and kv.value == 150_000 and kv.note.startswith("given")
+    assert tw.given == {"kv_budget_tokens": 150_000, "kv_policy": "reserve"}
+    with pytest.raises(ParameterError, match="ran"):  # 64 ran at once in that test
+        calibrate(tr, n_boot=0, known={"max_num_seqs": 16})
+    with pytest.raises(ParameterError, match="unknown engine setting"):
+        calibrate(tr, n_boot=0, known={"gpu": 1})
