@@ -634,3 +634,4 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
         seq_len=Unavailable("the source gives rates, not requests with token counts"),
     )
 
+

@@ -1,0 +1,240 @@
+"""The profile JSON at the edge: :class:`ProfileDocument`, validated once (pydantic, every problem together).
+
+``docs/interfaces.md`` §5. What a reader downstream of ``bearing profile`` needs from the
+document (the capacity plan: target, shares, the rate series, bursts, sequence lengths; the
+report: the clock and the source) is typed here; the descriptive parts are kept as written.
+The plan's own view of a profile is :class:`bearing_lib.plan.capacity_plan.ProfileInput`,
+built from this document or straight from a :class:`~bearing_lib.traffic.profile.TrafficProfile`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from pydantic import Discriminator, Field, Tag
+
+_Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+_Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+PROFILE_SCHEMA = "bearing.profile/1"
+"""Version tag of the profile JSON (``schema`` key). Files without it (written before the tag) read the same."""
+
+
+@dataclass
+class MinuteSeriesDoc:
+    """``per_minute.series`` as columns: requests per minute and, optionally, each minute's start (s)."""
+
+    requests: list[_Count]
+    minute_start_s: list[float | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.minute_start_s is not None and len(self.minute_start_s) != len(self.requests):
+            raise ValueError(f"'minute_start_s' has {len(self.minute_start_s)} values but 'requests' has "
+                             f"{len(self.requests)}")
+
+
+@dataclass
+class MinuteRowDoc:
+    """One row of ``per_minute.series`` in the row form ``[{"minute_start_s", "requests"}, ...]``."""
+
+    requests: _Count
+    minute_start_s: float | None = None
+
+
+@dataclass
+class WindowSeriesDoc:
+    """``per_window.series``: requests per ``bin_s`` window and each window's start (s)."""
+
+    bin_s: _Positive
+    requests: list[_Count]
+    window_start_s: list[float | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.window_start_s is not None and len(self.window_start_s) != len(self.requests):
+            raise ValueError(f"'window_start_s' has {len(self.window_start_s)} values but 'requests' has "
+                             f"{len(self.requests)}")
+
+
+_MinuteSeries = Annotated[
+    Annotated[MinuteSeriesDoc, Tag("columns")] | Annotated[list[MinuteRowDoc], Tag("rows")],
+    Discriminator(lambda v: "rows" if isinstance(v, list) else "columns"),
+]
+
+
+@dataclass
+class RateBlockDoc:
+    """``per_minute`` / ``per_window``: the rate distribution (requests per bin) and, optionally, its series.
+
+    Only what the plan reads is typed; the block's other keys (``rps``, ``tokens``, ``note``,
+    ...) are accepted as written and not checked here.
+    """
+
+    available: bool = True
+    reason: str | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+    p50_ci95: list[float] | None = None
+    p95_ci95: list[float] | None = None
+    p99_ci95: list[float] | None = None
+    max_ci95: list[float] | None = None
+
+
+@dataclass
+class MinuteBlockDoc(RateBlockDoc):
+    series: _MinuteSeries | None = None
+
+
+@dataclass
+class WindowBlockDoc(RateBlockDoc):
+    series: WindowSeriesDoc | None = None
+
+
+@dataclass
+class TargetDoc:
+    """The target load: ``rps`` (or ``target_rps``) with ``ci95`` (or ``target_ci95``), the quantile and growth."""
+
+    available: bool = True
+    reason: str | None = None
+    rps: float | None = None
+    target_rps: float | None = None
+    ci95: list[float | None] | None = None
+    target_ci95: list[float | None] | None = None
+    quantile: float | None = None
+    growth: float | None = None
+    statement: str | None = None
+    basis: str | None = None
+
+
+@dataclass
+class TargetsDoc(TargetDoc):
+    """``targets``: ``targets.target`` (what ``bearing profile`` writes) or the flat form (``targets.rps``)."""
+
+    target: TargetDoc | None = None
+
+
+@dataclass
+class EpisodeDoc:
+    peak_rps: float | None = None
+
+
+@dataclass
+class BurstsDoc:
+    available: bool = True
+    reason: str | None = None
+    episodes: list[EpisodeDoc] = field(default_factory=list)
+    count: int | None = None
+    per_month: float | None = None
+    per_month_note: str | None = None
+    max_duration_s: float | None = None
+    rule: str | None = None
+
+
+@dataclass
+class SeqLenDoc:
+    """``seq_len``: input + output tokens per request (n, mean, P50, P99, max), or why there is none."""
+
+    available: bool = True
+    reason: str | None = None
+    n: int | None = None
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass
+class MixShareDoc:
+    mix: str | None = None
+    share: float | None = None
+    n_requests: int | None = None
+
+
+@dataclass
+class UnavailableDoc:
+    """A section the data could not support: ``{"available": false, "reason": ...}``."""
+
+    available: bool = False
+    reason: str | None = None
+
+
+_MixShares = Annotated[
+    Annotated[list[MixShareDoc], Tag("list")] | Annotated[UnavailableDoc, Tag("unavailable")],
+    Discriminator(lambda v: "list" if isinstance(v, list) else "unavailable"),
+]
+
+
+@dataclass
+class ProfileDocument:
+    """The profile JSON (``docs/interfaces.md`` §5) as far as a reader downstream needs it typed.
+
+    Typed: ``targets``, ``per_minute`` / ``per_window`` statistics and series, ``bursts``,
+    ``seq_len``, ``mix_shares``, ``span_s``, ``clock``, ``source``. The heavier descriptive
+    parts (``slots``, ``decomposition``, ``per_second``, ``dispersion``,
+    ``mix_shares_per_hour``, ``slo_budget``, ...) are kept as written (``extra``): this
+    model is looser there on purpose, they are read by people, not by the plan.
+    Every section is optional (an older or hand-written profile may carry only a target).
+    """
+
+    schema: str | None = None
+    bearing_version: str | None = None
+    source: dict[str, Any] | str | None = None
+    span_s: float | None = None
+    clock: str | None = None
+    targets: TargetsDoc | None = None
+    per_minute: MinuteBlockDoc | None = None
+    per_window: WindowBlockDoc | None = None
+    bursts: BurstsDoc | None = None
+    seq_len: SeqLenDoc | None = None
+    mix_shares: _MixShares | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, doc: Any, *, source: str = "profile JSON") -> ProfileDocument:
+        """Validate a profile JSON document once (every problem together, with its path); the input is not
+        modified. Alternative shapes accepted here only: ``tokens.seq_len`` for ``seq_len``; an empty
+        ``bursts`` object for none."""
+        from bearing_lib.common.errors import SchemaError
+        from bearing_lib.common.schema import parse
+
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{source}: expected a JSON object, found {type(doc).__name__}")
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        d: dict[str, Any] = {k: v for k, v in doc.items() if k in known}
+        if not d.get("seq_len") and isinstance(doc.get("tokens"), dict) and doc["tokens"].get("seq_len"):
+            d["seq_len"] = doc["tokens"]["seq_len"]
+        for k in ("bursts", "targets", "per_minute", "per_window", "seq_len", "mix_shares"):
+            if k in d and not d[k]:
+                d[k] = None  # an empty section says nothing
+        d["extra"] = {k: v for k, v in doc.items() if k not in known}
+        if d.get("schema") not in (None, PROFILE_SCHEMA):
+            raise SchemaError(f"{source}: schema {d['schema']!r} is not {PROFILE_SCHEMA!r}", field="schema")
+        return parse(cls, d, what=source)
+
+
+def profile_schema_document() -> dict[str, Any]:
+    """The JSON Schema of the profile JSON (``bearing schema profile``); looser for the descriptive parts."""
+    from bearing_lib.common.schema import json_schema
+
+    return json_schema(ProfileDocument, title="bearing profile JSON", schema_id=PROFILE_SCHEMA)
+
+
+__all__ = [
+    "PROFILE_SCHEMA",
+    "BurstsDoc",
+    "MinuteBlockDoc",
+    "MinuteRowDoc",
+    "MinuteSeriesDoc",
+    "MixShareDoc",
+    "ProfileDocument",
+    "SeqLenDoc",
+    "TargetDoc",
+    "TargetsDoc",
+    "UnavailableDoc",
+    "WindowBlockDoc",
+    "WindowSeriesDoc",
+    "profile_schema_document",
+]
