@@ -30,7 +30,7 @@ import html
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BadValueError, InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.common.estimate import Estimate
@@ -58,6 +58,9 @@ from bearing_lib.plan.memory import (
     sequence_length_stats,
 )
 from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
+
+if TYPE_CHECKING:
+    from bearing_lib.plan.document import PlanDocument
 
 
 def unavailable(reason: str) -> dict[str, object]:
@@ -744,9 +747,11 @@ class CapacityPlan:
     # ----------------------------------------------------------------- output
     def to_dict(self) -> dict[str, object]:
         from bearing_lib.common.version import __version__
+        from bearing_lib.plan.document import SCHEMA
 
         f = self.fos.to_dict()
         return {
+            "schema": SCHEMA,
             "bearing_version": __version__,
             "sources": self.sources,
             "tier": self.tier.to_dict(),
@@ -774,6 +779,13 @@ class CapacityPlan:
             "scorecards": self.scorecards.to_dict() if self.scorecards else unavailable("not computed"),
             "notes": self.notes,
         }
+
+    def document(self) -> PlanDocument:
+        """The plan as its typed JSON document (:class:`~bearing_lib.plan.document.PlanDocument`, ``bearing.plan/1``):
+        what readers downstream of the plan (the report, the exports) read."""
+        from bearing_lib.plan.document import PlanDocument
+
+        return PlanDocument.from_dict(self.to_dict(), source="capacity plan")
 
     def summary_lines(self) -> list[str]:
         """A short text summary (the CLI prints it)."""

@@ -14,11 +14,14 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
 
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.traffic.profile import PROFILE_SCHEMA
+
+UnavailableDoc = NotAvailable
+"""A section the data could not support (``{"available": false, "reason": ...}``)."""
+
 _Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-PROFILE_SCHEMA = "bearing.profile/1"
-"""Version tag of the profile JSON (``schema`` key). Files without it (written before the tag) read the same."""
 
 
 @dataclass
@@ -57,8 +60,8 @@ class WindowSeriesDoc:
 
 
 _MinuteSeries = Annotated[
-    Annotated[MinuteSeriesDoc, Tag("columns")] | Annotated[list[MinuteRowDoc], Tag("rows")],
-    Discriminator(lambda v: "rows" if isinstance(v, list) else "columns"),
+    Annotated[MinuteSeriesDoc, Tag("~columns")] | Annotated[list[MinuteRowDoc], Tag("~rows")],
+    Discriminator(lambda v: "~rows" if isinstance(v, list) else "~columns"),
 ]
 
 
@@ -153,17 +156,9 @@ class MixShareDoc:
     n_requests: int | None = None
 
 
-@dataclass
-class UnavailableDoc:
-    """A section the data could not support: ``{"available": false, "reason": ...}``."""
-
-    available: bool = False
-    reason: str | None = None
-
-
 _MixShares = Annotated[
-    Annotated[list[MixShareDoc], Tag("list")] | Annotated[UnavailableDoc, Tag("unavailable")],
-    Discriminator(lambda v: "list" if isinstance(v, list) else "unavailable"),
+    Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
+    Discriminator(lambda v: "~list" if isinstance(v, list) else "~unavailable"),
 ]
 
 
@@ -174,8 +169,9 @@ class ProfileDocument:
     Typed: ``targets``, ``per_minute`` / ``per_window`` statistics and series, ``bursts``,
     ``seq_len``, ``mix_shares``, ``span_s``, ``clock``, ``source``. The heavier descriptive
     parts (``slots``, ``decomposition``, ``per_second``, ``dispersion``,
-    ``mix_shares_per_hour``, ``slo_budget``, ...) are kept as written (``extra``): this
-    model is looser there on purpose, they are read by people, not by the plan.
+    ``mix_shares_per_hour``, ``slo_budget``, ...) are accepted as written and not typed
+    here: this model is looser there on purpose (they are read by people, in the report's
+    production section, not by the plan), and so is a block's own untyped keys.
     Every section is optional (an older or hand-written profile may carry only a target).
     """
 
@@ -190,7 +186,6 @@ class ProfileDocument:
     bursts: BurstsDoc | None = None
     seq_len: SeqLenDoc | None = None
     mix_shares: _MixShares | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, doc: Any, *, source: str = "profile JSON") -> ProfileDocument:
@@ -202,14 +197,13 @@ class ProfileDocument:
 
         if not isinstance(doc, dict):
             raise SchemaError(f"{source}: expected a JSON object, found {type(doc).__name__}")
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        known = set(cls.__dataclass_fields__)
         d: dict[str, Any] = {k: v for k, v in doc.items() if k in known}
         if not d.get("seq_len") and isinstance(doc.get("tokens"), dict) and doc["tokens"].get("seq_len"):
             d["seq_len"] = doc["tokens"]["seq_len"]
         for k in ("bursts", "targets", "per_minute", "per_window", "seq_len", "mix_shares"):
             if k in d and not d[k]:
                 d[k] = None  # an empty section says nothing
-        d["extra"] = {k: v for k, v in doc.items() if k not in known}
         if d.get("schema") not in (None, PROFILE_SCHEMA):
             raise SchemaError(f"{source}: schema {d['schema']!r} is not {PROFILE_SCHEMA!r}", field="schema")
         return parse(cls, d, what=source)

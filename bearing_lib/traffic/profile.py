@@ -49,6 +49,9 @@ from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
+PROFILE_SCHEMA = "bearing.profile/1"
+"""Version tag of the profile JSON (``schema``); read back by :class:`bearing_lib.traffic.document.ProfileDocument`."""
+
 __all__ = [
     "MixShares",
     "TrafficProfile",
@@ -309,6 +312,7 @@ class TrafficProfile:
         else:
             mixes, mixes_hour, spec = self.mixes.to_dict(), self.mixes.to_dict(), None
         out = {
+            "schema": PROFILE_SCHEMA,
             "bearing_version": __version__,
             "quantile_method": QUANTILE_METHOD,
             "source": self.source,
