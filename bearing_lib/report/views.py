@@ -22,6 +22,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bearing_lib.common.files import jsonable
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, ScorecardsDoc, TargetDoc
 from bearing_lib.report.model import as_float
 
 
@@ -495,19 +498,26 @@ def _cell(v: Any, key: str = "", relative: bool = False) -> str:
 
 
 # --------------------------------------------------------------------------- FOS and CBU
+# These views read the typed plan document (bearing_lib.plan.document): a section is its
+# dataclass or NotAvailable with the reason.
 
 
-def target_row(t: dict[str, Any]) -> Row:
+def _gone(x: Any) -> str | None:
+    """The reason of a section that is not available (``NotAvailable``), else None."""
+    return str(x.reason or "no reason given") if isinstance(x, NotAvailable) else None
+
+
+def target_row(t: TargetDoc) -> Row:
     """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``."""
     bits = []
-    if t.get("quantile") is not None:
-        bits.append(f"{quantile_name(t.get('quantile'))} of the per-minute rate × growth {num(t.get('growth'), 1)}")
-    if _ci(t.get("ci95")):
-        bits.append(_ci(t.get("ci95")))
+    if t.quantile is not None:
+        bits.append(f"{quantile_name(t.quantile)} of the per-minute rate × growth {num(t.growth, 1)}")
+    if _ci(t.ci95):
+        bits.append(_ci(t.ci95))
     note = "; ".join(bits)
-    if t.get("basis"):
-        note = f"{note}. {t['basis']}" if note else str(t["basis"])
-    return Row("Target load", rps_and_min(t.get("rps")), note)
+    if t.basis:
+        note = f"{note}. {t.basis}" if note else str(t.basis)
+    return Row("Target load", rps_and_min(t.rps), note)
 
 
 def cbu_minute(m: Any, relative: bool) -> str:
@@ -524,205 +534,164 @@ def cbu_minute(m: Any, relative: bool) -> str:
     return moment(f, relative)
 
 
-def cbu_view(cbu: Any, relative: bool = False) -> Group:
+def cbu_view(cbu: CbuDoc | NotAvailable | None, relative: bool = False) -> Group:
     """CBU: the threshold, how many minutes exceed it, the worst minute; the minutes folded."""
     g = Group("CBU (throughput / allowable capacity, per minute)")
-    c = _d(cbu)
-    if _na(c) or not c:
-        g.unavailable.append(f"CBU not available: {_na(c) or 'not computed'}")
+    if not isinstance(cbu, CbuDoc):
+        g.unavailable.append(f"CBU not available: {_gone(cbu) or 'not computed'}")
         return g
-    n = c.get("n_minutes")
-    thr = c.get("threshold")
-    g.rows.append(Row(f"Minutes above {num(thr)}", f"{num(c.get('n_above'))} of {num(n)}",
-                      f"{num(c.get('n_above_1'))} above 1.0 (over the allowable capacity)"
-                      if c.get("n_above_1") is not None else "", status=None))
-    g.rows.append(Row("Highest CBU", num(c.get("max")), f"P95 {num(c.get('p95'))}"))
-    if c.get("allowable_rps") is not None:
-        g.rows.append(Row("Allowable capacity (the CBU denominator)", rps_and_min(c["allowable_rps"])))
-    if c.get("definition"):
-        g.notes.append(str(c["definition"]) + f"; above {num(thr)} → scale out or limit early")
-    mins = [_d(m) for m in c.get("minutes_above") or []]
-    if mins:
-        title = f"{len(mins)} minute(s) above {num(thr)}"
-        if c.get("minutes_above_truncated"):
+    c = cbu
+    thr = c.threshold
+    g.rows.append(Row(f"Minutes above {num(thr)}", f"{num(c.n_above)} of {num(c.n_minutes)}",
+                      f"{num(c.n_above_1)} above 1.0 (over the allowable capacity)", status=None))
+    g.rows.append(Row("Highest CBU", num(c.max), f"P95 {num(c.p95)}"))
+    g.rows.append(Row("Allowable capacity (the CBU denominator)", rps_and_min(c.allowable_rps)))
+    if c.definition:
+        g.notes.append(f"{c.definition}; above {num(thr)} → scale out or limit early")
+    if c.minutes_above:
+        title = f"{len(c.minutes_above)} minute(s) above {num(thr)}"
+        if c.minutes_above_truncated:
             title += " (list truncated)"
         g.tables.append(Table(title, ["minute from the trace start" if relative else "minute (UTC)", "requests",
                                       "req/s", "CBU"],
-                              [[cbu_minute(m.get("minute"), relative), num(m.get("requests")),
-                                num(_f(m.get("requests")) / 60 if _f(m.get("requests")) is not None else None),
-                                num(m.get("cbu"))] for m in mins], collapsed=True))
+                              [[cbu_minute(m.minute, relative), num(m.requests), num(m.requests / 60), num(m.cbu)]
+                               for m in c.minutes_above], collapsed=True))
     return g
 
 
 # --------------------------------------------------------------------------- plan
 
 
-def instances_view(inst: Any) -> Group:
+def instances_view(inst: InstancesDoc | NotAvailable | None) -> Group:
     g = Group("Instances")
-    i = _d(inst)
-    if _na(i) or not i:
-        g.unavailable.append(f"instance count not available: {_na(i) or 'not in the plan'}")
+    if not isinstance(inst, InstancesDoc):
+        g.unavailable.append(f"instance count not available: {_gone(inst) or 'not in the plan'}")
         return g
-    total, base, buf = i.get("total"), i.get("base"), i.get("buffer")
-    g.rows.append(Row("Instances", f"{num(total)} ({num(base)} + {num(buf)} buffer)", str(i.get("reason") or "")))
-    g.rows.append(Row("Per-instance limit", f"Q_ult {num(i.get('per_instance_q_ult_rps'))} req/s; allowable "
-                                            f"{num(i.get('per_instance_allowable_rps'))} req/s",
-                      f"allowable = Q_ult / target FOS {num(i.get('target_fos'))}"))
-    if i.get("target_rps") is not None:
-        g.rows.append(Row("Target load", rps_and_min(i["target_rps"])))
-    if i.get("tested_instances") is not None:
-        g.rows.append(Row("Instances in the load test", num(i["tested_instances"]),
-                          str(i.get("tested_instances_basis") or "")))
-    bp = _d(i.get("buffer_plan"))
-    if bp:
-        g.rows.append(Row("Buffer", f"{bp.get('mode')}, {num(bp.get('instances'))} instance(s)",
-                          str(bp.get("reason") or "")))
-    bu = _d(i.get("burst"))
-    if bu:
-        per = f"{num(bu.get('per_month'))} a month" if bu.get("per_month") is not None else "frequency unknown"
-        dur = f", {num(bu.get('duration_min'))} min each" if bu.get("duration_min") is not None else ""
-        g.rows.append(Row("Burst model", f"{num(bu.get('multiplier'))} × the target; {per}{dur}",
-                          str(bu.get("source") or "")))
-    if i.get("buffer_basis"):
-        g.notes.append(f"Buffer basis: {i['buffer_basis']}")
-    sc = i.get("safe_concurrency")
-    if isinstance(sc, dict):
-        if _na(sc) or _f(sc.get("value")) is None:
-            g.unavailable.append(f"safe concurrency not available: {_na(sc) or sc.get('reason') or 'not estimable'}")
+    i = inst
+    g.rows.append(Row("Instances", f"{num(i.total)} ({num(i.base)} + {num(i.buffer)} buffer)", i.reason))
+    g.rows.append(Row("Per-instance limit", f"Q_ult {num(i.per_instance_q_ult_rps)} req/s; allowable "
+                                            f"{num(i.per_instance_allowable_rps)} req/s",
+                      f"allowable = Q_ult / target FOS {num(i.target_fos)}"))
+    g.rows.append(Row("Target load", rps_and_min(i.target_rps)))
+    g.rows.append(Row("Instances in the load test", num(i.tested_instances), i.tested_instances_basis))
+    bp = i.buffer_plan
+    if bp is not None:
+        g.rows.append(Row("Buffer", f"{bp.mode}, {num(bp.instances)} instance(s)", bp.reason))
+    bu = i.burst
+    if bu is not None:
+        per = f"{num(bu.per_month)} a month" if bu.per_month is not None else "frequency unknown"
+        dur = f", {num(bu.duration_min)} min each" if bu.duration_min is not None else ""
+        g.rows.append(Row("Burst model", f"{num(bu.multiplier)} × the target; {per}{dur}", bu.source))
+    if i.buffer_basis:
+        g.notes.append(f"Buffer basis: {i.buffer_basis}")
+    sc = i.safe_concurrency
+    if sc is not None:
+        if _f(sc.value) is None:
+            g.unavailable.append("safe concurrency not available: not estimable")
         else:
-            g.rows.append(Row("Max safe concurrency", num(sc.get("value"), 1),
-                              "; ".join(s for s in (_ci(sc.get("ci95")), str(sc.get("statement") or
-                                                                            sc.get("method") or "")) if s)))
+            g.rows.append(Row("Max safe concurrency", num(sc.value, 1), sc.statement))
     return g
 
 
-def elasticity_view(el: Any) -> Group:
+def elasticity_view(el: ElasticityDoc | NotAvailable | None) -> Group:
     g = Group("Elasticity (replay of the production minutes)")
-    e = _d(el)
-    if _na(e) or not e:
-        g.unavailable.append(f"elasticity replay not available: {_na(e) or 'not in the plan'}")
+    if not isinstance(el, ElasticityDoc):
+        g.unavailable.append(f"elasticity replay not available: {_gone(el) or 'not in the plan'}")
         return g
-    g.rows.append(Row("Recommendation", f"{e.get('recommendation')}"
-                                        + (f" (buffer {num(e.get('buffer'))})" if e.get("buffer") else ""),
-                      str(e.get("reason") or "")))
-    g.rows.append(Row("Instances", f"{num(e.get('initial_instances'))} at the start → {num(e.get('max_instances'))} "
-                                   "at most", f"{num(e.get('per_instance_rps'))} req/s per instance (Q_ult)"))
-    g.rows.append(Row("Scaling events", f"{num(e.get('n_scale_up'))} up, {num(e.get('n_scale_down'))} down"))
-    g.rows.append(Row("Minutes over ready capacity", f"{num(e.get('n_over_capacity'))} of {num(e.get('n_minutes'))}"))
-    g.rows.append(Row("Cold start / cool-down",
-                      f"{duration(e.get('cold_start_s'))} / {duration(e.get('cool_down_s'))}"))
-    st = _d(e.get("settings"))
-    if st:
+    e = el
+    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (buffer {num(e.buffer)})" if e.buffer else ""),
+                      e.reason))
+    g.rows.append(Row("Instances", f"{num(e.initial_instances)} at the start → {num(e.max_instances)} at most",
+                      f"{num(e.per_instance_rps)} req/s per instance (Q_ult)"))
+    g.rows.append(Row("Scaling events", f"{num(e.n_scale_up)} up, {num(e.n_scale_down)} down"))
+    g.rows.append(Row("Minutes over ready capacity", f"{num(e.n_over_capacity)} of {num(e.n_minutes)}"))
+    g.rows.append(Row("Cold start / cool-down", f"{duration(e.cold_start_s)} / {duration(e.cool_down_s)}"))
+    st = e.settings
+    if st.scale_up_threshold is not None:
         g.notes.append(
-            f"Rules: scale up above load ratio {num(st.get('scale_up_threshold'))}, down below "
-            f"{num(st.get('scale_down_threshold'))}, to a ratio of {num(st.get('target_ratio'))}; at least "
-            f"{num(st.get('min_instances'))} instance(s)"
-            + (f"; latency budget {duration(st.get('latency_budget_s'))}" if st.get("latency_budget_s") else "")
-            + (f"; {st['credit']}" if st.get("credit") else ""))
-    ev = [_d(x) for x in e.get("events") or []]
-    if ev:
-        g.tables.append(Table(f"{len(ev)} scaling event(s)",
+            f"Rules: scale up above load ratio {num(st.scale_up_threshold)}, down below "
+            f"{num(st.scale_down_threshold)}, to a ratio of {num(st.target_ratio)}; at least "
+            f"{num(st.min_instances)} instance(s)"
+            + (f"; latency budget {duration(st.latency_budget_s)}" if st.latency_budget_s else "")
+            + (f"; {st.credit}" if st.credit else ""))
+    if e.events:
+        g.tables.append(Table(f"{len(e.events)} scaling event(s)",
                               ["after minute", "action", "count", "instances after", "ready from minute", "reason"],
-                              [[num(x.get("after_minute")), str(x.get("action", "")).replace("_", " "),
-                                num(x.get("count")), num(x.get("instances_after")), num(x.get("ready_from_minute")),
-                                str(x.get("reason") or "")] for x in ev], collapsed=True))
-    oc = e.get("over_capacity_minutes") or []
-    if oc:
-        rows = [[_cell(v, k) for k, v in _d(x).items()] if isinstance(x, dict) else [num(x)] for x in oc]
-        cols = list(_d(oc[0]).keys()) if isinstance(oc[0], dict) else ["minute"]
-        g.tables.append(Table(f"{len(oc)} minute(s) over ready capacity", [c.replace("_", " ") for c in cols], rows,
-                              collapsed=True))
-    g.notes += _notes(e.get("notes"))
+                              [[num(x.after_minute), x.action.replace("_", " "), num(x.count), num(x.instances_after),
+                                num(x.ready_from_minute), x.reason] for x in e.events], collapsed=True))
+    if e.over_capacity_minutes:
+        g.tables.append(Table(f"{len(e.over_capacity_minutes)} minute(s) over ready capacity", ["minute"],
+                              [[num(x)] for x in e.over_capacity_minutes], collapsed=True))
     return g
 
 
-def memory_view(mem: Any) -> Group:
+def memory_view(mem: MemoryDoc | NotAvailable | None) -> Group:
     g = Group("KV-cache memory (per instance)")
-    m = _d(mem)
-    if _na(m) or not m:
-        g.unavailable.append(f"memory plan not available: {_na(m) or 'not in the plan'}")
+    if not isinstance(mem, MemoryDoc):
+        g.unavailable.append(f"memory plan not available: {_gone(mem) or 'not in the plan'}")
         return g
-    md = _d(m.get("model"))
-    if md:
-        arch = (f"{num(md.get('layers'))} layers, {str(md.get('attention') or '').upper()} "
-                f"{num(md.get('heads'))} heads / {num(md.get('kv_heads'))} KV heads, head dim {num(md.get('head_dim'))}"
-                if md.get("attention") != "mla" else
-                f"{num(md.get('layers'))} layers, MLA latent {num(md.get('kv_lora_rank'))} + RoPE "
-                f"{num(md.get('qk_rope_head_dim'))}")
-        g.rows.append(Row("Model", str(md.get("name")), f"{arch}; weights {md.get('weight_dtype')}, KV "
-                                                        f"{md.get('kv_dtype')}; {md.get('source') or ''}"))
-        wb = _f(md.get("weight_bytes"))
-        g.rows.append(Row("Weights", gib(wb / 1024**3 if wb is not None else None),
-                          f"{num(_f(md.get('params')) / 1e9 if _f(md.get('params')) else None, 1)} B parameters"))
-        kv, seed = _f(md.get("kv_bytes_per_token")), _f(md.get("seed_mha_kv_bytes_per_token"))
-        g.rows.append(Row("KV cache per token", f"{num(kv / 1024 if kv else None, 0)} KiB",
-                          f"the MHA-only formula would say {num(seed / 1024, 0)} KiB" if seed else ""))
-    conc = m.get("concurrency")
-    basis = str(m.get("concurrency_basis") or "")
-    g.rows.append(Row("Planning concurrency", f"{num(conc)} sequences per instance" if conc is not None else "unknown",
-                      basis))
-    pc = _d(m.get("planning_concurrency"))
-    if pc and not pc.get("used"):
-        g.rows.append(Row("Concurrency at Q_ult", f"{num(pc.get('per_instance'), 1)} per instance",
-                          f"{pc.get('statement')}; not used: the concurrency above takes precedence"))
-    gpu = _f(m.get("gpu_mem_gib"))
-    rows = [_d(r) for r in m.get("rows") or []]
-    p99 = next((r for r in rows if r.get("basis") == "p99"), None)
-    if gpu is not None:
-        g.rows.append(Row("GPU memory", f"{num(m.get('gpu_count'))} × {num(gpu, 0)} GiB",
-                          "given by the analyst"))
+    m = mem
+    md = m.model
+    arch = (f"{num(md.layers)} layers, {str(md.attention or '').upper()} {num(md.heads)} heads / "
+            f"{num(md.kv_heads)} KV heads, head dim {num(md.head_dim)}"
+            if md.attention != "mla" else
+            f"{num(md.layers)} layers, MLA latent {num(md.kv_lora_rank)} + RoPE {num(md.qk_rope_head_dim)}")
+    g.rows.append(Row("Model", md.name, f"{arch}; weights {md.weight_dtype}, KV {md.kv_dtype}; {md.source or ''}"))
+    g.rows.append(Row("Weights", gib(md.weight_bytes / 1024**3),
+                      f"{num(md.params / 1e9 if md.params else None, 1)} B parameters"))
+    kv, seed = md.kv_bytes_per_token, md.seed_mha_kv_bytes_per_token
+    g.rows.append(Row("KV cache per token", f"{num(kv / 1024 if kv else None, 0)} KiB",
+                      f"the MHA-only formula would say {num(seed / 1024, 0)} KiB" if seed else ""))
+    g.rows.append(Row("Planning concurrency", f"{num(m.concurrency)} sequences per instance"
+                      if m.concurrency is not None else "unknown", m.concurrency_basis))
+    pc = m.planning_concurrency
+    if pc is not None and not pc.used:
+        g.rows.append(Row("Concurrency at Q_ult", f"{num(pc.per_instance, 1)} per instance",
+                          f"{pc.statement}; not used: the concurrency above takes precedence"))
+    p99 = m.row("p99")
+    if m.gpu_mem_gib is not None:
+        g.rows.append(Row("GPU memory", f"{num(m.gpu_count)} × {num(m.gpu_mem_gib, 0)} GiB", "given by the analyst"))
     else:
-        need = _f(_d(m.get("gpu_memory_needed")).get("gib_per_instance"))
+        need = m.gpu_memory_needed.gib_per_instance if m.gpu_memory_needed is not None else None
         if need is None:
-            need = _f(p99.get("total_gib")) if p99 else None
+            need = p99.total_gib if p99 is not None else None
         g.rows.append(Row("GPU memory", "not given",
                           f"the plan needs ≥ {need:,.1f} GiB per instance at the P99 sequence length"
                           if need is not None else
                           "give the GPU memory (gpu_mem_gib) to judge the fit; the need per instance is unknown "
                           "while the concurrency is"))
-    g.rows.append(Row("Margin", pct(m.get("margin"), 0), str(m.get("formula") or "")))
-    sl = _d(m.get("seq_len"))
-    if sl.get("source"):
-        g.notes.append(f"Sequence lengths from {sl['source']} ({num(sl.get('n'))} requests).")
-    if rows:
+    g.rows.append(Row("Margin", pct(m.margin, 0), m.formula))
+    if m.seq_len.source:
+        g.notes.append(f"Sequence lengths from {m.seq_len.source} ({num(m.seq_len.n)} requests).")
+    if m.rows:
         g.tables.append(Table(
             "Memory per sequence-length basis",
             ["basis", "sequence length (tokens)", "weights", "KV cache", "total with margin",
              "total, MHA-only formula", "headroom", "max concurrency that fits (MHA-only formula)"],
-            [[str(r.get("basis")).upper().replace("MEAN", "mean").replace("MAX", "max"), num(r.get("seq_len"), 0),
-              gib(r.get("weights_gib")), gib(r.get("kv_gib")), gib(r.get("total_gib")),
-              gib(r.get("seed_mha_total_gib")),
-              pct(r.get("headroom")) if r.get("headroom") is not None else "needs the GPU memory",
-              (f"{num(r.get('max_concurrency_that_fits'))} ({num(r.get('seed_mha_max_concurrency_that_fits'))})"
-               if r.get("max_concurrency_that_fits") is not None else "needs the GPU memory")]
-             for r in rows]))
-    vc = m.get("vllm_log_check")
-    if isinstance(vc, dict) and vc:
-        g.notes.append("vLLM log check: " + (str(vc.get("statement")) if vc.get("statement") else
-                                             "; ".join(f"{k}: {_cell(v)}" for k, v in vc.items())))
+            [[r.basis.upper().replace("MEAN", "mean").replace("MAX", "max"), num(r.seq_len, 0),
+              gib(r.weights_gib), gib(r.kv_gib), gib(r.total_gib), gib(r.seed_mha_total_gib),
+              pct(r.headroom) if r.headroom is not None else "needs the GPU memory",
+              (f"{num(r.max_concurrency_that_fits)} ({num(r.seed_mha_max_concurrency_that_fits)})"
+               if r.max_concurrency_that_fits is not None else "needs the GPU memory")]
+             for r in m.rows]))
+    if m.vllm_log_check is not None:
+        g.notes.append(f"vLLM log check: {m.vllm_log_check.statement}")
     return g
 
 
-def scorecard_tables(sc: Any) -> Group:
+def scorecard_tables(sc: ScorecardsDoc | NotAvailable | None) -> Group:
     g = Group("Scorecards")
-    s = _d(sc)
-    if _na(s):
-        g.unavailable.append(f"scorecards not available: {_na(s)}")
+    if not isinstance(sc, ScorecardsDoc):
+        g.unavailable.append(f"scorecards not available: {_gone(sc) or 'not in the plan'}")
         return g
-    card = [_d(x) for x in s.get("scorecard") or []]
-    if card:
+    if sc.scorecard:
         g.tables.append(Table("Scorecard", ["dimension", "status", "value", "why"],
-                              [[str(x.get("dimension", "")), str(x.get("status")), _value(x.get("value")),
-                                str(x.get("reason") or "")] for x in card], status_column=1))
-    chk = [_d(x) for x in s.get("checklist") or []]
-    if chk:
-        g.tables.append(Table("Health checklist", ["metric", "status", "value", "healthy when", "why"],
-                              [[str(x.get("metric", "")), str(x.get("status")), _value(x.get("value")),
-                                str(x.get("healthy_rule") or ""), str(x.get("reason") or "")] for x in chk],
+                              [[x.dimension, x.status, _value(x.value), x.reason] for x in sc.scorecard],
                               status_column=1))
-    for k, v in s.items():
-        if k not in ("scorecard", "checklist", "available") and v not in (None, [], {}):
-            g.notes.append(f"{k.replace('_', ' ')}: {_cell(v)}")
+    if sc.checklist:
+        g.tables.append(Table("Health checklist", ["metric", "status", "value", "healthy when", "why"],
+                              [[x.metric, x.status, _value(x.value), x.healthy_rule, x.reason] for x in sc.checklist],
+                              status_column=1))
     return g
 
 
@@ -841,19 +810,20 @@ def section_views(model: Any) -> dict[str, Any]:
             {k: v for k, v in model.production.data.items() if k not in skip}, g)}
     if model.fos.available:
         f = model.fos.data
-        g = [cbu_view(f.get("cbu"), is_relative(model.production.data if model.production.available else None))]
-        views["fos"] = {"target": target_row(_d(f.get("target"))), "cbu": g[0],
-                        "caveats": leftover_caveats({"cbu": f.get("cbu")}, g)}
+        g = [cbu_view(f["cbu"], is_relative(model.production.data if model.production.available else None))]
+        views["fos"] = {"target": target_row(f["target"]), "cbu": g[0],
+                        "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
     views["window"] = window_line(model.production.data if model.production.available else None,
                                   getattr(model.provenance, "run_time_utc", None))
     if model.plan.available:
         d = model.plan.data
-        g = [instances_view(d.get("instances")), elasticity_view(d.get("elasticity")), memory_view(d.get("memory"))]
-        views["plan"] = {"groups": g, "caveats": leftover_caveats({k: d.get(k) for k in
-                                                                   ("instances", "elasticity", "memory")}, g)}
+        g = [instances_view(d["instances"]), elasticity_view(d["elasticity"]), memory_view(d["memory"])]
+        # the caveats walk is generic (every unavailable reason, note and *_note of the section's JSON form)
+        views["plan"] = {"groups": g, "caveats": leftover_caveats(jsonable({k: d[k] for k in
+                                                                           ("instances", "elasticity", "memory")}), g)}
     if model.scorecards.available:
-        g = [scorecard_tables(model.scorecards.data.get("scorecards"))]
-        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(model.scorecards.data, g)}
+        g = [scorecard_tables(model.scorecards.data["scorecards"])]
+        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(jsonable(model.scorecards.data), g)}
     return views
 
 
