@@ -575,7 +575,10 @@ class CapacityPlan:
             lim.tested_instances = tested_instances
             lim.tested_instances_basis = "given (--tested-instances, or the parameter tested_instances)"
         notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
-        if prof.series_note:
+        # where the series note goes among the notes is as before the typed hop: first for a TrafficProfile,
+        # after the mix-share note for a profile JSON
+        from_json = isinstance(profile, dict)
+        if prof.series_note and not from_json:
             notes.append(prof.series_note)
         if not lim.limits:
             raise InsufficientDataError(f"{limits_source}: no mix has a usable limit ({'; '.join(notes) or 'empty'})")
@@ -599,6 +602,8 @@ class CapacityPlan:
 
         # CBU ------------------------------------------------------------
         series = (prof.series, prof.series_labels) if prof.series is not None and prof.series_labels else None
+        if series is not None and prof.series_note and from_json:
+            plan.notes.append(prof.series_note)
         if series is None and trace is not None:
             series = _series_from_trace(trace)
         g = tgt.growth
