@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError
@@ -27,6 +27,7 @@ from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
 from bearing_lib.plan.document import ElasticityDoc, InstancesDoc, PlanDocument
+from bearing_lib.traffic.document import ProfileDocument
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
 VERDICTS = ("green", "yellow", "red")
@@ -208,6 +209,9 @@ class ReportModel:
     """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
     predicted: Section = field(default_factory=lambda: Section(False, "the digital twin was not run"))
     """The twin's prediction for the production mix (``data["section"]``: :class:`Predicted`)."""
+    profile_doc: ProfileDocument | None = field(default=None, repr=False, compare=False)
+    """The production profile as its typed document (what the views read); not part of ``summary.json``,
+    whose ``production`` section keeps the profile JSON as given."""
 
     @property
     def verdict(self) -> str:
@@ -215,7 +219,8 @@ class ReportModel:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready twin of the HTML (``summary.json``)."""
-        d = asdict(self)
+        d = asdict(replace(self, profile_doc=None))
+        d.pop("profile_doc")
         d = {"schema": SUMMARY_SCHEMA, "verdict": self.verdict, **d}
         # Compact forms other reports read back for "what changed".
         d["limits"] = {
@@ -651,7 +656,7 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
 
 
-def _identity(limits: LimitsResult | None, plan: PlanDocument | None, profile: dict[str, Any] | None) -> dict:
+def _identity(limits: LimitsResult | None, plan: PlanDocument | None, profile: ProfileDocument | None) -> dict:
     """What must match for two reports to be compared: the service and the question asked of it."""
     ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
     if limits is not None:
@@ -661,8 +666,8 @@ def _identity(limits: LimitsResult | None, plan: PlanDocument | None, profile: d
         ident["load_test_tools"] = ", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None
     if plan is not None:
         ident["tier"] = plan.tier.name
-    if profile is not None and isinstance(profile.get("source"), dict):
-        ident["production_format"] = _str(profile["source"].get("format"))
+    if profile is not None:
+        ident["production_format"] = profile.source_format
     return ident
 
 
@@ -733,7 +738,7 @@ def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
     return Change(item, p, c, delta, pct, sig, note)
 
 
-def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
+def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
            findings: list[dict[str, Any]] | None) -> list[Flag]:
     out: list[Flag] = []
     for f in findings or []:
@@ -760,10 +765,10 @@ def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
                 out.append(Flag(f"limits · {name}", "warning", f"censored_{m.q_ult.censored}",
                                 m.q_ult.statement or m.q_ult.censored))
     if profile is not None:
-        for key in ("per_second", "slots", "decomposition", "slo_budget"):
-            v = profile.get(key)
-            if isinstance(v, dict) and v.get("available") is False:
-                out.append(Flag("profile", "info", f"{key}_not_available", str(v.get("reason"))))
+        for key, v in (("per_second", profile.per_second), ("slots", profile.slots),
+                       ("decomposition", profile.decomposition), ("slo_budget", profile.slo_budget)):
+            if v is not None and not v.available:
+                out.append(Flag("profile", "info", f"{key}_not_available", str(v.reason)))
     return out
 
 
@@ -832,11 +837,13 @@ def build_report(
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
+    # the profile JSON validated once here; the production section keeps the JSON, the views read the document
+    prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
     pl_, plan_reason = _plan_arg(plan)
     mixes = _mixes(lim, lim_reason, pl_, plan_run)
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
-    identity = _identity(lim, pl_, prof)
+    identity = _identity(lim, pl_, prof_doc)
     return ReportModel(
         name=name,
         title=title,
@@ -850,10 +857,11 @@ def build_report(
         plan=_plan(pl_, plan_reason),
         scorecards=_scorecards(pl_, plan_reason),
         changes=_changes(previous, mixes, fos, identity),
-        flags=_flags(lim, prof, findings),
+        flags=_flags(lim, prof_doc, findings),
         provenance=provenance,
         identity=identity,
         predicted=_predicted(twin),
+        profile_doc=prof_doc,
     )
 
 

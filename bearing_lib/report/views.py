@@ -17,6 +17,7 @@ caveats", so no caveat is lost by the curation (:func:`leftover_caveats`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, ScorecardsDoc, TargetDoc
 from bearing_lib.report.model import as_float
+from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
 
 @dataclass
@@ -220,267 +222,269 @@ def _notes(v: Any) -> list[str]:
 # --------------------------------------------------------------------------- production
 
 
-def production_view(p: dict[str, Any]) -> list[Group]:
+def _off(x: Any) -> str | None:
+    """The reason of a typed profile section that says it is not available, else None."""
+    if x is not None and getattr(x, "available", True) is False:
+        return str(getattr(x, "reason", None) or "no reason given")
+    return None
+
+
+def production_view(p: ProfileDocument) -> list[Group]:
     """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
 
-    A relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
+    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
+    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
     no UTC minutes, no dates, no hour-of-day or weekday slots.
     """
     groups: list[Group] = []
-    rel = is_relative(p)
+    rel = p.relative
 
     # target load ---------------------------------------------------------------
-    t = _d(p.get("targets"))
+    t = p.targets
     g = Group("Target load")
-    tg = _d(t.get("target"))
-    if _na(tg):
-        g.unavailable.append(f"target load not available: {_na(tg)}")
-    elif tg:
-        q = quantile_name(tg.get("quantile"))
-        bin_s = _f(tg.get("bin_s"))
+    tg = t.target if t is not None else None
+    if _off(tg):
+        g.unavailable.append(f"target load not available: {_off(tg)}")
+    elif tg is not None:
+        q = quantile_name(tg.quantile)
+        bin_s = tg.bin_s
         per = "per-minute " if bin_s == 60 else (f"{num(bin_s, 0)} s " if bin_s else "")
-        bits = [f"{q} of the {per}rate × growth {num(tg.get('growth'), 2)}"]
-        if _ci(tg.get("ci95")):
-            bits.append(_ci(tg.get("ci95")))
-        g.rows.append(Row("Target load", rps_and_min(tg.get("rps")), "; ".join(bits)))
-        if tg.get("ci_method"):
-            bins = f" ({num(tg.get('n_bins'))} bins)" if tg.get("n_bins") is not None else ""
-            g.notes.append(f"95% CI of the target: {tg['ci_method']}{bins}")
-        if tg.get("statement"):
-            g.notes.append(str(tg["statement"]))
-    pk = _d(t.get("peak"))
-    if _f(pk.get("rps")) is not None:
-        g.rows.append(Row("Observed peak", rps_and_min(pk["rps"]),
-                          f"the largest {num(pk.get('bin_s'), 0)} s bin" if pk.get("bin_s") else ""))
-    for key, label in (("near_term", "Near-term planning load"), ("mid_term", "Mid-term forecast")):
-        x = _d(t.get(key))
-        if _na(x):
-            g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-        elif _f(x.get("rps")) is not None:
-            note = " × ".join(s for s in (num(x.get("factor")) if x.get("factor") is not None else "",
-                                          str(x.get("basis") or "")) if s)
-            g.rows.append(Row(label, rps_and_min(x["rps"]), note or str(x.get("statement") or "")))
-    g.notes += _notes(t.get("notes"))
+        bits = [f"{q} of the {per}rate × growth {num(tg.growth, 2)}"]
+        if _ci(tg.ci95):
+            bits.append(_ci(tg.ci95))
+        g.rows.append(Row("Target load", rps_and_min(tg.rps), "; ".join(bits)))
+        if tg.ci_method:
+            bins = f" ({num(tg.n_bins)} bins)" if tg.n_bins is not None else ""
+            g.notes.append(f"95% CI of the target: {tg.ci_method}{bins}")
+        if tg.statement:
+            g.notes.append(tg.statement)
+    pk = t.peak if t is not None else None
+    if pk is not None and _f(pk.rps) is not None:
+        g.rows.append(Row("Observed peak", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin"
+                          if pk.bin_s else ""))
+    for x, label in ((t.near_term if t else None, "Near-term planning load"),
+                     (t.mid_term if t else None, "Mid-term forecast")):
+        if _off(x):
+            g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+        elif x is not None and _f(x.rps) is not None:
+            note = " × ".join(s for s in (num(x.factor) if x.factor is not None else "", x.basis or "") if s)
+            g.rows.append(Row(label, rps_and_min(x.rps), note or (x.statement or "")))
+    if t is not None:
+        g.notes += _notes(t.notes)
     groups.append(g)
 
     # per-minute ------------------------------------------------------------------
-    pm = _d(p.get("per_minute"))
+    pm = p.per_minute
     g = Group("Per-minute rate (complete minutes from the trace start)" if rel
               else "Per-minute rate (complete UTC minutes)")
-    if _na(pm):
-        g.unavailable.append(f"per-minute rates not available: {_na(pm)}")
-    elif pm:
-        g.rows.append(Row("Peak minute", per_min_and_s(pm.get("max")),
-                          f"{num(pm.get('peak_to_mean'))} × the mean" if pm.get("peak_to_mean") is not None else ""))
-        for k, label in (("p99", "P99 minute"), ("p95", "P95 minute"), ("p50", "Median minute"),
-                         ("mean", "Mean")):
-            if pm.get(k) is not None:
-                g.rows.append(Row(label, per_min_and_s(pm[k])))
-        if pm.get("n_minutes") is not None:
-            g.rows.append(Row("Minutes counted", num(pm["n_minutes"]),
-                              f"{num(pm.get('n_empty'))} with no request (counted as zero)"
-                              if pm.get("n_empty") is not None else ""))
-        tok = _d(pm.get("tokens"))
-        for k, label in (("input_tokens", "Input tokens per minute"), ("output_tokens", "Output tokens per minute")):
-            x = _d(tok.get(k))
-            if _na(x):
-                g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-            elif x:
-                g.rows.append(Row(label, f"peak {num(x.get('max'))} · P99 {num(x.get('p99'))} · "
-                                         f"mean {num(x.get('mean'))}", str(x.get("unit") or "")))
+    if _off(pm):
+        g.unavailable.append(f"per-minute rates not available: {_off(pm)}")
+    elif pm is not None:
+        g.rows.append(Row("Peak minute", per_min_and_s(pm.max),
+                          f"{num(pm.peak_to_mean)} × the mean" if pm.peak_to_mean is not None else ""))
+        for v, label in ((pm.p99, "P99 minute"), (pm.p95, "P95 minute"), (pm.p50, "Median minute"),
+                         (pm.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, per_min_and_s(v)))
+        if pm.n_minutes is not None:
+            g.rows.append(Row("Minutes counted", num(pm.n_minutes),
+                              f"{num(pm.n_empty)} with no request (counted as zero)" if pm.n_empty is not None else ""))
+        tok = pm.tokens
+        for x, label in ((tok.input_tokens if tok else None, "Input tokens per minute"),
+                         (tok.output_tokens if tok else None, "Output tokens per minute")):
+            if _off(x):
+                g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+            elif x is not None:
+                g.rows.append(Row(label, f"peak {num(x.max)} · P99 {num(x.p99)} · mean {num(x.mean)}", x.unit or ""))
     groups.append(g)
 
     # per-second ------------------------------------------------------------------
-    ps = _d(p.get("per_second"))
+    ps = p.per_second
     g = Group("Per-second rate (bursts inside a minute)")
-    if _na(ps):
-        g.unavailable.append(f"per-second rates not available: {_na(ps)}")
-    elif ps:
-        g.rows.append(Row("Peak second", f"{num(ps.get('max'))} req/s",
-                          f"{num(ps.get('peak_to_mean'))} × the mean" if ps.get("peak_to_mean") is not None else ""))
-        for k, label in (("p99", "P99 second"), ("p95", "P95 second"), ("p50", "Median second"), ("mean", "Mean")):
-            if ps.get(k) is not None:
-                g.rows.append(Row(label, f"{num(ps[k])} req/s"))
-        if ps.get("n_bins") is not None:
-            g.rows.append(Row("Seconds counted", num(ps["n_bins"]),
-                              f"{num(ps.get('n_empty'))} with no request (counted as zero)"
-                              if ps.get("n_empty") is not None else ""))
+    if _off(ps):
+        g.unavailable.append(f"per-second rates not available: {_off(ps)}")
+    elif ps is not None:
+        g.rows.append(Row("Peak second", f"{num(ps.max)} req/s",
+                          f"{num(ps.peak_to_mean)} × the mean" if ps.peak_to_mean is not None else ""))
+        for v, label in ((ps.p99, "P99 second"), (ps.p95, "P95 second"), (ps.p50, "Median second"),
+                         (ps.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, f"{num(v)} req/s"))
+        if ps.n_bins is not None:
+            g.rows.append(Row("Seconds counted", num(ps.n_bins),
+                              f"{num(ps.n_empty)} with no request (counted as zero)" if ps.n_empty is not None else ""))
     groups.append(g)
 
     # per-window (sources with coarse windows only) -------------------------------
-    pw = _d(p.get("per_window"))
-    if pw:
+    pw = p.per_window
+    if pw is not None:
         g = Group("Per-window rate")
-        if _na(pw):
-            g.unavailable.append(f"per-window rates not available: {_na(pw)}")
+        if _off(pw):
+            g.unavailable.append(f"per-window rates not available: {_off(pw)}")
         else:
-            for k, label in (("max", "Peak window"), ("p99", "P99 window"), ("p95", "P95 window"), ("mean", "Mean")):
-                if pw.get(k) is not None:
-                    g.rows.append(Row(label, f"{num(pw[k])} {pw.get('unit') or ''}".strip()))
-            if pw.get("bin_s") is not None:
-                g.rows.append(Row("Window length", duration(pw["bin_s"])))
+            for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
+                             (pw.mean, "Mean")):
+                if v is not None:
+                    g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
+            if pw.bin_s is not None:
+                g.rows.append(Row("Window length", duration(pw.bin_s)))
         groups.append(g)
 
     # daily / weekly and decomposition ----------------------------------------------
     g = Group("Daily / weekly profile and seasonality")
-    sl = _d(p.get("slots"))
-    if rel and sl:
+    sl = p.slots
+    if rel and sl is not None:
         g.unavailable.append("hour-of-day and weekday profiles not shown: the trace has a relative clock (seconds "
                              "from its start), so it has no time of day or weekday")
-    for key, label in (("hour_of_day", "Hour-of-day profile"), ("hour_weekday", "Weekday × hour profile")):
-        x = _d(sl.get(key))
+    for x, label in ((sl.hour_of_day if sl else None, "Hour-of-day profile"),
+                     (sl.hour_weekday if sl else None, "Weekday × hour profile")):
         if rel:
             continue
-        if _na(x):
-            g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-        elif x:
-            pk_, tr_ = _d(x.get("peak")), _d(x.get("trough"))
-            rows = [_d(r) for r in x.get("rows") or [] if _f(_d(r).get("p95_rps")) is not None]
-            if not pk_ and rows:  # older documents: the extreme slots from the rows
-                pk_ = {"slot": _slot(max(rows, key=lambda r: r["p95_rps"])), "p95_rps": max(r["p95_rps"] for r in rows)}
-                tr_ = {"slot": _slot(min(rows, key=lambda r: r["p95_rps"])), "p95_rps": min(r["p95_rps"] for r in rows)}
-            if pk_:
-                ratio = (f"peak/trough {num(x.get('peak_to_trough'))}; " if x.get("peak_to_trough") is not None
-                         else "")
-                g.rows.append(Row(label, f"peak {pk_.get('slot')} at {num(pk_.get('p95_rps'))} req/s; "
-                                         f"trough {tr_.get('slot')} at {num(tr_.get('p95_rps'))} req/s",
-                                  f"{ratio}{x.get('statistic') or 'P95 rate per slot'}"
-                                  + ("" if x.get("repeated", True) else "; one period only (not a repeated pattern)")))
-    dec = _d(p.get("decomposition"))
-    if _na(dec):
-        g.unavailable.append(f"seasonal decomposition not available: {_na(dec)}")
-    elif dec:
-        for c in dec.get("components") or []:
-            c = _d(c)
-            hour = "hour (from the trace start)" if rel else "hour (UTC)"
-            g.rows.append(Row(f"{str(c.get('name', '')).capitalize()} cycle ({num(c.get('period_h'), 0)} h)",
-                              f"amplitude {num(c.get('amplitude_rps'))} req/s; strength {num(c.get('strength'))}",
-                              f"peak at {hour} {c.get('peak_phase_h')}, trough at {c.get('trough_phase_h')}; "
-                              f"cycle correlation {num(c.get('cycle_correlation'))}"))
-        tr = _d(dec.get("trend"))
-        if tr:
-            g.rows.append(Row("Trend", f"{num(tr.get('start_rps'))} → {num(tr.get('end_rps'))} req/s",
-                              f"range {num(tr.get('min_rps'))}–{num(tr.get('max_rps'))}; residual std "
-                              f"{num(dec.get('resid_std_rps'))} req/s; {dec.get('method') or ''}"))
-        g.notes += _notes(dec.get("notes"))
+        if _off(x):
+            g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+        elif x is not None:
+            pk_, tr_ = x.peak, x.trough
+            rows = [r for r in x.rows if _f(r.p95_rps) is not None]
+            if pk_ is None and rows:  # older documents: the extreme slots from the rows
+                hi, lo = max(rows, key=lambda r: r.p95_rps), min(rows, key=lambda r: r.p95_rps)  # type: ignore
+                pk_, tr_ = SlotPeakDoc(_slot(hi), hi.p95_rps), SlotPeakDoc(_slot(lo), lo.p95_rps)
+            if pk_ is not None:
+                ratio = f"peak/trough {num(x.peak_to_trough)}; " if x.peak_to_trough is not None else ""
+                g.rows.append(Row(label, f"peak {pk_.slot} at {num(pk_.p95_rps)} req/s; trough "
+                                         f"{tr_.slot if tr_ else None} at {num(tr_.p95_rps if tr_ else None)} req/s",
+                                  f"{ratio}{x.statistic or 'P95 rate per slot'}"
+                                  + ("" if x.repeated else "; one period only (not a repeated pattern)")))
+    dec = p.decomposition
+    if _off(dec):
+        g.unavailable.append(f"seasonal decomposition not available: {_off(dec)}")
+    elif dec is not None:
+        hour = "hour (from the trace start)" if rel else "hour (UTC)"
+        for c in dec.components:
+            g.rows.append(Row(f"{str(c.name or '').capitalize()} cycle ({num(c.period_h, 0)} h)",
+                              f"amplitude {num(c.amplitude_rps)} req/s; strength {num(c.strength)}",
+                              f"peak at {hour} {_phase(c.peak_phase_h)}, trough at {_phase(c.trough_phase_h)}; "
+                              f"cycle correlation {num(c.cycle_correlation)}"))
+        tr = dec.trend
+        if tr is not None:
+            g.rows.append(Row("Trend", f"{num(tr.start_rps)} → {num(tr.end_rps)} req/s",
+                              f"range {num(tr.min_rps)}–{num(tr.max_rps)}; residual std "
+                              f"{num(dec.resid_std_rps)} req/s; {dec.method or ''}"))
+        g.notes += _notes(dec.notes)
     groups.append(g)
 
     # bursts --------------------------------------------------------------------
-    b = _d(p.get("bursts"))
+    b = p.bursts
     g = Group("Bursts")
-    if _na(b):
-        g.unavailable.append(f"burst detection not available: {_na(b)}")
-    elif b:
-        g.rows.append(Row("Burst episodes", num(b.get("count")), str(b.get("rule") or b.get("threshold") or "")))
-        if b.get("count") and _f(b.get("max_duration_s")) is not None:
-            g.rows.append(Row("Longest burst", duration(b.get("max_duration_s")),
-                              f"total {duration(b.get('total_duration_s'))}"
-                              if _f(b.get("total_duration_s")) is not None else ""))
-        if b.get("count") and _f(b.get("max_peak_multiplier")) is not None:
-            g.rows.append(Row("Largest burst", f"{num(b.get('max_peak_multiplier'))} × baseline"))
-        if b.get("per_month") is not None:
-            g.rows.append(Row("Bursts per month", num(b.get("per_month")), str(b.get("per_month_note") or "")))
-        if b.get("baseline"):
-            g.notes.append(f"Baseline: {b['baseline']}")
-        if b.get("n_unjudged_bins"):
-            g.notes.append(f"{num(b['n_unjudged_bins'])} bins could not be judged (no baseline for their slot)")
-        g.notes += _notes(b.get("notes"))
-        eps = [_d(e) for e in b.get("episodes") or []]
-        if eps:
-            cols = list(dict.fromkeys(k for e in eps for k in e))
-            g.tables.append(Table(f"{len(eps)} burst episode(s)", [c.replace("_", " ") for c in cols],
-                                  [[_cell(e.get(c), c, rel) for c in cols] for e in eps], collapsed=len(eps) > 12))
+    if _off(b):
+        g.unavailable.append(f"burst detection not available: {_off(b)}")
+    elif b is not None:
+        g.rows.append(Row("Burst episodes", num(b.count), b.rule or b.threshold or ""))
+        if b.count and _f(b.max_duration_s) is not None:
+            g.rows.append(Row("Longest burst", duration(b.max_duration_s),
+                              f"total {duration(b.total_duration_s)}" if _f(b.total_duration_s) is not None else ""))
+        if b.count and _f(b.max_peak_multiplier) is not None:
+            g.rows.append(Row("Largest burst", f"{num(b.max_peak_multiplier)} × baseline"))
+        if b.per_month is not None:
+            g.rows.append(Row("Bursts per month", num(b.per_month), b.per_month_note or ""))
+        if b.baseline:
+            g.notes.append(f"Baseline: {b.baseline}")
+        if b.n_unjudged_bins:
+            g.notes.append(f"{num(b.n_unjudged_bins)} bins could not be judged (no baseline for their slot)")
+        g.notes += _notes(b.notes)
+        if b.episodes:
+            cols = [f.name for f in dataclasses.fields(EpisodeDoc)
+                    if any(getattr(e, f.name) is not None for e in b.episodes)]
+            g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
+                                  [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],
+                                  collapsed=len(b.episodes) > 12))
     groups.append(g)
 
     # dispersion, mix shares -----------------------------------------------------
-    dsp = _d(p.get("dispersion"))
+    dsp = p.dispersion
     g = Group("Burstiness and request mix")
-    if _na(dsp):
-        g.unavailable.append(f"dispersion not available: {_na(dsp)}")
-    elif dsp:
-        if dsp.get("index_of_dispersion") is not None:
-            g.rows.append(Row("Index of dispersion", num(dsp["index_of_dispersion"]),
-                              str(dsp.get("index_of_dispersion_note") or "")))
-        if dsp.get("interarrival_cv") is not None:
-            g.rows.append(Row("Inter-arrival CV", num(dsp["interarrival_cv"]),
-                              str(dsp.get("interarrival_cv_note") or "")))
-    ms = p.get("mix_shares")
-    if _na(ms):
-        g.unavailable.append(f"mix shares not available: {_na(ms)}")
-    elif isinstance(ms, list) and ms:
+    if _off(dsp):
+        g.unavailable.append(f"dispersion not available: {_off(dsp)}")
+    elif dsp is not None:
+        if dsp.index_of_dispersion is not None:
+            g.rows.append(Row("Index of dispersion", num(dsp.index_of_dispersion), dsp.index_of_dispersion_note or ""))
+        if dsp.interarrival_cv is not None:
+            g.rows.append(Row("Inter-arrival CV", num(dsp.interarrival_cv), dsp.interarrival_cv_note or ""))
+    ms = p.mix_shares
+    if isinstance(ms, NotAvailable):
+        g.unavailable.append(f"mix shares not available: {ms.reason}")
+    elif ms:
         g.tables.append(Table("Mix shares of production requests", ["mix", "share", "requests"],
-                              [[str(_d(m).get("mix")), pct(_d(m).get("share")), num(_d(m).get("n_requests"))]
-                               for m in ms]))
-    mh = _d(p.get("mix_shares_per_hour"))
-    if _na(mh):
-        g.unavailable.append(f"mix shares per hour not available: {_na(mh)}")
-    elif mh.get("rows"):
-        rows = [_d(r) for r in mh["rows"]]
-        g.tables.append(Table(f"Mix shares per hour ({mh.get('basis') or 'UTC hours'})",
+                              [[str(m.mix), pct(m.share), num(m.n_requests)] for m in ms]))
+    mh = p.mix_shares_per_hour
+    if _off(mh):
+        g.unavailable.append(f"mix shares per hour not available: {_off(mh)}")
+    elif mh is not None and mh.rows:
+        g.tables.append(Table(f"Mix shares per hour ({mh.basis or 'UTC hours'})",
                               ["hour from the trace start" if rel else "hour (UTC)", "mix", "share", "requests"],
-                              [[moment(r.get("hour_start_s"), rel), str(r.get("mix")), pct(r.get("share")),
-                                num(r.get("n_requests"))] for r in rows], collapsed=True))
-        g.notes += _notes(mh.get("notes"))
+                              [[moment(r.hour_start_s, rel), str(r.mix), pct(r.share), num(r.n_requests)]
+                               for r in mh.rows], collapsed=True))
+        g.notes += _notes(mh.notes)
     groups.append(g)
 
     # sequence lengths ------------------------------------------------------------
-    sq = _d(p.get("seq_len"))
+    sq = p.seq_len
     g = Group("Sequence length (input + output tokens per request)")
-    if _na(sq):
-        g.unavailable.append(f"sequence lengths not available: {_na(sq)}")
-    elif sq:
-        for k, label in (("total", "Total"), ("input_tokens", "Input tokens"), ("output_tokens", "Output tokens")):
-            x = sq if k == "total" else _d(sq.get(k))
-            if x:
-                g.rows.append(Row(label, f"P50 {num(x.get('p50'), 0)} · P90 {num(x.get('p90'), 0)} · "
-                                         f"P99 {num(x.get('p99'), 0)} · max {num(x.get('max'), 0)} tokens",
-                                  f"mean {num(x.get('mean'), 0)}; {num(x.get('n'))} requests"))
-        if sq.get("n_without_counts"):
-            g.notes.append(f"{num(sq['n_without_counts'])} requests carry no token counts and are left out")
-        if sq.get("definition"):
-            g.notes.append(str(sq["definition"]))
+    if _off(sq):
+        g.unavailable.append(f"sequence lengths not available: {_off(sq)}")
+    elif sq is not None:
+        for x, label in ((sq, "Total"), (sq.input_tokens, "Input tokens"), (sq.output_tokens, "Output tokens")):
+            if x is not None:
+                g.rows.append(Row(label, f"P50 {num(x.p50, 0)} · P90 {num(x.p90, 0)} · P99 {num(x.p99, 0)} · "
+                                         f"max {num(x.max, 0)} tokens", f"mean {num(x.mean, 0)}; {num(x.n)} requests"))
+        if sq.n_without_counts:
+            g.notes.append(f"{num(sq.n_without_counts)} requests carry no token counts and are left out")
+        if sq.definition:
+            g.notes.append(sq.definition)
     groups.append(g)
 
     # resolution, SLO budget --------------------------------------------------------
     g = Group("Timestamps and error budget")
-    res = _d(p.get("resolution"))
-    if _na(res):
-        g.unavailable.append(f"timestamp resolution not available: {_na(res)}")
-    elif res.get("statement"):
-        g.rows.append(Row("Timestamp resolution", "quantized" if res.get("quantized") else "fine",
-                          str(res["statement"])))
-    slo = _d(p.get("slo_budget"))
-    if _na(slo):
-        g.unavailable.append(f"SLO error budget not available: {_na(slo)}")
-    elif slo:
-        obj = _f(slo.get("objective"))
+    res = p.resolution
+    if _off(res):
+        g.unavailable.append(f"timestamp resolution not available: {_off(res)}")
+    elif res is not None and res.statement:
+        g.rows.append(Row("Timestamp resolution", "quantized" if res.quantized else "fine", res.statement))
+    slo = p.slo_budget
+    if _off(slo):
+        g.unavailable.append(f"SLO error budget not available: {_off(slo)}")
+    elif slo is not None:
+        obj = _f(slo.objective)
         g.rows.append(Row("SLO objective", pct(obj, 2) if obj is not None else "—",
-                          f"over {num(slo.get('period_days'), 0)} days" if slo.get("period_days") else ""))
-        if slo.get("n_requests") is not None:
-            g.rows.append(Row("Bad requests", f"{num(slo.get('n_bad'))} of {num(slo.get('n_requests'))}",
-                              f"budget {num(slo.get('budget_requests'))} requests; bad statuses "
-                              f"{', '.join(map(str, slo.get('bad_statuses') or [])) or '—'}"))
-        for k, label in (("budget_used", "Budget used"), ("bad_minute_ratio", "Minutes with a bad request")):
-            if slo.get(k) is not None:
-                g.rows.append(Row(label, pct(slo[k])))
-        fastest = [_d(w) for w in slo.get("fastest") or []]
-        if fastest:
+                          f"over {num(slo.period_days, 0)} days" if slo.period_days else ""))
+        if slo.n_requests is not None:
+            g.rows.append(Row("Bad requests", f"{num(slo.n_bad)} of {num(slo.n_requests)}",
+                              f"budget {num(slo.budget_requests)} requests; bad statuses "
+                              f"{', '.join(map(str, slo.bad_statuses)) or '—'}"))
+        for v, label in ((slo.budget_used, "Budget used"), (slo.bad_minute_ratio, "Minutes with a bad request")):
+            if v is not None:
+                g.rows.append(Row(label, pct(v)))
+        if slo.fastest:
             g.tables.append(Table("Fastest burn windows", ["window", "requests", "bad", "burn rate", "budget used"],
-                                  [[duration(w.get("window_s")), num(w.get("n_requests")), num(w.get("n_bad")),
-                                    num(w.get("burn_rate")), pct(w.get("budget_fraction"))]
-                                   if w.get("available", True) else
-                                   [duration(w.get("window_s")), "not available: " + str(w.get("reason")), "", "", ""]
-                                   for w in fastest]))
-        g.notes += _notes(slo.get("notes"))
+                                  [[duration(w.window_s), num(w.n_requests), num(w.n_bad), num(w.burn_rate),
+                                    pct(w.budget_fraction)] if w.available else
+                                   [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
+                                   for w in slo.fastest]))
+        g.notes += _notes(slo.notes)
     groups.append(g)
     return [x for x in groups if not x.empty]
 
 
-def _slot(row: dict[str, Any]) -> str:
+def _phase(h: float | None) -> str:
+    """An hour of the cycle as the JSON wrote it (an integer hour shows without decimals)."""
+    if h is None:
+        return "None"
+    return str(int(h)) if float(h).is_integer() else str(h)
+
+
+def _slot(row: SlotRowDoc) -> str:
     weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-    h = f"{int(row.get('hour', 0)):02d}:00"
-    wd = row.get("weekday")
-    return f"{weekdays[int(wd) % 7]} {h}" if wd is not None else h
+    h = f"{int(row.hour or 0):02d}:00"
+    return f"{weekdays[int(row.weekday) % 7]} {h}" if row.weekday is not None else h
 
 
 def _cell(v: Any, key: str = "", relative: bool = False) -> str:
@@ -803,7 +807,8 @@ def section_views(model: Any) -> dict[str, Any]:
     """The curated views of the production, FOS/CBU, plan and scorecards sections."""
     views: dict[str, Any] = {}
     if model.production.available:
-        g = production_view(model.production.data)
+        doc = model.profile_doc or ProfileDocument.from_dict(model.production.data, source="production profile")
+        g = production_view(doc)
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
         skip = ("per_minute_series", "slots") if is_relative(model.production.data) else ("per_minute_series",)
         views["production"] = {"groups": g, "caveats": leftover_caveats(

@@ -22,9 +22,14 @@ from bearing_lib.report.views import (
     production_view,
     target_row,
 )
+from bearing_lib.traffic.document import ProfileDocument
 from tests.report.conftest import hand_made, provenance
 
 PAYLOAD = "</script><img src=x onerror=alert(1)>"
+
+
+def _view(doc):
+    return production_view(ProfileDocument.from_dict(doc, source="profile"))
 
 
 def _rows(groups):
@@ -32,7 +37,7 @@ def _rows(groups):
 
 
 def test_production_key_figures_have_units_and_both_rates():
-    groups = production_view(hand_made("profile"))
+    groups = _view(hand_made("profile"))
     rows = _rows(groups)
     # per_minute.max = 171 req/min; 171 / 60 = 2.85 req/s
     assert rows["Peak minute"].value == "171 req/min = 2.85 req/s"
@@ -52,7 +57,7 @@ def test_production_key_figures_have_units_and_both_rates():
 
 def test_production_unavailable_reasons_are_kept_verbatim():
     doc = hand_made("profile")
-    unavailable = [u for g in production_view(doc) for u in g.unavailable]
+    unavailable = [u for g in _view(doc) for u in g.unavailable]
     assert ("mid-term forecast not available: trace spans 1 week; a 6-month trend needs several weeks"
             in unavailable)
 
@@ -62,7 +67,7 @@ def test_caveats_the_curated_rows_miss_are_listed():
     doc["new_part"] = {"available": False, "reason": "a reason nobody curated"}
     doc["per_minute"]["odd_note"] = "a caveat in a *_note key"
     doc["targets"]["target"]["notes"] = ["a note inside the target"]
-    left = leftover_caveats(doc, production_view(doc))
+    left = leftover_caveats(doc, _view(doc))
     assert "new part: not available: a reason nobody curated" in left
     assert "per minute.odd note: a caveat in a *_note key" in left
     assert any("a note inside the target" in c for c in left)
@@ -209,7 +214,7 @@ def test_flags_section_in_html():
 
 def test_no_placeholder_values_in_the_curated_production_rows():
     # the hand-made bursts carry no durations or multipliers: those rows are left out, not shown as "—"
-    groups = production_view(hand_made("profile"))
+    groups = _view(hand_made("profile"))
     assert all("—" not in r.value and "None" not in r.value for g in groups for r in g.rows)
     rows = _rows(groups)
     assert "Longest burst" not in rows and rows["Burst episodes"].value == "2"
