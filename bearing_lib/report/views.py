@@ -163,7 +163,10 @@ def elapsed(seconds: Any) -> str:
 
 
 def is_relative(profile: Any) -> bool:
-    """Whether a profile document's clock is relative (seconds from the trace start, no dates)."""
+    """Whether a profile's clock is relative (seconds from the trace start, no dates): a
+    :class:`ProfileDocument`, or the profile JSON (its ``clock``)."""
+    if isinstance(profile, ProfileDocument):
+        return profile.relative
     return isinstance(profile, dict) and str(profile.get("clock") or "").startswith("relative")
 
 
@@ -172,29 +175,35 @@ def moment(t: Any, relative: bool) -> str:
     return elapsed(t) if relative else utc(t)
 
 
-def window_line(profile: Any, run_time_utc: str | None) -> str:
+def window_line(profile: ProfileDocument | dict[str, Any] | None, run_time_utc: str | None,
+                series: list[dict[str, Any]] | None = None) -> str:
     """The date of the report and the traffic window it judged, for the line under the verdict.
 
     A wall-clock profile gives its first and last request in UTC (``start_utc``/``end_utc``); a
     relative-clock one has no dates, so the window is the span of its counted minutes (or
-    rate windows) on the trace's own clock, as elapsed time.
+    rate windows, ``series``: the report's ``per_minute_series``) on the trace's own clock, as
+    elapsed time. ``profile`` is the typed document (a profile JSON is validated into one).
     """
     bits = []
     if run_time_utc:
         bits.append(f"Report of {str(run_time_utc)[:10]} ({str(run_time_utc)[11:16]} UTC)")
-    p = _d(profile)
-    span = duration(p.get("span_s")) if _f(p.get("span_s")) is not None else ""
-    series = [r for r in p.get("per_minute_series") or [] if _f(_d(r).get("minute_start_s")) is not None]
-    if is_relative(p) and series:
-        t0 = _f(series[0]["minute_start_s"])
-        last = series[-1]
+    if isinstance(profile, dict):
+        series = series if series is not None else profile.get("per_minute_series")
+        profile = ProfileDocument.from_dict(profile, source="production profile")
+    if profile is None:
+        return " · ".join(bits)
+    span = duration(profile.span_s) if _f(profile.span_s) is not None else ""
+    rows = [r for r in series or [] if _f(r.get("minute_start_s")) is not None]
+    if profile.relative and rows:
+        t0 = _f(rows[0]["minute_start_s"])
+        last = rows[-1]
         t1 = (_f(last["minute_start_s"]) or 0.0) + (_f(last.get("bin_s")) or 60.0)
         bits.append(f"traffic window {elapsed(t0)} to {elapsed(t1)} on the trace's relative clock"
                     + (f" (trace span {span})" if span else "") + "; no calendar dates")
-    elif is_relative(p) and span:
+    elif profile.relative and span:
         bits.append(f"traffic window: {span} on the trace's relative clock; no calendar dates")
-    elif p.get("start_utc") and p.get("end_utc"):
-        a, b = (str(p[k]).replace("T", " ")[:16] for k in ("start_utc", "end_utc"))
+    elif profile.start_utc and profile.end_utc:
+        a, b = (x.replace("T", " ")[:16] for x in (profile.start_utc, profile.end_utc))
         bits.append(f"traffic window {a} to {b} UTC" + (f" ({span})" if span else ""))
     return " · ".join(bits)
 
@@ -810,16 +819,19 @@ def section_views(model: Any) -> dict[str, Any]:
         doc = model.profile_doc or ProfileDocument.from_dict(model.production.data, source="production profile")
         g = production_view(doc)
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
-        skip = ("per_minute_series", "slots") if is_relative(model.production.data) else ("per_minute_series",)
+        skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
         views["production"] = {"groups": g, "caveats": leftover_caveats(
             {k: v for k, v in model.production.data.items() if k not in skip}, g)}
     if model.fos.available:
         f = model.fos.data
-        g = [cbu_view(f["cbu"], is_relative(model.production.data if model.production.available else None))]
+        g = [cbu_view(f["cbu"], model.production.available and is_relative(model.profile_doc or model.production.data))]
         views["fos"] = {"target": target_row(f["target"]), "cbu": g[0],
                         "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
-    views["window"] = window_line(model.production.data if model.production.available else None,
-                                  getattr(model.provenance, "run_time_utc", None))
+    views["window"] = (window_line(model.profile_doc or model.production.data,
+                                   getattr(model.provenance, "run_time_utc", None),
+                                   model.production.data.get("per_minute_series"))
+                       if model.production.available else
+                       window_line(None, getattr(model.provenance, "run_time_utc", None)))
     if model.plan.available:
         d = model.plan.data
         g = [instances_view(d["instances"]), elasticity_view(d["elasticity"]), memory_view(d["memory"])]
