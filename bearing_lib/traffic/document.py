@@ -15,7 +15,10 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag
 
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.traffic.profile import PROFILE_SCHEMA
+
+PROFILE_SCHEMA = "bearing.profile/1"
+"""Version tag of the profile JSON (``schema``; ``TrafficProfile.to_dict`` writes it). Files without it (written
+before the tag) read the same. Defined here, not in ``traffic/profile.py``, so reading a document needs no polars."""
 
 UnavailableDoc = NotAvailable
 """A section the data could not support (``{"available": false, "reason": ...}``)."""

@@ -49,9 +49,6 @@ from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
-PROFILE_SCHEMA = "bearing.profile/1"
-"""Version tag of the profile JSON (``schema``); read back by :class:`bearing_lib.traffic.document.ProfileDocument`."""
-
 __all__ = [
     "MixShares",
     "TrafficProfile",
@@ -295,6 +292,7 @@ class TrafficProfile:
         for CBU and the elasticity replay.
         """
         from bearing_lib.common.version import __version__
+        from bearing_lib.traffic.document import PROFILE_SCHEMA
 
         def d(x: object) -> object:
             return x.to_dict() if hasattr(x, "to_dict") else x
