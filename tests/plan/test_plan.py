@@ -257,3 +257,19 @@ def test_target_ci_that_misses_the_point_is_widened():
     assert t.ci95 == (6.0, 8.3) and "widened" in t.basis
     with pytest.raises(BadValueError, match="targets.target.rps"):
         target_from_profile({"targets": {"target": {"rps": 0.0}}}, source="p.json")
+
+
+def test_safe_concurrency_planning_without_concurrency_at_the_limit():
+    # HAND-MADE limits on a concurrency axis whose steps carry no concurrency_mean / latency_ms_mean: no
+    # concurrency at Q_ult (Little's law), so the memory plan falls back to the max safe concurrency. The
+    # highest step meeting p99 latency < 2000 ms is the one at 8 concurrent (the fixture's q_ult bracket [8, 16]).
+    d = read_json(LIMITS, "limits")
+    for m in d["mixes"]:
+        for st in m["steps"]:
+            st.pop("concurrency_mean", None)
+            st.pop("latency_ms_mean", None)
+    plan = CapacityPlan.build(d, read_json(PROFILE, "profile"), model="llama-3.1-8b")
+    assert plan.safe_concurrency.value == 8.0
+    assert plan.memory.concurrency == 8
+    assert "whose p99(latency_ms) meets the SLA" in plan.memory_reason
+    assert "no concurrency at Q_ult" in plan.memory_reason
