@@ -15,11 +15,27 @@ Each document carries ``schema: "bearing.<name>/<version>"``; :data:`SCHEMAS` li
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
 
 from bearing_lib.common.errors import SchemaError
 
 T = TypeVar("T")
+
+TAG = "~"
+"""Prefix of the tags of tagged unions in the documents (``Tag("~rows")``); left out of the paths reported."""
+
+
+@dataclass
+class NotAvailable:
+    """A section of a document that its inputs could not support: ``{"available": false, "reason": ...}``.
+
+    The typed twin of :class:`bearing_lib.common.unavailable.Unavailable` inside the JSON
+    documents (a section is either its dataclass or this, never a placeholder number).
+    """
+
+    reason: str
+    available: Literal[False] = False
 
 
 @functools.cache
@@ -36,10 +52,13 @@ def problems(exc: Any) -> list[str]:
     """pydantic's errors as ``path: message`` lines."""
     out = []
     for e in exc.errors():
-        loc = ".".join(str(p) for p in e.get("loc", ())) or "(document)"
+        # a tagged union's branch ("~columns") is how the value was read, not a key of the document
+        loc = ".".join(str(p) for p in e.get("loc", ()) if not str(p).startswith(TAG)) or "(document)"
         got = e.get("input")
         shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
-        out.append(f"{loc}: {e.get('msg')} (found {shown[:60]})")
+        msg = "unknown key (renamed? expected one of the documented keys)" if e.get("type") in (
+            "unexpected_keyword_argument", "extra_forbidden") else e.get("msg")
+        out.append(f"{loc}: {msg} (found {shown[:60]})")
     return out
 
 
@@ -60,4 +79,4 @@ def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, **s, "title": title}
 
 
-__all__ = ["json_schema", "parse", "problems"]
+__all__ = ["NotAvailable", "json_schema", "parse", "problems"]

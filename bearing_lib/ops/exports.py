@@ -33,11 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bearing_lib.common.errors import ParameterError, SchemaError
 from bearing_lib.common.files import read_json
-from bearing_lib.common.schema import problems
 
 FORMATS = ("prometheus", "hpa", "keda", "envoy", "nginx")
 HPA_MAX_STABILIZATION_S = 3600  # autoscaling/v2: stabilizationWindowSeconds <= 3600
@@ -56,45 +54,7 @@ ERROR_MATCHER = 'status=~"5..|5xx"'
 
 
 # --------------------------------------------------------------------------- typed readers
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _Instances(_Open):
-    per_instance_allowable_rps: float
-    per_instance_q_ult_rps: float
-    base: int
-    total: int
-    buffer_plan: dict[str, Any] | None = None
-
-
-class _Cbu(_Open):
-    threshold: float
-
-
-class _Elasticity(_Open):
-    cool_down_s: float
-    max_instances: int | None = None
-    recommendation: str | None = None
-
-
-class _Tier(_Open):
-    name: str
-
-
-class _Target(_Open):
-    rps: float
-
-
-class _Plan(_Open):
-    allowable_rps: float
-    verdict: str
-    tier: _Tier
-    target: _Target
-    cbu: _Cbu
-    instances: _Instances
-    elasticity: _Elasticity | dict[str, Any]
-    sources: dict[str, Any] = {}
+# The plan JSON is read through the one typed plan document (bearing_lib.plan.document.PlanDocument).
 
 
 @dataclass(frozen=True)
@@ -146,20 +106,25 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
     the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
     listing them all, with the file."""
+    from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, PlanDocument
+
     plan_path = Path(plan_path)
     doc = read_json(plan_path, "plan JSON")
     try:
-        p = _Plan.model_validate(doc)
-    except ValidationError as exc:
-        lines = problems(exc)
-        raise SchemaError(
-            f"the plan JSON lacks what the exports need ({len(lines)} problem(s)):\n  " + "\n  ".join(lines)
-            + "\nwrite it with `bearing plan --limits L --profile P --json OUT`",
-            path=plan_path,
-        ) from None
-    el = p.elasticity if isinstance(p.elasticity, _Elasticity) else None
+        p = PlanDocument.from_dict(doc, source=f"plan JSON {plan_path}")
+    except SchemaError as exc:
+        raise SchemaError(f"{exc.message}\nwrite it with `bearing plan --limits L --profile P --json OUT`",
+                          path=plan_path) from None
+    inst, cbu = p.instances, p.cbu
+    if not isinstance(inst, InstancesDoc):
+        raise SchemaError(f"the plan has no instance count ({inst.reason}): the exports need it", path=plan_path,
+                          field="instances")
+    if not isinstance(cbu, CbuDoc):
+        raise SchemaError(f"the plan has no CBU ({cbu.reason}): the exports need its threshold", path=plan_path,
+                          field="cbu")
+    el = p.elasticity if isinstance(p.elasticity, ElasticityDoc) else None
     if limits_path is None:
-        named = (p.sources or {}).get("limits")
+        named = p.sources.get("limits")
         if isinstance(named, str):
             cand = Path(named) if Path(named).is_absolute() else plan_path.parent / named
             cand = cand if cand.is_file() else Path(named)
@@ -169,12 +134,12 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         sla = read_sla(Path(limits_path))
     numbers = PlanNumbers(
         plan_path=str(plan_path),
-        per_instance_allowable_rps=p.instances.per_instance_allowable_rps,
-        per_instance_q_ult_rps=p.instances.per_instance_q_ult_rps,
-        cbu_threshold=p.cbu.threshold,
-        base_instances=p.instances.base,
-        total_instances=p.instances.total,
-        buffer_mode=(p.instances.buffer_plan or {}).get("mode"),
+        per_instance_allowable_rps=inst.per_instance_allowable_rps,
+        per_instance_q_ult_rps=inst.per_instance_q_ult_rps,
+        cbu_threshold=cbu.threshold,
+        base_instances=inst.base,
+        total_instances=inst.total,
+        buffer_mode=inst.buffer_plan.mode if inst.buffer_plan is not None else None,
         cool_down_s=el.cool_down_s if el else None,
         replay_max_instances=el.max_instances if el else None,
         tier=p.tier.name,

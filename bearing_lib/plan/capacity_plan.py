@@ -17,6 +17,11 @@ elasticity replay, the per-minute series ``per_minute.series``, or for rate wind
 memory plan, the sequence-length distribution ``seq_len``. A profile JSON written by
 ``bearing profile`` carries both; an older one without them can be completed from the
 trace itself (:meth:`CapacityPlan.build` ``trace=``, ``bearing plan --trace``).
+
+Both hops into the plan are typed: the limits arrive as a :class:`LimitsResult` (read by
+:func:`limits_input`), the profile as a :class:`ProfileInput` (built by
+:func:`profile_input` from a ``TrafficProfile`` or by :func:`profile_input_from_dict` from
+the JSON, validated once); :meth:`CapacityPlan.build` reads nothing else.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import html
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BadValueError, InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.common.estimate import Estimate
@@ -54,6 +59,9 @@ from bearing_lib.plan.memory import (
     sequence_length_stats,
 )
 from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
+
+if TYPE_CHECKING:
+    from bearing_lib.plan.document import PlanDocument
 
 
 def unavailable(reason: str) -> dict[str, object]:
@@ -164,123 +172,318 @@ def _num(x: Any) -> float | None:
         return None
 
 
-def target_from_profile(
-    p: dict[str, Any], *, quantile: float | None = None, growth: float | None = None, source: str = "profile JSON"
-) -> Target:
-    """The planned load in req/s from the profile's ``targets`` (§5), else its per-minute P99.
+@dataclass(frozen=True)
+class ProfileTarget:
+    """The profile's target load as it gives it (before a growth or quantile given to the plan)."""
 
-    Accepted shapes: ``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``,
-    with ``ci95`` beside it. Without a target: ``per_minute.p99 / 60 × growth``, no CI.
+    rps: float | None
+    ci95: tuple[float | None, float | None] | None = None
+    quantile: float | None = None
+    growth: float | None = None
+    statement: str | None = None
+
+
+@dataclass(frozen=True)
+class BurstFacts:
+    """The profile's burst episodes as far as the plan's burst model needs them."""
+
+    peaks_rps: list[float]
+    count: int
+    per_month: float | None = None
+    per_month_note: str | None = None
+    max_duration_s: float | None = None
+    rule: str | None = None
+
+
+@dataclass
+class ProfileInput:
+    """What the plan needs from a traffic profile, typed: the plan's body reads only this.
+
+    Built by :func:`profile_input` from a :class:`~bearing_lib.traffic.profile.TrafficProfile`
+    (its attributes, no JSON in between) or by :func:`profile_input_from_dict` from a profile
+    JSON document (validated once, :class:`~bearing_lib.traffic.document.ProfileDocument`).
+    ``per_minute`` / ``per_window`` hold the rate statistics the profile gives (``mean``,
+    ``p50``, ``p95``, ``p99``, ``max``; requests per bin); ``series`` the requests per
+    minute with their ``series_labels`` (rate windows spread evenly over their minutes,
+    ``series_note`` says so).
     """
-    t = p.get("targets") or {}
-    inner = t.get("target") if isinstance(t.get("target"), dict) else t
-    rps = _num(inner.get("target_rps", inner.get("rps")))
-    g0 = _num(inner.get("growth")) or 1.0
+
+    source: str
+    target: ProfileTarget
+    clock: str | None = None
+    span_s: float | None = None
+    per_minute: dict[str, float] = field(default_factory=dict)
+    per_minute_ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
+    per_window: dict[str, float] = field(default_factory=dict)
+    shares: dict[str, float] = field(default_factory=dict)
+    shares_reason: str | None = None
+    series: list[float] | None = None
+    series_labels: list[str] | None = None
+    series_note: str | None = None
+    bursts: BurstFacts | None = None
+    seq_len: SeqLenStats | None = None
+    seq_len_reason: str | None = None
+    series_start_s: list[float] | None = None
+    """Start (s) of each minute of a per-minute series (None for rate windows or when not given)."""
+    mean_input_tokens: float | None = None
+    mean_output_tokens: float | None = None
+    """Mean input / output tokens per request of the production traffic (the profile's seq_len)."""
+    mix_spec: Any = None
+    """The profile's mix spec (a :class:`~bearing_lib.data.mixes.MixSpec`), if it has one."""
+
+    @property
+    def peak_known(self) -> bool:
+        return any(k in s for s in (self.per_minute, self.per_window) for k in ("p95", "p99"))
+
+    @property
+    def mean_known(self) -> bool:
+        return any("mean" in s for s in (self.per_minute, self.per_window))
+
+
+_STATS = ("mean", "p50", "p95", "p99", "max")
+
+
+def _stats_of(block: Any) -> dict[str, float]:
+    """The known rate statistics of a block (a dict of the object, or a typed document block)."""
+    if block is None:
+        return {}
+    get = block.get if isinstance(block, dict) else (lambda k: getattr(block, k, None))
+    out = {k: _num(get(k)) for k in _STATS}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
+    """The plan's view of a :class:`~bearing_lib.traffic.profile.TrafficProfile`, from its attributes."""
+    from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.traffic.profile import MixShares, TrafficProfile
+    from bearing_lib.traffic.seqlen import SeqLenDistribution
+
+    if not isinstance(profile, TrafficProfile):
+        raise ParameterError(f"profile: expected a TrafficProfile (profile_traffic) or a profile JSON document, "
+                             f"got {type(profile).__name__}")
+    t = profile.targets
+    target = ProfileTarget(t.target_rps, tuple(t.target_ci95) if t.target_ci95 else None, t.quantile, t.growth,
+                           t.statement)
+    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, dict) else None
+    shares: dict[str, float] = {}
+    shares_reason = None
+    if isinstance(profile.mixes, MixShares):
+        for row in profile.mixes.to_list():
+            if row.get("mix") is not None and row.get("share") is not None:
+                shares[str(row["mix"])] = float(row["share"])  # type: ignore[arg-type]
+    elif isinstance(profile.mixes, Unavailable):
+        shares_reason = profile.mixes.reason
+    series = labels = note = None
+    got = _series_from_profile_object(profile)
+    if got is not None:
+        (series, labels), note = got[:2], got[2]
+    b = profile.bursts
+    bursts = BurstFacts([float(e.peak_rps) for e in b.episodes], b.count, b.per_month, b.per_month_note,
+                        max((e.duration_s for e in b.episodes), default=None), b.rule)
+    seq, seq_why = None, None
+    mean_in = mean_out = None
+    if isinstance(profile.seq_len, SeqLenDistribution):
+        s = profile.seq_len.total
+        seq = SeqLenStats(int(s.n or 0), float(s.mean), float(s.p50), float(s.p99), float(s.max),
+                          source="profile JSON seq_len")
+        mean_in, mean_out = profile.seq_len.input_tokens.mean, profile.seq_len.output_tokens.mean
+    else:
+        seq_why = profile.seq_len.reason
+    starts = (profile.per_minute["minute_start_s"].cast(float).to_list()
+              if pm is not None and profile.per_minute is not None else None)
+    return ProfileInput(
+        source=source, target=target,
+        clock="UTC wall clock" if profile.aligned else "relative (seconds from the trace start)",
+        span_s=profile.span_s, per_minute=_stats_of(pm), per_window=_stats_of(profile.per_window_stats),
+        shares=shares, shares_reason=shares_reason, series=series, series_labels=labels, series_note=note,
+        bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=starts,
+        mean_input_tokens=_fnum(mean_in), mean_output_tokens=_fnum(mean_out),
+        mix_spec=profile.mixes.spec if isinstance(profile.mixes, MixShares) else None,
+    )
+
+
+def _fnum(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> ProfileInput:
+    """:func:`profile_input` of a profile JSON document (§5), validated once
+    (:meth:`ProfileDocument.from_dict <bearing_lib.traffic.document.ProfileDocument.from_dict>`:
+    every problem together, with its field path). The documented alternative shapes
+    (``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``; ``ci95`` /
+    ``target_ci95``; a series as columns or rows) are resolved here and nowhere else."""
+    from bearing_lib.traffic.document import MinuteSeriesDoc, ProfileDocument, UnavailableDoc
+
+    p = ProfileDocument.from_dict(doc, source=source)
+    t = p.targets
+    inner = t.target if t is not None and t.target is not None else t
+    if inner is None:
+        target = ProfileTarget(None)
+    else:
+        ci = inner.ci95 or inner.target_ci95
+        target = ProfileTarget(inner.target_rps if inner.target_rps is not None else inner.rps,
+                               (ci[0], ci[1]) if ci and len(ci) == 2 else None, inner.quantile, inner.growth,
+                               inner.statement or inner.basis)
+    pm = p.per_minute if p.per_minute is not None and p.per_minute.available else None
+    pw = p.per_window if p.per_window is not None and p.per_window.available else None
+    ci95 = {}
+    for k in ("p50", "p95", "p99", "max"):
+        c = getattr(pm, f"{k}_ci95", None) if pm is not None else None
+        if isinstance(c, list) and len(c) == 2:
+            ci95[k] = (float(c[0]), float(c[1]))
+    shares: dict[str, float] = {}
+    shares_reason = None
+    if isinstance(p.mix_shares, UnavailableDoc):
+        shares_reason = p.mix_shares.reason
+    elif p.mix_shares:
+        shares = {str(r.mix): float(r.share) for r in p.mix_shares if r.mix is not None and r.share is not None}
+    series = labels = note = minute_starts = None
+    if pm is not None and pm.series:
+        s = pm.series
+        if isinstance(s, MinuteSeriesDoc):
+            starts_raw, counts = s.minute_start_s, list(s.requests)
+        else:
+            starts_raw, counts = [r.minute_start_s for r in s], [r.requests for r in s]
+        starts = _starts(starts_raw, source, "per_minute.series.minute_start_s")
+        series, labels = counts, [_label(x) for x in (starts if starts is not None else range(len(counts)))]
+        minute_starts = starts
+    elif pw is not None and pw.series:
+        s = pw.series
+        starts = _starts(s.window_start_s, source, "per_window.series.window_start_s")
+        got = spread_windows(starts or [i * s.bin_s for i in range(len(s.requests))], list(s.requests), s.bin_s,
+                             p.clock == "UTC wall clock")
+        if got is not None:
+            series, labels, note = got
+    bursts = None
+    b = p.bursts
+    if b is not None and b.available:
+        peaks = [e.peak_rps for e in b.episodes if e.peak_rps is not None]
+        bursts = BurstFacts(peaks, b.count if b.count is not None else len(b.episodes), b.per_month, b.per_month_note,
+                            b.max_duration_s, b.rule)
+    seq, seq_why = None, None
+    sl = p.seq_len
+    if sl is not None and all(getattr(sl, k) is not None for k in ("mean", "p50", "p99", "max")):
+        seq = SeqLenStats(int(sl.n or 0), float(sl.mean), float(sl.p50), float(sl.p99),  # type: ignore[arg-type]
+                          float(sl.max), source="profile JSON seq_len")  # type: ignore[arg-type]
+    elif sl is not None and not sl.available:
+        seq_why = sl.reason
+    mix_spec = None
+    if p.mix_spec:
+        from bearing_lib.data.mixes import MixSpec
+
+        mix_spec = MixSpec.from_dict(p.mix_spec)
+    tin = sl.input_tokens if sl is not None and sl.available else None
+    tout = sl.output_tokens if sl is not None and sl.available else None
+    return ProfileInput(
+        source=source, target=target, clock=p.clock, span_s=p.span_s, per_minute=_stats_of(pm), per_minute_ci95=ci95,
+        per_window=_stats_of(pw), shares=shares, shares_reason=shares_reason, series=series, series_labels=labels,
+        series_note=note, bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=minute_starts,
+        mean_input_tokens=tin.mean if tin is not None else None,
+        mean_output_tokens=tout.mean if tout is not None else None, mix_spec=mix_spec,
+    )
+
+
+def _starts(raw: list[float | None] | None, source: str, where: str) -> list[float] | None:
+    """Start times of a series: None when not given (all missing); a SchemaError when only some are."""
+    if raw is None or all(x is None for x in raw):
+        return None
+    if any(x is None for x in raw):
+        raise SchemaError("expected numeric start times (s) for every bin, or none", path=source, field=where)
+    return [float(x) for x in raw]  # type: ignore[arg-type]
+
+
+def plan_target(p: ProfileInput, *, quantile: float | None = None, growth: float | None = None) -> Target:
+    """The planned load in req/s from the profile's target (§5), else its per-minute quantile.
+
+    Without a target: ``per_minute.p99 / 60 × growth`` (or the quantile asked for: P50,
+    P95, P99 or the max), with that statistic's CI when the profile gives one.
+    """
+    source, t = p.source, p.target
+    g0 = t.growth or 1.0
     g = growth if growth is not None else g0
-    q = quantile if quantile is not None else _num(inner.get("quantile"))
-    if rps is not None and quantile is None:
-        ci = inner.get("ci95") or inner.get("target_ci95")
+    q = quantile if quantile is not None else t.quantile
+    if t.rps is not None and quantile is None:
+        ci = t.ci95
         k = g / g0  # a growth given here replaces the profile's
         ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
-        basis = f"{source}: {inner.get('statement') or inner.get('basis') or 'targets as given'}"
+        basis = f"{source}: {t.statement or 'targets as given'}"
         if k != 1:
             basis += f", growth {g:g} instead of {g0:g}"
-        if ci_t is not None and not (ci_t[0] <= rps * k <= ci_t[1]):
+        if ci_t is not None and not (ci_t[0] <= t.rps * k <= ci_t[1]):
             # a bootstrap CI of a high quantile need not contain the point estimate; widen it to do so
             basis += (f"; the profile's CI [{ci_t[0]:.4g}, {ci_t[1]:.4g}] does not contain the target and was "
                       "widened to it")
-            ci_t = (min(ci_t[0], rps * k), max(ci_t[1], rps * k))
+            ci_t = (min(ci_t[0], t.rps * k), max(ci_t[1], t.rps * k))
         if ci_t is not None and ci_t[0] <= 0:
             basis += "; the profile's CI reaches 0 req/s and is not used"
             ci_t = None
         try:
-            return Target(rps * k, ci_t, q, g, basis)
+            return Target(t.rps * k, ci_t, q, g, basis)
         except BadValueError as exc:
             raise BadValueError(exc.message, path=source, field="targets.target.rps") from exc
-    pm = p.get("per_minute") or {}
     qq = q if q is not None else 0.99
     key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}.get(qq)
-    if key is None or _num(pm.get(key)) is None:
+    if key is None or key not in p.per_minute:
         raise SchemaError(f"no target in the profile and no per_minute.{key or qq} to derive one", path=source,
                           field="targets")
-    per_min = float(pm[key])
-    ci = (pm.get(f"{key}_ci95") if isinstance(pm.get(f"{key}_ci95"), list) else None)
-    ci_t = (float(ci[0]) / 60 * g, float(ci[1]) / 60 * g) if ci else None
+    per_min = p.per_minute[key]
+    ci = p.per_minute_ci95.get(key)
+    ci_t = (ci[0] / 60 * g, ci[1] / 60 * g) if ci else None
     return Target(per_min / 60.0 * g, ci_t, qq, g,
                   f"{source}: per-minute {key.upper()} {per_min:,.1f} req/min / 60 × growth {g:g}"
                   + ("" if ci_t else " (the profile gives no CI for it)"))
 
 
+def plan_burst(p: ProfileInput, target_rps: float, growth: float = 1.0) -> BurstModel | None:
+    """Burst model from the profile's bursts: the highest observed burst peak (× growth) relative to the target."""
+    b = p.bursts
+    if b is None:
+        return None
+    if not b.peaks_rps:
+        span_h = (p.span_s or 0) / 3600
+        return BurstModel(1.0, 0.0, None,
+                          f"no burst episode in the profile's {span_h:,.1f} h ({b.rule or 'burst rule'}); "
+                          "a short trace cannot rule bursts out: give a burst multiplier to plan for campaigns "
+                          "(the sources: 1–2 a month, 3–5× peak)")
+    peak = max(b.peaks_rps) * growth
+    return BurstModel(max(1.0, peak / target_rps), b.per_month, (b.max_duration_s or 0) / 60 or None,
+                      f"highest observed burst peak {max(b.peaks_rps):,.2f} req/s × growth {growth:g} over the target "
+                      f"{target_rps:,.2f} req/s ({b.count} episode(s), {b.per_month_note or 'frequency as given'})")
+
+
+# The dict readers of earlier versions, kept for callers: each validates the document once and reads the typed view.
+def target_from_profile(p: dict[str, Any], *, quantile: float | None = None, growth: float | None = None,
+                        source: str = "profile JSON") -> Target:
+    """:func:`plan_target` of a profile JSON document."""
+    return plan_target(profile_input_from_dict(p, source=source), quantile=quantile, growth=growth)
+
+
 def shares_from_profile(p: dict[str, Any]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for row in p.get("mix_shares") or []:
-        if isinstance(row, dict) and row.get("mix") is not None and row.get("share") is not None:
-            out[str(row["mix"])] = float(row["share"])
-    return out
+    return profile_input_from_dict(p).shares
 
 
 def series_from_profile(p: dict[str, Any], *, source: str = "profile JSON") -> tuple[list[float], list[str]] | None:
-    """Requests per minute and minute labels from ``per_minute.series`` (§5), if present.
-
-    Accepted shapes: columns ``{"minute_start_s": [...], "requests": [...]}`` (what
-    ``bearing profile`` writes) or rows ``[{"minute_start_s", "requests"}, ...]``.
-    """
-    s = (p.get("per_minute") or {}).get("series")
-    if not s:
-        return None
-    starts, counts = _series_columns(s, "minute_start_s", source, "per_minute.series")
-    return counts, [_label(x) for x in (starts if starts is not None else range(len(counts)))]
+    """Requests per minute and minute labels from ``per_minute.series`` (§5), if present (columns
+    ``{"minute_start_s": [...], "requests": [...]}``, what ``bearing profile`` writes, or rows)."""
+    pi = profile_input_from_dict({k: v for k, v in p.items() if k != "per_window"}, source=source)
+    return None if pi.series is None or pi.series_labels is None else (pi.series, pi.series_labels)
 
 
 def window_series_from_profile(
     p: dict[str, Any], *, source: str = "profile JSON"
 ) -> tuple[list[float], list[str], str | None] | None:
-    """Requests per minute from a rate-window profile's ``per_window.series`` (§5), if present.
-
-    Each window's requests are spread evenly over its minutes (which smooths peaks inside
-    a window: the returned note says so); ``None`` when the window is not a whole number
-    of minutes.
-    """
-    s = (p.get("per_window") or {}).get("series")
-    if not s:
-        return None
-    starts, counts = _series_columns(s, "window_start_s", source, "per_window.series")
-    bin_s = _num(s.get("bin_s")) if isinstance(s, dict) else None
-    if bin_s is None or bin_s <= 0:
-        raise SchemaError("expected the window length in seconds (bin_s > 0)", path=source,
-                          field="per_window.series.bin_s")
-    aligned = p.get("clock") == "UTC wall clock"
-    return spread_windows(starts or [i * bin_s for i in range(len(counts))], counts, bin_s, aligned)
+    """Requests per minute from a rate-window profile's ``per_window.series`` (§5), if present: each
+    window's requests spread evenly over its minutes; ``None`` when the window is not a whole number of minutes."""
+    pi = profile_input_from_dict({k: v for k, v in p.items() if k != "per_minute"}, source=source)
+    return None if pi.series is None or pi.series_labels is None else (pi.series, pi.series_labels, pi.series_note)
 
 
-def _series_columns(s: Any, start_key: str, source: str, where: str) -> tuple[list[float] | None, list[float]]:
-    """(starts, requests) of a series given as columns or as a list of rows; SchemaError when malformed."""
-    if isinstance(s, list):
-        if not all(isinstance(r, dict) and "requests" in r for r in s):
-            raise SchemaError(f"expected rows {{{start_key!r}, 'requests'}}", path=source, field=where)
-        starts_raw = [r.get(start_key) for r in s]
-        counts_raw = [r["requests"] for r in s]
-    elif isinstance(s, dict):
-        starts_raw, counts_raw = s.get(start_key), s.get("requests")
-        if not isinstance(counts_raw, list) or (starts_raw is not None and not isinstance(starts_raw, list)):
-            raise SchemaError(f"expected lists {start_key!r} and 'requests'", path=source, field=where)
-        if starts_raw is not None and len(starts_raw) != len(counts_raw):
-            raise SchemaError(f"{start_key!r} has {len(starts_raw)} values but 'requests' has {len(counts_raw)}",
-                              path=source, field=where)
-    else:
-        raise SchemaError(f"expected an object of columns or a list of rows, found {type(s).__name__}",
-                          path=source, field=where)
-    counts = [_num(c) for c in counts_raw]
-    bad = next((i for i, c in enumerate(counts) if c is None or c < 0 or not math.isfinite(c)), None)
-    if bad is not None:
-        raise BadValueError(f"expected a request count >= 0, got {counts_raw[bad]!r}", path=source,
-                            field=f"{where}.requests[{bad}]")
-    if starts_raw is None or all(x is None for x in starts_raw):
-        return None, counts  # type: ignore[return-value]
-    starts = [_num(x) for x in starts_raw]
-    if any(x is None for x in starts):
-        raise BadValueError("expected numeric start times (s)", path=source, field=f"{where}.{start_key}")
-    return starts, counts  # type: ignore[return-value]
+def burst_from_profile(p: dict[str, Any], target_rps: float, growth: float = 1.0) -> BurstModel | None:
+    return plan_burst(profile_input_from_dict(p), target_rps, growth)
+
+
+def seq_len_from_profile(p: dict[str, Any]) -> SeqLenStats | None:
+    return profile_input_from_dict(p).seq_len
 
 
 def spread_windows(starts: list[float], requests: list[float], bin_s: float,
@@ -312,36 +515,6 @@ def _label(x: Any) -> str:
     if v is not None and v > 1e9:  # epoch seconds
         return datetime.fromtimestamp(v, tz=UTC).strftime("%Y-%m-%d %H:%M")
     return str(x)
-
-
-def burst_from_profile(p: dict[str, Any], target_rps: float, growth: float = 1.0) -> BurstModel | None:
-    """Burst model from the profile's ``bursts``: the highest observed burst peak (× growth) relative to the target."""
-    b = p.get("bursts") or {}
-    if not b or b.get("available") is False:
-        return None
-    eps = b.get("episodes") or []
-    peaks = [_num(e.get("peak_rps")) for e in eps if isinstance(e, dict)]
-    peaks = [x for x in peaks if x is not None]
-    if not peaks:
-        span_h = (_num(p.get("span_s")) or 0) / 3600
-        return BurstModel(1.0, 0.0, None,
-                          f"no burst episode in the profile's {span_h:,.1f} h ({b.get('rule') or 'burst rule'}); "
-                          "a short trace cannot rule bursts out: give a burst multiplier to plan for campaigns "
-                          "(the sources: 1–2 a month, 3–5× peak)")
-    peak = max(peaks) * growth
-    return BurstModel(max(1.0, peak / target_rps), _num(b.get("per_month")),
-                      (_num(b.get("max_duration_s")) or 0) / 60 or None,
-                      f"highest observed burst peak {max(peaks):,.2f} req/s × growth {growth:g} over the target "
-                      f"{target_rps:,.2f} req/s ({b.get('count', len(eps))} episode(s), "
-                      f"{b.get('per_month_note') or 'frequency as given'})")
-
-
-def seq_len_from_profile(p: dict[str, Any]) -> SeqLenStats | None:
-    s = p.get("seq_len") or (p.get("tokens") or {}).get("seq_len")
-    if not isinstance(s, dict) or any(_num(s.get(k)) is None for k in ("mean", "p50", "p99", "max")):
-        return None
-    return SeqLenStats(int(s.get("n") or 0), float(s["mean"]), float(s["p50"]), float(s["p99"]), float(s["max"]),
-                       source="profile JSON seq_len")
 
 
 # --------------------------------------------------------------------------- the plan
@@ -412,14 +585,14 @@ class CapacityPlan:
         when the profile does not.
         """
         tier_b = get_tier(tier) if isinstance(tier, str) else tier
-        series = None
-        series_note = None
-        if not isinstance(profile, dict):
-            got = _series_from_profile_object(profile)
-            if got is not None:
-                series, series_note = got[:2], got[2]
-            profile = profile.to_dict()
-        if isinstance(limits, dict):  # the JSON edge: validated once, then typed from here on
+        # the JSON edges: each document validated once, then typed from here on
+        if isinstance(profile, dict):
+            prof = profile_input_from_dict(profile, source=profile_source)
+        elif isinstance(profile, ProfileInput):
+            prof = profile
+        else:
+            prof = profile_input(profile, source=profile_source)
+        if isinstance(limits, dict):
             limits = LimitsResult.from_dict(limits, source=limits_source)
         if not isinstance(limits, LimitsResult):
             raise ParameterError(f"limits: expected a LimitsResult (fit_limits) or a limits JSON document, "
@@ -434,19 +607,21 @@ class CapacityPlan:
             lim.tested_instances = tested_instances
             lim.tested_instances_basis = "given (--tested-instances, or the parameter tested_instances)"
         notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
-        if series_note:
-            notes.append(series_note)
+        # where the series note goes among the notes is as before the typed hop: first for a TrafficProfile,
+        # after the mix-share note for a profile JSON
+        from_json = isinstance(profile, dict)
+        if prof.series_note and not from_json:
+            notes.append(prof.series_note)
         if not lim.limits:
             raise InsufficientDataError(f"{limits_source}: no mix has a usable limit ({'; '.join(notes) or 'empty'})")
         if target_rps is not None:
             g = growth if growth is not None else 1.0
             tgt = Target(target_rps * g, None, None, g, f"given: {target_rps:g} req/s × growth {g:g}")
         else:
-            tgt = target_from_profile(profile, quantile=quantile, growth=growth, source=profile_source)
-        shares = shares_from_profile(profile)
+            tgt = plan_target(prof, quantile=quantile, growth=growth)
+        shares = dict(prof.shares)
         if not shares:
-            ms = profile.get("mix_shares")
-            why = ms.get("reason") if isinstance(ms, dict) else None
+            why = prof.shares_reason
             if len(lim.limits) > 1:
                 raise SchemaError("the profile has no mix_shares" + (f" ({why})" if why else "")
                                   + ", so the per-mix limits cannot be blended",
@@ -458,14 +633,9 @@ class CapacityPlan:
         plan = cls(tier_b, fos, lim, notes=notes, sources={"limits": limits_source, "profile": profile_source})
 
         # CBU ------------------------------------------------------------
-        if series is None:
-            series = series_from_profile(profile, source=profile_source)
-        if series is None:
-            got = window_series_from_profile(profile, source=profile_source)
-            if got is not None:
-                series = got[:2]
-                if got[2]:
-                    plan.notes.append(got[2])
+        series = (prof.series, prof.series_labels) if prof.series is not None and prof.series_labels else None
+        if series is not None and prof.series_note and from_json:
+            plan.notes.append(prof.series_note)
         if series is None and trace is not None:
             series = _series_from_trace(trace)
         g = tgt.growth
@@ -485,7 +655,7 @@ class CapacityPlan:
         if burst_multiplier is not None:
             burst = BurstModel(burst_multiplier, source=f"given: {burst_multiplier:g}× the target")
         else:
-            burst = burst_from_profile(profile, tgt.rps, g)
+            burst = plan_burst(prof, tgt.rps, g)
         if q_blend is None:
             plan.instances_reason = "the blended limit is not bounded"
         else:
@@ -525,10 +695,9 @@ class CapacityPlan:
             plan.buffer_plan = _buffer_plan(plan.instances, plan.elasticity, plan.elasticity_reason)
 
         # memory ---------------------------------------------------------
-        seq = seq_len_from_profile(profile)
-        sl = profile.get("seq_len")
-        if seq is None and isinstance(sl, dict) and sl.get("available") is False:
-            plan.memory_reason = f"the profile has no sequence-length distribution: {sl.get('reason')}"
+        seq = prof.seq_len
+        if seq is None and prof.seq_len_reason is not None:
+            plan.memory_reason = f"the profile has no sequence-length distribution: {prof.seq_len_reason}"
         if seq is None and trace is not None:
             plan.memory_reason = ""
             try:
@@ -558,7 +727,7 @@ class CapacityPlan:
                                          "tested_instances": lim.tested_instances}
         if conc is None and plan.safe_concurrency and plan.safe_concurrency.value is not None:
             conc = int(math.floor(plan.safe_concurrency.value / lim.tested_instances))
-            clause = f"{sla_lat['stat']}({sla_lat['metric']})" if sla_lat else "the latency clause"
+            clause = f"{sla_lat.stat}({sla_lat.metric})" if sla_lat else "the latency clause"
             conc_basis = (f"derived from the load test (Little's law): max safe concurrency "
                           f"{plan.safe_concurrency.value:.2f}, the highest step mean concurrency whose {clause} meets "
                           f"the SLA (the last passing step of the latency–concurrency curve){per}, rounded down "
@@ -597,17 +766,15 @@ class CapacityPlan:
                 why = "concurrency unknown (give --concurrency or a concurrency-swept limits file)"
             else:
                 headroom = plan.memory.row("p99")["headroom"]  # type: ignore[assignment]
-        pm = profile.get("per_minute") or {}
-        pw = profile.get("per_window") or {}
-        peak_known = any(_num(x.get(k)) is not None for x in (pm, pw) for k in ("p95", "p99")) or target_rps is not None
-        mean_known = any(_num(x.get("mean")) is not None for x in (pm, pw))
+        peak_known = prof.peak_known or target_rps is not None
+        mean_known = prof.mean_known
         main_steps = lim.steps.get(main_mix or "", [])
         plan.scorecards = Scorecards(
             scorecard(headroom=headroom, headroom_missing=why, peak_known=peak_known, mean_known=mean_known,
                       fos_value=fos.blended.fos.value, fos_bound=fos.blended.fos.bound, user=user_inputs),
             checklist(steps=main_steps, sla=lim.sla, target_rps=tgt.rps, user=(user_inputs or {}).get("health")),
         )
-        plan.economics = attach_economics(plan, profile, trace=trace, price_per_hour=price_per_hour,
+        plan.economics = attach_economics(plan, prof, trace=trace, price_per_hour=price_per_hour,
                                           budget_per_month=budget_per_month, server_metrics=server_metrics)
         return plan
 
@@ -619,9 +786,11 @@ class CapacityPlan:
     # ----------------------------------------------------------------- output
     def to_dict(self) -> dict[str, object]:
         from bearing_lib.common.version import __version__
+        from bearing_lib.plan.document import SCHEMA
 
         f = self.fos.to_dict()
         return {
+            "schema": SCHEMA,
             "bearing_version": __version__,
             "sources": self.sources,
             "tier": self.tier.to_dict(),
@@ -650,6 +819,13 @@ class CapacityPlan:
             "economics": self.economics.to_dict() if self.economics else unavailable("not computed"),
             "notes": self.notes,
         }
+
+    def document(self) -> PlanDocument:
+        """The plan as its typed JSON document (:class:`~bearing_lib.plan.document.PlanDocument`, ``bearing.plan/1``):
+        what readers downstream of the plan (the report, the exports) read."""
+        from bearing_lib.plan.document import PlanDocument
+
+        return PlanDocument.from_dict(self.to_dict(), source="capacity plan")
 
     def summary_lines(self) -> list[str]:
         """A short text summary (the CLI prints it)."""
@@ -899,9 +1075,16 @@ __all__ = [
     "ConcurrencyAtLimit",
     "concurrency_at_limit",
     "LimitsInput",
+    "BurstFacts",
+    "ProfileInput",
+    "ProfileTarget",
     "burst_from_profile",
     "limits_from_dict",
     "limits_input",
+    "plan_burst",
+    "plan_target",
+    "profile_input",
+    "profile_input_from_dict",
     "read_json",
     "seq_len_from_profile",
     "series_from_profile",

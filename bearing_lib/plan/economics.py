@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.plan.capacity_plan import ProfileInput
 
 HOURS_PER_MONTH = 730.0
 STAGE_FACTOR = 1.5
@@ -316,16 +319,14 @@ def weekly_peaks(starts_s: list[float], requests_per_min: list[float], *, quanti
     return [float(q_of(w, quantile)) / 60.0 if w else 0.0 for w in weeks]
 
 
-def _series(profile: dict[str, Any]) -> tuple[list[float], list[float]] | None:
-    s = (profile.get("per_minute") or {}).get("series")
-    if isinstance(s, dict) and isinstance(s.get("requests"), list) and isinstance(s.get("minute_start_s"), list):
-        return [float(x) for x in s["minute_start_s"]], [float(x) for x in s["requests"]]
-    if isinstance(s, list) and all(isinstance(r, dict) and "requests" in r and "minute_start_s" in r for r in s):
-        return [float(r["minute_start_s"]) for r in s], [float(r["requests"]) for r in s]
-    return None
+def _series(profile: ProfileInput) -> tuple[list[float], list[float]] | None:
+    """(minute starts, requests per minute) of the profile's per-minute series, if it has one."""
+    if profile.series is None or profile.series_start_s is None:
+        return None
+    return list(profile.series_start_s), [float(x) for x in profile.series]
 
 
-def mean_tokens(profile: dict[str, Any], trace: Any = None) -> dict[str, Any]:
+def mean_tokens(profile: ProfileInput, trace: Any = None) -> dict[str, Any]:
     """Mean input and output tokens per request of the production traffic, overall and per mix.
 
     Overall: the profile's ``seq_len.input_tokens.mean`` / ``output_tokens.mean``, else the
@@ -333,9 +334,7 @@ def mean_tokens(profile: dict[str, Any], trace: Any = None) -> dict[str, Any]:
     JSON carries no per-mix token counts); without a trace every mix gets the overall means,
     and ``per_mix_basis`` says so.
     """
-    sl = profile.get("seq_len") or {}
-    mi = _f((sl.get("input_tokens") or {}).get("mean")) if isinstance(sl, dict) else None
-    mo = _f((sl.get("output_tokens") or {}).get("mean")) if isinstance(sl, dict) else None
+    mi, mo = profile.mean_input_tokens, profile.mean_output_tokens
     basis = "the profile's seq_len input/output token means"
     frame = getattr(trace, "frame", None)
     has_tokens = frame is not None and {"input_tokens", "output_tokens"} <= set(frame.columns)
@@ -351,13 +350,11 @@ def mean_tokens(profile: dict[str, Any], trace: Any = None) -> dict[str, Any]:
                                               "with input_tokens and output_tokens was given"}
     per_mix: dict[str, dict[str, float]] = {}
     per_mix_basis = "no per-mix token counts (no trace with a mix spec): each mix uses the overall means"
-    spec = profile.get("mix_spec")
-    if has_tokens and isinstance(spec, list) and spec:
+    spec = profile.mix_spec
+    if has_tokens and spec is not None:
         import polars as pl
 
-        from bearing_lib.data.mixes import MixSpec
-
-        f = MixSpec.from_dict(spec).assign(frame.filter(pl.col("input_tokens").is_not_null()
+        f = spec.assign(frame.filter(pl.col("input_tokens").is_not_null()
                                                         & pl.col("output_tokens").is_not_null()))
         for r in f.group_by("mix").agg(pl.col("input_tokens").mean().alias("i"), pl.col("output_tokens").mean()
                                        .alias("o"), pl.len().alias("n")).iter_rows(named=True):
@@ -442,7 +439,7 @@ class PlanEconomics:
 
 def plan_economics(
     plan: dict[str, Any],
-    profile: dict[str, Any],
+    profile: ProfileInput | dict[str, Any],
     *,
     trace: Any = None,
     price_per_hour: float | None = None,
@@ -458,6 +455,10 @@ def plan_economics(
     with ``server_metrics`` (``ServerMetrics`` with steps) the memory section's KV arithmetic
     checked against the engine's gauge (:func:`bearing_lib.plan.memory.kv_metrics_check`).
     """
+    if isinstance(profile, dict):  # a profile JSON document: validated once at this edge
+        from bearing_lib.plan.capacity_plan import profile_input_from_dict
+
+        profile = profile_input_from_dict(profile)
     if price_per_hour is not None:
         _positive(price_per_hour=price_per_hour)
     if budget_per_month is not None:
@@ -560,7 +561,7 @@ def apply_budget_row(scorecard: list[Any], money: dict[str, Any]) -> None:
             scorecard[i] = type(row)("budget", br["status"], br["value"], br["reason"])
 
 
-def attach_economics(plan: Any, profile: dict[str, Any], **kw: Any) -> PlanEconomics:
+def attach_economics(plan: Any, profile: ProfileInput, **kw: Any) -> PlanEconomics:
     """The one call ``CapacityPlan.build`` makes: :func:`plan_economics` of the plan's JSON, and the
     computed budget row put into its scorecard (:func:`apply_budget_row`)."""
     econ = plan_economics(plan.to_dict(), profile, **kw)

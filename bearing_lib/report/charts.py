@@ -311,10 +311,10 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
     if model.production.available and model.production.data.get("per_minute_series"):
         lines = []
         if model.fos.available:
-            t = model.fos.data.get("target") or {}
+            t = model.fos.data["target"]  # the plan document's TargetDoc
             from bearing_lib.report.model import quantile_label
 
-            lines.append({"label": f"target ({quantile_label(t.get('quantile'))} × growth)", "rps": _num(t.get("rps"))})
+            lines.append({"label": f"target ({quantile_label(t.quantile)} × growth)", "rps": t.rps})
             lines.append({"label": "allowable (Q_ult / target FOS)", "rps": model.fos.data.get("allowable_rps")})
             q = [p.q_ult.value for p in model.fos.data.get("per_mix") or [] if not p.q_ult.is_bound]
             q = [v for v in q if v is not None]
@@ -339,10 +339,13 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         if c:
             out.append(c)
     if model.fos.available:
-        cbu = model.fos.data.get("cbu") or {}
-        above = cbu.get("minutes_above") if isinstance(cbu, dict) else None
-        if isinstance(above, list) and above and isinstance(above[0], dict) and "cbu" in above[0]:
-            c = cbu_chart(above, threshold=_num(cbu.get("threshold")) or 0.8,
+        from bearing_lib.common.files import jsonable
+        from bearing_lib.plan.document import CbuDoc
+
+        cbu = model.fos.data["cbu"]  # the plan document's CbuDoc, or NotAvailable
+        above = jsonable(cbu.minutes_above) if isinstance(cbu, CbuDoc) else None
+        if above:
+            c = cbu_chart(above, threshold=cbu.threshold,
                           relative=model.production.available and is_relative(model.production.data))
             if c:
                 out.append(c)

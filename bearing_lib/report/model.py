@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError
@@ -26,6 +26,8 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
+from bearing_lib.plan.document import ElasticityDoc, InstancesDoc, PlanDocument
+from bearing_lib.traffic.document import ProfileDocument
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
 VERDICTS = ("green", "yellow", "red")
@@ -210,6 +212,9 @@ class ReportModel:
     ops: Section = field(default_factory=lambda: Section(False, "the bottleneck and operational settings section was "
                                                                 "not built for this report"))
     """Bottleneck at the limit, exported settings, tokens and money (``bearing_lib.report.ops_section``)."""
+    profile_doc: ProfileDocument | None = field(default=None, repr=False, compare=False)
+    """The production profile as its typed document (what the views read); not part of ``summary.json``,
+    whose ``production`` section keeps the profile JSON as given."""
 
     @property
     def verdict(self) -> str:
@@ -217,7 +222,8 @@ class ReportModel:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready twin of the HTML (``summary.json``)."""
-        d = asdict(self)
+        d = asdict(replace(self, profile_doc=None))
+        d.pop("profile_doc")
         d = {"schema": SUMMARY_SCHEMA, "verdict": self.verdict, **d}
         # Compact forms other reports read back for "what changed".
         d["limits"] = {
@@ -372,13 +378,6 @@ def _row_label(m: MixLimit, several_runs: bool) -> str:
     return f"{m.run_id} · {m.mix.name}" if several_runs and m.run_id else m.mix.name
 
 
-def _fos_of(entry: dict[str, Any]) -> Estimate | None:
-    """Per-mix or blended FOS of the plan JSON: nested ``{"fos": {"value", "ci95", "bound"}}`` (§6) or flat."""
-    inner = entry.get("fos") if isinstance(entry.get("fos"), dict) else entry
-    est = _interval(inner)
-    return None if est is None else Estimate(est.value, ci95=est.ci95, bound=est.bound, basis="ratio")
-
-
 def _several_runs(limits: LimitsResult) -> bool:
     return len(limits.runs) > 1
 
@@ -393,17 +392,16 @@ def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
     return Estimate(pc.value, ci95=ci, unit=pc.unit or m.unit or "", basis="offered"), None
 
 
-def _mixes(limits: LimitsResult | None, reason: str | None, plan: dict[str, Any] | None,
+def _mixes(limits: LimitsResult | None, reason: str | None, plan: PlanDocument | None,
            plan_run: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
     several = _several_runs(limits)
     fos_by_mix: dict[str, Estimate] = {}
     if plan is not None:
-        for f in (plan.get("fos") or {}).get("per_mix") or []:
-            iv = _fos_of(f)
-            if iv is not None and f.get("mix") is not None:
-                fos_by_mix[str(f["mix"])] = iv
+        for f in plan.per_mix:
+            if f.fos.estimate is not None:
+                fos_by_mix[f.mix] = f.fos.estimate
     names = [m.mix.name for m in limits.mixes]
     rows = []
     for m in limits.mixes:
@@ -538,70 +536,49 @@ def _production(profile: dict[str, Any] | None, reason: str | None,
     return Section(True, data=data)
 
 
-def _tier_name(tier: Any) -> str | None:
-    if isinstance(tier, dict):
-        return _str(tier.get("name"))
-    return _str(tier)
-
-
-def _fos(plan: dict[str, Any] | None, reason: str | None) -> Section:
+def _fos(plan: PlanDocument | None, reason: str | None) -> Section:
+    """The FOS and CBU section: a small view-model of the typed plan (``tier_bands``, ``target`` and ``cbu``
+    are the plan document's own dataclasses; ``cbu`` may be ``NotAvailable``)."""
     if plan is None:
         return Section(False, reason)
-    fos = plan.get("fos") or {}
-    blended_doc = fos.get("blended") if isinstance(fos.get("blended"), dict) else {}
-    blended = _fos_of(blended_doc) if blended_doc else None
-    per_mix = []
-    for f in fos.get("per_mix") or []:
-        inner = f.get("fos") if isinstance(f.get("fos"), dict) else {}
-        q = _interval({"value": f.get("q_ult_rps"), "ci95": f.get("q_ult_ci95"), "censored": f.get("censored"),
-                       "unit": "req/s", "basis": "achieved"})
-        per_mix.append(FosRow(
-            mix=str(f.get("mix")), share=as_float(f.get("share")),
-            q_ult=q or Estimate(None, unit="req/s", basis="achieved"), fos=_fos_of(f),
-            utilisation=as_float(f.get("utilisation")), statement=_str(inner.get("statement") or f.get("statement")),
-        ))
-    tier = plan.get("tier")
+    b = plan.blended
+    per_mix = [FosRow(mix=f.mix, share=f.share, q_ult=f.q_ult, fos=f.fos.estimate, utilisation=f.utilisation,
+                      statement=f.fos.statement) for f in plan.per_mix]
     return Section(
         True,
         data={
-            "tier": _tier_name(tier),
-            "tier_bands": tier if isinstance(tier, dict) else None,
-            "target": plan.get("target"),
-            "blended": blended,
-            "blended_statement": blended_doc.get("statement"),
-            "blended_bound": blended_doc.get("bound"),
-            "coverage": as_float(blended_doc.get("coverage")),
-            "uncovered": blended_doc.get("uncovered") or {},
+            "tier": plan.tier.name,
+            "tier_bands": plan.tier,
+            "target": plan.target,
+            "blended": b.estimate,
+            "blended_statement": b.statement,
+            "blended_bound": b.bound,
+            "coverage": b.coverage,
+            "uncovered": b.uncovered,
             "per_mix": per_mix,
-            "ci_method": fos.get("ci_method"),
-            "verdict": plan.get("verdict"),
-            "verdict_reason": plan.get("verdict_reason"),
-            "utilisation": as_float(plan.get("utilisation")),
-            "breakpoint_rule": plan.get("breakpoint_rule"),
-            "allowable_rps": as_float(plan.get("allowable_rps")),
-            "allowable_statement": plan.get("allowable_statement"),
-            "cbu": plan.get("cbu"),
+            "ci_method": plan.fos.ci_method,
+            "verdict": plan.verdict,
+            "verdict_reason": plan.verdict_reason,
+            "utilisation": plan.utilisation,
+            "breakpoint_rule": plan.breakpoint_rule,
+            "allowable_rps": plan.allowable_rps,
+            "allowable_statement": plan.allowable_statement,
+            "cbu": plan.cbu,
         },
     )
 
 
-def _plan(plan: dict[str, Any] | None, reason: str | None) -> Section:
+def _plan(plan: PlanDocument | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
-    data = {k: plan.get(k) for k in ("instances", "elasticity", "memory")}
-    if all(v is None for v in data.values()):
-        return Section(False, "the plan holds no instances, elasticity or memory sections")
-    data["notes"] = [str(n) for n in plan.get("notes") or []]
-    return Section(True, data=data)
+    return Section(True, data={"instances": plan.instances, "elasticity": plan.elasticity, "memory": plan.memory,
+                               "notes": list(plan.notes)})
 
 
-def _scorecards(plan: dict[str, Any] | None, reason: str | None) -> Section:
+def _scorecards(plan: PlanDocument | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
-    sc = plan.get("scorecards")
-    if not sc:
-        return Section(False, "the plan holds no scorecards")
-    return Section(True, data={"scorecards": sc})
+    return Section(True, data={"scorecards": plan.scorecards})
 
 
 def quantile_label(q: Any) -> str:
@@ -611,11 +588,11 @@ def quantile_label(q: Any) -> str:
     return str(q or "").upper()
 
 
-def _target_text(plan: dict[str, Any]) -> str:
-    t = plan.get("target") or {}
-    q = quantile_label(t.get("quantile"))
-    rps = as_float(t.get("rps"))
-    growth = as_float(t.get("growth"))
+def _target_text(plan: PlanDocument) -> str:
+    t = plan.target
+    q = quantile_label(t.quantile)
+    rps = t.rps
+    growth = t.growth
     s = f"the {q} per-minute peak" if q else "the target load"
     if rps is not None:
         s += f" of {_fmt(rps)} req/s"
@@ -624,27 +601,22 @@ def _target_text(plan: dict[str, Any]) -> str:
     return s
 
 
-def _plan_line(plan: dict[str, Any]) -> str | None:
-    inst = plan.get("instances")
+def _plan_line(plan: PlanDocument) -> str | None:
     parts = []
-    if isinstance(inst, dict) and inst.get("available") is not False and as_float(inst.get("total")) is not None:
-        s = f"{int(inst['total'])} instances"
-        if as_float(inst.get("base")) is not None and as_float(inst.get("buffer")) is not None:
-            s += f" ({int(inst['base'])} + {int(inst['buffer'])} buffer)"
-        if as_float(inst.get("per_instance_allowable_rps")) is not None:
-            s += f" at {_fmt(as_float(inst['per_instance_allowable_rps']))} req/s allowable each"
-        parts.append(s)
-    el = plan.get("elasticity")
-    if isinstance(el, dict) and el.get("recommendation"):
-        parts.append(f"scaling: {el['recommendation']}")
-    allow = as_float(plan.get("allowable_rps"))
-    if allow is not None:
-        parts.append(f"allowable capacity {_fmt(allow)} req/s")
+    inst = plan.instances
+    if isinstance(inst, InstancesDoc):
+        parts.append(f"{inst.total} instances ({inst.base} + {inst.buffer} buffer) at "
+                     f"{_fmt(inst.per_instance_allowable_rps)} req/s allowable each")
+    el = plan.elasticity
+    if isinstance(el, ElasticityDoc) and el.recommendation:
+        parts.append(f"scaling: {el.recommendation}")
+    if plan.allowable_rps is not None:
+        parts.append(f"allowable capacity {_fmt(plan.allowable_rps)} req/s")
     return ("Plan: " + "; ".join(parts) + ".") if parts else None
 
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
-              plan: dict[str, Any] | None, plan_reason: str | None, mixes: Section) -> Headline:
+              plan: PlanDocument | None, plan_reason: str | None, mixes: Section) -> Headline:
     rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
     binding_row = None
     with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
@@ -671,26 +643,23 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
             if binds:
                 text += f" Among the measured limits, {binds} (lowest limit)."
         return Headline("unknown", text, None, b_mix, b_con)
-    verdict = str(plan.get("verdict") or "unknown")
-    if verdict not in VERDICTS:
-        verdict = "unknown"
-    blended_doc = (plan.get("fos") or {}).get("blended") or {}
-    blended = _interval(blended_doc) if isinstance(blended_doc, dict) else None
+    verdict = plan.verdict if plan.verdict in VERDICTS else "unknown"
+    blended = plan.blended.estimate
     if blended is not None and blended.bound in ("none", "lower", "upper"):
         fos_text = f"the blended FOS is {blended.text()}"
-    elif isinstance(blended_doc, dict) and blended_doc.get("statement"):
-        fos_text = f"the blended {blended_doc['statement']}"
+    elif plan.blended.statement:
+        fos_text = f"the blended {plan.blended.statement}"
     else:
         fos_text = "the blended FOS is not estimable"
     text = f"At {_target_text(plan)} {fos_text}: {verdict}"
     text += f"; {binds}." if binds else "."
-    return Headline(verdict, text, _str(plan.get("verdict_reason")), b_mix, b_con, _plan_line(plan))
+    return Headline(verdict, text, plan.verdict_reason, b_mix, b_con, _plan_line(plan))
 
 
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
 
 
-def _identity(limits: LimitsResult | None, plan: dict[str, Any] | None, profile: dict[str, Any] | None) -> dict:
+def _identity(limits: LimitsResult | None, plan: PlanDocument | None, profile: ProfileDocument | None) -> dict:
     """What must match for two reports to be compared: the service and the question asked of it."""
     ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
     if limits is not None:
@@ -699,9 +668,9 @@ def _identity(limits: LimitsResult | None, plan: dict[str, Any] | None, profile:
         ident["sla"] = limits.sla_text
         ident["load_test_tools"] = ", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None
     if plan is not None:
-        ident["tier"] = _tier_name(plan.get("tier"))
-    if profile is not None and isinstance(profile.get("source"), dict):
-        ident["production_format"] = _str(profile["source"].get("format"))
+        ident["tier"] = plan.tier.name
+    if profile is not None:
+        ident["production_format"] = profile.source_format
     return ident
 
 
@@ -772,7 +741,7 @@ def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
     return Change(item, p, c, delta, pct, sig, note)
 
 
-def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
+def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
            findings: list[dict[str, Any]] | None) -> list[Flag]:
     out: list[Flag] = []
     for f in findings or []:
@@ -799,10 +768,10 @@ def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
                 out.append(Flag(f"limits · {name}", "warning", f"censored_{m.q_ult.censored}",
                                 m.q_ult.statement or m.q_ult.censored))
     if profile is not None:
-        for key in ("per_second", "slots", "decomposition", "slo_budget"):
-            v = profile.get(key)
-            if isinstance(v, dict) and v.get("available") is False:
-                out.append(Flag("profile", "info", f"{key}_not_available", str(v.get("reason"))))
+        for key, v in (("per_second", profile.per_second), ("slots", profile.slots),
+                       ("decomposition", profile.decomposition), ("slo_budget", profile.slo_budget)):
+            if v is not None and not v.available:
+                out.append(Flag("profile", "info", f"{key}_not_available", str(v.reason)))
     return out
 
 
@@ -816,11 +785,24 @@ def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
     return LimitsResult.from_dict(doc, source="limits document"), None
 
 
+def _plan_arg(plan: Any) -> tuple[PlanDocument | None, str | None]:
+    """The plan for the report: a :class:`PlanDocument` (or a ``CapacityPlan``'s), or a plan JSON validated
+    once here (a renamed or missing key is a :class:`SchemaError` naming it, never a "—" in the report)."""
+    if isinstance(plan, PlanDocument):
+        return plan, None
+    if hasattr(plan, "document") and callable(plan.document):  # a CapacityPlan
+        return plan.document(), None
+    doc, reason = _split(plan, "capacity plan")
+    if doc is None:
+        return None, reason
+    return PlanDocument.from_dict(doc, source="plan document"), None
+
+
 def build_report(
     *,
     limits: LimitsResult | dict[str, Any] | Unavailable | None,
     profile: dict[str, Any] | Unavailable | None,
-    plan: dict[str, Any] | Unavailable | None,
+    plan: PlanDocument | dict[str, Any] | Unavailable | None,
     provenance: ReportProvenance,
     previous: dict[str, Any] | Unavailable | None = None,
     findings: list[dict[str, Any]] | None = None,
@@ -858,11 +840,13 @@ def build_report(
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
-    pl_, plan_reason = _split(plan, "capacity plan")
+    # the profile JSON validated once here; the production section keeps the JSON, the views read the document
+    prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
+    pl_, plan_reason = _plan_arg(plan)
     mixes = _mixes(lim, lim_reason, pl_, plan_run)
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
-    identity = _identity(lim, pl_, prof)
+    identity = _identity(lim, pl_, prof_doc)
     return ReportModel(
         name=name,
         title=title,
@@ -876,10 +860,11 @@ def build_report(
         plan=_plan(pl_, plan_reason),
         scorecards=_scorecards(pl_, plan_reason),
         changes=_changes(previous, mixes, fos, identity),
-        flags=_flags(lim, prof, findings),
+        flags=_flags(lim, prof_doc, findings),
         provenance=provenance,
         identity=identity,
         predicted=_predicted(twin),
+        profile_doc=prof_doc,
     )
 
 

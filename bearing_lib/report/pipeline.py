@@ -238,7 +238,11 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         if not p.exists():
             raise InputError(f"the {what} (parameter {name}{where}) does not exist", path=p)
         if kind == "json":
-            read_json(p, what)
+            doc = read_json(p, what)
+            if name == "plan_json":  # the typed plan document: a renamed or missing key fails here, naming it
+                from bearing_lib.plan.document import PlanDocument
+
+                PlanDocument.from_dict(doc, source=f"{what} {p}")
         elif kind == "mixes":
             mix_spec(str(p))
         else:

@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from bearing_lib.common.files import write_text_atomic
+from bearing_lib.common.files import jsonable, write_text_atomic
 from bearing_lib.report.charts import MAX_POINTS, report_charts
 from bearing_lib.report.defang import defang, defang_tree
 from bearing_lib.report.model import ReportModel
@@ -94,7 +94,7 @@ def _tojson(value: Any) -> Markup:
 
 def _rawjson(value: Any) -> str:
     """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
-    return json.dumps(defang_tree(value), indent=1, ensure_ascii=False, allow_nan=False)
+    return json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False)
 
 
 @functools.lru_cache(maxsize=1)

@@ -17,12 +17,17 @@ caveats", so no caveat is lost by the curation (:func:`leftover_caveats`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bearing_lib.common.files import jsonable
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, ScorecardsDoc, TargetDoc
 from bearing_lib.report.model import as_float
+from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
 
 @dataclass
@@ -158,7 +163,10 @@ def elapsed(seconds: Any) -> str:
 
 
 def is_relative(profile: Any) -> bool:
-    """Whether a profile document's clock is relative (seconds from the trace start, no dates)."""
+    """Whether a profile's clock is relative (seconds from the trace start, no dates): a
+    :class:`ProfileDocument`, or the profile JSON (its ``clock``)."""
+    if isinstance(profile, ProfileDocument):
+        return profile.relative
     return isinstance(profile, dict) and str(profile.get("clock") or "").startswith("relative")
 
 
@@ -167,29 +175,35 @@ def moment(t: Any, relative: bool) -> str:
     return elapsed(t) if relative else utc(t)
 
 
-def window_line(profile: Any, run_time_utc: str | None) -> str:
+def window_line(profile: ProfileDocument | dict[str, Any] | None, run_time_utc: str | None,
+                series: list[dict[str, Any]] | None = None) -> str:
     """The date of the report and the traffic window it judged, for the line under the verdict.
 
     A wall-clock profile gives its first and last request in UTC (``start_utc``/``end_utc``); a
     relative-clock one has no dates, so the window is the span of its counted minutes (or
-    rate windows) on the trace's own clock, as elapsed time.
+    rate windows, ``series``: the report's ``per_minute_series``) on the trace's own clock, as
+    elapsed time. ``profile`` is the typed document (a profile JSON is validated into one).
     """
     bits = []
     if run_time_utc:
         bits.append(f"Report of {str(run_time_utc)[:10]} ({str(run_time_utc)[11:16]} UTC)")
-    p = _d(profile)
-    span = duration(p.get("span_s")) if _f(p.get("span_s")) is not None else ""
-    series = [r for r in p.get("per_minute_series") or [] if _f(_d(r).get("minute_start_s")) is not None]
-    if is_relative(p) and series:
-        t0 = _f(series[0]["minute_start_s"])
-        last = series[-1]
+    if isinstance(profile, dict):
+        series = series if series is not None else profile.get("per_minute_series")
+        profile = ProfileDocument.from_dict(profile, source="production profile")
+    if profile is None:
+        return " · ".join(bits)
+    span = duration(profile.span_s) if _f(profile.span_s) is not None else ""
+    rows = [r for r in series or [] if _f(r.get("minute_start_s")) is not None]
+    if profile.relative and rows:
+        t0 = _f(rows[0]["minute_start_s"])
+        last = rows[-1]
         t1 = (_f(last["minute_start_s"]) or 0.0) + (_f(last.get("bin_s")) or 60.0)
         bits.append(f"traffic window {elapsed(t0)} to {elapsed(t1)} on the trace's relative clock"
                     + (f" (trace span {span})" if span else "") + "; no calendar dates")
-    elif is_relative(p) and span:
+    elif profile.relative and span:
         bits.append(f"traffic window: {span} on the trace's relative clock; no calendar dates")
-    elif p.get("start_utc") and p.get("end_utc"):
-        a, b = (str(p[k]).replace("T", " ")[:16] for k in ("start_utc", "end_utc"))
+    elif profile.start_utc and profile.end_utc:
+        a, b = (x.replace("T", " ")[:16] for x in (profile.start_utc, profile.end_utc))
         bits.append(f"traffic window {a} to {b} UTC" + (f" ({span})" if span else ""))
     return " · ".join(bits)
 
@@ -217,267 +231,269 @@ def _notes(v: Any) -> list[str]:
 # --------------------------------------------------------------------------- production
 
 
-def production_view(p: dict[str, Any]) -> list[Group]:
+def _off(x: Any) -> str | None:
+    """The reason of a typed profile section that says it is not available, else None."""
+    if x is not None and getattr(x, "available", True) is False:
+        return str(getattr(x, "reason", None) or "no reason given")
+    return None
+
+
+def production_view(p: ProfileDocument) -> list[Group]:
     """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
 
-    A relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
+    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
+    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
     no UTC minutes, no dates, no hour-of-day or weekday slots.
     """
     groups: list[Group] = []
-    rel = is_relative(p)
+    rel = p.relative
 
     # target load ---------------------------------------------------------------
-    t = _d(p.get("targets"))
+    t = p.targets
     g = Group("Target load")
-    tg = _d(t.get("target"))
-    if _na(tg):
-        g.unavailable.append(f"target load not available: {_na(tg)}")
-    elif tg:
-        q = quantile_name(tg.get("quantile"))
-        bin_s = _f(tg.get("bin_s"))
+    tg = t.target if t is not None else None
+    if _off(tg):
+        g.unavailable.append(f"target load not available: {_off(tg)}")
+    elif tg is not None:
+        q = quantile_name(tg.quantile)
+        bin_s = tg.bin_s
         per = "per-minute " if bin_s == 60 else (f"{num(bin_s, 0)} s " if bin_s else "")
-        bits = [f"{q} of the {per}rate × growth {num(tg.get('growth'), 2)}"]
-        if _ci(tg.get("ci95")):
-            bits.append(_ci(tg.get("ci95")))
-        g.rows.append(Row("Target load", rps_and_min(tg.get("rps")), "; ".join(bits)))
-        if tg.get("ci_method"):
-            bins = f" ({num(tg.get('n_bins'))} bins)" if tg.get("n_bins") is not None else ""
-            g.notes.append(f"95% CI of the target: {tg['ci_method']}{bins}")
-        if tg.get("statement"):
-            g.notes.append(str(tg["statement"]))
-    pk = _d(t.get("peak"))
-    if _f(pk.get("rps")) is not None:
-        g.rows.append(Row("Observed peak", rps_and_min(pk["rps"]),
-                          f"the largest {num(pk.get('bin_s'), 0)} s bin" if pk.get("bin_s") else ""))
-    for key, label in (("near_term", "Near-term planning load"), ("mid_term", "Mid-term forecast")):
-        x = _d(t.get(key))
-        if _na(x):
-            g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-        elif _f(x.get("rps")) is not None:
-            note = " × ".join(s for s in (num(x.get("factor")) if x.get("factor") is not None else "",
-                                          str(x.get("basis") or "")) if s)
-            g.rows.append(Row(label, rps_and_min(x["rps"]), note or str(x.get("statement") or "")))
-    g.notes += _notes(t.get("notes"))
+        bits = [f"{q} of the {per}rate × growth {num(tg.growth, 2)}"]
+        if _ci(tg.ci95):
+            bits.append(_ci(tg.ci95))
+        g.rows.append(Row("Target load", rps_and_min(tg.rps), "; ".join(bits)))
+        if tg.ci_method:
+            bins = f" ({num(tg.n_bins)} bins)" if tg.n_bins is not None else ""
+            g.notes.append(f"95% CI of the target: {tg.ci_method}{bins}")
+        if tg.statement:
+            g.notes.append(tg.statement)
+    pk = t.peak if t is not None else None
+    if pk is not None and _f(pk.rps) is not None:
+        g.rows.append(Row("Observed peak", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin"
+                          if pk.bin_s else ""))
+    for x, label in ((t.near_term if t else None, "Near-term planning load"),
+                     (t.mid_term if t else None, "Mid-term forecast")):
+        if _off(x):
+            g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+        elif x is not None and _f(x.rps) is not None:
+            note = " × ".join(s for s in (num(x.factor) if x.factor is not None else "", x.basis or "") if s)
+            g.rows.append(Row(label, rps_and_min(x.rps), note or (x.statement or "")))
+    if t is not None:
+        g.notes += _notes(t.notes)
     groups.append(g)
 
     # per-minute ------------------------------------------------------------------
-    pm = _d(p.get("per_minute"))
+    pm = p.per_minute
     g = Group("Per-minute rate (complete minutes from the trace start)" if rel
               else "Per-minute rate (complete UTC minutes)")
-    if _na(pm):
-        g.unavailable.append(f"per-minute rates not available: {_na(pm)}")
-    elif pm:
-        g.rows.append(Row("Peak minute", per_min_and_s(pm.get("max")),
-                          f"{num(pm.get('peak_to_mean'))} × the mean" if pm.get("peak_to_mean") is not None else ""))
-        for k, label in (("p99", "P99 minute"), ("p95", "P95 minute"), ("p50", "Median minute"),
-                         ("mean", "Mean")):
-            if pm.get(k) is not None:
-                g.rows.append(Row(label, per_min_and_s(pm[k])))
-        if pm.get("n_minutes") is not None:
-            g.rows.append(Row("Minutes counted", num(pm["n_minutes"]),
-                              f"{num(pm.get('n_empty'))} with no request (counted as zero)"
-                              if pm.get("n_empty") is not None else ""))
-        tok = _d(pm.get("tokens"))
-        for k, label in (("input_tokens", "Input tokens per minute"), ("output_tokens", "Output tokens per minute")):
-            x = _d(tok.get(k))
-            if _na(x):
-                g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-            elif x:
-                g.rows.append(Row(label, f"peak {num(x.get('max'))} · P99 {num(x.get('p99'))} · "
-                                         f"mean {num(x.get('mean'))}", str(x.get("unit") or "")))
+    if _off(pm):
+        g.unavailable.append(f"per-minute rates not available: {_off(pm)}")
+    elif pm is not None:
+        g.rows.append(Row("Peak minute", per_min_and_s(pm.max),
+                          f"{num(pm.peak_to_mean)} × the mean" if pm.peak_to_mean is not None else ""))
+        for v, label in ((pm.p99, "P99 minute"), (pm.p95, "P95 minute"), (pm.p50, "Median minute"),
+                         (pm.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, per_min_and_s(v)))
+        if pm.n_minutes is not None:
+            g.rows.append(Row("Minutes counted", num(pm.n_minutes),
+                              f"{num(pm.n_empty)} with no request (counted as zero)" if pm.n_empty is not None else ""))
+        tok = pm.tokens
+        for x, label in ((tok.input_tokens if tok else None, "Input tokens per minute"),
+                         (tok.output_tokens if tok else None, "Output tokens per minute")):
+            if _off(x):
+                g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+            elif x is not None:
+                g.rows.append(Row(label, f"peak {num(x.max)} · P99 {num(x.p99)} · mean {num(x.mean)}", x.unit or ""))
     groups.append(g)
 
     # per-second ------------------------------------------------------------------
-    ps = _d(p.get("per_second"))
+    ps = p.per_second
     g = Group("Per-second rate (bursts inside a minute)")
-    if _na(ps):
-        g.unavailable.append(f"per-second rates not available: {_na(ps)}")
-    elif ps:
-        g.rows.append(Row("Peak second", f"{num(ps.get('max'))} req/s",
-                          f"{num(ps.get('peak_to_mean'))} × the mean" if ps.get("peak_to_mean") is not None else ""))
-        for k, label in (("p99", "P99 second"), ("p95", "P95 second"), ("p50", "Median second"), ("mean", "Mean")):
-            if ps.get(k) is not None:
-                g.rows.append(Row(label, f"{num(ps[k])} req/s"))
-        if ps.get("n_bins") is not None:
-            g.rows.append(Row("Seconds counted", num(ps["n_bins"]),
-                              f"{num(ps.get('n_empty'))} with no request (counted as zero)"
-                              if ps.get("n_empty") is not None else ""))
+    if _off(ps):
+        g.unavailable.append(f"per-second rates not available: {_off(ps)}")
+    elif ps is not None:
+        g.rows.append(Row("Peak second", f"{num(ps.max)} req/s",
+                          f"{num(ps.peak_to_mean)} × the mean" if ps.peak_to_mean is not None else ""))
+        for v, label in ((ps.p99, "P99 second"), (ps.p95, "P95 second"), (ps.p50, "Median second"),
+                         (ps.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, f"{num(v)} req/s"))
+        if ps.n_bins is not None:
+            g.rows.append(Row("Seconds counted", num(ps.n_bins),
+                              f"{num(ps.n_empty)} with no request (counted as zero)" if ps.n_empty is not None else ""))
     groups.append(g)
 
     # per-window (sources with coarse windows only) -------------------------------
-    pw = _d(p.get("per_window"))
-    if pw:
+    pw = p.per_window
+    if pw is not None:
         g = Group("Per-window rate")
-        if _na(pw):
-            g.unavailable.append(f"per-window rates not available: {_na(pw)}")
+        if _off(pw):
+            g.unavailable.append(f"per-window rates not available: {_off(pw)}")
         else:
-            for k, label in (("max", "Peak window"), ("p99", "P99 window"), ("p95", "P95 window"), ("mean", "Mean")):
-                if pw.get(k) is not None:
-                    g.rows.append(Row(label, f"{num(pw[k])} {pw.get('unit') or ''}".strip()))
-            if pw.get("bin_s") is not None:
-                g.rows.append(Row("Window length", duration(pw["bin_s"])))
+            for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
+                             (pw.mean, "Mean")):
+                if v is not None:
+                    g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
+            if pw.bin_s is not None:
+                g.rows.append(Row("Window length", duration(pw.bin_s)))
         groups.append(g)
 
     # daily / weekly and decomposition ----------------------------------------------
     g = Group("Daily / weekly profile and seasonality")
-    sl = _d(p.get("slots"))
-    if rel and sl:
+    sl = p.slots
+    if rel and sl is not None:
         g.unavailable.append("hour-of-day and weekday profiles not shown: the trace has a relative clock (seconds "
                              "from its start), so it has no time of day or weekday")
-    for key, label in (("hour_of_day", "Hour-of-day profile"), ("hour_weekday", "Weekday × hour profile")):
-        x = _d(sl.get(key))
+    for x, label in ((sl.hour_of_day if sl else None, "Hour-of-day profile"),
+                     (sl.hour_weekday if sl else None, "Weekday × hour profile")):
         if rel:
             continue
-        if _na(x):
-            g.unavailable.append(f"{label.lower()} not available: {_na(x)}")
-        elif x:
-            pk_, tr_ = _d(x.get("peak")), _d(x.get("trough"))
-            rows = [_d(r) for r in x.get("rows") or [] if _f(_d(r).get("p95_rps")) is not None]
-            if not pk_ and rows:  # older documents: the extreme slots from the rows
-                pk_ = {"slot": _slot(max(rows, key=lambda r: r["p95_rps"])), "p95_rps": max(r["p95_rps"] for r in rows)}
-                tr_ = {"slot": _slot(min(rows, key=lambda r: r["p95_rps"])), "p95_rps": min(r["p95_rps"] for r in rows)}
-            if pk_:
-                ratio = (f"peak/trough {num(x.get('peak_to_trough'))}; " if x.get("peak_to_trough") is not None
-                         else "")
-                g.rows.append(Row(label, f"peak {pk_.get('slot')} at {num(pk_.get('p95_rps'))} req/s; "
-                                         f"trough {tr_.get('slot')} at {num(tr_.get('p95_rps'))} req/s",
-                                  f"{ratio}{x.get('statistic') or 'P95 rate per slot'}"
-                                  + ("" if x.get("repeated", True) else "; one period only (not a repeated pattern)")))
-    dec = _d(p.get("decomposition"))
-    if _na(dec):
-        g.unavailable.append(f"seasonal decomposition not available: {_na(dec)}")
-    elif dec:
-        for c in dec.get("components") or []:
-            c = _d(c)
-            hour = "hour (from the trace start)" if rel else "hour (UTC)"
-            g.rows.append(Row(f"{str(c.get('name', '')).capitalize()} cycle ({num(c.get('period_h'), 0)} h)",
-                              f"amplitude {num(c.get('amplitude_rps'))} req/s; strength {num(c.get('strength'))}",
-                              f"peak at {hour} {c.get('peak_phase_h')}, trough at {c.get('trough_phase_h')}; "
-                              f"cycle correlation {num(c.get('cycle_correlation'))}"))
-        tr = _d(dec.get("trend"))
-        if tr:
-            g.rows.append(Row("Trend", f"{num(tr.get('start_rps'))} → {num(tr.get('end_rps'))} req/s",
-                              f"range {num(tr.get('min_rps'))}–{num(tr.get('max_rps'))}; residual std "
-                              f"{num(dec.get('resid_std_rps'))} req/s; {dec.get('method') or ''}"))
-        g.notes += _notes(dec.get("notes"))
+        if _off(x):
+            g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
+        elif x is not None:
+            pk_, tr_ = x.peak, x.trough
+            rows = [r for r in x.rows if _f(r.p95_rps) is not None]
+            if pk_ is None and rows:  # older documents: the extreme slots from the rows
+                hi, lo = max(rows, key=lambda r: r.p95_rps), min(rows, key=lambda r: r.p95_rps)  # type: ignore
+                pk_, tr_ = SlotPeakDoc(_slot(hi), hi.p95_rps), SlotPeakDoc(_slot(lo), lo.p95_rps)
+            if pk_ is not None:
+                ratio = f"peak/trough {num(x.peak_to_trough)}; " if x.peak_to_trough is not None else ""
+                g.rows.append(Row(label, f"peak {pk_.slot} at {num(pk_.p95_rps)} req/s; trough "
+                                         f"{tr_.slot if tr_ else None} at {num(tr_.p95_rps if tr_ else None)} req/s",
+                                  f"{ratio}{x.statistic or 'P95 rate per slot'}"
+                                  + ("" if x.repeated else "; one period only (not a repeated pattern)")))
+    dec = p.decomposition
+    if _off(dec):
+        g.unavailable.append(f"seasonal decomposition not available: {_off(dec)}")
+    elif dec is not None:
+        hour = "hour (from the trace start)" if rel else "hour (UTC)"
+        for c in dec.components:
+            g.rows.append(Row(f"{str(c.name or '').capitalize()} cycle ({num(c.period_h, 0)} h)",
+                              f"amplitude {num(c.amplitude_rps)} req/s; strength {num(c.strength)}",
+                              f"peak at {hour} {_phase(c.peak_phase_h)}, trough at {_phase(c.trough_phase_h)}; "
+                              f"cycle correlation {num(c.cycle_correlation)}"))
+        tr = dec.trend
+        if tr is not None:
+            g.rows.append(Row("Trend", f"{num(tr.start_rps)} → {num(tr.end_rps)} req/s",
+                              f"range {num(tr.min_rps)}–{num(tr.max_rps)}; residual std "
+                              f"{num(dec.resid_std_rps)} req/s; {dec.method or ''}"))
+        g.notes += _notes(dec.notes)
     groups.append(g)
 
     # bursts --------------------------------------------------------------------
-    b = _d(p.get("bursts"))
+    b = p.bursts
     g = Group("Bursts")
-    if _na(b):
-        g.unavailable.append(f"burst detection not available: {_na(b)}")
-    elif b:
-        g.rows.append(Row("Burst episodes", num(b.get("count")), str(b.get("rule") or b.get("threshold") or "")))
-        if b.get("count") and _f(b.get("max_duration_s")) is not None:
-            g.rows.append(Row("Longest burst", duration(b.get("max_duration_s")),
-                              f"total {duration(b.get('total_duration_s'))}"
-                              if _f(b.get("total_duration_s")) is not None else ""))
-        if b.get("count") and _f(b.get("max_peak_multiplier")) is not None:
-            g.rows.append(Row("Largest burst", f"{num(b.get('max_peak_multiplier'))} × baseline"))
-        if b.get("per_month") is not None:
-            g.rows.append(Row("Bursts per month", num(b.get("per_month")), str(b.get("per_month_note") or "")))
-        if b.get("baseline"):
-            g.notes.append(f"Baseline: {b['baseline']}")
-        if b.get("n_unjudged_bins"):
-            g.notes.append(f"{num(b['n_unjudged_bins'])} bins could not be judged (no baseline for their slot)")
-        g.notes += _notes(b.get("notes"))
-        eps = [_d(e) for e in b.get("episodes") or []]
-        if eps:
-            cols = list(dict.fromkeys(k for e in eps for k in e))
-            g.tables.append(Table(f"{len(eps)} burst episode(s)", [c.replace("_", " ") for c in cols],
-                                  [[_cell(e.get(c), c, rel) for c in cols] for e in eps], collapsed=len(eps) > 12))
+    if _off(b):
+        g.unavailable.append(f"burst detection not available: {_off(b)}")
+    elif b is not None:
+        g.rows.append(Row("Burst episodes", num(b.count), b.rule or b.threshold or ""))
+        if b.count and _f(b.max_duration_s) is not None:
+            g.rows.append(Row("Longest burst", duration(b.max_duration_s),
+                              f"total {duration(b.total_duration_s)}" if _f(b.total_duration_s) is not None else ""))
+        if b.count and _f(b.max_peak_multiplier) is not None:
+            g.rows.append(Row("Largest burst", f"{num(b.max_peak_multiplier)} × baseline"))
+        if b.per_month is not None:
+            g.rows.append(Row("Bursts per month", num(b.per_month), b.per_month_note or ""))
+        if b.baseline:
+            g.notes.append(f"Baseline: {b.baseline}")
+        if b.n_unjudged_bins:
+            g.notes.append(f"{num(b.n_unjudged_bins)} bins could not be judged (no baseline for their slot)")
+        g.notes += _notes(b.notes)
+        if b.episodes:
+            cols = [f.name for f in dataclasses.fields(EpisodeDoc)
+                    if any(getattr(e, f.name) is not None for e in b.episodes)]
+            g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
+                                  [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],
+                                  collapsed=len(b.episodes) > 12))
     groups.append(g)
 
     # dispersion, mix shares -----------------------------------------------------
-    dsp = _d(p.get("dispersion"))
+    dsp = p.dispersion
     g = Group("Burstiness and request mix")
-    if _na(dsp):
-        g.unavailable.append(f"dispersion not available: {_na(dsp)}")
-    elif dsp:
-        if dsp.get("index_of_dispersion") is not None:
-            g.rows.append(Row("Index of dispersion", num(dsp["index_of_dispersion"]),
-                              str(dsp.get("index_of_dispersion_note") or "")))
-        if dsp.get("interarrival_cv") is not None:
-            g.rows.append(Row("Inter-arrival CV", num(dsp["interarrival_cv"]),
-                              str(dsp.get("interarrival_cv_note") or "")))
-    ms = p.get("mix_shares")
-    if _na(ms):
-        g.unavailable.append(f"mix shares not available: {_na(ms)}")
-    elif isinstance(ms, list) and ms:
+    if _off(dsp):
+        g.unavailable.append(f"dispersion not available: {_off(dsp)}")
+    elif dsp is not None:
+        if dsp.index_of_dispersion is not None:
+            g.rows.append(Row("Index of dispersion", num(dsp.index_of_dispersion), dsp.index_of_dispersion_note or ""))
+        if dsp.interarrival_cv is not None:
+            g.rows.append(Row("Inter-arrival CV", num(dsp.interarrival_cv), dsp.interarrival_cv_note or ""))
+    ms = p.mix_shares
+    if isinstance(ms, NotAvailable):
+        g.unavailable.append(f"mix shares not available: {ms.reason}")
+    elif ms:
         g.tables.append(Table("Mix shares of production requests", ["mix", "share", "requests"],
-                              [[str(_d(m).get("mix")), pct(_d(m).get("share")), num(_d(m).get("n_requests"))]
-                               for m in ms]))
-    mh = _d(p.get("mix_shares_per_hour"))
-    if _na(mh):
-        g.unavailable.append(f"mix shares per hour not available: {_na(mh)}")
-    elif mh.get("rows"):
-        rows = [_d(r) for r in mh["rows"]]
-        g.tables.append(Table(f"Mix shares per hour ({mh.get('basis') or 'UTC hours'})",
+                              [[str(m.mix), pct(m.share), num(m.n_requests)] for m in ms]))
+    mh = p.mix_shares_per_hour
+    if _off(mh):
+        g.unavailable.append(f"mix shares per hour not available: {_off(mh)}")
+    elif mh is not None and mh.rows:
+        g.tables.append(Table(f"Mix shares per hour ({mh.basis or 'UTC hours'})",
                               ["hour from the trace start" if rel else "hour (UTC)", "mix", "share", "requests"],
-                              [[moment(r.get("hour_start_s"), rel), str(r.get("mix")), pct(r.get("share")),
-                                num(r.get("n_requests"))] for r in rows], collapsed=True))
-        g.notes += _notes(mh.get("notes"))
+                              [[moment(r.hour_start_s, rel), str(r.mix), pct(r.share), num(r.n_requests)]
+                               for r in mh.rows], collapsed=True))
+        g.notes += _notes(mh.notes)
     groups.append(g)
 
     # sequence lengths ------------------------------------------------------------
-    sq = _d(p.get("seq_len"))
+    sq = p.seq_len
     g = Group("Sequence length (input + output tokens per request)")
-    if _na(sq):
-        g.unavailable.append(f"sequence lengths not available: {_na(sq)}")
-    elif sq:
-        for k, label in (("total", "Total"), ("input_tokens", "Input tokens"), ("output_tokens", "Output tokens")):
-            x = sq if k == "total" else _d(sq.get(k))
-            if x:
-                g.rows.append(Row(label, f"P50 {num(x.get('p50'), 0)} · P90 {num(x.get('p90'), 0)} · "
-                                         f"P99 {num(x.get('p99'), 0)} · max {num(x.get('max'), 0)} tokens",
-                                  f"mean {num(x.get('mean'), 0)}; {num(x.get('n'))} requests"))
-        if sq.get("n_without_counts"):
-            g.notes.append(f"{num(sq['n_without_counts'])} requests carry no token counts and are left out")
-        if sq.get("definition"):
-            g.notes.append(str(sq["definition"]))
+    if _off(sq):
+        g.unavailable.append(f"sequence lengths not available: {_off(sq)}")
+    elif sq is not None:
+        for x, label in ((sq, "Total"), (sq.input_tokens, "Input tokens"), (sq.output_tokens, "Output tokens")):
+            if x is not None:
+                g.rows.append(Row(label, f"P50 {num(x.p50, 0)} · P90 {num(x.p90, 0)} · P99 {num(x.p99, 0)} · "
+                                         f"max {num(x.max, 0)} tokens", f"mean {num(x.mean, 0)}; {num(x.n)} requests"))
+        if sq.n_without_counts:
+            g.notes.append(f"{num(sq.n_without_counts)} requests carry no token counts and are left out")
+        if sq.definition:
+            g.notes.append(sq.definition)
     groups.append(g)
 
     # resolution, SLO budget --------------------------------------------------------
     g = Group("Timestamps and error budget")
-    res = _d(p.get("resolution"))
-    if _na(res):
-        g.unavailable.append(f"timestamp resolution not available: {_na(res)}")
-    elif res.get("statement"):
-        g.rows.append(Row("Timestamp resolution", "quantized" if res.get("quantized") else "fine",
-                          str(res["statement"])))
-    slo = _d(p.get("slo_budget"))
-    if _na(slo):
-        g.unavailable.append(f"SLO error budget not available: {_na(slo)}")
-    elif slo:
-        obj = _f(slo.get("objective"))
+    res = p.resolution
+    if _off(res):
+        g.unavailable.append(f"timestamp resolution not available: {_off(res)}")
+    elif res is not None and res.statement:
+        g.rows.append(Row("Timestamp resolution", "quantized" if res.quantized else "fine", res.statement))
+    slo = p.slo_budget
+    if _off(slo):
+        g.unavailable.append(f"SLO error budget not available: {_off(slo)}")
+    elif slo is not None:
+        obj = _f(slo.objective)
         g.rows.append(Row("SLO objective", pct(obj, 2) if obj is not None else "—",
-                          f"over {num(slo.get('period_days'), 0)} days" if slo.get("period_days") else ""))
-        if slo.get("n_requests") is not None:
-            g.rows.append(Row("Bad requests", f"{num(slo.get('n_bad'))} of {num(slo.get('n_requests'))}",
-                              f"budget {num(slo.get('budget_requests'))} requests; bad statuses "
-                              f"{', '.join(map(str, slo.get('bad_statuses') or [])) or '—'}"))
-        for k, label in (("budget_used", "Budget used"), ("bad_minute_ratio", "Minutes with a bad request")):
-            if slo.get(k) is not None:
-                g.rows.append(Row(label, pct(slo[k])))
-        fastest = [_d(w) for w in slo.get("fastest") or []]
-        if fastest:
+                          f"over {num(slo.period_days, 0)} days" if slo.period_days else ""))
+        if slo.n_requests is not None:
+            g.rows.append(Row("Bad requests", f"{num(slo.n_bad)} of {num(slo.n_requests)}",
+                              f"budget {num(slo.budget_requests)} requests; bad statuses "
+                              f"{', '.join(map(str, slo.bad_statuses)) or '—'}"))
+        for v, label in ((slo.budget_used, "Budget used"), (slo.bad_minute_ratio, "Minutes with a bad request")):
+            if v is not None:
+                g.rows.append(Row(label, pct(v)))
+        if slo.fastest:
             g.tables.append(Table("Fastest burn windows", ["window", "requests", "bad", "burn rate", "budget used"],
-                                  [[duration(w.get("window_s")), num(w.get("n_requests")), num(w.get("n_bad")),
-                                    num(w.get("burn_rate")), pct(w.get("budget_fraction"))]
-                                   if w.get("available", True) else
-                                   [duration(w.get("window_s")), "not available: " + str(w.get("reason")), "", "", ""]
-                                   for w in fastest]))
-        g.notes += _notes(slo.get("notes"))
+                                  [[duration(w.window_s), num(w.n_requests), num(w.n_bad), num(w.burn_rate),
+                                    pct(w.budget_fraction)] if w.available else
+                                   [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
+                                   for w in slo.fastest]))
+        g.notes += _notes(slo.notes)
     groups.append(g)
     return [x for x in groups if not x.empty]
 
 
-def _slot(row: dict[str, Any]) -> str:
+def _phase(h: float | None) -> str:
+    """An hour of the cycle as the JSON wrote it (an integer hour shows without decimals)."""
+    if h is None:
+        return "None"
+    return str(int(h)) if float(h).is_integer() else str(h)
+
+
+def _slot(row: SlotRowDoc) -> str:
     weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-    h = f"{int(row.get('hour', 0)):02d}:00"
-    wd = row.get("weekday")
-    return f"{weekdays[int(wd) % 7]} {h}" if wd is not None else h
+    h = f"{int(row.hour or 0):02d}:00"
+    return f"{weekdays[int(row.weekday) % 7]} {h}" if row.weekday is not None else h
 
 
 def _cell(v: Any, key: str = "", relative: bool = False) -> str:
@@ -495,19 +511,26 @@ def _cell(v: Any, key: str = "", relative: bool = False) -> str:
 
 
 # --------------------------------------------------------------------------- FOS and CBU
+# These views read the typed plan document (bearing_lib.plan.document): a section is its
+# dataclass or NotAvailable with the reason.
 
 
-def target_row(t: dict[str, Any]) -> Row:
+def _gone(x: Any) -> str | None:
+    """The reason of a section that is not available (``NotAvailable``), else None."""
+    return str(x.reason or "no reason given") if isinstance(x, NotAvailable) else None
+
+
+def target_row(t: TargetDoc) -> Row:
     """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``."""
     bits = []
-    if t.get("quantile") is not None:
-        bits.append(f"{quantile_name(t.get('quantile'))} of the per-minute rate × growth {num(t.get('growth'), 1)}")
-    if _ci(t.get("ci95")):
-        bits.append(_ci(t.get("ci95")))
+    if t.quantile is not None:
+        bits.append(f"{quantile_name(t.quantile)} of the per-minute rate × growth {num(t.growth, 1)}")
+    if _ci(t.ci95):
+        bits.append(_ci(t.ci95))
     note = "; ".join(bits)
-    if t.get("basis"):
-        note = f"{note}. {t['basis']}" if note else str(t["basis"])
-    return Row("Target load", rps_and_min(t.get("rps")), note)
+    if t.basis:
+        note = f"{note}. {t.basis}" if note else str(t.basis)
+    return Row("Target load", rps_and_min(t.rps), note)
 
 
 def cbu_minute(m: Any, relative: bool) -> str:
@@ -524,205 +547,164 @@ def cbu_minute(m: Any, relative: bool) -> str:
     return moment(f, relative)
 
 
-def cbu_view(cbu: Any, relative: bool = False) -> Group:
+def cbu_view(cbu: CbuDoc | NotAvailable | None, relative: bool = False) -> Group:
     """CBU: the threshold, how many minutes exceed it, the worst minute; the minutes folded."""
     g = Group("CBU (throughput / allowable capacity, per minute)")
-    c = _d(cbu)
-    if _na(c) or not c:
-        g.unavailable.append(f"CBU not available: {_na(c) or 'not computed'}")
+    if not isinstance(cbu, CbuDoc):
+        g.unavailable.append(f"CBU not available: {_gone(cbu) or 'not computed'}")
         return g
-    n = c.get("n_minutes")
-    thr = c.get("threshold")
-    g.rows.append(Row(f"Minutes above {num(thr)}", f"{num(c.get('n_above'))} of {num(n)}",
-                      f"{num(c.get('n_above_1'))} above 1.0 (over the allowable capacity)"
-                      if c.get("n_above_1") is not None else "", status=None))
-    g.rows.append(Row("Highest CBU", num(c.get("max")), f"P95 {num(c.get('p95'))}"))
-    if c.get("allowable_rps") is not None:
-        g.rows.append(Row("Allowable capacity (the CBU denominator)", rps_and_min(c["allowable_rps"])))
-    if c.get("definition"):
-        g.notes.append(str(c["definition"]) + f"; above {num(thr)} → scale out or limit early")
-    mins = [_d(m) for m in c.get("minutes_above") or []]
-    if mins:
-        title = f"{len(mins)} minute(s) above {num(thr)}"
-        if c.get("minutes_above_truncated"):
+    c = cbu
+    thr = c.threshold
+    g.rows.append(Row(f"Minutes above {num(thr)}", f"{num(c.n_above)} of {num(c.n_minutes)}",
+                      f"{num(c.n_above_1)} above 1.0 (over the allowable capacity)", status=None))
+    g.rows.append(Row("Highest CBU", num(c.max), f"P95 {num(c.p95)}"))
+    g.rows.append(Row("Allowable capacity (the CBU denominator)", rps_and_min(c.allowable_rps)))
+    if c.definition:
+        g.notes.append(f"{c.definition}; above {num(thr)} → scale out or limit early")
+    if c.minutes_above:
+        title = f"{len(c.minutes_above)} minute(s) above {num(thr)}"
+        if c.minutes_above_truncated:
             title += " (list truncated)"
         g.tables.append(Table(title, ["minute from the trace start" if relative else "minute (UTC)", "requests",
                                       "req/s", "CBU"],
-                              [[cbu_minute(m.get("minute"), relative), num(m.get("requests")),
-                                num(_f(m.get("requests")) / 60 if _f(m.get("requests")) is not None else None),
-                                num(m.get("cbu"))] for m in mins], collapsed=True))
+                              [[cbu_minute(m.minute, relative), num(m.requests), num(m.requests / 60), num(m.cbu)]
+                               for m in c.minutes_above], collapsed=True))
     return g
 
 
 # --------------------------------------------------------------------------- plan
 
 
-def instances_view(inst: Any) -> Group:
+def instances_view(inst: InstancesDoc | NotAvailable | None) -> Group:
     g = Group("Instances")
-    i = _d(inst)
-    if _na(i) or not i:
-        g.unavailable.append(f"instance count not available: {_na(i) or 'not in the plan'}")
+    if not isinstance(inst, InstancesDoc):
+        g.unavailable.append(f"instance count not available: {_gone(inst) or 'not in the plan'}")
         return g
-    total, base, buf = i.get("total"), i.get("base"), i.get("buffer")
-    g.rows.append(Row("Instances", f"{num(total)} ({num(base)} + {num(buf)} buffer)", str(i.get("reason") or "")))
-    g.rows.append(Row("Per-instance limit", f"Q_ult {num(i.get('per_instance_q_ult_rps'))} req/s; allowable "
-                                            f"{num(i.get('per_instance_allowable_rps'))} req/s",
-                      f"allowable = Q_ult / target FOS {num(i.get('target_fos'))}"))
-    if i.get("target_rps") is not None:
-        g.rows.append(Row("Target load", rps_and_min(i["target_rps"])))
-    if i.get("tested_instances") is not None:
-        g.rows.append(Row("Instances in the load test", num(i["tested_instances"]),
-                          str(i.get("tested_instances_basis") or "")))
-    bp = _d(i.get("buffer_plan"))
-    if bp:
-        g.rows.append(Row("Buffer", f"{bp.get('mode')}, {num(bp.get('instances'))} instance(s)",
-                          str(bp.get("reason") or "")))
-    bu = _d(i.get("burst"))
-    if bu:
-        per = f"{num(bu.get('per_month'))} a month" if bu.get("per_month") is not None else "frequency unknown"
-        dur = f", {num(bu.get('duration_min'))} min each" if bu.get("duration_min") is not None else ""
-        g.rows.append(Row("Burst model", f"{num(bu.get('multiplier'))} × the target; {per}{dur}",
-                          str(bu.get("source") or "")))
-    if i.get("buffer_basis"):
-        g.notes.append(f"Buffer basis: {i['buffer_basis']}")
-    sc = i.get("safe_concurrency")
-    if isinstance(sc, dict):
-        if _na(sc) or _f(sc.get("value")) is None:
-            g.unavailable.append(f"safe concurrency not available: {_na(sc) or sc.get('reason') or 'not estimable'}")
+    i = inst
+    g.rows.append(Row("Instances", f"{num(i.total)} ({num(i.base)} + {num(i.buffer)} buffer)", i.reason))
+    g.rows.append(Row("Per-instance limit", f"Q_ult {num(i.per_instance_q_ult_rps)} req/s; allowable "
+                                            f"{num(i.per_instance_allowable_rps)} req/s",
+                      f"allowable = Q_ult / target FOS {num(i.target_fos)}"))
+    g.rows.append(Row("Target load", rps_and_min(i.target_rps)))
+    g.rows.append(Row("Instances in the load test", num(i.tested_instances), i.tested_instances_basis))
+    bp = i.buffer_plan
+    if bp is not None:
+        g.rows.append(Row("Buffer", f"{bp.mode}, {num(bp.instances)} instance(s)", bp.reason))
+    bu = i.burst
+    if bu is not None:
+        per = f"{num(bu.per_month)} a month" if bu.per_month is not None else "frequency unknown"
+        dur = f", {num(bu.duration_min)} min each" if bu.duration_min is not None else ""
+        g.rows.append(Row("Burst model", f"{num(bu.multiplier)} × the target; {per}{dur}", bu.source))
+    if i.buffer_basis:
+        g.notes.append(f"Buffer basis: {i.buffer_basis}")
+    sc = i.safe_concurrency
+    if sc is not None:
+        if _f(sc.value) is None:
+            g.unavailable.append("safe concurrency not available: not estimable")
         else:
-            g.rows.append(Row("Max safe concurrency", num(sc.get("value"), 1),
-                              "; ".join(s for s in (_ci(sc.get("ci95")), str(sc.get("statement") or
-                                                                            sc.get("method") or "")) if s)))
+            g.rows.append(Row("Max safe concurrency", num(sc.value, 1), sc.statement))
     return g
 
 
-def elasticity_view(el: Any) -> Group:
+def elasticity_view(el: ElasticityDoc | NotAvailable | None) -> Group:
     g = Group("Elasticity (replay of the production minutes)")
-    e = _d(el)
-    if _na(e) or not e:
-        g.unavailable.append(f"elasticity replay not available: {_na(e) or 'not in the plan'}")
+    if not isinstance(el, ElasticityDoc):
+        g.unavailable.append(f"elasticity replay not available: {_gone(el) or 'not in the plan'}")
         return g
-    g.rows.append(Row("Recommendation", f"{e.get('recommendation')}"
-                                        + (f" (buffer {num(e.get('buffer'))})" if e.get("buffer") else ""),
-                      str(e.get("reason") or "")))
-    g.rows.append(Row("Instances", f"{num(e.get('initial_instances'))} at the start → {num(e.get('max_instances'))} "
-                                   "at most", f"{num(e.get('per_instance_rps'))} req/s per instance (Q_ult)"))
-    g.rows.append(Row("Scaling events", f"{num(e.get('n_scale_up'))} up, {num(e.get('n_scale_down'))} down"))
-    g.rows.append(Row("Minutes over ready capacity", f"{num(e.get('n_over_capacity'))} of {num(e.get('n_minutes'))}"))
-    g.rows.append(Row("Cold start / cool-down",
-                      f"{duration(e.get('cold_start_s'))} / {duration(e.get('cool_down_s'))}"))
-    st = _d(e.get("settings"))
-    if st:
+    e = el
+    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (buffer {num(e.buffer)})" if e.buffer else ""),
+                      e.reason))
+    g.rows.append(Row("Instances", f"{num(e.initial_instances)} at the start → {num(e.max_instances)} at most",
+                      f"{num(e.per_instance_rps)} req/s per instance (Q_ult)"))
+    g.rows.append(Row("Scaling events", f"{num(e.n_scale_up)} up, {num(e.n_scale_down)} down"))
+    g.rows.append(Row("Minutes over ready capacity", f"{num(e.n_over_capacity)} of {num(e.n_minutes)}"))
+    g.rows.append(Row("Cold start / cool-down", f"{duration(e.cold_start_s)} / {duration(e.cool_down_s)}"))
+    st = e.settings
+    if st.scale_up_threshold is not None:
         g.notes.append(
-            f"Rules: scale up above load ratio {num(st.get('scale_up_threshold'))}, down below "
-            f"{num(st.get('scale_down_threshold'))}, to a ratio of {num(st.get('target_ratio'))}; at least "
-            f"{num(st.get('min_instances'))} instance(s)"
-            + (f"; latency budget {duration(st.get('latency_budget_s'))}" if st.get("latency_budget_s") else "")
-            + (f"; {st['credit']}" if st.get("credit") else ""))
-    ev = [_d(x) for x in e.get("events") or []]
-    if ev:
-        g.tables.append(Table(f"{len(ev)} scaling event(s)",
+            f"Rules: scale up above load ratio {num(st.scale_up_threshold)}, down below "
+            f"{num(st.scale_down_threshold)}, to a ratio of {num(st.target_ratio)}; at least "
+            f"{num(st.min_instances)} instance(s)"
+            + (f"; latency budget {duration(st.latency_budget_s)}" if st.latency_budget_s else "")
+            + (f"; {st.credit}" if st.credit else ""))
+    if e.events:
+        g.tables.append(Table(f"{len(e.events)} scaling event(s)",
                               ["after minute", "action", "count", "instances after", "ready from minute", "reason"],
-                              [[num(x.get("after_minute")), str(x.get("action", "")).replace("_", " "),
-                                num(x.get("count")), num(x.get("instances_after")), num(x.get("ready_from_minute")),
-                                str(x.get("reason") or "")] for x in ev], collapsed=True))
-    oc = e.get("over_capacity_minutes") or []
-    if oc:
-        rows = [[_cell(v, k) for k, v in _d(x).items()] if isinstance(x, dict) else [num(x)] for x in oc]
-        cols = list(_d(oc[0]).keys()) if isinstance(oc[0], dict) else ["minute"]
-        g.tables.append(Table(f"{len(oc)} minute(s) over ready capacity", [c.replace("_", " ") for c in cols], rows,
-                              collapsed=True))
-    g.notes += _notes(e.get("notes"))
+                              [[num(x.after_minute), x.action.replace("_", " "), num(x.count), num(x.instances_after),
+                                num(x.ready_from_minute), x.reason] for x in e.events], collapsed=True))
+    if e.over_capacity_minutes:
+        g.tables.append(Table(f"{len(e.over_capacity_minutes)} minute(s) over ready capacity", ["minute"],
+                              [[num(x)] for x in e.over_capacity_minutes], collapsed=True))
     return g
 
 
-def memory_view(mem: Any) -> Group:
+def memory_view(mem: MemoryDoc | NotAvailable | None) -> Group:
     g = Group("KV-cache memory (per instance)")
-    m = _d(mem)
-    if _na(m) or not m:
-        g.unavailable.append(f"memory plan not available: {_na(m) or 'not in the plan'}")
+    if not isinstance(mem, MemoryDoc):
+        g.unavailable.append(f"memory plan not available: {_gone(mem) or 'not in the plan'}")
         return g
-    md = _d(m.get("model"))
-    if md:
-        arch = (f"{num(md.get('layers'))} layers, {str(md.get('attention') or '').upper()} "
-                f"{num(md.get('heads'))} heads / {num(md.get('kv_heads'))} KV heads, head dim {num(md.get('head_dim'))}"
-                if md.get("attention") != "mla" else
-                f"{num(md.get('layers'))} layers, MLA latent {num(md.get('kv_lora_rank'))} + RoPE "
-                f"{num(md.get('qk_rope_head_dim'))}")
-        g.rows.append(Row("Model", str(md.get("name")), f"{arch}; weights {md.get('weight_dtype')}, KV "
-                                                        f"{md.get('kv_dtype')}; {md.get('source') or ''}"))
-        wb = _f(md.get("weight_bytes"))
-        g.rows.append(Row("Weights", gib(wb / 1024**3 if wb is not None else None),
-                          f"{num(_f(md.get('params')) / 1e9 if _f(md.get('params')) else None, 1)} B parameters"))
-        kv, seed = _f(md.get("kv_bytes_per_token")), _f(md.get("seed_mha_kv_bytes_per_token"))
-        g.rows.append(Row("KV cache per token", f"{num(kv / 1024 if kv else None, 0)} KiB",
-                          f"the MHA-only formula would say {num(seed / 1024, 0)} KiB" if seed else ""))
-    conc = m.get("concurrency")
-    basis = str(m.get("concurrency_basis") or "")
-    g.rows.append(Row("Planning concurrency", f"{num(conc)} sequences per instance" if conc is not None else "unknown",
-                      basis))
-    pc = _d(m.get("planning_concurrency"))
-    if pc and not pc.get("used"):
-        g.rows.append(Row("Concurrency at Q_ult", f"{num(pc.get('per_instance'), 1)} per instance",
-                          f"{pc.get('statement')}; not used: the concurrency above takes precedence"))
-    gpu = _f(m.get("gpu_mem_gib"))
-    rows = [_d(r) for r in m.get("rows") or []]
-    p99 = next((r for r in rows if r.get("basis") == "p99"), None)
-    if gpu is not None:
-        g.rows.append(Row("GPU memory", f"{num(m.get('gpu_count'))} × {num(gpu, 0)} GiB",
-                          "given by the analyst"))
+    m = mem
+    md = m.model
+    arch = (f"{num(md.layers)} layers, {str(md.attention or '').upper()} {num(md.heads)} heads / "
+            f"{num(md.kv_heads)} KV heads, head dim {num(md.head_dim)}"
+            if md.attention != "mla" else
+            f"{num(md.layers)} layers, MLA latent {num(md.kv_lora_rank)} + RoPE {num(md.qk_rope_head_dim)}")
+    g.rows.append(Row("Model", md.name, f"{arch}; weights {md.weight_dtype}, KV {md.kv_dtype}; {md.source or ''}"))
+    g.rows.append(Row("Weights", gib(md.weight_bytes / 1024**3),
+                      f"{num(md.params / 1e9 if md.params else None, 1)} B parameters"))
+    kv, seed = md.kv_bytes_per_token, md.seed_mha_kv_bytes_per_token
+    g.rows.append(Row("KV cache per token", f"{num(kv / 1024 if kv else None, 0)} KiB",
+                      f"the MHA-only formula would say {num(seed / 1024, 0)} KiB" if seed else ""))
+    g.rows.append(Row("Planning concurrency", f"{num(m.concurrency)} sequences per instance"
+                      if m.concurrency is not None else "unknown", m.concurrency_basis))
+    pc = m.planning_concurrency
+    if pc is not None and not pc.used:
+        g.rows.append(Row("Concurrency at Q_ult", f"{num(pc.per_instance, 1)} per instance",
+                          f"{pc.statement}; not used: the concurrency above takes precedence"))
+    p99 = m.row("p99")
+    if m.gpu_mem_gib is not None:
+        g.rows.append(Row("GPU memory", f"{num(m.gpu_count)} × {num(m.gpu_mem_gib, 0)} GiB", "given by the analyst"))
     else:
-        need = _f(_d(m.get("gpu_memory_needed")).get("gib_per_instance"))
+        need = m.gpu_memory_needed.gib_per_instance if m.gpu_memory_needed is not None else None
         if need is None:
-            need = _f(p99.get("total_gib")) if p99 else None
+            need = p99.total_gib if p99 is not None else None
         g.rows.append(Row("GPU memory", "not given",
                           f"the plan needs ≥ {need:,.1f} GiB per instance at the P99 sequence length"
                           if need is not None else
                           "give the GPU memory (gpu_mem_gib) to judge the fit; the need per instance is unknown "
                           "while the concurrency is"))
-    g.rows.append(Row("Margin", pct(m.get("margin"), 0), str(m.get("formula") or "")))
-    sl = _d(m.get("seq_len"))
-    if sl.get("source"):
-        g.notes.append(f"Sequence lengths from {sl['source']} ({num(sl.get('n'))} requests).")
-    if rows:
+    g.rows.append(Row("Margin", pct(m.margin, 0), m.formula))
+    if m.seq_len.source:
+        g.notes.append(f"Sequence lengths from {m.seq_len.source} ({num(m.seq_len.n)} requests).")
+    if m.rows:
         g.tables.append(Table(
             "Memory per sequence-length basis",
             ["basis", "sequence length (tokens)", "weights", "KV cache", "total with margin",
              "total, MHA-only formula", "headroom", "max concurrency that fits (MHA-only formula)"],
-            [[str(r.get("basis")).upper().replace("MEAN", "mean").replace("MAX", "max"), num(r.get("seq_len"), 0),
-              gib(r.get("weights_gib")), gib(r.get("kv_gib")), gib(r.get("total_gib")),
-              gib(r.get("seed_mha_total_gib")),
-              pct(r.get("headroom")) if r.get("headroom") is not None else "needs the GPU memory",
-              (f"{num(r.get('max_concurrency_that_fits'))} ({num(r.get('seed_mha_max_concurrency_that_fits'))})"
-               if r.get("max_concurrency_that_fits") is not None else "needs the GPU memory")]
-             for r in rows]))
-    vc = m.get("vllm_log_check")
-    if isinstance(vc, dict) and vc:
-        g.notes.append("vLLM log check: " + (str(vc.get("statement")) if vc.get("statement") else
-                                             "; ".join(f"{k}: {_cell(v)}" for k, v in vc.items())))
+            [[r.basis.upper().replace("MEAN", "mean").replace("MAX", "max"), num(r.seq_len, 0),
+              gib(r.weights_gib), gib(r.kv_gib), gib(r.total_gib), gib(r.seed_mha_total_gib),
+              pct(r.headroom) if r.headroom is not None else "needs the GPU memory",
+              (f"{num(r.max_concurrency_that_fits)} ({num(r.seed_mha_max_concurrency_that_fits)})"
+               if r.max_concurrency_that_fits is not None else "needs the GPU memory")]
+             for r in m.rows]))
+    if m.vllm_log_check is not None:
+        g.notes.append(f"vLLM log check: {m.vllm_log_check.statement}")
     return g
 
 
-def scorecard_tables(sc: Any) -> Group:
+def scorecard_tables(sc: ScorecardsDoc | NotAvailable | None) -> Group:
     g = Group("Scorecards")
-    s = _d(sc)
-    if _na(s):
-        g.unavailable.append(f"scorecards not available: {_na(s)}")
+    if not isinstance(sc, ScorecardsDoc):
+        g.unavailable.append(f"scorecards not available: {_gone(sc) or 'not in the plan'}")
         return g
-    card = [_d(x) for x in s.get("scorecard") or []]
-    if card:
+    if sc.scorecard:
         g.tables.append(Table("Scorecard", ["dimension", "status", "value", "why"],
-                              [[str(x.get("dimension", "")), str(x.get("status")), _value(x.get("value")),
-                                str(x.get("reason") or "")] for x in card], status_column=1))
-    chk = [_d(x) for x in s.get("checklist") or []]
-    if chk:
-        g.tables.append(Table("Health checklist", ["metric", "status", "value", "healthy when", "why"],
-                              [[str(x.get("metric", "")), str(x.get("status")), _value(x.get("value")),
-                                str(x.get("healthy_rule") or ""), str(x.get("reason") or "")] for x in chk],
+                              [[x.dimension, x.status, _value(x.value), x.reason] for x in sc.scorecard],
                               status_column=1))
-    for k, v in s.items():
-        if k not in ("scorecard", "checklist", "available") and v not in (None, [], {}):
-            g.notes.append(f"{k.replace('_', ' ')}: {_cell(v)}")
+    if sc.checklist:
+        g.tables.append(Table("Health checklist", ["metric", "status", "value", "healthy when", "why"],
+                              [[x.metric, x.status, _value(x.value), x.healthy_rule, x.reason] for x in sc.checklist],
+                              status_column=1))
     return g
 
 
@@ -834,26 +816,31 @@ def section_views(model: Any) -> dict[str, Any]:
     """The curated views of the production, FOS/CBU, plan and scorecards sections."""
     views: dict[str, Any] = {}
     if model.production.available:
-        g = production_view(model.production.data)
+        doc = model.profile_doc or ProfileDocument.from_dict(model.production.data, source="production profile")
+        g = production_view(doc)
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
-        skip = ("per_minute_series", "slots") if is_relative(model.production.data) else ("per_minute_series",)
+        skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
         views["production"] = {"groups": g, "caveats": leftover_caveats(
             {k: v for k, v in model.production.data.items() if k not in skip}, g)}
     if model.fos.available:
         f = model.fos.data
-        g = [cbu_view(f.get("cbu"), is_relative(model.production.data if model.production.available else None))]
-        views["fos"] = {"target": target_row(_d(f.get("target"))), "cbu": g[0],
-                        "caveats": leftover_caveats({"cbu": f.get("cbu")}, g)}
-    views["window"] = window_line(model.production.data if model.production.available else None,
-                                  getattr(model.provenance, "run_time_utc", None))
+        g = [cbu_view(f["cbu"], model.production.available and is_relative(model.profile_doc or model.production.data))]
+        views["fos"] = {"target": target_row(f["target"]), "cbu": g[0],
+                        "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
+    views["window"] = (window_line(model.profile_doc or model.production.data,
+                                   getattr(model.provenance, "run_time_utc", None),
+                                   model.production.data.get("per_minute_series"))
+                       if model.production.available else
+                       window_line(None, getattr(model.provenance, "run_time_utc", None)))
     if model.plan.available:
         d = model.plan.data
-        g = [instances_view(d.get("instances")), elasticity_view(d.get("elasticity")), memory_view(d.get("memory"))]
-        views["plan"] = {"groups": g, "caveats": leftover_caveats({k: d.get(k) for k in
-                                                                   ("instances", "elasticity", "memory")}, g)}
+        g = [instances_view(d["instances"]), elasticity_view(d["elasticity"]), memory_view(d["memory"])]
+        # the caveats walk is generic (every unavailable reason, note and *_note of the section's JSON form)
+        views["plan"] = {"groups": g, "caveats": leftover_caveats(jsonable({k: d[k] for k in
+                                                                           ("instances", "elasticity", "memory")}), g)}
     if model.scorecards.available:
-        g = [scorecard_tables(model.scorecards.data.get("scorecards"))]
-        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(model.scorecards.data, g)}
+        g = [scorecard_tables(model.scorecards.data["scorecards"])]
+        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(jsonable(model.scorecards.data), g)}
     return views
 
 

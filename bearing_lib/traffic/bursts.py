@@ -70,20 +70,27 @@ class Bursts:
         days = self.span_s / 86_400.0
         return self.count / days * MONTH_DAYS if days > 0 else None
 
-    def to_dict(self) -> dict[str, object]:
+    @property
+    def rule(self) -> str:
+        """The burst rule in words (``bursts.rule`` in the JSON)."""
+        return (f"a burst is a run of {self.bin_s:g} s bins with rate > {self.k:g} x baseline"
+                + (f", runs at most {self.merge_gap_bins} bin(s) apart merged" if self.merge_gap_bins else ""))
+
+    @property
+    def per_month_note(self) -> str:
+        """How :attr:`per_month` was obtained (``bursts.per_month_note`` in the JSON)."""
         days = self.span_s / 86_400.0
+        return (f"estimated from {days:.2f} days: an extrapolation to 30 days" if days < MONTH_DAYS
+                else f"observed over {days:.1f} days")
+
+    def to_dict(self) -> dict[str, object]:
         durations = [e.duration_s for e in self.episodes]
-        freq_note = (
-            f"estimated from {days:.2f} days: an extrapolation to 30 days"
-            if days < MONTH_DAYS
-            else f"observed over {days:.1f} days"
-        )
+        freq_note = self.per_month_note
         return {
             "k": self.k,
             "bin_s": self.bin_s,
             "baseline": self.baseline,
-            "rule": f"a burst is a run of {self.bin_s:g} s bins with rate > {self.k:g} x baseline"
-            + (f", runs at most {self.merge_gap_bins} bin(s) apart merged" if self.merge_gap_bins else ""),
+            "rule": self.rule,
             "count": self.count,
             "total_duration_s": float(sum(durations)),
             "max_duration_s": max(durations) if durations else None,

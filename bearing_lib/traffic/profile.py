@@ -292,6 +292,7 @@ class TrafficProfile:
         for CBU and the elasticity replay.
         """
         from bearing_lib.common.version import __version__
+        from bearing_lib.traffic.document import PROFILE_SCHEMA
 
         def d(x: object) -> object:
             return x.to_dict() if hasattr(x, "to_dict") else x
@@ -309,6 +310,7 @@ class TrafficProfile:
         else:
             mixes, mixes_hour, spec = self.mixes.to_dict(), self.mixes.to_dict(), None
         out = {
+            "schema": PROFILE_SCHEMA,
             "bearing_version": __version__,
             "quantile_method": QUANTILE_METHOD,
             "source": self.source,
@@ -633,4 +635,5 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
         parameters=params,
         seq_len=Unavailable("the source gives rates, not requests with token counts"),
     )
+
 

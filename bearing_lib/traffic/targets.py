@@ -83,6 +83,12 @@ class Targets:
     def near_term_rps(self) -> float:
         return self.peak_rps * self.near_term_factor
 
+    @property
+    def statement(self) -> str:
+        """How the target was computed, in one sentence (``targets.target.statement`` in the JSON)."""
+        return (f"Q_target = P{self.quantile * 100:g} of the {self.bin_s:g} s rate ({self.basis_rps:.4g} req/s) "
+                f"x growth {self.growth:g} = {self.target_rps:.4g} req/s")
+
     def to_dict(self) -> dict[str, object]:
         return {
             "target": {
@@ -94,10 +100,7 @@ class Targets:
                 "n_bins": self.n_bins,
                 "ci95": list(self.target_ci95) if self.target_ci95 else None,
                 "ci_method": self.ci_method,
-                "statement": (
-                    f"Q_target = P{self.quantile * 100:g} of the {self.bin_s:g} s rate ({self.basis_rps:.4g} req/s) "
-                    f"x growth {self.growth:g} = {self.target_rps:.4g} req/s"
-                ),
+                "statement": self.statement,
             },
             "peak": {"rps": self.peak_rps, "bin_s": self.bin_s},
             "near_term": {

@@ -17,7 +17,14 @@ from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import BadValueError, InputError, ParameterError, SchemaError
-from bearing_lib.plan.capacity_plan import CapacityPlan, limits_from_dict, read_json, target_from_profile
+from bearing_lib.plan.capacity_plan import (
+    CapacityPlan,
+    limits_from_dict,
+    profile_input_from_dict,
+    read_json,
+    spread_windows,
+    target_from_profile,
+)
 from bearing_lib.plan.memory import GIB
 from bearing_lib.traffic.binning import RateSeries
 
@@ -163,21 +170,20 @@ def test_several_runs_need_a_choice():
     assert plan.fos.blended.fos.value == pytest.approx(6.0 / 4.0)
 
 
-class _Profile:
-    """A TrafficProfile stand-in: 600 s bins (like ServeGen's windows) and its JSON form."""
-
-    def __init__(self):
-        self.series = RateSeries(600.0, np.array([1_700_000_400.0, 1_700_001_000.0]), np.array([1200.0, 3000.0]),
-                                 aligned=True)
-
-    def to_dict(self):
-        d = read_json(PROFILE, "profile")
-        d["per_minute"].pop("series")
-        return d
+def _coarse_profile():
+    """The plan's typed view of a profile with 600 s bins (like ServeGen's windows): the hand-made
+    profile JSON without its series, and the windows of a RateSeries spread over their minutes."""
+    d = read_json(PROFILE, "profile")
+    d["per_minute"].pop("series")
+    pi = profile_input_from_dict(d, source="profile JSON")
+    s = RateSeries(600.0, np.array([1_700_000_400.0, 1_700_001_000.0]), np.array([1200.0, 3000.0]), aligned=True)
+    pi.series, pi.series_labels, pi.series_note = spread_windows(s.start_s.tolist(), s.requests.tolist(), s.bin_s,
+                                                                 s.aligned)
+    return pi
 
 
 def test_coarse_windows_are_spread_over_minutes():
-    plan = CapacityPlan.build(read_json(LIMITS, "limits"), _Profile())
+    plan = CapacityPlan.build(read_json(LIMITS, "limits"), _coarse_profile())
     c = plan.cbu.to_dict()
     # 1200 requests in 10 min = 120/min, 3000 = 300/min; allowable 320/min -> CBU 0.375 and 0.9375
     assert c["n_minutes"] == 20
@@ -251,3 +257,19 @@ def test_target_ci_that_misses_the_point_is_widened():
     assert t.ci95 == (6.0, 8.3) and "widened" in t.basis
     with pytest.raises(BadValueError, match="targets.target.rps"):
         target_from_profile({"targets": {"target": {"rps": 0.0}}}, source="p.json")
+
+
+def test_safe_concurrency_planning_without_concurrency_at_the_limit():
+    # HAND-MADE limits on a concurrency axis whose steps carry no concurrency_mean / latency_ms_mean: no
+    # concurrency at Q_ult (Little's law), so the memory plan falls back to the max safe concurrency. The
+    # highest step meeting p99 latency < 2000 ms is the one at 8 concurrent (the fixture's q_ult bracket [8, 16]).
+    d = read_json(LIMITS, "limits")
+    for m in d["mixes"]:
+        for st in m["steps"]:
+            st.pop("concurrency_mean", None)
+            st.pop("latency_ms_mean", None)
+    plan = CapacityPlan.build(d, read_json(PROFILE, "profile"), model="llama-3.1-8b")
+    assert plan.safe_concurrency.value == 8.0
+    assert plan.memory.concurrency == 8
+    assert "whose p99(latency_ms) meets the SLA" in plan.memory_reason
+    assert "no concurrency at Q_ult" in plan.memory_reason

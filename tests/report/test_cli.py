@@ -118,3 +118,18 @@ def test_a_report_run_prints_no_kernel_warning(tmp_path):
                         *_args(tmp_path, plan)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "WARNING" not in r.stderr and "without encryption" not in r.stderr, r.stderr
+
+
+def test_a_renamed_plan_key_fails_before_running_naming_the_file_and_the_field(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("executed"))
+    plan = hand_made("plan")
+    plan["instances"]["totl"] = plan["instances"].pop("total")  # renamed: once shown as "—", now refused
+    bad = tmp_path / "renamed-plan.json"
+    bad.write_text(json.dumps(plan))
+    r = cli.invoke(app, ["report", "--name", "x", *_args(tmp_path, bad)])
+    assert r.exit_code == runner.EXIT_ERROR == 1, r.output
+    assert str(bad) in r.output
+    assert "instances.total: Field required" in r.output and "instances.totl: unknown key" in r.output
+    assert not (tmp_path / "reports" / "x").exists()

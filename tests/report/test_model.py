@@ -238,3 +238,36 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
     assert rows[1].followup == note and rows[0].followup is None
     html = render_html(m)
     assert "This test cannot resolve the limit finely: follow-up test: loads 1.8, 2, 2.2, 2.4 rps" in html
+
+
+def test_plan_sections_are_the_typed_document_and_summary_json_keeps_the_plan_json(docs):
+    from bearing_lib.common.schema import NotAvailable
+    from bearing_lib.plan.document import CbuDoc, InstancesDoc, PlanDocument, ScorecardsDoc
+
+    plan = docs["plan"]
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())
+    assert isinstance(m.fos.data["cbu"], CbuDoc) and isinstance(m.plan.data["instances"], InstancesDoc)
+    assert isinstance(m.scorecards.data["scorecards"], ScorecardsDoc)
+    assert m.profile_doc is not None and m.profile_doc.per_minute.max == docs["profile"]["per_minute"]["max"]
+    s = json.loads(json.dumps(m.to_dict()))
+    assert "profile_doc" not in s
+    assert s["fos"]["data"]["cbu"] == plan["cbu"]  # the summary twin writes the plan's own JSON
+    assert s["scorecards"]["data"]["scorecards"] == plan["scorecards"]
+    assert s["production"]["data"]["per_minute"] == docs["profile"]["per_minute"]
+    # a PlanDocument (or a CapacityPlan) is taken as it is; an unavailable section stays a reason
+    plan["memory"] = {"available": False, "reason": "no model preset given (--model)"}
+    m2 = build_report(limits=docs["limits"], profile=None, plan=PlanDocument.from_dict(plan), provenance=provenance())
+    assert m2.plan.data["memory"] == NotAvailable("no model preset given (--model)")
+
+
+def test_a_renamed_plan_or_profile_key_is_an_error_naming_it_not_a_dash(docs):
+    from bearing_lib.common.errors import SchemaError
+
+    plan = docs["plan"]
+    plan["fos"]["blended"]["statment"] = plan["fos"]["blended"].pop("statement")
+    with pytest.raises(SchemaError, match=r"fos\.blended\.statement: Field required"):
+        build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())
+    prof = docs["profile"]
+    prof["per_minute"]["max"] = "lots"
+    with pytest.raises(SchemaError, match=r"(?s)production profile: 1 problem.*per_minute\.max: Input should be a "):
+        build_report(limits=docs["limits"], profile=prof, plan=None, provenance=provenance())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+from bearing_lib.common.schema import NotAvailable, parse
+from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, PlanDocument, TargetDoc
 from bearing_lib.report.model import build_report
 from bearing_lib.report.render import render_html, vega_bundle
 from bearing_lib.report.views import (
@@ -20,9 +22,14 @@ from bearing_lib.report.views import (
     production_view,
     target_row,
 )
+from bearing_lib.traffic.document import ProfileDocument
 from tests.report.conftest import hand_made, provenance
 
 PAYLOAD = "</script><img src=x onerror=alert(1)>"
+
+
+def _view(doc):
+    return production_view(ProfileDocument.from_dict(doc, source="profile"))
 
 
 def _rows(groups):
@@ -30,7 +37,7 @@ def _rows(groups):
 
 
 def test_production_key_figures_have_units_and_both_rates():
-    groups = production_view(hand_made("profile"))
+    groups = _view(hand_made("profile"))
     rows = _rows(groups)
     # per_minute.max = 171 req/min; 171 / 60 = 2.85 req/s
     assert rows["Peak minute"].value == "171 req/min = 2.85 req/s"
@@ -50,7 +57,7 @@ def test_production_key_figures_have_units_and_both_rates():
 
 def test_production_unavailable_reasons_are_kept_verbatim():
     doc = hand_made("profile")
-    unavailable = [u for g in production_view(doc) for u in g.unavailable]
+    unavailable = [u for g in _view(doc) for u in g.unavailable]
     assert ("mid-term forecast not available: trace spans 1 week; a 6-month trend needs several weeks"
             in unavailable)
 
@@ -60,7 +67,7 @@ def test_caveats_the_curated_rows_miss_are_listed():
     doc["new_part"] = {"available": False, "reason": "a reason nobody curated"}
     doc["per_minute"]["odd_note"] = "a caveat in a *_note key"
     doc["targets"]["target"]["notes"] = ["a note inside the target"]
-    left = leftover_caveats(doc, production_view(doc))
+    left = leftover_caveats(doc, _view(doc))
     assert "new part: not available: a reason nobody curated" in left
     assert "per minute.odd note: a caveat in a *_note key" in left
     assert any("a note inside the target" in c for c in left)
@@ -69,8 +76,9 @@ def test_caveats_the_curated_rows_miss_are_listed():
 
 
 def test_target_row_of_the_plan():
-    r = target_row({"rps": 8.243166666666667, "per_minute": 494.59, "ci95": [6.086666666666666, 8.366666666666667],
-                    "quantile": 0.99, "growth": 1.0, "basis": "profile JSON"})
+    r = target_row(parse(TargetDoc, {"rps": 8.243166666666667, "per_minute": 494.59,
+                                     "ci95": [6.086666666666666, 8.366666666666667], "quantile": 0.99, "growth": 1.0,
+                                     "basis": "profile JSON"}, what="target"))
     # 8.2432 req/s × 60 = 494.59 → "495"
     assert r.value == "8.24 req/s (495 req/min)"
     assert r.note == "P99 of the per-minute rate × growth 1.0; 95% CI 6.09–8.37. profile JSON"
@@ -79,9 +87,10 @@ def test_target_row_of_the_plan():
 def test_cbu_counts_and_folded_minutes():
     cbu = {"definition": "CBU = throughput / allowable", "allowable_rps": 0.5, "threshold": 0.8, "n_minutes": 3,
            "max": 1.2, "p95": 1.1, "n_above": 2, "n_above_1": 1,
-           "minutes_above": [{"minute": "2026-01-01 00:01", "requests": 30.0, "cbu": 1.0},
-                             {"minute": "2026-01-01 00:02", "requests": 36.0, "cbu": 1.2}]}
-    g = cbu_view(cbu)
+           "minutes_above": [{"minute": "2026-01-01 00:01", "index": 1, "requests": 30.0, "cbu": 1.0},
+                             {"minute": "2026-01-01 00:02", "index": 2, "requests": 36.0, "cbu": 1.2}],
+           "minutes_above_truncated": False}
+    g = cbu_view(parse(CbuDoc, cbu, what="cbu"))
     rows = {r.label: r for r in g.rows}
     assert rows["Minutes above 0.80"].value == "2 of 3"
     assert rows["Minutes above 0.80"].note == "1 above 1.0 (over the allowable capacity)"
@@ -89,38 +98,43 @@ def test_cbu_counts_and_folded_minutes():
     assert t.collapsed
     # 36 requests in a minute = 0.60 req/s
     assert t.rows[1] == ["2026-01-01 00:02", "36.00", "0.60", "1.20"]
-    assert cbu_view({"available": False, "reason": "no series"}).unavailable == ["CBU not available: no series"]
+    assert cbu_view(NotAvailable("no series")).unavailable == ["CBU not available: no series"]
 
 
 def test_plan_groups():
     plan = hand_made("plan")
     inst = {"target_rps": 8.0, "per_instance_q_ult_rps": 1.5, "target_fos": 1.5, "per_instance_allowable_rps": 1.0,
             "base": 8, "buffer": 2, "total": 10, "reason": "8 instances carry 8 req/s at 1 req/s each",
-            "tested_instances": 1, "tested_instances_basis": "assumed", "safe_concurrency": None}
-    rows = {r.label: r for r in instances_view(inst).rows}
+            "tested_instances": 1, "tested_instances_basis": "assumed", "safe_concurrency": None,
+            "buffer_basis": "seed default", "burst": None}
+    rows = {r.label: r for r in instances_view(parse(InstancesDoc, inst, what="instances")).rows}
     assert rows["Instances"].value == "10 (8 + 2 buffer)"
     assert rows["Per-instance limit"].value == "Q_ult 1.50 req/s; allowable 1.00 req/s"
-    assert instances_view({"available": False, "reason": "unbounded"}).unavailable == [
+    assert instances_view(NotAvailable("unbounded")).unavailable == [
         "instance count not available: unbounded"]
-    el = elasticity_view({"recommendation": "fixed", "buffer": 2, "reason": "r", "initial_instances": 3,
-                          "max_instances": 5, "n_scale_up": 1, "n_scale_down": 0, "n_over_capacity": 4,
-                          "n_minutes": 60, "cold_start_s": 90.0, "cool_down_s": 1200,
-                          "events": [{"after_minute": 1, "action": "scale_up", "count": 2, "instances_after": 5,
-                                      "ready_from_minute": 3, "reason": "load ratio 0.9 > 0.7"}]})
+    el = elasticity_view(parse(ElasticityDoc, {
+        "recommendation": "fixed+buffer", "buffer": 2, "reason": "r", "initial_instances": 3, "max_instances": 5,
+        "n_scale_up": 1, "n_scale_down": 0, "n_over_capacity": 4, "over_capacity_minutes": [7, 8, 9, 10],
+        "n_minutes": 60, "cold_start_s": 90.0, "cool_down_s": 1200, "per_instance_rps": 1.5,
+        "events": [{"after_minute": 1, "action": "scale_up", "count": 2, "instances_after": 5,
+                    "ready_from_minute": 3, "reason": "load ratio 0.9 > 0.7"}]}, what="elasticity"))
     er = {r.label: r for r in el.rows}
-    assert er["Recommendation"].value == "fixed (buffer 2)"
+    assert er["Recommendation"].value == "fixed+buffer (buffer 2)"
     assert er["Minutes over ready capacity"].value == "4 of 60"
     assert er["Cold start / cool-down"].value == "90 s / 20.0 min"
     assert el.tables[0].collapsed and el.tables[0].rows[0][1] == "scale up"
-    assert memory_view(plan.get("memory")).title.startswith("KV-cache memory")
+    assert memory_view(PlanDocument.from_dict(plan).memory).title.startswith("KV-cache memory")
 
 
 def test_memory_needs_stated_without_a_gpu():
-    mem = {"concurrency": 10, "concurrency_basis": "given", "gpu_mem_gib": None, "gpu_count": 1, "margin": 0.15,
+    mem = {"model": {"name": "m", "kv_bytes_per_token": 1024, "seed_mha_kv_bytes_per_token": 4096,
+                     "weight_bytes": 10 * 1024**3}, "seq_len": {"n": 100, "mean": 2000, "p50": 1900, "p99": 4000,
+                                                                "max": 5000}, "formula": "f",
+           "concurrency": 10, "concurrency_basis": "given", "gpu_mem_gib": None, "gpu_count": 1, "margin": 0.15,
            "rows": [{"basis": "p99", "seq_len": 4000.0, "weights_gib": 10.0, "kv_gib": 5.0, "margin_gib": 2.25,
                      "total_gib": 17.25, "seed_mha_kv_gib": 20.0, "seed_mha_total_gib": 34.5, "headroom": None,
                      "max_concurrency_that_fits": None, "seed_mha_max_concurrency_that_fits": None}]}
-    rows = {r.label: r for r in memory_view(mem).rows}
+    rows = {r.label: r for r in memory_view(parse(MemoryDoc, mem, what="memory")).rows}
     assert rows["GPU memory"].value == "not given"
     assert rows["GPU memory"].note == "the plan needs ≥ 17.2 GiB per instance at the P99 sequence length"
 
@@ -200,7 +214,7 @@ def test_flags_section_in_html():
 
 def test_no_placeholder_values_in_the_curated_production_rows():
     # the hand-made bursts carry no durations or multipliers: those rows are left out, not shown as "—"
-    groups = production_view(hand_made("profile"))
+    groups = _view(hand_made("profile"))
     assert all("—" not in r.value and "None" not in r.value for g in groups for r in g.rows)
     rows = _rows(groups)
     assert "Longest burst" not in rows and rows["Burst episodes"].value == "2"
