@@ -32,6 +32,7 @@ import numpy as np
 
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.common.estimate import SIGN
 from bearing_lib.common.quantiles import quantile
 
 Censored = Literal["none", "above", "below", "not_monotone"]
@@ -374,7 +375,8 @@ def compute_fos(
     weak = [m for m in per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
-        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {m.fos.value:.2f})" for m in weak)
+        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}{m.fos.value:.2f})"
+                              for m in weak)
         v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
                     f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
     if coverage < 1.0 and v.color == "green":

@@ -608,12 +608,19 @@ def quantile_label(q: Any) -> str:
     return str(q or "").upper()
 
 
-def _target_text(plan: dict[str, Any]) -> str:
+def _target_bin_s(profile: dict[str, Any] | None) -> float | None:
+    """The bin of the profile's target rate in seconds (60 for a request trace, 600 for ServeGen windows)."""
+    t = ((profile or {}).get("targets") or {}).get("target") or {}
+    return as_float(t.get("bin_s")) if isinstance(t, dict) else None
+
+
+def _target_text(plan: dict[str, Any], bin_s: float | None = None) -> str:
     t = plan.get("target") or {}
     q = quantile_label(t.get("quantile"))
     rps = as_float(t.get("rps"))
     growth = as_float(t.get("growth"))
-    s = f"the {q} per-minute peak" if q else "the target load"
+    per = "per-minute" if bin_s is None or bin_s == 60 else f"per-window ({bin_s:g} s)"
+    s = f"the {q} {per} peak" if q else "the target load"
     if rps is not None:
         s += f" of {_fmt(rps)} req/s"
     if growth is not None and abs(growth - 1.0) > 1e-9:
@@ -641,7 +648,8 @@ def _plan_line(plan: dict[str, Any]) -> str | None:
 
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
-              plan: dict[str, Any] | None, plan_reason: str | None, mixes: Section) -> Headline:
+              plan: dict[str, Any] | None, plan_reason: str | None, mixes: Section,
+              bin_s: float | None = None) -> Headline:
     rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
     binding_row = None
     with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
@@ -679,7 +687,7 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
         fos_text = f"the blended {blended_doc['statement']}"
     else:
         fos_text = "the blended FOS is not estimable"
-    text = f"At {_target_text(plan)} {fos_text}: {verdict}"
+    text = f"At {_target_text(plan, bin_s)} {fos_text}: {verdict}"
     text += f"; {binds}." if binds else "."
     return Headline(verdict, text, _str(plan.get("verdict_reason")), b_mix, b_con, _plan_line(plan))
 
@@ -863,7 +871,7 @@ def build_report(
     return ReportModel(
         name=name,
         title=title,
-        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes),
+        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof)),
         conditions=_conditions(lim, lim_reason),
         mixes=mixes,
         curves=curves,

@@ -497,11 +497,13 @@ def _cell(v: Any, key: str = "", relative: bool = False) -> str:
 # --------------------------------------------------------------------------- FOS and CBU
 
 
-def target_row(t: dict[str, Any]) -> Row:
-    """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``."""
+def target_row(t: dict[str, Any], bin_s: float | None = None) -> Row:
+    """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``; a profile of
+    rate windows (``bin_s`` 600, ServeGen) says "of the 600 s rate" instead of "per-minute"."""
     bits = []
+    per = "per-minute " if bin_s is None or bin_s == 60 else f"{num(bin_s, 0)} s "
     if t.get("quantile") is not None:
-        bits.append(f"{quantile_name(t.get('quantile'))} of the per-minute rate × growth {num(t.get('growth'), 1)}")
+        bits.append(f"{quantile_name(t.get('quantile'))} of the {per}rate × growth {num(t.get('growth'), 1)}")
     if _ci(t.get("ci95")):
         bits.append(_ci(t.get("ci95")))
     note = "; ".join(bits)
@@ -842,7 +844,9 @@ def section_views(model: Any) -> dict[str, Any]:
     if model.fos.available:
         f = model.fos.data
         g = [cbu_view(f.get("cbu"), is_relative(model.production.data if model.production.available else None))]
-        views["fos"] = {"target": target_row(_d(f.get("target"))), "cbu": g[0],
+        tbin = _f(_d(_d(model.production.data.get("targets")).get("target")).get("bin_s")) \
+            if model.production.available else None
+        views["fos"] = {"target": target_row(_d(f.get("target")), tbin), "cbu": g[0],
                         "caveats": leftover_caveats({"cbu": f.get("cbu")}, g)}
     views["window"] = window_line(model.production.data if model.production.available else None,
                                   getattr(model.provenance, "run_time_utc", None))
