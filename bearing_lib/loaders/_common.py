@@ -350,7 +350,11 @@ def finish_trace(
 
 
 def _note_failed_output(df: pl.DataFrame, prov: Provenance) -> None:
-    """Say how mixes will place failed requests that produced no output (``data.mixes.mix_output_expr``)."""
+    """Say how mixes will place failed requests that produced no output (``data.mixes.mix_output_expr``).
+
+    Only for a trace that records output tokens at all: without them no mix can bound the output."""
+    if df.height == 0 or df["output_tokens"].null_count() == df.height:
+        return
     failed = (pl.col("status") != "ok") & (pl.col("output_tokens").is_null() | (pl.col("output_tokens") == 0))
     n_failed, n_unknown = df.select(failed.sum().alias("f"), (failed & pl.col("requested_output_tokens").is_null())
                                     .sum().alias("u")).row(0)
