@@ -795,7 +795,8 @@ def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
                 if st.flags or st.valid is False:
                     out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if st.valid is False
                                                                                  else "flagged"),
-                                    f"step {st.step} at offered load {st.offered_load}: "
+                                    f"step {st.step} at offered load "
+                                    f"{_load_text(st.offered_load)}: "
                                     f"{', '.join(st.flags) or 'marked invalid'}"
                                     + (" (excluded from the fit)" if st.valid is False else "")))
             for note in m.notes:
@@ -809,6 +810,11 @@ def _flags(limits: LimitsResult | None, profile: dict[str, Any] | None,
             if isinstance(v, dict) and v.get("available") is False:
                 out.append(Flag("profile", "info", f"{key}_not_available", str(v.get("reason"))))
     return out
+
+
+def _load_text(load: float | None) -> str:
+    """A step's offered load as text: an unbounded rate (vLLM's ``inf``, null in JSON) is "unbounded"."""
+    return "unbounded" if load is None or not math.isfinite(load) else f"{load:g}"
 
 
 def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:

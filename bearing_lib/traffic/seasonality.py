@@ -111,6 +111,7 @@ class SlotBaselines:
     def to_dict(self) -> dict[str, object]:
         return {
             "available": bool(self.hour_of_day),
+            "reason": None if self.hour_of_day else self.hour_of_day.reason,
             "basis": self.basis,
             "bin_s": self.bin_s,
             "hour_of_day": self.hour_of_day.to_dict(),
