@@ -192,7 +192,8 @@ def instance_count(
         burst_need = math.ceil(burst.multiplier * target_rps / per_instance_q_ult_rps - 1e-9)
         buffer = max(min_buffer, burst_need - base)
         basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
-                 f"{burst_need} instances at their ultimate capacity; "
+                 f"{burst_need} instance{'' if burst_need == 1 else 's'} at {'its' if burst_need == 1 else 'their'} "
+                 "ultimate capacity; "
                  f"buffer = max({min_buffer}, {burst_need} − {base})"
                  + (f"; burst model from {burst.source}" if burst.source else ""))
     carry = "instance carries" if base == 1 else "instances carry"

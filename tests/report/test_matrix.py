@@ -84,7 +84,7 @@ ALL_TESTS = {**LLM_TESTS, **HTTP_TESTS}
 
 # visible words that must never reach a reader (whole words; raw-JSON blocks excepted)
 FORBIDDEN_WORDS = ["None", "nan", "NaN", "undefined", "null", "inf"]
-FORBIDDEN_TEXT = ["1 instances", "q_ult_rps", "ci95", "bootstrap_ci95", "mix_throughput_rps", "throughput_rps",
+FORBIDDEN_TEXT = ["q_ult_rps", "ci95", "bootstrap_ci95", "mix_throughput_rps", "throughput_rps",
                   "{{", "}}", "{%", "%}", "Infinity"]
 EPOCH_TEXT = ["01-01 00:00", "1970"]
 
@@ -197,6 +197,21 @@ _VISIBLE_TEXT = """() => {
 }"""
 
 
+_TABLE_ROWS = """(sel) => {
+  const out = [];
+  document.querySelectorAll(sel).forEach(t => {
+    const hs = [...t.querySelectorAll('thead th')].map(x => x.innerText.trim());
+    t.querySelectorAll('tbody tr').forEach(tr => {
+      const cells = [...tr.children].map(td => td.innerText.trim());
+      const row = {};
+      hs.forEach((h, i) => { if (i < cells.length) row[h] = cells[i]; });
+      out.push(row);
+    });
+  });
+  return out;
+}"""
+
+
 def _open(browser, path: Path):
     page = browser.new_page()
     problems: list[str] = []
@@ -248,21 +263,24 @@ def test_report_opens_draws_and_reads_honestly(matrix, browser, key):
         dead = [h for h in hrefs if len(h) > 1 and page.locator(f"[id='{h[1:]}']").count() == 0]
         assert dead == [], f"{cell.name}: dead internal links {dead}"
         text = page.evaluate(_VISIBLE_TEXT)
+        tables = {"mixes": page.evaluate(_TABLE_ROWS, "#mixes table.grid"),
+                  "fos": page.evaluate(_TABLE_ROWS, "#fos table.grid")}
         assert requests == [], f"{cell.name}: network requests {requests}"
         assert problems == [], f"{cell.name}: {problems}"
     finally:
         page.close()
     _check_text(cell, text)
-    _check_signs(cell, text)
+    _check_signs(cell, text, tables)
 
 
 def _check_text(cell: Cell, text: str) -> None:
     words = [w for w in FORBIDDEN_WORDS if re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w-])", text)]
     bits = [t for t in FORBIDDEN_TEXT if t in text]
+    bits += re.findall(r"(?<![\d,.])1 instances", text)
     leftovers = re.findall(r"\{[A-Za-z_][\w.]*\}", text)
     bad = words + bits + leftovers
     if cell.trace in RELATIVE:
-        bad += [t for t in EPOCH_TEXT if t in text]
+        bad += re.findall(r"01-01 00:00|(?<!\d)1970(?!\d)", text)
     if cell.trace == "servegen":
         bad += re.findall(r"per-minute peak(?!s are higher)|of the per-minute rate|per-minute P99", text)
     ctx = {b: text[max(0, text.find(b) - 80): text.find(b) + 80] for b in bad}
@@ -277,43 +295,46 @@ def _section(text: str, start: str, ends: list[str]) -> str:
     return text[i:j]
 
 
-def _check_signs(cell: Cell, text: str) -> None:
-    """Each censored limit shows its sign wherever its value appears; the headline's basis word agrees."""
+def _cell(rows: list[dict], name: str, header_start: str) -> list[str]:
+    """The cells under the header starting with ``header_start`` of the rows whose first cell names ``name``."""
+    out = []
+    for r in rows:
+        first = next(iter(r.values()), "")
+        if first.split("\n")[0].strip().split(" · ")[-1] == name or first.startswith(name + "\n"):
+            out += [v for h, v in r.items() if h.startswith(header_start)]
+    return out
+
+
+def _check_signs(cell: Cell, text: str, tables: dict[str, list[dict]]) -> None:
+    """Each censored limit shows its sign (≥ or <) in the limits table, the headline, the FOS table and
+    "what changed"; the headline's basis word (completed / offered) matches the estimate it quotes."""
     rows = (cell.summary.get("mixes", {}).get("data") or {}).get("rows") or []
-    headline = cell.summary["headline"]["text"]
+    head = cell.summary["headline"]
     for row in rows:
-        for key in ("q_ult", "achieved"):
-            est = row.get(key) or {}
+        q, a, fos = row.get("q_ult") or {}, row.get("achieved") or {}, row.get("fos") or {}
+        for est, table, header in ((q, "mixes", "Q_ult offered"), (a, "mixes", "completed at Q_ult"),
+                                   (a, "fos", "Q_ult completed"), (fos, "fos", "FOS")):
             sign = _sign(est.get("bound"))
-            if not sign or est.get("value") is None:
-                continue
-            # the headline names the binding mix's limit: same sign, and "completed" iff achieved
-            if row["name"] == cell.summary["headline"].get("binding_mix"):
-                m = re.search(r"Q_ult (≥ |< )?[\d.,]+ (?:req/s|concurrency|rps)(?: (completed|offered))?", headline)
-                if m:
-                    word = m.group(2) or ""
-                    shown = "achieved" if word == "completed" else "q_ult"
-                    if shown == key:
-                        assert (m.group(1) or "").strip() == sign, (cell.name, key, headline)
-        fos = row.get("fos") or {}
-        fsign = _sign(fos.get("bound"))
-        if fsign:
-            fos_section = _section(text, "FOS per mix", ["CBU (throughput"])
-            line = next((ln for ln in fos_section.splitlines() if ln.strip().startswith(row["name"])), "")
-            assert fsign in line, (cell.name, row["name"], fos_section[:600])
-    verdict_reason = cell.summary["headline"].get("verdict_reason") or ""
-    for m in re.finditer(r"FOS ([≥<] )?(\d[\d.]*)", verdict_reason + " " + headline):
+            if sign and est.get("value") is not None:
+                cells = _cell(tables[table], row["name"], header)
+                assert cells, (cell.name, table, header, row["name"], tables[table][:3])
+                assert all(c.startswith(sign) for c in cells), (cell.name, table, header, cells)
+        if row["name"] == head.get("binding_mix"):
+            m = re.search(r"Q_ult (≥ |< )?[\d.,]+ (?:req/s|concurrency|rps)(?: (completed|offered))?", head["text"])
+            if m:
+                shown = a if m.group(2) == "completed" else q
+                assert (m.group(1) or "").strip() == _sign(shown.get("bound")), (cell.name, head["text"])
         # a FOS quoted in prose carries the sign of the estimate it quotes
-        row = next((r for r in rows if r.get("fos") and r["fos"].get("value") is not None
-                    and f"{r['fos']['value']:.2f}" == m.group(2)), None)
-        blended = ((cell.summary.get("fos") or {}).get("data") or {}).get("blended") or {}
-        if row is not None and _sign(row["fos"].get("bound")) and not blended:
-            assert (m.group(1) or "").strip() == _sign(row["fos"]["bound"]), (cell.name, m.group(0), verdict_reason)
+        if _sign(fos.get("bound")) and fos.get("value") is not None:
+            quoted = f"{row['name']} ({row['share']:.0%} of traffic, FOS "
+            for prose in (head.get("verdict_reason") or "", text):
+                k = prose.find(quoted)
+                if k >= 0:
+                    assert prose[k + len(quoted):].startswith(_sign(fos["bound"])), (cell.name, prose[k:k + 80])
     changes = _section(text, "What changed since the previous report", ["Data-quality flags"])
     for row in rows:
-        est = row.get("q_ult") or {}
-        sign = _sign(est.get("bound"))
-        if sign and est.get("value") is not None:
+        sign = _sign((row.get("q_ult") or {}).get("bound"))
+        if sign:
             for ln in changes.splitlines():
                 if ln.strip().startswith(row["name"] + " ") and "Q_ult" in ln:
                     assert sign in ln, (cell.name, ln)

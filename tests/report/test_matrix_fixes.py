@@ -76,3 +76,26 @@ def test_slots_not_available_carry_their_reason():
                           pl.Series([1.0] * (3 * 1440)).to_numpy(), aligned=False, origin_s=0.0)
     r = slot_baselines(relative).to_dict()
     assert r["available"] is False and r["reason"].startswith("relative clock")
+
+
+def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_path):
+    """Locust (frankmwito): a stats CSV without history is one aggregate step; it had step null, which
+    the limits JSON contract refuses ("mixes.1.steps.0.step: Input should be a valid integer"), so the
+    report run failed in the notebook."""
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+    from bearing_lib.report import pipeline
+    from bearing_lib.report.model import _limits_arg
+
+    head = ("Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,"
+            "Max Response Time,Requests/s,50%,90%,95%,99%\n")
+    p = tmp_path / "run_stats.csv"
+    p.write_text(head + "GET,/,200,10,120,130,50,900,2.0,120,300,400,800\n"
+                        ",Aggregated,200,10,120,130,50,900,2.0,120,300,400,800\n")
+    lp = load(p)
+    assert lp.frame["step"].to_list() == [0] and lp.frame["offered_load"].to_list() == [None]
+    assert lp.frame["n_requests"].to_list() == [200] and lp.frame["n_errors"].to_list() == [10]
+    doc = pipeline.limits_document(fit_limits(lp, "error_rate <= 10%", mixes="none", n_boot=0))
+    lim, reason = _limits_arg(doc)
+    assert reason is None and lim is not None
+    assert [st.step for st in lim.mixes[0].steps] == [0]
