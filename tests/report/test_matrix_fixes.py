@@ -99,3 +99,16 @@ def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_pa
     lim, reason = _limits_arg(doc)
     assert reason is None and lim is not None
     assert [st.step for st in lim.mixes[0].steps] == [0]
+
+
+def test_a_tiny_fos_is_not_printed_as_zero():
+    """GenAI-Perf (concurrency 1) x ServeGen (408 req/s): FOS 0.00115 was written "FOS < 0.00"."""
+    from bearing_lib.common.estimate import Estimate
+
+    res = compute_fos([Limit("all", 0.47, censored="below")], {"all": 1.0}, Target(407.7))
+    v = res.per_mix[0].fos.value
+    assert v == pytest.approx(0.47 / 407.7)  # 0.00115
+    assert res.per_mix[0].fos.statement.startswith("FOS < 0.0012")
+    assert res.verdict.reason.startswith("FOS < 0.0012 is below")
+    assert Estimate(v, bound="upper").text() == "< 0.0012"
+    assert Estimate(0.0, bound="none").text() == "0.00"  # a true zero stays 0.00
