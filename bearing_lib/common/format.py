@@ -7,6 +7,8 @@ no decimals from 100 up: tables and headlines of the report) and :func:`fmt_sig`
 
     >>> fmt_number(1.1834), fmt_number(1234.5), fmt_number(None), fmt_number(float("inf"))
     ('1.18', '1,234', '—', '∞')
+    >>> fmt_number(0.0011530), fmt_number(0.0), fmt_number(0.004)
+    ('0.0012', '0.00', '0.004')
     >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None)
     ('1.183', '12', '–')
 """
@@ -19,13 +21,16 @@ MISSING = "—"
 
 
 def fmt_number(v: float | None, digits: int = 2) -> str:
-    """Fixed decimals (``digits``), ``1,234`` from 100 up, ``—`` for None, ``∞`` for infinity."""
+    """Fixed decimals (``digits``), ``1,234`` from 100 up, ``—`` for None, ``∞`` for infinity; a non-zero
+    value too small for the decimals keeps ``digits`` significant digits (``0.0012``, never ``0.00``)."""
     if v is None:
         return MISSING
     if isinstance(v, float) and not math.isfinite(v):
         return "∞" if v > 0 else ("−∞" if v < 0 else MISSING)
     if abs(v) >= 100:
         return f"{v:,.0f}"
+    if v != 0 and abs(v) < 0.5 * 10.0**-digits:
+        return f"{v:.{digits}g}"  # fixed decimals would print a non-zero value as 0.00
     return f"{v:,.{digits}f}"
 
 

@@ -1,6 +1,7 @@
 """Request mixes: named boxes in (input tokens, output tokens, cache-hit ratio) space.
 
 A mix is a set of half-open bounds ``[lo, hi)`` on ``input_tokens``, ``output_tokens``
+(for a failed request: its requested output length, see :func:`mix_output_expr`)
 and ``cache_hit_ratio`` (= ``cached_tokens / input_tokens``, 0 when ``cached_tokens`` is
 null). A :class:`MixSpec` is an ordered list of mixes; a request belongs to the first
 mix whose bounds contain it, else to ``"other"``. The same spec segments load tests
@@ -11,6 +12,7 @@ mix whose bounds contain it, else to ``"other"``. The same spec segments load te
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,15 +40,26 @@ class Mix:
             if not lo < hi:
                 raise ParameterError(f"mix {self.name!r}: {dim} bounds [{lo}, {hi}) are empty; expected lo < hi")
 
-    def expr(self) -> pl.Expr:
-        """Polars boolean expression: request lies inside this mix."""
+    def expr(self, columns: Collection[str] = ()) -> pl.Expr:
+        """Polars boolean expression: request lies inside this mix.
+
+        ``columns`` are the frame's columns: with ``status`` among them a failed request is judged on
+        its requested output length (``requested_output_tokens``), not on the output it never
+        produced; one with neither is judged on its other dimensions only (:func:`mix_output_expr`).
+        """
         cond = pl.lit(True)
+        out, unknown = mix_output_expr(columns)
         for dim, (lo, hi) in self.bounds.items():
-            col = cache_hit_ratio_expr() if dim == "cache_hit_ratio" else pl.col(dim).cast(pl.Float64)
+            col = (cache_hit_ratio_expr() if dim == "cache_hit_ratio" else out if dim == "output_tokens"
+                   else pl.col(dim).cast(pl.Float64))
+            inside = pl.lit(True)
             if math.isfinite(lo):
-                cond = cond & (col >= lo)
+                inside = inside & (col >= lo)
             if math.isfinite(hi):
-                cond = cond & (col < hi)
+                inside = inside & (col < hi)
+            if dim == "output_tokens":
+                inside = pl.when(unknown).then(pl.lit(True)).otherwise(inside)
+            cond = cond & inside
         return cond
 
     def describe(self) -> str:
@@ -87,6 +100,28 @@ class Mix:
             raise ParameterError(f"mix definition {d!r}: expected name and bounds {{dim: [lo, hi]}}") from exc
 
 
+def mix_output_expr(columns: Collection[str] = ()) -> tuple[pl.Expr, pl.Expr]:
+    """``(output length a mix judges a request on, whether that length is unknown)``.
+
+    A failed request (``status`` not ok) is put where its request would have been: by its
+    ``requested_output_tokens`` (the ``max_tokens`` / target output length the client asked for) when
+    the source gives it, never by the 0 (or null) output it never produced. Without a requested length
+    such a request's output is unknown, and the mix is chosen on its other dimensions (input tokens,
+    cache hit) only; the loaders say so in a finding (``failed_output_unknown``). A failed request
+    that streamed part of its output before failing, with no requested length, keeps that partial
+    output. Successful requests, and frames without ``status``, use ``output_tokens``.
+    """
+    out = pl.col("output_tokens").cast(pl.Float64)
+    if "status" not in columns:
+        return out, pl.lit(False)
+    failed = pl.col("status").is_not_null() & (pl.col("status") != "ok")
+    req = (pl.col("requested_output_tokens").cast(pl.Float64) if "requested_output_tokens" in columns
+           else pl.lit(None, pl.Float64))
+    nothing = out.is_null() | (out == 0)
+    eff = pl.when(failed & req.is_not_null()).then(req).when(failed & nothing).then(pl.lit(None, pl.Float64))
+    return eff.otherwise(out), (failed & req.is_null() & nothing).fill_null(False)
+
+
 def _num(v: float) -> float | None:
     return None if math.isinf(v) else v
 
@@ -117,8 +152,9 @@ class MixSpec:
     def assign(self, frame: pl.DataFrame | pl.LazyFrame, column: str = "mix") -> pl.DataFrame | pl.LazyFrame:
         """``frame`` with a ``mix`` column (String)."""
         expr: pl.Expr = pl.lit(OTHER)
+        cols = frame.collect_schema().names()
         for m in reversed(self.mixes):
-            expr = pl.when(m.expr()).then(pl.lit(m.name)).otherwise(expr)
+            expr = pl.when(m.expr(cols)).then(pl.lit(m.name)).otherwise(expr)
         return frame.with_columns(expr.alias(column))
 
     def to_dict(self) -> list[dict[str, object]]:
@@ -198,6 +234,9 @@ def auto_mixes(
         if dim == "cache_hit_ratio":
             has = "cached_tokens" in cols and "input_tokens" in cols
             exprs.append((cache_hit_ratio_expr() if has else pl.lit(None, pl.Float64)).alias(dim))
+        elif dim == "output_tokens" and dim in cols:
+            # a failed request counts at its requested output length, or not at all on this dimension
+            exprs.append(mix_output_expr(cols)[0].alias(dim))
         else:
             exprs.append((pl.col(dim).cast(pl.Float64) if dim in cols else pl.lit(None, pl.Float64)).alias(dim))
     data = lf.select(exprs).collect()

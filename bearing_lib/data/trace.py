@@ -59,6 +59,7 @@ REQUEST_SCHEMA: dict[str, pl.DataType] = {
     "input_tokens": pl.Int64(),
     "output_tokens": pl.Int64(),
     "cached_tokens": pl.Int64(),
+    "requested_output_tokens": pl.Int64(),
     "status": pl.String(),
     "error": pl.String(),
     "model": pl.String(),
@@ -79,6 +80,7 @@ NON_NEGATIVE: tuple[str, ...] = (
     "input_tokens",
     "output_tokens",
     "cached_tokens",
+    "requested_output_tokens",
 )
 
 

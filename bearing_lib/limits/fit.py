@@ -143,7 +143,8 @@ def _resolve_mixes(mixes: object, items: list, min_share: float, sla: SLA | None
         traces = [it for it in items if isinstance(it, RequestTrace)]
         if not traces:
             return MixSpec.single(), "none"
-        frames = [it.frame.select("input_tokens", "output_tokens", "cached_tokens") for it in traces]
+        frames = [it.frame.select("input_tokens", "output_tokens", "cached_tokens", "status",
+                                  "requested_output_tokens") for it in traces]
         share = max(min_share, 0.1)
         need, typical = _auto_mix_floor(traces, sla)
         if need and typical:

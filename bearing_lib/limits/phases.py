@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import polars as pl
 
-from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
 
 ELASTIC_MAX_ERROR = 0.001
 FAILURE_MIN_ERROR = 0.05
@@ -111,6 +111,9 @@ def classify_phases(
     _require(curve, ["offered_load", p99, "error_rate", "throughput_rps"])
     if n_baseline < 1:
         raise ParameterError(f"n_baseline must be >= 1, got {n_baseline}")
+    if curve.height == 0:
+        raise InsufficientDataError("the load curve has no step left to classify (every step was a recovery step "
+                                    "or could not be judged)")
     keys = _groups(curve)
     frame = curve.with_row_index("_row")
     parts = []

@@ -344,8 +344,26 @@ def finish_trace(
     nonnull = {c: nulls[c] < df.height for c in df.columns}
     prov.fields = field_origins(nonnull, REQUEST_SCHEMA, derived, skip="source_row")
     df = validate(df, prov, epoch_range=True)
+    _note_failed_output(df, prov)
     return RequestTrace(frame=df, provenance=prov,
                         steps=conform_steps(steps, path=source.path) if steps is not None else None)
+
+
+def _note_failed_output(df: pl.DataFrame, prov: Provenance) -> None:
+    """Say how mixes will place failed requests that produced no output (``data.mixes.mix_output_expr``).
+
+    Only for a trace that records output tokens at all: without them no mix can bound the output."""
+    if df.height == 0 or df["output_tokens"].null_count() == df.height:
+        return
+    failed = (pl.col("status") != "ok") & (pl.col("output_tokens").is_null() | (pl.col("output_tokens") == 0))
+    n_failed, n_unknown = df.select(failed.sum().alias("f"), (failed & pl.col("requested_output_tokens").is_null())
+                                    .sum().alias("u")).row(0)
+    if n_unknown:
+        prov.add("failed_output_unknown",
+                 f"{n_unknown:,} of {n_failed:,} failed request(s) produced no output and the source gives no "
+                 "requested output length (requested_output_tokens): a mix with output bounds places them by "
+                 "their input tokens (and cache hit) only, in the first mix whose other bounds hold them, not by "
+                 "the 0 output they never produced", level="info")
 
 
 def conform_steps(steps: pl.DataFrame | list[dict[str, object]], *, path: str | Path | None = None) -> pl.DataFrame:

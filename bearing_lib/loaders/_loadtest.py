@@ -159,6 +159,8 @@ class StepFacts:
 def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> list[StepFacts]:
     """Number the steps of each run 0, 1, ... by offered load (unbounded last), in place.
 
+    A run that mixes offered-load units is split first: the unit most of its steps use keeps the
+    run id, the other steps become run ``<run>/<unit>`` (finding ``mixed_offered_load_units``).
     Order within a run: ``rank``, then offered load ascending (``inf`` after every finite
     load, an unknown load after that), then ``tiebreak``. Repeats at the same load get
     consecutive numbers; a finding says so. Returns the steps sorted by (run, step).
@@ -166,6 +168,27 @@ def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> 
     by_run: dict[str, list[StepFacts]] = {}
     for s in steps:
         by_run.setdefault(s.run_id, []).append(s)
+    for run_id, items in list(by_run.items()):
+        # a load curve has one offered-load unit: a run that mixes them (a GuideLLM sweep: synchronous =
+        # concurrency 1, then request rates) keeps the unit most of its steps use (rps on a tie), and the
+        # other steps form their own run "<run>/<unit>", so the rate steps can still be judged
+        units = [s.offered_load_unit for s in items if s.offered_load_unit]
+        if len(set(units)) < 2:
+            continue
+        keep = max(sorted(set(units)), key=lambda u: (units.count(u), u == "rps"))
+        for s in items:
+            if s.offered_load_unit and s.offered_load_unit != keep:
+                s.run_id = f"{run_id}/{s.offered_load_unit}"
+                by_run.setdefault(s.run_id, []).append(s)
+        by_run[run_id] = [s for s in items if s.run_id == run_id]
+        if prov is not None:
+            moved = sorted({s.run_id for s in items if s.run_id != run_id})
+            prov.add(
+                "mixed_offered_load_units",
+                f"run {run_id!r} mixes offered-load units {sorted(set(units))}; a load curve has one unit, so "
+                f"its {keep} steps stay in {run_id!r} and the others form their own run(s) "
+                f"{', '.join(repr(m) for m in moved)}",
+            )
     out: list[StepFacts] = []
     for run_id, items in by_run.items():
 
@@ -185,13 +208,6 @@ def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> 
                 "each repeat is kept as its own step (ordered by file order / run number)",
                 level="info",
                 count=repeats,
-            )
-        units = {s.offered_load_unit for s in items if s.offered_load_unit}
-        if len(units) > 1 and prov is not None:
-            prov.add(
-                "mixed_offered_load_units",
-                f"run {run_id!r} mixes offered-load units {sorted(units)}; closed-loop (concurrency) steps are "
-                "numbered first, then request rates ascending, unbounded last",
             )
         out.extend(items)
     unknown = [s for s in out if s.offered_load is None]

@@ -192,6 +192,19 @@ def _status(list_name: str, info: dict[str, Any]) -> str:
     return "error"
 
 
+def _max_tokens(args: object) -> int | None:
+    """The ``max_tokens`` the request asked for: ``request_args`` is the request as a JSON string
+    (``{"body": {"max_tokens": 1024, ...}}``) or already an object; None when absent or not a count."""
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    body = args.get("body") if isinstance(args, dict) else None
+    v = body.get("max_tokens", body.get("max_completion_tokens")) if isinstance(body, dict) else None
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 and v == int(v) else None
+
+
 def _load_requests(source: Source) -> RequestTrace:
     path = source.path
     doc = _check(source.json, path)
@@ -199,7 +212,8 @@ def _load_requests(source: Source) -> RequestTrace:
     steps = _steps(doc, path, prov)
     cols: dict[str, list] = {k: [] for k in (
         "request_id", "start_s", "end_s", "ttft_ms", "latency_ms", "tpot_ms", "itl_ms", "input_tokens",
-        "output_tokens", "status", "error", "run_id", "step", "offered_load", "offered_load_unit", "source_row")}
+        "output_tokens", "requested_output_tokens", "status", "error", "run_id", "step", "offered_load",
+        "offered_load_unit", "source_row")}
     counted = 0
     for s in steps:
         i, b = s.payload
@@ -224,6 +238,7 @@ def _load_requests(source: Source) -> RequestTrace:
                 cols["itl_ms"].append(number(rec.get("inter_token_latency_ms"), path=path, field=where))
                 cols["input_tokens"].append(rec.get("prompt_tokens"))
                 cols["output_tokens"].append(rec.get("output_tokens"))
+                cols["requested_output_tokens"].append(_max_tokens(rec.get("request_args")))
                 cols["status"].append(status)
                 cols["error"].append(None if status == "ok" else str(info.get("error") or list_name)[:500])
                 for k, v in step_columns(s).items():
@@ -239,6 +254,7 @@ def _load_requests(source: Source) -> RequestTrace:
                                                  "latency_ms": pl.Float64, "tpot_ms": pl.Float64,
                                                  "itl_ms": pl.Float64, "input_tokens": pl.Int64,
                                                  "output_tokens": pl.Int64, "error": pl.String,
+                                                 "requested_output_tokens": pl.Int64,
                                                  "offered_load": pl.Float64}
                          ).with_columns(pl.lit(_model(doc), dtype=pl.String).alias("model"))
     prov.add("warmup_included", "every listed request is kept, including those GuideLLM's own statistics exclude "

@@ -179,7 +179,7 @@ def _stats_row(src: Source, metric_rows: Mapping[str, str] | None, prov: Provena
     duration = agg_n / agg_rps if agg_rps > 0 else None
     row: dict[str, object] = {
         "run_id": run_id,
-        "step": None,
+        "step": 0,  # the whole run as its one step (a limits JSON step needs a number); its load is unknown
         "offered_load": None,
         "offered_load_unit": None,
         "duration_s": duration,

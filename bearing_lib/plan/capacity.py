@@ -192,10 +192,12 @@ def instance_count(
         burst_need = math.ceil(burst.multiplier * target_rps / per_instance_q_ult_rps - 1e-9)
         buffer = max(min_buffer, burst_need - base)
         basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
-                 f"{burst_need} instances at their ultimate capacity; "
+                 f"{burst_need} instance{'' if burst_need == 1 else 's'} at {'its' if burst_need == 1 else 'their'} "
+                 "ultimate capacity; "
                  f"buffer = max({min_buffer}, {burst_need} − {base})"
                  + (f"; burst model from {burst.source}" if burst.source else ""))
-    reason = (f"{base} instances carry {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
+    carry = "instance carries" if base == 1 else "instances carry"
+    reason = (f"{base} {carry} {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
               f"(Q_ult {per_instance_q_ult_rps:,.2f} / FOS {target_fos:g}), plus {buffer} for bursts")
     return InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,
                         basis, burst, reason)

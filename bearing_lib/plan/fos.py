@@ -32,6 +32,8 @@ import numpy as np
 
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BadValueError, ParameterError
+from bearing_lib.common.estimate import SIGN
+from bearing_lib.common.format import fmt_number as _n
 from bearing_lib.common.quantiles import quantile
 
 Censored = Literal["none", "above", "below", "not_monotone"]
@@ -274,7 +276,7 @@ def _draw(value: float, ci95: tuple[float, float] | None, rng: np.random.Generat
 
 
 def _bound_text(bound: Bound, v: float) -> str:
-    return {"lower": f"FOS ≥ {v:.2f}", "upper": f"FOS < {v:.2f}"}.get(bound, f"FOS {v:.2f}")
+    return {"lower": f"FOS ≥ {_n(v)}", "upper": f"FOS < {_n(v)}"}.get(bound, f"FOS {_n(v)}")
 
 
 def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "") -> FosEstimate:
@@ -286,8 +288,8 @@ def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why
         ci = (float(lo), float(hi))
     text = _bound_text(bound, value)
     if ci:
-        text += f" (95% CI {ci[0]:.2f}–{ci[1]:.2f})" if bound == "none" else (
-            f" (95% CI of the bound {ci[0]:.2f}–{ci[1]:.2f})")
+        text += f" (95% CI {_n(ci[0])}–{_n(ci[1])})" if bound == "none" else (
+            f" (95% CI of the bound {_n(ci[0])}–{_n(ci[1])})")
     if why:
         text += f"; {why}"
     return FosEstimate(value, ci, bound, text)
@@ -374,7 +376,8 @@ def compute_fos(
     weak = [m for m in per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
-        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {m.fos.value:.2f})" for m in weak)
+        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}{_n(m.fos.value)})"
+                              for m in weak)
         v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
                     f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
     if coverage < 1.0 and v.color == "green":
@@ -409,34 +412,34 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
                     f"({q_ult_rps:,.2f} req/s, where the SLA still held)") if (target_rps and q_ult_rps) else (
                 "the target lies above the highest load tested")
-            return Verdict("red", f"untested at the peak: {what}; FOS ≥ {v:.2f} says nothing about the peak; "
+            return Verdict("red", f"untested at the peak: {what}; FOS ≥ {_n(v)} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
             return Verdict("yellow", f"{fos.statement.split(';')[0]} only: the load test never failed, so the true FOS "
                            f"may or may not meet {band}; re-test with higher load", None)
         if tier.fos_max is not None and v > tier.fos_max:
-            return Verdict("yellow", f"FOS ≥ {v:.2f} is above {band}: over-provisioned", None)
-        return Verdict("green", f"FOS ≥ {v:.2f} already meets {band} (the load test never failed)", None)
+            return Verdict("yellow", f"FOS ≥ {_n(v)} is above {band}: over-provisioned", None)
+        return Verdict("green", f"FOS ≥ {_n(v)} already meets {band} (the load test never failed)", None)
     if fos.bound == "upper":
         if v <= tier.fos_min:
-            return Verdict("red", f"FOS < {v:.2f} is below {band} (the load test failed at its first step)", None)
-        return Verdict("yellow", f"FOS < {v:.2f} only (the load test failed at its first step): cannot confirm "
+            return Verdict("red", f"FOS < {_n(v)} is below {band} (the load test failed at its first step)", None)
+        return Verdict("yellow", f"FOS < {_n(v)} only (the load test failed at its first step): cannot confirm "
                        f"{band}; re-test from a lower load", None)
     if v < 1.0:
         what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
             target_rps and q_ult_rps) else "the target exceeds the measured limit"
-        return Verdict("red", f"FOS {v:.2f} < 1: {what}; the SLA fails at the planned peak", u)
+        return Verdict("red", f"FOS {_n(v)} < 1: {what}; the SLA fails at the planned peak", u)
     if v < tier.fos_min:
-        return Verdict("red", f"FOS {v:.2f} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
+        return Verdict("red", f"FOS {_n(v)} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
     if lo < tier.fos_min:
-        return Verdict("yellow", f"FOS {v:.2f} meets {band} but its 95% CI reaches down to {lo:.2f}", u)
+        return Verdict("yellow", f"FOS {_n(v)} meets {band} but its 95% CI reaches down to {_n(lo)}", u)
     if u > UTILISATION_CEILING:
-        return Verdict("yellow", f"FOS {v:.2f} meets {band}, but production would run at {u:.0%} of the breakpoint; "
+        return Verdict("yellow", f"FOS {_n(v)} meets {band}, but production would run at {u:.0%} of the breakpoint; "
                        f"the sources keep it at {UTILISATION_FLOOR:.0%}–{UTILISATION_CEILING:.0%}", u)
     if tier.fos_max is not None and v > tier.fos_max:
-        return Verdict("yellow", f"FOS {v:.2f} is above {band}: over-provisioned (production at {u:.0%} of the "
+        return Verdict("yellow", f"FOS {_n(v)} is above {band}: over-provisioned (production at {u:.0%} of the "
                        "breakpoint)", u)
-    return Verdict("green", f"FOS {v:.2f} within {band}; production at {u:.0%} of the breakpoint", u)
+    return Verdict("green", f"FOS {_n(v)} within {band}; production at {u:.0%} of the breakpoint", u)
 
 
 # --------------------------------------------------------------------------- CBU

@@ -588,12 +588,19 @@ def quantile_label(q: Any) -> str:
     return str(q or "").upper()
 
 
-def _target_text(plan: PlanDocument) -> str:
+def _target_bin_s(profile: ProfileDocument | None) -> float | None:
+    """The bin of the profile's target rate in seconds (60 for a request trace, 600 for ServeGen windows)."""
+    t = profile.targets.target if profile is not None and profile.targets is not None else None
+    return t.bin_s if t is not None else None
+
+
+def _target_text(plan: PlanDocument, bin_s: float | None = None) -> str:
     t = plan.target
     q = quantile_label(t.quantile)
     rps = t.rps
     growth = t.growth
-    s = f"the {q} per-minute peak" if q else "the target load"
+    per = "per-minute" if bin_s is None or bin_s == 60 else f"per-window ({bin_s:g} s)"
+    s = f"the {q} {per} peak" if q else "the target load"
     if rps is not None:
         s += f" of {_fmt(rps)} req/s"
     if growth is not None and abs(growth - 1.0) > 1e-9:
@@ -616,7 +623,8 @@ def _plan_line(plan: PlanDocument) -> str | None:
 
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
-              plan: PlanDocument | None, plan_reason: str | None, mixes: Section) -> Headline:
+              plan: PlanDocument | None, plan_reason: str | None, mixes: Section,
+              bin_s: float | None = None) -> Headline:
     rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
     binding_row = None
     with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
@@ -651,7 +659,7 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
         fos_text = f"the blended {plan.blended.statement}"
     else:
         fos_text = "the blended FOS is not estimable"
-    text = f"At {_target_text(plan)} {fos_text}: {verdict}"
+    text = f"At {_target_text(plan, bin_s)} {fos_text}: {verdict}"
     text += f"; {binds}." if binds else "."
     return Headline(verdict, text, plan.verdict_reason, b_mix, b_con, _plan_line(plan))
 
@@ -759,7 +767,8 @@ def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
                 if st.flags or st.valid is False:
                     out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if st.valid is False
                                                                                  else "flagged"),
-                                    f"step {st.step} at offered load {st.offered_load}: "
+                                    f"step {st.step} at offered load "
+                                    f"{_load_text(st.offered_load)}: "
                                     f"{', '.join(st.flags) or 'marked invalid'}"
                                     + (" (excluded from the fit)" if st.valid is False else "")))
             for note in m.notes:
@@ -773,6 +782,11 @@ def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
             if v is not None and not v.available:
                 out.append(Flag("profile", "info", f"{key}_not_available", str(v.reason)))
     return out
+
+
+def _load_text(load: float | None) -> str:
+    """A step's offered load as text: an unbounded rate (vLLM's ``inf``, null in JSON) is "unbounded"."""
+    return "unbounded" if load is None or not math.isfinite(load) else f"{load:g}"
 
 
 def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
@@ -850,7 +864,7 @@ def build_report(
     return ReportModel(
         name=name,
         title=title,
-        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes),
+        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc)),
         conditions=_conditions(lim, lim_reason),
         mixes=mixes,
         curves=curves,

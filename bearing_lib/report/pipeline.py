@@ -214,7 +214,7 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
 
 
 # Formats whose clock is always relative (no wall-clock anchor): a week cannot cut them.
-RELATIVE_CLOCK_FORMATS = frozenset({"mooncake", "servegen"})
+RELATIVE_CLOCK_FORMATS = frozenset({"mooncake", "servegen", "burstgpt"})
 
 
 def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
@@ -270,7 +270,10 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         from bearing_lib.loaders.registry import detect
 
         fmt = str(parameters.get("production_format") or "") or detect(resolve(trace)).name
-        if fmt in RELATIVE_CLOCK_FORMATS:
+        # the clock, not the format, decides: a format that is always relative is refused without
+        # reading it; any other trace is loaded (canonical, generic and others can carry relative times)
+        origin = "relative" if fmt in RELATIVE_CLOCK_FORMATS else load(trace, fmt).provenance.time_origin
+        if origin != "epoch":
             raise ParameterError(f"week {week!r}: the production trace ({fmt}) has a relative clock (seconds from "
                                  "its start, no calendar dates), so no ISO week applies to it; give a window in "
                                  "elapsed time instead, e.g. -p window 0h..1h (bearing weekly --window 0h..1h)")

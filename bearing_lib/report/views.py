@@ -520,11 +520,13 @@ def _gone(x: Any) -> str | None:
     return str(x.reason or "no reason given") if isinstance(x, NotAvailable) else None
 
 
-def target_row(t: TargetDoc) -> Row:
-    """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``."""
+def target_row(t: TargetDoc, bin_s: float | None = None) -> Row:
+    """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``; a profile of
+    rate windows (``bin_s`` 600, ServeGen) says "of the 600 s rate" instead of "per-minute"."""
     bits = []
+    per = "per-minute " if bin_s is None or bin_s == 60 else f"{num(bin_s, 0)} s "
     if t.quantile is not None:
-        bits.append(f"{quantile_name(t.quantile)} of the per-minute rate × growth {num(t.growth, 1)}")
+        bits.append(f"{quantile_name(t.quantile)} of the {per}rate × growth {num(t.growth, 1)}")
     if _ci(t.ci95):
         bits.append(_ci(t.ci95))
     note = "; ".join(bits)
@@ -825,7 +827,10 @@ def section_views(model: Any) -> dict[str, Any]:
     if model.fos.available:
         f = model.fos.data
         g = [cbu_view(f["cbu"], model.production.available and is_relative(model.profile_doc or model.production.data))]
-        views["fos"] = {"target": target_row(f["target"]), "cbu": g[0],
+        pdoc = model.profile_doc
+        ttarget = pdoc.targets.target if pdoc is not None and pdoc.targets is not None else None
+        tbin = ttarget.bin_s if ttarget is not None else None
+        views["fos"] = {"target": target_row(f["target"], tbin), "cbu": g[0],
                         "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
     views["window"] = (window_line(model.profile_doc or model.production.data,
                                    getattr(model.provenance, "run_time_utc", None),

@@ -604,8 +604,8 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
     }
     origin_note = (
         f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
-        else f"{w:g} s windows as published, seconds from the trace start (no wall-clock anchor: hours and "
-        "weekdays are counted from the start)"
+        else f"{w:g} s windows as published, seconds from the trace start (no wall-clock anchor: no time of day "
+        "or weekday)"
     )
     targets = compute_targets(series, quantile_level=quantile_level, growth=growth, n_boot=n_boot, seed=seed)
     targets.notes.append(

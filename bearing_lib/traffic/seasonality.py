@@ -111,6 +111,7 @@ class SlotBaselines:
     def to_dict(self) -> dict[str, object]:
         return {
             "available": bool(self.hour_of_day),
+            "reason": None if self.hour_of_day else self.hour_of_day.reason,
             "basis": self.basis,
             "bin_s": self.bin_s,
             "hour_of_day": self.hour_of_day.to_dict(),
@@ -123,10 +124,20 @@ class SlotBaselines:
         return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis)})</p>" + self.hour_of_day.table._repr_html_()
 
 
+RELATIVE_CLOCK = ("relative clock (seconds from the trace start): the trace has no time of day or weekday, so "
+                  "no hour-of-day or weekday slots")
+
+
 def slot_baselines(series: RateSeries) -> SlotBaselines:
-    """Hour-of-day and weekday x hour baselines, or the reason the span does not allow them."""
+    """Hour-of-day and weekday x hour baselines, or the reason the span (or clock) does not allow them.
+
+    A relative clock has no time of day or weekday: both layouts are unavailable whatever the span
+    (hours counted from an arbitrary origin are not a time of day)."""
     span_days = series.span_s / DAY_S
     basis = _basis(series)
+    if not series.aligned:
+        why = RELATIVE_CLOCK
+        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
     if series.bin_s > 3600:
         why = f"bins of {series.bin_s:g} s are longer than an hour"
         return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
@@ -159,16 +170,22 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
     With hour-of-day slots: the slot's robust baseline (median over days of each day's
     P95 in that hour). Shorter series are one slot: the P95 of the whole series.
     """
-    if isinstance(slots.hour_of_day, SlotTable):
+    periodic = slots.hour_of_day
+    if not series.aligned and series.bin_s <= 3600 and series.span_s >= DAY_S:
+        # no time-of-day slots are published on a relative clock, but 24 h periods counted from the
+        # trace start still give a burst baseline that one burst period cannot raise
+        periodic = SlotTable("periodic_24h", _slot_table(_slot_frame(series), ["hour"], "day"),
+                             series.span_s >= 2 * DAY_S, _slot_frame(series)["day"].n_unique(), False)
+    if isinstance(periodic, SlotTable):
         frame = _slot_frame(series).select("hour").join(
-            slots.hour_of_day.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
+            periodic.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
         how = ("hour-of-day slot baseline: median over days of each day's P95 rate in that hour" if series.aligned
                else "24-hour periodic slot baseline (hours counted from the trace start: the clock is relative, "
                "no time of day): median over 24 h periods of each period's P95 rate in that hour")
-        if slots.hour_of_day.n_periods < 3:
+        if periodic.n_periods < 3:
             how += (
-                f" (only {slots.hour_of_day.n_periods} day(s): a burst day can still raise its own baseline; "
+                f" (only {periodic.n_periods} day(s): a burst day can still raise its own baseline; "
                 "three or more days make it robust)"
             )
         return frame["baseline_rps"].to_numpy(), how

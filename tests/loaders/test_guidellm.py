@@ -112,11 +112,15 @@ def test_derived_sweep_csv(shared_data):
     assert "derived_file" in {x.code for x in lp.provenance.findings}
     sweep_rows = [r for r in rows if r["source_file"].startswith("sweep[")]
     sweep = f.filter(run_id="sweep").sort("step")
-    assert sweep.height == len(sweep_rows) == 10
-    # synchronous (concurrency 1) first, constant rates ascending, throughput (unbounded) last
+    assert len(sweep_rows) == 10 and sweep.height == 9
+    # one unit per run: constant rates ascending, throughput (unbounded) last; the synchronous
+    # step (concurrency 1) is its own run
     constants = sorted(float(r["rate"]) for r in sweep_rows if r["profile"] == "constant")
-    assert sweep["offered_load"].to_list() == [1.0, *constants, math.inf]
-    assert sweep["offered_load_unit"].to_list() == ["concurrency"] + ["rps"] * 9
+    assert sweep["offered_load"].to_list() == [*constants, math.inf]
+    assert sweep["offered_load_unit"].to_list() == ["rps"] * 9
+    sync = f.filter(run_id="sweep/concurrency")
+    assert sync["offered_load"].to_list() == [1.0] and sync["offered_load_unit"].to_list() == ["concurrency"]
+    assert "mixed_offered_load_units" in {x.code for x in lp.provenance.findings}
     by_label = {r["source_file"]: r for r in rows}
     last = by_label["sweep[1]"]  # the throughput step
     assert sweep["latency_ms_mean"][-1] == pytest.approx(float(last["req_latency_mean_s"]) * 1000)
@@ -124,7 +128,7 @@ def test_derived_sweep_csv(shared_data):
     assert sweep["n_errors"][-1] == int(last["error_requests"]) == 1
     conc = f.filter(run_id="concurrent16").row(0, named=True)
     assert conc["offered_load"] is None and conc["offered_load_unit"] == "concurrency"
-    assert f["run_id"].n_unique() == 7
+    assert f["run_id"].n_unique() == 8
 
 
 def test_unknown_schema_version_and_old_layout(tmp_path):
@@ -164,10 +168,14 @@ def test_several_benchmarks_are_ordered_steps(shared_data, tmp_path):
     p.write_text(json.dumps(doc))
     tr = load_trace(p)
     st = tr.steps
-    assert st["offered_load"].to_list() == [1.0, 0.3, 0.9, math.inf]
-    assert st["offered_load_unit"].to_list() == ["concurrency", "rps", "rps", "rps"]
-    assert st["source_file"].to_list() == [f"{p.name}:benchmarks[{i}]" for i in (0, 3, 2, 1)]
-    assert tr.frame.group_by("step").len().sort("step")["len"].to_list() == [30] * 4
+    # one unit per run: the rates (ascending, unbounded last) keep the run; synchronous is "<run>/concurrency"
+    run = st["run_id"][0]
+    assert st["run_id"].to_list() == [run] * 3 + [f"{run}/concurrency"]
+    assert st["offered_load"].to_list() == [0.3, 0.9, math.inf, 1.0]
+    assert st["offered_load_unit"].to_list() == ["rps", "rps", "rps", "concurrency"]
+    assert st["step"].to_list() == [0, 1, 2, 0]
+    assert st["source_file"].to_list() == [f"{p.name}:benchmarks[{i}]" for i in (3, 2, 1, 0)]
+    assert tr.frame.group_by("run_id", "step").len()["len"].to_list() == [30] * 4
     assert "mixed_offered_load_units" in {x.code for x in tr.provenance.findings}
 
 
@@ -197,4 +205,4 @@ def test_cli_inspect_guidellm(shared_data):
     assert "guidellm-benchmarks (GuideLLM, version 0.8.0.dev18)" in res.output
     res = runner.invoke(app, ["inspect", str(shared_data(DERIVED))])
     assert res.exit_code == 0, res.output
-    assert "guidellm-derived-csv" in res.output and "sweep #9: inf rps" in res.output
+    assert "guidellm-derived-csv" in res.output and "sweep #8: inf rps" in res.output

@@ -90,11 +90,13 @@ def _three_row(path, *, profile: dict, bench=BENCH):
 
 
 def _check(ds):
-    f = ds.frame.sort("step")
-    # closed loop (synchronous = concurrency 1) first, then rates ascending, unbounded last
-    order = [0, 2, 3, 1]
-    assert f["offered_load"].to_list() == [1.0, 2.6, 4.8, math.inf]
-    assert f["offered_load_unit"].to_list() == ["concurrency", "rps", "rps", "rps"]
+    f = ds.frame.sort("run_id", "step")
+    # one unit per run: rates ascending, unbounded last; synchronous (concurrency 1) is "<run>/concurrency"
+    order = [2, 3, 1, 0]
+    assert f["offered_load"].to_list() == [2.6, 4.8, math.inf, 1.0]
+    assert f["offered_load_unit"].to_list() == ["rps", "rps", "rps", "concurrency"]
+    run = f["run_id"][0]
+    assert f["run_id"].to_list() == [run] * 3 + [f"{run}/concurrency"] and f["step"].to_list() == [0, 1, 2, 0]
     for row, i in zip(f.iter_rows(named=True), order, strict=True):
         name, dur, ok, err, inc, rps, ttft, lat = BENCH[i]
         assert row["duration_s"] == dur

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 
+import polars as pl
 import pytest
 
 from bearing_lib import load
@@ -50,8 +51,10 @@ def test_benchmarks_json_with_records(tmp_path):
     tr = load(p)
     assert tr.provenance.tool_version == "0.5.0"
     f = tr.frame.sort("start_s")
-    # synchronous (concurrency 1) is step 0 though it is listed second; then the constant rate
-    assert f["step"].to_list() == [0, 0, 1, 1, 1, 1]
+    # one unit per run: the constant rate keeps the run, synchronous (concurrency 1) is "<run>/concurrency"
+    run = f["run_id"][2]
+    assert f["run_id"].to_list() == [f"{run}/concurrency"] * 2 + [run] * 4
+    assert f["step"].to_list() == [0, 0, 0, 0, 0, 0]
     assert f["offered_load"].to_list() == [1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
     assert f["offered_load_unit"].to_list() == ["concurrency"] * 2 + ["rps"] * 4
     assert f["status"].to_list() == ["ok", "ok", "ok", "rejected", "timeout", "cancelled"]
@@ -77,8 +80,9 @@ def test_derived_sweep_table(tmp_path):
     p.write_text(CSV)
     assert detect(p).name == "guidellm-derived-csv"
     f = load(p).frame
-    sweep = f.filter(f["run_id"] == "sweep").sort("step")
+    sweep = pl.concat([f.filter(f["run_id"] == "sweep/concurrency"), f.filter(f["run_id"] == "sweep").sort("step")])
     assert sweep["offered_load"].to_list() == [1.0, 2.6, math.inf]
+    assert sweep["step"].to_list() == [0, 0, 1]  # synchronous is its own run: one unit per load curve
     assert sweep["n_requests"].to_list() == [23, 145, 1081]
     assert sweep["n_errors"].to_list() == [0, 0, 1] and sweep["n_ok"].to_list() == [23, 145, 1080]
     assert sweep["latency_ms_mean"].to_list() == pytest.approx([2633.0, 3269.0, 14520.0])

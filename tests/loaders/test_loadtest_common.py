@@ -24,7 +24,7 @@ def test_parse_rate_rejects(value):
         parse_rate(value, path="f", field="request_rate")
 
 
-def test_number_steps_orders_by_load_inf_last_closed_loop_first():
+def test_number_steps_orders_by_load_inf_last_one_unit_per_run():
     prov = Provenance(source="x", format="f", tool="t", sha256="")
     steps = [
         StepFacts("a", math.inf, "rps", rank=1, tiebreak=(0,)),
@@ -37,7 +37,12 @@ def test_number_steps_orders_by_load_inf_last_closed_loop_first():
     ]
     out = number_steps(steps, prov)
     a = [(s.offered_load, s.tiebreak, s.step) for s in out if s.run_id == "a"]
-    assert a == [(1.0, (2,), 0), (2.0, (3,), 1), (2.0, (4,), 2), (8.0, (1,), 3), (math.inf, (0,), 4)]
+    # one unit per run: the 4 rps steps keep run "a" (ascending, repeats by tiebreak, inf last); the
+    # one concurrency step is its own run "a/concurrency"
+    assert a == [(2.0, (3,), 0), (2.0, (4,), 1), (8.0, (1,), 2), (math.inf, (0,), 3)]
+    assert [(s.offered_load, s.step) for s in out if s.run_id == "a/concurrency"] == [(1.0, 0)]
+    moved = next(f for f in prov.findings if f.code == "mixed_offered_load_units")
+    assert "its rps steps stay in 'a' and the others form their own run(s) 'a/concurrency'" in moved.message
     b = [(s.offered_load, s.step) for s in out if s.run_id == "b"]
     assert b == [(4.0, 0), (None, 1)]
     codes = {f.code for f in prov.findings}

@@ -280,3 +280,18 @@ def test_a_week_of_a_mooncake_trace_is_refused_before_a_kernel(tmp_path):
     assert "relative clock" in r.output and "--window 0h..1h" in r.output
     assert not (tmp_path / "reports" / "2026-W48").exists()
     pipeline.check_inputs({"week": "2026-W48", "window": "0h..1h", "production_trace": str(MOONCAKE)})
+
+
+def test_a_week_is_refused_before_a_kernel_for_any_relative_clock_not_only_by_format(tmp_path):
+    """The clock decides, not the loader format: a bearing-canonical CSV whose start_s are seconds from
+    the start (the loader reads them as a relative clock) is refused like Mooncake; the same file on
+    epoch seconds is accepted."""
+    rel, abs_ = tmp_path / "relative.csv", tmp_path / "epoch.csv"
+    rel.write_text("start_s,input_tokens,output_tokens\n0,10,5\n30.5,12,7\n61,9,4\n")
+    abs_.write_text("start_s,input_tokens,output_tokens\n1764547200,10,5\n1764547230.5,12,7\n1764547261,9,4\n")
+    assert pipeline.load(rel).provenance.time_origin == "relative"
+    with pytest.raises(ParameterError, match=r"week .2026-W48.: the production trace \(bearing-canonical\) has a "
+                                             r"relative clock.*-p window 0h\.\.1h"):
+        pipeline.check_inputs({"week": "2026-W48", "production_trace": str(rel)})
+    pipeline.check_inputs({"week": "2026-W48", "production_trace": str(abs_)})  # wall clock: a week applies
+    pipeline.check_inputs({"week": "2026-W48", "window": "0h..1h", "production_trace": str(rel)})  # window wins

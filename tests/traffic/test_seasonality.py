@@ -9,7 +9,7 @@ import pytest
 
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
-from bearing_lib.traffic.seasonality import Decomposition, decompose, hourly_rates, slot_baselines
+from bearing_lib.traffic.seasonality import Decomposition, burst_baseline_rps, decompose, hourly_rates, slot_baselines
 
 T0 = 1_704_067_200.0  # Monday 2024-01-01 00:00 UTC
 
@@ -81,15 +81,24 @@ def test_short_spans_say_why():
     assert list(dec10.periods_h) == ["daily"] and "two full weeks" in dec10.notes[0]
 
 
-def test_relative_clock_counts_from_the_start():
+def test_relative_clock_has_no_slots_but_a_periodic_burst_baseline_from_the_start():
+    """A relative clock has no time of day or weekday: no slots are computed (both layouts say so),
+    while the burst baseline still uses 24 h periods counted from the trace's first bin."""
     rate = _cycles(2)
     s = RateSeries(60.0, 5_000.0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=False, origin_s=5_000.0)
-    d = slot_baselines(s).to_dict()
-    assert "from the trace start" in d["basis"]
-    assert d["hour_of_day"]["peak"]["slot"].startswith("hour ")  # no clock time on a relative clock
-    first = d["hour_of_day"]["rows"][0]
-    assert first["hour"] == 0
-    assert first["mean_rps"] == pytest.approx(float(rate.reshape(2, 24, 60)[:, 0, :].mean()), rel=1e-12)
+    slots = slot_baselines(s)
+    d = slots.to_dict()
+    assert "from the trace start" in d["basis"] and d["available"] is False
+    for key in ("hour_of_day", "hour_weekday"):
+        assert isinstance(getattr(slots, key), Unavailable)
+        assert d[key]["available"] is False and "relative clock" in d[key]["reason"]
+    base, how = burst_baseline_rps(s, slots)
+    assert "24-hour periodic" in how and "relative" in how
+    # hour 0 from the start: the median over the 2 days of each day's P95 of its 60 minutes (linear)
+    by = rate.reshape(2, 24, 60)
+    expect = float(np.median([np.quantile(by[d_, 0, :], 0.95, method="linear") for d_ in range(2)]))
+    assert base[0] == pytest.approx(expect, rel=1e-12)
+    assert base[60 * 24 + 30] == pytest.approx(expect, rel=1e-12)  # the same hour of the second period
 
 
 def test_bins_that_do_not_divide_an_hour_are_refused():

@@ -1,0 +1,114 @@
+"""Focused regression tests, one per defect the proof matrix (test_matrix.py) found on real files.
+
+Each builds the smallest input that shows the defect and asserts the value by hand."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from bearing_lib.common.errors import InsufficientDataError
+from bearing_lib.limits.phases import classify_phases
+from bearing_lib.plan.capacity import instance_count
+from bearing_lib.plan.fos import Limit, Target, compute_fos
+from bearing_lib.report.model import _load_text, _target_bin_s, _target_text
+from bearing_lib.report.views import target_row
+from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.seasonality import slot_baselines
+
+
+def test_an_empty_load_curve_is_insufficient_data_not_a_crash():
+    """Locust (frankmwito): every judged step was a recovery step, so the curve left for the phases
+    was empty and polars raised "cannot concat empty list" (exit 70). Now a BearingError, which the
+    fit turns into "phases not classified: ..."."""
+    empty = pl.DataFrame(schema={"offered_load": pl.Float64, "latency_ms_p99": pl.Float64,
+                                 "error_rate": pl.Float64, "throughput_rps": pl.Float64})
+    with pytest.raises(InsufficientDataError, match="no step left to classify"):
+        classify_phases(empty)
+
+
+def test_the_verdict_note_keeps_an_upper_bound_fos_sign():
+    """LLMPerf (failed at its first step): the note said "FOS 0.06" for a FOS < 0.06."""
+    res = compute_fos([Limit("all", 0.24, censored="below")], {"all": 1.0}, Target(4.0))
+    fos = res.per_mix[0].fos
+    assert fos.bound == "upper" and fos.value == pytest.approx(0.06)
+    assert "(100% of traffic, FOS < 0.06)" in res.verdict.reason
+
+
+def test_one_instance_is_singular():
+    """"1 instances carry 4.12 req/s" on SGLang x Mooncake."""
+    plan = instance_count(4.0, 12.0, 1.5)  # allowable 8 req/s per instance: one carries 4
+    assert plan.base == 1
+    assert plan.reason.startswith("1 instance carries 4.00 req/s at 8.00 req/s each")
+    assert instance_count(20.0, 12.0, 1.5).reason.startswith("3 instances carry")
+
+
+@pytest.mark.parametrize("load, text", [(None, "unbounded"), (math.inf, "unbounded"), (4.0, "4"), (2.5, "2.5")])
+def test_a_step_at_an_unbounded_rate_says_so(load, text):
+    """vLLM's request_rate "inf" is null in the limits JSON: the flag said "at offered load None"."""
+    assert _load_text(load) == text
+
+
+def test_a_rate_window_profile_is_not_called_per_minute():
+    """ServeGen's 600 s windows: the headline said "the P99 per-minute peak", the FOS target row
+    "P99 of the per-minute rate"."""
+    plan = {"target": {"rps": 407.7, "quantile": 0.99, "growth": 1.0}}
+    profile = {"targets": {"target": {"rps": 407.7, "bin_s": 600.0}}}
+    assert _target_bin_s(profile) == 600.0
+    assert _target_text(plan, 600.0) == "the P99 per-window (600 s) peak of 408 req/s"
+    assert _target_text(plan, 60.0) == "the P99 per-minute peak of 408 req/s"
+    assert _target_text(plan) == "the P99 per-minute peak of 408 req/s"  # no profile: as before
+    row = target_row({"rps": 407.7, "quantile": 0.99, "growth": 1.0}, 600.0)
+    assert "P99 of the 600 s rate × growth 1.0" in row.note and "per-minute" not in row.note
+    assert "P99 of the per-minute rate" in target_row({"rps": 4.0, "quantile": 0.99, "growth": 1.0}).note
+
+
+def test_slots_not_available_carry_their_reason():
+    """The data-quality table printed "slots_not_available None": the slots block had no reason."""
+    short = RateSeries(60.0, 1_764_547_200.0 + 60.0 * pl.int_range(0, 120, eager=True).to_numpy(),
+                       pl.Series([1.0] * 120).to_numpy(), aligned=True)
+    d = slot_baselines(short).to_dict()
+    assert d["available"] is False
+    assert d["reason"].startswith("the series spans 2.00 h")
+    relative = RateSeries(60.0, 60.0 * pl.int_range(0, 3 * 1440, eager=True).to_numpy(),
+                          pl.Series([1.0] * (3 * 1440)).to_numpy(), aligned=False, origin_s=0.0)
+    r = slot_baselines(relative).to_dict()
+    assert r["available"] is False and r["reason"].startswith("relative clock")
+
+
+def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_path):
+    """Locust (frankmwito): a stats CSV without history is one aggregate step; it had step null, which
+    the limits JSON contract refuses ("mixes.1.steps.0.step: Input should be a valid integer"), so the
+    report run failed in the notebook."""
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+    from bearing_lib.report import pipeline
+    from bearing_lib.report.model import _limits_arg
+
+    head = ("Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,"
+            "Max Response Time,Requests/s,50%,90%,95%,99%\n")
+    p = tmp_path / "run_stats.csv"
+    p.write_text(head + "GET,/,200,10,120,130,50,900,2.0,120,300,400,800\n"
+                        ",Aggregated,200,10,120,130,50,900,2.0,120,300,400,800\n")
+    lp = load(p)
+    assert lp.frame["step"].to_list() == [0] and lp.frame["offered_load"].to_list() == [None]
+    assert lp.frame["n_requests"].to_list() == [200] and lp.frame["n_errors"].to_list() == [10]
+    doc = pipeline.limits_document(fit_limits(lp, "error_rate <= 10%", mixes="none", n_boot=0))
+    lim, reason = _limits_arg(doc)
+    assert reason is None and lim is not None
+    assert [st.step for st in lim.mixes[0].steps] == [0]
+
+
+def test_a_tiny_fos_is_not_printed_as_zero():
+    """GenAI-Perf (concurrency 1) x ServeGen (408 req/s): FOS 0.00115 was written "FOS < 0.00"."""
+    from bearing_lib.common.estimate import Estimate
+
+    res = compute_fos([Limit("all", 0.47, censored="below")], {"all": 1.0}, Target(407.7))
+    v = res.per_mix[0].fos.value
+    assert v == pytest.approx(0.47 / 407.7)  # 0.00115
+    assert res.per_mix[0].fos.statement.startswith("FOS < 0.0012")
+    assert res.verdict.reason.startswith("FOS < 0.0012 is below")
+    assert Estimate(v, bound="upper").text() == "< 0.0012"
+    assert Estimate(0.0, bound="none").text() == "0.00"  # a true zero stays 0.00
