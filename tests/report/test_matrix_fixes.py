@@ -5,6 +5,7 @@ Each builds the smallest input that shows the defect and asserts the value by ha
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -12,10 +13,12 @@ import pytest
 from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.limits.phases import classify_phases
 from bearing_lib.plan.capacity import instance_count
+from bearing_lib.plan.document import TargetDoc
 from bearing_lib.plan.fos import Limit, Target, compute_fos
 from bearing_lib.report.model import _load_text, _target_bin_s, _target_text
 from bearing_lib.report.views import target_row
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.document import ProfileDocument
 from bearing_lib.traffic.seasonality import slot_baselines
 
 
@@ -51,18 +54,22 @@ def test_a_step_at_an_unbounded_rate_says_so(load, text):
     assert _load_text(load) == text
 
 
+def _target(rps: float) -> TargetDoc:
+    return TargetDoc(rps=rps, per_minute=rps * 60, ci95=None, quantile=0.99, growth=1.0, basis="given")
+
+
 def test_a_rate_window_profile_is_not_called_per_minute():
     """ServeGen's 600 s windows: the headline said "the P99 per-minute peak", the FOS target row
     "P99 of the per-minute rate"."""
-    plan = {"target": {"rps": 407.7, "quantile": 0.99, "growth": 1.0}}
-    profile = {"targets": {"target": {"rps": 407.7, "bin_s": 600.0}}}
+    plan = SimpleNamespace(target=_target(407.7))  # the typed plan's target
+    profile = ProfileDocument.from_dict({"targets": {"target": {"rps": 407.7, "bin_s": 600.0}}})
     assert _target_bin_s(profile) == 600.0
     assert _target_text(plan, 600.0) == "the P99 per-window (600 s) peak of 408 req/s"
     assert _target_text(plan, 60.0) == "the P99 per-minute peak of 408 req/s"
     assert _target_text(plan) == "the P99 per-minute peak of 408 req/s"  # no profile: as before
-    row = target_row({"rps": 407.7, "quantile": 0.99, "growth": 1.0}, 600.0)
+    row = target_row(_target(407.7), 600.0)
     assert "P99 of the 600 s rate × growth 1.0" in row.note and "per-minute" not in row.note
-    assert "P99 of the per-minute rate" in target_row({"rps": 4.0, "quantile": 0.99, "growth": 1.0}).note
+    assert "P99 of the per-minute rate" in target_row(_target(4.0)).note
 
 
 def test_slots_not_available_carry_their_reason():
