@@ -31,8 +31,12 @@ above 95 %); GPU busy at 90 % and idle below 50 % are bearing's, and named in th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
 
 from bearing_lib.common.errors import ParameterError
 
@@ -159,13 +163,16 @@ def name_bottleneck(
                       f"{first.resource}-bound at step {limit_step} (rule {first.rule}: {first.evidence})", fired, now)
 
 
-def first_failing_step(limits: dict, *, run_id: str | None = None, mix: str | None = None) -> int | None:
-    """The first step with status ``fail`` of one mix in a limits JSON (§4), in step order."""
-    for m in limits.get("mixes") or []:
-        name = (m.get("mix") or {}).get("name")
-        if (run_id is None or m.get("run_id") == run_id) and (mix is None or name == mix):
-            steps = sorted((s for s in m.get("steps") or [] if s.get("step") is not None), key=lambda s: s["step"])
-            return next((int(s["step"]) for s in steps if s.get("status") == "fail"), None)
+def first_failing_step(limits: LimitsResult | dict[str, Any], *, run_id: str | None = None,
+                       mix: str | None = None) -> int | None:
+    """The first step with status ``fail`` of one mix of the limits, in step order (a limits JSON
+    document is validated once first, :meth:`LimitsResult.from_dict`)."""
+    from bearing_lib.limits.result import LimitsResult
+
+    result = limits if isinstance(limits, LimitsResult) else LimitsResult.from_dict(limits)
+    for m in result.mixes:
+        if (run_id is None or m.run_id == run_id) and (mix is None or m.name == mix):
+            return next((int(s.step) for s in sorted(m.steps, key=lambda s: s.step) if s.status == "fail"), None)
     return None
 
 

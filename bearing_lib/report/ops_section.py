@@ -28,11 +28,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
 from bearing_lib.report.model import Section
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
 
 EXPORTS_DIR = "exports"
 HOW_TO_GIVE_METRICS = (
@@ -68,16 +71,15 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
     return ds
 
 
-def _limit_steps(limits: dict[str, Any] | None, metrics_path: str, fmt: str, run: str | None) -> list[dict[str, Any]]:
+def _limit_steps(limits: LimitsResult | None, metrics_path: str, fmt: str, run: str | None) -> list[dict[str, Any]]:
     from bearing_lib.ops.bottleneck import first_failing_step, first_saturated_step
 
     rows: list[dict[str, Any]] = []
-    for m in (limits or {}).get("mixes") or []:
-        if run and m.get("run_id") not in (None, run):
+    for m in limits.mixes if limits is not None else []:
+        if run and m.run_id not in (None, run):
             continue
-        name = (m.get("mix") or {}).get("name")
-        step = first_failing_step(limits or {}, run_id=m.get("run_id"), mix=name)
-        rows.append({"mix": name, "run_id": m.get("run_id"), "limit_step": step,
+        step = first_failing_step(limits, run_id=m.run_id, mix=m.name)
+        rows.append({"mix": m.name, "run_id": m.run_id, "limit_step": step,
                      "limit_step_basis": "the mix's first failing step in the limits JSON" if step is not None
                      else None})
     saturated = None
@@ -98,9 +100,14 @@ def _limit_steps(limits: dict[str, Any] | None, metrics_path: str, fmt: str, run
     return rows
 
 
-def bottleneck_part(metrics: Any, limits: dict[str, Any] | None, *, metrics_path: str = "",
+def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, *, metrics_path: str = "",
                     run: str | None = None) -> dict[str, Any]:
-    """Per mix: the limit step and the resource that binds there (or why none is named)."""
+    """Per mix: the limit step and the resource that binds there (or why none is named). A limits
+    JSON document is validated once (:meth:`LimitsResult.from_dict`)."""
+    if isinstance(limits, dict):
+        from bearing_lib.limits.result import LimitsResult
+
+        limits = LimitsResult.from_dict(limits, source="limits JSON")
     if metrics is None:
         return {"given": False, "statement": "no server metrics given", "how": HOW_TO_GIVE_METRICS, "rows": []}
     from bearing_lib.ops.bottleneck import name_bottleneck
@@ -237,8 +244,10 @@ def ops_section(
     else:
         data["exports"] = (exports_part(plan, limits, output_dir) if write_exports else
                            {"written": False, "reason": "exports not written (parameter exports false)", "files": []})
-        econ = plan.get("economics")
-        data["economics"] = econ if isinstance(econ, dict) and econ.get("available") is not False else None
+        from bearing_lib.plan.document import EconomicsDoc, PlanDocument
+
+        econ = PlanDocument.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
+        data["economics"] = econ if isinstance(econ, EconomicsDoc) else None
     return Section(True, data=jsonable(data))
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from bearing_lib.common.errors import InputError, ParameterError
+from bearing_lib.common.errors import InputError, ParameterError, SchemaError
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
 from bearing_lib.loaders import load
@@ -136,11 +136,15 @@ def test_no_metrics_and_no_limit_say_so():
 
 
 def test_first_failing_step_of_a_limits_document():
-    doc = {"mixes": [{"run_id": "a", "mix": {"name": "all"},
-                      "steps": [{"step": 2, "status": "fail"}, {"step": 0, "status": "pass"},
-                                {"step": 1, "status": "fail"}]}]}
+    doc = {"mixes": [{"run_id": "a", "mix": {"name": "all"}, "q_ult": None,
+                      "steps": [{"step": 2, "offered_load": 4.0, "status": "fail"},
+                                {"step": 0, "offered_load": 1.0, "status": "pass"},
+                                {"step": 1, "offered_load": 2.0, "status": "fail"}]}]}
     assert first_failing_step(doc, run_id="a", mix="all") == 1
     assert first_failing_step(doc, run_id="b") is None
+    with pytest.raises(SchemaError, match=r"mixes\.0\.steps\.0\.offered_load"):  # validated once, paths named
+        first_failing_step({"mixes": [{"run_id": "a", "mix": {"name": "all"}, "q_ult": None,
+                                       "steps": [{"step": 0, "status": "fail"}]}]})
 
 
 def test_kubecon_vllm_run_binds_in_the_engine_queue_at_the_first_saturated_stage():

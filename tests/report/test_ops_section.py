@@ -278,8 +278,9 @@ def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_th
 
     series, trace = _scrapes_and_trace(tmp_path)
     metrics = load_metrics(str(series), trace=str(trace))
-    limits = {"mixes": [{"mix": {"name": "all"}, "run_id": "r",
-                         "steps": [{"step": 0, "status": "pass"}, {"step": 1, "status": "fail"}]}]}
+    limits = {"mixes": [{"mix": {"name": "all"}, "run_id": "r", "q_ult": None,
+                         "steps": [{"step": 0, "offered_load": 1.0, "status": "pass"},
+                                   {"step": 1, "offered_load": 2.0, "status": "fail"}]}]}
     b = bottleneck_part(metrics, limits, metrics_path=str(series))
     (row,) = b["rows"]
     # step 1 holds +65, +90, +110: waiting mean 28/3 > 0 at step 0, GPU (96 + 98 + 99) / 300 >= 0.90
