@@ -99,6 +99,9 @@ class FosRow:
     fos: Estimate | None
     utilisation: float | None
     statement: str | None
+    tokens: Estimate | None = None
+    """``q_ult`` in tokens/s (input + output), with the mix's mean tokens per request from the
+    plan's economics; None where the traffic has no token counts."""
 
 
 @dataclass
@@ -542,8 +545,12 @@ def _fos(plan: PlanDocument | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
     b = plan.blended
+    per_tok = _mean_tokens_per_mix(plan)
     per_mix = [FosRow(mix=f.mix, share=f.share, q_ult=f.q_ult, fos=f.fos.estimate, utilisation=f.utilisation,
-                      statement=f.fos.statement) for f in plan.per_mix]
+                      statement=f.fos.statement,
+                      tokens=(f.q_ult.scaled(per_tok[f.mix], unit="tokens/s", basis="achieved")
+                              if f.mix in per_tok and f.q_ult.value is not None else None))
+               for f in plan.per_mix]
     return Section(
         True,
         data={
@@ -566,6 +573,21 @@ def _fos(plan: PlanDocument | None, reason: str | None) -> Section:
             "cbu": plan.cbu,
         },
     )
+
+
+def _mean_tokens_per_mix(plan: PlanDocument) -> dict[str, float]:
+    """Mean input + output tokens per request of each mix (the plan's economics section), if known."""
+    from bearing_lib.plan.document import EconomicsDoc
+
+    econ = plan.economics
+    if not isinstance(econ, EconomicsDoc) or not econ.tokens.get("available"):
+        return {}
+    out = {}
+    for row in econ.tokens.get("per_mix") or []:
+        mi, mo = as_float(row.get("mean_input_tokens")), as_float(row.get("mean_output_tokens"))
+        if row.get("mix") is not None and mi is not None and mo is not None and mi + mo > 0:
+            out[str(row["mix"])] = mi + mo
+    return out
 
 
 def _plan(plan: PlanDocument | None, reason: str | None) -> Section:

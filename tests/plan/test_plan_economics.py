@@ -216,3 +216,24 @@ def test_a_users_cost_model_stays_unless_a_budget_is_given():
     d = _plan(price_per_hour=4.0, budget_per_month=5000, user_inputs=user)  # a budget: the computed row
     row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
     assert row["status"] == "green" and "of the $5,000 budget" in row["reason"]
+
+
+def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
+    """Q_ult per mix in tokens/s = completed req/s x (mean input + output tokens), bound sign kept."""
+    from bearing_lib.report.model import build_report
+    from tests.report.conftest import provenance
+
+    d = _plan(price_per_hour=4.0)
+    model = build_report(limits=json.loads(json.dumps(LIMITS)), plan=d, profile=_profile(), provenance=provenance())
+    rows = {r.mix: r for r in model.fos.data["per_mix"]}
+    # short: 12 req/s x 1,250 tokens = 15,000 tokens/s; long: 4 x 1,250 = 5,000 (the overall means: no trace)
+    assert rows["short"].tokens.value == pytest.approx(12 * 1250.0)
+    assert rows["long"].tokens.value == pytest.approx(4 * 1250.0)
+    for r in rows.values():
+        assert r.tokens.unit == "tokens/s" and r.tokens.bound == r.q_ult.bound
+        if r.q_ult.ci95:
+            assert r.tokens.ci95[0] == pytest.approx(r.q_ult.ci95[0] * 1250.0)
+    plain = json.loads((DATA / "profile_handmade.json").read_text())
+    without = build_report(limits=json.loads(json.dumps(LIMITS)), plan=CapacityPlan.build(
+        json.loads(json.dumps(LIMITS)), plain).to_dict(), profile=plain, provenance=provenance())
+    assert all(r.tokens is None for r in without.fos.data["per_mix"])  # no token means: no column value
