@@ -531,13 +531,18 @@ def test_two_step_swap_where_the_exchange_is_missing_and_its_repair(tmp_path, mo
 
 
 @pytest.mark.slow
-def test_two_weekly_processes_started_together_one_runs_the_other_exits_7(tmp_path, notebooks):
+def test_two_overlapping_weekly_processes_one_runs_the_other_exits_7(tmp_path, notebooks):
     reports = tmp_path / "reports"
     reports.mkdir()
     args = ["weekly", "--week", "2026-W50", *_args(reports, notebooks, HAND_MADE / "plan.json")]
-    # each pauses 5 s once it holds the lock, so the two surely overlap whichever starts first
-    procs = [_start(args, tmp_path, BEARING_PAUSE_AT="locked", BEARING_PAUSE_S="5") for _ in range(2)]
+    # the first pauses once it holds the lock (its marker says so); only then the second starts, so
+    # the two overlap however slowly a loaded machine starts a process (a fixed head start did not)
+    marker = tmp_path / "locked.marker"
+    first = _start(args, tmp_path, BEARING_PAUSE_AT="locked", BEARING_PAUSE_S="20", BEARING_PAUSE_FILE=str(marker))
+    procs = [first]
     try:
+        _wait_for(marker, first)
+        procs.append(_start(args, tmp_path))
         results = [p.communicate(timeout=300) for p in procs]
     finally:
         for p in procs:
