@@ -345,7 +345,8 @@ CASES: list[Case] = [
     Case("weekly-production-epoch-ms", U, lambda: {**plan_docs()(), "prod.csv": _production(factor=1e3)},
          lambda p, out: ["weekly", "--week", "2026-W10", "--reports-dir", str(out / "reports"), "-p", "limits_json",
                          str(p["limits.json"]), "-p", "production_trace", str(p["prod.csv"])], 1,
-         ("bad input:", "prod.csv", "looks like epoch milliseconds"), slow=True),  # found in a notebook: exit 1
+         ("prod.csv", "row 2, field 'start_s'", "looks like epoch milliseconds"), slow=True),
+    # found before any kernel starts (the week check loads the trace to read its clock): exit 1
     Case("report-loadtest-without-ttft", M, lambda: {"t.csv": edited(_set("ttft_ms", None)),
                                                      "prod.csv": _production()},
          lambda p, out: ["report", "--name", "x", "--reports-dir", str(out / "reports"), "-p", "loadtest",
