@@ -215,6 +215,8 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
 
 # Formats whose clock is always relative (no wall-clock anchor): a week cannot cut them.
 RELATIVE_CLOCK_FORMATS = frozenset({"mooncake", "servegen", "burstgpt"})
+# Formats whose clock is always a calendar one (Azure's TIMESTAMP is a date and time): not read twice.
+EPOCH_CLOCK_FORMATS = frozenset({"azure-llm-inference"})
 
 
 def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
@@ -271,8 +273,10 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
         fmt = str(parameters.get("production_format") or "") or detect(resolve(trace)).name
         # the clock, not the format, decides: a format that is always relative is refused without
-        # reading it; any other trace is loaded (canonical, generic and others can carry relative times)
-        origin = "relative" if fmt in RELATIVE_CLOCK_FORMATS else load(trace, fmt).provenance.time_origin
+        # reading it, one that is always a calendar clock is not read here; any other trace is loaded
+        # (canonical, generic and others can carry relative times)
+        origin = ("relative" if fmt in RELATIVE_CLOCK_FORMATS else "epoch" if fmt in EPOCH_CLOCK_FORMATS
+                  else load(trace, fmt).provenance.time_origin)
         if origin != "epoch":
             raise ParameterError(f"week {week!r}: the production trace ({fmt}) has a relative clock (seconds from "
                                  "its start, no calendar dates), so no ISO week applies to it; give a window in "
