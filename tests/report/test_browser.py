@@ -61,10 +61,12 @@ def report_file(tmp_path_factory) -> Path:
     return write_report(m, tmp_path_factory.mktemp("browser"))["html"]
 
 
-def test_report_draws_offline_without_errors_or_requests(browser, report_file):
+def open_offline(browser, path: Path):
+    """A page on ``path`` that refuses every non-file request (recorded) and records console errors and
+    warnings, page errors and dialogs: ``(page, problems, requests)``. Shared by the browser tests."""
     page = browser.new_page()
-    requests: list[str] = []
     problems: list[str] = []
+    requests: list[str] = []
 
     def route(r):
         if r.request.url.startswith("file:"):
@@ -78,7 +80,12 @@ def test_report_draws_offline_without_errors_or_requests(browser, report_file):
             if msg.type in ("error", "warning") else None)
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-    page.goto(report_file.as_uri())
+    page.goto(path.as_uri())
+    return page, problems, requests
+
+
+def test_report_draws_offline_without_errors_or_requests(browser, report_file):
+    page, problems, requests = open_offline(browser, report_file)
     page.wait_for_function("document.querySelectorAll('.chart svg').length >= 6", timeout=20_000)
 
     # every chart div holds a vega-embed SVG with marks
@@ -124,13 +131,7 @@ def relative_reports(tmp_path_factory) -> dict[str, Path]:
 def test_relative_clock_report_draws_every_chart(browser, relative_reports, key):
     """The peak and CBU charts of a relative-clock trace draw (a line with a path, numeric elapsed ticks)
     with no console warning: no "Infinite extent" from strings on a time axis, no dead peak link."""
-    page = browser.new_page()
-    problems: list[str] = []
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
-    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-            if msg.type in ("error", "warning") else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.goto(relative_reports[key].as_uri())
+    page, problems, _requests = open_offline(browser, relative_reports[key])
     charts = page.locator("div.chart")
     n = charts.count()
     assert n >= 5  # peak, FOS, two load curves, CBU

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ENV, ROOT
-from tests.report.test_browser import ARGS, CHROMIUM, _need
+from tests.report.test_browser import ARGS, CHROMIUM, _need, open_offline
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data, pytest.mark.browser]
 
@@ -213,26 +213,6 @@ _TABLE_ROWS = """(sel) => {
 }"""
 
 
-def _open(browser, path: Path):
-    page = browser.new_page()
-    problems: list[str] = []
-    requests: list[str] = []
-
-    def route(r):
-        if r.request.url.startswith("file:"):
-            r.continue_()
-        else:
-            requests.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-            if msg.type in ("error", "warning") else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.goto(path.as_uri())
-    return page, problems, requests
-
-
 REPORTS = [c for c in CELLS if not ALL_TESTS[c[0]].refusal]
 
 
@@ -241,7 +221,7 @@ def test_report_opens_draws_and_reads_honestly(matrix, browser, key):
     cell = matrix[key]
     if cell.directory is None:
         pytest.fail(f"{cell.name}: no report was written (exit {cell.rc}): {cell.err[-1500:]}")
-    page, problems, requests = _open(browser, cell.directory / "report.html")
+    page, problems, requests = open_offline(browser, cell.directory / "report.html")
     try:
         charts = page.locator("div.chart")
         n = charts.count()
