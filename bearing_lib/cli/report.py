@@ -38,8 +38,10 @@ DEMO_PRODUCTION = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_c
 # Why this SLA (docs/report.md, "The demo"): an interactive chat service wants the first
 # token within 1 s. The sweep's sharegpt steps hold 44-200 requests each, fewer than the
 # 368 a P99 needs for a 95% CI, so a P99 clause could only ever prove failures; P95 is
-# supported at most steps and yields a limit with a CI. LMBenchmark records no failed
-# requests (they are absent from its CSV), so the error clause holds trivially there.
+# supported at most steps and yields a limit with a CI. LMBenchmark drops failed requests
+# from its CSV; bearing puts them back from the holes in its fixed launch schedule
+# (loaders/lmbench.py), so the error clause is judged: on this sweep 1.6 % of the requests
+# fail even at 0.5 rps (those that outlive the ~30 s timeout in front of the engine).
 DEMO_SLA = "p95(ttft) <= 1s and error_rate <= 1%"
 DEMO_MIXES = "auto"
 # The plan covers one run: the sharegpt workload (multi-turn chat, median input ~ the

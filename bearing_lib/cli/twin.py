@@ -28,7 +28,8 @@ def fit_cmd(
     format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
     engine: list[str] = typer.Option([], "--engine", help="An engine setting the operator knows, NAME=VALUE: "
                                      "max_num_seqs, kv_budget_tokens, max_batched_tokens, kv_policy "
-                                     "(reserve|paged). Used instead of what the test shows. Repeatable."),
+                                     "(reserve|paged), request_timeout_s (seconds or none). Used instead of what "
+                                     "the test shows. Repeatable."),
 ) -> None:
     """Calibrate the twin on a load test and validate it on the same test."""
     import json
@@ -58,7 +59,7 @@ def _engine(pairs: list[str]) -> dict[str, float | str]:
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:
             raise ParameterError(f"--engine {item!r}: expected NAME=VALUE, e.g. --engine max_num_seqs=256")
-        if name == "kv_policy":
+        if name == "kv_policy" or (name == "request_timeout_s" and value.lower() in ("none", "off")):
             out[name] = value
             continue
         try:
@@ -77,6 +78,8 @@ def predict_cmd(
     sla: list[str] = typer.Option([], "--sla", help="The SLA to predict the limit under. Repeatable."),
     instances: int = typer.Option(1, "--instances", help="Instances behind a random router (limit × N)."),
     prompt_scale: float = typer.Option(1.0, "--prompt-scale", help="Multiply every prompt's length."),
+    request_timeout: str | None = typer.Option(None, "--request-timeout", help="What-if: another deadline in "
+                                               "front of the engine, seconds, or 'none' (default: the twin's)."),
     json_out: Path = typer.Option(..., "--json", help="Where to write the predictions JSON."),
     draws: int = typer.Option(12, "--draws", help="Parameter draws propagated into the CI."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the simulation."),
@@ -97,8 +100,17 @@ def predict_cmd(
                                  + (f" (got {', '.join(chosen)})" if chosen else ""))
         from bearing_lib.twin import predict_twin
 
+        rto: float | str | None = "keep"
+        if request_timeout is not None:
+            if request_timeout.strip().lower() in ("none", "off"):
+                rto = None
+            else:
+                try:
+                    rto = float(request_timeout)
+                except ValueError:
+                    raise ParameterError(f"--request-timeout {request_timeout!r}: expected seconds or 'none'") from None
         doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
-                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format)
+                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         for p in doc.predictions:

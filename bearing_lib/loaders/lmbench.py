@@ -10,8 +10,21 @@ Units: ``ttft`` and ``generation_time`` (first to last token) in seconds, ``laun
 and ``finish_time`` in epoch seconds. The QPS level is written **only in the file name**
 (``LMBench_sharegpt_output_<qps>.csv``, ``LMBench_short_input_qps<qps>.csv``): bearing reads
 it from there, says so in a finding and cross-checks it against the measured launch rate.
-There is **no error column**: failed requests are simply absent, so an error rate cannot be
-known from these files (a finding says so on every load).
+There is **no error column**: a failed request is simply absent (LMBenchmark appends a result
+only when the request completes; an exception drops it). The ``sharegpt`` workload sends a fixed
+list of prompts on a **fixed schedule**, prompt ``k`` at ``start + k / qps``
+(``sharegpt_benchmark.py``, ``BenchmarkRunner.run``), so an absent request leaves a hole in that
+lattice: where every recorded launch sits on it (within :data:`GRID_TOLERANCE` of an interval, no two
+in one slot), bearing puts one **failed row per empty slot** (``status`` ``error``, ``error``
+"absent: …", ``start_s`` the slot's launch time, no end, TTFT or output) and counts it in the step's
+error rate. ``input_tokens`` and ``requested_output_tokens`` of such a row are those of the same
+prompt where it completed in another step of the run (the steps' prompt lengths are matched to align
+them), else null. Slots after a step's last recorded launch are empty too when a lower-QPS step of
+the same run completed every prompt (the run's prompt count is then known; a ``--time`` limit would
+cut the *lower* QPS steps first, so it cannot explain them). Findings say how many, per step, and the
+highest recorded latency (a sharp ceiling there is a timeout in front of the engine). Option
+``absent="ignore"`` keeps only the recorded rows (the error rate is then unknown, as before).
+The multi-round layout has no fixed schedule; its absent requests cannot be placed.
 
 A folder of such CSVs (and its direct sub-folders) loads as runs with ordered steps: one run per
 folder and workload (``<folder>/<workload>``), steps ordered by QPS.
@@ -22,9 +35,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from bearing_lib.common.errors import InputError, UnsupportedVersionError
+from bearing_lib.common.errors import InputError, ParameterError, UnsupportedVersionError
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders._loadtest import step_exprs, step_row
@@ -37,6 +51,14 @@ BASE = ("prompt_tokens", "generation_tokens", "ttft", "generation_time", "launch
 MULTI = ("user_id", "question_id")
 SIGNATURE = ("generation_time", "launch_time")
 RATE_TOLERANCE = 0.10
+"""Relative difference between the file-name QPS and the measured launch rate that earns a warning."""
+GRID_TOLERANCE = 0.35
+"""Largest distance of a recorded launch from its slot ``start + k / qps``, in intervals, for the file to
+count as sent on LMBenchmark's fixed schedule (measured on the llm-d exp-2 sweeps: at most 0.21)."""
+PROMPT_MATCH_TOKENS = 4
+"""Prompt lengths of one prompt in two steps differ by the QPS prefix LMBenchmark adds (``"0.5 "``)."""
+MAX_ALIGN_SHIFT = 50
+ABSENT_MODES = ("failed", "ignore")
 """Relative difference between the file-name QPS and the measured launch rate that earns a warning."""
 
 _NAME_RE = re.compile(r"^LMBench_(?P<workload>.+?)_(?:output_|qps)(?P<qps>\d+(?:\.\d+)?)\.csv$")
@@ -104,8 +126,108 @@ def _read_one(src: Source) -> tuple[pl.DataFrame, str]:
     return read_csv_checked(src, types), layout
 
 
-def load(source: Source) -> RequestTrace:
-    """Load one LMBench CSV or a folder of them into a request trace with steps."""
+def _slots(raw: pl.DataFrame, qps: float | None, layout: str) -> np.ndarray | None:
+    """Slot index ``round((launch − first launch) × qps)`` of each row, or None when the file is not
+    on LMBenchmark's fixed schedule (multi-round layout, no QPS, a launch off its slot, two in one)."""
+    if layout != "sharegpt" or qps is None or qps <= 0 or raw.height < 10:
+        return None
+    t = raw["launch_time"].to_numpy().astype(float)
+    x = (t - t.min()) * qps
+    k = np.rint(x)
+    if np.max(np.abs(x - k)) > GRID_TOLERANCE or np.unique(k).size != k.size:
+        return None
+    return k.astype(np.int64)
+
+
+def _align(slots: np.ndarray, prompts: np.ndarray, ref: dict[int, int]) -> int | None:
+    """Shift ``o`` that puts slot ``k`` on prompt ``k + o`` of the reference step (prompt lengths
+    within :data:`PROMPT_MATCH_TOKENS` on ≥ 80 % of ≥ 10 shared prompts), or None."""
+    best, best_o = 0.0, None
+    for o in range(-MAX_ALIGN_SHIFT, MAX_ALIGN_SHIFT + 1):
+        pairs = [(ref[k + o], int(v)) for k, v in zip(slots.tolist(), prompts.tolist(), strict=True) if k + o in ref]
+        if len(pairs) < 10:
+            continue
+        share = float(np.mean([abs(a - b) <= PROMPT_MATCH_TOKENS for a, b in pairs]))
+        if share > best:
+            best, best_o = share, o
+    return best_o if best >= 0.8 else None
+
+
+def _absent_rows(meta: list) -> tuple[dict[int, pl.DataFrame], list[str], list[str]]:
+    """Failed rows for the empty slots of every file on the fixed schedule, keyed by position in ``meta``;
+    also per-step counts and the files not on the schedule (for the findings)."""
+    out: dict[int, pl.DataFrame] = {}
+    counts: list[str] = []
+    off_grid: list[str] = []
+    runs: dict[str, list[int]] = {}
+    for i, m in enumerate(meta):
+        runs.setdefault(m[0], []).append(i)
+    for idx in runs.values():
+        slots = {i: _slots(meta[i][3], meta[i][1], meta[i][4]) for i in idx}
+        off_grid += [meta[i][2].name for i in idx if slots[i] is None and meta[i][4] == "sharegpt"]
+        on = [i for i in idx if slots[i] is not None]
+        if not on:
+            continue
+        ref_i = max(on, key=lambda i: meta[i][3].height)
+        ref = dict(zip(slots[ref_i].tolist(), meta[ref_i][3]["prompt_tokens"].to_list(), strict=True))
+        shift = {i: (0 if i == ref_i else _align(slots[i], meta[i][3]["prompt_tokens"].to_numpy(), ref)) for i in on}
+        # the run's prompt list: lengths of each prompt where it completed (lowest QPS first)
+        lengths: dict[int, tuple[int, int]] = {}
+        for i in sorted(on, key=lambda i: meta[i][1]):
+            if shift[i] is None:
+                continue
+            r = meta[i][3]
+            for k, pt, gt in zip(slots[i].tolist(), r["prompt_tokens"].to_list(), r["generation_tokens"].to_list(),
+                                 strict=True):
+                lengths.setdefault(k + shift[i], (pt, gt))
+        aligned = [i for i in on if shift[i] is not None]
+        p_lo = min(int(slots[i].min()) + shift[i] for i in aligned)
+        p_hi = max(int(slots[i].max()) + shift[i] for i in aligned)
+        complete_qps = [meta[i][1] for i in aligned
+                        if int(slots[i].min()) + shift[i] == p_lo and int(slots[i].max()) + shift[i] == p_hi]
+        for i in on:
+            run, qps, f, raw, _ = meta[i]
+            k = slots[i]
+            t0 = float(raw["launch_time"].min())
+            present = set(k.tolist())
+            holes = [j for j in range(int(k.min()), int(k.max()) + 1) if j not in present]
+            lead: list[int] = []
+            trail: list[int] = []
+            if shift[i] is not None:
+                o = shift[i]
+                lead = list(range(p_lo - o, int(k.min())))
+                if any(q < qps for q in complete_qps):
+                    trail = list(range(int(k.max()) + 1, p_hi - o + 1))
+            empty = lead + holes + trail
+            if not empty:
+                continue
+            known = [lengths.get(j + shift[i]) if shift[i] is not None else None for j in empty]
+            why = ("absent: LMBenchmark keeps only completed requests; slot " + "{} of the fixed 1/qps schedule "
+                   "has no row")
+            out[i] = pl.DataFrame({
+                "slot": empty,
+                "start_s": [t0 + j / qps for j in empty],
+                "input_tokens": [None if v is None else v[0] for v in known],
+                "requested_output_tokens": [None if v is None else v[1] for v in known],
+                "error": [why.format(j + (shift[i] or 0)) for j in empty],
+            }, schema={"slot": pl.Int64, "start_s": pl.Float64, "input_tokens": pl.Int64,
+                       "requested_output_tokens": pl.Int64, "error": pl.String})
+            sent = raw.height + len(empty)
+            part = f"{f.name}: {len(empty)} of {sent} ({len(empty) / sent:.1%})"
+            if lead or trail:
+                part += f", {len(lead) + len(trail)} of them after the last (or before the first) recorded launch"
+            counts.append(part)
+    return out, counts, off_grid
+
+
+def load(source: Source, *, absent: str = "failed") -> RequestTrace:
+    """Load one LMBench CSV or a folder of them into a request trace with steps.
+
+    ``absent``: ``"failed"`` (default) adds a failed row for each empty slot of the fixed schedule
+    (module docstring); ``"ignore"`` keeps only the recorded rows.
+    """
+    if absent not in ABSENT_MODES:
+        raise ParameterError(f"option absent must be one of {', '.join(ABSENT_MODES)}, got {absent!r}")
     files = _files(source)
     if not files:
         raise InputError("the folder holds no LMBenchmark CSV", path=source.path)
@@ -127,7 +249,9 @@ def load(source: Source) -> RequestTrace:
     step_of: dict[str, int] = {}
     mismatches: list[str] = []
     no_rate: list[str] = []
-    for run_id, qps, f, raw, layout in meta:
+    holes, hole_counts, off_grid = _absent_rows(meta) if absent == "failed" else ({}, [], [])
+    max_latency = max(float((m[3]["finish_time"] - m[3]["launch_time"]).max() or 0.0) for m in meta)
+    for pos, (run_id, qps, f, raw, layout) in enumerate(meta):
         step = step_of.get(run_id, 0)
         step_of[run_id] = step + 1
         n = raw.height
@@ -136,7 +260,7 @@ def load(source: Source) -> RequestTrace:
         measured = (n - 1) / span if span > 0 else None
         if qps is None:
             no_rate.append(f.name)
-        elif measured is not None and abs(measured / qps - 1) > RATE_TOLERANCE:
+        elif pos not in holes and measured is not None and abs(measured / qps - 1) > RATE_TOLERANCE:
             mismatches.append(f"{f.name}: name says {qps:g} rps, measured launch rate {measured:.3g} rps ({n} rows)")
         rel = f.path.parent.name
         if layout == "multi-round":
@@ -163,19 +287,53 @@ def load(source: Source) -> RequestTrace:
                 pl.col("source_row"),
             )
         )
-        steps.append(step_row(run_id, step, qps, unit, source_file=str(f.path)))
+        if pos in holes:
+            h = holes[pos]
+            parts.append(h.select(
+                pl.format("{}:absent-{}", pl.lit(f"{rel}/{f.name}"), pl.col("slot")).alias("request_id"),
+                pl.col("start_s"),
+                pl.col("input_tokens"),
+                pl.col("requested_output_tokens"),
+                pl.lit("error").alias("status"),
+                pl.col("error"),
+                *step_exprs(run_id, step, qps, unit),
+            ))
+        steps.append(step_row(run_id, step, qps, unit, source_file=str(f.path),
+                              n_requests_reported=raw.height + (holes[pos].height if pos in holes else 0)))
     prov.add(
         "offered_load_from_file_name",
         "LMBenchmark writes the QPS level only in the file name; offered_load was read from the name "
         "and cross-checked against the measured launch rate ((n-1) / launch span)",
         level="info",
     )
-    prov.add(
-        "no_error_column",
-        "LMBenchmark CSVs have no error column: failed requests are absent, so every row is 'ok' and the "
-        "error rate cannot be known from these files",
-        level="warning",
-    )
+    unknown = [m[2].name for m in meta if m[4] != "sharegpt"] + off_grid
+    if absent == "ignore" or unknown:
+        prov.add(
+            "no_error_column",
+            "LMBenchmark CSVs have no error column: failed requests are absent, so every row is 'ok' and the "
+            "error rate cannot be known from "
+            + ("these files (option absent=ignore)" if absent == "ignore" else
+               f"the {len(unknown)} file(s) not sent on its fixed 1/qps schedule (the multi-round workload has "
+               "none): " + ", ".join(unknown[:5]) + (", …" if len(unknown) > 5 else "")),
+            level="warning",
+            count=len(unknown) if absent != "ignore" else len(meta),
+        )
+    if hole_counts:
+        n_abs = sum(h.height for h in holes.values())
+        prov.add(
+            "absent_requests_failed",
+            f"{n_abs} request(s) absent from the files were sent and failed: LMBenchmark keeps only completed "
+            "requests, and its sharegpt workload launches prompt k at start + k/qps, so each empty slot is one "
+            "failed request (status error, start at its slot, no end; counted in the error rate; prompt and "
+            "output length from the same prompt in another step where known). The highest recorded latency is "
+            f"{max_latency:.1f} s: a sharp ceiling there is a timeout in front of the engine (gateway or client), "
+            "which the absent requests ran into. Per step: " + "; ".join(hole_counts),
+            level="warning",
+            count=n_abs,
+        )
+    elif absent == "failed" and not unknown:
+        prov.add("absent_requests_none", "every slot of the fixed 1/qps schedule has a row: no request is absent",
+                 level="info")
     if mismatches:
         prov.add(
             "offered_load_mismatch",
@@ -186,7 +344,7 @@ def load(source: Source) -> RequestTrace:
     if no_rate:
         prov.add("offered_load_unknown", f"no QPS in the file name of: {', '.join(no_rate)}", count=len(no_rate))
     prov.add("layout", f"layout(s): {', '.join(sorted(layouts))}", level="info")
-    frame = pl.concat(parts, how="vertical_relaxed")
+    frame = pl.concat(parts, how="diagonal_relaxed")
     return finish_trace(
         frame,
         source,

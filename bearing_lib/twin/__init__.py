@@ -76,7 +76,7 @@ def read_twin(path: str | Path) -> Twin:
 
 def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int = 1,
                  prompt_scale: float = 1.0, n_draws: int = 12, seed: int = 0,
-                 format: str | None = None) -> PredictionSet:
+                 format: str | None = None, request_timeout: float | str | None = "keep") -> PredictionSet:
     """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix."""
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
     if production is not None:
@@ -88,7 +88,8 @@ def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, i
     else:
         targets = [calibration_mix(tw)]
     opt = SearchOptions(n_draws=n_draws, seed=seed)
-    preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt) for m in targets]
+    preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt,
+                     request_timeout=request_timeout) for m in targets]
     reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]
     return PredictionSet(twin_source=tw.source, twin_trusted=tw.trusted, twin_reasons=reasons, predictions=preds)
 

@@ -25,6 +25,11 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   found a free slot (network, tokenizer, API server); added to TTFT and end, no capacity used.
 * **Queue timeout**: the median time-to-failure of requests with status ``timeout``; none if
   none timed out.
+* **Request timeout** (a deadline in front of the engine that aborts a request wherever it is):
+  identified when at least :data:`MIN_ABSENT` failed requests have no end time (the test lost
+  them, e.g. LMBenchmark's absent requests) *and* the completed requests' latencies pile up under
+  a sharp ceiling (≥ 1 % of them within 5 % below the highest): the highest completed latency,
+  a lower bound of the real deadline by at most that 5 %. Else none.
 * **KV policy**: ``reserve`` or ``paged``, whichever replays the test closer when a KV budget was
   reached under either; else ``reserve``. Settings the operator knows can be given (``known``).
 
@@ -42,7 +47,7 @@ import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.twin.result import TwinParam
-from bearing_lib.twin.simulate import ServerParams
+from bearing_lib.twin.simulate import ServerParams, simulate
 
 MIN_REQUESTS = 50
 MIN_QUEUED = 20
@@ -104,7 +109,10 @@ def _step_count(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np
     return cs[np.searchsorted(starts[so], t, side="right")] - ce[np.searchsorted(ends[eo], t, side="right")]
 
 
-def _features(group: pl.DataFrame) -> RequestFeatures:
+def _features(group: pl.DataFrame, lost: pl.DataFrame | None = None) -> RequestFeatures:
+    """Per-request regressors of one run's completed requests; ``lost``: requests the test dropped
+    (``first_s``, ``end_s``, ``input_tokens``, ``output_tokens`` as the twin's own replay placed them),
+    which decoded beside the completed ones and count in the batch and context averages."""
     start = group["start_s"].to_numpy().astype(float)
     ttft = group["ttft_ms"].to_numpy().astype(float)
     first = start + ttft / 1000.0
@@ -114,9 +122,13 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
     cached = group["cached_tokens"].fill_null(0).to_numpy().astype(float)
     unc = np.maximum(inp - cached, 0.0)
     need = inp + o
-    # decoding count n(t): intervals [first, end); its integral A(t) is piecewise linear
-    ev_t = np.concatenate([first, end])
-    ev_d = np.concatenate([np.ones(first.size), -np.ones(end.size)])
+    # decoding count n(t): intervals [first, end) (also the lost requests'); its integral A(t) is piecewise linear
+    lf, le, li, lo_ = (np.empty(0),) * 4
+    if lost is not None and lost.height:
+        lf, le = lost["first_s"].to_numpy().astype(float), lost["end_s"].to_numpy().astype(float)
+        li, lo_ = lost["input_tokens"].to_numpy().astype(float), lost["output_tokens"].to_numpy().astype(float)
+    ev_t = np.concatenate([first, lf, end, le])
+    ev_d = np.concatenate([np.ones(first.size + lf.size), -np.ones(end.size + le.size)])
     order = np.argsort(ev_t, kind="stable")
     ev_t, ev_d = ev_t[order], ev_d[order]
     level = np.cumsum(ev_d)  # count just after each event
@@ -126,7 +138,7 @@ def _features(group: pl.DataFrame) -> RequestFeatures:
         nbar = (np.interp(end, ev_t, area) - np.interp(first, ev_t, area)) / dur
     nbar = np.where(dur > 0, nbar, np.nan)
     # the same time average weighted by each running request's mean context over its life (input + o / 2)
-    w = (inp + 0.5 * o) / 1000.0
+    w = np.concatenate([inp + 0.5 * o, li + 0.5 * lo_]) / 1000.0
     ev_w = np.concatenate([w, -w])[order]
     carea = np.concatenate([[0.0], np.cumsum(np.cumsum(ev_w)[:-1] * np.diff(ev_t))])
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -283,11 +295,33 @@ def _steps_list(steps: np.ndarray) -> list[int]:
     return sorted(int(s) for s in np.unique(steps))
 
 
-KNOWN = ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens", "kv_policy")
+KNOWN = ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens", "kv_policy", "request_timeout_s")
+MIN_ABSENT = 5  # failed requests without an end time that, with a latency ceiling, identify a request timeout
+CEILING_BAND = 0.05  # completed latencies within this share below the highest count as piled at a ceiling
+CEILING_SHARE = 0.01  # ... and at least this share of them must be there
+
+
+def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
+    """The deadline a test's lost requests ran into (module docstring), or none."""
+    lost = frame.filter(pl.col("status").is_not_null() & (pl.col("status") != "ok") & pl.col("end_s").is_null()) \
+        if "status" in frame.columns else frame.clear()
+    lat = (ok["end_s"] - ok["start_s"]).to_numpy()
+    top = float(np.max(lat)) if lat.size else 0.0
+    piled = float(np.mean(lat >= (1.0 - CEILING_BAND) * top)) if lat.size else 0.0
+    if lost.height >= MIN_ABSENT and piled >= CEILING_SHARE:
+        return TwinParam("request_timeout_s", top, (top, top / (1.0 - CEILING_BAND)), "s", True, "none",
+                         _steps_list(lost["step"].to_numpy()),
+                         f"{lost.height} failed request(s) have no end time and {piled:.1%} of the completed ones "
+                         f"ended within {CEILING_BAND:.0%} below the highest latency ({top:.1f} s): a deadline in "
+                         "front of the engine (gateway or client) aborts requests there; the twin aborts at it")
+    why = (f"{lost.height} failed request(s) without an end time" if lost.height else "no request was lost")
+    return TwinParam("request_timeout_s", None, (None, None), "s", False, "unbounded", [],
+                     f"no deadline seen ({why}; completed latencies not piled under a ceiling): the twin lets "
+                     "requests run")
 
 
 def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
-              known: dict | None = None):
+              known: dict | None = None, _lost: pl.DataFrame | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
@@ -338,7 +372,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             f"{source}: the twin needs at least {MIN_REQUESTS} successful requests with start, end, TTFT and "
             f"token counts; found {ok.height}"
         )
-    f = _concat([_features(g) for g in _groups(ok)])
+    def lost_of(g: pl.DataFrame) -> pl.DataFrame | None:
+        if _lost is None:
+            return None
+        return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique()))
+
+    f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
 
     # ---- slots and KV: ceilings, identified only where a queue formed at them
     n_max = int(round(np.nanmax(f.n_at_first)))  # the peak follows some first token
@@ -465,6 +504,18 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     else:
         params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
                                 "no request timed out: the twin lets requests wait"))
+    params.append(_request_timeout(frame, ok))
+    if "request_timeout_s" in given:
+        v = given["request_timeout_s"]
+        k = next(i for i, p in enumerate(params) if p.name == "request_timeout_s")
+        if v is None or str(v).lower() in ("none", "off"):
+            params[k] = TwinParam("request_timeout_s", None, (None, None), "s", True, "none", [],
+                                  "given: no deadline in front of the engine")
+        else:
+            if not float(v) > 0:
+                raise ParameterError(f"engine setting request_timeout_s must be positive or none, got {v!r}")
+            params[k] = TwinParam("request_timeout_s", float(v), (None, None), "s", True, "none", [],
+                                  "given: the deadline configured in front of the engine (gateway or client)")
     # ---- KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption);
     # chosen by which replays the test closer, when a KV ceiling was reached under either; else reserve
     kv_policy, policy_note = "reserve", ("not identified: the KV budget never held requests back, so the test "
@@ -520,6 +571,14 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
     top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
+    rto = next(p for p in params if p.name == "request_timeout_s")
+    if _lost is None and rto.value is not None:
+        # the lost requests decoded beside the completed ones until the deadline aborted them, so the batch
+        # the regressions saw was larger than the completed rows show: place them with this twin's replay
+        # and fit once more with them counted (one step of a fixed point; docs/twin.md "Calibration")
+        lost = _lost_occupancy(frame, {p.name: p.value for p in params} | {"kv_policy": kv_policy})
+        if lost.height:
+            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known, _lost=lost)
     return Twin(
         source=str(source),
         params=params,
@@ -534,6 +593,31 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         kv_policy_note=policy_note,
         given=given,
     )
+
+
+def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
+    """The test's lost requests (failed, no end time) as the twin's replay runs them: from their first token
+    to their abort (columns run_id, step, first_s, end_s, input_tokens, output_tokens); those that never
+    started hold no batch place and are left out."""
+    from bearing_lib.twin.validate import _lengths, _prep, _replayable
+
+    params = server_params(values)
+    out = []
+    for g0 in _groups(_prep(frame)):
+        g = g0.sort("start_s").filter(_replayable(g0.sort("start_s"), params))
+        if not g.height:
+            continue
+        a = g["start_s"].to_numpy().astype(float)
+        inp, o = _lengths(g, params)
+        res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
+        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res["aborted_first_s"])
+        if lost.any():
+            out.append(pl.DataFrame({"run_id": g["run_id"].to_numpy()[lost], "step": g["step"].to_numpy()[lost],
+                                     "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
+                                     "input_tokens": inp[lost], "output_tokens": o[lost]}))
+    return pl.concat(out) if out else pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "first_s": pl.Float64,
+                                                          "end_s": pl.Float64, "input_tokens": pl.Float64,
+                                                          "output_tokens": pl.Float64})
 
 
 def _replay_error(frame: pl.DataFrame, values: dict) -> float:
@@ -573,6 +657,7 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
         ttft_overhead_ms=float(values.get("ttft_overhead_ms") or 0.0),
         kv_policy=str(values.get("kv_policy") or "reserve"),
         decode_ms_per_kctx=float(values.get("decode_ms_per_kctx") or 0.0),
+        request_timeout_s=values.get("request_timeout_s"),
     )
 
 

@@ -154,9 +154,15 @@ def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
     return max(0.5 * slots / max(service, 1e-3), 0.01)
 
 
+KEEP = "keep"
+
+
 def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scale: float = 1.0,
-            options: SearchOptions | None = None) -> Prediction:
-    """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server."""
+            options: SearchOptions | None = None, request_timeout: float | str | None = KEEP) -> Prediction:
+    """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
+
+    ``request_timeout``: the what-if of another deadline in front of the engine: seconds, ``None`` (no
+    deadline), or ``"keep"`` (the twin's, from its test)."""
     from bearing_lib.limits.sla import SLA, parse_sla
 
     opt = options or SearchOptions()
@@ -165,6 +171,16 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
     target = mix.scaled_prompts(prompt_scale)
     vals = _for_target(twin, target)
+    what_if = []
+    if request_timeout != KEEP:
+        if request_timeout is not None and not float(request_timeout) > 0:
+            raise ParameterError(f"--request-timeout must be positive seconds or none, got {request_timeout!r}")
+        was = vals.get("request_timeout_s")
+        vals["request_timeout_s"] = None if request_timeout is None else float(request_timeout)
+        what_if.append("what-if: " + (f"the request timeout of the test ({was:.1f} s) lifted" if was is not None
+                                      else "no request timeout") if request_timeout is None else
+                       f"what-if: request timeout {float(request_timeout):g} s"
+                       + (f" (the test's: {was:.1f} s)" if was is not None else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
     v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
@@ -183,7 +199,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
             if c == "none":
                 limits.append(v)
                 infos.append(inf)
-    flags = _flags(twin, target, point, infos)
+    flags = what_if + _flags(twin, target, point, infos) + _deadline_flags(target, point)
     bracket = None
     if cens == "none" and any(f.startswith("regime:") for f in flags):
         # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
@@ -260,6 +276,31 @@ def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) 
     return out
 
 
+def idle_timeout_share(mix: RequestMix, params: ServerParams) -> float:
+    """Share of ``mix`` that outlives the request timeout even alone on an idle server (closed form: its
+    prefill, then ``o − 1`` decode iterations of a batch of one, plus the client-side overhead)."""
+    if params.request_timeout_s is None:
+        return 0.0
+    inp, out, cac = mix.input_tokens, mix.output_tokens, mix.cached_tokens
+    unc = np.maximum(inp - cac, 0.0)
+    o1 = np.maximum(out - 1.0, 0.0)
+    # context grows from input + 1 by one token per iteration: Σ over the o − 1 iterations
+    ctx_sum = o1 * (inp + 1.0) + o1 * (o1 - 1.0) / 2.0
+    t = (params.ttft_overhead_ms + params.prefill_base_ms + params.prefill_ms_per_token * unc
+         + o1 * (params.decode_base_ms + params.decode_ms_per_seq) + params.decode_ms_per_kctx * ctx_sum / 1000.0)
+    return float(np.mean(t / 1000.0 >= params.request_timeout_s))
+
+
+def _deadline_flags(mix: RequestMix, params: ServerParams) -> list[str]:
+    share = idle_timeout_share(mix, params)
+    if share <= 0:
+        return []
+    return [f"deadline: {share:.1%} of this mix would outlive the request timeout ({params.request_timeout_s:.1f} s) "
+            "even on an idle server (long outputs): timeouts put a floor under the error rate at any load, and an "
+            "error-rate clause at or below it cannot hold (the what-if without the timeout shows the limit the "
+            "engine itself sets)"]
+
+
 def calibration_mix(twin: Twin) -> RequestMix:
     """The calibration test's own mix (for a changed SLA or instance count on the tested mix)."""
     from bearing_lib.twin.mix import from_arrays
@@ -268,4 +309,4 @@ def calibration_mix(twin: Twin) -> RequestMix:
     return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
 
 
-__all__ = ["SearchOptions", "margin_at", "predict", "search_limit", "calibration_mix"]
+__all__ = ["KEEP", "SearchOptions", "calibration_mix", "idle_timeout_share", "margin_at", "predict", "search_limit"]

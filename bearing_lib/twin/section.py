@@ -139,8 +139,19 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
     prod = production if isinstance(production, RequestTrace) else load_trace(production)
     twin = calibrate(test, seed=seed)
     twin.validation = validate(twin, test, sla)
-    pred = predict(twin, from_trace(prod), sla, options=SearchOptions(n_draws=n_draws, seed=seed))
-    return twin_section(twin, pred), twin, pred
+    mix = from_trace(prod)
+    opt = SearchOptions(n_draws=n_draws, seed=seed)
+    pred = predict(twin, mix, sla, options=opt)
+    sec = twin_section(twin, pred)
+    rto = twin.param("request_timeout_s") if any(p.name == "request_timeout_s" for p in twin.params) else None
+    if rto is not None and rto.value is not None and pred.trusted:
+        # the deadline in front of the engine is configuration the team can change: show what the engine
+        # itself would carry without it, labelled as the what-if it is
+        free = predict(twin, mix, sla, options=opt, request_timeout=None)
+        sec.notes.append(f"what-if, predicted (not measured): without the test's {rto.value:.1f} s request timeout "
+                         f"the limit for {free.target} would be {free.q_ult.text()} — the timeout, not the engine's "
+                         "capacity, binds where this is higher than the limit above")
+    return sec, twin, pred
 
 
 

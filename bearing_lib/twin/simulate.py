@@ -13,6 +13,11 @@ Model (one server, FCFS queue, no preemption; docs/twin.md "The model")
   ``decode_base_ms + decode_ms_per_seq × n_running``, one token per running request; a
   request with ``o`` output tokens ends after ``o − 1`` decode iterations.
 * A request still queued ``queue_timeout_s`` after its arrival leaves as a timeout.
+* A request not finished ``request_timeout_s`` after its arrival is **aborted** wherever it is
+  (queued, preempted or decoding: a gateway or client deadline; the engine frees its slot and KV
+  when the connection closes, as vLLM aborts a request whose client went away): status timeout,
+  end at the deadline. It took capacity until then, which a test that drops such requests from
+  its results hides.
 * A parameter of ``None`` means "no such limit" (unbounded slots, KV or batch; no timeout).
 * ``ttft_overhead_ms``: time the client sees outside the engine (network, tokenizer, API
   server), added to every successful request's first token and end; it uses no capacity.
@@ -63,6 +68,7 @@ class ServerParams:
     ttft_overhead_ms: float = 0.0  # client-visible time outside the engine (network, tokenizer): added to TTFT and end
     kv_policy: str = "reserve"
     decode_ms_per_kctx: float = 0.0
+    request_timeout_s: float | None = None
 
     def to_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)
@@ -97,7 +103,8 @@ def simulate(
     2 rejected) per request, in input order, and the run's ``peak_running`` (requests
     decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and
     ``preemptions``; per request ``kv_held`` / ``slot_held``: it waited at the head of the
-    queue for KV (a slot free) / for a slot.
+    queue for KV (a slot free) / for a slot; ``aborted_first_s``: the first token of a request the
+    request timeout aborted after it started (NaN otherwise).
 
     >>> p = ServerParams(prefill_base_ms=5, prefill_ms_per_token=0.01, decode_base_ms=10, decode_ms_per_seq=0)
     >>> r = simulate(p, np.array([0.0]), np.array([100]), np.array([3]))
@@ -128,8 +135,11 @@ def simulate(
     budget = params.kv_budget_tokens if params.kv_budget_tokens is not None else math.inf
     mbt = params.max_batched_tokens if params.max_batched_tokens is not None else math.inf
     tmo = params.queue_timeout_s if params.queue_timeout_s is not None else math.inf
+    rto = params.request_timeout_s if params.request_timeout_s is not None else math.inf
+    dl: list[tuple[float, int, int]] = []  # (deadline, version, request) of running requests (request timeout)
 
     first = [math.nan] * n
+    started = [math.nan] * n  # first token of a request the deadline aborted after it started
     end = [math.nan] * n
     status = [OK] * n
     gen = [0] * n  # tokens generated when last admitted (after its prefill)
@@ -164,6 +174,28 @@ def simulate(
             j = queue.popleft()
             status[j] = TIMEOUT
             end[j] = a[j] + tmo
+        # the request deadline: queued (also preempted) requests at the head, in arrival order, and running ones
+        while queue and t - a[queue[0]] >= rto:
+            j = queue.popleft()
+            status[j] = TIMEOUT
+            end[j] = a[j] + rto
+            started[j] = first[j]
+            first[j] = math.nan
+        while dl and (dl[0][1] != ver[dl[0][2]] or not running[dl[0][2]] or dl[0][0] <= t):
+            d, v, j = heapq.heappop(dl)
+            if v != ver[j] or not running[j]:
+                continue
+            g = gen[j] + it - it0[j]
+            held = inp[j] + g
+            kv -= held if paged else need[j]
+            ctx -= held
+            running[j] = False
+            ver[j] += 1
+            nrun -= 1
+            status[j] = TIMEOUT
+            end[j] = d
+            started[j] = first[j]
+            first[j] = math.nan
         preempted = False
         if paged and nrun and kv + nrun > budget:
             # out of KV for the next token of every running request: preempt the newest (recompute later)
@@ -215,6 +247,8 @@ def simulate(
                     heapq.heappush(done, (it + nout[j] - gen[j], ver[j], j))
                     running[j] = True
                     stack.append(j)
+                    if rto < math.inf:
+                        heapq.heappush(dl, (a[j] + rto, ver[j], j))
                     ctx += inp[j] + gen[j]
                     nrun += 1
             if nrun > peak_run:
@@ -238,8 +272,10 @@ def simulate(
         if base > 0:
             if not queue and nxt < n and nrun < slots:
                 k = min(k, _iters_to_cover(a[nxt] - t, base, slope))
-            deadline = (a[queue[0]] + tmo if first[queue[0]] != first[queue[0]] else math.inf) if queue else \
-                (a[nxt] + tmo if nxt < n else math.inf)
+            deadline = (a[queue[0]] + min(tmo if first[queue[0]] != first[queue[0]] else math.inf, rto)) if queue \
+                else (a[nxt] + min(tmo, rto) if nxt < n else math.inf)
+            if dl:
+                deadline = min(deadline, dl[0][0])
             if deadline < math.inf:
                 k = min(k, _iters_to_cover(deadline - t, base, slope))
         if paged and budget < math.inf:
@@ -275,7 +311,7 @@ def simulate(
         end_a = np.where(st == OK, end_a + oh, end_a)
     return {"first_token_s": first_a, "end_s": end_a, "status": st,
             "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
-            "preemptions": np.asarray(n_pre),
+            "preemptions": np.asarray(n_pre), "aborted_first_s": np.asarray(started) + oh,
             "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
 
 

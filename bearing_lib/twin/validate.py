@@ -20,6 +20,8 @@ sides; the SLA verdict is bearing's (:meth:`bearing_lib.limits.sla.SLA.margin`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 
@@ -36,25 +38,67 @@ RULES = ("replay throughput within ±10% per step; replay P50 latency within ±2
 
 
 def _prep(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every request with a start time, identity columns filled (failed requests without lengths stay:
+    the measured error rate counts them)."""
     cols = frame.columns
     return frame.with_columns(
         pl.col("step").fill_null(0) if "step" in cols else pl.lit(0).alias("step"),
         pl.col("offered_load") if "offered_load" in cols else pl.lit(None, pl.Float64).alias("offered_load"),
         pl.col("cached_tokens").fill_null(0) if "cached_tokens" in cols else pl.lit(0).alias("cached_tokens"),
         pl.col("run_id").fill_null("run") if "run_id" in cols else pl.lit("run").alias("run_id"),
-        pl.col("status") if "status" in cols else pl.lit("ok").alias("status"),
-    ).filter(pl.col("start_s").is_not_null() & pl.col("input_tokens").is_not_null()
-             & pl.col("output_tokens").is_not_null()).sort("start_s")
+        pl.col("status").fill_null("ok") if "status" in cols else pl.lit("ok").alias("status"),
+        pl.col("requested_output_tokens") if "requested_output_tokens" in cols
+        else pl.lit(None, pl.Int64).alias("requested_output_tokens"),
+        pl.col("end_s") if "end_s" in cols else pl.lit(None, pl.Float64).alias("end_s"),
+    ).filter(pl.col("start_s").is_not_null()).sort("start_s")
+
+
+def _replayable(g: pl.DataFrame, params: ServerParams) -> pl.Series:
+    """Which requests of one run the twin replays, with their lengths filled: every one with both lengths;
+    with a request timeout also a *lost* one (failed, no end time: the test dropped it), whose prompt is
+    its own or the run's median, and whose output is the one it asked for or, unknown, the shortest that
+    an idle server could not finish before the deadline (it did not finish before it)."""
+    has = g["input_tokens"].is_not_null() & g["output_tokens"].is_not_null()
+    if params.request_timeout_s is None:
+        return has
+    lost = (g["status"] != "ok") & g["end_s"].is_null()
+    return has | lost
+
+
+def _lengths(g: pl.DataFrame, params: ServerParams) -> tuple[np.ndarray, np.ndarray]:
+    inp = g["input_tokens"].to_numpy().astype(float)
+    out = g["output_tokens"].to_numpy().astype(float)
+    if params.request_timeout_s is not None:
+        ok = g["status"] == "ok"
+        med = float(np.nanmedian(g.filter(ok)["input_tokens"].to_numpy().astype(float))) if ok.any() else 1.0
+        outlive = math.ceil(params.request_timeout_s * 1000.0 / max(params.decode_base_ms, 1e-3)) + 1
+        req = g["requested_output_tokens"].to_numpy().astype(float)
+        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy()
+        inp = np.where(lost & np.isnan(inp), med, inp)
+        out = np.where(lost, np.where(np.isnan(req), outlive, req), out)
+    return inp, out
 
 
 def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
-    """The test's requests with the twin's ``ttft_ms``, ``latency_ms``, ``end_s`` and ``status`` instead."""
+    """The test's requests with the twin's ``ttft_ms``, ``latency_ms``, ``end_s`` and ``status`` instead.
+
+    A failed request the twin cannot replay (no lengths, no request timeout to lose it at) keeps its
+    measured failure, so both sides count it alike."""
     parts = []
-    for g in _groups(_prep(frame)):
-        g = g.sort("start_s")
+    for g0 in _groups(_prep(frame)):
+        g0 = g0.sort("start_s")
+        use = _replayable(g0, params)
+        g = g0.filter(use)
+        keep = g0.filter(~use)
+        if keep.height:
+            parts.append(keep.select("run_id", "step", "offered_load", "start_s", "end_s", "ttft_ms", "latency_ms",
+                                     "status").with_columns(pl.lit(None, pl.Float64).alias("tpot_ms"),
+                                                            pl.lit(None, pl.Float64).alias("itl_ms")))
+        if not g.height:
+            continue
         a = g["start_s"].to_numpy().astype(float)
-        out = g["output_tokens"].to_numpy().astype(float)
-        res = simulate(params, a - a[0], g["input_tokens"].to_numpy(), out, g["cached_tokens"].to_numpy())
+        inp, out = _lengths(g, params)
+        res = simulate(params, a - a[0], inp, out, g["cached_tokens"].to_numpy())
         ok = res["status"] == OK
         end = res["end_s"] + a[0]
         ttft = np.where(ok, (res["first_token_s"] + a[0] - a) * 1000.0, np.nan)
@@ -62,10 +106,10 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
             tpot = np.where(ok & (out > 1), (end - (res["first_token_s"] + a[0])) * 1000.0 / (out - 1), np.nan)
         parts.append(g.select("run_id", "step", "offered_load", "start_s").with_columns(
             pl.Series("end_s", end), pl.Series("ttft_ms", ttft).fill_nan(None),
-            pl.Series("latency_ms", (end - a) * 1000.0), pl.Series("tpot_ms", tpot).fill_nan(None),
-            pl.Series("itl_ms", tpot).fill_nan(None),
-            pl.Series("status", np.where(ok, "ok", np.where(res["status"] == 1, "timeout", "rejected")))))
-    return pl.concat(parts)
+            pl.Series("latency_ms", (end - a) * 1000.0), pl.Series("status", np.where(
+                ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))),
+            pl.Series("tpot_ms", tpot).fill_nan(None), pl.Series("itl_ms", tpot).fill_nan(None)))
+    return pl.concat(parts, how="diagonal_relaxed").sort("start_s")
 
 
 def _figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
@@ -99,7 +143,9 @@ def _key_metric(sla) -> str:
 
 def _highest(rows: list[StepCheck], n: int) -> list[StepCheck]:
     """The ``n`` highest-load steps of every run (a run of three steps or fewer keeps all its steps)."""
-    out = []
+    out: list[StepCheck] = []
+    if n <= 0:
+        return out
     for run in dict.fromkeys(r.run_id for r in rows):
         rs = sorted((r for r in rows if r.run_id == run),
                     key=lambda r: (r.offered_load is None, r.offered_load or 0.0, r.step))

@@ -69,10 +69,20 @@ def _naive(p: ServerParams, a, inp, out, cac):
     t, nxt, kv = 0.0, 0, 0.0
     budget = p.kv_budget_tokens if p.kv_budget_tokens is not None else math.inf
     slots = p.max_num_seqs if p.max_num_seqs is not None else math.inf
+    rto = p.request_timeout_s if p.request_timeout_s is not None else math.inf
+    timed_out = [False] * n
     while nxt < n or queue or running:
         while nxt < n and a[nxt] <= t:
             queue.append(nxt)
             nxt += 1
+        # the request deadline, checked on every request at every iteration boundary
+        for j in [j for j in queue if t - a[j] >= rto]:
+            queue.remove(j)
+            timed_out[j], first[j], end[j] = True, math.nan, a[j] + rto
+        for j in [j for j in running if t - a[j] >= rto]:
+            running.remove(j)
+            kv -= inp[j] + gen[j]
+            timed_out[j], first[j], end[j] = True, math.nan, a[j] + rto
         pre = False
         while running and kv + len(running) > budget:
             j = running.pop()
@@ -99,7 +109,8 @@ def _naive(p: ServerParams, a, inp, out, cac):
                     running.append(j)
             continue
         if not running:
-            t = max(t, a[nxt])
+            if nxt < n:
+                t = max(t, a[nxt])
             continue
         ctx = sum(inp[j] + gen[j] for j in running)
         t += (p.decode_base_ms + p.decode_ms_per_seq * len(running) + p.decode_ms_per_kctx * ctx / 1000) / 1000
@@ -110,6 +121,8 @@ def _naive(p: ServerParams, a, inp, out, cac):
                 end[j] = t
                 running.remove(j)
                 kv -= inp[j] + gen[j]
+    if any(timed_out):
+        return np.array(first), np.array(end), np.array(timed_out)
     return np.array(first), np.array(end)
 
 
@@ -129,6 +142,40 @@ def test_jumping_loop_matches_the_naive_loop(budget, kctx):
     np.testing.assert_allclose(got["end_s"], e_ref, atol=1e-9)
     if budget == 6_000:
         assert int(got["preemptions"]) > 0  # the case exercises preemption
+
+
+@pytest.mark.parametrize("budget", [6_000.0, None])
+def test_request_timeout_aborts_queued_and_running_requests_as_the_naive_loop_does(budget):
+    # overloaded on purpose (120 requests in 2 s, 12 slots): requests time out waiting, while preempted and
+    # while decoding; every one frees its slot and KV at its deadline, arrival + 1.5 s
+    rng = np.random.default_rng(11)
+    a = np.sort(rng.uniform(0, 2, 120))
+    inp = rng.integers(50, 800, a.size)
+    out = rng.integers(2, 200, a.size)
+    cac = np.zeros(a.size, dtype=np.int64)
+    p = _p(kv_budget_tokens=budget, max_num_seqs=12, decode_ms_per_seq=0.3, request_timeout_s=1.5)
+    got = simulate(p, a, inp, out, cac)
+    f_ref, e_ref, tmo_ref = _naive(p, a.tolist(), inp.tolist(), out.tolist(), cac.tolist())
+    np.testing.assert_array_equal(got["status"] == 1, tmo_ref)
+    assert 10 < int(tmo_ref.sum()) < 110  # some time out, some finish
+    np.testing.assert_allclose(got["first_token_s"], f_ref, atol=1e-9)
+    np.testing.assert_allclose(got["end_s"], e_ref, atol=1e-9)
+    np.testing.assert_allclose(got["end_s"][tmo_ref], a[tmo_ref] + 1.5, atol=1e-12)
+    ok = got["status"] == OK
+    assert np.all(got["end_s"][ok] - a[ok] < 1.5 + 0.05)  # no success outlives the deadline (by over an iteration)
+
+
+def test_a_request_that_outlives_the_deadline_is_aborted_mid_decode_and_frees_its_slot():
+    # one slot; A (100 in, 1000 out) at 0 would decode for 10 s; the deadline (2 s) aborts it at the first
+    # iteration boundary at or after 2 s; B (100 in, 5 out), queued behind it from 0.5 s, then runs:
+    # prefill 4 + 1 = 5 ms, first token at the abort + 5 ms, then 4 decode iterations of 10 ms
+    p = _p(kv_policy="reserve", max_num_seqs=1, request_timeout_s=2.0)
+    r = simulate(p, np.array([0.0, 0.5]), np.array([100, 100]), np.array([1000, 5]))
+    assert list(r["status"]) == [1, OK]
+    assert r["end_s"][0] == pytest.approx(2.0)
+    # A's first token at 5 ms, then 10 ms iterations: the first boundary at or after 2 s is 2.005 s
+    assert r["first_token_s"][1] == pytest.approx(2.005 + 0.005, abs=1e-9)
+    assert r["end_s"][1] == pytest.approx(2.010 + 0.040, abs=1e-9)
 
 
 def _paged_test(budget: float, seed: int = 5):
