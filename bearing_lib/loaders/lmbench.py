@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InputError, ParameterError, UnsupportedVersionError
@@ -126,11 +125,13 @@ def _read_one(src: Source) -> tuple[pl.DataFrame, str]:
     return read_csv_checked(src, types), layout
 
 
-def _slots(raw: pl.DataFrame, qps: float | None, layout: str) -> np.ndarray | None:
+def _slots(raw: pl.DataFrame, qps: float | None, layout: str):
     """Slot index ``round((launch − first launch) × qps)`` of each row, or None when the file is not
     on LMBenchmark's fixed schedule (multi-round layout, no QPS, a launch off its slot, two in one)."""
     if layout != "sharegpt" or qps is None or qps <= 0 or raw.height < 10:
         return None
+    import numpy as np  # here, not at the top: `bearing inspect` of a small file stays numpy-free
+
     t = raw["launch_time"].to_numpy().astype(float)
     x = (t - t.min()) * qps
     k = np.rint(x)
@@ -139,7 +140,7 @@ def _slots(raw: pl.DataFrame, qps: float | None, layout: str) -> np.ndarray | No
     return k.astype(np.int64)
 
 
-def _align(slots: np.ndarray, prompts: np.ndarray, ref: dict[int, int]) -> int | None:
+def _align(slots, prompts, ref: dict[int, int]) -> int | None:
     """Shift ``o`` that puts slot ``k`` on prompt ``k + o`` of the reference step (prompt lengths
     within :data:`PROMPT_MATCH_TOKENS` on ≥ 80 % of ≥ 10 shared prompts), or None."""
     best, best_o = 0.0, None
@@ -147,7 +148,7 @@ def _align(slots: np.ndarray, prompts: np.ndarray, ref: dict[int, int]) -> int |
         pairs = [(ref[k + o], int(v)) for k, v in zip(slots.tolist(), prompts.tolist(), strict=True) if k + o in ref]
         if len(pairs) < 10:
             continue
-        share = float(np.mean([abs(a - b) <= PROMPT_MATCH_TOKENS for a, b in pairs]))
+        share = sum(abs(a - b) <= PROMPT_MATCH_TOKENS for a, b in pairs) / len(pairs)
         if share > best:
             best, best_o = share, o
     return best_o if best >= 0.8 else None
@@ -250,7 +251,9 @@ def load(source: Source, *, absent: str = "failed") -> RequestTrace:
     mismatches: list[str] = []
     no_rate: list[str] = []
     holes, hole_counts, off_grid = _absent_rows(meta) if absent == "failed" else ({}, [], [])
-    max_latency = max(float((m[3]["finish_time"] - m[3]["launch_time"]).max() or 0.0) for m in meta)
+    runs_lost = {meta[i][0] for i in holes}
+    max_latency = {r: max(float((m[3]["finish_time"] - m[3]["launch_time"]).max() or 0.0) for m in meta if m[0] == r)
+                   for r in runs_lost}
     for pos, (run_id, qps, f, raw, layout) in enumerate(meta):
         step = step_of.get(run_id, 0)
         step_of[run_id] = step + 1
@@ -326,8 +329,9 @@ def load(source: Source, *, absent: str = "failed") -> RequestTrace:
             "requests, and its sharegpt workload launches prompt k at start + k/qps, so each empty slot is one "
             "failed request (status error, start at its slot, no end; counted in the error rate; prompt and "
             "output length from the same prompt in another step where known). The highest recorded latency is "
-            f"{max_latency:.1f} s: a sharp ceiling there is a timeout in front of the engine (gateway or client), "
-            "which the absent requests ran into. Per step: " + "; ".join(hole_counts),
+            + ", ".join(f"{v:.1f} s in {r}" for r, v in sorted(max_latency.items()))
+            + ": a sharp ceiling there is a timeout in front of the engine (gateway or client), which the absent "
+            "requests ran into. Per step: " + "; ".join(hole_counts),
             level="warning",
             count=n_abs,
         )

@@ -160,6 +160,10 @@ def _features(group: pl.DataFrame, lost: pl.DataFrame | None = None) -> RequestF
     o1 = o - 1
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(o1 > 0, (end - first) * 1000.0 / o1, np.nan)
+    # occupancy (slots, KV) counts the lost requests too: they held their place until the deadline
+    af, ae = np.concatenate([first, lf]), np.concatenate([end, le])
+    ainp, ao = np.concatenate([inp, li]), np.concatenate([o, lo_])
+    aneed = ainp + ao
     return RequestFeatures(
         step=group["step"].to_numpy(),
         cluster=group["_cluster"].to_numpy(),
@@ -170,16 +174,16 @@ def _features(group: pl.DataFrame, lost: pl.DataFrame | None = None) -> RequestF
         o1=o1,
         nbar=nbar,
         cbar=cbar,
-        n_at_start=_step_count(start, first, end),
+        n_at_start=_step_count(start, af, ae),
         prefills_in=(hi - lo).astype(float),
         tokens_in=cum_tok[hi] - cum_tok[lo],
         batch_tokens=own,
-        kv_at_start=_step_count(start, first, end, need),
+        kv_at_start=_step_count(start, af, ae, aneed),
         need=need,
-        n_at_first=_step_count(first, first, end),
-        kv_at_first=_step_count(first, first, end, need),
-        held_at_start=_held(start, first, end, inp, o),
-        held_peak=_held(end - 1e-9, first, end, inp, o),
+        n_at_first=_step_count(first, af, ae),
+        kv_at_first=_step_count(first, af, ae, aneed),
+        held_at_start=_held(start, af, ae, ainp, ao),
+        held_peak=_held(end - 1e-9, af, ae, ainp, ao),
     )
 
 
@@ -375,7 +379,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     def lost_of(g: pl.DataFrame) -> pl.DataFrame | None:
         if _lost is None:
             return None
-        return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique()))
+        return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list()))
 
     f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
 

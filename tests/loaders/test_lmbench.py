@@ -10,6 +10,7 @@ import csv
 import re
 import shutil
 
+import polars as pl
 import pytest
 
 from bearing_lib import UnsupportedVersionError, load, load_trace
@@ -53,7 +54,8 @@ def test_single_sharegpt_file_units_and_values(bundled):
     assert set(f["offered_load"]) == {0.5} and set(f["offered_load_unit"]) == {"rps"}
     assert f["run_id"][0] == "vllm-70b-2replicas/sharegpt"
     codes = {x.code for x in tr.provenance.findings}
-    assert {"no_error_column", "offered_load_from_file_name"} <= codes
+    # on LMBenchmark's fixed schedule with every slot filled: no request is absent
+    assert {"absent_requests_none", "offered_load_from_file_name"} <= codes and "no_error_column" not in codes
     assert "offered_load_mismatch" not in codes  # 251 / 502.0 s = 0.5 rps
     assert tr.provenance.fields["tpot_ms"] == "derived"
     assert tr.provenance.fields["ttft_ms"] == "measured"
@@ -77,8 +79,13 @@ def test_folder_is_runs_with_steps_ordered_by_qps(bundled):
     folder = bundled(ROOT)
     tr = load(folder)
     files = sorted(folder.rglob("*.csv"))
-    expect_n = sum(len(_rows(p)) for p in files)
-    assert len(tr) == expect_n == 30_296
+    recorded = sum(len(_rows(p)) for p in files)
+    assert recorded == 30_296
+    # the llm-d sharegpt files drop failed requests; each of their 20 steps sent the 252 prompts its vLLM
+    # sibling (same prompt list, nothing lost) recorded, and bearing puts the absent ones back as failed rows
+    llmd = [p for p in files if p.parent.name == "llm-d-70b-2replicas" and "sharegpt" in p.name]
+    absent = sum(252 - len(_rows(p)) for p in llmd)
+    assert len(tr) == recorded + absent == 30_296 + 2_829
     steps = tr.steps
     assert steps.height == len(files) == 84
     for run in ("vllm-70b-2replicas/sharegpt", "llm-d-70b-2replicas/short_input"):
@@ -89,12 +96,12 @@ def test_folder_is_runs_with_steps_ordered_by_qps(bundled):
     vllm_share = sorted(_qps(p.name) for p in (folder / "vllm-70b-2replicas").glob("LMBench_sharegpt_*.csv"))
     got = steps.filter(steps["run_id"] == "vllm-70b-2replicas/sharegpt")["offered_load"].to_list()
     assert got == vllm_share and len(got) == 24
-    # per-step request counts equal the file row counts
+    # per-step request counts equal the file row counts, plus the absent ones of the llm-d sharegpt steps
     per = tr.frame.group_by("run_id", "offered_load").len()
     for p in files:
         workload, qps = parse_name(p.name)
         n = per.filter((per["run_id"] == f"{p.parent.name}/{workload}") & (per["offered_load"] == qps))["len"]
-        assert n.item() == len(_rows(p))
+        assert n.item() == (252 if p in llmd else len(_rows(p)))
 
 
 def test_name_rate_cross_checked_against_launch_rate(bundled):
@@ -107,11 +114,65 @@ def test_name_rate_cross_checked_against_launch_rate(bundled):
         if abs(measured / _qps(p.name) - 1) > 0.10:
             expected.add(p.name)
     assert expected  # the llm-d sharegpt files lose rows at high QPS
-    tr = load(folder)
+    tr = load(folder, absent="ignore")  # as recorded: the lost rows are not put back
     (finding,) = [x for x in tr.provenance.findings if x.code == "offered_load_mismatch"]
     assert finding.count == len(expected) == 17
     for name in expected:
         assert name in finding.message
+
+
+def test_absent_requests_come_back_as_failed_rows_at_their_slots(bundled):
+    """Checked against the vLLM sibling sweep: the same prompt list at the same QPS, sent complete (252 rows
+    per step), so slot k there is prompt k here; the absent llm-d rows must sit at those launch slots and carry
+    those prompts' lengths (within the QPS prefix's few tokens) wherever llm-d completed the prompt elsewhere."""
+    folder = bundled(ROOT)
+    tr = load(folder)
+    f = tr.frame.filter(pl.col("run_id") == "llm-d-70b-2replicas/sharegpt")
+    codes = {x.code: x for x in tr.provenance.findings}
+    assert "offered_load_mismatch" not in codes  # the holes explain every low launch rate
+    assert codes["absent_requests_failed"].count == 2_829
+    # the highest recorded latency: a 30 s ceiling
+    assert "29.9 s in llm-d-70b-2replicas/sharegpt" in codes["absent_requests_failed"].message
+    for qps in (0.5, 2.0, 10.0):
+        name = f"LMBench_sharegpt_output_{qps:g}.csv"
+        mine = _rows(folder / "llm-d-70b-2replicas" / name)
+        sib = _rows(folder / "vllm-70b-2replicas" / name)
+        assert len(sib) == 252
+        t0 = min(float(r["launch_time"]) for r in mine)
+        s0 = min(float(r["launch_time"]) for r in sib)
+        sib_by_slot = {round((float(r["launch_time"]) - s0) * qps): int(r["prompt_tokens"]) for r in sib}
+        have = {round((float(r["launch_time"]) - t0) * qps) for r in mine}
+        holes = sorted(set(range(252)) - have)
+        step = f.filter(pl.col("offered_load") == qps)
+        lost = step.filter(pl.col("status") == "error").sort("start_s")
+        assert lost.height == len(holes) == 252 - len(mine)
+        assert lost["start_s"].to_list() == pytest.approx([t0 + k / qps for k in holes], abs=1e-9)
+        assert lost["end_s"].is_null().all() and lost["ttft_ms"].is_null().all()
+        assert lost["output_tokens"].is_null().all()
+        assert all(e.startswith("absent:") for e in lost["error"].to_list())
+        known = [(k, v) for k, v in zip(holes, lost["input_tokens"].to_list(), strict=True) if v is not None]
+        assert len(known) >= len(holes) - 4  # 4 prompts never completed on llm-d at any QPS
+        assert all(abs(v - sib_by_slot[k]) <= 4 for k, v in known)
+    # at 0.5 rps 4 of 252 failed: 1.6 %, an error rate the SLA now sees
+    s05 = f.filter(pl.col("offered_load") == 0.5)
+    assert (s05["status"] != "ok").sum() == 4
+
+
+def test_no_trailing_failures_are_invented_when_a_time_limit_explains_them(tmp_path, bundled):
+    """A ``--time`` limit cuts the *low*-QPS steps short (they take longest to dispatch): with only a higher
+    QPS step complete, the shorter low-QPS step gets no failures after its last launch."""
+    src = bundled(f"{ROOT}/vllm-70b-2replicas/LMBench_sharegpt_output_1.csv")
+    rows = _rows(src)
+    t0 = min(float(r["launch_time"]) for r in rows)
+    head = src.read_text().splitlines()[0]
+    keep = [ln for ln, r in zip(src.read_text().splitlines()[1:], rows, strict=True)
+            if float(r["launch_time"]) - t0 < 100.0]  # the first 100 prompts: a 100 s time limit
+    (tmp_path / "LMBench_sharegpt_output_1.csv").write_text("\n".join([head, *keep]) + "\n")
+    shutil.copyfile(bundled(f"{ROOT}/vllm-70b-2replicas/LMBench_sharegpt_output_2.csv"),
+                    tmp_path / "LMBench_sharegpt_output_2.csv")
+    tr = load(tmp_path)
+    assert (tr.frame["status"] == "ok").all() and len(tr) == len(keep) + 252
+    assert "absent_requests_none" in {x.code for x in tr.provenance.findings}
 
 
 def test_unknown_layout_names_missing_fields(tmp_path):

@@ -250,3 +250,85 @@ def test_known_engine_settings_are_used_and_checked():
         calibrate(tr, n_boot=0, known={"max_num_seqs": 16})
     with pytest.raises(ParameterError, match="unknown engine setting"):
         calibrate(tr, n_boot=0, known={"gpu": 1})
+
+
+def _deadline_test(rto: float = 20.0, seed: int = 8):
+    """A stepped test of a slot-bound server with a deadline in front of it, written the way LMBenchmark
+    writes one: a request the deadline aborted is kept only as a failed row with its start (no end, TTFT or
+    output), the rows the loader puts back."""
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform, validate
+
+    p = _p(kv_policy="reserve", prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_base_ms=40.0,
+           decode_ms_per_seq=0.5, max_num_seqs=32, request_timeout_s=rto)
+    rng = np.random.default_rng(seed)
+    rates = [0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+    arr, step, load = [], [], []
+    t0 = 0.0
+    for k, r in enumerate(rates):
+        m = rng.poisson(r * 150)
+        arr.append(np.sort(rng.uniform(t0, t0 + 150, m)))
+        step.append(np.full(m, k))
+        load.append(np.full(m, r))
+        t0 += 150 + 3 * rto  # the next step starts once the last one drained (as LMBenchmark waits)
+    a = np.concatenate(arr)
+    inp = np.clip(np.rint(np.exp(rng.normal(math.log(800), 0.5, a.size))), 50, 4000).astype(np.int64)
+    out = np.clip(np.rint(np.exp(rng.normal(math.log(200), 0.7, a.size))), 8, 1500).astype(np.int64)
+    res = simulate(p, a, inp, out)
+    ok = res["status"] == OK
+    df = pl.DataFrame({
+        "request_id": [f"r{i}" for i in range(a.size)], "start_s": a,
+        "end_s": np.where(ok, res["end_s"], np.nan),
+        "ttft_ms": np.where(ok, (res["first_token_s"] - a) * 1000.0, np.nan),
+        "latency_ms": np.where(ok, (res["end_s"] - a) * 1000.0, np.nan),
+        "input_tokens": inp, "output_tokens": np.where(ok, out, -1),
+        "status": np.where(ok, "ok", "error"), "run_id": "deadline", "step": np.concatenate(step),
+        "offered_load": np.concatenate(load), "offered_load_unit": "rps",
+    }).with_columns(pl.col("end_s", "ttft_ms", "latency_ms").fill_nan(None),
+                    pl.when(pl.col("output_tokens") >= 0).then(pl.col("output_tokens")).alias("output_tokens"))
+    prov = Provenance(source="SIMULATED server behind a deadline", format="test", tool="tests.twin.test_paged",
+                      sha256="0" * 64, time_origin="relative")
+    return RequestTrace(frame=validate(conform(df), prov), provenance=prov), res, p
+
+
+def test_calibration_finds_the_deadline_the_lost_requests_ran_into_and_replays_them():
+    from bearing_lib.twin import calibrate, validate
+
+    trace, res, truth = _deadline_test()
+    lost = int((res["status"] != OK).sum())
+    assert lost > 100  # the top steps overload the 32 slots: many requests run into the 20 s deadline
+    tw = calibrate(trace, n_boot=0)
+    rto = tw.param("request_timeout_s")
+    assert rto.identified
+    # the highest completed latency: within the 5 % band below the true deadline, or past it by less than the
+    # one decode iteration (~56 ms at 32 running) that straddles it (a request finishing in it completes)
+    assert 0.95 * 20.0 <= rto.value <= 20.0 + 0.06
+    assert tw.param("decode_base_ms").value == pytest.approx(40.0, rel=0.05)
+    v = validate(tw, trace, "p95(ttft) <= 2s and error_rate <= 5%")
+    thr = [r.predicted["throughput_rps"] / r.measured["throughput_rps"] - 1 for r in v.rows if not r.held_out]
+    assert max(abs(e) for e in thr) <= 0.10, thr
+    assert v.trusted, v.reasons
+
+
+def test_without_lost_requests_no_deadline_is_invented():
+    from bearing_lib.twin import calibrate
+
+    trace, _, _ = _deadline_test()
+    kept = trace.frame.filter(pl.col("status") == "ok")
+    from bearing_lib.data.trace import RequestTrace
+
+    tw = calibrate(RequestTrace(frame=kept, provenance=trace.provenance), n_boot=0)
+    assert tw.param("request_timeout_s").value is None
+    assert not tw.param("request_timeout_s").identified
+
+
+def test_the_idle_server_timeout_share_matches_a_hand_count():
+    from bearing_lib.twin.mix import from_arrays
+    from bearing_lib.twin.predict import idle_timeout_share
+
+    # decode 40 ms (+0.5 per seq) a token, prefill 5 ms + 0.02 ms/token, no overhead: 100 in / o out alone takes
+    # 7 ms + (o − 1) × 40.5 ms; the 20 s deadline is passed from o − 1 ≥ (20000 − 7) / 40.5 = 493.7, i.e. o ≥ 495
+    p = _p(kv_policy="reserve", prefill_base_ms=5.0, prefill_ms_per_token=0.02, decode_base_ms=40.0,
+           decode_ms_per_seq=0.5, request_timeout_s=20.0)
+    mix = from_arrays("m", [100] * 4, [494, 495, 10, 2000])
+    assert idle_timeout_share(mix, p) == pytest.approx(0.5)
