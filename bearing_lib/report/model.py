@@ -26,7 +26,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
-from bearing_lib.plan.document import ElasticityDoc, InstancesDoc, PlanDocument
+from bearing_lib.plan.document import ElasticityDoc, FosDoc, InstancesDoc, PlanDocument
 from bearing_lib.traffic.document import ProfileDocument
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
@@ -633,14 +633,17 @@ def _target_text(plan: PlanDocument, bin_s: float | None = None) -> str:
 def _plan_line(plan: PlanDocument) -> str | None:
     parts = []
     inst = plan.instances
+    bound = plan.blended.bound if isinstance(plan.fos, FosDoc) else "none"
+    # an upper bound on the limit makes the count a floor, a lower bound a ceiling (plan notes say which)
+    least, most = ("at least ", "< ") if bound == "upper" else ("at most ", "≥ ") if bound == "lower" else ("", "")
     if isinstance(inst, InstancesDoc):
-        parts.append(f"{inst.total} instances ({inst.base} + {inst.buffer} buffer) at "
-                     f"{_fmt(inst.per_instance_allowable_rps)} req/s allowable each")
+        parts.append(f"{least}{inst.total} instances ({inst.base} + {inst.buffer} buffer) at "
+                     f"{most}{_fmt(inst.per_instance_allowable_rps)} req/s allowable each")
     el = plan.elasticity
     if isinstance(el, ElasticityDoc) and el.recommendation:
         parts.append(f"scaling: {el.recommendation}")
     if plan.allowable_rps is not None:
-        parts.append(f"allowable capacity {_fmt(plan.allowable_rps)} req/s")
+        parts.append(f"allowable capacity {most}{_fmt(plan.allowable_rps)} req/s")
     return ("Plan: " + "; ".join(parts) + ".") if parts else None
 
 

@@ -93,13 +93,17 @@ def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(dem
     assert limits["conditions"]["model"].startswith("Llama-3-70B (stated by the analyst")
     summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     fos = summary["fos"]["data"]
-    sharegpt = next(m for m in limits["mixes"]
-                    if m["run_id"].endswith("/sharegpt") and m["q_ult"]["censored"] == "none")
-    # per-mix FOS = Q_ult / target, independently of the plan code
-    per_mix = next(p for p in fos["per_mix"] if p["mix"] == sharegpt["mix"]["name"])
-    assert per_mix["fos"]["value"] == pytest.approx(sharegpt["q_ult"]["throughput_rps"] / fos["target"]["rps"],
-                                                    rel=0.05)
-    assert fos["blended"]["value"] < 1 and summary["verdict"] == "red"  # the tested unit cannot carry the peak
+    # LMBenchmark dropped 4 of the 252 requests it sent at 0.5 rps (they ran past the ~30 s gateway timeout);
+    # bearing puts them back from the holes in the fixed 1/qps schedule: 1.6 % > 1 %, so the sharegpt run fails
+    # its error clause at the lowest step and its limit is an upper bound there
+    sharegpt = next(m for m in limits["mixes"] if m["run_id"].endswith("/sharegpt"))
+    assert sharegpt["q_ult"]["censored"] == "below" and sharegpt["q_ult"]["value"] == 0.5
+    assert "error_rate" in sharegpt["binding"]
+    low = next(s for s in sharegpt["steps"] if s["offered_load"] == 0.5)
+    assert low["error_rate"] > 0.01
+    assert fos["blended"]["bound"] == "upper" and fos["blended"]["value"] < 1 and summary["verdict"] == "red"
+    # an upper bound on the limit makes the instance count a floor: the headline says "at least"
+    assert summary["headline"]["plan_line"].startswith("Plan: at least ")
 
 
 def test_executed_notebooks_keep_svg_charts(demo):
@@ -128,17 +132,32 @@ def test_demo_instances_are_counted_in_the_tested_unit(demo):
     assert "1 (assumed)" not in html
 
 
-def test_demo_shows_the_twin_with_its_validation_and_quotes_nothing_untrusted(demo):
-    """The demo's twin does not reproduce its own sharegpt test (docs/twin.md): the report says so, with the
-    validation table, and quotes no predicted number."""
+def test_demo_quotes_the_twins_predicted_limit_with_its_validation(demo):
+    """The twin reproduces its own sharegpt test within the documented tolerances once the requests
+    LMBenchmark dropped are put back and replayed (docs/twin.md "The demo"): the report quotes its prediction
+    for the production mix, labelled predicted, beside the validation table, and the what-if without the
+    test's ~30 s request timeout."""
     _, d = demo
     summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     pred = summary["predicted"]
     assert pred["available"] is True
     sec = pred["data"]["section"]
-    assert sec["kind"] == "predicted" and sec["trusted"] is False and sec["predicted"] is None
-    assert sec["headline"].startswith("No prediction quoted for production mix")
-    assert len(sec["validation_rows"]) > 0
+    assert sec["kind"] == "predicted" and sec["trusted"] is True
+    assert sec["headline"].startswith("Predicted (not measured) limit for production mix")
+    q = sec["predicted"]
+    assert q["basis"] == "offered" and q["ci95"][0] <= q["value"] <= q["ci95"][1]
+    # the production mix is chat like the tested sharegpt mix, whose measured limit is below 0.5 rps
+    assert q["value"] < 0.5
+    rows = sec["validation_rows"]
+    assert len(rows) == 22 and sum(r["held_out"] for r in rows) == 2
+    # replayed throughput within ±10 % of the measured in every step (the trust rule), recomputed here
+    assert all(abs(r["throughput_rps_predicted"] / r["throughput_rps_measured"] - 1) <= 0.10 for r in rows
+               if not r["held_out"])
+    rto = next(p for p in sec["param_rows"] if p["parameter"] == "request_timeout_s")
+    assert rto["identified"] and 29.0 < rto["value"] < 30.0  # the highest latency LMBenchmark recorded: 29.9 s
+    assert any(f.startswith("deadline:") for f in sec["flags"])
+    what_if = next(n for n in sec["notes"] if n.startswith("what-if"))
+    assert "without the test's 29.9 s request timeout" in what_if
     html = (d / "report.html").read_text(encoding="utf-8")
     assert "Predicted for the production mix (digital twin)" in html and 'id="chart-twin"' in html
 
