@@ -35,6 +35,7 @@ from bearing_lib.twin.simulate import OK, ServerParams, simulate
 MAX_BAD_FRACTION = 0.01
 HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
 INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than this: it does not shape it
+RATE_EXTRAPOLATION = 2.0  # a limit above this multiple of the highest request rate the test completed is flagged
 
 
 @dataclass
@@ -229,6 +230,12 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         br = None if bracket is None else (value * instances, None if math.isinf(bracket[1]) else bracket[1])
         est = Estimate(value * instances, ci95=(max(value - half, 0.0) * instances, (value + half) * instances),
                        bracket=br, bound=bound, unit="rps", basis="offered")
+    top = _test_top_rate(twin)
+    per_instance = (est.value or 0.0) / instances
+    if top and per_instance > RATE_EXTRAPOLATION * top:
+        flags.append(f"rate: the predicted limit is {per_instance / top:.1f}× the highest request rate the test "
+                     f"completed ({top:.3g} rps); a per-request cost outside the engine (router, gateway, tokenizer, "
+                     "API server) that the test's rates could not show would bind before it, unseen")
     if not twin.trusted:
         flags.insert(0, "untrusted: the twin failed its own validation; do not quote this prediction")
     method = (f"twin search: Poisson rates, steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
@@ -239,6 +246,15 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         regime={k: max(i.get(k, 0.0) for i in infos) for k in ("peak_running", "peak_kv_tokens", "slot_held",
                                                                   "kv_held")},
     )
+
+
+def _test_top_rate(twin: Twin) -> float | None:
+    """The highest completed request rate of any step of the calibration test (its validation rows), else the
+    highest offered load."""
+    rates = [r.measured.get("throughput_rps") for r in (twin.validation.rows if twin.validation else [])
+             if not r.held_out]
+    rates = [float(x) for x in rates if x]
+    return max(rates) if rates else twin.highest_load
 
 
 def _for_target(twin: Twin, mix: RequestMix) -> dict[str, float | None]:

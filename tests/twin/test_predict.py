@@ -148,3 +148,20 @@ def test_a_bad_mix_file_lists_every_problem(tmp_path):
                  "  cache_hit: 2\n")
     with pytest.raises(InputError, match="cache_hit must be in"):
         load_mix_file(f)
+
+
+def test_a_limit_far_above_the_tested_rates_is_flagged_and_the_tested_mix_is_not(mm1_twin):
+    """The M/M/1 test completed at most ~0.7 rps; a mix of one-token requests is served ~10× faster, so its
+    predicted limit lies far above any rate the test showed (flag), while the tested mix's limit does not."""
+    from bearing_lib.twin.mix import from_arrays
+
+    tw, tr = mm1_twin
+    top = max(r.measured["throughput_rps"] for r in tw.validation.rows if not r.held_out)
+    opt = SearchOptions(n_draws=0, duration_s=1500.0)
+    own = predict(tw, calibration_mix(tw), "p99(latency) <= 20s", options=opt)
+    assert own.q_ult.value < 2.0 * top
+    assert not [f for f in own.flags if f.startswith("rate:")]
+    tiny = predict(tw, from_arrays("one-token", [10] * 500, [2] * 500), "p99(latency) <= 20s", options=opt)
+    assert tiny.q_ult.value > 2.0 * top
+    (flag,) = [f for f in tiny.flags if f.startswith("rate:")]
+    assert f"{tiny.q_ult.value / top:.1f}×" in flag
