@@ -33,6 +33,7 @@ from bearing_lib.twin.simulate import OK, ServerParams, simulate
 THROUGHPUT_TOL = 0.10
 LATENCY_TOL = 0.20
 HELDOUT_TOL = 0.25
+EPS = 1e-9  # the tolerances are inclusive: 36 completions against 40 is −10 %, within ±10 %, whatever the rounding
 RULES = ("replay throughput within ±10% per step; replay P50 latency within ±20% in passing steps; "
          "SLA verdict agrees in all steps but one; each held-out step's verdict agrees or its P99 within ±25%")
 
@@ -171,10 +172,10 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     reasons = []
     for r in rows:
         e = _rel(r.predicted["throughput_rps"], r.measured["throughput_rps"])
-        if e is not None and abs(e) > THROUGHPUT_TOL:
+        if e is not None and abs(e) > THROUGHPUT_TOL + EPS:
             reasons.append(f"step {r.step}: replayed throughput {e:+.0%} off the measured")
         e = _rel(r.predicted["latency_p50_ms"], r.measured["latency_p50_ms"])
-        if r.sla_pass_measured and e is not None and abs(e) > LATENCY_TOL:
+        if r.sla_pass_measured and e is not None and abs(e) > LATENCY_TOL + EPS:
             reasons.append(f"step {r.step}: replayed P50 latency {e:+.0%} off the measured")
     disagree = [r.step for r in rows if r.sla_pass_measured is not None and r.sla_pass_measured != r.sla_pass_predicted]
     if len(disagree) > 1:
@@ -192,7 +193,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
         chk = StepCheck(r.step, r.offered_load, True, r.measured, pf, r.sla_pass_measured, pp, run_id=r.run_id)
         rows.append(chk)
         e = _rel(pf.get(key), r.measured.get(key))
-        if chk.sla_pass_measured != chk.sla_pass_predicted and not (e is not None and abs(e) <= HELDOUT_TOL):
+        if chk.sla_pass_measured != chk.sla_pass_predicted and not (e is not None and abs(e) <= HELDOUT_TOL + EPS):
             reasons.append(f"step {r.step} held out: predicted verdict differs and {key} is "
                            f"{'unknown' if e is None else f'{e:+.0%}'} off")
     return Validation(sla=sla_obj.text, rows=rows, trusted=not reasons, reasons=reasons, rules=RULES)
