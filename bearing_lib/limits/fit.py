@@ -89,6 +89,7 @@ from bearing_lib.limits.result import (
     Skipped,
     SlaClauseDoc,
     Source,
+    SourceFinding,
     Step,
 )
 from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, check_sla_against, parse_sla
@@ -1228,8 +1229,11 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
     units: set[str] = set()
     for it in items:
         p = it.provenance
+        # the loader's findings travel with the limits, so a report shows what the load test's files hid
+        found = [SourceFinding(code=f.code, level=f.level, message=f.message, count=f.count)
+                 for f in getattr(p, "findings", [])]
         sources.append(Source(path=str(p.source), sha256=p.sha256, format=p.format, tool=p.tool,
-                              tool_version=p.tool_version, kind=it.kind))
+                              tool_version=p.tool_version, kind=it.kind, findings=found))
         models |= set(it.frame["model"].drop_nulls().unique().to_list())
         units |= set(it.frame["offered_load_unit"].drop_nulls().unique().to_list())
     return Conditions(

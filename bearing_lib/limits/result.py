@@ -53,6 +53,16 @@ class SlaClauseDoc:
 
 
 @dataclass
+class SourceFinding:
+    """One loader finding about a load-test source (``bearing inspect`` shows the same)."""
+
+    code: str
+    level: str
+    message: str
+    count: int | None = None
+
+
+@dataclass
 class Source:
     path: str
     sha256: str | None = None
@@ -60,6 +70,7 @@ class Source:
     tool: str | None = None
     tool_version: str | None = None
     kind: str | None = None
+    findings: list[SourceFinding] = field(default_factory=list)
 
 
 @dataclass
@@ -497,6 +508,7 @@ __all__ = [
     "Skipped",
     "SlaClauseDoc",
     "Source",
+    "SourceFinding",
     "Step",
     "schema_document",
 ]

@@ -18,6 +18,7 @@ import datetime as _dt
 import math
 import re
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError
@@ -782,6 +783,9 @@ def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
                         str(f.get("message", ""))))
     if limits is not None:
         several = _several_runs(limits)
+        for src in limits.conditions.sources:
+            for lf in src.findings:
+                out.append(Flag(f"load test · {Path(src.path).name}", lf.level, lf.code, lf.message))
         for sk in limits.skipped:
             out.append(Flag("limits", "info", "mix_skipped", f"{sk.run_id} · {sk.mix}: {sk.reason}".lstrip(" ·")))
         for note in limits.notes:

@@ -104,6 +104,10 @@ def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(dem
     assert fos["blended"]["bound"] == "upper" and fos["blended"]["value"] < 1 and summary["verdict"] == "red"
     # an upper bound on the limit makes the instance count a floor: the headline says "at least"
     assert summary["headline"]["plan_line"].startswith("Plan: at least ")
+    # the loader's finding travels with the limits into the report's data-quality section
+    lost = [f for f in summary["flags"] if f["code"] == "absent_requests_failed"]
+    assert len(lost) == 1 and lost[0]["source"] == "load test · llm-d-70b-2replicas" and lost[0]["level"] == "warning"
+    assert "absent_requests_failed" in (d / "report.html").read_text(encoding="utf-8")
 
 
 def test_executed_notebooks_keep_svg_charts(demo):
