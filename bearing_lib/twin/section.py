@@ -156,8 +156,10 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
 
 
 def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_scale: float = 1.0,
-            n_draws: int = 4, seed: int = 0) -> Prediction | str:
+            n_draws: int = 4, seed: int = 0, request_timeout: float | str | None = "keep") -> Prediction | str:
     """The notebook's what-if: the limit ``twin`` (a Twin or a twin JSON path) predicts for ``trace``'s mix.
+
+    ``request_timeout``: seconds, ``"none"``/``None`` (no deadline) or ``"keep"`` (the twin's own).
 
     With no twin given it returns a sentence saying how to give one (the notebook cell stays one call).
     """
@@ -172,6 +174,15 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_sca
     if not sla:
         raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
+    rto: float | str | None = request_timeout
+    if isinstance(rto, str) and rto.strip().lower() in ("none", "off", ""):
+        rto = None
+    elif isinstance(rto, str) and rto != "keep":
+        try:
+            rto = float(rto)
+        except ValueError:
+            raise ParameterError(f"twin_request_timeout {request_timeout!r}: expected seconds, 'none' or 'keep'") \
+                from None
     return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
-                   options=SearchOptions(n_draws=n_draws, seed=seed))
+                   options=SearchOptions(n_draws=n_draws, seed=seed), request_timeout=rto)
 __all__ = ["TwinSection", "production_section", "twin_section", "what_if"]

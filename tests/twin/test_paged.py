@@ -332,3 +332,44 @@ def test_the_idle_server_timeout_share_matches_a_hand_count():
            decode_ms_per_seq=0.5, request_timeout_s=20.0)
     mix = from_arrays("m", [100] * 4, [494, 495, 10, 2000])
     assert idle_timeout_share(mix, p) == pytest.approx(0.5)
+
+
+def test_the_deadline_what_if_lifts_the_timeout_floor_through_library_cli_and_notebook_call(tmp_path):
+    """With the 20 s deadline of the test, a long-output mix fails on timeouts (flag "deadline:"); the what-if
+    without it (library, `bearing twin predict --request-timeout none`, the notebook's what_if) carries more."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+    from bearing_lib.twin import calibrate, validate
+    from bearing_lib.twin.mix import from_arrays
+    from bearing_lib.twin.predict import SearchOptions, predict
+    from bearing_lib.twin.section import what_if
+
+    trace, _, _ = _deadline_test()
+    tw = calibrate(trace, n_boot=0)
+    tw.validation = validate(tw, trace, "p95(ttft) <= 2s and error_rate <= 5%")
+    # 4 % of this mix needs 600 output tokens: 600 × 40.5 ms ≈ 24 s alone, past the 20 s deadline
+    mix = from_arrays("long tail", [800] * 96 + [800] * 4, [200] * 96 + [600] * 4)
+    opt = SearchOptions(n_draws=0, duration_s=900.0)
+    sla = "p95(ttft) <= 2s and error_rate <= 2%"
+    kept = predict(tw, mix, sla, options=opt)
+    lifted = predict(tw, mix, sla, options=opt, request_timeout=None)
+    assert any(f.startswith("deadline: 4.0%") for f in kept.flags)
+    assert kept.q_ult.value is None or kept.q_ult.bound == "upper"  # 4 % > 2 % at any load: no rate passes
+    assert lifted.q_ult.value > 0.5 and lifted.flags[0].startswith("what-if: the request timeout of the test")
+    twin_json = tmp_path / "twin.json"
+    twin_json.write_text(json.dumps(tw.to_dict()))
+    mixes = tmp_path / "mixes.yaml"
+    mixes.write_text("chat:\n  input_tokens: {median: 800, sigma: 0.01}\n  output_tokens: {median: 200, sigma: 0.01}\n")
+    r = CliRunner().invoke(app, ["twin", "predict", str(twin_json), "--mixes", str(mixes), "--sla", sla,
+                                 "--request-timeout", "none", "--draws", "0", "--json", str(tmp_path / "p.json")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["predictions"][0]["flags"][0].startswith("what-if: the request timeout of the test (20.0 s) lifted")
+    r = CliRunner().invoke(app, ["twin", "predict", str(twin_json), "--mixes", str(mixes), "--sla", sla,
+                                 "--request-timeout", "soon", "--json", str(tmp_path / "q.json")])
+    assert r.exit_code == 1 and "--request-timeout 'soon'" in r.output
+    p = what_if(tw, trace, sla, request_timeout="30", n_draws=0)
+    assert p.flags[0] == "what-if: request timeout 30 s (the test's: 20.0 s)"
