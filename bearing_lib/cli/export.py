@@ -66,6 +66,8 @@ def register(app: typer.Typer) -> None:
             written = export(numbers, wanted, out, target, check=check)
             typer.echo(f"allowable {numbers.per_instance_allowable_rps:.4g} req/s per instance; autoscaler target "
                        f"{numbers.scale_target_rps:.4g} req/s per pod (cbu.threshold {numbers.cbu_threshold:g})")
+            if numbers.bound_note:
+                typer.echo(("warning: " if numbers.limit_bound == "upper" else "note: ") + numbers.bound_note)
             if not numbers.sla:
                 typer.echo("note: no limits JSON found: no SLA latency or error-budget alerts")
             for f, paths in written.files.items():

@@ -87,6 +87,21 @@ class PlanNumbers:
     target_rps: float
     limits_path: str | None = None
     sla: tuple[SlaClause, ...] = ()
+    limit_bound: str = "none"
+    """``fos.blended.bound`` of the plan: ``upper`` when the limit is an upper bound (the test failed at its
+    first step), ``lower`` when a lower bound (it never failed)."""
+
+    @property
+    def bound_note(self) -> str | None:
+        """What a bound on the limit means for every number exported from it (None for a value)."""
+        if self.limit_bound == "upper":
+            return ("the plan's limit is an UPPER bound (the load test failed at its first step): the real allowable "
+                    "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
+                    "than the service carries; test from a lower load to get a value")
+        if self.limit_bound == "lower":
+            return ("the plan's limit is a lower bound (the load test never failed): the real allowable capacity is at "
+                    "or above these numbers, so the limits here are conservative")
+        return None
 
     @property
     def scale_target_rps(self) -> float:
@@ -106,7 +121,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
     the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
     listing them all, with the file."""
-    from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, PlanDocument
+    from bearing_lib.plan.document import CbuDoc, ElasticityDoc, FosDoc, InstancesDoc, PlanDocument
 
     plan_path = Path(plan_path)
     doc = read_json(plan_path, "plan JSON")
@@ -147,6 +162,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         target_rps=p.target.rps,
         limits_path=str(limits_path) if limits_path is not None else None,
         sla=sla,
+        limit_bound=p.blended.bound if isinstance(p.fos, FosDoc) else "none",
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(
@@ -246,6 +262,8 @@ def _header(numbers: PlanNumbers, what: str) -> list[str]:
         f"tier {numbers.tier}, verdict {numbers.verdict}; per-instance allowable capacity "
         f"{_num(numbers.per_instance_allowable_rps)} req/s (instances.per_instance_allowable_rps), "
         f"CBU threshold {_num(numbers.cbu_threshold)} (cbu.threshold)",
+        *([f"WARNING: {numbers.bound_note}"] if numbers.limit_bound == "upper" else
+          [f"note: {numbers.bound_note}"] if numbers.bound_note else []),
     ]
 
 
@@ -640,6 +658,8 @@ def export(
             (out / FILE_NAMES[fmt][0]).write_text(_yaml(doc, header))
         w.files[fmt] = [str(out / n) for n in FILE_NAMES[fmt]]
         w.notes[fmt] = notes
+    if numbers.bound_note:
+        w.notes["limit"] = [numbers.bound_note]
     w.numbers = {
         **{k: v for k, v in asdict(numbers).items() if k != "sla"},
         "sla": [c.text for c in numbers.sla],

@@ -206,6 +206,7 @@ def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, ou
     n_fail = sum(1 for f in files if f["ok"] is False)
     n_not_run = sum(1 for f in files if f["verdict"] == "not run" and f["validator"])
     return {"written": w is not None, "folder": EXPORTS_DIR, "files": files + extra,
+            "bound_note": numbers.bound_note,
             "numbers": {"per_instance_allowable_rps": numbers.per_instance_allowable_rps,
                         "scale_target_rps": numbers.scale_target_rps, "min_replicas": numbers.min_replicas,
                         "max_replicas": numbers.max_replicas, "cbu_threshold": numbers.cbu_threshold,

@@ -265,3 +265,31 @@ def test_queue_target_adds_a_second_metric_and_trigger_that_still_validate(tmp_p
                                    "query": 'sum(vllm:num_requests_waiting{namespace="default"})', "threshold": "8"}
     for c in validate.check_written(w.files):
         assert _need(c).ok, c.output
+
+
+@pytest.mark.parametrize("bound", ["upper", "lower", "none"])
+def test_a_bound_on_the_limit_is_said_in_every_exported_file(tmp_path, bound):
+    """The hand-made plan with its blended FOS turned into a bound: an upper bound (the test failed at its
+    first step) makes every exported number an overstatement, and each file's header says so; the files still
+    pass their validators (the warning is a comment)."""
+    doc = json.loads((REPORT / "plan.json").read_text())
+    doc["fos"]["blended"]["bound"] = bound
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    numbers = read_plan(plan, limits_path=REPORT / "limits.json")
+    assert numbers.limit_bound == bound
+    w = export(numbers, list(FORMATS), tmp_path / "out", Target(namespace="llm"))
+    for paths in w.files.values():
+        text = Path(paths[0]).read_text()
+        if bound == "upper":
+            assert "# WARNING: the plan's limit is an UPPER bound" in text
+        elif bound == "lower":
+            assert "# note: the plan's limit is a lower bound" in text
+        else:
+            assert "bound" not in text.split("\n", 3)[2]  # the third header line is the first note, if any
+    manifest = json.loads((tmp_path / "out" / "exports.json").read_text())
+    assert ("limit" in manifest["notes"]) == (bound != "none")
+    if bound == "upper":
+        for c in validate.check_written(w.files):
+            _need(c)
+            assert c.ok, f"{c.path}: {c.validator}: {c.output}"

@@ -104,6 +104,9 @@ def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(dem
     assert fos["blended"]["bound"] == "upper" and fos["blended"]["value"] < 1 and summary["verdict"] == "red"
     # an upper bound on the limit makes the instance count a floor: the headline says "at least"
     assert summary["headline"]["plan_line"].startswith("Plan: at least ")
+    # the exported settings come from that upper bound: the ops section and every file's header say so
+    assert summary["ops"]["data"]["exports"]["bound_note"].startswith("the plan's limit is an UPPER bound")
+    assert "# WARNING: the plan's limit is an UPPER bound" in (d / "exports" / "hpa.yaml").read_text()
     # the loader's finding travels with the limits into the report's data-quality section
     lost = [f for f in summary["flags"] if f["code"] == "absent_requests_failed"]
     assert len(lost) == 1 and lost[0]["source"] == "load test · llm-d-70b-2replicas" and lost[0]["level"] == "warning"
