@@ -687,9 +687,13 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
                            f"window ({type(production).__name__}), not requests")
     lim = limits_doc if isinstance(limits_doc, LimitsResult) else LimitsResult.from_dict(limits_doc)
     sources = [s for s in lim.conditions.sources if s.kind in (None, "requests")]
+    if not sources:
+        fmts = ", ".join(sorted({str(s.format) for s in lim.conditions.sources})) or "unknown"
+        return Unavailable(f"the twin calibrates on per-request timing; this load test ({fmts}) holds load points "
+                           "(statistics per step), not one row per request")
     if len(sources) != 1:
         return Unavailable("the twin calibrates on one per-request load test; the limits came from "
-                           f"{len(lim.conditions.sources)} source(s), {len(sources)} with requests")
+                           f"{len(sources)} per-request sources: run the report on one of them")
     path = resolve(sources[0].path)
     if not path.exists():
         return Unavailable(f"the load test the limits came from is not here ({sources[0].path})")
