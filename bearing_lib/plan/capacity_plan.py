@@ -647,7 +647,8 @@ class CapacityPlan:
             counts, labels = series
             plan.cbu = cbu_per_minute(counts, fos.allowable_rps, minute_labels=labels)
             if fos.blended.fos.bound != "none":
-                plan.notes.append(f"CBU uses a {fos.blended.fos.bound} bound on the limit")
+                b = fos.blended.fos.bound
+                plan.notes.append(f"CBU uses {'an' if b == 'upper' else 'a'} {b} bound on the limit")
 
         # instances ------------------------------------------------------
         q_blend = fos.blended.q_blend_rps

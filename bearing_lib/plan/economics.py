@@ -388,6 +388,9 @@ class PlanEconomics:
     def summary_lines(self) -> list[str]:
         """What ``bearing plan`` prints for this section."""
         out: list[str] = []
+        note = next((p["bound_note"] for p in (self.tokens, self.money, self.staged) if p.get("bound_note")), None)
+        if note:
+            out.append(f"bound:       {note}")
         t = self.tokens
         if t.get("available"):
             for key, what in (("at_q_ult", "Q_ult"), ("at_allowable", "allowable")):
@@ -423,7 +426,8 @@ class PlanEconomics:
         s = self.staged
         if s.get("available"):
             nt = s["near_term"]
-            out.append(f"near term:   {nt['instances']} instance(s) for {nt['rps']:,.3f} req/s ({nt['rule']})")
+            least = {"upper": "at least ", "lower": "at most "}.get(str(s.get("limit_bound")), "")
+            out.append(f"near term:   {least}{nt['instances']} instance(s) for {nt['rps']:,.3f} req/s ({nt['rule']})")
             if s.get("mid_term"):
                 mt = s["mid_term"]
                 out.append(f"mid term:    {mt['instances']} instance(s) (upper {mt['instances_upper']}) for "
@@ -528,7 +532,23 @@ def plan_economics(
 
         kv = kv_metrics_check(server_metrics, mean_input_tokens=tok["mean_input_tokens"],
                               mean_output_tokens=tok["mean_output_tokens"])
+    bound = str(blended.get("bound") or "none")
+    if bound in ("upper", "lower"):
+        # every figure here is computed from the limit: a bound on it bounds them all, the other way for costs
+        note = BOUND_NOTES[bound]
+        for part in (tokens, money, staged):
+            if part.get("available"):
+                part["limit_bound"] = bound
+                part["bound_note"] = note
     return PlanEconomics(tokens, money, staged, kv)
+
+
+BOUND_NOTES = {
+    "upper": ("the plan's limit is an upper bound (the load test failed at its first step): token rates are at most "
+              "these, $ per 1M output tokens at least this, instance counts at least these"),
+    "lower": ("the plan's limit is a lower bound (the load test never failed): token rates are at least these, "
+              "$ per 1M output tokens at most this, instance counts at most these"),
+}
 
 
 def _bounded_budget(money: dict[str, Any], budget: float | None) -> dict[str, Any]:

@@ -237,3 +237,23 @@ def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
     without = build_report(limits=json.loads(json.dumps(LIMITS)), plan=CapacityPlan.build(
         json.loads(json.dumps(LIMITS)), plain).to_dict(), profile=plain, provenance=provenance())
     assert all(r.tokens is None for r in without.fos.data["per_mix"])  # no token means: no column value
+
+
+@pytest.mark.parametrize(("bound", "least"), [("upper", "at least "), ("lower", "at most "), ("none", "")])
+def test_a_bound_on_the_limit_bounds_every_economics_figure_and_is_said(bound, least):
+    """The economics figures are computed from the limit (tokens/s = req/s × tokens; $ per 1M tokens = price /
+    tokens/s; instances = rate / allowable): an upper bound on the limit makes token rates upper bounds, costs
+    and instance counts lower bounds; the section says so once, and the near-term line says "at least"."""
+    from bearing_lib.plan.economics import PlanEconomics
+
+    d = _plan(price_per_hour=4.0)
+    d["fos"]["blended"]["bound"] = bound
+    e = plan_economics(d, _profile(), price_per_hour=4.0)
+    assert isinstance(e, PlanEconomics)
+    for part in (e.tokens, e.money, e.staged):
+        assert part.get("limit_bound") == (bound if bound != "none" else None)
+    lines = e.summary_lines()
+    assert any(line.startswith("near term:   " + least) for line in lines)
+    assert any(line.startswith("bound:") for line in lines) == (bound != "none")
+    # the figures themselves do not move: the bound is a statement about them
+    assert e.tokens["at_q_ult"]["total_tokens_per_s"] == pytest.approx(10000.0)
