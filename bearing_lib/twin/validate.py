@@ -76,7 +76,11 @@ def _lengths(g: pl.DataFrame, params: ServerParams) -> tuple[np.ndarray, np.ndar
         req = g["requested_output_tokens"].to_numpy().astype(float)
         lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy()
         inp = np.where(lost & np.isnan(inp), med, inp)
-        out = np.where(lost, np.where(np.isnan(req), outlive, req), out)
+        fill = np.full(inp.shape, float(outlive))
+        if params.kv_policy == "reserve" and params.kv_budget_tokens is not None:
+            # a reserving engine must admit it: its reservation fits the budget (it is aborted at the deadline anyway)
+            fill = np.minimum(fill, np.maximum(params.kv_budget_tokens - inp, 1.0))
+        out = np.where(lost, np.where(np.isnan(req), fill, req), out)
     return inp, out
 
 
