@@ -148,9 +148,11 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
         # the deadline in front of the engine is configuration the team can change: show what the engine
         # itself would carry without it, labelled as the what-if it is
         free = predict(twin, mix, sla, options=opt, request_timeout=None)
+        a, b = pred.q_ult.value, free.q_ult.value
+        why = ("the request timeout, not the engines' capacity, sets the limit above" if a is not None and
+               b is not None and b > 1.05 * a else "the timeout does not move the limit much")
         sec.notes.append(f"what-if, predicted (not measured): without the test's {rto.value:.1f} s request timeout "
-                         f"the limit for {free.target} would be {free.q_ult.text()} — the timeout, not the engine's "
-                         "capacity, binds where this is higher than the limit above")
+                         f"the limit for {free.target} would be {free.q_ult.text()}: {why}")
     return sec, twin, pred
 
 
