@@ -15,7 +15,8 @@ from typing import Any
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.twin.result import Prediction, Twin
 
-METRIC_LABEL = {"ttft_p99_ms": "P99 TTFT (ms)", "latency_p99_ms": "P99 latency (ms)"}
+METRIC_LABEL = {"ttft_p99_ms": "P99 TTFT (ms)", "latency_p99_ms": "P99 latency (ms)",
+                "ttft_p95_ms": "P95 TTFT (ms)", "latency_p95_ms": "P95 latency (ms)"}
 
 
 @dataclass
@@ -41,10 +42,22 @@ class TwinSection:
 
 
 def _metric_key(twin: Twin) -> str:
+    """The replay figure the chart shows: the SLA's own percentile (P95 or P99) of its first TTFT or latency
+    clause; P99 otherwise."""
     v = twin.validation
-    if v is not None and "ttft" in v.sla:
-        return "ttft_p99_ms"
-    return "latency_p99_ms"
+    if v is None:
+        return "latency_p99_ms"
+    try:
+        from bearing_lib.limits.sla import parse_sla
+
+        for c in parse_sla(v.sla).percentile_clauses():
+            base = {"ttft_ms": "ttft", "latency_ms": "latency"}.get(c.metric)
+            if base is not None:
+                key = f"{base}_p{round(c.q * 100)}_ms"
+                return key if key in METRIC_LABEL else f"{base}_p99_ms"
+    except Exception:  # noqa: BLE001  # the chart falls back to P99
+        pass
+    return "ttft_p99_ms" if "ttft" in v.sla else "latency_p99_ms"
 
 
 def _chart(twin: Twin, key: str, threshold_ms: float | None):
@@ -82,8 +95,9 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
         from bearing_lib.limits.sla import parse_sla
 
         want = "ttft_ms" if key.startswith("ttft") else "latency_ms"
+        q = 0.95 if "_p95_" in key else 0.99
         for c in parse_sla(twin.validation.sla if twin.validation else prediction.sla).percentile_clauses():
-            if c.metric == want and c.q == 0.99:
+            if c.metric == want and abs(c.q - q) < 1e-9:
                 threshold = c.threshold
     except Exception:  # noqa: BLE001  # the chart only loses its threshold line
         threshold = None
