@@ -775,17 +775,30 @@ def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
     return Change(item, p, c, delta, pct, sig, note)
 
 
+# Loader findings are written for `bearing inspect` and the JSON (they name columns and raw values:
+# "start_s is null", "offered_load is inf"); the report says the same in a reader's words.
+_READABLE = [(re.compile(r"(?<![\w.-])null(?![\w-])"), "empty"), (re.compile(r"(?<![\w.-])None(?![\w-])"), "none"),
+             (re.compile(r"(?<![\w.-])(?:nan|NaN)(?![\w-])"), "not a number"),
+             (re.compile(r"(?<![\w.-])(?:inf|Infinity)(?![\w-])"), "unbounded")]
+
+
+def _readable(message: str) -> str:
+    for pattern, word in _READABLE:
+        message = pattern.sub(word, message)
+    return message
+
+
 def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
            findings: list[dict[str, Any]] | None) -> list[Flag]:
     out: list[Flag] = []
     for f in findings or []:
         out.append(Flag(str(f.get("source", "loader")), str(f.get("level", "warning")), str(f.get("code", "")),
-                        str(f.get("message", ""))))
+                        _readable(str(f.get("message", "")))))
     if limits is not None:
         several = _several_runs(limits)
         for src in limits.conditions.sources:
             for lf in src.findings:
-                out.append(Flag(f"load test · {Path(src.path).name}", lf.level, lf.code, lf.message))
+                out.append(Flag(f"load test · {Path(src.path).name}", lf.level, lf.code, _readable(lf.message)))
         for sk in limits.skipped:
             out.append(Flag("limits", "info", "mix_skipped", f"{sk.run_id} · {sk.mix}: {sk.reason}".lstrip(" ·")))
         for note in limits.notes:

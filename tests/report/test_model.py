@@ -271,3 +271,13 @@ def test_a_renamed_plan_or_profile_key_is_an_error_naming_it_not_a_dash(docs):
     prof["per_minute"]["max"] = "lots"
     with pytest.raises(SchemaError, match=r"(?s)production profile: 1 problem.*per_minute\.max: Input should be a "):
         build_report(limits=docs["limits"], profile=prof, plan=None, provenance=provenance())
+
+
+def test_loader_findings_read_in_a_readers_words():
+    """Loader findings name raw values for `bearing inspect` ("start_s is null", "offered_load is inf"); the
+    report's data-quality section says them in words, and leaves words that merely contain them alone."""
+    from bearing_lib.report.model import _readable
+
+    raw = "start_s is null (time_origin 'none'); offered_load is inf, rate 'inf'; bare Infinity; NaN; nulls; a.null"
+    assert _readable(raw) == ("start_s is empty (time_origin 'none'); offered_load is unbounded, rate 'unbounded'; "
+                              "bare unbounded; not a number; nulls; a.null")
