@@ -797,8 +797,17 @@ def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
     if limits is not None:
         several = _several_runs(limits)
         for src in limits.conditions.sources:
+            # the warnings (what the files hide or get wrong); the informational notes say how fields were
+            # mapped, which is `bearing inspect`'s business, so they are counted and pointed to
+            where = f"load test · {Path(src.path).name}"
             for lf in src.findings:
-                out.append(Flag(f"load test · {Path(src.path).name}", lf.level, lf.code, _readable(lf.message)))
+                if lf.level == "warning":
+                    out.append(Flag(where, lf.level, lf.code, _readable(lf.message)))
+            n_info = sum(1 for lf in src.findings if lf.level != "warning")
+            if n_info:
+                out.append(Flag(where, "info", "loader_notes",
+                                f"{n_info} note(s) on how the files were read: `bearing inspect` on the load test "
+                                "lists them"))
         for sk in limits.skipped:
             out.append(Flag("limits", "info", "mix_skipped", f"{sk.run_id} · {sk.mix}: {sk.reason}".lstrip(" ·")))
         for note in limits.notes:
