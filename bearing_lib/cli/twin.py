@@ -99,16 +99,9 @@ def predict_cmd(
             raise ParameterError("give exactly one of --production TRACE, --mixes FILE or --tested-mix"
                                  + (f" (got {', '.join(chosen)})" if chosen else ""))
         from bearing_lib.twin import predict_twin
+        from bearing_lib.twin.predict import KEEP, parse_request_timeout
 
-        rto: float | str | None = "keep"
-        if request_timeout is not None:
-            if request_timeout.strip().lower() in ("none", "off"):
-                rto = None
-            else:
-                try:
-                    rto = float(request_timeout)
-                except ValueError:
-                    raise ParameterError(f"--request-timeout {request_timeout!r}: expected seconds or 'none'") from None
+        rto = KEEP if request_timeout is None else parse_request_timeout(request_timeout)
         doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
                            prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto)
         json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -144,4 +144,16 @@ def schema_document() -> dict[str, object]:
     return json_schema(Estimate, title="bearing value with uncertainty", schema_id=SCHEMA)
 
 
-__all__ = ["SCHEMA", "Basis", "Bound", "Estimate", "schema_document"]
+def derived_qualifiers(bound: str) -> tuple[str, str]:
+    """How a bound on a limit carries to what is computed from it: (the word before a count that divides by
+    the limit, e.g. instances; the sign before a rate proportional to it, e.g. allowable req/s). An upper
+    bound on the limit makes a count a floor ("at least ") and a rate a ceiling ("< "); a lower bound the
+    other way round ("at most ", "≥ "); a value neither ("", "").
+
+    >>> derived_qualifiers("upper")
+    ('at least ', '< ')
+    """
+    return {"upper": ("at least ", "< "), "lower": ("at most ", "≥ ")}.get(bound, ("", ""))
+
+
+__all__ = ["SCHEMA", "Basis", "Bound", "Estimate", "derived_qualifiers", "schema_document"]

@@ -57,8 +57,8 @@ count as sent on LMBenchmark's fixed schedule (measured on the llm-d exp-2 sweep
 PROMPT_MATCH_TOKENS = 4
 """Prompt lengths of one prompt in two steps differ by the QPS prefix LMBenchmark adds (``"0.5 "``)."""
 MAX_ALIGN_SHIFT = 50
+"""Largest shift, in prompts, between two steps' first recorded prompts that the alignment tries."""
 ABSENT_MODES = ("failed", "ignore")
-"""Relative difference between the file-name QPS and the measured launch rate that earns a warning."""
 
 _NAME_RE = re.compile(r"^LMBench_(?P<workload>.+?)_(?:output_|qps)(?P<qps>\d+(?:\.\d+)?)\.csv$")
 _LOOSE_RE = re.compile(r"(?P<qps>\d+(?:\.\d+)?)\.csv$")

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.common.estimate import derived_qualifiers
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.plan.capacity_plan import ProfileInput
@@ -426,7 +427,7 @@ class PlanEconomics:
         s = self.staged
         if s.get("available"):
             nt = s["near_term"]
-            least = {"upper": "at least ", "lower": "at most "}.get(str(s.get("limit_bound")), "")
+            least = derived_qualifiers(str(s.get("limit_bound")))[0]
             out.append(f"near term:   {least}{nt['instances']} instance(s) for {nt['rps']:,.3f} req/s ({nt['rule']})")
             if s.get("mid_term"):
                 mt = s["mid_term"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError
-from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.estimate import Estimate, derived_qualifiers
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
@@ -636,7 +636,7 @@ def _plan_line(plan: PlanDocument) -> str | None:
     inst = plan.instances
     bound = plan.blended.bound if isinstance(plan.fos, FosDoc) else "none"
     # an upper bound on the limit makes the count a floor, a lower bound a ceiling (plan notes say which)
-    least, most = ("at least ", "< ") if bound == "upper" else ("at most ", "≥ ") if bound == "lower" else ("", "")
+    least, most = derived_qualifiers(bound)
     if isinstance(inst, InstancesDoc):
         parts.append(f"{least}{inst.total} instances ({inst.base} + {inst.buffer} buffer) at "
                      f"{most}{_fmt(inst.per_instance_allowable_rps)} req/s allowable each")

@@ -300,9 +300,27 @@ def _steps_list(steps: np.ndarray) -> list[int]:
 
 
 KNOWN = ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens", "kv_policy", "request_timeout_s")
+_NO_LOST = pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "first_s": pl.Float64, "end_s": pl.Float64,
+                                "input_tokens": pl.Float64, "output_tokens": pl.Float64})
+"""The first calibration pass: no lost request placed yet (and no second pass from it)."""
 MIN_ABSENT = 5  # failed requests without an end time that, with a latency ceiling, identify a request timeout
 CEILING_BAND = 0.05  # completed latencies within this share below the highest count as piled at a ceiling
 CEILING_SHARE = 0.01  # ... and at least this share of them must be there
+
+
+def _given_timeout(value: object) -> TwinParam:
+    """The request timeout an operator gave (``--engine request_timeout_s=30|none``)."""
+    from bearing_lib.twin.predict import KEEP, parse_request_timeout
+
+    v = parse_request_timeout(value, what="engine setting request_timeout_s")  # type: ignore[arg-type]
+    if v == KEEP:
+        raise ParameterError("engine setting request_timeout_s: give seconds or none ('keep' is a what-if of "
+                             "bearing twin predict, not an engine setting)")
+    if v is None:
+        return TwinParam("request_timeout_s", None, (None, None), "s", True, "none", [],
+                         "given: no deadline in front of the engine")
+    return TwinParam("request_timeout_s", float(v), (None, None), "s", True, "none", [],
+                     "given: the deadline configured in front of the engine (gateway or client)")
 
 
 def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
@@ -380,6 +398,17 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         if _lost is None:
             return None
         return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list()))
+
+    rto = _given_timeout(given["request_timeout_s"]) if "request_timeout_s" in given else _request_timeout(frame, ok)
+    if _lost is None and rto.value is not None:
+        # the lost requests decoded beside the completed ones until the deadline aborted them, so the batch
+        # the regressions see in the completed rows is too small: a first pass (point fit only, no bootstrap)
+        # places them with its replay, and the fit is made with them counted (one step of a fixed point;
+        # docs/twin.md "Calibration")
+        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, _lost=_NO_LOST)
+        lost = _lost_occupancy(frame, first.values())
+        if lost.height:
+            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known, _lost=lost)
 
     f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
 
@@ -508,18 +537,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     else:
         params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
                                 "no request timed out: the twin lets requests wait"))
-    params.append(_request_timeout(frame, ok))
-    if "request_timeout_s" in given:
-        v = given["request_timeout_s"]
-        k = next(i for i, p in enumerate(params) if p.name == "request_timeout_s")
-        if v is None or str(v).lower() in ("none", "off"):
-            params[k] = TwinParam("request_timeout_s", None, (None, None), "s", True, "none", [],
-                                  "given: no deadline in front of the engine")
-        else:
-            if not float(v) > 0:
-                raise ParameterError(f"engine setting request_timeout_s must be positive or none, got {v!r}")
-            params[k] = TwinParam("request_timeout_s", float(v), (None, None), "s", True, "none", [],
-                                  "given: the deadline configured in front of the engine (gateway or client)")
+    params.append(rto)
     # ---- KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption);
     # chosen by which replays the test closer, when a KV ceiling was reached under either; else reserve
     kv_policy, policy_note = "reserve", ("not identified: the KV budget never held requests back, so the test "
@@ -575,14 +593,6 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
     top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
-    rto = next(p for p in params if p.name == "request_timeout_s")
-    if _lost is None and rto.value is not None:
-        # the lost requests decoded beside the completed ones until the deadline aborted them, so the batch
-        # the regressions saw was larger than the completed rows show: place them with this twin's replay
-        # and fit once more with them counted (one step of a fixed point; docs/twin.md "Calibration")
-        lost = _lost_occupancy(frame, {p.name: p.value for p in params} | {"kv_policy": kv_policy})
-        if lost.height:
-            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known, _lost=lost)
     return Twin(
         source=str(source),
         params=params,
@@ -619,9 +629,7 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
             out.append(pl.DataFrame({"run_id": g["run_id"].to_numpy()[lost], "step": g["step"].to_numpy()[lost],
                                      "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
                                      "input_tokens": inp[lost], "output_tokens": o[lost]}))
-    return pl.concat(out) if out else pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "first_s": pl.Float64,
-                                                          "end_s": pl.Float64, "input_tokens": pl.Float64,
-                                                          "output_tokens": pl.Float64})
+    return pl.concat(out) if out else _NO_LOST
 
 
 def _replay_error(frame: pl.DataFrame, values: dict) -> float:

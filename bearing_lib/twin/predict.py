@@ -158,6 +158,22 @@ def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
 KEEP = "keep"
 
 
+def parse_request_timeout(value: float | str | None, *, what: str = "--request-timeout") -> float | str | None:
+    """A request-timeout setting as the CLI, the notebook and ``--engine`` give it: seconds (a positive
+    number), ``None``/``"none"``/``"off"`` (no deadline), or ``"keep"`` (the twin's own)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off")):
+        return None
+    if isinstance(value, str) and value.strip().lower() == KEEP:
+        return KEEP
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'")
+    return v
+
+
 def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scale: float = 1.0,
             options: SearchOptions | None = None, request_timeout: float | str | None = KEEP) -> Prediction:
     """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
@@ -173,15 +189,16 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
     target = mix.scaled_prompts(prompt_scale)
     vals = _for_target(twin, target)
     what_if = []
-    if request_timeout != KEEP:
-        if request_timeout is not None and not float(request_timeout) > 0:
-            raise ParameterError(f"--request-timeout must be positive seconds or none, got {request_timeout!r}")
+    rto = parse_request_timeout(request_timeout)
+    if rto != KEEP:
         was = vals.get("request_timeout_s")
-        vals["request_timeout_s"] = None if request_timeout is None else float(request_timeout)
-        what_if.append("what-if: " + (f"the request timeout of the test ({was:.1f} s) lifted" if was is not None
-                                      else "no request timeout") if request_timeout is None else
-                       f"what-if: request timeout {float(request_timeout):g} s"
-                       + (f" (the test's: {was:.1f} s)" if was is not None else ""))
+        vals["request_timeout_s"] = rto
+        if rto is None:
+            what_if.append(f"what-if: the request timeout of the test ({was:.1f} s) lifted" if was is not None
+                           else "what-if: no request timeout")
+        else:
+            what_if.append(f"what-if: request timeout {rto:g} s" + (f" (the test's: {was:.1f} s)" if was is not None
+                                                                    else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
     v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
@@ -325,4 +342,5 @@ def calibration_mix(twin: Twin) -> RequestMix:
     return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
 
 
-__all__ = ["KEEP", "SearchOptions", "calibration_mix", "idle_timeout_share", "margin_at", "predict", "search_limit"]
+__all__ = ["KEEP", "SearchOptions", "calibration_mix", "idle_timeout_share", "margin_at", "parse_request_timeout",
+           "predict", "search_limit"]

@@ -190,15 +190,9 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_sca
     if not sla:
         raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
-    rto: float | str | None = request_timeout
-    if isinstance(rto, str) and rto.strip().lower() in ("none", "off", ""):
-        rto = None
-    elif isinstance(rto, str) and rto != "keep":
-        try:
-            rto = float(rto)
-        except ValueError:
-            raise ParameterError(f"twin_request_timeout {request_timeout!r}: expected seconds, 'none' or 'keep'") \
-                from None
+    from bearing_lib.twin.predict import parse_request_timeout
+
     return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
-                   options=SearchOptions(n_draws=n_draws, seed=seed), request_timeout=rto)
+                   options=SearchOptions(n_draws=n_draws, seed=seed),
+                   request_timeout=parse_request_timeout(request_timeout, what="twin_request_timeout"))
 __all__ = ["TwinSection", "production_section", "twin_section", "what_if"]

@@ -93,7 +93,11 @@ def test_llm_d_sharegpt_fails_its_error_clause_from_the_first_step(results):
     # that completed; at 0.5 rps 248 rows are there: 4 of 252 sent (1.6 %) failed, above the 1 % clause
     low = raw[0]
     assert low["qps"] == 0.5 and low["n"] == 248
-    assert 4 / 252 > 0.01
+    # how many were sent: the vLLM deployment of the same experiment ran the same prompt list and lost none
+    base = Path(__file__).resolve().parents[2] / "data" / ROOT
+    sent = _raw(base / "vllm-70b-2replicas", "sharegpt")[0]
+    assert sent["qps"] == 0.5 and sent["n"] == 252
+    assert (sent["n"] - low["n"]) / sent["n"] > 0.01  # 4 of 252 = 1.6 % failed
     s0 = next(s for s in m.steps if s.offered_load == 0.5)
     assert s0.error_rate > 0.01  # in the judged (steady) window too: 4 of its 200
     q = m.q_ult

@@ -373,3 +373,21 @@ def test_the_deadline_what_if_lifts_the_timeout_floor_through_library_cli_and_no
     assert r.exit_code == 1 and "--request-timeout 'soon'" in r.output
     p = what_if(tw, trace, sla, request_timeout="30", n_draws=0)
     assert p.flags[0] == "what-if: request timeout 30 s (the test's: 20.0 s)"
+
+
+def test_one_parser_reads_every_request_timeout_setting():
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.twin import calibrate
+    from bearing_lib.twin.predict import KEEP, parse_request_timeout
+
+    assert parse_request_timeout("30") == 30.0 and parse_request_timeout(12) == 12.0
+    assert parse_request_timeout("none") is None and parse_request_timeout(None) is None
+    assert parse_request_timeout("OFF") is None and parse_request_timeout("keep") == KEEP
+    for bad in ("-5", "0", "soon", "inf"):
+        with pytest.raises(ParameterError, match="expected positive seconds"):
+            parse_request_timeout(bad)
+    trace, _, _ = _deadline_test()
+    tw = calibrate(trace, n_boot=0, known={"request_timeout_s": "none"})
+    assert tw.param("request_timeout_s").value is None and tw.param("request_timeout_s").note.startswith("given")
+    with pytest.raises(ParameterError, match="not an engine setting"):
+        calibrate(trace, n_boot=0, known={"request_timeout_s": "keep"})
