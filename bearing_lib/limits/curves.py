@@ -53,7 +53,7 @@ from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import OTHER, MixSpec
 from bearing_lib.data.trace import RequestTrace
-from bearing_lib.limits.sla import OK_EXPR
+from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR
 
 METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
@@ -263,7 +263,8 @@ def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[
     j = j.filter(pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s")))
     j = j.select(
         *keys,
-        pl.when(pl.col("start_s") >= mid)
+        # a step whose window has no length (one request, or all sent at once) has no trend bins
+        pl.when((pl.col("start_s") >= mid) & (width > 0))
         .then(((pl.col("start_s") - mid) / width).floor().clip(0, TREND_BINS - 1).cast(pl.Int32))
         .otherwise(-1).alias("_bin"),
         pl.when(OK_EXPR).then(pl.col(metric)).alias(metric),
@@ -288,7 +289,9 @@ def _grid_queries(lf: pl.LazyFrame, base: pl.DataFrame) -> tuple[pl.DataFrame, p
     the queries counting request starts and ends per grid cell."""
     runs = base.group_by("run_id").agg(
         pl.col("_t0").min().alias("T0"),
-        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).min().alias("g"),
+        # the smallest trend bin of a step that has one (a zero-length step has none)
+        ((pl.col("t_end_s") - pl.col("t_start_s")) / 2 / TREND_BINS / 4).filter(
+            pl.col("t_end_s") > pl.col("t_start_s")).min().alias("g"),
     ).sort("run_id")
     t0, g = pl.col("_T0"), pl.col("_g")
     end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s"))
@@ -387,7 +390,7 @@ def _trend(bins: pl.DataFrame | None, r: dict, opt: CurveOptions) -> tuple[bool 
 def _curve_columns(qs: dict[str, float]) -> list[str]:
     cols = [
         "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
-        "n_errors", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
+        "n_errors", "n_unknown", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
         "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s",
     ]
     for m in METRICS:
@@ -487,17 +490,18 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         pl.DataFrame({"mix": list(dict.fromkeys([*mix_names, OTHER]))}), how="cross"
     ).with_row_index("_g")
     slim = lf.join(groups.lazy(), on=keys).select(
-        "_g", ok.alias("_ok"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
+        "_g", ok.alias("_ok"), FAILED_EXPR.alias("_failed"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
         pl.col("latency_ms").alias("_lat_all"),
         *[pl.when(ok).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
     ).collect(engine="streaming")
     g = slim.group_by("_g").agg(
         pl.len().alias("n_requests"),
         pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
+        pl.col("_failed").sum().cast(pl.Int64).alias("n_errors"),
         pl.col("_out").sum().alias("_out_tok"),
         (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
     )
-    slim = slim.drop("_ok", "_out", "_lat_all")
+    slim = slim.drop("_ok", "_failed", "_out", "_lat_all")
     g = groups.join(g, on="_g").join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
                    "has_times"),
@@ -515,13 +519,14 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
     else:
         g = g.with_columns(pl.col("n_ok").alias("_thr_n"), pl.col("_out_tok").alias("_thr_tok"))
     g = g.with_columns(
-        (pl.col("n_requests") - pl.col("n_ok")).alias("n_errors"),
-        (pl.col("n_requests") - pl.col("n_ok")).truediv(pl.col("n_requests")).alias("error_rate"),
+        # cancelled requests and those of unknown outcome are neither ok nor failed (sla.UNSETTLED)
+        (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
+        pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
         pl.when(d > 0).then(pl.col("_thr_n") / d).alias("throughput_rps"),
         pl.when(d > 0).then(pl.col("_thr_tok") / d).alias("output_tokens_per_s"),
         pl.when(d > 0).then(pl.col("n_requests") / d).alias("send_rate_rps"),
     ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
-    lo, hi = wilson_interval(g["n_errors"].to_numpy(), g["n_requests"].to_numpy())
+    lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     for m in METRICS:
         if slim[m].null_count() == slim.height:  # no value at all (e.g. no ITL): every statistic is null, no lists
@@ -595,6 +600,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         pl.col("achieved_rate_rps").alias("send_rate_rps"),
         (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
         pl.lit(None, pl.Float64).alias("t_first_s"),
+        pl.lit(0, pl.Int64).alias("n_unknown"),
     )
     lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
     valid_n = out["n_requests"].is_not_null().to_numpy()

@@ -62,7 +62,8 @@ from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
-from bearing_lib.limits import pooled
+from bearing_lib.limits import evidence as ev_mod
+from bearing_lib.limits import model, pooled
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
@@ -73,6 +74,7 @@ from bearing_lib.limits.curves import (
     qname,
     steady_requests,
     step_windows,
+    wilson_interval,
 )
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
@@ -80,6 +82,7 @@ from bearing_lib.limits.result import (
     BlendedLimit,
     BootstrapInfo,
     Conditions,
+    FailureFloor,
     LimitsResult,
     MixLimit,
     MixRef,
@@ -92,7 +95,7 @@ from bearing_lib.limits.result import (
     SourceFinding,
     Step,
 )
-from bearing_lib.limits.sla import OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.sla import KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
@@ -109,6 +112,17 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def _ci_text(lo: float | None, hi: float | None) -> str:
+    """``95% CI a–b``; an end the data cannot bound (beyond the loads tested) said in words."""
+    if lo is not None and hi is not None:
+        return f"95% CI {lo:.4g}–{hi:.4g}"
+    if lo is not None:
+        return f"95% CI from {lo:.4g}, upper end above the loads tested"
+    if hi is not None:
+        return f"95% CI up to {hi:.4g}, lower end below the loads tested"
+    return "95% CI beyond the loads tested on both sides"
 
 
 # --------------------------------------------------------------------------------------
@@ -307,17 +321,27 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
         if v is None and f"too_few_for_{qname(c.q)}" not in flags:
             return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
         return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
+    # requests of unknown outcome (cancelled, or the tool stopped waiting) are neither ok nor failed
+    n = (row.get("n_requests") or 0) - (row.get("n_unknown") or 0) if row.get("n_requests") is not None else None
     if c.kind == "error_rate":
-        v, n = row.get("error_rate"), row.get("n_requests")
+        v = row.get("error_rate")
     else:
-        v, n = row.get(f"_goodput_{i}"), row.get("n_requests")
+        v = row.get(f"_goodput_{i}")
         if v is None:
             return None, "undetermined", f"{c.text}: goodput needs per-request data"
     if v is None or not n:
         return None, "undetermined", f"{c.text}: the source reports no request and error counts"
     m = c.observed_to_margin(v)
+    # the same close-call test as a percentile's, on both sides: a count of failures is judged by its Wilson
+    # 95 % interval, so 4 failures of 252 (1.6 %, interval 0.6–4.0 %) do not fail a 1 % allowance outright
+    bad = float(v) if c.kind == "error_rate" else 1.0 - float(v)
+    allowed = pooled.allowed_share(c)
+    lo, hi = (float(b) for b in wilson_interval(round(bad * n), n))
     if not c.passes(m):
-        return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
+        if lo > allowed or (c.strict and lo >= allowed):
+            return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
+        return m, "close", (f"{c.text}: {c.stat} = {v:.4g} fails, but its 95% interval ({lo:.2%}–{hi:.2%} bad of "
+                            f"{n}) reaches the allowance: too close to call")
     need = math.ceil(1.0 / c.allowed)
     if n < need:
         return m, "undetermined", f"{c.text}: {n} requests cannot show a rate within {c.allowed:.3g} (need ≥ {need})"
@@ -511,6 +535,71 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     return float(np.interp(x, xs[ok], ys[ok]))
 
 
+FLOOR_BREAKS = 0.9
+"""A clause is broken by its load-independent floor when the posterior probability that the floor alone
+exceeds the allowance is at least this (and the floor's 95 % interval excludes zero): a claim that no
+number of instances helps needs strong evidence."""
+
+
+def _failure_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.Evidence]) -> FailureFloor | None:
+    """The clause's load-independent floor, when the data show one (its 95 % interval excludes zero)."""
+    if post.floor_ci is None or post.floor_median is None:
+        return None
+    lo, hi = post.floor_ci
+    breaks = post.p_floor_breaks >= FLOOR_BREAKS and lo > 0
+    if lo <= 0:
+        return None
+    allowed = pooled.allowed_share(c)
+    what = {"percentile": f"of requests above the clause's threshold ({c.text})",
+            "error_rate": "of requests fail", "goodput": "of requests fail or miss a bound"}[c.kind]
+    loads = sorted(e.x for e in evidence)
+    share = post.floor_median
+    if breaks:
+        statement = (f"the SLA fails at every tested load ({loads[0]:.4g}–{loads[-1]:.4g}) because about {share:.1%} "
+                     f"{what} independently of load (floor 95% CI {lo:.2%}–{hi:.2%}, above the {allowed:.2%} "
+                     f"{c.text} allows): more instances do not fix it; find and fix what those requests share")
+    else:
+        statement = (f"a load-independent floor of about {share:.2%} {what} (95% CI {lo:.2%}–{hi:.2%}), within the "
+                     f"{allowed:.2%} allowed; the limit is where the load-dependent part adds the rest")
+    return FailureFloor(clause=c.text, share=share, ci95=(lo, hi), allowed=allowed,
+                        p_breaks=post.p_floor_breaks, breaks_clause=breaks, statement=statement)
+
+
+def _pool(judged: list[dict], tables: bool) -> list[dict]:
+    """The steps whose evidence the estimators use: load known, not excluded, no blocking flag (unless they
+    fail anyway); a step too small for a percentile on its own still contributes its counts."""
+    return [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+            and (tables or j["row"].get("_pn_0") is not None)]
+
+
+def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
+    """Load-independent floors per clause (``limits.model``), from the same evidence as the limit.
+
+    For a request trace only the failure clauses (error rate, goodput) are examined: the pooled
+    estimator answers the percentile clauses (docs/limits.md, "Failures told apart").
+    """
+    pool = _pool(judged, tables)
+    if tables:
+        evidence, _ = ev_mod.table_evidence(pool, sla.clauses)
+        clauses = [c for c in sla.clauses if c.kind != "percentile"]  # reported percentiles cannot show a floor
+    else:
+        evidence = ev_mod.trace_evidence(pool, sla.clauses)
+        clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
+    clauses = [c for c in clauses if len(evidence[c.text]) >= 1]
+    if not clauses:
+        return []
+    xs = [e.x for c in clauses for e in evidence[c.text]]
+    edges = model.log_grid(xs)
+    out = []
+    for c in clauses:
+        post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
+                                      concentrations=model.TABLE_CONCENTRATIONS if tables else None)
+        fl = _failure_floor(c, post, evidence[c.text])
+        if fl is not None:
+            out.append(fl)
+    return out
+
+
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
     totals: dict[int, dict[str, float]], n_boot: int, level: float,
@@ -535,203 +624,307 @@ def _fit_group(
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
+    estimator = model.ESTIMATOR
     xs = np.array([j["x"] for j in det], dtype=float)
     w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-
-    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
-        sets: dict[str, np.ndarray] = {}
-        for c in sla.clauses:
-            arr = np.full(len(det), np.nan)
-            for k, j in enumerate(det):
-                m = j["margins"][c.text]
-                if m is None:
-                    continue
-                if rep is not None and reps is not None:
-                    rv = reps.get(j["row"]["step"], {}).get(c.text)
-                    if rv is not None:
-                        if math.isnan(rv[rep]):
-                            continue
-                        # a failure proven by a lower bound stays a failure in every replicate
-                        m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
-                arr[k] = m
-            sets[c.text] = arr
-        if any(j["not_steady"] for j in det):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
-        return sets
-
     value: float | None
     ci: list[float | None] = [None, None]
-    boot_ci: list[float | None] = [None, None]
     binding = None
     replicates = None
-    estimator = "isotonic step margins"
     interval = None
-    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
-            and j["row"].get("_pn_0") is not None] if not tables else []
-    pxs = np.array([j["x"] for j in pool], dtype=float)
-
-    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        sets: dict[str, np.ndarray] = {}
-        wts: dict[str, np.ndarray] = {}
-        for i, c in enumerate(sla.clauses):
-            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
-            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
-            if rep is not None and reps is not None:
-                for t, j in enumerate(pool):
-                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
-                    if rv is not None:
-                        m[t] = rv[rep]
-            sets[c.text], wts[c.text] = m, n
-        if any(j["not_steady"] for j in pool):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
-        return sets, wts
-
-    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
-
-    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
-        sets, wts = pooled_sets(rep)
-        best, bind = math.inf, None
-        for name, m in sets.items():
-            if name == STEADY_CLAUSE:
-                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+    floors = _floors(judged, sla, tables)
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    if tables:
+        value: float | None
+        ci: list[float | None] = [None, None]
+        binding = None
+        replicates = None
+        interval = None
+        # every usable step's evidence (a step too small for a percentile on its own still counts)
+        pool = _pool(judged, tables)
+        if tables:
+            evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
+            if assumed_n:
+                notes.append("load-point table without request counts: the reported percentiles are taken as the "
+                             "steps' exact quantiles (the interval assumes many requests per step)")
+        else:
+            evidence = ev_mod.trace_evidence(pool, sla.clauses)
+        ev_x = [e.x for evs in evidence.values() for e in evs]
+        steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
+        post = None
+        if ev_x or steady_x:
+            edges = model.log_grid(ev_x + steady_x)
+            clause_posts = [model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges,
+                                                   floor=c.kind != "percentile",
+                                                   concentrations=model.TABLE_CONCENTRATIONS)
+                            for c in sla.clauses if evidence[c.text]]
+            kept = []
+            for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
+                if c.text in broken_clauses:
+                    continue  # the floor alone breaks it at every load: no number of instances helps; said below
+                kept.append(cp)
+            if steady_x:
+                kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
+                                                   edges))
+            if kept:
+                post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
+        broken = [f for f in floors if f.breaks_clause]
+        if unit is None and (det or pool):
+            censored, value, statement = "no_data", None, "steps use different offered-load units"
+        elif post is None and not broken:
+            censored, value = "no_data", None
+            why = sorted({r for j in judged for r in j["reasons"]})
+            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+        elif post is None:
+            censored, value = "no_data", None
+            statement = "; ".join(f.statement for f in broken)
+        else:
+            med = post.median()
+            lo, hi = post.interval(level)
+            x_lo, x_hi = post.x_min, post.x_max
+            binding = post.binding()
+            estimator = model.ESTIMATOR
+            interval = model.INTERVAL.format(floor=", load-independent floor")
+            rng = np.random.default_rng(0)
+            replicates = post.draws(max(n_boot, 1000), rng)
+            if med >= x_hi or not math.isfinite(med) and med > 0:
+                censored, value = "above", float(max(passes) if passes else x_hi)
+                statement = f"≥ {value:g} {u} (never failed)" if not fails else (
+                    f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
+                ci = [lo if math.isfinite(lo) and lo < value else None, None]
+                binding = None
+            elif med <= x_lo or not math.isfinite(med):
+                censored, value = "below", float(x_lo)
+                statement = f"< {value:g} {u} (failed at the lowest load judged)"
+                ci = [None, hi if math.isfinite(hi) and hi > value else None]
+                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < value]
+                if lower:
+                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
             else:
-                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
-            if not math.isnan(c) and c < best:
-                best, bind = c, name
-        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
-            return math.nan, None
-        return best, bind
-
-    def pool_supported() -> bool:
-        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-        a single 24-request step does not make a limit."""
-        for i, c in enumerate(sla.clauses):
-            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
-            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-            if n < need:
-                return False
-        return True
-
-    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
-    if unit is None and (det or pool):
-        censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif not det and math.isnan(est_p):
-        censored, value = "no_data", None
-        why = sorted({r for j in judged for r in j["reasons"]})
-        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+                censored = "not_monotone" if contradict else "none"
+                value = med
+                # an interval end beyond the loads tested is not bounded by the data
+                ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
+                statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
+                beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
+                                           ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
+                if beyond:
+                    notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
+                                 f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
+                if contradict:
+                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                                 f"model estimate {value:.4g} {u}, treat with caution")
+            if broken:
+                statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
+        for f in floors:
+            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+        boot_ci: list[float | None] = [None, None]
     else:
-        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
-        # "never failed": the step-wise estimator answers then
-        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
-        if use_pool:
-            est, binding = est_p, bind_p
-            estimator = pooled.ESTIMATOR
-        else:
-            est, binding = _estimate(xs, margin_sets(None), w, strict)
-        if reps is not None and n_boot > 0:
-            if use_pool:
-                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
-            else:
-                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
-            ci = _ci(replicates, level)
-            boot_ci = list(ci)
-        grid = np.unique(pxs) if use_pool else np.unique(xs)
-        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
-        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
-        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
-        floor = (max(below) if below else last_pass) if last_pass is not None else (
-            float(grid[0]) if grid.size else None)
-        if ci[0] is not None or ci[1] is not None:
-            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-            # always spans the step grid around the limit, [one judged step below the last clean
-            # pass, first fail].
-            grid_lo, grid_hi = floor, first_fail
-            if last_pass is not None and grid_lo is not None:
-                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                # not shrink the slack the first test needs): the CI holds every run's own grid interval
-                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
-                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
-                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                    # as often as one just above passes by good luck
-                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
-                    if ff_b is not None and grid_hi is not None:
-                        grid_hi = max(grid_hi, ff_b)
-                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
-                                and (first_fail is None or j["x"] < first_fail)), default=None)
-                    if lp_b is None:
+        def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+            sets: dict[str, np.ndarray] = {}
+            for c in sla.clauses:
+                if c.text in broken_clauses:
+                    continue
+                arr = np.full(len(det), np.nan)
+                for k, j in enumerate(det):
+                    m = j["margins"][c.text]
+                    if m is None:
                         continue
-                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
-                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-                # no supported pass: the grid cell of the pooled crossing, one step of slack below
-                under = grid[grid <= est]
-                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-                over = grid[grid > est]
-                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-            widened = []
-            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-                ci[0] = grid_lo
-                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                               + ("; the lowest over the pooled runs' own grids)"
-                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-                ci[1] = grid_hi
-                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                               + ("; of the run whose first fail is highest)" if several else ")"))
-            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                        f"{'pooled' if use_pool else 'step-wise'} crossing")
-            if widened:
-                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                             "passes or fails partly by chance, which resampling within steps cannot see")
-        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-        if use_pool and est == math.inf:
-            censored, value = "above", float(grid[-1])
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif not use_pool and not fails:
-            censored, value = "above", max(passes)
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                    and not contradict):
-            x0 = float(grid[0]) if use_pool and grid.size else first_fail
-            censored, value = "below", x0
-            statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
-            if lower:
-                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+                    if rep is not None and reps is not None:
+                        rv = reps.get(j["row"]["step"], {}).get(c.text)
+                        if rv is not None:
+                            if math.isnan(rv[rep]):
+                                continue
+                            # a failure proven by a lower bound stays a failure in every replicate
+                            m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
+                    arr[k] = m
+                sets[c.text] = arr
+            if any(j["not_steady"] for j in det):
+                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
+            return sets
+
+        value: float | None
+        ci: list[float | None] = [None, None]
+        boot_ci: list[float | None] = [None, None]
+        binding = None
+        replicates = None
+        estimator = "isotonic step margins"
+        interval = None
+        # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+        pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+                and j["row"].get("_pn_0") is not None] if not tables else []
+        pxs = np.array([j["x"] for j in pool], dtype=float)
+
+        def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+            sets: dict[str, np.ndarray] = {}
+            wts: dict[str, np.ndarray] = {}
+            for i, c in enumerate(sla.clauses):
+                if c.text in broken_clauses:
+                    continue
+                n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
+                k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+                if rep is not None and reps is not None:
+                    for t, j in enumerate(pool):
+                        rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                        if rv is not None:
+                            m[t] = rv[rep]
+                sets[c.text], wts[c.text] = m, n
+            if any(j["not_steady"] for j in pool):
+                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+            return sets, wts
+
+        allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
+        def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
+            sets, wts = pooled_sets(rep)
+            best, bind = math.inf, None
+            for name, m in sets.items():
+                if name == STEADY_CLAUSE:
+                    c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+                else:
+                    c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+                if not math.isnan(c) and c < best:
+                    best, bind = c, name
+            if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+                return math.nan, None
+            return best, bind
+
+        def pool_supported() -> bool:
+            """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+            a single 24-request step does not make a limit."""
+            for i, c in enumerate(sla.clauses):
+                if c.text in broken_clauses:
+                    continue
+                n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+                need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+                if n < need:
+                    return False
+            return True
+
+        est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
+        if unit is None and (det or pool):
+            censored, value, statement = "no_data", None, "steps use different offered-load units"
+        elif not det and math.isnan(est_p):
+            censored, value = "no_data", None
+            why = sorted({r for j in judged for r in j["reasons"]})
+            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
         else:
-            censored = "not_monotone" if contradict else "none"
-            value = est
-            if floor is not None and first_fail is not None and not contradict:
-                value = min(max(est, floor), first_fail)
-            elif floor is not None and not contradict and math.isfinite(est):
-                value = max(est, floor)
-            if not math.isfinite(value):
-                value = last_pass if last_pass is not None else first_fail
-            statement = f"{value:.4g} {u}"
+            # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+            # "never failed": the step-wise estimator answers then
+            use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
+            if use_pool:
+                est, binding = est_p, bind_p
+                estimator = pooled.ESTIMATOR
+            else:
+                est, binding = _estimate(xs, margin_sets(None), w, strict)
+            if reps is not None and n_boot > 0:
+                if use_pool:
+                    replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
+                else:
+                    replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+                ci = _ci(replicates, level)
+                boot_ci = list(ci)
+            grid = np.unique(pxs) if use_pool else np.unique(xs)
+            # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+            # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+            floor = (max(below) if below else last_pass) if last_pass is not None else (
+                float(grid[0]) if grid.size else None)
             if ci[0] is not None or ci[1] is not None:
-                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-            if contradict:
-                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                             f"isotonic estimate {value:.4g} {u}, treat with caution")
-            elif use_pool and last_pass is None:
-                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                              "SLA's percentile below the first failing load)")
+                # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+                # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+                # always spans the step grid around the limit, [one judged step below the last clean
+                # pass, first fail].
+                grid_lo, grid_hi = floor, first_fail
+                if last_pass is not None and grid_lo is not None:
+                    # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+                    # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+                    # not shrink the slack the first test needs): the CI holds every run's own grid interval
+                    for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
+                        run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                        # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                        # as often as one just above passes by good luck
+                        ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
+                        if ff_b is not None and grid_hi is not None:
+                            grid_hi = max(grid_hi, ff_b)
+                        lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
+                                    and (first_fail is None or j["x"] < first_fail)), default=None)
+                        if lp_b is None:
+                            continue
+                        below_b = [j["x"] for j in run_det if j["x"] < lp_b]
+                        grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+                if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+                    # no supported pass: the grid cell of the pooled crossing, one step of slack below
+                    under = grid[grid <= est]
+                    grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+                    over = grid[grid > est]
+                    grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+                widened = []
+                if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+                    ci[0] = grid_lo
+                    widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                                   + ("; the lowest over the pooled runs' own grids)"
+                                      if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+                if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+                    ci[1] = grid_hi
+                    several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+                    widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                                   + ("; of the run whose first fail is highest)" if several else ")"))
+                interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                            f"{'pooled' if use_pool else 'step-wise'} crossing")
+                if widened:
+                    interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                                 "passes or fails partly by chance, which resampling within steps cannot see")
+            pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+            if use_pool and est == math.inf:
+                censored, value = "above", float(grid[-1])
+                statement = f"≥ {value:g} {u} (never failed)"
+                binding = None
+            elif not use_pool and not fails:
+                censored, value = "above", max(passes)
+                statement = f"≥ {value:g} {u} (never failed)"
+                binding = None
+            elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                        and not contradict):
+                x0 = float(grid[0]) if use_pool and grid.size else first_fail
+                censored, value = "below", x0
+                statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
+                if lower:
+                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+            else:
+                censored = "not_monotone" if contradict else "none"
+                value = est
+                if floor is not None and first_fail is not None and not contradict:
+                    value = min(max(est, floor), first_fail)
+                elif floor is not None and not contradict and math.isfinite(est):
+                    value = max(est, floor)
+                if not math.isfinite(value):
+                    value = last_pass if last_pass is not None else first_fail
+                statement = f"{value:.4g} {u}"
+                if ci[0] is not None or ci[1] is not None:
+                    statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+                if contradict:
+                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                                 f"isotonic estimate {value:.4g} {u}, treat with caution")
+                elif use_pool and last_pass is None:
+                    statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                                  "SLA's percentile below the first failing load)")
+        if broken_clauses:
+            statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
+                         + f"; the other clauses hold to {statement}")
+        for f in floors:
+            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
-    if tables:
-        notes.append("load-point table: no per-request data, so no bootstrap and no confidence interval")
     skipped_steps = [j for j in judged if j["status"] in ("undetermined", "excluded")]
     if skipped_steps:
         notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
@@ -775,8 +968,6 @@ def _fit_group(
             "pooled": any(j is p for p in pool),
             "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
         })
-    if interval is not None and "widened" in interval:
-        notes.append(f"95% CI: {interval}")
     if resolution is not None and resolution["coarse"]:
         _attach_followup(run_id, mix, q_ult, steps, notes)
     steps = [Step(**jsonable(st)) for st in steps]
@@ -785,7 +976,7 @@ def _fit_group(
     if q["resolution"] is not None:
         q["resolution"] = Resolution(**q["resolution"])
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req, q_ult=QUlt(**q),
-                   binding=binding, steps=steps, notes=notes)
+                   binding=binding, steps=steps, notes=notes, failure_floors=floors)
     lim.attach_replicates(replicates)
     return lim
 
@@ -846,12 +1037,11 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
 
-def _method(tables: bool, n_boot: int, estimator: str = "isotonic step margins") -> str:
-    if tables:
-        return "isotonic margin interpolation"
-    if estimator == pooled.ESTIMATOR:
-        return f"{estimator}; {n_boot} block-bootstrap resamples of the pooled crossing"
-    return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
+def _method(tables: bool, n_boot: int, estimator: str = model.ESTIMATOR) -> str:
+    """What gave the value and its interval (``q_ult.method``)."""
+    what = ("the tool's reported percentiles and counts per load" if tables
+            else "every usable step's request counts")
+    return f"{estimator}, from {what}; interval: the model's posterior of the crossing"
 
 
 def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
@@ -919,7 +1109,8 @@ def _replicates(
     present = steady.collect_schema().names()
     order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in present]
     frame = steady.lazy().select([c for c in dict.fromkeys(cols) if c in present] + good_exprs + pooled_exprs + [
-        OK_EXPR.alias("_ok"), pl.col("latency_ms").alias("_lat")] + [pl.col(c).alias(f"_o_{c}") for c in order[3:]]
+        OK_EXPR.alias("_ok"), KNOWN_EXPR.alias("_known"), pl.col("latency_ms").alias("_lat")]
+        + [pl.col(c).alias(f"_o_{c}") for c in order[3:]]
     ).collect()
     # memory: the sort order only (4 bytes a request), and each step's rows gathered from it in turn; a
     # sorted copy of the frame and a partition_by copy of it cost ~0.3 GB per million requests
@@ -943,6 +1134,8 @@ def _replicates(
         wts = bs.block_weights(nb, n_boot, rng)
         mixes = part["mix"].to_numpy()
         ok = part["_ok"].to_numpy()
+        known = part["_known"].to_numpy()
+        failed = known & ~ok
         bad = [part[f"_pb_{i}"].to_numpy() for i in range(len(sla.clauses))]
         elig = [part[f"_pe_{i}"].to_numpy() for i in range(len(sla.clauses))]
         for mix in np.unique(mixes):
@@ -955,9 +1148,11 @@ def _replicates(
                     keep = ok[sel] & ~np.isnan(vals)
                     v = bs.boot_quantile(wts, b[keep], vals[keep], c.q, nb)
                 elif c.kind == "error_rate":
-                    v = bs.boot_rate(wts, b, (~ok[sel]).astype(float), nb)
+                    kn = known[sel]
+                    v = bs.boot_rate(wts, b[kn], failed[sel][kn].astype(float), nb)
                 else:
-                    v = bs.boot_rate(wts, b, part[f"_good_{i}"].to_numpy()[sel].astype(float), nb)
+                    kn = known[sel]
+                    v = bs.boot_rate(wts, b[kn], part[f"_good_{i}"].to_numpy()[sel][kn].astype(float), nb)
                 res[c.text] = c.observed_to_margin(v)
                 # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
                 res[f"_pooled_{i}"] = pooled.share_to_margin(

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import isotonic_regression
 
-from bearing_lib.limits.sla import OK_EXPR, SLA, Clause
+from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause
 
 ESTIMATOR = "pooled exceedance (isotonic bad share over all steps' requests)"
 INTERPOLATION = "linear"
@@ -50,12 +50,13 @@ def bad_expr(c: Clause) -> tuple[pl.Expr, pl.Expr]:
         eligible = OK_EXPR & col.is_not_null() & ~col.is_nan()
         over = (col >= c.threshold) if c.strict else (col > c.threshold)
         return (eligible & over).fill_null(False), eligible.fill_null(False)
+    # cancelled requests and those of unknown outcome are neither good nor bad (sla.UNSETTLED)
     if c.kind == "error_rate":
-        return ~OK_EXPR, OK_EXPR | ~OK_EXPR  # a column expression (a literal would aggregate to 1)
+        return FAILED_EXPR, KNOWN_EXPR
     good = OK_EXPR
     for b in c.bounds:
         good = good & b.holds()
-    return ~good.fill_null(False), OK_EXPR | ~OK_EXPR
+    return (~good.fill_null(False)) & KNOWN_EXPR, KNOWN_EXPR
 
 
 def count_columns(steady: pl.DataFrame, sla: SLA) -> pl.DataFrame:

@@ -255,6 +255,22 @@ class PCritical:
 
 
 @dataclass
+class FailureFloor:
+    """A share of requests that breaks a clause at every load (``limits.model``: the floor ``f``)."""
+
+    clause: str
+    share: float
+    ci95: tuple[float, float]
+    allowed: float
+    p_breaks: float
+    """Posterior probability that the floor alone exceeds the clause's allowance."""
+    breaks_clause: bool
+    statement: str
+    shared_by: str | None = None
+    """What the requests behind the floor have in common (lengths, a latency ceiling, an error text)."""
+
+
+@dataclass
 class MixLimit:
     """The limit of one mix in one run, with the steps it was judged on and the fits around it."""
 
@@ -275,6 +291,8 @@ class MixLimit:
     t_recover_s: float | None = None
     t_recover: RecoveryResult | None = None
     cost_anomaly_index: CostAnomaly | None = None
+    failure_floors: list[FailureFloor] = field(default_factory=list)
+    """Load-independent floors found per clause; one that breaks its clause is left out of the limit."""
 
     @property
     def unit(self) -> str | None:

@@ -87,6 +87,11 @@ _FRAC_RE = re.compile(rf"^(?P<num>{_NUM})\s*(?P<pct>%?)$")
 _SPLIT_RE = re.compile(r"\s+and\s+|\s*;\s*|\s*&&\s*", re.I)
 
 OK_EXPR = pl.col("status").is_null() | (pl.col("status") == "ok")
+UNSETTLED = ("cancelled", "unknown")
+"""Outcomes that are neither success nor failure: the client cancelled the request (e.g. at a step's end) or
+stopped waiting for it; they are left out of error rates, goodput and percentiles (docs/canonical-trace.md)."""
+KNOWN_EXPR = pl.col("status").is_null() | ~pl.col("status").is_in(UNSETTLED)
+FAILED_EXPR = KNOWN_EXPR & ~OK_EXPR
 """Polars expression: the request succeeded (status ``ok``, or no status recorded)."""
 
 
@@ -169,7 +174,7 @@ class Clause:
         request counts when its metric exceeds the threshold; for goodput when it
         breaks any bound. Null metrics are unknown and do not count.
         """
-        failed = ~OK_EXPR
+        failed = FAILED_EXPR
         if self.kind == "percentile":
             col = pl.col(self.metric)
             over = (col >= self.threshold) if self.strict else (col > self.threshold)
@@ -186,11 +191,11 @@ class Clause:
         if self.kind == "percentile":
             return quantile_expr(pl.col(self.metric).filter(OK_EXPR).drop_nulls(), self.q)
         if self.kind == "error_rate":
-            return (~OK_EXPR).cast(pl.Float64).mean()
+            return FAILED_EXPR.cast(pl.Float64).filter(KNOWN_EXPR).mean()
         good = OK_EXPR
         for b in self.bounds:
             good = good & b.holds()
-        return good.cast(pl.Float64).mean()
+        return good.cast(pl.Float64).filter(KNOWN_EXPR).mean()
 
     def to_dict(self) -> dict[str, object]:
         d: dict[str, object] = {

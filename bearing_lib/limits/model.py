@@ -1,0 +1,297 @@
+"""One statistical model of every step's evidence: where the SLA's bad share crosses its allowance.
+
+Every SLA clause is a statement about a **share of requests**: ``p99(ttft) <= 1s`` allows at
+most 1 % of the successful requests above 1 s; ``error_rate <= 1%`` at most 1 % failed;
+``goodput(...) >= 95%`` at most 5 % failed or out of bounds. Each step of a load test is
+evidence about that share at its load, as a **count** (``k`` bad of ``n``, per-request data), as
+an **interval of counts** (a load-point table: the tool's reported percentiles bracket the share
+above the threshold, the request count turns it into ranks), or as an **interval of shares**
+(percentiles without a request count: the share bounds are taken as exact, said as an
+assumption).
+
+The model, per clause (``docs/limits.md``, "The estimator"):
+
+* **shape**: the bad share rises with load as a logistic curve in log load,
+  ``μ(x) = f + (1 − f) · expit(logit α + β (log x − θ))``, with ``α`` the clause's allowance:
+  without a floor (``f = 0``) ``θ`` is the log load where the share crosses the allowance,
+  ``β > 0`` its steepness; ``f`` is a **load-independent floor** (error-rate and goodput clauses
+  only: failures that happen at every load, e.g. a deadline in front of the engines);
+* **step-to-step variability**: near capacity a step's share is partly luck (queue episodes
+  outlast a step), so a step's count is **beta-binomial** around ``μ(x)`` with concentration
+  ``c`` (``c = ∞`` is the binomial): the model, not a widening to the step grid, says how much a
+  step can be off;
+* **inference**: the posterior on a grid over ``(θ, β, c, f)`` with flat priors (uniform in
+  ``θ`` over the tested range widened by a factor 2 each side, log-uniform in ``β`` and ``c``,
+  ``f`` zero with probability 1/2 else log-uniform); the **crossing** ``x*`` (where ``μ = α``) has
+  a posterior; its median is the point value and its 2.5 % / 97.5 % quantiles the 95 % credible
+  interval. Several clauses: the limit is the lowest crossing, the clauses taken as independent
+  (``P(x* > t) = Π_c P(x*_c > t)``). A step whose queue is still growing is a hard fail (the
+  **steady-state** pseudo-clause): the crossing lies between the last steady load below it and
+  the first not-steady load, uniformly in log load.
+
+Every step that has evidence contributes its counts, however few (a 2-request step adds a little;
+a step with no request adds nothing). A hand-written grid rather than a sampler (PyMC, emcee):
+four parameters, ten steps, a deterministic answer in milliseconds, no extra dependency; the
+beta-binomial is ``scipy.stats.betabinom``'s log-pmf written with ``scipy.special.betaln`` so it
+broadcasts over the grid (the same formula).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import betainc, betaln, expit, logit
+
+ESTIMATOR = "exceedance model (beta-binomial bad share, logistic in log load; Bayesian grid)"
+INTERVAL = ("95% credible interval of the crossing: posterior over crossing, steepness, step-to-step "
+            "variability{floor} on a grid")
+LEVEL = 0.95
+
+# the grid (module constants, so a change is one edit and shows in the docs)
+N_THETA = 161
+PRIOR_WIDEN = math.log(2.0)  # θ ranges over the tested loads widened by a factor 2 each side
+BETAS = np.geomspace(1.0, 300.0, 12)
+CONCENTRATIONS = np.array([np.inf, 1e3, 100.0, 30.0])
+TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
+"""A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
+one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
+assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
+FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0])
+"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
+_EPS = 1e-12
+N_EFFECTIVE = 3
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one step says about one clause's bad share at load ``x``.
+
+    ``n`` known: between ``k_lo`` and ``k_hi`` of ``n`` requests count against the clause
+    (``k_lo == k_hi``: an exact count). ``n`` unknown (``None``): the share lies in
+    ``[s_lo, s_hi]`` (a tool's percentiles without a request count).
+    """
+
+    x: float
+    n: float | None = None
+    x_from: float | None = None
+    """The load of the step run before this one (lower): the step's queue starts from that load's state,
+    so its evidence is placed anywhere between ``x_from`` and ``x`` (uniform in log load)."""
+    k_lo: float = 0.0
+    k_hi: float = 0.0
+    s_lo: float = 0.0
+    s_hi: float = 1.0
+
+    @property
+    def exact(self) -> bool:
+        return self.n is not None and self.k_lo == self.k_hi
+
+    @property
+    def share(self) -> float | None:
+        """The observed share (midpoint of an interval), for display."""
+        if self.n is not None and self.n > 0:
+            return (self.k_lo + self.k_hi) / 2 / self.n
+        return None if self.n is not None else (self.s_lo + self.s_hi) / 2
+
+
+@dataclass
+class ClausePosterior:
+    """The posterior of one clause's crossing on the common log-load grid."""
+
+    name: str
+    pdf: np.ndarray  # mass per grid cell of log x* (sums to P(crossing within the grid))
+    below: float  # P(x* below the grid): the share exceeds the allowance at every load (a floor)
+    above: float  # P(x* above the grid)
+    floor_median: float | None = None
+    floor_ci: tuple[float, float] | None = None
+    p_floor_breaks: float = 0.0
+    """Posterior probability that the load-independent floor alone exceeds the allowance."""
+    n_steps: int = 0
+
+
+@dataclass
+class CrossingPosterior:
+    """The limit's posterior: the lowest crossing over the clauses."""
+
+    log_grid: np.ndarray
+    cdf: np.ndarray  # P(x* <= exp(log_grid[i])), with P(below the grid) at the start
+    clauses: list[ClausePosterior] = field(default_factory=list)
+    x_min: float = math.nan
+    x_max: float = math.nan
+
+    def quantile(self, p: float) -> float:
+        """Load at posterior probability ``p`` (−inf below the grid, +inf above it)."""
+        if p <= self.cdf[0]:
+            return -math.inf
+        if p > self.cdf[-1]:
+            return math.inf
+        return float(math.exp(np.interp(p, self.cdf, self.log_grid)))
+
+    def prob_below(self, x: float) -> float:
+        return float(np.interp(math.log(x), self.log_grid, self.cdf, left=self.cdf[0], right=self.cdf[-1]))
+
+    def median(self) -> float:
+        return self.quantile(0.5)
+
+    def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        a = (1 - level) / 2
+        return self.quantile(a), self.quantile(1 - a)
+
+    def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Posterior draws of the limit (inverse CDF; ±inf outside the grid)."""
+        return np.array([self.quantile(float(u)) for u in rng.uniform(0, 1, n)])
+
+    def binding(self) -> str | None:
+        """The clause most likely to be the lowest crossing."""
+        if not self.clauses:
+            return None
+        meds = []
+        for c in self.clauses:
+            cdf = c.below + np.cumsum(c.pdf)
+            meds.append(np.interp(0.5, cdf, self.log_grid[1:]) if cdf[-1] >= 0.5 and c.below < 0.5
+                        else (-math.inf if c.below >= 0.5 else math.inf))
+        return self.clauses[int(np.argmin(meds))].name
+
+
+def log_grid(xs: list[float] | np.ndarray, n: int = N_THETA) -> np.ndarray:
+    """Cell edges of the common log-load grid over the tested loads widened by :data:`PRIOR_WIDEN`."""
+    lx = np.log(np.asarray(xs, float))
+    return np.linspace(lx.min() - PRIOR_WIDEN, lx.max() + PRIOR_WIDEN, n + 1)
+
+
+def _loglik_exact(n: float, k: float, mu: np.ndarray, conc: np.ndarray) -> np.ndarray:
+    """Beta-binomial log-pmf of ``k`` of ``n`` up to a constant in the parameters (binomial where ``conc``
+    is infinite); ``conc`` broadcasts along axis 2 of ``mu``'s grid."""
+    mu = np.clip(mu, _EPS, 1 - _EPS)
+    inf = np.isinf(conc).ravel()
+    out = np.empty(np.broadcast_shapes(mu.shape, conc.shape))
+    mu_b = np.broadcast_to(mu, out.shape)
+    if inf.any():
+        m = mu_b[:, :, inf]
+        out[:, :, inf] = k * np.log(m) + (n - k) * np.log1p(-m)
+    if (~inf).any():
+        m = mu_b[:, :, ~inf]
+        c = np.broadcast_to(conc, out.shape)[:, :, ~inf]
+        a, b = m * c, (1 - m) * c
+        out[:, :, ~inf] = betaln(k + a, n - k + b) - betaln(a, b)
+    return out
+
+
+def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarray:
+    """log P(share in [lo, hi]) under a Beta around ``μ`` (the beta-binomial's share, moment-matched).
+
+    With ``n`` known the count interval is a share interval and the binomial sampling spread is
+    added to the step-to-step one (``1/(c_eff + 1) = 1/n + 1/(c + 1)``); without ``n`` the shares are
+    taken as exact quantiles of the step (``n → ∞``).
+    """
+    mu = np.clip(mu, 1e-9, 1 - 1e-9)
+    if e.n is not None and e.n > 0:
+        lo, hi = e.k_lo / e.n, e.k_hi / e.n
+        inv = 1.0 / e.n + np.where(np.isinf(conc), 0.0, 1.0 / (conc + 1.0))
+    else:
+        lo, hi = e.s_lo, e.s_hi
+        inv = np.where(np.isinf(conc), 1e-6, 1.0 / (conc + 1.0))
+    ceff = np.maximum(1.0 / inv - 1.0, 1e-3)
+    a, b = mu * ceff, (1 - mu) * ceff
+    p_hi = betainc(a, b, min(hi, 1.0)) if hi < 1 else np.ones_like(a)
+    p_lo = betainc(a, b, lo) if lo > 0 else np.zeros_like(a)
+    return np.log(np.maximum(p_hi - p_lo, 1e-300))
+
+
+def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
+                     floor: bool = False, concentrations: np.ndarray | None = None) -> ClausePosterior:
+    """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
+
+    ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
+    a load-point table uses :data:`TABLE_CONCENTRATIONS` (see there).
+    """
+    ev = [e for e in evidence if e.x > 0 and math.isfinite(e.x) and (e.n is None or e.n > 0)]
+    centres = (edges[:-1] + edges[1:]) / 2
+    if not ev:
+        return ClausePosterior(name, np.zeros(centres.size), 0.0, 0.0)
+    alpha = min(max(allowed, 1e-6), 1 - 1e-6)
+    floors = np.minimum(FLOOR_MULTIPLES * alpha, 0.9) if floor else np.array([0.0])
+    fprior = np.where(floors == 0, 0.5, 0.5 / max(len(floors) - 1, 1)) if floor else np.array([1.0])
+    th = centres[:, None, None, None]
+    be = BETAS[None, :, None, None]
+    concs = CONCENTRATIONS if concentrations is None else np.asarray(concentrations, float)
+    co = concs[None, None, :, None]
+    fl = floors[None, None, None, :]
+    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
+    la = logit(alpha)
+    for e in ev:
+        if e.x_from is not None and 0 < e.x_from < e.x:
+            pts = np.linspace(math.log(e.x_from), math.log(e.x), N_EFFECTIVE)
+        else:
+            pts = np.array([math.log(e.x)])
+        parts = []
+        for lxe in pts:
+            mu = fl + (1 - fl) * expit(la + be * (lxe - th))
+            parts.append(_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
+        stack = np.stack(parts)
+        mx = stack.max(axis=0)
+        ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
+    ll = ll + np.log(fprior)[None, None, None, :]
+    w = np.exp(ll - ll.max())
+    w /= w.sum()
+    # the crossing x*: μ(x*) = α; with a floor f < α it moves above θ, with f ≥ α it is below every load
+    if floor:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            target = np.where(fl < alpha, (alpha - fl) / (1 - fl), np.nan)
+            shift = (logit(np.clip(target, 1e-12, 1 - 1e-12)) - la) / be
+        lx = np.where(fl < alpha, th + shift, -np.inf)
+    else:
+        lx = np.broadcast_to(th, w.shape)
+    lx = np.broadcast_to(lx, w.shape).ravel()
+    wf = w.ravel()
+    below = float(wf[lx < edges[0]].sum())
+    above = float(wf[lx >= edges[-1]].sum())
+    inside = (lx >= edges[0]) & (lx < edges[-1])
+    idx = np.searchsorted(edges, lx[inside], side="right") - 1
+    pdf = np.bincount(idx, weights=wf[inside], minlength=centres.size)
+    post = ClausePosterior(name, pdf, below, above, n_steps=len(ev))
+    if floor:
+        pf = w.sum(axis=(0, 1, 2))
+        cdf = np.cumsum(pf)
+        post.floor_median = float(np.interp(0.5, cdf, floors))
+        post.floor_ci = (float(floors[np.searchsorted(cdf, 0.025)]), float(floors[min(np.searchsorted(cdf, 0.975),
+                                                                                         floors.size - 1)]))
+        post.p_floor_breaks = float(pf[floors >= alpha].sum())
+    return post
+
+
+def steady_posterior(name: str, xs: list[float], not_steady: list[bool], edges: np.ndarray) -> ClausePosterior:
+    """The steady-state pseudo-clause: the crossing lies between the last steady load below the first
+    not-steady one and that load, uniformly in log load (a growing queue is a hard fail)."""
+    centres = (edges[:-1] + edges[1:]) / 2
+    bad = [x for x, ns in zip(xs, not_steady, strict=True) if ns]
+    if not bad:
+        return ClausePosterior(name, np.zeros(centres.size), 0.0, 1.0)
+    first = min(bad)
+    good = [x for x, ns in zip(xs, not_steady, strict=True) if not ns and x < first]
+    if not good:
+        return ClausePosterior(name, np.zeros(centres.size), 1.0, 0.0)
+    lo, hi = math.log(max(good)), math.log(first)
+    overlap = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0.0, None)
+    return ClausePosterior(name, overlap / overlap.sum(), 0.0, 0.0)
+
+
+def combine(clauses: list[ClausePosterior], edges: np.ndarray, x_min: float, x_max: float) -> CrossingPosterior:
+    """The lowest crossing over independent clause posteriors."""
+    surv = np.ones(edges.size)  # P(x* > edge) for the minimum, at each cell edge
+    below_all = 1.0
+    for c in clauses:
+        total = c.below + c.pdf.sum() + c.above
+        if total <= 0:
+            continue
+        cdf_edges = (c.below + np.concatenate([[0.0], np.cumsum(c.pdf)])) / total
+        surv = surv * (1.0 - cdf_edges)
+        below_all *= 1.0 - c.below / total
+    cdf = 1.0 - surv
+    return CrossingPosterior(log_grid=edges, cdf=np.maximum.accumulate(cdf), clauses=clauses, x_min=x_min,
+                             x_max=x_max)
+
+
+__all__ = ["ESTIMATOR", "INTERVAL", "ClausePosterior", "CrossingPosterior", "Evidence", "clause_posterior",
+           "combine", "log_grid", "steady_posterior"]
