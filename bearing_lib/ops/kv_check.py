@@ -14,7 +14,8 @@ log; 25 % by default here, since the half-output term is itself an average). Pre
 shares blocks between requests, so the engine may use less than predicted: the statement says
 so when the measured value is lower and a prefix-cache hit rate above zero was seen.
 
-The arithmetic itself (:class:`KvMetricsCheck`, :func:`check_kv_usage`, :func:`~bearing_lib.plan.memory.kv_metrics_check`)
+The arithmetic itself (:class:`KvMetricsCheck`, :func:`check_kv_usage`,
+:func:`~bearing_lib.plan.memory.kv_metrics_check`)
 lives in the plan (``plan/memory.py``), which must not read server metrics itself: this module
 turns server metrics into what the check needs (:func:`kv_gauge`: the pool and the step means)
 and the caller hands that to the plan (``CapacityPlan.build(kv_gauge=...)``).

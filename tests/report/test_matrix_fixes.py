@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
+from bearing_lib.plan.document import TargetDoc
 
 from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.limits.phases import classify_phases
 from bearing_lib.plan.capacity import instance_count
-from bearing_lib.plan.document import TargetDoc
 from bearing_lib.plan.fos import Limit, Target, compute_fos
 from bearing_lib.report.model import _load_text, _target_bin_s, _target_text
 from bearing_lib.report.views import target_row

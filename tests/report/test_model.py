@@ -241,8 +241,9 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
 
 
 def test_plan_sections_are_the_typed_document_and_summary_json_keeps_the_plan_json(docs):
-    from bearing_lib.common.schema import NotAvailable
     from bearing_lib.plan.document import CbuDoc, InstancesDoc, PlanDocument, ScorecardsDoc
+
+    from bearing_lib.common.schema import NotAvailable
 
     plan = docs["plan"]
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())

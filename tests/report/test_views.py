@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 
-from bearing_lib.common.schema import NotAvailable, parse
 from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, PlanDocument, TargetDoc
+
+from bearing_lib.common.schema import NotAvailable, parse
 from bearing_lib.report.model import build_report
 from bearing_lib.report.render import render_html, vega_bundle
 from bearing_lib.report.views import (
