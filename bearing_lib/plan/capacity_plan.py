@@ -361,20 +361,28 @@ def _planning_concurrency(io: _Inputs, safe: SafeConcurrency | None,
 def _memory(io: _Inputs, safe: SafeConcurrency | None, opt: PlanOptions, trace: Any) -> MemoryPlan | NotAvailable:
     seq, why = _seq_len(io, trace)
     conc, basis, at = _planning_concurrency(io, safe, opt)
-    preset = opt.preset
-    vllm = None
-    if opt.vllm_log is not None:
-        if preset is None:
+    mem: MemoryPlan | NotAvailable
+    if opt.model is None:
+        mem = NotAvailable(why or "no model preset given (--model)")
+    elif seq is None:
+        mem = NotAvailable(why or "no sequence-length distribution (profile seq_len, or the trace)")
+    else:
+        mem = _memory_plan(opt, seq, conc, basis, at)
+    if opt.vllm_log is not None:  # checked (and its errors raised) whether or not there is a memory plan to show it
+        if opt.preset is None:
             raise ParameterError("a vLLM log check needs the model preset (--model)")
-        vllm = check_vllm_log(preset, opt.vllm_log, tensor_parallel=opt.tensor_parallel)
-    if preset is None:
-        return NotAvailable(why or "no model preset given (--model)")
-    if seq is None:
-        return NotAvailable(why or "no sequence-length distribution (profile seq_len, or the trace)")
-    mem = memory_plan(preset, conc, seq, gpu_mem_gib=opt.gpu_mem_gib, gpu_count=opt.gpu_count, margin=opt.margin)
+        check = check_vllm_log(opt.preset, opt.vllm_log, tensor_parallel=opt.tensor_parallel)
+        if isinstance(mem, MemoryPlan):
+            mem.vllm_log_check = check
+    return mem
+
+
+def _memory_plan(opt: PlanOptions, seq: SeqLenStats, conc: int | None, basis: str,
+                 at: ConcurrencyAtLimit | None) -> MemoryPlan:
+    mem = memory_plan(opt.preset, conc, seq, gpu_mem_gib=opt.gpu_mem_gib, gpu_count=opt.gpu_count,  # type: ignore[arg-type]
+                      margin=opt.margin)
     mem.concurrency_basis = basis or "concurrency unknown: only what fits is computed (give --concurrency)"
     mem.planning_concurrency = at
-    mem.vllm_log_check = vllm
     p99 = mem.row("p99")
     if opt.gpu_mem_gib is None and conc is not None and p99 is not None and p99.total_gib is not None:
         mem.gpu_memory_needed = GpuNeed(

@@ -46,7 +46,7 @@ class LimitsInput:
 def _step_rows(steps: list[Any], sla: list[Any], unit: str | None) -> list[dict[str, Any]]:
     """The plan's working rows of one mix's steps: each :class:`Step`'s fields plus flat
     ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``) from ``observed`` and the
-    ``offered_load_unit``; the load curve's columns are added later (``_enrich_steps``).
+    ``offered_load_unit``; the load curve's columns are added later (:func:`enrich_steps`).
 
     These rows stay inside the plan (safe concurrency, concurrency at the limit); the
     stage boundary is the typed :class:`LimitsResult`.
