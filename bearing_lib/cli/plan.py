@@ -90,14 +90,16 @@ def register(app: typer.Typer) -> None:
                 from bearing_lib.loaders import load_trace
 
                 tr = load_trace(trace)
-            metrics = None
+            gauge = None
             if server_metrics is not None:
                 from bearing_lib.loaders import load
+                from bearing_lib.ops.kv_check import kv_gauge
 
                 metrics = load(server_metrics, format=metrics_format)
                 if metrics.kind != "metrics":
                     raise ParameterError(f"--server-metrics {server_metrics} holds {metrics.kind} "
                                          f"({metrics.provenance.format}), not server metrics")
+                gauge = kv_gauge(metrics)
             plan = CapacityPlan.from_files(
                 limits,
                 profile,
@@ -119,7 +121,7 @@ def register(app: typer.Typer) -> None:
                 tensor_parallel=tensor_parallel,
                 price_per_hour=price_per_hour,
                 budget_per_month=budget_per_month,
-                server_metrics=metrics,
+                kv_gauge=gauge,
             )
             for line in plan.summary_lines():
                 typer.echo(line)

@@ -15,7 +15,7 @@ from bearing_lib.cli._common import bearing_errors
 DOCUMENTS: dict[str, tuple[str, str]] = {
     "limits": ("bearing_lib.limits.result", "schema_document"),
     "estimate": ("bearing_lib.common.estimate", "schema_document"),
-    "plan": ("bearing_lib.plan.document", "schema_document"),
+    "plan": ("bearing_lib.plan.capacity_plan", "schema_document"),
     "profile": ("bearing_lib.traffic.document", "profile_schema_document"),
 }
 

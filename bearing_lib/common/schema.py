@@ -73,10 +73,39 @@ def parse(tp: type[T], doc: Any, *, what: str) -> T:
         raise SchemaError(f"{what}: {len(lines)} problem(s):\n  " + "\n  ".join(lines)) from None
 
 
+def refuse_other_kind(doc: Any, *, kind: str, schema: str, keys: tuple[str, ...], source: str,
+                      writer: str) -> None:
+    """Refuse a document that is not a bearing ``kind`` document, saying so (before any field is checked).
+
+    A document whose ``schema`` names another bearing document (``bearing.limits/2`` given as a
+    plan) says which it is; one without ``schema`` that has none of the ``keys`` the kind requires
+    (``{"hello": [1, 2, 3]}``) is "not a bearing ``kind`` document (no `schema`)", naming the keys
+    expected and found, and ``writer`` (the command that writes one). A ``schema`` of this kind but
+    another version says which version this bearing reads. Documents without ``schema`` that carry
+    any expected key (files written before ``schema`` existed) pass on to validation.
+    """
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{source}: expected a bearing {kind} JSON object, found {type(doc).__name__}")
+    tag = doc.get("schema")
+    if tag is None:
+        if keys and not set(keys) & set(doc):
+            found = ", ".join(sorted(map(str, doc))[:8]) or "none"
+            raise SchemaError(f"{source}: not a bearing {kind} document (no `schema`); expected {schema!r} with the "
+                              f"keys {', '.join(keys)} (found keys: {found}); write one with `{writer}`")
+        return
+    if tag == schema:
+        return
+    name = tag.split("/")[0].removeprefix("bearing.") if isinstance(tag, str) and tag.startswith("bearing.") else None
+    if name is not None and name != kind:
+        raise SchemaError(f"{source}: a bearing {name} document (schema {tag!r}), not a {kind} document; expected "
+                          f"{schema!r} (write one with `{writer}`)", field="schema")
+    raise SchemaError(f"{source}: schema {tag!r} is not {schema!r} (this bearing reads {schema})", field="schema")
+
+
 def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``tp``, titled and with its ``$id``."""
     s = _adapter(tp).json_schema(mode="serialization")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, **s, "title": title}
 
 
-__all__ = ["NotAvailable", "json_schema", "parse", "problems"]
+__all__ = ["NotAvailable", "json_schema", "parse", "problems", "refuse_other_kind"]

@@ -54,7 +54,7 @@ ERROR_MATCHER = 'status=~"5..|5xx"'
 
 
 # --------------------------------------------------------------------------- typed readers
-# The plan JSON is read through the one typed plan document (bearing_lib.plan.document.PlanDocument).
+# The plan JSON is read through the one typed plan (bearing_lib.plan.capacity_plan.CapacityPlan.from_dict).
 
 
 @dataclass(frozen=True)
@@ -121,23 +121,26 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
     the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
     listing them all, with the file."""
-    from bearing_lib.plan.document import CbuDoc, ElasticityDoc, FosDoc, InstancesDoc, PlanDocument
+    from bearing_lib.plan.capacity import InstancePlan
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.elasticity import ReplayResult
+    from bearing_lib.plan.fos import CbuResult
 
     plan_path = Path(plan_path)
     doc = read_json(plan_path, "plan JSON")
     try:
-        p = PlanDocument.from_dict(doc, source=f"plan JSON {plan_path}")
+        p = CapacityPlan.from_dict(doc, source=f"plan JSON {plan_path}")
     except SchemaError as exc:
         raise SchemaError(f"{exc.message}\nwrite it with `bearing plan --limits L --profile P --json OUT`",
                           path=plan_path) from None
     inst, cbu = p.instances, p.cbu
-    if not isinstance(inst, InstancesDoc):
+    if not isinstance(inst, InstancePlan):
         raise SchemaError(f"the plan has no instance count ({inst.reason}): the exports need it", path=plan_path,
                           field="instances")
-    if not isinstance(cbu, CbuDoc):
+    if not isinstance(cbu, CbuResult):
         raise SchemaError(f"the plan has no CBU ({cbu.reason}): the exports need its threshold", path=plan_path,
                           field="cbu")
-    el = p.elasticity if isinstance(p.elasticity, ElasticityDoc) else None
+    el = p.elasticity if isinstance(p.elasticity, ReplayResult) else None
     if limits_path is None:
         named = p.sources.get("limits")
         if isinstance(named, str):
@@ -162,7 +165,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         target_rps=p.target.rps,
         limits_path=str(limits_path) if limits_path is not None else None,
         sla=sla,
-        limit_bound=p.blended.bound if isinstance(p.fos, FosDoc) else "none",
+        limit_bound=p.blended.bound,
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(

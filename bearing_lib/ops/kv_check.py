@@ -14,36 +14,20 @@ log; 25 % by default here, since the half-output term is itself an average). Pre
 shares blocks between requests, so the engine may use less than predicted: the statement says
 so when the measured value is lower and a prefix-cache hit rate above zero was seen.
 
-A pure function over plain numbers: the plan (``plan/memory.py``) calls it where metrics exist.
+The arithmetic itself (:class:`KvMetricsCheck`, :func:`check_kv_usage`,
+:func:`~bearing_lib.plan.memory.kv_metrics_check`)
+lives in the plan (``plan/memory.py``), which must not read server metrics itself: this module
+turns server metrics into what the check needs (:func:`kv_gauge`: the pool and the step means)
+and the caller hands that to the plan (``CapacityPlan.build(kv_gauge=...)``).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
-
 import polars as pl
 
-from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.data.servermetrics import ServerMetrics
-
-
-@dataclass(frozen=True)
-class KvMetricsCheck:
-    """Predicted against measured KV-cache usage in one step."""
-
-    step: int | None
-    requests_running: float
-    blocks_per_request: int
-    num_gpu_blocks: int
-    predicted_usage: float
-    measured_usage: float
-    rel_error: float
-    right: bool
-    statement: str
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, check_kv_usage
 
 
 def kv_pool(metrics: ServerMetrics) -> tuple[int, int]:
@@ -60,33 +44,20 @@ def kv_pool(metrics: ServerMetrics) -> tuple[int, int]:
         ) from None
 
 
-def check_kv_usage(
-    *,
-    requests_running: float,
-    input_tokens: float,
-    output_tokens: float,
-    num_gpu_blocks: int,
-    block_size: int,
-    measured_usage: float,
-    step: int | None = None,
-    prefix_hit_rate: float | None = None,
-    tolerance: float = 0.25,
-) -> KvMetricsCheck:
-    """Compare the predicted KV usage of ``requests_running`` requests with the measured gauge."""
-    if num_gpu_blocks <= 0 or block_size <= 0:
-        raise ParameterError(f"the KV pool must be positive (num_gpu_blocks {num_gpu_blocks}, block_size {block_size})")
-    if requests_running < 0 or input_tokens < 0 or output_tokens < 0:
-        raise ParameterError("requests and token counts must be >= 0")
-    if not 0 < measured_usage <= 1:
-        raise ParameterError(f"measured KV usage must be a fraction in (0, 1] (got {measured_usage})")
-    blocks = math.ceil((input_tokens + output_tokens / 2) / block_size)
-    predicted = requests_running * blocks / num_gpu_blocks
-    err = (predicted - measured_usage) / measured_usage
-    ok = abs(err) <= tolerance
-    where = f"step {step}: " if step is not None else ""
-    text = (f"{where}{requests_running:.4g} running × {blocks} blocks ({input_tokens:g} in + {output_tokens:g}/2 out, "
-            f"{block_size}-token blocks) / {num_gpu_blocks:,} blocks = {predicted:.3f} predicted; the engine reported "
-            f"{measured_usage:.3f} ({err:+.1%}): {'right' if ok else 'NOT right'} (tolerance {tolerance:.0%})")
-    if not ok and err > 0 and prefix_hit_rate:
-        text += f"; prefix caching (hit rate {prefix_hit_rate:.0%}) shares blocks, so less in use is expected"
-    return KvMetricsCheck(step, requests_running, blocks, num_gpu_blocks, predicted, measured_usage, err, ok, text)
+def kv_gauge(metrics: ServerMetrics) -> KvGauge:
+    """What the engine reported about its KV cache, for the plan's KV check: the pool (:func:`kv_pool`; the
+    reason when it is unknown) and each step's mean of every signal (:func:`bearing_lib.ops.metrics.step_signals`).
+    ``metrics`` must have steps (aligned, or per-stage reports)."""
+    from bearing_lib.ops.metrics import step_signals
+
+    try:
+        blocks, block_size, why = *kv_pool(metrics), None
+    except InsufficientDataError as exc:
+        return KvGauge(None, None, {}, str(exc))
+    by_step: dict[int, dict[str, float]] = {}
+    for r in step_signals(metrics).iter_rows(named=True):
+        by_step.setdefault(int(r["step"]), {})[r["signal"]] = r["mean"]
+    return KvGauge(blocks, block_size, by_step, why)
+
+
+__all__ = ["KvGauge", "KvMetricsCheck", "check_kv_usage", "kv_gauge", "kv_pool"]

@@ -20,10 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.plan.jsonform import STRICT, to_json
 from bearing_lib.plan.memory import MemoryRequirement, ModelPreset, memory_requirement
+
+if TYPE_CHECKING:
+    from bearing_lib.plan.elasticity import ReplayResult
 
 SEED_BUFFER = 2
 DEFAULT_MIN_BUFFER = 1
@@ -43,6 +48,7 @@ class LatencyPoint:
 class SafeConcurrency:
     """Highest measured concurrency meeting the P99 SLA, with what backs it."""
 
+    __pydantic_config__ = STRICT
     value: float | None
     throughput_rps: float | None
     throughput_basis: str
@@ -51,7 +57,7 @@ class SafeConcurrency:
     statement: str
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, stat: str = "P99") -> SafeConcurrency:
@@ -131,6 +137,7 @@ def _f(v: object) -> float | None:
 class BurstModel:
     """Bursts as probabilistic events: ``multiplier`` × the target load, ``per_month`` episodes of ``duration_min``."""
 
+    __pydantic_config__ = STRICT
     multiplier: float
     per_month: float | None = None
     duration_min: float | None = None
@@ -142,9 +149,22 @@ class BurstModel:
 
 
 @dataclass
-class InstancePlan:
-    """``total = base + buffer`` instances, with the reasoning."""
+class BufferPlan:
+    """How the burst buffer is held: ``elastic`` (started when a burst comes) or ``fixed`` (always on)."""
 
+    __pydantic_config__ = STRICT
+    mode: Literal["elastic", "fixed"]
+    instances: int
+    reason: str
+
+
+@dataclass
+class InstancePlan:
+    """``total = base + buffer`` instances at ``per_instance_allowable_rps`` each, with the reasoning (the
+    plan's ``instances``); the plan adds how many instances the load test drove, how the buffer is held
+    (:func:`buffer_plan`) and the max safe concurrency."""
+
+    __pydantic_config__ = STRICT
     target_rps: float
     per_instance_q_ult_rps: float
     target_fos: float
@@ -155,11 +175,31 @@ class InstancePlan:
     buffer_basis: str
     burst: BurstModel | None
     reason: str
+    tested_instances: int = 1
+    tested_instances_basis: str = ""
+    buffer_plan: BufferPlan | None = None
+    safe_concurrency: SafeConcurrency | None = None
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["burst"] = asdict(self.burst) if self.burst else None
-        return d
+        return to_json(self)
+
+
+def buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str) -> BufferPlan:
+    """Hold the burst buffer elastic or fixed: fixed when the replay saw minutes over capacity
+    during cold starts (and then at least the replay's buffer), elastic otherwise."""
+    freq = ""
+    if inst.burst is not None and inst.burst.per_month:
+        freq = f"; bursts about {inst.burst.per_month:.2g} a month"
+    if rep is None:
+        return BufferPlan("fixed", inst.buffer,
+                          f"no elasticity replay ({why_no_replay}): hold the buffer as fixed capacity{freq}")
+    if rep.recommendation == "elastic":
+        return BufferPlan("elastic", inst.buffer,
+                          f"the replay of the production series kept up with a {rep.cold_start_s:g} s cold start, "
+                          f"so the buffer can be elastic{freq}")
+    n = max(inst.buffer, rep.buffer)
+    return BufferPlan("fixed", n, f"{rep.reason}; fixed buffer = max(burst buffer {inst.buffer}, replay buffer "
+                                  f"{rep.buffer}){freq}")
 
 
 def instance_count(
@@ -209,10 +249,12 @@ def memory_for(model: ModelPreset, concurrency: int, seq_len: float, *, margin: 
 
 
 __all__ = [
+    "BufferPlan",
     "BurstModel",
     "InstancePlan",
     "LatencyPoint",
     "SafeConcurrency",
+    "buffer_plan",
     "curve_from_limits_steps",
     "instance_count",
     "max_safe_concurrency",

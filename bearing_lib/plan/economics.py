@@ -1,8 +1,10 @@
-"""Tokens and money, and the staged plan in instances: pure functions over plain numbers.
+"""Tokens and money, and the staged plan in instances: the plan's ``economics`` section.
 
-Nothing here reads files or builds the plan; :func:`economics_from_plan` and
-:func:`staged_from_plan` read the plan's public JSON (docs/interfaces.md §6) so the plan
-(``plan/capacity_plan.py``) can call them and carry the result.
+Nothing here reads files or builds the plan: :func:`plan_economics` takes the plan's typed
+results (the FOS, the tier, the target, the instance plan) and the profile's typed view, and
+returns :class:`PlanEconomics`, whose four parts (:class:`Tokens`, :class:`Money`,
+:class:`Staged`, :class:`~bearing_lib.plan.memory.KvMetricsCheck`) are each the part or
+:class:`~bearing_lib.common.schema.NotAvailable` with the reason; ``to_dict()`` is the JSON.
 
 Tokens
     A limit in req/s becomes tokens/s with the mix's mean token counts:
@@ -27,14 +29,18 @@ Staged plan (DOMAIN.md: near term = current peak × 1.5; mid term = 6-month fore
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.estimate import derived_qualifiers
-
-if TYPE_CHECKING:  # pragma: no cover
-    from bearing_lib.plan.capacity_plan import ProfileInput
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.fos import FosResult, TierBands
+from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
+from bearing_lib.plan.jsonform import STRICT, available, section, to_json
+from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
+from bearing_lib.plan.scorecards import ScoreRow
 
 HOURS_PER_MONTH = 730.0
 STAGE_FACTOR = 1.5
@@ -51,13 +57,14 @@ def _positive(**values: float | None) -> None:
 class TokenRates:
     """A request rate as tokens per second."""
 
+    __pydantic_config__ = STRICT
     rps: float
     input_tokens_per_s: float
     output_tokens_per_s: float
     total_tokens_per_s: float
 
     def to_dict(self) -> dict[str, float]:
-        return asdict(self)
+        return to_json(self)
 
 
 def token_rates(rps: float, *, mean_input_tokens: float, mean_output_tokens: float) -> TokenRates:
@@ -106,13 +113,12 @@ def burst_buffer_monthly_cost(
     return monthly_cost(buffer, price_per_hour, hours=bursts_per_month * burst_hours)
 
 
-def budget_row(monthly: float | None, budget: float | None, *, headroom: float = 0.20) -> dict[str, Any]:
-    """The budget scorecard row (same keys as the plan's scorecard rows)."""
+def budget_row(monthly: float | None, budget: float | None, *, headroom: float = 0.20) -> ScoreRow:
+    """The budget scorecard row, computed from the monthly cost and the budget."""
     if monthly is None:
-        return {"dimension": "budget", "status": "red", "value": None, "reason": "the running cost was never computed"}
+        return ScoreRow("budget", "red", None, "the running cost was never computed")
     if budget is None or budget <= 0:
-        return {"dimension": "budget", "status": "red", "value": monthly,
-                "reason": f"monthly cost ${monthly:,.0f} with no budget to judge it against"}
+        return ScoreRow("budget", "red", monthly, f"monthly cost ${monthly:,.0f} with no budget to judge it against")
     share = monthly / budget
     if share <= 1 - headroom:
         status = "green"
@@ -121,42 +127,53 @@ def budget_row(monthly: float | None, budget: float | None, *, headroom: float =
         status, why = "yellow", f"${monthly:,.0f}/month is {share:.0%} of the ${budget:,.0f} budget: tight"
     else:
         status, why = "red", f"${monthly:,.0f}/month exceeds the ${budget:,.0f} budget ({share:.0%})"
-    return {"dimension": "budget", "status": status, "value": share, "reason": why}
+    return ScoreRow("budget", status, share, why)  # type: ignore[arg-type]
 
 
-def _get(doc: dict, dotted: str, path: str) -> Any:
-    cur: Any = doc
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            raise SchemaError(f"the plan JSON has no {dotted}", path=path, field=dotted)
-        cur = cur[part]
-    return cur
+@dataclass
+class Money:
+    """What the fleet costs: $/1M output tokens and $/request at the per-instance allowable load, the monthly
+    cost of the base, the burst buffer (fixed: all month; elastic: its burst hours) and the fleet, and the
+    budget row. An elastic buffer with unknown burst hours is costed as ``monthly_cost_range``."""
+
+    __pydantic_config__ = STRICT
+    _OMIT_NONE = ("monthly_cost_range", "limit_bound", "bound_note")
+    available: Literal[True] = field(default=True, kw_only=True)
+    price_per_hour: float
+    per_instance_allowable: TokenRates
+    usd_per_million_output_tokens: float
+    usd_per_request: float
+    monthly_cost_all_instances_always_on: float
+    monthly_cost_base: float
+    monthly_cost_burst_buffer: float | None
+    monthly_cost_recommended: float | None
+    buffer: str
+    budget_row: ScoreRow
+    budget_per_month: float | None = None
+    monthly_cost_range: tuple[float, float] | None = None
+    limit_bound: str | None = None
+    bound_note: str | None = None
 
 
-def economics_from_plan(
-    plan: dict[str, Any],
+def money_for(
+    instances: InstancePlan,
     *,
     price_per_hour: float,
     mean_input_tokens: float,
     mean_output_tokens: float,
     monthly_budget: float | None = None,
     burst_hours: float | None = None,
-    path: str = "plan JSON",
-) -> dict[str, Any]:
-    """Tokens and money at the plan's allowable load, from the plan's public JSON (§6).
-
-    Reads ``instances.{per_instance_allowable_rps, base, buffer, total, buffer_plan.mode,
-    burst.per_month, burst.duration_min}``; ``burst_hours`` overrides the burst duration.
-    """
-    a = float(_get(plan, "instances.per_instance_allowable_rps", path))
-    total = int(_get(plan, "instances.total", path))
-    buffer = int(_get(plan, "instances.buffer", path))
-    inst = plan["instances"]
-    mode = ((inst.get("buffer_plan") or {}).get("mode")) or "fixed"
-    burst = inst.get("burst") or {}
-    per_month = burst.get("per_month")
+) -> Money:
+    """Tokens and money at the plan's per-instance allowable load, from its instance plan: ``total``,
+    ``buffer``, how the buffer is held (``buffer_plan.mode``, fixed without one) and the burst model's
+    ``per_month`` and ``duration_min`` (``burst_hours`` overrides the duration)."""
+    a = instances.per_instance_allowable_rps
+    total, buffer = instances.total, instances.buffer
+    mode = instances.buffer_plan.mode if instances.buffer_plan is not None else "fixed"
+    burst = instances.burst
+    per_month = burst.per_month if burst is not None else None
     hours = burst_hours if burst_hours is not None else (
-        burst["duration_min"] / 60.0 if burst.get("duration_min") is not None else None)
+        burst.duration_min / 60.0 if burst is not None and burst.duration_min is not None else None)
     fleet = monthly_cost(total, price_per_hour)
     if mode == "elastic" and (per_month is None or hours is None):
         buffer_cost = None
@@ -167,21 +184,21 @@ def economics_from_plan(
                                                 burst_hours=hours)
         buffer_note = f"{mode} buffer of {buffer}"
     base_cost = monthly_cost(total - buffer, price_per_hour)
-    recommended = base_cost + (buffer_cost if buffer_cost is not None else 0.0)
-    return {
-        "price_per_hour": price_per_hour,
-        "per_instance_allowable": token_rates(a, mean_input_tokens=mean_input_tokens,
-                                              mean_output_tokens=mean_output_tokens).to_dict(),
-        "usd_per_million_output_tokens": cost_per_million_output_tokens(price_per_hour, rps=a,
-                                                                        mean_output_tokens=mean_output_tokens),
-        "usd_per_request": cost_per_request(price_per_hour, rps=a),
-        "monthly_cost_all_instances_always_on": fleet,
-        "monthly_cost_base": base_cost,
-        "monthly_cost_burst_buffer": buffer_cost,
-        "monthly_cost_recommended": recommended if buffer_cost is not None else None,
-        "buffer": buffer_note,
-        "budget_row": budget_row(recommended if buffer_cost is not None else None, monthly_budget),
-    }
+    recommended = base_cost + buffer_cost if buffer_cost is not None else None
+    money = Money(
+        price_per_hour=price_per_hour,
+        per_instance_allowable=token_rates(a, mean_input_tokens=mean_input_tokens,
+                                           mean_output_tokens=mean_output_tokens),
+        usd_per_million_output_tokens=cost_per_million_output_tokens(price_per_hour, rps=a,
+                                                                     mean_output_tokens=mean_output_tokens),
+        usd_per_request=cost_per_request(price_per_hour, rps=a),
+        monthly_cost_all_instances_always_on=fleet, monthly_cost_base=base_cost,
+        monthly_cost_burst_buffer=buffer_cost, monthly_cost_recommended=recommended, buffer=buffer_note,
+        budget_row=budget_row(recommended, monthly_budget), budget_per_month=monthly_budget,
+    )
+    if recommended is None:
+        _bounded_budget(money, monthly_budget)
+    return money
 
 
 # --------------------------------------------------------------------------- staged plan
@@ -207,12 +224,14 @@ class Forecast:
     level: float
     method: str
 
+    __pydantic_config__ = STRICT
+
     def at(self, week: float) -> float:
         """The fitted line at week index ``week`` (0 = the first data week)."""
         return self.intercept + self.slope_per_week * week
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 def growth_forecast(weekly_peaks: list[float], *, horizon_weeks: int = 26, level: float = 0.95) -> Forecast:
@@ -248,52 +267,84 @@ def weeks_until_exhausted(forecast: Forecast, capacity_rps: float, *, max_weeks:
     return None
 
 
-def staged_from_plan(
-    plan: dict[str, Any], *, current_peak_rps: float | None = None, weekly_peaks: list[float] | None = None,
-    horizon_weeks: int = 26, path: str = "plan JSON",
-) -> dict[str, Any]:
-    """Near and mid term in instances from the plan JSON (``target.rps`` is the current peak unless
-    ``current_peak_rps`` is given); mid term only with >= 4 weekly peaks."""
-    a = float(_get(plan, "instances.per_instance_allowable_rps", path))
-    fleet = int(_get(plan, "instances.total", path))
-    peak = current_peak_rps if current_peak_rps is not None else float(_get(plan, "target.rps", path))
-    out: dict[str, Any] = {
-        "per_instance_allowable_rps": a,
-        "near_term": {"rps": peak * STAGE_FACTOR, "instances": instances_for(peak, a),
-                      "rule": f"current peak {peak:.4g} req/s × {STAGE_FACTOR}"},
-        "mid_term": None,
-        "fleet_runs_out": None,
-    }
+@dataclass
+class NearTerm:
+    """Instances for the current peak × 1.5."""
+
+    __pydantic_config__ = STRICT
+    rps: float
+    instances: int
+    rule: str
+
+
+@dataclass
+class MidTerm:
+    """Instances for the 6-month forecast × 1.5 (and for its prediction interval's upper end)."""
+
+    __pydantic_config__ = STRICT
+    rps: float
+    instances: int
+    instances_upper: int
+    forecast: Forecast
+    rule: str
+
+
+@dataclass
+class FleetRunsOut:
+    """When the forecast first exceeds the current fleet's allowable capacity (None: not within 10 years)."""
+
+    __pydantic_config__ = STRICT
+    capacity_rps: float
+    weeks_after_last: int | None
+    statement: str
+
+
+@dataclass
+class Staged:
+    """The staged plan in instances: near term (current peak × 1.5), mid term (6-month forecast × 1.5, with
+    the weekly peaks it is fitted to) and when the current fleet runs out."""
+
+    __pydantic_config__ = STRICT
+    _OMIT_NONE = ("mid_term_reason", "limit_bound", "bound_note")
+    available: Literal[True] = field(default=True, kw_only=True)
+    per_instance_allowable_rps: float
+    near_term: NearTerm
+    mid_term: MidTerm | None = None
+    fleet_runs_out: FleetRunsOut | None = None
+    mid_term_reason: str | None = None
+    weekly_peaks_rps: list[float] | None = None
+    weekly_peak_statistic: str = ""
+    limit_bound: str | None = None
+    bound_note: str | None = None
+
+
+def staged_for(
+    per_instance_allowable_rps: float, fleet: int, current_peak_rps: float, *,
+    weekly_peaks: list[float] | None = None, horizon_weeks: int = 26,
+) -> Staged:
+    """Near and mid term in instances for a fleet of ``fleet`` instances at ``per_instance_allowable_rps``
+    each; mid term only with >= 4 weekly peaks."""
+    a, peak = per_instance_allowable_rps, current_peak_rps
+    out = Staged(per_instance_allowable_rps=a,
+                 near_term=NearTerm(peak * STAGE_FACTOR, instances_for(peak, a),
+                                    f"current peak {peak:.4g} req/s × {STAGE_FACTOR}"),
+                 weekly_peaks_rps=weekly_peaks)
     if weekly_peaks is None or len(weekly_peaks) < MIN_WEEKS:
-        out["mid_term_reason"] = f"a forecast needs >= {MIN_WEEKS} weeks of peaks (got {len(weekly_peaks or [])})"
+        out.mid_term_reason = f"a forecast needs >= {MIN_WEEKS} weeks of peaks (got {len(weekly_peaks or [])})"
         return out
     fc = growth_forecast(weekly_peaks, horizon_weeks=horizon_weeks)
-    out["mid_term"] = {"rps": fc.value * STAGE_FACTOR, "instances": instances_for(fc.value, a),
-                       "instances_upper": instances_for(fc.upper, a), "forecast": fc.to_dict(),
-                       "rule": f"{horizon_weeks}-week forecast {fc.value:.4g} req/s "
-                               f"({fc.level:.0%} PI {fc.lower:.4g}–{fc.upper:.4g}) × {STAGE_FACTOR}"}
+    out.mid_term = MidTerm(fc.value * STAGE_FACTOR, instances_for(fc.value, a), instances_for(fc.upper, a), fc,
+                           f"{horizon_weeks}-week forecast {fc.value:.4g} req/s "
+                           f"({fc.level:.0%} PI {fc.lower:.4g}–{fc.upper:.4g}) × {STAGE_FACTOR}")
     cap = fleet * a
     k = weeks_until_exhausted(fc, cap)
-    out["fleet_runs_out"] = {"capacity_rps": cap, "weeks_after_last": k,
-                             "statement": (f"the current fleet ({fleet} × {a:.4g} req/s) runs out in {k} week(s)"
-                                           if k is not None else "the forecast does not reach the fleet's capacity")}
+    out.fleet_runs_out = FleetRunsOut(cap, k, f"the current fleet ({fleet} × {a:.4g} req/s) runs out in {k} week(s)"
+                                      if k is not None else "the forecast does not reach the fleet's capacity")
     return out
 
 
 # --------------------------------------------------------------------------- the plan's economics section
 WEEK_S = 7 * 86400.0
-
-
-def _unavailable(reason: str) -> dict[str, Any]:
-    return {"available": False, "reason": reason}
-
-
-def _f(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def weekly_peaks(starts_s: list[float], requests_per_min: list[float], *, quantile: float = 0.99) -> list[float]:
@@ -327,7 +378,19 @@ def _series(profile: ProfileInput) -> tuple[list[float], list[float]] | None:
     return list(profile.series_start_s), [float(x) for x in profile.series]
 
 
-def mean_tokens(profile: ProfileInput, trace: Any = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MeanTokens:
+    """Mean input / output tokens per request of the production traffic, overall and per mix
+    (``per_mix``: mix → (mean input, mean output)), and where they come from."""
+
+    mean_input_tokens: float
+    mean_output_tokens: float
+    basis: str
+    per_mix: dict[str, tuple[float, float]]
+    per_mix_basis: str
+
+
+def mean_tokens(profile: ProfileInput, trace: Any = None) -> MeanTokens | NotAvailable:
     """Mean input and output tokens per request of the production traffic, overall and per mix.
 
     Overall: the profile's ``seq_len.input_tokens.mean`` / ``output_tokens.mean``, else the
@@ -347,9 +410,9 @@ def mean_tokens(profile: ProfileInput, trace: Any = None) -> dict[str, Any]:
             mi, mo = float(f["input_tokens"].mean()), float(f["output_tokens"].mean())
             basis = f"the trace's {f.height:,} requests with token counts"
     if mi is None or mo is None:
-        return {"available": False, "reason": "no token counts: the profile has no seq_len token means and no trace "
-                                              "with input_tokens and output_tokens was given"}
-    per_mix: dict[str, dict[str, float]] = {}
+        return NotAvailable("no token counts: the profile has no seq_len token means and no trace with "
+                            "input_tokens and output_tokens was given")
+    per_mix: dict[str, tuple[float, float]] = {}
     per_mix_basis = "no per-mix token counts (no trace with a mix spec): each mix uses the overall means"
     spec = profile.mix_spec
     if has_tokens and spec is not None:
@@ -360,187 +423,217 @@ def mean_tokens(profile: ProfileInput, trace: Any = None) -> dict[str, Any]:
         for r in f.group_by("mix").agg(pl.col("input_tokens").mean().alias("i"), pl.col("output_tokens").mean()
                                        .alias("o"), pl.len().alias("n")).iter_rows(named=True):
             if r["mix"] is not None:
-                per_mix[str(r["mix"])] = {"mean_input_tokens": float(r["i"]), "mean_output_tokens": float(r["o"]),
-                                          "n": int(r["n"])}
+                per_mix[str(r["mix"])] = (float(r["i"]), float(r["o"]))
         per_mix_basis = "the trace's requests assigned to the profile's mix spec"
-    return {"available": True, "mean_input_tokens": mi, "mean_output_tokens": mo, "basis": basis,
-            "per_mix": per_mix, "per_mix_basis": per_mix_basis}
+    return MeanTokens(mi, mo, basis, per_mix, per_mix_basis)
 
 
-def _rates(rps: float | None, mi: float, mo: float) -> dict[str, float] | None:
-    return None if rps is None else token_rates(rps, mean_input_tokens=mi, mean_output_tokens=mo).to_dict()
+def _rates(rps: float | None, mi: float, mo: float) -> TokenRates | None:
+    return None if rps is None else token_rates(rps, mean_input_tokens=mi, mean_output_tokens=mo)
+
+
+@dataclass
+class MixTokens:
+    """One mix's limit and allowable load in tokens/s, with the mix's mean tokens per request."""
+
+    __pydantic_config__ = STRICT
+    mix: str
+    mean_input_tokens: float
+    mean_output_tokens: float
+    q_ult: TokenRates | None
+    allowable: TokenRates | None
+
+
+@dataclass
+class Tokens:
+    """The limits in tokens/s: at the blended Q_ult, at the allowable load, per instance, and per mix."""
+
+    __pydantic_config__ = STRICT
+    _OMIT_NONE = ("limit_bound", "bound_note")
+    available: Literal[True] = field(default=True, kw_only=True)
+    mean_input_tokens: float
+    mean_output_tokens: float
+    basis: str
+    per_mix: list[MixTokens]
+    per_mix_basis: str
+    at_q_ult: TokenRates | None
+    at_allowable: TokenRates | None
+    per_instance_allowable: TokenRates | None
+    rule: str
+    limit_bound: str | None = None
+    bound_note: str | None = None
+
+
+TokensPart = section(Tokens)
+MoneyPart = section(Money)
+StagedPart = section(Staged)
+KvPart = section(KvMetricsCheck)
 
 
 @dataclass
 class PlanEconomics:
     """The plan's economics section: tokens/s, money, the staged plan in instances, and the
-    KV-cache check against the engine's metrics (``plan/memory.py``), each a dict or
-    ``{"available": false, "reason"}``."""
+    KV-cache check against the engine's metrics (``plan/memory.py``), each its part or
+    :class:`NotAvailable` with the reason."""
 
-    tokens: dict[str, Any]
-    money: dict[str, Any]
-    staged: dict[str, Any]
-    kv_metrics_check: dict[str, Any]
+    __pydantic_config__ = STRICT
+    tokens: TokensPart
+    money: MoneyPart
+    staged: StagedPart
+    kv_metrics_check: KvPart
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tokens": self.tokens, "money": self.money, "staged": self.staged,
-                "kv_metrics_check": self.kv_metrics_check}
+        return to_json(self)
 
     def summary_lines(self) -> list[str]:
         """What ``bearing plan`` prints for this section."""
         out: list[str] = []
-        note = next((p["bound_note"] for p in (self.tokens, self.money, self.staged) if p.get("bound_note")), None)
+        parts = [x for x in (self.tokens, self.money, self.staged) if available(x)]
+        note = next((x.bound_note for x in parts if x.bound_note), None)
         if note:
             out.append(f"bound:       {note}")
         t = self.tokens
-        if t.get("available"):
-            for key, what in (("at_q_ult", "Q_ult"), ("at_allowable", "allowable")):
-                r = t.get(key)
+        if isinstance(t, Tokens):
+            for r, what in ((t.at_q_ult, "Q_ult"), (t.at_allowable, "allowable")):
                 if r:
-                    out.append(f"tokens/s:    at {what} {r['rps']:,.3f} req/s: input {r['input_tokens_per_s']:,.0f}, "
-                               f"output {r['output_tokens_per_s']:,.0f}, total {r['total_tokens_per_s']:,.0f} "
-                               f"(mean {t['mean_input_tokens']:,.1f} in / {t['mean_output_tokens']:,.1f} out)")
-            for pm in t.get("per_mix") or []:
-                q, a = pm.get("q_ult"), pm.get("allowable")
+                    out.append(f"tokens/s:    at {what} {r.rps:,.3f} req/s: input {r.input_tokens_per_s:,.0f}, "
+                               f"output {r.output_tokens_per_s:,.0f}, total {r.total_tokens_per_s:,.0f} "
+                               f"(mean {t.mean_input_tokens:,.1f} in / {t.mean_output_tokens:,.1f} out)")
+            for pm in t.per_mix:
+                q, a = pm.q_ult, pm.allowable
                 if q:
-                    out.append(f"  mix {pm['mix']}: Q_ult {q['rps']:,.3f} req/s = {q['total_tokens_per_s']:,.0f} tok/s "
-                               f"({q['input_tokens_per_s']:,.0f} in + {q['output_tokens_per_s']:,.0f} out)"
-                               + (f"; allowable {a['rps']:,.3f} req/s = {a['total_tokens_per_s']:,.0f} tok/s" if a
+                    out.append(f"  mix {pm.mix}: Q_ult {q.rps:,.3f} req/s = {q.total_tokens_per_s:,.0f} tok/s "
+                               f"({q.input_tokens_per_s:,.0f} in + {q.output_tokens_per_s:,.0f} out)"
+                               + (f"; allowable {a.rps:,.3f} req/s = {a.total_tokens_per_s:,.0f} tok/s" if a
                                   else ""))
         else:
-            out.append(f"tokens/s:    not available: {t.get('reason')}")
+            out.append(f"tokens/s:    not available: {t.reason}")
         m = self.money
-        if m.get("available"):
-            rec = m.get("monthly_cost_recommended")
-            buf = m.get("monthly_cost_burst_buffer")
-            rng = m.get("monthly_cost_range")
-            out.append(f"cost:        ${m['usd_per_million_output_tokens']:,.2f} per 1M output tokens at the allowable "
-                       f"load (${m['price_per_hour']:,.2f}/instance-hour); fleet "
+        if isinstance(m, Money):
+            rec, buf, rng = m.monthly_cost_recommended, m.monthly_cost_burst_buffer, m.monthly_cost_range
+            out.append(f"cost:        ${m.usd_per_million_output_tokens:,.2f} per 1M output tokens at the allowable "
+                       f"load (${m.price_per_hour:,.2f}/instance-hour); fleet "
                        + (f"${rec:,.0f}/month" if rec is not None else
                           f"${rng[0]:,.0f}–${rng[1]:,.0f}/month" if rng else "not computed")
-                       + (f", of which burst buffer ${buf:,.2f}/month ({m['buffer']})" if buf is not None
-                          else f" ({m['buffer']})"))
-            br = m["budget_row"]
-            out.append(f"budget:      {br['status']}: {br['reason']}")
+                       + (f", of which burst buffer ${buf:,.2f}/month ({m.buffer})" if buf is not None
+                          else f" ({m.buffer})"))
+            out.append(f"budget:      {m.budget_row.status}: {m.budget_row.reason}")
         else:
-            out.append(f"cost:        not available: {m.get('reason')}")
+            out.append(f"cost:        not available: {m.reason}")
         s = self.staged
-        if s.get("available"):
-            nt = s["near_term"]
-            least = derived_qualifiers(str(s.get("limit_bound")))[0]
-            out.append(f"near term:   {least}{nt['instances']} instance(s) for {nt['rps']:,.3f} req/s ({nt['rule']})")
-            if s.get("mid_term"):
-                mt = s["mid_term"]
-                out.append(f"mid term:    {mt['instances']} instance(s) (upper {mt['instances_upper']}) for "
-                           f"{mt['rps']:,.3f} req/s ({mt['rule']}); {s['fleet_runs_out']['statement']}")
+        if isinstance(s, Staged):
+            nt = s.near_term
+            least = derived_qualifiers(str(s.limit_bound))[0]
+            out.append(f"near term:   {least}{nt.instances} instance(s) for {nt.rps:,.3f} req/s ({nt.rule})")
+            if s.mid_term is not None and s.fleet_runs_out is not None:
+                mt = s.mid_term
+                out.append(f"mid term:    {mt.instances} instance(s) (upper {mt.instances_upper}) for "
+                           f"{mt.rps:,.3f} req/s ({mt.rule}); {s.fleet_runs_out.statement}")
             else:
-                out.append(f"mid term:    not available: {s.get('mid_term_reason')}")
+                out.append(f"mid term:    not available: {s.mid_term_reason}")
         else:
-            out.append(f"staged plan: not available: {s.get('reason')}")
+            out.append(f"staged plan: not available: {s.reason}")
         k = self.kv_metrics_check
-        out.append(f"KV metrics:  {k['statement']}" if k.get("available") else f"KV metrics:  {k.get('reason')}")
+        out.append(f"KV metrics:  {k.statement}" if isinstance(k, KvMetricsCheck) else f"KV metrics:  {k.reason}")
         return out
 
 
+def _tokens(fos: FosResult, tier: TierBands, allowable_rps: float | None, instances: InstancePlan | NotAvailable,
+            tok: MeanTokens) -> Tokens:
+    """Tokens/s at the blended Q_ult, the allowable load and per instance (production means), and per mix at
+    its Q_ult and Q_ult / design FOS (the mix's means)."""
+    mi, mo = tok.mean_input_tokens, tok.mean_output_tokens
+    design = tier.target_fos
+    rows = []
+    for m in fos.per_mix:
+        pi, po = tok.per_mix.get(m.mix, (mi, mo))
+        rows.append(MixTokens(m.mix, pi, po, _rates(m.q_ult_rps, pi, po), _rates(m.q_ult_rps / design, pi, po)))
+    per_inst = instances.per_instance_allowable_rps if isinstance(instances, InstancePlan) else None
+    return Tokens(mean_input_tokens=mi, mean_output_tokens=mo, basis=tok.basis, per_mix=rows,
+                  per_mix_basis=tok.per_mix_basis, at_q_ult=_rates(fos.blended.q_blend_rps, mi, mo),
+                  at_allowable=_rates(allowable_rps, mi, mo), per_instance_allowable=_rates(per_inst, mi, mo),
+                  rule="tokens/s = req/s × mean tokens per request (input, output; total = both); per mix at its "
+                       f"Q_ult and at Q_ult / design FOS {design:g}")
+
+
+def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput) -> Staged:
+    """The staged plan with the profile's weekly peaks (the target's statistic of each complete week)."""
+    series = _series(profile)
+    q = quantile or 0.99
+    peaks = weekly_peaks(*series, quantile=q) if series else None
+    staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks)
+    if peaks is None:
+        staged.mid_term_reason = "the profile has no per-minute series to forecast from"
+    elif len(peaks) < MIN_WEEKS:
+        span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series and series[0] else 0
+        staged.mid_term_reason = (f"a growth forecast needs >= {MIN_WEEKS} complete weeks of traffic; the "
+                                  f"profile spans {span_d:,.2f} day(s) ({len(peaks)} complete week(s))")
+    staged.weekly_peak_statistic = f"P{q * 100:g} of the week's per-minute rate / 60"
+    return staged
+
+
 def plan_economics(
-    plan: dict[str, Any],
+    fos: FosResult,
+    tier: TierBands,
+    target_rps: float,
+    allowable_rps: float | None,
+    instances: InstancePlan | NotAvailable,
     profile: ProfileInput | dict[str, Any],
     *,
+    quantile: float | None = None,
     trace: Any = None,
     price_per_hour: float | None = None,
     budget_per_month: float | None = None,
-    server_metrics: Any = None,
+    kv_gauge: KvGauge | None = None,
 ) -> PlanEconomics:
-    """The economics section from the plan JSON (§6) and the profile JSON (§5).
+    """The economics section from the plan's typed results and the profile.
 
     Tokens/s at Q_ult (``fos.blended.q_blend_rps``) and at the allowable load (``allowable_rps``)
     with the production mean tokens, per mix at its Q_ult and Q_ult / design FOS with that
-    mix's mean tokens; money with ``price_per_hour`` (:func:`economics_from_plan`); the staged
-    plan (:func:`staged_from_plan`) with the profile's weekly peaks when it spans >= 4 weeks;
-    with ``server_metrics`` (``ServerMetrics`` with steps) the memory section's KV arithmetic
-    checked against the engine's gauge (:func:`bearing_lib.plan.memory.kv_metrics_check`).
+    mix's mean tokens; money with ``price_per_hour`` (:func:`money_for`); the staged plan
+    (:func:`staged_for`) with the profile's weekly peaks (of the target's ``quantile``) when it
+    spans >= 4 weeks; with ``kv_gauge`` (what the engine reported, ``bearing_lib.ops.kv_check.kv_gauge``)
+    the memory section's KV arithmetic checked against the engine's gauge
+    (:func:`bearing_lib.plan.memory.kv_metrics_check`). A bound on the limit is said in each part.
     """
     if isinstance(profile, dict):  # a profile JSON document: validated once at this edge
-        from bearing_lib.plan.capacity_plan import profile_input_from_dict
-
         profile = profile_input_from_dict(profile)
     if price_per_hour is not None:
         _positive(price_per_hour=price_per_hour)
     if budget_per_month is not None:
         _positive(budget_per_month=budget_per_month)
     tok = mean_tokens(profile, trace)
-    fos = plan.get("fos") or {}
-    blended = fos.get("blended") or {}
-    tier_fos = _f((plan.get("tier") or {}).get("target_fos"))
-    if tok.get("available"):
-        mi, mo = tok["mean_input_tokens"], tok["mean_output_tokens"]
-        inst = plan.get("instances") or {}
-        rows = []
-        for m in fos.get("per_mix") or []:
-            pm = tok["per_mix"].get(str(m.get("mix")), {"mean_input_tokens": mi, "mean_output_tokens": mo})
-            q = _f(m.get("q_ult_rps"))
-            allow = q / tier_fos if q is not None and tier_fos else None
-            rows.append({"mix": m.get("mix"), "mean_input_tokens": pm["mean_input_tokens"],
-                         "mean_output_tokens": pm["mean_output_tokens"],
-                         "q_ult": _rates(q, pm["mean_input_tokens"], pm["mean_output_tokens"]),
-                         "allowable": _rates(allow, pm["mean_input_tokens"], pm["mean_output_tokens"])})
-        tokens = {**tok, "available": True,
-                  "at_q_ult": _rates(_f(blended.get("q_blend_rps")), mi, mo),
-                  "at_allowable": _rates(_f(plan.get("allowable_rps")), mi, mo),
-                  "per_instance_allowable": _rates(_f(inst.get("per_instance_allowable_rps")), mi, mo),
-                  "per_mix": rows,
-                  "rule": "tokens/s = req/s × mean tokens per request (input, output; total = both); per mix at its "
-                          f"Q_ult and at Q_ult / design FOS {tier_fos:g}" if tier_fos else "tokens/s = req/s × mean"}
-    else:
-        tokens = _unavailable(tok["reason"])
-    inst = plan.get("instances") or {}
-    has_inst = inst.get("available") is not False and inst.get("per_instance_allowable_rps") is not None
+    tokens: Tokens | NotAvailable = (NotAvailable(tok.reason) if isinstance(tok, NotAvailable)
+                                     else _tokens(fos, tier, allowable_rps, instances, tok))
+    no_inst = None if isinstance(instances, InstancePlan) else f"no instance plan: {instances.reason or 'not computed'}"
+    money: Money | NotAvailable
     if price_per_hour is None:
-        money = _unavailable("no instance price given (bearing plan --price-per-hour, or the report parameter "
+        money = NotAvailable("no instance price given (bearing plan --price-per-hour, or the report parameter "
                              "price_per_hour)")
-    elif not has_inst:
-        money = _unavailable(f"no instance plan: {inst.get('reason') or 'not computed'}")
-    elif not tok.get("available"):
-        money = _unavailable(f"$/1M output tokens needs token counts: {tok['reason']}")
+    elif no_inst is not None:
+        money = NotAvailable(no_inst)
+    elif isinstance(tok, NotAvailable):
+        money = NotAvailable(f"$/1M output tokens needs token counts: {tok.reason}")
     else:
-        money = {"available": True, **economics_from_plan(
-            plan, price_per_hour=price_per_hour, mean_input_tokens=tok["mean_input_tokens"],
-            mean_output_tokens=tok["mean_output_tokens"], monthly_budget=budget_per_month)}
-        money["budget_per_month"] = budget_per_month
-        if money["monthly_cost_recommended"] is None:
-            money.update(_bounded_budget(money, budget_per_month))
-    if not has_inst:
-        staged = _unavailable(f"no instance plan: {inst.get('reason') or 'not computed'}")
+        money = money_for(instances, price_per_hour=price_per_hour, mean_input_tokens=tok.mean_input_tokens,  # type: ignore[arg-type]
+                          mean_output_tokens=tok.mean_output_tokens, monthly_budget=budget_per_month)
+    staged: Staged | NotAvailable = (NotAvailable(no_inst) if no_inst is not None
+                                     else _staged(instances, target_rps, quantile, profile))  # type: ignore[arg-type]
+    kv: KvMetricsCheck | NotAvailable
+    if kv_gauge is None:
+        kv = NotAvailable("no server metrics given: the KV estimate is not checked against the engine's gauge")
+    elif isinstance(tok, NotAvailable):
+        kv = NotAvailable(f"server metrics given, but the KV check needs token counts: {tok.reason}")
     else:
-        series = _series(profile)
-        q = _f((plan.get("target") or {}).get("quantile")) or 0.99
-        peaks = weekly_peaks(*series, quantile=q) if series else None
-        staged = {"available": True, **staged_from_plan(plan, weekly_peaks=peaks)}
-        if peaks is None:
-            staged["mid_term_reason"] = "the profile has no per-minute series to forecast from"
-        elif len(peaks) < MIN_WEEKS:
-            span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series and series[0] else 0
-            staged["mid_term_reason"] = (f"a growth forecast needs >= {MIN_WEEKS} complete weeks of traffic; the "
-                                         f"profile spans {span_d:,.2f} day(s) ({len(peaks)} complete week(s))")
-        staged["weekly_peaks_rps"] = peaks
-        staged["weekly_peak_statistic"] = f"P{q * 100:g} of the week's per-minute rate / 60"
-    if server_metrics is None:
-        kv = _unavailable("no server metrics given: the KV estimate is not checked against the engine's gauge")
-    elif not tok.get("available"):
-        kv = _unavailable(f"server metrics given, but the KV check needs token counts: {tok['reason']}")
-    else:
-        from bearing_lib.plan.memory import kv_metrics_check
-
-        kv = kv_metrics_check(server_metrics, mean_input_tokens=tok["mean_input_tokens"],
-                              mean_output_tokens=tok["mean_output_tokens"])
-    bound = str(blended.get("bound") or "none")
+        kv = kv_metrics_check(kv_gauge, mean_input_tokens=tok.mean_input_tokens,
+                              mean_output_tokens=tok.mean_output_tokens)
+    bound = fos.blended.bound
     if bound in ("upper", "lower"):
         # every figure here is computed from the limit: a bound on it bounds them all, the other way for costs
-        note = BOUND_NOTES[bound]
         for part in (tokens, money, staged):
-            if part.get("available"):
-                part["limit_bound"] = bound
-                part["bound_note"] = note
+            if not isinstance(part, NotAvailable):
+                part.limit_bound = bound
+                part.bound_note = BOUND_NOTES[bound]
     return PlanEconomics(tokens, money, staged, kv)
 
 
@@ -552,40 +645,63 @@ BOUND_NOTES = {
 }
 
 
-def _bounded_budget(money: dict[str, Any], budget: float | None) -> dict[str, Any]:
+def _bounded_budget(money: Money, budget: float | None) -> None:
     """An elastic buffer whose burst hours are unknown: the fleet costs between the base (buffer never
     on) and all instances always on. The budget row judges that range: green when even the upper bound
     leaves the headroom, red when even the base exceeds the budget, yellow in between."""
-    lo, hi = money["monthly_cost_base"], money["monthly_cost_all_instances_always_on"]
-    why = f"{money['buffer']}: the fleet costs ${lo:,.0f} (buffer never on) to ${hi:,.0f}/month (always on)"
+    lo, hi = money.monthly_cost_base, money.monthly_cost_all_instances_always_on
+    why = f"{money.buffer}: the fleet costs ${lo:,.0f} (buffer never on) to ${hi:,.0f}/month (always on)"
     upper, base = budget_row(hi, budget), budget_row(lo, budget)
-    if budget is None or budget <= 0 or upper["status"] == "green" or base["status"] == "red":
-        row = upper if (budget is None or budget <= 0 or upper["status"] == "green") else base
-        row = {**row, "reason": f"{why}; at {'most' if row is upper else 'least'}: {row['reason']}"}
+    if budget is None or budget <= 0 or upper.status == "green" or base.status == "red":
+        row = upper if (budget is None or budget <= 0 or upper.status == "green") else base
+        row = ScoreRow(row.dimension, row.status, row.value,
+                       f"{why}; at {'most' if row is upper else 'least'}: {row.reason}")
     else:
-        row = {"dimension": "budget", "status": "yellow", "value": hi / budget,
-               "reason": f"{why}: the base fits the ${budget:,.0f} budget, the buffer always on would not leave "
-                         "the headroom"}
-    return {"monthly_cost_range": [lo, hi], "budget_row": row}
+        row = ScoreRow("budget", "yellow", hi / budget, f"{why}: the base fits the ${budget:,.0f} budget, the buffer "
+                                                        "always on would not leave the headroom")
+    money.monthly_cost_range = (lo, hi)
+    money.budget_row = row
 
 
-def apply_budget_row(scorecard: list[Any], money: dict[str, Any]) -> None:
+def apply_budget_row(scorecard: list[ScoreRow], money: Money | NotAvailable) -> None:
     """Replace the scorecard's budget row with the computed one when a cost was computed and either a
     budget was given or the user gave no budget input (a user's "clear/tight/none" stays otherwise)."""
-    if not money.get("available"):
+    if not isinstance(money, Money):
         return
-    br = money["budget_row"]
+    br = money.budget_row
     for i, row in enumerate(scorecard):
-        if getattr(row, "dimension", None) == "budget":
-            if money.get("budget_per_month") is None and row.status != "not assessed":
+        if row.dimension == "budget":
+            if money.budget_per_month is None and row.status != "not assessed":
                 return
-            scorecard[i] = type(row)("budget", br["status"], br["value"], br["reason"])
+            scorecard[i] = ScoreRow("budget", br.status, br.value, br.reason)
 
 
-def attach_economics(plan: Any, profile: ProfileInput, **kw: Any) -> PlanEconomics:
-    """The one call ``CapacityPlan.build`` makes: :func:`plan_economics` of the plan's JSON, and the
-    computed budget row put into its scorecard (:func:`apply_budget_row`)."""
-    econ = plan_economics(plan.to_dict(), profile, **kw)
-    if getattr(plan, "scorecards", None) is not None:
-        apply_budget_row(plan.scorecards.scorecard, econ.money)
-    return econ
+__all__ = [
+    "BOUND_NOTES",
+    "FleetRunsOut",
+    "Forecast",
+    "MeanTokens",
+    "MidTerm",
+    "MixTokens",
+    "Money",
+    "NearTerm",
+    "PlanEconomics",
+    "Staged",
+    "TokenRates",
+    "Tokens",
+    "apply_budget_row",
+    "budget_row",
+    "burst_buffer_monthly_cost",
+    "cost_per_million_output_tokens",
+    "cost_per_request",
+    "growth_forecast",
+    "instances_for",
+    "mean_tokens",
+    "money_for",
+    "monthly_cost",
+    "plan_economics",
+    "staged_for",
+    "token_rates",
+    "weekly_peaks",
+    "weeks_until_exhausted",
+]

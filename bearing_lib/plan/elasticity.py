@@ -40,9 +40,10 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from bearing_lib.common.errors import ParameterError
+from bearing_lib.plan.jsonform import STRICT, to_json
 
 ActionKind = Literal["scale_up", "scale_down", "none"]
 
@@ -124,46 +125,72 @@ def decide_scaling_action(
 
 
 @dataclass
-class ReplayResult:
-    """Minute-by-minute replay of the elasticity rule (see module docstring)."""
+class ScalingEvent:
+    """One decision of the replay: after which minute, what (``scale_up``, ``scale_down``, ``blocked``), how
+    many instances, the fleet after it, from which minute new instances count, and why."""
 
+    __pydantic_config__ = STRICT
+    _OMIT_NONE = ("ready_from_minute",)
+    after_minute: int
+    action: str
+    count: int
+    instances_after: int
+    ready_from_minute: int | None = None
+    reason: str = field(kw_only=True)
+
+
+@dataclass
+class ReplaySettings:
+    """The rule's settings the replay used (all optional in a plan JSON written before they were)."""
+
+    __pydantic_config__ = STRICT
+    scale_up_threshold: float | None = None
+    scale_down_threshold: float | None = None
+    target_ratio: float | None = None
+    min_instances: int | None = None
+    latency_budget_s: float | None = None
+    credit: str | None = None
+
+
+@dataclass
+class ReplayResult:
+    """Minute-by-minute replay of the elasticity rule (see module docstring): the plan's ``elasticity``.
+
+    The minutes themselves (:attr:`minutes`) exist in process only, on the result of :func:`replay`.
+    """
+
+    __pydantic_config__ = STRICT
     per_instance_rps: float
     cold_start_s: float
     cool_down_s: float
     initial_instances: int
-    minutes: list[dict[str, object]]
-    events: list[dict[str, object]]
+    n_minutes: int
+    events: list[ScalingEvent]
+    n_scale_up: int
+    n_scale_down: int
     over_capacity_minutes: list[int]
+    n_over_capacity: int
+    max_instances: int
     recommendation: Literal["elastic", "fixed+buffer"]
     buffer: int
     reason: str
-    settings: dict[str, object] = field(default_factory=dict)
+    settings: ReplaySettings = field(default_factory=ReplaySettings)
 
-    def to_dict(self, *, include_minutes: bool = False) -> dict[str, object]:
-        d = {
-            "per_instance_rps": self.per_instance_rps,
-            "cold_start_s": self.cold_start_s,
-            "cool_down_s": self.cool_down_s,
-            "initial_instances": self.initial_instances,
-            "n_minutes": len(self.minutes),
-            "events": self.events,
-            "n_scale_up": sum(1 for e in self.events if e["action"] == "scale_up"),
-            "n_scale_down": sum(1 for e in self.events if e["action"] == "scale_down"),
-            "over_capacity_minutes": self.over_capacity_minutes,
-            "n_over_capacity": len(self.over_capacity_minutes),
-            "max_instances": max((int(m["provisioned"]) for m in self.minutes), default=self.initial_instances),
-            "recommendation": self.recommendation,
-            "buffer": self.buffer,
-            "reason": self.reason,
-            "settings": self.settings,
-        }
-        if include_minutes:
-            d["minutes"] = self.minutes
-        return d
+    @property
+    def minutes(self) -> list[dict[str, Any]]:
+        """Each minute of the replay (rate, ready and provisioned instances, capacity, action): in process only."""
+        m = self.__dict__.get("_minutes")
+        if m is None:
+            raise ParameterError("the replay's minutes are not part of a plan JSON; they exist only on the result "
+                                 "of replay() in the same process")
+        return m
+
+    def to_dict(self) -> dict[str, object]:
+        return to_json(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return (f"<p><b>Elasticity replay</b> {len(self.minutes)} min · {len(self.events)} scale events · "
-                f"{len(self.over_capacity_minutes)} min over capacity · <b>{self.recommendation}</b>: "
+        return (f"<p><b>Elasticity replay</b> {self.n_minutes} min · {len(self.events)} scale events · "
+                f"{self.n_over_capacity} min over capacity · <b>{self.recommendation}</b>: "
                 f"{html.escape(self.reason)}</p>")
 
 
@@ -200,8 +227,8 @@ def replay(
         raise ParameterError(f"initial_instances {initial_instances} < min_instances {min_instances}")
     ready_at: list[float] = [-math.inf] * initial_instances  # minute from which each instance counts
     low_run = 0
-    minutes: list[dict[str, object]] = []
-    events: list[dict[str, object]] = []
+    minutes: list[dict[str, Any]] = []
+    events: list[ScalingEvent] = []
     over: list[int] = []
     need_extra = 0
     for t, r in enumerate(rates):
@@ -225,19 +252,16 @@ def replay(
         if action.kind == "scale_up":
             first = math.ceil(t + 1 + cold_start_s / 60.0 - 1e-9)
             ready_at.extend([float(first)] * action.count)
-            events.append({"after_minute": t, "action": "scale_up", "count": action.count,
-                           "instances_after": len(ready_at), "ready_from_minute": first, "reason": action.reason})
+            events.append(ScalingEvent(t, "scale_up", action.count, len(ready_at), first, reason=action.reason))
         elif action.kind == "scale_down" and len(ready_at) > min_instances:
             ready_at.sort()
             ready_at.pop()  # the most recently started instance goes first
             low_run = 0
-            events.append({"after_minute": t, "action": "scale_down", "count": 1, "instances_after": len(ready_at),
-                           "reason": action.reason})
+            events.append(ScalingEvent(t, "scale_down", 1, len(ready_at), reason=action.reason))
         elif action.kind == "none" and action.recommendation.startswith("increase fixed"):
-            events.append({"after_minute": t, "action": "blocked", "count": 0, "instances_after": len(ready_at),
-                           "reason": action.reason})
-    n_up = sum(1 for e in events if e["action"] == "scale_up")
-    n_down = sum(1 for e in events if e["action"] == "scale_down")
+            events.append(ScalingEvent(t, "blocked", 0, len(ready_at), reason=action.reason))
+    n_up = sum(1 for e in events if e.action == "scale_up")
+    n_down = sum(1 for e in events if e.action == "scale_down")
     if not over:
         rec: Literal["elastic", "fixed+buffer"] = "elastic"
         buffer = 0
@@ -246,16 +270,22 @@ def replay(
     else:
         rec = "fixed+buffer"
         buffer = max(1, need_extra)
-        blocked = any(e["action"] == "blocked" for e in events)
+        blocked = any(e.action == "blocked" for e in events)
         why = ("the cold start exceeds the latency budget, so the rule did not scale" if blocked else
                f"instances needed {cold_start_s:g} s to start")
         reason = (f"{len(over)} minute(s) above ready capacity ({_ranges(over)}) because {why}; fixed capacity plus "
                   f"a buffer of {buffer} instance(s) would have covered them")
-    settings = {"scale_up_threshold": scale_up_threshold, "scale_down_threshold": scale_down_threshold,
-                "target_ratio": target_ratio, "min_instances": min_instances, "latency_budget_s": latency_budget_s,
-                "credit": "an instance counts from the first whole minute after it is ready"}
-    return ReplayResult(per_instance_rps, cold_start_s, cool_down_s, initial_instances, minutes, events, over, rec,
-                        buffer, reason, settings)
+    settings = ReplaySettings(scale_up_threshold, scale_down_threshold, target_ratio, min_instances, latency_budget_s,
+                              "an instance counts from the first whole minute after it is ready")
+    result = ReplayResult(
+        per_instance_rps=per_instance_rps, cold_start_s=cold_start_s, cool_down_s=cool_down_s,
+        initial_instances=initial_instances, n_minutes=len(minutes), events=events, n_scale_up=n_up,
+        n_scale_down=n_down, over_capacity_minutes=over, n_over_capacity=len(over),
+        max_instances=max((int(m["provisioned"]) for m in minutes), default=initial_instances),
+        recommendation=rec, buffer=buffer, reason=reason, settings=settings,
+    )
+    result.__dict__["_minutes"] = minutes
+    return result
 
 
 def _ranges(idx: Sequence[int]) -> str:
@@ -274,4 +304,4 @@ def _ranges(idx: Sequence[int]) -> str:
     return "minutes " + ", ".join(out)
 
 
-__all__ = ["ReplayResult", "ScalingAction", "decide_scaling_action", "replay"]
+__all__ = ["ReplayResult", "ReplaySettings", "ScalingAction", "ScalingEvent", "decide_scaling_action", "replay"]

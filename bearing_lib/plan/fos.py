@@ -25,16 +25,17 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BadValueError, ParameterError
-from bearing_lib.common.estimate import SIGN
+from bearing_lib.common.estimate import SIGN, Estimate
 from bearing_lib.common.format import fmt_number as _n
 from bearing_lib.common.quantiles import quantile
+from bearing_lib.plan.jsonform import STRICT, to_json
 
 Censored = Literal["none", "above", "below", "not_monotone"]
 Bound = Literal["none", "lower", "upper", "unbounded"]
@@ -51,15 +52,19 @@ CBU_THRESHOLD = 0.8
 # --------------------------------------------------------------------------- tiers
 @dataclass(frozen=True)
 class TierBands:
-    """FOS band of a service tier: ``fos_min`` ≤ FOS (≤ ``fos_max`` when set).
+    """FOS band of a service tier: ``fos_min`` ≤ FOS (≤ ``fos_max`` when set); the plan's ``tier``.
 
-    ``design_fos`` is the target FOS used for allowable capacity (default: ``fos_min``).
+    ``design_fos`` is the target FOS used for allowable capacity (default: ``fos_min``);
+    ``target_fos`` (the one used) and ``band`` (the band in words) are filled from them.
     """
 
+    __pydantic_config__ = STRICT
     name: str
     fos_min: float
     fos_max: float | None = None
     design_fos: float | None = None
+    target_fos: float = field(default=None, kw_only=True)  # type: ignore[assignment]
+    band: str = field(default=None, kw_only=True)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         if self.fos_min <= 0 or (self.fos_max is not None and self.fos_max <= self.fos_min):
@@ -68,16 +73,16 @@ class TierBands:
             )
         if self.design_fos is not None and self.design_fos <= 0:
             raise ParameterError(f"tier {self.name!r}: design_fos must be > 0 (got {self.design_fos})")
-
-    @property
-    def target_fos(self) -> float:
-        return self.design_fos if self.design_fos is not None else self.fos_min
+        if self.target_fos is None:
+            object.__setattr__(self, "target_fos", self.design_fos if self.design_fos is not None else self.fos_min)
+        if self.band is None:
+            object.__setattr__(self, "band", self.describe())
 
     def describe(self) -> str:
         return f"{self.fos_min:g}–{self.fos_max:g}" if self.fos_max is not None else f"≥ {self.fos_min:g}"
 
     def to_dict(self) -> dict[str, object]:
-        return {**asdict(self), "target_fos": self.target_fos, "band": self.describe()}
+        return to_json(self)
 
 
 TIERS: dict[str, TierBands] = {
@@ -139,9 +144,11 @@ class Limit:
 
 @dataclass(frozen=True)
 class Target:
-    """Planned load ``rps`` (requests/s), with the peak estimate's 95 % CI when known."""
+    """Planned load ``rps`` (requests/s; ``per_minute`` = rps × 60), with the peak estimate's 95 % CI when known."""
 
+    __pydantic_config__ = STRICT
     rps: float
+    per_minute: float = field(default=None, kw_only=True)  # type: ignore[assignment]
     ci95: tuple[float, float] | None = None
     quantile: float | None = None
     growth: float = 1.0
@@ -152,95 +159,121 @@ class Target:
             raise BadValueError(f"target load must be a positive finite rate in req/s (got {self.rps})")
         if self.ci95 is not None and not (0 < self.ci95[0] <= self.rps <= self.ci95[1]):
             raise BadValueError(f"target ci95 {self.ci95} must bracket the target {self.rps} and be > 0")
+        if self.per_minute is None:
+            object.__setattr__(self, "per_minute", self.rps * 60)
+
+    @property
+    def estimate(self) -> Estimate:
+        return Estimate(self.rps, ci95=self.ci95, unit="req/s", basis="achieved")
 
     def to_dict(self) -> dict[str, object]:
-        return {"rps": self.rps, "per_minute": self.rps * 60, "ci95": list(self.ci95) if self.ci95 else None,
-                "quantile": self.quantile, "growth": self.growth, "basis": self.basis}
+        return to_json(self)
 
 
 # --------------------------------------------------------------------------- results
+CI_METHOD = (f"Monte Carlo, {MC_DRAWS} draws, seed {MC_SEED}, two-piece log-normal per input fitted to its 95% CI, "
+             "inputs independent")
+Interval = tuple[float | None, float | None]
+"""A 95 % CI ``(lo, hi)``; the JSON writes ``[lo, hi]``."""
+
+
+def _ci(ci: Interval | None) -> Interval | None:
+    return None if not ci or (ci[0] is None and ci[1] is None) else ci
+
+
 @dataclass
 class FosEstimate:
-    """A FOS value (or bound) with its 95 % CI and a sentence that says which."""
+    """A factor of safety (or a bound on it) with its 95 % CI and the sentence that says which."""
 
+    __pydantic_config__ = STRICT
     value: float | None
-    ci95: tuple[float, float] | None
+    ci95: Interval | None
     bound: Bound
     statement: str
 
+    @property
+    def estimate(self) -> Estimate | None:
+        """The FOS as an :class:`Estimate` (basis ``ratio``); None when there is no value."""
+        if self.value is None:
+            return None
+        return Estimate(self.value, ci95=_ci(self.ci95), bound=self.bound, basis="ratio")
+
     def to_dict(self) -> dict[str, object]:
-        return {"value": self.value, "ci95": list(self.ci95) if self.ci95 else None, "bound": self.bound,
-                "statement": self.statement}
+        return to_json(self)
 
 
 @dataclass
 class MixFos:
+    """One mix: its limit in completed req/s (achieved basis), share, FOS and utilisation (target / limit)."""
+
+    __pydantic_config__ = STRICT
     mix: str
     share: float
     q_ult_rps: float
-    q_ult_ci95: tuple[float, float] | None
+    q_ult_ci95: Interval | None
     censored: Censored
     fos: FosEstimate
-    utilisation: float
+    utilisation: float | None
+
+    @property
+    def q_ult(self) -> Estimate:
+        bound = {"above": "lower", "below": "upper"}.get(self.censored, "none")
+        return Estimate(self.q_ult_rps, ci95=_ci(self.q_ult_ci95), bound=bound,  # type: ignore[arg-type]
+                        unit="req/s", basis="achieved")
 
     def to_dict(self) -> dict[str, object]:
-        return {"mix": self.mix, "share": self.share, "q_ult_rps": self.q_ult_rps,
-                "q_ult_ci95": list(self.q_ult_ci95) if self.q_ult_ci95 else None, "censored": self.censored,
-                "fos": self.fos.to_dict(), "utilisation": self.utilisation}
+        return to_json(self)
 
 
 @dataclass
 class BlendedFos:
-    q_blend_rps: float | None
-    q_blend_ci95: tuple[float, float] | None
-    weights: dict[str, float]
-    coverage: float
-    uncovered: dict[str, float]
-    fos: FosEstimate
+    """The share-weighted (harmonic) blend of the per-mix limits and its FOS (``value`` ... ``statement``)."""
+
+    __pydantic_config__ = STRICT
+    q_blend_rps: float | None = None
+    q_blend_ci95: Interval | None = None
+    weights: dict[str, float] = field(default_factory=dict)
+    coverage: float | None = None
+    uncovered: dict[str, float] = field(default_factory=dict)
+    value: float | None = field(kw_only=True)
+    ci95: Interval | None = field(kw_only=True)
+    bound: Bound = field(kw_only=True)
+    statement: str = field(kw_only=True)
+
+    @property
+    def fos(self) -> FosEstimate:
+        """The blended FOS alone."""
+        return FosEstimate(self.value, self.ci95, self.bound, self.statement)
+
+    @property
+    def estimate(self) -> Estimate | None:
+        return self.fos.estimate
 
     def to_dict(self) -> dict[str, object]:
-        return {"q_blend_rps": self.q_blend_rps, "q_blend_ci95": list(self.q_blend_ci95) if self.q_blend_ci95 else None,
-                "weights": self.weights, "coverage": self.coverage, "uncovered": self.uncovered,
-                **self.fos.to_dict()}
+        return to_json(self)
 
 
 @dataclass
 class Verdict:
+    """The badge colour with its reason and the utilisation (target / blended limit) it judged; the plan
+    writes it as ``verdict``, ``verdict_reason`` and ``utilisation``."""
+
     color: Color
     reason: str
     utilisation: float | None
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
 
 @dataclass
 class FosResult:
-    """Per-mix and blended FOS, verdict, allowable capacity (see module docstring)."""
+    """Per-mix and blended FOS (the plan's ``fos``; see module docstring); :func:`fos_verdict` judges it."""
 
-    target: Target
-    tier: TierBands
+    __pydantic_config__ = STRICT
     per_mix: list[MixFos]
     blended: BlendedFos
-    verdict: Verdict
-    allowable_rps: float | None
-    allowable_statement: str
-    ci_method: str = field(default_factory=lambda: f"Monte Carlo, {MC_DRAWS} draws, seed {MC_SEED}, two-piece "
-                           "log-normal per input fitted to its 95% CI, inputs independent")
+    ci_method: str | None = CI_METHOD
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "tier": self.tier.to_dict(),
-            "target": self.target.to_dict(),
-            "per_mix": [m.to_dict() for m in self.per_mix],
-            "blended": self.blended.to_dict(),
-            "verdict": self.verdict.color,
-            "verdict_reason": self.verdict.reason,
-            "utilisation": self.verdict.utilisation,
-            "allowable_rps": self.allowable_rps,
-            "allowable_statement": self.allowable_statement,
-            "ci_method": self.ci_method,
-        }
+        return to_json(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         rows = "".join(
@@ -249,9 +282,7 @@ class FosResult:
             for m in self.per_mix
         )
         return (
-            f"<p><b>FOS</b> tier {self.tier.name} ({self.tier.describe()}) · target {self.target.rps:,.2f} req/s · "
-            f"<b>{self.verdict.color}</b>: {html.escape(self.verdict.reason)}</p>"
-            f"<p>blended: {html.escape(self.blended.fos.statement)}</p>"
+            f"<p>blended: {html.escape(self.blended.statement)}</p>"
             f"<table><tr><th>mix</th><th>share</th><th>Q_ult req/s</th><th>FOS</th></tr>{rows}</table>"
         )
 
@@ -299,17 +330,16 @@ def compute_fos(
     limits: Sequence[Limit],
     shares: dict[str, float],
     target: Target,
-    tier: TierBands | str = "standard",
     *,
     draws: int = MC_DRAWS,
     seed: int = MC_SEED,
 ) -> FosResult:
-    """Per-mix and blended FOS with Monte-Carlo CIs, the verdict and allowable capacity.
+    """Per-mix and blended FOS with Monte-Carlo CIs (the verdict: :func:`fos_verdict`; the allowable
+    capacity: :func:`allowable_capacity`).
 
     ``shares`` are production mix weights by mix name (any mix without a limit, e.g.
     ``other``, is reported as uncovered; the blend renormalises over covered mixes).
     """
-    tier = get_tier(tier) if isinstance(tier, str) else tier
     if not limits:
         raise ParameterError("no limits: the limits file holds no mix with a usable q_ult")
     names = [lim.mix for lim in limits]
@@ -371,20 +401,27 @@ def compute_fos(
         qb_ci = (float(lo), float(hi))
     blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why)
     blended = BlendedFos(q_blend if bound != "unbounded" else None, qb_ci if bound != "unbounded" else None,
-                         weights, coverage, uncovered, blended_est)
-    v = verdict(blended_est, tier, target_rps=target.rps, q_ult_rps=blended.q_blend_rps)
-    weak = [m for m in per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
+                         weights, coverage, uncovered, value=blended_est.value, ci95=blended_est.ci95,
+                         bound=blended_est.bound, statement=blended_est.statement)
+    return FosResult(per_mix, blended)
+
+
+def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
+    """The plan's verdict on ``fos``: :func:`verdict` of the blended FOS, with the mixes that alone would
+    fall below the tier named, and yellow at best when part of production traffic has no limit."""
+    b = fos.blended
+    v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps)
+    weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
         names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}{_n(m.fos.value)})"
                               for m in weak)
         v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
                     f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
-    if coverage < 1.0 and v.color == "green":
-        v = Verdict("yellow", f"{v.reason}; but only {coverage:.1%} of production traffic has a measured limit",
+    if b.coverage is not None and b.coverage < 1.0 and v.color == "green":
+        v = Verdict("yellow", f"{v.reason}; but only {b.coverage:.1%} of production traffic has a measured limit",
                     v.utilisation)
-    allowable, allow_text = allowable_capacity(blended.q_blend_rps, tier.target_fos, bound)
-    return FosResult(target, tier, per_mix, blended, v, allowable, allow_text)
+    return v
 
 
 def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound = "none") -> tuple[float | None, str]:
@@ -443,34 +480,40 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
 
 
 # --------------------------------------------------------------------------- CBU
+CBU_DEFINITION = "CBU = throughput in the minute (req/s) / allowable capacity (req/s)"
+CBU_MAX_LISTED = 200
+
+
+@dataclass
+class MinuteAbove:
+    """A minute whose CBU exceeds the threshold: its label, index in the series, requests and CBU."""
+
+    __pydantic_config__ = STRICT
+    minute: str
+    index: int
+    requests: float
+    cbu: float
+
+
 @dataclass
 class CbuResult:
-    """Carrying-capacity utilisation per minute: ``(requests in the minute / 60) / allowable_rps``."""
+    """Carrying-capacity utilisation per minute, ``(requests in the minute / 60) / allowable_rps``: its
+    summary and the minutes above ``threshold`` (listed up to 200; the plan's ``cbu``)."""
 
+    __pydantic_config__ = STRICT
+    definition: str
     allowable_rps: float
     threshold: float
-    cbu: list[float]
-    minute_labels: list[str]
-    above: list[dict[str, object]]
+    n_minutes: int
+    max: float | None
+    p95: float | None
+    n_above: int
+    n_above_1: int
+    minutes_above: list[MinuteAbove]
+    minutes_above_truncated: bool
 
-    @property
-    def max(self) -> float:
-        return max(self.cbu) if self.cbu else float("nan")
-
-    def to_dict(self, *, max_listed: int = 200) -> dict[str, object]:
-        n_above = len(self.above)
-        return {
-            "definition": "CBU = throughput in the minute (req/s) / allowable capacity (req/s)",
-            "allowable_rps": self.allowable_rps,
-            "threshold": self.threshold,
-            "n_minutes": len(self.cbu),
-            "max": self.max if self.cbu else None,
-            "p95": float(quantile(self.cbu, 0.95)) if self.cbu else None,
-            "n_above": n_above,
-            "n_above_1": sum(1 for c in self.cbu if c > 1.0),
-            "minutes_above": self.above[:max_listed],
-            "minutes_above_truncated": n_above > max_listed,
-        }
+    def to_dict(self) -> dict[str, object]:
+        return to_json(self)
 
 
 def cbu_per_minute(
@@ -479,6 +522,7 @@ def cbu_per_minute(
     *,
     minute_labels: Sequence[str] | None = None,
     threshold: float = CBU_THRESHOLD,
+    max_listed: int = CBU_MAX_LISTED,
 ) -> CbuResult:
     """CBU for each minute and the minutes above ``threshold`` (0.8: scale out or limit early)."""
     if not allowable_rps or allowable_rps <= 0:
@@ -487,9 +531,13 @@ def cbu_per_minute(
     if len(labels) != len(counts_per_minute):
         raise ParameterError("minute_labels and counts_per_minute differ in length")
     cbu = [float(c) / 60.0 / allowable_rps for c in counts_per_minute]
-    above = [{"minute": labels[i], "index": i, "requests": float(counts_per_minute[i]), "cbu": c}
-             for i, c in enumerate(cbu) if c > threshold]
-    return CbuResult(allowable_rps, threshold, cbu, labels, above)
+    above = [MinuteAbove(labels[i], i, float(counts_per_minute[i]), c) for i, c in enumerate(cbu) if c > threshold]
+    return CbuResult(
+        definition=CBU_DEFINITION, allowable_rps=allowable_rps, threshold=threshold, n_minutes=len(cbu),
+        max=max(cbu) if cbu else None, p95=float(quantile(cbu, 0.95)) if cbu else None, n_above=len(above),
+        n_above_1=sum(1 for c in cbu if c > 1.0), minutes_above=above[:max_listed],
+        minutes_above_truncated=len(above) > max_listed,
+    )
 
 
 __all__ = [
@@ -500,11 +548,13 @@ __all__ = [
     "FosEstimate",
     "FosResult",
     "Limit",
+    "MinuteAbove",
     "MixFos",
     "Target",
     "TierBands",
     "Verdict",
     "allowable_capacity",
+    "fos_verdict",
     "blended_capacity",
     "cbu_per_minute",
     "compute_fos",

@@ -27,17 +27,23 @@ Presets hold published ``config.json`` values; each names where it was checked.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.quantiles import QUANTILE_METHOD
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.plan.jsonform import STRICT, to_json
 from bearing_lib.traffic.seqlen import seq_len_distribution
+
+if TYPE_CHECKING:
+    from bearing_lib.common.estimate import Estimate
 
 GIB = 1024**3
 DEFAULT_MARGIN = 0.15
@@ -46,13 +52,18 @@ DTYPE_BYTES: dict[str, float] = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int
 
 @dataclass(frozen=True)
 class ModelPreset:
-    """Architecture facts needed for a memory plan (values from the model's config.json).
+    """Architecture facts needed for a memory plan (values from the model's config.json), and the sizes
+    derived from them (the plan's ``memory.model``).
 
     ``attention`` is ``"gqa"`` (``kv_heads`` and ``head_dim`` used) or ``"mla"``
     (``kv_lora_rank`` and ``qk_rope_head_dim`` used). ``params`` is the total parameter
     count; ``hidden`` is ``hidden_size`` (only the seed's MHA-only formula uses it).
+    ``kv_bytes_per_token`` (GQA or MLA form, see module docstring), ``seed_mha_kv_bytes_per_token``
+    (what the seed's MHA-only formula ``2 × layers × hidden × dtype`` says; it overstates GQA/MLA)
+    and ``weight_bytes`` (``params × weight dtype bytes`` exactly) are computed from the facts.
     """
 
+    __pydantic_config__ = STRICT
     name: str
     params: int
     layers: int
@@ -66,6 +77,9 @@ class ModelPreset:
     weight_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     source: str = ""
+    kv_bytes_per_token: float = field(default=None, kw_only=True)  # type: ignore[assignment]
+    seed_mha_kv_bytes_per_token: float = field(default=None, kw_only=True)  # type: ignore[assignment]
+    weight_bytes: float = field(default=None, kw_only=True)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         for dt in (self.weight_dtype, self.kv_dtype):
@@ -77,35 +91,24 @@ class ModelPreset:
             raise ParameterError(f"model {self.name!r}: MLA needs kv_lora_rank and qk_rope_head_dim")
         if self.attention not in ("gqa", "mla"):
             raise ParameterError(f"model {self.name!r}: attention must be 'gqa' or 'mla', got {self.attention!r}")
-
-    def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes per token (GQA or MLA form, see module docstring)."""
         b = DTYPE_BYTES[self.kv_dtype]
-        if self.attention == "mla":
-            return self.layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b  # type: ignore[operator]
-        return 2 * self.layers * self.kv_heads * self.head_dim * b  # type: ignore[operator]
-
-    def seed_mha_kv_bytes_per_token(self) -> float:
-        """What the seed's MHA-only formula ``2 × layers × hidden × dtype`` says (overstates GQA/MLA)."""
-        return 2 * self.layers * self.hidden * DTYPE_BYTES[self.kv_dtype]
-
-    def weight_bytes(self) -> float:
-        """Weights in bytes: ``params × weight dtype bytes`` exactly."""
-        return self.params * DTYPE_BYTES[self.weight_dtype]
+        if self.kv_bytes_per_token is None:
+            kv = (self.layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b if self.attention == "mla"  # type: ignore[operator]
+                  else 2 * self.layers * self.kv_heads * self.head_dim * b)  # type: ignore[operator]
+            object.__setattr__(self, "kv_bytes_per_token", kv)
+        if self.seed_mha_kv_bytes_per_token is None:
+            object.__setattr__(self, "seed_mha_kv_bytes_per_token", 2 * self.layers * self.hidden * b)
+        if self.weight_bytes is None:
+            object.__setattr__(self, "weight_bytes", self.params * DTYPE_BYTES[self.weight_dtype])
 
     def with_dtypes(self, weight_dtype: str | None = None, kv_dtype: str | None = None) -> ModelPreset:
         """The same model with other weight / KV-cache dtypes (e.g. an FP8 KV cache)."""
-        d = asdict(self)
-        d["weight_dtype"] = weight_dtype or self.weight_dtype
-        d["kv_dtype"] = kv_dtype or self.kv_dtype
-        return ModelPreset(**d)
+        return dataclasses.replace(self, weight_dtype=weight_dtype or self.weight_dtype,
+                                   kv_dtype=kv_dtype or self.kv_dtype, kv_bytes_per_token=None,
+                                   seed_mha_kv_bytes_per_token=None, weight_bytes=None)
 
     def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["kv_bytes_per_token"] = self.kv_bytes_per_token()
-        d["seed_mha_kv_bytes_per_token"] = self.seed_mha_kv_bytes_per_token()
-        d["weight_bytes"] = self.weight_bytes()
-        return d
+        return to_json(self)
 
 
 def dense_param_count(
@@ -203,6 +206,7 @@ def get_preset(name: str) -> ModelPreset:
 class SeqLenStats:
     """Distribution of per-request sequence length (``input + output`` tokens)."""
 
+    __pydantic_config__ = STRICT
     n: int
     mean: float
     p50: float
@@ -212,7 +216,7 @@ class SeqLenStats:
     quantile_method: str = QUANTILE_METHOD
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 def sequence_length_stats(frame: pl.DataFrame, *, source: str = "") -> SeqLenStats:
@@ -263,10 +267,10 @@ def memory_requirement(
         raise ParameterError(f"concurrency and seq_len must be >= 0 (got {concurrency}, {seq_len})")
     if not 0 <= margin < 1:
         raise ParameterError(f"margin must be in [0, 1) as a fraction (got {margin})")
-    w = model.weight_bytes()
-    kv = concurrency * seq_len * model.kv_bytes_per_token()
+    w = model.weight_bytes
+    kv = concurrency * seq_len * model.kv_bytes_per_token
     m = (w + kv) * margin
-    seed_kv = concurrency * seq_len * model.seed_mha_kv_bytes_per_token()
+    seed_kv = concurrency * seq_len * model.seed_mha_kv_bytes_per_token
     return MemoryRequirement(concurrency, seq_len, w, kv, m, w + kv + m, seed_kv)
 
 
@@ -288,8 +292,8 @@ def max_concurrency_that_fits(
             f"gpu_mem_gib > 0, gpu_count >= 1 and seq_len > 0 are required (got {gpu_mem_gib}, {gpu_count}, {seq_len})"
         )
     cap = gpu_count * gpu_mem_gib * GIB
-    kvb = model.kv_bytes_per_token() if kv_bytes_per_token is None else kv_bytes_per_token
-    room = cap / (1 + margin) - model.weight_bytes()
+    kvb = model.kv_bytes_per_token if kv_bytes_per_token is None else kv_bytes_per_token
+    room = cap / (1 + margin) - model.weight_bytes
     if room <= 0:
         return 0
     return int(math.floor(room / (seq_len * kvb) + 1e-9))
@@ -301,7 +305,7 @@ def kv_cache_tokens(model: ModelPreset, kv_cache_gib: float, *, tensor_parallel:
     With tensor parallelism each GPU keeps ``kv_heads / tp`` heads, so the per-GPU bytes
     per token drop by ``tp`` (GQA only).
     """
-    per_token = model.kv_bytes_per_token() / (tensor_parallel if model.attention == "gqa" else 1)
+    per_token = model.kv_bytes_per_token / (tensor_parallel if model.attention == "gqa" else 1)
     return int(kv_cache_gib * GIB // per_token)
 
 
@@ -309,6 +313,7 @@ def kv_cache_tokens(model: ModelPreset, kv_cache_gib: float, *, tensor_parallel:
 class VllmLogCheck:
     """The memory arithmetic against a vLLM startup log: predicted vs logged KV-cache tokens."""
 
+    __pydantic_config__ = STRICT
     kv_cache_gib: float
     logged_tokens: int
     predicted_tokens: int
@@ -317,7 +322,7 @@ class VllmLogCheck:
     statement: str
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 _V1_MEM = re.compile(r"Available KV cache memory:\s*([0-9.]+)\s*GiB")
@@ -355,49 +360,191 @@ def check_vllm_log(
     return VllmLogCheck(gib, logged, pred, err, ok, text)
 
 
+# --------------------------------------------------------------------------- concurrency at the limit
+@dataclass
+class ConcurrencyAtLimit:
+    """Mean number of requests in the system at the limit, by Little's law (L = λ × W).
+
+    ``value`` is summed over the run's mixes at each step (Little's law is additive), then
+    read at ``at_load`` on the offered-load axis: interpolated linearly between the two
+    steps around Q_ult, or taken at the nearest step when Q_ult lies outside the tested
+    loads (``method`` says which). ``derived`` is True when a step had no
+    ``concurrency_mean`` and it was computed here as ``throughput_rps × latency_ms_mean / 1000``.
+    The plan (``memory.planning_concurrency``) adds ``per_instance`` (value / ``tested_instances``)
+    and whether it ``used`` it for the memory plan.
+    """
+
+    __pydantic_config__ = STRICT
+    value: float
+    at_load: float
+    unit: str
+    method: str
+    steps_used: list[float]
+    derived: bool
+    statement: str
+    per_instance: float | None = None
+    used: bool = False
+    tested_instances: int = 1
+
+    def to_dict(self) -> dict[str, object]:
+        return to_json(self)
+
+
+def _step_concurrency(st: dict[str, Any]) -> tuple[float | None, bool]:
+    """A step's mean concurrency: ``concurrency_mean``, else throughput × mean latency (derived)."""
+    c = _fnum(st.get("concurrency_mean"))
+    if c is not None and math.isfinite(c):
+        return c, False
+    thr, lat = _fnum(st.get("throughput_rps")), _fnum(st.get("latency_ms_mean"))
+    if thr is not None and lat is not None and math.isfinite(thr * lat):
+        return thr * lat / 1000.0, True
+    return None, False
+
+
+def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
+                         q_ult: Estimate | None) -> ConcurrencyAtLimit:
+    """Mean concurrency (requests in the system) at the mix's Q_ult, from the load-test steps.
+
+    ``steps`` are the run's steps per mix (limits JSON ``mixes[].steps``, which carry
+    ``concurrency_mean`` when the limits came with their load curve, or
+    ``latency_ms_mean`` to derive it); ``q_ult`` the mix's limit on the steps' offered-load
+    axis (``QUlt.estimate``). Recovery steps (run after an overload)
+    are left out. Raises :class:`InsufficientDataError` saying what is missing.
+    """
+    q = q_ult.value if q_ult is not None else None
+    unit = (q_ult.unit if q_ult is not None else "") or "rps"
+    if q is None or not math.isfinite(q):
+        raise InsufficientDataError(f"mix {mix} has no Q_ult value to read the concurrency at")
+    xs_main: dict[Any, float] = {}
+    offered: dict[Any, Any] = {}
+    for st in steps.get(mix, []):
+        x = _fnum(st.get("load_axis") if st.get("load_axis") is not None else st.get("offered_load"))
+        if x is not None and not st.get("recovery_step"):
+            xs_main[st.get("step")] = x
+            offered[st.get("step")] = st.get("offered_load")
+    total: dict[Any, float] = {}
+    derived = False
+    mixes_summed: set[str] = set()
+    for name, rows in steps.items():
+        for st in rows:
+            # the same step of the same run: same step number and offered load (other mixes' requests
+            # share the servers, so their concurrency adds, by Little's law)
+            if st.get("step") not in xs_main or st.get("offered_load") != offered[st.get("step")]:
+                continue
+            c, d = _step_concurrency(st)
+            if c is not None:
+                total[st.get("step")] = total.get(st.get("step"), 0.0) + c
+                derived = derived or d
+                mixes_summed.add(name)
+    pts = sorted((xs_main[k], v) for k, v in total.items())
+    if not pts:
+        raise InsufficientDataError("the limits' steps carry no mean concurrency (concurrency_mean) or mean "
+                                    "latency (latency_ms_mean) to apply Little's law to")
+    xs = [p[0] for p in pts]
+    how = "derived here as throughput × mean latency" if derived else "per step from the load curve"
+    if len(mixes_summed) > 1:
+        how += f"; summed over the mixes {', '.join(sorted(mixes_summed))} at each step"
+    if xs[0] <= q <= xs[-1]:
+        import numpy as np
+
+        value = float(np.interp(q, xs, [p[1] for p in pts]))
+        lo = max(x for x in xs if x <= q)
+        hi = min(x for x in xs if x >= q)
+        method = "interpolated at Q_ult" if lo != hi else "at the step at Q_ult"
+        used = sorted({lo, hi})
+        where = (f"between the steps at {lo:g} and {hi:g} {unit}" if lo != hi else f"at the step at {lo:g} {unit}")
+        statement = f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}, interpolated {where} ({how})"
+    else:
+        x, value = (pts[-1] if q > xs[-1] else pts[0])
+        side = "above the highest" if q > xs[-1] else "below the lowest"
+        method = f"nearest step (Q_ult {side} tested load)"
+        used = [x]
+        statement = (f"mean concurrency {value:.2f} at the step at {x:g} {unit} (Q_ult {q:.3g} {unit} lies {side} "
+                     f"tested load; {how})")
+    return ConcurrencyAtLimit(value, q, unit, method, used, derived, statement)
+
+
+
+def _fnum(x: Any) -> float | None:
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+# --------------------------------------------------------------------------- the memory plan
+FORMULA = "total = (weights + concurrency × seq_len × kv_bytes_per_token) × (1 + margin)"
+
+
+@dataclass
+class MemoryRow:
+    """Memory per instance at one sequence-length basis (``mean``, ``p50``, ``p99``, ``max``); GiB."""
+
+    __pydantic_config__ = STRICT
+    basis: str
+    seq_len: float
+    weights_gib: float
+    kv_gib: float | None
+    margin_gib: float | None
+    total_gib: float | None
+    seed_mha_kv_gib: float | None
+    seed_mha_total_gib: float | None
+    headroom: float | None
+    max_concurrency_that_fits: int | None
+    seed_mha_max_concurrency_that_fits: int | None
+
+
+@dataclass
+class GpuNeed:
+    """Without a GPU memory size: the memory one instance needs at the ``basis`` sequence length."""
+
+    __pydantic_config__ = STRICT
+    gib_per_instance: float
+    basis: str
+    concurrency: int
+    statement: str
+
+
 @dataclass
 class MemoryPlan:
-    """Memory needs at P50 / P99 / max sequence length, and what fits on the GPUs."""
+    """Memory needs at mean / P50 / P99 / max sequence length, and what fits on the GPUs (the plan's
+    ``memory``); the plan adds where the concurrency comes from, the concurrency at Q_ult, the memory
+    needed without a GPU size and the vLLM log check."""
 
+    __pydantic_config__ = STRICT
     model: ModelPreset
     concurrency: int | None
     seq_len: SeqLenStats
     margin: float
     gpu_mem_gib: float | None
     gpu_count: int
-    rows: list[dict[str, object]] = field(default_factory=list)
+    formula: str
+    rows: list[MemoryRow]
+    concurrency_basis: str = ""
+    planning_concurrency: ConcurrencyAtLimit | None = None
+    gpu_memory_needed: GpuNeed | None = None
+    vllm_log_check: VllmLogCheck | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "model": self.model.to_dict(),
-            "concurrency": self.concurrency,
-            "seq_len": self.seq_len.to_dict(),
-            "margin": self.margin,
-            "gpu_mem_gib": self.gpu_mem_gib,
-            "gpu_count": self.gpu_count,
-            "formula": "total = (weights + concurrency × seq_len × kv_bytes_per_token) × (1 + margin)",
-            "rows": self.rows,
-        }
+        return to_json(self)
 
-    def row(self, basis: str) -> dict[str, object]:
-        for r in self.rows:
-            if r["basis"] == basis:
-                return r
-        raise KeyError(basis)
+    def row(self, basis: str) -> MemoryRow | None:
+        return next((r for r in self.rows if r.basis == basis), None)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         head = (
             f"<p><b>Memory plan</b> {html.escape(self.model.name)} · concurrency {self.concurrency} · "
-            f"KV {self.model.kv_bytes_per_token():,.0f} B/token (seed MHA formula "
-            f"{self.model.seed_mha_kv_bytes_per_token():,.0f}) · margin {self.margin:.0%}</p>"
+            f"KV {self.model.kv_bytes_per_token:,.0f} B/token (seed MHA formula "
+            f"{self.model.seed_mha_kv_bytes_per_token:,.0f}) · margin {self.margin:.0%}</p>"
         )
+
         def f(v: object, spec: str) -> str:
             return "–" if v is None else format(v, spec)
 
         cells = "".join(
-            f"<tr><td>{r['basis']}</td><td>{f(r['seq_len'], ',.0f')}</td><td>{f(r['total_gib'], ',.1f')}</td>"
-            f"<td>{f(r['seed_mha_total_gib'], ',.1f')}</td><td>{f(r['headroom'], '.0%')}</td>"
-            f"<td>{f(r['max_concurrency_that_fits'], 'd')}</td></tr>"
+            f"<tr><td>{r.basis}</td><td>{f(r.seq_len, ',.0f')}</td><td>{f(r.total_gib, ',.1f')}</td>"
+            f"<td>{f(r.seed_mha_total_gib, ',.1f')}</td><td>{f(r.headroom, '.0%')}</td>"
+            f"<td>{f(r.max_concurrency_that_fits, 'd')}</td></tr>"
             for r in self.rows
         )
         return head + (
@@ -427,79 +574,147 @@ def memory_plan(
         req = memory_requirement(model, concurrency or 0, L, margin=margin)
         seed_total = (req.weights_bytes + req.seed_mha_kv_bytes) * (1 + margin)
         known = concurrency is not None
-        rows.append(
-            {
-                "basis": basis,
-                "seq_len": L,
-                "weights_gib": req.weights_bytes / GIB,
-                "kv_gib": req.kv_bytes / GIB if known else None,
-                "margin_gib": req.margin_bytes / GIB if known else None,
-                "total_gib": req.total_gib if known else None,
-                "seed_mha_kv_gib": req.seed_mha_kv_bytes / GIB if known else None,
-                "seed_mha_total_gib": seed_total / GIB if known else None,
-                "headroom": (1 - req.total_bytes / cap) if (cap and known) else None,
-                "max_concurrency_that_fits": (
-                    max_concurrency_that_fits(model, L, gpu_mem_gib, gpu_count=gpu_count, margin=margin)
-                    if gpu_mem_gib and L > 0
-                    else None
-                ),
-                "seed_mha_max_concurrency_that_fits": (
-                    max_concurrency_that_fits(model, L, gpu_mem_gib, gpu_count=gpu_count, margin=margin,
-                                              kv_bytes_per_token=model.seed_mha_kv_bytes_per_token())
-                    if gpu_mem_gib and L > 0
-                    else None
-                ),
-            }
-        )
-    return MemoryPlan(model, concurrency, seq_len, margin, gpu_mem_gib, gpu_count, rows)
+        fits = gpu_mem_gib and L > 0
+        rows.append(MemoryRow(
+            basis=basis,
+            seq_len=L,
+            weights_gib=req.weights_bytes / GIB,
+            kv_gib=req.kv_bytes / GIB if known else None,
+            margin_gib=req.margin_bytes / GIB if known else None,
+            total_gib=req.total_gib if known else None,
+            seed_mha_kv_gib=req.seed_mha_kv_bytes / GIB if known else None,
+            seed_mha_total_gib=seed_total / GIB if known else None,
+            headroom=(1 - req.total_bytes / cap) if (cap and known) else None,
+            max_concurrency_that_fits=(max_concurrency_that_fits(model, L, gpu_mem_gib, gpu_count=gpu_count,
+                                                                 margin=margin) if fits else None),
+            seed_mha_max_concurrency_that_fits=(
+                max_concurrency_that_fits(model, L, gpu_mem_gib, gpu_count=gpu_count, margin=margin,  # type: ignore[arg-type]
+                                          kv_bytes_per_token=model.seed_mha_kv_bytes_per_token) if fits else None),
+        ))
+    return MemoryPlan(model=model, concurrency=concurrency, seq_len=seq_len, margin=margin, gpu_mem_gib=gpu_mem_gib,
+                      gpu_count=gpu_count, formula=FORMULA, rows=rows)
+
+
+# --------------------------------------------------------------------------- KV check against the engine
+@dataclass(frozen=True)
+class KvGauge:
+    """What the engine reported about its KV cache during the load test, as the KV check needs it: the pool
+    (``num_gpu_blocks`` × ``block_size`` tokens, vLLM's ``cache_config_info``; ``pool_reason`` says why it is
+    unknown) and, per load step, the means of its signals (``requests_running``, ``kv_cache_usage``,
+    ``prefix_cache_hit_rate``). Built from server metrics by ``bearing_lib.ops.kv_check.kv_gauge``."""
+
+    num_gpu_blocks: int | None
+    block_size: int | None
+    step_means: dict[int, dict[str, float]]
+    pool_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class KvMetricsCheck:
+    """Predicted against measured KV-cache usage in one step (the plan's ``economics.kv_metrics_check``).
+
+    In a step with ``R`` requests running on average, each holding its prompt and, on average
+    over its decode, half its output::
+
+        blocks per request = ceil((input_tokens + output_tokens / 2) / block_size)
+        predicted usage    = R × blocks per request / num_gpu_blocks
+
+    "right" within the tolerance of the measured mean (25 % by default: the half-output term is
+    itself an average). Prefix caching shares blocks, so the engine may use less than predicted.
+    """
+
+    __pydantic_config__ = STRICT
+    available: Literal[True] = field(default=True, kw_only=True)
+    block_size: int
+    step: int | None
+    requests_running: float
+    blocks_per_request: int
+    num_gpu_blocks: int
+    predicted_usage: float
+    measured_usage: float
+    rel_error: float
+    right: bool
+    statement: str
+
+    def to_dict(self) -> dict[str, object]:
+        return to_json(self)
+
+
+def check_kv_usage(
+    *,
+    requests_running: float,
+    input_tokens: float,
+    output_tokens: float,
+    num_gpu_blocks: int,
+    block_size: int,
+    measured_usage: float,
+    step: int | None = None,
+    prefix_hit_rate: float | None = None,
+    tolerance: float = 0.25,
+) -> KvMetricsCheck:
+    """Compare the predicted KV usage of ``requests_running`` requests with the measured gauge."""
+    if num_gpu_blocks <= 0 or block_size <= 0:
+        raise ParameterError(f"the KV pool must be positive (num_gpu_blocks {num_gpu_blocks}, block_size {block_size})")
+    if requests_running < 0 or input_tokens < 0 or output_tokens < 0:
+        raise ParameterError("requests and token counts must be >= 0")
+    if not 0 < measured_usage <= 1:
+        raise ParameterError(f"measured KV usage must be a fraction in (0, 1] (got {measured_usage})")
+    blocks = math.ceil((input_tokens + output_tokens / 2) / block_size)
+    predicted = requests_running * blocks / num_gpu_blocks
+    err = (predicted - measured_usage) / measured_usage
+    ok = abs(err) <= tolerance
+    where = f"step {step}: " if step is not None else ""
+    text = (f"{where}{requests_running:.4g} running × {blocks} blocks ({input_tokens:g} in + {output_tokens:g}/2 out, "
+            f"{block_size}-token blocks) / {num_gpu_blocks:,} blocks = {predicted:.3f} predicted; the engine reported "
+            f"{measured_usage:.3f} ({err:+.1%}): {'right' if ok else 'NOT right'} (tolerance {tolerance:.0%})")
+    if not ok and err > 0 and prefix_hit_rate:
+        text += f"; prefix caching (hit rate {prefix_hit_rate:.0%}) shares blocks, so less in use is expected"
+    return KvMetricsCheck(block_size=block_size, step=step, requests_running=requests_running,
+                          blocks_per_request=blocks, num_gpu_blocks=num_gpu_blocks, predicted_usage=predicted,
+                          measured_usage=measured_usage, rel_error=err, right=ok, statement=text)
 
 
 def kv_metrics_check(
-    metrics: object,
+    gauge: KvGauge,
     *,
     mean_input_tokens: float,
     mean_output_tokens: float,
     step: int | None = None,
     tolerance: float = 0.25,
-) -> dict[str, object]:
-    """The KV estimate checked against the engine's own gauge (``bearing_lib.ops.kv_check``).
+) -> KvMetricsCheck | NotAvailable:
+    """The KV estimate checked against the engine's own gauge (:func:`check_kv_usage`).
 
-    ``metrics`` is :class:`~bearing_lib.data.servermetrics.ServerMetrics` with steps (aligned, or
-    per-stage reports). The step checked is ``step``, else the highest step where the engine
-    reported both ``requests_running`` and a non-zero ``kv_cache_usage`` (mean over the step);
-    the KV pool is vLLM's ``cache_config_info``. Returns the check's dict with ``available``, or
-    ``{"available": false, "reason"}`` naming what the metrics lack.
+    ``gauge`` is what the engine reported (:class:`KvGauge`). The step checked is ``step``, else the
+    highest step where the engine reported both ``requests_running`` and a non-zero ``kv_cache_usage``
+    (mean over the step). :class:`NotAvailable` names what the metrics lack.
     """
-    from bearing_lib.ops.kv_check import check_kv_usage, kv_pool
-    from bearing_lib.ops.metrics import step_signals
-
-    try:
-        blocks, block_size = kv_pool(metrics)  # type: ignore[arg-type]
-    except InsufficientDataError as exc:
-        return {"available": False, "reason": f"server metrics given, but {exc}"}
-    table = step_signals(metrics)  # type: ignore[arg-type]
-    by_step: dict[int, dict[str, float]] = {}
-    for r in table.iter_rows(named=True):
-        by_step.setdefault(int(r["step"]), {})[r["signal"]] = r["mean"]
+    if gauge.num_gpu_blocks is None or gauge.block_size is None:
+        return NotAvailable(f"server metrics given, but {gauge.pool_reason or 'the KV pool size is unknown'}")
+    by_step = gauge.step_means
     usable = [s for s, v in by_step.items() if (v.get("kv_cache_usage") or 0) > 0 and v.get("requests_running")]
     if step is None:
         if not usable:
             seen = sorted({sig for v in by_step.values() for sig in v})
-            why = ("server metrics given, but no step has both requests_running and a non-zero kv_cache_usage "
-                   f"(signals seen: {', '.join(seen) or 'none'})")
-            return {"available": False, "reason": why}
+            return NotAvailable("server metrics given, but no step has both requests_running and a non-zero "
+                                f"kv_cache_usage (signals seen: {', '.join(seen) or 'none'})")
         step = max(usable)
     elif step not in usable:
-        return {"available": False, "reason": f"step {step} has no requests_running and non-zero kv_cache_usage"}
+        return NotAvailable(f"step {step} has no requests_running and non-zero kv_cache_usage")
     v = by_step[step]
-    c = check_kv_usage(requests_running=v["requests_running"], input_tokens=mean_input_tokens,
-                       output_tokens=mean_output_tokens, num_gpu_blocks=blocks, block_size=block_size,
-                       measured_usage=v["kv_cache_usage"], step=step, prefix_hit_rate=v.get("prefix_cache_hit_rate"),
-                       tolerance=tolerance)
-    return {"available": True, "block_size": block_size, **c.to_dict()}
+    return check_kv_usage(requests_running=v["requests_running"], input_tokens=mean_input_tokens,
+                          output_tokens=mean_output_tokens, num_gpu_blocks=gauge.num_gpu_blocks,
+                          block_size=gauge.block_size, measured_usage=v["kv_cache_usage"], step=step,
+                          prefix_hit_rate=v.get("prefix_cache_hit_rate"), tolerance=tolerance)
 
 
 __all__ = [
+    "ConcurrencyAtLimit",
+    "GpuNeed",
+    "KvGauge",
+    "KvMetricsCheck",
+    "MemoryRow",
+    "check_kv_usage",
+    "concurrency_at_limit",
     "kv_metrics_check",
     "DTYPE_BYTES",
     "GIB",

@@ -20,44 +20,57 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
+
+from bearing_lib.plan.jsonform import STRICT, to_json
 
 Status = Literal["green", "yellow", "red", "not assessed"]
 Health = Literal["healthy", "warning", "danger", "not measured"]
+Value = float | str | bool | dict[str, Any] | None
+"""A row's value: a number, a word, a flag, the user's inputs (engineering) or nothing."""
 LATENCY_METRICS = ("latency_ms", "ttft_ms", "tpot_ms", "itl_ms")
 
 
 @dataclass
 class ScoreRow:
+    """One row of the traffic-light scorecard: a dimension, its status, the value judged and why."""
+
+    __pydantic_config__ = STRICT
     dimension: str
     status: Status
-    value: object
+    value: Value
     reason: str
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 @dataclass
 class CheckItem:
+    """One item of the health checklist: the metric, the healthy rule, its status, the value and why."""
+
+    __pydantic_config__ = STRICT
     metric: str
     healthy_rule: str
     status: Health
-    value: object
+    value: Value
     reason: str
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return to_json(self)
 
 
 @dataclass
 class Scorecards:
+    """The scorecard and the health checklist (the plan's ``scorecards``)."""
+
+    __pydantic_config__ = STRICT
     scorecard: list[ScoreRow]
     checklist: list[CheckItem]
 
     def to_dict(self) -> dict[str, object]:
-        return {"scorecard": [r.to_dict() for r in self.scorecard], "checklist": [c.to_dict() for c in self.checklist]}
+        return to_json(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         a = "".join(f"<tr><td>{r.dimension}</td><td>{r.status}</td><td>{html.escape(r.reason)}</td></tr>"

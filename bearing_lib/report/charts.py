@@ -311,7 +311,7 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
     if model.production.available and model.production.data.get("per_minute_series"):
         lines = []
         if model.fos.available:
-            t = model.fos.data["target"]  # the plan document's TargetDoc
+            t = model.fos.data["target"]  # the plan's Target
             from bearing_lib.report.model import quantile_label
 
             lines.append({"label": f"target ({quantile_label(t.quantile)} × growth)", "rps": t.rps})
@@ -340,10 +340,10 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
             out.append(c)
     if model.fos.available:
         from bearing_lib.common.files import jsonable
-        from bearing_lib.plan.document import CbuDoc
+        from bearing_lib.plan.fos import CbuResult
 
-        cbu = model.fos.data["cbu"]  # the plan document's CbuDoc, or NotAvailable
-        above = jsonable(cbu.minutes_above) if isinstance(cbu, CbuDoc) else None
+        cbu = model.fos.data["cbu"]  # the plan's CbuResult, or NotAvailable
+        above = jsonable(cbu.minutes_above) if isinstance(cbu, CbuResult) else None
         if above:
             c = cbu_chart(above, threshold=cbu.threshold,
                           relative=model.production.available and is_relative(model.production.data))

@@ -27,7 +27,9 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
-from bearing_lib.plan.document import ElasticityDoc, FosDoc, InstancesDoc, PlanDocument
+from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.capacity_plan import CapacityPlan
+from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.traffic.document import ProfileDocument
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
@@ -396,7 +398,7 @@ def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
     return Estimate(pc.value, ci95=ci, unit=pc.unit or m.unit or "", basis="offered"), None
 
 
-def _mixes(limits: LimitsResult | None, reason: str | None, plan: PlanDocument | None,
+def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan | None,
            plan_run: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
@@ -540,9 +542,9 @@ def _production(profile: dict[str, Any] | None, reason: str | None,
     return Section(True, data=data)
 
 
-def _fos(plan: PlanDocument | None, reason: str | None) -> Section:
+def _fos(plan: CapacityPlan | None, reason: str | None) -> Section:
     """The FOS and CBU section: a small view-model of the typed plan (``tier_bands``, ``target`` and ``cbu``
-    are the plan document's own dataclasses; ``cbu`` may be ``NotAvailable``)."""
+    are the plan's own dataclasses; ``cbu`` may be ``NotAvailable``)."""
     if plan is None:
         return Section(False, reason)
     b = plan.blended
@@ -576,29 +578,25 @@ def _fos(plan: PlanDocument | None, reason: str | None) -> Section:
     )
 
 
-def _mean_tokens_per_mix(plan: PlanDocument) -> dict[str, float]:
+def _mean_tokens_per_mix(plan: CapacityPlan) -> dict[str, float]:
     """Mean input + output tokens per request of each mix (the plan's economics section), if known."""
-    from bearing_lib.plan.document import EconomicsDoc
+    from bearing_lib.plan.economics import PlanEconomics, Tokens
 
     econ = plan.economics
-    if not isinstance(econ, EconomicsDoc) or not econ.tokens.get("available"):
+    if not isinstance(econ, PlanEconomics) or not isinstance(econ.tokens, Tokens):
         return {}
-    out = {}
-    for row in econ.tokens.get("per_mix") or []:
-        mi, mo = as_float(row.get("mean_input_tokens")), as_float(row.get("mean_output_tokens"))
-        if row.get("mix") is not None and mi is not None and mo is not None and mi + mo > 0:
-            out[str(row["mix"])] = mi + mo
-    return out
+    return {row.mix: row.mean_input_tokens + row.mean_output_tokens for row in econ.tokens.per_mix
+            if row.mean_input_tokens + row.mean_output_tokens > 0}
 
 
-def _plan(plan: PlanDocument | None, reason: str | None) -> Section:
+def _plan(plan: CapacityPlan | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
     return Section(True, data={"instances": plan.instances, "elasticity": plan.elasticity, "memory": plan.memory,
                                "notes": list(plan.notes)})
 
 
-def _scorecards(plan: PlanDocument | None, reason: str | None) -> Section:
+def _scorecards(plan: CapacityPlan | None, reason: str | None) -> Section:
     if plan is None:
         return Section(False, reason)
     return Section(True, data={"scorecards": plan.scorecards})
@@ -617,7 +615,7 @@ def _target_bin_s(profile: ProfileDocument | None) -> float | None:
     return t.bin_s if t is not None else None
 
 
-def _target_text(plan: PlanDocument, bin_s: float | None = None) -> str:
+def _target_text(plan: CapacityPlan, bin_s: float | None = None) -> str:
     t = plan.target
     q = quantile_label(t.quantile)
     rps = t.rps
@@ -631,17 +629,17 @@ def _target_text(plan: PlanDocument, bin_s: float | None = None) -> str:
     return s
 
 
-def _plan_line(plan: PlanDocument) -> str | None:
+def _plan_line(plan: CapacityPlan) -> str | None:
     parts = []
     inst = plan.instances
-    bound = plan.blended.bound if isinstance(plan.fos, FosDoc) else "none"
+    bound = plan.blended.bound
     # an upper bound on the limit makes the count a floor, a lower bound a ceiling (plan notes say which)
     least, most = derived_qualifiers(bound)
-    if isinstance(inst, InstancesDoc):
+    if isinstance(inst, InstancePlan):
         parts.append(f"{least}{inst.total} instances ({inst.base} + {inst.buffer} buffer) at "
                      f"{most}{_fmt(inst.per_instance_allowable_rps)} req/s allowable each")
     el = plan.elasticity
-    if isinstance(el, ElasticityDoc) and el.recommendation:
+    if isinstance(el, ReplayResult) and el.recommendation:
         parts.append(f"scaling: {el.recommendation}")
     if plan.allowable_rps is not None:
         parts.append(f"allowable capacity {most}{_fmt(plan.allowable_rps)} req/s")
@@ -649,7 +647,7 @@ def _plan_line(plan: PlanDocument) -> str | None:
 
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
-              plan: PlanDocument | None, plan_reason: str | None, mixes: Section,
+              plan: CapacityPlan | None, plan_reason: str | None, mixes: Section,
               bin_s: float | None = None) -> Headline:
     rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
     binding_row = None
@@ -693,7 +691,7 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
 
 
-def _identity(limits: LimitsResult | None, plan: PlanDocument | None, profile: ProfileDocument | None) -> dict:
+def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: ProfileDocument | None) -> dict:
     """What must match for two reports to be compared: the service and the question asked of it."""
     ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
     if limits is not None:
@@ -850,24 +848,22 @@ def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
     return LimitsResult.from_dict(doc, source="limits document"), None
 
 
-def _plan_arg(plan: Any) -> tuple[PlanDocument | None, str | None]:
-    """The plan for the report: a :class:`PlanDocument` (or a ``CapacityPlan``'s), or a plan JSON validated
-    once here (a renamed or missing key is a :class:`SchemaError` naming it, never a "—" in the report)."""
-    if isinstance(plan, PlanDocument):
+def _plan_arg(plan: Any) -> tuple[CapacityPlan | None, str | None]:
+    """The plan for the report: a :class:`CapacityPlan`, or a plan JSON validated once here (a renamed or
+    missing key is a :class:`SchemaError` naming it, never a "—" in the report)."""
+    if isinstance(plan, CapacityPlan):
         return plan, None
-    if hasattr(plan, "document") and callable(plan.document):  # a CapacityPlan
-        return plan.document(), None
     doc, reason = _split(plan, "capacity plan")
     if doc is None:
         return None, reason
-    return PlanDocument.from_dict(doc, source="plan document"), None
+    return CapacityPlan.from_dict(doc, source="plan document"), None
 
 
 def build_report(
     *,
     limits: LimitsResult | dict[str, Any] | Unavailable | None,
     profile: dict[str, Any] | Unavailable | None,
-    plan: PlanDocument | dict[str, Any] | Unavailable | None,
+    plan: CapacityPlan | dict[str, Any] | Unavailable | None,
     provenance: ReportProvenance,
     previous: dict[str, Any] | Unavailable | None = None,
     findings: list[dict[str, Any]] | None = None,

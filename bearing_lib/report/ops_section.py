@@ -245,10 +245,11 @@ def ops_section(
     else:
         data["exports"] = (exports_part(plan, limits, output_dir) if write_exports else
                            {"written": False, "reason": "exports not written (parameter exports false)", "files": []})
-        from bearing_lib.plan.document import EconomicsDoc, PlanDocument
+        from bearing_lib.plan.capacity_plan import CapacityPlan
+        from bearing_lib.plan.economics import PlanEconomics
 
-        econ = PlanDocument.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
-        data["economics"] = econ if isinstance(econ, EconomicsDoc) else None
+        econ = CapacityPlan.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
+        data["economics"] = econ.to_dict() if isinstance(econ, PlanEconomics) else None  # the plan's JSON form
     return Section(True, data=jsonable(data))
 
 

@@ -242,9 +242,9 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         if kind == "json":
             doc = read_json(p, what)
             if name == "plan_json":  # the typed plan document: a renamed or missing key fails here, naming it
-                from bearing_lib.plan.document import PlanDocument
+                from bearing_lib.plan.capacity_plan import CapacityPlan
 
-                PlanDocument.from_dict(doc, source=f"{what} {p}")
+                CapacityPlan.from_dict(doc, source=f"{what} {p}")
         elif kind == "mixes":
             mix_spec(str(p))
         else:
@@ -582,13 +582,15 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
         return Unavailable(f"no limits: {limits_doc.get('reason')}")
     if isinstance(traffic, Unavailable):
         return Unavailable(f"no production profile: {traffic.reason}")
-    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.ops.kv_check import kv_gauge
+    from bearing_lib.plan.capacity_plan import CapacityPlan, PlanOptions
 
-    return CapacityPlan.build(limits_doc, traffic, tier=tier, run=run or None, model=memory_preset or None,
-                              gpu_mem_gib=gpu_mem_gib or None, gpu_count=gpu_count, concurrency=concurrency or None,
-                              trace=trace, tested_instances=tested_instances or None,
-                              price_per_hour=price_per_hour or None, budget_per_month=budget_per_month or None,
-                              server_metrics=server_metrics)
+    options = PlanOptions(tier=tier, run=run or None, model=memory_preset or None, gpu_mem_gib=gpu_mem_gib or None,
+                          gpu_count=gpu_count, concurrency=concurrency or None,
+                          tested_instances=tested_instances or None, price_per_hour=price_per_hour or None,
+                          budget_per_month=budget_per_month or None)
+    return CapacityPlan.build(limits_doc, traffic, options, trace=trace,
+                              kv_gauge=kv_gauge(server_metrics) if server_metrics is not None else None)
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:

@@ -25,7 +25,11 @@ from typing import Any
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, ScorecardsDoc, TargetDoc
+from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.elasticity import ReplayResult
+from bearing_lib.plan.fos import CbuResult, Target
+from bearing_lib.plan.memory import MemoryPlan
+from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.report.model import as_float
 from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
@@ -511,7 +515,7 @@ def _cell(v: Any, key: str = "", relative: bool = False) -> str:
 
 
 # --------------------------------------------------------------------------- FOS and CBU
-# These views read the typed plan document (bearing_lib.plan.document): a section is its
+# These views read the typed plan (bearing_lib.plan.capacity_plan.CapacityPlan): a section is its
 # dataclass or NotAvailable with the reason.
 
 
@@ -520,7 +524,7 @@ def _gone(x: Any) -> str | None:
     return str(x.reason or "no reason given") if isinstance(x, NotAvailable) else None
 
 
-def target_row(t: TargetDoc, bin_s: float | None = None) -> Row:
+def target_row(t: Target, bin_s: float | None = None) -> Row:
     """``Target load 8.24 req/s (P99 of per-minute rate × growth 1.0; 95% CI 6.09–8.37)``; a profile of
     rate windows (``bin_s`` 600, ServeGen) says "of the 600 s rate" instead of "per-minute"."""
     bits = []
@@ -549,10 +553,10 @@ def cbu_minute(m: Any, relative: bool) -> str:
     return moment(f, relative)
 
 
-def cbu_view(cbu: CbuDoc | NotAvailable | None, relative: bool = False) -> Group:
+def cbu_view(cbu: CbuResult | NotAvailable | None, relative: bool = False) -> Group:
     """CBU: the threshold, how many minutes exceed it, the worst minute; the minutes folded."""
     g = Group("CBU (throughput / allowable capacity, per minute)")
-    if not isinstance(cbu, CbuDoc):
+    if not isinstance(cbu, CbuResult):
         g.unavailable.append(f"CBU not available: {_gone(cbu) or 'not computed'}")
         return g
     c = cbu
@@ -577,9 +581,9 @@ def cbu_view(cbu: CbuDoc | NotAvailable | None, relative: bool = False) -> Group
 # --------------------------------------------------------------------------- plan
 
 
-def instances_view(inst: InstancesDoc | NotAvailable | None) -> Group:
+def instances_view(inst: InstancePlan | NotAvailable | None) -> Group:
     g = Group("Instances")
-    if not isinstance(inst, InstancesDoc):
+    if not isinstance(inst, InstancePlan):
         g.unavailable.append(f"instance count not available: {_gone(inst) or 'not in the plan'}")
         return g
     i = inst
@@ -608,9 +612,9 @@ def instances_view(inst: InstancesDoc | NotAvailable | None) -> Group:
     return g
 
 
-def elasticity_view(el: ElasticityDoc | NotAvailable | None) -> Group:
+def elasticity_view(el: ReplayResult | NotAvailable | None) -> Group:
     g = Group("Elasticity (replay of the production minutes)")
-    if not isinstance(el, ElasticityDoc):
+    if not isinstance(el, ReplayResult):
         g.unavailable.append(f"elasticity replay not available: {_gone(el) or 'not in the plan'}")
         return g
     e = el
@@ -640,9 +644,9 @@ def elasticity_view(el: ElasticityDoc | NotAvailable | None) -> Group:
     return g
 
 
-def memory_view(mem: MemoryDoc | NotAvailable | None) -> Group:
+def memory_view(mem: MemoryPlan | NotAvailable | None) -> Group:
     g = Group("KV-cache memory (per instance)")
-    if not isinstance(mem, MemoryDoc):
+    if not isinstance(mem, MemoryPlan):
         g.unavailable.append(f"memory plan not available: {_gone(mem) or 'not in the plan'}")
         return g
     m = mem
@@ -694,9 +698,9 @@ def memory_view(mem: MemoryDoc | NotAvailable | None) -> Group:
     return g
 
 
-def scorecard_tables(sc: ScorecardsDoc | NotAvailable | None) -> Group:
+def scorecard_tables(sc: Scorecards | NotAvailable | None) -> Group:
     g = Group("Scorecards")
-    if not isinstance(sc, ScorecardsDoc):
+    if not isinstance(sc, Scorecards):
         g.unavailable.append(f"scorecards not available: {_gone(sc) or 'not in the plan'}")
         return g
     if sc.scorecard:

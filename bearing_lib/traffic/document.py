@@ -3,7 +3,7 @@
 ``docs/interfaces.md`` §5. What a reader downstream of ``bearing profile`` needs from the
 document (the capacity plan: target, shares, the rate series, bursts, sequence lengths; the
 report: the clock and the source) is typed here; the descriptive parts are kept as written.
-The plan's own view of a profile is :class:`bearing_lib.plan.capacity_plan.ProfileInput`,
+The plan's own view of a profile is :class:`bearing_lib.plan.inputs.ProfileInput`,
 built from this document or straight from a :class:`~bearing_lib.traffic.profile.TrafficProfile`.
 """
 

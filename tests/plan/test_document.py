@@ -1,4 +1,4 @@
-"""The typed plan document (plan/document.py, ``bearing.plan/1``) and the typed profile hop (ProfileInput).
+"""The plan is its document (CapacityPlan.to_dict/from_dict, ``bearing.plan/1``); the typed profile hop (ProfileInput).
 
 Plans are built in the test from the bundled REAL inputs (LMBenchmark llm-d sweep, Azure
 LLM inference 2023 conversation trace) and, with ``BEARING_SHARED_DATA``, from the shared
@@ -20,8 +20,9 @@ from bearing_lib.cli.main import app
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.limits.fit import fit_limits
-from bearing_lib.plan.capacity_plan import CapacityPlan, profile_input, profile_input_from_dict
-from bearing_lib.plan.document import SCHEMA, InstancesDoc, MemoryDoc, PlanDocument, schema_document
+from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.capacity_plan import SCHEMA, CapacityPlan, profile_input, profile_input_from_dict, schema_document
+from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.traffic.document import ProfileDocument, profile_schema_document
 from bearing_lib.traffic.profile import profile_traffic
 from tests.conftest import BUNDLED
@@ -54,10 +55,12 @@ def test_round_trip_of_a_real_plan_is_exact_and_matches_the_schema(limits, azure
     doc = _json(plan.to_dict())
     assert doc["schema"] == SCHEMA == "bearing.plan/1"
     jsonschema.Draft202012Validator(schema_document()).validate(doc)
-    back = PlanDocument.from_dict(doc)
+    back = CapacityPlan.from_dict(doc)
     assert _json(back.to_dict()) == doc
+    # the builder's result and the document read back are the same object, field for field
+    assert back == plan
     # typed objects come back, with the Estimates the readers use
-    assert isinstance(back.instances, InstancesDoc) and isinstance(back.memory, MemoryDoc)
+    assert isinstance(back.instances, InstancePlan) and isinstance(back.memory, MemoryPlan)
     assert back.instances.total == doc["instances"]["total"]
     b = back.blended.estimate
     assert (b.value, b.ci95, b.bound, b.basis) == (doc["fos"]["blended"]["value"],
@@ -67,13 +70,12 @@ def test_round_trip_of_a_real_plan_is_exact_and_matches_the_schema(limits, azure
     assert m.q_ult.value == doc["fos"]["per_mix"][0]["q_ult_rps"] and m.q_ult.basis == "achieved"
     assert back.memory.row("p99").total_gib == next(r["total_gib"] for r in doc["memory"]["rows"]
                                                      if r["basis"] == "p99")
-    assert plan.document().to_dict() == back.to_dict()
 
 
 def test_unavailable_sections_round_trip(limits, azure):
     # no model: memory is {"available": false, "reason": ...}; the document keeps it as NotAvailable
     doc = _json(CapacityPlan.build(limits, azure, run=RUN).to_dict())
-    back = PlanDocument.from_dict(doc)
+    back = CapacityPlan.from_dict(doc)
     assert back.memory == NotAvailable("no model preset given (--model)")
     assert _json(back.to_dict()) == doc
 
@@ -85,13 +87,13 @@ def test_round_trip_on_the_shared_mooncake_trace(limits, shared_data):
     tr = load_trace(shared_data("traces/mooncake-fast25/conversation_trace.jsonl"))
     prof = profile_traffic(tr, mix_spec=MixSpec.from_dict(limits.to_dict()["mix_spec"]), n_boot=30)
     doc = _json(CapacityPlan.build(limits, prof, run=RUN, tier="critical").to_dict())
-    assert _json(PlanDocument.from_dict(doc).to_dict()) == doc
+    assert _json(CapacityPlan.from_dict(doc).to_dict()) == doc
 
 
 def test_the_hand_made_plan_reads_and_older_files_without_schema_too():
     d = hand_made("plan")
     assert "schema" not in d
-    p = PlanDocument.from_dict(d)
+    p = CapacityPlan.from_dict(d)
     assert p.schema == SCHEMA and p.verdict == "yellow" and p.blended.value == 1.63
     assert p.instances.buffer_plan is None  # a key newer than the file: its default
 
@@ -103,7 +105,7 @@ def test_renamed_missing_and_mistyped_keys_are_reported_together_with_their_path
     d["instances"]["total"] = "twelve"
     d["verdict"] = "purple"
     with pytest.raises(SchemaError) as e:
-        PlanDocument.from_dict(d, source="plan.json")
+        CapacityPlan.from_dict(d, source="plan.json")
     msg = str(e.value)
     assert "plan.json: 5 problem(s)" in msg
     for line in ("target.rps: Field required", "fos.blended.value: Field required",
@@ -111,14 +113,30 @@ def test_renamed_missing_and_mistyped_keys_are_reported_together_with_their_path
                  "verdict: Input should be 'green', 'yellow' or 'red'"):
         assert line in msg
     with pytest.raises(SchemaError, match="is not 'bearing.plan/1'"):
-        PlanDocument.from_dict({**hand_made("plan"), "schema": "bearing.plan/9"})
+        CapacityPlan.from_dict({**hand_made("plan"), "schema": "bearing.plan/9"})
 
 
 def test_the_input_document_is_not_modified():
     d = hand_made("plan")
     before = copy.deepcopy(d)
-    PlanDocument.from_dict(d)
+    CapacityPlan.from_dict(d)
     assert d == before
+
+
+@pytest.mark.parametrize(("kind", "read"), [("plan", CapacityPlan.from_dict), ("profile", profile_input_from_dict)])
+def test_a_document_of_another_kind_is_refused_as_such(kind, read):
+    with pytest.raises(SchemaError, match=rf"not a bearing {kind} document \(no `schema`\); "
+                                          rf"expected 'bearing\.{kind}/1'.*found keys: hello"):
+        read({"hello": [1, 2, 3]})
+    with pytest.raises(SchemaError, match=rf"a bearing limits document \(schema 'bearing.limits/2'\), not a {kind} "
+                                          "document"):
+        read({"schema": "bearing.limits/2", "mixes": []})
+
+
+def test_limits_of_another_kind_are_refused_at_the_plans_edge():
+    with pytest.raises(SchemaError, match=r"not a bearing limits document \(no `schema`\); "
+                                          r"expected 'bearing.limits/2'"):
+        CapacityPlan.build({"hello": [1, 2, 3]}, hand_made("profile"))
 
 
 def test_profile_input_from_the_object_and_from_its_json_agree(azure):

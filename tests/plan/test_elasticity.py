@@ -55,12 +55,12 @@ def test_replay_on_a_synthetic_burst_worked_by_hand():
     #   is met: scale down to 4; the low run restarts.
     # * minutes 15-19: 2 / 40 = 0.05 < 0.3; after minute 19: scale down to 3.
     assert r.over_capacity_minutes == [5, 6, 7]
-    assert [(e["after_minute"], e["action"], e["count"], e["instances_after"]) for e in r.events] == [
+    assert [(e.after_minute, e.action, e.count, e.instances_after) for e in r.events] == [
         (5, "scale_up", 3, 5),
         (14, "scale_down", 1, 4),
         (19, "scale_down", 1, 3),
     ]
-    assert r.events[0]["ready_from_minute"] == 8
+    assert r.events[0].ready_from_minute == 8
     assert [m["ready"] for m in r.minutes[:10]] == [2, 2, 2, 2, 2, 2, 2, 2, 5, 5]
     # fixed + buffer: at 30 req/s, ceil(30 / 10) - 2 ready = 1 more instance would have covered it
     assert r.recommendation == "fixed+buffer" and r.buffer == 1
@@ -87,7 +87,7 @@ def test_replay_gentle_ramp_is_elastic():
     ramp = [(6 + i) * 60 for i in range(10)]
     r = replay(ramp, 10.0, initial_instances=1, cold_start_s=60, cool_down_s=20 * 60)
     assert r.over_capacity_minutes == []
-    assert [(e["after_minute"], e["count"]) for e in r.events] == [(2, 1), (9, 1)]
+    assert [(e.after_minute, e.count) for e in r.events] == [(2, 1), (9, 1)]
     assert r.recommendation == "elastic" and r.buffer == 0
 
 
@@ -95,7 +95,7 @@ def test_replay_with_a_latency_budget_blocks_scaling():
     r = replay(BURST, 10.0, initial_instances=2, cold_start_s=90, cool_down_s=5 * 60, latency_budget_s=60)
     # no instance ever starts: minutes 5-9 are over capacity; the rule recommends fixed capacity
     assert r.over_capacity_minutes == [5, 6, 7, 8, 9]
-    assert {e["action"] for e in r.events} >= {"blocked"}
+    assert {e.action for e in r.events} >= {"blocked"}
     assert r.recommendation == "fixed+buffer" and r.buffer == 1
     assert "exceeds the latency budget" in r.reason
 

@@ -11,15 +11,24 @@ from bearing_lib.plan.fos import (
     FosEstimate,
     Limit,
     Target,
+    allowable_capacity,
     blended_capacity,
     cbu_per_minute,
     compute_fos,
     fos_point,
+    fos_verdict,
     get_tier,
     verdict,
 )
 
 rates = st.floats(min_value=0.01, max_value=1e5, allow_nan=False, allow_infinity=False)
+
+
+STANDARD = get_tier("standard")
+
+
+def _allowable(res):
+    return allowable_capacity(res.blended.q_blend_rps, STANDARD.target_fos, res.blended.bound)
 
 
 # ---------------------------------------------------------------- hand-computed
@@ -31,8 +40,7 @@ def test_blend_by_hand():
 
 
 def test_point_fos_per_mix_and_blended():
-    res = compute_fos([Limit("short", 12.0), Limit("long", 4.0)], {"short": 0.75, "long": 0.25}, Target(4.0),
-                      "standard")
+    res = compute_fos([Limit("short", 12.0), Limit("long", 4.0)], {"short": 0.75, "long": 0.25}, Target(4.0))
     by = {m.mix: m for m in res.per_mix}
     assert by["short"].fos.value == pytest.approx(3.0)
     assert by["long"].fos.value == pytest.approx(1.0)
@@ -40,11 +48,12 @@ def test_point_fos_per_mix_and_blended():
     assert res.blended.q_blend_rps == pytest.approx(8.0)
     assert res.blended.fos.value == pytest.approx(2.0)
     assert res.blended.fos.ci95 is None  # no input carries a CI: nothing to propagate
-    assert res.verdict.color == "green"
-    assert "50% of the breakpoint" in res.verdict.reason
-    assert "long" in res.verdict.reason  # the weak mix is named
+    v = fos_verdict(res, STANDARD, Target(4.0))
+    assert v.color == "green"
+    assert "50% of the breakpoint" in v.reason
+    assert "long" in v.reason  # the weak mix is named
     # allowable = 8 / 1.5
-    assert res.allowable_rps == pytest.approx(8.0 / 1.5)
+    assert _allowable(res)[0] == pytest.approx(8.0 / 1.5)
 
 
 @pytest.mark.parametrize(
@@ -89,18 +98,19 @@ def test_censored_limits_give_bounds():
     assert above.blended.fos.bound == "lower"
     below = compute_fos([Limit("b", 6.0, censored="below")], {"b": 1.0}, tgt)
     assert below.blended.fos.statement.startswith("FOS < 1.50")
-    assert below.verdict.color == "red"  # < 1.5 cannot meet the standard minimum 1.5
+    assert fos_verdict(below, STANDARD, tgt).color == "red"  # < 1.5 cannot meet the standard minimum 1.5
     # a normal mix blended with a lower-bound mix is a lower bound
     mixed = compute_fos([Limit("a", 6.0, censored="above"), Limit("c", 12.0)], {"a": 0.5, "c": 0.5}, tgt)
     assert mixed.blended.fos.bound == "lower"
     assert mixed.blended.fos.value == pytest.approx(1 / (0.5 / 6 + 0.5 / 12) / 4)  # 8 / 4 = 2
-    assert mixed.allowable_statement.count("at least") == 1
+    assert _allowable(mixed)[1].count("at least") == 1
     # lower and upper bounds together cannot be bounded: no number is given
     both = compute_fos([Limit("a", 6.0, censored="above"), Limit("b", 6.0, censored="below")], {"a": 0.5, "b": 0.5},
                        tgt)
     assert both.blended.fos.value is None and both.blended.fos.bound == "unbounded"
-    assert both.allowable_rps is None
-    assert both.verdict.color == "yellow" and "cannot be judged" in both.verdict.reason
+    assert _allowable(both)[0] is None
+    v = fos_verdict(both, STANDARD, tgt)
+    assert v.color == "yellow" and "cannot be judged" in v.reason
 
 
 def test_monte_carlo_ci_matches_closed_form():
@@ -124,7 +134,8 @@ def test_coverage_of_production_traffic():
     assert res.blended.coverage == pytest.approx(0.8)
     assert res.blended.weights == pytest.approx({"a": 0.5, "b": 0.5})
     assert res.blended.uncovered == {"other": 0.2}
-    assert res.verdict.color == "yellow" and "80.0%" in res.verdict.reason
+    v = fos_verdict(res, STANDARD, Target(4.0))
+    assert v.color == "yellow" and "80.0%" in v.reason
 
 
 def test_mix_mismatch_is_an_error():
@@ -148,10 +159,15 @@ def test_cbu_by_hand():
     # allowable 5.333 req/s = 320 req/min; CBU = count / 320
     counts = [120, 180, 240, 300, 260, 200]
     res = cbu_per_minute(counts, 8.0 / 1.5)
-    assert res.cbu == pytest.approx([c / 320 for c in counts])
-    assert [a["index"] for a in res.above] == [3, 4]  # 0.9375 and 0.8125 > 0.8; 240/320 = 0.75 is not
+    assert [(a.index, a.requests) for a in res.minutes_above] == [(3, 300), (4, 260)]  # 0.9375, 0.8125 > 0.8
+    assert [a.cbu for a in res.minutes_above] == pytest.approx([300 / 320, 260 / 320])  # 240/320 = 0.75 is not
+    assert res.n_minutes == 6 and res.max == pytest.approx(0.9375) and res.n_above == 2 and res.n_above_1 == 0
+    # P95 of [0.375, 0.5625, 0.625, 0.75, 0.8125, 0.9375] (linear): rank 0.95 × 5 = 4.75 → 0.8125 + 0.75 × 0.125
+    assert res.p95 == pytest.approx(0.8125 + 0.75 * 0.125)
     d = res.to_dict()
-    assert d["max"] == pytest.approx(0.9375) and d["n_above"] == 2 and d["n_above_1"] == 0
+    assert d["max"] == pytest.approx(0.9375) and d["minutes_above"][0] == {"minute": "3", "index": 3, "requests": 300.0,
+                                                                          "cbu": 0.9375}
+    assert cbu_per_minute(counts, 8.0 / 1.5, max_listed=1).minutes_above_truncated
     with pytest.raises(ParameterError):
         cbu_per_minute(counts, 0.0)
 
@@ -195,9 +211,11 @@ def test_a_peak_above_everything_tested_is_untested_never_reassuring():
     res = compute_fos([Limit("a", 3.0, censored="above")], {"a": 1.0}, Target(7.0))
     assert res.blended.fos.bound == "lower"
     assert res.blended.fos.value == pytest.approx(3 / 7)
-    assert res.verdict.color == "red"
-    assert res.verdict.reason.startswith("untested at the peak: the target 7.00 req/s is 2.3× the highest load "
+    v = fos_verdict(res, STANDARD, Target(7.0))
+    assert v.color == "red"
+    assert v.reason.startswith("untested at the peak: the target 7.00 req/s is 2.3× the highest load "
                                          "tested (3.00 req/s")
     # a lower bound that already clears 1 but not the tier minimum stays a caution, not untested
     ok = compute_fos([Limit("a", 9.0, censored="above")], {"a": 1.0}, Target(7.0))
-    assert ok.verdict.color == "yellow" and "untested" not in ok.verdict.reason
+    v = fos_verdict(ok, STANDARD, Target(7.0))
+    assert v.color == "yellow" and "untested" not in v.reason

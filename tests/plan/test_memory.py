@@ -40,8 +40,8 @@ from bearing_lib.plan.memory import (
 )
 def test_kv_bytes_per_token_by_hand(name, kv, seed_kv):
     p = get_preset(name)
-    assert p.kv_bytes_per_token() == kv
-    assert p.seed_mha_kv_bytes_per_token() == seed_kv
+    assert p.kv_bytes_per_token == kv
+    assert p.seed_mha_kv_bytes_per_token == seed_kv
 
 
 def test_parameter_counts_match_published_totals():
@@ -58,8 +58,8 @@ def test_parameter_counts_match_published_totals():
     assert round((q14 - 2 * 151936 * 5120) / 1e9, 1) == 13.2
     assert round(get_preset("mistral-7b-v0.3").params / 1e9, 2) == 7.25
     # weights = params x dtype bytes, exactly
-    assert get_preset("llama-3.1-8b").weight_bytes() == 8_030_261_248 * 2
-    assert get_preset("deepseek-v3").weight_bytes() == 671e9 * 1  # FP8
+    assert get_preset("llama-3.1-8b").weight_bytes == 8_030_261_248 * 2
+    assert get_preset("deepseek-v3").weight_bytes == 671e9 * 1  # FP8
 
 
 def test_memory_requirement_by_hand_llama_8b():
@@ -75,7 +75,7 @@ def test_memory_requirement_by_hand_llama_8b():
     assert max_concurrency_that_fits(get_preset("llama-3.1-8b"), 6000, 80) == 74
     # the seed's formula would allow (74,695,083,408.7 - 16,060,522,496) / (6000 x 524288) = 18.6 -> 18
     seed = max_concurrency_that_fits(get_preset("llama-3.1-8b"), 6000, 80,
-                                     kv_bytes_per_token=get_preset("llama-3.1-8b").seed_mha_kv_bytes_per_token())
+                                     kv_bytes_per_token=get_preset("llama-3.1-8b").seed_mha_kv_bytes_per_token)
     assert seed == 18
 
 
@@ -111,7 +111,7 @@ def test_kv_tokens_against_vllm_logs(name, kv_gib, logged_tokens):
 
 
 def test_weights_against_vllm_log():
-    assert get_preset("llama-3.1-8b").weight_bytes() / GIB == pytest.approx(14.9888, rel=0.01)
+    assert get_preset("llama-3.1-8b").weight_bytes / GIB == pytest.approx(14.9888, rel=0.01)
 
 
 def test_tensor_parallel_splits_kv_heads():
@@ -123,13 +123,13 @@ def test_memory_plan_rows_and_headroom():
     seq = SeqLenStats(n=1000, mean=1500, p50=1200, p99=6000, max=12000)
     plan = memory_plan(get_preset("llama-3.1-8b"), 8, seq, gpu_mem_gib=80)
     p99 = plan.row("p99")
-    assert p99["total_gib"] == pytest.approx(25_704_775_270.4 / GIB)
-    assert p99["headroom"] == pytest.approx(1 - 25_704_775_270.4 / (80 * GIB))
-    assert p99["max_concurrency_that_fits"] == 74
+    assert p99.total_gib == pytest.approx(25_704_775_270.4 / GIB)
+    assert p99.headroom == pytest.approx(1 - 25_704_775_270.4 / (80 * GIB))
+    assert p99.max_concurrency_that_fits == 74
     # the tail needs more than the mean: that is why the plan is made at P99 and max
-    assert plan.row("max")["total_gib"] > p99["total_gib"] > plan.row("mean")["total_gib"]
+    assert plan.row("max").total_gib > p99.total_gib > plan.row("mean").total_gib
     unknown = memory_plan(get_preset("llama-3.1-8b"), None, seq, gpu_mem_gib=80)
-    assert unknown.row("p99")["total_gib"] is None and unknown.row("p99")["max_concurrency_that_fits"] == 74
+    assert unknown.row("p99").total_gib is None and unknown.row("p99").max_concurrency_that_fits == 74
 
 
 def test_sequence_length_stats_synthetic():
@@ -165,7 +165,7 @@ def test_bad_presets_and_inputs():
     with pytest.raises(ParameterError):
         memory_requirement(get_preset("llama-3.1-8b"), 1, 100, margin=1.5)
     fp8 = get_preset("llama-3.1-8b").with_dtypes(kv_dtype="fp8")
-    assert fp8.kv_bytes_per_token() == 65_536
+    assert fp8.kv_bytes_per_token == 65_536
 
 
 # Log excerpts transcribed from the public issues cited above (LMCache/LMCache#1739, vllm-project/vllm#10517).

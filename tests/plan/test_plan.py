@@ -187,7 +187,8 @@ def test_coarse_windows_are_spread_over_minutes():
     c = plan.cbu.to_dict()
     # 1200 requests in 10 min = 120/min, 3000 = 300/min; allowable 320/min -> CBU 0.375 and 0.9375
     assert c["n_minutes"] == 20
-    assert plan.cbu.cbu == pytest.approx([120 / 320] * 10 + [300 / 320] * 10)
+    assert (plan.cbu.max, plan.cbu.n_above) == (pytest.approx(300 / 320), 10)
+    assert [m.cbu for m in plan.cbu.minutes_above] == pytest.approx([300 / 320] * 10)
     assert [m["index"] for m in c["minutes_above"]] == list(range(10, 20))
     assert c["minutes_above"][0]["minute"] == "2023-11-14 22:30"  # 1700001000 s UTC
     assert any("600 s bins" in n for n in plan.notes)
@@ -230,10 +231,10 @@ def test_buffer_is_fixed_when_the_replay_falls_behind():
     # replay buffer = ceil(20 / 8) - 1 = 2; burst buffer = 1 -> fixed 2
     e = plan.elasticity
     assert e.over_capacity_minutes == [5, 6, 7] and e.buffer == 2
-    assert plan.buffer_plan["mode"] == "fixed" and plan.buffer_plan["instances"] == 2
+    assert plan.instances.buffer_plan.mode == "fixed" and plan.instances.buffer_plan.instances == 2
     assert plan.to_dict()["instances"]["buffer_plan"]["mode"] == "fixed"
     ok = CapacityPlan.build(read_json(LIMITS, "limits"), read_json(PROFILE, "profile"))
-    assert ok.buffer_plan["mode"] == "elastic" and ok.buffer_plan["instances"] == 1
+    assert ok.instances.buffer_plan.mode == "elastic" and ok.instances.buffer_plan.instances == 1
 
 
 def test_cli_vllm_log_check(tmp_path):
@@ -269,7 +270,7 @@ def test_safe_concurrency_planning_without_concurrency_at_the_limit():
             st.pop("concurrency_mean", None)
             st.pop("latency_ms_mean", None)
     plan = CapacityPlan.build(d, read_json(PROFILE, "profile"), model="llama-3.1-8b")
-    assert plan.safe_concurrency.value == 8.0
+    assert plan.instances.safe_concurrency.value == 8.0
     assert plan.memory.concurrency == 8
-    assert "whose p99(latency_ms) meets the SLA" in plan.memory_reason
-    assert "no concurrency at Q_ult" in plan.memory_reason
+    assert "whose p99(latency_ms) meets the SLA" in plan.memory.concurrency_basis
+    assert "no concurrency at Q_ult" in plan.memory.concurrency_basis

@@ -19,11 +19,15 @@ from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.schema import NotAvailable
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
+from bearing_lib.ops.kv_check import kv_gauge
+from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
-from bearing_lib.plan.economics import WEEK_S, plan_economics, weekly_peaks
-from bearing_lib.plan.memory import kv_metrics_check
+from bearing_lib.plan.economics import WEEK_S, Money, plan_economics, weekly_peaks
+from bearing_lib.plan.fos import get_tier
+from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 LIMITS = json.loads((DATA / "limits_handmade.json").read_text())
@@ -111,11 +115,10 @@ def test_staged_plan_with_five_weeks_forecasts_and_says_when_the_fleet_runs_out(
     starts = [60.0 * i for i in range(n)]
     reqs = [peaks[int(t // WEEK_S)] * 60.0 for t in starts]
     profile = {"per_minute": {"series": {"minute_start_s": starts, "requests": reqs}}}
-    plan = {"target": {"rps": 5.9, "quantile": 0.99}, "tier": {"target_fos": 1.5}, "fos": {},
-            "instances": {"per_instance_allowable_rps": 2.0, "base": 3, "buffer": 1, "total": 4,
-                          "buffer_plan": {"mode": "fixed"}}}
-    s = plan_economics(plan, profile).staged
-    assert s["weekly_peaks_rps"] == pytest.approx(peaks)
+    plan = CapacityPlan.from_dict(_plan())
+    inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
+    s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile, quantile=0.99).staged
+    assert s.weekly_peaks_rps == pytest.approx(peaks)
     # independently: least squares through (w, peak), the 95 % prediction interval at week 4 + 26 = 30
     w = np.arange(5.0)
     b, a = np.polyfit(w, peaks, 1)
@@ -125,14 +128,21 @@ def test_staged_plan_with_five_weeks_forecasts_and_says_when_the_fleet_runs_out(
     se = math.sqrt(s2 * (1 + 1 / 5 + (x0 - w.mean()) ** 2 / float(((w - w.mean()) ** 2).sum())))
     fc = a + b * x0
     hi = fc + stats.t.ppf(0.975, 3) * se
-    mt = s["mid_term"]
-    assert mt["forecast"]["value"] == pytest.approx(fc) and mt["forecast"]["upper"] == pytest.approx(hi)
-    assert mt["instances"] == math.ceil(fc * 1.5 / 2.0) and mt["instances_upper"] == math.ceil(hi * 1.5 / 2.0)
+    mt = s.mid_term
+    assert mt.forecast.value == pytest.approx(fc) and mt.forecast.upper == pytest.approx(hi)
+    assert mt.instances == math.ceil(fc * 1.5 / 2.0) and mt.instances_upper == math.ceil(hi * 1.5 / 2.0)
     # near term: ceil(5.9 x 1.5 / 2) = 5; the fleet of 4 x 2 = 8 req/s is passed when a + b (4 + k) > 8
-    assert s["near_term"]["instances"] == 5
+    assert s.near_term.instances == 5
     k = math.floor((8.0 - a) / b - 4) + 1
-    assert s["fleet_runs_out"]["weeks_after_last"] == k
-    assert f"runs out in {k} week(s)" in s["fleet_runs_out"]["statement"]
+    assert s.fleet_runs_out.weeks_after_last == k
+    assert f"runs out in {k} week(s)" in s.fleet_runs_out.statement
+
+
+def _instances(**kw) -> InstancePlan:
+    """An instance plan by hand: only the numbers the economics read matter (the rest is filler)."""
+    base = {"target_rps": 1.0, "per_instance_q_ult_rps": 1.5, "target_fos": 1.5, "buffer_basis": "hand-made",
+            "burst": None, "reason": "hand-made"}
+    return InstancePlan(**{**base, **kw})
 
 
 def _metrics(rows: list[dict]) -> ServerMetrics:
@@ -150,27 +160,28 @@ def test_kv_check_from_server_metrics():
     ds = _metrics(rows)
     # the highest step with both: step 1, 4 running x ceil((1,000 + 250/2) / 16) = ceil(70.3) = 71 blocks
     # = 284 of 1,000 blocks = 0.284 predicted against the measured mean 0.10: +184 %, not right
-    c = kv_metrics_check(ds, mean_input_tokens=1000, mean_output_tokens=250)
-    assert c["available"] and c["step"] == 1 and c["blocks_per_request"] == 71
-    assert c["predicted_usage"] == pytest.approx(0.284) and c["measured_usage"] == pytest.approx(0.10)
-    assert c["rel_error"] == pytest.approx(1.84) and c["right"] is False
+    c = kv_metrics_check(kv_gauge(ds), mean_input_tokens=1000, mean_output_tokens=250)
+    assert isinstance(c, KvMetricsCheck) and c.step == 1 and c.blocks_per_request == 71
+    assert c.predicted_usage == pytest.approx(0.284) and c.measured_usage == pytest.approx(0.10)
+    assert c.rel_error == pytest.approx(1.84) and c.right is False
     # 1,000 in / 100 out: ceil(1,050 / 16) = 66 blocks x 2 running / 1,000 = 0.132 vs 0.03 at step 0
-    c0 = kv_metrics_check(ds, mean_input_tokens=1000, mean_output_tokens=100, step=0)
-    assert c0["predicted_usage"] == pytest.approx(0.132)
+    c0 = kv_metrics_check(kv_gauge(ds), mean_input_tokens=1000, mean_output_tokens=100, step=0)
+    assert c0.predicted_usage == pytest.approx(0.132)
     # through the plan: the profile's means (1,000 / 250) give the same check
-    d = _plan(server_metrics=ds)
+    d = _plan(kv_gauge=kv_gauge(ds))
     assert d["economics"]["kv_metrics_check"]["predicted_usage"] == pytest.approx(0.284)
     # no pool: said, not guessed
-    no_pool = _metrics(rows[1:])
-    assert "cache_config_info" in kv_metrics_check(no_pool, mean_input_tokens=1, mean_output_tokens=1)["reason"]
+    no_pool = kv_metrics_check(kv_gauge(_metrics(rows[1:])), mean_input_tokens=1, mean_output_tokens=1)
+    assert isinstance(no_pool, NotAvailable) and "cache_config_info" in no_pool.reason
 
 
 def test_kv_check_on_inference_perf_reports_says_what_is_missing():
     from bearing_lib.loaders import load
 
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
-    c = kv_metrics_check(load(folder, format="inference-perf-prometheus"), mean_input_tokens=1, mean_output_tokens=1)
-    assert c["available"] is False and "no vllm:cache_config_info sample" in c["reason"]
+    c = kv_metrics_check(kv_gauge(load(folder, format="inference-perf-prometheus")), mean_input_tokens=1,
+                         mean_output_tokens=1)
+    assert isinstance(c, NotAvailable) and "no vllm:cache_config_info sample" in c.reason
 
 
 def test_cli_plan_prints_tokens_money_and_staged(tmp_path):
@@ -199,13 +210,17 @@ def test_cli_plan_prints_tokens_money_and_staged(tmp_path):
     (700.0, "red", "at least: $730/month exceeds"),  # even the base 730 exceeds 700
 ])
 def test_elastic_buffer_without_burst_hours_is_costed_as_a_range(budget, status, words):
-    plan = {"target": {"rps": 1.0}, "tier": {"target_fos": 1.5}, "fos": {},
-            "instances": {"per_instance_allowable_rps": 1.0, "base": 1, "buffer": 1, "total": 2,
-                          "buffer_plan": {"mode": "elastic"}, "burst": None}}
-    m = plan_economics(plan, {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}},
+    from bearing_lib.plan.capacity import BufferPlan
+
+    plan = CapacityPlan.from_dict(_plan())
+    inst = _instances(per_instance_allowable_rps=1.0, base=1, buffer=1, total=2,
+                      buffer_plan=BufferPlan("elastic", 1, "hand-made"))
+    m = plan_economics(plan.fos, get_tier("standard"), 1.0, None, inst,
+                       {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}},
                        price_per_hour=1.0, budget_per_month=budget).money
-    assert m["monthly_cost_recommended"] is None and m["monthly_cost_range"] == pytest.approx([730.0, 1460.0])
-    assert m["budget_row"]["status"] == status and words in m["budget_row"]["reason"]
+    assert isinstance(m, Money)
+    assert m.monthly_cost_recommended is None and m.monthly_cost_range == pytest.approx((730.0, 1460.0))
+    assert m.budget_row.status == status and words in m.budget_row.reason
 
 
 def test_a_users_cost_model_stays_unless_a_budget_is_given():
@@ -248,12 +263,13 @@ def test_a_bound_on_the_limit_bounds_every_economics_figure_and_is_said(bound, l
 
     d = _plan(price_per_hour=4.0)
     d["fos"]["blended"]["bound"] = bound
-    e = plan_economics(d, _profile(), price_per_hour=4.0)
+    p = CapacityPlan.from_dict(d)
+    e = plan_economics(p.fos, p.tier, p.target.rps, p.allowable_rps, p.instances, _profile(), price_per_hour=4.0)
     assert isinstance(e, PlanEconomics)
     for part in (e.tokens, e.money, e.staged):
-        assert part.get("limit_bound") == (bound if bound != "none" else None)
+        assert part.limit_bound == (bound if bound != "none" else None)
     lines = e.summary_lines()
     assert any(line.startswith("near term:   " + least) for line in lines)
     assert any(line.startswith("bound:") for line in lines) == (bound != "none")
     # the figures themselves do not move: the bound is a statement about them
-    assert e.tokens["at_q_ult"]["total_tokens_per_s"] == pytest.approx(10000.0)
+    assert e.tokens.at_q_ult.total_tokens_per_s == pytest.approx(10000.0)

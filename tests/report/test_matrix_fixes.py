@@ -13,8 +13,7 @@ import pytest
 from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.limits.phases import classify_phases
 from bearing_lib.plan.capacity import instance_count
-from bearing_lib.plan.document import TargetDoc
-from bearing_lib.plan.fos import Limit, Target, compute_fos
+from bearing_lib.plan.fos import Limit, Target, compute_fos, fos_verdict, get_tier
 from bearing_lib.report.model import _load_text, _target_bin_s, _target_text
 from bearing_lib.report.views import target_row
 from bearing_lib.traffic.binning import RateSeries
@@ -37,7 +36,7 @@ def test_the_verdict_note_keeps_an_upper_bound_fos_sign():
     res = compute_fos([Limit("all", 0.24, censored="below")], {"all": 1.0}, Target(4.0))
     fos = res.per_mix[0].fos
     assert fos.bound == "upper" and fos.value == pytest.approx(0.06)
-    assert "(100% of traffic, FOS < 0.06)" in res.verdict.reason
+    assert "(100% of traffic, FOS < 0.06)" in fos_verdict(res, get_tier("standard"), Target(4.0)).reason
 
 
 def test_one_instance_is_singular():
@@ -54,8 +53,8 @@ def test_a_step_at_an_unbounded_rate_says_so(load, text):
     assert _load_text(load) == text
 
 
-def _target(rps: float) -> TargetDoc:
-    return TargetDoc(rps=rps, per_minute=rps * 60, ci95=None, quantile=0.99, growth=1.0, basis="given")
+def _target(rps: float) -> Target:
+    return Target(rps, None, 0.99, 1.0, "given")
 
 
 def test_a_rate_window_profile_is_not_called_per_minute():
@@ -116,6 +115,6 @@ def test_a_tiny_fos_is_not_printed_as_zero():
     v = res.per_mix[0].fos.value
     assert v == pytest.approx(0.47 / 407.7)  # 0.00115
     assert res.per_mix[0].fos.statement.startswith("FOS < 0.0012")
-    assert res.verdict.reason.startswith("FOS < 0.0012 is below")
+    assert fos_verdict(res, get_tier("standard"), Target(407.7)).reason.startswith("FOS < 0.0012 is below")
     assert Estimate(v, bound="upper").text() == "< 0.0012"
     assert Estimate(0.0, bound="none").text() == "0.00"  # a true zero stays 0.00

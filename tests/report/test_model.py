@@ -242,21 +242,24 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
 
 def test_plan_sections_are_the_typed_document_and_summary_json_keeps_the_plan_json(docs):
     from bearing_lib.common.schema import NotAvailable
-    from bearing_lib.plan.document import CbuDoc, InstancesDoc, PlanDocument, ScorecardsDoc
+    from bearing_lib.plan.capacity import InstancePlan
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.fos import CbuResult
+    from bearing_lib.plan.scorecards import Scorecards
 
     plan = docs["plan"]
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())
-    assert isinstance(m.fos.data["cbu"], CbuDoc) and isinstance(m.plan.data["instances"], InstancesDoc)
-    assert isinstance(m.scorecards.data["scorecards"], ScorecardsDoc)
+    assert isinstance(m.fos.data["cbu"], CbuResult) and isinstance(m.plan.data["instances"], InstancePlan)
+    assert isinstance(m.scorecards.data["scorecards"], Scorecards)
     assert m.profile_doc is not None and m.profile_doc.per_minute.max == docs["profile"]["per_minute"]["max"]
     s = json.loads(json.dumps(m.to_dict()))
     assert "profile_doc" not in s
     assert s["fos"]["data"]["cbu"] == plan["cbu"]  # the summary twin writes the plan's own JSON
     assert s["scorecards"]["data"]["scorecards"] == plan["scorecards"]
     assert s["production"]["data"]["per_minute"] == docs["profile"]["per_minute"]
-    # a PlanDocument (or a CapacityPlan) is taken as it is; an unavailable section stays a reason
+    # a CapacityPlan is taken as it is; an unavailable section stays a reason
     plan["memory"] = {"available": False, "reason": "no model preset given (--model)"}
-    m2 = build_report(limits=docs["limits"], profile=None, plan=PlanDocument.from_dict(plan), provenance=provenance())
+    m2 = build_report(limits=docs["limits"], profile=None, plan=CapacityPlan.from_dict(plan), provenance=provenance())
     assert m2.plan.data["memory"] == NotAvailable("no model preset given (--model)")
 
 

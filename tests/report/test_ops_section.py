@@ -273,6 +273,7 @@ def _scrapes_and_trace(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_the_kv_check(tmp_path):
+    from bearing_lib.ops.kv_check import kv_gauge
     from bearing_lib.plan.memory import kv_metrics_check
     from bearing_lib.report.ops_section import bottleneck_part
 
@@ -288,9 +289,9 @@ def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_th
     assert f"requests_waiting mean {28 / 3:.4g} at step 1" in row["statement"]
     # KV check at step 1: 8 running x ceil((1,000 + 200/2) / 16) = 69 blocks = 552 / 2,000 = 0.276 predicted;
     # measured mean (0.10 + 0.12 + 0.14) / 3 = 0.12
-    c = kv_metrics_check(metrics, mean_input_tokens=1000, mean_output_tokens=200)
-    assert c["step"] == 1 and c["predicted_usage"] == pytest.approx(0.276)
-    assert c["measured_usage"] == pytest.approx(0.12)
+    c = kv_metrics_check(kv_gauge(metrics), mean_input_tokens=1000, mean_output_tokens=200)
+    assert c.step == 1 and c.predicted_usage == pytest.approx(0.276)
+    assert c.measured_usage == pytest.approx(0.12)
     # without the trace the samples have no step: the section says how to give one
     b0 = bottleneck_part(load_metrics(str(series)), limits, metrics_path=str(series))
     assert b0["rows"] == [] and "-p metrics_trace" in b0["statement"]

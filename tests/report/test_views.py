@@ -10,7 +10,11 @@ import json
 import re
 
 from bearing_lib.common.schema import NotAvailable, parse
-from bearing_lib.plan.document import CbuDoc, ElasticityDoc, InstancesDoc, MemoryDoc, PlanDocument, TargetDoc
+from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.capacity_plan import CapacityPlan
+from bearing_lib.plan.elasticity import ReplayResult
+from bearing_lib.plan.fos import CbuResult, Target
+from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.report.model import build_report
 from bearing_lib.report.render import render_html, vega_bundle
 from bearing_lib.report.views import (
@@ -76,7 +80,7 @@ def test_caveats_the_curated_rows_miss_are_listed():
 
 
 def test_target_row_of_the_plan():
-    r = target_row(parse(TargetDoc, {"rps": 8.243166666666667, "per_minute": 494.59,
+    r = target_row(parse(Target, {"rps": 8.243166666666667, "per_minute": 494.59,
                                      "ci95": [6.086666666666666, 8.366666666666667], "quantile": 0.99, "growth": 1.0,
                                      "basis": "profile JSON"}, what="target"))
     # 8.2432 req/s × 60 = 494.59 → "495"
@@ -90,7 +94,7 @@ def test_cbu_counts_and_folded_minutes():
            "minutes_above": [{"minute": "2026-01-01 00:01", "index": 1, "requests": 30.0, "cbu": 1.0},
                              {"minute": "2026-01-01 00:02", "index": 2, "requests": 36.0, "cbu": 1.2}],
            "minutes_above_truncated": False}
-    g = cbu_view(parse(CbuDoc, cbu, what="cbu"))
+    g = cbu_view(parse(CbuResult, cbu, what="cbu"))
     rows = {r.label: r for r in g.rows}
     assert rows["Minutes above 0.80"].value == "2 of 3"
     assert rows["Minutes above 0.80"].note == "1 above 1.0 (over the allowable capacity)"
@@ -107,12 +111,12 @@ def test_plan_groups():
             "base": 8, "buffer": 2, "total": 10, "reason": "8 instances carry 8 req/s at 1 req/s each",
             "tested_instances": 1, "tested_instances_basis": "assumed", "safe_concurrency": None,
             "buffer_basis": "seed default", "burst": None}
-    rows = {r.label: r for r in instances_view(parse(InstancesDoc, inst, what="instances")).rows}
+    rows = {r.label: r for r in instances_view(parse(InstancePlan, inst, what="instances")).rows}
     assert rows["Instances"].value == "10 (8 + 2 buffer)"
     assert rows["Per-instance limit"].value == "Q_ult 1.50 req/s; allowable 1.00 req/s"
     assert instances_view(NotAvailable("unbounded")).unavailable == [
         "instance count not available: unbounded"]
-    el = elasticity_view(parse(ElasticityDoc, {
+    el = elasticity_view(parse(ReplayResult, {
         "recommendation": "fixed+buffer", "buffer": 2, "reason": "r", "initial_instances": 3, "max_instances": 5,
         "n_scale_up": 1, "n_scale_down": 0, "n_over_capacity": 4, "over_capacity_minutes": [7, 8, 9, 10],
         "n_minutes": 60, "cold_start_s": 90.0, "cool_down_s": 1200, "per_instance_rps": 1.5,
@@ -123,18 +127,21 @@ def test_plan_groups():
     assert er["Minutes over ready capacity"].value == "4 of 60"
     assert er["Cold start / cool-down"].value == "90 s / 20.0 min"
     assert el.tables[0].collapsed and el.tables[0].rows[0][1] == "scale up"
-    assert memory_view(PlanDocument.from_dict(plan).memory).title.startswith("KV-cache memory")
+    assert memory_view(CapacityPlan.from_dict(plan).memory).title.startswith("KV-cache memory")
 
 
 def test_memory_needs_stated_without_a_gpu():
-    mem = {"model": {"name": "m", "kv_bytes_per_token": 1024, "seed_mha_kv_bytes_per_token": 4096,
-                     "weight_bytes": 10 * 1024**3}, "seq_len": {"n": 100, "mean": 2000, "p50": 1900, "p99": 4000,
+    # a small GQA model: 2 layers x 1 KV head x 128 dims x 2 (K, V) x 2 bytes = 1,024 B/token; 5 Gi params bf16 = 10 GiB
+    mem = {"model": {"name": "m", "params": 5 * 1024**3, "layers": 2, "hidden": 512, "kv_heads": 1, "head_dim": 128},
+           "seq_len": {"n": 100, "mean": 2000, "p50": 1900, "p99": 4000,
                                                                 "max": 5000}, "formula": "f",
            "concurrency": 10, "concurrency_basis": "given", "gpu_mem_gib": None, "gpu_count": 1, "margin": 0.15,
            "rows": [{"basis": "p99", "seq_len": 4000.0, "weights_gib": 10.0, "kv_gib": 5.0, "margin_gib": 2.25,
                      "total_gib": 17.25, "seed_mha_kv_gib": 20.0, "seed_mha_total_gib": 34.5, "headroom": None,
                      "max_concurrency_that_fits": None, "seed_mha_max_concurrency_that_fits": None}]}
-    rows = {r.label: r for r in memory_view(parse(MemoryDoc, mem, what="memory")).rows}
+    m = parse(MemoryPlan, mem, what="memory")
+    assert (m.model.kv_bytes_per_token, m.model.weight_bytes) == (1024, 10 * 1024**3)
+    rows = {r.label: r for r in memory_view(m).rows}
     assert rows["GPU memory"].value == "not given"
     assert rows["GPU memory"].note == "the plan needs ≥ 17.2 GiB per instance at the P99 sequence length"
 

@@ -1,0 +1,567 @@
+"""The plan's inputs, typed: what the plan reads of the limits and of the traffic profile.
+
+Both hops into the plan are typed: the limits arrive as a
+:class:`~bearing_lib.limits.result.LimitsResult` (read by :func:`limits_input` into a
+:class:`LimitsInput`), the profile as a :class:`ProfileInput` (built by :func:`profile_input`
+from a ``TrafficProfile`` or by :func:`profile_input_from_dict` from the profile JSON,
+validated once by :class:`~bearing_lib.traffic.document.ProfileDocument`).
+:meth:`CapacityPlan.build <bearing_lib.plan.capacity_plan.CapacityPlan.build>` reads nothing else.
+
+Read from the limits: per mix ``q_ult`` on the achieved basis (completed req/s; ``ci95``
+scaled to throughput; ``censored``), ``steps`` (the plan's working rows: latency–concurrency
+curve, single-path P95, error rate at peak, mean concurrency), ``sla``, and
+``conditions.instances`` (1 when absent, and the plan says it assumed so).
+
+Read from the profile: ``mix_shares``, ``targets``, ``per_minute`` statistics and series (or
+``per_window.series`` spread evenly over each window's minutes), ``bursts``, ``seq_len``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bearing_lib.common.errors import BadValueError, ParameterError, SchemaError
+from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.schema import refuse_other_kind
+from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
+from bearing_lib.plan.capacity import BurstModel
+from bearing_lib.plan.fos import Limit, Target
+from bearing_lib.plan.memory import SeqLenStats
+
+
+# --------------------------------------------------------------------------- limits
+@dataclass
+class LimitsInput:
+    limits: list[Limit]
+    skipped: dict[str, str]
+    steps: dict[str, list[dict[str, Any]]]
+    sla: list[SlaClauseDoc]
+    tested_instances: int
+    tested_instances_basis: str
+    source: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _step_rows(steps: list[Any], sla: list[Any], unit: str | None) -> list[dict[str, Any]]:
+    """The plan's working rows of one mix's steps: each :class:`Step`'s fields plus flat
+    ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``) from ``observed`` and the
+    ``offered_load_unit``; the load curve's columns are added later (:func:`enrich_steps`).
+
+    These rows stay inside the plan (safe concurrency, concurrency at the limit); the
+    stage boundary is the typed :class:`LimitsResult`.
+    """
+    import dataclasses
+
+    by_text = {c.text: c for c in sla}
+    out = []
+    for st in steps:
+        row = dataclasses.asdict(st)
+        row.update(row.pop("stats") or {})
+        if unit:
+            row["offered_load_unit"] = unit
+        for text, v in (st.observed or {}).items():
+            c = by_text.get(text)
+            if c is not None and c.kind == "percentile" and c.metric and v is not None:
+                row.setdefault(f"{c.metric}_{c.stat}", v)
+        out.append(row)
+    return out
+
+
+def limits_input(result: LimitsResult, *, run: str | None = None, source: str = "limits") -> LimitsInput:
+    """The plan's view of the limits: per mix, ``Q_ult`` on the **achieved** basis (completed req/s).
+
+    A limits result may hold several runs (e.g. two deployments) with the same mix names;
+    then ``run`` must choose one (the error lists them). A mix whose limit cannot be put in
+    completed req/s (no throughput at the limit, no limit at all, a censoring that has no
+    sign) is skipped with its reason.
+    """
+    entries = result.for_run(run, source=source)
+    default_unit = result.conditions.offered_load_unit[0] if len(result.conditions.offered_load_unit) == 1 else None
+    limits, skipped, steps = [], {}, {}
+    notes_extra: list[str] = []
+    for i, m in enumerate(entries):
+        name, q = m.mix.name, m.q_ult
+        unit = (q.unit if q else None) or default_unit
+        steps[name] = _step_rows(m.steps, result.sla, unit)
+        if q is None:
+            skipped[name] = "no q_ult in the limits file"
+            continue
+        if q.value is None:
+            skipped[name] = f"no limit: {q.statement or q.censored}"
+            continue
+        if q.censored not in ("none", "above", "below", "not_monotone"):
+            skipped[name] = f"censoring {q.censored!r} cannot be planned with"
+            continue
+        a = q.achieved
+        if a.value is None:
+            skipped[name] = (f"q_ult is {q.value} {unit} with no throughput_rps: a plan needs the limit in "
+                             "completed req/s")
+            continue
+        ci_rps = None
+        if a.ci95 and (a.lo is not None or a.hi is not None):
+            lo = a.lo if a.lo is not None else a.value
+            hi = a.hi if a.hi is not None else a.value
+            ci_rps = (min(lo, a.value), max(hi, a.value))
+            if a.lo is None or a.hi is None:
+                notes_extra.append(f"{name}: the limit's 95% CI has only one end; the other side is held at the value")
+            if ci_rps[0] <= 0:
+                ci_rps = None
+        try:
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement))
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
+    n = result.conditions.instances
+    if n is None:
+        n, basis = 1, "assumed: the limits file does not say how many instances the load test drove"
+    else:
+        if n < 1:
+            raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
+        basis = result.conditions.instances_basis or "conditions.instances in the limits file"
+    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra)
+
+
+LIMITS_KEYS = ("mixes", "sla", "conditions")
+"""The keys of a limits JSON the plan reads; a document without ``schema`` and without any of them is refused."""
+PROFILE_KEYS = ("targets", "per_minute", "per_window", "mix_shares", "bursts", "seq_len")
+"""The keys of a profile JSON the plan reads; a document without ``schema`` and without any of them is refused."""
+
+
+def limits_document(d: Any, *, source: str = "limits JSON") -> LimitsResult:
+    """A limits JSON document as a :class:`LimitsResult` (``LimitsResult.from_dict``, validated once); a
+    document of another kind is refused as such first."""
+    from bearing_lib.limits.result import SCHEMA as LIMITS_SCHEMA
+
+    refuse_other_kind(d, kind="limits", schema=LIMITS_SCHEMA, keys=LIMITS_KEYS, source=source,
+                      writer="bearing limits DATASET --sla ... --json OUT")
+    return LimitsResult.from_dict(d, source=source)
+
+
+def limits_from_dict(d: dict[str, Any], *, source: str = "limits JSON", run: str | None = None) -> LimitsInput:
+    """:func:`limits_input` of a limits JSON document (:func:`limits_document`)."""
+    return limits_input(limits_document(d, source=source), run=run, source=source)
+
+
+# --------------------------------------------------------------------------- profile
+def _num(x: Any) -> float | None:
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class ProfileTarget:
+    """The profile's target load as it gives it (before a growth or quantile given to the plan)."""
+
+    rps: float | None
+    ci95: tuple[float | None, float | None] | None = None
+    quantile: float | None = None
+    growth: float | None = None
+    statement: str | None = None
+
+
+@dataclass(frozen=True)
+class BurstFacts:
+    """The profile's burst episodes as far as the plan's burst model needs them."""
+
+    peaks_rps: list[float]
+    count: int
+    per_month: float | None = None
+    per_month_note: str | None = None
+    max_duration_s: float | None = None
+    rule: str | None = None
+
+
+@dataclass
+class ProfileInput:
+    """What the plan needs from a traffic profile, typed: the plan's body reads only this.
+
+    Built by :func:`profile_input` from a :class:`~bearing_lib.traffic.profile.TrafficProfile`
+    (its attributes, no JSON in between) or by :func:`profile_input_from_dict` from a profile
+    JSON document (validated once, :class:`~bearing_lib.traffic.document.ProfileDocument`).
+    ``per_minute`` / ``per_window`` hold the rate statistics the profile gives (``mean``,
+    ``p50``, ``p95``, ``p99``, ``max``; requests per bin); ``series`` the requests per
+    minute with their ``series_labels`` (rate windows spread evenly over their minutes,
+    ``series_note`` says so).
+    """
+
+    source: str
+    target: ProfileTarget
+    clock: str | None = None
+    span_s: float | None = None
+    per_minute: dict[str, float] = field(default_factory=dict)
+    per_minute_ci95: dict[str, tuple[float, float]] = field(default_factory=dict)
+    per_window: dict[str, float] = field(default_factory=dict)
+    shares: dict[str, float] = field(default_factory=dict)
+    shares_reason: str | None = None
+    series: list[float] | None = None
+    series_labels: list[str] | None = None
+    series_note: str | None = None
+    bursts: BurstFacts | None = None
+    seq_len: SeqLenStats | None = None
+    seq_len_reason: str | None = None
+    series_start_s: list[float] | None = None
+    """Start (s) of each minute of a per-minute series (None for rate windows or when not given)."""
+    mean_input_tokens: float | None = None
+    mean_output_tokens: float | None = None
+    """Mean input / output tokens per request of the production traffic (the profile's seq_len)."""
+    mix_spec: Any = None
+    """The profile's mix spec (a :class:`~bearing_lib.data.mixes.MixSpec`), if it has one."""
+
+    @property
+    def peak_known(self) -> bool:
+        return any(k in s for s in (self.per_minute, self.per_window) for k in ("p95", "p99"))
+
+    @property
+    def mean_known(self) -> bool:
+        return any("mean" in s for s in (self.per_minute, self.per_window))
+
+
+_STATS = ("mean", "p50", "p95", "p99", "max")
+
+
+def _stats_of(block: Any) -> dict[str, float]:
+    """The known rate statistics of a block (a dict of the object, or a typed document block)."""
+    if block is None:
+        return {}
+    get = block.get if isinstance(block, dict) else (lambda k: getattr(block, k, None))
+    out = {k: _num(get(k)) for k in _STATS}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
+    """The plan's view of a :class:`~bearing_lib.traffic.profile.TrafficProfile`, from its attributes."""
+    from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.traffic.profile import MixShares, TrafficProfile
+    from bearing_lib.traffic.seqlen import SeqLenDistribution
+
+    if not isinstance(profile, TrafficProfile):
+        raise ParameterError(f"profile: expected a TrafficProfile (profile_traffic) or a profile JSON document, "
+                             f"got {type(profile).__name__}")
+    t = profile.targets
+    target = ProfileTarget(t.target_rps, tuple(t.target_ci95) if t.target_ci95 else None, t.quantile, t.growth,
+                           t.statement)
+    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, dict) else None
+    shares: dict[str, float] = {}
+    shares_reason = None
+    if isinstance(profile.mixes, MixShares):
+        for row in profile.mixes.to_list():
+            if row.get("mix") is not None and row.get("share") is not None:
+                shares[str(row["mix"])] = float(row["share"])  # type: ignore[arg-type]
+    elif isinstance(profile.mixes, Unavailable):
+        shares_reason = profile.mixes.reason
+    series = labels = note = None
+    got = _series_from_profile_object(profile)
+    if got is not None:
+        (series, labels), note = got[:2], got[2]
+    b = profile.bursts
+    bursts = BurstFacts([float(e.peak_rps) for e in b.episodes], b.count, b.per_month, b.per_month_note,
+                        max((e.duration_s for e in b.episodes), default=None), b.rule)
+    seq, seq_why = None, None
+    mean_in = mean_out = None
+    if isinstance(profile.seq_len, SeqLenDistribution):
+        s = profile.seq_len.total
+        seq = SeqLenStats(int(s.n or 0), float(s.mean), float(s.p50), float(s.p99), float(s.max),
+                          source="profile JSON seq_len")
+        mean_in, mean_out = profile.seq_len.input_tokens.mean, profile.seq_len.output_tokens.mean
+    else:
+        seq_why = profile.seq_len.reason
+    starts = (profile.per_minute["minute_start_s"].cast(float).to_list()
+              if pm is not None and profile.per_minute is not None else None)
+    return ProfileInput(
+        source=source, target=target,
+        clock="UTC wall clock" if profile.aligned else "relative (seconds from the trace start)",
+        span_s=profile.span_s, per_minute=_stats_of(pm), per_window=_stats_of(profile.per_window_stats),
+        shares=shares, shares_reason=shares_reason, series=series, series_labels=labels, series_note=note,
+        bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=starts,
+        mean_input_tokens=_fnum(mean_in), mean_output_tokens=_fnum(mean_out),
+        mix_spec=profile.mixes.spec if isinstance(profile.mixes, MixShares) else None,
+    )
+
+
+def _fnum(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> ProfileInput:
+    """:func:`profile_input` of a profile JSON document (§5), validated once
+    (:meth:`ProfileDocument.from_dict <bearing_lib.traffic.document.ProfileDocument.from_dict>`:
+    every problem together, with its field path). The documented alternative shapes
+    (``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``; ``ci95`` /
+    ``target_ci95``; a series as columns or rows) are resolved here and nowhere else."""
+    from bearing_lib.traffic.document import PROFILE_SCHEMA, MinuteSeriesDoc, ProfileDocument, UnavailableDoc
+
+    refuse_other_kind(doc, kind="profile", schema=PROFILE_SCHEMA, keys=PROFILE_KEYS, source=source,
+                      writer="bearing profile TRACE --json OUT")
+    p = ProfileDocument.from_dict(doc, source=source)
+    t = p.targets
+    inner = t.target if t is not None and t.target is not None else t
+    if inner is None:
+        target = ProfileTarget(None)
+    else:
+        ci = inner.ci95 or inner.target_ci95
+        target = ProfileTarget(inner.target_rps if inner.target_rps is not None else inner.rps,
+                               (ci[0], ci[1]) if ci and len(ci) == 2 else None, inner.quantile, inner.growth,
+                               inner.statement or inner.basis)
+    pm = p.per_minute if p.per_minute is not None and p.per_minute.available else None
+    pw = p.per_window if p.per_window is not None and p.per_window.available else None
+    ci95 = {}
+    for k in ("p50", "p95", "p99", "max"):
+        c = getattr(pm, f"{k}_ci95", None) if pm is not None else None
+        if isinstance(c, list) and len(c) == 2:
+            ci95[k] = (float(c[0]), float(c[1]))
+    shares: dict[str, float] = {}
+    shares_reason = None
+    if isinstance(p.mix_shares, UnavailableDoc):
+        shares_reason = p.mix_shares.reason
+    elif p.mix_shares:
+        shares = {str(r.mix): float(r.share) for r in p.mix_shares if r.mix is not None and r.share is not None}
+    series = labels = note = minute_starts = None
+    if pm is not None and pm.series:
+        s = pm.series
+        if isinstance(s, MinuteSeriesDoc):
+            starts_raw, counts = s.minute_start_s, list(s.requests)
+        else:
+            starts_raw, counts = [r.minute_start_s for r in s], [r.requests for r in s]
+        starts = _starts(starts_raw, source, "per_minute.series.minute_start_s")
+        series, labels = counts, [_label(x) for x in (starts if starts is not None else range(len(counts)))]
+        minute_starts = starts
+    elif pw is not None and pw.series:
+        s = pw.series
+        starts = _starts(s.window_start_s, source, "per_window.series.window_start_s")
+        got = spread_windows(starts or [i * s.bin_s for i in range(len(s.requests))], list(s.requests), s.bin_s,
+                             p.clock == "UTC wall clock")
+        if got is not None:
+            series, labels, note = got
+    bursts = None
+    b = p.bursts
+    if b is not None and b.available:
+        peaks = [e.peak_rps for e in b.episodes if e.peak_rps is not None]
+        bursts = BurstFacts(peaks, b.count if b.count is not None else len(b.episodes), b.per_month, b.per_month_note,
+                            b.max_duration_s, b.rule)
+    seq, seq_why = None, None
+    sl = p.seq_len
+    if sl is not None and all(getattr(sl, k) is not None for k in ("mean", "p50", "p99", "max")):
+        seq = SeqLenStats(int(sl.n or 0), float(sl.mean), float(sl.p50), float(sl.p99),  # type: ignore[arg-type]
+                          float(sl.max), source="profile JSON seq_len")  # type: ignore[arg-type]
+    elif sl is not None and not sl.available:
+        seq_why = sl.reason
+    mix_spec = None
+    if p.mix_spec:
+        from bearing_lib.data.mixes import MixSpec
+
+        mix_spec = MixSpec.from_dict(p.mix_spec)
+    tin = sl.input_tokens if sl is not None and sl.available else None
+    tout = sl.output_tokens if sl is not None and sl.available else None
+    return ProfileInput(
+        source=source, target=target, clock=p.clock, span_s=p.span_s, per_minute=_stats_of(pm), per_minute_ci95=ci95,
+        per_window=_stats_of(pw), shares=shares, shares_reason=shares_reason, series=series, series_labels=labels,
+        series_note=note, bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=minute_starts,
+        mean_input_tokens=tin.mean if tin is not None else None,
+        mean_output_tokens=tout.mean if tout is not None else None, mix_spec=mix_spec,
+    )
+
+
+def _starts(raw: list[float | None] | None, source: str, where: str) -> list[float] | None:
+    """Start times of a series: None when not given (all missing); a SchemaError when only some are."""
+    if raw is None or all(x is None for x in raw):
+        return None
+    if any(x is None for x in raw):
+        raise SchemaError("expected numeric start times (s) for every bin, or none", path=source, field=where)
+    return [float(x) for x in raw]  # type: ignore[arg-type]
+
+
+def plan_target(p: ProfileInput, *, quantile: float | None = None, growth: float | None = None) -> Target:
+    """The planned load in req/s from the profile's target (§5), else its per-minute quantile.
+
+    Without a target: ``per_minute.p99 / 60 × growth`` (or the quantile asked for: P50,
+    P95, P99 or the max), with that statistic's CI when the profile gives one.
+    """
+    source, t = p.source, p.target
+    g0 = t.growth or 1.0
+    g = growth if growth is not None else g0
+    q = quantile if quantile is not None else t.quantile
+    if t.rps is not None and quantile is None:
+        ci = t.ci95
+        k = g / g0  # a growth given here replaces the profile's
+        ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
+        basis = f"{source}: {t.statement or 'targets as given'}"
+        if k != 1:
+            basis += f", growth {g:g} instead of {g0:g}"
+        if ci_t is not None and not (ci_t[0] <= t.rps * k <= ci_t[1]):
+            # a bootstrap CI of a high quantile need not contain the point estimate; widen it to do so
+            basis += (f"; the profile's CI [{ci_t[0]:.4g}, {ci_t[1]:.4g}] does not contain the target and was "
+                      "widened to it")
+            ci_t = (min(ci_t[0], t.rps * k), max(ci_t[1], t.rps * k))
+        if ci_t is not None and ci_t[0] <= 0:
+            basis += "; the profile's CI reaches 0 req/s and is not used"
+            ci_t = None
+        try:
+            return Target(t.rps * k, ci_t, q, g, basis)
+        except BadValueError as exc:
+            raise BadValueError(exc.message, path=source, field="targets.target.rps") from exc
+    qq = q if q is not None else 0.99
+    key = {0.5: "p50", 0.95: "p95", 0.99: "p99", 1.0: "max"}.get(qq)
+    if key is None or key not in p.per_minute:
+        raise SchemaError(f"no target in the profile and no per_minute.{key or qq} to derive one", path=source,
+                          field="targets")
+    per_min = p.per_minute[key]
+    ci = p.per_minute_ci95.get(key)
+    ci_t = (ci[0] / 60 * g, ci[1] / 60 * g) if ci else None
+    return Target(per_min / 60.0 * g, ci_t, qq, g,
+                  f"{source}: per-minute {key.upper()} {per_min:,.1f} req/min / 60 × growth {g:g}"
+                  + ("" if ci_t else " (the profile gives no CI for it)"))
+
+
+def plan_burst(p: ProfileInput, target_rps: float, growth: float = 1.0) -> BurstModel | None:
+    """Burst model from the profile's bursts: the highest observed burst peak (× growth) relative to the target."""
+    b = p.bursts
+    if b is None:
+        return None
+    if not b.peaks_rps:
+        span_h = (p.span_s or 0) / 3600
+        return BurstModel(1.0, 0.0, None,
+                          f"no burst episode in the profile's {span_h:,.1f} h ({b.rule or 'burst rule'}); "
+                          "a short trace cannot rule bursts out: give a burst multiplier to plan for campaigns "
+                          "(the sources: 1–2 a month, 3–5× peak)")
+    peak = max(b.peaks_rps) * growth
+    return BurstModel(max(1.0, peak / target_rps), b.per_month, (b.max_duration_s or 0) / 60 or None,
+                      f"highest observed burst peak {max(b.peaks_rps):,.2f} req/s × growth {growth:g} over the target "
+                      f"{target_rps:,.2f} req/s ({b.count} episode(s), {b.per_month_note or 'frequency as given'})")
+
+
+# The dict readers of earlier versions, kept for callers: each validates the document once and reads the typed view.
+def target_from_profile(p: dict[str, Any], *, quantile: float | None = None, growth: float | None = None,
+                        source: str = "profile JSON") -> Target:
+    """:func:`plan_target` of a profile JSON document."""
+    return plan_target(profile_input_from_dict(p, source=source), quantile=quantile, growth=growth)
+
+
+def shares_from_profile(p: dict[str, Any]) -> dict[str, float]:
+    return profile_input_from_dict(p).shares
+
+
+def series_from_profile(p: dict[str, Any], *, source: str = "profile JSON") -> tuple[list[float], list[str]] | None:
+    """Requests per minute and minute labels from ``per_minute.series`` (§5), if present (columns
+    ``{"minute_start_s": [...], "requests": [...]}``, what ``bearing profile`` writes, or rows)."""
+    pi = profile_input_from_dict({k: v for k, v in p.items() if k != "per_window"}, source=source)
+    return None if pi.series is None or pi.series_labels is None else (pi.series, pi.series_labels)
+
+
+def window_series_from_profile(
+    p: dict[str, Any], *, source: str = "profile JSON"
+) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from a rate-window profile's ``per_window.series`` (§5), if present: each
+    window's requests spread evenly over its minutes; ``None`` when the window is not a whole number of minutes."""
+    pi = profile_input_from_dict({k: v for k, v in p.items() if k != "per_minute"}, source=source)
+    return None if pi.series is None or pi.series_labels is None else (pi.series, pi.series_labels, pi.series_note)
+
+
+def burst_from_profile(p: dict[str, Any], target_rps: float, growth: float = 1.0) -> BurstModel | None:
+    return plan_burst(profile_input_from_dict(p), target_rps, growth)
+
+
+def seq_len_from_profile(p: dict[str, Any]) -> SeqLenStats | None:
+    return profile_input_from_dict(p).seq_len
+
+
+def spread_windows(starts: list[float], requests: list[float], bin_s: float,
+                   aligned: bool) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from requests per ``bin_s`` window, each window spread evenly over its minutes.
+
+    Returns ``(counts, labels, note)``; ``None`` when ``bin_s`` is not a whole number of
+    minutes. The note says that peaks inside a window are smoothed (``None`` for 60 s bins).
+    """
+    k = bin_s / 60.0
+    if abs(k - round(k)) > 1e-9 or round(k) < 1:
+        return None
+    k = int(round(k))
+    note = (f"the profile's series has {bin_s:g} s bins: each is spread evenly over its {k} minutes for CBU and "
+            "the elasticity replay, which smooths peaks inside a bin") if k > 1 else None
+    counts: list[float] = []
+    labels: list[str] = []
+    for start, n in zip(starts, requests, strict=True):
+        for j in range(k):
+            counts.append(n / k)
+            labels.append(_label(start + 60 * j) if aligned else str(start + 60 * j))
+    return counts, labels, note
+
+
+def _label(x: Any) -> str:
+    from datetime import UTC, datetime
+
+    v = _num(x)
+    if v is not None and v > 1e9:  # epoch seconds
+        return datetime.fromtimestamp(v, tz=UTC).strftime("%Y-%m-%d %H:%M")
+    return str(x)
+
+
+def enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
+    """Add the load curve's columns (P50/P95/P99 latencies, mean concurrency ...) to the steps."""
+    import polars as pl
+
+    if not isinstance(curve, pl.DataFrame) or curve.height == 0:
+        return
+    cols = [c for c in curve.columns if not c.startswith("_")]
+    for name, steps in lim.steps.items():
+        part = curve.filter(pl.col("mix") == name)
+        if run is not None and "run_id" in curve.columns:
+            part = part.filter(pl.col("run_id") == run)
+        by_step = {r["step"]: r for r in part.select(cols).to_dicts()}
+        for st in steps:
+            for k, v in (by_step.get(st.get("step")) or {}).items():
+                if v is not None:
+                    st.setdefault(k, v)
+
+
+def q_ult_of(limits: LimitsResult, mix: str, run: str | None) -> Estimate | None:
+    for m in limits.mixes:
+        if m.mix.name == mix and (run is None or m.run_id == run):
+            return m.q_ult.estimate
+    return None
+
+
+def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], str | None] | None:
+    """Requests per minute from a TrafficProfile's rate series.
+
+    Bins longer than a minute (e.g. ServeGen's 600 s windows) are spread evenly over
+    their minutes, which smooths any peak inside a window (the plan notes it).
+    """
+    s = getattr(profile, "series", None)
+    if s is None or len(s) == 0:
+        return None
+    return spread_windows(s.start_s.tolist(), s.requests.tolist(), s.bin_s, s.aligned)
+
+
+def series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:
+    """Per-minute counts of a trace via the profile's binning (UTC minutes, empty = 0, partial ends dropped)."""
+    from bearing_lib.traffic.binning import per_minute_counts
+
+    f = per_minute_counts(trace)
+    return [float(x) for x in f["requests"].to_list()], [_label(x) for x in f["minute_start_s"].to_list()]
+
+
+__all__ = [
+    "BurstFacts",
+    "LimitsInput",
+    "ProfileInput",
+    "ProfileTarget",
+    "burst_from_profile",
+    "enrich_steps",
+    "limits_document",
+    "limits_from_dict",
+    "limits_input",
+    "plan_burst",
+    "plan_target",
+    "profile_input",
+    "profile_input_from_dict",
+    "q_ult_of",
+    "seq_len_from_profile",
+    "series_from_profile",
+    "series_from_trace",
+    "shares_from_profile",
+    "spread_windows",
+    "target_from_profile",
+    "window_series_from_profile",
+]
