@@ -62,6 +62,9 @@ FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0])
 """The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
+LAGS = (1.0,)
+"""How far back toward the previous step's load a step's evidence may lie (a share of the way), one value
+for the whole run, each equally likely a priori: the data say whether the steps' queues lag."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,8 @@ class ClausePosterior:
     p_floor_breaks: float = 0.0
     """Posterior probability that the load-independent floor alone exceeds the allowance."""
     n_steps: int = 0
+    beta_median: float | None = None
+    """Posterior median of the steepness ``β`` (d logit share / d log load)."""
 
 
 @dataclass
@@ -200,7 +205,8 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
 
 
 def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
-                     floor: bool = False, concentrations: np.ndarray | None = None) -> ClausePosterior:
+                     floor: bool = False, concentrations: np.ndarray | None = None,
+                     lag: bool = True) -> ClausePosterior:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
@@ -218,20 +224,27 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     concs = CONCENTRATIONS if concentrations is None else np.asarray(concentrations, float)
     co = concs[None, None, :, None]
     fl = floors[None, None, None, :]
-    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
     la = logit(alpha)
-    for e in ev:
-        if e.x_from is not None and 0 < e.x_from < e.x:
-            pts = np.linspace(math.log(e.x_from), math.log(e.x), N_EFFECTIVE)
-        else:
-            pts = np.array([math.log(e.x)])
-        parts = []
-        for lxe in pts:
-            mu = fl + (1 - fl) * expit(la + be * (lxe - th))
-            parts.append(_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
-        stack = np.stack(parts)
-        mx = stack.max(axis=0)
-        ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
+    lag_ll = []
+    for lam in LAGS:
+        ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
+        for e in ev:
+            if lag and lam > 0 and e.x_from is not None and 0 < e.x_from < e.x:
+                pts = math.log(e.x) - lam * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
+            else:
+                pts = np.array([math.log(e.x)])
+            parts = []
+            for lxe in pts:
+                mu = fl + (1 - fl) * expit(la + be * (lxe - th))
+                parts.append(_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
+            if len(parts) == 1:
+                ll = ll + parts[0]
+            else:
+                stack = np.stack(parts)
+                mx = stack.max(axis=0)
+                ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
+        lag_ll.append(ll)
+    ll = np.logaddexp.reduce(np.stack(lag_ll), axis=0) - math.log(len(LAGS))
     ll = ll + np.log(fprior)[None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()
@@ -251,6 +264,8 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     idx = np.searchsorted(edges, lx[inside], side="right") - 1
     pdf = np.bincount(idx, weights=wf[inside], minlength=centres.size)
     post = ClausePosterior(name, pdf, below, above, n_steps=len(ev))
+    pb = np.cumsum(w.sum(axis=(0, 2, 3)))
+    post.beta_median = float(np.exp(np.interp(0.5, pb, np.log(BETAS))))
     if floor:
         pf = w.sum(axis=(0, 1, 2))
         cdf = np.cumsum(pf)
