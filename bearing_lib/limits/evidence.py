@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 
 from bearing_lib.limits.curves import QUANTILES
-from bearing_lib.limits.model import Evidence
+from bearing_lib.limits.model import LAG_S, Evidence
 from bearing_lib.limits.sla import Clause
 
 
@@ -53,8 +53,10 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str,
             n, k = row.get(f"_pn_{i}"), row.get(f"_pk_{i}")
             if not n:
                 continue
+            d = row.get("duration_s")
+            lag = min(1.0, LAG_S / float(d)) if d else 1.0
             out[c.text].append(Evidence(x=float(j["x"]), n=float(n), k_lo=float(k or 0), k_hi=float(k or 0),
-                                        x_from=before.get(int(row["step"]))))
+                                        x_from=before.get(int(row["step"])), lag=lag))
     return out
 
 

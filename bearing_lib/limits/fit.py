@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -600,6 +601,122 @@ def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
     return out
 
 
+@dataclass
+class _ModelLimit:
+    value: float | None
+    ci: list[float | None]
+    censored: str
+    statement: str
+    binding: str | None
+    replicates: np.ndarray | None
+    interval: str | None
+    estimator: str
+    pool: list[dict]
+
+
+def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, floors: list[FailureFloor],
+                 level: float, n_boot: int, u: str, passes: list[float], fails: list[float], contradict: list[dict],
+                 first_fail: float | None, notes: list[str]) -> _ModelLimit:
+    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    unit = u if u != "load" else None
+    estimator = model.ESTIMATOR
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    interval = None
+    # every usable step's evidence (a step too small for a percentile on its own still counts)
+    pool = _pool(judged, tables)
+    if tables:
+        evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
+        if assumed_n:
+            notes.append("load-point table without request counts: the reported percentiles are taken as the "
+                         "steps' exact quantiles (the interval assumes many requests per step)")
+    else:
+        evidence = ev_mod.trace_evidence(pool, sla.clauses)
+    ev_x = [e.x for evs in evidence.values() for e in evs]
+    steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
+    post = None
+    if ev_x or steady_x:
+        edges = model.log_grid(ev_x + steady_x)
+        clause_posts = [model.clause_posterior(c.text, model.local_window(evidence[c.text], pooled.allowed_share(c)),
+                                               pooled.allowed_share(c), edges, **_model_options(c, tables))
+                        for c in sla.clauses if evidence[c.text]]
+        kept = []
+        for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
+            if c.text in broken_clauses:
+                continue  # the floor alone breaks it at every load: no number of instances helps; said below
+            kept.append(cp)
+        if steady_x:
+            kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
+                                               edges))
+        if kept:
+            post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
+    broken = [f for f in floors if f.breaks_clause]
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif post is None and not broken:
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j["reasons"]})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    elif post is None:
+        censored, value = "no_data", None
+        statement = "; ".join(f.statement for f in broken)
+    else:
+        med = post.median()
+        lo, hi = post.interval(level)
+        x_lo, x_hi = post.x_min, post.x_max
+        binding = post.binding()
+        estimator = model.ESTIMATOR
+        interval = model.INTERVAL.format(floor=", load-independent floor")
+        rng = np.random.default_rng(0)
+        replicates = post.draws(max(n_boot, 1000), rng)
+        if med >= x_hi or not math.isfinite(med) and med > 0:
+            censored, value = "above", float(max(passes) if passes else x_hi)
+            statement = f"≥ {value:g} {u} (never failed)" if not fails else (
+                f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
+            ci = [lo if math.isfinite(lo) and lo < value else None, None]
+            binding = None
+        elif med <= x_lo or not math.isfinite(med):
+            censored, value = "below", float(x_lo)
+            statement = f"< {value:g} {u} (failed at the lowest load judged)"
+            ci = [None, hi if math.isfinite(hi) and hi > value else None]
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < value]
+            if lower:
+                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = med
+            # an interval end beyond the loads tested is not bounded by the data
+            ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
+            statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
+            beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
+                                       ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
+            if beyond:
+                notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
+                             f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
+            if contradict:
+                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"model estimate {value:.4g} {u}, treat with caution")
+        if broken:
+            statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+
+
+def _model_options(c: Clause, tables: bool) -> dict[str, object]:
+    """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
+    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
+    if tables:
+        return {"floor": c.kind != "percentile", "concentrations": model.TABLE_CONCENTRATIONS}
+    return {"floor": True, "floor_multiples": model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
+            else model.FLOOR_MULTIPLES}
+
+
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
     totals: dict[int, dict[str, float]], n_boot: int, level: float,
@@ -624,304 +741,11 @@ def _fit_group(
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
-    estimator = model.ESTIMATOR
-    xs = np.array([j["x"] for j in det], dtype=float)
-    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
-    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    value: float | None
-    ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    interval = None
     floors = _floors(judged, sla, tables)
-    broken_clauses = {f.clause for f in floors if f.breaks_clause}
-    if tables:
-        value: float | None
-        ci: list[float | None] = [None, None]
-        binding = None
-        replicates = None
-        interval = None
-        # every usable step's evidence (a step too small for a percentile on its own still counts)
-        pool = _pool(judged, tables)
-        if tables:
-            evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
-            if assumed_n:
-                notes.append("load-point table without request counts: the reported percentiles are taken as the "
-                             "steps' exact quantiles (the interval assumes many requests per step)")
-        else:
-            evidence = ev_mod.trace_evidence(pool, sla.clauses)
-        ev_x = [e.x for evs in evidence.values() for e in evs]
-        steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
-        post = None
-        if ev_x or steady_x:
-            edges = model.log_grid(ev_x + steady_x)
-            clause_posts = [model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges,
-                                                   floor=c.kind != "percentile",
-                                                   concentrations=model.TABLE_CONCENTRATIONS)
-                            for c in sla.clauses if evidence[c.text]]
-            kept = []
-            for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
-                if c.text in broken_clauses:
-                    continue  # the floor alone breaks it at every load: no number of instances helps; said below
-                kept.append(cp)
-            if steady_x:
-                kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
-                                                   edges))
-            if kept:
-                post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
-        broken = [f for f in floors if f.breaks_clause]
-        if unit is None and (det or pool):
-            censored, value, statement = "no_data", None, "steps use different offered-load units"
-        elif post is None and not broken:
-            censored, value = "no_data", None
-            why = sorted({r for j in judged for r in j["reasons"]})
-            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-        elif post is None:
-            censored, value = "no_data", None
-            statement = "; ".join(f.statement for f in broken)
-        else:
-            med = post.median()
-            lo, hi = post.interval(level)
-            x_lo, x_hi = post.x_min, post.x_max
-            binding = post.binding()
-            estimator = model.ESTIMATOR
-            interval = model.INTERVAL.format(floor=", load-independent floor")
-            rng = np.random.default_rng(0)
-            replicates = post.draws(max(n_boot, 1000), rng)
-            if med >= x_hi or not math.isfinite(med) and med > 0:
-                censored, value = "above", float(max(passes) if passes else x_hi)
-                statement = f"≥ {value:g} {u} (never failed)" if not fails else (
-                    f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
-                ci = [lo if math.isfinite(lo) and lo < value else None, None]
-                binding = None
-            elif med <= x_lo or not math.isfinite(med):
-                censored, value = "below", float(x_lo)
-                statement = f"< {value:g} {u} (failed at the lowest load judged)"
-                ci = [None, hi if math.isfinite(hi) and hi > value else None]
-                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < value]
-                if lower:
-                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
-            else:
-                censored = "not_monotone" if contradict else "none"
-                value = med
-                # an interval end beyond the loads tested is not bounded by the data
-                ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
-                statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
-                beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
-                                           ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
-                if beyond:
-                    notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
-                                 f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
-                if contradict:
-                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                                 f"model estimate {value:.4g} {u}, treat with caution")
-            if broken:
-                statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
-        for f in floors:
-            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-        boot_ci: list[float | None] = [None, None]
-    else:
-        def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
-            sets: dict[str, np.ndarray] = {}
-            for c in sla.clauses:
-                if c.text in broken_clauses:
-                    continue
-                arr = np.full(len(det), np.nan)
-                for k, j in enumerate(det):
-                    m = j["margins"][c.text]
-                    if m is None:
-                        continue
-                    if rep is not None and reps is not None:
-                        rv = reps.get(j["row"]["step"], {}).get(c.text)
-                        if rv is not None:
-                            if math.isnan(rv[rep]):
-                                continue
-                            # a failure proven by a lower bound stays a failure in every replicate
-                            m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
-                    arr[k] = m
-                sets[c.text] = arr
-            if any(j["not_steady"] for j in det):
-                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
-            return sets
-
-        value: float | None
-        ci: list[float | None] = [None, None]
-        boot_ci: list[float | None] = [None, None]
-        binding = None
-        replicates = None
-        estimator = "isotonic step margins"
-        interval = None
-        # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-        pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
-                and j["row"].get("_pn_0") is not None] if not tables else []
-        pxs = np.array([j["x"] for j in pool], dtype=float)
-
-        def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-            sets: dict[str, np.ndarray] = {}
-            wts: dict[str, np.ndarray] = {}
-            for i, c in enumerate(sla.clauses):
-                if c.text in broken_clauses:
-                    continue
-                n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
-                k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
-                if rep is not None and reps is not None:
-                    for t, j in enumerate(pool):
-                        rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
-                        if rv is not None:
-                            m[t] = rv[rep]
-                sets[c.text], wts[c.text] = m, n
-            if any(j["not_steady"] for j in pool):
-                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
-            return sets, wts
-
-        allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
-
-        def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
-            sets, wts = pooled_sets(rep)
-            best, bind = math.inf, None
-            for name, m in sets.items():
-                if name == STEADY_CLAUSE:
-                    c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
-                else:
-                    c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
-                if not math.isnan(c) and c < best:
-                    best, bind = c, name
-            if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
-                return math.nan, None
-            return best, bind
-
-        def pool_supported() -> bool:
-            """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-            a single 24-request step does not make a limit."""
-            for i, c in enumerate(sla.clauses):
-                if c.text in broken_clauses:
-                    continue
-                n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
-                need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-                if n < need:
-                    return False
-            return True
-
-        est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
-        if unit is None and (det or pool):
-            censored, value, statement = "no_data", None, "steps use different offered-load units"
-        elif not det and math.isnan(est_p):
-            censored, value = "no_data", None
-            why = sorted({r for j in judged for r in j["reasons"]})
-            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-        else:
-            # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
-            # "never failed": the step-wise estimator answers then
-            use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
-            if use_pool:
-                est, binding = est_p, bind_p
-                estimator = pooled.ESTIMATOR
-            else:
-                est, binding = _estimate(xs, margin_sets(None), w, strict)
-            if reps is not None and n_boot > 0:
-                if use_pool:
-                    replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
-                else:
-                    replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
-                ci = _ci(replicates, level)
-                boot_ci = list(ci)
-            grid = np.unique(pxs) if use_pool else np.unique(xs)
-            # the lowest load a value may take: the judged step below the last pass (the last pass may itself
-            # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
-            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
-            floor = (max(below) if below else last_pass) if last_pass is not None else (
-                float(grid[0]) if grid.size else None)
-            if ci[0] is not None or ci[1] is not None:
-                # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-                # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-                # always spans the step grid around the limit, [one judged step below the last clean
-                # pass, first fail].
-                grid_lo, grid_hi = floor, first_fail
-                if last_pass is not None and grid_lo is not None:
-                    # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-                    # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                    # not shrink the slack the first test needs): the CI holds every run's own grid interval
-                    for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
-                        run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
-                        # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                        # as often as one just above passes by good luck
-                        ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
-                        if ff_b is not None and grid_hi is not None:
-                            grid_hi = max(grid_hi, ff_b)
-                        lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
-                                    and (first_fail is None or j["x"] < first_fail)), default=None)
-                        if lp_b is None:
-                            continue
-                        below_b = [j["x"] for j in run_det if j["x"] < lp_b]
-                        grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-                if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-                    # no supported pass: the grid cell of the pooled crossing, one step of slack below
-                    under = grid[grid <= est]
-                    grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-                    over = grid[grid > est]
-                    grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-                widened = []
-                if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-                    ci[0] = grid_lo
-                    widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                                   + ("; the lowest over the pooled runs' own grids)"
-                                      if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-                if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-                    ci[1] = grid_hi
-                    several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-                    widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                                   + ("; of the run whose first fail is highest)" if several else ")"))
-                interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                            f"{'pooled' if use_pool else 'step-wise'} crossing")
-                if widened:
-                    interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                                 "passes or fails partly by chance, which resampling within steps cannot see")
-            pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-            if use_pool and est == math.inf:
-                censored, value = "above", float(grid[-1])
-                statement = f"≥ {value:g} {u} (never failed)"
-                binding = None
-            elif not use_pool and not fails:
-                censored, value = "above", max(passes)
-                statement = f"≥ {value:g} {u} (never failed)"
-                binding = None
-            elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                        and not contradict):
-                x0 = float(grid[0]) if use_pool and grid.size else first_fail
-                censored, value = "below", x0
-                statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
-                if lower:
-                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
-            else:
-                censored = "not_monotone" if contradict else "none"
-                value = est
-                if floor is not None and first_fail is not None and not contradict:
-                    value = min(max(est, floor), first_fail)
-                elif floor is not None and not contradict and math.isfinite(est):
-                    value = max(est, floor)
-                if not math.isfinite(value):
-                    value = last_pass if last_pass is not None else first_fail
-                statement = f"{value:.4g} {u}"
-                if ci[0] is not None or ci[1] is not None:
-                    statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-                if contradict:
-                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                                 f"isotonic estimate {value:.4g} {u}, treat with caution")
-                elif use_pool and last_pass is None:
-                    statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                                  "SLA's percentile below the first failing load)")
-        if broken_clauses:
-            statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
-                         + f"; the other clauses hold to {statement}")
-        for f in floors:
-            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
+                       notes)
+    value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
+    binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
@@ -949,7 +773,7 @@ def _fit_group(
         "resolution": resolution,
         "estimator": estimator,
         "interval_method": interval,
-        "bootstrap_ci95": boot_ci,
+        "bootstrap_ci95": None,
     }
     steps = []
     for j in judged:
