@@ -24,6 +24,8 @@ input_tokens        Int64      prompt tokens
 output_tokens       Int64      generated tokens
 cached_tokens       Int64      prompt tokens served from a prefix/KV cache
 status              String     ``ok`` | ``error`` | ``timeout`` | ``rejected`` | ``cancelled``
+                               | ``unknown`` (``cancelled`` and ``unknown`` are neither success
+                               nor failure: docs/canonical-trace.md, "Status values")
 error               String     error code or message (null when ok)
 model               String     model name as the source wrote it (untrusted text)
 run_id              String     one load-test run, or one production source
@@ -70,7 +72,11 @@ REQUEST_SCHEMA: dict[str, pl.DataType] = {
     "source_row": pl.Int64(),
 }
 
-STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "rejected", "cancelled")
+STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "rejected", "cancelled", "unknown")
+OUTCOME_UNKNOWN: tuple[str, ...] = ("cancelled", "unknown")
+"""Statuses that are neither success nor failure: the request's outcome is not the service's doing
+(``cancelled``: the client cancelled it) or not known (``unknown``: the tool stopped waiting for it).
+Error rates and percentiles leave them out (docs/canonical-trace.md, "Status values")."""
 OFFERED_LOAD_UNITS: tuple[str, ...] = ("rps", "concurrency")
 NON_NEGATIVE: tuple[str, ...] = (
     "ttft_ms",
