@@ -18,7 +18,8 @@ The steps' figures use all the step's requests (no warm-up trim), the same way o
 sides; the SLA verdict is bearing's (:meth:`bearing_lib.limits.sla.SLA.margin`). A request whose
 outcome is neither success nor failure (status ``cancelled``: e.g. GuideLLM cancels the requests
 in flight at a step's end; ``unknown``: e.g. LMBenchmark stopped waiting for it) is replayed (it
-was sent: it loaded the server) but left out of both sides' figures and SLA verdicts: counting it
+was sent: it loaded the server) and counts in the throughput over the send window (it is known not
+to have completed inside it), but is left out of both sides' percentiles and SLA verdicts: counting it
 as an error made the twin of a healthy GuideLLM-tested server "untrusted" (one cancelled request
 per step against an ``error_rate`` clause), and the twin cannot be right or wrong about an
 outcome nobody saw (docs/canonical-trace.md, "Status values").
@@ -129,11 +130,16 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
 
 def _figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
     t0, t1 = float(step["start_s"].min()), float(step["start_s"].max())  # the step's send window: all it sent
-    if "_scored" in step.columns:
-        step = step.filter(pl.col("_scored"))  # cancelled / unknown: no outcome to score (module docstring)
-    ok = step.filter(pl.col("status").is_null() | (pl.col("status") == "ok"))
     span = max(t1 - t0, 1e-9)
-    done = ok.filter((pl.col("end_s") >= t0) & (pl.col("end_s") <= t1)).height
+    # throughput over the send window counts every request's completion on both sides: a cancelled or
+    # unknown request is known not to have completed inside it (GuideLLM cancels at the step's end, after the
+    # last send; LMBenchmark waits at least until its last launch and keeps every completion before), so a
+    # replay that completes it there does disagree with the test
+    done = step.filter((pl.col("status").is_null() | (pl.col("status") == "ok"))
+                       & (pl.col("end_s") >= t0) & (pl.col("end_s") <= t1)).height
+    if "_scored" in step.columns:
+        step = step.filter(pl.col("_scored"))  # percentiles, SLA: cancelled / unknown have no outcome to score
+    ok = step.filter(pl.col("status").is_null() | (pl.col("status") == "ok"))
     ttft = ok["ttft_ms"].drop_nulls().to_numpy()
     lat = ok["latency_ms"].drop_nulls().to_numpy()
 
