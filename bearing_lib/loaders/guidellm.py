@@ -180,6 +180,15 @@ _TIMEOUT = re.compile(r"timeout|timed out", re.IGNORECASE)
 
 
 def _status(list_name: str, info: dict[str, Any]) -> str:
+    """Canonical status of one record. ``incomplete`` (and ``info.status`` ``cancelled``) is ``cancelled``:
+    GuideLLM itself cancelled the request when the step hit its duration or request limit, not the server
+    (vllm-project/guidellm: ``scheduler/constraints/request.py`` ``MaxDurationConstraint.__call__`` returns
+    ``request_processing="stop_local"`` once ``elapsed >= max_duration``; ``scheduler/worker_group.py`` then
+    sets the shutdown event, ``scheduler/worker.py`` ``WorkerProcess.run_async`` cancels the request task, and
+    ``_process_next_graph_node`` catches the ``CancelledError`` and sends status ``cancelled`` with error
+    "Request was cancelled"; ``benchmark/schemas/accumulator.py`` files a cancelled request that had started
+    (``timings.resolve_start`` set) under ``incomplete`` and drops one that had not). So it is neither a
+    success nor a failure (docs/canonical-trace.md, "Status values"), never ``error``."""
     if list_name == "successful":
         return "ok"
     if list_name == "incomplete" or info.get("status") == "cancelled":
@@ -257,6 +266,13 @@ def _load_requests(source: Source) -> RequestTrace:
                                                  "requested_output_tokens": pl.Int64,
                                                  "offered_load": pl.Float64}
                          ).with_columns(pl.lit(_model(doc), dtype=pl.String).alias("model"))
+    n_cancelled = cols["status"].count("cancelled")
+    if n_cancelled:
+        per = frame.filter(pl.col("status") == "cancelled").group_by("run_id", "step").len().sort("run_id", "step")
+        prov.add("cancelled_at_step_end", f"{n_cancelled} request(s) were cancelled by GuideLLM when their step "
+                 "reached its duration or request limit (its 'incomplete' list): status cancelled, neither success "
+                 "nor failure, left out of error rates and percentiles. Per step: "
+                 + ", ".join(f"{r} step {s_}: {n}" for r, s_, n in per.iter_rows()), level="info", count=n_cancelled)
     prov.add("warmup_included", "every listed request is kept, including those GuideLLM's own statistics exclude "
              "as warm-up/cool-down; steps.duration_s is GuideLLM's measured window ('duration')", level="info")
     meta = doc["metadata"]
