@@ -98,11 +98,16 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "duration_s": pl.Float64(),
     "n_requests_reported": pl.Int64(),
     "source_file": pl.String(),
+    "send_window_s": pl.Float64(),
 }
 """Per-step facts a load-test tool reported beside its requests (``RequestTrace.steps``).
 
 ``duration_s`` is the tool's own step duration: the only time base when requests carry
-no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``)."""
+no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``).
+``send_window_s`` is the period over which the tool sent the step's requests, its drain
+(waiting for the last ones to finish) excluded, when the loader can state it (vLLM bench
+serve: ``num_prompts / request_rate`` on its own schedule, or its per-request send times);
+null otherwise. ``n_requests_reported / send_window_s`` is the rate the tool sent at."""
 
 
 @dataclass
