@@ -26,6 +26,8 @@ whose statistics are all ``0.0`` (read as missing, never as fast).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import re
 from pathlib import Path
@@ -39,6 +41,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
+    SNIFF_MAX_BYTES,
     StepFacts,
     finish_loadpoints,
     json_document,
@@ -102,15 +105,45 @@ def _is_result(obj: object) -> bool:
 
 
 def _result_doc(source: Source) -> dict[str, Any] | list[dict[str, Any]] | None:
-    """The file as one vLLM result dict, or a list of them (``summary.json``), else None."""
-    if source.suffix != ".json" or not may_hold(source, b'"tokenizer_id"'):
+    """The file as one vLLM result dict, or a list of them (``summary.json``, or an ``--append-result``
+    file: one result per line), else None."""
+    if source.suffix not in (".json", ".jsonl") or not may_hold(source, b'"tokenizer_id"'):
         return None
     doc = json_document(source)
+    if doc is None:
+        doc = _appended(source)
     if _is_result(doc):
         return doc
     if isinstance(doc, list) and doc and all(_is_result(x) for x in doc):
         return doc
     return None
+
+
+def _appended(source: Source) -> list[Any] | None:
+    """The results of an ``--append-result`` file, or None.
+
+    ``vllm bench serve --append-result`` (vllm-project/vllm ``vllm/benchmarks/serve.py``, ``main``) opens
+    the result file in ``a+`` mode, writes ``"\\n"`` when the file is not empty, then ``json.dump``s the
+    new result: one JSON object per line, one line per run (e.g. per request rate of a sweep script).
+    The whole file is then not one JSON document; its lines are.
+    """
+    if source.is_dir or source.head.lstrip()[:1] != b"{":
+        return None
+    try:
+        if source.path.stat().st_size > SNIFF_MAX_BYTES:
+            return None
+        st = source.path.stat()
+        return _appended_parsed(str(source.path.resolve()), st.st_mtime_ns, st.st_size)
+    except (InputError, OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _appended_parsed(path: str, mtime_ns: int, size: int) -> list[Any] | None:
+    lines = [ln for ln in Source(path).read_text().splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return None
+    return [json.loads(ln) for ln in lines]
 
 
 def _has_arrays(doc: object) -> bool:
@@ -156,6 +189,8 @@ def sniff_requests(source: Source) -> bool:
         files = _folder_files(source)
         return bool(files) and all(_quick_has_arrays(f) for f in files)
     doc = _result_doc(source)
+    if isinstance(doc, list):  # an --append-result file (or summary.json) whose every run kept its arrays
+        return source.name != "summary.json" and all(_has_arrays(d) for d in doc)
     return isinstance(doc, dict) and _has_arrays(doc)
 
 
@@ -164,7 +199,7 @@ def sniff_aggregate(source: Source) -> bool:
         files = _folder_files(source)
         return bool(files) and not all(_quick_has_arrays(f) for f in files)
     doc = _result_doc(source)
-    return doc is not None and not (isinstance(doc, dict) and _has_arrays(doc))
+    return doc is not None and not sniff_requests(source)
 
 
 # ---------------------------------------------------------------- versions and checks
