@@ -30,7 +30,8 @@ def _rec(i: int, t0: float, *, ttft: float, lat: float, out: int, error: str | N
     last = None if error else t0 + lat
     r = {"type_": "generative_text_error" if error else "generative_text_response", "request_id": f"q{i}",
          "request_type": "text_completions", "scheduler_info": {"requested": True, "completed": True},
-         "prompt": "p", "output": None if error else "o", "prompt_tokens": 100 + i, "output_tokens": 0 if error else out,
+         "prompt": "p", "output": None if error else "o", "prompt_tokens": 100 + i,
+         "output_tokens": 0 if error else out,
          "start_time": t0, "end_time": t0 + lat, "first_token_time": first, "last_token_time": last,
          "request_latency": lat,
          "time_to_first_token_ms": None if error else 1000 * ttft,
