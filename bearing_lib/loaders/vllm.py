@@ -161,19 +161,31 @@ def _dir_files(d: Path) -> list[Source]:
 def _folder_files(source: Source) -> list[Source]:
     """Result files of a folder, one run per folder that holds them.
 
-    The folder's own ``*.json[.gz]`` (one run); else its ``SERVE--…`` combination folders
-    (``vllm bench sweep serve``), else its sub-folders (e.g. one per deployment), each one run.
-    In a combination folder ``run=N.json`` files are used and ``summary.json`` (their copy)
-    is skipped; a combination folder holding only ``summary.json`` uses that.
+    Every level bearing knows is read: the folder's own ``*.json[.gz]`` (one run, named after the
+    folder), its ``SERVE--…`` combination folders (``vllm bench sweep serve``), its other sub-folders'
+    own result files (e.g. one per deployment) and the combination folders of a sweep root one level
+    down; each folder holding results is one run. In a combination folder ``run=N.json`` files are used
+    and ``summary.json`` (their copy) is skipped; a combination folder holding only ``summary.json``
+    uses that. Sub-folders where none of this finds a result are named by :func:`_skipped_folders`.
     """
-    subdirs = [p for p in sorted(source.path.iterdir()) if p.is_dir()]
-    combos = [p for p in subdirs if _COMBO.match(p.name)]
-    if combos:
-        return [f for d in combos for f in _dir_files(d)]
-    own = _dir_files(source.path)
-    if own:
-        return own
-    return [f for d in subdirs for f in _dir_files(d)]
+    return [f for d in _result_folders(source.path) for f in _dir_files(d)]
+
+
+def _result_folders(root: Path) -> list[Path]:
+    """The folders :func:`_folder_files` reads: ``root`` itself, its sub-folders, their combination folders."""
+    out = [root]
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        out.append(d)
+        if not _COMBO.match(d.name):
+            out += sorted(c for c in d.iterdir() if c.is_dir() and _COMBO.match(c.name))
+    return out
+
+
+def _skipped_folders(root: Path) -> list[str]:
+    """Sub-folders (relative names) holding no result file at the levels read: what a finding names."""
+    read = {d for d in _result_folders(root) if _dir_files(d)}
+    return [d.name for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if not any(r == d or d in r.parents for r in read)]
 
 
 def _quick_has_arrays(source: Source) -> bool:
@@ -362,10 +374,30 @@ def _collect(source: Source) -> tuple[list[tuple[Path, dict[str, Any], int | Non
 
 
 def _run_of(path: Path, default: str, base: Path) -> str:
-    """A sweep root holds several combination (or deployment) folders: each is its own run."""
+    """A sweep root holds several combination (or deployment) folders: each is its own run; a result file
+    loose beside them belongs to the run named after the folder."""
     if path.parent != base:
         return path.parent.name
     return default
+
+
+def _note_folders(source: Source, entries, prov: Provenance) -> None:
+    """Findings for a folder read at several levels, and for sub-folders skipped (what and why)."""
+    if not source.is_dir:
+        return
+    loose = sorted({p.name for p, _, _ in entries if p.parent == source.path})
+    deeper = sorted({p.parent.relative_to(source.path).as_posix() for p, _, _ in entries if p.parent != source.path})
+    if loose and deeper:
+        prov.add("folder_levels", f"the folder holds result files of its own ({', '.join(loose[:8])}"
+                 f"{' …' if len(loose) > 8 else ''}: run {source.path.name}) and in sub-folders "
+                 f"({', '.join(deeper[:8])}{' …' if len(deeper) > 8 else ''}: one run each); every level was read",
+                 level="info")
+    skipped = _skipped_folders(source.path)
+    if skipped:
+        prov.add("folders_skipped", f"sub-folder(s) {', '.join(skipped[:8])}{' …' if len(skipped) > 8 else ''} hold "
+                 "no vLLM result file where bearing looks (the folder, its sub-folders, and the SERVE--…-BENCH--… "
+                 "folders of a sweep root one level down) and were not read; load one of them on its own",
+                 count=len(skipped))
 
 
 def _steps(source: Source, entries, run_id: str, prov: Provenance, *, arrays: bool) -> list[StepFacts]:
@@ -482,6 +514,7 @@ def _load_aggregate(source: Source) -> LoadPointTable:
             count=ignored_arrays,
         )
     _record_extras([(p, d) for p, d, _ in entries], prov)
+    _note_folders(source, entries, prov)
     layouts = {layout_of(d) for _, d, _ in entries}
     return finish_loadpoints(
         rows, source, format=NAME_AGGREGATE, tool=TOOL, tool_version=_one_layout(layouts, prov),
@@ -588,6 +621,7 @@ def _load_requests(source: Source) -> RequestTrace:
         level="info",
     )
     _record_extras([(p, d) for p, d, _ in entries], prov)
+    _note_folders(source, entries, prov)
     layouts = {layout_of(d) for _, d, _ in entries}
     prov.files = files
     tv = _one_layout(layouts, prov)

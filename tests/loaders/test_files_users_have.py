@@ -109,3 +109,28 @@ def test_one_line_frame_still_reads(tmp_path):
     assert isinstance(t, LoadPointTable) and t.frame.height == 1
     assert t.frame["offered_load"].to_list() == [2.0]
     assert isinstance(t.frame, pl.DataFrame)
+
+
+def test_folder_with_loose_results_and_sub_folders_reads_every_level(tmp_path):
+    """SYNTHETIC: a loose result beside a deployment folder (two rates) and a nested sweep root; a folder of
+    plots and one whose results sit too deep are named as skipped, with why."""
+    root = tmp_path / "bench"
+    (root / "deploy-a").mkdir(parents=True)
+    (root / "plots").mkdir()
+    (root / "old" / "x" / "y").mkdir(parents=True)
+    combo = root / "sweep" / "SERVE--max_num_seqs=4-BENCH--request_rate=3"
+    combo.mkdir(parents=True)
+    (root / "baseline.json").write_text(json.dumps(_summary(1.0, 100, 101.0)))
+    (root / "deploy-a" / "r2.json").write_text(json.dumps(_summary(2.0, 100, 52.0)))
+    (root / "deploy-a" / "r4.json").write_text(json.dumps(_summary(4.0, 90, 30.0)))
+    (combo / "run=0.json").write_text(json.dumps(_summary(3.0, 100, 35.0)))
+    (root / "plots" / "ttft.png").write_bytes(b"\x89PNG")
+    (root / "old" / "x" / "y" / "r8.json").write_text(json.dumps(_summary(8.0, 50, 20.0)))
+    t = load(root)
+    f = t.frame.sort("run_id", "step")
+    runs = {r: g["offered_load"].to_list() for (r,), g in f.group_by("run_id", maintain_order=True)}
+    assert runs == {"SERVE--max_num_seqs=4-BENCH--request_rate=3": [3.0], "bench": [1.0], "deploy-a": [2.0, 4.0]}
+    codes = {x.code: x for x in t.provenance.findings}
+    assert "every level was read" in codes["folder_levels"].message
+    skipped = codes["folders_skipped"]
+    assert skipped.count == 2 and "old, plots" in skipped.message and "were not read" in skipped.message
