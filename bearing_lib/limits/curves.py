@@ -33,8 +33,10 @@ Rules (also in ``docs/limits.md``):
   2 requests for in-flight; when both series exist BOTH must rise, since latency alone
   also rises with the content);
   ``throughput_below_offered`` (no per-request times, or a load-point table: completed
-  req/s below 70 % of an offered rate, so the server may not have sustained it; without
-  times the step's length for ``too_short`` is the sending period ``n / rate``);
+  req/s below 70 % of an offered rate, so the server may not have sustained it; for untimed
+  steps whose loader states the send window (``steps.send_window_s``, drain excluded), the
+  requests sent over that window instead, so it fires only where the generator fell behind;
+  without times the step's length for ``too_short`` is the sending period ``n / rate``);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
@@ -174,12 +176,13 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
     ).collect(engine="streaming")
     if trace.steps is not None and trace.steps.height:
+        sw = pl.col("send_window_s") if "send_window_s" in trace.steps.columns else pl.lit(None, pl.Float64)
         tool = trace.steps.select(
-            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d")
+            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d"), sw.alias("_send_w")
         ).unique(keys, keep="first")
         base = base.join(tool, on=keys, how="left")
     else:
-        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"))
+        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"), pl.lit(None, pl.Float64).alias("_send_w"))
     bins = None
     if times:
         d = pl.col("_t1") - pl.col("_t0")
@@ -237,7 +240,11 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         if not r["has_times"] and finite_rps:
             # without times the tool's duration includes the drain: the sending period is n / rate
             span = min(x for x in (span, r["n_sent"] / load) if x is not None)
-            if rate is not None and rate < BELOW_OFFERED_RATIO * load:
+            # the rate the generator sent at over its send window (drain excluded) when the loader states it
+            # (steps.send_window_s: vLLM num_prompts / request_rate or its send times); else, conservatively,
+            # the requests over the tool's duration, whose drain lowers it even on a healthy server
+            sent = r["n_sent"] / r["_send_w"] if r["_send_w"] else rate
+            if sent is not None and sent < BELOW_OFFERED_RATIO * load:
                 fl.append("throughput_below_offered")
         if span is not None and span < opt.min_steady_s:
             fl.append("too_short")

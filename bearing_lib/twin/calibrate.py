@@ -325,7 +325,8 @@ def _given_timeout(value: object) -> TwinParam:
 
 def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
     """The deadline a test's lost requests ran into (module docstring), or none."""
-    lost = frame.filter(pl.col("status").is_not_null() & (pl.col("status") != "ok") & pl.col("end_s").is_null()) \
+    # evidence of a deadline: certain failures only (a cancelled or unknown request did not fail)
+    lost = frame.filter(pl.col("status").is_in(("error", "timeout", "rejected")) & pl.col("end_s").is_null()) \
         if "status" in frame.columns else frame.clear()
     lat = (ok["end_s"] - ok["start_s"]).to_numpy()
     top = float(np.max(lat)) if lat.size else 0.0
