@@ -1,7 +1,9 @@
 """What each step of a load test says about each SLA clause, as the model's evidence (``limits.model``).
 
 * **A request trace**: per clause, ``k`` requests that count against it of ``n`` that can
-  (``limits.pooled.count_columns``): an exact count.
+  (``limits.pooled.count_columns``): an exact count; with ``u`` requests of unknown outcome (cancelled, or
+  the tool stopped waiting for them) between ``k`` and ``k + u`` of ``n + u`` (a survivor-only error rate of a
+  step where most requests were never collected is not its failure share).
 * **A load-point table** (a tool's per-load summary): a percentile clause ``pQ(m) <= T`` is
   bracketed by the reported percentiles of ``m``: a reported ``P_q`` above ``T`` means more
   than ``1 − q`` of the requests exceed ``T``; one at or below ``T`` means at most ``1 − q`` do; a
@@ -55,7 +57,11 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str,
                 continue
             d = row.get("duration_s")
             lag = min(1.0, LAG_S / float(d)) if d else 1.0
-            out[c.text].append(Evidence(x=float(j["x"]), n=float(n), k_lo=float(k or 0), k_hi=float(k or 0),
+            # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
+            # the count is known to lie between the bad ones seen and those plus the unknown ones
+            u = float(row.get("n_unknown") or 0)
+            k = float(k or 0)
+            out[c.text].append(Evidence(x=float(j["x"]), n=float(n) + u, k_lo=k, k_hi=k + u,
                                         x_from=before.get(int(row["step"])), lag=lag))
     return out
 

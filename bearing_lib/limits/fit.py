@@ -64,7 +64,7 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
-from bearing_lib.limits import model, pooled
+from bearing_lib.limits import failures, model, pooled
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
@@ -96,7 +96,7 @@ from bearing_lib.limits.result import (
     SourceFinding,
     Step,
 )
-from bearing_lib.limits.sla import KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
@@ -547,9 +547,9 @@ def _failure_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.
     if post.floor_ci is None or post.floor_median is None:
         return None
     lo, hi = post.floor_ci
-    breaks = post.p_floor_breaks >= FLOOR_BREAKS and lo > 0
-    if lo <= 0:
+    if post.p_no_floor >= 0.05:  # a floor is claimed only when the data exclude none at 95 %
         return None
+    breaks = post.p_floor_breaks >= FLOOR_BREAKS
     allowed = pooled.allowed_share(c)
     what = {"percentile": f"of requests above the clause's threshold ({c.text})",
             "error_rate": "of requests fail", "goodput": "of requests fail or miss a bound"}[c.kind]
@@ -574,30 +574,63 @@ def _pool(judged: list[dict], tables: bool) -> list[dict]:
 
 
 def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
-    """Load-independent floors per clause (``limits.model``), from the same evidence as the limit.
+    """Load-independent failure floors per failure clause (error rate, goodput).
 
-    For a request trace only the failure clauses (error rate, goodput) are examined: the pooled
-    estimator answers the percentile clauses (docs/limits.md, "Failures told apart").
+    A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
+    no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
     """
     pool = _pool(judged, tables)
+    clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
+    if not clauses or not pool:
+        return []
+    out = []
     if tables:
         evidence, _ = ev_mod.table_evidence(pool, sla.clauses)
-        clauses = [c for c in sla.clauses if c.kind != "percentile"]  # reported percentiles cannot show a floor
-    else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses)
-        clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
-    clauses = [c for c in clauses if len(evidence[c.text]) >= 1]
-    if not clauses:
-        return []
-    xs = [e.x for c in clauses for e in evidence[c.text]]
-    edges = model.log_grid(xs)
-    out = []
-    for c in clauses:
-        post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
-                                      concentrations=model.TABLE_CONCENTRATIONS if tables else None)
-        fl = _failure_floor(c, post, evidence[c.text])
-        if fl is not None:
-            out.append(fl)
+        xs = [e.x for c in clauses for e in evidence[c.text]]
+        if not xs:
+            return []
+        edges = model.log_grid(xs)
+        for c in clauses:
+            if not evidence[c.text]:
+                continue
+            post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
+                                          concentrations=model.TABLE_CONCENTRATIONS)
+            fl = _failure_floor(c, post, evidence[c.text])
+            if fl is not None:
+                out.append(fl)
+        return out
+    pct = [(i, c) for i, c in enumerate(sla.clauses) if c.kind == "percentile"]
+    for i, c in enumerate(sla.clauses):
+        if c not in clauses:
+            continue
+        quiet = []
+        for j in pool:
+            r = j["row"]
+            if j["not_steady"] or r.get(f"_pn_{i}") is None:
+                continue
+            calm = all(r.get(f"_pn_{q}") and (r.get(f"_pk_{q}") or 0) / r[f"_pn_{q}"] <= pooled.allowed_share(pc) / 2
+                       for q, pc in pct)
+            if calm:
+                quiet.append(failures.QuietStep(float(j["x"]), int(r.get(f"_pk_{i}") or 0), int(r[f"_pn_{i}"])))
+        fl = failures.quiet_floor(quiet, pooled.allowed_share(c))
+        if fl is None:
+            continue
+        allowed = pooled.allowed_share(c)
+        what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
+        loads = sorted(q.x for q in quiet)
+        trend = ("no rise across them" if fl.trend_p is None or fl.n_steps < 2
+                 else f"no rise across them: one-sided p = {fl.trend_p:.2g}")
+        where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
+                 f"({loads[0]:.4g}–{loads[-1]:.4g}; {trend})")
+        if fl.breaks:
+            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
+                         f"load ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
+                         f"{c.text} allows): more instances do not fix it")
+        else:
+            statement = (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; 95% CI "
+                         f"{fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); the {allowed:.2%} allowed is not exceeded by it alone")
+        out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,
+                                breaks_clause=fl.breaks, statement=statement))
     return out
 
 
@@ -1056,6 +1089,23 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     )
 
 
+def _describe_floors(lim: MixLimit, steady_part: pl.DataFrame, trace: RequestTrace) -> None:
+    """Say what the requests behind a failure floor share (``limits.failures.describe_failures``), from the
+    run's requests (the error texts from the trace itself: the steady frame drops them)."""
+    frame = trace.frame.filter(pl.col("run_id").fill_null("run") == lim.run_id) if "run_id" in trace.frame.columns \
+        else trace.frame
+    text = failures.describe_failures(frame if frame.height else steady_part, FAILED_EXPR, OK_EXPR)
+    if not text:
+        return
+    for f in lim.failure_floors:
+        before = f.statement
+        f.shared_by = text
+        f.statement = f"{before}; the failed requests: {text}"
+        lim.notes = [n.replace(before, f.statement) for n in lim.notes]
+        if lim.q_ult is not None:
+            lim.q_ult.statement = lim.q_ult.statement.replace(before, f.statement, 1)
+
+
 def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
     """``T_recover`` per run, on all the run's requests (the SLA over every mix, as a monitor sees it)."""
     from bearing_lib.limits.recovery import t_recover
@@ -1206,6 +1256,10 @@ def fit_limits(
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
                              tot, n_boot if reps else 0, level)
             lim.share = share
+            if lim.failure_floors and not tables:
+                _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
+                                 if isinstance(steady, pl.LazyFrame) else
+                                 steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)), it)
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
                 (pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(), sla_obj)
             if not tables:

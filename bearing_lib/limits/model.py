@@ -58,7 +58,7 @@ TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 """A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
 assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
-FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0])
+FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
 PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
 """A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
 past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
@@ -75,7 +75,7 @@ TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 """A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
 assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
-FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0])
+FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
 PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
 """A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
 past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
@@ -130,6 +130,8 @@ class ClausePosterior:
     floor_ci: tuple[float, float] | None = None
     p_floor_breaks: float = 0.0
     """Posterior probability that the load-independent floor alone exceeds the allowance."""
+    p_no_floor: float = 1.0
+    """Posterior probability that there is no floor."""
     n_steps: int = 0
     beta_median: float | None = None
     """Posterior median of the steepness ``β`` (d logit share / d log load)."""
@@ -306,11 +308,13 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     post.beta_median = float(np.exp(np.interp(0.5, pb, np.log(BETAS))))
     if floor:
         pf = w.sum(axis=(0, 1, 2))
-        cdf = np.cumsum(pf)
-        post.floor_median = float(np.interp(0.5, cdf, floors))
-        post.floor_ci = (float(floors[np.searchsorted(cdf, 0.025)]), float(floors[min(np.searchsorted(cdf, 0.975),
-                                                                                         floors.size - 1)]))
+        # a piecewise-linear CDF over the floor grid (the mass of a grid value spread down to the one below)
+        cdf = np.concatenate([[0.0], np.cumsum(pf)])
+        pts = np.concatenate([[0.0], floors])
+        post.floor_median = float(np.interp(0.5, cdf, pts))
+        post.floor_ci = (float(np.interp(0.025, cdf, pts)), float(np.interp(0.975, cdf, pts)))
         post.p_floor_breaks = float(pf[floors >= alpha].sum())
+        post.p_no_floor = float(pf[floors == 0].sum())
     return post
 
 
