@@ -25,17 +25,30 @@ import math
 from collections.abc import Sequence
 
 from bearing_lib.limits.curves import QUANTILES
-from bearing_lib.limits.model import LAG_S, Evidence
+from bearing_lib.limits.model import Evidence
 from bearing_lib.limits.sla import Clause
+
+LAG_S = 300.0
+"""How long a step's queue may take to settle after a load rise, in seconds: near capacity a queue takes
+minutes to build (docs/oracle.md, "Why": 120 s windows at 1.05x the limit often pass), so a step's evidence
+may lie up to ``min(1, LAG_S / steady window)`` of the way back to the previous load. Calibrated on the
+oracle's 120 s and 1,200 s steps (docs/oracle.md); a server whose queue settles in seconds gets a wider
+interval than it needs (an M/M/1 queue at 10 rps: tests/limits)."""
+
+POOL_STEP_OFFSET = 100_000
+"""Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
 
 
 def _continuity(steps: Sequence[dict]) -> dict[int, float]:
     """``{step: load of the step run just before it}`` for steps of a continuous ascending run."""
     timed = [s for s in steps if s["row"].get("t_first_s") is not None and s["x"] is not None
              and math.isfinite(s["x"])]
-    timed.sort(key=lambda s: float(s["row"]["t_first_s"]))
+    # pooled runs number their steps in blocks of POOL_STEP_OFFSET: a step follows the one before it in ITS run
+    timed.sort(key=lambda s: (int(s["row"]["step"]) // POOL_STEP_OFFSET, float(s["row"]["t_first_s"])))
     out: dict[int, float] = {}
     for prev, cur in zip(timed, timed[1:], strict=False):
+        if int(prev["row"]["step"]) // POOL_STEP_OFFSET != int(cur["row"]["step"]) // POOL_STEP_OFFSET:
+            continue
         gap = float(cur["row"]["t_first_s"]) - float(prev["row"]["t_first_s"])
         d = prev["row"].get("duration_s")
         if d is None or not d > 0 or cur["x"] <= prev["x"]:
@@ -115,4 +128,4 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
     return out, assumed
 
 
-__all__ = ["table_evidence", "trace_evidence"]
+__all__ = ["LAG_S", "table_evidence", "trace_evidence"]

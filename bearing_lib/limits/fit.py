@@ -234,7 +234,7 @@ def _unique_runs(items: list) -> list:
     return out
 
 
-POOL_STEP_OFFSET = 100_000
+POOL_STEP_OFFSET = ev_mod.POOL_STEP_OFFSET
 
 
 def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
@@ -502,6 +502,7 @@ def _crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: 
     return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
 
 
+
 def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
               strict: dict[str, bool]) -> tuple[float, str | None]:
     """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
@@ -517,13 +518,14 @@ def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.nd
     return best, binding
 
 
-def _ci(reps: np.ndarray, level: float) -> list[float | None]:
-    r = reps[~np.isnan(reps)]
+
+def _ci(draws: np.ndarray, level: float) -> list[float | None]:
+    """Equal-tailed interval of draws of a limit (an infinite end is not bounded: None)."""
+    r = draws[~np.isnan(draws)]
     if r.size == 0:
         return [None, None]
-    r = np.clip(r, -_BIG, _BIG)
     a = (1 - level) / 2
-    lo, hi = (float(v) for v in quantile(r, [a, 1 - a]))
+    lo, hi = (float(v) for v in quantile(np.clip(r, -_BIG, _BIG), [a, 1 - a]))
     return [None if abs(lo) >= _BIG / 10 else lo, None if abs(hi) >= _BIG / 10 else hi]
 
 
@@ -645,6 +647,7 @@ class _ModelLimit:
     interval: str | None
     estimator: str
     pool: list[dict]
+    bootstrap_ci: list[float | None] | None = None
 
 
 def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, floors: list[FailureFloor],
@@ -705,7 +708,15 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
         interval = model.INTERVAL.format(floor=", load-independent floor")
         rng = np.random.default_rng(0)
         replicates = post.draws(max(n_boot, 1000), rng)
-        if med >= x_hi or not math.isfinite(med) and med > 0:
+        if lo < x_lo and hi > x_hi and not det:
+            # the requests judged cannot place the limit anywhere in (or near) the loads tested
+            censored, value = "no_data", None
+            n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
+            statement = (f"the {n_ev} requests judged cannot place the limit: its 95% interval reaches from below "
+                         f"the lowest load tested ({x_lo:.4g} {u}) to above the highest ({x_hi:.4g} {u}); more "
+                         "requests per step (a P99 needs about 368 without an exceedance) would")
+            binding = None
+        elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)
             statement = f"≥ {value:g} {u} (never failed)" if not fails else (
                 f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
@@ -741,11 +752,244 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
     return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
 
 
+def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]] | None,
+                 floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
+                 passes: list[float], fails: list[float], contradict: list[dict], first_fail: float | None,
+                 last_pass: float | None, notes: list[str]) -> _ModelLimit:
+    """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
+    the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
+
+    The model of ``limits.model`` is measured against the oracle for traces too (docs/oracle.md, "The model on
+    request traces"): it covers better on the simulator's LLM servers and worse on an M/M/1 queue whose queue
+    settles in seconds; it answers load-point tables, failure floors and a unknown outcome's interval here.
+    """
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    xs = np.array([j["x"] for j in det], dtype=float)
+    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
+    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    interval = None
+    estimator = "isotonic step margins"
+    boot_ci: list[float | None] = [None, None]
+    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+        sets: dict[str, np.ndarray] = {}
+        for c in sla.clauses:
+            if c.text in broken_clauses:
+                continue
+            arr = np.full(len(det), np.nan)
+            for k, j in enumerate(det):
+                m = j["margins"][c.text]
+                if m is None:
+                    continue
+                if rep is not None and reps is not None:
+                    rv = reps.get(j["row"]["step"], {}).get(c.text)
+                    if rv is not None:
+                        if math.isnan(rv[rep]):
+                            continue
+                        # a failure proven by a lower bound stays a failure in every replicate
+                        m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
+                arr[k] = m
+            sets[c.text] = arr
+        if any(j["not_steady"] for j in det):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
+        return sets
+
+    value: float | None
+    ci: list[float | None] = [None, None]
+    boot_ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    estimator = "isotonic step margins"
+    interval = None
+    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+            and j["row"].get("_pn_0") is not None]
+    pxs = np.array([j["x"] for j in pool], dtype=float)
+
+    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        sets: dict[str, np.ndarray] = {}
+        wts: dict[str, np.ndarray] = {}
+        for i, c in enumerate(sla.clauses):
+            if c.text in broken_clauses:
+                continue
+            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
+            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+            if rep is not None and reps is not None:
+                for t, j in enumerate(pool):
+                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                    if rv is not None:
+                        m[t] = rv[rep]
+            sets[c.text], wts[c.text] = m, n
+        if any(j["not_steady"] for j in pool):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+        return sets, wts
+
+    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
+    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
+        sets, wts = pooled_sets(rep)
+        best, bind = math.inf, None
+        for name, m in sets.items():
+            if name == STEADY_CLAUSE:
+                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+            else:
+                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+            if not math.isnan(c) and c < best:
+                best, bind = c, name
+        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+            return math.nan, None
+        return best, bind
+
+    def pool_supported() -> bool:
+        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+        a single 24-request step does not make a limit."""
+        for i, c in enumerate(sla.clauses):
+            if c.text in broken_clauses:
+                continue
+            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+            if n < need:
+                return False
+        return True
+
+    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif not det and math.isnan(est_p):
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j["reasons"]})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    else:
+        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+        # "never failed": the step-wise estimator answers then
+        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
+        if use_pool:
+            est, binding = est_p, bind_p
+            estimator = pooled.ESTIMATOR
+        else:
+            est, binding = _estimate(xs, margin_sets(None), w, strict)
+        if reps is not None and n_boot > 0:
+            if use_pool:
+                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
+            else:
+                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            ci = _ci(replicates, level)
+            boot_ci = list(ci)
+        grid = np.unique(pxs) if use_pool else np.unique(xs)
+        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+        floor = (max(below) if below else last_pass) if last_pass is not None else (
+            float(grid[0]) if grid.size else None)
+        if ci[0] is not None or ci[1] is not None:
+            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+            # always spans the step grid around the limit, [one judged step below the last clean
+            # pass, first fail].
+            grid_lo, grid_hi = floor, first_fail
+            if last_pass is not None and grid_lo is not None:
+                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+                # not shrink the slack the first test needs): the CI holds every run's own grid interval
+                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
+                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                    # as often as one just above passes by good luck
+                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
+                    if ff_b is not None and grid_hi is not None:
+                        grid_hi = max(grid_hi, ff_b)
+                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
+                                and (first_fail is None or j["x"] < first_fail)), default=None)
+                    if lp_b is None:
+                        continue
+                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
+                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+                # no supported pass: the grid cell of the pooled crossing, one step of slack below
+                under = grid[grid <= est]
+                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+                over = grid[grid > est]
+                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+            widened = []
+            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+                ci[0] = grid_lo
+                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                               + ("; the lowest over the pooled runs' own grids)"
+                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+                ci[1] = grid_hi
+                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                               + ("; of the run whose first fail is highest)" if several else ")"))
+            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                        f"{'pooled' if use_pool else 'step-wise'} crossing")
+            if widened:
+                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                             "passes or fails partly by chance, which resampling within steps cannot see")
+        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+        if use_pool and est == math.inf:
+            censored, value = "above", float(grid[-1])
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif not use_pool and not fails:
+            censored, value = "above", max(passes)
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                    and not contradict):
+            x0 = float(grid[0]) if use_pool and grid.size else first_fail
+            censored, value = "below", x0
+            statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
+            if lower:
+                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = est
+            if floor is not None and first_fail is not None and not contradict:
+                value = min(max(est, floor), first_fail)
+            elif floor is not None and not contradict and math.isfinite(est):
+                value = max(est, floor)
+            if not math.isfinite(value):
+                value = last_pass if last_pass is not None else first_fail
+            statement = f"{value:.4g} {u}"
+            if ci[0] is not None or ci[1] is not None:
+                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+            if contradict:
+                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"isotonic estimate {value:.4g} {u}, treat with caution")
+            elif use_pool and last_pass is None:
+                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                              "SLA's percentile below the first failing load)")
+    if broken_clauses:
+        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
+                     + f"; the other clauses hold to {statement}")
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    if broken_clauses:
+        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
+                     + f"; the other clauses hold to {statement}")
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    res = _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+    res.bootstrap_ci = boot_ci
+    return res
+
+
 def _model_options(c: Clause, tables: bool) -> dict[str, object]:
     """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
     for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
     if tables:
         return {"floor": c.kind != "percentile", "concentrations": model.TABLE_CONCENTRATIONS}
+    if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
+        return {"floor": False}
     return {"floor": True, "floor_multiples": model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
             else model.FLOOR_MULTIPLES}
 
@@ -775,8 +1019,12 @@ def _fit_group(
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
     floors = _floors(judged, sla, tables)
-    est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
-                       notes)
+    if tables:
+        est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
+                           notes)
+    else:
+        est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
+                           first_fail, last_pass, notes)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
@@ -806,7 +1054,7 @@ def _fit_group(
         "resolution": resolution,
         "estimator": estimator,
         "interval_method": interval,
-        "bootstrap_ci95": None,
+        "bootstrap_ci95": est.bootstrap_ci,
     }
     steps = []
     for j in judged:
@@ -1226,6 +1474,7 @@ def fit_limits(
             has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
             m_metric = "ttft_ms" if has_ttft else "latency_ms"
             warmups = mser_by_step(steady, m_metric)
+
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)

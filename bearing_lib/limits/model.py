@@ -54,33 +54,20 @@ N_THETA = 161
 PRIOR_WIDEN = math.log(2.0)  # θ ranges over the tested loads widened by a factor 2 each side
 BETAS = np.geomspace(1.0, 300.0, 12)
 CONCENTRATIONS = np.array([np.inf, 1e3, 100.0, 30.0, 10.0])
+"""Step-to-step variability allowed around the curve: the beta-binomial concentration ``c`` (``inf`` = the
+binomial; 10: a step's share at 1 % strays by about 3 points, as 120 s windows near capacity do), each
+equally likely a priori."""
 TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 """A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
 assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
 FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
+"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
+PERCENTILE_FLOOR = True
 PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
 """A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
 past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
 logistic part's crossing below the loads tested."""
-"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
-_EPS = 1e-12
-N_EFFECTIVE = 3
-LAG_S = 300.0
-"""How long a step's queue takes to settle after a load rise, in seconds of the step: near capacity a queue
-takes minutes to build (docs/oracle.md, "Why": 120 s windows at 1.05x the limit often pass); a step's
-evidence may lie up to ``min(1, LAG_S / steady window)`` of the way back to the previous load. Calibrated on
-the oracle's 120 s and 1,200 s steps (docs/oracle.md)."""
-TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
-"""A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
-one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
-assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
-FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
-PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
-"""A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
-past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
-logistic part's crossing below the loads tested."""
-"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
 
@@ -104,7 +91,7 @@ class Evidence:
     s_lo: float = 0.0
     s_hi: float = 1.0
     lag: float = 1.0
-    """The share of the way back to ``x_from`` the step's evidence may lie (``LAG_S`` / the step's length)."""
+    """The share of the way back to ``x_from`` the step's evidence may lie (``limits.evidence.LAG_S``)."""
 
     @property
     def exact(self) -> bool:
