@@ -80,8 +80,12 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
 
     x = np.log(np.array([s.x for s in steps], float))
     y = np.column_stack([[s.failed for s in steps], [s.known - s.failed for s in steps]]).astype(float)
+    import warnings
+
     try:
-        fit = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial()).fit()
+        with warnings.catch_warnings():  # separation (no failure at one load) is answered below, not warned
+            warnings.simplefilter("ignore")
+            fit = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial()).fit()
     except Exception:  # noqa: BLE001 - perfect separation or a singular design: no trend can be shown
         return 1.0
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
