@@ -256,7 +256,8 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
         scale = achieved.value / limit.value / ident.instances
         draws = limit_draws(limit.value, tuple(q.ci95), lim.replicates, rng, scale=scale)
     elif limit.is_bound:
-        notes.append(f"the limit is a bound ({limit.text(3)}): compared by where it can lie, not by a ratio")
+        draws = LimitDraws(None, "none", f"no draws: the limit is a bound ({limit.text(3)}), compared by where it "
+                           "can lie, not by a ratio")
     if not ident.gpus:
         notes.append("GPU count unknown: no per-GPU throughput (state it with --gpus or --label NAME=gpus=N)")
     dep = Deployment(identity=ident, sla=inp.result.sla_text, mix=lim.mix.name, limit=limit,
@@ -369,6 +370,9 @@ def pair_difference(a: _Side, b: _Side, tolerance: float) -> PairDifference:
         shown = f"{_value_text(a.dep, basis)} vs {_value_text(b.dep, basis)} (a limit known only as a bound)"
     word = {"better": "better than", "worse": "worse than"}.get(v, NOT_DISTINGUISHABLE + " from")
     statement = f"on {basis}, {na} is {word} {nb}: {shown}"
+    qa, qb = (s.dep.identity.options.get("quantisation") or s.dep.identity.options.get("quantization") for s in (a, b))
+    if qa != qb:
+        statement += " (quantisation differs: this compares capacity, not the quality of the answers)"
     return PairDifference(na, nb, True, basis, v, statement, limit_ratio=lr, per_gpu_ratio=gr, cost_ratio=cr)
 
 

@@ -2,9 +2,11 @@
 
 A limit's uncertainty enters as **draws** of the limit: the estimator's own posterior or
 bootstrap draws (:attr:`bearing_lib.limits.result.MixLimit.replicates`) when the limit was
-computed in this process, else draws from a **log-normal approximation** of its 95 % interval
-(``ln Q ~ N(ln q, σ²)`` with ``σ = (ln hi − ln lo) / (2 · 1.96)``, centred on the point value;
-an asymmetric interval is thereby made symmetric in log scale, said in ``method``). The two
+computed in this process *and* their own 95 % interval agrees with the reported one, else
+draws from a **two-piece log-normal** fitted to the reported 95 % interval (median at the point
+value, ``σ_lo = ln(q / lo) / 1.96`` below and ``σ_hi = ln(hi / q) / 1.96`` above; the plan's FOS
+uses the same approximation), said in ``method``. The draws are set aside when the limits
+widened their interval beyond the bootstrap's (to the step grid): they would understate it. The two
 deployments were tested independently, so the draws of the ratio ``Q_a / Q_b`` are the
 quotients of independently paired draws; its 95 % interval is their 2.5 % and 97.5 %
 quantiles (percentile interval, Efron & Tibshirani 1993, ch. 13).
@@ -24,11 +26,15 @@ from typing import Literal
 
 import numpy as np
 
+from bearing_lib.compare.result import Verdict
+
 Z975 = 1.959963984540054
 N_DRAWS = 4000
 """Draws of each limit used for a ratio (replicates are resampled to this many)."""
+MIN_REPLICATES = 50
+REPLICATE_TOLERANCE = 0.05
+"""The draws stand for the limit when their 95 % interval's ends are within 5 % (log scale) of the reported ones."""
 
-Verdict = Literal["better", "worse", "not distinguishable", "not ranked"]
 DrawSource = Literal["replicates", "lognormal", "none"]
 
 
@@ -41,37 +47,56 @@ class LimitDraws:
     method: str
 
 
-def lognormal_sigma(value: float, ci95: tuple[float | None, float | None]) -> float | None:
-    """σ of ln Q from a 95 % interval (None when the interval is missing or not positive).
+def two_piece_sigmas(value: float, ci95: tuple[float | None, float | None]) -> tuple[float, float] | None:
+    """σ of ln Q below and above the point value from a 95 % interval (None when unusable).
 
-    >>> round(lognormal_sigma(10.0, (5.0, 20.0)), 4)   # ln 4 / 3.92
-    0.3536
+    >>> [round(s, 4) for s in two_piece_sigmas(10.0, (5.0, 20.0))]   # ln 2 / 1.96 each side
+    [0.3536, 0.3536]
     """
     lo, hi = ci95
     if lo is None or hi is None or not (0 < lo <= value <= hi) or not (math.isfinite(lo) and math.isfinite(hi)):
         return None
-    return (math.log(hi) - math.log(lo)) / (2 * Z975)
+    return math.log(value / lo) / Z975, math.log(hi / value) / Z975
+
+
+def replicates_agree(r: np.ndarray, ci95: tuple[float | None, float | None], *, tolerance: float = REPLICATE_TOLERANCE
+                     ) -> bool:
+    """The draws' own 95 % interval matches the reported one (each end within ``tolerance`` in log scale).
+
+    The limits may widen the bootstrap interval to the step grid (``QUlt.interval_method``); draws
+    of the narrower bootstrap would then understate the limit's uncertainty.
+    """
+    lo, hi = ci95
+    if lo is None or hi is None or not (lo > 0 and hi > 0):
+        return False
+    rlo, rhi = np.percentile(r, [2.5, 97.5])
+    return abs(math.log(rlo / lo)) <= tolerance and abs(math.log(rhi / hi)) <= tolerance
 
 
 def limit_draws(value: float | None, ci95: tuple[float | None, float | None], replicates: object,
                 rng: np.random.Generator, *, scale: float = 1.0, n: int = N_DRAWS) -> LimitDraws:
-    """Draws of ``value × scale``: the replicates (times ``scale``) when there are enough, else log-normal."""
+    """Draws of ``value × scale``: the estimator's draws when they agree with the reported interval, else a
+    two-piece log-normal fitted to it (median ``value``, 2.5 % / 97.5 % points at the interval's ends)."""
     if value is None or not value > 0:
         return LimitDraws(None, "none", "no limit value")
+    why = "the estimator's draws were not available (e.g. the limit was read from a JSON file)"
     if replicates is not None:
         r = np.asarray(replicates, dtype=float).ravel()
         r = r[np.isfinite(r) & (r > 0)]
-        if r.size >= 50:
+        if r.size >= MIN_REPLICATES and replicates_agree(r, ci95):
             return LimitDraws(rng.choice(r, size=n, replace=True) * scale, "replicates",
                               f"the estimator's {r.size} draws of the limit (posterior or bootstrap)")
-    s = lognormal_sigma(value, ci95)
+        if r.size >= MIN_REPLICATES:
+            why = ("the reported interval is wider than the estimator's draws (widened, e.g. to the step grid), so "
+                   "the draws would understate it")
+        else:
+            why = f"only {r.size} usable draws of the limit"
+    s = two_piece_sigmas(value, ci95)
     if s is None:
         return LimitDraws(None, "none", "the limit has no usable 95% interval")
-    if s == 0:
-        return LimitDraws(np.full(n, value * scale), "lognormal", "a zero-width interval (no uncertainty stated)")
-    return LimitDraws(np.exp(rng.normal(math.log(value), s, n)) * scale, "lognormal",
-                      f"log-normal approximation from the 95% interval (σ of ln Q = {s:.3g}; the estimator's "
-                      "draws were not available, e.g. the limit was read from a JSON file)")
+    z = rng.standard_normal(n)
+    draws = value * np.exp(np.where(z < 0, z * s[0], z * s[1])) * scale
+    return LimitDraws(draws, "lognormal", f"a two-piece log-normal fitted to the limit's 95% interval ({why})")
 
 
 def ratio_interval(a: np.ndarray, b: np.ndarray, *, level: float = 0.95) -> tuple[float, float, float]:
@@ -114,5 +139,18 @@ def bound_verdict(a: tuple[float, float], b: tuple[float, float]) -> Verdict:
     return "not distinguishable"
 
 
-__all__ = ["N_DRAWS", "Z975", "DrawSource", "LimitDraws", "Verdict", "bound_verdict", "interval_of_bound",
-           "limit_draws", "lognormal_sigma", "ratio_interval", "verdict_of"]
+__all__ = [
+    "DrawSource",
+    "LimitDraws",
+    "MIN_REPLICATES",
+    "N_DRAWS",
+    "REPLICATE_TOLERANCE",
+    "Z975",
+    "bound_verdict",
+    "interval_of_bound",
+    "limit_draws",
+    "ratio_interval",
+    "replicates_agree",
+    "two_piece_sigmas",
+    "verdict_of",
+]
