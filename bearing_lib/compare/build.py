@@ -255,9 +255,10 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     if q is not None and achieved.available and limit.available and limit.bound == "none":
         scale = achieved.value / limit.value / ident.instances
         draws = limit_draws(limit.value, tuple(q.ci95), lim.replicates, rng, scale=scale)
-    elif limit.is_bound:
-        draws = LimitDraws(None, "none", f"no draws: the limit is a bound ({limit.text(3)}), compared by where it "
-                           "can lie, not by a ratio")
+    if draws.draws is None and limit.available:
+        what = "is a bound" if limit.is_bound else "has a 95% interval open at one end"
+        draws = LimitDraws(None, "none", f"no draws: the limit {what} ({limit.text(3)}); compared by where it can "
+                           "lie, not by a ratio")
     if not ident.gpus:
         notes.append("GPU count unknown: no per-GPU throughput (state it with --gpus or --label NAME=gpus=N)")
     dep = Deployment(identity=ident, sla=inp.result.sla_text, mix=lim.mix.name, limit=limit,
@@ -367,7 +368,8 @@ def pair_difference(a: _Side, b: _Side, tolerance: float) -> PairDifference:
         shown = f"ratio {chosen.value:.3g} (95% CI {chosen.ci95[0]:.3g}–{chosen.ci95[1]:.3g})"
     else:
         v = bound_verdict(_range(a, basis), _range(b, basis))
-        shown = f"{_value_text(a.dep, basis)} vs {_value_text(b.dep, basis)} (a limit known only as a bound)"
+        shown = (f"{_value_text(a.dep, basis)} vs {_value_text(b.dep, basis)} (no ratio: "
+                 f"{a.draws.method if a.draws.draws is None else b.draws.method})")
     word = {"better": "better than", "worse": "worse than"}.get(v, NOT_DISTINGUISHABLE + " from")
     statement = f"on {basis}, {na} is {word} {nb}: {shown}"
     qa, qb = (s.dep.identity.options.get("quantisation") or s.dep.identity.options.get("quantization") for s in (a, b))
@@ -414,6 +416,8 @@ def rank(sides: list[_Side], basis: Basis, pairs: list[PairDifference]) -> list[
         return []
     best = live[0].dep.name
     ok = {p.b if p.a == best else p.a for p in pairs if best in (p.a, p.b) and p.comparable}
+    if not ok:  # one deployment is no ranking
+        return []
     return [best] + [s.dep.name for s in live[1:] if s.dep.name in ok]
 
 

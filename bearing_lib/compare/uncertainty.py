@@ -121,13 +121,14 @@ def verdict_of(lo: float, hi: float) -> Verdict:
 
 
 def interval_of_bound(value: float, bound: str, ci95: tuple[float | None, float | None]) -> tuple[float, float]:
-    """Where a limit can lie: a lower bound ``[value, ∞)``, an upper bound ``(0, value)``, a value its interval."""
+    """Where a limit can lie: a lower bound ``[value, ∞)``, an upper bound ``(0, value)``, a value its interval
+    (an end the interval does not give is open: 0 or ∞, never the point value)."""
     if bound == "lower":
         return value, math.inf
     if bound == "upper":
         return 0.0, value
     lo, hi = ci95
-    return (lo if lo is not None else value), (hi if hi is not None else value)
+    return (lo if lo is not None else 0.0), (hi if hi is not None else math.inf)
 
 
 def bound_verdict(a: tuple[float, float], b: tuple[float, float]) -> Verdict:
