@@ -51,7 +51,7 @@ def two_piece_sigmas(value: float, ci95: tuple[float | None, float | None]) -> t
     """σ of ln Q below and above the point value from a 95 % interval (None when unusable).
 
     >>> [round(s, 4) for s in two_piece_sigmas(10.0, (5.0, 20.0))]   # ln 2 / 1.96 each side
-    [0.3536, 0.3536]
+    [0.3537, 0.3537]
     """
     lo, hi = ci95
     if lo is None or hi is None or not (0 < lo <= value <= hi) or not (math.isfinite(lo) and math.isfinite(hi)):
