@@ -38,7 +38,8 @@ def pareto_chart(c: Comparison) -> Any:
     colour = alt.Color("deployment:N", title="deployment")
     base = alt.Chart(alt.Data(values=steps))
     points = base.mark_point(size=60).encode(
-        x=x, y=y, color=colour, fill=alt.condition("datum.meets_sla", colour, alt.value("transparent")),
+        x=x, y=y, color=colour,
+        fill=alt.condition("datum.meets_sla", alt.Fill("deployment:N", legend=None), alt.value("transparent")),
         tooltip=["deployment:N", "offered_load:Q", "status:N", "per_user_tps:Q", "per_gpu_tps:Q"])
     front = base.transform_filter("datum.on_front").mark_line(color="black", strokeDash=[4, 2]).encode(
         x=x, y=y, order="per_user_tps:Q")
