@@ -58,6 +58,8 @@ class _Input:
     limit: MixLimit
     paths: list[str]
     origin: str  # "limits JSON" | "load test"
+    input_tokens_per_request: float | None = None
+    """Mean input tokens per successful request of the run (load tests read here only)."""
 
 
 @dataclass
@@ -94,7 +96,7 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
     """Each input as one deployment per run: a limits JSON read as it is, a load test fitted here."""
     out: list[_Input] = []
     for item in items:
-        name, res, paths, origin = None, None, [], "limits"
+        name, res, paths, origin, inputs_by_run = None, None, [], "limits", {}
         if isinstance(item, tuple):
             name, item = item
         if isinstance(item, LimitsResult):
@@ -111,12 +113,14 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
             if doc is not None:
                 res, origin = LimitsResult.from_dict(doc, source=str(path)), "limits JSON"
             else:
-                res, origin = _fit(path, sla, n_boot=n_boot, seed=seed, format=format), "load test"
+                res, inputs_by_run = _fit(path, sla, n_boot=n_boot, seed=seed, format=format)
+                origin = "load test"
             name = name or (path.name.removesuffix(".json").removesuffix(".gz") if path.is_file() else path.name)
         for run in res.runs:
             lim = _choose_mix(res.for_run(run), mix, f"{name or run}")
             dname = (name or run) if len(res.runs) == 1 else f"{name}:{run}" if name else run
-            out.append(_Input(dname, res, lim, paths or [s.path for s in res.conditions.sources], origin))
+            sources = [s.path for s in res.conditions.sources if s.path not in paths]
+            out.append(_Input(dname, res, lim, paths + sources, origin, inputs_by_run.get(run)))
     names = [i.name for i in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -126,7 +130,9 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
     return out
 
 
-def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None) -> LimitsResult:
+def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None
+         ) -> tuple[LimitsResult, dict[str, float]]:
+    """The limits of a load test (one mix) and its mean input tokens per successful request, by run."""
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.loaders import load
 
@@ -136,7 +142,22 @@ def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None) ->
     ds = load(path, format=format)
     if ds.kind not in ("requests", "loadpoints"):
         raise ParameterError(f"{path}: a {ds.kind} dataset holds no load test")
-    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed)
+    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed), _input_tokens(ds)
+
+
+def _input_tokens(ds: Any) -> dict[str, float]:
+    """Mean input tokens per successful request by run: per-request data directly, a load-point table as
+    input tokens/s over req/s (the workload check's second dimension; absent when the tool does not say)."""
+    import polars as pl
+
+    f = ds.frame
+    if ds.kind == "requests" and "input_tokens" in f.columns:
+        g = f.filter(pl.col("status") == "ok").group_by("run_id").agg(pl.col("input_tokens").mean().alias("v"))
+    elif {"input_tokens_per_s", "throughput_rps"} <= set(f.columns):
+        g = f.group_by("run_id").agg((pl.col("input_tokens_per_s").sum() / pl.col("throughput_rps").sum()).alias("v"))
+    else:
+        return {}
+    return {str(r["run_id"]): float(r["v"]) for r in g.iter_rows(named=True) if r["v"] is not None and r["v"] > 0}
 
 
 def _choose_mix(limits: list[MixLimit], mix: str | None, where: str) -> MixLimit:
@@ -262,7 +283,8 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     if not ident.gpus:
         notes.append("GPU count unknown: no per-GPU throughput (state it with --gpus or --label NAME=gpus=N)")
     dep = Deployment(identity=ident, sla=inp.result.sla_text, mix=lim.mix.name, limit=limit,
-                     per_instance_rps=per_inst, output_tokens_per_request=tokens, per_gpu_tps=per_gpu,
+                     per_instance_rps=per_inst, output_tokens_per_request=tokens,
+                     input_tokens_per_request=inp.input_tokens_per_request, per_gpu_tps=per_gpu,
                      per_user_tps=per_user, price_per_hour=price, cost_per_1m_output_tokens=cost,
                      uncertainty=draws.method, steps=steps, notes=notes)
     if fleet_inputs is not None and per_inst.available:
@@ -312,10 +334,11 @@ def unlike(a: _Side, b: _Side, tolerance: float) -> list[str]:
             why.append(f"the model of {d.name} is unknown (state it with --label {d.name}=model=...)")
     if ma and mb and ma != mb:
         why.append(f"different models ({ma} vs {mb})")
-    ta, tb = da.output_tokens_per_request, db.output_tokens_per_request
-    if ta and tb and abs(ta - tb) / min(ta, tb) > tolerance:
-        why.append(f"different workloads ({ta:.0f} vs {tb:.0f} output tokens per request; a limit in req/s holds "
-                   "only for the request mix it was tested with)")
+    for what, ta, tb in (("output", da.output_tokens_per_request, db.output_tokens_per_request),
+                         ("input", da.input_tokens_per_request, db.input_tokens_per_request)):
+        if ta and tb and abs(ta - tb) / min(ta, tb) > tolerance:
+            why.append(f"different workloads ({ta:.0f} vs {tb:.0f} {what} tokens per request; a limit in req/s "
+                       "holds only for the request mix it was tested with)")
     for d in (da, db):
         if not d.per_instance_rps.available:
             why.append(f"{d.name} has no limit ({d.limit.text(3)})")
@@ -519,7 +542,7 @@ def compare(
             if unknown:
                 raise ParameterError(f"{flag}: no deployment named {', '.join(unknown)}; deployments: "
                                      f"{', '.join(sorted(names))}")
-    fleet_inputs = _fleet_inputs(profile, tier) if profile is not None else None
+    fleet_inputs, prof = _fleet_inputs(profile, tier) if profile is not None else (None, None)
     sides = [describe(i, identify(i, labels, hardware, gpus), price=_for(i.name, price_per_hour), rng=rng,
                       fleet_inputs=fleet_inputs) for i in read]
     pairs = [pair_difference(a, b, workload_tolerance) for k, a in enumerate(sides) for b in sides[k + 1:]]
@@ -527,19 +550,36 @@ def compare(
     mark_front(deps, groups={s.dep.name: (s.sla_key, s.dep.identity.model) for s in sides})
     basis = common_basis(sides)
     ranking = rank(sides, basis, pairs)
-    notes = _notes(read, fleet_inputs)
+    notes = _notes(read, fleet_inputs) + _workload_notes(deps, prof, workload_tolerance)
+    if sla is not None:
+        notes += [f"{i.name}: a limits JSON under its own SLA ({i.result.sla_text}); --sla applies to load tests only"
+                  for i in read if i.origin == "limits JSON"]
     return Comparison(deployments=deps, pairs=pairs, answer=answer_lines(deps, ranking, basis, pairs),
                       ranking=ranking, basis=basis, tier=fleet_inputs[1].name if fleet_inputs else None, notes=notes)
 
 
-def _fleet_inputs(profile: Any, tier: str) -> tuple[Any, Any]:
+def _fleet_inputs(profile: Any, tier: str) -> tuple[tuple[Any, Any], Any]:
     from bearing_lib.common.files import read_json
     from bearing_lib.plan.fos import get_tier
     from bearing_lib.plan.inputs import plan_target, profile_input_from_dict
 
     doc = profile if isinstance(profile, dict) else read_json(profile, "profile")
     p = profile_input_from_dict(doc, source=str(profile) if not isinstance(profile, dict) else "profile")
-    return plan_target(p), get_tier(tier)
+    return (plan_target(p), get_tier(tier)), p
+
+
+def _workload_notes(deps: list[Deployment], prof: Any, tolerance: float) -> list[str]:
+    """Where the tested workload does not stand for the production mix the profile describes."""
+    if prof is None:
+        return []
+    out = []
+    for d in deps:
+        for what, tested, prod in (("output", d.output_tokens_per_request, prof.mean_output_tokens),
+                                   ("input", d.input_tokens_per_request, prof.mean_input_tokens)):
+            if tested and prod and abs(tested - prod) / min(tested, prod) > tolerance:
+                out.append(f"{d.name}: tested with {tested:.0f} {what} tokens per request, production has {prod:.0f}: "
+                           "the limit is the tested workload's, not the production mix's")
+    return out
 
 
 def _notes(read: list[_Input], fleet_inputs: Any) -> list[str]:

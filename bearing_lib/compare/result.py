@@ -100,6 +100,8 @@ class Deployment:
     per_instance_rps: Estimate
     """Achieved throughput at the limit per serving instance (req/s)."""
     output_tokens_per_request: float | None = None
+    input_tokens_per_request: float | None = None
+    """Mean input tokens per successful request of the test (None when read from a limits JSON)."""
     per_gpu_tps: Estimate | None = None
     """Output tokens/s per GPU at the limit."""
     per_user_tps: float | None = None

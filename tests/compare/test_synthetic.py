@@ -71,3 +71,13 @@ def test_without_gpus_price_or_hardware_nothing_is_ranked():
     assert c.pair("a", "b").verdict == "not ranked" and "--gpus" in c.pair("a", "b").statement
     c = compare([("a", a), ("b", b)], labels=LABELS, hardware="1xL4")  # same stated hardware: per instance
     assert c.pair("a", "b").basis == "req/s per instance" and c.pair("a", "b").verdict == "worse"
+
+
+def test_different_workloads_are_not_ranked():
+    rates = [5.0, 10.0, 15.0, 20.0]
+    chat = fit_limits(make_trace(mm1_frame(rates, mu_rps=25.0, step_s=60, seed=1, run_id="a")), SLA,
+                      mixes="none", n_boot=50)
+    rag = fit_limits(make_trace(mm1_frame(rates, mu_rps=25.0, step_s=60, seed=2, run_id="b",
+                                          mix_weights={"rag": 1.0})), SLA, mixes="none", n_boot=50)
+    p = compare([("a", chat), ("b", rag)], labels=LABELS, gpus=1).pair("a", "b")
+    assert p.verdict == "not ranked" and "different workloads" in p.statement and "output tokens" in p.statement
