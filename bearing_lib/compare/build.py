@@ -310,8 +310,8 @@ def fleet_plan(dep: Deployment, target: Any, tier: Any) -> FleetPlan:
     cost = monthly_cost(n, price) if n and price else None
     cost_ci = (monthly_cost(ci[0], price), monthly_cost(ci[1], price)) if ci and price and ci[0] and ci[1] else None
     text = f"{word}{n} instance{'s' if n != 1 else ''}"
-    if gpus_per:
-        text += f" ({word}{n * gpus_per} GPUs)"
+    if gpus_per and n:
+        text += f" ({word}{n * gpus_per} GPU{'s' if n * gpus_per != 1 else ''})"
     if cost is not None:
         text += f" at ${cost:,.0f}/month"
     if ci and ci[0] != ci[1]:

@@ -21,7 +21,8 @@ _PAGE = """<!doctype html>
 <title>bearing compare</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
+.wide{overflow-x:auto}table{border-collapse:collapse;margin:1em 0;font-size:.85em}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#f4f4f4}.answer{font-size:1.1em;background:#eef6ee;padding:.6em;border-radius:4px}
 .note{color:#555;font-size:.9em}
 </style>
@@ -29,7 +30,7 @@ vertical-align:top}th{background:#f4f4f4}.answer{font-size:1.1em;background:#eef
 </head><body>
 <h1>Which deployment should we run?</h1>
 {% for line in c.answer %}<p class="answer">{{ line }}</p>{% endfor %}
-{{ table }}
+<div class="wide">{{ table }}</div>
 <h2>Differences</h2>
 <ul>{% for p in c.pairs %}<li>{{ p.statement }}{% if p.limit_ratio %} <span class="note">(per-instance
 limit ratio {{ '%.3g' % p.limit_ratio.value }}, 95% CI {{ '%.3g' % p.limit_ratio.ci95[0] }}–{{
