@@ -583,8 +583,11 @@ def _workload_notes(deps: list[Deployment], prof: Any, tolerance: float) -> list
 
 
 def _notes(read: list[_Input], fleet_inputs: Any) -> list[str]:
-    notes = [f"{i.name}: {i.origin} {', '.join(i.paths)}, mix {i.limit.mix.name!r}, run {i.limit.run_id!r}"
-             for i in read]
+    notes = []
+    for i in read:
+        shas = ", ".join(f"{Path(x.path).name} sha256 {x.sha256[:12]}" for x in i.result.conditions.sources if x.sha256)
+        notes.append(f"{i.name}: {i.origin} {', '.join(i.paths)}, mix {i.limit.mix.name!r}, run {i.limit.run_id!r}"
+                     + (f" ({shas})" if shas else ""))
     if fleet_inputs is not None:
         notes.append("fleet: instances = ceil(target × design FOS / per-instance achieved limit), without the plan's "
                      "burst buffer; monthly cost = instances × price × 730 h")

@@ -9,6 +9,7 @@ are untrusted). The report's typed sections are built elsewhere; this page is wh
 
 from __future__ import annotations
 
+import datetime
 import html
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ vertical-align:top}th{background:#f4f4f4}.answer{font-size:1.1em;background:#eef
 <script>{{ bundle }}</script>
 </head><body>
 <h1>Which deployment should we run?</h1>
+<p class="note">bearing {{ version }}, written {{ written }} UTC; inputs and their hashes under Notes</p>
 {% for line in c.answer %}<p class="answer">{{ line }}</p>{% endfor %}
 <div class="wide">{{ table }}</div>
 <h2>Differences</h2>
@@ -82,7 +84,8 @@ def page_html(c: Comparison, *, bundle: str | None = None) -> str:
     spec: dict[str, Any] = pareto_chart(c).to_dict()
     return env.from_string(_PAGE).render(c=c, table=jinja2.utils.markupsafe.Markup(table_html(c)),
                                          spec=spec, bundle=jinja2.utils.markupsafe.Markup(bundle),
-                                         version=__version__)
+                                         version=__version__,
+                                         written=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"))
 
 
 def write_page(c: Comparison, path: Path) -> Path:
