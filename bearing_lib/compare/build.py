@@ -272,7 +272,7 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     steps = step_points(inp.name, lim, ident.gpus)
     per_user = _interp(limit.value, [s.offered_load for s in steps], [s.per_user_tps for s in steps]) \
         if limit.available else None
-    draws = LimitDraws(None, "none", "no limit")
+    draws = LimitDraws(None, "none", "no draws: the deployment has no limit")
     if q is not None and achieved.available and limit.available and limit.bound == "none":
         scale = achieved.value / limit.value / ident.instances
         draws = limit_draws(limit.value, tuple(q.ci95), lim.replicates, rng, scale=scale)
@@ -283,6 +283,7 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     if not ident.gpus:
         notes.append("GPU count unknown: no per-GPU throughput (state it with --gpus or --label NAME=gpus=N)")
     dep = Deployment(identity=ident, sla=inp.result.sla_text, mix=lim.mix.name, limit=limit,
+                     limit_statement=q.statement if q else "no limit in the file",
                      per_instance_rps=per_inst, output_tokens_per_request=tokens,
                      input_tokens_per_request=inp.input_tokens_per_request, per_gpu_tps=per_gpu,
                      per_user_tps=per_user, price_per_hour=price, cost_per_1m_output_tokens=cost,
@@ -341,7 +342,7 @@ def unlike(a: _Side, b: _Side, tolerance: float) -> list[str]:
                        "holds only for the request mix it was tested with)")
     for d in (da, db):
         if not d.per_instance_rps.available:
-            why.append(f"{d.name} has no limit ({d.limit.text(3)})")
+            why.append(f"{d.name} has no limit ({d.limit_statement or d.limit.text(3)})")
     return why
 
 

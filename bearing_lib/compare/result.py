@@ -99,6 +99,8 @@ class Deployment:
     """Q_ult: offered load at the SLA crossing, in the test's unit, for the whole tested deployment."""
     per_instance_rps: Estimate
     """Achieved throughput at the limit per serving instance (req/s)."""
+    limit_statement: str = ""
+    """The limits' own sentence about the limit (why it is a bound, or why there is none)."""
     output_tokens_per_request: float | None = None
     input_tokens_per_request: float | None = None
     """Mean input tokens per successful request of the test (None when read from a limits JSON)."""

@@ -24,12 +24,18 @@ SURAJ_SLA = ["p90(ttft) <= 300ms", "p90(tpot) <= 60ms"]
 KUBECON_SLA = "p90(ttft) <= 500ms"
 
 
+def _exist(folders: dict) -> None:
+    missing = [str(p) for p in folders.values() if not p.exists()]
+    if missing:  # the variable is set: a missing file is a failure, not a skip (tests/conftest.py)
+        pytest.fail(f"shared data missing: {', '.join(missing)}")
+
+
 def _suraj_passes(r: dict) -> bool:
     return r["ttft_p90"] <= 300 and r["tpot_p90"] <= 60
 
 
 @pytest.fixture(scope="module")
-def suraj(request) -> tuple[Comparison, dict]:
+def suraj() -> tuple[Comparison, dict]:
     import os
     from pathlib import Path
 
@@ -39,6 +45,7 @@ def suraj(request) -> tuple[Comparison, dict]:
     if not base:
         pytest.skip(f"{ENV} is not set")
     folders = {n: Path(base) / SURAJ / n for n in ("01_tp8_pp1", "02_tp4_pp2_no_IB", "04_tp4_pp2_IB")}
+    _exist(folders)
     c = compare([str(p) for p in folders.values()], sla=SURAJ_SLA, n_boot=200, seed=0,
                 price_per_hour={"01_tp8_pp1": 27.2, "02_tp4_pp2_no_IB": 54.4, "04_tp4_pp2_IB": 54.4})
     return c, folders
@@ -55,6 +62,7 @@ def kubecon() -> tuple[Comparison, dict]:
     if not base:
         pytest.skip(f"{ENV} is not set")
     folders = {n: Path(base) / KUBECON / n for n in ("vllm", "vllm_quantization", "vllm_batch_size")}
+    _exist(folders)
     c = compare([str(p) for p in folders.values()], sla=KUBECON_SLA, gpus=1, hardware="GKE node (stated in test)",
                 n_boot=200, seed=0)
     return c, folders
