@@ -28,12 +28,8 @@ from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
 from bearing_lib.limits.sla import Clause
 
-LAG_S = 300.0
-"""How long a step's queue may take to settle after a load rise, in seconds: near capacity a queue takes
-minutes to build (docs/oracle.md, "Why": 120 s windows at 1.05x the limit often pass), so a step's evidence
-may lie up to ``min(1, LAG_S / steady window)`` of the way back to the previous load. Calibrated on the
-oracle's 120 s and 1,200 s steps (docs/oracle.md); a server whose queue settles in seconds gets a wider
-interval than it needs (an M/M/1 queue at 10 rps: tests/limits)."""
+SETTLE_TIMES = 3.0
+"""A queue is taken as settled after three relaxation times (e^-3 ≈ 5 % of the initial gap left)."""
 
 POOL_STEP_OFFSET = 100_000
 """Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
@@ -58,9 +54,29 @@ def _continuity(steps: Sequence[dict]) -> dict[int, float]:
     return out
 
 
+def settle_share(x: float, capacity: float | None, duration_s: float | None) -> float:
+    """The share of the way back to the previous load a step's evidence may lie: three relaxation times of a
+    queue at load ``x`` over the step's steady window, at most 1.
+
+    The relaxation time of a single-server queue at utilisation ρ is about ``1 / (μ (1 − √ρ)²)`` (M/M/1,
+    heavy-traffic; Abate & Whitt 1987), with μ the run's capacity: the highest completed throughput of any
+    step. Near capacity it is minutes (a 120 s step just above an LLM server's limit often passes: docs/oracle.md),
+    at half load a second. Without a capacity or a duration the step may lag all the way.
+    """
+    if not capacity or not duration_s or duration_s <= 0 or x <= 0:
+        return 1.0
+    rho = x / capacity
+    if rho >= 1.0:
+        return 1.0
+    tau = 1.0 / (capacity * (1.0 - math.sqrt(rho)) ** 2)
+    return float(min(1.0, SETTLE_TIMES * tau / duration_s))
+
+
 def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str, list[Evidence]]:
     """Per clause text, the exact counts of every usable step of a request trace (``pool``)."""
     before = _continuity(pool)
+    thr = [float(j["row"]["throughput_rps"]) for j in pool if j["row"].get("throughput_rps")]
+    capacity = max(thr) if thr else None
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     for j in pool:
         row = j["row"]
@@ -69,7 +85,7 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str,
             if not n:
                 continue
             d = row.get("duration_s")
-            lag = min(1.0, LAG_S / float(d)) if d else 1.0
+            lag = settle_share(float(j["x"]), capacity, float(d) if d else None)
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
             # the count is known to lie between the bad ones seen and those plus the unknown ones
             u = float(row.get("n_unknown") or 0)
@@ -128,4 +144,4 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
     return out, assumed
 
 
-__all__ = ["LAG_S", "table_evidence", "trace_evidence"]
+__all__ = ["SETTLE_TIMES", "settle_share", "table_evidence", "trace_evidence"]

@@ -99,6 +99,9 @@ from bearing_lib.limits.result import (
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
+ESTIMATORS = ("pooled", "model")
+"""A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
+grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
@@ -996,7 +999,7 @@ def _model_options(c: Clause, tables: bool) -> dict[str, object]:
 
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
-    totals: dict[int, dict[str, float]], n_boot: int, level: float,
+    totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
@@ -1019,7 +1022,7 @@ def _fit_group(
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
     floors = _floors(judged, sla, tables)
-    if tables:
+    if tables or estimator == "model":
         est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
                            notes)
     else:
@@ -1392,6 +1395,7 @@ def fit_limits(
     pool_runs: bool = False,
     engine: str | None = None,
     scheduler: str | None = None,
+    estimator: str = "pooled",
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -1418,6 +1422,9 @@ def fit_limits(
         Pool the runs of all request traces (repeats and follow-ups of the same service) into
         one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
         their own (:func:`_pool_runs`); said in the mix's notes.
+    estimator
+        For request traces: ``"pooled"`` (default) or ``"model"`` (see :data:`ESTIMATORS`); load-point
+        tables always use the model.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -1427,6 +1434,10 @@ def fit_limits(
     """
     from bearing_lib.data.engine import ParquetDataset
 
+    if estimator not in ESTIMATORS:
+        raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
+        raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
         if pool_runs:
             raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
@@ -1503,7 +1514,7 @@ def fit_limits(
                 continue
             tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
-                             tot, n_boot if reps else 0, level)
+                             tot, n_boot if reps else 0, level, estimator)
             lim.share = share
             if lim.failure_floors and not tables:
                 _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
