@@ -201,34 +201,46 @@ def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
 
 
 def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool,
-                   with_ctx: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows used, X, y) of the TPOT regression."""
+                   with_ctx: bool = False, fixed_pt: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows used, X, y) of the TPOT regression. ``fixed_pt``: the prefill cost per token, known from the
+    TTFT regression (:func:`_ttft_prefill`): its stall ``fixed_pt × tokens_in / (o − 1)`` is taken off ``y``
+    and only the per-batch prefill cost is fitted."""
     m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & np.isfinite(f.cbar) & (f.o1 > 0)
     cols = [np.ones(m.sum())]
+    y = f.tpot_ms[m]
     if with_seq:
         cols.append(f.nbar[m])
     if with_ctx:
         cols.append(f.cbar[m])
     if with_int:
-        cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
-    return m, np.column_stack(cols), f.tpot_ms[m]
+        cols.append(f.prefills_in[m] / f.o1[m])
+        if fixed_pt is None:
+            cols.append(f.tokens_in[m] / f.o1[m])
+        else:
+            y = y - fixed_pt * f.tokens_in[m] / f.o1[m]
+    return m, np.column_stack(cols), y
 
 
-def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
+def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False,
+          fixed_pt: float | None = None) -> np.ndarray:
     """(d0, d1, per prefill batch, per prefilled token, per 1k context tokens); zeros for the regressors left out."""
     b = list(b)
     d0 = b.pop(0)
     d1 = b.pop(0) if with_seq else 0.0
     dk = b.pop(0) if with_ctx else 0.0
-    pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
+    if with_int:
+        pb, pt = (b[0], b[1]) if fixed_pt is None else (b[0], fixed_pt)
+    else:
+        pb, pt = math.nan, math.nan
     return np.array([d0, d1, pb, pt, dk])
 
 
 def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False,
-                rng: np.random.Generator | None = None) -> np.ndarray:
+                rng: np.random.Generator | None = None, fixed_pt: float | None = None) -> np.ndarray:
     """(d0, d1, prefill cost per batch, per token, per 1k context) by median regression of TPOT (module docstring)."""
-    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
-    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx)
+    _, x, y = _decode_design(f, with_seq, with_int, with_ctx, fixed_pt)
+    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx,
+                 fixed_pt)
 
 
 def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int,
@@ -293,6 +305,77 @@ def _prefill_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         res = sm.QuantReg(y, np.column_stack([np.ones(x.size), x])).fit(q=0.5, max_iter=500)
     p0, p1 = (float(v) for v in res.params)
     return p0, p1
+
+
+LOW_LOAD_MIN_ROWS = 200  # the TTFT regression takes the lowest-load steps until it holds this many free requests
+
+
+def _low_load_rows(f: RequestFeatures, free: np.ndarray) -> np.ndarray:
+    """Free requests (no wait) of the lowest-load steps, taken in order of offered load (then of their median
+    decoding count) until they hold :data:`LOW_LOAD_MIN_ROWS`: where TTFT is prefill plus overhead, not queue."""
+    idx = np.flatnonzero(free & np.isfinite(f.ttft_ms))
+    if idx.size == 0:
+        return idx
+    clusters = np.unique(f.cluster[idx])
+    key = []
+    for c in clusters:
+        rows = idx[f.cluster[idx] == c]
+        ld = f.load[rows]
+        key.append((float(np.nanmin(ld)) if np.isfinite(ld).any() else math.inf, float(np.median(f.n_at_start[rows])),
+                    int(c)))
+    out: list[np.ndarray] = []
+    n = 0
+    for _, _, c in sorted(key):
+        rows = idx[f.cluster[idx] == c]
+        out.append(rows)
+        n += rows.size
+        if n >= LOW_LOAD_MIN_ROWS:
+            break
+    return np.sort(np.concatenate(out))
+
+
+@dataclass
+class TtftPrefill:
+    """The prefill cost per token read off TTFT at low load (median regression, its 95 % CI, Theil–Sen check)."""
+
+    rows: np.ndarray
+    p0: float
+    p1: float
+    ci: tuple[float, float]
+    theil: tuple[float, float, float]  # slope, low, high
+
+    @property
+    def clear(self) -> bool:
+        """A slope the data shows: the median regression's 95 % CI and the Theil–Sen CI both lie above zero."""
+        return bool(self.ci[0] > 0 and self.theil[1] > 0)
+
+
+def _ttft_prefill(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> TtftPrefill | None:
+    """Median regression (statsmodels QuantReg) of TTFT, less half the decode iteration it arrived in, on the
+    uncached tokens of its prefill batch, over ``rows`` (low-load free requests); its 95 % CI, and scipy's
+    Theil–Sen slope with its 95 % CI as a distribution-free check."""
+    import warnings
+
+    import statsmodels.api as sm
+    from scipy.stats import theilslopes
+
+    if rows.size < 30:
+        return None
+    x, y = _prefill_y(f, rows, d0, d1)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < 30 or np.ptp(x) <= 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sm.QuantReg(y, np.column_stack([np.ones(x.size), x])).fit(q=0.5, max_iter=2000)
+    p0, p1 = (float(v) for v in res.params)
+    lo, hi = (float(v) for v in np.asarray(res.conf_int(0.05))[1])
+    if x.size > 3000:  # Theil–Sen is O(n²)
+        pick = np.random.default_rng(0).choice(x.size, 3000, replace=False)
+        x, y = x[pick], y[pick]
+    ts = theilslopes(y, x, 0.95)
+    return TtftPrefill(rows, p0, p1, (lo, hi), (float(ts[0]), float(ts[2]), float(ts[3])))
 
 
 def _steps_list(steps: np.ndarray) -> list[int]:
@@ -451,17 +534,28 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     free_idx = np.flatnonzero(free)
     if free_idx.size > MAX_QUANTREG_ROWS:
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
+    # ---- the prefill cost per token read off TTFT at low load: where the decode regression puts it at zero
+    # (its column dropped) but TTFT clearly rises with the prompt, the TTFT slope is used and the decode
+    # regression refitted with it fixed (only the per-batch cost fitted beside it): a slope the data shows is
+    # never fitted as zero (docs/twin.md "Calibration")
+    low_rows = _low_load_rows(f, free)
+    ttft_pre = _ttft_prefill(f, low_rows, dec[0], dec[1])
+    fixed_pt = None
+    if with_int and dec[3] <= 0 and ttft_pre is not None and ttft_pre.clear:
+        fixed_pt = ttft_pre.p1
+        dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]), fixed_pt)
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
     # ---- cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows
-    m, x, y = _decode_design(f, with_seq, with_int, with_ctx)
+    m, x, y = _decode_design(f, with_seq, with_int, with_ctx, fixed_pt)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
     rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
     free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
     # the point fit's non-zero columns: a cost the whole test puts at zero starts at zero in every resample
     dec_design = np.array([dec[0], dec[1], dec[4], dec[2], dec[3]])[
-        [True, with_seq, with_ctx, with_int, with_int]]
+        [True, with_seq, with_ctx, with_int, with_int and fixed_pt is None]]
+    rng_t = np.random.default_rng([seed, 5])  # the TTFT slope's own resampling (requests of the low-load steps)
     act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
@@ -469,8 +563,17 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         rows_d = np.concatenate([rows_by_step[s] for s in pick])
         if rows_d.size < x.shape[1] + 5:
             continue
-        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
-                   with_seq, with_int, with_ctx)
+        if fixed_pt is None:
+            db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                       with_seq, with_int, with_ctx)
+        else:
+            # the TTFT slope on the low-load requests resampled (they are nearly independent at low load), then the
+            # decode regression on the resampled steps with that slope's stalls taken off
+            rt = rng_t.choice(ttft_pre.rows, ttft_pre.rows.size, replace=True)
+            pt_b = max(_prefill_fit(*_prefill_y(f, rt, dec[0], dec[1]))[1], 0.0)
+            _, xb, yb = _decode_design(f, with_seq, with_int, with_ctx, pt_b)
+            db = _full(_median_fit(xb[rows_d], yb[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                       with_seq, with_int, with_ctx, pt_b)
         if with_int:
             pb = (db[2], db[3])
         else:
@@ -494,22 +597,34 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     int_steps = _steps_list(f.step[(f.prefills_in > 0) & np.isfinite(f.tpot_ms)])
     seq_steps = all_steps if with_seq else []
     pre_steps = int_steps if with_int else free_steps
-    how = ("OLS coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
+    how = ("coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
            "median regression of TTFT over requests that found a free slot")
+    how_pt = how
+    if ttft_pre is not None:
+        low_steps = _steps_list(f.step[ttft_pre.rows])
+        seen = (f"TTFT at low load (steps {low_steps}, {ttft_pre.rows.size} requests that found a free slot) rises "
+                f"{ttft_pre.p1:.4g} ms/token (median regression, 95% CI {ttft_pre.ci[0]:.4g}–{ttft_pre.ci[1]:.4g}; "
+                f"Theil–Sen {ttft_pre.theil[0]:.4g}, {ttft_pre.theil[1]:.4g}–{ttft_pre.theil[2]:.4g})")
+        if fixed_pt is not None:
+            how_pt = (f"{seen}: used, since the decode stalls alone put it at zero; the decode regression refitted "
+                      "with it fixed")
+        elif with_int:
+            how_pt = f"{how}; check: {seen}"
     params = [
         TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
                   f"{how} (per batch)"),
         TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
-                  pre_steps, f"{how} (per uncached token)"),
+                  pre_steps if fixed_pt is None else _steps_list(f.step[ttft_pre.rows]),
+                  f"{how_pt} (per uncached token)"),
         TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
-                  "OLS intercept of time per output token"),
+                  "median-regression intercept of time per output token"),
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
                   "ms/seq", with_seq, "none", seq_steps,
-                  "OLS slope of time per output token on the running batch" if with_seq else
+                  "median-regression slope of time per output token on the running batch" if with_seq else
                   "not identified: the running batch never varied; folded into decode_base_ms"),
         TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
                   "ms/1k tokens", with_ctx, "none", all_steps if with_ctx else [],
-                  "OLS slope of time per output token on the running context (Σ input + generated tokens)"
+                  "median-regression slope of time per output token on the running context (Σ input + generated tokens)"
                   if with_ctx else f"not identified: the context term did not stand {CTX_MIN_T:g} SE above zero "
                   "beside the batch size; the twin uses 0 (long-context mixes are predicted optimistic)"),
         TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
