@@ -81,7 +81,8 @@ def predict_cmd(
     request_timeout: str | None = typer.Option(None, "--request-timeout", help="What-if: another deadline in "
                                                "front of the engine, seconds, or 'none' (default: the twin's)."),
     json_out: Path = typer.Option(..., "--json", help="Where to write the predictions JSON."),
-    draws: int = typer.Option(12, "--draws", help="Parameter draws propagated into the CI."),
+    draws: int | None = typer.Option(None, "--draws", help="Parameter draws propagated into the CI (default 12, the "
+                                     "same as the report's and the notebook's: same seed, same answer)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the simulation."),
     format: str | None = typer.Option(None, "--format", help="Format of the production trace."),
 ) -> None:

@@ -75,7 +75,7 @@ def read_twin(path: str | Path) -> Twin:
 
 
 def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int = 1,
-                 prompt_scale: float = 1.0, n_draws: int = 12, seed: int = 0,
+                 prompt_scale: float = 1.0, n_draws: int | None = None, seed: int = 0,
                  format: str | None = None, request_timeout: float | str | None = "keep") -> PredictionSet:
     """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix."""
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
@@ -87,7 +87,9 @@ def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, i
         targets = load_mix_file(mixes)
     else:
         targets = [calibration_mix(tw)]
-    opt = SearchOptions(n_draws=n_draws, seed=seed)
+    from bearing_lib.twin.predict import DEFAULT_DRAWS
+
+    opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
     preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt,
                      request_timeout=request_timeout) for m in targets]
     reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]

@@ -708,6 +708,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
     top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
+    reach = _reach(ok, f)
+    ident = _identification(params, reach, f)
     return Twin(
         source=str(source),
         params=params,
@@ -721,7 +723,103 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         kv_policy=kv_policy,
         kv_policy_note=policy_note,
         given=given,
+        reach=reach,
+        identification=ident,
     )
+
+
+def _q(x: np.ndarray, qs: list[float]) -> list[float | None]:
+    x = x[np.isfinite(x)]
+    return [float(v) for v in np.percentile(x, qs)] if x.size else [None] * len(qs)
+
+
+def _reach(ok: pl.DataFrame, f: RequestFeatures) -> dict[str, object]:
+    """What the calibration test covered, per factor a cost parameter depends on (docs/twin.md "Reach"):
+    prompt, output and cached lengths and the cache-hit share (over every completed request), batch sizes
+    and running context reached (time averages over each request's decode), offered loads, and the time per
+    output token measured at the lowest- and highest-load steps (P25, P50, P75)."""
+    inp = ok["input_tokens"].to_numpy().astype(float)
+    out = ok["output_tokens"].to_numpy().astype(float)
+    cac = ok["cached_tokens"].fill_null(0).to_numpy().astype(float)
+    loads = f.load[np.isfinite(f.load)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(f.nbar > 0, f.cbar / f.nbar, np.nan)
+    speed: dict[str, object] = {}
+    if loads.size:
+        lo_l, hi_l = float(loads.min()), float(loads.max())
+        for key, ld in (("tpot_lowest_load_ms", lo_l), ("tpot_highest_load_ms", hi_l)):
+            sel = (f.load == ld) & np.isfinite(f.tpot_ms)
+            if sel.sum() >= 10:
+                speed[key] = _q(f.tpot_ms[sel], [25, 50, 75])
+    return {
+        "input_tokens": [float(inp.min()), float(inp.max())],
+        "output_tokens": [float(out.min()), float(out.max())],
+        "total_tokens_max": float((inp + out).max()),
+        "cache_hit_share": float(np.mean(cac > 0)),
+        "cached_share": float(cac.sum() / max(inp.sum(), 1.0)),
+        "batch_p5_p95": _q(f.nbar, [5, 95]),
+        "batch_max": float(np.nanmax(f.n_at_first)),
+        "context_ktokens_p5_p95": _q(f.cbar, [5, 95]),
+        "context_per_request_ktokens": _q(ratio, [50])[0],
+        "offered_load": [float(loads.min()), float(loads.max())] if loads.size else [None, None],
+        **speed,
+    }
+
+
+FACTOR = {
+    "prefill_base_ms": "prefill batches (count) inside decodes, or TTFT at low load",
+    "prefill_ms_per_token": "prompt length (uncached tokens)",
+    "decode_base_ms": "time per output token",
+    "decode_ms_per_seq": "batch size (requests decoding)",
+    "decode_ms_per_kctx": "running context (thousand tokens) beside the batch size",
+    "cache_hit_discount": "cache-hit share (requests served from the prefix cache)",
+    "max_num_seqs": "a queue at the most requests decoding at once",
+    "kv_budget_tokens": "a queue with slots free at the most KV tokens held",
+    "max_batched_tokens": "not identifiable from request rows",
+}
+
+
+def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) -> list[dict[str, object]]:
+    """Per cost parameter: the factor that identifies it, the range of it the test covered, whether it was
+    identified, the estimate and interval, and (unidentified) the prior range a prediction that depends on it
+    carries (docs/twin.md "Reach")."""
+    by = {p.name: p for p in params}
+    rng_of = {
+        "prefill_base_ms": None,
+        "prefill_ms_per_token": reach["input_tokens"],
+        "decode_base_ms": None,
+        "decode_ms_per_seq": reach["batch_p5_p95"],
+        "decode_ms_per_kctx": reach["context_ktokens_p5_p95"],
+        "max_num_seqs": [None, reach["batch_max"]],
+        "kv_budget_tokens": None,
+        "max_batched_tokens": None,
+    }
+    out: list[dict[str, object]] = []
+    for name, tested in rng_of.items():
+        p = by.get(name)
+        if p is None:
+            continue
+        out.append({"parameter": name, "factor": FACTOR[name], "tested": tested, "identified": bool(p.identified),
+                    "value": p.value, "ci95": list(p.ci95), "bound": p.bound, "prior": None,
+                    "note": p.note if p.identified else f"not identified: {p.note}"})
+    # the context cost: unidentified, its prior runs from 0 to the value at which the fitted batch cost would be
+    # all context cost (d1 per request over the test's median context per request): more than that and the
+    # test's own time per token at its largest batches would have been higher than measured
+    k = next(e for e in out if e["parameter"] == "decode_ms_per_kctx")
+    d1 = by["decode_ms_per_seq"].value or 0.0
+    cpr = reach.get("context_per_request_ktokens")
+    if not k["identified"] and d1 > 0 and cpr:
+        k["prior"] = [0.0, float(d1 / cpr)]
+        k["note"] += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
+                      f"context cost at the test's median {cpr:.3g}k tokens per request)")
+    hit = float(reach["cache_hit_share"])
+    out.append({"parameter": "cache_hit_discount", "factor": FACTOR["cache_hit_discount"], "tested": [hit, hit],
+                "identified": False, "value": 1.0, "ci95": [None, None], "bound": "none", "prior": [0.0, 1.0],
+                "note": ("not identified: the test had no cache hits; the twin takes a cached token as free "
+                         "(discount 1), prior 0 (cached tokens cost a full prefill) to 1" if hit == 0 else
+                         f"not fitted: {hit:.1%} of the test's requests hit the cache; the twin takes a cached "
+                         "token as free (discount 1), prior 0–1")})
+    return out
 
 
 def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:

@@ -106,6 +106,10 @@ class Twin:
     kv_policy: str = "reserve"  # "reserve" or "paged" (docs/twin.md "The model"); twins before it reserved
     kv_policy_note: str = ""
     given: dict[str, float | str] = field(default_factory=dict)  # engine settings given, not fitted
+    # what the test covered per factor, and per cost parameter whether it identified it (docs/twin.md "Reach");
+    # twins written before read as empty (predictions then take the tested ranges from test_mix)
+    reach: dict[str, object] = field(default_factory=dict)
+    identification: list[dict[str, object]] = field(default_factory=list)
 
     DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
                    "decode_ms_per_kctx")

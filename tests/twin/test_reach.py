@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LLMD = ROOT / "data" / "loadtests" / "lmbenchmark-llm-d-exp2" / "llm-d-70b-2replicas"
@@ -56,3 +57,93 @@ def test_prefill_per_token_on_llmd_sharegpt_is_the_slope_ttft_shows():
     assert p.ci95[0] <= slope <= p.ci95[1]  # the twin's interval holds the raw slope
     assert lo <= p.value <= hi  # and the raw interval holds the twin's value
     assert "Theil–Sen" in p.note and "used" in p.note
+
+
+def _raw_azure_conv() -> tuple[np.ndarray, np.ndarray]:
+    with AZURE_CONV.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return (np.array([float(r["ContextTokens"]) for r in rows]), np.array([float(r["GeneratedTokens"]) for r in rows]))
+
+
+def test_flags_give_the_real_shares_of_azure_prompts_and_outputs_outside_the_test():
+    """14.1 % of the Azure conversation prompts are longer than any of the llm-d sharegpt test (2,019 tokens),
+    not the fixed "1 %" of before: the shares are recomputed here from the two raw CSVs."""
+    from bearing_lib.loaders import load_trace
+    from bearing_lib.twin.mix import from_trace
+    from bearing_lib.twin.predict import outside_flags, outside_shares
+
+    raw = _raw_sharegpt()
+    p_max = max(v["prompt_tokens"].max() for v in raw.values())
+    p_min = min(v["prompt_tokens"].min() for v in raw.values())
+    o_max = max(v["generation_tokens"].max() for v in raw.values())
+    ctx, gen = _raw_azure_conv()
+    want = {"prompt_longer": np.mean(ctx > p_max), "prompt_shorter": np.mean(ctx < p_min),
+            "output_longer": np.mean(gen > o_max)}
+    assert p_max == 2019 and round(want["prompt_longer"], 3) == 0.141 and ctx.max() == 14050
+
+    tw = _sharegpt_twin()
+    mix = from_trace(load_trace(AZURE_CONV))
+    got = outside_shares(tw, mix)
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-12), k
+    assert got["cache_hit_beyond"] == 0.0  # neither records a cache hit
+    text = " | ".join(outside_flags(tw, mix))
+    assert f"{want['prompt_longer']:.1%} of the prompts are longer than any in the test (2,019 tokens; the longest " \
+           "here 14,050)" in text
+    assert f"{want['output_longer']:.1%} of the outputs are longer" in text
+    assert "extrapolation: 1% of the prompts" not in text  # the fixed string of before
+
+
+def test_reach_and_identification_of_the_llmd_sharegpt_test_match_the_raw_csv():
+    """What the test covered, recomputed from the raw CSV: prompt and output ranges, the loads, the time per
+    output token at the lowest load (P25–P75: 51.7–53.6 ms); and which cost parameters it identified."""
+    raw = _raw_sharegpt()
+    tw = _sharegpt_twin()
+    r = tw.reach
+    assert r["input_tokens"] == [min(v["prompt_tokens"].min() for v in raw.values()),
+                                 max(v["prompt_tokens"].max() for v in raw.values())]
+    assert r["output_tokens"][1] == max(v["generation_tokens"].max() for v in raw.values())
+    assert r["offered_load"] == [min(raw), max(raw)]
+    low = raw[min(raw)]
+    o = low["generation_tokens"]
+    tpot = low["generation_time"][o > 1] * 1000.0 / (o[o > 1] - 1.0)  # generation_time = end − first token
+    assert r["tpot_lowest_load_ms"] == pytest.approx(list(np.percentile(tpot, [25, 50, 75])), abs=0.05)
+    assert r["cache_hit_share"] == 0.0
+    ident = {e["parameter"]: e for e in tw.identification}
+    assert set(ident) >= {"prefill_ms_per_token", "decode_ms_per_seq", "decode_ms_per_kctx", "cache_hit_discount",
+                          "max_num_seqs", "kv_budget_tokens", "max_batched_tokens"}
+    assert ident["prefill_ms_per_token"]["identified"] and ident["prefill_ms_per_token"]["value"] > 0
+    assert ident["prefill_ms_per_token"]["tested"] == r["input_tokens"]
+    assert not ident["cache_hit_discount"]["identified"] and ident["cache_hit_discount"]["prior"] == [0.0, 1.0]
+    assert "no cache hits" in ident["cache_hit_discount"]["note"]
+    k = ident["decode_ms_per_kctx"]
+    assert not k["identified"] and k["prior"][0] == 0.0 and k["prior"][1] > 0
+    assert not ident["max_num_seqs"]["identified"] and not ident["max_batched_tokens"]["identified"]
+
+
+@pytest.mark.slow
+def test_the_demo_prediction_flags_load_speed_and_the_unidentified_context_cost():
+    """The demo (Azure conversation mix on the llm-d sharegpt twin): its limit lies below the lowest tested load
+    (0.5 rps, from the raw file names), the twin decodes there faster than any step measured, and the context
+    cost the test did not identify widens the CI by its prior range."""
+    from bearing_lib.loaders import load_trace
+    from bearing_lib.twin import SearchOptions, predict
+    from bearing_lib.twin.mix import from_trace
+
+    tw = _sharegpt_twin()
+    mix = from_trace(load_trace(AZURE_CONV))
+    p = predict(tw, mix, "p95(ttft) <= 1s and error_rate <= 1%", options=SearchOptions(n_draws=2))
+    raw = _raw_sharegpt()
+    lowest = min(raw)
+    assert p.q_ult.value < lowest
+    text = " | ".join(p.flags)
+    assert f"lies below the lowest load the test ran ({lowest:.3g} rps)" in text
+    o = raw[lowest]["generation_tokens"]
+    tpot = raw[lowest]["generation_time"][o > 1] * 1000.0 / (o[o > 1] - 1.0)
+    p25, p75 = np.percentile(tpot, [25, 75])
+    speed = [f for f in p.flags if f.startswith("speed:")]
+    assert speed and f"({p25:.1f}–{p75:.1f} ms/token, P25–P75, at 0.5 rps)" in speed[0]
+    assert float(speed[0].split("decodes at ")[1].split(" ms")[0]) < p25
+    assert any(f.startswith("unidentified: decode_ms_per_kctx") for f in p.flags)
+    lo, hi = p.q_ult.ci95
+    assert lo <= p.q_ult.value <= hi and "14.1% of the prompts are longer" in text
