@@ -130,6 +130,16 @@ class Twin:
     def summary(self) -> str:
         lines = [f"twin of {self.source} ({self.n_requests} requests, steps {self.steps})"]
         lines += ["  " + p.text() for p in self.params]
+        r = self.reach or {}
+        if r.get("input_tokens"):
+            ld = r.get("offered_load") or [None, None]
+            lines.append(f"  reach: prompts {r['input_tokens'][0]:,.0f}–{r['input_tokens'][1]:,.0f} tokens, outputs "
+                         f"{r['output_tokens'][0]:,.0f}–{r['output_tokens'][1]:,.0f}, cache hits "
+                         f"{float(r.get('cache_hit_share') or 0):.1%}"
+                         + (f", loads {ld[0]:.3g}–{ld[1]:.3g} rps" if ld[0] is not None else ""))
+        for e in self.identification:
+            if not e.get("identified") and e.get("prior"):
+                lines.append(f"  not identified: {e['parameter']} (prior {e['prior'][0]:.3g}–{e['prior'][1]:.3g})")
         if self.validation is not None:
             lines.append("  validation: " + ("trusted" if self.validation.trusted else
                                              "UNTRUSTED: " + "; ".join(self.validation.reasons)))
