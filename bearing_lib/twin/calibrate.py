@@ -792,7 +792,7 @@ def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) ->
         "decode_ms_per_kctx": reach["context_ktokens_p5_p95"],
         "max_num_seqs": [None, reach["batch_max"]],
         "kv_budget_tokens": None,
-        "max_batched_tokens": None,
+        "max_batched_tokens": [None, float(np.nanmax(f.batch_tokens))],
     }
     out: list[dict[str, object]] = []
     for name, tested in rng_of.items():
@@ -801,7 +801,8 @@ def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) ->
             continue
         out.append({"parameter": name, "factor": FACTOR[name], "tested": tested, "identified": bool(p.identified),
                     "value": p.value, "ci95": list(p.ci95), "bound": p.bound, "prior": None,
-                    "note": p.note if p.identified else f"not identified: {p.note}"})
+                    "note": p.note if p.identified or p.note.startswith("not identif")
+                    else f"not identified: {p.note}"})
     # the context cost: unidentified, its prior runs from 0 to the value at which the fitted batch cost would be
     # all context cost (d1 per request over the test's median context per request): more than that and the
     # test's own time per token at its largest batches would have been higher than measured
