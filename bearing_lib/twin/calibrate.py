@@ -85,8 +85,30 @@ class RequestFeatures:
     held_peak: np.ndarray  # tokens present over the running requests just before its end (where they peak)
 
 
+REPLICA = "_replica"
+
+
+def assign_replicas(frame: pl.DataFrame, replicas: int) -> pl.DataFrame:
+    """Round-robin dispatch of each run's requests (in send order) to ``replicas`` servers: column ``_replica``
+    (docs/twin.md "Replicas behind a router"). One replica: the frame unchanged (no column)."""
+    if replicas <= 1:
+        return frame.drop(REPLICA) if REPLICA in frame.columns else frame
+    run = pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run")
+    return (frame.with_columns(run.alias("_rr_run")).sort("start_s", nulls_last=True, maintain_order=True)
+            .with_columns((pl.int_range(pl.len()).over("_rr_run") % replicas).cast(pl.Int64).alias(REPLICA))
+            .drop("_rr_run"))
+
+
 def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step."""
+    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step; with
+    replicas (column ``_replica``), every group is split per replica: each is one server's requests."""
+    out = _run_groups(frame)
+    if REPLICA not in frame.columns:
+        return out
+    return [part for g in out for _, part in g.group_by([REPLICA], maintain_order=True)]
+
+
+def _run_groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
     out = []
     for (_,), run in frame.group_by(["run_id"], maintain_order=True):
         spans = run.group_by("step").agg(pl.col("start_s").min().alias("a"), pl.col("start_s").max().alias("b"))
@@ -426,7 +448,7 @@ def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
 
 
 def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
-              known: dict | None = None, _lost: pl.DataFrame | None = None):
+              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
@@ -437,6 +459,9 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
     log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
     test contradicts (more requests or tokens ran at once than it allows) is refused.
+    ``replicas``: the test ran against that many replicas behind a round-robin router (the limits'
+    ``conditions.instances``): each run's requests are dispatched in send order, and the twin is one
+    replica's server (its slots, KV budget and batch are per replica).
     """
     from bearing_lib.twin.result import Twin
 
@@ -461,6 +486,9 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         pl.col("cached_tokens") if "cached_tokens" in frame.columns else pl.lit(0).alias("cached_tokens"),
         pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run").alias("run_id"),
     )
+    if not (isinstance(replicas, int) and replicas >= 1):
+        raise ParameterError(f"replicas must be a whole number ≥ 1, got {replicas!r}")
+    frame = assign_replicas(frame, replicas)
     for ex in exclude_steps or []:
         if isinstance(ex, tuple):
             frame = frame.filter(~((pl.col("run_id") == ex[0]) & (pl.col("step") == ex[1])))
@@ -480,7 +508,10 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     def lost_of(g: pl.DataFrame) -> pl.DataFrame | None:
         if _lost is None:
             return None
-        return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list()))
+        sel = (pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list())
+        if REPLICA in g.columns and REPLICA in _lost.columns:
+            sel = sel & (pl.col(REPLICA) == g[REPLICA][0])
+        return _lost.filter(sel)
 
     rto = _given_timeout(given["request_timeout_s"]) if "request_timeout_s" in given else _request_timeout(frame, ok)
     if _lost is None and rto.value is not None:
@@ -488,10 +519,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         # the regressions see in the completed rows is too small: a first pass (point fit only, no bootstrap)
         # places them with its replay, and the fit is made with them counted (one step of a fixed point;
         # docs/twin.md "Calibration")
-        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, _lost=_NO_LOST)
+        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, replicas=replicas,
+                          _lost=_NO_LOST)
         lost = _lost_occupancy(frame, first.values())
         if lost.height:
-            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known, _lost=lost)
+            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
+                             replicas=replicas, _lost=lost)
 
     f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
 
@@ -725,6 +758,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         given=given,
         reach=reach,
         identification=ident,
+        replicas=replicas,
     )
 
 
@@ -840,7 +874,9 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
         res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
         lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res["aborted_first_s"])
         if lost.any():
-            out.append(pl.DataFrame({"run_id": g["run_id"].to_numpy()[lost], "step": g["step"].to_numpy()[lost],
+            extra = {REPLICA: g[REPLICA].to_numpy()[lost]} if REPLICA in g.columns else {}
+            out.append(pl.DataFrame({**extra, "run_id": g["run_id"].to_numpy()[lost],
+                                     "step": g["step"].to_numpy()[lost],
                                      "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
                                      "input_tokens": inp[lost], "output_tokens": o[lost]}))
     return pl.concat(out) if out else _NO_LOST
@@ -887,4 +923,4 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
     )
 
 
-__all__ = ["calibrate", "server_params"]
+__all__ = ["assign_replicas", "calibrate", "server_params"]

@@ -54,8 +54,9 @@ class SearchOptions:
 class _Stream:
     """Common random numbers: unit-rate gaps and request lengths, extended on demand."""
 
-    def __init__(self, mix: RequestMix, seed: int) -> None:
+    def __init__(self, mix: RequestMix, seed: int, rr: int = 1) -> None:
         self.mix = mix
+        self.rr = rr  # round-robin over rr replicas: one replica sees every rr-th arrival (Gamma(rr) gaps)
         self._rg = np.random.default_rng([seed, 1])
         self._rl = np.random.default_rng([seed, 2])
         self.cum = np.empty(0)
@@ -66,7 +67,9 @@ class _Stream:
         while self.cum.size == 0 or self.cum[-1] < horizon_units:
             n = max(1000, int(horizon_units - (self.cum[-1] if self.cum.size else 0.0)) + 1000)
             base = self.cum[-1] if self.cum.size else 0.0
-            self.cum = np.concatenate([self.cum, base + np.cumsum(self._rg.standard_exponential(n))])
+            gaps = (self._rg.standard_exponential(n) if self.rr == 1 else
+                    self._rg.gamma(self.rr, 1.0 / self.rr, n))  # unit mean either way
+            self.cum = np.concatenate([self.cum, base + np.cumsum(gaps)])
             i, o, c = self.mix.sample(self._rl, n)
             self.inp, self.out, self.cac = (np.concatenate([a, b]) for a, b in
                                             ((self.inp, i), (self.out, o), (self.cac, c)))
@@ -110,13 +113,16 @@ def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: Sear
 
 
 def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
-                 guess: float, lo: float | None = None, hi: float | None = None) -> tuple[float, dict, str]:
-    """Bisection on log(rate) for the highest passing rate; returns (rate, peak info at it, censoring)."""
-    stream = _Stream(mix, seed)
+                 guess: float, lo: float | None = None, hi: float | None = None,
+                 rr: int = 1) -> tuple[float, dict, str]:
+    """Bisection on log(rate) for the highest passing rate of one server; returns (rate, peak info at it,
+    censoring). ``rr``: the server is one of ``rr`` replicas behind a round-robin router (every rr-th arrival of
+    a Poisson stream: Gamma-distributed gaps); the rate is the server's own."""
+    stream = _Stream(mix, seed, rr)
     info: dict = {}
     lo_r, hi_r = lo, hi
     if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
-        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5)
+        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5, rr=rr)
     r = guess
     # bracket: grow or shrink by 1.5× from the guess
     for _ in range(40):
@@ -138,7 +144,7 @@ def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions,
     if not info:
         m, info = margin_at(params, stream, lo_r, sla, opt)
         if m < 0:  # a given bracket that does not hold: widen downwards
-            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5)
+            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5, rr=rr)
     while hi_r / lo_r > 1.0 + 2.0 * opt.rel_tol:
         mid = math.sqrt(lo_r * hi_r)
         m, inf = margin_at(params, stream, mid, sla, opt)
@@ -180,15 +186,30 @@ def parse_request_timeout(value: float | str | None, *, what: str = "--request-t
     return v
 
 
-def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scale: float = 1.0,
-            options: SearchOptions | None = None, request_timeout: float | str | None = KEEP) -> Prediction:
+DISPATCH = ("random", "round_robin")
+
+
+def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, prompt_scale: float = 1.0,
+            options: SearchOptions | None = None, request_timeout: float | str | None = KEEP,
+            dispatch: str | None = None) -> Prediction:
     """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
 
+    ``instances``: by default the replicas the twin's test ran against (``twin.replicas``; 1 for a twin of one
+    server). ``dispatch``: ``"random"`` (a Poisson stream split at random: every instance sees Poisson arrivals
+    at rate / N) or ``"round_robin"`` (every N-th arrival); by default round-robin for a twin calibrated on
+    replicas behind a router, random otherwise. Either way the fleet's limit is N × one instance's.
     ``request_timeout``: the what-if of another deadline in front of the engine: seconds, ``None`` (no
     deadline), or ``"keep"`` (the twin's, from its test)."""
     from bearing_lib.limits.sla import SLA, parse_sla
 
     opt = options or SearchOptions()
+    if instances is None:
+        instances = max(int(twin.replicas or 1), 1)
+    if dispatch is None:
+        dispatch = "round_robin" if (twin.replicas or 1) > 1 else "random"
+    if dispatch not in DISPATCH:
+        raise ParameterError(f"dispatch must be one of {', '.join(DISPATCH)}, got {dispatch!r}")
+    rr = instances if dispatch == "round_robin" else 1
     if instances < 1:
         raise ParameterError(f"--instances must be at least 1, got {instances}")
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
@@ -207,7 +228,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
                                                                     else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
-    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
+    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
     draws = np.asarray(twin.draws, dtype=float)
     rng = np.random.default_rng(opt.seed + 7)
     limits = []
@@ -219,7 +240,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
             # twins written before the context term have four columns: zip stops at the row's length
             pv.update(dict(zip(Twin.DRAW_PARAMS[:len(row)], (max(float(x), 0.0) for x in row), strict=True)))
             v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
-                                     guess=v0, lo=v0 / 1.25, hi=v0 * 1.25)
+                                     guess=v0, lo=v0 / 1.25, hi=v0 * 1.25, rr=rr)
             if c == "none":
                 limits.append(v)
                 infos.append(inf)
@@ -229,7 +250,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
         # it and the value stands; else the truth lies between the capped and the uncapped limit
         lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
-        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5)
+        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5, rr=rr)
         if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
             flags = [f for f in flags if not f.startswith("regime:")]
             flags.append(f"insensitive: lifting the ceilings the test never reached moves the limit by "
@@ -257,7 +278,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         # a target that leans on a parameter the test did not identify carries that parameter's prior range: the
         # search at the other end of the range widens the CI (docs/twin.md "Reach")
         for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point):
-            v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0)
+            v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0, rr=rr)
             lo_ci, hi_ci = est.ci95 if est.ci95 else (est.value, est.value)
             if c_alt == "none":
                 a = v_alt * instances
@@ -269,6 +290,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
             flags.append(f"unidentified: {name}: {why}; at the other end of its prior range the limit is {what}, "
                          "carried into the 95% CI")
     top = _test_top_rate(twin)
+    top = top / max(int(twin.replicas or 1), 1) if top else top  # per replica of the test
     per_instance = (est.value or 0.0) / instances
     if top and per_instance > RATE_EXTRAPOLATION * top:
         flags.append(f"rate: the predicted limit is {per_instance / top:.1f}× the highest request rate the test "
@@ -278,7 +300,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
     flags += _speed_flags(twin, info0)
     if not twin.trusted:
         flags.insert(0, "untrusted: the twin failed its own validation; do not quote this prediction")
-    method = (f"twin search: Poisson rates, steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
+    method = (f"twin search: Poisson rates ({'round-robin' if rr > 1 else 'random'} dispatch to {instances} "
+              f"instance(s)), steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
               f"bisection to ±{opt.rel_tol:.0%}, {len(limits)} parameter draws; value = mean, CI = ±1.96 SD")
     return Prediction(
         target=target.name, sla=sla_obj.text, q_ult=est, instances=instances, prompt_scale=prompt_scale,
@@ -394,6 +417,8 @@ def _load_flags(twin: Twin, per_instance: float, have: bool) -> list[str]:
     lo, hi = tested_ranges(twin).get("offered_load") or (None, None)
     if not have or per_instance <= 0:
         return []
+    k = max(int(twin.replicas or 1), 1)  # the test's loads were offered to k replicas: per replica
+    lo, hi = (None if lo is None else lo / k), (None if hi is None else hi / k)
     if lo is not None and per_instance < lo:
         return [f"load: the predicted limit ({per_instance:.3g} rps per instance) lies below the lowest load the test "
                 f"ran ({lo:.3g} rps): the batch sizes there were never measured"]

@@ -110,6 +110,7 @@ class Twin:
     # twins written before read as empty (predictions then take the tested ranges from test_mix)
     reach: dict[str, object] = field(default_factory=dict)
     identification: list[dict[str, object]] = field(default_factory=list)
+    replicas: int = 1  # replicas behind a round-robin router in the test; the twin is one replica's server
 
     DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
                    "decode_ms_per_kctx")

@@ -131,7 +131,7 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
 
 
 def production_section(loadtest, production, sla, *, run: str | None = None, n_draws: int | None = None,
-                       seed: int = 0) -> tuple[TwinSection, Twin, Prediction]:
+                       seed: int = 0, replicas: int = 1) -> tuple[TwinSection, Twin, Prediction]:
     """One call for the report: calibrate on ``loadtest`` (one ``run`` of it, if named), validate, predict
     the ``production`` trace's mix, and build the section. Paths or loaded traces are accepted."""
     from bearing_lib.data.trace import RequestTrace
@@ -151,7 +151,7 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
             raise ParameterError(f"run {run!r} is not in the load test (runs: {', '.join(runs)})")
         test = RequestTrace(frame=part, provenance=test.provenance)
     prod = production if isinstance(production, RequestTrace) else load_trace(production)
-    twin = calibrate(test, seed=seed)
+    twin = calibrate(test, seed=seed, replicas=replicas)
     twin.validation = validate(twin, test, sla)
     mix = from_trace(prod)
     opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
@@ -171,7 +171,7 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
 
 
 
-def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_scale: float = 1.0,
+def what_if(twin: Twin | str, trace, sla: str, *, instances: int | None = None, prompt_scale: float = 1.0,
             n_draws: int | None = None, seed: int = 0,
             request_timeout: float | str | None = "keep") -> Prediction | str:
     """The notebook's what-if: the limit ``twin`` (a Twin or a twin JSON path) predicts for ``trace``'s mix.

@@ -213,3 +213,80 @@ def test_a_target_beyond_the_tests_cache_hits_and_context_carries_the_priors_and
     assert no_cache < 0.8 * p.q_ult.value and lo <= no_cache * 1.0001
     assert lo <= truth <= hi
     assert p.q_ult.value == pytest.approx(truth, rel=0.15)
+
+
+def _rr_fleet(cfg, mix, arr: np.ndarray, rng: np.random.Generator, replicas: int = 2):
+    """Known truth: requests dispatched round-robin (send order) to ``replicas`` oracle servers (tests/oracle,
+    no twin code); (arrivals, lengths, per-request results) merged back in send order."""
+    from tests.oracle.simulator import simulate as oracle_simulate
+
+    inp, out, cached = mix.draw(rng, arr.size)
+    first, end, code = np.empty(arr.size), np.empty(arr.size), np.empty(arr.size, dtype=np.int64)
+    for k in range(replicas):
+        i = np.arange(k, arr.size, replicas)
+        r = oracle_simulate(cfg, arr[i], inp[i], out[i], cached[i])
+        first[i], end[i], code[i] = r["first_token_s"], r["end_s"], r["status_code"]
+    return inp, out, cached, {"first_token_s": first, "end_s": end, "status_code": code}
+
+
+@functools.cache
+def _rr_test():
+    """A stepped test of two oracle `small` servers behind a round-robin router (chat mix, 10 × 120 s at 0.4–1.6
+    × twice one server's true limit)."""
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform, validate
+    from tests.oracle.acceptance import STEP_S, load_truth, rates_for
+    from tests.oracle.configs import MIXES, SERVERS
+    from tests.oracle.simulator import poisson_arrivals, to_frame
+
+    truth = float(load_truth()["small/chat"]["q_ult_rps"])
+    rng = np.random.default_rng(7301)
+    parts = [(poisson_arrivals(rng, 2 * r, i * STEP_S, (i + 1) * STEP_S), i, 2 * r)
+             for i, r in enumerate(rates_for(truth, 0))]
+    arr = np.concatenate([a for a, _, _ in parts])
+    step = np.concatenate([np.full(a.size, i) for a, i, _ in parts])
+    load = np.concatenate([np.full(a.size, r) for a, _, r in parts])
+    inp, out, cached, res = _rr_fleet(SERVERS["small"], MIXES["chat"], arr, rng)
+    df = to_frame(arr, inp, out, cached, res, run_id="rr", step=step, load=load)
+    prov = Provenance(source="SIMULATED 2 oracle small servers, round-robin", format="oracle",
+                      tool="tests.oracle.simulator", sha256="0" * 64, time_origin="relative")
+    return RequestTrace(frame=validate(conform(df), prov),
+                        provenance=prov), truth
+
+
+@pytest.mark.slow
+def test_two_replicas_behind_a_round_robin_router_calibrate_one_replicas_server():
+    """Known truth: two oracle `small` servers (64 slots, decode 10 ms + 0.12 ms per sequence) behind a
+    round-robin router. Pooled as one server the twin halves the per-sequence cost and doubles the slots; with
+    ``replicas=2`` it recovers one server's, stays trusted, and its two-replica round-robin prediction holds
+    when two oracle servers are fed that way (P99 TTFT within 1 s at 0.93× the predicted rate, over it at
+    1.07×)."""
+    from bearing_lib.twin import SearchOptions, calibrate, predict, validate
+    from tests.oracle.configs import MIXES, SERVERS
+    from tests.twin.oracle_twin import target_mix
+
+    tr, truth = _rr_test()
+    sla = "p99(ttft) <= 1s"
+    pooled = calibrate(tr, n_boot=0)
+    tw = calibrate(tr, n_boot=40, replicas=2)
+    assert pooled.param("decode_ms_per_seq").value < 0.75 * 0.12
+    assert tw.param("decode_ms_per_seq").value == pytest.approx(0.12, rel=0.10)
+    assert tw.param("decode_base_ms").value == pytest.approx(10.0, rel=0.05)
+    assert tw.param("max_num_seqs").value == 64 and tw.param("max_num_seqs").identified
+    assert pooled.param("max_num_seqs").value > 100
+    tw.validation = validate(tw, tr, sla)
+    assert tw.trusted, tw.validation.reasons
+    p = predict(tw, target_mix("chat"), sla, options=SearchOptions(n_draws=2, duration_s=900.0))
+    assert p.instances == 2 and "round-robin dispatch to 2" in p.method
+    fleet = p.q_ult.value
+    assert 2 * truth * 0.9 <= fleet <= 2 * truth * 1.3  # round-robin is smoother than a Poisson split
+    for factor, ok in ((0.93, True), (1.07, False)):
+        rng = np.random.default_rng(11)
+        lam = factor * fleet
+        arr = np.cumsum(rng.exponential(1.0 / lam, int(lam * 3000)))
+        _, _, _, res = _rr_fleet(SERVERS["small"], MIXES["chat"], arr, rng)
+        steady = arr > 300.0
+        ttft = (res["first_token_s"] - arr)[steady & (res["status_code"] == 0)]
+        bad = np.mean(res["status_code"][steady] != 0)
+        passes = bool(np.quantile(ttft, 0.99) <= 1.0 and bad <= 0.01)
+        assert passes is ok, (factor, np.quantile(ttft, 0.99), bad)
