@@ -333,24 +333,24 @@ LOW_LOAD_MIN_ROWS = 200  # the TTFT regression takes the lowest-load steps until
 
 
 def _low_load_rows(f: RequestFeatures, free: np.ndarray) -> np.ndarray:
-    """Free requests (no wait) of the lowest-load steps, taken in order of offered load (then of their median
-    decoding count) until they hold :data:`LOW_LOAD_MIN_ROWS`: where TTFT is prefill plus overhead, not queue."""
+    """Free requests (no wait) of the lowest offered loads, taken in order of load until they hold
+    :data:`LOW_LOAD_MIN_ROWS`: where TTFT is prefill plus overhead, not queue. Without offered loads, the
+    steps in order of their median decoding count."""
     idx = np.flatnonzero(free & np.isfinite(f.ttft_ms))
     if idx.size == 0:
         return idx
-    clusters = np.unique(f.cluster[idx])
-    key = []
-    for c in clusters:
-        rows = idx[f.cluster[idx] == c]
-        ld = f.load[rows]
-        key.append((float(np.nanmin(ld)) if np.isfinite(ld).any() else math.inf, float(np.median(f.n_at_start[rows])),
-                    int(c)))
+    ld = f.load[idx]
+    if np.isfinite(ld).all():
+        keys, groups = np.unique(ld), [idx[ld == v] for v in np.unique(ld)]
+    else:
+        cl = np.unique(f.cluster[idx])
+        groups = [idx[f.cluster[idx] == c] for c in cl]
+        keys = np.array([float(np.median(f.n_at_start[g])) for g in groups])
     out: list[np.ndarray] = []
     n = 0
-    for _, _, c in sorted(key):
-        rows = idx[f.cluster[idx] == c]
-        out.append(rows)
-        n += rows.size
+    for k in np.argsort(keys, kind="stable"):
+        out.append(groups[k])
+        n += groups[k].size
         if n >= LOW_LOAD_MIN_ROWS:
             break
     return np.sort(np.concatenate(out))
