@@ -34,7 +34,7 @@ import polars as pl
 
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.data.trace import OUTCOME_UNKNOWN
-from bearing_lib.twin.calibrate import _groups, calibrate, server_params
+from bearing_lib.twin.calibrate import _groups, assign_replicas, calibrate, server_params
 from bearing_lib.twin.result import StepCheck, Twin, Validation
 from bearing_lib.twin.simulate import OK, ServerParams, simulate
 
@@ -183,7 +183,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     from bearing_lib.limits.sla import SLA, parse_sla
 
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
-    frame = _prep(trace.frame if hasattr(trace, "frame") else trace)
+    frame = assign_replicas(_prep(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
     sim = replay(server_params(twin.values()), frame)
     loads = (frame.group_by("run_id", "step").agg(pl.col("offered_load").first()).sort("run_id", "step"))
     rows: list[StepCheck] = []
@@ -207,7 +207,8 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     key = _key_metric(sla_obj)
     for r in _highest(rows, n_holdout):
         try:
-            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)], known=twin.given or None)
+            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)], known=twin.given or None,
+                             replicas=twin.replicas)
         except Exception as exc:  # noqa: BLE001  # reported, not raised: the check itself failed
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue
