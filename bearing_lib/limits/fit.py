@@ -976,11 +976,6 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
                      + f"; the other clauses hold to {statement}")
     for f in floors:
         notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-    if broken_clauses:
-        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
-                     + f"; the other clauses hold to {statement}")
-    for f in floors:
-        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
     res = _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
     res.bootstrap_ci = boot_ci
     return res
