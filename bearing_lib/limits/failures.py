@@ -120,7 +120,7 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
             if med > p90:
                 parts.append(f"their {what} are long (median {med:,.0f} tokens, above the successful requests' "
                              f"P90 {p90:,.0f})")
-        elif fv.len() < f.height / 2:
+        elif fv.len() < f.height / 2 and gv.len() >= 20:
             parts.append(f"{f.height - fv.len()} of the {f.height} failed requests record no {what[:-1]} length")
             break
     if "error" in f.columns:

@@ -352,7 +352,9 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
     return m, "pass", None
 
 
-def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
+def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset()) -> list[dict]:
+    """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
+    left out of each step's verdict and said in its reasons)."""
     out = []
     for row in rows:
         x = row["offered_load"]
@@ -367,6 +369,11 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
         margins: dict[str, float | None] = {}
         verdicts, reasons, by_bound = [], [], set()
         for i, c in enumerate(sla.clauses):
+            if c.text in ignore:
+                margins[c.text] = None
+                reasons.append(f"{c.text}: fails at every load through a load-independent floor (failure_floors); "
+                               "not judged per step")
+                continue
             m, v, why = _judge_clause(c, i, row, tables)
             margins[c.text] = m
             if why and "unsupported by" in why:
@@ -423,7 +430,7 @@ def _transient_not_steady(judged: list[dict]) -> None:
 
 
 def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
-                              level: float) -> None:
+                              level: float, ignore: frozenset[str] = frozenset()) -> None:
     """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
 
     The order-statistic bound assumes independent requests; near capacity latencies are
@@ -434,6 +441,8 @@ def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict
         if j["status"] != "pass":
             continue
         for c in sla.clauses:
+            if c.text in ignore:
+                continue
             rv = reps.get(j["row"]["step"], {}).get(c.text)
             if rv is None or np.isnan(rv).all():
                 continue
@@ -758,7 +767,7 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
 def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]] | None,
                  floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
                  passes: list[float], fails: list[float], contradict: list[dict], first_fail: float | None,
-                 last_pass: float | None, notes: list[str]) -> _ModelLimit:
+                 last_pass: float | None, notes: list[str]) -> _ModelLimit | None:
     """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
     the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
 
@@ -860,6 +869,10 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
                 return False
         return True
 
+    if pool and not pool_supported() and last_pass is None and len({j["x"] for j in pool}) >= 2:
+        # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
+        # estimator could only say "< the first fail"; the model of every step's counts answers instead
+        return None
     est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
     if unit is None and (det or pool):
         censored, value, statement = "no_data", None, "steps use different offered-load units"
@@ -998,12 +1011,20 @@ def _fit_group(
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
-    judged = _judge_steps(rows, sla, tables)
-    judged.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
-                               j["row"]["step"]))
-    if reps is not None:
-        _close_calls_by_bootstrap(judged, sla, reps, level)
-    _mark_recovery_steps(judged)
+    def judge(ignore: frozenset[str]) -> list[dict]:
+        out = _judge_steps(rows, sla, tables, ignore)
+        out.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
+                                j["row"]["step"]))
+        if reps is not None:
+            _close_calls_by_bootstrap(out, sla, reps, level, ignore)
+        _mark_recovery_steps(out)
+        return out
+
+    judged = judge(frozenset())
+    floors = _floors(judged, sla, tables)
+    broken = frozenset(f.clause for f in floors if f.breaks_clause)
+    if broken:  # the steps are judged on the other clauses: the floor is said once, not as every step's failure
+        judged = judge(broken)
     units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
     unit = units.pop() if len(units) == 1 else None
     notes: list[str] = []
@@ -1016,13 +1037,19 @@ def _fit_group(
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
-    floors = _floors(judged, sla, tables)
     if tables or estimator == "model":
         est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
                            notes)
     else:
         est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
                            first_fail, last_pass, notes)
+        if est is None:
+            n_pool = sum(int(j["row"].get("n_requests") or 0) for j in _pool(judged, tables))
+            notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
+                         "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
+                         "step's counts (limits.model) gives the limit and its interval")
+            est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
+                               first_fail, notes)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
