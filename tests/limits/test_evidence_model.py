@@ -159,3 +159,23 @@ def test_settle_share_is_the_mm1_relaxation_time():
     assert ev_mod.settle_share(9.9, 10.0, 100.0) == 1.0  # near capacity: minutes
     assert ev_mod.settle_share(12.0, 10.0, 100.0) == 1.0  # overloaded
     assert ev_mod.settle_share(5.0, None, 100.0) == 1.0  # capacity unknown: may lag all the way
+
+
+def test_littles_law_flags_a_step_whose_client_held_its_schedule_or_not():
+    # M/M/1 (mu 10/s) at 2 and 5 rps: L = lambda W holds (ratio ~1, no flag). A step labelled 8 rps whose
+    # generator sent 4 rps: measured in flight ~ 4 / (10 - 4) = 0.67 against 8 x W = 8 / 6 = 1.33: ratio ~0.5
+    from bearing_lib.limits.curves import load_curve
+    from tests.limits.synth import mm1_frame
+
+    df = mm1_frame([2.0, 5.0, 4.0], mu_rps=10.0, step_s=300.0, seed=3)
+    df = df.with_columns(pl.when(pl.col("step") == 2).then(8.0).otherwise(pl.col("offered_load")).alias("offered_load"))
+    c = load_curve(make_trace(df)).sort("step")
+    ratios = c["littles_ratio"].to_list()
+    assert abs(ratios[0] - 1) < 0.1 and abs(ratios[1] - 1) < 0.1
+    assert ratios[2] == pytest.approx(0.5, abs=0.08)
+    flags = c["flags"].to_list()
+    assert "littles_law" not in flags[0] and "littles_law" not in flags[1] and "littles_law" in flags[2]
+    # the schedule check agrees (4 rps sent against 8 offered); littles_law itself is informational
+    assert "generator_behind" in flags[2]
+    from bearing_lib.limits.curves import INFO_FLAGS
+    assert "littles_law" in INFO_FLAGS
