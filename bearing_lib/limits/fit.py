@@ -1169,9 +1169,13 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
 
 def _method(tables: bool, n_boot: int, estimator: str = model.ESTIMATOR) -> str:
     """What gave the value and its interval (``q_ult.method``)."""
-    what = ("the tool's reported percentiles and counts per load" if tables
-            else "every usable step's request counts")
-    return f"{estimator}, from {what}; interval: the model's posterior of the crossing"
+    if estimator == model.ESTIMATOR:
+        what = ("the tool's reported percentiles and counts per load" if tables
+                else "every usable step's request counts")
+        return f"{estimator}, from {what}; interval: the model's posterior of the crossing"
+    if estimator == pooled.ESTIMATOR:
+        return f"{estimator}; {n_boot} block-bootstrap resamples of the pooled crossing"
+    return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
 
 
 def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
