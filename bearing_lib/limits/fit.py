@@ -118,6 +118,16 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
+def _below_statement(x0: float, u: str, judged: list[dict]) -> str:
+    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
+    statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+    lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
+    if lower:
+        statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                      f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+    return statement
+
+
 def _ci_text(lo: float | None, hi: float | None) -> str:
     """``95% CI a–b``; an end the data cannot bound (beyond the loads tested) said in words."""
     if lo is not None and hi is not None:
@@ -736,12 +746,8 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
             binding = None
         elif med <= x_lo or not math.isfinite(med):
             censored, value = "below", float(x_lo)
-            statement = f"< {value:g} {u} (failed at the lowest load judged)"
+            statement = _below_statement(value, u, judged)
             ci = [None, hi if math.isfinite(hi) and hi > value else None]
-            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < value]
-            if lower:
-                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
         else:
             censored = "not_monotone" if contradict else "none"
             value = med
@@ -960,11 +966,7 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
                                                                     and not contradict):
             x0 = float(grid[0]) if use_pool and grid.size else first_fail
             censored, value = "below", x0
-            statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-            lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
-            if lower:
-                statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                              f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+            statement = _below_statement(x0, u, judged)
         else:
             censored = "not_monotone" if contradict else "none"
             value = est
