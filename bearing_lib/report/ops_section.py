@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
-from bearing_lib.report.model import Section
+from bearing_lib.report.model import OpsSection, Section
+from bearing_lib.report.paths import portable, portable_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -227,11 +228,9 @@ def ops_section(
     metrics_path: str = "",
     run: str | None = None,
     write_exports: bool = True,
-) -> Section:
+) -> Section[OpsSection]:
     """The section (module docstring). ``plan_doc``/``limits_doc`` are the JSON documents (or
     ``Unavailable``); ``metrics`` the loaded :class:`ServerMetrics` (:func:`load_metrics`) or None."""
-    from bearing_lib.report.pipeline import portable, portable_path
-
     plan = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
     limits = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
     plan, limits = portable(plan, output_dir), portable(limits, output_dir)  # paths relative to the report
@@ -250,7 +249,7 @@ def ops_section(
 
         econ = CapacityPlan.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
         data["economics"] = econ.to_dict() if isinstance(econ, PlanEconomics) else None  # the plan's JSON form
-    return Section(True, data=jsonable(data))
+    return Section(True, data=OpsSection(**jsonable(data)))
 
 
 __all__ = ["EXPORTS_DIR", "HOW_TO_GIVE_METRICS", "bottleneck_part", "exports_part", "load_metrics", "ops_section"]

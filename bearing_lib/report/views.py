@@ -30,7 +30,7 @@ from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, Target
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
-from bearing_lib.report.model import as_float
+from bearing_lib.report.model import Flag, ReportModel, as_float
 from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
 
@@ -734,7 +734,7 @@ class FlagGroup:
 
     source: str
     counts: dict[str, int]
-    flags: list[Any]
+    flags: list[Flag]
 
     @property
     def summary(self) -> str:
@@ -742,27 +742,42 @@ class FlagGroup:
                          for lvl, n in self.counts.items())
 
 
-def flags_view(flags: list[Any]) -> dict[str, Any]:
-    """Findings grouped by source and severity, and counted per code (warnings first).
+@dataclass
+class CodeCount:
+    """How often one (level, code) occurs, and where."""
 
-    Returns ``{"n", "by_level", "codes", "groups"}``: ``by_level`` the count per level
-    (most severe first), ``codes`` one row per (level, code) with its count and sources,
-    ``groups`` one :class:`FlagGroup` per source, sources with the most severe findings
-    first (then the most findings).
-    """
+    level: str
+    code: str
+    count: int = 0
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FlagsView:
+    """The data-quality section: ``by_level`` the count per level (most severe first), ``codes`` one row per
+    (level, code), ``groups`` one :class:`FlagGroup` per source (most severe first, then the most findings)."""
+
+    n: int
+    by_level: dict[str, int]
+    codes: list[CodeCount]
+    groups: list[FlagGroup]
+
+
+def flags_view(flags: list[Flag]) -> FlagsView:
+    """Findings grouped by source and severity, and counted per code (warnings first)."""
     def lvl(f: Any) -> str:
         return str(getattr(f, "level", "") or "info")
 
     by_level: dict[str, int] = {}
     for f in sorted(flags, key=lambda f: _severity(lvl(f))):
         by_level[lvl(f)] = by_level.get(lvl(f), 0) + 1
-    codes: dict[tuple[str, str], dict[str, Any]] = {}
+    codes: dict[tuple[str, str], CodeCount] = {}
     for f in flags:
-        row = codes.setdefault((lvl(f), f.code), {"level": lvl(f), "code": f.code, "count": 0, "sources": []})
-        row["count"] += 1
-        if f.source not in row["sources"]:
-            row["sources"].append(f.source)
-    code_rows = sorted(codes.values(), key=lambda r: (_severity(r["level"]), -r["count"], r["code"]))
+        row = codes.setdefault((lvl(f), f.code), CodeCount(lvl(f), f.code))
+        row.count += 1
+        if f.source not in row.sources:
+            row.sources.append(f.source)
+    code_rows = sorted(codes.values(), key=lambda r: (_severity(r.level), -r.count, r.code))
     by_source: dict[str, list[Any]] = {}
     for f in flags:
         by_source.setdefault(f.source, []).append(f)
@@ -775,7 +790,7 @@ def flags_view(flags: list[Any]) -> dict[str, Any]:
         groups.append(FlagGroup(src, counts, fl))
     groups.sort(key=lambda g: (min(_severity(x) for x in g.counts), -sum(
         n for x, n in g.counts.items() if _severity(x) <= 1), -len(g.flags), g.source))
-    return {"n": len(flags), "by_level": by_level, "codes": code_rows, "groups": groups}
+    return FlagsView(len(flags), by_level, code_rows, groups)
 
 
 # --------------------------------------------------------------------------- caveats
@@ -818,38 +833,63 @@ def leftover_caveats(data: Any, groups: list[Group]) -> list[str]:
     return out
 
 
-def section_views(model: Any) -> dict[str, Any]:
+@dataclass
+class SectionView:
+    """A section as the HTML shows it: its groups and the caveats no group shows."""
+
+    groups: list[Group]
+    caveats: list[str]
+
+
+@dataclass
+class FosView:
+    """The FOS section's curated parts: the target row and the CBU group, and leftover caveats."""
+
+    target: Row
+    cbu: Group
+    caveats: list[str]
+
+
+@dataclass
+class SectionViews:
+    """The curated views of the report (what the template reads), each None when its section is not available."""
+
+    window: str
+    production: SectionView | None = None
+    fos: FosView | None = None
+    plan: SectionView | None = None
+    scorecards: SectionView | None = None
+
+
+def section_views(model: ReportModel) -> SectionViews:
     """The curated views of the production, FOS/CBU, plan and scorecards sections."""
-    views: dict[str, Any] = {}
-    if model.production.available:
-        doc = model.profile_doc or ProfileDocument.from_dict(model.production.data, source="production profile")
+    run_time = model.provenance.run_time_utc
+    prod = model.production.data
+    views = SectionViews(window=window_line(prod.document if prod else None, run_time,
+                                            [m.to_dict() for m in prod.per_minute_series] if prod else None))
+    if prod is not None:
+        doc = prod.document
         g = production_view(doc)
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
         skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
-        views["production"] = {"groups": g, "caveats": leftover_caveats(
-            {k: v for k, v in model.production.data.items() if k not in skip}, g)}
-    if model.fos.available:
-        f = model.fos.data
-        g = [cbu_view(f["cbu"], model.production.available and is_relative(model.profile_doc or model.production.data))]
-        pdoc = model.profile_doc
-        ttarget = pdoc.targets.target if pdoc is not None and pdoc.targets is not None else None
-        tbin = ttarget.bin_s if ttarget is not None else None
-        views["fos"] = {"target": target_row(f["target"], tbin), "cbu": g[0],
-                        "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
-    views["window"] = (window_line(model.profile_doc or model.production.data,
-                                   getattr(model.provenance, "run_time_utc", None),
-                                   model.production.data.get("per_minute_series"))
-                       if model.production.available else
-                       window_line(None, getattr(model.provenance, "run_time_utc", None)))
-    if model.plan.available:
-        d = model.plan.data
-        g = [instances_view(d["instances"]), elasticity_view(d["elasticity"]), memory_view(d["memory"])]
+        views.production = SectionView(g, leftover_caveats(
+            {k: v for k, v in prod.profile_json.items() if k not in skip}, g))
+    f = model.fos.data
+    if f is not None:
+        cbu = cbu_view(f.cbu, prod is not None and prod.document.relative)
+        ttarget = prod.document.targets.target if prod is not None and prod.document.targets is not None else None
+        views.fos = FosView(target_row(f.target, ttarget.bin_s if ttarget is not None else None), cbu,
+                            leftover_caveats(jsonable({"cbu": f.cbu}), [cbu]))
+    d = model.plan.data
+    if d is not None:
+        g = [instances_view(d.instances), elasticity_view(d.elasticity), memory_view(d.memory)]
         # the caveats walk is generic (every unavailable reason, note and *_note of the section's JSON form)
-        views["plan"] = {"groups": g, "caveats": leftover_caveats(jsonable({k: d[k] for k in
-                                                                           ("instances", "elasticity", "memory")}), g)}
-    if model.scorecards.available:
-        g = [scorecard_tables(model.scorecards.data["scorecards"])]
-        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(jsonable(model.scorecards.data), g)}
+        views.plan = SectionView(g, leftover_caveats(jsonable({"instances": d.instances, "elasticity": d.elasticity,
+                                                               "memory": d.memory}), g))
+    sc = model.scorecards.data
+    if sc is not None:
+        g = [scorecard_tables(sc.scorecards)]
+        views.scorecards = SectionView(g, leftover_caveats(jsonable(dataclasses.asdict(sc)), g))
     return views
 
 
@@ -861,6 +901,12 @@ __all__ = [
     "cbu_view",
     "elapsed",
     "elasticity_view",
+    "FlagsView",
+    "FosView",
+    "SectionView",
+    "SectionViews",
+    "CodeCount",
+    "FlagGroup",
     "flags_view",
     "instances_view",
     "is_relative",

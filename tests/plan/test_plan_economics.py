@@ -240,7 +240,7 @@ def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
 
     d = _plan(price_per_hour=4.0)
     model = build_report(limits=json.loads(json.dumps(LIMITS)), plan=d, profile=_profile(), provenance=provenance())
-    rows = {r.mix: r for r in model.fos.data["per_mix"]}
+    rows = {r.mix: r for r in model.fos.data.per_mix}
     # short: 12 req/s x 1,250 tokens = 15,000 tokens/s; long: 4 x 1,250 = 5,000 (the overall means: no trace)
     assert rows["short"].tokens.value == pytest.approx(12 * 1250.0)
     assert rows["long"].tokens.value == pytest.approx(4 * 1250.0)
@@ -251,7 +251,7 @@ def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
     plain = json.loads((DATA / "profile_handmade.json").read_text())
     without = build_report(limits=json.loads(json.dumps(LIMITS)), plan=CapacityPlan.build(
         json.loads(json.dumps(LIMITS)), plain).to_dict(), profile=plain, provenance=provenance())
-    assert all(r.tokens is None for r in without.fos.data["per_mix"])  # no token means: no column value
+    assert all(r.tokens is None for r in without.fos.data.per_mix)  # no token means: no column value
 
 
 @pytest.mark.parametrize(("bound", "least"), [("upper", "at least "), ("lower", "at most "), ("none", "")])

@@ -144,7 +144,7 @@ def test_an_unavailable_plan_writes_no_exports(tmp_path):
 
     sec = ops_section(plan_doc=Unavailable("no limits: the test failed"), limits_doc=hand_made("limits"),
                       output_dir=tmp_path)
-    assert sec.data["exports"] == {"written": False, "reason": "no capacity plan: no limits: the test failed",
+    assert sec.data.exports == {"written": False, "reason": "no capacity plan: no limits: the test failed",
                                    "files": []}
     assert not (tmp_path / "exports").exists()
 
