@@ -133,11 +133,12 @@ def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, we
 
 
 def _headline(summary: Path) -> str:
-    import json
+    from bearing_lib.common.errors import SchemaError
+    from bearing_lib.report.summary import ReportSummary
 
     try:
-        return str(json.loads(summary.read_text(encoding="utf-8"))["headline"]["text"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return ReportSummary.read(summary).headline
+    except (OSError, SchemaError):  # the runner validated it; a file removed since has no headline to print
         return ""
 
 

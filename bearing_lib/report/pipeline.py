@@ -26,7 +26,8 @@ from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
-from bearing_lib.report.paths import portable, portable_path, resolve
+from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
+from bearing_lib.report.summary import ReportSummary
 
 Doc = dict[str, Any] | Unavailable
 
@@ -549,16 +550,17 @@ def document(obj: Any) -> Doc:
     return obj.to_dict()
 
 
-def read_previous(path: str | Path) -> dict[str, Any] | Unavailable | None:
-    """The previous report's ``summary.json``; ``None`` when ``path`` is empty."""
+def read_previous(path: str | Path) -> ReportSummary | Unavailable | None:
+    """The previous report's ``summary.json`` as a :class:`ReportSummary`; ``None`` when ``path`` is empty,
+    :class:`Unavailable` (the reason, naming the file and the field) when it cannot be read."""
     if not str(path):
         return None
     p = Path(path)
     if not p.is_file():
         return Unavailable(f"the previous summary {p} does not exist")
     try:
-        return read_json(p, "previous summary.json")
-    except BearingError as exc:
+        return ReportSummary.read(p)
+    except (BearingError, OSError) as exc:
         return Unavailable(str(exc))
 
 
@@ -602,9 +604,10 @@ def report(
         if rec.get("path"):
             rec["path"], rec["relative_to"] = portable_path(rec["path"], output_dir)
         recs.append(rec)
-    # without a report folder there is nowhere to write the exports: the section says so
-    ops = ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir or ".", metrics=metrics,
-                      metrics_path=metrics_path, run=run or None, write_exports=write_exports and bool(str(output_dir)))
+    # without a report folder there is nowhere to write the exports: the section is then not built
+    ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
+                       metrics_path=metrics_path, run=run or None, write_exports=write_exports)
+           if str(output_dir) else None)
     return build_report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,
@@ -664,9 +667,9 @@ def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
 
 
 __all__ = [
-    "load_metrics",
     "INPUT_PARAMETERS",
     "MAX_TEXT_INPUT_BYTES",
+    "PROJECT_ROOT",
     "check_input_size",
     "check_inputs",
     "curve",
@@ -678,6 +681,7 @@ __all__ = [
     "limits_chart",
     "limits_document",
     "limits_table",
+    "load_metrics",
     "load",
     "mix_shares",
     "mix_spec",

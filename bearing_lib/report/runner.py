@@ -62,7 +62,9 @@ from bearing_lib.common.errors import (
     ReportLocked,
     ReportsFolderError,
     RunFailed,
+    SchemaError,
 )
+from bearing_lib.report.summary import ReportSummary
 
 EXIT_OK = 0  # report written; verdict green or yellow (or `bearing report`: any verdict)
 EXIT_ERROR = BearingError.exit_code  # 1: bad input or parameter, found before or inside a notebook
@@ -263,8 +265,10 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
             continue
         s = d / "summary.json"
         try:
-            t = str(json.loads(s.read_text(encoding="utf-8"))["provenance"]["run_time_utc"])
-        except (OSError, ValueError, KeyError, TypeError):
+            t = ReportSummary.read(s).run_time_utc
+        except (OSError, SchemaError):  # no summary, or one this bearing cannot compare with: not a candidate
+            continue
+        if t is None:
             continue
         if best is None or t > best[0]:
             best = (t, s)
@@ -639,11 +643,11 @@ def _run_locked(steps: list[Step], root: Path, name: str, *, progress: bool | No
             raise RunFailed(f"{steps[-1].notebook.name} ran but wrote no report.html/summary.json into output_dir",
                             notebook=steps[-1].notebook.name, cell_index=None, executed_copy=executed[-1])
         try:
-            doc = json.loads(summary.read_text(encoding="utf-8"))
-            verdict = str((doc.get("verdict") if isinstance(doc, dict) else None) or "unknown")
-        except ValueError as exc:
-            raise RunFailed(f"{steps[-1].notebook.name} wrote a summary.json that is not JSON ({exc})",
-                            notebook=steps[-1].notebook.name, cell_index=None, executed_copy=executed[-1]) from None
+            verdict = ReportSummary.read(summary).verdict
+        except SchemaError as exc:
+            raise RunFailed(f"{steps[-1].notebook.name} wrote a summary.json that is not a bearing report summary "
+                            f"({exc})", notebook=steps[-1].notebook.name, cell_index=None,
+                            executed_copy=executed[-1]) from None
         _pause("executed")
     except RunFailed as exc:
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")

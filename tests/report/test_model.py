@@ -291,3 +291,40 @@ def test_loader_findings_read_in_a_readers_words():
     raw = "start_s is null (time_origin 'none'); offered_load is inf, rate 'inf'; bare Infinity; NaN; nulls; a.null"
     assert _readable(raw) == ("start_s is empty (time_origin 'none'); offered_load is unbounded, rate 'unbounded'; "
                               "bare unbounded; not a number; nulls; a.null")
+
+
+def test_report_summary_reads_back_what_the_model_writes(docs, full_model):
+    """summary.json has one typed reader: what "what changed", the index, the runner and the CLI use."""
+    from bearing_lib.report.summary import ReportSummary
+
+    back = ReportSummary.from_dict(json.loads(json.dumps(full_model.to_dict())))
+    assert (back.name, back.verdict) == ("2026-W48", "yellow")
+    assert back.headline == full_model.headline.text and back.run_time_utc == full_model.provenance.run_time_utc
+    # the compact limits are the limits document's own numbers, per mix
+    want = {m["mix"]["name"]: m["q_ult"]["value"] for m in docs["limits"]["mixes"]}
+    assert {x.name: x.q_ult.value for x in back.limits} == want
+    assert back.blended_fos.value == docs["plan"]["fos"]["blended"]["value"]
+    assert back.identity["tier"] == "standard"
+    assert back.to_dict()["limits"] == full_model.to_dict()["limits"]
+
+
+def test_report_summary_names_every_bad_field_and_the_file(tmp_path):
+    from bearing_lib.common.errors import SchemaError
+    from bearing_lib.report.summary import ReportSummary
+    from tests.factories import summary_doc
+
+    doc = summary_doc("w", limits={"a": 2.0})
+    doc["verdict"] = "purple"
+    del doc["identity"]["tier"]
+    doc["limits"]["mixes"][0]["q_ult"] = 3
+    p = tmp_path / "summary.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError) as e:
+        ReportSummary.read(p)
+    msg = str(e.value)
+    assert str(p) in msg and "3 problem(s)" in msg
+    assert "verdict: expected one of green, yellow, red, unknown (found 'purple')" in msg
+    assert "identity: missing key(s) tier" in msg
+    assert "limits.mixes[0].q_ult: expected a value with its CI" in msg
+    with pytest.raises(SchemaError, match="field 'schema' is 'bearing.report.summary/1'"):
+        ReportSummary.from_dict({**summary_doc(), "schema": "bearing.report.summary/1"})
