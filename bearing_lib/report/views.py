@@ -242,17 +242,8 @@ def _off(x: Any) -> str | None:
     return None
 
 
-def production_view(p: ProfileDocument) -> list[Group]:
-    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
-
-    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
-    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
-    no UTC minutes, no dates, no hour-of-day or weekday slots.
-    """
-    groups: list[Group] = []
-    rel = p.relative
-
-    # target load ---------------------------------------------------------------
+def target_group(p: ProfileDocument) -> Group:
+    """Target load: the target, the observed peak, near- and mid-term forecasts."""
     t = p.targets
     g = Group("Target load")
     tg = t.target if t is not None else None
@@ -284,9 +275,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.rows.append(Row(label, rps_and_min(x.rps), note or (x.statement or "")))
     if t is not None:
         g.notes += _notes(t.notes)
-    groups.append(g)
+    return g
 
-    # per-minute ------------------------------------------------------------------
+
+def per_minute_group(p: ProfileDocument) -> Group:
+    """Per-minute rates and tokens per minute."""
+    rel = p.relative
     pm = p.per_minute
     g = Group("Per-minute rate (complete minutes from the trace start)" if rel
               else "Per-minute rate (complete UTC minutes)")
@@ -309,9 +303,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
                 g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
             elif x is not None:
                 g.rows.append(Row(label, f"peak {num(x.max)} · P99 {num(x.p99)} · mean {num(x.mean)}", x.unit or ""))
-    groups.append(g)
+    return g
 
-    # per-second ------------------------------------------------------------------
+
+def per_second_group(p: ProfileDocument) -> Group:
+    """Per-second rates (bursts inside a minute)."""
     ps = p.per_second
     g = Group("Per-second rate (bursts inside a minute)")
     if _off(ps):
@@ -326,24 +322,30 @@ def production_view(p: ProfileDocument) -> list[Group]:
         if ps.n_bins is not None:
             g.rows.append(Row("Seconds counted", num(ps.n_bins),
                               f"{num(ps.n_empty)} with no request (counted as zero)" if ps.n_empty is not None else ""))
-    groups.append(g)
+    return g
 
-    # per-window (sources with coarse windows only) -------------------------------
+
+def per_window_group(p: ProfileDocument) -> Group | None:
+    """Per-window rates (sources with coarse windows only); None without them."""
     pw = p.per_window
-    if pw is not None:
-        g = Group("Per-window rate")
-        if _off(pw):
-            g.unavailable.append(f"per-window rates not available: {_off(pw)}")
-        else:
-            for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
-                             (pw.mean, "Mean")):
-                if v is not None:
-                    g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
-            if pw.bin_s is not None:
-                g.rows.append(Row("Window length", duration(pw.bin_s)))
-        groups.append(g)
+    if pw is None:
+        return None
+    g = Group("Per-window rate")
+    if _off(pw):
+        g.unavailable.append(f"per-window rates not available: {_off(pw)}")
+    else:
+        for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
+                         (pw.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
+        if pw.bin_s is not None:
+            g.rows.append(Row("Window length", duration(pw.bin_s)))
+    return g
 
-    # daily / weekly and decomposition ----------------------------------------------
+
+def seasonality_group(p: ProfileDocument) -> Group:
+    """Daily / weekly profile and the seasonal decomposition."""
+    rel = p.relative
     g = Group("Daily / weekly profile and seasonality")
     sl = p.slots
     if rel and sl is not None:
@@ -383,9 +385,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
                               f"range {num(tr.min_rps)}–{num(tr.max_rps)}; residual std "
                               f"{num(dec.resid_std_rps)} req/s; {dec.method or ''}"))
         g.notes += _notes(dec.notes)
-    groups.append(g)
+    return g
 
-    # bursts --------------------------------------------------------------------
+
+def bursts_group(p: ProfileDocument) -> Group:
+    """Burst episodes."""
+    rel = p.relative
     b = p.bursts
     g = Group("Bursts")
     if _off(b):
@@ -410,9 +415,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
                                   [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],
                                   collapsed=len(b.episodes) > 12))
-    groups.append(g)
+    return g
 
-    # dispersion, mix shares -----------------------------------------------------
+
+def mix_group(p: ProfileDocument) -> Group:
+    """Burstiness (dispersion) and the request mix."""
+    rel = p.relative
     dsp = p.dispersion
     g = Group("Burstiness and request mix")
     if _off(dsp):
@@ -437,9 +445,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
                               [[moment(r.hour_start_s, rel), str(r.mix), pct(r.share), num(r.n_requests)]
                                for r in mh.rows], collapsed=True))
         g.notes += _notes(mh.notes)
-    groups.append(g)
+    return g
 
-    # sequence lengths ------------------------------------------------------------
+
+def seq_len_group(p: ProfileDocument) -> Group:
+    """Sequence lengths (input + output tokens per request)."""
     sq = p.seq_len
     g = Group("Sequence length (input + output tokens per request)")
     if _off(sq):
@@ -453,9 +463,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.notes.append(f"{num(sq.n_without_counts)} requests carry no token counts and are left out")
         if sq.definition:
             g.notes.append(sq.definition)
-    groups.append(g)
+    return g
 
-    # resolution, SLO budget --------------------------------------------------------
+
+def budget_group(p: ProfileDocument) -> Group:
+    """Timestamp resolution and the SLO error budget."""
     g = Group("Timestamps and error budget")
     res = p.resolution
     if _off(res):
@@ -483,8 +495,34 @@ def production_view(p: ProfileDocument) -> list[Group]:
                                    [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
                                    for w in slo.fastest]))
         g.notes += _notes(slo.notes)
-    groups.append(g)
-    return [x for x in groups if not x.empty]
+    return g
+
+
+PRODUCTION_GROUPS = (
+    target_group,
+    per_minute_group,
+    per_second_group,
+    per_window_group,
+    seasonality_group,
+    bursts_group,
+    mix_group,
+    seq_len_group,
+    budget_group,
+)
+"""The production section's groups, in page order."""
+
+
+def production_view(p: ProfileDocument) -> list[Group]:
+    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
+
+    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
+    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
+    no UTC minutes, no dates, no hour-of-day or weekday slots. One view per group
+    (:data:`PRODUCTION_GROUPS`); empty groups are left out.
+    """
+    groups = [view(p) for view in PRODUCTION_GROUPS]
+    return [g for g in groups if g is not None and not g.empty]
+
 
 
 def _phase(h: float | None) -> str:
@@ -894,28 +932,38 @@ def section_views(model: ReportModel) -> SectionViews:
 
 
 __all__ = [
+    "CodeCount",
+    "FlagGroup",
+    "FlagsView",
+    "FosView",
     "Group",
+    "PRODUCTION_GROUPS",
     "Row",
+    "SectionView",
+    "SectionViews",
     "Table",
+    "budget_group",
+    "bursts_group",
     "cbu_minute",
     "cbu_view",
     "elapsed",
     "elasticity_view",
-    "FlagsView",
-    "FosView",
-    "SectionView",
-    "SectionViews",
-    "CodeCount",
-    "FlagGroup",
     "flags_view",
     "instances_view",
     "is_relative",
     "leftover_caveats",
     "memory_view",
+    "mix_group",
     "num",
+    "per_minute_group",
+    "per_second_group",
+    "per_window_group",
     "production_view",
     "scorecard_tables",
+    "seasonality_group",
     "section_views",
+    "seq_len_group",
+    "target_group",
     "target_row",
     "window_line",
 ]
