@@ -28,10 +28,10 @@ from typing import Any
 
 import typer
 
+from bearing_lib.app import runner
 from bearing_lib.cli._common import print_error
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.yamlfile import read_yaml
-from bearing_lib.report import runner
 
 DEMO_LOADTEST = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
 DEMO_PRODUCTION = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"

@@ -35,6 +35,7 @@ from bearing_lib.plan.fos import CbuResult, Target, TierBands
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
+from bearing_lib.report.templating import summary_block_html
 from bearing_lib.traffic.document import ProfileDocument
 
 VERDICTS = ("green", "yellow", "red")
@@ -385,9 +386,7 @@ class ReportModel:
         return jsonable(d)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        from bearing_lib.report.render import render_summary_html
-
-        return render_summary_html(self)
+        return summary_block_html(self)
 
 
 # --------------------------------------------------------------------------- helpers

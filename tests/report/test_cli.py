@@ -13,9 +13,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from bearing_lib.app import runner
+from bearing_lib.app.index import collect, write_index
 from bearing_lib.cli.main import app
-from bearing_lib.report import runner
-from bearing_lib.report.index import collect, write_index
 from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE, hand_made
 

@@ -35,11 +35,11 @@ from typer.testing import CliRunner
 
 import bearing_lib.cli
 import bearing_lib.report
+from bearing_lib.app import pipeline, runner
+from bearing_lib.app.index import collect
 from bearing_lib.cli.main import app
 from bearing_lib.common import errors
 from bearing_lib.common.errors import BearingError, InputError, ParameterError
-from bearing_lib.report import pipeline, runner
-from bearing_lib.report.index import collect
 from tests.report.conftest import HAND_MADE, hand_made
 
 ROOT = Path(__file__).resolve().parents[2]

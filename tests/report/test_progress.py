@@ -9,7 +9,7 @@ import sys
 
 import papermill
 
-from bearing_lib.report import runner
+from bearing_lib.app import runner
 from tests.report.conftest import HAND_MADE
 
 NB = HAND_MADE / "notebooks" / "weekly_report.ipynb"

@@ -265,7 +265,7 @@ def test_defang_by_hand(text, expected):
 
 
 def test_index_page_escapes_headlines_verdicts_and_folder_names(tmp_path):
-    from bearing_lib.report.index import write_index
+    from bearing_lib.app.index import write_index
 
     hostile = _evil("headline")
     (tmp_path / "2026-W10").mkdir()

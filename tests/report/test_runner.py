@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from bearing_lib.app import runner
 from bearing_lib.common.errors import ParameterError
-from bearing_lib.report import runner
 from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE
 

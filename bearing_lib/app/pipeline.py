@@ -19,15 +19,18 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from bearing_lib.app.weeks import iso_week, week_bounds
 from bearing_lib.common.errors import BadValueError, BearingError, InputError, ParameterError
 from bearing_lib.common.files import read_json, write_json
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
+from bearing_lib.report.charts import report_charts
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
 from bearing_lib.report.summary import ReportSummary
+from bearing_lib.report.views import elapsed
 
 Doc = dict[str, Any] | Unavailable
 
@@ -197,8 +200,6 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
         get_tier(parameters["tier"])
     if isinstance(parameters.get("week"), str) and parameters["week"]:
-        from bearing_lib.report.runner import iso_week
-
         iso_week(parameters["week"])
     week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
     if week and not span and trace and "{output_dir}" not in trace:
@@ -251,8 +252,6 @@ def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str
                              "(bearing weekly --window 0h..1h), or leave week/start/end empty")
     else:
         if week:
-            from bearing_lib.report.runner import week_bounds
-
             lo, hi = week_bounds(week)
         else:
             lo = _parse_time(start, "start") if start else _dt.datetime.min.replace(tzinfo=_dt.UTC)
@@ -315,8 +314,6 @@ def parse_elapsed(text: str, what: str = "window") -> float:
 
 def elapsed_text(seconds: float) -> str:
     """``+1 h 30 min``-style text of a time on a relative clock (``+0 s`` at the origin)."""
-    from bearing_lib.report.views import elapsed
-
     return elapsed(seconds)
 
 
@@ -657,8 +654,6 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
 
 def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
     """The report's charts stacked for display in a notebook (svg renderer survives export)."""
-    from bearing_lib.report.charts import report_charts
-
     # Sub-charts of a concatenation may not carry their own top-level config.
     specs = [{k: v for k, v in c.spec.items() if k != "config"} for c in report_charts(model)]
     if not specs:

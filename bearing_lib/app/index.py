@@ -22,8 +22,8 @@ from typing import Any
 
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.files import write_text_atomic
-from bearing_lib.report.render import environment
 from bearing_lib.report.summary import ReportSummary
+from bearing_lib.report.templating import environment
 
 _FAILED = re.compile(r"^(?P<name>.+)\.failed-(?P<stamp>\d{8}T\d{6}Z)(?:-[0-9a-f]+)?$")
 
