@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import altair as alt
@@ -84,7 +84,7 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
     base = alt.Chart(alt.Data(values=shown))
     layers: list[alt.Chart] = []
     if curve.phase_bands:
-        bands = alt.Chart(alt.Data(values=curve.phase_bands)).mark_rect(opacity=0.13).encode(
+        bands = alt.Chart(alt.Data(values=[asdict(b) for b in curve.phase_bands])).mark_rect(opacity=0.13).encode(
             x=alt.X("lo:Q", title=x_title), x2="hi:Q",
             color=alt.Color("phase:N", title="phase",
                             scale=alt.Scale(domain=list(PHASE_COLORS), range=list(PHASE_COLORS.values()))),

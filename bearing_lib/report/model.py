@@ -58,6 +58,17 @@ class Headline:
 
 
 @dataclass
+class SourceFile:
+    """One load-test file the limits were fitted on, with its hash and the tool that wrote it."""
+
+    path: str
+    sha256: str | None
+    format: str | None
+    tool: str | None
+    tool_version: str | None
+
+
+@dataclass
 class Conditions:
     """What every limit is conditional on (a limit without them is not comparable)."""
 
@@ -67,7 +78,7 @@ class Conditions:
     window: str | None
     offered_load_unit: str | None
     sla: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[SourceFile]
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -141,6 +152,15 @@ class CurvePoint:
 
 
 @dataclass
+class PhaseBand:
+    """A contiguous run of one phase (elastic / plastic / failure) as a [lo, hi) band of offered load."""
+
+    phase: str
+    lo: float
+    hi: float
+
+
+@dataclass
 class LoadCurve:
     """One mix's SLA metric against offered load, with phase bands, SLA line and knee."""
 
@@ -154,7 +174,7 @@ class LoadCurve:
     knee: float | None
     q_ult: float | None
     points: list[CurvePoint]
-    phase_bands: list[dict[str, Any]]
+    phase_bands: list[PhaseBand]
 
 
 D = TypeVar("D")
@@ -471,8 +491,7 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
     cond = limits.conditions
-    sources = [{"path": x.path, "sha256": x.sha256, "format": x.format, "tool": x.tool,
-                "tool_version": x.tool_version} for x in cond.sources]
+    sources = [SourceFile(x.path, x.sha256, x.format, x.tool, x.tool_version) for x in cond.sources]
     tools = sorted({f"{x.tool}{' ' + str(x.tool_version) if x.tool_version else ''}" for x in cond.sources if x.tool})
     extra: dict[str, Any] = {**cond.extra, "load-test mixes": cond.mixes}
     if cond.instances is not None:
@@ -662,17 +681,17 @@ def _binding_clause(binding: Any, clauses: list[SlaClauseDoc]) -> SlaClauseDoc |
     return clauses[0]
 
 
-def _phase_bands(points: list[CurvePoint]) -> list[dict[str, Any]]:
+def _phase_bands(points: list[CurvePoint]) -> list[PhaseBand]:
     """Contiguous runs of one phase as [lo, hi) load bands, split at step midpoints."""
-    bands: list[dict[str, Any]] = []
+    bands: list[PhaseBand] = []
     pts = [p for p in points if p.phase]
     for i, p in enumerate(pts):
         lo = pts[0].offered_load if i == 0 else (pts[i - 1].offered_load + p.offered_load) / 2
         hi = pts[-1].offered_load if i == len(pts) - 1 else (p.offered_load + pts[i + 1].offered_load) / 2
-        if bands and bands[-1]["phase"] == p.phase:
-            bands[-1]["hi"] = hi
+        if bands and bands[-1].phase == p.phase:
+            bands[-1].hi = hi
         else:
-            bands.append({"phase": p.phase, "lo": lo, "hi": hi})
+            bands.append(PhaseBand(str(p.phase), lo, hi))
     return bands
 
 
@@ -1137,6 +1156,8 @@ __all__ = [
     "FosSection",
     "LimitsSection",
     "MinuteCount",
+    "PhaseBand",
+    "SourceFile",
     "OpsSection",
     "PlanSection",
     "ProductionSection",

@@ -61,12 +61,12 @@ def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_mo
     # Bands: phases in step order, split halfway between neighbouring steps.
     phases = [s["phase"] for s in src["steps"]]
     runs = [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]
-    assert [b["phase"] for b in curve.phase_bands] == runs
+    assert [b.phase for b in curve.phase_bands] == runs
     loads = [s["offered_load"] for s in src["steps"]]
     first_change = next(i for i in range(1, len(phases)) if phases[i] != phases[i - 1])
-    assert curve.phase_bands[0]["lo"] == loads[0]
-    assert curve.phase_bands[0]["hi"] == pytest.approx((loads[first_change - 1] + loads[first_change]) / 2)
-    assert curve.phase_bands[-1]["hi"] == loads[-1]
+    assert curve.phase_bands[0].lo == loads[0]
+    assert curve.phase_bands[0].hi == pytest.approx((loads[first_change - 1] + loads[first_change]) / 2)
+    assert curve.phase_bands[-1].hi == loads[-1]
 
 
 def test_what_changed_reports_drift_with_ci_overlap(full_model):

@@ -15,6 +15,7 @@ from markupsafe import escape
 from bearing_lib.report.charts import MAX_POINTS, downsample_max, load_curve_chart
 from bearing_lib.report.model import CurvePoint, LoadCurve, build_report, make_provenance
 from bearing_lib.report.render import render_html, vega_bundle, write_report
+from tests.factories import summary_doc
 from tests.report.conftest import provenance
 
 PAYLOAD = "</script><img src=x onerror=alert(1)>"
@@ -270,8 +271,10 @@ def test_index_page_escapes_headlines_verdicts_and_folder_names(tmp_path):
     hostile = _evil("headline")
     (tmp_path / "2026-W10").mkdir()
     (tmp_path / "2026-W10" / "summary.json").write_text(json.dumps(
-        {"verdict": '"><script>alert(1)</script>', "headline": {"text": hostile},
-         "provenance": {"run_time_utc": _evil("run-time")}}), encoding="utf-8")
+        summary_doc("2026-W10", headline=hostile, run_time_utc=_evil("run-time"))), encoding="utf-8")
+    (tmp_path / "2026-W09").mkdir()  # a verdict outside green/yellow/red/unknown is refused, the value shown escaped
+    (tmp_path / "2026-W09" / "summary.json").write_text(json.dumps(
+        {**summary_doc("2026-W09"), "verdict": '"><script>alert(1)</script>'}), encoding="utf-8")
     (tmp_path / "2026-W11").mkdir()  # unreadable summary: the error message is shown, escaped
     (tmp_path / "2026-W11" / "summary.json").write_text("{not json <script>", encoding="utf-8")
     failed = tmp_path / "2026-W12.failed-20260101T000000Z"
