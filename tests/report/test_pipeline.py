@@ -139,5 +139,5 @@ def test_report_records_portable_paths_and_keeps_the_sha256(tmp_path):
     assert ins["limits"]["sha256"] == sha256_of(lim_path)
     assert ins["production trace"]["path"] == AZURE
     assert model.provenance.parameters["limits_json"] == "limits.json"
-    assert model.conditions.data.sources[0]["path"] == AZURE
+    assert model.conditions.data.sources[0].path == AZURE
     assert ".tmp-w-abcd" not in json.dumps(model.to_dict())
