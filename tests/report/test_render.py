@@ -13,7 +13,7 @@ import pytest
 from markupsafe import escape
 
 from bearing_lib.report.charts import MAX_POINTS, downsample_max, load_curve_chart
-from bearing_lib.report.model import CurvePoint, LoadCurve, build_report, make_provenance
+from bearing_lib.report.model import CurvePoint, LoadCurve, PhaseBand, build_report, make_provenance
 from bearing_lib.report.render import render_html, vega_bundle, write_report
 from tests.factories import summary_doc
 from tests.report.conftest import provenance
@@ -134,7 +134,7 @@ def test_downsample_keeps_bucket_maxima():
 def test_long_curve_is_downsampled_and_says_so():
     pts = [CurvePoint(float(i), float(i % 97), None, None, "elastic", True, []) for i in range(12_000)]
     curve = LoadCurve("m", None, "ttft_ms_p99", "P99 TTFT (ms)", "ms", "rps", 1000.0, None, None, pts,
-                      [{"phase": "elastic", "lo": 0.0, "hi": 11_999.0}])
+                      [PhaseBand("elastic", 0.0, 11_999.0)])
     c = load_curve_chart(curve, 0)
     assert c.n_points == 12_000 and c.n_shown == MAX_POINTS
     assert "downsampled to ≤ 5,000 per layer" in c.spec["title"]["subtitle"]
