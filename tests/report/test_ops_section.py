@@ -339,3 +339,27 @@ def test_the_section_names_each_kubecon_configurations_bottleneck_from_its_raw_r
     assert [f["rule"] for f in row["rules"]] == expected
     names = {"KV-1": "KV cache", "KV-2": "KV cache", "CMP-2": "engine queue"}
     assert row["resource"] == (names[expected[0]] if expected else None)
+
+
+def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
+    """The one orchestration `bearing bottleneck` and the ops section share: the only run of the metrics, else
+    the asked run; several runs and none asked (or an unknown one) is an error naming them."""
+    import polars as pl
+
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.ops.bottleneck import bottleneck_at_limit
+
+    def rows(run: str, kv_at_2: float) -> list[dict]:
+        return [{"run_id": run, "step": s, "signal": "kv_cache_usage", "mean": v, "high": v, "first": v, "last": v,
+                 "increase": None, "trend_per_s": None} for s, v in ((1, 0.5), (2, kv_at_2))]
+
+    two = pl.DataFrame(rows("a", 0.97) + rows("b", 0.40))
+    assert bottleneck_at_limit(two, limit_step=2, run_id="a").resource == "KV cache"  # 0.97 >= 0.95: rule KV-1
+    b = bottleneck_at_limit(two, limit_step=2, run_id="b")
+    assert b.resource is None and b.run_id == "b"  # 0.40: no rule fires
+    with pytest.raises(ParameterError, match=r"the metrics hold 2 runs \(a, b\) and none is run 'c'"):
+        bottleneck_at_limit(two, limit_step=2, run_id="c")
+    with pytest.raises(ParameterError, match="none is named"):
+        bottleneck_at_limit(two, limit_step=2)
+    one = pl.DataFrame(rows("a", 0.97))
+    assert bottleneck_at_limit(one, limit_step=2, run_id="other").run_id == "a"  # the only run is the run
