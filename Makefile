@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.bearing-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help report test lint bench lab clean
+.PHONY: help report test check lint bench lab clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-8s %s\n", $$1, $$2}'
@@ -23,6 +23,10 @@ report: $(STAMP) ## Build the capacity report from the bundled real data (prints
 test: $(STAMP) ## Lint, then run the whole test suite (notebooks included)
 	$(BIN)/ruff check bearing_lib tests bench
 	$(BIN)/python -m pytest
+
+check: $(STAMP) ## Fast lane: ruff, then every test not marked slow (tests/slow_tests.txt); minutes, not the full suite
+	$(BIN)/ruff check bearing_lib tests bench
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: $(STAMP) ## ruff only
 	$(BIN)/ruff check bearing_lib tests bench

@@ -47,3 +47,30 @@ def shared_data(request: pytest.FixtureRequest) -> Callable[[str], Path]:
         return p
 
     return _get
+
+
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+
+
+def _slow_ids() -> set[str]:
+    lines = SLOW_TESTS.read_text(encoding="utf-8").splitlines()
+    return {x.strip() for x in lines if x.strip() and not x.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m/-k deselect anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests listed in ``tests/slow_tests.txt`` as ``slow`` (the fast lane, ``make check``, runs
+    ``-m "not slow"``); a listed test missing from a collected file is an error naming it."""
+    slow = _slow_ids()
+    seen: set[str] = set()
+    files: set[str] = set()
+    for item in items:
+        base = item.nodeid.split("[", 1)[0]
+        files.add(base.split("::", 1)[0])
+        if base in slow:
+            item.add_marker(pytest.mark.slow)
+            seen.add(base)
+    whole_files = not any("::" in str(a) for a in config.args)  # a test picked by node id leaves its file's others out
+    gone = sorted(x for x in slow - seen if x.split("::", 1)[0] in files) if whole_files else []
+    if gone:
+        raise pytest.UsageError(f"{SLOW_TESTS.name} lists tests that do not exist (renamed?): {', '.join(gone)}")

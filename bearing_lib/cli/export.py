@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
 
             from bearing_lib.common.errors import ParameterError
             from bearing_lib.loaders import load, load_trace
-            from bearing_lib.ops.bottleneck import first_failing_step, name_bottleneck
+            from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
             from bearing_lib.ops.metrics import align_to_steps, step_signals, step_windows
 
             ds = load(metrics, format=fmt)
@@ -117,21 +117,17 @@ def register(app: typer.Typer) -> None:
                 raise ParameterError(f"{metrics} holds {ds.kind} ({ds.provenance.format}), not server metrics")
             if trace is not None:
                 ds = align_to_steps(ds, step_windows(load_trace(trace), offset_s=offset_s))
-            if step is None and limits is not None:
+            if step is None:
                 from bearing_lib.common.files import read_json
 
-                step = first_failing_step(read_json(limits, "limits JSON"), run_id=run, mix=mix)
-                typer.echo(f"limit step {step}: the first failing step in {limits}")
-            elif step is None and ds.provenance.format == "inference-perf-prometheus" and metrics.is_dir():
-                from bearing_lib.ops.bottleneck import first_saturated_step
-
-                stages = load(metrics, format="inference-perf-stages")
-                step = first_saturated_step(stages.frame)
-                typer.echo(f"limit step {step}: the first stage whose achieved rate fell short of the requested rate "
-                           "by more than 10% (give --step or --limits to choose)")
+                found = find_limit_step(read_json(limits, "limits JSON") if limits is not None else None, run_id=run,
+                                        mix=mix, metrics_path=metrics, metrics_format=str(ds.provenance.format))
+                step = found.step
+                if found.basis is not None:
+                    typer.echo(f"limit step {step}: {found.basis}" + ("" if limits is not None else
+                                                                      " (give --step or --limits to choose)"))
             table = step_signals(ds)
-            runs = [r for r in table["run_id"].unique().to_list() if r is not None]
-            verdict = name_bottleneck(table, limit_step=step, run_id=runs[0] if len(runs) == 1 else None)
+            verdict = bottleneck_at_limit(table, limit_step=step, run_id=run)
             for f in ds.provenance.findings:
                 if f.level == "warning":
                     typer.echo(f"finding: {f.code}: {f.message}")

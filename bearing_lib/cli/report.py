@@ -28,10 +28,10 @@ from typing import Any
 
 import typer
 
+from bearing_lib.app import runner
 from bearing_lib.cli._common import print_error
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.yamlfile import read_yaml
-from bearing_lib.report import runner
 
 DEMO_LOADTEST = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
 DEMO_PRODUCTION = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
@@ -133,11 +133,12 @@ def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, we
 
 
 def _headline(summary: Path) -> str:
-    import json
+    from bearing_lib.common.errors import SchemaError
+    from bearing_lib.report.summary import ReportSummary
 
     try:
-        return str(json.loads(summary.read_text(encoding="utf-8"))["headline"]["text"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return ReportSummary.read(summary).headline
+    except (OSError, SchemaError):  # the runner validated it; a file removed since has no headline to print
         return ""
 
 

@@ -31,6 +31,7 @@ above 95 %); GPU busy at 90 % and idle below 50 % are bearing's, and named in th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -187,3 +188,53 @@ def first_saturated_step(loadpoints: pl.DataFrame, *, tolerance: float = 0.10) -
         if got is not None and got < r["offered_load"] * (1 - tolerance):
             return int(r["step"])
     return None
+
+
+SATURATED_BASIS = ("the first stage whose achieved rate fell more than 10% short of the requested rate (no failing "
+                   "step for this mix in the limits JSON)")
+FAILING_BASIS = "the mix's first failing step in the limits JSON"
+
+
+@dataclass
+class LimitStep:
+    """The limit step of one mix and how it was found (``basis``: None when there is none)."""
+
+    step: int | None
+    basis: str | None
+
+
+def find_limit_step(limits: LimitsResult | dict[str, Any] | None, *, run_id: str | None = None,
+                    mix: str | None = None, metrics_path: str | Path = "", metrics_format: str = "") -> LimitStep:
+    """The limit step: the mix's first failing step in the limits (:func:`first_failing_step`); else, for a
+    folder of inference-perf Prometheus reports, the first saturated stage (:func:`first_saturated_step` on
+    its ``inference-perf-stages``); else none."""
+    step = first_failing_step(limits, run_id=run_id, mix=mix) if limits is not None else None
+    if step is not None:
+        return LimitStep(step, FAILING_BASIS)
+    if metrics_format == "inference-perf-prometheus" and str(metrics_path) and Path(metrics_path).is_dir():
+        from bearing_lib.common.errors import BearingError
+        from bearing_lib.loaders import load
+
+        try:
+            saturated = first_saturated_step(load(metrics_path, format="inference-perf-stages").frame)
+        except BearingError:
+            saturated = None
+        if saturated is not None:
+            return LimitStep(saturated, SATURATED_BASIS)
+    return LimitStep(None, None)
+
+
+def bottleneck_at_limit(table: pl.DataFrame, *, limit_step: int | None, run_id: str | None = None) -> Bottleneck:
+    """The bottleneck at ``limit_step`` of the per-step signals ``table`` (:func:`~bearing_lib.ops.metrics.
+    step_signals`): the one run the metrics hold, else the run ``run_id``; raises :class:`ParameterError`
+    naming the runs when the metrics hold several and none is ``run_id``. Used by ``bearing bottleneck``
+    and the report's ops section alike."""
+    runs = sorted({r for r in table["run_id"].unique().to_list() if r is not None}) if table.height else []
+    if len(runs) == 1:
+        run = runs[0]
+    elif run_id in runs or not runs:
+        run = run_id if runs else None
+    else:
+        raise ParameterError(f"the metrics hold {len(runs)} runs ({', '.join(runs)}) and none is "
+                             + (f"run {run_id!r}" if run_id else "named (give the run)"))
+    return name_bottleneck(table, limit_step=limit_step, run_id=run)

@@ -1,6 +1,7 @@
-"""The capacity report: a typed model (``model``), charts (``charts``), one offline HTML
-file plus its ``summary.json`` twin (``render``), the notebook runner (``runner``) and the
-reports index (``index``).
+"""The capacity report: a typed model with one dataclass per section (``model``), its
+``summary.json`` reader (``summary``), curated views (``views``), charts (``charts``) and one
+offline HTML file plus its ``summary.json`` twin (``render``). Running the notebooks, the
+runner and the reports index are the application's (:mod:`bearing_lib.app`), above this wing.
 
 Names are imported on first use (PEP 562), so ``bearing report --help`` does not pay for
 altair and vl-convert, which only rendering needs.

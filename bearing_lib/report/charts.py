@@ -11,15 +11,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import altair as alt
 
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.files import jsonable
+from bearing_lib.plan.fos import CbuResult
 from bearing_lib.report.defang import defang_tree
-from bearing_lib.report.model import LoadCurve, ReportModel
-from bearing_lib.report.views import is_relative
+from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
 
 MAX_POINTS = 5000
 PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828", "unknown": "#9e9e9e"}
@@ -83,7 +84,7 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
     base = alt.Chart(alt.Data(values=shown))
     layers: list[alt.Chart] = []
     if curve.phase_bands:
-        bands = alt.Chart(alt.Data(values=curve.phase_bands)).mark_rect(opacity=0.13).encode(
+        bands = alt.Chart(alt.Data(values=[asdict(b) for b in curve.phase_bands])).mark_rect(opacity=0.13).encode(
             x=alt.X("lo:Q", title=x_title), x2="hi:Q",
             color=alt.Color("phase:N", title="phase",
                             scale=alt.Scale(domain=list(PHASE_COLORS), range=list(PHASE_COLORS.values()))),
@@ -308,45 +309,40 @@ def fos_chart(per_mix: list[Any], blended: Estimate | None) -> ChartSpec | None:
 def report_charts(model: ReportModel) -> list[ChartSpec]:
     """Every chart of the report, in page order."""
     out: list[ChartSpec] = []
-    if model.production.available and model.production.data.get("per_minute_series"):
+    prod, fos = model.production.data, model.fos.data
+    relative = prod is not None and prod.document.relative
+    if prod is not None and prod.per_minute_series:
         lines = []
-        if model.fos.available:
-            t = model.fos.data["target"]  # the plan's Target
-            from bearing_lib.report.model import quantile_label
-
+        if fos is not None:
+            t = fos.target  # the plan's Target
             lines.append({"label": f"target ({quantile_label(t.quantile)} × growth)", "rps": t.rps})
-            lines.append({"label": "allowable (Q_ult / target FOS)", "rps": model.fos.data.get("allowable_rps")})
-            q = [p.q_ult.value for p in model.fos.data.get("per_mix") or [] if not p.q_ult.is_bound]
+            lines.append({"label": "allowable (Q_ult / target FOS)", "rps": fos.allowable_rps})
+            q = [p.q_ult.value for p in fos.per_mix if not p.q_ult.is_bound]
             q = [v for v in q if v is not None]
             if q:
                 lines.append({"label": "lowest per-mix Q_ult (completed req/s)", "rps": min(q)})
-        c = peak_chart(model.production.data["per_minute_series"], lines,
-                       relative=is_relative(model.production.data))
+        c = peak_chart([m.to_dict() for m in prod.per_minute_series], lines, relative=relative)
         if c:
             out.append(c)
-    if model.fos.available:
-        c = fos_chart(model.fos.data.get("per_mix") or [], model.fos.data.get("blended"))
+    if fos is not None:
+        c = fos_chart(fos.per_mix, fos.blended)
         if c:
             out.append(c)
     for i, curve in enumerate(model.curves):
         out.append(load_curve_chart(curve, i))
-    if model.predicted.available and model.predicted.data["section"].chart_spec:
-        tw = model.predicted.data["section"]
+    tw = model.predicted.data
+    if tw is not None and tw.chart_spec:
         n = len(tw.validation_rows)
         out.append(ChartSpec("chart-twin", "The twin's replay of the load test", scrub(dict(tw.chart_spec)), n, n))
-    if model.production.available and not is_relative(model.production.data):  # no time of day on a relative clock
-        c = slots_chart(model.production.data.get("slots"))
+    if prod is not None and not relative:  # no time of day on a relative clock
+        c = slots_chart(prod.profile_json.get("slots"))
         if c:
             out.append(c)
-    if model.fos.available:
-        from bearing_lib.common.files import jsonable
-        from bearing_lib.plan.fos import CbuResult
-
-        cbu = model.fos.data["cbu"]  # the plan's CbuResult, or NotAvailable
+    if fos is not None:
+        cbu = fos.cbu  # the plan's CbuResult, or NotAvailable
         above = jsonable(cbu.minutes_above) if isinstance(cbu, CbuResult) else None
         if above:
-            c = cbu_chart(above, threshold=cbu.threshold,
-                          relative=model.production.available and is_relative(model.production.data))
+            c = cbu_chart(above, threshold=cbu.threshold, relative=relative)
             if c:
                 out.append(c)
     return out

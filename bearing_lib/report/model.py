@@ -17,22 +17,27 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from bearing_lib.common.errors import BadValueError
+from bearing_lib.common.errors import BadValueError, SchemaError
 from bearing_lib.common.estimate import Estimate, derived_qualifiers
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
+from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.limits.result import LimitsResult, MixLimit, SlaClauseDoc
+from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.elasticity import ReplayResult
+from bearing_lib.plan.fos import CbuResult, Target, TierBands
+from bearing_lib.plan.memory import MemoryPlan
+from bearing_lib.plan.scorecards import Scorecards
+from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
+from bearing_lib.report.templating import summary_block_html
 from bearing_lib.traffic.document import ProfileDocument
 
-SUMMARY_SCHEMA = "bearing.report.summary/2"
 VERDICTS = ("green", "yellow", "red")
 
 
@@ -53,6 +58,17 @@ class Headline:
 
 
 @dataclass
+class SourceFile:
+    """One load-test file the limits were fitted on, with its hash and the tool that wrote it."""
+
+    path: str
+    sha256: str | None
+    format: str | None
+    tool: str | None
+    tool_version: str | None
+
+
+@dataclass
 class Conditions:
     """What every limit is conditional on (a limit without them is not comparable)."""
 
@@ -62,7 +78,7 @@ class Conditions:
     window: str | None
     offered_load_unit: str | None
     sla: list[str]
-    sources: list[dict[str, Any]]
+    sources: list[SourceFile]
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,8 +125,9 @@ class FosRow:
 
 @dataclass
 class Predicted:
-    """The digital twin's section: a limit the twin **predicts** for the production mix (never
-    mixed up with a measured one), or why none is quoted, beside the twin's own validation."""
+    """The digital twin's section (``model.predicted.data``): a limit the twin **predicts** for the
+    production mix (never mixed up with a measured one), or why none is quoted, beside the twin's own
+    validation."""
 
     headline: str
     predicted: Estimate | None
@@ -135,6 +152,15 @@ class CurvePoint:
 
 
 @dataclass
+class PhaseBand:
+    """A contiguous run of one phase (elastic / plastic / failure) as a [lo, hi) band of offered load."""
+
+    phase: str
+    lo: float
+    hi: float
+
+
+@dataclass
 class LoadCurve:
     """One mix's SLA metric against offered load, with phase bands, SLA line and knee."""
 
@@ -148,16 +174,127 @@ class LoadCurve:
     knee: float | None
     q_ult: float | None
     points: list[CurvePoint]
-    phase_bands: list[dict[str, Any]]
+    phase_bands: list[PhaseBand]
+
+
+D = TypeVar("D")
 
 
 @dataclass
-class Section:
-    """A section that is either available (``data``) or not (``reason``)."""
+class Section(Generic[D]):
+    """A section that is either available (``data``, its typed dataclass) or not (``reason``)."""
 
     available: bool
     reason: str | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: D | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` form: ``{"available", "reason", "data"}`` (``data`` ``{}`` when not available)."""
+        return {"available": self.available, "reason": self.reason, "data": _data_dict(self.data)}
+
+
+def _data_dict(data: Any) -> Any:
+    if data is None:
+        return {}
+    if hasattr(data, "to_dict") and not isinstance(data, Estimate):
+        return data.to_dict()
+    return asdict(data) if is_dataclass(data) else data
+
+
+@dataclass
+class LimitsSection:
+    """The per-mix limits table (``model.mixes.data``)."""
+
+    rows: list[MixRow]
+    blended_q_ult: Estimate | None
+    skipped: list[Skipped]
+    notes: list[str]
+
+
+@dataclass
+class CurvesSection:
+    """The load-curve charts (``model.curves_section.data``): the mixes that have no curve, and why."""
+
+    missing: list[str]
+
+
+@dataclass
+class MinuteCount:
+    """Production requests in one minute (or rate window, ``bin_s``) on the trace's clock."""
+
+    minute_start_s: float
+    requests: float
+    bin_s: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"minute_start_s": self.minute_start_s, "requests": self.requests}
+        if self.bin_s is not None:
+            d["bin_s"] = self.bin_s
+        return d
+
+
+@dataclass
+class ProductionSection:
+    """The production profile (``model.production.data``): the typed document the views read, the
+    per-minute series for the peak chart, and the profile JSON as given (its ``summary.json`` form)."""
+
+    document: ProfileDocument
+    per_minute_series: list[MinuteCount]
+    profile_json: dict[str, Any] = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.profile_json, "per_minute_series": [m.to_dict() for m in self.per_minute_series]}
+
+
+@dataclass
+class FosSection:
+    """The FOS and CBU section (``model.fos.data``): the typed plan's FOS, target, tier and CBU."""
+
+    tier: str
+    tier_bands: TierBands
+    target: Target
+    blended: Estimate | None
+    blended_statement: str | None
+    blended_bound: str
+    coverage: float | None
+    uncovered: dict[str, float]
+    per_mix: list[FosRow]
+    ci_method: str | None
+    verdict: str
+    verdict_reason: str | None
+    utilisation: float | None
+    breakpoint_rule: str | None
+    allowable_rps: float | None
+    allowable_statement: str | None
+    cbu: CbuResult | NotAvailable
+
+
+@dataclass
+class PlanSection:
+    """Instances, elasticity and memory (``model.plan.data``): the plan's own sections, each its
+    dataclass or :class:`NotAvailable`."""
+
+    instances: InstancePlan | NotAvailable
+    elasticity: ReplayResult | NotAvailable
+    memory: MemoryPlan | NotAvailable | None
+    notes: list[str]
+
+
+@dataclass
+class ScorecardsSection:
+    """The plan's scorecard and health checklist (``model.scorecards.data``)."""
+
+    scorecards: Scorecards | NotAvailable
+
+
+@dataclass
+class ChangesSection:
+    """What changed since the previous report (``model.changes.data``)."""
+
+    previous_name: str
+    previous_run_time_utc: str | None
+    previous_verdict: str
+    items: list[Change]
 
 
 @dataclass
@@ -184,6 +321,18 @@ class Flag:
 
 
 @dataclass
+class OpsSection:
+    """Bottleneck at the limit, exported settings, tokens and money (``model.ops.data``; built by
+    :func:`bearing_lib.report.ops_section.ops_section`). The three parts are their JSON forms: the
+    bottleneck table and the export manifest as :mod:`bearing_lib.ops` writes them, the plan's
+    ``economics`` as :meth:`PlanEconomics.to_dict` writes it (or None without one)."""
+
+    bottleneck: dict[str, Any]
+    exports: dict[str, Any]
+    economics: dict[str, Any] | None
+
+
+@dataclass
 class ReportProvenance:
     bearing_version: str
     run_time_utc: str
@@ -200,50 +349,64 @@ class ReportModel:
     name: str
     title: str
     headline: Headline
-    conditions: Section
-    mixes: Section
+    conditions: Section[Conditions]
+    mixes: Section[LimitsSection]
     curves: list[LoadCurve]
-    curves_section: Section
-    production: Section
-    fos: Section
-    plan: Section
-    scorecards: Section
-    changes: Section
+    curves_section: Section[CurvesSection]
+    production: Section[ProductionSection]
+    fos: Section[FosSection]
+    plan: Section[PlanSection]
+    scorecards: Section[ScorecardsSection]
+    changes: Section[ChangesSection]
     flags: list[Flag]
     provenance: ReportProvenance
     identity: dict[str, Any] = field(default_factory=dict)
     """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
-    predicted: Section = field(default_factory=lambda: Section(False, "the digital twin was not run"))
-    """The twin's prediction for the production mix (``data["section"]``: :class:`Predicted`)."""
-    ops: Section = field(default_factory=lambda: Section(False, "the bottleneck and operational settings section was "
-                                                                "not built for this report"))
+    predicted: Section[Predicted] = field(default_factory=lambda: Section(False, "the digital twin was not run"))
+    """The twin's prediction for the production mix."""
+    ops: Section[OpsSection] = field(default_factory=lambda: Section(
+        False, "the bottleneck and operational settings section was not built for this report"))
     """Bottleneck at the limit, exported settings, tokens and money (``bearing_lib.report.ops_section``)."""
-    profile_doc: ProfileDocument | None = field(default=None, repr=False, compare=False)
-    """The production profile as its typed document (what the views read); not part of ``summary.json``,
-    whose ``production`` section keeps the profile JSON as given."""
 
     @property
     def verdict(self) -> str:
         return self.headline.verdict
 
+    @property
+    def profile_doc(self) -> ProfileDocument | None:
+        """The production profile as its typed document (None when the section is not available)."""
+        return self.production.data.document if self.production.data is not None else None
+
+    def summary(self) -> ReportSummary:
+        """The part of ``summary.json`` other reports, the index and the runner read back."""
+        rows = self.mixes.data.rows if self.mixes.data is not None else []
+        return ReportSummary(
+            name=self.name, verdict=self.verdict, headline=self.headline.text,
+            run_time_utc=self.provenance.run_time_utc, identity=dict(self.identity),
+            limits_available=self.mixes.available,
+            limits=[SummaryLimit(r.name, r.q_ult, r.achieved) for r in rows],
+            blended_fos=self.fos.data.blended if self.fos.data is not None else None)
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready twin of the HTML (``summary.json``)."""
-        d = asdict(replace(self, profile_doc=None))
-        d.pop("profile_doc")
-        d = {"schema": SUMMARY_SCHEMA, "verdict": self.verdict, **d}
-        # Compact forms other reports read back for "what changed".
-        d["limits"] = {
-            "available": self.mixes.available,
-            "mixes": [{"name": r.name, "q_ult": r.q_ult.to_dict(), "achieved": r.achieved.to_dict()}
-                      for r in self.mixes.data.get("rows", [])],
-        }
+        """JSON-ready twin of the HTML (``summary.json``); :class:`ReportSummary` reads it back."""
+        d: dict[str, Any] = {"schema": SUMMARY_SCHEMA, "verdict": self.verdict, "name": self.name,
+                             "title": self.title, "headline": asdict(self.headline)}
+        for key in ("conditions", "mixes"):
+            d[key] = getattr(self, key).to_dict()
+        d["curves"] = [asdict(c) for c in self.curves]
+        for key in ("curves_section", "production", "fos", "plan", "scorecards", "changes"):
+            d[key] = getattr(self, key).to_dict()
+        d["flags"] = [asdict(f) for f in self.flags]
+        d["provenance"] = asdict(self.provenance)
         d["identity"] = self.identity
+        d["predicted"] = self.predicted.to_dict()
+        d["ops"] = self.ops.to_dict()
+        summary = self.summary().to_dict()
+        d["limits"] = summary["limits"]  # the compact form other reports read back for "what changed"
         return jsonable(d)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        from bearing_lib.report.render import render_summary_html
-
-        return render_summary_html(self)
+        return summary_block_html(self)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -261,25 +424,6 @@ def as_float(v: Any, *, finite: bool = False) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if finite and not math.isfinite(f) else f
-
-
-def _interval(d: Any, unit: str = "") -> Estimate | None:
-    """A JSON value-with-CI (``{"value", "ci95": [lo, hi], "bound"}``, or the older ``lo``/``hi``
-    form, or an :meth:`Estimate.to_dict`) as an :class:`Estimate`; None without a value."""
-    if not isinstance(d, dict) or as_float(d.get("value")) is None:
-        return None
-    ci = d.get("ci95")
-    lo = hi = None
-    if isinstance(ci, list | tuple) and len(ci) == 2:
-        lo, hi = as_float(ci[0]), as_float(ci[1])
-    elif "lo" in d or "hi" in d:
-        lo, hi = as_float(d.get("lo")), as_float(d.get("hi"))
-    bound = d.get("bound")
-    if bound not in ("none", "lower", "upper", "unbounded"):
-        bound = {"above": "lower", "below": "upper"}.get(str(d.get("censored")), "none")
-    basis = d.get("basis") if d.get("basis") in ("offered", "achieved", "ratio", "none") else "none"
-    return Estimate(as_float(d["value"]), ci95=(lo, hi) if lo is not None or hi is not None else None,
-                    bound=bound, unit=str(d.get("unit") or unit), basis=basis)
 
 
 def _split(doc: Any, what: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -347,8 +491,7 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     if limits is None:
         return Section(False, reason)
     cond = limits.conditions
-    sources = [{"path": x.path, "sha256": x.sha256, "format": x.format, "tool": x.tool,
-                "tool_version": x.tool_version} for x in cond.sources]
+    sources = [SourceFile(x.path, x.sha256, x.format, x.tool, x.tool_version) for x in cond.sources]
     tools = sorted({f"{x.tool}{' ' + str(x.tool_version) if x.tool_version else ''}" for x in cond.sources if x.tool})
     extra: dict[str, Any] = {**cond.extra, "load-test mixes": cond.mixes}
     if cond.instances is not None:
@@ -363,7 +506,7 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
         sources=sources,
         extra=extra,
     )
-    return Section(True, data=asdict(c))
+    return Section(True, data=c)
 
 
 def _str(v: Any) -> str | None:
@@ -398,8 +541,30 @@ def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
     return Estimate(pc.value, ci95=ci, unit=pc.unit or m.unit or "", basis="offered"), None
 
 
+def _followup(m: MixLimit) -> str | None:
+    """The follow-up test of a coarse limit, from its typed field ``q_ult.resolution.followup`` (written by
+    ``bearing_lib.limits.fit``; ``{"available": false}`` when none could be designed), in the words of the
+    limits' own note."""
+    res = m.q_ult.resolution if m.q_ult is not None else None
+    f = res.followup if res is not None else None
+    if not isinstance(f, dict) or f.get("available") is False or not f.get("steps"):
+        return None
+    try:
+        loads = ", ".join(f"{float(st['load']):.4g}" for st in f["steps"])
+        durs = ", ".join(f"{float(st['duration_s']):g}" for st in f["steps"])
+        total, resolution = float(f["total_s"]), float(f["expected_resolution"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadValueError(f"limits document: mix {m.name!r}: q_ult.resolution.followup: expected steps with load "
+                            f"and duration_s, total_s and expected_resolution as numbers ({exc!r})",
+                            field="q_ult.resolution.followup") from None
+    return (f"follow-up test: loads {loads} {m.unit or ''} in ascending order, steps of {durs} s "
+            f"(total {total:.0f} s), "
+            f"then pool both runs; expected resolution ±{resolution:.0%}. `bearing next LIMITS.json --out FILE` "
+            "writes it for your load-test tool")
+
+
 def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan | None,
-           plan_run: str | None) -> Section:
+           plan_run: str | None) -> Section[LimitsSection]:
     if limits is None:
         return Section(False, reason)
     several = _several_runs(limits)
@@ -437,19 +602,17 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan |
                 fos=fos,
                 n_steps=len(m.steps),
                 n_invalid_steps=sum(1 for st in m.steps if st.valid is False),
-                followup=next((n for n in m.notes if n.startswith("follow-up test:")), None),
+                followup=_followup(m),
             )
         )
     if not rows:
         return Section(False, "the limits document lists no mixes")
     blended = limits.blended.estimate if limits.blended is not None and limits.blended.value is not None else None
-    return Section(True, data={"rows": rows,
-                               "blended_q_ult": blended,
-                               "skipped": [asdict(x) for x in limits.skipped],
-                               "notes": list(limits.notes)})
+    return Section(True, data=LimitsSection(rows=rows, blended_q_ult=blended, skipped=list(limits.skipped),
+                                            notes=list(limits.notes)))
 
 
-def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadCurve], Section]:
+def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadCurve], Section[CurvesSection]]:
     if limits is None:
         return [], Section(False, reason)
     latency_clauses = [c for c in limits.sla if c.kind == "percentile" and c.metric not in (None, "error_rate")]
@@ -505,7 +668,7 @@ def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadC
         )
     if not curves:
         return [], Section(False, "; ".join(missing) or "no load steps in the limits document")
-    return curves, Section(True, data={"missing": missing})
+    return curves, Section(True, data=CurvesSection(missing))
 
 
 def _binding_clause(binding: Any, clauses: list[SlaClauseDoc]) -> SlaClauseDoc | None:
@@ -518,31 +681,44 @@ def _binding_clause(binding: Any, clauses: list[SlaClauseDoc]) -> SlaClauseDoc |
     return clauses[0]
 
 
-def _phase_bands(points: list[CurvePoint]) -> list[dict[str, Any]]:
+def _phase_bands(points: list[CurvePoint]) -> list[PhaseBand]:
     """Contiguous runs of one phase as [lo, hi) load bands, split at step midpoints."""
-    bands: list[dict[str, Any]] = []
+    bands: list[PhaseBand] = []
     pts = [p for p in points if p.phase]
     for i, p in enumerate(pts):
         lo = pts[0].offered_load if i == 0 else (pts[i - 1].offered_load + p.offered_load) / 2
         hi = pts[-1].offered_load if i == len(pts) - 1 else (p.offered_load + pts[i + 1].offered_load) / 2
-        if bands and bands[-1]["phase"] == p.phase:
-            bands[-1]["hi"] = hi
+        if bands and bands[-1].phase == p.phase:
+            bands[-1].hi = hi
         else:
-            bands.append({"phase": p.phase, "lo": lo, "hi": hi})
+            bands.append(PhaseBand(str(p.phase), lo, hi))
     return bands
 
 
-def _production(profile: dict[str, Any] | None, reason: str | None,
-                series: list[dict[str, Any]] | None) -> Section:
-    if profile is None:
+def _production(profile: dict[str, Any] | None, doc: ProfileDocument | None, reason: str | None,
+                series: list[dict[str, Any]] | None) -> Section[ProductionSection]:
+    if profile is None or doc is None:
         return Section(False, reason)
     skip = {"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"}
-    data: dict[str, Any] = {k: v for k, v in profile.items() if k not in skip}
-    data["per_minute_series"] = list(series or [])
-    return Section(True, data=data)
+    return Section(True, data=ProductionSection(
+        document=doc, per_minute_series=[_minute(r, i) for i, r in enumerate(series or [])],
+        profile_json={k: v for k, v in profile.items() if k not in skip}))
 
 
-def _fos(plan: CapacityPlan | None, reason: str | None) -> Section:
+def _minute(row: Any, i: int) -> MinuteCount:
+    """One row of the per-minute series (``{"minute_start_s", "requests"[, "bin_s"]}``), checked."""
+    if isinstance(row, MinuteCount):
+        return row
+    t = as_float(row.get("minute_start_s"), finite=True) if isinstance(row, dict) else None
+    n = as_float(row.get("requests"), finite=True) if isinstance(row, dict) else None
+    if t is None or n is None:
+        raise BadValueError(f"per_minute_series[{i}]: expected minute_start_s and requests as finite numbers, "
+                            f"got {row!r:.80}", field=f"per_minute_series[{i}]")
+    b = as_float(row.get("bin_s"), finite=True)
+    return MinuteCount(t, row["requests"] if isinstance(row["requests"], int) else n, b)
+
+
+def _fos(plan: CapacityPlan | None, reason: str | None) -> Section[FosSection]:
     """The FOS and CBU section: a small view-model of the typed plan (``tier_bands``, ``target`` and ``cbu``
     are the plan's own dataclasses; ``cbu`` may be ``NotAvailable``)."""
     if plan is None:
@@ -554,28 +730,12 @@ def _fos(plan: CapacityPlan | None, reason: str | None) -> Section:
                       tokens=(f.q_ult.scaled(per_tok[f.mix], unit="tokens/s", basis="achieved")
                               if f.mix in per_tok and f.q_ult.value is not None else None))
                for f in plan.per_mix]
-    return Section(
-        True,
-        data={
-            "tier": plan.tier.name,
-            "tier_bands": plan.tier,
-            "target": plan.target,
-            "blended": b.estimate,
-            "blended_statement": b.statement,
-            "blended_bound": b.bound,
-            "coverage": b.coverage,
-            "uncovered": b.uncovered,
-            "per_mix": per_mix,
-            "ci_method": plan.fos.ci_method,
-            "verdict": plan.verdict,
-            "verdict_reason": plan.verdict_reason,
-            "utilisation": plan.utilisation,
-            "breakpoint_rule": plan.breakpoint_rule,
-            "allowable_rps": plan.allowable_rps,
-            "allowable_statement": plan.allowable_statement,
-            "cbu": plan.cbu,
-        },
-    )
+    return Section(True, data=FosSection(
+        tier=plan.tier.name, tier_bands=plan.tier, target=plan.target, blended=b.estimate,
+        blended_statement=b.statement, blended_bound=b.bound, coverage=b.coverage, uncovered=b.uncovered,
+        per_mix=per_mix, ci_method=plan.fos.ci_method, verdict=plan.verdict, verdict_reason=plan.verdict_reason,
+        utilisation=plan.utilisation, breakpoint_rule=plan.breakpoint_rule, allowable_rps=plan.allowable_rps,
+        allowable_statement=plan.allowable_statement, cbu=plan.cbu))
 
 
 def _mean_tokens_per_mix(plan: CapacityPlan) -> dict[str, float]:
@@ -589,17 +749,17 @@ def _mean_tokens_per_mix(plan: CapacityPlan) -> dict[str, float]:
             if row.mean_input_tokens + row.mean_output_tokens > 0}
 
 
-def _plan(plan: CapacityPlan | None, reason: str | None) -> Section:
+def _plan(plan: CapacityPlan | None, reason: str | None) -> Section[PlanSection]:
     if plan is None:
         return Section(False, reason)
-    return Section(True, data={"instances": plan.instances, "elasticity": plan.elasticity, "memory": plan.memory,
-                               "notes": list(plan.notes)})
+    return Section(True, data=PlanSection(instances=plan.instances, elasticity=plan.elasticity, memory=plan.memory,
+                                          notes=list(plan.notes)))
 
 
-def _scorecards(plan: CapacityPlan | None, reason: str | None) -> Section:
+def _scorecards(plan: CapacityPlan | None, reason: str | None) -> Section[ScorecardsSection]:
     if plan is None:
         return Section(False, reason)
-    return Section(True, data={"scorecards": plan.scorecards})
+    return Section(True, data=ScorecardsSection(plan.scorecards))
 
 
 def quantile_label(q: Any) -> str:
@@ -647,9 +807,9 @@ def _plan_line(plan: CapacityPlan) -> str | None:
 
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
-              plan: CapacityPlan | None, plan_reason: str | None, mixes: Section,
+              plan: CapacityPlan | None, plan_reason: str | None, mixes: Section[LimitsSection],
               bin_s: float | None = None) -> Headline:
-    rows: list[MixRow] = mixes.data.get("rows", []) if mixes.available else []
+    rows: list[MixRow] = mixes.data.rows if mixes.data is not None else []
     binding_row = None
     with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
     if with_fos:
@@ -688,9 +848,6 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     return Headline(verdict, text, plan.verdict_reason, b_mix, b_con, _plan_line(plan))
 
 
-IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
-
-
 def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: ProfileDocument | None) -> dict:
     """What must match for two reports to be compared: the service and the question asked of it."""
     ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
@@ -706,15 +863,11 @@ def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: P
     return ident
 
 
-def _not_comparable(prev: dict[str, Any], ident: dict[str, Any]) -> str | None:
+def _not_comparable(prev: ReportSummary, ident: dict[str, Any]) -> str | None:
     """Why the previous report cannot be compared with this one, or None when it can."""
-    old = prev.get("identity")
-    if not isinstance(old, dict):
-        return ("not comparable: the previous report does not record which service, SLA and tier it judged "
-                "(it was written by an older bearing)")
     diffs = []
     for k in IDENTITY_KEYS:
-        a, b = old.get(k), ident.get(k)
+        a, b = prev.identity[k], ident[k]
         if a != b:
             diffs.append(f"{k.replace('_', ' ')} {a or 'not stated'!s} → {b or 'not stated'!s}")
     if diffs:
@@ -722,36 +875,49 @@ def _not_comparable(prev: dict[str, Any], ident: dict[str, Any]) -> str | None:
     return None
 
 
-def _changes(previous: Any, mixes: Section, fos: Section, identity: dict[str, Any]) -> Section:
-    prev, reason = _split(previous, "previous summary")
+def _previous_arg(previous: Any) -> tuple[ReportSummary | None, str]:
+    """The previous report for "what changed": a :class:`ReportSummary`, or its ``summary.json`` validated
+    once here, or the reason there is none."""
+    if isinstance(previous, ReportSummary):
+        return previous, ""
+    if previous is None:
+        return None, "no earlier report was found to compare with"
+    doc, reason = _split(previous, "previous summary")
+    if doc is None:
+        return None, str(reason)
+    try:
+        return ReportSummary.from_dict(doc, source="previous summary.json"), ""
+    except SchemaError as exc:  # an older bearing's summary: said in the section, the report still runs
+        return None, f"not comparable: {exc}"
+
+
+def _changes(previous: Any, mixes: Section[LimitsSection], fos: Section[FosSection],
+             identity: dict[str, Any]) -> Section[ChangesSection]:
+    prev, reason = _previous_arg(previous)
     if prev is None:
-        return Section(False, reason if previous is not None else "no earlier report was found to compare with")
+        return Section(False, reason)
     why = _not_comparable(prev, identity)
     if why is not None:
         return Section(False, why)
     items: list[Change] = []
-    prev_mixes = {str(m.get("name")): m for m in (prev.get("limits") or {}).get("mixes") or []}
-    cur_rows: dict[str, MixRow] = {r.name: r for r in mixes.data.get("rows", [])} if mixes.available else {}
+    prev_mixes = {m.name: m for m in prev.limits}
+    cur_rows: dict[str, MixRow] = {r.name: r for r in mixes.data.rows} if mixes.data is not None else {}
     for name in list(cur_rows) + [n for n in prev_mixes if n not in cur_rows]:
-        p = _interval((prev_mixes.get(name) or {}).get("q_ult"))
-        if p is None:
+        p_row = prev_mixes.get(name)
+        if p_row is None or p_row.q_ult.value is None:
             continue
         c_row = cur_rows.get(name)
         c = c_row.q_ult if c_row else None
-        items.append(_change(f"Q_ult {name} (offered)", p, c, "mix not in this report" if c_row is None else ""))
-    p_f = _interval(((prev.get("fos") or {}).get("data") or prev.get("fos") or {}).get("blended"))
-    c_f = fos.data.get("blended") if fos.available else None
+        items.append(_change(f"Q_ult {name} (offered)", p_row.q_ult, c,
+                             "mix not in this report" if c_row is None else ""))
+    p_f = prev.blended_fos if prev.blended_fos is not None and prev.blended_fos.value is not None else None
+    c_f = fos.data.blended if fos.data is not None else None
     if p_f is not None:
         items.append(_change("blended FOS", p_f, c_f, "" if c_f else "no FOS in this report"))
-    data = {
-        "previous_name": prev.get("name"),
-        "previous_run_time_utc": (prev.get("provenance") or {}).get("run_time_utc"),
-        "previous_verdict": prev.get("verdict"),
-        "items": items,
-    }
     if not items:
         return Section(False, "the previous report holds no limits or FOS to compare with")
-    return Section(True, data=data)
+    return Section(True, data=ChangesSection(previous_name=prev.name, previous_run_time_utc=prev.run_time_utc,
+                                             previous_verdict=prev.verdict, items=items))
 
 
 def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
@@ -872,6 +1038,7 @@ def build_report(
     plan_run: str | None = None,
     per_minute_series: list[dict[str, Any]] | None = None,
     twin: Any = None,
+    ops: Section[OpsSection] | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -898,6 +1065,9 @@ def build_report(
     twin
         The digital twin's section (``bearing_lib.twin.section.TwinSection``), an
         :class:`Unavailable` saying why there is none, or None (not run).
+    ops
+        The bottleneck and operational settings section
+        (:func:`bearing_lib.report.ops_section.ops_section`), or None (not built).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -916,7 +1086,7 @@ def build_report(
         mixes=mixes,
         curves=curves,
         curves_section=curves_section,
-        production=_production(prof, prof_reason, per_minute_series),
+        production=_production(prof, prof_doc, prof_reason, per_minute_series),
         fos=fos,
         plan=_plan(pl_, plan_reason),
         scorecards=_scorecards(pl_, plan_reason),
@@ -925,11 +1095,11 @@ def build_report(
         provenance=provenance,
         identity=identity,
         predicted=_predicted(twin),
-        profile_doc=prof_doc,
+        **({"ops": ops} if ops is not None else {}),
     )
 
 
-def _predicted(twin: Any) -> Section:
+def _predicted(twin: Any) -> Section[Predicted]:
     if twin is None:
         return Section(False, "the digital twin was not run for this report (parameter twin)")
     if isinstance(twin, Unavailable):
@@ -939,10 +1109,10 @@ def _predicted(twin: Any) -> Section:
         spec = twin.chart_spec()
     except Exception as exc:  # noqa: BLE001 - a chart the twin cannot draw is said, the section stays
         twin.notes.append(f"the validation chart could not be drawn: {exc}")
-    return Section(True, data={"section": Predicted(
+    return Section(True, data=Predicted(
         headline=twin.headline, predicted=twin.predicted, trusted=bool(twin.trusted), flags=list(twin.flags),
         validation_rows=list(twin.validation_rows), param_rows=list(twin.param_rows), notes=list(twin.notes),
-        chart_spec=spec)})
+        chart_spec=spec))
 
 
 def make_provenance(
@@ -977,10 +1147,22 @@ def make_provenance(
 
 __all__ = [
     "Change",
+    "ChangesSection",
     "Conditions",
+    "CurvesSection",
     "CurvePoint",
     "Flag",
     "FosRow",
+    "FosSection",
+    "LimitsSection",
+    "MinuteCount",
+    "PhaseBand",
+    "SourceFile",
+    "OpsSection",
+    "PlanSection",
+    "ProductionSection",
+    "ReportSummary",
+    "ScorecardsSection",
     "Predicted",
     "Headline",
     "Interval",

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
-from bearing_lib.report.model import Section
+from bearing_lib.report.model import OpsSection, Section
+from bearing_lib.report.paths import portable, portable_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -72,31 +73,16 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
 
 
 def _limit_steps(limits: LimitsResult | None, metrics_path: str, fmt: str, run: str | None) -> list[dict[str, Any]]:
-    from bearing_lib.ops.bottleneck import first_failing_step, first_saturated_step
+    from bearing_lib.ops.bottleneck import find_limit_step
 
-    rows: list[dict[str, Any]] = []
-    for m in limits.mixes if limits is not None else []:
-        if run and m.run_id not in (None, run):
-            continue
-        step = first_failing_step(limits, run_id=m.run_id, mix=m.name)
-        rows.append({"mix": m.name, "run_id": m.run_id, "limit_step": step,
-                     "limit_step_basis": "the mix's first failing step in the limits JSON" if step is not None
-                     else None})
-    saturated = None
-    if fmt == "inference-perf-prometheus" and Path(metrics_path).is_dir():
-        from bearing_lib.loaders import load
-
-        try:
-            saturated = first_saturated_step(load(metrics_path, format="inference-perf-stages").frame)
-        except BearingError:
-            saturated = None
-    if not rows:
-        rows.append({"mix": "all", "run_id": None, "limit_step": None, "limit_step_basis": None})
-    for r in rows:
-        if r["limit_step"] is None and saturated is not None:
-            r["limit_step"] = saturated
-            r["limit_step_basis"] = ("the first stage whose achieved rate fell more than 10% short of the requested "
-                                     "rate (no failing step for this mix in the limits JSON)")
+    mixes = [m for m in (limits.mixes if limits is not None else []) if not run or m.run_id in (None, run)]
+    rows = []
+    for m in mixes:
+        ls = find_limit_step(limits, run_id=m.run_id, mix=m.name, metrics_path=metrics_path, metrics_format=fmt)
+        rows.append({"mix": m.name, "run_id": m.run_id, "limit_step": ls.step, "limit_step_basis": ls.basis})
+    if not rows:  # no limits: one row for the whole test, at its first saturated stage if there is one
+        ls = find_limit_step(None, metrics_path=metrics_path, metrics_format=fmt)
+        rows.append({"mix": "all", "run_id": None, "limit_step": ls.step, "limit_step_basis": ls.basis})
     return rows
 
 
@@ -110,7 +96,7 @@ def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, 
         limits = LimitsResult.from_dict(limits, source="limits JSON")
     if metrics is None:
         return {"given": False, "statement": "no server metrics given", "how": HOW_TO_GIVE_METRICS, "rows": []}
-    from bearing_lib.ops.bottleneck import name_bottleneck
+    from bearing_lib.ops.bottleneck import bottleneck_at_limit
     from bearing_lib.ops.metrics import step_signals
 
     table = step_signals(metrics)
@@ -119,19 +105,13 @@ def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, 
         return {"given": True, "source": metrics_path, "format": fmt, "rows": [],
                 "statement": "the server metrics hold no sample with a load step and a known signal: "
                              + HOW_TO_GIVE_METRICS}
-    runs = sorted({r for r in table["run_id"].unique().to_list() if r is not None})
-    metrics_run = runs[0] if len(runs) == 1 else None
     rows = []
     for r in _limit_steps(limits, metrics_path, fmt, run):
-        if metrics_run is None and len(runs) > 1:
-            want = r["run_id"] if r["run_id"] in runs else None
-            if want is None:
-                rows.append({**r, "resource": None, "statement": f"the metrics hold {len(runs)} runs "
-                             f"({', '.join(runs)}) and none is this mix's run {r['run_id']!r}", "rules": []})
-                continue
-        else:
-            want = metrics_run
-        b = name_bottleneck(table, limit_step=r["limit_step"], run_id=want)
+        try:
+            b = bottleneck_at_limit(table, limit_step=r["limit_step"], run_id=r["run_id"])
+        except ParameterError as exc:  # the metrics hold several runs and none is this mix's: said in its row
+            rows.append({**r, "resource": None, "statement": str(exc), "rules": []})
+            continue
         rows.append({**r, "resource": b.resource, "statement": b.statement,
                      "rules": [dataclasses.asdict(f) for f in b.fired]})
     steps = sorted({int(s) for s in table["step"].to_list()})
@@ -227,11 +207,9 @@ def ops_section(
     metrics_path: str = "",
     run: str | None = None,
     write_exports: bool = True,
-) -> Section:
+) -> Section[OpsSection]:
     """The section (module docstring). ``plan_doc``/``limits_doc`` are the JSON documents (or
     ``Unavailable``); ``metrics`` the loaded :class:`ServerMetrics` (:func:`load_metrics`) or None."""
-    from bearing_lib.report.pipeline import portable, portable_path
-
     plan = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
     limits = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
     plan, limits = portable(plan, output_dir), portable(limits, output_dir)  # paths relative to the report
@@ -250,7 +228,7 @@ def ops_section(
 
         econ = CapacityPlan.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
         data["economics"] = econ.to_dict() if isinstance(econ, PlanEconomics) else None  # the plan's JSON form
-    return Section(True, data=jsonable(data))
+    return Section(True, data=OpsSection(**jsonable(data)))
 
 
 __all__ = ["EXPORTS_DIR", "HOW_TO_GIVE_METRICS", "bottleneck_part", "exports_part", "load_metrics", "ops_section"]

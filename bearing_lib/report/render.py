@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import re
 from pathlib import Path
-from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
-from bearing_lib.common.files import jsonable, write_text_atomic
+from bearing_lib.common.files import write_text_atomic
 from bearing_lib.report.charts import MAX_POINTS, report_charts
-from bearing_lib.report.defang import defang, defang_tree
+from bearing_lib.report.defang import defang
 from bearing_lib.report.model import ReportModel
+from bearing_lib.report.templating import environment, summary_block_html
 from bearing_lib.report.views import flags_view, section_views
 
 
@@ -49,72 +47,6 @@ def vega_bundle() -> str:
     if re.search(r"https?://", js) or "</script" in js.lower():
         raise RuntimeError("internal: the Vega bundle still holds a URL or '</script'; update render.vega_bundle")
     return js
-
-
-def _finalize(value: Any) -> Any:
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return defang(value)
-    return value
-
-
-def _num(value: Any, digits: int = 2) -> str:
-    """Numbers for people: thousands separators, ``digits`` decimals below 100, ``—`` for none."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "∞" if value > 0 else "not a number"
-        if abs(value) >= 100:
-            return f"{value:,.0f}"
-        if value != 0 and abs(value) < 0.01:
-            return f"{value:.2g}"
-        return f"{value:,.{digits}f}"
-    return str(value)
-
-
-def _pct(value: Any) -> str:
-    return "—" if value is None else f"{float(value):.1%}"
-
-
-def _label(key: Any) -> str:
-    return str(key).replace("_", " ")
-
-
-def _tojson(value: Any) -> Markup:
-    """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
-    text = json.dumps(defang_tree(value), ensure_ascii=False, allow_nan=False)
-    text = (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("'", "\\u0027").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-    return Markup(text)
-
-
-def _rawjson(value: Any) -> str:
-    """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
-    return json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False)
-
-
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The Jinja environment: package templates, autoescape on for every template."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("bearing_lib.report", "templates"),
-        autoescape=True,  # every template, whatever its extension
-        finalize=_finalize,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["num"] = _num
-    env.filters["pct"] = _pct
-    env.filters["label"] = _label
-    env.filters["tojson"] = _tojson
-    env.filters["defang"] = defang
-    env.filters["rawjson"] = _rawjson
-    return env
 
 
 def _generator(model: ReportModel) -> str:
@@ -141,7 +73,7 @@ def render_html(model: ReportModel) -> str:
 
 def render_summary_html(model: ReportModel) -> str:
     """A short HTML block (verdict + headline) for notebooks' ``_repr_html_``."""
-    return environment().get_template("summary_block.html.j2").render(model=model)
+    return summary_block_html(model)
 
 
 def write_report(model: ReportModel, out_dir: str | Path) -> dict[str, Path]:

@@ -30,7 +30,7 @@ from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, Target
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
-from bearing_lib.report.model import as_float
+from bearing_lib.report.model import Flag, ReportModel, as_float
 from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
 
@@ -242,17 +242,8 @@ def _off(x: Any) -> str | None:
     return None
 
 
-def production_view(p: ProfileDocument) -> list[Group]:
-    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
-
-    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
-    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
-    no UTC minutes, no dates, no hour-of-day or weekday slots.
-    """
-    groups: list[Group] = []
-    rel = p.relative
-
-    # target load ---------------------------------------------------------------
+def target_group(p: ProfileDocument) -> Group:
+    """Target load: the target, the observed peak, near- and mid-term forecasts."""
     t = p.targets
     g = Group("Target load")
     tg = t.target if t is not None else None
@@ -284,9 +275,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.rows.append(Row(label, rps_and_min(x.rps), note or (x.statement or "")))
     if t is not None:
         g.notes += _notes(t.notes)
-    groups.append(g)
+    return g
 
-    # per-minute ------------------------------------------------------------------
+
+def per_minute_group(p: ProfileDocument) -> Group:
+    """Per-minute rates and tokens per minute."""
+    rel = p.relative
     pm = p.per_minute
     g = Group("Per-minute rate (complete minutes from the trace start)" if rel
               else "Per-minute rate (complete UTC minutes)")
@@ -309,9 +303,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
                 g.unavailable.append(f"{label.lower()} not available: {_off(x)}")
             elif x is not None:
                 g.rows.append(Row(label, f"peak {num(x.max)} · P99 {num(x.p99)} · mean {num(x.mean)}", x.unit or ""))
-    groups.append(g)
+    return g
 
-    # per-second ------------------------------------------------------------------
+
+def per_second_group(p: ProfileDocument) -> Group:
+    """Per-second rates (bursts inside a minute)."""
     ps = p.per_second
     g = Group("Per-second rate (bursts inside a minute)")
     if _off(ps):
@@ -326,24 +322,30 @@ def production_view(p: ProfileDocument) -> list[Group]:
         if ps.n_bins is not None:
             g.rows.append(Row("Seconds counted", num(ps.n_bins),
                               f"{num(ps.n_empty)} with no request (counted as zero)" if ps.n_empty is not None else ""))
-    groups.append(g)
+    return g
 
-    # per-window (sources with coarse windows only) -------------------------------
+
+def per_window_group(p: ProfileDocument) -> Group | None:
+    """Per-window rates (sources with coarse windows only); None without them."""
     pw = p.per_window
-    if pw is not None:
-        g = Group("Per-window rate")
-        if _off(pw):
-            g.unavailable.append(f"per-window rates not available: {_off(pw)}")
-        else:
-            for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
-                             (pw.mean, "Mean")):
-                if v is not None:
-                    g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
-            if pw.bin_s is not None:
-                g.rows.append(Row("Window length", duration(pw.bin_s)))
-        groups.append(g)
+    if pw is None:
+        return None
+    g = Group("Per-window rate")
+    if _off(pw):
+        g.unavailable.append(f"per-window rates not available: {_off(pw)}")
+    else:
+        for v, label in ((pw.max, "Peak window"), (pw.p99, "P99 window"), (pw.p95, "P95 window"),
+                         (pw.mean, "Mean")):
+            if v is not None:
+                g.rows.append(Row(label, f"{num(v)} {pw.unit or ''}".strip()))
+        if pw.bin_s is not None:
+            g.rows.append(Row("Window length", duration(pw.bin_s)))
+    return g
 
-    # daily / weekly and decomposition ----------------------------------------------
+
+def seasonality_group(p: ProfileDocument) -> Group:
+    """Daily / weekly profile and the seasonal decomposition."""
+    rel = p.relative
     g = Group("Daily / weekly profile and seasonality")
     sl = p.slots
     if rel and sl is not None:
@@ -383,9 +385,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
                               f"range {num(tr.min_rps)}–{num(tr.max_rps)}; residual std "
                               f"{num(dec.resid_std_rps)} req/s; {dec.method or ''}"))
         g.notes += _notes(dec.notes)
-    groups.append(g)
+    return g
 
-    # bursts --------------------------------------------------------------------
+
+def bursts_group(p: ProfileDocument) -> Group:
+    """Burst episodes."""
+    rel = p.relative
     b = p.bursts
     g = Group("Bursts")
     if _off(b):
@@ -410,9 +415,12 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
                                   [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],
                                   collapsed=len(b.episodes) > 12))
-    groups.append(g)
+    return g
 
-    # dispersion, mix shares -----------------------------------------------------
+
+def mix_group(p: ProfileDocument) -> Group:
+    """Burstiness (dispersion) and the request mix."""
+    rel = p.relative
     dsp = p.dispersion
     g = Group("Burstiness and request mix")
     if _off(dsp):
@@ -437,9 +445,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
                               [[moment(r.hour_start_s, rel), str(r.mix), pct(r.share), num(r.n_requests)]
                                for r in mh.rows], collapsed=True))
         g.notes += _notes(mh.notes)
-    groups.append(g)
+    return g
 
-    # sequence lengths ------------------------------------------------------------
+
+def seq_len_group(p: ProfileDocument) -> Group:
+    """Sequence lengths (input + output tokens per request)."""
     sq = p.seq_len
     g = Group("Sequence length (input + output tokens per request)")
     if _off(sq):
@@ -453,9 +463,11 @@ def production_view(p: ProfileDocument) -> list[Group]:
             g.notes.append(f"{num(sq.n_without_counts)} requests carry no token counts and are left out")
         if sq.definition:
             g.notes.append(sq.definition)
-    groups.append(g)
+    return g
 
-    # resolution, SLO budget --------------------------------------------------------
+
+def budget_group(p: ProfileDocument) -> Group:
+    """Timestamp resolution and the SLO error budget."""
     g = Group("Timestamps and error budget")
     res = p.resolution
     if _off(res):
@@ -483,8 +495,34 @@ def production_view(p: ProfileDocument) -> list[Group]:
                                    [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
                                    for w in slo.fastest]))
         g.notes += _notes(slo.notes)
-    groups.append(g)
-    return [x for x in groups if not x.empty]
+    return g
+
+
+PRODUCTION_GROUPS = (
+    target_group,
+    per_minute_group,
+    per_second_group,
+    per_window_group,
+    seasonality_group,
+    bursts_group,
+    mix_group,
+    seq_len_group,
+    budget_group,
+)
+"""The production section's groups, in page order."""
+
+
+def production_view(p: ProfileDocument) -> list[Group]:
+    """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
+
+    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
+    relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
+    no UTC minutes, no dates, no hour-of-day or weekday slots. One view per group
+    (:data:`PRODUCTION_GROUPS`); empty groups are left out.
+    """
+    groups = [view(p) for view in PRODUCTION_GROUPS]
+    return [g for g in groups if g is not None and not g.empty]
+
 
 
 def _phase(h: float | None) -> str:
@@ -734,7 +772,7 @@ class FlagGroup:
 
     source: str
     counts: dict[str, int]
-    flags: list[Any]
+    flags: list[Flag]
 
     @property
     def summary(self) -> str:
@@ -742,27 +780,42 @@ class FlagGroup:
                          for lvl, n in self.counts.items())
 
 
-def flags_view(flags: list[Any]) -> dict[str, Any]:
-    """Findings grouped by source and severity, and counted per code (warnings first).
+@dataclass
+class CodeCount:
+    """How often one (level, code) occurs, and where."""
 
-    Returns ``{"n", "by_level", "codes", "groups"}``: ``by_level`` the count per level
-    (most severe first), ``codes`` one row per (level, code) with its count and sources,
-    ``groups`` one :class:`FlagGroup` per source, sources with the most severe findings
-    first (then the most findings).
-    """
+    level: str
+    code: str
+    count: int = 0
+    sources: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FlagsView:
+    """The data-quality section: ``by_level`` the count per level (most severe first), ``codes`` one row per
+    (level, code), ``groups`` one :class:`FlagGroup` per source (most severe first, then the most findings)."""
+
+    n: int
+    by_level: dict[str, int]
+    codes: list[CodeCount]
+    groups: list[FlagGroup]
+
+
+def flags_view(flags: list[Flag]) -> FlagsView:
+    """Findings grouped by source and severity, and counted per code (warnings first)."""
     def lvl(f: Any) -> str:
         return str(getattr(f, "level", "") or "info")
 
     by_level: dict[str, int] = {}
     for f in sorted(flags, key=lambda f: _severity(lvl(f))):
         by_level[lvl(f)] = by_level.get(lvl(f), 0) + 1
-    codes: dict[tuple[str, str], dict[str, Any]] = {}
+    codes: dict[tuple[str, str], CodeCount] = {}
     for f in flags:
-        row = codes.setdefault((lvl(f), f.code), {"level": lvl(f), "code": f.code, "count": 0, "sources": []})
-        row["count"] += 1
-        if f.source not in row["sources"]:
-            row["sources"].append(f.source)
-    code_rows = sorted(codes.values(), key=lambda r: (_severity(r["level"]), -r["count"], r["code"]))
+        row = codes.setdefault((lvl(f), f.code), CodeCount(lvl(f), f.code))
+        row.count += 1
+        if f.source not in row.sources:
+            row.sources.append(f.source)
+    code_rows = sorted(codes.values(), key=lambda r: (_severity(r.level), -r.count, r.code))
     by_source: dict[str, list[Any]] = {}
     for f in flags:
         by_source.setdefault(f.source, []).append(f)
@@ -775,7 +828,7 @@ def flags_view(flags: list[Any]) -> dict[str, Any]:
         groups.append(FlagGroup(src, counts, fl))
     groups.sort(key=lambda g: (min(_severity(x) for x in g.counts), -sum(
         n for x, n in g.counts.items() if _severity(x) <= 1), -len(g.flags), g.source))
-    return {"n": len(flags), "by_level": by_level, "codes": code_rows, "groups": groups}
+    return FlagsView(len(flags), by_level, code_rows, groups)
 
 
 # --------------------------------------------------------------------------- caveats
@@ -818,45 +871,79 @@ def leftover_caveats(data: Any, groups: list[Group]) -> list[str]:
     return out
 
 
-def section_views(model: Any) -> dict[str, Any]:
+@dataclass
+class SectionView:
+    """A section as the HTML shows it: its groups and the caveats no group shows."""
+
+    groups: list[Group]
+    caveats: list[str]
+
+
+@dataclass
+class FosView:
+    """The FOS section's curated parts: the target row and the CBU group, and leftover caveats."""
+
+    target: Row
+    cbu: Group
+    caveats: list[str]
+
+
+@dataclass
+class SectionViews:
+    """The curated views of the report (what the template reads), each None when its section is not available."""
+
+    window: str
+    production: SectionView | None = None
+    fos: FosView | None = None
+    plan: SectionView | None = None
+    scorecards: SectionView | None = None
+
+
+def section_views(model: ReportModel) -> SectionViews:
     """The curated views of the production, FOS/CBU, plan and scorecards sections."""
-    views: dict[str, Any] = {}
-    if model.production.available:
-        doc = model.profile_doc or ProfileDocument.from_dict(model.production.data, source="production profile")
+    run_time = model.provenance.run_time_utc
+    prod = model.production.data
+    views = SectionViews(window=window_line(prod.document if prod else None, run_time,
+                                            [m.to_dict() for m in prod.per_minute_series] if prod else None))
+    if prod is not None:
+        doc = prod.document
         g = production_view(doc)
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
         skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
-        views["production"] = {"groups": g, "caveats": leftover_caveats(
-            {k: v for k, v in model.production.data.items() if k not in skip}, g)}
-    if model.fos.available:
-        f = model.fos.data
-        g = [cbu_view(f["cbu"], model.production.available and is_relative(model.profile_doc or model.production.data))]
-        pdoc = model.profile_doc
-        ttarget = pdoc.targets.target if pdoc is not None and pdoc.targets is not None else None
-        tbin = ttarget.bin_s if ttarget is not None else None
-        views["fos"] = {"target": target_row(f["target"], tbin), "cbu": g[0],
-                        "caveats": leftover_caveats(jsonable({"cbu": f["cbu"]}), g)}
-    views["window"] = (window_line(model.profile_doc or model.production.data,
-                                   getattr(model.provenance, "run_time_utc", None),
-                                   model.production.data.get("per_minute_series"))
-                       if model.production.available else
-                       window_line(None, getattr(model.provenance, "run_time_utc", None)))
-    if model.plan.available:
-        d = model.plan.data
-        g = [instances_view(d["instances"]), elasticity_view(d["elasticity"]), memory_view(d["memory"])]
+        views.production = SectionView(g, leftover_caveats(
+            {k: v for k, v in prod.profile_json.items() if k not in skip}, g))
+    f = model.fos.data
+    if f is not None:
+        cbu = cbu_view(f.cbu, prod is not None and prod.document.relative)
+        ttarget = prod.document.targets.target if prod is not None and prod.document.targets is not None else None
+        views.fos = FosView(target_row(f.target, ttarget.bin_s if ttarget is not None else None), cbu,
+                            leftover_caveats(jsonable({"cbu": f.cbu}), [cbu]))
+    d = model.plan.data
+    if d is not None:
+        g = [instances_view(d.instances), elasticity_view(d.elasticity), memory_view(d.memory)]
         # the caveats walk is generic (every unavailable reason, note and *_note of the section's JSON form)
-        views["plan"] = {"groups": g, "caveats": leftover_caveats(jsonable({k: d[k] for k in
-                                                                           ("instances", "elasticity", "memory")}), g)}
-    if model.scorecards.available:
-        g = [scorecard_tables(model.scorecards.data["scorecards"])]
-        views["scorecards"] = {"groups": g, "caveats": leftover_caveats(jsonable(model.scorecards.data), g)}
+        views.plan = SectionView(g, leftover_caveats(jsonable({"instances": d.instances, "elasticity": d.elasticity,
+                                                               "memory": d.memory}), g))
+    sc = model.scorecards.data
+    if sc is not None:
+        g = [scorecard_tables(sc.scorecards)]
+        views.scorecards = SectionView(g, leftover_caveats(jsonable(dataclasses.asdict(sc)), g))
     return views
 
 
 __all__ = [
+    "CodeCount",
+    "FlagGroup",
+    "FlagsView",
+    "FosView",
     "Group",
+    "PRODUCTION_GROUPS",
     "Row",
+    "SectionView",
+    "SectionViews",
     "Table",
+    "budget_group",
+    "bursts_group",
     "cbu_minute",
     "cbu_view",
     "elapsed",
@@ -866,10 +953,17 @@ __all__ = [
     "is_relative",
     "leftover_caveats",
     "memory_view",
+    "mix_group",
     "num",
+    "per_minute_group",
+    "per_second_group",
+    "per_window_group",
     "production_view",
     "scorecard_tables",
+    "seasonality_group",
     "section_views",
+    "seq_len_group",
+    "target_group",
     "target_row",
     "window_line",
 ]

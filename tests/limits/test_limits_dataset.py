@@ -219,7 +219,7 @@ def test_cli_limits_on_an_existing_scheduler(small, cluster, tmp_path) -> None:
 
 def test_limits_notebook_passes_the_engine(small, tmp_path) -> None:
     """limits.ipynb declares engine/scheduler and, with engine=embedded, fits the dataset on the engine."""
-    from bearing_lib.report import runner
+    from bearing_lib.app import runner
 
     declared = runner.notebook_parameters(runner.NOTEBOOK_DIR / "limits.ipynb")
     assert {"engine", "scheduler"} <= set(declared)

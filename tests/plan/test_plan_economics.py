@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
 from bearing_lib.ops.kv_check import kv_gauge
 from bearing_lib.plan.capacity import InstancePlan
@@ -28,6 +27,7 @@ from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.economics import WEEK_S, Money, plan_economics, weekly_peaks
 from bearing_lib.plan.fos import get_tier
 from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
+from tests.factories import provenance
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 LIMITS = json.loads((DATA / "limits_handmade.json").read_text())
@@ -147,7 +147,7 @@ def _instances(**kw) -> InstancePlan:
 
 def _metrics(rows: list[dict]) -> ServerMetrics:
     full = [{"run_id": "r", "stat": "sample", "time_s": 0.0, **r} for r in rows]
-    return ServerMetrics(conform_metrics(full), Provenance(source="test", format="test", tool="test", sha256=""))
+    return ServerMetrics(conform_metrics(full), provenance())
 
 
 def test_kv_check_from_server_metrics():
@@ -240,7 +240,7 @@ def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
 
     d = _plan(price_per_hour=4.0)
     model = build_report(limits=json.loads(json.dumps(LIMITS)), plan=d, profile=_profile(), provenance=provenance())
-    rows = {r.mix: r for r in model.fos.data["per_mix"]}
+    rows = {r.mix: r for r in model.fos.data.per_mix}
     # short: 12 req/s x 1,250 tokens = 15,000 tokens/s; long: 4 x 1,250 = 5,000 (the overall means: no trace)
     assert rows["short"].tokens.value == pytest.approx(12 * 1250.0)
     assert rows["long"].tokens.value == pytest.approx(4 * 1250.0)
@@ -251,7 +251,7 @@ def test_the_reports_fos_table_gives_each_limit_in_tokens_per_second():
     plain = json.loads((DATA / "profile_handmade.json").read_text())
     without = build_report(limits=json.loads(json.dumps(LIMITS)), plan=CapacityPlan.build(
         json.loads(json.dumps(LIMITS)), plain).to_dict(), profile=plain, provenance=provenance())
-    assert all(r.tokens is None for r in without.fos.data["per_mix"])  # no token means: no column value
+    assert all(r.tokens is None for r in without.fos.data.per_mix)  # no token means: no column value
 
 
 @pytest.mark.parametrize(("bound", "least"), [("upper", "at least "), ("lower", "at most "), ("none", "")])

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.report import pipeline
+from bearing_lib.app import pipeline
 from bearing_lib.report.render import write_report
 from tests.report.conftest import provenance
 

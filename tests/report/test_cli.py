@@ -13,9 +13,10 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from bearing_lib.app import runner
+from bearing_lib.app.index import collect, write_index
 from bearing_lib.cli.main import app
-from bearing_lib.report import runner
-from bearing_lib.report.index import collect, write_index
+from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE, hand_made
 
 NOTEBOOKS = HAND_MADE / "notebooks"
@@ -94,8 +95,8 @@ def test_index_lists_reports_newest_first_and_escapes_names(tmp_path):
         d = tmp_path / name
         d.mkdir()
         (d / "report.html").write_text("x")
-        (d / "summary.json").write_text(json.dumps({"verdict": verdict, "headline": {"text": f"headline {evil}"},
-                                                    "provenance": {"run_time_utc": t}}))
+        (d / "summary.json").write_text(json.dumps(summary_doc(name, verdict=verdict, headline=f"headline {evil}",
+                                                               run_time_utc=t)))
     (tmp_path / "nosummary").mkdir()
     entries = collect(tmp_path)["reports"]
     assert [e["name"] for e in entries] == ["2026-W48", "2026-W47", "javascript:alert(1)", "nosummary"]

@@ -148,7 +148,7 @@ def test_demo_quotes_the_twins_predicted_limit_with_its_validation(demo):
     summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
     pred = summary["predicted"]
     assert pred["available"] is True
-    sec = pred["data"]["section"]
+    sec = pred["data"]  # the Predicted section itself (was data.section before summary.json named it so)
     assert sec["kind"] == "predicted" and sec["trusted"] is True
     assert sec["headline"].startswith("Predicted (not measured) limit for production mix")
     q = sec["predicted"]

@@ -35,11 +35,12 @@ from typer.testing import CliRunner
 
 import bearing_lib.cli
 import bearing_lib.report
+from bearing_lib.app import pipeline, runner
+from bearing_lib.app.index import collect
 from bearing_lib.cli.main import app
 from bearing_lib.common import errors
 from bearing_lib.common.errors import BearingError, InputError, ParameterError
-from bearing_lib.report import pipeline, runner
-from bearing_lib.report.index import collect
+from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE, hand_made
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -394,8 +395,7 @@ def test_only_the_latest_failure_of_a_report_is_listed(tmp_path):
     for name in ("w.failed-20261130T060000Z", "w.failed-20261130T070000Z", "v.failed-20261130T060000Z", "v"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "weekly_report.ipynb").write_text("{}")
-    (tmp_path / "v" / "summary.json").write_text(json.dumps({"verdict": "green",
-                                                            "provenance": {"run_time_utc": "2026-11-30T06:30:00Z"}}))
+    (tmp_path / "v" / "summary.json").write_text(json.dumps(summary_doc("v", run_time_utc="2026-11-30T06:30:00Z")))
     got = collect(tmp_path)
     assert [(f["name"], f["earlier"]) for f in got["failed"]] == [("w.failed-20261130T070000Z", 1)]
     assert [e["name"] for e in got["reports"]] == ["v"]  # v's failure at 06:00 was replaced by its 06:30 run
@@ -489,7 +489,7 @@ def _fake_execute(verdict: str):
     def execute(inp, out, parameters, **kwargs):
         d = Path(parameters["output_dir"])
         (d / "report.html").write_text(f"<html>{verdict}</html>")
-        (d / "summary.json").write_text(json.dumps({"verdict": verdict}))
+        (d / "summary.json").write_text(json.dumps(summary_doc(d.name, verdict=verdict)))
         Path(out).write_text("{}")
     return execute
 

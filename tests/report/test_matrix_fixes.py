@@ -88,9 +88,9 @@ def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_pa
     """Locust (frankmwito): a stats CSV without history is one aggregate step; it had step null, which
     the limits JSON contract refuses ("mixes.1.steps.0.step: Input should be a valid integer"), so the
     report run failed in the notebook."""
+    from bearing_lib.app import pipeline
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.loaders import load
-    from bearing_lib.report import pipeline
     from bearing_lib.report.model import _limits_arg
 
     head = ("Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,"

@@ -34,7 +34,7 @@ def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
 
 
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
-    rows = {r.name: r for r in full_model.mixes.data["rows"]}
+    rows = {r.name: r for r in full_model.mixes.data.rows}
     for m in docs["limits"]["mixes"]:
         r = rows[m["mix"]["name"]]
         assert r.q_ult.value == m["q_ult"]["value"]
@@ -45,10 +45,10 @@ def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
     fos = {f["mix"]: f["fos"]["value"] for f in docs["plan"]["fos"]["per_mix"]}
     assert {n: r.fos.value for n, r in rows.items()} == fos
     cond = full_model.conditions.data
-    assert cond["model"] == docs["limits"]["conditions"]["model"]
-    assert cond["sla"] == [c["text"] for c in docs["limits"]["sla"]]
-    assert cond["tool"] == "LMBenchmark"
-    assert cond["extra"]["client"] == "fmperf, Poisson arrivals"
+    assert cond.model == docs["limits"]["conditions"]["model"]
+    assert cond.sla == [c["text"] for c in docs["limits"]["sla"]]
+    assert cond.tool == "LMBenchmark"
+    assert cond.extra["client"] == "fmperf, Poisson arrivals"
 
 
 def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_model):
@@ -61,16 +61,16 @@ def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_mo
     # Bands: phases in step order, split halfway between neighbouring steps.
     phases = [s["phase"] for s in src["steps"]]
     runs = [p for i, p in enumerate(phases) if i == 0 or phases[i - 1] != p]
-    assert [b["phase"] for b in curve.phase_bands] == runs
+    assert [b.phase for b in curve.phase_bands] == runs
     loads = [s["offered_load"] for s in src["steps"]]
     first_change = next(i for i in range(1, len(phases)) if phases[i] != phases[i - 1])
-    assert curve.phase_bands[0]["lo"] == loads[0]
-    assert curve.phase_bands[0]["hi"] == pytest.approx((loads[first_change - 1] + loads[first_change]) / 2)
-    assert curve.phase_bands[-1]["hi"] == loads[-1]
+    assert curve.phase_bands[0].lo == loads[0]
+    assert curve.phase_bands[0].hi == pytest.approx((loads[first_change - 1] + loads[first_change]) / 2)
+    assert curve.phase_bands[-1].hi == loads[-1]
 
 
 def test_what_changed_reports_drift_with_ci_overlap(full_model):
-    items = {i.item.replace(" (offered)", ""): asdict(i) for i in full_model.changes.data["items"]}
+    items = {i.item.replace(" (offered)", ""): asdict(i) for i in full_model.changes.data.items}
     short = items["Q_ult short-context"]  # previous 6.4 (5.9–6.9), now 6.2 (5.6–6.8): overlap
     assert short["delta"] == pytest.approx(6.2 - 6.4)
     assert short["delta_pct"] == pytest.approx((6.2 - 6.4) / 6.4)
@@ -81,7 +81,7 @@ def test_what_changed_reports_drift_with_ci_overlap(full_model):
     retired = items["Q_ult retired-mix"]
     assert retired["current"] is None and retired["delta"] is None
     assert retired["note"] == "mix not in this report"
-    assert full_model.changes.data["previous_verdict"] == "green"
+    assert full_model.changes.data.previous_verdict == "green"
 
 
 def test_flags_list_invalid_steps_and_profile_gaps(docs, full_model):
@@ -99,7 +99,7 @@ def test_missing_inputs_give_not_available_with_reason_and_no_numbers():
     assert m.verdict == "unknown"
     for section in (m.mixes, m.conditions, m.curves_section):
         assert not section.available and section.reason == "the load test has no TTFT column"
-        assert section.data == {}
+        assert section.data is None and section.to_dict()["data"] == {}
     assert not m.production.available and m.production.reason == "no production profile was given to this run"
     assert not m.fos.available and m.fos.reason == "no capacity plan was given to this run"
     assert not m.plan.available and not m.scorecards.available
@@ -131,7 +131,7 @@ def test_summary_json_round_trips_as_next_weeks_previous(docs, full_model):
     assert back["provenance"]["quantile_method"] == "linear"
     nxt = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=back,
                        provenance=provenance())
-    deltas = {i.item: i.delta for i in nxt.changes.data["items"]}
+    deltas = {i.item: i.delta for i in nxt.changes.data.items}
     assert deltas == {"Q_ult short-context (offered)": 0.0, "Q_ult long-context (offered)": 0.0, "blended FOS": 0.0}
 
 
@@ -151,7 +151,7 @@ def test_what_changed_refuses_another_service(docs, full_model):
     old = {k: v for k, v in back.items() if k != "identity"}
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], previous=old,
                      provenance=provenance())
-    assert "does not record which service" in m.changes.reason
+    assert "identity: expected an object with model, hardware, sla, tier" in m.changes.reason
 
 
 def test_bounds_keep_their_sign_in_rows_changes_and_fos_chart(docs):
@@ -167,12 +167,12 @@ def test_bounds_keep_their_sign_in_rows_changes_and_fos_chart(docs):
     pm["fos"] = {**pm["fos"], "bound": "lower", "ci95": None}
     m = build_report(limits=lim, profile=docs["profile"], plan=plan, previous=docs["previous_summary"],
                      provenance=provenance())
-    row = m.mixes.data["rows"][1]
+    row = m.mixes.data.rows[1]
     assert row.q_ult.bound == "lower" and row.q_ult.text().startswith("≥ ")
     assert row.fos.bound == "lower"
-    ch = {i.item: i for i in m.changes.data["items"]}[f"Q_ult {row.name} (offered)"]
+    ch = {i.item: i for i in m.changes.data.items}[f"Q_ult {row.name} (offered)"]
     assert ch.delta is None and "a bound" in ch.note
-    spec = fos_chart(m.fos.data["per_mix"], m.fos.data["blended"]).spec
+    spec = fos_chart(m.fos.data.per_mix, m.fos.data.blended).spec
     marks = [lay["mark"]["shape"] for lay in spec["layer"] if isinstance(lay.get("mark"), dict)
              and lay["mark"].get("type") == "point"]
     assert marks == ["triangle-right"]
@@ -210,15 +210,15 @@ def test_the_twin_section_says_predicted_and_never_mixes_with_measured(docs):
                       validation_rows=rows, param_rows=[], chart=chart)
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
                      twin=sec)
-    tw = m.predicted.data["section"]
+    tw = m.predicted.data
     assert tw.predicted == est and tw.kind == "predicted"
     html = render_html(m)
     assert "Predicted (not measured) limit for production mix: 3.10 rps (95% CI 2.80–3.40)" in html
     assert "predicted, not measured" in html and 'id="chart-twin"' in html
     # the measured limits table is untouched by the prediction
-    assert all(r.q_ult.value != 3.1 for r in m.mixes.data["rows"])
+    assert all(r.q_ult.value != 3.1 for r in m.mixes.data.rows)
     back = json.loads(json.dumps(m.to_dict()))
-    assert back["predicted"]["data"]["section"]["kind"] == "predicted"
+    assert back["predicted"]["data"]["kind"] == "predicted"
     none = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
                         twin=Unavailable("the load test keeps no per-request times"))
     assert not none.predicted.available and "per-request" in none.predicted.reason
@@ -232,9 +232,16 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
     note = ("follow-up test: loads 1.8, 2, 2.2, 2.4 rps in ascending order, steps of 600, 600, 600, 600 s "
             "(total 2400 s), then pool both runs; expected resolution ±5%. `bearing next LIMITS.json --out FILE` "
             "writes it for your load-test tool")
-    lim["mixes"][1]["notes"] = [note]
+    # the typed field the limits write (bearing_lib.limits.fit._attach_followup), not the note's text
+    lim["mixes"][1]["q_ult"]["resolution"] = {
+        "ci_relative": [-0.2, 0.2], "tolerance": 0.1, "coarse": True, "steady_window_s": 600.0,
+        "suggested_loads": [1.8, 2.0, 2.2, 2.4], "statement": "coarse",
+        "followup": {"steps": [{"load": x, "duration_s": 600.0} for x in (1.8, 2.0, 2.2, 2.4)], "total_s": 2400.0,
+                     "budget_s": None, "expected_resolution": 0.05, "order": "ascending", "repeats": 1,
+                     "model": "mm1"}}
+    lim["mixes"][1]["notes"] = ["an unrelated note"]
     m = build_report(limits=lim, profile=docs["profile"], plan=docs["plan"], provenance=provenance())
-    rows = m.mixes.data["rows"]
+    rows = m.mixes.data.rows
     assert rows[1].followup == note and rows[0].followup is None
     html = render_html(m)
     assert "This test cannot resolve the limit finely: follow-up test: loads 1.8, 2, 2.2, 2.4 rps" in html
@@ -249,8 +256,8 @@ def test_plan_sections_are_the_typed_document_and_summary_json_keeps_the_plan_js
 
     plan = docs["plan"]
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())
-    assert isinstance(m.fos.data["cbu"], CbuResult) and isinstance(m.plan.data["instances"], InstancePlan)
-    assert isinstance(m.scorecards.data["scorecards"], Scorecards)
+    assert isinstance(m.fos.data.cbu, CbuResult) and isinstance(m.plan.data.instances, InstancePlan)
+    assert isinstance(m.scorecards.data.scorecards, Scorecards)
     assert m.profile_doc is not None and m.profile_doc.per_minute.max == docs["profile"]["per_minute"]["max"]
     s = json.loads(json.dumps(m.to_dict()))
     assert "profile_doc" not in s
@@ -260,7 +267,7 @@ def test_plan_sections_are_the_typed_document_and_summary_json_keeps_the_plan_js
     # a CapacityPlan is taken as it is; an unavailable section stays a reason
     plan["memory"] = {"available": False, "reason": "no model preset given (--model)"}
     m2 = build_report(limits=docs["limits"], profile=None, plan=CapacityPlan.from_dict(plan), provenance=provenance())
-    assert m2.plan.data["memory"] == NotAvailable("no model preset given (--model)")
+    assert m2.plan.data.memory == NotAvailable("no model preset given (--model)")
 
 
 def test_a_renamed_plan_or_profile_key_is_an_error_naming_it_not_a_dash(docs):
@@ -284,3 +291,40 @@ def test_loader_findings_read_in_a_readers_words():
     raw = "start_s is null (time_origin 'none'); offered_load is inf, rate 'inf'; bare Infinity; NaN; nulls; a.null"
     assert _readable(raw) == ("start_s is empty (time_origin 'none'); offered_load is unbounded, rate 'unbounded'; "
                               "bare unbounded; not a number; nulls; a.null")
+
+
+def test_report_summary_reads_back_what_the_model_writes(docs, full_model):
+    """summary.json has one typed reader: what "what changed", the index, the runner and the CLI use."""
+    from bearing_lib.report.summary import ReportSummary
+
+    back = ReportSummary.from_dict(json.loads(json.dumps(full_model.to_dict())))
+    assert (back.name, back.verdict) == ("2026-W48", "yellow")
+    assert back.headline == full_model.headline.text and back.run_time_utc == full_model.provenance.run_time_utc
+    # the compact limits are the limits document's own numbers, per mix
+    want = {m["mix"]["name"]: m["q_ult"]["value"] for m in docs["limits"]["mixes"]}
+    assert {x.name: x.q_ult.value for x in back.limits} == want
+    assert back.blended_fos.value == docs["plan"]["fos"]["blended"]["value"]
+    assert back.identity["tier"] == "standard"
+    assert back.to_dict()["limits"] == full_model.to_dict()["limits"]
+
+
+def test_report_summary_names_every_bad_field_and_the_file(tmp_path):
+    from bearing_lib.common.errors import SchemaError
+    from bearing_lib.report.summary import ReportSummary
+    from tests.factories import summary_doc
+
+    doc = summary_doc("w", limits={"a": 2.0})
+    doc["verdict"] = "purple"
+    del doc["identity"]["tier"]
+    doc["limits"]["mixes"][0]["q_ult"] = 3
+    p = tmp_path / "summary.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(SchemaError) as e:
+        ReportSummary.read(p)
+    msg = str(e.value)
+    assert str(p) in msg and "3 problem(s)" in msg
+    assert "verdict: expected one of green, yellow, red, unknown (found 'purple')" in msg
+    assert "identity: missing key(s) tier" in msg
+    assert "limits.mixes[0].q_ult: expected a value with its CI" in msg
+    with pytest.raises(SchemaError, match="field 'schema' is 'bearing.report.summary/1'"):
+        ReportSummary.from_dict({**summary_doc(), "schema": "bearing.report.summary/1"})

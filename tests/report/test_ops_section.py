@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bearing_lib.report.model import build_report
+from bearing_lib.report.model import OpsSection, build_report
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.render import write_report
 
@@ -30,12 +30,13 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KUBECON_VLLM = FIXTURES / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
 
 
-def _report(out: Path, metrics_path: str = "", plan: dict | None = None) -> tuple[Path, dict]:
+def _report(out: Path, metrics_path: str = "", plan: dict | None = None) -> tuple[Path, OpsSection]:
     plan = plan or hand_made("plan")
     limits = hand_made("limits")
-    m = build_report(limits=limits, profile=hand_made("profile"), plan=plan, provenance=provenance(), name="ops")
-    m.ops = ops_section(plan_doc=plan, limits_doc=limits, output_dir=out, metrics=load_metrics(metrics_path),
-                        metrics_path=metrics_path)
+    ops = ops_section(plan_doc=plan, limits_doc=limits, output_dir=out, metrics=load_metrics(metrics_path),
+                      metrics_path=metrics_path)
+    m = build_report(limits=limits, profile=hand_made("profile"), plan=plan, provenance=provenance(), name="ops",
+                     ops=ops)
     return write_report(m, out)["html"], m.ops.data
 
 
@@ -47,7 +48,7 @@ def _ops_html(html_path: Path) -> str:
 
 def test_without_metrics_the_section_says_so_and_how_to_give_them(tmp_path):
     html, data = _report(tmp_path / "r")
-    assert data["bottleneck"]["given"] is False and data["bottleneck"]["statement"] == "no server metrics given"
+    assert data.bottleneck["given"] is False and data.bottleneck["statement"] == "no server metrics given"
     ops = _ops_html(html)
     assert "no server metrics given" in ops and "-p server_metrics PATH" in ops
     # the hand-made plan JSON has no economics section: said, not invented
@@ -62,7 +63,7 @@ def test_bottleneck_on_the_real_inference_perf_reports(tmp_path):
     queue = {s: json.loads((KUBECON_VLLM / f"stage_{s}_prometheus_metrics.json").read_text())["successes"]
              ["queue_len"]["mean"] for s in (limit - 1, limit)}
     html, data = _report(tmp_path / "r", str(KUBECON_VLLM))
-    b = data["bottleneck"]
+    b = data.bottleneck
     assert b["given"] and b["format"] == "inference-perf-prometheus"  # the folder's lifecycle files are skipped
     assert b["steps"] == list(range(7))
     # the hand-made limits have no failing step at the metrics' stages for these mixes: the saturated stage is used
@@ -101,7 +102,7 @@ def _validator_passes(fmt: str, path: Path, folder: Path) -> bool | None:
 
 def test_exports_are_written_validated_and_linked_relative_to_the_moved_report(tmp_path):
     html, data = _report(tmp_path / "r")
-    x = data["exports"]
+    x = data.exports
     assert x["written"] and x["folder"] == "exports"
     files = {f["path"]: f for f in x["files"]}
     assert set(files) == {"exports/prometheus-rules.yaml", "exports/hpa.yaml", "exports/keda-scaledobject.yaml",
@@ -134,7 +135,7 @@ def test_a_format_that_cannot_be_written_is_said_and_the_rest_are_written(tmp_pa
     plan = hand_made("plan")
     plan["instances"]["per_instance_allowable_rps"] = 0.01  # 0.6 requests a minute: below nginx's 1r/m
     _, data = _report(tmp_path / "r", plan=plan)
-    by_fmt = {f["format"]: f for f in data["exports"]["files"]}
+    by_fmt = {f["format"]: f for f in data.exports["files"]}
     assert by_fmt["nginx"]["verdict"] == "not written" and "1 request per minute" in by_fmt["nginx"]["output"]
     assert by_fmt["hpa"]["path"] == "exports/hpa.yaml" and (tmp_path / "r" / "exports" / "hpa.yaml").is_file()
 
@@ -144,7 +145,7 @@ def test_an_unavailable_plan_writes_no_exports(tmp_path):
 
     sec = ops_section(plan_doc=Unavailable("no limits: the test failed"), limits_doc=hand_made("limits"),
                       output_dir=tmp_path)
-    assert sec.data["exports"] == {"written": False, "reason": "no capacity plan: no limits: the test failed",
+    assert sec.data.exports == {"written": False, "reason": "no capacity plan: no limits: the test failed",
                                    "files": []}
     assert not (tmp_path / "exports").exists()
 
@@ -338,3 +339,27 @@ def test_the_section_names_each_kubecon_configurations_bottleneck_from_its_raw_r
     assert [f["rule"] for f in row["rules"]] == expected
     names = {"KV-1": "KV cache", "KV-2": "KV cache", "CMP-2": "engine queue"}
     assert row["resource"] == (names[expected[0]] if expected else None)
+
+
+def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
+    """The one orchestration `bearing bottleneck` and the ops section share: the only run of the metrics, else
+    the asked run; several runs and none asked (or an unknown one) is an error naming them."""
+    import polars as pl
+
+    from bearing_lib.common.errors import ParameterError
+    from bearing_lib.ops.bottleneck import bottleneck_at_limit
+
+    def rows(run: str, kv_at_2: float) -> list[dict]:
+        return [{"run_id": run, "step": s, "signal": "kv_cache_usage", "mean": v, "high": v, "first": v, "last": v,
+                 "increase": None, "trend_per_s": None} for s, v in ((1, 0.5), (2, kv_at_2))]
+
+    two = pl.DataFrame(rows("a", 0.97) + rows("b", 0.40))
+    assert bottleneck_at_limit(two, limit_step=2, run_id="a").resource == "KV cache"  # 0.97 >= 0.95: rule KV-1
+    b = bottleneck_at_limit(two, limit_step=2, run_id="b")
+    assert b.resource is None and b.run_id == "b"  # 0.40: no rule fires
+    with pytest.raises(ParameterError, match=r"the metrics hold 2 runs \(a, b\) and none is run 'c'"):
+        bottleneck_at_limit(two, limit_step=2, run_id="c")
+    with pytest.raises(ParameterError, match="none is named"):
+        bottleneck_at_limit(two, limit_step=2)
+    one = pl.DataFrame(rows("a", 0.97))
+    assert bottleneck_at_limit(one, limit_step=2, run_id="other").run_id == "a"  # the only run is the run

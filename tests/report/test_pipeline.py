@@ -1,4 +1,4 @@
-"""The steps the notebooks call (bearing_lib.report.pipeline), on the bundled Azure trace."""
+"""The steps the notebooks call (bearing_lib.app.pipeline), on the bundled Azure trace."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from bearing_lib.app import pipeline
 from bearing_lib.common.errors import BadValueError, ParameterError
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.report import pipeline
 
 AZURE = "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
 
@@ -139,5 +139,5 @@ def test_report_records_portable_paths_and_keeps_the_sha256(tmp_path):
     assert ins["limits"]["sha256"] == sha256_of(lim_path)
     assert ins["production trace"]["path"] == AZURE
     assert model.provenance.parameters["limits_json"] == "limits.json"
-    assert model.conditions.data["sources"][0]["path"] == AZURE
+    assert model.conditions.data.sources[0].path == AZURE
     assert ".tmp-w-abcd" not in json.dumps(model.to_dict())

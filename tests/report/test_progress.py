@@ -9,7 +9,8 @@ import sys
 
 import papermill
 
-from bearing_lib.report import runner
+from bearing_lib.app import runner
+from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE
 
 NB = HAND_MADE / "notebooks" / "weekly_report.ipynb"
@@ -25,7 +26,7 @@ def _fake(calls):
         calls.append(progress_bar)
         d = parameters["output_dir"]
         open(f"{d}/report.html", "w").write("<html></html>")
-        open(f"{d}/summary.json", "w").write(json.dumps({"verdict": "green"}))
+        open(f"{d}/summary.json", "w").write(json.dumps(summary_doc("a", verdict="green")))
         open(out, "w").write("{}")
     return execute
 

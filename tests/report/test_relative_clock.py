@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from bearing_lib.app import pipeline
 from bearing_lib.common.errors import BadValueError, ParameterError
-from bearing_lib.report import pipeline
 from bearing_lib.report.charts import cbu_chart, elapsed_unit, peak_chart, report_charts
 from bearing_lib.report.views import cbu_minute, elapsed, window_line
 from tests.report.relative_clock_build import MOONCAKE, SERVEGEN, build
@@ -244,8 +244,8 @@ def test_weekly_runs_on_a_relative_clock_trace_with_a_window(tmp_path):
     above the sharegpt limit of about 1.1 req/s), so the documented exit code is 3."""
     from typer.testing import CliRunner
 
+    from bearing_lib.app import runner
     from bearing_lib.cli.main import app
-    from bearing_lib.report import runner
     from tests.report.relative_clock_build import limits_doc
 
     lim = tmp_path / "limits.json"

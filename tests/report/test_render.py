@@ -13,8 +13,9 @@ import pytest
 from markupsafe import escape
 
 from bearing_lib.report.charts import MAX_POINTS, downsample_max, load_curve_chart
-from bearing_lib.report.model import CurvePoint, LoadCurve, build_report, make_provenance
+from bearing_lib.report.model import CurvePoint, LoadCurve, PhaseBand, build_report, make_provenance
 from bearing_lib.report.render import render_html, vega_bundle, write_report
+from tests.factories import summary_doc
 from tests.report.conftest import provenance
 
 PAYLOAD = "</script><img src=x onerror=alert(1)>"
@@ -133,7 +134,7 @@ def test_downsample_keeps_bucket_maxima():
 def test_long_curve_is_downsampled_and_says_so():
     pts = [CurvePoint(float(i), float(i % 97), None, None, "elastic", True, []) for i in range(12_000)]
     curve = LoadCurve("m", None, "ttft_ms_p99", "P99 TTFT (ms)", "ms", "rps", 1000.0, None, None, pts,
-                      [{"phase": "elastic", "lo": 0.0, "hi": 11_999.0}])
+                      [PhaseBand("elastic", 0.0, 11_999.0)])
     c = load_curve_chart(curve, 0)
     assert c.n_points == 12_000 and c.n_shown == MAX_POINTS
     assert "downsampled to ≤ 5,000 per layer" in c.spec["title"]["subtitle"]
@@ -265,13 +266,15 @@ def test_defang_by_hand(text, expected):
 
 
 def test_index_page_escapes_headlines_verdicts_and_folder_names(tmp_path):
-    from bearing_lib.report.index import write_index
+    from bearing_lib.app.index import write_index
 
     hostile = _evil("headline")
     (tmp_path / "2026-W10").mkdir()
     (tmp_path / "2026-W10" / "summary.json").write_text(json.dumps(
-        {"verdict": '"><script>alert(1)</script>', "headline": {"text": hostile},
-         "provenance": {"run_time_utc": _evil("run-time")}}), encoding="utf-8")
+        summary_doc("2026-W10", headline=hostile, run_time_utc=_evil("run-time"))), encoding="utf-8")
+    (tmp_path / "2026-W09").mkdir()  # a verdict outside green/yellow/red/unknown is refused, the value shown escaped
+    (tmp_path / "2026-W09" / "summary.json").write_text(json.dumps(
+        {**summary_doc("2026-W09"), "verdict": '"><script>alert(1)</script>'}), encoding="utf-8")
     (tmp_path / "2026-W11").mkdir()  # unreadable summary: the error message is shown, escaped
     (tmp_path / "2026-W11" / "summary.json").write_text("{not json <script>", encoding="utf-8")
     failed = tmp_path / "2026-W12.failed-20260101T000000Z"

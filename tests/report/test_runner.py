@@ -14,8 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from bearing_lib.app import runner
 from bearing_lib.common.errors import ParameterError
-from bearing_lib.report import runner
+from tests.factories import summary_doc
 from tests.report.conftest import HAND_MADE
 
 NB = HAND_MADE / "notebooks" / "weekly_report.ipynb"
@@ -139,7 +140,7 @@ def test_previous_summary_is_the_newest_other_report(tmp_path):
     for name, t in (("2026-W46", "2026-11-16T06:00:00Z"), ("2026-W47", "2026-11-23T06:00:00Z"),
                     ("2026-W48", "2026-11-30T06:00:00Z")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "summary.json").write_text(json.dumps({"provenance": {"run_time_utc": t}}))
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary_doc(name, run_time_utc=t)))
     (tmp_path / "2026-W47.failed-20261123T060000Z").mkdir()
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "summary.json").write_text("{not json")
@@ -147,8 +148,13 @@ def test_previous_summary_is_the_newest_other_report(tmp_path):
     assert runner.previous_summary(tmp_path, exclude="2026-W49") == tmp_path / "2026-W48" / "summary.json"
     assert runner.previous_summary(tmp_path / "none", exclude="x") is None
     (tmp_path / "adhoc").mkdir()
-    adhoc = {"provenance": {"run_time_utc": "2026-12-01T00:00:00Z"}}
+    adhoc = summary_doc("adhoc", run_time_utc="2026-12-01T00:00:00Z")
     (tmp_path / "adhoc" / "summary.json").write_text(json.dumps(adhoc))
+    assert runner.previous_summary(tmp_path, exclude="x") == tmp_path / "adhoc" / "summary.json"
+    # a summary of another schema (an older bearing) is not a candidate: it cannot be compared
+    (tmp_path / "older").mkdir()
+    (tmp_path / "older" / "summary.json").write_text(json.dumps(
+        {**summary_doc("older", run_time_utc="2026-12-02T00:00:00Z"), "schema": "bearing.report.summary/1"}))
     assert runner.previous_summary(tmp_path, exclude="x") == tmp_path / "adhoc" / "summary.json"
     # a weekly run compares with the latest earlier week only
     assert runner.previous_summary(tmp_path, exclude="2026-W48", before_week="2026-W48") == \

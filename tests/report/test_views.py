@@ -190,16 +190,16 @@ def test_flags_grouped_by_source_and_severity_with_counts_per_code():
              Flag("limits · a", "warning", "step_invalid", "step 5"),
              Flag("loader", "error", "bad_row", "row 7")]
     v = flags_view(flags)
-    assert v["n"] == 6
-    assert list(v["by_level"].items()) == [("error", 1), ("warning", 3), ("info", 2)]
+    assert v.n == 6
+    assert list(v.by_level.items()) == [("error", 1), ("warning", 3), ("info", 2)]
     # codes: most severe first, then by count
-    assert [(c["level"], c["code"], c["count"]) for c in v["codes"]] == [
+    assert [(c.level, c.code, c.count) for c in v.codes] == [
         ("error", "bad_row", 1), ("warning", "step_invalid", 2), ("warning", "step_flagged", 1),
         ("info", "note", 1), ("info", "slots_not_available", 1)]
-    assert v["codes"][1]["sources"] == ["limits · a"]
+    assert v.codes[1].sources == ["limits · a"]
     # sources: the one with an error, then the most warnings, then the rest; warnings before info inside
-    assert [g.source for g in v["groups"]] == ["loader", "limits · a", "limits · b", "profile"]
-    a = v["groups"][1]
+    assert [g.source for g in v.groups] == ["loader", "limits · a", "limits · b", "profile"]
+    a = v.groups[1]
     assert [f.message for f in a.flags] == ["step 2", "step 5", "n1"]
     assert a.summary == "2 warnings, 1 info"
 

@@ -5,7 +5,7 @@
   (:func:`papermill.inspect_notebook`), values are converted to the declared type, and
   parameters whose help text starts with ``required`` must be given. The inputs they
   name are read as far as they can be without a kernel
-  (:func:`bearing_lib.report.pipeline.check_inputs`: files exist, JSON parses, formats are
+  (:func:`bearing_lib.app.pipeline.check_inputs`: files exist, JSON parses, formats are
   detected, traces are not too large, the SLA parses), and the kernel must be installed.
 * One run per report name at a time: ``reports/.lock-<name>`` is held with
   ``fcntl.flock`` for the whole run (see :func:`_acquire_lock` for why flock and not
@@ -51,6 +51,9 @@ from typing import Any
 
 import yaml
 
+from bearing_lib.app.index import write_index
+from bearing_lib.app.weeks import WEEK as _WEEK
+from bearing_lib.app.weeks import iso_week, week_bounds
 from bearing_lib.common.errors import (
     BearingError,
     KernelNotFound,
@@ -62,7 +65,9 @@ from bearing_lib.common.errors import (
     ReportLocked,
     ReportsFolderError,
     RunFailed,
+    SchemaError,
 )
+from bearing_lib.report.summary import ReportSummary
 
 EXIT_OK = 0  # report written; verdict green or yellow (or `bearing report`: any verdict)
 EXIT_ERROR = BearingError.exit_code  # 1: bad input or parameter, found before or inside a notebook
@@ -85,7 +90,6 @@ DEFAULT_CELL_TIMEOUT_S = 3600.0  # papermill execution_timeout per cell; the lon
 # SIGKILL it there. Stages: locked, running, executed, swapped, published.
 PAUSE_STAGES = ("locked", "running", "executed", "swapped", "published")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
 
 
 @dataclass(frozen=True)
@@ -222,31 +226,6 @@ def validate_name(name: str) -> str:
     return name
 
 
-def iso_week(week: str | None = None, *, today: _dt.date | None = None) -> str:
-    """``YYYY-Www``: ``week`` checked, or the last complete ISO week before ``today`` (UTC)."""
-    if week is None:
-        d = (today or _dt.datetime.now(_dt.UTC).date()) - _dt.timedelta(days=7)
-        y, w, _ = d.isocalendar()
-        return f"{y}-W{w:02d}"
-    m = _WEEK.match(week)
-    if not m:
-        raise ParameterError(f"week {week!r}: expected an ISO week such as 2026-W48")
-    try:
-        _dt.date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
-    except ValueError:
-        raise ParameterError(f"week {week!r}: year {m.group(1)} has no week {m.group(2)}") from None
-    return week
-
-
-def week_bounds(week: str) -> tuple[_dt.datetime, _dt.datetime]:
-    """UTC ``[Monday 00:00, next Monday 00:00)`` of an ISO week."""
-    m = _WEEK.match(iso_week(week))
-    assert m is not None
-    start = _dt.datetime.combine(_dt.date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1), _dt.time(),
-                                 tzinfo=_dt.UTC)
-    return start, start + _dt.timedelta(days=7)
-
-
 def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None = None) -> Path | None:
     """The newest other report's ``summary.json`` (by its run time), for "what changed".
 
@@ -263,8 +242,10 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
             continue
         s = d / "summary.json"
         try:
-            t = str(json.loads(s.read_text(encoding="utf-8"))["provenance"]["run_time_utc"])
-        except (OSError, ValueError, KeyError, TypeError):
+            t = ReportSummary.read(s).run_time_utc
+        except (OSError, SchemaError):  # no summary, or one this bearing cannot compare with: not a candidate
+            continue
+        if t is None:
             continue
         if best is None or t > best[0]:
             best = (t, s)
@@ -540,8 +521,6 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def refresh_index(reports_dir: str | Path) -> str | None:
     """Rewrite ``reports/index.html``; the problem as text when it cannot be written (never raises)."""
-    from bearing_lib.report.index import write_index
-
     try:
         write_index(reports_dir)
     except (BearingError, OSError) as exc:
@@ -590,7 +569,7 @@ def run_report(
     if "output_dir" in given:
         raise ParameterError("parameter 'output_dir' is set by the runner (the report folder); do not pass it")
     steps = check_parameters(steps, given)
-    from bearing_lib.report.pipeline import check_inputs
+    from bearing_lib.app.pipeline import check_inputs  # lazily: pipeline imports altair and polars
 
     for s in steps:
         check_inputs(s.parameters, notebook=s.notebook.name)
@@ -639,11 +618,11 @@ def _run_locked(steps: list[Step], root: Path, name: str, *, progress: bool | No
             raise RunFailed(f"{steps[-1].notebook.name} ran but wrote no report.html/summary.json into output_dir",
                             notebook=steps[-1].notebook.name, cell_index=None, executed_copy=executed[-1])
         try:
-            doc = json.loads(summary.read_text(encoding="utf-8"))
-            verdict = str((doc.get("verdict") if isinstance(doc, dict) else None) or "unknown")
-        except ValueError as exc:
-            raise RunFailed(f"{steps[-1].notebook.name} wrote a summary.json that is not JSON ({exc})",
-                            notebook=steps[-1].notebook.name, cell_index=None, executed_copy=executed[-1]) from None
+            verdict = ReportSummary.read(summary).verdict
+        except SchemaError as exc:
+            raise RunFailed(f"{steps[-1].notebook.name} wrote a summary.json that is not a bearing report summary "
+                            f"({exc})", notebook=steps[-1].notebook.name, cell_index=None,
+                            executed_copy=executed[-1]) from None
         _pause("executed")
     except RunFailed as exc:
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")

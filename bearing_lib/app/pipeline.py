@@ -19,12 +19,18 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+from bearing_lib.app.weeks import iso_week, week_bounds
 from bearing_lib.common.errors import BadValueError, BearingError, InputError, ParameterError
 from bearing_lib.common.files import read_json, write_json
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
+from bearing_lib.report.charts import report_charts
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
+from bearing_lib.report.ops_section import load_metrics, ops_section
+from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
+from bearing_lib.report.summary import ReportSummary
+from bearing_lib.report.views import elapsed
 
 Doc = dict[str, Any] | Unavailable
 
@@ -36,60 +42,6 @@ def input_record(role: str, path: str | Path) -> dict[str, Any]:
     """``{"role", "path", "sha256"}`` for provenance (a folder hashes its files)."""
     p = resolve(path)
     return {"role": role, "path": str(path), "sha256": sha256_of(p) if p.exists() else None}
-
-
-def _roots(output_dir: str | Path = "") -> list[tuple[str, str]]:
-    """``(absolute folder, what it is)`` to shorten paths against, most specific first."""
-    roots: list[tuple[str, str]] = []
-    if str(output_dir):
-        roots.append((os.path.abspath(output_dir), "report folder"))
-    for folder, what in ((str(PROJECT_ROOT), "project root"), (os.getcwd(), "working directory")):
-        folder = os.path.abspath(folder)
-        if all(folder != r for r, _ in roots):
-            roots.append((folder, what))
-    # the deepest folder first: a report folder under the project is named relative to itself
-    return sorted(roots, key=lambda r: -len(r[0]))
-
-
-def portable_path(path: str | Path, output_dir: str | Path = "") -> tuple[str, str]:
-    """``path`` for a reader: ``(text, relative_to)``.
-
-    A file in the report's own folder is named relative to it (``limits.json``, so the
-    name survives the rename of the temporary run folder to ``reports/<name>/``); a file
-    under the working directory or the project root relative to that
-    (``data/traces/...``); anything else stays absolute (``relative_to`` is ``""``).
-    """
-    if not str(path):
-        return str(path), ""
-    p = os.path.abspath(resolve(path))
-    for root, what in _roots(output_dir):
-        if p == root or p.startswith(root + os.sep):
-            return Path(os.path.relpath(p, root)).as_posix(), what
-    return str(path), ""
-
-
-def portable(obj: Any, output_dir: str | Path = "") -> Any:
-    """``obj`` with absolute paths under the report folder / working directory / project root
-    shortened (see :func:`portable_path`) inside every string: file names in reasons too."""
-    roots = [r for r, _ in _roots(output_dir)]
-
-    def fix(text: str) -> str:
-        for r in roots:
-            text = text.replace(r + os.sep, "")
-        return text
-
-    def walk(x: Any) -> Any:
-        if isinstance(x, str):
-            return fix(x)
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [walk(v) for v in x]
-        if isinstance(x, Unavailable):
-            return Unavailable(fix(x.reason))
-        return x
-
-    return walk(obj)
 
 
 def sla_texts(sla: str | list[str]) -> list[str]:
@@ -104,27 +56,11 @@ def sla_texts(sla: str | list[str]) -> list[str]:
 # ------------------------------------------------------------------ traces and windows
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
 def require(value: Any, name: str, what: str) -> Any:
     """``value``, or :class:`ParameterError` when a required notebook parameter is empty."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ParameterError(f"parameter {name!r} is required: {what} (papermill: -p {name} VALUE)")
     return value
-
-
-def resolve(path: str | Path) -> Path:
-    """``path`` as given when it exists; else, for a relative path, under the project root.
-
-    So ``data/traces/...`` works from the project root (papermill, the CLI) and from
-    ``notebooks/`` (JupyterLab's working directory).
-    """
-    p = Path(path)
-    if p.exists() or p.is_absolute():
-        return p
-    alt_ = PROJECT_ROOT / p
-    return alt_ if alt_.exists() else p
 
 
 # A text table (CSV, JSON lines, compressed or not) is parsed whole into memory by the
@@ -264,8 +200,6 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
         get_tier(parameters["tier"])
     if isinstance(parameters.get("week"), str) and parameters["week"]:
-        from bearing_lib.report.runner import iso_week
-
         iso_week(parameters["week"])
     week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
     if week and not span and trace and "{output_dir}" not in trace:
@@ -318,8 +252,6 @@ def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str
                              "(bearing weekly --window 0h..1h), or leave week/start/end empty")
     else:
         if week:
-            from bearing_lib.report.runner import week_bounds
-
             lo, hi = week_bounds(week)
         else:
             lo = _parse_time(start, "start") if start else _dt.datetime.min.replace(tzinfo=_dt.UTC)
@@ -382,8 +314,6 @@ def parse_elapsed(text: str, what: str = "window") -> float:
 
 def elapsed_text(seconds: float) -> str:
     """``+1 h 30 min``-style text of a time on a relative clock (``+0 s`` at the origin)."""
-    from bearing_lib.report.views import elapsed
-
     return elapsed(seconds)
 
 
@@ -617,16 +547,17 @@ def document(obj: Any) -> Doc:
     return obj.to_dict()
 
 
-def read_previous(path: str | Path) -> dict[str, Any] | Unavailable | None:
-    """The previous report's ``summary.json``; ``None`` when ``path`` is empty."""
+def read_previous(path: str | Path) -> ReportSummary | Unavailable | None:
+    """The previous report's ``summary.json`` as a :class:`ReportSummary`; ``None`` when ``path`` is empty,
+    :class:`Unavailable` (the reason, naming the file and the field) when it cannot be read."""
     if not str(path):
         return None
     p = Path(path)
     if not p.is_file():
         return Unavailable(f"the previous summary {p} does not exist")
     try:
-        return read_json(p, "previous summary.json")
-    except BearingError as exc:
+        return ReportSummary.read(p)
+    except (BearingError, OSError) as exc:
         return Unavailable(str(exc))
 
 
@@ -648,11 +579,17 @@ def report(
     traffic: Any = None,
     output_dir: str | Path = "",
     twin: Any = None,
+    metrics: Any = None,
+    metrics_path: str = "",
+    write_exports: bool = True,
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
     ``run`` is the load-test run the plan used; ``traffic`` the ``TrafficProfile`` object
-    (its per-minute series feeds the peak chart). ``output_dir`` is the folder the report
+    (its per-minute series feeds the peak chart). The bottleneck and operational settings
+    section is built here too (:func:`bearing_lib.report.ops_section.ops_section`, from
+    ``metrics`` loaded from ``metrics_path``; the exports are written into ``output_dir``
+    unless ``write_exports`` is false). ``output_dir`` is the folder the report
     is written to: paths in it are recorded relative to it (the runner renames its
     temporary folder to ``reports/<name>/`` after the run), paths under the working
     directory or the project root relative to those (:func:`portable_path`); sha256 sums
@@ -664,12 +601,16 @@ def report(
         if rec.get("path"):
             rec["path"], rec["relative_to"] = portable_path(rec["path"], output_dir)
         recs.append(rec)
+    # without a report folder there is nowhere to write the exports: the section is then not built
+    ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
+                       metrics_path=metrics_path, run=run or None, write_exports=write_exports)
+           if str(output_dir) else None)
     return build_report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
-        per_minute_series=per_minute_series(traffic), twin=twin,
+        per_minute_series=per_minute_series(traffic), twin=twin, ops=ops,
     )
 
 
@@ -713,8 +654,6 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
 
 def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
     """The report's charts stacked for display in a notebook (svg renderer survives export)."""
-    from bearing_lib.report.charts import report_charts
-
     # Sub-charts of a concatenation may not carry their own top-level config.
     specs = [{k: v for k, v in c.spec.items() if k != "config"} for c in report_charts(model)]
     if not specs:
@@ -725,6 +664,7 @@ def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
 __all__ = [
     "INPUT_PARAMETERS",
     "MAX_TEXT_INPUT_BYTES",
+    "PROJECT_ROOT",
     "check_input_size",
     "check_inputs",
     "curve",
@@ -736,6 +676,7 @@ __all__ = [
     "limits_chart",
     "limits_document",
     "limits_table",
+    "load_metrics",
     "load",
     "mix_shares",
     "mix_spec",

@@ -14,15 +14,16 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fcntl
-import json
 import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.files import write_text_atomic
-from bearing_lib.report.render import environment
+from bearing_lib.report.summary import ReportSummary
+from bearing_lib.report.templating import environment
 
 _FAILED = re.compile(r"^(?P<name>.+)\.failed-(?P<stamp>\d{8}T\d{6}Z)(?:-[0-9a-f]+)?$")
 
@@ -55,11 +56,9 @@ def collect(reports_dir: str | Path) -> dict[str, list[dict[str, Any]]]:
             continue
         entry: dict[str, Any] = {"name": d.name, "has_html": (d / "report.html").is_file()}
         try:
-            s = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-            entry.update(verdict=str(s.get("verdict") or "unknown"),
-                         headline=str((s.get("headline") or {}).get("text") or ""),
-                         run_time_utc=str((s.get("provenance") or {}).get("run_time_utc") or ""))
-        except (OSError, ValueError, AttributeError) as exc:
+            s = ReportSummary.read(d / "summary.json")
+            entry.update(verdict=s.verdict, headline=s.headline, run_time_utc=s.run_time_utc or "")
+        except (OSError, SchemaError) as exc:
             entry.update(verdict="unknown", headline="", run_time_utc="", problem=f"summary.json unreadable: {exc}")
         reports.append(entry)
     reports.sort(key=lambda e: (e.get("run_time_utc") or "", e["name"]), reverse=True)

@@ -1,0 +1,94 @@
+"""The Jinja environment of the report's templates: autoescape on for every template, URLs defanged in
+every string (:func:`bearing_lib.report.defang.defang`), numbers formatted for people.
+
+Below :mod:`~bearing_lib.report.model` and :mod:`~bearing_lib.report.render` (it imports neither), so
+the model can show itself in a notebook (``_repr_html_``) and the reports index (``bearing_lib.app.index``)
+can render without the charts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from bearing_lib.common.files import jsonable
+from bearing_lib.report.defang import defang, defang_tree
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return defang(value)
+    return value
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    """Numbers for people: thousands separators, ``digits`` decimals below 100, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "∞" if value > 0 else "not a number"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if value != 0 and abs(value) < 0.01:
+            return f"{value:.2g}"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def _pct(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.1%}"
+
+
+def _label(key: Any) -> str:
+    return str(key).replace("_", " ")
+
+
+def _tojson(value: Any) -> Markup:
+    """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
+    text = json.dumps(defang_tree(value), ensure_ascii=False, allow_nan=False)
+    text = (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("'", "\\u0027").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return Markup(text)
+
+
+def _rawjson(value: Any) -> str:
+    """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
+    return json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False)
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja environment: package templates, autoescape on for every template."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bearing_lib.report", "templates"),
+        autoescape=True,  # every template, whatever its extension
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = _num
+    env.filters["pct"] = _pct
+    env.filters["label"] = _label
+    env.filters["tojson"] = _tojson
+    env.filters["defang"] = defang
+    env.filters["rawjson"] = _rawjson
+    return env
+
+
+def summary_block_html(model: Any) -> str:
+    """A short HTML block (verdict + headline) of a :class:`~bearing_lib.report.model.ReportModel`."""
+    return environment().get_template("summary_block.html.j2").render(model=model)
+
+
+__all__ = ["environment", "summary_block_html"]
