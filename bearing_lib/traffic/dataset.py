@@ -447,6 +447,8 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
         seq: object = seq_len_from_counts(seq_p, n, source=ds.path)
     except InsufficientDataError as exc:
         seq = Unavailable(str(exc))
+    if progress is not None:
+        progress.step("slots, MSTL, bursts, bootstrap targets")
     return assemble_profile(
         source=_source(ds, n, origin_kind, eng, sha), time_origin=origin_kind, t_min=t_min, t_max=t_max, resolution=res,
         minutes=minutes, seconds=seconds, dispersion=disp, mixes=mixes, slo=slo, seq_len=seq, params=params,
