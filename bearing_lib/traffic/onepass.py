@@ -167,8 +167,11 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
     n_mix = len(spec.mixes) + 1
     lf = ds.scan(columns)
     for batch in lf.collect_batches(chunk_size=BATCH_ROWS, engine="streaming"):
-        facts.append(batch.select(facts_exprs))
-        timed = batch.filter(s.is_not_null())  # a missing start is refused from the facts
+        f = batch.select(facts_exprs)
+        facts.append(f)
+        nulls = f.row(0, named=True)
+        # a missing start is refused from the facts; copy the batch only when it has one
+        timed = batch.filter(s.is_not_null()) if nulls["null_start_s"] else batch
         if timed.height == 0:
             continue
         b = timed.select(per_row)
@@ -183,7 +186,8 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         minute.add(1, km_rel, klo, khi, b["in0"].to_numpy())
         minute.add(2, km_rel, klo, khi, b["out0"].to_numpy())
         minute.add(3, km_rel, klo, khi)
-        null_k, bad_k = (timed.select(e)[:, 0].to_numpy() for e in minute_status)
+        null_k = timed.select(minute_status[0])[:, 0].to_numpy() if nulls["null_status"] else np.zeros(0, np.int64)
+        bad_k = timed.select(minute_status[1])[:, 0].to_numpy()
         if null_k.size:  # requests with a status = all but those without
             minute.arr[3, klo - minute.lo:khi - minute.lo + 1] -= np.bincount(null_k - klo, minlength=khi - klo + 1)
         minute.add(4, bad_k - klo, klo, khi)
@@ -191,7 +195,9 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
             v = b[col].to_numpy()
             lo, hi = int(v.min()), int(v.max())
             dense.add(0, v - lo, lo, hi)
-        both = timed.select(tokens).drop_nulls()
+        both = timed.select(tokens)
+        if nulls["null_input_tokens"] or nulls["null_output_tokens"]:
+            both = both.drop_nulls()
         for vc, col in zip(seq, ("total", "input_tokens", "output_tokens"), strict=True):
             vc.add(both[col].to_numpy())
         if n_starts + m > starts.size:  # more rows than the footers said (or no footer count)
