@@ -126,88 +126,110 @@ def _mix_code(spec: MixSpec) -> pl.Expr:
     return expr
 
 
+def _batches(lf: pl.LazyFrame, total: int | None):  # noqa: ANN202 - an iterator of DataFrames
+    """The query's rows in batches of :data:`BATCH_ROWS`: a slice of the scan per batch when the row count
+    is known (the Parquet reader then decodes only the row groups of the slice, and memory holds one
+    batch), else polars' batch iterator (whose engine may run ahead of the consumer)."""
+    if total is None:
+        yield from lf.collect_batches(chunk_size=BATCH_ROWS, engine="streaming")
+        return
+    for off in range(0, max(total, 1), BATCH_ROWS):
+        yield lf.slice(off, BATCH_ROWS).collect(engine="streaming")
+
+
 def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: MixSpec, bad_statuses: tuple[str, ...],
              progress: Callable[[int], None] | None = None) -> OnePass:
-    """Read ``ds`` once (``columns``: the profile's) and aggregate every partial table."""
+    """Read ``ds`` once (``columns``: the profile's) and aggregate every partial table.
+
+    The per-request expressions (bin keys, the mix, the status code, token sums) run inside the
+    streaming query, in polars' threads while the file is decoded; this process then only counts
+    the batches' columns with numpy (zero-copy views)."""
     s = pl.col("start_s")
     st = pl.col("status")
-    # the status as a small code, decoded once per batch (unknown text: -1; null stays apart via is_not_null)
-    code = st.replace_strict(list(STATUSES), list(range(len(STATUSES))), default=-1, return_dtype=pl.Int8)
+    inp, out = pl.col("input_tokens"), pl.col("output_tokens")
     bad_codes = [STATUSES.index(x) for x in bad_statuses if x in STATUSES]
-    km = ((s - origin) / 60.0).floor().cast(pl.Int64)
-    ks = (s - origin).floor().cast(pl.Int64)
-    hm = ((s - origin) / 3600.0).floor().cast(pl.Int64) * (len(spec.mixes) + 1) + _mix_code(spec)
+    n_mix = len(spec.mixes) + 1
     per_row = [
-        s, km.alias("km"), ks.alias("ks"), hm.alias("hm"),
-        pl.col("input_tokens").fill_null(0).cast(pl.Float64).alias("in0"),
-        pl.col("output_tokens").fill_null(0).cast(pl.Float64).alias("out0"),
-    ]
-    token_max = [pl.col(c).abs().max().alias(c) for c in ("input_tokens", "output_tokens")]
-    minute_status = [  # the minutes of requests without a status (usually none) and of bad ones (about 1 %)
-        km.filter(st.is_null()).alias("null_k"),
-        km.filter(code.is_in(bad_codes)).alias("bad_k"),
-    ]
-    tokens = [(pl.col("input_tokens") + pl.col("output_tokens")).alias("total"), "input_tokens", "output_tokens"]
-    facts_exprs = [
-        pl.len().cast(pl.Int64).alias("n"),
-        s.min().alias("t_min"),
-        s.max().alias("t_max"),
-        s.null_count().cast(pl.Int64).alias("null_start_s"),
-        pl.col("step").is_not_null().sum().cast(pl.Int64).alias("n_step"),
-        *[pl.col(c).null_count().cast(pl.Int64).alias(f"null_{c}") for c in (*TOKENS, "status")],
-        *[(pl.col(c) < 0).sum().cast(pl.Int64).alias(f"neg_{c}") for c in TOKENS],
-        (st.is_not_null() & (code < 0)).sum().cast(pl.Int64).alias("bad_status"),
+        s,
+        ((s - origin) / 60.0).floor().cast(pl.Int64).alias("km"),
+        (s - origin).floor().cast(pl.Int64).alias("ks"),
+        (((s - origin) / 3600.0).floor().cast(pl.Int64) * n_mix + _mix_code(spec)).alias("hm"),
+        inp.fill_null(0).cast(pl.Float64).alias("in0"),
+        out.fill_null(0).cast(pl.Float64).alias("out0"),
+        (inp + out).alias("total"), inp, out, pl.col("cached_tokens"),
+        # the status as a small code: a known status its index, unknown text or null -1
+        st.replace_strict(list(STATUSES), list(range(len(STATUSES))), default=-1, return_dtype=pl.Int8).alias("code"),
+        st.is_null().alias("no_status"),
+        pl.col("step").is_not_null().alias("has_step"),
     ]
     minute, second, mixh = _Dense(5), _Dense(1), _Dense(1)
     seq = [_ValueCounts(), _ValueCounts(), _ValueCounts()]
-    facts: list[pl.DataFrame] = []
+    facts: list[dict[str, object]] = []
     total = ds.n_rows()
     starts = np.empty(total if total is not None else 0, dtype=np.float64)
     n_starts = 0
-    n_mix = len(spec.mixes) + 1
+    # reused for the relative keys of every batch (fresh numpy buffers of a batch's size cost page faults)
+    scratch = np.empty(BATCH_ROWS, dtype=np.int64)
     lf = ds.scan(columns)
-    for batch in lf.collect_batches(chunk_size=BATCH_ROWS, engine="streaming"):
-        f = batch.select(facts_exprs)
+    for b in _batches(lf.select(per_row), total):
+        b = b.rechunk()  # one chunk per column: to_numpy() is then a view, not a copy
+        no_status = b["no_status"].to_numpy()
+        n_no_status = int(np.count_nonzero(no_status))
+        code = b["code"].to_numpy()
+        f = {"n": b.height, "t_min": b["start_s"].min(), "t_max": b["start_s"].max(),
+             "null_start_s": b["start_s"].null_count(), "n_step": int(np.count_nonzero(b["has_step"].to_numpy()))}
+        for c in (*TOKENS, "status"):
+            f[f"null_{c}"] = n_no_status if c == "status" else b[c].null_count()
+        for c in TOKENS:
+            lo = b[c].min()
+            f[f"neg_{c}"] = int((b[c] < 0).sum()) if lo is not None and lo < 0 else 0
+        f["bad_status"] = int(np.count_nonzero(code < 0)) - n_no_status
         facts.append(f)
-        nulls = f.row(0, named=True)
-        # a missing start is refused from the facts; copy the batch only when it has one
-        timed = batch.filter(s.is_not_null()) if nulls["null_start_s"] else batch
-        if timed.height == 0:
-            continue
-        b = timed.select(per_row)
-        mx = timed.select(token_max).row(0)
+        if f["null_start_s"]:  # a missing start is refused from the facts; count the others
+            b = b.filter(s.is_not_null())
+            no_status, code = b["no_status"].to_numpy(), b["code"].to_numpy()
         m = b.height
-        if max(mx[0] or 0, mx[1] or 0) * m >= 2**53:
+        if m == 0:
+            continue
+        if max(abs(b["input_tokens"].max() or 0), abs(b["input_tokens"].min() or 0),
+               abs(b["output_tokens"].max() or 0), abs(b["output_tokens"].min() or 0)) * m >= 2**53:
             raise OverflowError("token sums beyond 2**53 in one batch of the profile")
         kmv = b["km"].to_numpy()
         klo, khi = int(kmv.min()), int(kmv.max())
-        km_rel = kmv - klo
+        if scratch.size < m:
+            scratch = np.empty(m, dtype=np.int64)
+        km_rel = np.subtract(kmv, klo, out=scratch[:m])
         minute.add(0, km_rel, klo, khi)
         minute.add(1, km_rel, klo, khi, b["in0"].to_numpy())
         minute.add(2, km_rel, klo, khi, b["out0"].to_numpy())
         minute.add(3, km_rel, klo, khi)
-        null_k = timed.select(minute_status[0])[:, 0].to_numpy() if nulls["null_status"] else np.zeros(0, np.int64)
-        bad_k = timed.select(minute_status[1])[:, 0].to_numpy()
-        if null_k.size:  # requests with a status = all but those without
-            minute.arr[3, klo - minute.lo:khi - minute.lo + 1] -= np.bincount(null_k - klo, minlength=khi - klo + 1)
-        minute.add(4, bad_k - klo, klo, khi)
+        if n_no_status:  # requests with a status = all but those without
+            c = np.bincount(km_rel[no_status], minlength=khi - klo + 1)
+            minute.arr[3, klo - minute.lo:klo - minute.lo + c.size] -= c
+        bad = np.isin(code, bad_codes)
+        minute.add(4, km_rel[bad], klo, khi)
         for dense, col in ((second, "ks"), (mixh, "hm")):
             v = b[col].to_numpy()
             lo, hi = int(v.min()), int(v.max())
-            dense.add(0, v - lo, lo, hi)
-        both = timed.select(tokens)
-        if nulls["null_input_tokens"] or nulls["null_output_tokens"]:
-            both = both.drop_nulls()
-        for vc, col in zip(seq, ("total", "input_tokens", "output_tokens"), strict=True):
-            vc.add(both[col].to_numpy())
+            dense.add(0, np.subtract(v, lo, out=scratch[:m]), lo, hi)  # km_rel is no longer needed
+        tok = [b["total"], b["input_tokens"], b["output_tokens"]]
+        if tok[1].null_count() or tok[2].null_count():
+            both = ~(tok[1].is_null() | tok[2].is_null()).to_numpy()
+            tok = [t.to_numpy()[both] for t in tok]
+        else:
+            tok = [t.to_numpy() for t in tok]
+        for vc, v in zip(seq, tok, strict=True):
+            vc.add(v)
         if n_starts + m > starts.size:  # more rows than the footers said (or no footer count)
             starts = np.concatenate([starts[:n_starts], np.empty(max(m, n_starts), dtype=np.float64)])
         starts[n_starts:n_starts + m] = b["start_s"].to_numpy()
         n_starts += m
         if progress is not None:
-            progress(batch.height)
+            progress(f["n"])
     if not facts:  # no batch at all (an empty dataset): the facts of nothing, for the checks
-        facts.append(lf.select(facts_exprs).collect())
+        facts.append({"n": 0, "t_min": None, "t_max": None, "null_start_s": 0, "n_step": 0,
+                      **{f"null_{c}": 0 for c in (*TOKENS, "status")}, **{f"neg_{c}": 0 for c in TOKENS},
+                      "bad_status": 0})
     minute_t = minute.table(["requests", "input_tokens", "output_tokens", "n", "bad"])
     second_t = second.table(["requests"])
     mk = mixh.table(["n_requests"])
@@ -220,7 +242,10 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
     all_starts = starts[:n_starts]
     if n_starts > 1 and not pl.Series(all_starts).is_sorted():
         all_starts.sort(kind="stable")
-    return OnePass(pl.concat(facts), minute_t, second_t, mix_t,
+    fact_schema = {"n": pl.Int64, "t_min": pl.Float64, "t_max": pl.Float64, "null_start_s": pl.Int64,
+                   "n_step": pl.Int64, **{f"null_{c}": pl.Int64 for c in (*TOKENS, "status")},
+                   **{f"neg_{c}": pl.Int64 for c in TOKENS}, "bad_status": pl.Int64}
+    return OnePass(pl.DataFrame(facts, schema=fact_schema), minute_t, second_t, mix_t,
                    [vc.table() for vc in seq], all_starts)
 
 
