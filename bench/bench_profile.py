@@ -10,7 +10,9 @@ fresh process, in an order that rotates from round to round:
   mean/P95/P99/max of the per-minute rate, hour-of-day mean and P95, token-length P50/P90/P99 of
   input, output and their sum, status counts (``quantile_cont``: linear, like bearing);
 * ``eager`` (``--eager``): ``bearing profile FILE --format bearing-canonical``, the loaders' in-memory
-  path (what a single Parquet file took before the lazy path), for reference.
+  path (what a single Parquet file took before the lazy path), for reference;
+* ``before`` (``--before DIR``): ``bearing profile FILE --engine embedded`` with the ``bearing_lib`` found
+  in ``DIR`` (e.g. ``git archive main bearing_lib | tar -x -C DIR``): the earlier embedded engine.
 
 Wall seconds are measured around the child (interpreter start and imports included); CPU and
 peak RSS come from the child's own ``rusage`` (``os.wait4``: ``ru_maxrss`` is the number
@@ -57,6 +59,8 @@ con.execute(f"SELECT status, count(*) FROM {src} GROUP BY status").fetchall()
 
 def command(engine: str, path: Path, out: Path) -> list[str]:
     bearing = [sys.executable, "-m", "bearing_lib.cli.main", "profile", str(path), "--json", str(out), "--force"]
+    if engine == "before":
+        return [*bearing, "--engine", "embedded"]
     if engine == "bearing":
         return bearing
     if engine == "eager":
@@ -66,9 +70,11 @@ def command(engine: str, path: Path, out: Path) -> list[str]:
     raise SystemExit(f"unknown engine {engine}")
 
 
-def run(cmd: list[str]) -> dict[str, float]:
+def run(cmd: list[str], pythonpath: Path | None = None) -> dict[str, float]:
     """One fresh child: wall s (around it), user + sys CPU s and peak RSS MiB (its rusage)."""
     env = {**os.environ, "BEARING_NO_PROGRESS": "1"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(proc.pid, 0)
@@ -85,12 +91,14 @@ def main() -> None:
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 12_500_000])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--eager", action="store_true", help="also time the loaders' in-memory path")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a folder holding an earlier bearing_lib: also time its `--engine embedded`")
     ap.add_argument("--data", type=Path, default=None, help="keep the synthetic files here (default: a temp folder)")
     ap.add_argument("--json", type=Path, default=None, help="write every measurement here")
     args = ap.parse_args()
     import synth_trace
 
-    engines = ["bearing", "duckdb", *(["eager"] if args.eager else [])]
+    engines = ["bearing", "duckdb", *(["eager"] if args.eager else []), *(["before"] if args.before else [])]
     rows_out = []
     with tempfile.TemporaryDirectory(prefix="bearing-bench-profile-") as tmp:
         data = args.data or Path(tmp)
@@ -108,7 +116,7 @@ def main() -> None:
             for r in range(args.repeat):
                 order = engines[r % len(engines):] + engines[:r % len(engines)]
                 for e in order:
-                    res[e].append(run(command(e, path, out)))
+                    res[e].append(run(command(e, path, out), args.before if e == "before" else None))
                 line = "  ".join(f"{e} {res[e][-1]['wall_s']:.2f}s/{res[e][-1]['peak_mib']:.0f}MiB" for e in engines)
                 print(f"{rows:>11,} round {r + 1}: {line}  load {os.getloadavg()[0]:.1f}", flush=True)
             for e in engines:
