@@ -147,7 +147,6 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
     s = pl.col("start_s")
     st = pl.col("status")
     inp, out = pl.col("input_tokens"), pl.col("output_tokens")
-    bad_codes = [STATUSES.index(x) for x in bad_statuses if x in STATUSES]
     n_mix = len(spec.mixes) + 1
     per_row = [
         s,
@@ -157,8 +156,9 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         inp.fill_null(0).cast(pl.Float64).alias("in0"),
         out.fill_null(0).cast(pl.Float64).alias("out0"),
         (inp + out).alias("total"), inp, out, pl.col("cached_tokens"),
-        # the status as a small code: a known status its index, unknown text or null -1
-        st.replace_strict(list(STATUSES), list(range(len(STATUSES))), default=-1, return_dtype=pl.Int8).alias("code"),
+        # two set lookups on the status text (cheaper than mapping it to a code): known, and bad
+        st.is_in(list(STATUSES)).fill_null(False).alias("known"),
+        st.is_in(list(bad_statuses)).fill_null(False).alias("bad"),
         st.is_null().alias("no_status"),
         pl.col("step").is_not_null().alias("has_step"),
     ]
@@ -175,7 +175,7 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         b = b.rechunk()  # one chunk per column: to_numpy() is then a view, not a copy
         no_status = b["no_status"].to_numpy()
         n_no_status = int(np.count_nonzero(no_status))
-        code = b["code"].to_numpy()
+        known = b["known"].to_numpy()
         f = {"n": b.height, "t_min": b["start_s"].min(), "t_max": b["start_s"].max(),
              "null_start_s": b["start_s"].null_count(), "n_step": int(np.count_nonzero(b["has_step"].to_numpy()))}
         for c in (*TOKENS, "status"):
@@ -183,11 +183,11 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         for c in TOKENS:
             lo = b[c].min()
             f[f"neg_{c}"] = int((b[c] < 0).sum()) if lo is not None and lo < 0 else 0
-        f["bad_status"] = int(np.count_nonzero(code < 0)) - n_no_status
+        f["bad_status"] = b.height - int(np.count_nonzero(known)) - n_no_status
         facts.append(f)
         if f["null_start_s"]:  # a missing start is refused from the facts; count the others
             b = b.filter(s.is_not_null())
-            no_status, code = b["no_status"].to_numpy(), b["code"].to_numpy()
+            no_status = b["no_status"].to_numpy()
         m = b.height
         if m == 0:
             continue
@@ -206,8 +206,7 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         if n_no_status:  # requests with a status = all but those without
             c = np.bincount(km_rel[no_status], minlength=khi - klo + 1)
             minute.arr[3, klo - minute.lo:klo - minute.lo + c.size] -= c
-        bad = np.isin(code, bad_codes)
-        minute.add(4, km_rel[bad], klo, khi)
+        minute.add(4, km_rel[b["bad"].to_numpy()], klo, khi)
         for dense, col in ((second, "ks"), (mixh, "hm")):
             v = b[col].to_numpy()
             lo, hi = int(v.min()), int(v.max())
