@@ -3,17 +3,18 @@
 The embedded engine used to run one polars query per partial table (facts, per minute, per
 second, hour x mix, three token value-count tables) and a further read and sort of the start
 times for the gaps: seven reads of the data and seven hash group-bys over every request.
-Here the dataset is read once, batch by batch (polars' streaming engine decodes the next
-batches while this process aggregates the current one), and each batch adds to dense count
-arrays with ``numpy.bincount``: bin keys are small integers (minutes, seconds, hours x mixes,
-token values), so counting needs no hashing and no sort. Memory: one batch, the count
-arrays (one slot per second of the span, per token value) and the start times for the gaps
-(8 bytes per request, as before).
+Here the dataset is read once, in slices of :data:`BATCH_ROWS` rows; the per-request
+expressions (bin keys, mix, status lookups, token sums) run inside polars' query on each
+slice, and each batch adds to dense count arrays with ``numpy.bincount``: bin keys are small
+integers (minutes, seconds, hours x mixes, token values), so counting needs no hashing and no
+sort. Memory: one batch, the count arrays (one slot per second of the span, per token value)
+and the start times for the gaps (8 bytes per request, as before). (``collect_batches``, polars'
+batch iterator, was tried first: its engine ran ahead of the consumer and held ~0.5 GB more.)
 
 The partial tables it returns have the shape and the values of :func:`bearing_lib.traffic.dataset._counts`
 (the keys are computed per request with the same float expression, ``floor((start_s - origin) / bin)``,
 so a request lands in the same bin), which the rest of ``profile_dataset`` combines as before.
-Token sums are accumulated exactly (int64 per batch).
+Token sums are exact integers (float64 bincount per batch, refused beyond 2**53, then int64).
 """
 
 from __future__ import annotations
