@@ -2,7 +2,9 @@
 
 ``profile_dataset(path, engine=...)`` computes the same :class:`TrafficProfile` as
 ``profile_traffic(load(path))`` without loading the requests into one frame: every
-figure comes from aggregates that add up across partitions, computed by
+figure comes from aggregates that add up across partitions. The embedded engine computes
+all of them in one streaming read (:mod:`bearing_lib.traffic.onepass`: dense counts with
+``numpy.bincount``, the start times kept for the gaps); on Dask they are computed per file by
 :class:`bearing_lib.data.engine.Engine`:
 
 * one pass of facts (requests, first and last start, null counts, the input checks);
@@ -238,27 +240,6 @@ def _combine_blocks(t: pl.DataFrame, n: int, distinct) -> tuple[TimestampResolut
     return res, n_gaps, cv
 
 
-def _gaps_embedded(ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
-    """The same in this process. Files whose time ranges do not overlap are summarised one at a time
-    (memory: one file's start times), as on Dask; otherwise the start times alone are sorted
-    (8 bytes per request) as the in-memory path does."""
-    if len(ds.files) > 1:
-        t = pl.concat([_file_gap_stats(ds.scan_file(f, ["start_s"]))[0].collect() for f in ds.files])
-        t = t.filter(pl.col("n") > 0).sort("first")
-        if _disjoint(t):
-            return _combine_blocks(t, n, lambda: _sorted_starts(ds).unique(maintain_order=True).to_numpy())
-    s = _sorted_starts(ds)
-    gaps = s.diff().drop_nulls().to_numpy()
-    res = resolution_from_gaps(n, gaps[gaps > 0])
-    if gaps.size < 2 or gaps.mean() <= 0:
-        return res, int(gaps.size), None
-    return res, int(gaps.size), float(gaps.std(ddof=1) / gaps.mean())
-
-
-def _sorted_starts(ds: ParquetDataset) -> pl.Series:
-    return ds.scan(["start_s"]).sort("start_s").collect(engine="streaming")["start_s"]
-
-
 # --------------------------------------------------------------------------- public entry
 
 
@@ -393,7 +374,7 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     if onep is not None:
         res, n_gaps, cv = gap_summary(onep.starts, n)
     else:
-        res, n_gaps, cv = _gaps_dask(eng, ds, n, gap_parts) if gap_parts is not None else _gaps_embedded(ds, n)
+        res, n_gaps, cv = _gaps_dask(eng, ds, n, gap_parts)
     if not res.allows_bin(60.0):
         raise ParameterError(f"{ds.path}: timestamps move in {res.quantum_s:.3f} s steps; per-minute rates would be "
                              "artefacts of that grid")
