@@ -85,6 +85,9 @@ def register(app: typer.Typer) -> None:
         scheduler: str | None = typer.Option(
             None, "--scheduler", help="Dask scheduler address (tcp://host:8786) for --engine dask; without it a "
             "LocalCluster starts here."),
+        estimator: str = typer.Option(
+            "pooled", "--estimator", help="For request traces: pooled (default: the pooled exceedance crossing) or "
+            "model (the beta-binomial exceedance model load-point tables use; docs/oracle.md compares them)."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
@@ -116,7 +119,7 @@ def register(app: typer.Typer) -> None:
                     raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
                                          "combine with several inputs, --format, --option, --mapping or --pool")
                 result = fit_limits(traces[0], sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                    min_share=min_share, engine=engine, scheduler=scheduler)
+                                    min_share=min_share, engine=engine, scheduler=scheduler, estimator=estimator)
             else:
                 options = merge_loader_options(parse_loader_options(option), mapping=mapping)
                 fmt = format or ("generic" if mapping is not None else None)
@@ -128,7 +131,7 @@ def register(app: typer.Typer) -> None:
                                              "or load points from a stepped test")
                     datasets.append(ds)
                 result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                    min_share=min_share, pool_runs=pool)
+                                    min_share=min_share, pool_runs=pool, estimator=estimator)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bearing_lib.cli.twin",
         "The digital twin: calibrate a server model on a load test, predict other mixes' limits.",
     ),
+    "compare": (
+        "bearing_lib.cli.compare",
+        "Compare deployments under one SLA: limits, per-GPU and per-user throughput, cost, and which to run.",
+    ),
     "schema": (
         "bearing_lib.cli.schema",
         "Print the JSON Schema (draft 2020-12, versioned) of a document bearing writes and reads.",

@@ -17,6 +17,7 @@ DOCUMENTS: dict[str, tuple[str, str]] = {
     "estimate": ("bearing_lib.common.estimate", "schema_document"),
     "plan": ("bearing_lib.plan.capacity_plan", "schema_document"),
     "profile": ("bearing_lib.traffic.document", "profile_schema_document"),
+    "compare": ("bearing_lib.compare.result", "schema_document"),
 }
 
 

@@ -30,6 +30,11 @@ def fit_cmd(
                                      "max_num_seqs, kv_budget_tokens, max_batched_tokens, kv_policy "
                                      "(reserve|paged), request_timeout_s (seconds or none). Used instead of what "
                                      "the test shows. Repeatable."),
+    replicas: int | None = typer.Option(None, "--replicas", help="Replicas the test ran against behind a "
+                                        "round-robin router: the twin is one replica's server (default: the "
+                                        "limits' conditions.instances with --limits, else 1)."),
+    limits: Path | None = typer.Option(None, "--limits", help="A `bearing limits` JSON of this test: its "
+                                       "conditions.instances gives --replicas."),
 ) -> None:
     """Calibrate the twin on a load test and validate it on the same test."""
     import json
@@ -42,11 +47,32 @@ def fit_cmd(
             raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
         from bearing_lib.twin import fit_twin
 
-        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine))
+        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
+                        replicas=_replicas(replicas, limits))
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
         typer.echo(twin.summary())
         typer.echo(f"wrote {json_out}")
+
+
+def _replicas(replicas: int | None, limits: Path | None) -> int:
+    """``--replicas``, else the limits document's ``conditions.instances``, else 1."""
+    import json
+
+    from bearing_lib.common.errors import InputError, ParameterError
+
+    if replicas is not None:
+        if replicas < 1:
+            raise ParameterError(f"--replicas must be at least 1, got {replicas}")
+        return replicas
+    if limits is None:
+        return 1
+    try:
+        doc = json.loads(limits.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read the limits document ({exc})", path=limits) from None
+    n = (doc.get("conditions") or {}).get("instances") if isinstance(doc, dict) else None
+    return int(n) if isinstance(n, int | float) and n >= 1 else 1
 
 
 def _engine(pairs: list[str]) -> dict[str, float | str]:
@@ -76,12 +102,16 @@ def predict_cmd(
     mixes: Path | None = typer.Option(None, "--mixes", help="A YAML/JSON file of lognormal mixes (docs/twin.md)."),
     tested_mix: bool = typer.Option(False, "--tested-mix", help="Predict for the calibration test's own mix."),
     sla: list[str] = typer.Option([], "--sla", help="The SLA to predict the limit under. Repeatable."),
-    instances: int = typer.Option(1, "--instances", help="Instances behind a random router (limit × N)."),
+    instances: int | None = typer.Option(None, "--instances", help="Instances (limit × N; default: the "
+                                         "replicas the twin's test ran against, 1 for one server)."),
+    dispatch: str | None = typer.Option(None, "--dispatch", help="random | round_robin (default: round_robin "
+                                        "for a twin fitted with --replicas > 1, else random)."),
     prompt_scale: float = typer.Option(1.0, "--prompt-scale", help="Multiply every prompt's length."),
     request_timeout: str | None = typer.Option(None, "--request-timeout", help="What-if: another deadline in "
                                                "front of the engine, seconds, or 'none' (default: the twin's)."),
     json_out: Path = typer.Option(..., "--json", help="Where to write the predictions JSON."),
-    draws: int = typer.Option(12, "--draws", help="Parameter draws propagated into the CI."),
+    draws: int | None = typer.Option(None, "--draws", help="Parameter draws propagated into the CI (default 12, the "
+                                     "same as the report's and the notebook's: same seed, same answer)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the simulation."),
     format: str | None = typer.Option(None, "--format", help="Format of the production trace."),
 ) -> None:
@@ -103,7 +133,8 @@ def predict_cmd(
 
         rto = KEEP if request_timeout is None else parse_request_timeout(request_timeout)
         doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
-                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto)
+                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto,
+                           dispatch=dispatch)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         for p in doc.predictions:

@@ -24,6 +24,8 @@ input_tokens        Int64      prompt tokens
 output_tokens       Int64      generated tokens
 cached_tokens       Int64      prompt tokens served from a prefix/KV cache
 status              String     ``ok`` | ``error`` | ``timeout`` | ``rejected`` | ``cancelled``
+                               | ``unknown`` (``cancelled`` and ``unknown`` are neither success
+                               nor failure: docs/canonical-trace.md, "Status values")
 error               String     error code or message (null when ok)
 model               String     model name as the source wrote it (untrusted text)
 run_id              String     one load-test run, or one production source
@@ -70,7 +72,11 @@ REQUEST_SCHEMA: dict[str, pl.DataType] = {
     "source_row": pl.Int64(),
 }
 
-STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "rejected", "cancelled")
+STATUSES: tuple[str, ...] = ("ok", "error", "timeout", "rejected", "cancelled", "unknown")
+OUTCOME_UNKNOWN: tuple[str, ...] = ("cancelled", "unknown")
+"""Statuses that are neither success nor failure: the request's outcome is not the service's doing
+(``cancelled``: the client cancelled it) or not known (``unknown``: the tool stopped waiting for it).
+Error rates and percentiles leave them out (docs/canonical-trace.md, "Status values")."""
 OFFERED_LOAD_UNITS: tuple[str, ...] = ("rps", "concurrency")
 NON_NEGATIVE: tuple[str, ...] = (
     "ttft_ms",
@@ -92,11 +98,16 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "duration_s": pl.Float64(),
     "n_requests_reported": pl.Int64(),
     "source_file": pl.String(),
+    "send_window_s": pl.Float64(),
 }
 """Per-step facts a load-test tool reported beside its requests (``RequestTrace.steps``).
 
 ``duration_s`` is the tool's own step duration: the only time base when requests carry
-no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``)."""
+no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``).
+``send_window_s`` is the period over which the tool sent the step's requests, its drain
+(waiting for the last ones to finish) excluded, when the loader can state it (vLLM bench
+serve: ``num_prompts / request_rate`` on its own schedule, or its per-request send times);
+null otherwise. ``n_requests_reported / send_window_s`` is the rate the tool sent at."""
 
 
 @dataclass

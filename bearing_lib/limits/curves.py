@@ -33,8 +33,10 @@ Rules (also in ``docs/limits.md``):
   2 requests for in-flight; when both series exist BOTH must rise, since latency alone
   also rises with the content);
   ``throughput_below_offered`` (no per-request times, or a load-point table: completed
-  req/s below 70 % of an offered rate, so the server may not have sustained it; without
-  times the step's length for ``too_short`` is the sending period ``n / rate``);
+  req/s below 70 % of an offered rate, so the server may not have sustained it; for untimed
+  steps whose loader states the send window (``steps.send_window_s``, drain excluded), the
+  requests sent over that window instead, so it fires only where the generator fell behind;
+  without times the step's length for ``too_short`` is the sending period ``n / rate``);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
@@ -68,7 +70,11 @@ TREND_MIN_RISE = 0.10
 TREND_MIN_INFLIGHT_RISE = 2.0
 TREND_BINS = 12
 CI_LEVEL = 0.95
-INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown"})
+INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown", "littles_law"})
+LITTLE_TOL = 0.25
+"""Little's law check: a step whose measured mean number in flight differs from the load the tool was asked
+for (offered rate × mean latency, or the concurrency) by more than this share is flagged ``littles_law``."""
+LITTLE_MIN_N = 30
 
 
 def qname(q: float) -> str:
@@ -174,12 +180,13 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
     ).collect(engine="streaming")
     if trace.steps is not None and trace.steps.height:
+        sw = pl.col("send_window_s") if "send_window_s" in trace.steps.columns else pl.lit(None, pl.Float64)
         tool = trace.steps.select(
-            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d")
+            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d"), sw.alias("_send_w")
         ).unique(keys, keep="first")
         base = base.join(tool, on=keys, how="left")
     else:
-        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"))
+        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"), pl.lit(None, pl.Float64).alias("_send_w"))
     bins = None
     if times:
         d = pl.col("_t1") - pl.col("_t0")
@@ -237,7 +244,11 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         if not r["has_times"] and finite_rps:
             # without times the tool's duration includes the drain: the sending period is n / rate
             span = min(x for x in (span, r["n_sent"] / load) if x is not None)
-            if rate is not None and rate < BELOW_OFFERED_RATIO * load:
+            # the rate the generator sent at over its send window (drain excluded) when the loader states it
+            # (steps.send_window_s: vLLM num_prompts / request_rate or its send times); else, conservatively,
+            # the requests over the tool's duration, whose drain lowers it even on a healthy server
+            sent = r["n_sent"] / r["_send_w"] if r["_send_w"] else rate
+            if sent is not None and sent < BELOW_OFFERED_RATIO * load:
                 fl.append("throughput_below_offered")
         if span is not None and span < opt.min_steady_s:
             fl.append("too_short")
@@ -433,7 +444,55 @@ def load_curve(
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
     lf = steady_requests(data, win, mixes)
-    return _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
+    curve = _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
+    return _with_little(curve, littles_law(data, win))
+
+
+def littles_law(trace: RequestTrace, windows: pl.DataFrame) -> pl.DataFrame | None:
+    """Per run and step: the measured mean number of the step's requests in flight over its steady window
+    (each request's overlap of the window, summed, over the window's length), and its ratio to what the tool was
+    asked for: offered rate × mean latency of the requests sent in the window (rps), or the concurrency.
+
+    Little's law (L = λW) makes the ratio 1 for a tool that held its schedule; a step far from it had requests
+    queued in the client (coordinated omission), a generator that fell behind, or a concurrency the client did
+    not hold. Requests of the step before still in flight are not counted: the window starts two mean latencies
+    after the step does. None without times.
+    """
+    if not _has_times(trace):
+        return None
+    f = trace.frame
+    end = pl.coalesce(pl.col("end_s"), pl.col("start_s") + pl.col("latency_ms") / 1000.0) if "end_s" in f.columns \
+        else pl.col("start_s") + pl.col("latency_ms") / 1000.0
+    w = windows.lazy().filter(pl.col("has_times") & (pl.col("t_end_s") > pl.col("t_start_s"))).select(
+        "run_id", "step", "offered_load", "offered_load_unit", pl.col("t_start_s").alias("_ws"),
+        pl.col("t_end_s").alias("_we"))
+    lf = f.lazy().with_columns(pl.col("run_id").fill_null("run"), end.alias("_end")).filter(
+        pl.col("step").is_not_null() & pl.col("_end").is_not_null()).join(w, on=["run_id", "step"], how="inner")
+    overlap = (pl.min_horizontal("_end", "_we") - pl.max_horizontal("start_s", "_ws")).clip(lower_bound=0.0)
+    in_win = pl.col("start_s").is_between(pl.col("_ws"), pl.col("_we"))
+    out = lf.group_by("run_id", "step").agg(
+        (overlap.sum() / (pl.col("_we").first() - pl.col("_ws").first())).alias("inflight_mean"),
+        ((pl.col("_end") - pl.col("start_s")).filter(in_win).mean()).alias("_w"),
+        in_win.sum().alias("_n"), pl.col("offered_load").first(), pl.col("offered_load_unit").first(),
+    ).collect()
+    expected = pl.when(pl.col("offered_load_unit") == "concurrency").then(pl.col("offered_load")).otherwise(
+        pl.col("offered_load") * pl.col("_w"))
+    return out.with_columns(
+        pl.when((pl.col("_n") >= LITTLE_MIN_N) & (expected > 0) & expected.is_finite())
+        .then(pl.col("inflight_mean") / expected).alias("littles_ratio")
+    ).select("run_id", "step", "inflight_mean", "littles_ratio")
+
+
+def _with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFrame:
+    """The curve with ``inflight_mean`` and ``littles_ratio`` per step and the ``littles_law`` flag."""
+    if little is None:
+        return curve.with_columns(pl.lit(None, pl.Float64).alias("inflight_mean"),
+                                  pl.lit(None, pl.Float64).alias("littles_ratio"))
+    out = curve.join(little, on=["run_id", "step"], how="left")
+    off = (pl.col("littles_ratio") - 1.0).abs() > LITTLE_TOL
+    return out.with_columns(
+        pl.when(off.fill_null(False)).then(pl.col("flags").list.concat(pl.lit(["littles_law"])))
+        .otherwise(pl.col("flags")).alias("flags"))
 
 
 def _completions(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:

@@ -1,7 +1,9 @@
 """What each step of a load test says about each SLA clause, as the model's evidence (``limits.model``).
 
 * **A request trace**: per clause, ``k`` requests that count against it of ``n`` that can
-  (``limits.pooled.count_columns``): an exact count.
+  (``limits.pooled.count_columns``): an exact count; with ``u`` requests of unknown outcome (cancelled, or
+  the tool stopped waiting for them) between ``k`` and ``k + u`` of ``n + u`` (a survivor-only error rate of a
+  step where most requests were never collected is not its failure share).
 * **A load-point table** (a tool's per-load summary): a percentile clause ``pQ(m) <= T`` is
   bracketed by the reported percentiles of ``m``: a reported ``P_q`` above ``T`` means more
   than ``1 − q`` of the requests exceed ``T``; one at or below ``T`` means at most ``1 − q`` do; a
@@ -26,14 +28,23 @@ from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
 from bearing_lib.limits.sla import Clause
 
+SETTLE_TIMES = 3.0
+"""A queue is taken as settled after three relaxation times (e^-3 ≈ 5 % of the initial gap left)."""
+
+POOL_STEP_OFFSET = 100_000
+"""Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
+
 
 def _continuity(steps: Sequence[dict]) -> dict[int, float]:
     """``{step: load of the step run just before it}`` for steps of a continuous ascending run."""
     timed = [s for s in steps if s["row"].get("t_first_s") is not None and s["x"] is not None
              and math.isfinite(s["x"])]
-    timed.sort(key=lambda s: float(s["row"]["t_first_s"]))
+    # pooled runs number their steps in blocks of POOL_STEP_OFFSET: a step follows the one before it in ITS run
+    timed.sort(key=lambda s: (int(s["row"]["step"]) // POOL_STEP_OFFSET, float(s["row"]["t_first_s"])))
     out: dict[int, float] = {}
     for prev, cur in zip(timed, timed[1:], strict=False):
+        if int(prev["row"]["step"]) // POOL_STEP_OFFSET != int(cur["row"]["step"]) // POOL_STEP_OFFSET:
+            continue
         gap = float(cur["row"]["t_first_s"]) - float(prev["row"]["t_first_s"])
         d = prev["row"].get("duration_s")
         if d is None or not d > 0 or cur["x"] <= prev["x"]:
@@ -43,9 +54,29 @@ def _continuity(steps: Sequence[dict]) -> dict[int, float]:
     return out
 
 
+def settle_share(x: float, capacity: float | None, duration_s: float | None) -> float:
+    """The share of the way back to the previous load a step's evidence may lie: three relaxation times of a
+    queue at load ``x`` over the step's steady window, at most 1.
+
+    The relaxation time of a single-server queue at utilisation ρ is about ``1 / (μ (1 − √ρ)²)`` (M/M/1,
+    heavy-traffic; Abate & Whitt 1987), with μ the run's capacity: the highest completed throughput of any
+    step. Near capacity it is minutes (a 120 s step just above an LLM server's limit often passes: docs/oracle.md),
+    at half load a second. Without a capacity or a duration the step may lag all the way.
+    """
+    if not capacity or not duration_s or duration_s <= 0 or x <= 0:
+        return 1.0
+    rho = x / capacity
+    if rho >= 1.0:
+        return 1.0
+    tau = 1.0 / (capacity * (1.0 - math.sqrt(rho)) ** 2)
+    return float(min(1.0, SETTLE_TIMES * tau / duration_s))
+
+
 def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str, list[Evidence]]:
     """Per clause text, the exact counts of every usable step of a request trace (``pool``)."""
     before = _continuity(pool)
+    thr = [float(j["row"]["throughput_rps"]) for j in pool if j["row"].get("throughput_rps")]
+    capacity = max(thr) if thr else None
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     for j in pool:
         row = j["row"]
@@ -53,8 +84,14 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str,
             n, k = row.get(f"_pn_{i}"), row.get(f"_pk_{i}")
             if not n:
                 continue
-            out[c.text].append(Evidence(x=float(j["x"]), n=float(n), k_lo=float(k or 0), k_hi=float(k or 0),
-                                        x_from=before.get(int(row["step"]))))
+            d = row.get("duration_s")
+            lag = settle_share(float(j["x"]), capacity, float(d) if d else None)
+            # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
+            # the count is known to lie between the bad ones seen and those plus the unknown ones
+            u = float(row.get("n_unknown") or 0)
+            k = float(k or 0)
+            out[c.text].append(Evidence(x=float(j["x"]), n=float(n) + u, k_lo=k, k_hi=k + u,
+                                        x_from=before.get(int(row["step"])), lag=lag))
     return out
 
 
@@ -107,4 +144,4 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
     return out, assumed
 
 
-__all__ = ["table_evidence", "trace_evidence"]
+__all__ = ["SETTLE_TIMES", "settle_share", "table_evidence", "trace_evidence"]

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
-from bearing_lib.limits import model, pooled
+from bearing_lib.limits import failures, model, pooled
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
@@ -95,9 +96,12 @@ from bearing_lib.limits.result import (
     SourceFinding,
     Step,
 )
-from bearing_lib.limits.sla import KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
+ESTIMATORS = ("pooled", "model")
+"""A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
+grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
 BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
@@ -112,6 +116,16 @@ def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def _below_statement(x0: float, u: str, judged: list[dict]) -> str:
+    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
+    statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+    lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
+    if lower:
+        statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                      f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+    return statement
 
 
 def _ci_text(lo: float | None, hi: float | None) -> str:
@@ -233,7 +247,7 @@ def _unique_runs(items: list) -> list:
     return out
 
 
-POOL_STEP_OFFSET = 100_000
+POOL_STEP_OFFSET = ev_mod.POOL_STEP_OFFSET
 
 
 def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
@@ -348,7 +362,9 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
     return m, "pass", None
 
 
-def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
+def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset()) -> list[dict]:
+    """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
+    left out of each step's verdict and said in its reasons)."""
     out = []
     for row in rows:
         x = row["offered_load"]
@@ -363,6 +379,11 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool) -> list[dict]:
         margins: dict[str, float | None] = {}
         verdicts, reasons, by_bound = [], [], set()
         for i, c in enumerate(sla.clauses):
+            if c.text in ignore:
+                margins[c.text] = None
+                reasons.append(f"{c.text}: fails at every load through a load-independent floor (failure_floors); "
+                               "not judged per step")
+                continue
             m, v, why = _judge_clause(c, i, row, tables)
             margins[c.text] = m
             if why and "unsupported by" in why:
@@ -419,7 +440,7 @@ def _transient_not_steady(judged: list[dict]) -> None:
 
 
 def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
-                              level: float) -> None:
+                              level: float, ignore: frozenset[str] = frozenset()) -> None:
     """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
 
     The order-statistic bound assumes independent requests; near capacity latencies are
@@ -430,6 +451,8 @@ def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict
         if j["status"] != "pass":
             continue
         for c in sla.clauses:
+            if c.text in ignore:
+                continue
             rv = reps.get(j["row"]["step"], {}).get(c.text)
             if rv is None or np.isnan(rv).all():
                 continue
@@ -501,6 +524,7 @@ def _crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: 
     return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
 
 
+
 def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
               strict: dict[str, bool]) -> tuple[float, str | None]:
     """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
@@ -516,13 +540,14 @@ def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.nd
     return best, binding
 
 
-def _ci(reps: np.ndarray, level: float) -> list[float | None]:
-    r = reps[~np.isnan(reps)]
+
+def _ci(draws: np.ndarray, level: float) -> list[float | None]:
+    """Equal-tailed interval of draws of a limit (an infinite end is not bounded: None)."""
+    r = draws[~np.isnan(draws)]
     if r.size == 0:
         return [None, None]
-    r = np.clip(r, -_BIG, _BIG)
     a = (1 - level) / 2
-    lo, hi = (float(v) for v in quantile(r, [a, 1 - a]))
+    lo, hi = (float(v) for v in quantile(np.clip(r, -_BIG, _BIG), [a, 1 - a]))
     return [None if abs(lo) >= _BIG / 10 else lo, None if abs(hi) >= _BIG / 10 else hi]
 
 
@@ -546,9 +571,9 @@ def _failure_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.
     if post.floor_ci is None or post.floor_median is None:
         return None
     lo, hi = post.floor_ci
-    breaks = post.p_floor_breaks >= FLOOR_BREAKS and lo > 0
-    if lo <= 0:
+    if post.p_no_floor >= 0.05:  # a floor is claimed only when the data exclude none at 95 %
         return None
+    breaks = post.p_floor_breaks >= FLOOR_BREAKS
     allowed = pooled.allowed_share(c)
     what = {"percentile": f"of requests above the clause's threshold ({c.text})",
             "error_rate": "of requests fail", "goodput": "of requests fail or miss a bound"}[c.kind]
@@ -573,45 +598,435 @@ def _pool(judged: list[dict], tables: bool) -> list[dict]:
 
 
 def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
-    """Load-independent floors per clause (``limits.model``), from the same evidence as the limit.
+    """Load-independent failure floors per failure clause (error rate, goodput).
 
-    For a request trace only the failure clauses (error rate, goodput) are examined: the pooled
-    estimator answers the percentile clauses (docs/limits.md, "Failures told apart").
+    A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
+    no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
     """
     pool = _pool(judged, tables)
+    clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
+    if not clauses or not pool:
+        return []
+    out = []
     if tables:
         evidence, _ = ev_mod.table_evidence(pool, sla.clauses)
-        clauses = [c for c in sla.clauses if c.kind != "percentile"]  # reported percentiles cannot show a floor
+        xs = [e.x for c in clauses for e in evidence[c.text]]
+        if not xs:
+            return []
+        edges = model.log_grid(xs)
+        for c in clauses:
+            if not evidence[c.text]:
+                continue
+            post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
+                                          concentrations=model.TABLE_CONCENTRATIONS)
+            fl = _failure_floor(c, post, evidence[c.text])
+            if fl is not None:
+                out.append(fl)
+        return out
+    pct = [(i, c) for i, c in enumerate(sla.clauses) if c.kind == "percentile"]
+    for i, c in enumerate(sla.clauses):
+        if c not in clauses:
+            continue
+        quiet = []
+        for j in pool:
+            r = j["row"]
+            if j["not_steady"] or r.get(f"_pn_{i}") is None:
+                continue
+            calm = all(r.get(f"_pn_{q}") and (r.get(f"_pk_{q}") or 0) / r[f"_pn_{q}"] <= pooled.allowed_share(pc) / 2
+                       for q, pc in pct)
+            if calm:
+                quiet.append(failures.QuietStep(float(j["x"]), int(r.get(f"_pk_{i}") or 0), int(r[f"_pn_{i}"])))
+        fl = failures.quiet_floor(quiet, pooled.allowed_share(c))
+        if fl is None:
+            continue
+        allowed = pooled.allowed_share(c)
+        what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
+        loads = sorted(q.x for q in quiet)
+        trend = ("no rise across them" if fl.trend_p is None or fl.n_steps < 2
+                 else f"no rise across them: one-sided p = {fl.trend_p:.2g}")
+        where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
+                 f"({loads[0]:.4g}–{loads[-1]:.4g}; {trend})")
+        if fl.breaks:
+            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
+                         f"load ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
+                         f"{c.text} allows): more instances do not fix it")
+        else:
+            statement = (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; 95% CI "
+                         f"{fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); the {allowed:.2%} allowed is not exceeded by it alone")
+        out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,
+                                breaks_clause=fl.breaks, statement=statement))
+    return out
+
+
+@dataclass
+class _ModelLimit:
+    value: float | None
+    ci: list[float | None]
+    censored: str
+    statement: str
+    binding: str | None
+    replicates: np.ndarray | None
+    interval: str | None
+    estimator: str
+    pool: list[dict]
+    bootstrap_ci: list[float | None] | None = None
+
+
+def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, floors: list[FailureFloor],
+                 level: float, n_boot: int, u: str, passes: list[float], fails: list[float], contradict: list[dict],
+                 first_fail: float | None, notes: list[str]) -> _ModelLimit:
+    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    unit = u if u != "load" else None
+    estimator = model.ESTIMATOR
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    interval = None
+    # every usable step's evidence (a step too small for a percentile on its own still counts)
+    pool = _pool(judged, tables)
+    if tables:
+        evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
+        if assumed_n:
+            notes.append("load-point table without request counts: the reported percentiles are taken as the "
+                         "steps' exact quantiles (the interval assumes many requests per step)")
     else:
         evidence = ev_mod.trace_evidence(pool, sla.clauses)
-        clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
-    clauses = [c for c in clauses if len(evidence[c.text]) >= 1]
-    if not clauses:
-        return []
-    xs = [e.x for c in clauses for e in evidence[c.text]]
-    edges = model.log_grid(xs)
-    out = []
-    for c in clauses:
-        post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
-                                      concentrations=model.TABLE_CONCENTRATIONS if tables else None)
-        fl = _failure_floor(c, post, evidence[c.text])
-        if fl is not None:
-            out.append(fl)
-    return out
+    ev_x = [e.x for evs in evidence.values() for e in evs]
+    steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
+    post = None
+    if ev_x or steady_x:
+        edges = model.log_grid(ev_x + steady_x)
+        clause_posts = [model.clause_posterior(c.text, model.local_window(evidence[c.text], pooled.allowed_share(c)),
+                                               pooled.allowed_share(c), edges, **_model_options(c, tables))
+                        for c in sla.clauses if evidence[c.text]]
+        kept = []
+        for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
+            if c.text in broken_clauses:
+                continue  # the floor alone breaks it at every load: no number of instances helps; said below
+            kept.append(cp)
+        if steady_x:
+            kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
+                                               edges))
+        if kept:
+            post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
+    broken = [f for f in floors if f.breaks_clause]
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif post is None and not broken:
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j["reasons"]})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    elif post is None:
+        censored, value = "no_data", None
+        statement = "; ".join(f.statement for f in broken)
+    else:
+        med = post.median()
+        lo, hi = post.interval(level)
+        x_lo, x_hi = post.x_min, post.x_max
+        binding = post.binding()
+        estimator = model.ESTIMATOR
+        interval = model.INTERVAL.format(floor=", load-independent floor")
+        rng = np.random.default_rng(0)
+        replicates = post.draws(max(n_boot, 1000), rng)
+        if lo < x_lo and hi > x_hi and not det:
+            # the requests judged cannot place the limit anywhere in (or near) the loads tested
+            censored, value = "no_data", None
+            n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
+            statement = (f"the {n_ev} requests judged cannot place the limit: its 95% interval reaches from below "
+                         f"the lowest load tested ({x_lo:.4g} {u}) to above the highest ({x_hi:.4g} {u}); more "
+                         "requests per step (a P99 needs about 368 without an exceedance) would")
+            binding = None
+        elif med >= x_hi or not math.isfinite(med) and med > 0:
+            censored, value = "above", float(max(passes) if passes else x_hi)
+            statement = f"≥ {value:g} {u} (never failed)" if not fails else (
+                f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
+            ci = [lo if math.isfinite(lo) and lo < value else None, None]
+            binding = None
+        elif med <= x_lo or not math.isfinite(med):
+            censored, value = "below", float(x_lo)
+            statement = _below_statement(value, u, judged)
+            ci = [None, hi if math.isfinite(hi) and hi > value else None]
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = med
+            # an interval end beyond the loads tested is not bounded by the data
+            ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
+            statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
+            beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
+                                       ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
+            if beyond:
+                notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
+                             f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
+            if contradict:
+                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"model estimate {value:.4g} {u}, treat with caution")
+        if broken:
+            statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+
+
+def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]] | None,
+                 floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
+                 passes: list[float], fails: list[float], contradict: list[dict], first_fail: float | None,
+                 last_pass: float | None, notes: list[str]) -> _ModelLimit | None:
+    """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
+    the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
+
+    The model of ``limits.model`` is measured against the oracle for traces too (docs/oracle.md, "The model on
+    request traces"): it covers better on the simulator's LLM servers and worse on an M/M/1 queue whose queue
+    settles in seconds; it answers load-point tables, failure floors and a unknown outcome's interval here.
+    """
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    xs = np.array([j["x"] for j in det], dtype=float)
+    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
+    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    interval = None
+    estimator = "isotonic step margins"
+    boot_ci: list[float | None] = [None, None]
+    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+        sets: dict[str, np.ndarray] = {}
+        for c in sla.clauses:
+            if c.text in broken_clauses:
+                continue
+            arr = np.full(len(det), np.nan)
+            for k, j in enumerate(det):
+                m = j["margins"][c.text]
+                if m is None:
+                    continue
+                if rep is not None and reps is not None:
+                    rv = reps.get(j["row"]["step"], {}).get(c.text)
+                    if rv is not None:
+                        if math.isnan(rv[rep]):
+                            continue
+                        # a failure proven by a lower bound stays a failure in every replicate
+                        m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
+                arr[k] = m
+            sets[c.text] = arr
+        if any(j["not_steady"] for j in det):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
+        return sets
+
+    value: float | None
+    ci: list[float | None] = [None, None]
+    boot_ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    estimator = "isotonic step margins"
+    interval = None
+    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
+            and j["row"].get("_pn_0") is not None]
+    pxs = np.array([j["x"] for j in pool], dtype=float)
+
+    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        sets: dict[str, np.ndarray] = {}
+        wts: dict[str, np.ndarray] = {}
+        for i, c in enumerate(sla.clauses):
+            if c.text in broken_clauses:
+                continue
+            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
+            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+            with np.errstate(invalid="ignore", divide="ignore"):
+                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+            if rep is not None and reps is not None:
+                for t, j in enumerate(pool):
+                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                    if rv is not None:
+                        m[t] = rv[rep]
+            sets[c.text], wts[c.text] = m, n
+        if any(j["not_steady"] for j in pool):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+        return sets, wts
+
+    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
+    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
+        sets, wts = pooled_sets(rep)
+        best, bind = math.inf, None
+        for name, m in sets.items():
+            if name == STEADY_CLAUSE:
+                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+            else:
+                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+            if not math.isnan(c) and c < best:
+                best, bind = c, name
+        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+            return math.nan, None
+        return best, bind
+
+    def pool_supported() -> bool:
+        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+        a single 24-request step does not make a limit."""
+        for i, c in enumerate(sla.clauses):
+            if c.text in broken_clauses:
+                continue
+            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+            if n < need:
+                return False
+        return True
+
+    if pool and not pool_supported() and last_pass is None and len({j["x"] for j in pool}) >= 2:
+        # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
+        # estimator could only say "< the first fail"; the model of every step's counts answers instead
+        return None
+    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif not det and math.isnan(est_p):
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j["reasons"]})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    else:
+        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+        # "never failed": the step-wise estimator answers then
+        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
+        if use_pool:
+            est, binding = est_p, bind_p
+            estimator = pooled.ESTIMATOR
+        else:
+            est, binding = _estimate(xs, margin_sets(None), w, strict)
+        if reps is not None and n_boot > 0:
+            if use_pool:
+                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
+            else:
+                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            ci = _ci(replicates, level)
+            boot_ci = list(ci)
+        grid = np.unique(pxs) if use_pool else np.unique(xs)
+        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+        floor = (max(below) if below else last_pass) if last_pass is not None else (
+            float(grid[0]) if grid.size else None)
+        if ci[0] is not None or ci[1] is not None:
+            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+            # always spans the step grid around the limit, [one judged step below the last clean
+            # pass, first fail].
+            grid_lo, grid_hi = floor, first_fail
+            if last_pass is not None and grid_lo is not None:
+                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+                # not shrink the slack the first test needs): the CI holds every run's own grid interval
+                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
+                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
+                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                    # as often as one just above passes by good luck
+                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
+                    if ff_b is not None and grid_hi is not None:
+                        grid_hi = max(grid_hi, ff_b)
+                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
+                                and (first_fail is None or j["x"] < first_fail)), default=None)
+                    if lp_b is None:
+                        continue
+                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
+                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+                # no supported pass: the grid cell of the pooled crossing, one step of slack below
+                under = grid[grid <= est]
+                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+                over = grid[grid > est]
+                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+            widened = []
+            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+                ci[0] = grid_lo
+                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                               + ("; the lowest over the pooled runs' own grids)"
+                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+                ci[1] = grid_hi
+                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                               + ("; of the run whose first fail is highest)" if several else ")"))
+            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                        f"{'pooled' if use_pool else 'step-wise'} crossing")
+            if widened:
+                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                             "passes or fails partly by chance, which resampling within steps cannot see")
+        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+        if use_pool and est == math.inf:
+            censored, value = "above", float(grid[-1])
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif not use_pool and not fails:
+            censored, value = "above", max(passes)
+            statement = f"≥ {value:g} {u} (never failed)"
+            binding = None
+        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                    and not contradict):
+            x0 = float(grid[0]) if use_pool and grid.size else first_fail
+            censored, value = "below", x0
+            statement = _below_statement(x0, u, judged)
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = est
+            if floor is not None and first_fail is not None and not contradict:
+                value = min(max(est, floor), first_fail)
+            elif floor is not None and not contradict and math.isfinite(est):
+                value = max(est, floor)
+            if not math.isfinite(value):
+                value = last_pass if last_pass is not None else first_fail
+            statement = f"{value:.4g} {u}"
+            if ci[0] is not None or ci[1] is not None:
+                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+            if contradict:
+                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"isotonic estimate {value:.4g} {u}, treat with caution")
+            elif use_pool and last_pass is None:
+                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                              "SLA's percentile below the first failing load)")
+    if broken_clauses:
+        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
+                     + f"; the other clauses hold to {statement}")
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    res = _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+    res.bootstrap_ci = boot_ci
+    return res
+
+
+def _model_options(c: Clause, tables: bool) -> dict[str, object]:
+    """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
+    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
+    if tables:
+        return {"floor": c.kind != "percentile", "concentrations": model.TABLE_CONCENTRATIONS}
+    if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
+        return {"floor": False}
+    return {"floor": True, "floor_multiples": model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
+            else model.FLOOR_MULTIPLES}
 
 
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
-    totals: dict[int, dict[str, float]], n_boot: int, level: float,
+    totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
-    judged = _judge_steps(rows, sla, tables)
-    judged.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
-                               j["row"]["step"]))
-    if reps is not None:
-        _close_calls_by_bootstrap(judged, sla, reps, level)
-    _mark_recovery_steps(judged)
+    def judge(ignore: frozenset[str]) -> list[dict]:
+        out = _judge_steps(rows, sla, tables, ignore)
+        out.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
+                                j["row"]["step"]))
+        if reps is not None:
+            _close_calls_by_bootstrap(out, sla, reps, level, ignore)
+        _mark_recovery_steps(out)
+        return out
+
+    judged = judge(frozenset())
+    floors = _floors(judged, sla, tables)
+    broken = frozenset(f.clause for f in floors if f.breaks_clause)
+    if broken:  # the steps are judged on the other clauses: the floor is said once, not as every step's failure
+        judged = judge(broken)
     units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
     unit = units.pop() if len(units) == 1 else None
     notes: list[str] = []
@@ -624,304 +1039,21 @@ def _fit_group(
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
     contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
     u = unit or "load"
-    estimator = model.ESTIMATOR
-    xs = np.array([j["x"] for j in det], dtype=float)
-    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
-    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    value: float | None
-    ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    interval = None
-    floors = _floors(judged, sla, tables)
-    broken_clauses = {f.clause for f in floors if f.breaks_clause}
-    if tables:
-        value: float | None
-        ci: list[float | None] = [None, None]
-        binding = None
-        replicates = None
-        interval = None
-        # every usable step's evidence (a step too small for a percentile on its own still counts)
-        pool = _pool(judged, tables)
-        if tables:
-            evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
-            if assumed_n:
-                notes.append("load-point table without request counts: the reported percentiles are taken as the "
-                             "steps' exact quantiles (the interval assumes many requests per step)")
-        else:
-            evidence = ev_mod.trace_evidence(pool, sla.clauses)
-        ev_x = [e.x for evs in evidence.values() for e in evs]
-        steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
-        post = None
-        if ev_x or steady_x:
-            edges = model.log_grid(ev_x + steady_x)
-            clause_posts = [model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges,
-                                                   floor=c.kind != "percentile",
-                                                   concentrations=model.TABLE_CONCENTRATIONS)
-                            for c in sla.clauses if evidence[c.text]]
-            kept = []
-            for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
-                if c.text in broken_clauses:
-                    continue  # the floor alone breaks it at every load: no number of instances helps; said below
-                kept.append(cp)
-            if steady_x:
-                kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
-                                                   edges))
-            if kept:
-                post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
-        broken = [f for f in floors if f.breaks_clause]
-        if unit is None and (det or pool):
-            censored, value, statement = "no_data", None, "steps use different offered-load units"
-        elif post is None and not broken:
-            censored, value = "no_data", None
-            why = sorted({r for j in judged for r in j["reasons"]})
-            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-        elif post is None:
-            censored, value = "no_data", None
-            statement = "; ".join(f.statement for f in broken)
-        else:
-            med = post.median()
-            lo, hi = post.interval(level)
-            x_lo, x_hi = post.x_min, post.x_max
-            binding = post.binding()
-            estimator = model.ESTIMATOR
-            interval = model.INTERVAL.format(floor=", load-independent floor")
-            rng = np.random.default_rng(0)
-            replicates = post.draws(max(n_boot, 1000), rng)
-            if med >= x_hi or not math.isfinite(med) and med > 0:
-                censored, value = "above", float(max(passes) if passes else x_hi)
-                statement = f"≥ {value:g} {u} (never failed)" if not fails else (
-                    f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
-                ci = [lo if math.isfinite(lo) and lo < value else None, None]
-                binding = None
-            elif med <= x_lo or not math.isfinite(med):
-                censored, value = "below", float(x_lo)
-                statement = f"< {value:g} {u} (failed at the lowest load judged)"
-                ci = [None, hi if math.isfinite(hi) and hi > value else None]
-                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < value]
-                if lower:
-                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
-            else:
-                censored = "not_monotone" if contradict else "none"
-                value = med
-                # an interval end beyond the loads tested is not bounded by the data
-                ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
-                statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
-                beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
-                                           ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
-                if beyond:
-                    notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
-                                 f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
-                if contradict:
-                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                                 f"model estimate {value:.4g} {u}, treat with caution")
-            if broken:
-                statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
-        for f in floors:
-            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-        boot_ci: list[float | None] = [None, None]
+    if tables or estimator == "model":
+        est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
+                           notes)
     else:
-        def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
-            sets: dict[str, np.ndarray] = {}
-            for c in sla.clauses:
-                if c.text in broken_clauses:
-                    continue
-                arr = np.full(len(det), np.nan)
-                for k, j in enumerate(det):
-                    m = j["margins"][c.text]
-                    if m is None:
-                        continue
-                    if rep is not None and reps is not None:
-                        rv = reps.get(j["row"]["step"], {}).get(c.text)
-                        if rv is not None:
-                            if math.isnan(rv[rep]):
-                                continue
-                            # a failure proven by a lower bound stays a failure in every replicate
-                            m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
-                    arr[k] = m
-                sets[c.text] = arr
-            if any(j["not_steady"] for j in det):
-                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
-            return sets
-
-        value: float | None
-        ci: list[float | None] = [None, None]
-        boot_ci: list[float | None] = [None, None]
-        binding = None
-        replicates = None
-        estimator = "isotonic step margins"
-        interval = None
-        # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-        pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
-                and j["row"].get("_pn_0") is not None] if not tables else []
-        pxs = np.array([j["x"] for j in pool], dtype=float)
-
-        def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-            sets: dict[str, np.ndarray] = {}
-            wts: dict[str, np.ndarray] = {}
-            for i, c in enumerate(sla.clauses):
-                if c.text in broken_clauses:
-                    continue
-                n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
-                k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
-                if rep is not None and reps is not None:
-                    for t, j in enumerate(pool):
-                        rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
-                        if rv is not None:
-                            m[t] = rv[rep]
-                sets[c.text], wts[c.text] = m, n
-            if any(j["not_steady"] for j in pool):
-                sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
-            return sets, wts
-
-        allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
-
-        def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
-            sets, wts = pooled_sets(rep)
-            best, bind = math.inf, None
-            for name, m in sets.items():
-                if name == STEADY_CLAUSE:
-                    c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
-                else:
-                    c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
-                if not math.isnan(c) and c < best:
-                    best, bind = c, name
-            if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
-                return math.nan, None
-            return best, bind
-
-        def pool_supported() -> bool:
-            """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-            a single 24-request step does not make a limit."""
-            for i, c in enumerate(sla.clauses):
-                if c.text in broken_clauses:
-                    continue
-                n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
-                need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-                if n < need:
-                    return False
-            return True
-
-        est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
-        if unit is None and (det or pool):
-            censored, value, statement = "no_data", None, "steps use different offered-load units"
-        elif not det and math.isnan(est_p):
-            censored, value = "no_data", None
-            why = sorted({r for j in judged for r in j["reasons"]})
-            statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-        else:
-            # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
-            # "never failed": the step-wise estimator answers then
-            use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
-            if use_pool:
-                est, binding = est_p, bind_p
-                estimator = pooled.ESTIMATOR
-            else:
-                est, binding = _estimate(xs, margin_sets(None), w, strict)
-            if reps is not None and n_boot > 0:
-                if use_pool:
-                    replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
-                else:
-                    replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
-                ci = _ci(replicates, level)
-                boot_ci = list(ci)
-            grid = np.unique(pxs) if use_pool else np.unique(xs)
-            # the lowest load a value may take: the judged step below the last pass (the last pass may itself
-            # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
-            below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
-            floor = (max(below) if below else last_pass) if last_pass is not None else (
-                float(grid[0]) if grid.size else None)
-            if ci[0] is not None or ci[1] is not None:
-                # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-                # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-                # always spans the step grid around the limit, [one judged step below the last clean
-                # pass, first fail].
-                grid_lo, grid_hi = floor, first_fail
-                if last_pass is not None and grid_lo is not None:
-                    # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-                    # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                    # not shrink the slack the first test needs): the CI holds every run's own grid interval
-                    for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
-                        run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
-                        # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                        # as often as one just above passes by good luck
-                        ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
-                        if ff_b is not None and grid_hi is not None:
-                            grid_hi = max(grid_hi, ff_b)
-                        lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
-                                    and (first_fail is None or j["x"] < first_fail)), default=None)
-                        if lp_b is None:
-                            continue
-                        below_b = [j["x"] for j in run_det if j["x"] < lp_b]
-                        grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-                if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-                    # no supported pass: the grid cell of the pooled crossing, one step of slack below
-                    under = grid[grid <= est]
-                    grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-                    over = grid[grid > est]
-                    grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-                widened = []
-                if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-                    ci[0] = grid_lo
-                    widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                                   + ("; the lowest over the pooled runs' own grids)"
-                                      if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-                if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-                    ci[1] = grid_hi
-                    several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-                    widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                                   + ("; of the run whose first fail is highest)" if several else ")"))
-                interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                            f"{'pooled' if use_pool else 'step-wise'} crossing")
-                if widened:
-                    interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                                 "passes or fails partly by chance, which resampling within steps cannot see")
-            pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-            if use_pool and est == math.inf:
-                censored, value = "above", float(grid[-1])
-                statement = f"≥ {value:g} {u} (never failed)"
-                binding = None
-            elif not use_pool and not fails:
-                censored, value = "above", max(passes)
-                statement = f"≥ {value:g} {u} (never failed)"
-                binding = None
-            elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                        and not contradict):
-                x0 = float(grid[0]) if use_pool and grid.size else first_fail
-                censored, value = "below", x0
-                statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-                lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
-                if lower:
-                    statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                                  f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
-            else:
-                censored = "not_monotone" if contradict else "none"
-                value = est
-                if floor is not None and first_fail is not None and not contradict:
-                    value = min(max(est, floor), first_fail)
-                elif floor is not None and not contradict and math.isfinite(est):
-                    value = max(est, floor)
-                if not math.isfinite(value):
-                    value = last_pass if last_pass is not None else first_fail
-                statement = f"{value:.4g} {u}"
-                if ci[0] is not None or ci[1] is not None:
-                    statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-                if contradict:
-                    bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                    statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                                 f"isotonic estimate {value:.4g} {u}, treat with caution")
-                elif use_pool and last_pass is None:
-                    statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                                  "SLA's percentile below the first failing load)")
-        if broken_clauses:
-            statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
-                         + f"; the other clauses hold to {statement}")
-        for f in floors:
-            notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+        est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
+                           first_fail, last_pass, notes)
+        if est is None:
+            n_pool = sum(int(j["row"].get("n_requests") or 0) for j in _pool(judged, tables))
+            notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
+                         "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
+                         "step's counts (limits.model) gives the limit and its interval")
+            est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
+                               first_fail, notes)
+    value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
+    binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
@@ -949,7 +1081,7 @@ def _fit_group(
         "resolution": resolution,
         "estimator": estimator,
         "interval_method": interval,
-        "bootstrap_ci95": boot_ci,
+        "bootstrap_ci95": est.bootstrap_ci,
     }
     steps = []
     for j in judged:
@@ -1039,9 +1171,13 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
 
 def _method(tables: bool, n_boot: int, estimator: str = model.ESTIMATOR) -> str:
     """What gave the value and its interval (``q_ult.method``)."""
-    what = ("the tool's reported percentiles and counts per load" if tables
-            else "every usable step's request counts")
-    return f"{estimator}, from {what}; interval: the model's posterior of the crossing"
+    if estimator == model.ESTIMATOR:
+        what = ("the tool's reported percentiles and counts per load" if tables
+                else "every usable step's request counts")
+        return f"{estimator}, from {what}; interval: the model's posterior of the crossing"
+    if estimator == pooled.ESTIMATOR:
+        return f"{estimator}; {n_boot} block-bootstrap resamples of the pooled crossing"
+    return f"isotonic margin interpolation; {n_boot} block-bootstrap resamples of the isotonic crossing"
 
 
 def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
@@ -1232,6 +1368,23 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     )
 
 
+def _describe_floors(lim: MixLimit, steady_part: pl.DataFrame, trace: RequestTrace) -> None:
+    """Say what the requests behind a failure floor share (``limits.failures.describe_failures``), from the
+    run's requests (the error texts from the trace itself: the steady frame drops them)."""
+    frame = trace.frame.filter(pl.col("run_id").fill_null("run") == lim.run_id) if "run_id" in trace.frame.columns \
+        else trace.frame
+    text = failures.describe_failures(frame if frame.height else steady_part, FAILED_EXPR, OK_EXPR)
+    if not text:
+        return
+    for f in lim.failure_floors:
+        before = f.statement
+        f.shared_by = text
+        f.statement = f"{before}; the failed requests: {text}"
+        lim.notes = [n.replace(before, f.statement) for n in lim.notes]
+        if lim.q_ult is not None:
+            lim.q_ult.statement = lim.q_ult.statement.replace(before, f.statement, 1)
+
+
 def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
     """``T_recover`` per run, on all the run's requests (the SLA over every mix, as a monitor sees it)."""
     from bearing_lib.limits.recovery import t_recover
@@ -1270,6 +1423,7 @@ def fit_limits(
     pool_runs: bool = False,
     engine: str | None = None,
     scheduler: str | None = None,
+    estimator: str = "pooled",
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -1296,6 +1450,9 @@ def fit_limits(
         Pool the runs of all request traces (repeats and follow-ups of the same service) into
         one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
         their own (:func:`_pool_runs`); said in the mix's notes.
+    estimator
+        For request traces: ``"pooled"`` (default) or ``"model"`` (see :data:`ESTIMATORS`); load-point
+        tables always use the model.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -1305,6 +1462,10 @@ def fit_limits(
     """
     from bearing_lib.data.engine import ParquetDataset
 
+    if estimator not in ESTIMATORS:
+        raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
+        raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
         if pool_runs:
             raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
@@ -1352,6 +1513,7 @@ def fit_limits(
             has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
             m_metric = "ttft_ms" if has_ttft else "latency_ms"
             warmups = mser_by_step(steady, m_metric)
+
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
         curves.append(curve)
@@ -1380,8 +1542,12 @@ def fit_limits(
                 continue
             tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
-                             tot, n_boot if reps else 0, level)
+                             tot, n_boot if reps else 0, level, estimator)
             lim.share = share
+            if lim.failure_floors and not tables:
+                _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
+                                 if isinstance(steady, pl.LazyFrame) else
+                                 steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)), it)
             _enrich(lim, part, metric, seed, None if tables else steady.filter(
                 (pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(), sla_obj)
             if not tables:

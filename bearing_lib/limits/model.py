@@ -53,18 +53,23 @@ LEVEL = 0.95
 N_THETA = 161
 PRIOR_WIDEN = math.log(2.0)  # θ ranges over the tested loads widened by a factor 2 each side
 BETAS = np.geomspace(1.0, 300.0, 12)
-CONCENTRATIONS = np.array([np.inf, 1e3, 100.0, 30.0])
+CONCENTRATIONS = np.array([np.inf, 1e3, 100.0, 30.0, 10.0])
+"""Step-to-step variability allowed around the curve: the beta-binomial concentration ``c`` (``inf`` = the
+binomial; 10: a step's share at 1 % strays by about 3 points, as 120 s windows near capacity do), each
+equally likely a priori."""
 TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 """A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
 assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
-FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 3.0, 10.0])
+FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
 """The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
+PERCENTILE_FLOOR = True
+PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
+"""A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
+past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
+logistic part's crossing below the loads tested."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
-LAGS = (1.0,)
-"""How far back toward the previous step's load a step's evidence may lie (a share of the way), one value
-for the whole run, each equally likely a priori: the data say whether the steps' queues lag."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class Evidence:
     k_hi: float = 0.0
     s_lo: float = 0.0
     s_hi: float = 1.0
+    lag: float = 1.0
+    """The share of the way back to ``x_from`` the step's evidence may lie (``limits.evidence.LAG_S``)."""
 
     @property
     def exact(self) -> bool:
@@ -110,6 +117,8 @@ class ClausePosterior:
     floor_ci: tuple[float, float] | None = None
     p_floor_breaks: float = 0.0
     """Posterior probability that the load-independent floor alone exceeds the allowance."""
+    p_no_floor: float = 1.0
+    """Posterior probability that there is no floor."""
     n_steps: int = 0
     beta_median: float | None = None
     """Posterior median of the steepness ``β`` (d logit share / d log load)."""
@@ -159,6 +168,27 @@ class CrossingPosterior:
         return self.clauses[int(np.argmin(meds))].name
 
 
+LOCAL_BELOW = LOCAL_ABOVE = 3
+"""Steps used per clause: the three below and the three from the first step where the isotonic (monotone)
+bad share exceeds the allowance on. The logistic is a local shape: far from the crossing the share follows
+other regimes (a slowly rising content floor, a saturated queue) that would bend a global fit."""
+
+
+def local_window(evidence: list[Evidence], allowed: float) -> list[Evidence]:
+    """The steps around the crossing of the isotonic bad share (exact counts; others are kept whole)."""
+    from scipy.optimize import isotonic_regression
+
+    ev = sorted(evidence, key=lambda e: e.x)
+    if len(ev) <= LOCAL_BELOW + LOCAL_ABOVE or not all(e.exact for e in ev):
+        return ev
+    n = np.array([e.n for e in ev], float)
+    share = np.array([e.k_lo for e in ev], float) / n
+    fit = isotonic_regression(share, weights=n).x
+    over = np.nonzero(fit > allowed)[0]
+    i = int(over[0]) if over.size else len(ev)
+    return ev[max(0, i - LOCAL_BELOW):i + LOCAL_ABOVE]
+
+
 def log_grid(xs: list[float] | np.ndarray, n: int = N_THETA) -> np.ndarray:
     """Cell edges of the common log-load grid over the tested loads widened by :data:`PRIOR_WIDEN`."""
     lx = np.log(np.asarray(xs, float))
@@ -206,7 +236,7 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
 
 def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
                      floor: bool = False, concentrations: np.ndarray | None = None,
-                     lag: bool = True) -> ClausePosterior:
+                     lag: bool = True, floor_multiples: np.ndarray = FLOOR_MULTIPLES) -> ClausePosterior:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
@@ -217,7 +247,7 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     if not ev:
         return ClausePosterior(name, np.zeros(centres.size), 0.0, 0.0)
     alpha = min(max(allowed, 1e-6), 1 - 1e-6)
-    floors = np.minimum(FLOOR_MULTIPLES * alpha, 0.9) if floor else np.array([0.0])
+    floors = np.minimum(np.asarray(floor_multiples) * alpha, 0.9) if floor else np.array([0.0])
     fprior = np.where(floors == 0, 0.5, 0.5 / max(len(floors) - 1, 1)) if floor else np.array([1.0])
     th = centres[:, None, None, None]
     be = BETAS[None, :, None, None]
@@ -225,26 +255,23 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     co = concs[None, None, :, None]
     fl = floors[None, None, None, :]
     la = logit(alpha)
-    lag_ll = []
-    for lam in LAGS:
-        ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
-        for e in ev:
-            if lag and lam > 0 and e.x_from is not None and 0 < e.x_from < e.x:
-                pts = math.log(e.x) - lam * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
-            else:
-                pts = np.array([math.log(e.x)])
-            parts = []
-            for lxe in pts:
-                mu = fl + (1 - fl) * expit(la + be * (lxe - th))
-                parts.append(_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
-            if len(parts) == 1:
-                ll = ll + parts[0]
-            else:
-                stack = np.stack(parts)
-                mx = stack.max(axis=0)
-                ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
-        lag_ll.append(ll)
-    ll = np.logaddexp.reduce(np.stack(lag_ll), axis=0) - math.log(len(LAGS))
+    def mu_at(lxe: float | np.ndarray) -> np.ndarray:
+        return fl + (1 - fl) * expit(la + be * (lxe - th))
+
+    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
+    for e in ev:
+        if lag and e.x_from is not None and 0 < e.x_from < e.x and e.lag > 0:
+            # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
+            # ``lag`` share of the way from the previous load to its own (uniform in log load)
+            pts = math.log(e.x) - e.lag * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
+            parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
+                     for p in pts]
+            stack = np.stack(parts)
+            mx = stack.max(axis=0)
+            ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
+            continue
+        mu = mu_at(math.log(e.x))
+        ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
     ll = ll + np.log(fprior)[None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()
@@ -268,11 +295,13 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     post.beta_median = float(np.exp(np.interp(0.5, pb, np.log(BETAS))))
     if floor:
         pf = w.sum(axis=(0, 1, 2))
-        cdf = np.cumsum(pf)
-        post.floor_median = float(np.interp(0.5, cdf, floors))
-        post.floor_ci = (float(floors[np.searchsorted(cdf, 0.025)]), float(floors[min(np.searchsorted(cdf, 0.975),
-                                                                                         floors.size - 1)]))
+        # a piecewise-linear CDF over the floor grid (the mass of a grid value spread down to the one below)
+        cdf = np.concatenate([[0.0], np.cumsum(pf)])
+        pts = np.concatenate([[0.0], floors])
+        post.floor_median = float(np.interp(0.5, cdf, pts))
+        post.floor_ci = (float(np.interp(0.025, cdf, pts)), float(np.interp(0.975, cdf, pts)))
         post.p_floor_breaks = float(pf[floors >= alpha].sum())
+        post.p_no_floor = float(pf[floors == 0].sum())
     return post
 
 
@@ -309,4 +338,4 @@ def combine(clauses: list[ClausePosterior], edges: np.ndarray, x_min: float, x_m
 
 
 __all__ = ["ESTIMATOR", "INTERVAL", "ClausePosterior", "CrossingPosterior", "Evidence", "clause_posterior",
-           "combine", "log_grid", "steady_posterior"]
+           "combine", "local_window", "log_grid", "steady_posterior"]

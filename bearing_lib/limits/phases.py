@@ -551,12 +551,20 @@ def p_critical_breakpoint(
     slope_change = float(fit.params[2])
     lo_open = bool(inside.min() <= grid[0])
     hi_open = bool(inside.max() >= grid[-1])
+    c_lo, c_hi = float(inside.min()), float(inside.max())
+    cell = ""
+    if c_lo == c_hi:
+        # the likelihood interval is narrower than the search grid: a zero-width interval is not one; the grid
+        # cell around the minimum is what the search can resolve
+        k_lo, k_hi = int(np.searchsorted(grid, c_lo)), int(np.searchsorted(grid, c_hi))
+        c_lo, c_hi = float(grid[max(k_lo - 1, 0)]), float(grid[min(k_hi + 1, grid.size - 1)])
+        cell = "; the likelihood interval is narrower than the search grid: the grid cell around it is given"
     return {
         "value": xb,
-        "ci95": [None if lo_open else float(inside.min()), None if hi_open else float(inside.max())],
+        "ci95": [None if lo_open else c_lo, None if hi_open else c_hi],
         "censored": "none",
         "reason": f"hinge model on log P99, {n} steps; slope change {slope_change:+.3g} per unit load"
-        + ("; CI reaches the edge of the searchable range" if (lo_open or hi_open) else ""),
+        + ("; CI reaches the edge of the searchable range" if (lo_open or hi_open) else "") + cell,
         "slope_change": slope_change,
         "r_squared": float(fit.rsquared),
     }

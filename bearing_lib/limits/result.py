@@ -251,7 +251,14 @@ class PCritical:
     def of(cls, d: dict[str, Any]) -> PCritical:
         """From :func:`bearing_lib.limits.phases.p_critical`'s document (or an unavailable one)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        out = cls(**{k: v for k, v in d.items() if k in known})
+        ci = out.ci95
+        if ci is not None and ci[0] is not None and ci[0] == ci[1]:
+            # a zero-width interval is no interval: the data (e.g. a table's percentiles without CIs) carry none
+            out.ci95 = None
+            out.reason = ((out.reason + "; ") if out.reason else "") + ("a point without uncertainty: the steps "
+                                                                         "give the curve no interval to draw from")
+        return out
 
 
 @dataclass

@@ -360,7 +360,8 @@ def _note_failed_output(df: pl.DataFrame, prov: Provenance) -> None:
                                     .sum().alias("u")).row(0)
     if n_unknown:
         prov.add("failed_output_unknown",
-                 f"{n_unknown:,} of {n_failed:,} failed request(s) produced no output and the source gives no "
+                 f"{n_unknown:,} of {n_failed:,} failed request(s) produced no output (cancelled and unknown-outcome "
+                 "ones counted with them) and the source gives no "
                  "requested output length (requested_output_tokens): a mix with output bounds places them by "
                  "their input tokens (and cache hit) only, in the first mix whose other bounds hold them, not by "
                  "the 0 output they never produced", level="info")

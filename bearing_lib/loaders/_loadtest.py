@@ -154,6 +154,7 @@ class StepFacts:
     source_file: str | None = None
     payload: Any = None
     step: int | None = field(default=None)
+    send_window_s: float | None = None
 
 
 def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> list[StepFacts]:
@@ -238,6 +239,7 @@ def step_row(
     duration_s: float | None = None,
     n_requests_reported: int | None = None,
     source_file: str | None = None,
+    send_window_s: float | None = None,
 ) -> dict[str, object]:
     """One row for ``RequestTrace.steps`` (columns of :data:`~bearing_lib.data.trace.STEP_SCHEMA`)."""
     return {
@@ -248,6 +250,7 @@ def step_row(
         "duration_s": duration_s,
         "n_requests_reported": n_requests_reported,
         "source_file": source_file,
+        "send_window_s": send_window_s,
     }
 
 
@@ -255,7 +258,7 @@ def step_rows(steps: Iterable[StepFacts]) -> list[dict[str, object]]:
     """Rows for ``RequestTrace.steps`` (columns of ``STEP_SCHEMA``)."""
     return [
         step_row(s.run_id, s.step, s.offered_load, s.offered_load_unit, duration_s=s.duration_s,
-                 n_requests_reported=s.n_requests_reported, source_file=s.source_file)
+                 n_requests_reported=s.n_requests_reported, source_file=s.source_file, send_window_s=s.send_window_s)
         for s in steps
     ]
 

@@ -18,7 +18,7 @@ A mapping (Python dict or YAML file)::
       duration: s            # durations: s, ms, us, ns
     time_origin: epoch       # numeric times: epoch (default) or relative
     timezone: UTC            # for ISO 8601 text without an offset (default UTC, recorded)
-    status_map:              # source value -> ok | error | timeout | rejected | cancelled
+    status_map:              # source value -> ok | error | timeout | rejected | cancelled | unknown
       "200": ok
       "429": rejected
       "504": timeout

@@ -72,13 +72,13 @@ NAME_REQUESTS = "guidellm-benchmarks-requests"
 NAME_AGGREGATE = "guidellm-benchmarks"
 NAME_CSV = "guidellm-derived-csv"
 TOOL = "GuideLLM"
-SCHEMAS = (1, 2)
+SCHEMAS = (0, 1, 2)  # 0: before 0.5, converted by _from_legacy
 BENCH_KEYS = ("config", "metrics", "requests", "duration")
 LISTS = {"successful": "ok", "errored": "error", "incomplete": "cancelled"}
 
 
 # ---------------------------------------------------------------- recognising files
-def _is_guidellm(doc: object) -> bool:
+def _is_guidellm(doc: object) -> bool:  # a pre-0.5 file is converted first (_doc)
     return (isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list)
             and isinstance(doc.get("metadata"), dict) and "guidellm_version" in doc["metadata"])
 
@@ -92,7 +92,76 @@ def _has_records(doc: dict[str, Any]) -> bool:
 
 
 def _doc(source: Source) -> object:
-    return json_document(source) if source.suffix == ".json" else None
+    doc = json_document(source) if source.suffix == ".json" else None
+    return _from_legacy(doc) if _is_legacy(doc) else doc
+
+
+# ---------------------------------------------------------------- before 0.5: no metadata
+LEGACY_VERSION = "before 0.5 (v0.2-v0.3 report schema, no metadata)"
+"""``tool_version`` of a pre-0.5 file: it states no version."""
+
+
+def _whole(source: Source) -> object:
+    """The whole file (any size), a pre-0.5 report converted."""
+    doc = source.json
+    return _from_legacy(doc) if _is_legacy(doc) else doc  # type: ignore[arg-type]
+
+
+def _is_legacy(doc: object) -> bool:
+    """A GuideLLM report from before 0.5: ``{"benchmarks": [...]}`` and nothing else at the top, each benchmark
+    ``type_`` ``generative_benchmark`` with ``args.strategy`` (vllm-project/guidellm at tag v0.3.0, commit
+    ad9513fd: ``src/guidellm/benchmark/output.py`` ``GenerativeBenchmarksReport.save_json`` dumps the model,
+    whose only field is ``benchmarks``; ``src/guidellm/benchmark/benchmark.py`` ``GenerativeBenchmark``)."""
+    if not isinstance(doc, dict) or "metadata" in doc or not isinstance(doc.get("benchmarks"), list):
+        return False
+    bs = doc["benchmarks"]
+    return bool(bs) and all(isinstance(b, dict) and b.get("type_") == "generative_benchmark"
+                            and isinstance(b.get("args"), dict) and isinstance(b["args"].get("strategy"), dict)
+                            for b in bs)
+
+
+def _legacy_record(rec: object) -> object:
+    """One pre-0.5 request record in the 0.5 shape the loader reads.
+
+    ``GenerativeTextResponseStats`` (v0.3.0 ``benchmark.py``) has ``start_time``/``end_time`` (epoch s) and
+    computed fields ``request_latency`` (s), ``time_to_first_token_ms``, ``time_per_output_token_ms`` =
+    (last − first token) / **output_tokens** and ``inter_token_latency_ms`` = (last − first token) /
+    (output_tokens − 1). bearing's ``tpot_ms`` is the time per output token *after the first*: the old
+    ``inter_token_latency_ms``, not the old ``time_per_output_token_ms``. ``GenerativeTextErrorStats`` adds
+    ``error``.
+    """
+    if not isinstance(rec, dict):
+        return rec
+    out = dict(rec)
+    out["request_start_time"] = rec.get("start_time")
+    out["request_end_time"] = rec.get("end_time")
+    out["time_per_output_token_ms"] = rec.get("inter_token_latency_ms")
+    out["info"] = {"error": rec.get("error")}
+    return out
+
+
+def _from_legacy(doc: dict[str, Any]) -> dict[str, Any]:
+    """A pre-0.5 report in the 0.5 (metadata version 1) shape; the parsed file is not modified."""
+    benches = []
+    model = None
+    for b in doc["benchmarks"]:
+        nb = dict(b)
+        nb["config"] = {"strategy": b["args"]["strategy"]}
+        nb["scheduler_metrics"] = {"requests_made": (b.get("run_stats") or {}).get("requests_made") or
+                                   b.get("request_totals") or {}}
+        metrics = dict(b.get("metrics") or {})
+        if "inter_token_latency_ms" in metrics:  # the old per-token mean divides by all tokens (_legacy_record)
+            metrics["time_per_output_token_ms"] = metrics["inter_token_latency_ms"]
+        nb["metrics"] = metrics
+        reqs = b.get("requests") or {}
+        nb["requests"] = {k: [_legacy_record(r) for r in (reqs.get(k) or [])] for k in LISTS}
+        if "duration" not in nb and isinstance(b.get("start_time"), int | float) and isinstance(
+                b.get("end_time"), int | float):
+            nb["duration"] = b["end_time"] - b["start_time"]
+        model = model or ((b.get("worker") or {}).get("backend_model"))
+        benches.append(nb)
+    return {"metadata": {"version": 0, "guidellm_version": LEGACY_VERSION}, "args": {"model": model},
+            "benchmarks": benches}
 
 
 def sniff_requests(source: Source) -> bool:
@@ -131,8 +200,9 @@ def _check(doc: object, path: Path) -> dict[str, Any]:
             missing.extend(f"benchmarks[{i}].{k}" for k in lack)
     if missing:
         raise UnsupportedVersionError(
-            "not a GuideLLM benchmarks file bearing can read (known: metadata.version 1 = 0.5.x, 2 = report schema "
-            "v2 of 0.8.x)", tool="GuideLLM", version=found, missing=missing, path=path)
+            "not a GuideLLM benchmarks file bearing can read (known: the pre-0.5 report without metadata, "
+            "metadata.version 1 = 0.5.x, 2 = report schema v2 of 0.8.x)", tool="GuideLLM", version=found,
+            missing=missing, path=path)
     return doc  # type: ignore[return-value]
 
 
@@ -149,6 +219,15 @@ def strategy_load(kind: str, strategy: dict[str, Any], *, path: Path, where: str
         return parse_rate(strategy.get("rate"), path=path, field=f"{where}.rate"), "rps", 1
     raise BadValueError(f"unknown GuideLLM strategy {kind!r}; expected synchronous, concurrent, throughput, "
                         "constant or poisson", path=path, field=f"{where}.type_")
+
+
+def _note_legacy(doc: dict[str, Any], prov: Provenance) -> None:
+    if doc["metadata"].get("version") == 0:
+        prov.add("legacy_schema", "GuideLLM before 0.5 wrote no metadata (report = {benchmarks}); read with that "
+                 "schema (vllm-project/guidellm v0.3.0 src/guidellm/benchmark/benchmark.py GenerativeBenchmark): "
+                 "strategy from args.strategy, requests made from run_stats, request times start_time/end_time, "
+                 "tpot_ms from inter_token_latency_ms (its time_per_output_token_ms divides by all output tokens), "
+                 "model from worker.backend_model", level="info")
 
 
 def _steps(doc: dict[str, Any], path: Path, prov: Provenance) -> list[StepFacts]:
@@ -180,6 +259,15 @@ _TIMEOUT = re.compile(r"timeout|timed out", re.IGNORECASE)
 
 
 def _status(list_name: str, info: dict[str, Any]) -> str:
+    """Canonical status of one record. ``incomplete`` (and ``info.status`` ``cancelled``) is ``cancelled``:
+    GuideLLM itself cancelled the request when the step hit its duration or request limit, not the server
+    (vllm-project/guidellm: ``scheduler/constraints/request.py`` ``MaxDurationConstraint.__call__`` returns
+    ``request_processing="stop_local"`` once ``elapsed >= max_duration``; ``scheduler/worker_group.py`` then
+    sets the shutdown event, ``scheduler/worker.py`` ``WorkerProcess.run_async`` cancels the request task, and
+    ``_process_next_graph_node`` catches the ``CancelledError`` and sends status ``cancelled`` with error
+    "Request was cancelled"; ``benchmark/schemas/accumulator.py`` files a cancelled request that had started
+    (``timings.resolve_start`` set) under ``incomplete`` and drops one that had not). So it is neither a
+    success nor a failure (docs/canonical-trace.md, "Status values"), never ``error``."""
     if list_name == "successful":
         return "ok"
     if list_name == "incomplete" or info.get("status") == "cancelled":
@@ -207,8 +295,9 @@ def _max_tokens(args: object) -> int | None:
 
 def _load_requests(source: Source) -> RequestTrace:
     path = source.path
-    doc = _check(source.json, path)
+    doc = _check(_whole(source), path)
     prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
+    _note_legacy(doc, prov)
     steps = _steps(doc, path, prov)
     cols: dict[str, list] = {k: [] for k in (
         "request_id", "start_s", "end_s", "ttft_ms", "latency_ms", "tpot_ms", "itl_ms", "input_tokens",
@@ -257,6 +346,13 @@ def _load_requests(source: Source) -> RequestTrace:
                                                  "requested_output_tokens": pl.Int64,
                                                  "offered_load": pl.Float64}
                          ).with_columns(pl.lit(_model(doc), dtype=pl.String).alias("model"))
+    n_cancelled = cols["status"].count("cancelled")
+    if n_cancelled:
+        per = frame.filter(pl.col("status") == "cancelled").group_by("run_id", "step").len().sort("run_id", "step")
+        prov.add("cancelled_at_step_end", f"{n_cancelled} request(s) were cancelled by GuideLLM when their step "
+                 "reached its duration or request limit (its 'incomplete' list): status cancelled, neither success "
+                 "nor failure, left out of error rates and percentiles. Per step: "
+                 + ", ".join(f"{r} step {s_}: {n}" for r, s_, n in per.iter_rows()), level="info", count=n_cancelled)
     prov.add("warmup_included", "every listed request is kept, including those GuideLLM's own statistics exclude "
              "as warm-up/cool-down; steps.duration_s is GuideLLM's measured window ('duration')", level="info")
     meta = doc["metadata"]
@@ -281,8 +377,9 @@ def _metric(b: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 def _load_aggregate(source: Source) -> LoadPointTable:
     path = source.path
-    doc = _check(source.json, path)
+    doc = _check(_whole(source), path)
     prov = new_provenance(source, format=NAME_AGGREGATE, tool=TOOL)
+    _note_legacy(doc, prov)
     steps = _steps(doc, path, prov)
     rows = []
     for s in steps:

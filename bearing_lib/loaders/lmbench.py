@@ -10,20 +10,23 @@ Units: ``ttft`` and ``generation_time`` (first to last token) in seconds, ``laun
 and ``finish_time`` in epoch seconds. The QPS level is written **only in the file name**
 (``LMBench_sharegpt_output_<qps>.csv``, ``LMBench_short_input_qps<qps>.csv``): bearing reads
 it from there, says so in a finding and cross-checks it against the measured launch rate.
-There is **no error column**: a failed request is simply absent (LMBenchmark appends a result
-only when the request completes; an exception drops it). The ``sharegpt`` workload sends a fixed
-list of prompts on a **fixed schedule**, prompt ``k`` at ``start + k / qps``
-(``sharegpt_benchmark.py``, ``BenchmarkRunner.run``), so an absent request leaves a hole in that
-lattice: where every recorded launch sits on it (within :data:`GRID_TOLERANCE` of an interval, no two
-in one slot), bearing puts one **failed row per empty slot** (``status`` ``error``, ``error``
-"absent: …", ``start_s`` the slot's launch time, no end, TTFT or output) and counts it in the step's
-error rate. ``input_tokens`` and ``requested_output_tokens`` of such a row are those of the same
-prompt where it completed in another step of the run (the steps' prompt lengths are matched to align
-them), else null. Slots after a step's last recorded launch are empty too when a lower-QPS step of
-the same run completed every prompt (the run's prompt count is then known; a ``--time`` limit would
-cut the *lower* QPS steps first, so it cannot explain them). Findings say how many, per step, and the
-highest recorded latency (a sharp ceiling there is a timeout in front of the engine). Option
-``absent="ignore"`` keeps only the recorded rows (the error rate is then unknown, as before).
+There is **no error column**: an absent request is either a failure or one the run stopped waiting for
+(LMCache/LMBenchmark ``sharegpt/sharegpt-qa.py``: a result is appended only when a request completes, an
+exception drops it; ``sharegpt/utils.py`` ``AsyncLoopWrapper.WaitLoop`` gathers the in-flight requests after
+the last launch without ``return_exceptions``, so the first exception ends the wait and the CSV holds what
+had completed by then). The ``sharegpt`` workload sends a fixed list of prompts on a **fixed schedule**,
+prompt ``k`` at ``start + k / qps`` (``BenchmarkRunner.run``), so an absent request leaves a hole in that
+lattice: where every recorded launch sits on it (within :data:`GRID_TOLERANCE` of an interval, no two in one
+slot), bearing puts one row per empty slot (``start_s`` the slot's launch time, no end, TTFT or output,
+``error`` "absent: …"): status ``error`` when it was launched earlier than the step's last recorded end minus
+the run's highest recorded latency (it had completed or raised before collection stopped: :func:`_fate`),
+else ``unknown`` (neither success nor failure). ``input_tokens`` and ``requested_output_tokens`` of such a
+row are those of the same prompt where it completed in another step of the run (the steps' prompt lengths
+are matched to align them), else null. Slots after a step's last recorded launch are empty too when a
+lower-QPS step of the same run completed every prompt (the run's prompt count is then known; a ``--time``
+limit would cut the *lower* QPS steps first, so it cannot explain them). Findings say how many, per step
+(failed and unknown), and the highest recorded latency (a sharp ceiling there is a timeout in front of the
+engine). Option ``absent="ignore"`` keeps only the recorded rows (the error rate is then unknown, as before).
 The multi-round layout has no fixed schedule; its absent requests cannot be placed.
 
 A folder of such CSVs (and its direct sub-folders) loads as runs with ordered steps: one run per
@@ -154,15 +157,19 @@ def _align(slots, prompts, ref: dict[int, int]) -> int | None:
     return best_o if best >= 0.8 else None
 
 
-def _absent_rows(meta: list) -> tuple[dict[int, pl.DataFrame], list[str], list[str]]:
-    """Failed rows for the empty slots of every file on the fixed schedule, keyed by position in ``meta``;
-    also per-step counts and the files not on the schedule (for the findings)."""
+def _absent_rows(meta: list) -> tuple[dict[int, pl.DataFrame], list[str], list[str], dict[str, float]]:
+    """Rows for the empty slots of every file on the fixed schedule, keyed by position in ``meta``, each
+    ``error`` (certainly failed) or ``unknown`` (the run may have stopped waiting for it: :func:`_fate`);
+    also per-step counts and the files not on the schedule (for the findings), and each run's highest
+    recorded latency."""
     out: dict[int, pl.DataFrame] = {}
     counts: list[str] = []
     off_grid: list[str] = []
     runs: dict[str, list[int]] = {}
     for i, m in enumerate(meta):
         runs.setdefault(m[0], []).append(i)
+    ceiling = {run: max(float((meta[i][3]["finish_time"] - meta[i][3]["launch_time"]).max() or 0.0) for i in idx)
+               for run, idx in runs.items()}
     for idx in runs.values():
         slots = {i: _slots(meta[i][3], meta[i][1], meta[i][4]) for i in idx}
         off_grid += [meta[i][2].name for i in idx if slots[i] is None and meta[i][4] == "sharegpt"]
@@ -203,29 +210,60 @@ def _absent_rows(meta: list) -> tuple[dict[int, pl.DataFrame], list[str], list[s
             if not empty:
                 continue
             known = [lengths.get(j + shift[i]) if shift[i] is not None else None for j in empty]
-            why = ("absent: LMBenchmark keeps only completed requests; slot " + "{} of the fixed 1/qps schedule "
-                   "has no row")
+            start = [t0 + j / qps for j in empty]
+            last_end = float(raw["finish_time"].max())
+            failed = [_fate(s, last_end, ceiling[run]) for s in start]
+            slot_of = [j + (shift[i] or 0) for j in empty]
+            err = [(f"absent: slot {j} of the fixed 1/qps schedule has no row and was launched {last_end - s:.1f} s "
+                    f"before the step's last recorded end, longer than the run's highest recorded latency "
+                    f"({ceiling[run]:.1f} s): it ended before collection stopped and was not kept, so it raised")
+                   if bad else
+                   (f"absent: slot {j} of the fixed 1/qps schedule has no row; launched {last_end - s:.1f} s before "
+                    f"the step's last recorded end (the run's highest recorded latency is {ceiling[run]:.1f} s), it "
+                    "may still have been in flight when LMBenchmark stopped waiting: outcome unknown")
+                   for j, s, bad in zip(slot_of, start, failed, strict=True)]
             out[i] = pl.DataFrame({
                 "slot": empty,
-                "start_s": [t0 + j / qps for j in empty],
+                "start_s": start,
                 "input_tokens": [None if v is None else v[0] for v in known],
                 "requested_output_tokens": [None if v is None else v[1] for v in known],
-                "error": [why.format(j + (shift[i] or 0)) for j in empty],
+                "status": ["error" if b else "unknown" for b in failed],
+                "error": err,
             }, schema={"slot": pl.Int64, "start_s": pl.Float64, "input_tokens": pl.Int64,
-                       "requested_output_tokens": pl.Int64, "error": pl.String})
+                       "requested_output_tokens": pl.Int64, "status": pl.String, "error": pl.String})
             sent = raw.height + len(empty)
-            part = f"{f.name}: {len(empty)} of {sent} ({len(empty) / sent:.1%})"
+            n_bad = sum(failed)
+            part = (f"{f.name}: {len(empty)} of {sent} absent ({len(empty) / sent:.1%}): {n_bad} failed, "
+                    f"{len(empty) - n_bad} unknown")
             if lead or trail:
-                part += f", {len(lead) + len(trail)} of them after the last (or before the first) recorded launch"
+                part += f"; {len(lead) + len(trail)} of them after the last (or before the first) recorded launch"
             counts.append(part)
-    return out, counts, off_grid
+    return out, counts, off_grid, ceiling
+
+
+def _fate(launch_s: float, last_end_s: float, ceiling_s: float) -> bool:
+    """True when an absent request certainly failed; False when its outcome is unknown.
+
+    LMBenchmark (LMCache/LMBenchmark ``sharegpt/sharegpt-qa.py``, ``BenchmarkRunner.run`` and
+    ``RequestExecutor.launch_request``) appends a result only when a request completes: one that raises is
+    logged and dropped. After the last launch, ``AsyncLoopWrapper.WaitLoop`` (``sharegpt/utils.py``) gathers
+    the requests still in flight **without** ``return_exceptions``, so the first exception among them ends
+    the wait, and the CSV is written from whatever had completed by then: a request still in flight at that
+    moment is absent too, though it might have completed. The collection stopped no earlier than the step's
+    last recorded end (that request completed and was kept). A request lives at most about the run's highest
+    recorded latency (with a deadline in front of the engine, e.g. the llm-d gateway's ~30 s, failed
+    requests are cut there and completed ones pile just below it): so one launched more than that before the
+    last recorded end had completed or raised before collection stopped; absent, it raised. A later one
+    may have been cut off by the stop: unknown, neither success nor failure (docs/canonical-trace.md).
+    """
+    return launch_s + ceiling_s < last_end_s
 
 
 def load(source: Source, *, absent: str = "failed") -> RequestTrace:
     """Load one LMBench CSV or a folder of them into a request trace with steps.
 
-    ``absent``: ``"failed"`` (default) adds a failed row for each empty slot of the fixed schedule
-    (module docstring); ``"ignore"`` keeps only the recorded rows.
+    ``absent``: ``"failed"`` (default) adds a row for each empty slot of the fixed schedule, ``error`` or
+    ``unknown`` (module docstring); ``"ignore"`` keeps only the recorded rows.
     """
     if absent not in ABSENT_MODES:
         raise ParameterError(f"option absent must be one of {', '.join(ABSENT_MODES)}, got {absent!r}")
@@ -250,10 +288,8 @@ def load(source: Source, *, absent: str = "failed") -> RequestTrace:
     step_of: dict[str, int] = {}
     mismatches: list[str] = []
     no_rate: list[str] = []
-    holes, hole_counts, off_grid = _absent_rows(meta) if absent == "failed" else ({}, [], [])
-    runs_lost = {meta[i][0] for i in holes}
-    max_latency = {r: max(float((m[3]["finish_time"] - m[3]["launch_time"]).max() or 0.0) for m in meta if m[0] == r)
-                   for r in runs_lost}
+    holes, hole_counts, off_grid, ceiling = _absent_rows(meta) if absent == "failed" else ({}, [], [], {})
+    max_latency = {meta[i][0]: ceiling[meta[i][0]] for i in holes}
     for pos, (run_id, qps, f, raw, layout) in enumerate(meta):
         step = step_of.get(run_id, 0)
         step_of[run_id] = step + 1
@@ -297,7 +333,7 @@ def load(source: Source, *, absent: str = "failed") -> RequestTrace:
                 pl.col("start_s"),
                 pl.col("input_tokens"),
                 pl.col("requested_output_tokens"),
-                pl.lit("error").alias("status"),
+                pl.col("status"),
                 pl.col("error"),
                 *step_exprs(run_id, step, qps, unit),
             ))
@@ -322,19 +358,35 @@ def load(source: Source, *, absent: str = "failed") -> RequestTrace:
             count=len(unknown) if absent != "ignore" else len(meta),
         )
     if hole_counts:
-        n_abs = sum(h.height for h in holes.values())
+        lost = pl.concat(list(holes.values()))
+        n_abs = lost.height
+        n_bad = int((lost["status"] == "error").sum())
         prov.add(
             "absent_requests_failed",
-            f"{n_abs} request(s) absent from the files were sent and failed: LMBenchmark keeps only completed "
-            "requests, and its sharegpt workload launches prompt k at start + k/qps, so each empty slot is one "
-            "failed request (status error, start at its slot, no end; counted in the error rate; prompt and "
-            "output length from the same prompt in another step where known). The highest recorded latency is "
+            f"{n_abs} request(s) absent from the files were sent and put back at their slots (LMBenchmark keeps "
+            "only completed requests, and its sharegpt workload launches prompt k at start + k/qps): "
+            f"{n_bad} certainly failed (status error, counted in the error rate: launched earlier than the step's "
+            "last recorded end minus the run's highest recorded latency, so they had completed or raised before "
+            f"LMBenchmark stopped collecting), {n_abs - n_bad} have an unknown outcome (status unknown: the run "
+            "stops waiting at the first exception after its last launch, and they may still have been in flight; "
+            "neither success nor failure). Start at the slot, no end; prompt and output length from the same "
+            "prompt in another step where known. The highest recorded latency is "
             + ", ".join(f"{v:.1f} s in {r}" for r, v in sorted(max_latency.items()))
             + ": a sharp ceiling there is a timeout in front of the engine (gateway or client), which the absent "
             "requests ran into. Per step: " + "; ".join(hole_counts),
             level="warning",
-            count=n_abs,
+            count=n_bad,
         )
+        if n_abs > n_bad:
+            prov.add(
+                "absent_requests_unknown",
+                f"{n_abs - n_bad} absent request(s) have status unknown: launched too late before the step's "
+                "collection stopped for LMBenchmark to have seen them end (its WaitLoop ends at the first "
+                "exception after the last launch); they are left out of error rates and percentiles, and "
+                "counted as sent",
+                level="warning",
+                count=n_abs - n_bad,
+            )
     elif absent == "failed" and not unknown:
         prov.add("absent_requests_none", "every slot of the fixed 1/qps schedule has a row: no request is absent",
                  level="info")

@@ -181,18 +181,32 @@ class Source:
                 return f"a Parquet file with columns {list(pl.read_parquet_schema(target))[:30]}"
             except Exception:  # noqa: BLE001 - a broken footer: say what we know
                 return "a Parquet file whose footer cannot be read"
-        obj = self.first_json_line
-        if isinstance(obj, dict):
-            return f"JSON lines; the first object has keys {sorted(obj)[:20]}"
+        if self.head.lstrip()[:1] in (b"{", b"["):
+            # name the JSON shape found, whatever the line layout: a one-line document longer than the
+            # head has no complete first line (it used to read as "text whose first line is ''")
+            return self._describe_json()
         first = self.first_line
-        if first.lstrip().startswith(("{", "[")):
-            try:
-                whole = self.json
-            except InputError:
-                whole = None
-            if isinstance(whole, dict):
-                return f"a JSON object with keys {sorted(whole)[:20]}"
-            if isinstance(whole, list):
-                inner = sorted(whole[0])[:20] if whole and isinstance(whole[0], dict) else None
-                return f"a JSON array of {len(whole)} items" + (f"; the first has keys {inner}" if inner else "")
         return f"text whose first line is {first[:200]!r}"
+
+    def _describe_json(self) -> str:
+        """The shape of a file that starts like JSON: one object, an array, JSON lines, or where it breaks."""
+        why = "it is JSON null"
+        try:
+            whole = self.json
+        except InputError as exc:
+            whole, why = None, str(exc)
+        if isinstance(whole, dict):
+            return f"a JSON object with keys {sorted(whole)[:20]}"
+        if isinstance(whole, list):
+            inner = sorted(whole[0])[:20] if whole and isinstance(whole[0], dict) else None
+            return f"a JSON array of {len(whole)} items" + (f"; the first has keys {inner}" if inner else "")
+        if whole is not None:
+            return f"a JSON {type(whole).__name__} value"
+        try:
+            lines = [ln for ln in self.read_text().splitlines() if ln.strip()]
+            objs = [json.loads(ln) for ln in lines]
+        except (ValueError, InputError):
+            objs = None
+        if objs and all(isinstance(o, dict) for o in objs):
+            return f"JSON lines ({len(objs)} objects); the first has keys {sorted(objs[0])[:20]}"
+        return "text that starts like JSON but does not parse: " + why.removeprefix(f"{self.path}: ")

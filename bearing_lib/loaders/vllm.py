@@ -26,6 +26,8 @@ whose statistics are all ``0.0`` (read as missing, never as fast).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import re
 from pathlib import Path
@@ -39,6 +41,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
+    SNIFF_MAX_BYTES,
     StepFacts,
     finish_loadpoints,
     json_document,
@@ -102,15 +105,45 @@ def _is_result(obj: object) -> bool:
 
 
 def _result_doc(source: Source) -> dict[str, Any] | list[dict[str, Any]] | None:
-    """The file as one vLLM result dict, or a list of them (``summary.json``), else None."""
-    if source.suffix != ".json" or not may_hold(source, b'"tokenizer_id"'):
+    """The file as one vLLM result dict, or a list of them (``summary.json``, or an ``--append-result``
+    file: one result per line), else None."""
+    if source.suffix not in (".json", ".jsonl") or not may_hold(source, b'"tokenizer_id"'):
         return None
     doc = json_document(source)
+    if doc is None:
+        doc = _appended(source)
     if _is_result(doc):
         return doc
     if isinstance(doc, list) and doc and all(_is_result(x) for x in doc):
         return doc
     return None
+
+
+def _appended(source: Source) -> list[Any] | None:
+    """The results of an ``--append-result`` file, or None.
+
+    ``vllm bench serve --append-result`` (vllm-project/vllm ``vllm/benchmarks/serve.py``, ``main``) opens
+    the result file in ``a+`` mode, writes ``"\\n"`` when the file is not empty, then ``json.dump``s the
+    new result: one JSON object per line, one line per run (e.g. per request rate of a sweep script).
+    The whole file is then not one JSON document; its lines are.
+    """
+    if source.is_dir or source.head.lstrip()[:1] != b"{":
+        return None
+    try:
+        if source.path.stat().st_size > SNIFF_MAX_BYTES:
+            return None
+        st = source.path.stat()
+        return _appended_parsed(str(source.path.resolve()), st.st_mtime_ns, st.st_size)
+    except (InputError, OSError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _appended_parsed(path: str, mtime_ns: int, size: int) -> list[Any] | None:
+    lines = [ln for ln in Source(path).read_text().splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return None
+    return [json.loads(ln) for ln in lines]
 
 
 def _has_arrays(doc: object) -> bool:
@@ -128,19 +161,31 @@ def _dir_files(d: Path) -> list[Source]:
 def _folder_files(source: Source) -> list[Source]:
     """Result files of a folder, one run per folder that holds them.
 
-    The folder's own ``*.json[.gz]`` (one run); else its ``SERVE--…`` combination folders
-    (``vllm bench sweep serve``), else its sub-folders (e.g. one per deployment), each one run.
-    In a combination folder ``run=N.json`` files are used and ``summary.json`` (their copy)
-    is skipped; a combination folder holding only ``summary.json`` uses that.
+    Every level bearing knows is read: the folder's own ``*.json[.gz]`` (one run, named after the
+    folder), its ``SERVE--…`` combination folders (``vllm bench sweep serve``), its other sub-folders'
+    own result files (e.g. one per deployment) and the combination folders of a sweep root one level
+    down; each folder holding results is one run. In a combination folder ``run=N.json`` files are used
+    and ``summary.json`` (their copy) is skipped; a combination folder holding only ``summary.json``
+    uses that. Sub-folders where none of this finds a result are named by :func:`_skipped_folders`.
     """
-    subdirs = [p for p in sorted(source.path.iterdir()) if p.is_dir()]
-    combos = [p for p in subdirs if _COMBO.match(p.name)]
-    if combos:
-        return [f for d in combos for f in _dir_files(d)]
-    own = _dir_files(source.path)
-    if own:
-        return own
-    return [f for d in subdirs for f in _dir_files(d)]
+    return [f for d in _result_folders(source.path) for f in _dir_files(d)]
+
+
+def _result_folders(root: Path) -> list[Path]:
+    """The folders :func:`_folder_files` reads: ``root`` itself, its sub-folders, their combination folders."""
+    out = [root]
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        out.append(d)
+        if not _COMBO.match(d.name):
+            out += sorted(c for c in d.iterdir() if c.is_dir() and _COMBO.match(c.name))
+    return out
+
+
+def _skipped_folders(root: Path) -> list[str]:
+    """Sub-folders (relative names) holding no result file at the levels read: what a finding names."""
+    read = {d for d in _result_folders(root) if _dir_files(d)}
+    return [d.name for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if not any(r == d or d in r.parents for r in read)]
 
 
 def _quick_has_arrays(source: Source) -> bool:
@@ -156,6 +201,8 @@ def sniff_requests(source: Source) -> bool:
         files = _folder_files(source)
         return bool(files) and all(_quick_has_arrays(f) for f in files)
     doc = _result_doc(source)
+    if isinstance(doc, list):  # an --append-result file (or summary.json) whose every run kept its arrays
+        return source.name != "summary.json" and all(_has_arrays(d) for d in doc)
     return isinstance(doc, dict) and _has_arrays(doc)
 
 
@@ -164,7 +211,7 @@ def sniff_aggregate(source: Source) -> bool:
         files = _folder_files(source)
         return bool(files) and not all(_quick_has_arrays(f) for f in files)
     doc = _result_doc(source)
-    return doc is not None and not (isinstance(doc, dict) and _has_arrays(doc))
+    return doc is not None and not sniff_requests(source)
 
 
 # ---------------------------------------------------------------- versions and checks
@@ -214,6 +261,41 @@ def _offered(doc: dict[str, Any], path: Path, prov: Provenance) -> tuple[float |
             level="info",
         )
     return rate, "rps" if rate is not None else None
+
+
+def send_window(doc: dict[str, Any]) -> tuple[float | None, str]:
+    """The period over which the run sent its requests, drain excluded, and how it is known.
+
+    vLLM's ``duration`` is not it: ``benchmark`` (vllm-project/vllm ``vllm/benchmarks/serve.py``, formerly
+    ``benchmarks/benchmark_serving.py``) sets ``benchmark_duration`` after ``asyncio.gather`` of every
+    request task, so it includes the drain (the wait for the last requests), and ``request_throughput`` is
+    ``completed / duration``: below the request rate even for a healthy server, by the last requests'
+    latency. The send window is:
+
+    * ``start_times`` (``--save-detailed``, newer builds: each request's send time,
+      ``time.perf_counter()``): ``(max − min) × n / (n − 1)``, so that ``n / window`` is the measured
+      send rate ``(n − 1) / (max − min)`` (the clock's origin does not matter, only its differences);
+    * else a finite ``request_rate`` with no ``max_concurrency`` and no ramp-up: ``num_prompts /
+      request_rate``. ``get_request`` schedules request ``i`` at the cumulative sum of gamma(burstiness)
+      intervals of mean ``1 / rate`` and (since 2025) rescales them so that the last is sent at exactly
+      ``num_prompts / request_rate`` (``target_total_delay_s``); older builds leave the sum unscaled, which
+      is that value in expectation. The generator sleeps until each scheduled time and sends without
+      waiting for replies, so it does not fall behind;
+    * else unknown (``None``): a ``max_concurrency`` semaphore may hold sends back, and an unbounded or
+      ramped rate has no fixed window.
+    """
+    n = doc.get("num_prompts")
+    st = doc.get("start_times")
+    if isinstance(st, list):
+        t = [float(x) for x in st if isinstance(x, int | float) and math.isfinite(x)]
+        if len(t) >= 2 and max(t) > min(t):
+            return (max(t) - min(t)) * len(t) / (len(t) - 1), "start_times"
+    rate = doc.get("request_rate")
+    rate = float(rate) if isinstance(rate, int | float) else None
+    if (rate is not None and math.isfinite(rate) and rate > 0 and isinstance(n, int) and n > 0
+            and doc.get("max_concurrency") is None and not doc.get("ramp_up_strategy")):
+        return n / rate, "schedule"
+    return None, "unknown"
 
 
 def _extra_keys(doc: dict[str, Any]) -> dict[str, Any]:
@@ -292,10 +374,30 @@ def _collect(source: Source) -> tuple[list[tuple[Path, dict[str, Any], int | Non
 
 
 def _run_of(path: Path, default: str, base: Path) -> str:
-    """A sweep root holds several combination (or deployment) folders: each is its own run."""
+    """A sweep root holds several combination (or deployment) folders: each is its own run; a result file
+    loose beside them belongs to the run named after the folder."""
     if path.parent != base:
         return path.parent.name
     return default
+
+
+def _note_folders(source: Source, entries, prov: Provenance) -> None:
+    """Findings for a folder read at several levels, and for sub-folders skipped (what and why)."""
+    if not source.is_dir:
+        return
+    loose = sorted({p.name for p, _, _ in entries if p.parent == source.path})
+    deeper = sorted({p.parent.relative_to(source.path).as_posix() for p, _, _ in entries if p.parent != source.path})
+    if loose and deeper:
+        prov.add("folder_levels", f"the folder holds result files of its own ({', '.join(loose[:8])}"
+                 f"{' …' if len(loose) > 8 else ''}: run {source.path.name}) and in sub-folders "
+                 f"({', '.join(deeper[:8])}{' …' if len(deeper) > 8 else ''}: one run each); every level was read",
+                 level="info")
+    skipped = _skipped_folders(source.path)
+    if skipped:
+        prov.add("folders_skipped", f"sub-folder(s) {', '.join(skipped[:8])}{' …' if len(skipped) > 8 else ''} hold "
+                 "no vLLM result file where bearing looks (the folder, its sub-folders, and the SERVE--…-BENCH--… "
+                 "folders of a sweep root one level down) and were not read; load one of them on its own",
+                 count=len(skipped))
 
 
 def _steps(source: Source, entries, run_id: str, prov: Provenance, *, arrays: bool) -> list[StepFacts]:
@@ -317,7 +419,20 @@ def _steps(source: Source, entries, run_id: str, prov: Provenance, *, arrays: bo
                 n_requests_reported=int(doc["num_prompts"]),
                 source_file=relpath(path, base) + (f"[{element - 1}]" if element else ""),
                 payload=(path, doc, element),
+                send_window_s=send_window(doc)[0],
             )
+        )
+    how = [send_window(e[1])[1] for e in entries]
+    if any(h != "unknown" for h in how):
+        prov.add(
+            "send_window",
+            "vLLM's 'duration' includes the drain (it ends when the last request returns), so completed / duration "
+            "is below the request rate even for a healthy server; each step's send window (steps.send_window_s, "
+            "drain excluded) is " + "; ".join(f"{k}: {v} step(s)" for k, v in (
+                ("num_prompts / request_rate (vLLM's own schedule)", how.count("schedule")),
+                ("from the per-request send times", how.count("start_times")),
+                ("unknown (max_concurrency, an unbounded or ramped rate)", how.count("unknown"))) if v),
+            level="info",
         )
     return number_steps(steps, prov)
 
@@ -399,6 +514,7 @@ def _load_aggregate(source: Source) -> LoadPointTable:
             count=ignored_arrays,
         )
     _record_extras([(p, d) for p, d, _ in entries], prov)
+    _note_folders(source, entries, prov)
     layouts = {layout_of(d) for _, d, _ in entries}
     return finish_loadpoints(
         rows, source, format=NAME_AGGREGATE, tool=TOOL, tool_version=_one_layout(layouts, prov),
@@ -505,6 +621,7 @@ def _load_requests(source: Source) -> RequestTrace:
         level="info",
     )
     _record_extras([(p, d) for p, d, _ in entries], prov)
+    _note_folders(source, entries, prov)
     layouts = {layout_of(d) for _, d, _ in entries}
     prov.files = files
     tv = _one_layout(layouts, prov)

@@ -488,7 +488,14 @@ class CapacityPlan:
         apply_budget_row(cards.scorecard, economics.money)
         from bearing_lib.common.version import __version__
 
-        return cls(tier=tier, target=target, fos=fos, verdict=verdict.color, verdict_reason=verdict.reason,
+        color, reason = verdict.color, verdict.reason
+        if io.lim.floors:
+            # a failure that does not grow with load breaks the SLA at every load: the instances below carry the
+            # other clauses' limit, and the verdict says what would fix the rest
+            color = "red"
+            reason = ("the SLA fails at every load, whatever the instance count: " + "; ".join(io.lim.floors)
+                      + f". Sized on the other clauses: {reason}")
+        return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
                    allowable_rps=allowable, allowable_statement=allowable_text, cbu=cbu, instances=instances,
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,

@@ -41,6 +41,9 @@ class LimitsInput:
     tested_instances_basis: str
     source: str
     notes: list[str] = field(default_factory=list)
+    floors: list[str] = field(default_factory=list)
+    """Per mix, a load-independent failure floor that breaks an SLA clause at every load
+    (``MixLimit.failure_floors``): no instance count cures it, so the plan is red for it."""
 
 
 def _step_rows(steps: list[Any], sla: list[Any], unit: str | None) -> list[dict[str, Any]]:
@@ -80,8 +83,10 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
     default_unit = result.conditions.offered_load_unit[0] if len(result.conditions.offered_load_unit) == 1 else None
     limits, skipped, steps = [], {}, {}
     notes_extra: list[str] = []
+    floors: list[str] = []
     for i, m in enumerate(entries):
         name, q = m.mix.name, m.q_ult
+        floors += [f"mix {name}: {f.statement}" for f in m.failure_floors if f.breaks_clause]
         unit = (q.unit if q else None) or default_unit
         steps[name] = _step_rows(m.steps, result.sla, unit)
         if q is None:
@@ -118,7 +123,7 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
         if n < 1:
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
         basis = result.conditions.instances_basis or "conditions.instances in the limits file"
-    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra)
+    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra, floors)
 
 
 LIMITS_KEYS = ("mixes", "sla", "conditions")

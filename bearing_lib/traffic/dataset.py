@@ -41,7 +41,7 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, ParquetDataset, open_dataset
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.provenance import sha256_of
-from bearing_lib.data.trace import NON_NEGATIVE, STATUSES
+from bearing_lib.data.trace import NON_NEGATIVE, OUTCOME_UNKNOWN, STATUSES
 from bearing_lib.traffic.binning import (
     FINE_RESOLUTION_S,
     TimestampResolution,
@@ -126,7 +126,9 @@ def _counts(lf: pl.LazyFrame, *, origin: float, spec: MixSpec, bad_statuses: tup
     return [
         lf.group_by((t / 60.0).floor().cast(pl.Int64).alias("k")).agg(
             pl.len().cast(pl.Int64).alias("requests"), pl.col("input_tokens").sum(), pl.col("output_tokens").sum(),
-            status.is_not_null().sum().cast(pl.Int64).alias("n"),
+            # cancelled / unknown: neither good nor bad, out of the ratio (as slo_budget.status_minute_partials)
+            (status.is_not_null() & ~status.is_in([s for s in OUTCOME_UNKNOWN if s not in bad_statuses]))
+            .sum().cast(pl.Int64).alias("n"),
             status.is_in(list(bad_statuses)).sum().cast(pl.Int64).alias("bad"),
         ),
         lf.group_by(t.floor().cast(pl.Int64).alias("k")).agg(pl.len().cast(pl.Int64).alias("requests")),

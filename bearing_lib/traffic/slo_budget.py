@@ -7,7 +7,9 @@ Definitions (Google SRE workbook, "Alerting on SLOs"; the seed's "30 min/month b
   is ``(1 - o) x`` the requests of a period at the trace's mean rate; the time budget is
   ``(1 - o) x period`` minutes (43.2 min for 99.9 % over 30 days).
 * a request is **bad** when its status is in ``bad_statuses`` (``error``, ``timeout``,
-  ``rejected``; a client's ``cancelled`` is not the service's fault); rows with no
+  ``rejected``); ``cancelled`` (the client's doing) and ``unknown`` (nobody saw the outcome)
+  are neither good nor bad and are left out of the ratio, numerator and denominator
+  (``bearing_lib.data.trace.OUTCOME_UNKNOWN``, docs/canonical-trace.md); rows with no
   status are left out and counted.
 * consumption: bad requests / request budget; bad minutes / time budget, where a minute
   is bad when its share of bad requests exceeds ``bad_minute_ratio`` (default ``1 - o``).
@@ -34,7 +36,7 @@ import polars as pl
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.data.trace import STATUSES, RequestTrace
+from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES, RequestTrace
 
 DEFAULT_BAD_STATUSES: tuple[str, ...] = ("error", "timeout", "rejected")
 DEFAULT_WINDOWS_S: tuple[float, ...] = (300.0, 3600.0, 6 * 3600.0, 86_400.0)
@@ -201,10 +203,20 @@ def slo_budget(
     t_first = float(f["start_s"].min())
     k0 = math.floor((t_first - origin) / 60.0)
     per_min = pl.collect_all(status_minute_partials(f.lazy(), origin, k0, bad_statuses))[0]
-    return budget_from_minutes(per_min, origin=origin, k0=k0, t_last=float(f["start_s"].max()),
-                               n_no_status=int(f["status"].null_count()), objective=objective,
-                               period_days=period_days, bad_statuses=bad_statuses, windows_s=windows_s,
-                               alert_rules=alert_rules, bad_minute_ratio=bad_minute_ratio)
+    b = budget_from_minutes(per_min, origin=origin, k0=k0, t_last=float(f["start_s"].max()),
+                            n_no_status=int(f["status"].null_count()), objective=objective,
+                            period_days=period_days, bad_statuses=bad_statuses, windows_s=windows_s,
+                            alert_rules=alert_rules, bad_minute_ratio=bad_minute_ratio)
+    n_out = int(f["status"].is_in(_no_outcome(bad_statuses)).sum())
+    if n_out:
+        b.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(_no_outcome(bad_statuses))}): "
+                       "neither good nor bad, left out")
+    return b
+
+
+def _no_outcome(bad_statuses: Sequence[str]) -> list[str]:
+    """The statuses left out of the ratio: cancelled / unknown, unless the caller counts them as bad."""
+    return [s for s in OUTCOME_UNKNOWN if s not in bad_statuses]
 
 
 def status_minute_partials(lf: pl.LazyFrame, origin: float, k0: int,
@@ -212,7 +224,7 @@ def status_minute_partials(lf: pl.LazyFrame, origin: float, k0: int,
     """Requests with a status and bad ones per minute ``k`` (from ``k0``): a partial that sums
     across partitions of one trace (the Dask engine's tasks)."""
     return [
-        lf.filter(pl.col("status").is_not_null())
+        lf.filter(pl.col("status").is_not_null() & ~pl.col("status").is_in(_no_outcome(bad_statuses)))
         .select(
             (((pl.col("start_s") - origin) / 60.0).floor().cast(pl.Int64) - k0).alias("k"),
             pl.col("status").is_in(list(bad_statuses)).alias("bad"),

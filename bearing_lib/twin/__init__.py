@@ -43,10 +43,11 @@ def load_tests(paths, *, format: str | None = None):
 
 
 def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None,
-             known: dict | None = None) -> Twin:
-    """Load, calibrate and validate: the twin ``bearing twin fit`` writes (``known``: engine settings given)."""
+             known: dict | None = None, replicas: int = 1) -> Twin:
+    """Load, calibrate and validate: the twin ``bearing twin fit`` writes (``known``: engine settings given;
+    ``replicas``: the test's replicas behind a round-robin router, the twin being one replica's server)."""
     trace = load_tests([Path(p) for p in paths], format=format)
-    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known)
+    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=replicas)
     twin.validation = validate(twin, trace, sla)
     return twin
 
@@ -74,9 +75,10 @@ def read_twin(path: str | Path) -> Twin:
         raise
 
 
-def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int = 1,
-                 prompt_scale: float = 1.0, n_draws: int = 12, seed: int = 0,
-                 format: str | None = None, request_timeout: float | str | None = "keep") -> PredictionSet:
+def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int | None = None,
+                 prompt_scale: float = 1.0, n_draws: int | None = None, seed: int = 0,
+                 format: str | None = None, request_timeout: float | str | None = "keep",
+                 dispatch: str | None = None) -> PredictionSet:
     """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix."""
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
     if production is not None:
@@ -87,9 +89,11 @@ def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, i
         targets = load_mix_file(mixes)
     else:
         targets = [calibration_mix(tw)]
-    opt = SearchOptions(n_draws=n_draws, seed=seed)
+    from bearing_lib.twin.predict import DEFAULT_DRAWS
+
+    opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
     preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt,
-                     request_timeout=request_timeout) for m in targets]
+                     request_timeout=request_timeout, dispatch=dispatch) for m in targets]
     reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]
     return PredictionSet(twin_source=tw.source, twin_trusted=tw.trusted, twin_reasons=reasons, predictions=preds)
 

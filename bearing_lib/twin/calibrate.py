@@ -85,8 +85,30 @@ class RequestFeatures:
     held_peak: np.ndarray  # tokens present over the running requests just before its end (where they peak)
 
 
+REPLICA = "_replica"
+
+
+def assign_replicas(frame: pl.DataFrame, replicas: int) -> pl.DataFrame:
+    """Round-robin dispatch of each run's requests (in send order) to ``replicas`` servers: column ``_replica``
+    (docs/twin.md "Replicas behind a router"). One replica: the frame unchanged (no column)."""
+    if replicas <= 1:
+        return frame.drop(REPLICA) if REPLICA in frame.columns else frame
+    run = pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run")
+    return (frame.with_columns(run.alias("_rr_run")).sort("start_s", nulls_last=True, maintain_order=True)
+            .with_columns((pl.int_range(pl.len()).over("_rr_run") % replicas).cast(pl.Int64).alias(REPLICA))
+            .drop("_rr_run"))
+
+
 def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step."""
+    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step; with
+    replicas (column ``_replica``), every group is split per replica: each is one server's requests."""
+    out = _run_groups(frame)
+    if REPLICA not in frame.columns:
+        return out
+    return [part for g in out for _, part in g.group_by([REPLICA], maintain_order=True)]
+
+
+def _run_groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
     out = []
     for (_,), run in frame.group_by(["run_id"], maintain_order=True):
         spans = run.group_by("step").agg(pl.col("start_s").min().alias("a"), pl.col("start_s").max().alias("b"))
@@ -201,34 +223,46 @@ def _concat(fs: list[RequestFeatures]) -> RequestFeatures:
 
 
 def _decode_design(f: RequestFeatures, with_seq: bool, with_int: bool,
-                   with_ctx: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows used, X, y) of the TPOT regression."""
+                   with_ctx: bool = False, fixed_pt: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows used, X, y) of the TPOT regression. ``fixed_pt``: the prefill cost per token, known from the
+    TTFT regression (:func:`_ttft_prefill`): its stall ``fixed_pt × tokens_in / (o − 1)`` is taken off ``y``
+    and only the per-batch prefill cost is fitted."""
     m = np.isfinite(f.tpot_ms) & np.isfinite(f.nbar) & np.isfinite(f.cbar) & (f.o1 > 0)
     cols = [np.ones(m.sum())]
+    y = f.tpot_ms[m]
     if with_seq:
         cols.append(f.nbar[m])
     if with_ctx:
         cols.append(f.cbar[m])
     if with_int:
-        cols += [f.prefills_in[m] / f.o1[m], f.tokens_in[m] / f.o1[m]]
-    return m, np.column_stack(cols), f.tpot_ms[m]
+        cols.append(f.prefills_in[m] / f.o1[m])
+        if fixed_pt is None:
+            cols.append(f.tokens_in[m] / f.o1[m])
+        else:
+            y = y - fixed_pt * f.tokens_in[m] / f.o1[m]
+    return m, np.column_stack(cols), y
 
 
-def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False) -> np.ndarray:
+def _full(b: np.ndarray, with_seq: bool, with_int: bool, with_ctx: bool = False,
+          fixed_pt: float | None = None) -> np.ndarray:
     """(d0, d1, per prefill batch, per prefilled token, per 1k context tokens); zeros for the regressors left out."""
     b = list(b)
     d0 = b.pop(0)
     d1 = b.pop(0) if with_seq else 0.0
     dk = b.pop(0) if with_ctx else 0.0
-    pb, pt = (b[0], b[1]) if with_int else (math.nan, math.nan)
+    if with_int:
+        pb, pt = (b[0], b[1]) if fixed_pt is None else (b[0], fixed_pt)
+    else:
+        pb, pt = math.nan, math.nan
     return np.array([d0, d1, pb, pt, dk])
 
 
 def _decode_fit(f: RequestFeatures, with_seq: bool, with_int: bool, with_ctx: bool = False,
-                rng: np.random.Generator | None = None) -> np.ndarray:
+                rng: np.random.Generator | None = None, fixed_pt: float | None = None) -> np.ndarray:
     """(d0, d1, prefill cost per batch, per token, per 1k context) by median regression of TPOT (module docstring)."""
-    _, x, y = _decode_design(f, with_seq, with_int, with_ctx)
-    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx)
+    _, x, y = _decode_design(f, with_seq, with_int, with_ctx, fixed_pt)
+    return _full(_median_fit(x, y, rng or np.random.default_rng(0), MAX_QUANTREG_ROWS), with_seq, with_int, with_ctx,
+                 fixed_pt)
 
 
 def _median_fit(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, max_rows: int,
@@ -295,6 +329,77 @@ def _prefill_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return p0, p1
 
 
+LOW_LOAD_MIN_ROWS = 200  # the TTFT regression takes the lowest-load steps until it holds this many free requests
+
+
+def _low_load_rows(f: RequestFeatures, free: np.ndarray) -> np.ndarray:
+    """Free requests (no wait) of the lowest offered loads, taken in order of load until they hold
+    :data:`LOW_LOAD_MIN_ROWS`: where TTFT is prefill plus overhead, not queue. Without offered loads, the
+    steps in order of their median decoding count."""
+    idx = np.flatnonzero(free & np.isfinite(f.ttft_ms))
+    if idx.size == 0:
+        return idx
+    ld = f.load[idx]
+    if np.isfinite(ld).all():
+        keys, groups = np.unique(ld), [idx[ld == v] for v in np.unique(ld)]
+    else:
+        cl = np.unique(f.cluster[idx])
+        groups = [idx[f.cluster[idx] == c] for c in cl]
+        keys = np.array([float(np.median(f.n_at_start[g])) for g in groups])
+    out: list[np.ndarray] = []
+    n = 0
+    for k in np.argsort(keys, kind="stable"):
+        out.append(groups[k])
+        n += groups[k].size
+        if n >= LOW_LOAD_MIN_ROWS:
+            break
+    return np.sort(np.concatenate(out))
+
+
+@dataclass
+class TtftPrefill:
+    """The prefill cost per token read off TTFT at low load (median regression, its 95 % CI, Theil–Sen check)."""
+
+    rows: np.ndarray
+    p0: float
+    p1: float
+    ci: tuple[float, float]
+    theil: tuple[float, float, float]  # slope, low, high
+
+    @property
+    def clear(self) -> bool:
+        """A slope the data shows: the median regression's 95 % CI and the Theil–Sen CI both lie above zero."""
+        return bool(self.ci[0] > 0 and self.theil[1] > 0)
+
+
+def _ttft_prefill(f: RequestFeatures, rows: np.ndarray, d0: float, d1: float) -> TtftPrefill | None:
+    """Median regression (statsmodels QuantReg) of TTFT, less half the decode iteration it arrived in, on the
+    uncached tokens of its prefill batch, over ``rows`` (low-load free requests); its 95 % CI, and scipy's
+    Theil–Sen slope with its 95 % CI as a distribution-free check."""
+    import warnings
+
+    import statsmodels.api as sm
+    from scipy.stats import theilslopes
+
+    if rows.size < 30:
+        return None
+    x, y = _prefill_y(f, rows, d0, d1)
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < 30 or np.ptp(x) <= 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sm.QuantReg(y, np.column_stack([np.ones(x.size), x])).fit(q=0.5, max_iter=2000)
+    p0, p1 = (float(v) for v in res.params)
+    lo, hi = (float(v) for v in np.asarray(res.conf_int(0.05))[1])
+    if x.size > 3000:  # Theil–Sen is O(n²)
+        pick = np.random.default_rng(0).choice(x.size, 3000, replace=False)
+        x, y = x[pick], y[pick]
+    ts = theilslopes(y, x, 0.95)
+    return TtftPrefill(rows, p0, p1, (lo, hi), (float(ts[0]), float(ts[2]), float(ts[3])))
+
+
 def _steps_list(steps: np.ndarray) -> list[int]:
     return sorted(int(s) for s in np.unique(steps))
 
@@ -325,7 +430,8 @@ def _given_timeout(value: object) -> TwinParam:
 
 def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
     """The deadline a test's lost requests ran into (module docstring), or none."""
-    lost = frame.filter(pl.col("status").is_not_null() & (pl.col("status") != "ok") & pl.col("end_s").is_null()) \
+    # evidence of a deadline: certain failures only (a cancelled or unknown request did not fail)
+    lost = frame.filter(pl.col("status").is_in(("error", "timeout", "rejected")) & pl.col("end_s").is_null()) \
         if "status" in frame.columns else frame.clear()
     lat = (ok["end_s"] - ok["start_s"]).to_numpy()
     top = float(np.max(lat)) if lat.size else 0.0
@@ -343,7 +449,7 @@ def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
 
 
 def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
-              known: dict | None = None, _lost: pl.DataFrame | None = None):
+              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None):
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
@@ -354,6 +460,9 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
     log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
     test contradicts (more requests or tokens ran at once than it allows) is refused.
+    ``replicas``: the test ran against that many replicas behind a round-robin router (the limits'
+    ``conditions.instances``): each run's requests are dispatched in send order, and the twin is one
+    replica's server (its slots, KV budget and batch are per replica).
     """
     from bearing_lib.twin.result import Twin
 
@@ -378,6 +487,9 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         pl.col("cached_tokens") if "cached_tokens" in frame.columns else pl.lit(0).alias("cached_tokens"),
         pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run").alias("run_id"),
     )
+    if not (isinstance(replicas, int) and replicas >= 1):
+        raise ParameterError(f"replicas must be a whole number ≥ 1, got {replicas!r}")
+    frame = assign_replicas(frame, replicas)
     for ex in exclude_steps or []:
         if isinstance(ex, tuple):
             frame = frame.filter(~((pl.col("run_id") == ex[0]) & (pl.col("step") == ex[1])))
@@ -397,7 +509,10 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     def lost_of(g: pl.DataFrame) -> pl.DataFrame | None:
         if _lost is None:
             return None
-        return _lost.filter((pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list()))
+        sel = (pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list())
+        if REPLICA in g.columns and REPLICA in _lost.columns:
+            sel = sel & (pl.col(REPLICA) == g[REPLICA][0])
+        return _lost.filter(sel)
 
     rto = _given_timeout(given["request_timeout_s"]) if "request_timeout_s" in given else _request_timeout(frame, ok)
     if _lost is None and rto.value is not None:
@@ -405,10 +520,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         # the regressions see in the completed rows is too small: a first pass (point fit only, no bootstrap)
         # places them with its replay, and the fit is made with them counted (one step of a fixed point;
         # docs/twin.md "Calibration")
-        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, _lost=_NO_LOST)
+        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, replicas=replicas,
+                          _lost=_NO_LOST)
         lost = _lost_occupancy(frame, first.values())
         if lost.height:
-            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known, _lost=lost)
+            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
+                             replicas=replicas, _lost=lost)
 
     f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
 
@@ -451,17 +568,28 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     free_idx = np.flatnonzero(free)
     if free_idx.size > MAX_QUANTREG_ROWS:
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
+    # ---- the prefill cost per token read off TTFT at low load: where the decode regression puts it at zero
+    # (its column dropped) but TTFT clearly rises with the prompt, the TTFT slope is used and the decode
+    # regression refitted with it fixed (only the per-batch cost fitted beside it): a slope the data shows is
+    # never fitted as zero (docs/twin.md "Calibration")
+    low_rows = _low_load_rows(f, free)
+    ttft_pre = _ttft_prefill(f, low_rows, dec[0], dec[1])
+    fixed_pt = None
+    if with_int and dec[3] <= 0 and ttft_pre is not None and ttft_pre.clear:
+        fixed_pt = ttft_pre.p1
+        dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]), fixed_pt)
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
 
     # ---- cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows
-    m, x, y = _decode_design(f, with_seq, with_int, with_ctx)
+    m, x, y = _decode_design(f, with_seq, with_int, with_ctx, fixed_pt)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
     rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
     free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
     # the point fit's non-zero columns: a cost the whole test puts at zero starts at zero in every resample
     dec_design = np.array([dec[0], dec[1], dec[4], dec[2], dec[3]])[
-        [True, with_seq, with_ctx, with_int, with_int]]
+        [True, with_seq, with_ctx, with_int, with_int and fixed_pt is None]]
+    rng_t = np.random.default_rng([seed, 5])  # the TTFT slope's own resampling (requests of the low-load steps)
     act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
     for _ in range(n_boot if steps.size > 1 else 0):
@@ -469,8 +597,17 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         rows_d = np.concatenate([rows_by_step[s] for s in pick])
         if rows_d.size < x.shape[1] + 5:
             continue
-        db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
-                   with_seq, with_int, with_ctx)
+        if fixed_pt is None:
+            db = _full(_median_fit(x[rows_d], y[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                       with_seq, with_int, with_ctx)
+        else:
+            # the TTFT slope on the low-load requests resampled (they are nearly independent at low load), then the
+            # decode regression on the resampled steps with that slope's stalls taken off
+            rt = rng_t.choice(ttft_pre.rows, ttft_pre.rows.size, replace=True)
+            pt_b = max(_prefill_fit(*_prefill_y(f, rt, dec[0], dec[1]))[1], 0.0)
+            _, xb, yb = _decode_design(f, with_seq, with_int, with_ctx, pt_b)
+            db = _full(_median_fit(xb[rows_d], yb[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
+                       with_seq, with_int, with_ctx, pt_b)
         if with_int:
             pb = (db[2], db[3])
         else:
@@ -494,22 +631,34 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     int_steps = _steps_list(f.step[(f.prefills_in > 0) & np.isfinite(f.tpot_ms)])
     seq_steps = all_steps if with_seq else []
     pre_steps = int_steps if with_int else free_steps
-    how = ("OLS coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
+    how = ("coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
            "median regression of TTFT over requests that found a free slot")
+    how_pt = how
+    if ttft_pre is not None:
+        low_steps = _steps_list(f.step[ttft_pre.rows])
+        seen = (f"TTFT at low load (steps {low_steps}, {ttft_pre.rows.size} requests that found a free slot) rises "
+                f"{ttft_pre.p1:.4g} ms/token (median regression, 95% CI {ttft_pre.ci[0]:.4g}–{ttft_pre.ci[1]:.4g}; "
+                f"Theil–Sen {ttft_pre.theil[0]:.4g}, {ttft_pre.theil[1]:.4g}–{ttft_pre.theil[2]:.4g})")
+        if fixed_pt is not None:
+            how_pt = (f"{seen}: used, since the decode stalls alone put it at zero; the decode regression refitted "
+                      "with it fixed")
+        elif with_int:
+            how_pt = f"{how}; check: {seen}"
     params = [
         TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
                   f"{how} (per batch)"),
         TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
-                  pre_steps, f"{how} (per uncached token)"),
+                  pre_steps if fixed_pt is None else _steps_list(f.step[ttft_pre.rows]),
+                  f"{how_pt} (per uncached token)"),
         TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
-                  "OLS intercept of time per output token"),
+                  "median-regression intercept of time per output token"),
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
                   "ms/seq", with_seq, "none", seq_steps,
-                  "OLS slope of time per output token on the running batch" if with_seq else
+                  "median-regression slope of time per output token on the running batch" if with_seq else
                   "not identified: the running batch never varied; folded into decode_base_ms"),
         TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
                   "ms/1k tokens", with_ctx, "none", all_steps if with_ctx else [],
-                  "OLS slope of time per output token on the running context (Σ input + generated tokens)"
+                  "median-regression slope of time per output token on the running context (Σ input + generated tokens)"
                   if with_ctx else f"not identified: the context term did not stand {CTX_MIN_T:g} SE above zero "
                   "beside the batch size; the twin uses 0 (long-context mixes are predicted optimistic)"),
         TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
@@ -593,6 +742,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
     top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
+    reach = _reach(ok, f)
+    ident = _identification(params, reach, f)
     return Twin(
         source=str(source),
         params=params,
@@ -606,7 +757,105 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         kv_policy=kv_policy,
         kv_policy_note=policy_note,
         given=given,
+        reach=reach,
+        identification=ident,
+        replicas=replicas,
     )
+
+
+def _q(x: np.ndarray, qs: list[float]) -> list[float | None]:
+    x = x[np.isfinite(x)]
+    return [float(v) for v in np.percentile(x, qs)] if x.size else [None] * len(qs)
+
+
+def _reach(ok: pl.DataFrame, f: RequestFeatures) -> dict[str, object]:
+    """What the calibration test covered, per factor a cost parameter depends on (docs/twin.md "Reach"):
+    prompt, output and cached lengths and the cache-hit share (over every completed request), batch sizes
+    and running context reached (time averages over each request's decode), offered loads, and the time per
+    output token measured at the lowest- and highest-load steps (P25, P50, P75)."""
+    inp = ok["input_tokens"].to_numpy().astype(float)
+    out = ok["output_tokens"].to_numpy().astype(float)
+    cac = ok["cached_tokens"].fill_null(0).to_numpy().astype(float)
+    loads = f.load[np.isfinite(f.load)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(f.nbar > 0, f.cbar / f.nbar, np.nan)
+    speed: dict[str, object] = {}
+    if loads.size:
+        lo_l, hi_l = float(loads.min()), float(loads.max())
+        for key, ld in (("tpot_lowest_load_ms", lo_l), ("tpot_highest_load_ms", hi_l)):
+            sel = (f.load == ld) & np.isfinite(f.tpot_ms)
+            if sel.sum() >= 10:
+                speed[key] = _q(f.tpot_ms[sel], [25, 50, 75])
+    return {
+        "input_tokens": [float(inp.min()), float(inp.max())],
+        "output_tokens": [float(out.min()), float(out.max())],
+        "total_tokens_max": float((inp + out).max()),
+        "cache_hit_share": float(np.mean(cac > 0)),
+        "cached_share": float(cac.sum() / max(inp.sum(), 1.0)),
+        "batch_p5_p95": _q(f.nbar, [5, 95]),
+        "batch_max": float(np.nanmax(f.n_at_first)),
+        "context_ktokens_p5_p95": _q(f.cbar, [5, 95]),
+        "context_per_request_ktokens": _q(ratio, [50])[0],
+        "offered_load": [float(loads.min()), float(loads.max())] if loads.size else [None, None],
+        **speed,
+    }
+
+
+FACTOR = {
+    "prefill_base_ms": "prefill batches (count) inside decodes, or TTFT at low load",
+    "prefill_ms_per_token": "prompt length (uncached tokens)",
+    "decode_base_ms": "time per output token",
+    "decode_ms_per_seq": "batch size (requests decoding)",
+    "decode_ms_per_kctx": "running context (thousand tokens) beside the batch size",
+    "cache_hit_discount": "cache-hit share (requests served from the prefix cache)",
+    "max_num_seqs": "a queue at the most requests decoding at once",
+    "kv_budget_tokens": "a queue with slots free at the most KV tokens held",
+    "max_batched_tokens": "not identifiable from request rows",
+}
+
+
+def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) -> list[dict[str, object]]:
+    """Per cost parameter: the factor that identifies it, the range of it the test covered, whether it was
+    identified, the estimate and interval, and (unidentified) the prior range a prediction that depends on it
+    carries (docs/twin.md "Reach")."""
+    by = {p.name: p for p in params}
+    rng_of = {
+        "prefill_base_ms": None,
+        "prefill_ms_per_token": reach["input_tokens"],
+        "decode_base_ms": None,
+        "decode_ms_per_seq": reach["batch_p5_p95"],
+        "decode_ms_per_kctx": reach["context_ktokens_p5_p95"],
+        "max_num_seqs": [None, reach["batch_max"]],
+        "kv_budget_tokens": None,
+        "max_batched_tokens": [None, float(np.nanmax(f.batch_tokens))],
+    }
+    out: list[dict[str, object]] = []
+    for name, tested in rng_of.items():
+        p = by.get(name)
+        if p is None:
+            continue
+        out.append({"parameter": name, "factor": FACTOR[name], "tested": tested, "identified": bool(p.identified),
+                    "value": p.value, "ci95": list(p.ci95), "bound": p.bound, "prior": None,
+                    "note": p.note if p.identified or p.note.startswith("not identif")
+                    else f"not identified: {p.note}"})
+    # the context cost: unidentified, its prior runs from 0 to the value at which the fitted batch cost would be
+    # all context cost (d1 per request over the test's median context per request): more than that and the
+    # test's own time per token at its largest batches would have been higher than measured
+    k = next(e for e in out if e["parameter"] == "decode_ms_per_kctx")
+    d1 = by["decode_ms_per_seq"].value or 0.0
+    cpr = reach.get("context_per_request_ktokens")
+    if not k["identified"] and d1 > 0 and cpr:
+        k["prior"] = [0.0, float(d1 / cpr)]
+        k["note"] += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
+                      f"context cost at the test's median {cpr:.3g}k tokens per request)")
+    hit = float(reach["cache_hit_share"])
+    out.append({"parameter": "cache_hit_discount", "factor": FACTOR["cache_hit_discount"], "tested": [hit, hit],
+                "identified": False, "value": 1.0, "ci95": [None, None], "bound": "none", "prior": [0.0, 1.0],
+                "note": ("not identified: the test had no cache hits; the twin takes a cached token as free "
+                         "(discount 1), prior 0 (cached tokens cost a full prefill) to 1" if hit == 0 else
+                         f"not fitted: {hit:.1%} of the test's requests hit the cache; the twin takes a cached "
+                         "token as free (discount 1), prior 0–1")})
+    return out
 
 
 def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
@@ -626,7 +875,9 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
         res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
         lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res["aborted_first_s"])
         if lost.any():
-            out.append(pl.DataFrame({"run_id": g["run_id"].to_numpy()[lost], "step": g["step"].to_numpy()[lost],
+            extra = {REPLICA: g[REPLICA].to_numpy()[lost]} if REPLICA in g.columns else {}
+            out.append(pl.DataFrame({**extra, "run_id": g["run_id"].to_numpy()[lost],
+                                     "step": g["step"].to_numpy()[lost],
                                      "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
                                      "input_tokens": inp[lost], "output_tokens": o[lost]}))
     return pl.concat(out) if out else _NO_LOST
@@ -673,4 +924,4 @@ def server_params(values: dict[str, float | None]) -> ServerParams:
     )
 
 
-__all__ = ["calibrate", "server_params"]
+__all__ = ["assign_replicas", "calibrate", "server_params"]

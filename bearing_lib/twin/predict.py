@@ -36,6 +36,9 @@ MAX_BAD_FRACTION = 0.01
 HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
 INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than this: it does not shape it
 RATE_EXTRAPOLATION = 2.0  # a limit above this multiple of the highest request rate the test completed is flagged
+OUTSIDE_SHARE = 0.01  # a target dimension with more than this share of requests outside the tested range is flagged
+CONTEXT_GROWTH = 1.25  # a target whose mean context per request is this much the test's leans on the context cost
+DEFAULT_DRAWS = 12  # parameter draws of a prediction: one default for the CLI, the notebook and the report
 
 
 @dataclass
@@ -43,7 +46,7 @@ class SearchOptions:
     duration_s: float = 1200.0
     warmup_s: float = 300.0
     rel_tol: float = 0.01
-    n_draws: int = 12
+    n_draws: int = DEFAULT_DRAWS
     seed: int = 0
     min_requests: int = 3000  # a run holds at least this many steady requests (long enough for a P99)
 
@@ -51,8 +54,9 @@ class SearchOptions:
 class _Stream:
     """Common random numbers: unit-rate gaps and request lengths, extended on demand."""
 
-    def __init__(self, mix: RequestMix, seed: int) -> None:
+    def __init__(self, mix: RequestMix, seed: int, rr: int = 1) -> None:
         self.mix = mix
+        self.rr = rr  # round-robin over rr replicas: one replica sees every rr-th arrival (Gamma(rr) gaps)
         self._rg = np.random.default_rng([seed, 1])
         self._rl = np.random.default_rng([seed, 2])
         self.cum = np.empty(0)
@@ -63,7 +67,9 @@ class _Stream:
         while self.cum.size == 0 or self.cum[-1] < horizon_units:
             n = max(1000, int(horizon_units - (self.cum[-1] if self.cum.size else 0.0)) + 1000)
             base = self.cum[-1] if self.cum.size else 0.0
-            self.cum = np.concatenate([self.cum, base + np.cumsum(self._rg.standard_exponential(n))])
+            gaps = (self._rg.standard_exponential(n) if self.rr == 1 else
+                    self._rg.gamma(self.rr, 1.0 / self.rr, n))  # unit mean either way
+            self.cum = np.concatenate([self.cum, base + np.cumsum(gaps)])
             i, o, c = self.mix.sample(self._rl, n)
             self.inp, self.out, self.cac = (np.concatenate([a, b]) for a, b in
                                             ((self.inp, i), (self.out, o), (self.cac, c)))
@@ -98,19 +104,25 @@ def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: Sear
         return -1.0, info
     if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
         return -1.0, info
-    m = sla.margin(_frame(arr[steady], stream.out[:n][steady], {k: v[steady] for k, v in res.items()
-                                                                  if k in ("first_token_s", "end_s", "status")}))
+    fr = _frame(arr[steady], stream.out[:n][steady], {k: v[steady] for k, v in res.items()
+                                                      if k in ("first_token_s", "end_s", "status")})
+    tp = fr["tpot_ms"].drop_nulls().to_numpy()
+    info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
+    m = sla.margin(fr)
     return (-1.0 if m is None else float(m)), info
 
 
 def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
-                 guess: float, lo: float | None = None, hi: float | None = None) -> tuple[float, dict, str]:
-    """Bisection on log(rate) for the highest passing rate; returns (rate, peak info at it, censoring)."""
-    stream = _Stream(mix, seed)
+                 guess: float, lo: float | None = None, hi: float | None = None,
+                 rr: int = 1) -> tuple[float, dict, str]:
+    """Bisection on log(rate) for the highest passing rate of one server; returns (rate, peak info at it,
+    censoring). ``rr``: the server is one of ``rr`` replicas behind a round-robin router (every rr-th arrival of
+    a Poisson stream: Gamma-distributed gaps); the rate is the server's own."""
+    stream = _Stream(mix, seed, rr)
     info: dict = {}
     lo_r, hi_r = lo, hi
     if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
-        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5)
+        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5, rr=rr)
     r = guess
     # bracket: grow or shrink by 1.5× from the guess
     for _ in range(40):
@@ -132,7 +144,7 @@ def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions,
     if not info:
         m, info = margin_at(params, stream, lo_r, sla, opt)
         if m < 0:  # a given bracket that does not hold: widen downwards
-            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5)
+            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5, rr=rr)
     while hi_r / lo_r > 1.0 + 2.0 * opt.rel_tol:
         mid = math.sqrt(lo_r * hi_r)
         m, inf = margin_at(params, stream, mid, sla, opt)
@@ -174,15 +186,30 @@ def parse_request_timeout(value: float | str | None, *, what: str = "--request-t
     return v
 
 
-def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scale: float = 1.0,
-            options: SearchOptions | None = None, request_timeout: float | str | None = KEEP) -> Prediction:
+DISPATCH = ("random", "round_robin")
+
+
+def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, prompt_scale: float = 1.0,
+            options: SearchOptions | None = None, request_timeout: float | str | None = KEEP,
+            dispatch: str | None = None) -> Prediction:
     """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
 
+    ``instances``: by default the replicas the twin's test ran against (``twin.replicas``; 1 for a twin of one
+    server). ``dispatch``: ``"random"`` (a Poisson stream split at random: every instance sees Poisson arrivals
+    at rate / N) or ``"round_robin"`` (every N-th arrival); by default round-robin for a twin calibrated on
+    replicas behind a router, random otherwise. Either way the fleet's limit is N × one instance's.
     ``request_timeout``: the what-if of another deadline in front of the engine: seconds, ``None`` (no
     deadline), or ``"keep"`` (the twin's, from its test)."""
     from bearing_lib.limits.sla import SLA, parse_sla
 
     opt = options or SearchOptions()
+    if instances is None:
+        instances = max(int(twin.replicas or 1), 1)
+    if dispatch is None:
+        dispatch = "round_robin" if (twin.replicas or 1) > 1 else "random"
+    if dispatch not in DISPATCH:
+        raise ParameterError(f"dispatch must be one of {', '.join(DISPATCH)}, got {dispatch!r}")
+    rr = instances if dispatch == "round_robin" else 1
     if instances < 1:
         raise ParameterError(f"--instances must be at least 1, got {instances}")
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
@@ -201,7 +228,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
                                                                     else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
-    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess)
+    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
     draws = np.asarray(twin.draws, dtype=float)
     rng = np.random.default_rng(opt.seed + 7)
     limits = []
@@ -213,7 +240,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
             # twins written before the context term have four columns: zip stops at the row's length
             pv.update(dict(zip(Twin.DRAW_PARAMS[:len(row)], (max(float(x), 0.0) for x in row), strict=True)))
             v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
-                                     guess=v0, lo=v0 / 1.25, hi=v0 * 1.25)
+                                     guess=v0, lo=v0 / 1.25, hi=v0 * 1.25, rr=rr)
             if c == "none":
                 limits.append(v)
                 infos.append(inf)
@@ -223,7 +250,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
         # it and the value stands; else the truth lies between the capped and the uncapped limit
         lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
-        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5)
+        v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5, rr=rr)
         if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
             flags = [f for f in flags if not f.startswith("regime:")]
             flags.append(f"insensitive: lifting the ceilings the test never reached moves the limit by "
@@ -247,15 +274,34 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int = 1, prompt_scal
         br = None if bracket is None else (value * instances, None if math.isinf(bracket[1]) else bracket[1])
         est = Estimate(value * instances, ci95=(max(value - half, 0.0) * instances, (value + half) * instances),
                        bracket=br, bound=bound, unit="rps", basis="offered")
+    if cens == "none":
+        # a target that leans on a parameter the test did not identify carries that parameter's prior range: the
+        # search at the other end of the range widens the CI (docs/twin.md "Reach")
+        for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point):
+            v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0, rr=rr)
+            lo_ci, hi_ci = est.ci95 if est.ci95 else (est.value, est.value)
+            if c_alt == "none":
+                a = v_alt * instances
+                est = replace(est, ci95=(min(lo_ci, a), max(hi_ci, a)))
+                what = f"{v_alt * instances:.3g} rps"
+            else:
+                est = replace(est, ci95=(0.0 if c_alt == "below" else lo_ci, hi_ci if c_alt == "below" else None))
+                what = "not bracketed (" + c_alt + " the rates tried)"
+            flags.append(f"unidentified: {name}: {why}; at the other end of its prior range the limit is {what}, "
+                         "carried into the 95% CI")
     top = _test_top_rate(twin)
+    top = top / max(int(twin.replicas or 1), 1) if top else top  # per replica of the test
     per_instance = (est.value or 0.0) / instances
     if top and per_instance > RATE_EXTRAPOLATION * top:
         flags.append(f"rate: the predicted limit is {per_instance / top:.1f}× the highest request rate the test "
                      f"completed ({top:.3g} rps); a per-request cost outside the engine (router, gateway, tokenizer, "
                      "API server) that the test's rates could not show would bind before it, unseen")
+    flags += _load_flags(twin, per_instance, est.value is not None and cens == "none")
+    flags += _speed_flags(twin, info0)
     if not twin.trusted:
         flags.insert(0, "untrusted: the twin failed its own validation; do not quote this prediction")
-    method = (f"twin search: Poisson rates, steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
+    method = (f"twin search: Poisson rates ({'round-robin' if rr > 1 else 'random'} dispatch to {instances} "
+              f"instance(s)), steady state after {opt.warmup_s:g} s over ≥ {opt.duration_s:g} s, "
               f"bisection to ±{opt.rel_tol:.0%}, {len(limits)} parameter draws; value = mean, CI = ±1.96 SD")
     return Prediction(
         target=target.name, sla=sla_obj.text, q_ult=est, instances=instances, prompt_scale=prompt_scale,
@@ -302,10 +348,131 @@ def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) 
         out.append(f"regime: at the limit {kv_held:.0%} of requests wait for KV memory, but the test never reached "
                    f"the KV budget (the twin caps it at the most seen running, {kv.value:,.0f} tokens): the "
                    "prediction is a lower bound")
-    tested_max = float(np.max(twin.test_mix["input_tokens"])) if twin.test_mix.get("input_tokens") else None
-    if tested_max is not None and float(np.percentile(mix.input_tokens, 99)) > tested_max:
-        out.append(f"extrapolation: 1% of the prompts are longer than any in the test ({tested_max:.0f} tokens); "
-                   "the prefill cost is extrapolated linearly")
+    return out + outside_flags(twin, mix)
+
+
+def tested_ranges(twin: Twin) -> dict[str, object]:
+    """The ranges the calibration test covered: the twin's ``reach``, or for a twin written before it, what its
+    kept requests (``test_mix``) and validation rows show."""
+    r = dict(twin.reach or {})
+    m = twin.test_mix or {}
+    if "input_tokens" not in r and m.get("input_tokens"):
+        i, o = np.asarray(m["input_tokens"], float), np.asarray(m["output_tokens"], float)
+        c = np.asarray(m.get("cached_tokens") or np.zeros(i.size), float)
+        r.update({"input_tokens": [float(i.min()), float(i.max())], "output_tokens": [float(o.min()), float(o.max())],
+                  "total_tokens_max": float((i + o).max()), "cache_hit_share": float(np.mean(c > 0))})
+    if not r.get("offered_load") or r["offered_load"][0] is None:
+        loads = [x.offered_load for x in (twin.validation.rows if twin.validation else []) if x.offered_load]
+        r["offered_load"] = [min(loads), max(loads)] if loads else [None, twin.highest_load]
+    return r
+
+
+def outside_shares(twin: Twin, mix: RequestMix) -> dict[str, float]:
+    """Share of the target's requests outside what the test covered, per dimension: prompts longer / shorter
+    than any tested, outputs longer / shorter, and the cache-hit share beyond the test's."""
+    r = tested_ranges(twin)
+    out: dict[str, float] = {}
+    if "input_tokens" in r:
+        lo, hi = r["input_tokens"]
+        out["prompt_longer"] = float(np.mean(mix.input_tokens > hi))
+        out["prompt_shorter"] = float(np.mean(mix.input_tokens < lo))
+        lo, hi = r["output_tokens"]
+        out["output_longer"] = float(np.mean(mix.output_tokens > hi))
+        out["output_shorter"] = float(np.mean(mix.output_tokens < lo))
+        out["cache_hit_beyond"] = max(float(np.mean(mix.cached_tokens > 0)) - float(r["cache_hit_share"]), 0.0)
+    return out
+
+
+def outside_flags(twin: Twin, mix: RequestMix) -> list[str]:
+    """``extrapolation:`` flags with the real shares (more than :data:`OUTSIDE_SHARE` of the target outside)."""
+    r = tested_ranges(twin)
+    sh = outside_shares(twin, mix)
+    out = []
+    if not sh:
+        return out
+    (ilo, ihi), (olo, ohi) = r["input_tokens"], r["output_tokens"]
+    if sh["prompt_longer"] > OUTSIDE_SHARE:
+        out.append(f"extrapolation: {sh['prompt_longer']:.1%} of the prompts are longer than any in the test "
+                   f"({ihi:,.0f} tokens; the longest here {float(np.max(mix.input_tokens)):,.0f}): the prefill cost "
+                   "is extrapolated linearly")
+    if sh["prompt_shorter"] > OUTSIDE_SHARE:
+        out.append(f"extrapolation: {sh['prompt_shorter']:.1%} of the prompts are shorter than any in the test "
+                   f"({ilo:,.0f} tokens)")
+    if sh["output_longer"] > OUTSIDE_SHARE:
+        out.append(f"extrapolation: {sh['output_longer']:.1%} of the outputs are longer than any in the test "
+                   f"({ohi:,.0f} tokens; the longest here {float(np.max(mix.output_tokens)):,.0f}): decode time and "
+                   "KV held are extrapolated")
+    if sh["output_shorter"] > OUTSIDE_SHARE:
+        out.append(f"extrapolation: {sh['output_shorter']:.1%} of the outputs are shorter than any in the test "
+                   f"({olo:,.0f} tokens)")
+    if sh["cache_hit_beyond"] > OUTSIDE_SHARE:
+        hit = float(np.mean(mix.cached_tokens > 0))
+        out.append(f"extrapolation: {hit:.1%} of the requests hit the prefix cache against {r['cache_hit_share']:.1%} "
+                   "in the test: the cache-hit discount was not measured (the twin takes cached tokens as free)")
+    return out
+
+
+def _load_flags(twin: Twin, per_instance: float, have: bool) -> list[str]:
+    """The predicted limit (per instance) below the lowest or above the highest load the test ran."""
+    lo, hi = tested_ranges(twin).get("offered_load") or (None, None)
+    if not have or per_instance <= 0:
+        return []
+    k = max(int(twin.replicas or 1), 1)  # the test's loads were offered to k replicas: per replica
+    lo, hi = (None if lo is None else lo / k), (None if hi is None else hi / k)
+    if lo is not None and per_instance < lo:
+        return [f"load: the predicted limit ({per_instance:.3g} rps per instance) lies below the lowest load the test "
+                f"ran ({lo:.3g} rps): the batch sizes there were never measured"]
+    if hi is not None and per_instance > hi:
+        return [f"load: the predicted limit ({per_instance:.3g} rps per instance) lies above the highest load the "
+                f"test ran ({hi:.3g} rps)"]
+    return []
+
+
+def _speed_flags(twin: Twin, info: dict) -> list[str]:
+    """The twin's median time per output token at the predicted limit outside what the test measured (P25 at
+    its lowest-load step to P75 at its highest)."""
+    r = twin.reach or {}
+    v = info.get("tpot_p50_ms")
+    low, high = r.get("tpot_lowest_load_ms"), r.get("tpot_highest_load_ms")
+    if v is None or not math.isfinite(v) or not low:
+        return []
+    loads = r.get("offered_load") or [None, None]
+    if low[0] is not None and v < low[0]:
+        return [f"speed: at the predicted limit the twin decodes at {v:.1f} ms/token, faster than the test measured "
+                f"at its lowest load ({low[0]:.1f}–{low[2]:.1f} ms/token, P25–P75, at {loads[0]:.3g} rps): the "
+                "prediction rests on the fitted iteration cost below the batch sizes tested"]
+    if high and high[2] is not None and v > high[2]:
+        return [f"speed: at the predicted limit the twin decodes at {v:.1f} ms/token, slower than the test measured "
+                f"at its highest load ({high[0]:.1f}–{high[2]:.1f} ms/token, P25–P75, at {loads[1]:.3g} rps)"]
+    return []
+
+
+def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams):
+    """(parameter, why, parameters, mix) at the other end of the prior range of each unidentified parameter the
+    target leans on: the context cost when its requests hold more context than the test's, the cache-hit
+    discount when it hits the cache more than the test did."""
+    out = []
+    ident = {e.get("parameter"): e for e in (twin.identification or [])}
+    r = tested_ranges(twin)
+    k = ident.get("decode_ms_per_kctx")
+    if k and not k.get("identified") and k.get("prior") and twin.test_mix.get("input_tokens"):
+        hi = float(k["prior"][1])
+        ti, to = np.asarray(twin.test_mix["input_tokens"], float), np.asarray(twin.test_mix["output_tokens"], float)
+        ctx_t = float(np.mean(ti + 0.5 * to))
+        ctx_m = float(np.mean(mix.input_tokens + 0.5 * mix.output_tokens))
+        beyond = float(np.mean(mix.input_tokens + mix.output_tokens > float(r.get("total_tokens_max", np.inf))))
+        if hi > 0 and (ctx_m > CONTEXT_GROWTH * ctx_t or beyond > OUTSIDE_SHARE):
+            why = (f"{beyond:.1%} of the requests hold more tokens than any in the test and their mean context is "
+                   f"{ctx_m:,.0f} tokens against {ctx_t:,.0f}; the decode cost per context token was not identified "
+                   f"(prior 0–{hi:.3g} ms/1k tokens, the batch cost read as context cost)")
+            out.append(("decode_ms_per_kctx", why, replace(point, decode_ms_per_seq=0.0, decode_ms_per_kctx=hi), mix))
+    hit_t = float(r.get("cache_hit_share", 0.0))
+    hit_m = float(np.mean(mix.cached_tokens > 0))
+    if hit_m > hit_t + OUTSIDE_SHARE:
+        why = (f"{hit_m:.1%} of the requests hit the prefix cache against {hit_t:.1%} in the test; the discount of a "
+               "cached token was not measured (prior 0–1: a full prefill to free)")
+        out.append(("cache_hit_discount", why, point, RequestMix(mix.name, mix.input_tokens, mix.output_tokens,
+                                                                  np.zeros(mix.size))))
     return out
 
 
@@ -342,5 +509,6 @@ def calibration_mix(twin: Twin) -> RequestMix:
     return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
 
 
-__all__ = ["KEEP", "SearchOptions", "calibration_mix", "idle_timeout_share", "margin_at", "parse_request_timeout",
+__all__ = ["DEFAULT_DRAWS", "KEEP", "SearchOptions", "outside_flags", "outside_shares", "tested_ranges",
+           "calibration_mix", "idle_timeout_share", "margin_at", "parse_request_timeout",
            "predict", "search_limit"]

@@ -106,6 +106,11 @@ class Twin:
     kv_policy: str = "reserve"  # "reserve" or "paged" (docs/twin.md "The model"); twins before it reserved
     kv_policy_note: str = ""
     given: dict[str, float | str] = field(default_factory=dict)  # engine settings given, not fitted
+    # what the test covered per factor, and per cost parameter whether it identified it (docs/twin.md "Reach");
+    # twins written before read as empty (predictions then take the tested ranges from test_mix)
+    reach: dict[str, object] = field(default_factory=dict)
+    identification: list[dict[str, object]] = field(default_factory=list)
+    replicas: int = 1  # replicas behind a round-robin router in the test; the twin is one replica's server
 
     DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
                    "decode_ms_per_kctx")
@@ -126,6 +131,16 @@ class Twin:
     def summary(self) -> str:
         lines = [f"twin of {self.source} ({self.n_requests} requests, steps {self.steps})"]
         lines += ["  " + p.text() for p in self.params]
+        r = self.reach or {}
+        if r.get("input_tokens"):
+            ld = r.get("offered_load") or [None, None]
+            lines.append(f"  reach: prompts {r['input_tokens'][0]:,.0f}–{r['input_tokens'][1]:,.0f} tokens, outputs "
+                         f"{r['output_tokens'][0]:,.0f}–{r['output_tokens'][1]:,.0f}, cache hits "
+                         f"{float(r.get('cache_hit_share') or 0):.1%}"
+                         + (f", loads {ld[0]:.3g}–{ld[1]:.3g} rps" if ld[0] is not None else ""))
+        for e in self.identification:
+            if not e.get("identified") and e.get("prior"):
+                lines.append(f"  not identified: {e['parameter']} (prior {e['prior'][0]:.3g}–{e['prior'][1]:.3g})")
         if self.validation is not None:
             lines.append("  validation: " + ("trusted" if self.validation.trusted else
                                              "UNTRUSTED: " + "; ".join(self.validation.reasons)))

@@ -130,15 +130,15 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
 
 
 
-def production_section(loadtest, production, sla, *, run: str | None = None, n_draws: int = 8,
-                       seed: int = 0) -> tuple[TwinSection, Twin, Prediction]:
+def production_section(loadtest, production, sla, *, run: str | None = None, n_draws: int | None = None,
+                       seed: int = 0, replicas: int = 1) -> tuple[TwinSection, Twin, Prediction]:
     """One call for the report: calibrate on ``loadtest`` (one ``run`` of it, if named), validate, predict
     the ``production`` trace's mix, and build the section. Paths or loaded traces are accepted."""
     from bearing_lib.data.trace import RequestTrace
     from bearing_lib.loaders import load_trace
     from bearing_lib.twin.calibrate import calibrate
     from bearing_lib.twin.mix import from_trace
-    from bearing_lib.twin.predict import SearchOptions, predict
+    from bearing_lib.twin.predict import DEFAULT_DRAWS, SearchOptions, predict
     from bearing_lib.twin.validate import validate
 
     test = loadtest if isinstance(loadtest, RequestTrace) else load_trace(loadtest)
@@ -151,10 +151,10 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
             raise ParameterError(f"run {run!r} is not in the load test (runs: {', '.join(runs)})")
         test = RequestTrace(frame=part, provenance=test.provenance)
     prod = production if isinstance(production, RequestTrace) else load_trace(production)
-    twin = calibrate(test, seed=seed)
+    twin = calibrate(test, seed=seed, replicas=replicas)
     twin.validation = validate(twin, test, sla)
     mix = from_trace(prod)
-    opt = SearchOptions(n_draws=n_draws, seed=seed)
+    opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
     pred = predict(twin, mix, sla, options=opt)
     sec = twin_section(twin, pred)
     rto = twin.param("request_timeout_s") if any(p.name == "request_timeout_s" for p in twin.params) else None
@@ -171,8 +171,9 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
 
 
 
-def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_scale: float = 1.0,
-            n_draws: int = 4, seed: int = 0, request_timeout: float | str | None = "keep") -> Prediction | str:
+def what_if(twin: Twin | str, trace, sla: str, *, instances: int | None = None, prompt_scale: float = 1.0,
+            n_draws: int | None = None, seed: int = 0,
+            request_timeout: float | str | None = "keep") -> Prediction | str:
     """The notebook's what-if: the limit ``twin`` (a Twin or a twin JSON path) predicts for ``trace``'s mix.
 
     ``request_timeout``: seconds, ``"none"``/``None`` (no deadline) or ``"keep"`` (the twin's own).
@@ -185,7 +186,7 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_sca
     from bearing_lib.common.errors import ParameterError
     from bearing_lib.twin import read_twin
     from bearing_lib.twin.mix import from_trace
-    from bearing_lib.twin.predict import SearchOptions, predict
+    from bearing_lib.twin.predict import DEFAULT_DRAWS, SearchOptions, predict
 
     if not sla:
         raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
@@ -193,6 +194,6 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int = 1, prompt_sca
     from bearing_lib.twin.predict import parse_request_timeout
 
     return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
-                   options=SearchOptions(n_draws=n_draws, seed=seed),
+                   options=SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed),
                    request_timeout=parse_request_timeout(request_timeout, what="twin_request_timeout"))
 __all__ = ["TwinSection", "production_section", "twin_section", "what_if"]

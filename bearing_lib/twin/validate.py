@@ -15,7 +15,14 @@ Trust rules (all must hold; each broken one is a reason in :class:`Validation`):
   percentile metric is within ±25 %.
 
 The steps' figures use all the step's requests (no warm-up trim), the same way on both
-sides; the SLA verdict is bearing's (:meth:`bearing_lib.limits.sla.SLA.margin`).
+sides; the SLA verdict is bearing's (:meth:`bearing_lib.limits.sla.SLA.margin`). A request whose
+outcome is neither success nor failure (status ``cancelled``: e.g. GuideLLM cancels the requests
+in flight at a step's end; ``unknown``: e.g. LMBenchmark stopped waiting for it) is replayed (it
+was sent: it loaded the server) and counts in the throughput over the send window (it is known not
+to have completed inside it), but is left out of both sides' percentiles and SLA verdicts: counting it
+as an error made the twin of a healthy GuideLLM-tested server "untrusted" (one cancelled request
+per step against an ``error_rate`` clause), and the twin cannot be right or wrong about an
+outcome nobody saw (docs/canonical-trace.md, "Status values").
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.quantiles import quantile
-from bearing_lib.twin.calibrate import _groups, calibrate, server_params
+from bearing_lib.data.trace import OUTCOME_UNKNOWN
+from bearing_lib.twin.calibrate import _groups, assign_replicas, calibrate, server_params
 from bearing_lib.twin.result import StepCheck, Twin, Validation
 from bearing_lib.twin.simulate import OK, ServerParams, simulate
 
@@ -51,6 +59,9 @@ def _prep(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("requested_output_tokens") if "requested_output_tokens" in cols
         else pl.lit(None, pl.Int64).alias("requested_output_tokens"),
         pl.col("end_s") if "end_s" in cols else pl.lit(None, pl.Float64).alias("end_s"),
+    ).with_columns(
+        # False for a request with no outcome to judge (cancelled / unknown): replayed, not scored
+        (~pl.col("status").is_in(OUTCOME_UNKNOWN)).alias("_scored"),
     ).filter(pl.col("start_s").is_not_null()).sort("start_s")
 
 
@@ -97,7 +108,7 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
         keep = g0.filter(~use)
         if keep.height:
             parts.append(keep.select("run_id", "step", "offered_load", "start_s", "end_s", "ttft_ms", "latency_ms",
-                                     "status").with_columns(pl.lit(None, pl.Float64).alias("tpot_ms"),
+                                     "status", "_scored").with_columns(pl.lit(None, pl.Float64).alias("tpot_ms"),
                                                             pl.lit(None, pl.Float64).alias("itl_ms")))
         if not g.height:
             continue
@@ -109,7 +120,7 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
         ttft = np.where(ok, (res["first_token_s"] + a[0] - a) * 1000.0, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             tpot = np.where(ok & (out > 1), (end - (res["first_token_s"] + a[0])) * 1000.0 / (out - 1), np.nan)
-        parts.append(g.select("run_id", "step", "offered_load", "start_s").with_columns(
+        parts.append(g.select("run_id", "step", "offered_load", "start_s", "_scored").with_columns(
             pl.Series("end_s", end), pl.Series("ttft_ms", ttft).fill_nan(None),
             pl.Series("latency_ms", (end - a) * 1000.0), pl.Series("status", np.where(
                 ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))),
@@ -118,10 +129,17 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
-    ok = step.filter(pl.col("status").is_null() | (pl.col("status") == "ok"))
-    t0, t1 = float(step["start_s"].min()), float(step["start_s"].max())
+    t0, t1 = float(step["start_s"].min()), float(step["start_s"].max())  # the step's send window: all it sent
     span = max(t1 - t0, 1e-9)
-    done = ok.filter((pl.col("end_s") >= t0) & (pl.col("end_s") <= t1)).height
+    # throughput over the send window counts every request's completion on both sides: a cancelled or
+    # unknown request is known not to have completed inside it (GuideLLM cancels at the step's end, after the
+    # last send; LMBenchmark waits at least until its last launch and keeps every completion before), so a
+    # replay that completes it there does disagree with the test
+    done = step.filter((pl.col("status").is_null() | (pl.col("status") == "ok"))
+                       & (pl.col("end_s") >= t0) & (pl.col("end_s") <= t1)).height
+    if "_scored" in step.columns:
+        step = step.filter(pl.col("_scored"))  # percentiles, SLA: cancelled / unknown have no outcome to score
+    ok = step.filter(pl.col("status").is_null() | (pl.col("status") == "ok"))
     ttft = ok["ttft_ms"].drop_nulls().to_numpy()
     lat = ok["latency_ms"].drop_nulls().to_numpy()
 
@@ -165,7 +183,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     from bearing_lib.limits.sla import SLA, parse_sla
 
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
-    frame = _prep(trace.frame if hasattr(trace, "frame") else trace)
+    frame = assign_replicas(_prep(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
     sim = replay(server_params(twin.values()), frame)
     loads = (frame.group_by("run_id", "step").agg(pl.col("offered_load").first()).sort("run_id", "step"))
     rows: list[StepCheck] = []
@@ -189,7 +207,8 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     key = _key_metric(sla_obj)
     for r in _highest(rows, n_holdout):
         try:
-            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)], known=twin.given or None)
+            held = calibrate(frame, n_boot=0, exclude_steps=[(r.run_id, r.step)], known=twin.given or None,
+                             replicas=twin.replicas)
         except Exception as exc:  # noqa: BLE001  # reported, not raised: the check itself failed
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue

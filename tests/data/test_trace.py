@@ -177,3 +177,13 @@ def test_time_unit_hint_by_hand():
     assert time_unit_hint(1_700_000_000_000_000.0).startswith("looks like epoch microseconds")
     assert time_unit_hint(5e9) == ""  # 2128: no unit brings it into 2000-2100
     assert time_unit_hint(4.2e9 * 1e3) == ""  # 4.2e9 s is 2103: out of range whatever the unit
+
+
+def test_every_status_value_is_accepted_and_unknown_is_one_of_them():
+    from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES
+
+    assert STATUSES == ("ok", "error", "timeout", "rejected", "cancelled", "unknown")
+    assert OUTCOME_UNKNOWN == ("cancelled", "unknown")  # neither success nor failure
+    f = _frame(start_s=[float(i) for i in range(6)], status=list(STATUSES))
+    prov = Provenance(source="t", format="t", tool="t", sha256="")
+    assert validate(f, prov)["status"].to_list() == list(STATUSES)

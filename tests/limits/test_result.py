@@ -93,4 +93,4 @@ def test_schema_command_prints_the_versioned_schema():
     s = json.loads(res.output)
     assert s["$id"] == SCHEMA and s["title"] == "bearing limits JSON"
     bad = CliRunner().invoke(app, ["schema", "nope"])
-    assert bad.exit_code == 1 and "documents with a schema: estimate, limits" in bad.output
+    assert bad.exit_code == 1 and "documents with a schema: compare, estimate, limits" in bad.output

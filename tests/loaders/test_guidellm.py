@@ -75,6 +75,7 @@ def test_incomplete_requests_are_cancelled_and_concurrent_streams(shared_data):
     assert cancelled.height == len(incomplete) == 1
     assert cancelled["request_id"].to_list() == [incomplete[0]["request_id"]]
     assert cancelled["latency_ms"].to_list() == [None]
+    assert {x.code: x.count for x in tr.provenance.findings}["cancelled_at_step_end"] == 1
     made = doc["benchmarks"][0]["scheduler_metrics"]["requests_made"]
     assert tr.steps["n_requests_reported"].to_list() == [made["total"]]
     sanity = json.loads(shared_data(SANITY).read_text())

@@ -63,6 +63,30 @@ def test_benchmarks_json_with_records(tmp_path):
     assert f["end_s"].to_list() == pytest.approx([t0 + 1.5, t0 + 3.25, t0 + 42, t0 + 41.5, t0 + 72, t0 + 70])
     assert f["input_tokens"].to_list() == [100, 101, 102, 103, 104, 105]
     assert tr.steps["duration_s"].to_list() == [30.0, 30.0]
+    # the one incomplete record: cancelled by GuideLLM at the step's end, not an error (guidellm.py _status)
+    (fin,) = [x for x in tr.provenance.findings if x.code == "cancelled_at_step_end"]
+    assert fin.count == 1 and f"{run} step 0: 1" in fin.message
+
+
+def test_cancelled_records_stay_cancelled_whatever_their_error_text(tmp_path):
+    """GuideLLM writes error "Request was cancelled" and info.status "cancelled" on the requests it cancels at a
+    step's end (vllm-project/guidellm scheduler/worker.py, _process_next_graph_node); a cancelled record in
+    the errored list (older layouts) is cancelled too, and nothing in the incomplete list becomes an error."""
+    t0 = 1_770_000_000.0
+    inc = _record(1, t0 + 29, lat=1.0, ttft=None, err="Request was cancelled")
+    inc["info"]["status"] = "cancelled"
+    err = _record(2, t0 + 29.5, lat=0.5, ttft=None, err="Request was cancelled")
+    err["info"]["status"] = "cancelled"
+    recs = {"successful": [_record(0, t0, lat=1.0, ttft=50.0)], "errored": [err], "incomplete": [inc]}
+    doc = {"metadata": {"version": 1, "guidellm_version": "0.5.0", "python_version": "3.12", "platform": "x"},
+           "args": {"model": "m"}, "benchmarks": [_bench("constant", 1.0, t0, recs)]}
+    p = tmp_path / "benchmarks.json"
+    p.write_text(json.dumps(doc))
+    tr = load(p)
+    f = tr.frame.sort("start_s")
+    assert f["status"].to_list() == ["ok", "cancelled", "cancelled"]
+    assert f["error"].to_list() == [None, "Request was cancelled", "Request was cancelled"]
+    assert {x.code: x.count for x in tr.provenance.findings}["cancelled_at_step_end"] == 2
 
 
 CSV = """source_file,profile,rate,duration_s,total_requests,error_requests,ttft_mean_ms,ttft_median_ms,ttft_p99_ms,\

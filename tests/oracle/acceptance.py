@@ -97,7 +97,7 @@ class SeedScore:
 
 
 def score_combination(server: str, mix: str, truth_rps: float, seeds: range | None = None,
-                      step_s: float = STEP_S) -> list[SeedScore]:
+                      step_s: float = STEP_S, estimator: str = "pooled") -> list[SeedScore]:
     """Run bearing's ``fit_limits`` on the stepped tests of one combination (steps of ``step_s`` seconds)."""
     from bearing_lib.data.provenance import Provenance
     from bearing_lib.data.trace import RequestTrace, conform, validate
@@ -116,7 +116,7 @@ def score_combination(server: str, mix: str, truth_rps: float, seeds: range | No
             time_origin="relative",
         )
         trace = RequestTrace(frame=validate(conform(df), prov), provenance=prov)
-        res = fit_limits(trace, SLAS[(server, mix)], mixes="none")
+        res = fit_limits(trace, SLAS[(server, mix)], mixes="none", estimator=estimator)
         (lim,) = res.limits
         q = lim.q_ult
         ci = q.ci95
@@ -234,6 +234,7 @@ def main() -> int:
     step_s = float(sys.argv[sys.argv.index("--step-s") + 1]) if "--step-s" in sys.argv else STEP_S
     seeds = range(100, 100 + N_SEEDS) if "--held-out" in sys.argv else None
     print(f"steps of {step_s:g} s, seeds {'100-119 (held out)' if seeds else '0-19'}"
+          + (f", estimator {sys.argv[sys.argv.index('--estimator') + 1]}" if "--estimator" in sys.argv else "")
           + (", two stages (follow-up designed by bearing, pooled)" if "--two-stage" in sys.argv else ""))
     print("| combination | SLA | truth | within | covered | median error | worst error | median CI width | censored "
           "| steady | bootstrap alone covers | off by > 10 % and not coarse |")
@@ -244,7 +245,8 @@ def main() -> int:
         if "--two-stage" in sys.argv:  # issue 14 (b): the test, then the follow-up bearing designs, pooled
             scores = score_two_stage(server, mix, t, seeds, step_s, n_boot=200)
         else:
-            scores = score_combination(server, mix, t, seeds, step_s)
+            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"
+            scores = score_combination(server, mix, t, seeds, step_s, estimator=est)
         rows.append(summary_row(server, mix, t, scores))
         r = rows[-1]
         print(

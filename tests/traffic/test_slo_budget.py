@@ -78,8 +78,29 @@ def test_cancelled_is_not_bad_and_missing_status_is_counted():
     )
     f = f.with_columns(pl.when(pl.int_range(pl.len()) < 7).then(None).otherwise(pl.col("status")).alias("status"))
     b = slo_budget(RequestTrace(f, tr.provenance))
-    assert b.n_bad == 0 and b.n_no_status == 7 and b.n_requests == 12_000 - 7
+    # the 500 cancelled requests are neither good nor bad (docs/canonical-trace.md, "Status values"):
+    # out of the ratio like the 7 without a status, and said so
+    assert b.n_bad == 0 and b.n_no_status == 7 and b.n_requests == 12_000 - 7 - 500
     assert any("7 request(s) carry no status" in n for n in b.notes)
+    assert any("500 request(s) have no outcome" in n for n in b.notes)
+    # counted as bad when asked to
+    b2 = slo_budget(RequestTrace(f, tr.provenance), bad_statuses=("error", "cancelled"))
+    assert b2.n_bad == 500 and b2.n_requests == 12_000 - 7
+
+
+def test_unknown_outcomes_are_left_out_of_the_ratio():
+    """Minutes 30-39 hold 50 errors each; turn 25 of each minute's 50 ok requests into ``unknown``:
+    500 bad of 12,000 − 250 = 11,750 requests with an outcome."""
+    tr = _trace()
+    j = (pl.int_range(pl.len()) % 100)
+    m = (pl.int_range(pl.len()) // 100)
+    f = tr.frame.with_columns(pl.when(m.is_between(30, 39) & (j >= 50) & (j < 75)).then(pl.lit("unknown"))
+                              .otherwise(pl.col("status")).alias("status"))
+    b = slo_budget(RequestTrace(f, tr.provenance))
+    assert (b.n_requests, b.n_bad) == (11_750, 500)
+    assert b.error_ratio == pytest.approx(500 / 11_750)
+    win = {w["window_s"]: w for w in b.to_dict()["fastest_burn"]}
+    assert win[300.0]["n_bad"] == 250 and win[300.0]["n_requests"] == 375  # 5 minutes x (100 - 25)
 
 
 def test_no_status_is_unavailable_with_reason():

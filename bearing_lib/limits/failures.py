@@ -1,0 +1,135 @@
+"""Failures told apart: a load-independent floor of failed requests, and what those requests share.
+
+A failure that happens where the server is quiet does not come from load. Per run and mix, the
+**quiet steps** are those where every percentile clause's exceedance share is at most half its
+allowance and the queue is steady: there the server has spare capacity, so failures there are a
+**floor** (a deadline in front of the engines, requests too long for any instance, a bad route).
+
+* the floor's share is the pooled failure share of the quiet steps, with a Wilson 95 % interval;
+* it is called load-independent only if the failure share does not rise across the quiet steps:
+  a binomial GLM of failures on log load (``statsmodels``), one-sided p ≥ 0.05 for a rising slope
+  (with one quiet step the trend cannot be tested, said so);
+* it **breaks** the clause when the Wilson lower bound lies above the allowance (a one-sided binomial
+  test at 5 %, ``scipy.stats.binomtest``): the SLA then fails at every load, and more instances do not
+  fix it; the limit is given for the other clauses.
+
+What the failed requests share (:func:`describe_failures`): a latency ceiling (no request of the run
+completed later than a sharp maximum: a deadline), prompt or requested output lengths longer than
+most successful requests, a common error text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.limits.curves import wilson_interval
+
+TREND_ALPHA = 0.05
+BREAK_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class QuietStep:
+    """One step's failures where the server had spare capacity."""
+
+    x: float
+    failed: int
+    known: int
+
+
+@dataclass(frozen=True)
+class Floor:
+    share: float
+    ci95: tuple[float, float]
+    p_breaks: float
+    """1 − the one-sided binomial p-value of 'the floor exceeds the allowance'."""
+    breaks: bool
+    trend_p: float | None
+    """One-sided p-value of a rising failure share across the quiet steps (None: one quiet step)."""
+    n_steps: int
+    failed: int
+    known: int
+
+
+def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
+    """The failure floor of the quiet steps, or None when they hold no failure or the share rises with load."""
+    from scipy.stats import binomtest
+
+    steps = [s for s in steps if s.known > 0]
+    k = sum(s.failed for s in steps)
+    n = sum(s.known for s in steps)
+    if not steps or k == 0:
+        return None
+    trend_p = _rising_p(steps) if len(steps) >= 2 and len({s.x for s in steps}) >= 2 else None
+    if trend_p is not None and trend_p < TREND_ALPHA:
+        return None  # failures rise with load even where the latency clauses hold: not a floor
+    lo, hi = (float(v) for v in wilson_interval(k, n))
+    p = float(binomtest(k, n, allowed, alternative="greater").pvalue)
+    return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA, trend_p=trend_p,
+                 n_steps=len(steps), failed=k, known=n)
+
+
+def _rising_p(steps: Sequence[QuietStep]) -> float:
+    """One-sided p-value that the failure share rises with log load (binomial GLM, Wald test)."""
+    import statsmodels.api as sm
+
+    x = np.log(np.array([s.x for s in steps], float))
+    y = np.column_stack([[s.failed for s in steps], [s.known - s.failed for s in steps]]).astype(float)
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # separation (no failure at one load) is answered below, not warned
+            warnings.simplefilter("ignore")
+            fit = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial()).fit()
+    except Exception:  # noqa: BLE001 - perfect separation or a singular design: no trend can be shown
+        return 1.0
+    b, p2 = float(fit.params[1]), float(fit.pvalues[1])
+    if not math.isfinite(b) or not math.isfinite(p2):
+        return 1.0
+    return p2 / 2 if b > 0 else 1.0 - p2 / 2
+
+
+def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> str | None:
+    """What the failed requests of a run share, in words (None when nothing stands out)."""
+    parts: list[str] = []
+    f = requests.filter(failed)
+    g = requests.filter(ok)
+    if f.height == 0 or g.height == 0:
+        return None
+    if "latency_ms" in g.columns:
+        lat = g["latency_ms"].drop_nulls()
+        if lat.len() >= 20:
+            top = float(lat.max())
+            near = float((lat >= 0.95 * top).mean())
+            if near >= 0.01:
+                parts.append(f"no request completed later than {top / 1000:.3g} s at any load ({near:.1%} of the "
+                             f"successful ones within 5 % of it): a deadline of about {top / 1000:.3g} s in front "
+                             "of the engines")
+    for col, what in (("input_tokens", "prompts"), ("requested_output_tokens", "requested outputs")):
+        if col not in f.columns:
+            continue
+        fv, gv = f[col].drop_nulls(), g[col].drop_nulls()
+        if fv.len() >= 3 and gv.len() >= 20:
+            p90 = float(gv.quantile(0.9, "linear"))
+            med = float(fv.quantile(0.5, "linear"))
+            if med > p90:
+                parts.append(f"their {what} are long (median {med:,.0f} tokens, above the successful requests' "
+                             f"P90 {p90:,.0f})")
+        elif fv.len() < f.height / 2 and gv.len() >= 20:
+            parts.append(f"{f.height - fv.len()} of the {f.height} failed requests record no {what[:-1]} length")
+            break
+    if "error" in f.columns:
+        err = f["error"].drop_nulls()
+        if err.len():
+            top, cnt = err.value_counts(sort=True).row(0)
+            if cnt / f.height >= 0.5 and len(str(top)) <= 120:
+                parts.append(f"{cnt} of {f.height} carry the error '{top}'")
+    return "; ".join(parts) or None
+
+
+__all__ = ["Floor", "QuietStep", "describe_failures", "quiet_floor"]
