@@ -62,7 +62,7 @@ from bearing_lib.traffic.profile import (
 from bearing_lib.traffic.progress import Progress
 from bearing_lib.traffic.seasonality import prefetch_statsmodels
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
-from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes
+from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, _no_outcome, budget_from_minutes
 from bearing_lib.traffic.targets import DEFAULT_SEED
 
 PROFILE_COLUMNS = ("start_s", "input_tokens", "output_tokens", "cached_tokens", "status", "step")
@@ -81,6 +81,7 @@ def _facts(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
         *[pl.col(c).null_count().cast(pl.Int64).alias(f"null_{c}") for c in (*tok, "status")],
         *[(pl.col(c) < 0).sum().cast(pl.Int64).alias(f"neg_{c}") for c in tok],
         (pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES)).sum().cast(pl.Int64).alias("bad_status"),
+        pl.col("status").is_in(_no_outcome(DEFAULT_BAD_STATUSES)).sum().cast(pl.Int64).alias("no_outcome"),
     )]
 
 
@@ -426,6 +427,10 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     else:
         slo = budget_from_minutes(status_p, origin=origin, k0=k0, t_last=t_max, n_no_status=int(facts["null_status"]),
                                   objective=slo_objective)
+        n_out = int(facts.get("no_outcome", 0))
+        if n_out:  # the in-memory slo_budget's note, word for word
+            slo.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(_no_outcome(bad))}): "
+                             "neither good nor bad, left out")
     try:
         seq: object = seq_len_from_counts(seq_p, n, source=ds.path)
     except InsufficientDataError as exc:

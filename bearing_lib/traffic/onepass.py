@@ -27,7 +27,7 @@ import polars as pl
 
 from bearing_lib.data.engine import ParquetDataset
 from bearing_lib.data.mixes import MixSpec
-from bearing_lib.data.trace import STATUSES
+from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES
 from bearing_lib.traffic.binning import FINE_RESOLUTION_S, TimestampResolution, resolution_from_gaps
 
 #: rows per batch of the streaming read
@@ -149,6 +149,7 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
     st = pl.col("status")
     inp, out = pl.col("input_tokens"), pl.col("output_tokens")
     n_mix = len(spec.mixes) + 1
+    no_outcome = [x for x in OUTCOME_UNKNOWN if x not in bad_statuses]
     per_row = [
         s,
         ((s - origin) / 60.0).floor().cast(pl.Int64).alias("km"),
@@ -161,6 +162,8 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         st.is_in(list(STATUSES)).fill_null(False).alias("known"),
         st.is_in(list(bad_statuses)).fill_null(False).alias("bad"),
         st.is_null().alias("no_status"),
+        # cancelled / unknown (unless counted bad): neither good nor bad, out of the budget's ratio
+        st.is_in(no_outcome).fill_null(False).alias("neutral"),
         pl.col("step").is_not_null().alias("has_step"),
     ]
     minute, second, mixh = _Dense(5), _Dense(1), _Dense(1)
@@ -185,6 +188,7 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
             lo = b[c].min()
             f[f"neg_{c}"] = int((b[c] < 0).sum()) if lo is not None and lo < 0 else 0
         f["bad_status"] = b.height - int(np.count_nonzero(known)) - n_no_status
+        f["no_outcome"] = int(np.count_nonzero(b["neutral"].to_numpy()))
         facts.append(f)
         if f["null_start_s"]:  # a missing start is refused from the facts; count the others
             b = b.filter(s.is_not_null())
@@ -204,8 +208,9 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         minute.add(1, km_rel, klo, khi, b["in0"].to_numpy())
         minute.add(2, km_rel, klo, khi, b["out0"].to_numpy())
         minute.add(3, km_rel, klo, khi)
-        if n_no_status:  # requests with a status = all but those without
-            c = np.bincount(km_rel[no_status], minlength=khi - klo + 1)
+        out_of_ratio = no_status | b["neutral"].to_numpy()
+        if out_of_ratio.any():  # requests with an outcome = all but those without status or with no outcome
+            c = np.bincount(km_rel[out_of_ratio], minlength=khi - klo + 1)
             minute.arr[3, klo - minute.lo:klo - minute.lo + c.size] -= c
         minute.add(4, km_rel[b["bad"].to_numpy()], klo, khi)
         for dense, col in ((second, "ks"), (mixh, "hm")):
@@ -229,7 +234,7 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
     if not facts:  # no batch at all (an empty dataset): the facts of nothing, for the checks
         facts.append({"n": 0, "t_min": None, "t_max": None, "null_start_s": 0, "n_step": 0,
                       **{f"null_{c}": 0 for c in (*TOKENS, "status")}, **{f"neg_{c}": 0 for c in TOKENS},
-                      "bad_status": 0})
+                      "bad_status": 0, "no_outcome": 0})
     minute_t = minute.table(["requests", "input_tokens", "output_tokens", "n", "bad"])
     second_t = second.table(["requests"])
     mk = mixh.table(["n_requests"])
@@ -244,7 +249,8 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         all_starts.sort(kind="stable")
     fact_schema = {"n": pl.Int64, "t_min": pl.Float64, "t_max": pl.Float64, "null_start_s": pl.Int64,
                    "n_step": pl.Int64, **{f"null_{c}": pl.Int64 for c in (*TOKENS, "status")},
-                   **{f"neg_{c}": pl.Int64 for c in TOKENS}, "bad_status": pl.Int64}
+                   **{f"neg_{c}": pl.Int64 for c in TOKENS}, "bad_status": pl.Int64,
+                   "no_outcome": pl.Int64}
     return OnePass(pl.DataFrame(facts, schema=fact_schema), minute_t, second_t, mix_t,
                    [vc.table() for vc in seq], all_starts)
 

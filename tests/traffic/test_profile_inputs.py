@@ -38,7 +38,8 @@ def _frame(n: int = 60_000, seed: int = 3, sort: bool = True) -> pl.DataFrame:
         t = np.sort(t)
     return pl.DataFrame({
         "start_s": np.round(t, 3), "input_tokens": rng.integers(1, 3000, n), "output_tokens": rng.integers(1, 500, n),
-        "status": np.where(rng.uniform(size=n) < 0.01, "error", np.where(rng.uniform(size=n) < 0.001, None, "ok")),
+        "status": np.where(rng.uniform(size=n) < 0.01, "error", np.where(
+            rng.uniform(size=n) < 0.001, None, np.where(rng.uniform(size=n) < 0.005, "cancelled", "ok"))),
     })
 
 
