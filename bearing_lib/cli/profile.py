@@ -76,8 +76,8 @@ def is_dataset_path(arg: str) -> bool:
 
 
 ENGINE_HELP = ("Aggregate on this engine: 'embedded' (polars, lazily from Parquet, this process) or 'dask' "
-               "(a Dask cluster; see --scheduler). Default: embedded; Parquet folders, globs and URLs are "
-               "always read lazily.")
+               "(a Dask cluster; see --scheduler). Default: embedded; every Parquet input (a file, a folder, a glob, "
+               "a URL) is read lazily, in one streaming pass.")
 SCHEDULER_HELP = "Dask scheduler address (tcp://host:8786) for --engine dask; without it a LocalCluster starts here."
 
 
@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
     def profile_cmd(
         trace: str = typer.Argument(..., help="A production trace (per request) or rate windows (e.g. ServeGen); "
                                     "or a Parquet dataset: a folder (hive-partitioned or not), a glob, or a URL."),
-        json_out: Path = typer.Option(..., "--json", help="Write the profile JSON here."),
+        json_out: Path = typer.Option(..., "--json", help="Write the profile JSON here ('-': to stdout, alone, "
+                                      "with no summary, notes or progress bar)."),
         mixes: str | None = typer.Option(
             None, "--mixes", help="Mixes for the shares: a mixes JSON, a limits JSON (its mix_spec), or 'none'."
         ),
@@ -104,52 +105,94 @@ def register(app: typer.Typer) -> None:
         scheduler: str | None = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
-        from bearing_lib.loaders import load
-        from bearing_lib.traffic.profile import profile_traffic
+        from bearing_lib.traffic.progress import progress_for, progress_wanted
 
         with bearing_errors():
-            if json_out.exists() and not force:
+            to_stdout = str(json_out) == "-"
+            if not to_stdout and json_out.exists() and not force:
                 raise ParameterError(f"{json_out} exists; pass --force to overwrite it")
             spec = read_mix_spec(mixes)
             if engine is not None and engine not in ("embedded", "dask"):
                 raise ParameterError(f"--engine must be embedded or dask, got {engine!r}")
             if scheduler is not None and engine != "dask":
                 raise ParameterError("--scheduler names a Dask scheduler; pass --engine dask with it")
-            if format is None and not option and mapping is None and (engine is not None or is_dataset_path(trace)):
-                import contextlib
-                import sys
-
-                from bearing_lib.traffic.dataset import profile_dataset
-
-                # a spinner on a terminal for the embedded engine (Dask shows its own progress bars); none otherwise
-                status: contextlib.AbstractContextManager = contextlib.nullcontext()
-                if sys.stderr.isatty() and engine != "dask":
-                    from rich.console import Console
-
-                    status = Console(stderr=True).status(f"profiling {trace} (embedded engine)")
-                with status:
-                    prof = profile_dataset(trace, engine=engine or "embedded", scheduler=scheduler, mix_spec=spec,
-                                           quantile_level=quantile, growth=growth, burst_k=burst_k,
-                                           slo_objective=slo)
-            else:
-                if engine is not None:
-                    raise ParameterError("--engine reads Parquet datasets of canonical columns; it does not combine "
-                                         "with --format / --option (load other formats without --engine)")
-                options = merge_loader_options(parse_loader_options(option), mapping=mapping)
-                fmt = format or ("generic" if mapping is not None else None)
-                ds = load(Path(trace), format=fmt, **options)
-                if ds.kind not in ("requests", "rates"):
-                    raise ParameterError(
-                        f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests "
-                        "or rates"
-                    )
-                prof = profile_traffic(ds, mix_spec=spec, quantile_level=quantile, growth=growth, burst_k=burst_k,
-                                       slo_objective=slo)
+            options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+            show = progress_wanted(json_only=to_stdout) and engine != "dask"  # Dask shows its own bars
+            params = {"mix_spec": spec, "quantile_level": quantile, "growth": growth, "burst_k": burst_k,
+                      "slo_objective": slo}
+            with progress_for(f"profiling {trace}", enabled=show) as bar:
+                prof = _profile_input(trace, format=format, mapping=mapping, options=options, engine=engine,
+                                      scheduler=scheduler, params=params, progress=bar, quiet=to_stdout)
+            text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
+            if to_stdout:
+                typer.echo(text, nl=False)
+                return
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            json_out.write_text(json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n")
+            json_out.write_text(text)
             for line in prof.summary_lines():
                 typer.echo(line)
             typer.echo(f"wrote {json_out}")
+
+
+def _note(text: str, quiet: bool) -> None:
+    """A one-line note on stderr (where the input went), unless the output is JSON alone."""
+    if not quiet:
+        typer.echo(f"note: {text}", err=True)
+
+
+def _profile_input(trace: str, *, format: str | None, mapping: Path | None, options: dict[str, object],
+                   engine: str | None, scheduler: str | None, params: dict[str, object], progress, quiet: bool):  # noqa: ANN001, ANN202
+    """Route the input: every Parquet input (a file, a folder, a glob, a URL) streams through the engine
+    (``traffic/dataset.py``: one lazy read on the embedded engine, with or without ``--engine``); a large
+    CSV / JSON trace is converted once to a cached Parquet file (``traffic/convert.py``) and streams too;
+    everything else (small text files, rate windows, other formats) is loaded whole (eager), and a large
+    input that stays eager says so."""
+    from bearing_lib.common.errors import SchemaError
+    from bearing_lib.traffic.dataset import profile_dataset
+
+    time_origin = str(options.get("time_origin", "auto"))
+    lazy_options = set(options) <= {"time_origin"}
+    path = Path(trace)
+    parquet_file = path.is_file() and path.suffix.lower() in (".parquet", ".pq")
+    if format is None and mapping is None and lazy_options and (
+            engine is not None or is_dataset_path(trace) or parquet_file):
+        try:
+            return profile_dataset(trace, engine=engine or "embedded", scheduler=scheduler, time_origin=time_origin,
+                                   progress=progress, **params)
+        except SchemaError as exc:
+            if engine is not None or not parquet_file:
+                raise
+            _note(f"{trace} is not a bearing-canonical Parquet file ({exc.args[0] if exc.args else exc}); "
+                  "loading it whole with the format loaders (eager)", quiet)
+    elif engine is not None:
+        raise ParameterError("--engine reads Parquet datasets of canonical columns; it does not combine "
+                             "with --format / --mapping / --option other than time_origin (load other formats "
+                             "without --engine)")
+    from bearing_lib.traffic import convert
+
+    fmt = format or ("generic" if mapping is not None else None)
+    if convert.wants_conversion(path):
+        try:
+            conv = convert.to_parquet_cache(path, format=fmt, options=options)
+        except ParameterError:
+            pass  # not per-request traffic with times: the eager path below says what it is
+        else:
+            _note(("reusing the Parquet copy " if conv.reused else "converted once to Parquet (reused while the "
+                   "source is unchanged): ") + f"{conv.parquet}", quiet)
+            prof = profile_dataset(str(conv.parquet), engine="embedded", progress=progress, **params)
+            prof.source = conv.source_dict(prof.source)
+            return prof
+    from bearing_lib.loaders import load
+    from bearing_lib.traffic.profile import profile_traffic
+
+    if path.is_file() and path.stat().st_size >= convert.min_bytes():
+        _note(f"{trace} is profiled in memory (eager): its format is read whole by its loader", quiet)
+    ds = load(path, format=fmt, **options)
+    if ds.kind not in ("requests", "rates"):
+        raise ParameterError(
+            f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"
+        )
+    return profile_traffic(ds, **params)
 
 
 __all__ = ["is_dataset_path", "read_mix_spec", "register"]

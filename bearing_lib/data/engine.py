@@ -79,6 +79,17 @@ class ParquetDataset:
         """A polars lazy scan of every file with the canonical ``columns`` (missing ones as typed nulls)."""
         return scan_files(self.files, self.columns, columns, self.storage_options, self.hive_columns)
 
+    def n_rows(self) -> int | None:
+        """Rows of all files from their footers (for progress bars); None for URLs or unreadable footers."""
+        if any(_is_url(f) for f in self.files):
+            return None
+        import pyarrow.parquet as pq
+
+        try:
+            return sum(pq.ParquetFile(f).metadata.num_rows for f in self.files)
+        except Exception:  # noqa: BLE001 - a progress total is optional
+            return None
+
     def scan_file(self, file: str, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """The same for one of the files."""
         return scan_files([file], self.columns, columns, self.storage_options, self.hive_columns)

@@ -2,7 +2,9 @@
 
 ``profile_dataset(path, engine=...)`` computes the same :class:`TrafficProfile` as
 ``profile_traffic(load(path))`` without loading the requests into one frame: every
-figure comes from aggregates that add up across partitions, computed by
+figure comes from aggregates that add up across partitions. The embedded engine computes
+all of them in one streaming read (:mod:`bearing_lib.traffic.onepass`: dense counts with
+``numpy.bincount``, the start times kept for the gaps); on Dask they are computed per file by
 :class:`bearing_lib.data.engine.Engine`:
 
 * one pass of facts (requests, first and last start, null counts, the input checks);
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +50,7 @@ from bearing_lib.traffic.binning import (
     finish_bins,
     resolution_from_gaps,
 )
+from bearing_lib.traffic.onepass import gap_summary, one_pass
 from bearing_lib.traffic.profile import (
     TrafficProfile,
     _hour_basis,
@@ -55,8 +59,10 @@ from bearing_lib.traffic.profile import (
     mix_hour_partials,
     shares_from_counts,
 )
+from bearing_lib.traffic.progress import Progress
+from bearing_lib.traffic.seasonality import prefetch_statsmodels
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
-from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes
+from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, _no_outcome, budget_from_minutes
 from bearing_lib.traffic.targets import DEFAULT_SEED
 
 PROFILE_COLUMNS = ("start_s", "input_tokens", "output_tokens", "cached_tokens", "status", "step")
@@ -75,6 +81,7 @@ def _facts(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
         *[pl.col(c).null_count().cast(pl.Int64).alias(f"null_{c}") for c in (*tok, "status")],
         *[(pl.col(c) < 0).sum().cast(pl.Int64).alias(f"neg_{c}") for c in tok],
         (pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES)).sum().cast(pl.Int64).alias("bad_status"),
+        pl.col("status").is_in(_no_outcome(DEFAULT_BAD_STATUSES)).sum().cast(pl.Int64).alias("no_outcome"),
     )]
 
 
@@ -236,33 +243,24 @@ def _combine_blocks(t: pl.DataFrame, n: int, distinct) -> tuple[TimestampResolut
     return res, n_gaps, cv
 
 
-def _gaps_embedded(ds: ParquetDataset, n: int) -> tuple[TimestampResolution, int, float | None]:
-    """The same in this process. Files whose time ranges do not overlap are summarised one at a time
-    (memory: one file's start times), as on Dask; otherwise the start times alone are sorted
-    (8 bytes per request) as the in-memory path does."""
-    if len(ds.files) > 1:
-        t = pl.concat([_file_gap_stats(ds.scan_file(f, ["start_s"]))[0].collect() for f in ds.files])
-        t = t.filter(pl.col("n") > 0).sort("first")
-        if _disjoint(t):
-            return _combine_blocks(t, n, lambda: _sorted_starts(ds).unique(maintain_order=True).to_numpy())
-    s = _sorted_starts(ds)
-    gaps = s.diff().drop_nulls().to_numpy()
-    res = resolution_from_gaps(n, gaps[gaps > 0])
-    if gaps.size < 2 or gaps.mean() <= 0:
-        return res, int(gaps.size), None
-    return res, int(gaps.size), float(gaps.std(ddof=1) / gaps.mean())
-
-
-def _sorted_starts(ds: ParquetDataset) -> pl.Series:
-    return ds.scan(["start_s"]).sort("start_s").collect(engine="streaming")["start_s"]
-
-
 # --------------------------------------------------------------------------- public entry
 
 
-def _source(ds: ParquetDataset, n: int, origin: str, engine: Engine) -> dict[str, object]:
+def _start_sha(ds: ParquetDataset) -> Future | None:
+    """The dataset's sha256 in a thread (hashlib releases the GIL), while the data is aggregated."""
     local = not any("://" in f for f in ds.files)
-    sha = sha256_of(ds.path) if local and Path(ds.path).exists() else None
+    if not (local and Path(ds.path).exists()):
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bearing-sha256")
+    fut = pool.submit(sha256_of, ds.path)
+    pool.shutdown(wait=False)
+    return fut
+
+
+def _source(ds: ParquetDataset, n: int, origin: str, engine: Engine, sha: Future | None = None) -> dict[str, object]:
+    if sha is None:
+        sha = _start_sha(ds)
+    sha = sha.result() if sha is not None else None
     return {
         "path": ds.path,
         "sha256": sha,
@@ -291,6 +289,7 @@ def profile_dataset(
     n_boot: int = 1000,
     seed: int = DEFAULT_SEED,
     time_origin: str = "auto",
+    progress: Progress | None = None,
 ) -> TrafficProfile:
     """Profile a production trace stored as a Parquet dataset (a file, a folder, a glob, a URL).
 
@@ -307,14 +306,33 @@ def profile_dataset(
     own = not isinstance(engine, Engine)
     try:
         return _profile(ds, eng, mix_spec or MixSpec.single(), quantile_level, growth, burst_k,
-                        burst_merge_gap_bins, slo_objective, n_boot, seed, time_origin)
+                        burst_merge_gap_bins, slo_objective, n_boot, seed, time_origin, progress)
     finally:
         if own:
             eng.close()
 
 
+def _origin_kind(t_min: float, ds: ParquetDataset, time_origin: str) -> str:
+    """``epoch`` or ``relative``: as asked, else the files' metadata, else the canonical loader's rule."""
+    if ds.time_origin == "none":
+        raise InsufficientDataError(f"{ds.path}: the dataset keeps no per-request times (time_origin 'none'); "
+                                    "a traffic profile needs arrival times")
+    if time_origin != "auto":
+        return time_origin
+    if ds.time_origin in ("epoch", "relative"):
+        return ds.time_origin
+    return "epoch" if t_min >= EPOCH_FLOOR_S else "relative"
+
+
+def _origin(facts: dict[str, object], ds: ParquetDataset, time_origin: str) -> float:
+    """The origin of the bin keys: 0 on an epoch clock, else the first start."""
+    t_min = float(facts["t_min"])
+    return 0.0 if _origin_kind(t_min, ds, time_origin) == "epoch" else t_min
+
+
 def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: float, growth: float, burst_k: float,
-             merge_gap: int, slo_objective: float, n_boot: int, seed: int, time_origin: str) -> TrafficProfile:
+             merge_gap: int, slo_objective: float, n_boot: int, seed: int, time_origin: str,
+             progress: Progress | None = None) -> TrafficProfile:
     params = {"quantile": quantile_level, "growth": growth, "burst_k": burst_k, "burst_merge_gap_bins": merge_gap,
               "slo_objective": slo_objective, "n_boot": n_boot, "seed": seed}
     if not (0 < slo_objective < 1):
@@ -324,28 +342,42 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     bad = tuple(DEFAULT_BAD_STATUSES)
     dask = eng.name == "dask"
     counts = None
-    if time_origin == "epoch" or (time_origin == "auto" and ds.time_origin == "epoch"):
+    known_epoch = time_origin == "epoch" or (time_origin == "auto" and ds.time_origin == "epoch")
+    onep = None
+    sha = _start_sha(ds)
+    if not dask:
+        prefetch_statsmodels()  # ~2 s of imports for the MSTL, overlapped with the read
+        # embedded: one streaming read for everything (traffic/onepass.py); on a clock that is not known to be
+        # epoch, the first start (the origin of the bins) comes from a facts pass first
+        fact_parts = None if known_epoch else eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0]
+        if fact_parts is not None:
+            _check(_combine_facts(fact_parts), fact_parts, ds, eng)
+        origin0 = 0.0 if known_epoch else _origin(_combine_facts(fact_parts), ds, time_origin)
+        eng.partitions = len(ds.files)
+        if progress is not None:
+            progress.start(ds.n_rows())
+        onep = one_pass(ds, list(PROFILE_COLUMNS), origin=origin0, spec=spec, bad_statuses=bad,
+                        progress=None if progress is None else progress.advance)
+        fact_parts = onep.facts
+        counts = [onep.minute, onep.second, onep.mix_hour, *onep.seq]
+        gap_parts = None
+    elif known_epoch:
         # the clock is known: one read for the facts, the counts (and on Dask the gap summaries)
         fn = functools.partial(_facts_and_counts, origin=0.0, spec=spec, bad_statuses=bad, gaps=dask)
         fact_parts, *rest = eng.map_partitions(ds, PROFILE_COLUMNS, fn)
         gap_parts, counts = (rest[0], rest[1:]) if dask else (None, rest)
-    elif dask:
-        fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts_and_gaps)
     else:
-        fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0], None
+        fact_parts, gap_parts = eng.map_partitions(ds, PROFILE_COLUMNS, _facts_and_gaps)
     facts = _combine_facts(fact_parts)
     _check(facts, fact_parts, ds, eng)
     n, t_min, t_max = int(facts["n"]), float(facts["t_min"]), float(facts["t_max"])
-    origin_kind = time_origin
-    if origin_kind == "auto":
-        origin_kind = ds.time_origin if ds.time_origin in ("epoch", "relative") else (
-            "epoch" if t_min >= EPOCH_FLOOR_S else "relative")
-    if ds.time_origin == "none":
-        raise InsufficientDataError(f"{ds.path}: the dataset keeps no per-request times (time_origin 'none'); "
-                                    "a traffic profile needs arrival times")
+    origin_kind = _origin_kind(t_min, ds, time_origin)
     aligned = origin_kind == "epoch"
     origin = 0.0 if aligned else t_min
-    res, n_gaps, cv = _gaps_dask(eng, ds, n, gap_parts) if gap_parts is not None else _gaps_embedded(ds, n)
+    if onep is not None:
+        res, n_gaps, cv = gap_summary(onep.starts, n)
+    else:
+        res, n_gaps, cv = _gaps_dask(eng, ds, n, gap_parts)
     if not res.allows_bin(60.0):
         raise ParameterError(f"{ds.path}: timestamps move in {res.quantum_s:.3f} s steps; per-minute rates would be "
                              "artefacts of that grid")
@@ -395,12 +427,18 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     else:
         slo = budget_from_minutes(status_p, origin=origin, k0=k0, t_last=t_max, n_no_status=int(facts["null_status"]),
                                   objective=slo_objective)
+        n_out = int(facts.get("no_outcome", 0))
+        if n_out:  # the in-memory slo_budget's note, word for word
+            slo.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(_no_outcome(bad))}): "
+                             "neither good nor bad, left out")
     try:
         seq: object = seq_len_from_counts(seq_p, n, source=ds.path)
     except InsufficientDataError as exc:
         seq = Unavailable(str(exc))
+    if progress is not None:
+        progress.step("slots, MSTL, bursts, bootstrap targets")
     return assemble_profile(
-        source=_source(ds, n, origin_kind, eng), time_origin=origin_kind, t_min=t_min, t_max=t_max, resolution=res,
+        source=_source(ds, n, origin_kind, eng, sha), time_origin=origin_kind, t_min=t_min, t_max=t_max, resolution=res,
         minutes=minutes, seconds=seconds, dispersion=disp, mixes=mixes, slo=slo, seq_len=seq, params=params,
         quantile_level=quantile_level, growth=growth, burst_k=burst_k, burst_merge_gap_bins=merge_gap,
         n_boot=n_boot, seed=seed,

@@ -327,6 +327,33 @@ def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
     return h * 3600.0 + offset, frame["r"].to_numpy()
 
 
+_PREFETCH: list[object] = []
+
+
+def prefetch_statsmodels() -> None:
+    """Start importing statsmodels' MSTL in a background thread (about 2 s of imports on the project's VM).
+
+    The profile of a large trace calls this before it reads the data: the import then runs while
+    polars decodes and aggregates (which releases the GIL), and :func:`decompose` finds the module
+    loaded. Harmless when it is imported already or when the import fails (``decompose`` then
+    imports, or raises, as usual)."""
+    import sys
+    import threading
+
+    if _PREFETCH or "statsmodels.tsa.seasonal" in sys.modules:
+        return
+
+    def run() -> None:
+        try:
+            import statsmodels.tsa.seasonal  # noqa: F401
+        except Exception:  # noqa: BLE001 - decompose imports again and reports
+            pass
+
+    t = threading.Thread(target=run, name="bearing-prefetch-statsmodels", daemon=True)
+    _PREFETCH.append(t)
+    t.start()
+
+
 def decompose(series: RateSeries) -> Decomposition | Unavailable:
     """MSTL of the series' hourly mean rates, or the reason there are too few cycles.
 
