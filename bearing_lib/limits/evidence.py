@@ -114,6 +114,13 @@ def _percentile_evidence(c: Clause, row: dict, x: float) -> Evidence | None:
         known = True
         if not (mx >= c.threshold if c.strict else mx > c.threshold):
             hi = 0.0
+        mean = row.get(f"{c.metric}_mean")
+        if mean is not None and math.isfinite(mean) and mx > c.threshold > 0:
+            # every value is at most the maximum and those at or below T add at most T: mean <= (1 - s) T + s max,
+            # so the share s above T is at least (mean - T) / (max - T); and by Markov at most mean / T
+            known = True
+            lo = max(lo, (mean - c.threshold) / (mx - c.threshold))
+            hi = min(hi, mean / c.threshold)
     if not known or lo > hi:
         return None
     n = row.get("n_ok") or row.get("n_requests")

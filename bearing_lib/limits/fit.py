@@ -751,6 +751,10 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
         else:
             censored = "not_monotone" if contradict else "none"
             value = med
+            last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
+            if tables and last_pass is not None and first_fail is not None and not contradict:
+                # a table's pass and fail are the tool's own verdicts of whole runs: the value stays between them
+                value = min(max(med, last_pass), first_fail)
             # an interval end beyond the loads tested is not bounded by the data
             ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
             statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"

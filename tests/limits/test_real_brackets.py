@@ -93,3 +93,30 @@ def test_real_sweep_inside_raw_bracket(shared_data, path, sla, threshold, reader
                          ids=[c[0] for c in BUNDLED])
 def test_bundled_sweep_inside_raw_bracket(bundled, path, sla, threshold, reader, run_id):
     _check(bundled(path), sla, threshold, reader, run_id)
+
+
+@pytest.mark.shared_data
+def test_table_value_stays_between_the_tools_own_pass_and_fail(shared_data):
+    # inference-perf vllm_batch_size: the 111.92 rps stage passes p90(ttft) <= 500 ms by the tool's own P90 and the
+    # next (placed at its achieved 116.3 rps) fails: the model's value stays in that bracket (it read 111.74 before)
+    path = shared_data(f"{IP}/vllm_batch_size")
+    levels = rb.inference_perf(path, "p90")
+    ok = max(x for x, v in levels if v <= 500)
+    res = fit_limits(load(path), ["p90(ttft) <= 500ms"], mixes="none", n_boot=0)
+    (m,) = res.limits
+    assert ok == pytest.approx(111.92, abs=0.01)
+    assert m.q_ult.bracket[0] == pytest.approx(ok) and m.q_ult.bracket[0] <= m.q_ult.value <= m.q_ult.bracket[1]
+
+
+@pytest.mark.shared_data
+def test_aiperf_sweep_mean_and_max_bound_the_share(shared_data):
+    # the AIPerf sweep CSV reports only the mean and the maximum TTFT per concurrency: 128 passes (max <= 1 s), and
+    # at 320 the mean is above what it could be with at most 10 % of requests over 1 s: the crossing lies in
+    # [128, 320]; bearing reads the same bounds and its value lies there (it read 535.6 with no failing step before)
+    path = shared_data("loadtests/aiperf/akamaslabs-g7-4500-concurrency-sweep-TRANSCRIBED/sweep_aggregate/"
+                       "profile_export_aiperf_sweep.csv")
+    lo, hi = rb.verdict_bracket(rb.aiperf_sweep_bounds(path, 1000.0))
+    assert (lo, hi) == (128.0, 320.0)
+    res = fit_limits(load(path), ["p90(ttft) <= 1s"], mixes="none", n_boot=0)
+    (m,) = res.limits
+    assert m.q_ult.censored == "none" and lo <= m.q_ult.value <= hi, m.q_ult.statement
