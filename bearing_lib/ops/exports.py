@@ -12,7 +12,10 @@ once. Which number goes where (docs/operations.md has the worked example):
   threshold); **min replicas** = ``instances.base`` (the instances the target load needs; with a
   fixed buffer, ``instances.total``); **max replicas** = the larger of ``instances.total`` and the
   elasticity replay's ``max_instances``; **scale-down stabilisation** = the replay's
-  ``elasticity.cool_down_s``;
+  ``elasticity.cool_down_s``. With failure domains (``bearing plan --zones``) the replica counts
+  are the domains': min = ``failure_domains.instances`` (the fleet that carries the target with the
+  largest domain(s) lost; ``failure_domains.total`` with a fixed buffer), max = the larger of
+  ``failure_domains.total`` and the replay's maximum rounded up to an even spread over the zones;
 - **error-budget burn** from the SLA's ``error_rate <= x`` clause (budget ``x`` over an SLO
   window, 30 days by default): 10 % of the budget in 1 h, and the multi-window pairs (2 % in 1 h
   with a 5 min confirmation, page; 5 % in 6 h with 30 min, ticket). A burn rate of
@@ -90,6 +93,13 @@ class PlanNumbers:
     limit_bound: str = "none"
     """``fos.blended.bound`` of the plan: ``upper`` when the limit is an upper bound (the test failed at its
     first step), ``lower`` when a lower bound (it never failed)."""
+    domain_instances: int | None = None
+    """``failure_domains.instances``: carries the target with the largest domain(s) lost (None: no domains)."""
+    domain_total: int | None = None
+    """``failure_domains.total``: those plus the burst buffer, spread evenly."""
+    zones: int | None = None
+    replicas_per_node: int | None = None
+    domains_statement: str | None = None
 
     @property
     def bound_note(self) -> str | None:
@@ -110,11 +120,18 @@ class PlanNumbers:
 
     @property
     def min_replicas(self) -> int:
+        if self.domain_instances is not None and self.domain_total is not None:
+            return self.domain_total if self.buffer_mode == "fixed" else self.domain_instances
         return self.total_instances if self.buffer_mode == "fixed" else self.base_instances
 
     @property
     def max_replicas(self) -> int:
-        return max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
+        hi = max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
+        if self.zones is not None and self.domain_total is not None:
+            from bearing_lib.plan.domains import round_up_to_domains
+
+            hi = round_up_to_domains(max(hi, self.domain_total), self.zones, self.replicas_per_node)
+        return hi
 
 
 def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -> PlanNumbers:
@@ -123,6 +140,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     listing them all, with the file."""
     from bearing_lib.plan.capacity import InstancePlan
     from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.domains import FailureDomains
     from bearing_lib.plan.elasticity import ReplayResult
     from bearing_lib.plan.fos import CbuResult
 
@@ -150,6 +168,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     sla: tuple[SlaClause, ...] = ()
     if limits_path is not None:
         sla = read_sla(Path(limits_path))
+    dom = p.failure_domains if isinstance(p.failure_domains, FailureDomains) else None
     numbers = PlanNumbers(
         plan_path=str(plan_path),
         per_instance_allowable_rps=inst.per_instance_allowable_rps,
@@ -166,6 +185,11 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         limits_path=str(limits_path) if limits_path is not None else None,
         sla=sla,
         limit_bound=p.blended.bound,
+        domain_instances=dom.instances if dom else None,
+        domain_total=dom.total if dom else None,
+        zones=dom.zones if dom else None,
+        replicas_per_node=dom.replicas_per_node if dom else None,
+        domains_statement=dom.statement if dom else None,
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(
@@ -448,6 +472,15 @@ def _behavior(cool_down_s: int) -> dict[str, Any]:
     }
 
 
+def _domain_notes(numbers: PlanNumbers) -> list[str]:
+    if numbers.domains_statement is None:
+        return []
+    spread = ("topologySpreadConstraints with maxSkew 1 on topology.kubernetes.io/zone" if (numbers.zones or 1) > 1
+              else f"at most {numbers.replicas_per_node} replicas per node (kubernetes.io/hostname)")
+    return [f"replicas from the plan's failure domains (failure_domains): {numbers.domains_statement}; the "
+            f"Deployment must spread its pods evenly ({spread}) for the loss to hold"]
+
+
 def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
@@ -488,6 +521,7 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
             "target": {"type": "AverageValue", "averageValue": _milli(target.queue_target)}}})
         notes.append(f"also scales on {target.queue_metric} above {target.queue_target:g} waiting per pod "
                      "(--queue-target; the HPA takes the larger replica count of the two metrics)")
+    notes += _domain_notes(numbers)
     notes.append(
         f"the HPA reads the per-pod metric {target.pods_metric!r} through the custom-metrics API: with "
         f"prometheus-adapter, a rule with seriesQuery '{REQUESTS_COMPLETED}{{namespace!=\"\",pod!=\"\"}}', "
@@ -534,6 +568,7 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
             "query": f"sum(vllm:num_requests_waiting{_sel(target.matchers)})",
             "threshold": _floor3(target.queue_target)}})
         notes.append(f"also scales on waiting requests above {target.queue_target:g} per replica (--queue-target)")
+    notes += _domain_notes(numbers)
     notes.append("KEDA's cooldownPeriod applies only to scaling to zero; the scale-down stabilisation window carries "
                  "the plan's cool-down")
     return doc, notes
