@@ -599,9 +599,10 @@ def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, 
         staged.mid_term_reason = "the profile has no per-minute series to forecast from"
     elif fc is None:
         span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series[0] else 0
-        staged.mid_term_reason = (f"a growth forecast needs >= 4 weeks ({MIN_FORECAST_DAYS} complete days) of "
-                                  f"traffic; the profile spans {span_d:,.2f} day(s) ({len(days)} complete day(s), "
-                                  f"{len(peaks or [])} complete week(s))")
+        staged.mid_term_reason = (f"a growth forecast needs >= 4 complete weeks of traffic; the profile spans "
+                                  f"{span_d:,.2f} day(s) ({len(peaks or [])} complete week(s))")
+        if len(peaks or []) >= 4:  # four weeks from the first minute, but fewer complete (UTC) days
+            staged.mid_term_reason += f", {len(days)} complete day(s) of the {MIN_FORECAST_DAYS} the forecast needs"
     else:
         staged.daily_peaks_rps = [float(v) for v in daily]
     staged.weekly_peak_statistic = f"P{q * 100:g} of the week's per-minute rate / 60"
