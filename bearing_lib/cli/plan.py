@@ -83,6 +83,10 @@ def register(app: typer.Typer) -> None:
         replicas_per_node: int | None = typer.Option(None, "--replicas-per-node",
                                                      help="Replicas per node (with --zones)."),
         domains_lost: int = typer.Option(1, "--domains-lost", help="Domains lost: 1 (N+1) or 2 (N+2)."),
+        tenant_column: str | None = typer.Option(None, "--tenant-column",
+                                                 help="Column of the --trace file naming the tenant: per-tenant P99 "
+                                                      "60 s peaks and max-min fair quotas of the allowable capacity "
+                                                      "(bearing export writes them as per-key rate limits)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the plan JSON here."),
     ) -> None:
         """FOS per mix and blended, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards."""
@@ -132,6 +136,7 @@ def register(app: typer.Typer) -> None:
                 zones=zones,
                 replicas_per_node=replicas_per_node,
                 domains_lost=domains_lost,
+                tenant_column=tenant_column,
             )
             for line in plan.summary_lines():
                 typer.echo(line)

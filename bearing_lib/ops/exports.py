@@ -24,13 +24,20 @@ once. Which number goes where (docs/operations.md has the worked example):
   > 1`` on vLLM's histogram for that metric);
 - **rate limits** at ``A`` per instance (× ``instances`` for a limiter in front of several):
   nginx ``limit_req`` in requests per minute rounded *down*, Envoy's local rate limit as a
-  token bucket refilled at exactly ``A``.
+  token bucket refilled at exactly ``A``;
+- **per-tenant rate limits** (a plan built with ``--tenant-column``): each tenant's quota
+  (``tenants.tenants[].quota_rps``, max-min fair shares of the fleet's allowable capacity, fleet-wide:
+  for a limiter in front of the whole fleet) keyed on the request header ``--tenant-header``
+  (``x-tenant-id``): nginx one ``limit_req_zone`` per tenant (a ``map`` gives the key only to that
+  tenant's requests), Envoy one ``descriptors`` entry per tenant (the route's ``rate_limits`` action
+  ``request_headers`` → descriptor key ``tenant``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +107,8 @@ class PlanNumbers:
     zones: int | None = None
     replicas_per_node: int | None = None
     domains_statement: str | None = None
+    tenant_quotas: tuple[tuple[str, float], ...] = ()
+    """``tenants.tenants[]``: (tenant, quota_rps), fleet-wide (empty: the plan has no tenants)."""
 
     @property
     def bound_note(self) -> str | None:
@@ -190,6 +199,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         zones=dom.zones if dom else None,
         replicas_per_node=dom.replicas_per_node if dom else None,
         domains_statement=dom.statement if dom else None,
+        tenant_quotas=tuple((r.tenant, r.quota_rps) for r in p.tenants.tenants) if p.tenants is not None else (),
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(
@@ -254,6 +264,8 @@ class Target:
     min_replicas: int | None = None
     max_replicas: int | None = None
     cool_down_s: float | None = None
+    tenant_header: str = "x-tenant-id"
+    """Request header naming the tenant (per-tenant rate limits)."""
 
     @property
     def matchers(self) -> str:
@@ -268,9 +280,27 @@ class Target:
             raise ParameterError(f"--instances must be >= 1 (got {self.instances})")
         if self.queue_target is not None and not self.queue_target > 0:
             raise ParameterError(f"--queue-target must be > 0 (got {self.queue_target})")
+        if not _HEADER.fullmatch(self.tenant_header):
+            raise ParameterError(f"--tenant-header must be an HTTP header name of letters, digits and '-' "
+                                 f"(got {self.tenant_header!r})")
         for name, v in (("--min-replicas", self.min_replicas), ("--max-replicas", self.max_replicas)):
             if v is not None and v < 1:
                 raise ParameterError(f"{name} must be >= 1 (got {v})")
+
+
+_HEADER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_TENANT = re.compile(r"[A-Za-z0-9._:@/+-]+")
+
+
+def _tenants(numbers: PlanNumbers, notes: list[str]) -> list[tuple[str, float]]:
+    """The plan's tenant quotas that a rate limiter can hold (a tenant name nginx and Envoy can match)."""
+    out = []
+    for name, q in numbers.tenant_quotas:
+        if not _TENANT.fullmatch(name):
+            notes.append(f"tenant {name!r}: not a plain header value; no per-tenant limit written for it")
+            continue
+        out.append((name, q))
+    return out
 
 
 def _sel(matchers: str, extra: str = "") -> str:
@@ -611,6 +641,15 @@ def envoy(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[st
     }
     notes = [f"place the entry in the http_connection_manager's http_filters, before envoy.filters.http.router; "
              f"rate {_num(rps)} req/s for {target.instances} instance(s) behind this Envoy"]
+    tenants = _tenants(numbers, notes)
+    if tenants:
+        doc["typed_config"]["descriptors"] = [
+            {"entries": [{"key": "tenant", "value": name}], "token_bucket": token_bucket(q)}
+            for name, q in tenants if q > 0]
+        notes.append(f"per-tenant limits (the plan's tenants: max-min fair quotas of the fleet's allowable capacity, "
+                     f"fleet-wide): add to the route `rate_limits: [{{actions: [{{request_headers: {{header_name: "
+                     f"{target.tenant_header}, descriptor_key: tenant}}}}]}}]`; "
+                     + ", ".join(f"{n} {_num(q)} req/s" for n, q in tenants))
     return doc, notes
 
 
@@ -630,9 +669,24 @@ def nginx(numbers: PlanNumbers, target: Target) -> tuple[dict[str, str], list[st
     loc = (
         f"{head}\n# include in the location {{}} that proxies to the model server.\n"
         f"limit_req zone=bearing_llm burst={burst} nodelay;\n"
-        "limit_req_status 429;\n"
     )
-    return {"http": http, "location": loc}, [f"nginx rate {per_min}r/m (exact allowable {_num(rps * 60)}/min)"]
+    notes = [f"nginx rate {per_min}r/m (exact allowable {_num(rps * 60)}/min)"]
+    var = "$http_" + target.tenant_header.lower().replace("-", "_")
+    tenants = _tenants(numbers, notes)
+    if tenants:
+        http += (f"# per-tenant limits keyed on the {target.tenant_header} header: the plan's max-min fair quotas of "
+                 "the fleet's allowable capacity (fleet-wide), rounded down to requests per minute\n")
+    for i, (name, q) in enumerate(tenants):
+        t_min = math.floor(q * 60 + 1e-9)
+        if t_min < 1:
+            notes.append(f"tenant {name}: quota {q:g} req/s is below 1 request per minute; not limited separately")
+            continue
+        http += (f"map {var} $bearing_tenant_{i} {{\n    default \"\";\n    \"{name}\" {var};\n}}\n"
+                 f"limit_req_zone $bearing_tenant_{i} zone=bearing_tenant_{i}:1m rate={t_min}r/m;  # {name}\n")
+        loc += f"limit_req zone=bearing_tenant_{i} burst={max(1, math.floor(q))} nodelay;\n"
+        notes.append(f"tenant {name}: {t_min}r/m (quota {_num(q)} req/s)")
+    loc += "limit_req_status 429;\n"
+    return {"http": http, "location": loc}, notes
 
 
 # --------------------------------------------------------------------------- writing

@@ -93,6 +93,7 @@ from bearing_lib.plan.memory import (
     sequence_length_stats,
 )
 from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
+from bearing_lib.plan.tenants import Tenants, tenant_labels, tenant_quotas
 
 SCHEMA = "bearing.plan/1"
 """Version 1 adds the ``schema`` key; plan files written before it (no ``schema``) read the same."""
@@ -124,7 +125,8 @@ class PlanOptions:
     ``tensor_parallel`` the KV check against a vLLM start-up log; ``price_per_hour`` and
     ``budget_per_month`` the economics; ``zones``, ``replicas_per_node`` and ``domains_lost`` the
     failure domains (:mod:`.domains`: the fleet that carries the target with the largest domain(s)
-    down); ``limits_source`` / ``profile_source`` name the inputs.
+    down); ``tenant_column`` the trace's column naming the tenant (:mod:`.tenants`: per-tenant peaks and
+    max-min fair quotas; needs the trace); ``limits_source`` / ``profile_source`` name the inputs.
     """
 
     tier: str | TierBands = "standard"
@@ -151,6 +153,7 @@ class PlanOptions:
     zones: int | None = None
     replicas_per_node: int | None = None
     domains_lost: int = 1
+    tenant_column: str | None = None
     limits_source: str = "limits JSON"
     profile_source: str = "profile JSON"
 
@@ -298,6 +301,25 @@ def _domains(instances: InstancePlan | NotAvailable, target: Target, tier: TierB
                            buffer=instances.buffer)
 
 
+def _tenants(instances: InstancePlan | NotAvailable, domains: FailureDomains | NotAvailable, trace: Any,
+             opt: PlanOptions) -> Tenants | None:
+    """Per-tenant peaks and quotas of the fleet's allowable capacity (:mod:`.tenants`), with ``tenant_column``."""
+    if opt.tenant_column is None:
+        return None
+    if trace is None:
+        raise ParameterError("--tenant-column needs the production trace (--trace)")
+    if not isinstance(instances, InstancePlan):
+        raise InsufficientDataError(f"tenant quotas need the instance plan: {instances.reason}")
+    a = instances.per_instance_allowable_rps
+    if isinstance(domains, FailureDomains):
+        n, basis = domains.total, f"failure_domains.total {domains.total} × {a:.4g} req/s allowable per instance"
+    else:
+        n, basis = instances.total, f"instances.total {instances.total} × {a:.4g} req/s allowable per instance"
+    labels = tenant_labels(trace, opt.tenant_column)
+    return tenant_quotas(trace.frame["start_s"].to_list(), labels, n * a, column=opt.tenant_column,
+                         capacity_basis=basis)
+
+
 def _safe_concurrency(io: _Inputs, fos: FosResult) -> SafeConcurrency | None:
     """The max safe concurrency of the heaviest mix's latency–concurrency curve (None: no latency clause)."""
     io.main_mix = max(fos.per_mix, key=lambda m: m.share).mix if fos.per_mix else None
@@ -442,6 +464,7 @@ class CapacityPlan:
     plan assumed; a section the inputs could not support is :class:`NotAvailable` with the reason."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("tenants",)
     tier: TierBands
     target: Target
     fos: FosResult
@@ -457,6 +480,7 @@ class CapacityPlan:
     notes: list[str]
     economics: EconomicsSection | None = None
     failure_domains: DomainsSection | None = None
+    tenants: Tenants | None = None
     utilisation: float | None = None
     breakpoint_rule: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
@@ -503,6 +527,7 @@ class CapacityPlan:
                                                 else None, why)
             instances.safe_concurrency = safe
         domains = _domains(instances, target, tier, opt)
+        tenants = _tenants(instances, domains, trace, opt)
         memory = _memory(io, safe, opt, trace)
         cards = _scorecards(io, fos, target, memory, opt)
         economics = plan_economics(fos, tier, target.rps, allowable, instances, io.prof, quantile=target.quantile,
@@ -522,7 +547,7 @@ class CapacityPlan:
         return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
                    allowable_rps=allowable, allowable_statement=allowable_text, cbu=cbu, instances=instances,
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,
-                   failure_domains=domains,
+                   failure_domains=domains, tenants=tenants,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,
                    sources={"limits": opt.limits_source, "profile": opt.profile_source}, bearing_version=__version__)
 
@@ -590,6 +615,11 @@ class CapacityPlan:
         d = self.failure_domains
         if isinstance(d, FailureDomains):
             lines.append(f"domains:     {d.statement}")
+        if self.tenants is not None:
+            lines.append(f"tenants:     {self.tenants.statement}")
+            for r in self.tenants.tenants:
+                lines.append(f"  tenant {r.tenant}: peak {r.peak_rps:,.4g} req/s ({r.share_of_capacity:.1%} of the "
+                             f"allowable), quota {r.quota_rps:,.4g} req/s" + (" (capped)" if r.capped else ""))
         e = self.elasticity
         lines.append(f"elasticity:  {e.recommendation}: {e.reason}" if isinstance(e, ReplayResult)
                      else f"elasticity:  not available: {e.reason}")
