@@ -149,6 +149,12 @@ def test_the_plan_forecasts_as_the_profile_does_and_says_when_the_fleet_runs_out
     k = next(k for k in range(600) if a + b * (34 + 7 * k) > 8.0)
     assert s.fleet_runs_out.weeks_after_last == k
     assert f"runs out in {k} week(s)" in s.fleet_runs_out.statement
+    # the staged part reads back from its JSON as the same object (the forecast is part of the plan document)
+    from bearing_lib.common.schema import parse
+    from bearing_lib.plan.economics import Staged
+    from bearing_lib.plan.jsonform import to_json
+
+    assert parse(Staged, json.loads(json.dumps(to_json(s), allow_nan=False)), what="staged") == s
 
 
 def _instances(**kw) -> InstancePlan:
