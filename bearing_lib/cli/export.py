@@ -43,6 +43,9 @@ def register(app: typer.Typer) -> None:
         max_replicas: int | None = typer.Option(None, "--max-replicas", help="Override the plan's max replicas."),
         cool_down_s: float | None = typer.Option(None, "--cool-down-s",
                                                  help="Override the elasticity replay's cool-down, s."),
+        tenant_header: str = typer.Option("x-tenant-id", "--tenant-header",
+                                          help="Request header naming the tenant, for the per-tenant rate limits "
+                                               "of a plan built with --tenant-column."),
         check: bool = typer.Option(False, "--check", help="Validate every file written with its tool; exit 1 when "
                                                           "one fails."),
     ) -> None:
@@ -62,7 +65,7 @@ def register(app: typer.Typer) -> None:
                             prometheus_url=prometheus_url, pods_metric=pods_metric, queue_target=queue_target,
                             for_minutes=for_minutes,
                             slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,
-                            max_replicas=max_replicas, cool_down_s=cool_down_s)
+                            max_replicas=max_replicas, cool_down_s=cool_down_s, tenant_header=tenant_header)
             written = export(numbers, wanted, out, target, check=check)
             typer.echo(f"allowable {numbers.per_instance_allowable_rps:.4g} req/s per instance; autoscaler target "
                        f"{numbers.scale_target_rps:.4g} req/s per pod (cbu.threshold {numbers.cbu_threshold:g})")

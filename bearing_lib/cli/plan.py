@@ -76,6 +76,17 @@ def register(app: typer.Typer) -> None:
                                                         "against the engine's gauge."),
         metrics_format: str | None = typer.Option(None, "--metrics-format",
                                                   help="Format of --server-metrics (default: detected)."),
+        zones: int | None = typer.Option(None, "--zones",
+                                         help="Zones the instances are spread over evenly: size the fleet to carry "
+                                              "the target at the design FOS with --domains-lost zone(s) down (1: "
+                                              "a single zone whose nodes are the domains, with --replicas-per-node)."),
+        replicas_per_node: int | None = typer.Option(None, "--replicas-per-node",
+                                                     help="Replicas per node (with --zones)."),
+        domains_lost: int = typer.Option(1, "--domains-lost", help="Domains lost: 1 (N+1) or 2 (N+2)."),
+        tenant_column: str | None = typer.Option(None, "--tenant-column",
+                                                 help="Column of the --trace file naming the tenant: per-tenant P99 "
+                                                      "60 s peaks and max-min fair quotas of the allowable capacity "
+                                                      "(bearing export writes them as per-key rate limits)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the plan JSON here."),
     ) -> None:
         """FOS per mix and blended, verdict, allowable capacity, CBU, instances, elasticity, memory, scorecards."""
@@ -122,6 +133,10 @@ def register(app: typer.Typer) -> None:
                 price_per_hour=price_per_hour,
                 budget_per_month=budget_per_month,
                 kv_gauge=gauge,
+                zones=zones,
+                replicas_per_node=replicas_per_node,
+                domains_lost=domains_lost,
+                tenant_column=tenant_column,
             )
             for line in plan.summary_lines():
                 typer.echo(line)

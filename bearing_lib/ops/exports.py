@@ -12,7 +12,10 @@ once. Which number goes where (docs/operations.md has the worked example):
   threshold); **min replicas** = ``instances.base`` (the instances the target load needs; with a
   fixed buffer, ``instances.total``); **max replicas** = the larger of ``instances.total`` and the
   elasticity replay's ``max_instances``; **scale-down stabilisation** = the replay's
-  ``elasticity.cool_down_s``;
+  ``elasticity.cool_down_s``. With failure domains (``bearing plan --zones``) the replica counts
+  are the domains': min = ``failure_domains.instances`` (the fleet that carries the target with the
+  largest domain(s) lost; ``failure_domains.total`` with a fixed buffer), max = the larger of
+  ``failure_domains.total`` and the replay's maximum rounded up to an even spread over the zones;
 - **error-budget burn** from the SLA's ``error_rate <= x`` clause (budget ``x`` over an SLO
   window, 30 days by default): 10 % of the budget in 1 h, and the multi-window pairs (2 % in 1 h
   with a 5 min confirmation, page; 5 % in 6 h with 30 min, ticket). A burn rate of
@@ -21,13 +24,20 @@ once. Which number goes where (docs/operations.md has the worked example):
   > 1`` on vLLM's histogram for that metric);
 - **rate limits** at ``A`` per instance (× ``instances`` for a limiter in front of several):
   nginx ``limit_req`` in requests per minute rounded *down*, Envoy's local rate limit as a
-  token bucket refilled at exactly ``A``.
+  token bucket refilled at exactly ``A``;
+- **per-tenant rate limits** (a plan built with ``--tenant-column``): each tenant's quota
+  (``tenants.tenants[].quota_rps``, max-min fair shares of the fleet's allowable capacity, fleet-wide:
+  for a limiter in front of the whole fleet) keyed on the request header ``--tenant-header``
+  (``x-tenant-id``): nginx one ``limit_req_zone`` per tenant (a ``map`` gives the key only to that
+  tenant's requests), Envoy one ``descriptors`` entry per tenant (the route's ``rate_limits`` action
+  ``request_headers`` → descriptor key ``tenant``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,6 +100,15 @@ class PlanNumbers:
     limit_bound: str = "none"
     """``fos.blended.bound`` of the plan: ``upper`` when the limit is an upper bound (the test failed at its
     first step), ``lower`` when a lower bound (it never failed)."""
+    domain_instances: int | None = None
+    """``failure_domains.instances``: carries the target with the largest domain(s) lost (None: no domains)."""
+    domain_total: int | None = None
+    """``failure_domains.total``: those plus the burst buffer, spread evenly."""
+    zones: int | None = None
+    replicas_per_node: int | None = None
+    domains_statement: str | None = None
+    tenant_quotas: tuple[tuple[str, float], ...] = ()
+    """``tenants.tenants[]``: (tenant, quota_rps), fleet-wide (empty: the plan has no tenants)."""
 
     @property
     def bound_note(self) -> str | None:
@@ -110,11 +129,18 @@ class PlanNumbers:
 
     @property
     def min_replicas(self) -> int:
+        if self.domain_instances is not None and self.domain_total is not None:
+            return self.domain_total if self.buffer_mode == "fixed" else self.domain_instances
         return self.total_instances if self.buffer_mode == "fixed" else self.base_instances
 
     @property
     def max_replicas(self) -> int:
-        return max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
+        hi = max(self.total_instances, self.replay_max_instances or 0, self.min_replicas)
+        if self.zones is not None and self.domain_total is not None:
+            from bearing_lib.plan.domains import round_up_to_domains
+
+            hi = round_up_to_domains(max(hi, self.domain_total), self.zones, self.replicas_per_node)
+        return hi
 
 
 def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -> PlanNumbers:
@@ -123,6 +149,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     listing them all, with the file."""
     from bearing_lib.plan.capacity import InstancePlan
     from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.domains import FailureDomains
     from bearing_lib.plan.elasticity import ReplayResult
     from bearing_lib.plan.fos import CbuResult
 
@@ -150,6 +177,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     sla: tuple[SlaClause, ...] = ()
     if limits_path is not None:
         sla = read_sla(Path(limits_path))
+    dom = p.failure_domains if isinstance(p.failure_domains, FailureDomains) else None
     numbers = PlanNumbers(
         plan_path=str(plan_path),
         per_instance_allowable_rps=inst.per_instance_allowable_rps,
@@ -166,6 +194,12 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         limits_path=str(limits_path) if limits_path is not None else None,
         sla=sla,
         limit_bound=p.blended.bound,
+        domain_instances=dom.instances if dom else None,
+        domain_total=dom.total if dom else None,
+        zones=dom.zones if dom else None,
+        replicas_per_node=dom.replicas_per_node if dom else None,
+        domains_statement=dom.statement if dom else None,
+        tenant_quotas=tuple((r.tenant, r.quota_rps) for r in p.tenants.tenants) if p.tenants is not None else (),
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(
@@ -230,6 +264,8 @@ class Target:
     min_replicas: int | None = None
     max_replicas: int | None = None
     cool_down_s: float | None = None
+    tenant_header: str = "x-tenant-id"
+    """Request header naming the tenant (per-tenant rate limits)."""
 
     @property
     def matchers(self) -> str:
@@ -244,9 +280,27 @@ class Target:
             raise ParameterError(f"--instances must be >= 1 (got {self.instances})")
         if self.queue_target is not None and not self.queue_target > 0:
             raise ParameterError(f"--queue-target must be > 0 (got {self.queue_target})")
+        if not _HEADER.fullmatch(self.tenant_header):
+            raise ParameterError(f"--tenant-header must be an HTTP header name of letters, digits and '-' "
+                                 f"(got {self.tenant_header!r})")
         for name, v in (("--min-replicas", self.min_replicas), ("--max-replicas", self.max_replicas)):
             if v is not None and v < 1:
                 raise ParameterError(f"{name} must be >= 1 (got {v})")
+
+
+_HEADER = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_TENANT = re.compile(r"[A-Za-z0-9._:@/+-]+")
+
+
+def _tenants(numbers: PlanNumbers, notes: list[str]) -> list[tuple[str, float]]:
+    """The plan's tenant quotas that a rate limiter can hold (a tenant name nginx and Envoy can match)."""
+    out = []
+    for name, q in numbers.tenant_quotas:
+        if not _TENANT.fullmatch(name):
+            notes.append(f"tenant {name!r}: not a plain header value; no per-tenant limit written for it")
+            continue
+        out.append((name, q))
+    return out
 
 
 def _sel(matchers: str, extra: str = "") -> str:
@@ -448,6 +502,15 @@ def _behavior(cool_down_s: int) -> dict[str, Any]:
     }
 
 
+def _domain_notes(numbers: PlanNumbers) -> list[str]:
+    if numbers.domains_statement is None:
+        return []
+    spread = ("topologySpreadConstraints with maxSkew 1 on topology.kubernetes.io/zone" if (numbers.zones or 1) > 1
+              else f"at most {numbers.replicas_per_node} replicas per node (kubernetes.io/hostname)")
+    return [f"replicas from the plan's failure domains (failure_domains): {numbers.domains_statement}; the "
+            f"Deployment must spread its pods evenly ({spread}) for the loss to hold"]
+
+
 def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
@@ -488,6 +551,7 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
             "target": {"type": "AverageValue", "averageValue": _milli(target.queue_target)}}})
         notes.append(f"also scales on {target.queue_metric} above {target.queue_target:g} waiting per pod "
                      "(--queue-target; the HPA takes the larger replica count of the two metrics)")
+    notes += _domain_notes(numbers)
     notes.append(
         f"the HPA reads the per-pod metric {target.pods_metric!r} through the custom-metrics API: with "
         f"prometheus-adapter, a rule with seriesQuery '{REQUESTS_COMPLETED}{{namespace!=\"\",pod!=\"\"}}', "
@@ -534,6 +598,7 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
             "query": f"sum(vllm:num_requests_waiting{_sel(target.matchers)})",
             "threshold": _floor3(target.queue_target)}})
         notes.append(f"also scales on waiting requests above {target.queue_target:g} per replica (--queue-target)")
+    notes += _domain_notes(numbers)
     notes.append("KEDA's cooldownPeriod applies only to scaling to zero; the scale-down stabilisation window carries "
                  "the plan's cool-down")
     return doc, notes
@@ -576,6 +641,15 @@ def envoy(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[st
     }
     notes = [f"place the entry in the http_connection_manager's http_filters, before envoy.filters.http.router; "
              f"rate {_num(rps)} req/s for {target.instances} instance(s) behind this Envoy"]
+    tenants = _tenants(numbers, notes)
+    if tenants:
+        doc["typed_config"]["descriptors"] = [
+            {"entries": [{"key": "tenant", "value": name}], "token_bucket": token_bucket(q)}
+            for name, q in tenants if q > 0]
+        notes.append(f"per-tenant limits (the plan's tenants: max-min fair quotas of the fleet's allowable capacity, "
+                     f"fleet-wide): add to the route `rate_limits: [{{actions: [{{request_headers: {{header_name: "
+                     f"{target.tenant_header}, descriptor_key: tenant}}}}]}}]`; "
+                     + ", ".join(f"{n} {_num(q)} req/s" for n, q in tenants))
     return doc, notes
 
 
@@ -595,9 +669,24 @@ def nginx(numbers: PlanNumbers, target: Target) -> tuple[dict[str, str], list[st
     loc = (
         f"{head}\n# include in the location {{}} that proxies to the model server.\n"
         f"limit_req zone=bearing_llm burst={burst} nodelay;\n"
-        "limit_req_status 429;\n"
     )
-    return {"http": http, "location": loc}, [f"nginx rate {per_min}r/m (exact allowable {_num(rps * 60)}/min)"]
+    notes = [f"nginx rate {per_min}r/m (exact allowable {_num(rps * 60)}/min)"]
+    var = "$http_" + target.tenant_header.lower().replace("-", "_")
+    tenants = _tenants(numbers, notes)
+    if tenants:
+        http += (f"# per-tenant limits keyed on the {target.tenant_header} header: the plan's max-min fair quotas of "
+                 "the fleet's allowable capacity (fleet-wide), rounded down to requests per minute\n")
+    for i, (name, q) in enumerate(tenants):
+        t_min = math.floor(q * 60 + 1e-9)
+        if t_min < 1:
+            notes.append(f"tenant {name}: quota {q:g} req/s is below 1 request per minute; not limited separately")
+            continue
+        http += (f"map {var} $bearing_tenant_{i} {{\n    default \"\";\n    \"{name}\" {var};\n}}\n"
+                 f"limit_req_zone $bearing_tenant_{i} zone=bearing_tenant_{i}:1m rate={t_min}r/m;  # {name}\n")
+        loc += f"limit_req zone=bearing_tenant_{i} burst={max(1, math.floor(q))} nodelay;\n"
+        notes.append(f"tenant {name}: {t_min}r/m (quota {_num(q)} req/s)")
+    loc += "limit_req_status 429;\n"
+    return {"http": http, "location": loc}, notes
 
 
 # --------------------------------------------------------------------------- writing

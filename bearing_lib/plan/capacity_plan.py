@@ -38,6 +38,7 @@ from bearing_lib.plan.capacity import (
     instance_count,
     max_safe_concurrency,
 )
+from bearing_lib.plan.domains import FailureDomains, check_domains, failure_domains
 from bearing_lib.plan.economics import PlanEconomics, apply_budget_row, plan_economics
 from bearing_lib.plan.elasticity import DEFAULT_COLD_START_S, DEFAULT_COOL_DOWN_S, ReplayResult, replay
 from bearing_lib.plan.fos import (
@@ -92,6 +93,7 @@ from bearing_lib.plan.memory import (
     sequence_length_stats,
 )
 from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
+from bearing_lib.plan.tenants import Tenants, tenant_labels, tenant_quotas
 
 SCHEMA = "bearing.plan/1"
 """Version 1 adds the ``schema`` key; plan files written before it (no ``schema``) read the same."""
@@ -104,6 +106,7 @@ ElasticitySection = section(ReplayResult)
 MemorySection = section(MemoryPlan)
 ScorecardsSection = section(Scorecards)
 EconomicsSection = section(PlanEconomics)
+DomainsSection = section(FailureDomains)
 
 
 # --------------------------------------------------------------------------- options
@@ -120,7 +123,10 @@ class PlanOptions:
     ``burst_multiplier`` replaces the profile's burst model and ``min_buffer`` is the least
     buffer; ``user_inputs`` the scorecard's user-supplied inputs; ``vllm_log`` (text) and
     ``tensor_parallel`` the KV check against a vLLM start-up log; ``price_per_hour`` and
-    ``budget_per_month`` the economics; ``limits_source`` / ``profile_source`` name the inputs.
+    ``budget_per_month`` the economics; ``zones``, ``replicas_per_node`` and ``domains_lost`` the
+    failure domains (:mod:`.domains`: the fleet that carries the target with the largest domain(s)
+    down); ``tenant_column`` the trace's column naming the tenant (:mod:`.tenants`: per-tenant peaks and
+    max-min fair quotas; needs the trace); ``limits_source`` / ``profile_source`` name the inputs.
     """
 
     tier: str | TierBands = "standard"
@@ -144,12 +150,17 @@ class PlanOptions:
     tensor_parallel: int = 1
     price_per_hour: float | None = None
     budget_per_month: float | None = None
+    zones: int | None = None
+    replicas_per_node: int | None = None
+    domains_lost: int = 1
+    tenant_column: str | None = None
     limits_source: str = "limits JSON"
     profile_source: str = "profile JSON"
 
     def __post_init__(self) -> None:
         if self.tested_instances is not None and self.tested_instances < 1:
             raise ParameterError(f"tested_instances must be >= 1 (got {self.tested_instances})")
+        check_domains(self.zones, self.domains_lost, self.replicas_per_node)
 
     @property
     def tier_bands(self) -> TierBands:
@@ -275,6 +286,38 @@ def _instances(io: _Inputs, fos: FosResult, tier: TierBands, target: Target,
     elif fos.blended.bound == "upper":
         io.notes.append("instance count from an upper bound on the limit: a lower bound on instances needed")
     return inst
+
+
+def _domains(instances: InstancePlan | NotAvailable, target: Target, tier: TierBands,
+             opt: PlanOptions) -> FailureDomains | NotAvailable:
+    """The fleet that carries the target at the design FOS with the largest domain(s) lost (:mod:`.domains`)."""
+    if opt.zones is None:
+        return NotAvailable("no failure domains given (bearing plan --zones N [--replicas-per-node K] "
+                            "[--domains-lost 1|2])")
+    if not isinstance(instances, InstancePlan):
+        return NotAvailable(f"no instance plan: {instances.reason}")
+    return failure_domains(instances.base, instances.per_instance_allowable_rps, target.rps, tier.target_fos,
+                           zones=opt.zones, domains_lost=opt.domains_lost, replicas_per_node=opt.replicas_per_node,
+                           buffer=instances.buffer)
+
+
+def _tenants(instances: InstancePlan | NotAvailable, domains: FailureDomains | NotAvailable, trace: Any,
+             opt: PlanOptions) -> Tenants | None:
+    """Per-tenant peaks and quotas of the fleet's allowable capacity (:mod:`.tenants`), with ``tenant_column``."""
+    if opt.tenant_column is None:
+        return None
+    if trace is None:
+        raise ParameterError("--tenant-column needs the production trace (--trace)")
+    if not isinstance(instances, InstancePlan):
+        raise InsufficientDataError(f"tenant quotas need the instance plan: {instances.reason}")
+    a = instances.per_instance_allowable_rps
+    if isinstance(domains, FailureDomains):
+        n, basis = domains.total, f"failure_domains.total {domains.total} × {a:.4g} req/s allowable per instance"
+    else:
+        n, basis = instances.total, f"instances.total {instances.total} × {a:.4g} req/s allowable per instance"
+    labels = tenant_labels(trace, opt.tenant_column)
+    return tenant_quotas(trace.frame["start_s"].to_list(), labels, n * a, column=opt.tenant_column,
+                         capacity_basis=basis)
 
 
 def _safe_concurrency(io: _Inputs, fos: FosResult) -> SafeConcurrency | None:
@@ -421,6 +464,7 @@ class CapacityPlan:
     plan assumed; a section the inputs could not support is :class:`NotAvailable` with the reason."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("tenants",)
     tier: TierBands
     target: Target
     fos: FosResult
@@ -435,6 +479,8 @@ class CapacityPlan:
     scorecards: ScorecardsSection
     notes: list[str]
     economics: EconomicsSection | None = None
+    failure_domains: DomainsSection | None = None
+    tenants: Tenants | None = None
     utilisation: float | None = None
     breakpoint_rule: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
@@ -480,11 +526,14 @@ class CapacityPlan:
             instances.buffer_plan = buffer_plan(instances, elasticity if isinstance(elasticity, ReplayResult)
                                                 else None, why)
             instances.safe_concurrency = safe
+        domains = _domains(instances, target, tier, opt)
+        tenants = _tenants(instances, domains, trace, opt)
         memory = _memory(io, safe, opt, trace)
         cards = _scorecards(io, fos, target, memory, opt)
         economics = plan_economics(fos, tier, target.rps, allowable, instances, io.prof, quantile=target.quantile,
                                    trace=trace, price_per_hour=opt.price_per_hour,
-                                   budget_per_month=opt.budget_per_month, kv_gauge=kv_gauge)
+                                   budget_per_month=opt.budget_per_month, kv_gauge=kv_gauge,
+                                   domains=domains if isinstance(domains, FailureDomains) else None)
         apply_budget_row(cards.scorecard, economics.money)
         from bearing_lib.common.version import __version__
 
@@ -498,6 +547,7 @@ class CapacityPlan:
         return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
                    allowable_rps=allowable, allowable_statement=allowable_text, cbu=cbu, instances=instances,
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,
+                   failure_domains=domains, tenants=tenants,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,
                    sources={"limits": opt.limits_source, "profile": opt.profile_source}, bearing_version=__version__)
 
@@ -562,6 +612,14 @@ class CapacityPlan:
                 lines.append(f"buffer:      {bp.mode}, {bp.instances} instance(s): {bp.reason}")
         else:
             lines.append(f"instances:   not available: {i.reason}")
+        d = self.failure_domains
+        if isinstance(d, FailureDomains):
+            lines.append(f"domains:     {d.statement}")
+        if self.tenants is not None:
+            lines.append(f"tenants:     {self.tenants.statement}")
+            for r in self.tenants.tenants:
+                lines.append(f"  tenant {r.tenant}: peak {r.peak_rps:,.4g} req/s ({r.share_of_capacity:.1%} of the "
+                             f"allowable), quota {r.quota_rps:,.4g} req/s" + (" (capped)" if r.capped else ""))
         e = self.elasticity
         lines.append(f"elasticity:  {e.recommendation}: {e.reason}" if isinstance(e, ReplayResult)
                      else f"elasticity:  not available: {e.reason}")

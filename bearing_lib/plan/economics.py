@@ -20,10 +20,13 @@ Budget scorecard row (DOMAIN.md: green "clear cost model with headroom", yellow 
     against, green when the monthly cost leaves at least ``headroom`` (20 %) of the budget, yellow
     when it fits with less, red when it exceeds the budget.
 Staged plan (DOMAIN.md: near term = current peak × 1.5; mid term = 6-month forecast × 1.5)
-    ``instances = ceil(rps × 1.5 / A)``. The forecast (:func:`growth_forecast`) is a straight
-    line through the weekly peaks (statsmodels OLS, needs >= 4 weeks) with its prediction
-    interval; :func:`weeks_until_exhausted` is the first week the forecast (or its upper bound)
-    exceeds the fleet's allowable capacity.
+    ``instances = ceil(rps × 1.5 / A)`` (and, with failure domains, the instances that still carry
+    that with the largest domain(s) lost, :mod:`bearing_lib.plan.domains`). The forecast is the
+    profile's (:func:`bearing_lib.traffic.targets.trend_forecast`, one function for both): the daily
+    peak of the per-minute series (needs >= 28 complete days), its trend used only when significant
+    (the slope's 95 % CI excludes 0), else the flat level and "no trend detected"; never below 0.
+    :func:`weeks_until_exhausted` is the first week the significant trend exceeds the fleet's
+    allowable capacity (None without a trend: no exhaustion date is made up).
 """
 
 from __future__ import annotations
@@ -32,19 +35,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import derived_qualifiers
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.fos import FosResult, TierBands
 from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
 from bearing_lib.plan.jsonform import STRICT, available, section, to_json
 from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
 from bearing_lib.plan.scorecards import ScoreRow
+from bearing_lib.traffic.targets import MIN_FORECAST_DAYS, TrendForecast, daily_peaks, trend_forecast
 
 HOURS_PER_MONTH = 730.0
 STAGE_FACTOR = 1.5
-MIN_WEEKS = 4
 
 
 def _positive(**values: float | None) -> None:
@@ -210,88 +214,82 @@ def instances_for(rps: float, per_instance_allowable_rps: float, *, factor: floa
     return math.ceil(rps * factor / per_instance_allowable_rps - 1e-9)
 
 
-@dataclass(frozen=True)
-class Forecast:
-    """A straight-line forecast of the weekly peak: at ``horizon_weeks`` after the last week."""
-
-    n_weeks: int
-    slope_per_week: float
-    intercept: float
-    horizon_weeks: int
-    value: float
-    lower: float
-    upper: float
-    level: float
-    method: str
-
-    __pydantic_config__ = STRICT
-
-    def at(self, week: float) -> float:
-        """The fitted line at week index ``week`` (0 = the first data week)."""
-        return self.intercept + self.slope_per_week * week
-
-    def to_dict(self) -> dict[str, object]:
-        return to_json(self)
+Forecast = TrendForecast
+"""The plan's forecast is the profile's (:class:`bearing_lib.traffic.targets.TrendForecast`)."""
 
 
-def growth_forecast(weekly_peaks: list[float], *, horizon_weeks: int = 26, level: float = 0.95) -> Forecast:
-    """OLS line through the weekly peaks (week index 0, 1, ...) and its prediction interval at
-    ``horizon_weeks`` after the last week (statsmodels; 26 weeks = the sources' six months)."""
+def growth_forecast(starts_s: list[float], requests_per_min: list[float], *, horizon_days: float = 182.5,
+                    level: float = 0.95) -> TrendForecast:
+    """The forecast of the daily peak of a per-minute series (:func:`daily_peaks_of` then
+    :func:`~bearing_lib.traffic.targets.trend_forecast`, the profile's function)."""
+    days, peaks = daily_peaks_of(starts_s, requests_per_min)
+    return trend_forecast(days, peaks, horizon_days=horizon_days, level=level)
+
+
+def daily_peaks_of(starts_s: list[float], requests_per_min: list[float]) -> tuple[Any, Any]:
+    """(day index, peak req/s) of each complete day of a per-minute series, as the profile computes them
+    (:func:`~bearing_lib.traffic.targets.daily_peaks`): epoch starts are days from UTC midnight, other starts
+    days from the first minute."""
     import numpy as np
-    import statsmodels.api as sm
 
-    y = np.asarray(weekly_peaks, dtype=float)
-    if y.size < MIN_WEEKS:
-        raise InsufficientDataError(f"a growth forecast needs >= {MIN_WEEKS} weeks of peaks (got {y.size})")
-    if not np.isfinite(y).all():
-        raise ParameterError("weekly peaks must be finite numbers")
-    w = np.arange(y.size, dtype=float)
-    fit = sm.OLS(y, sm.add_constant(w)).fit()
-    at = float(y.size - 1 + horizon_weeks)
-    frame = fit.get_prediction(np.array([[1.0, at]])).summary_frame(alpha=1 - level)
-    return Forecast(
-        n_weeks=int(y.size), slope_per_week=float(fit.params[1]), intercept=float(fit.params[0]),
-        horizon_weeks=horizon_weeks, value=float(frame["mean"].iloc[0]),
-        lower=float(frame["obs_ci_lower"].iloc[0]), upper=float(frame["obs_ci_upper"].iloc[0]), level=level,
-        method="statsmodels OLS of weekly peak on week index; prediction interval (obs_ci) at the horizon",
-    )
+    if len(starts_s) != len(requests_per_min):
+        raise ParameterError("daily peaks: starts and requests differ in length")
+    t = np.asarray(starts_s, dtype=float)
+    if t.size == 0:
+        return np.empty(0), np.empty(0)
+    step = float(np.median(np.diff(np.sort(t)))) if t.size > 1 else 60.0
+    return daily_peaks(t, np.asarray(requests_per_min, dtype=float) / 60.0, step or 60.0,
+                       aligned=float(t.min()) > EPOCH_2001)
 
 
-def weeks_until_exhausted(forecast: Forecast, capacity_rps: float, *, max_weeks: int = 520) -> int | None:
-    """Weeks after the last data week until the forecast line first exceeds ``capacity_rps``
-    (None: not within ``max_weeks``, e.g. flat or falling traffic); 0 when it already does."""
-    last = forecast.n_weeks - 1
+EPOCH_2001 = 978_307_200.0
+"""Starts after 2001-01-01 are taken as epoch seconds (the profile's aligned clock)."""
+
+
+def weeks_until_exhausted(forecast: TrendForecast, capacity_rps: float, *, max_weeks: int = 520) -> int | None:
+    """Weeks after the last data day until the significant trend first exceeds ``capacity_rps`` (0 when it
+    already does; None when not within ``max_weeks``, when the trend is flat or falling, and when there is
+    no significant trend: no exhaustion date is extrapolated from noise)."""
+    if not forecast.significant:
+        return None
     for k in range(max_weeks + 1):
-        if forecast.at(last + k) > capacity_rps:
+        if forecast.at(forecast.last_day + 7 * k) > capacity_rps:
             return k
     return None
 
 
 @dataclass
 class NearTerm:
-    """Instances for the current peak × 1.5."""
+    """Instances for the current peak × 1.5 (``instances_with_domains``: with the largest domain(s) lost)."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("instances_with_domains",)
     rps: float
     instances: int
     rule: str
+    instances_with_domains: int | None = None
 
 
 @dataclass
 class MidTerm:
-    """Instances for the 6-month forecast × 1.5 (and for its prediction interval's upper end)."""
+    """Instances for the 6-month forecast × 1.5 (and for its prediction interval's upper end); with failure
+    domains, the same with the largest domain(s) lost."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("instances_with_domains", "instances_upper_with_domains")
     rps: float
     instances: int
     instances_upper: int
-    forecast: Forecast
+    forecast: TrendForecast
     rule: str
+    instances_with_domains: int | None = None
+    instances_upper_with_domains: int | None = None
 
 
 @dataclass
 class FleetRunsOut:
-    """When the forecast first exceeds the current fleet's allowable capacity (None: not within 10 years)."""
+    """When the forecast's significant trend first exceeds the current fleet's allowable capacity (None: no
+    significant trend, or not within 10 years)."""
 
     __pydantic_config__ = STRICT
     capacity_rps: float
@@ -301,11 +299,12 @@ class FleetRunsOut:
 
 @dataclass
 class Staged:
-    """The staged plan in instances: near term (current peak × 1.5), mid term (6-month forecast × 1.5, with
-    the weekly peaks it is fitted to) and when the current fleet runs out."""
+    """The staged plan in instances: near term (current peak × 1.5), mid term (6-month forecast × 1.5 of the
+    daily peaks, ``daily_peaks_rps``; the weekly peaks are shown for reading) and when the current fleet runs
+    out."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("mid_term_reason", "limit_bound", "bound_note")
+    _OMIT_NONE = ("mid_term_reason", "limit_bound", "bound_note", "daily_peaks_rps")
     available: Literal[True] = field(default=True, kw_only=True)
     per_instance_allowable_rps: float
     near_term: NearTerm
@@ -316,29 +315,54 @@ class Staged:
     weekly_peak_statistic: str = ""
     limit_bound: str | None = None
     bound_note: str | None = None
+    daily_peaks_rps: list[float] | None = None
 
 
 def staged_for(
     per_instance_allowable_rps: float, fleet: int, current_peak_rps: float, *,
-    weekly_peaks: list[float] | None = None, horizon_weeks: int = 26,
+    weekly_peaks: list[float] | None = None, forecast: TrendForecast | None = None,
+    domains: FailureDomains | None = None,
 ) -> Staged:
     """Near and mid term in instances for a fleet of ``fleet`` instances at ``per_instance_allowable_rps``
-    each; mid term only with >= 4 weekly peaks."""
+    each; mid term only with a ``forecast`` (:func:`growth_forecast`); with ``domains`` each stage also in
+    instances that carry it with the largest domain(s) lost, and the fleet is the domains' total."""
     a, peak = per_instance_allowable_rps, current_peak_rps
+
+    def dom(n: int) -> int | None:
+        return domains.instances_for(n) if domains is not None else None
+
+    near = instances_for(peak, a)
     out = Staged(per_instance_allowable_rps=a,
-                 near_term=NearTerm(peak * STAGE_FACTOR, instances_for(peak, a),
-                                    f"current peak {peak:.4g} req/s × {STAGE_FACTOR}"),
+                 near_term=NearTerm(peak * STAGE_FACTOR, near, f"current peak {peak:.4g} req/s × {STAGE_FACTOR}",
+                                    dom(near)),
                  weekly_peaks_rps=weekly_peaks)
-    if weekly_peaks is None or len(weekly_peaks) < MIN_WEEKS:
-        out.mid_term_reason = f"a forecast needs >= {MIN_WEEKS} weeks of peaks (got {len(weekly_peaks or [])})"
+    if forecast is None:
+        out.mid_term_reason = f"a forecast needs >= 4 weeks ({MIN_FORECAST_DAYS} complete days) of traffic"
         return out
-    fc = growth_forecast(weekly_peaks, horizon_weeks=horizon_weeks)
-    out.mid_term = MidTerm(fc.value * STAGE_FACTOR, instances_for(fc.value, a), instances_for(fc.upper, a), fc,
-                           f"{horizon_weeks}-week forecast {fc.value:.4g} req/s "
-                           f"({fc.level:.0%} PI {fc.lower:.4g}–{fc.upper:.4g}) × {STAGE_FACTOR}")
-    cap = fleet * a
+    fc = forecast
+    mid, mid_hi = instances_for(fc.value, a), instances_for(fc.upper, a)
+    out.mid_term = MidTerm(fc.value * STAGE_FACTOR, mid, mid_hi, fc,
+                           f"{fc.horizon_days:g}-day forecast of the daily peak {fc.value:.4g} req/s "
+                           f"({fc.level:.0%} PI {fc.lower:.4g}–{fc.upper:.4g}"
+                           + ("" if fc.significant else f"; no trend detected over {fc.n_days} days")
+                           + f") × {STAGE_FACTOR}", dom(mid), dom(mid_hi))
+    if domains is not None:
+        n, cap = domains.total, domains.total * a
+        who = f"the current fleet ({n} × {a:.4g} req/s, in {domains.zones} zone(s))"
+    else:
+        n, cap = fleet, fleet * a
+        who = f"the current fleet ({fleet} × {a:.4g} req/s)"
+    if not fc.significant:
+        lo, hi = fc.slope_ci95
+        where = "above" if fc.value > cap else "below"
+        statement = (f"no trend detected over {fc.n_days} days (slope 95% CI {lo:+.3g}…{hi:+.3g} req/s per day "
+                     f"includes 0): no date at which {who} runs out; the level {fc.value:.4g} req/s is {where} its "
+                     f"capacity {cap:.4g} req/s")
+        out.fleet_runs_out = FleetRunsOut(cap, None, statement)
+        return out
     k = weeks_until_exhausted(fc, cap)
-    out.fleet_runs_out = FleetRunsOut(cap, k, f"the current fleet ({fleet} × {a:.4g} req/s) runs out in {k} week(s)"
+    out.fleet_runs_out = FleetRunsOut(cap, k, f"{who} runs out in {k} week(s) on the trend "
+                                              f"({fc.slope_rps_per_day:+.3g} req/s per day)"
                                       if k is not None else "the forecast does not reach the fleet's capacity")
     return out
 
@@ -524,10 +548,14 @@ class PlanEconomics:
         if isinstance(s, Staged):
             nt = s.near_term
             least = derived_qualifiers(str(s.limit_bound))[0]
-            out.append(f"near term:   {least}{nt.instances} instance(s) for {nt.rps:,.3f} req/s ({nt.rule})")
+            nd = (f" ({nt.instances_with_domains} with the largest domain(s) lost)"
+                  if nt.instances_with_domains is not None else "")
+            out.append(f"near term:   {least}{nt.instances} instance(s){nd} for {nt.rps:,.3f} req/s ({nt.rule})")
             if s.mid_term is not None and s.fleet_runs_out is not None:
                 mt = s.mid_term
-                out.append(f"mid term:    {mt.instances} instance(s) (upper {mt.instances_upper}) for "
+                md = (f"; {mt.instances_with_domains} (upper {mt.instances_upper_with_domains}) with the largest "
+                      "domain(s) lost" if mt.instances_with_domains is not None else "")
+                out.append(f"mid term:    {mt.instances} instance(s) (upper {mt.instances_upper}){md} for "
                            f"{mt.rps:,.3f} req/s ({mt.rule}); {s.fleet_runs_out.statement}")
             else:
                 out.append(f"mid term:    not available: {s.mid_term_reason}")
@@ -556,18 +584,27 @@ def _tokens(fos: FosResult, tier: TierBands, allowable_rps: float | None, instan
                        f"Q_ult and at Q_ult / design FOS {design:g}")
 
 
-def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput) -> Staged:
-    """The staged plan with the profile's weekly peaks (the target's statistic of each complete week)."""
+def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput,
+            domains: FailureDomains | None = None) -> Staged:
+    """The staged plan with the profile's forecast (the daily peaks of its per-minute series, as the profile
+    forecasts them) and, for reading, its weekly peaks (the target's statistic of each complete week)."""
     series = _series(profile)
     q = quantile or 0.99
     peaks = weekly_peaks(*series, quantile=q) if series else None
-    staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks)
-    if peaks is None:
+    days, daily = daily_peaks_of(*series) if series else ([], [])
+    fc = growth_forecast(*series) if series and len(days) >= MIN_FORECAST_DAYS else None
+    staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks,
+                        forecast=fc, domains=domains)
+    if series is None:
         staged.mid_term_reason = "the profile has no per-minute series to forecast from"
-    elif len(peaks) < MIN_WEEKS:
-        span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series and series[0] else 0
-        staged.mid_term_reason = (f"a growth forecast needs >= {MIN_WEEKS} complete weeks of traffic; the "
-                                  f"profile spans {span_d:,.2f} day(s) ({len(peaks)} complete week(s))")
+    elif fc is None:
+        span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series[0] else 0
+        staged.mid_term_reason = (f"a growth forecast needs >= 4 complete weeks of traffic; the profile spans "
+                                  f"{span_d:,.2f} day(s) ({len(peaks or [])} complete week(s))")
+        if len(peaks or []) >= 4:  # four weeks from the first minute, but fewer complete (UTC) days
+            staged.mid_term_reason += f", {len(days)} complete day(s) of the {MIN_FORECAST_DAYS} the forecast needs"
+    else:
+        staged.daily_peaks_rps = [float(v) for v in daily]
     staged.weekly_peak_statistic = f"P{q * 100:g} of the week's per-minute rate / 60"
     return staged
 
@@ -585,14 +622,15 @@ def plan_economics(
     price_per_hour: float | None = None,
     budget_per_month: float | None = None,
     kv_gauge: KvGauge | None = None,
+    domains: FailureDomains | None = None,
 ) -> PlanEconomics:
     """The economics section from the plan's typed results and the profile.
 
     Tokens/s at Q_ult (``fos.blended.q_blend_rps``) and at the allowable load (``allowable_rps``)
     with the production mean tokens, per mix at its Q_ult and Q_ult / design FOS with that
     mix's mean tokens; money with ``price_per_hour`` (:func:`money_for`); the staged plan
-    (:func:`staged_for`) with the profile's weekly peaks (of the target's ``quantile``) when it
-    spans >= 4 weeks; with ``kv_gauge`` (what the engine reported, ``bearing_lib.ops.kv_check.kv_gauge``)
+    (:func:`staged_for`) with the profile's forecast when it spans >= 28 complete days, in failure-domain
+    units with ``domains``; with ``kv_gauge`` (what the engine reported, ``bearing_lib.ops.kv_check.kv_gauge``)
     the memory section's KV arithmetic checked against the engine's gauge
     (:func:`bearing_lib.plan.memory.kv_metrics_check`). A bound on the limit is said in each part.
     """
@@ -618,7 +656,7 @@ def plan_economics(
         money = money_for(instances, price_per_hour=price_per_hour, mean_input_tokens=tok.mean_input_tokens,  # type: ignore[arg-type]
                           mean_output_tokens=tok.mean_output_tokens, monthly_budget=budget_per_month)
     staged: Staged | NotAvailable = (NotAvailable(no_inst) if no_inst is not None
-                                     else _staged(instances, target_rps, quantile, profile))  # type: ignore[arg-type]
+                                     else _staged(instances, target_rps, quantile, profile, domains))  # type: ignore[arg-type]
     kv: KvMetricsCheck | NotAvailable
     if kv_gauge is None:
         kv = NotAvailable("no server metrics given: the KV estimate is not checked against the engine's gauge")
@@ -694,6 +732,7 @@ __all__ = [
     "burst_buffer_monthly_cost",
     "cost_per_million_output_tokens",
     "cost_per_request",
+    "daily_peaks_of",
     "growth_forecast",
     "instances_for",
     "mean_tokens",

@@ -7,9 +7,15 @@
   whole days when the series spans at least two days, else 10-minute blocks, and takes
   the 2.5th/97.5th percentiles of the resampled target.
 * **Staged reservation**: near term = current peak (the max per-bin rate) x 1.5; mid
-  term = a 6-month forecast of the daily peak (linear trend, statsmodels OLS on complete
-  days) x 1.5, only when the series spans enough weeks (4 by default); otherwise the
-  reason it cannot be made.
+  term = a 6-month forecast of the daily peak x 1.5 (:func:`trend_forecast`), only when the
+  series spans enough weeks (4 by default); otherwise the reason it cannot be made.
+* **The forecast** (:func:`trend_forecast`, the one the plan uses too): the daily peak (the max
+  per-bin rate of each complete day, :func:`daily_peaks`) against the day index, statsmodels OLS.
+  The trend is used only when it is significant: the slope's 95 % confidence interval excludes
+  zero (the OLS t-test at 5 %). Otherwise "no trend detected over N days": the forecast is the
+  flat level (the mean daily peak, with its 95 % prediction interval ``mean ± t(0.975, N−1) ×
+  s × sqrt(1 + 1/N)``) and there is no date at which a capacity runs out. A rate is never
+  negative: the forecast and its interval are clipped at 0 (and the statement says so).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from pydantic import ConfigDict
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.quantiles import QUANTILE_METHOD, quantile
@@ -27,6 +34,110 @@ from bearing_lib.traffic.binning import RateSeries
 
 DAY_S = 86_400.0
 DEFAULT_SEED = 20261129
+
+
+MIN_FORECAST_DAYS = 28
+TREND_TEST = "OLS slope t-test at 5 %: the trend is used when the slope's 95 % CI excludes 0"
+
+
+@dataclass(frozen=True)
+class TrendForecast:
+    """The daily peak ``horizon_days`` after the last day: the OLS line when its slope is significant
+    (``significant``: the slope's 95 % CI excludes 0), else the flat level; the interval clipped at 0."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+    n_days: int
+    first_day: float
+    last_day: float
+    slope_rps_per_day: float
+    slope_ci95: tuple[float, float]
+    intercept: float
+    significant: bool
+    test: str
+    horizon_days: float
+    value: float
+    lower: float
+    upper: float
+    level: float
+    clipped: bool
+    method: str
+    statement: str
+
+    def at(self, day: float) -> float:
+        """The forecast line at day index ``day`` (flat at the level when there is no trend), never below 0."""
+        if not self.significant:
+            return max(0.0, self.intercept)
+        return max(0.0, self.intercept + self.slope_rps_per_day * day)
+
+    def to_dict(self) -> dict[str, object]:
+        d = dict(self.__dict__)
+        d["slope_ci95"] = list(self.slope_ci95)
+        return d
+
+
+def daily_peaks(starts_s: np.ndarray, rate_rps: np.ndarray, bin_s: float, *,
+                aligned: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(day index, max rate) of each *complete* day of a binned series. ``aligned``: the starts are on
+    the UTC clock (days from midnight); otherwise days are counted from the first bin."""
+    t = np.asarray(starts_s, dtype=float)
+    r = np.asarray(rate_rps, dtype=float)
+    if t.size == 0:
+        return np.empty(0), np.empty(0)
+    if not aligned:
+        t = t - t.min()
+    per_day = int(round(DAY_S / bin_s))
+    day = np.floor(t / DAY_S).astype(np.int64)
+    days, inv, counts = np.unique(day, return_inverse=True, return_counts=True)
+    peaks = np.full(days.size, -np.inf)
+    np.maximum.at(peaks, inv, r)
+    keep = counts == per_day
+    return days[keep].astype(float), peaks[keep]
+
+
+def trend_forecast(days: np.ndarray, peaks: np.ndarray, *, horizon_days: float = 182.5,
+                   level: float = 0.95, min_days: int = MIN_FORECAST_DAYS) -> TrendForecast:
+    """The forecast of the daily peak ``horizon_days`` after the last day (module docstring): the
+    trend only when it is significant, the flat level otherwise; never below 0."""
+    from scipy import stats
+    from statsmodels.regression.linear_model import OLS
+
+    x, y = np.asarray(days, dtype=float), np.asarray(peaks, dtype=float)
+    if x.size < min_days:
+        raise InsufficientDataError(f"a trend forecast needs >= {min_days} complete days (got {x.size})")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ParameterError("daily peaks must be finite numbers")
+    fit = OLS(y, np.column_stack([np.ones_like(x), x])).fit()
+    slope = float(fit.params[1])
+    lo_s, hi_s = (float(v) for v in fit.conf_int(alpha=1 - level)[1])
+    if not (math.isfinite(lo_s) and math.isfinite(hi_s)):  # a perfect fit: no residual spread
+        lo_s = hi_s = slope
+    significant = bool(lo_s > 0 or hi_s < 0)
+    x_new = float(x[-1] + horizon_days)
+    n = int(x.size)
+    ci = f"slope {slope:+.4g} req/s per day, {level:.0%} CI {lo_s:+.4g}…{hi_s:+.4g}"
+    if significant:
+        pred = fit.get_prediction(np.array([[1.0, x_new]])).summary_frame(alpha=1 - level)
+        value = float(pred["mean"].iloc[0])
+        lo, hi = float(pred["obs_ci_lower"].iloc[0]), float(pred["obs_ci_upper"].iloc[0])
+        intercept = float(fit.params[0])
+        method = "OLS of the daily peak on the day index (statsmodels), extrapolated; prediction interval"
+        text = (f"a trend over {n} complete days ({ci}, excludes 0): forecast {horizon_days:g} days after the last "
+                f"day")
+    else:
+        mean, sd = float(y.mean()), float(y.std(ddof=1))
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd * math.sqrt(1 + 1 / n)
+        value, lo, hi, intercept = mean, mean - half, mean + half, mean
+        method = ("no significant trend: the flat level (mean daily peak) with its prediction interval "
+                  "mean ± t × s × sqrt(1 + 1/n)")
+        text = (f"no trend detected over {n} days ({ci} includes 0): the level {horizon_days:g} days after the "
+                f"last day is taken as today's")
+    clipped = value < 0 or lo < 0
+    value, lo, hi = max(0.0, value), max(0.0, lo), max(0.0, hi)
+    text += f" {value:.4g} req/s ({level:.0%} PI {lo:.4g}–{hi:.4g})"
+    if clipped:
+        text += "; clipped at 0 (a rate is not negative)"
+    return TrendForecast(n, float(x[0]), float(x[-1]), slope, (lo_s, hi_s), intercept, significant, TREND_TEST,
+                         float(horizon_days), value, lo, hi, level, clipped, method, text)
 
 
 @dataclass(frozen=True)
@@ -41,6 +152,7 @@ class MidTermForecast:
     forecast_pi95: tuple[float, float]
     factor: float
     statement: str
+    trend: TrendForecast | None = None
 
     @property
     def reservation_rps(self) -> float:
@@ -49,7 +161,10 @@ class MidTermForecast:
     def to_dict(self) -> dict[str, object]:
         return {
             "available": True,
-            "method": "OLS of the daily peak per-bin rate on the day index (statsmodels), extrapolated",
+            "method": (self.trend.method if self.trend is not None
+                       else "OLS of the daily peak per-bin rate on the day index (statsmodels), extrapolated"),
+            "trend_significant": self.trend.significant if self.trend is not None else None,
+            "trend_test": TREND_TEST,
             "horizon_days": self.horizon_days,
             "n_days": self.n_days,
             "slope_rps_per_day": self.slope_rps_per_day,
@@ -157,15 +272,8 @@ def bootstrap_quantile_ci(
 
 
 def _daily_peaks(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
-    """(day index, max rate) for each complete day of the series."""
-    per_day = int(round(DAY_S / series.bin_s))
-    t = series.slot_clock_s()
-    day = np.floor(t / DAY_S).astype(np.int64)
-    days, inv, counts = np.unique(day, return_inverse=True, return_counts=True)
-    peaks = np.full(days.size, -np.inf)
-    np.maximum.at(peaks, inv, series.rate_rps)
-    keep = counts == per_day
-    return days[keep].astype(float), peaks[keep]
+    """(day index, max rate) for each complete day of the series (:func:`daily_peaks`)."""
+    return daily_peaks(series.slot_clock_s(), series.rate_rps, series.bin_s)
 
 
 def mid_term_forecast(
@@ -184,29 +292,15 @@ def mid_term_forecast(
         )
     if series.bin_s > DAY_S:
         return Unavailable(f"bins of {series.bin_s:g} s are longer than a day")
-    from statsmodels.regression.linear_model import OLS
-
     x, y = _daily_peaks(series)
     if x.size < 7 * min_weeks:
         return Unavailable(f"only {x.size} complete days; a trend forecast needs {7 * min_weeks:g}")
-    fit = OLS(y, np.column_stack([np.ones_like(x), x])).fit()
-    x_new = x[-1] + horizon_days
-    pred = fit.get_prediction(np.array([[1.0, x_new]])).summary_frame(alpha=0.05)
-    slope_lo, slope_hi = (float(v) for v in fit.conf_int(alpha=0.05)[1])
-    fc = float(pred["mean"].iloc[0])
-    pi = (float(pred["obs_ci_lower"].iloc[0]), float(pred["obs_ci_upper"].iloc[0]))
-    sig = "no significant trend (the slope's 95% CI includes 0)" if slope_lo <= 0 <= slope_hi else (
-        "a significant trend"
-    )
-    statement = (
-        f"daily peak rate over {x.size} complete days: slope {fit.params[1]:+.4g} req/s per day ({sig}); "
-        f"forecast {horizon_days:g} days after the last day {fc:.4g} req/s (95% PI {pi[0]:.4g}–{pi[1]:.4g}); "
-        f"reservation x{factor:g}. A straight-line extrapolation: treat it as a planning input, not a prediction"
-    )
-    if fc <= 0:
-        statement += "; the forecast is not positive, so the trend cannot be extrapolated this far"
-    return MidTermForecast(horizon_days, int(x.size), float(fit.params[1]), (slope_lo, slope_hi), fc, pi, factor,
-                           statement)
+    fc = trend_forecast(x, y, horizon_days=horizon_days, min_days=max(3, math.ceil(7 * min_weeks)))
+    statement = (f"daily peak rate: {fc.statement}; reservation x{factor:g}. "
+                 + ("A straight-line extrapolation: treat it as a planning input, not a prediction"
+                    if fc.significant else "No growth is extrapolated"))
+    return MidTermForecast(horizon_days, fc.n_days, fc.slope_rps_per_day, fc.slope_ci95, fc.value,
+                           (fc.lower, fc.upper), factor, statement, fc)
 
 
 def compute_targets(

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -17,13 +18,13 @@ from bearing_lib.plan.economics import (
     budget_row,
     burst_buffer_monthly_cost,
     cost_per_million_output_tokens,
-    growth_forecast,
     instances_for,
     money_for,
     staged_for,
     token_rates,
     weeks_until_exhausted,
 )
+from bearing_lib.traffic.targets import trend_forecast
 
 PLAN = CapacityPlan.from_dict(json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "report" / "plan.json")
                                          .read_text()))
@@ -73,32 +74,86 @@ def test_near_term_instances_from_the_plan():
     assert instances_for(2.61 / 1.5, 2.61) == 1  # exactly one instance, not two by rounding
 
 
-def test_growth_forecast_matches_the_closed_form_ols_and_its_prediction_interval():
-    peaks = [10.0, 13.0, 14.0, 17.0]
-    fc = growth_forecast(peaks, horizon_weeks=26)
-    # weeks 0..3: mean 1.5, Sxx 5, Sxy 11 → slope 2.2, intercept 13.5 − 3.3 = 10.2
-    assert fc.slope_per_week == pytest.approx(2.2) and fc.intercept == pytest.approx(10.2)
-    w0 = 3 + 26
-    assert fc.value == pytest.approx(10.2 + 2.2 * w0)  # 74.0
-    # residuals −0.2, 0.6, −0.6, 0.2 → SSE 0.8, s² = 0.8 / 2;
-    # PI half-width t(0.975, 2) × sqrt(s²(1 + 1/4 + (w0 − 1.5)² / 5))
-    half = stats.t.ppf(0.975, 2) * math.sqrt(0.4 * (1 + 1 / 4 + (w0 - 1.5) ** 2 / 5))
-    assert (fc.lower, fc.upper) == pytest.approx((74.0 - half, 74.0 + half))
-    s = staged_for(INST.per_instance_allowable_rps, INST.total, PLAN.target.rps, weekly_peaks=peaks)
-    assert s.mid_term.instances == math.ceil(74.0 * 1.5 / 2.61)  # 43
-    assert s.fleet_runs_out.weeks_after_last == 0  # 2 × 2.61 req/s is below even the last peak
+def _by_hand(y: np.ndarray, horizon: float = 182.5):
+    """OLS of y on day 0..n-1 by the closed form: slope, intercept, slope 95 % CI, value and PI at the horizon."""
+    n = y.size
+    x = np.arange(n, dtype=float)
+    sxx = float(((x - x.mean()) ** 2).sum())
+    b = float(((x - x.mean()) * (y - y.mean())).sum()) / sxx
+    a = float(y.mean()) - b * float(x.mean())
+    s2 = float(((y - a - b * x) ** 2).sum()) / (n - 2)
+    t = stats.t.ppf(0.975, n - 2)
+    ci = (b - t * math.sqrt(s2 / sxx), b + t * math.sqrt(s2 / sxx))
+    x0 = n - 1 + horizon
+    half = t * math.sqrt(s2 * (1 + 1 / n + (x0 - x.mean()) ** 2 / sxx))
+    return b, a, ci, a + b * x0, half
 
 
-def test_weeks_until_the_fleet_runs_out():
-    fc = growth_forecast([10.0, 13.0, 14.0, 17.0])
-    # the line at week 3 + k is 16.8 + 2.2k; above 31 first at k = 7 (32.2; k = 6 gives 30.0)
-    assert weeks_until_exhausted(fc, 31.0) == 7
-    flat = growth_forecast([5.0, 5.0, 5.0, 5.0])
-    assert weeks_until_exhausted(flat, 6.0) is None
+def test_a_significant_trend_is_extrapolated_with_its_prediction_interval():
+    # known truth: 35 daily peaks on 10 + 0.5 d, with ±0.3 alternating noise
+    y = np.array([10 + 0.5 * d + (0.3 if d % 2 else -0.3) for d in range(35)])
+    b, a, ci, value, half = _by_hand(y)
+    assert ci[0] > 0  # the slope's CI excludes 0: a trend
+    fc = trend_forecast(np.arange(35.0), y)
+    assert fc.significant and fc.slope_rps_per_day == pytest.approx(b) and fc.intercept == pytest.approx(a)
+    assert fc.slope_ci95 == pytest.approx(ci)
+    assert (fc.value, fc.lower, fc.upper) == pytest.approx((value, value - half, value + half))
+    assert "a trend over 35 complete days" in fc.statement
+    # the line at day 34 + 7k first exceeds 40 req/s at k = the smallest k with a + b (34 + 7k) > 40
+    k = next(k for k in range(600) if a + b * (34 + 7 * k) > 40.0)
+    assert weeks_until_exhausted(fc, 40.0) == k
+    s = staged_for(INST.per_instance_allowable_rps, 20, PLAN.target.rps, forecast=fc)
+    assert s.mid_term.instances == math.ceil(value * 1.5 / 2.61 - 1e-9)
+    assert s.mid_term.instances_upper == math.ceil((value + half) * 1.5 / 2.61 - 1e-9)
+    # 20 × 2.61 = 52.2 req/s
+    k52 = next(k for k in range(600) if a + b * (34 + 7 * k) > 52.2)
+    assert s.fleet_runs_out.weeks_after_last == k52 and f"runs out in {k52} week(s)" in s.fleet_runs_out.statement
+
+
+def test_no_trend_gives_the_level_and_no_exhaustion_date():
+    # known truth: a flat level of 5 req/s, ±1 on alternate days, over 35 days (no trend)
+    y = np.array([5.0 + (1.0 if d % 2 else -1.0) for d in range(35)])
+    b, _, ci, _, _ = _by_hand(y)
+    assert ci[0] < 0 < ci[1]
+    fc = trend_forecast(np.arange(35.0), y)
+    assert not fc.significant and fc.slope_ci95 == pytest.approx(ci)
+    mean, sd = float(y.mean()), float(y.std(ddof=1))
+    half = stats.t.ppf(0.975, 34) * sd * math.sqrt(1 + 1 / 35)
+    assert (fc.value, fc.lower, fc.upper) == pytest.approx((mean, mean - half, mean + half))
+    assert "no trend detected over 35 days" in fc.statement
+    assert weeks_until_exhausted(fc, 5.5) is None  # no date from noise, even though the level is close
+    s = staged_for(INST.per_instance_allowable_rps, 1, PLAN.target.rps, forecast=fc)
+    assert s.fleet_runs_out.weeks_after_last is None
+    assert "no trend detected over 35 days" in s.fleet_runs_out.statement and "runs out in" not in \
+        s.fleet_runs_out.statement
+    assert "no trend detected" in s.mid_term.rule
+
+
+def test_random_series_with_and_without_a_trend():
+    rng = np.random.default_rng(29)
+    days = np.arange(60.0)
+    trend = 20 + 0.2 * days + rng.normal(0, 1.0, 60)  # 0.2 req/s per day, noise sd 1: 12 sd over the span
+    flat = 20 + rng.normal(0, 1.0, 60)
+    assert trend_forecast(days, trend).significant
+    f = trend_forecast(days, flat)
+    assert not f.significant and f.value == pytest.approx(float(flat.mean()))
+
+
+def test_a_falling_trend_is_never_below_zero():
+    y = np.array([60 - 1.5 * d + (0.5 if d % 2 else -0.5) for d in range(30)])
+    fc = trend_forecast(np.arange(30.0), y)
+    assert fc.significant and fc.slope_rps_per_day < 0
+    assert fc.value == 0.0 and fc.lower == 0.0 and fc.upper >= 0.0 and fc.clipped
+    assert "clipped at 0" in fc.statement
+    assert fc.at(1000.0) == 0.0
+    # a flat noisy level near 0: the lower end of its interval is clipped, not negative
+    low = np.array([0.2 + (1.0 if d % 2 else -0.2) for d in range(30)])
+    g = trend_forecast(np.arange(30.0), low)
+    assert not g.significant and g.lower == 0.0 and g.clipped
 
 
 def test_too_few_weeks_and_a_price_that_is_no_price():
     with pytest.raises(InsufficientDataError):
-        growth_forecast([1.0, 2.0, 3.0])
+        trend_forecast(np.arange(27.0), np.ones(27))
     with pytest.raises(ParameterError, match="price_per_hour must be a positive number"):
         money_for(INST, price_per_hour=0, mean_input_tokens=1, mean_output_tokens=1)

@@ -109,33 +109,52 @@ def test_weekly_peaks_leave_the_partial_week_out():
     assert weekly_peaks(starts, reqs) == pytest.approx([1.0, 2.0])  # the third (partial) week is left out
 
 
-def test_staged_plan_with_five_weeks_forecasts_and_says_when_the_fleet_runs_out():
-    peaks = [2.0, 3.2, 3.8, 5.1, 5.9]  # weekly P99 rates, req/s
-    n = int(5 * WEEK_S // 60)
-    starts = [60.0 * i for i in range(n)]
-    reqs = [peaks[int(t // WEEK_S)] * 60.0 for t in starts]
-    profile = {"per_minute": {"series": {"minute_start_s": starts, "requests": reqs}}}
+def test_the_plan_forecasts_as_the_profile_does_and_says_when_the_fleet_runs_out():
+    # 35 days of minutes: 1 req/s, and each day one busy minute at 2 + 0.1 d req/s (±0.2 on alternate days)
+    days = 35
+    peaks = [2.0 + 0.1 * d + (0.2 if d % 2 else -0.2) for d in range(days)]
+    reqs = np.full(days * 1440, 60.0)
+    for d in range(days):
+        reqs[d * 1440 + 700] = peaks[d] * 60.0
+    t0 = 1_704_067_200.0  # 2024-01-01 00:00 UTC: epoch minutes, days from midnight
+    starts = t0 + 60.0 * np.arange(reqs.size)
+    profile = {"per_minute": {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}}
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
     s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile, quantile=0.99).staged
-    assert s.weekly_peaks_rps == pytest.approx(peaks)
-    # independently: least squares through (w, peak), the 95 % prediction interval at week 4 + 26 = 30
-    w = np.arange(5.0)
-    b, a = np.polyfit(w, peaks, 1)
-    resid = np.array(peaks) - (a + b * w)
-    s2 = float(resid @ resid) / 3
-    x0 = 30.0
-    se = math.sqrt(s2 * (1 + 1 / 5 + (x0 - w.mean()) ** 2 / float(((w - w.mean()) ** 2).sum())))
+    assert s.daily_peaks_rps == pytest.approx(peaks)
+    # independently: least squares through (day, peak), the 95 % prediction interval 182.5 days after day 34
+    x = np.arange(float(days))
+    b, a = np.polyfit(x, peaks, 1)
+    resid = np.array(peaks) - (a + b * x)
+    s2 = float(resid @ resid) / (days - 2)
+    x0 = 34 + 182.5
+    sxx = float(((x - x.mean()) ** 2).sum())
+    se = math.sqrt(s2 * (1 + 1 / days + (x0 - x.mean()) ** 2 / sxx))
     fc = a + b * x0
-    hi = fc + stats.t.ppf(0.975, 3) * se
+    hi = fc + stats.t.ppf(0.975, days - 2) * se
     mt = s.mid_term
+    assert mt.forecast.significant
     assert mt.forecast.value == pytest.approx(fc) and mt.forecast.upper == pytest.approx(hi)
     assert mt.instances == math.ceil(fc * 1.5 / 2.0) and mt.instances_upper == math.ceil(hi * 1.5 / 2.0)
-    # near term: ceil(5.9 x 1.5 / 2) = 5; the fleet of 4 x 2 = 8 req/s is passed when a + b (4 + k) > 8
+    # the profile's forecast of the same series is the same number (one function for both)
+    from bearing_lib.traffic.binning import RateSeries
+    from bearing_lib.traffic.targets import compute_targets
+
+    prof = compute_targets(RateSeries(60.0, starts, reqs, aligned=True), n_boot=20).mid_term
+    assert prof.forecast_rps == pytest.approx(mt.forecast.value) and prof.forecast_pi95 == pytest.approx(
+        (mt.forecast.lower, mt.forecast.upper))
+    # near term: ceil(5.9 x 1.5 / 2) = 5; the fleet of 4 x 2 = 8 req/s is passed when a + b (34 + 7k) > 8
     assert s.near_term.instances == 5
-    k = math.floor((8.0 - a) / b - 4) + 1
+    k = next(k for k in range(600) if a + b * (34 + 7 * k) > 8.0)
     assert s.fleet_runs_out.weeks_after_last == k
     assert f"runs out in {k} week(s)" in s.fleet_runs_out.statement
+    # the staged part reads back from its JSON as the same object (the forecast is part of the plan document)
+    from bearing_lib.common.schema import parse
+    from bearing_lib.plan.economics import Staged
+    from bearing_lib.plan.jsonform import to_json
+
+    assert parse(Staged, json.loads(json.dumps(to_json(s), allow_nan=False)), what="staged") == s
 
 
 def _instances(**kw) -> InstancePlan:

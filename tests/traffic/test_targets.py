@@ -78,6 +78,22 @@ def test_mid_term_forecast_recovers_a_linear_trend():
     assert isinstance(short, Unavailable) and "14.00 days" in short.reason
 
 
+def test_mid_term_forecast_without_a_trend_says_so():
+    # 8 weeks; each day's busiest minute is 100 ± 5 req/s (alternate days), no trend: the forecast is the level
+    days = 56
+    rate = np.full(days * 1440, 50.0)
+    peaks = [100 + (5 if d % 2 else -5) for d in range(days)]
+    for d in range(days):
+        rate[d * 1440 + 600] = peaks[d]
+    mt = compute_targets(_series(rate * 60.0), n_boot=20).mid_term
+    assert isinstance(mt, MidTermForecast) and not mt.trend.significant
+    assert mt.slope_ci95[0] < 0 < mt.slope_ci95[1]
+    assert mt.forecast_rps == pytest.approx(float(np.mean(peaks)))
+    assert "no trend detected over 56 days" in mt.statement and "No growth is extrapolated" in mt.statement
+    d = mt.to_dict()
+    assert d["trend_significant"] is False and d["forecast_pi95"][0] >= 0
+
+
 @pytest.mark.parametrize("kw", [{"quantile_level": 0.0}, {"quantile_level": 1.5}, {"growth": 0.0},
                                 {"growth": float("nan")}])
 def test_bad_parameters_are_refused(kw):
