@@ -335,3 +335,21 @@ print(json.dumps(out, default=str))
     rates = got["rate"] if isinstance(got["rate"], list) else [float(x) for x in str(got["rate"]).split(",")]
     assert [float(x) for x in rates] == pytest.approx([s.load for s in plan.steps], abs=1e-4)
     assert "prompt_tokens=64" in str(got["data"])
+
+
+def test_shell_scripts_parse_and_vegeta_targets_are_json(tmp_path):
+    plan = _plan()
+    for tool, suffix in nt.SUFFIX.items():
+        if suffix != ".sh":
+            continue
+        path = tmp_path / f"{tool}.sh"
+        path.write_text(nt.WRITERS[tool](plan, W))
+        r = subprocess.run(["sh", "-n", str(path)], capture_output=True, text=True)
+        assert r.returncode == 0, (tool, r.stderr)
+    text = nt.write_vegeta(plan, W)
+    target = json.loads(text.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0])
+    import base64
+
+    body = json.loads(base64.b64decode(target["body"]))
+    assert body["model"] == "smollm2" and body["max_tokens"] == 24 and body["prompt"].split() == ["hi"] * 64
+    assert target["url"] == "http://h:8000/v1/completions"
