@@ -318,6 +318,8 @@ def write_guidellm(plan: FollowUp, w: Workload) -> str:
     how = ("one guidellm invocation, its rates run in turn" if len(groups) == 1 else
            f"{len(groups)} guidellm invocations (--max-seconds is one value per invocation; steps of equal "
            "duration share one)")
+    how += ("; written for the guidellm 0.3-0.5 command line (checked with 0.5.4's parser); guidellm 0.8 renamed "
+            "it 'guidellm run --profile kind=...'")
     rate_type = "concurrent" if _conc(plan) else "constant"
     data = f"prompt_tokens={w.value('input_tokens')},output_tokens={w.value('output_tokens')}"
     cmds = []

@@ -157,3 +157,38 @@ def test_a_coarse_limit_carries_its_follow_up_in_the_json_and_the_notes():
     assert [s["load"] for s in fup["steps"]] == pytest.approx(list(np.linspace(lo, hi, 4)))
     assert fup["total_s"] <= fup["budget_s"] and fup["order"].startswith("ascending")
     assert any(n.startswith("follow-up test: loads") and "bearing next" in n for n in m.notes)
+
+
+def test_cli_writes_the_first_tests_own_lengths_from_its_file(tmp_path):
+    # the bundled LMBenchmark sweep as the limits' source: the follow-up carries its ShareGPT lengths,
+    # computed here from the raw CSVs with the csv module
+    import csv
+    from pathlib import Path
+
+    lmb = Path(__file__).resolve().parents[2] / "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"
+    ins, outs = [], []
+    for f in sorted(lmb.glob("LMBench_sharegpt*.csv")):
+        with f.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                ins.append(float(row["prompt_tokens"]))
+                outs.append(float(row["generation_tokens"]))
+    doc = _doc()
+    doc["conditions"]["sources"] = [{"path": str(lmb), "format": "lmbench-csv", "tool": "LMCache LMBenchmark"}]
+    doc["mixes"][0]["run_id"] = "vllm-70b-2replicas/sharegpt"
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "aiperf"])
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.sh").read_text()
+    assert f"--synthetic-input-tokens-mean {round(np.percentile(ins, 50))} " in text
+    assert f"--output-tokens-mean {round(np.percentile(outs, 50))} " in text
+    assert f"P90 {round(np.percentile(ins, 90))}" in text and "dataset sharegpt" in text
+    assert "FILL_IN_MODEL" in text and "FILL_IN_MODEL" in r.output  # LMBenchmark names no model
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "lmbenchmark"])
+    assert r.exit_code == 1 and "n.plan.json" in r.output  # the plan is there already
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "lmbenchmark", "--force"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.sh").exists()  # another suffix: the aiperf file stays
+    rows = [ln for ln in (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.csv").read_text().splitlines()
+            if not ln.startswith("#")]
+    assert rows[0].split(",")[2] == "qps" and "users" not in "".join(rows)
