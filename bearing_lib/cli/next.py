@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Design the follow-up test that resolves a coarse limit, as a file your load-test tool runs."""
         from bearing_lib.limits.followup import design_followup, is_coarse
-        from bearing_lib.limits.nexttools import SUFFIX, TOOLS, WRITERS, measure_workload, tool_of
+        from bearing_lib.limits.nexttools import SUFFIX, TOOLS, WRITERS, in_flight_curve, measure_workload, tool_of
 
         with bearing_errors():
             result = _read(limits_json)
@@ -98,8 +98,9 @@ def register(app: typer.Typer) -> None:
                 bounds = (d.get("mix") or {}).get("bounds") or {}
                 wl = measure_workload(result.conditions.sources, plan.run_id, bounds, model=model,
                                       base_url=base_url, base_dir=limits_json.parent)
+                wl.in_flight = in_flight_curve(d.get("steps") or [])
                 path.write_text(WRITERS[name](plan, wl), encoding="utf-8")
-                plans.append({"file": str(path), "tool": name, "workload": {k: v for k, v in wl.__dict__.items()},
+                plans.append({"file": str(path), "tool": name, "workload": dict(wl.__dict__),
                               "placeholders": wl.unknown(), **plan.to_dict()})
                 loads_txt = ", ".join(f"{s.load:.4g}" for s in plan.steps)
                 durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)

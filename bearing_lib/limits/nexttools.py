@@ -30,8 +30,9 @@ Writers (:data:`WRITERS`), one continuous run where the tool can:
   ``lmbenchmark`` (QPS), ``csv``.
 
 Closed-loop tools get integer users: a concurrency is rounded up, a rate becomes
-``ceil(rate × pacing)`` users on a fixed pacing (LLMPerf: ``ceil(rate × W(rate))`` by Little's
-law with the plan's queue model), and the file says the rate it approximates. Rate-based tools
+``ceil(rate × pacing)`` users on a fixed pacing (LLMPerf: the first test's mean number in flight
+at that load, interpolated, or beyond its loads ``ceil(rate × W(rate))`` by Little's law with the
+plan's queue model), and the file says the rate it approximates. Rate-based tools
 get rates.
 """
 
@@ -104,6 +105,8 @@ class Workload:
     streaming: bool | None = None
     endpoint: str = "/v1/completions"
     seed: int = 0
+    in_flight: list[tuple[float, float]] = field(default_factory=list)
+    """The first test's measured ``(load, mean requests in flight)`` per step (:func:`in_flight_curve`)."""
     basis: str = "no source file read"
     notes: list[str] = field(default_factory=list)
 
@@ -136,6 +139,18 @@ class Workload:
         if unk:
             out.append("PLACEHOLDERS to fill in before running: " + "; ".join(unk))
         return out
+
+
+def in_flight_curve(steps: Sequence[Mapping[str, object]]) -> list[tuple[float, float]]:
+    """``(load_axis, concurrency_mean)`` of the first test's steps (recovery steps left out), by load."""
+    pts = []
+    for s in steps:
+        x, c = s.get("load_axis"), s.get("concurrency_mean")
+        if x is None or c is None or s.get("recovery_step"):
+            continue
+        if math.isfinite(float(x)) and math.isfinite(float(c)):
+            pts.append((float(x), float(c)))
+    return sorted(pts)
 
 
 def _q(values: np.ndarray, q: float) -> int | None:
@@ -363,10 +378,16 @@ def write_llmperf(plan: FollowUp, w: Workload) -> str:
     for i, s in enumerate(_all_steps(plan)):
         if _conc(plan):
             c = _users(s.load)
+        elif w.in_flight and w.in_flight[0][0] <= s.load <= w.in_flight[-1][0]:
+            xs, cs = zip(*w.in_flight, strict=True)
+            c = _users(float(np.interp(s.load, xs, cs)))
+            approx.append(f"{s.load:.4g} rps -> {c} concurrent (the first test's mean in flight at that load, "
+                          "interpolated)")
         else:
             wx = float(w0) / (1.0 - s.rho) if w0 else 1.0
             c = _users(s.load * wx)
-            approx.append(f"{s.load:.4g} rps -> {c} concurrent (Little: rate x W = {s.load:.4g} x {wx:.3g} s)")
+            approx.append(f"{s.load:.4g} rps -> {c} concurrent (beyond the first test's loads: Little, rate x "
+                          f"W = {s.load:.4g} x {wx:.3g} s)")
         n = max(1, int(round(s.load * s.duration_s)))
         sd_in = max(0, (w.input_p90 or 0) - (w.input_tokens or 0))
         sd_out = max(0, (w.output_p90 or 0) - (w.output_tokens or 0))
@@ -377,8 +398,9 @@ def write_llmperf(plan: FollowUp, w: Workload) -> str:
                     f"--results-dir followup_step{i:02d} --llm-api openai")
     how = SEPARATE + "; OPENAI_API_BASE=" + w.value("base_url") + "/v1"
     if approx:
-        how += (f"; the rates become concurrencies by Little's law with the plan's W(x) = W0/(1 - x/mu), "
-                f"W0 {w0}, mu {mu}: " + "; ".join(approx))
+        how += (f"; LLMPerf sets a concurrency: each rate becomes the first test's mean number in flight at "
+                f"that load, or beyond its loads Little's law with the plan's W(x) = W0/(1 - x/mu), W0 {w0}, "
+                f"mu {mu}: " + "; ".join(approx))
     return _sh(plan, w, how, cmds)
 
 
@@ -603,4 +625,4 @@ SUFFIX = {"vllm": ".sh", "sglang": ".sh", "guidellm": ".sh", "aiperf": ".sh", "g
           "lmbenchmark": ".csv", "csv": ".csv"}
 
 __all__ = ["PACING_S", "PLACEHOLDERS", "SUFFIX", "TOOLS", "WRITERS", "Workload", "guidellm_groups",
-           "inference_perf_config", "k6_options", "locust_stages", "measure_workload", "tool_of"]
+           "in_flight_curve", "inference_perf_config", "k6_options", "locust_stages", "measure_workload", "tool_of"]

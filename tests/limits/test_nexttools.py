@@ -200,6 +200,13 @@ def test_aiperf_and_llmperf_flags():
     assert [int(x) for x in re.findall(r"--num-concurrent-requests (\d+)", text)] == \
         [int(np.ceil(s.load)) for s in conc.steps]
     assert re.findall(r"--mean-input-tokens (\d+)", text) == ["64"] * 4
+    # a rate plan: the first test's mean in flight at each load (8, 9.33, 10.67 within its 2-12 rps), rounded up
+    plan = _plan()
+    w = nt.Workload(**{**W.__dict__, "in_flight": nt.in_flight_curve(_mix()["steps"])})
+    got = [int(x) for x in re.findall(r"--num-concurrent-requests (\d+)", nt.write_llmperf(plan, w))]
+    meas = {2.0: 2.0, 4.0: 4.0, 6.0: 6.0, 8.0: 12.0, 10.0: 25.0, 12.0: 36.0}  # x * W by hand
+    xs = sorted(meas)
+    assert got == [int(np.ceil(np.interp(s.load, xs, [meas[x] for x in xs]) - 1e-9)) for s in plan.steps]
 
 
 def test_k6_is_one_scenario_whose_stages_hold_each_load():
