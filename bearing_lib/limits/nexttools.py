@@ -135,6 +135,9 @@ class Workload:
                f"streaming {'unknown' if self.streaming is None else ('yes' if self.streaming else 'no')}"
                + (f"; dataset {self.dataset}" if self.dataset else "")]
         out += self.notes
+        out.append(f"assumed, not in the first test's file: the OpenAI-compatible API (endpoint {self.endpoint} for "
+                   "HTTP tools, '--endpoint-type chat' for AIPerf / GenAI-Perf, '--backend openai' for vLLM); "
+                   "change it if the first test used another")
         unk = self.unknown()
         if unk:
             out.append("PLACEHOLDERS to fill in before running: " + "; ".join(unk))
