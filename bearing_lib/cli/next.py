@@ -67,7 +67,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Design the follow-up test that resolves a coarse limit, as a file your load-test tool runs."""
         from bearing_lib.limits.followup import design_followup, is_coarse
-        from bearing_lib.limits.nexttools import SUFFIX, TOOLS, WRITERS, in_flight_curve, measure_workload, tool_of
+        from bearing_lib.limits.nexttools import (
+            CONTINUOUS,
+            SUFFIX,
+            TOOLS,
+            WRITERS,
+            in_flight_curve,
+            measure_workload,
+            tool_of,
+        )
 
         with bearing_errors():
             result = _read(limits_json)
@@ -100,8 +108,10 @@ def register(app: typer.Typer) -> None:
                                       base_url=base_url, base_dir=limits_json.parent)
                 wl.in_flight = in_flight_curve(d.get("steps") or [])
                 path.write_text(WRITERS[name](plan, wl), encoding="utf-8")
+                how = ("one continuous run of the tool per repeat" if name in CONTINUOUS
+                       else "one invocation of the tool per load, back to back")
                 plans.append({"file": str(path), "tool": name, "workload": dict(wl.__dict__),
-                              "placeholders": wl.unknown(), **plan.to_dict()})
+                              "placeholders": wl.unknown(), **plan.to_dict(), "order": f"ascending, {how}"})
                 loads_txt = ", ".join(f"{s.load:.4g}" for s in plan.steps)
                 durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
                 typer.echo(f"{plan.run_id} / {plan.mix}: loads {loads_txt} {plan.unit}, steps of {durs} s "

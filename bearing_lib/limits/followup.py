@@ -80,7 +80,7 @@ class FollowUp:
     def to_dict(self) -> dict[str, object]:
         return {
             "run_id": self.run_id, "mix": self.mix, "unit": self.unit, "repeats": self.repeats,
-            "order": "ascending, one continuous run per repeat",
+            "order": "ascending, one continuous run per repeat where the tool can (bearing next's file says how)",
             "steps": [s.__dict__ for s in self.steps], "total_s": self.total_s, "first_test_s": self.first_test_s,
             "budget_s": self.budget_s, "scaled": self.scaled, "model": self.model,
             "expected_resolution": self.expected_resolution, "notes": self.notes,

@@ -623,9 +623,11 @@ WRITERS = {"vllm": write_vllm, "sglang": write_sglang, "guidellm": write_guidell
            "genai-perf": write_genai_perf, "llmperf": write_llmperf, "inference-perf": write_inference_perf,
            "locust": write_locust, "k6": write_k6, "jmeter": write_jmeter, "vegeta": write_vegeta,
            "lmbenchmark": write_lmbenchmark, "csv": write_csv}
+CONTINUOUS = {"guidellm", "inference-perf", "locust", "k6", "jmeter"}
+"""Tools whose file runs the loads in one invocation (GuideLLM: per run of equal step durations)."""
 SUFFIX = {"vllm": ".sh", "sglang": ".sh", "guidellm": ".sh", "aiperf": ".sh", "genai-perf": ".sh", "llmperf": ".sh",
           "inference-perf": ".yaml", "locust": ".py", "k6": ".js", "jmeter": ".csv", "vegeta": ".sh",
           "lmbenchmark": ".csv", "csv": ".csv"}
 
-__all__ = ["PACING_S", "PLACEHOLDERS", "SUFFIX", "TOOLS", "WRITERS", "Workload", "guidellm_groups",
+__all__ = ["CONTINUOUS", "PACING_S", "PLACEHOLDERS", "SUFFIX", "TOOLS", "WRITERS", "Workload", "guidellm_groups",
            "in_flight_curve", "inference_perf_config", "k6_options", "locust_stages", "measure_workload", "tool_of"]

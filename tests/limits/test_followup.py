@@ -79,6 +79,7 @@ def test_cli_next_writes_the_tool_file_and_the_plan(tmp_path):
     plan = json.loads((tmp_path / "next.sh.plan.json").read_text())
     assert plan["plans"][0]["tool"] == "vllm" and len(plan["plans"][0]["steps"]) == 4
     assert any("FILL_IN_INPUT_TOKENS" in p for p in plan["plans"][0]["placeholders"])
+    assert plan["plans"][0]["order"] == "ascending, one invocation of the tool per load, back to back"  # vLLM
     # never overwritten silently
     r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out)])
     assert r.exit_code == 1 and "refusing to overwrite" in r.output and "--force" in r.output
