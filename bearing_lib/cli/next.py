@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
             for d, plan, path in jobs:
                 bounds = (d.get("mix") or {}).get("bounds") or {}
                 wl = measure_workload(result.conditions.sources, plan.run_id, bounds, model=model,
-                                      base_url=base_url, base_dir=limits_json.parent)
+                                      base_url=base_url, base_dir=limits_json.parent, mix_name=plan.mix)
                 wl.in_flight = in_flight_curve(d.get("steps") or [])
                 path.write_text(WRITERS[name](plan, wl), encoding="utf-8")
                 how = ("one continuous run of the tool per repeat" if name in CONTINUOUS

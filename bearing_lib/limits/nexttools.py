@@ -161,22 +161,19 @@ def _q(values: np.ndarray, q: float) -> int | None:
     return int(round(float(np.percentile(v, q)))) if v.size else None
 
 
-def _in_bounds(frame, bounds: Mapping[str, Sequence[float | None]]):  # noqa: ANN001, ANN202 - polars frame
-    import polars as pl
+def _in_bounds(frame, name: str, bounds: Mapping[str, Sequence[float | None]]):  # noqa: ANN001, ANN202
+    """The requests inside the mix, by bearing's own mix rule (``bearing_lib.data.mixes.Mix.expr``)."""
+    from bearing_lib.data.mixes import Mix
 
-    for dim, (lo, hi) in bounds.items():
-        if dim not in frame.columns:
-            continue
-        if lo is not None:
-            frame = frame.filter(pl.col(dim) >= lo)
-        if hi is not None:
-            frame = frame.filter(pl.col(dim) < hi)
-    return frame
+    if not bounds:
+        return frame
+    mix = Mix.from_dict({"name": name, "bounds": {k: list(v) for k, v in bounds.items()}})
+    return frame.filter(mix.expr(frame.columns))
 
 
 def measure_workload(sources: Sequence[object], run_id: str, mix_bounds: Mapping[str, Sequence[float | None]] | None
                      = None, *, model: str | None = None, base_url: str | None = None,
-                     base_dir: Path | None = None) -> Workload:
+                     base_dir: Path | None = None, mix_name: str = "mix") -> Workload:
     """The first test's workload for one run (and mix), read from its source files (module docstring).
 
     ``sources`` are the limits document's ``conditions.sources`` (objects with ``path`` and
@@ -215,7 +212,7 @@ def measure_workload(sources: Sequence[object], run_id: str, mix_bounds: Mapping
             if names:
                 w.model = Counter(names).most_common(1)[0][0]
         if ds.kind == "requests":
-            frame = _in_bounds(frame, mix_bounds or {})
+            frame = _in_bounds(frame, mix_name, mix_bounds or {})
             if "status" in frame.columns:
                 frame = frame.filter(pl.col("status") == "ok")
             if frame.height == 0:
