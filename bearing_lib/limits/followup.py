@@ -22,28 +22,19 @@ From one mix of a limits document (docs/interfaces.md §4) :func:`design_followu
 * **Expected resolution**: the spacing of the loads relative to the CI's centre (the
   follow-up's bracket), which is what the pooled estimate's widened CI is at worst.
 
-Writers (:data:`WRITERS`) render the plan as vLLM ``vllm bench serve`` command lines, a
-GuideLLM scenario per load, AIPerf commands, a Locust file with a ``LoadTestShape``, a k6
-script with a ``scenarios`` block, or a CSV of (load, duration). ``tests/limits/test_followup.py``
-checks each against the tool's own parser where the tool installs here.
+The writers that render the plan in the first test's own tool, with the workload measured from
+the first test's own file, are in :mod:`bearing_lib.limits.nexttools`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bearing_lib.common.errors import ParameterError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from bearing_lib.limits.result import LimitsResult
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -54,7 +45,6 @@ MEASURE_TAUS = 10.0
 MIN_REQUESTS = 1000
 MIN_STEP_S = 60.0
 BUDGET_FACTOR = 2.0
-TOOLS = ("vllm", "guidellm", "aiperf", "locust", "k6", "csv")
 
 
 @dataclass
@@ -90,7 +80,7 @@ class FollowUp:
     def to_dict(self) -> dict[str, object]:
         return {
             "run_id": self.run_id, "mix": self.mix, "unit": self.unit, "repeats": self.repeats,
-            "order": "ascending, one continuous run per repeat",
+            "order": "ascending, one continuous run per repeat where the tool can (bearing next's file says how)",
             "steps": [s.__dict__ for s in self.steps], "total_s": self.total_s, "first_test_s": self.first_test_s,
             "budget_s": self.budget_s, "scaled": self.scaled, "model": self.model,
             "expected_resolution": self.expected_resolution, "notes": self.notes,
@@ -231,173 +221,24 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
                     first_test_s=first_test_s, notes=notes)
 
 
-# --------------------------------------------------------------------------------------
-# writers: one function per tool, (plan, options) -> file text
+def is_coarse(mix_doc: Mapping[str, object], tolerance: float = 0.10) -> bool:
+    """Whether a mix's limit calls for a follow-up: coarse by ``q_ult.resolution.coarse``, censored
+    (``above``, ``below``, ``not_monotone``), or, where the limit carries no resolution (a
+    load-point table's model interval), a 95 % CI reaching more than ``tolerance`` (±10 %) from the value.
+    """
+    q = mix_doc.get("q_ult") or {}
+    if q.get("censored") in ("above", "below", "not_monotone"):
+        return True
+    res = q.get("resolution")
+    if res:
+        return bool(res.get("coarse"))
+    value = q.get("value")
+    lo, hi = (list(q.get("ci95") or [None, None]) + [None, None])[:2]
+    if value is None or not float(value) > 0:
+        return False
+    if lo is None or hi is None:
+        return True  # an interval open at one end is as coarse as it gets
+    return max(float(value) - float(lo), float(hi) - float(value)) / float(value) > tolerance
 
 
-@dataclass
-class Target:
-    """Where the follow-up sends its requests (placeholders the user edits)."""
-
-    base_url: str = "http://localhost:8000"
-    model: str = "MODEL"
-    input_tokens: int = 512
-    output_tokens: int = 128
-    seed: int = 0
-
-
-def _all_steps(plan: FollowUp) -> list[FollowUpStep]:
-    return [s for _ in range(plan.repeats) for s in plan.steps]
-
-
-def _header(plan: FollowUp, comment: str) -> str:
-    lines = [f"bearing next: follow-up test for {plan.run_id} / {plan.mix}",
-             f"loads ({plan.unit}) ascending: " + ", ".join(f"{s.load:.4g}" for s in plan.steps)
-             + f"; repeats {plan.repeats}; total {plan.total_s:.0f} s",
-             f"expected resolution after it: ±{plan.expected_resolution:.1%} (the loads' spacing)"]
-    lines += plan.notes
-    return "".join(f"{comment} {line}\n" for line in lines)
-
-
-def write_vllm(plan: FollowUp, t: Target) -> str:
-    """A shell script: one ``vllm bench serve`` run per step (a fixed Poisson rate, ``--burstiness 1``)."""
-    out = ["#!/bin/sh", _header(plan, "#").rstrip("\n"), "set -e"]
-    for i, s in enumerate(_all_steps(plan)):
-        n = max(1, int(round(s.load * s.duration_s)))
-        out.append(
-            f"vllm bench serve --backend openai --base-url {t.base_url} --model {t.model} --dataset-name random "
-            f"--random-input-len {t.input_tokens} --random-output-len {t.output_tokens} "
-            f"--request-rate {s.load:.4f} --burstiness 1.0 --num-prompts {n} --seed {t.seed + i} "
-            f"--save-result --result-filename followup_step{i:02d}_{s.load:.4f}rps.json")
-    return "\n".join(out) + "\n"
-
-
-def guidellm_scenarios(plan: FollowUp, t: Target) -> list[dict[str, object]]:
-    """One GuideLLM scenario per step (``guidellm benchmark --scenario FILE``): constant rate, max seconds."""
-    return [{"target": t.base_url, "model": t.model, "rate_type": "constant", "rate": [round(s.load, 4)],
-             "max_seconds": s.duration_s, "random_seed": t.seed + i,
-             "data": f"prompt_tokens={t.input_tokens},output_tokens={t.output_tokens}"}
-            for i, s in enumerate(_all_steps(plan))]
-
-
-def write_guidellm(plan: FollowUp, t: Target) -> str:
-    """A JSON document: the scenarios and the command line that runs each in turn."""
-    sc = guidellm_scenarios(plan, t)
-    cmds = [f"guidellm benchmark --target {t.base_url} --rate-type constant --rate {s['rate'][0]} "
-            f"--max-seconds {s['max_seconds']:g} --data '{s['data']}' --output-path followup_step{i:02d}.json"
-            for i, s in enumerate(sc)]
-    return json.dumps({"comment": _header(plan, "").replace("\n ", "\n").strip().splitlines(),
-                       "scenarios": sc, "commands": cmds}, indent=2) + "\n"
-
-
-def write_aiperf(plan: FollowUp, t: Target) -> str:
-    """A shell script: one ``aiperf profile`` run per step (fixed request rate and count)."""
-    out = ["#!/bin/sh", _header(plan, "#").rstrip("\n"), "set -e"]
-    for i, s in enumerate(_all_steps(plan)):
-        n = max(1, int(round(s.load * s.duration_s)))
-        warm = int(round(s.load * s.warmup_s))
-        out.append(f"aiperf profile --model {t.model} --url {t.base_url} --endpoint-type chat --streaming "
-                   f"--request-rate {s.load:.4f} --request-count {n} --warmup-request-count {warm} "
-                   f"--synthetic-input-tokens-mean {t.input_tokens} --output-tokens-mean {t.output_tokens} "
-                   f"--random-seed {t.seed + i} --artifact-dir followup_step{i:02d}")
-    return "\n".join(out) + "\n"
-
-
-def write_locust(plan: FollowUp, t: Target) -> str:
-    """A locustfile: users on constant pacing (each starts one request every ``PACING_S``), and a
-    ``LoadTestShape`` that holds ``rate × PACING_S`` users per step, ascending."""
-    pacing = 20.0
-    stages, end = [], 0.0
-    for s in _all_steps(plan):
-        end += s.duration_s
-        stages.append((end, max(1, int(round(s.load * pacing))), round(s.load, 4)))
-    stage_text = ",\n".join(f"    ({e:g}, {u}, {r})" for e, u, r in stages)
-    return (
-        _header(plan, "#")
-        + f"""# Run: locust -f THIS_FILE --headless --host {t.base_url}
-# Rate = users / PACING_S while a request's latency stays under PACING_S.
-from locust import HttpUser, LoadTestShape, constant_pacing, task
-
-PACING_S = {pacing:g}
-# (end time s, users, target rate rps), ascending
-STAGES = [
-{stage_text},
-]
-
-
-class Completion(HttpUser):
-    wait_time = constant_pacing(PACING_S)
-
-    @task
-    def completion(self):
-        self.client.post("/v1/completions", json={{"model": "{t.model}", "prompt": "x " * {t.input_tokens},
-                                                   "max_tokens": {t.output_tokens}}})
-
-
-class FollowUpShape(LoadTestShape):
-    def tick(self):
-        now = self.get_run_time()
-        for end, users, _rate in STAGES:
-            if now < end:
-                return users, users  # reach the step's users within a second
-        return None
-"""
-    )
-
-
-def k6_options(plan: FollowUp) -> dict[str, object]:
-    """k6 ``options`` with one ``constant-arrival-rate`` scenario per step, started one after another."""
-    scenarios: dict[str, object] = {}
-    start = 0.0
-    for i, s in enumerate(_all_steps(plan)):
-        rate = max(1, int(round(s.load * 100)))  # k6 rates are integers: per 100 s keeps 0.01 rps resolution
-        vus = max(1, int(math.ceil(s.load * 30)))
-        scenarios[f"step{i:02d}"] = {"executor": "constant-arrival-rate", "rate": rate, "timeUnit": "100s",
-                                     "duration": f"{s.duration_s:g}s", "startTime": f"{start:g}s",
-                                     "preAllocatedVUs": vus, "maxVUs": 4 * vus, "exec": "completion"}
-        start += s.duration_s
-    return {"scenarios": scenarios}
-
-
-def write_k6(plan: FollowUp, t: Target) -> str:
-    """A k6 script: ``export const options = {scenarios: ...}`` and the request function."""
-    body = json.dumps({"model": t.model, "prompt": "x " * 4, "max_tokens": t.output_tokens})
-    return (
-        _header(plan, "//")
-        + "// Run: k6 run THIS_FILE\nimport http from 'k6/http';\n\n"
-        + "export const options = " + json.dumps(k6_options(plan), indent=2) + ";\n\n"
-        + f"export function completion() {{\n  http.post('{t.base_url}/v1/completions', JSON.stringify({body}), "
-        + "{headers: {'Content-Type': 'application/json'}});\n}\n"
-    )
-
-
-def write_csv(plan: FollowUp, t: Target) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["order", "repeat", f"load_{plan.unit}", "duration_s", "warmup_s", "relaxation_s", "rho",
-                "expected_requests"])
-    k = 0
-    for r in range(plan.repeats):
-        for s in plan.steps:
-            w.writerow([k, r, f"{s.load:.6g}", f"{s.duration_s:g}", f"{s.warmup_s:.1f}", f"{s.relaxation_s:.2f}",
-                        f"{s.rho:.3f}", s.expected_requests])
-            k += 1
-    return buf.getvalue()
-
-
-WRITERS = {"vllm": write_vllm, "guidellm": write_guidellm, "aiperf": write_aiperf, "locust": write_locust,
-           "k6": write_k6, "csv": write_csv}
-
-
-def tool_of(result: LimitsResult) -> str:
-    """The tool the first test used, from the limits' sources (``csv`` when none fits)."""
-    for src in result.conditions.sources:
-        text = f"{src.format or ''} {src.tool or ''}".lower()
-        for name in ("guidellm", "aiperf", "locust", "k6", "vllm"):
-            if name in text:
-                return name
-    return "csv"
-
-
-__all__ = ["TOOLS", "WRITERS", "FollowUp", "FollowUpStep", "Target", "design_followup", "fit_capacity",
-           "guidellm_scenarios", "k6_options", "tool_of"]
+__all__ = ["FollowUp", "FollowUpStep", "design_followup", "fit_capacity", "is_coarse"]

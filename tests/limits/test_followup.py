@@ -1,24 +1,12 @@
 """The follow-up test design (bearing_lib.limits.followup) and ``bearing next``.
 
-Each tool file is checked by the tool's own reader where the tool installs here: Locust (a
-dependency of the test extra) loads the generated locustfile with its own
-``locust.util.load_locustfile`` in a subprocess (Locust monkey-patches the process with
-gevent) and its ``LoadTestShape`` is stepped through. vLLM (too heavy: torch/CUDA) and
-GuideLLM (pulls torch and CUDA wheels) are not installed: their command lines and scenarios
-are checked against the argument and field names PINNED below from their sources. k6 is not
-packaged for Debian or PyPI here: its ``options`` block is checked against k6's documented
-``constant-arrival-rate`` schema, not by k6 itself.
+The tool files themselves (workload, writers, the tools' own parsers) are tested in
+tests/limits/test_nexttools.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import importlib.util
 import json
-import shlex
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,28 +15,6 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.limits import followup as fu
-
-# vLLM: `vllm bench serve` arguments, vllm/benchmarks/serve.py (add_cli_args) and
-# vllm/benchmarks/datasets.py (add_dataset_parser), vLLM 0.10-0.11 (pinned by hand; vLLM is not installable here)
-VLLM_BENCH_SERVE_FLAGS = {
-    "--backend": str, "--base-url": str, "--host": str, "--port": int, "--endpoint": str, "--model": str,
-    "--dataset-name": str, "--dataset-path": str, "--random-input-len": int, "--random-output-len": int,
-    "--request-rate": float, "--burstiness": float, "--num-prompts": int, "--seed": int,
-    "--max-concurrency": int, "--result-filename": str, "--result-dir": str, "--percentile-metrics": str,
-    "--metric-percentiles": str, "--tokenizer": str,
-}
-VLLM_STORE_TRUE = {"--save-result", "--ignore-eos", "--disable-tqdm"}
-# GuideLLM: GenerativeTextScenario fields, src/guidellm/benchmark/scenario.py (0.3-0.4); rate types from
-# guidellm.benchmark.profile ProfileType (pinned by hand: guidellm pulls torch and CUDA wheels)
-GUIDELLM_SCENARIO_FIELDS = {"target", "backend_type", "backend_args", "model", "processor", "processor_args",
-                            "data", "data_args", "data_sampler", "rate_type", "rate", "max_seconds",
-                            "max_requests", "warmup_percent", "cooldown_percent", "output_sampling",
-                            "random_seed"}
-GUIDELLM_RATE_TYPES = {"synchronous", "concurrent", "throughput", "constant", "poisson", "sweep"}
-# k6 constant-arrival-rate executor options (grafana.com/docs/k6/latest/using-k6/scenarios/executors/
-# constant-arrival-rate/ and the common scenario options)
-K6_REQUIRED = {"executor", "rate", "duration", "preAllocatedVUs"}
-K6_OPTIONAL = {"timeUnit", "maxVUs", "startTime", "exec", "gracefulStop", "env", "tags"}
 
 
 def _doc(ci=(8.0, 12.0), bracket=(9.0, 11.0), coarse=True):
@@ -98,105 +64,31 @@ def test_design_refuses_a_document_without_a_range():
         fu.design_followup(doc)
 
 
-def _plan():
-    return fu.design_followup(_doc()["mixes"][0])
-
-
-def test_vllm_command_lines_use_only_vllm_flags():
-    plan = _plan()
-    text = fu.write_vllm(plan, fu.Target(model="m"))
-    p = argparse.ArgumentParser(prog="vllm bench serve", exit_on_error=False)
-    for flag, typ in VLLM_BENCH_SERVE_FLAGS.items():
-        p.add_argument(flag, type=typ)
-    for flag in VLLM_STORE_TRUE:
-        p.add_argument(flag, action="store_true")
-    lines = [ln for ln in text.splitlines() if ln.startswith("vllm bench serve")]
-    assert len(lines) == len(plan.steps)
-    for ln, s in zip(lines, plan.steps, strict=True):
-        ns = p.parse_args(shlex.split(ln)[3:])  # unknown flags raise
-        assert ns.request_rate == pytest.approx(s.load, abs=1e-4) and ns.burstiness == 1.0
-        assert ns.num_prompts == round(s.load * s.duration_s) and ns.model == "m" and ns.save_result
-
-
-def test_guidellm_scenarios_use_guidellm_fields():
-    plan = _plan()
-    doc = json.loads(fu.write_guidellm(plan, fu.Target()))
-    assert len(doc["scenarios"]) == len(plan.steps) == len(doc["commands"])
-    for sc, s in zip(doc["scenarios"], plan.steps, strict=True):
-        assert set(sc) <= GUIDELLM_SCENARIO_FIELDS and sc["rate_type"] in GUIDELLM_RATE_TYPES
-        assert sc["rate_type"] == "constant" and sc["rate"] == [round(s.load, 4)]
-        assert sc["max_seconds"] == s.duration_s
-    for cmd in doc["commands"]:
-        assert shlex.split(cmd)[:2] == ["guidellm", "benchmark"] and "--rate-type constant" in cmd
-
-
-def test_k6_options_follow_the_constant_arrival_rate_schema():
-    plan = _plan()
-    text = fu.write_k6(plan, fu.Target())
-    body = text[text.index("export const options = ") + len("export const options = "):text.rindex(";\n\nexport")]
-    opts = json.loads(body)
-    start = 0.0
-    for (_name, sc), s in zip(opts["scenarios"].items(), plan.steps, strict=True):
-        assert K6_REQUIRED <= set(sc) <= K6_REQUIRED | K6_OPTIONAL
-        assert sc["executor"] == "constant-arrival-rate" and isinstance(sc["rate"], int) and sc["rate"] > 0
-        assert sc["rate"] / 100 == pytest.approx(s.load, abs=0.005) and sc["timeUnit"] == "100s"
-        assert sc["duration"] == f"{s.duration_s:g}s" and sc["startTime"] == f"{start:g}s"
-        assert sc["maxVUs"] >= sc["preAllocatedVUs"] >= 1
-        start += s.duration_s
-
-
-def test_locust_reads_the_locustfile_and_its_shape_steps_the_loads(tmp_path):
-    # never import locust here: it monkey-patches this process with gevent (the probe runs in a subprocess)
-    if importlib.util.find_spec("locust") is None:
-        pytest.skip("locust is not installed (it is in the test extra)")
-    plan = _plan()
-    path = tmp_path / "followup_locust.py"
-    path.write_text(fu.write_locust(plan, fu.Target()))
-    probe = f"""
-import json
-from locust.util.load_locustfile import load_locustfile
-users, shapes = load_locustfile({str(path)!r})
-shape = shapes[0]
-times = {json.dumps([float(t) for t in np.cumsum([0.0] + [s.duration_s for s in plan.steps])[:-1] + 1.0] + [1e9])}
-out = []
-for t in times:
-    shape.get_run_time = lambda t=t: t
-    out.append(shape.tick())
-print(json.dumps({{"users": sorted(users), "ticks": out}}))
-"""
-    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["users"] == ["Completion"]
-    # users = rate x pacing (20 s) per step, then the shape ends the test
-    assert [t[0] for t in res["ticks"][:-1]] == [max(1, round(s.load * 20)) for s in plan.steps]
-    assert res["ticks"][-1] is None
-
-
-def test_csv_and_aiperf_carry_the_plan():
-    plan = _plan()
-    rows = list(csv.DictReader(fu.write_csv(plan, fu.Target()).splitlines()))
-    assert [float(r["load_rps"]) for r in rows] == pytest.approx([s.load for s in plan.steps], rel=1e-5)
-    assert [float(r["duration_s"]) for r in rows] == [s.duration_s for s in plan.steps]
-    lines = [ln for ln in fu.write_aiperf(plan, fu.Target()).splitlines() if ln.startswith("aiperf profile")]
-    counts = [int(shlex.split(ln)[shlex.split(ln).index("--request-count") + 1]) for ln in lines]
-    assert counts == [round(s.load * s.duration_s) for s in plan.steps]
-
-
 def test_cli_next_writes_the_tool_file_and_the_plan(tmp_path):
     lim = tmp_path / "limits.json"
     lim.write_text(json.dumps(_doc()))
     out = tmp_path / "next.sh"
     r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert "wrote" in r.output and str(out) in r.output
-    assert out.read_text().count("vllm bench serve") == 4  # the tool of the first test (vllm)
+    path = tmp_path / "next.r.all.sh"  # one file per run x mix
+    assert f"wrote {path}" in r.output
+    assert path.read_text().count("vllm bench serve") == 4  # the tool of the first test (vllm)
+    # the first test's file (sweep.json) is not there: every unknown is a named placeholder, said on the terminal
+    assert "FILL_IN_MODEL" in path.read_text() and "FILL_IN_MODEL" in r.output and "PLACEHOLDERS" in r.output
+    assert "--model MODEL" not in path.read_text() and "512" not in path.read_text()
     plan = json.loads((tmp_path / "next.sh.plan.json").read_text())
     assert plan["plans"][0]["tool"] == "vllm" and len(plan["plans"][0]["steps"]) == 4
+    assert any("FILL_IN_INPUT_TOKENS" in p for p in plan["plans"][0]["placeholders"])
+    assert plan["plans"][0]["order"] == "ascending, one invocation of the tool per load, back to back"  # vLLM
+    # never overwritten silently
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out)])
+    assert r.exit_code == 1 and "refusing to overwrite" in r.output and "--force" in r.output
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out), "--force", "--model", "m1"])
+    assert r.exit_code == 0 and "--model m1" in path.read_text()
     r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "x"), "--tool", "jmeterx"])
     assert r.exit_code == 1 and "--tool" in r.output
     lim.write_text(json.dumps(_doc(coarse=False)))
-    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(out)])
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n2")])
     assert r.exit_code == 1 and "--all" in r.output
     (tmp_path / "bad.json").write_text("{")
     r = CliRunner().invoke(app, ["next", str(tmp_path / "bad.json"), "--out", str(out)])
@@ -210,8 +102,46 @@ def test_cli_next_writes_the_tool_file_and_the_plan(tmp_path):
     assert "mixes.0.q_ult.value" in r.output and "mixes.0.q_ult.resolution.tolerance" in r.output
 
 
+def test_cli_two_runs_with_the_same_mix_get_two_files(tmp_path):
+    doc = _doc()
+    second = json.loads(json.dumps(doc["mixes"][0]))
+    second["run_id"] = "s"
+    doc["mixes"].append(second)
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n.sh")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "n.r.all.sh").exists() and (tmp_path / "n.s.all.sh").exists()
 
-    assert np.cumsum([1, 2]).tolist() == [1, 3]
+
+def _loadpoint_mix(value, ci, resolution=None, censored="none"):
+    return {"run_id": "lp", "mix": {"name": "all"}, "steps": [],
+            "q_ult": {"value": value, "unit": "concurrency", "ci95": list(ci), "bracket": [None, None],
+                      "censored": censored, "resolution": resolution}}
+
+
+def test_a_load_point_limit_is_coarse_by_its_interval():
+    # no resolution (a load-point table's model interval): coarse when the CI reaches beyond +-10 % of the value
+    assert fu.is_coarse(_loadpoint_mix(2.665, (2.0, 3.77)))  # the LLMPerf Yi-34B sweep: -25 % / +41 %
+    assert not fu.is_coarse(_loadpoint_mix(10.0, (9.5, 10.8)))  # -5 % / +8 %
+    assert fu.is_coarse(_loadpoint_mix(10.0, (9.5, 11.2)))  # +12 %
+    assert fu.is_coarse(_loadpoint_mix(10.0, (None, 11.0)))  # open at one end
+    assert fu.is_coarse(_loadpoint_mix(4.0, (None, None), censored="below"))
+    res = {"coarse": False}
+    assert not fu.is_coarse(_loadpoint_mix(10.0, (5.0, 15.0), resolution=res))  # the resolution decides
+    assert fu.is_coarse(_loadpoint_mix(10.0, (9.9, 10.1), resolution={"coarse": True}))
+
+
+def test_cli_designs_a_follow_up_for_a_coarse_load_point_limit(tmp_path):
+    doc = {"conditions": {"sources": [{"path": "s.json", "format": "llmperf-summary", "tool": "Anyscale LLMPerf"}]},
+           "mixes": [_loadpoint_mix(2.665, (2.0, 3.77))]}
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n")])  # no --all
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "n.lp.all.sh").read_text()
+    cs = [int(x) for x in __import__("re").findall(r"--num-concurrent-requests (\d+)", text)]
+    assert cs == [int(np.ceil(x)) for x in np.linspace(2.0, 3.77, 4)]  # integer concurrencies, rounded up
 
 
 def test_a_coarse_limit_carries_its_follow_up_in_the_json_and_the_notes():
@@ -228,3 +158,38 @@ def test_a_coarse_limit_carries_its_follow_up_in_the_json_and_the_notes():
     assert [s["load"] for s in fup["steps"]] == pytest.approx(list(np.linspace(lo, hi, 4)))
     assert fup["total_s"] <= fup["budget_s"] and fup["order"].startswith("ascending")
     assert any(n.startswith("follow-up test: loads") and "bearing next" in n for n in m.notes)
+
+
+def test_cli_writes_the_first_tests_own_lengths_from_its_file(tmp_path):
+    # the bundled LMBenchmark sweep as the limits' source: the follow-up carries its ShareGPT lengths,
+    # computed here from the raw CSVs with the csv module
+    import csv
+    from pathlib import Path
+
+    lmb = Path(__file__).resolve().parents[2] / "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"
+    ins, outs = [], []
+    for f in sorted(lmb.glob("LMBench_sharegpt*.csv")):
+        with f.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                ins.append(float(row["prompt_tokens"]))
+                outs.append(float(row["generation_tokens"]))
+    doc = _doc()
+    doc["conditions"]["sources"] = [{"path": str(lmb), "format": "lmbench-csv", "tool": "LMCache LMBenchmark"}]
+    doc["mixes"][0]["run_id"] = "vllm-70b-2replicas/sharegpt"
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "aiperf"])
+    assert r.exit_code == 0, r.output
+    text = (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.sh").read_text()
+    assert f"--synthetic-input-tokens-mean {round(np.percentile(ins, 50))} " in text
+    assert f"--output-tokens-mean {round(np.percentile(outs, 50))} " in text
+    assert f"P90 {round(np.percentile(ins, 90))}" in text and "dataset sharegpt" in text
+    assert "FILL_IN_MODEL" in text and "FILL_IN_MODEL" in r.output  # LMBenchmark names no model
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "lmbenchmark"])
+    assert r.exit_code == 1 and "n.plan.json" in r.output  # the plan is there already
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n"), "--tool", "lmbenchmark", "--force"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.sh").exists()  # another suffix: the aiperf file stays
+    rows = [ln for ln in (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.csv").read_text().splitlines()
+            if not ln.startswith("#")]
+    assert rows[0].split(",")[2] == "qps" and "users" not in "".join(rows)
