@@ -129,7 +129,7 @@ def predict_cmd(
             raise ParameterError("give exactly one of --production TRACE, --mixes FILE or --tested-mix"
                                  + (f" (got {', '.join(chosen)})" if chosen else ""))
         from bearing_lib.twin import predict_twin
-        from bearing_lib.twin.predict import KEEP, parse_request_timeout
+        from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
         rto = KEEP if request_timeout is None else parse_request_timeout(request_timeout)
         doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,

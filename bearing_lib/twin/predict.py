@@ -31,6 +31,7 @@ from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
 from bearing_lib.twin.simulate import OK, ServerParams, simulate
+from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
 MAX_BAD_FRACTION = 0.01
 HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
@@ -165,25 +166,6 @@ def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
     it = (params.decode_base_ms + params.decode_ms_per_seq * slots) / 1000.0
     service = (o - 1) * it + (params.prefill_base_ms + params.prefill_ms_per_token * u) / 1000.0
     return max(0.5 * slots / max(service, 1e-3), 0.01)
-
-
-KEEP = "keep"
-
-
-def parse_request_timeout(value: float | str | None, *, what: str = "--request-timeout") -> float | str | None:
-    """A request-timeout setting as the CLI, the notebook and ``--engine`` give it: seconds (a positive
-    number), ``None``/``"none"``/``"off"`` (no deadline), or ``"keep"`` (the twin's own)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off")):
-        return None
-    if isinstance(value, str) and value.strip().lower() == KEEP:
-        return KEEP
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'")
-    return v
 
 
 DISPATCH = ("random", "round_robin")

@@ -191,7 +191,7 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int | None = None, 
     if not sla:
         raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
-    from bearing_lib.twin.predict import parse_request_timeout
+    from bearing_lib.twin.timeout import parse_request_timeout
 
     return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
                    options=SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed),
