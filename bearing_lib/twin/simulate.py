@@ -90,6 +90,9 @@ def _iters_to_cover(gap: float, base: float, slope: float) -> int:
     return k
 
 
+# One function on purpose (docs/interfaces.md "Long functions"): the event loop's state is local variables and
+# Python lists, since every replay and every step of a prediction's search runs it over each request; split into
+# methods or helpers, each access in the loop would go through an attribute or a call.
 def simulate(
     params: ServerParams,
     arrival_s: np.ndarray,
