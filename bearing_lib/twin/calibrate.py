@@ -938,12 +938,12 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
         a = g["start_s"].to_numpy().astype(float)
         inp, o = _lengths(g, params)
         res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
-        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res["aborted_first_s"])
+        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res.aborted_first_s)
         if lost.any():
             extra = {REPLICA: g[REPLICA].to_numpy()[lost]} if REPLICA in g.columns else {}
             out.append(pl.DataFrame({**extra, "run_id": g["run_id"].to_numpy()[lost],
                                      "step": g["step"].to_numpy()[lost],
-                                     "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
+                                     "first_s": res.aborted_first_s[lost] + a[0], "end_s": res.end_s[lost] + a[0],
                                      "input_tokens": inp[lost], "output_tokens": o[lost]}))
     return pl.concat(out) if out else _NO_LOST
 

@@ -30,7 +30,7 @@ from bearing_lib.common.estimate import Estimate
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
-from bearing_lib.twin.simulate import OK, ServerParams, simulate
+from bearing_lib.twin.simulate import OK, ServerParams, SimResult, simulate
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
 MAX_BAD_FRACTION = 0.01
@@ -77,13 +77,16 @@ class _Stream:
         return int(np.searchsorted(self.cum, horizon_units, side="left"))
 
 
-def _frame(arr: np.ndarray, out: np.ndarray, res: dict[str, np.ndarray]) -> pl.DataFrame:
-    ok = res["status"] == OK
-    ttft = np.where(ok, (res["first_token_s"] - arr) * 1000.0, np.nan)
-    lat = (res["end_s"] - arr) * 1000.0
+def _frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray) -> pl.DataFrame:
+    """The requests ``keep`` selects (the steady state) as the SLA reads them."""
+    arr, out = arr[keep], out[keep]
+    first, end, status_code = res.first_token_s[keep], res.end_s[keep], res.status[keep]
+    ok = status_code == OK
+    ttft = np.where(ok, (first - arr) * 1000.0, np.nan)
+    lat = (end - arr) * 1000.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(ok & (out > 1), (res["end_s"] - res["first_token_s"]) * 1000.0 / (out - 1), np.nan)
-    status = np.where(ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))
+        tpot = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
+    status = np.where(ok, "ok", np.where(status_code == 1, "timeout", "rejected"))
     return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
                          "status": status}).with_columns(
         pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
@@ -97,16 +100,15 @@ def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: Sear
     arr = stream.cum[:n] / rate
     res = simulate(params, arr, stream.inp[:n], stream.out[:n], stream.cac[:n])
     steady = arr >= opt.warmup_s
-    st = res["status"][steady]
-    info = {"peak_running": float(res["peak_running"]), "peak_kv_tokens": float(res["peak_kv_tokens"]),
-            "kv_held": float(np.mean(res["kv_held"][steady])) if steady.any() else 0.0,
-            "slot_held": float(np.mean(res["slot_held"][steady])) if steady.any() else 0.0}
+    st = res.status[steady]
+    info = {"peak_running": float(res.peak_running), "peak_kv_tokens": float(res.peak_kv_tokens),
+            "kv_held": float(np.mean(res.kv_held[steady])) if steady.any() else 0.0,
+            "slot_held": float(np.mean(res.slot_held[steady])) if steady.any() else 0.0}
     if st.size == 0:
         return -1.0, info
     if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
         return -1.0, info
-    fr = _frame(arr[steady], stream.out[:n][steady], {k: v[steady] for k, v in res.items()
-                                                      if k in ("first_token_s", "end_s", "status")})
+    fr = _frame(arr, stream.out[:n], res, steady)
     tp = fr["tpot_ms"].drop_nulls().to_numpy()
     info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
     m = sla.margin(fr)

@@ -124,15 +124,15 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
         a = g["start_s"].to_numpy().astype(float)
         inp, out = _lengths(g, params)
         res = simulate(params, a - a[0], inp, out, g["cached_tokens"].to_numpy())
-        ok = res["status"] == OK
-        end = res["end_s"] + a[0]
-        ttft = np.where(ok, (res["first_token_s"] + a[0] - a) * 1000.0, np.nan)
+        ok = res.status == OK
+        end = res.end_s + a[0]
+        ttft = np.where(ok, (res.first_token_s + a[0] - a) * 1000.0, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = np.where(ok & (out > 1), (end - (res["first_token_s"] + a[0])) * 1000.0 / (out - 1), np.nan)
+            tpot = np.where(ok & (out > 1), (end - (res.first_token_s + a[0])) * 1000.0 / (out - 1), np.nan)
         parts.append(g.select("run_id", "step", "offered_load", "start_s", "_scored").with_columns(
             pl.Series("end_s", end), pl.Series("ttft_ms", ttft).fill_nan(None),
             pl.Series("latency_ms", (end - a) * 1000.0), pl.Series("status", np.where(
-                ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))),
+                ok, "ok", np.where(res.status == 1, "timeout", "rejected"))),
             pl.Series("tpot_ms", tpot).fill_nan(None), pl.Series("itl_ms", tpot).fill_nan(None)))
     return pl.concat(parts, how="diagonal_relaxed").sort("start_s")
 

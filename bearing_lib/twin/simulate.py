@@ -74,6 +74,25 @@ class ServerParams:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class SimResult:
+    """One replay through the server model: per request (in input order) ``first_token_s`` (NaN unless ok),
+    ``end_s``, ``status`` (0 ok, 1 timeout, 2 rejected), ``aborted_first_s`` (the first token of a request
+    the request timeout aborted after it started, NaN otherwise), ``kv_held`` / ``slot_held`` (it waited at
+    the head of the queue for KV with a slot free / for a slot); for the run ``peak_running`` (requests
+    decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and ``preemptions``."""
+
+    first_token_s: np.ndarray
+    end_s: np.ndarray
+    status: np.ndarray
+    aborted_first_s: np.ndarray
+    kv_held: np.ndarray
+    slot_held: np.ndarray
+    peak_running: int
+    peak_kv_tokens: float
+    preemptions: int
+
+
 def _iters_to_cover(gap: float, base: float, slope: float) -> int:
     """Smallest k ≥ 1 with Σ_{i<k} (base + slope·i) ≥ gap (iteration durations growing by ``slope``)."""
     if gap <= 0:
@@ -99,19 +118,12 @@ def simulate(
     input_tokens: np.ndarray,
     output_tokens: np.ndarray,
     cached_tokens: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    """Replay requests (arrival times sorted ascending) through the server model.
-
-    Returns ``first_token_s`` (NaN unless ok), ``end_s`` and ``status`` (0 ok, 1 timeout,
-    2 rejected) per request, in input order, and the run's ``peak_running`` (requests
-    decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and
-    ``preemptions``; per request ``kv_held`` / ``slot_held``: it waited at the head of the
-    queue for KV (a slot free) / for a slot; ``aborted_first_s``: the first token of a request the
-    request timeout aborted after it started (NaN otherwise).
+) -> SimResult:
+    """Replay requests (arrival times sorted ascending) through the server model: a :class:`SimResult`.
 
     >>> p = ServerParams(prefill_base_ms=5, prefill_ms_per_token=0.01, decode_base_ms=10, decode_ms_per_seq=0)
     >>> r = simulate(p, np.array([0.0]), np.array([100]), np.array([3]))
-    >>> round(float(r["first_token_s"][0]), 6), round(float(r["end_s"][0]), 6)
+    >>> round(float(r.first_token_s[0]), 6), round(float(r.end_s[0]), 6)
     (0.006, 0.026)
     """
     n = int(arrival_s.size)
@@ -312,10 +324,9 @@ def simulate(
     if oh:
         first_a = first_a + oh
         end_a = np.where(st == OK, end_a + oh, end_a)
-    return {"first_token_s": first_a, "end_s": end_a, "status": st,
-            "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
-            "preemptions": np.asarray(n_pre), "aborted_first_s": np.asarray(started) + oh,
-            "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
+    return SimResult(first_token_s=first_a, end_s=end_a, status=st, aborted_first_s=np.asarray(started) + oh,
+                     kv_held=np.asarray(kv_held), slot_held=np.asarray(slot_held), peak_running=int(peak_run),
+                     peak_kv_tokens=float(peak_kv), preemptions=int(n_pre))
 
 
-__all__ = ["OK", "REJECTED", "STATUS", "TIMEOUT", "ServerParams", "simulate"]
+__all__ = ["OK", "REJECTED", "STATUS", "TIMEOUT", "ServerParams", "SimResult", "simulate"]
