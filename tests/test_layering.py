@@ -107,3 +107,25 @@ def test_the_checks_find_a_cycle_and_an_import_against_the_flow(tmp_path):
     assert cycle(lib, "report") is None
     assert against_the_flow(lib) == ["data/b.py imports bearing_lib.report.x",
                                      "data/b.py imports bearing_lib.report.x.y"]
+
+
+def private_imports(lib: Path = LIB) -> list[str]:
+    """``from bearing_lib.x import _name``: a module reaching into another's private name."""
+    bad = []
+    for f in sorted(lib.rglob("*.py")):
+        for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("bearing_lib"):
+                bad += [f"{f.relative_to(lib)} imports {n.module}.{a.name}" for a in n.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    return bad
+
+
+def test_no_private_name_imported_across_modules():
+    assert private_imports() == []
+
+
+def test_the_private_import_check_finds_one(tmp_path):
+    lib = tmp_path / "bearing_lib"
+    (lib / "w").mkdir(parents=True)
+    (lib / "w" / "a.py").write_text("def f():\n    from bearing_lib.w.b import _g, h\n")
+    assert private_imports(lib) == ["w/a.py imports bearing_lib.w.b._g"]

@@ -46,7 +46,16 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
-from bearing_lib.twin.replay import REPLICA, _figures, _groups, _lengths, _prep, _replayable, assign_replicas, replay
+from bearing_lib.twin.replay import (
+    REPLICA,
+    assign_replicas,
+    prepare_rows,
+    replay,
+    replay_lengths,
+    replayable,
+    server_groups,
+    step_figures,
+)
 from bearing_lib.twin.result import Twin, TwinParam
 from bearing_lib.twin.simulate import ServerParams, simulate
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
@@ -802,7 +811,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
                              replicas=replicas, _lost=lost)
 
-    f = _concat([_features(g, _lost_of(_lost, g)) for g in _groups(ok)])
+    f = _concat([_features(g, _lost_of(_lost, g)) for g in server_groups(ok)])
     rng = np.random.default_rng(seed)
     fit = _point_fit(f, seed, rng)
     draws = _bootstrap(f, fit, n_boot, seed, rng)
@@ -931,12 +940,12 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
 
     params = server_params(values)
     out = []
-    for g0 in _groups(_prep(frame)):
-        g = g0.sort("start_s").filter(_replayable(g0.sort("start_s"), params))
+    for g0 in server_groups(prepare_rows(frame)):
+        g = g0.sort("start_s").filter(replayable(g0.sort("start_s"), params))
         if not g.height:
             continue
         a = g["start_s"].to_numpy().astype(float)
-        inp, o = _lengths(g, params)
+        inp, o = replay_lengths(g, params)
         res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
         lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res.aborted_first_s)
         if lost.any():
@@ -951,13 +960,13 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
 def _replay_error(frame: pl.DataFrame, values: dict) -> float:
     """Mean over (run, step) of |log(twin / measured)| of throughput plus that of P50 latency, replaying the test."""
 
-    pf = _prep(frame)
+    pf = prepare_rows(frame)
     sim = replay(server_params(values), pf)
     meas = {k: g for k, g in pf.group_by(["run_id", "step"])}
     errs = []
     for k, g in sim.group_by(["run_id", "step"]):
-        a, _ = _figures(meas[k], None)
-        b, _ = _figures(g, None)
+        a, _ = step_figures(meas[k], None)
+        b, _ = step_figures(g, None)
         for key in ("throughput_rps", "latency_p50_ms"):
             x, y = a.get(key), b.get(key)
             if x and y and x > 0 and y > 0:

@@ -14,7 +14,16 @@ from bearing_lib.common.quantiles import quantile
 from bearing_lib.data.trace import OUTCOME_UNKNOWN
 from bearing_lib.twin.simulate import OK, ServerParams, simulate
 
-__all__ = ["REPLICA", "assign_replicas", "replay"]
+__all__ = [
+    "REPLICA",
+    "assign_replicas",
+    "prepare_rows",
+    "replay",
+    "replay_lengths",
+    "replayable",
+    "server_groups",
+    "step_figures",
+]
 
 
 REPLICA = "_replica"
@@ -31,7 +40,7 @@ def assign_replicas(frame: pl.DataFrame, replicas: int) -> pl.DataFrame:
             .drop("_rr_run"))
 
 
-def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
+def server_groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
     """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step; with
     replicas (column ``_replica``), every group is split per replica: each is one server's requests."""
     out = _run_groups(frame)
@@ -55,7 +64,7 @@ def _run_groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
 
 
 
-def _prep(frame: pl.DataFrame) -> pl.DataFrame:
+def prepare_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """Every request with a start time, identity columns filled (failed requests without lengths stay:
     the measured error rate counts them)."""
     cols = frame.columns
@@ -74,7 +83,7 @@ def _prep(frame: pl.DataFrame) -> pl.DataFrame:
     ).filter(pl.col("start_s").is_not_null()).sort("start_s")
 
 
-def _replayable(g: pl.DataFrame, params: ServerParams) -> pl.Series:
+def replayable(g: pl.DataFrame, params: ServerParams) -> pl.Series:
     """Which requests of one run the twin replays, with their lengths filled: every one with both lengths;
     with a request timeout also a *lost* one (failed, no end time: the test dropped it), whose prompt is
     its own or the run's median, and whose output is the one it asked for or, unknown, the shortest that
@@ -86,7 +95,7 @@ def _replayable(g: pl.DataFrame, params: ServerParams) -> pl.Series:
     return has | lost
 
 
-def _lengths(g: pl.DataFrame, params: ServerParams) -> tuple[np.ndarray, np.ndarray]:
+def replay_lengths(g: pl.DataFrame, params: ServerParams) -> tuple[np.ndarray, np.ndarray]:
     inp = g["input_tokens"].to_numpy().astype(float)
     out = g["output_tokens"].to_numpy().astype(float)
     if params.request_timeout_s is not None:
@@ -110,9 +119,9 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
     A failed request the twin cannot replay (no lengths, no request timeout to lose it at) keeps its
     measured failure, so both sides count it alike."""
     parts = []
-    for g0 in _groups(_prep(frame)):
+    for g0 in server_groups(prepare_rows(frame)):
         g0 = g0.sort("start_s")
-        use = _replayable(g0, params)
+        use = replayable(g0, params)
         g = g0.filter(use)
         keep = g0.filter(~use)
         if keep.height:
@@ -122,7 +131,7 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
         if not g.height:
             continue
         a = g["start_s"].to_numpy().astype(float)
-        inp, out = _lengths(g, params)
+        inp, out = replay_lengths(g, params)
         res = simulate(params, a - a[0], inp, out, g["cached_tokens"].to_numpy())
         ok = res.status == OK
         end = res.end_s + a[0]
@@ -137,7 +146,7 @@ def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed").sort("start_s")
 
 
-def _figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
+def step_figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
     t0, t1 = float(step["start_s"].min()), float(step["start_s"].max())  # the step's send window: all it sent
     span = max(t1 - t0, 1e-9)
     # throughput over the send window counts every request's completion on both sides: a cancelled or

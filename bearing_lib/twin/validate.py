@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.twin.calibrate import calibrate, server_params
-from bearing_lib.twin.replay import _figures, _prep, assign_replicas, replay
+from bearing_lib.twin.replay import assign_replicas, prepare_rows, replay, step_figures
 from bearing_lib.twin.result import StepCheck, Twin, Validation
 
 THROUGHPUT_TOL = 0.10
@@ -72,14 +72,14 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     from bearing_lib.limits.sla import SLA, parse_sla
 
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
-    frame = assign_replicas(_prep(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
+    frame = assign_replicas(prepare_rows(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
     sim = replay(server_params(twin.values()), frame)
     loads = (frame.group_by("run_id", "step").agg(pl.col("offered_load").first()).sort("run_id", "step"))
     rows: list[StepCheck] = []
     for run, s, load in loads.iter_rows():
         sel = (pl.col("run_id") == run) & (pl.col("step") == s)
-        mf, mp = _figures(frame.filter(sel), sla_obj)
-        pf, pp = _figures(sim.filter(sel), sla_obj)
+        mf, mp = step_figures(frame.filter(sel), sla_obj)
+        pf, pp = step_figures(sim.filter(sel), sla_obj)
         rows.append(StepCheck(int(s), load, False, mf, pf, mp, pp, run_id=str(run)))
     reasons = []
     for r in rows:
@@ -102,7 +102,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue
         sim_h = replay(server_params(held.values()), frame)
-        pf, pp = _figures(sim_h.filter((pl.col("run_id") == r.run_id) & (pl.col("step") == r.step)), sla_obj)
+        pf, pp = step_figures(sim_h.filter((pl.col("run_id") == r.run_id) & (pl.col("step") == r.step)), sla_obj)
         chk = StepCheck(r.step, r.offered_load, True, r.measured, pf, r.sla_pass_measured, pp, run_id=r.run_id)
         rows.append(chk)
         e = _rel(pf.get(key), r.measured.get(key))
