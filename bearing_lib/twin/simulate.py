@@ -151,6 +151,7 @@ def simulate(
     mbt = params.max_batched_tokens if params.max_batched_tokens is not None else math.inf
     tmo = params.queue_timeout_s if params.queue_timeout_s is not None else math.inf
     rto = params.request_timeout_s if params.request_timeout_s is not None else math.inf
+    timed = tmo < math.inf or rto < math.inf  # a deadline can end a decode jump (a running one is in dl)
     dl: list[tuple[float, int, int]] = []  # (deadline, version, request) of running requests (request timeout)
 
     first = [math.nan] * n
@@ -285,17 +286,28 @@ def simulate(
             heapq.heappop(done)
         k = done[0][0] - it
         if base > 0:
+            # (the iterations to cover a gap are inlined for a constant iteration, slope 0: the common case,
+            # the same arithmetic as _iters_to_cover without a call per event)
             if not queue and nxt < n and nrun < slots:
-                k = min(k, _iters_to_cover(a[nxt] - t, base, slope))
-            deadline = (a[queue[0]] + min(tmo if first[queue[0]] != first[queue[0]] else math.inf, rto)) if queue \
-                else (a[nxt] + min(tmo, rto) if nxt < n else math.inf)
-            if dl:
-                deadline = min(deadline, dl[0][0])
-            if deadline < math.inf:
-                k = min(k, _iters_to_cover(deadline - t, base, slope))
+                gap = a[nxt] - t
+                kk = (1 if gap <= 0 else math.ceil(gap / base)) if slope <= 0 else _iters_to_cover(gap, base, slope)
+                if kk < k:
+                    k = kk
+            if timed:
+                deadline = (a[queue[0]] + min(tmo if first[queue[0]] != first[queue[0]] else math.inf, rto)) \
+                    if queue else (a[nxt] + min(tmo, rto) if nxt < n else math.inf)
+                if dl and dl[0][0] < deadline:
+                    deadline = dl[0][0]
+                if deadline < math.inf:
+                    kk = _iters_to_cover(deadline - t, base, slope)
+                    if kk < k:
+                        k = kk
         if paged and budget < math.inf:
-            k = min(k, int((budget - kv) // nrun))
-        k = max(k, 1)
+            kk = int((budget - kv) // nrun)
+            if kk < k:
+                k = kk
+        if k < 1:
+            k = 1
         t0 = t
         t += k * base + slope * k * (k - 1) / 2.0
         it += k
