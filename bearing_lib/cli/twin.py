@@ -34,7 +34,8 @@ def fit_cmd(
                                         "round-robin router: the twin is one replica's server (default: the "
                                         "limits' conditions.instances with --limits, else 1)."),
     limits: Path | None = typer.Option(None, "--limits", help="A `bearing limits` JSON of this test: its "
-                                       "conditions.instances gives --replicas."),
+                                       "conditions.instances gives the replicas (router unknown: round-robin if "
+                                       "that twin validates, else the deployment as one server)."),
 ) -> None:
     """Calibrate the twin on a load test and validate it on the same test."""
     import json
@@ -47,8 +48,9 @@ def fit_cmd(
             raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
         from bearing_lib.twin import fit_twin
 
+        # --replicas says the router is round-robin; a count only stated by the limits leaves the router unknown
         twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
-                        replicas=_replicas(replicas, limits))
+                        replicas=_replicas(replicas, limits), router_known=replicas is not None)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
         typer.echo(twin.summary())
@@ -71,8 +73,9 @@ def _replicas(replicas: int | None, limits: Path | None) -> int:
         doc = json.loads(limits.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read the limits document ({exc})", path=limits) from None
-    n = (doc.get("conditions") or {}).get("instances") if isinstance(doc, dict) else None
-    return int(n) if isinstance(n, int | float) and n >= 1 else 1
+    from bearing_lib.twin.replay import tested_replicas
+
+    return tested_replicas((doc.get("conditions") or {}).get("instances") if isinstance(doc, dict) else None)
 
 
 def _engine(pairs: list[str]) -> dict[str, float | str]:

@@ -43,13 +43,15 @@ def load_tests(paths, *, format: str | None = None):
 
 
 def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None,
-             known: dict | None = None, replicas: int = 1) -> Twin:
+             known: dict | None = None, replicas: int = 1, router_known: bool = True) -> Twin:
     """Load, calibrate and validate: the twin ``bearing twin fit`` writes (``known``: engine settings given;
-    ``replicas``: the test's replicas behind a round-robin router, the twin being one replica's server)."""
+    ``replicas``: the test's replicas, behind a round-robin router when ``router_known``, else only stated:
+    :func:`bearing_lib.twin.deployment.fit_deployment` chooses)."""
+    from bearing_lib.twin.deployment import fit_deployment
+
     trace = load_tests([Path(p) for p in paths], format=format)
-    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=replicas)
-    twin.validation = validate(twin, trace, sla)
-    return twin
+    return fit_deployment(trace, sla, replicas=replicas, router_known=router_known, n_boot=n_boot, seed=seed,
+                          known=known)
 
 
 def read_twin(path: str | Path) -> Twin:

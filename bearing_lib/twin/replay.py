@@ -23,10 +23,18 @@ __all__ = [
     "replayable",
     "server_groups",
     "step_figures",
+    "tested_replicas",
 ]
 
 
 REPLICA = "_replica"
+
+
+def tested_replicas(instances: object) -> int:
+    """The replicas a test ran against, from its limits' ``conditions.instances`` (a whole number ≥ 1), else 1:
+    one rule for ``bearing twin fit --limits`` and the report's twin."""
+    return int(instances) if isinstance(instances, int | float) and not isinstance(instances, bool) \
+        and instances >= 1 and float(instances).is_integer() else 1
 
 
 def assign_replicas(frame: pl.DataFrame, replicas: int) -> pl.DataFrame:
