@@ -46,11 +46,13 @@ def fit_cmd(
     with bearing_errors():
         if not sla:
             raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
+        from bearing_lib.common.progress import progress_for, progress_wanted
         from bearing_lib.twin import fit_twin
 
         # --replicas says the router is round-robin; a count only stated by the limits leaves the router unknown
-        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
-                        replicas=_replicas(replicas, limits), router_known=replicas is not None)
+        with progress_for("twin fit", enabled=progress_wanted()) as bar:
+            twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
+                            replicas=_replicas(replicas, limits), router_known=replicas is not None, progress=bar)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
         typer.echo(twin.summary())
@@ -135,9 +137,12 @@ def predict_cmd(
         from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
         rto = KEEP if request_timeout is None else parse_request_timeout(request_timeout)
-        doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
-                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto,
-                           dispatch=dispatch)
+        from bearing_lib.common.progress import progress_for, progress_wanted
+
+        with progress_for("twin predict", enabled=progress_wanted()) as bar:
+            doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
+                               prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format,
+                               request_timeout=rto, dispatch=dispatch, progress=bar)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         for p in doc.predictions:

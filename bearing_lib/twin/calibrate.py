@@ -46,6 +46,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.common.progress import Progress
 from bearing_lib.twin.replay import (
     REPLICA,
     assign_replicas,
@@ -580,7 +581,8 @@ def _point_fit(f: RequestFeatures, seed: int, rng: np.random.Generator) -> _Poin
     return _PointFit(with_seq, with_int, with_ctx, dec, pre, free, ttft_pre, fixed_pt, ceil)
 
 
-def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: np.random.Generator) -> np.ndarray:
+def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: np.random.Generator,
+               progress: Progress | None = None) -> np.ndarray:
     """Cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows; one row
     per draw (prefill base, prefill per token, decode base, decode per sequence, decode per 1k context)."""
     with_seq, with_int, with_ctx, dec, fixed_pt = fit.with_seq, fit.with_int, fit.with_ctx, fit.dec, fit.fixed_pt
@@ -595,7 +597,12 @@ def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: 
     rng_t = np.random.default_rng([seed, 5])  # the TTFT slope's own resampling (requests of the low-load steps)
     act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
-    for _ in range(n_boot if steps.size > 1 else 0):
+    n_runs = n_boot if steps.size > 1 else 0
+    if progress is not None:
+        progress.start(n_runs, "bootstrap over steps")
+    for _ in range(n_runs):
+        if progress is not None:
+            progress.advance(1)
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
         rows_d = np.concatenate([rows_by_step[s] for s in pick])
         if rows_d.size < x.shape[1] + 5:
@@ -776,7 +783,8 @@ def _test_mix(ok: pl.DataFrame, seed: int) -> dict[str, list[float]]:
 
 
 def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
-              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None) -> Twin:
+              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None,
+              progress: Progress | None = None) -> Twin:
     """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
 
     ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
@@ -789,7 +797,8 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     test contradicts (more requests or tokens ran at once than it allows) is refused.
     ``replicas``: the test ran against that many replicas behind a round-robin router (the limits'
     ``conditions.instances``): each run's requests are dispatched in send order, and the twin is one
-    replica's server (its slots, KV budget and batch are per replica).
+    replica's server (its slots, KV budget and batch are per replica). ``progress``: a terminal bar
+    (:class:`bearing_lib.common.progress.Progress`) advanced per bootstrap resample, or None.
 
     The stages (each a function of this module): the rows put in shape (``_prepare``), the request
     timeout, the per-request features, the decode fit and the ceilings it implies with the prefill cost
@@ -809,12 +818,12 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         lost = _lost_occupancy(frame, first.values())
         if lost.height:
             return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
-                             replicas=replicas, _lost=lost)
+                             replicas=replicas, _lost=lost, progress=progress)
 
     f = _concat([_features(g, _lost_of(_lost, g)) for g in server_groups(ok)])
     rng = np.random.default_rng(seed)
     fit = _point_fit(f, seed, rng)
-    draws = _bootstrap(f, fit, n_boot, seed, rng)
+    draws = _bootstrap(f, fit, n_boot, seed, rng, progress)
     params = _cost_params(f, fit, draws) + _client_params(f, fit, prep.timeouts, rto)
     kv_policy, policy_note = _kv_policy(frame, f, params, fit.ceil, given)
     _apply_given(params, f, fit.ceil, kv_policy, given)

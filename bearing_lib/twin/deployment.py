@@ -12,6 +12,7 @@ report's twin call this one function, so both give the same twin and the same pr
 
 from __future__ import annotations
 
+from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import calibrate
 from bearing_lib.twin.result import Twin
 from bearing_lib.twin.validate import validate
@@ -20,15 +21,19 @@ __all__ = ["fit_deployment"]
 
 
 def fit_deployment(trace, sla, *, replicas: int = 1, router_known: bool = True, n_boot: int = 200, seed: int = 0,
-                   known: dict | None = None) -> Twin:
+                   known: dict | None = None, progress: Progress | None = None) -> Twin:
     """Calibrate on ``trace`` and validate against ``sla`` (module docstring): ``replicas`` servers behind a
     round-robin router when ``router_known`` or when that twin passes its validation, else the deployment as
     one server if that one passes."""
-    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=replicas)
+    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=replicas, progress=progress)
+    if progress is not None:
+        progress.step("validating: replaying the test")
     twin.validation = validate(twin, trace, sla)
     if router_known or replicas <= 1 or twin.trusted:
         return twin
-    whole = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=1)
+    if progress is not None:
+        progress.step(f"{replicas} round-robin servers failed validation: the deployment as one server")
+    whole = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=1, progress=progress)
     whole.validation = validate(whole, trace, sla)
     if not whole.trusted:
         twin.notes.append(f"the test ran against {replicas} replicas behind a router bearing does not know: "

@@ -27,6 +27,7 @@ import polars as pl
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
@@ -175,7 +176,7 @@ DISPATCH = ("random", "round_robin")
 
 def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, prompt_scale: float = 1.0,
             options: SearchOptions | None = None, request_timeout: float | str | None = KEEP,
-            dispatch: str | None = None) -> Prediction:
+            dispatch: str | None = None, progress: Progress | None = None) -> Prediction:
     """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
 
     ``instances``: by default the replicas the twin's test ran against (``twin.replicas``; 1 for a twin of one
@@ -183,7 +184,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
     at rate / N) or ``"round_robin"`` (every N-th arrival); by default round-robin for a twin calibrated on
     replicas behind a router, random otherwise. Either way the fleet's limit is N × one instance's.
     ``request_timeout``: the what-if of another deadline in front of the engine: seconds, ``None`` (no
-    deadline), or ``"keep"`` (the twin's, from its test)."""
+    deadline), or ``"keep"`` (the twin's, from its test). ``progress``: a terminal bar
+    (:class:`bearing_lib.common.progress.Progress`) advanced per limit search, or None."""
     from bearing_lib.limits.sla import SLA, parse_sla
 
     opt = options or SearchOptions()
@@ -212,8 +214,12 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
                                                                     else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
-    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
     draws = np.asarray(twin.draws, dtype=float)
+    if progress is not None:
+        progress.start(1 + min(opt.n_draws, draws.shape[0]), "searching the limit (point, then parameter draws)")
+    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
+    if progress is not None:
+        progress.advance(1)
     rng = np.random.default_rng(opt.seed + 7)
     limits = []
     infos = [info0]
@@ -225,6 +231,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
             pv.update(dict(zip(Twin.DRAW_PARAMS[:len(row)], (max(float(x), 0.0) for x in row), strict=True)))
             v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
                                      guess=v0, lo=v0 / 1.25, hi=v0 * 1.25, rr=rr)
+            if progress is not None:
+                progress.advance(1)
             if c == "none":
                 limits.append(v)
                 infos.append(inf)
@@ -234,6 +242,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
         # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
         # it and the value stands; else the truth lies between the capped and the uncapped limit
         lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
+        if progress is not None:
+            progress.step("the limit with the ceilings the test never reached lifted")
         v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5, rr=rr)
         if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
             flags = [f for f in flags if not f.startswith("regime:")]
@@ -262,6 +272,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
         # a target that leans on a parameter the test did not identify carries that parameter's prior range: the
         # search at the other end of the range widens the CI (docs/twin.md "Reach")
         for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point):
+            if progress is not None:
+                progress.step(f"the limit at the other end of {name}'s prior range")
             v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0, rr=rr)
             lo_ci, hi_ci = est.ci95 if est.ci95 else (est.value, est.value)
             if c_alt == "none":

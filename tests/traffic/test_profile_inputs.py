@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
+from bearing_lib.common.progress import progress_wanted
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform
 from bearing_lib.loaders import load
@@ -25,7 +26,6 @@ from bearing_lib.loaders.canonical import write_trace
 from bearing_lib.traffic.dataset import profile_dataset
 from bearing_lib.traffic.onepass import gap_summary
 from bearing_lib.traffic.profile import profile_traffic
-from bearing_lib.traffic.progress import progress_wanted
 
 runner = CliRunner()
 T0 = 1_767_225_600.0
@@ -158,7 +158,7 @@ def test_progress_quiet_rule(monkeypatch):
     monkeypatch.setenv("BEARING_NO_PROGRESS", "1")
     assert progress_wanted(stream=_Tty()) is False
     monkeypatch.delenv("BEARING_NO_PROGRESS")
-    monkeypatch.setattr("bearing_lib.traffic.progress.in_notebook", lambda: True)
+    monkeypatch.setattr("bearing_lib.common.progress.in_notebook", lambda: True)
     assert progress_wanted(stream=_Tty()) is False  # a notebook kernel
 
 
