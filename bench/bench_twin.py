@@ -83,7 +83,7 @@ def main() -> int:
     t0 = time.perf_counter()
     rp = simulate(pp, a, i, o, c)
     t_pg = time.perf_counter() - t0
-    print(f"simulate the same, paged KV at 12k tokens + context cost ({int(rp['preemptions']):,} preemptions): "
+    print(f"simulate the same, paged KV at 12k tokens + context cost ({int(rp.preemptions):,} preemptions): "
           f"twin {t_pg:.3f} s ({t_pg / a.size * 1e6:.1f} µs/request)")
 
     t0 = time.perf_counter()

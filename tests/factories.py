@@ -31,6 +31,19 @@ def request_trace(frame: pl.DataFrame | dict[str, Any], *, source: str = "test",
     return RequestTrace(validate(df, prov) if validated else df, prov)
 
 
+def leaves(x: object, path: str = ""):
+    """Every leaf of a JSON-shaped document as ``(path, value)``: ``.key`` for an object's key, ``[i]`` for a
+    list's item (keys sorted), e.g. to compare two documents number by number."""
+    if isinstance(x, dict):
+        for k in sorted(x):
+            yield from leaves(x[k], f"{path}.{k}")
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from leaves(v, f"{path}[{i}]")
+    else:
+        yield path, x
+
+
 def summary_doc(name: str = "report", *, run_time_utc: str | None = "2026-11-23T06:00:00Z", verdict: str = "green",
                 headline: str = "", identity: dict[str, Any] | None = None,
                 limits: dict[str, float] | None = None, blended_fos: float | None = None) -> dict[str, Any]:

@@ -644,9 +644,12 @@ def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
     if not run and len(runs) > 1:
         return Unavailable(f"the limits hold {len(runs)} runs; name the run the twin should calibrate on (run)")
     try:
+        from bearing_lib.twin.replay import tested_replicas
         from bearing_lib.twin.section import production_section
 
-        sec, _, _ = production_section(path, production, lim.sla_text, run=run or (runs[0] if runs else None))
+        # the replicas the test ran against, as `bearing twin fit --limits` reads them: one number for both
+        sec, _, _ = production_section(path, production, lim.sla_text, run=run or (runs[0] if runs else None),
+                                       replicas=tested_replicas(lim.conditions.instances), router_known=False)
     except BearingError as exc:
         return Unavailable(f"the digital twin could not be calibrated: {exc}")
     return sec

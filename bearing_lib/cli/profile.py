@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         scheduler: str | None = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
-        from bearing_lib.traffic.progress import progress_for, progress_wanted
+        from bearing_lib.common.progress import progress_for, progress_wanted
 
         with bearing_errors():
             to_stdout = str(json_out) == "-"

@@ -34,7 +34,8 @@ def fit_cmd(
                                         "round-robin router: the twin is one replica's server (default: the "
                                         "limits' conditions.instances with --limits, else 1)."),
     limits: Path | None = typer.Option(None, "--limits", help="A `bearing limits` JSON of this test: its "
-                                       "conditions.instances gives --replicas."),
+                                       "conditions.instances gives the replicas (router unknown: round-robin if "
+                                       "that twin validates, else the deployment as one server)."),
 ) -> None:
     """Calibrate the twin on a load test and validate it on the same test."""
     import json
@@ -45,10 +46,13 @@ def fit_cmd(
     with bearing_errors():
         if not sla:
             raise SLAParseError("no SLA given: pass --sla 'p99(ttft) <= 500ms' (the validation judges steps by it)")
+        from bearing_lib.common.progress import progress_for, progress_wanted
         from bearing_lib.twin import fit_twin
 
-        twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
-                        replicas=_replicas(replicas, limits))
+        # --replicas says the router is round-robin; a count only stated by the limits leaves the router unknown
+        with progress_for("twin fit", enabled=progress_wanted()) as bar:
+            twin = fit_twin(loadtests, sla, n_boot=n_boot, seed=seed, format=format, known=_engine(engine),
+                            replicas=_replicas(replicas, limits), router_known=replicas is not None, progress=bar)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(twin.to_dict(), ensure_ascii=False) + "\n", encoding="utf-8")
         typer.echo(twin.summary())
@@ -71,8 +75,9 @@ def _replicas(replicas: int | None, limits: Path | None) -> int:
         doc = json.loads(limits.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(f"cannot read the limits document ({exc})", path=limits) from None
-    n = (doc.get("conditions") or {}).get("instances") if isinstance(doc, dict) else None
-    return int(n) if isinstance(n, int | float) and n >= 1 else 1
+    from bearing_lib.twin.replay import tested_replicas
+
+    return tested_replicas((doc.get("conditions") or {}).get("instances") if isinstance(doc, dict) else None)
 
 
 def _engine(pairs: list[str]) -> dict[str, float | str]:
@@ -129,12 +134,15 @@ def predict_cmd(
             raise ParameterError("give exactly one of --production TRACE, --mixes FILE or --tested-mix"
                                  + (f" (got {', '.join(chosen)})" if chosen else ""))
         from bearing_lib.twin import predict_twin
-        from bearing_lib.twin.predict import KEEP, parse_request_timeout
+        from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
         rto = KEEP if request_timeout is None else parse_request_timeout(request_timeout)
-        doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
-                           prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format, request_timeout=rto,
-                           dispatch=dispatch)
+        from bearing_lib.common.progress import progress_for, progress_wanted
+
+        with progress_for("twin predict", enabled=progress_wanted()) as bar:
+            doc = predict_twin(twin_json, sla, production=production, mixes=mixes, instances=instances,
+                               prompt_scale=prompt_scale, n_draws=draws, seed=seed, format=format,
+                               request_timeout=rto, dispatch=dispatch, progress=bar)
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(doc.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         for p in doc.predictions:

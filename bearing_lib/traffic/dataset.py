@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InsufficientDataError, ParameterError
+from bearing_lib.common.progress import Progress
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, ParquetDataset, open_dataset
 from bearing_lib.data.mixes import MixSpec
@@ -59,7 +60,6 @@ from bearing_lib.traffic.profile import (
     mix_hour_partials,
     shares_from_counts,
 )
-from bearing_lib.traffic.progress import Progress
 from bearing_lib.traffic.seasonality import prefetch_statsmodels
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
 from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, _no_outcome, budget_from_minutes

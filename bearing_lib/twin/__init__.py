@@ -43,13 +43,15 @@ def load_tests(paths, *, format: str | None = None):
 
 
 def fit_twin(paths, sla, *, n_boot: int = 200, seed: int = 0, format: str | None = None,
-             known: dict | None = None, replicas: int = 1) -> Twin:
+             known: dict | None = None, replicas: int = 1, router_known: bool = True, progress=None) -> Twin:
     """Load, calibrate and validate: the twin ``bearing twin fit`` writes (``known``: engine settings given;
-    ``replicas``: the test's replicas behind a round-robin router, the twin being one replica's server)."""
+    ``replicas``: the test's replicas, behind a round-robin router when ``router_known``, else only stated:
+    :func:`bearing_lib.twin.deployment.fit_deployment` chooses)."""
+    from bearing_lib.twin.deployment import fit_deployment
+
     trace = load_tests([Path(p) for p in paths], format=format)
-    twin = calibrate(trace, n_boot=n_boot, seed=seed, known=known, replicas=replicas)
-    twin.validation = validate(twin, trace, sla)
-    return twin
+    return fit_deployment(trace, sla, replicas=replicas, router_known=router_known, n_boot=n_boot, seed=seed,
+                          known=known, progress=progress)
 
 
 def read_twin(path: str | Path) -> Twin:
@@ -78,8 +80,9 @@ def read_twin(path: str | Path) -> Twin:
 def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, instances: int | None = None,
                  prompt_scale: float = 1.0, n_draws: int | None = None, seed: int = 0,
                  format: str | None = None, request_timeout: float | str | None = "keep",
-                 dispatch: str | None = None) -> PredictionSet:
-    """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix."""
+                 dispatch: str | None = None, progress=None) -> PredictionSet:
+    """``bearing twin predict``: predictions for a production trace's mix, a mix file's mixes, or the tested mix
+    (``progress``: a terminal bar, :class:`bearing_lib.common.progress.Progress`, or None)."""
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
     if production is not None:
         from bearing_lib.loaders import load_trace
@@ -92,8 +95,12 @@ def predict_twin(twin: Twin | str | Path, sla, *, production=None, mixes=None, i
     from bearing_lib.twin.predict import DEFAULT_DRAWS
 
     opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
-    preds = [predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt,
-                     request_timeout=request_timeout, dispatch=dispatch) for m in targets]
+    preds = []
+    for i, m in enumerate(targets):
+        if progress is not None and len(targets) > 1:
+            progress.label = f"mix {m.name} ({i + 1} of {len(targets)})"
+        preds.append(predict(tw, m, sla, instances=instances, prompt_scale=prompt_scale, options=opt,
+                             request_timeout=request_timeout, dispatch=dispatch, progress=progress))
     reasons = tw.validation.reasons if tw.validation is not None else ["not validated"]
     return PredictionSet(twin_source=tw.source, twin_trusted=tw.trusted, twin_reasons=reasons, predictions=preds)
 

@@ -46,8 +46,20 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
-from bearing_lib.twin.result import TwinParam
+from bearing_lib.common.progress import Progress
+from bearing_lib.twin.replay import (
+    REPLICA,
+    assign_replicas,
+    prepare_rows,
+    replay,
+    replay_lengths,
+    replayable,
+    server_groups,
+    step_figures,
+)
+from bearing_lib.twin.result import Twin, TwinParam
 from bearing_lib.twin.simulate import ServerParams, simulate
+from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
 MIN_REQUESTS = 50
 MIN_QUEUED = 20
@@ -83,43 +95,6 @@ class RequestFeatures:
     kv_at_first: np.ndarray  # reserved tokens running just after its first token
     held_at_start: np.ndarray  # tokens present (input + generated so far) over the running requests at its arrival
     held_peak: np.ndarray  # tokens present over the running requests just before its end (where they peak)
-
-
-REPLICA = "_replica"
-
-
-def assign_replicas(frame: pl.DataFrame, replicas: int) -> pl.DataFrame:
-    """Round-robin dispatch of each run's requests (in send order) to ``replicas`` servers: column ``_replica``
-    (docs/twin.md "Replicas behind a router"). One replica: the frame unchanged (no column)."""
-    if replicas <= 1:
-        return frame.drop(REPLICA) if REPLICA in frame.columns else frame
-    run = pl.col("run_id").fill_null("run") if "run_id" in frame.columns else pl.lit("run")
-    return (frame.with_columns(run.alias("_rr_run")).sort("start_s", nulls_last=True, maintain_order=True)
-            .with_columns((pl.int_range(pl.len()).over("_rr_run") % replicas).cast(pl.Int64).alias(REPLICA))
-            .drop("_rr_run"))
-
-
-def _groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """The trace's runs; a run whose steps overlap in time (separate runs per step) is split per step; with
-    replicas (column ``_replica``), every group is split per replica: each is one server's requests."""
-    out = _run_groups(frame)
-    if REPLICA not in frame.columns:
-        return out
-    return [part for g in out for _, part in g.group_by([REPLICA], maintain_order=True)]
-
-
-def _run_groups(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    out = []
-    for (_,), run in frame.group_by(["run_id"], maintain_order=True):
-        spans = run.group_by("step").agg(pl.col("start_s").min().alias("a"), pl.col("start_s").max().alias("b"))
-        spans = spans.sort("a")
-        a, b = spans["a"].to_numpy(), spans["b"].to_numpy()
-        overlap = bool(np.any(a[1:] < b[:-1] - 1e-9)) if a.size > 1 else False
-        if overlap:
-            out.extend(part for _, part in run.group_by(["step"], maintain_order=True))
-        else:
-            out.append(run)
-    return out
 
 
 def _step_count(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -415,8 +390,6 @@ CEILING_SHARE = 0.01  # ... and at least this share of them must be there
 
 def _given_timeout(value: object) -> TwinParam:
     """The request timeout an operator gave (``--engine request_timeout_s=30|none``)."""
-    from bearing_lib.twin.predict import KEEP, parse_request_timeout
-
     v = parse_request_timeout(value, what="engine setting request_timeout_s")  # type: ignore[arg-type]
     if v == KEEP:
         raise ParameterError("engine setting request_timeout_s: give seconds or none ('keep' is a what-if of "
@@ -448,24 +421,20 @@ def _request_timeout(frame: pl.DataFrame, ok: pl.DataFrame) -> TwinParam:
                      "requests run")
 
 
-def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
-              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None):
-    """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
+@dataclass
+class _Prepared:
+    """The test's rows as the calibration reads them: every row (steps numbered, replicas assigned), the
+    successful rows with every field the fits need, the timed-out rows and the engine settings given."""
 
-    ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
-    :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
-    ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
-    leave-highest-step-out validation uses it). Steps are resampled per (run, step).
-    ``known``: engine settings the operator knows (``max_num_seqs``, ``kv_budget_tokens``,
-    ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
-    log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
-    test contradicts (more requests or tokens ran at once than it allows) is refused.
-    ``replicas``: the test ran against that many replicas behind a round-robin router (the limits'
-    ``conditions.instances``): each run's requests are dispatched in send order, and the twin is one
-    replica's server (its slots, KV budget and batch are per replica).
-    """
-    from bearing_lib.twin.result import Twin
+    source: str
+    frame: pl.DataFrame
+    ok: pl.DataFrame
+    timeouts: pl.DataFrame
+    given: dict
 
+
+def _prepare(trace, exclude_steps: list | None, known: dict | None, replicas: int) -> _Prepared:
+    """Check the test and the settings given, and put the rows in the calibration's shape."""
     frame = trace.frame if hasattr(trace, "frame") else trace
     source = getattr(getattr(trace, "provenance", None), "source", "trace")
     required = ("start_s", "end_s", "ttft_ms", "input_tokens", "output_tokens")
@@ -506,42 +475,39 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
             f"{source}: the twin needs at least {MIN_REQUESTS} successful requests with start, end, TTFT and "
             f"token counts; found {ok.height}"
         )
-    def lost_of(g: pl.DataFrame) -> pl.DataFrame | None:
-        if _lost is None:
-            return None
-        sel = (pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list())
-        if REPLICA in g.columns and REPLICA in _lost.columns:
-            sel = sel & (pl.col(REPLICA) == g[REPLICA][0])
-        return _lost.filter(sel)
+    return _Prepared(str(source), frame, ok, timeouts, given)
 
-    rto = _given_timeout(given["request_timeout_s"]) if "request_timeout_s" in given else _request_timeout(frame, ok)
-    if _lost is None and rto.value is not None:
-        # the lost requests decoded beside the completed ones until the deadline aborted them, so the batch
-        # the regressions see in the completed rows is too small: a first pass (point fit only, no bootstrap)
-        # places them with its replay, and the fit is made with them counted (one step of a fixed point;
-        # docs/twin.md "Calibration")
-        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, replicas=replicas,
-                          _lost=_NO_LOST)
-        lost = _lost_occupancy(frame, first.values())
-        if lost.height:
-            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
-                             replicas=replicas, _lost=lost)
 
-    f = _concat([_features(g, lost_of(g)) for g in _groups(ok)])
+def _lost_of(lost: pl.DataFrame | None, g: pl.DataFrame) -> pl.DataFrame | None:
+    """The lost requests placed (by a first pass) beside one group's rows, or none in a first pass."""
+    if lost is None:
+        return None
+    sel = (pl.col("run_id") == g["run_id"][0]) & pl.col("step").is_in(g["step"].unique().to_list())
+    if REPLICA in g.columns and REPLICA in lost.columns:
+        sel = sel & (pl.col(REPLICA) == g[REPLICA][0])
+    return lost.filter(sel)
 
-    # ---- slots and KV: ceilings, identified only where a queue formed at them
+
+@dataclass
+class _Ceilings:
+    """Slots and KV: the peaks seen and the requests that waited at them (identified only where a queue formed)."""
+
+    n_max: int
+    kv_max: float
+    held_max: float
+    waited: np.ndarray
+    slot_q: np.ndarray
+    kv_q: np.ndarray
+    kv_q_paged: np.ndarray
+    slots_identified: bool
+    kv_identified: bool
+    kv_paged_identified: bool
+
+
+def _ceilings(f: RequestFeatures, dec: np.ndarray) -> _Ceilings:
+    """The slot and KV ceilings and the queues at them, given the decode fit (a wait is long against its iteration)."""
     n_max = int(round(np.nanmax(f.n_at_first)))  # the peak follows some first token
     kv_max = float(np.nanmax(f.kv_at_first))
-    finite_nbar = f.nbar[np.isfinite(f.nbar)]
-    # the batch must vary by a request or more across the bulk of the test (timing noise alone does not)
-    with_seq = bool(finite_nbar.size and np.subtract(*np.percentile(finite_nbar, [95, 5])) >= 1.0)
-    # decode intervals interrupted by other requests' prefills identify the prefill cost directly
-    with_int = int(((f.prefills_in > 0) & np.isfinite(f.tpot_ms)).sum()) >= MIN_INTERRUPTED
-    if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
-        _, xi, _ = _decode_design(f, with_seq, True)
-        with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
-    with_ctx = _ctx_identified(f, with_seq, with_int)
-    dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]))
     iter_ms = max(dec[0] + dec[1] * n_max, 1.0)
     low = f.n_at_start <= np.nanpercentile(f.n_at_start, 25)
     waited = f.ttft_ms > 4.0 * iter_ms + np.nanmedian(f.ttft_ms[low])
@@ -555,16 +521,50 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     slot_q = waited & (f.n_at_start >= n_max - 1)
     kv_q = waited & (f.n_at_start < n_max - 1) & (f.kv_at_start >= 0.75 * kv_max)
     n_wait = max(int(waited.sum()), 1)
-    slots_identified = bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait)
-    kv_identified = bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait)
     # the same under paged KV (tokens present, not reserved): its peak and the waits near it
     held_max = float(np.nanmax(f.held_peak))
     kv_q_paged = waited & (f.n_at_start < n_max - 1) & (f.held_at_start >= 0.75 * held_max)
-    kv_paged_identified = bool(int(kv_q_paged.sum()) >= MIN_QUEUED and kv_q_paged.sum() >= 0.25 * n_wait)
+    return _Ceilings(
+        n_max=n_max, kv_max=kv_max, held_max=held_max, waited=waited, slot_q=slot_q, kv_q=kv_q,
+        kv_q_paged=kv_q_paged,
+        slots_identified=bool(int(slot_q.sum()) >= MIN_QUEUED and slot_q.sum() >= 0.5 * n_wait),
+        kv_identified=bool(int(kv_q.sum()) >= MIN_QUEUED and kv_q.sum() >= 0.25 * n_wait),
+        kv_paged_identified=bool(int(kv_q_paged.sum()) >= MIN_QUEUED and kv_q_paged.sum() >= 0.25 * n_wait),
+    )
 
+
+@dataclass
+class _PointFit:
+    """The point fits: which decode columns the test identifies, the decode and prefill coefficients, the
+    requests that found a free slot, and the low-load TTFT slope (``fixed_pt`` when it replaced a zero)."""
+
+    with_seq: bool
+    with_int: bool
+    with_ctx: bool
+    dec: np.ndarray
+    pre: tuple[float, float]
+    free: np.ndarray
+    ttft_pre: TtftPrefill | None
+    fixed_pt: float | None
+    ceil: _Ceilings
+
+
+def _point_fit(f: RequestFeatures, seed: int, rng: np.random.Generator) -> _PointFit:
+    """The decode median regression, the ceilings it implies, then the prefill cost (``rng`` draws the
+    prefill regression's subsample and is handed on to the bootstrap)."""
+    finite_nbar = f.nbar[np.isfinite(f.nbar)]
+    # the batch must vary by a request or more across the bulk of the test (timing noise alone does not)
+    with_seq = bool(finite_nbar.size and np.subtract(*np.percentile(finite_nbar, [95, 5])) >= 1.0)
+    # decode intervals interrupted by other requests' prefills identify the prefill cost directly
+    with_int = int(((f.prefills_in > 0) & np.isfinite(f.tpot_ms)).sum()) >= MIN_INTERRUPTED
+    if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
+        _, xi, _ = _decode_design(f, with_seq, True)
+        with_int = bool(np.linalg.matrix_rank(xi) == xi.shape[1])
+    with_ctx = _ctx_identified(f, with_seq, with_int)
+    dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]))
+    ceil = _ceilings(f, dec)
     # ---- prefill regression over requests that found a free slot and did not wait
-    free = ~waited & (f.n_at_start < max(n_max - 1, 1)) & np.isfinite(f.ttft_ms)
-    rng = np.random.default_rng(seed)
+    free = ~ceil.waited & (f.n_at_start < max(ceil.n_max - 1, 1)) & np.isfinite(f.ttft_ms)
     free_idx = np.flatnonzero(free)
     if free_idx.size > MAX_QUANTREG_ROWS:
         free_idx = np.sort(rng.choice(free_idx, MAX_QUANTREG_ROWS, replace=False))
@@ -572,27 +572,37 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
     # (its column dropped) but TTFT clearly rises with the prompt, the TTFT slope is used and the decode
     # regression refitted with it fixed (only the per-batch cost fitted beside it): a slope the data shows is
     # never fitted as zero (docs/twin.md "Calibration")
-    low_rows = _low_load_rows(f, free)
-    ttft_pre = _ttft_prefill(f, low_rows, dec[0], dec[1])
+    ttft_pre = _ttft_prefill(f, _low_load_rows(f, free), dec[0], dec[1])
     fixed_pt = None
     if with_int and dec[3] <= 0 and ttft_pre is not None and ttft_pre.clear:
         fixed_pt = ttft_pre.p1
         dec = _decode_fit(f, with_seq, with_int, with_ctx, np.random.default_rng([seed, 3]), fixed_pt)
     pre = (dec[2], dec[3]) if with_int else _prefill_fit(*_prefill_y(f, free_idx, dec[0], dec[1]))
+    return _PointFit(with_seq, with_int, with_ctx, dec, pre, free, ttft_pre, fixed_pt, ceil)
 
-    # ---- cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows
+
+def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: np.random.Generator,
+               progress: Progress | None = None) -> np.ndarray:
+    """Cluster bootstrap over steps: the median regression on a subsample of the resampled steps' rows; one row
+    per draw (prefill base, prefill per token, decode base, decode per sequence, decode per 1k context)."""
+    with_seq, with_int, with_ctx, dec, fixed_pt = fit.with_seq, fit.with_int, fit.with_ctx, fit.dec, fit.fixed_pt
     m, x, y = _decode_design(f, with_seq, with_int, with_ctx, fixed_pt)
     st = f.cluster[m]
     steps = np.unique(f.cluster)
     rows_by_step = {int(s): np.flatnonzero(st == s) for s in steps}
-    free_by_step = {int(s): np.flatnonzero(free & (f.cluster == s)) for s in steps}
+    free_by_step = {int(s): np.flatnonzero(fit.free & (f.cluster == s)) for s in steps}
     # the point fit's non-zero columns: a cost the whole test puts at zero starts at zero in every resample
     dec_design = np.array([dec[0], dec[1], dec[4], dec[2], dec[3]])[
         [True, with_seq, with_ctx, with_int, with_int and fixed_pt is None]]
     rng_t = np.random.default_rng([seed, 5])  # the TTFT slope's own resampling (requests of the low-load steps)
     act0 = [j for j in range(dec_design.size) if j == 0 or dec_design[j] > 0]
     draws = []
-    for _ in range(n_boot if steps.size > 1 else 0):
+    n_runs = n_boot if steps.size > 1 else 0
+    if progress is not None:
+        progress.start(n_runs, "bootstrap over steps")
+    for _ in range(n_runs):
+        if progress is not None:
+            progress.advance(1)
         pick = [int(s) for s in rng.choice(steps, steps.size, replace=True)]
         rows_d = np.concatenate([rows_by_step[s] for s in pick])
         if rows_d.size < x.shape[1] + 5:
@@ -603,7 +613,7 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         else:
             # the TTFT slope on the low-load requests resampled (they are nearly independent at low load), then the
             # decode regression on the resampled steps with that slope's stalls taken off
-            rt = rng_t.choice(ttft_pre.rows, ttft_pre.rows.size, replace=True)
+            rt = rng_t.choice(fit.ttft_pre.rows, fit.ttft_pre.rows.size, replace=True)
             pt_b = max(_prefill_fit(*_prefill_y(f, rt, dec[0], dec[1]))[1], 0.0)
             _, xb, yb = _decode_design(f, with_seq, with_int, with_ctx, pt_b)
             db = _full(_median_fit(xb[rows_d], yb[rows_d], rng, BOOT_DECODE_ROWS, act0, BOOT_MAX_ITER),
@@ -618,42 +628,46 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
                 continue
             pb = _prefill_fit(*_prefill_y(f, rows, db[0], db[1]))
         draws.append([pb[0], pb[1], db[0], db[1], db[4]])
-    draws_a = np.array(draws) if draws else np.empty((0, 5))
+    return np.array(draws) if draws else np.empty((0, 5))
+
+
+def _cost_params(f: RequestFeatures, fit: _PointFit, draws: np.ndarray) -> list[TwinParam]:
+    """The fitted costs (prefill, decode) with their bootstrap CIs, then the slot, KV and batch ceilings."""
+    with_seq, with_int, with_ctx, dec, pre, ceil = fit.with_seq, fit.with_int, fit.with_ctx, fit.dec, fit.pre, fit.ceil
 
     def ci(j: int, v: float) -> tuple[float | None, float | None]:
-        if draws_a.shape[0] < 20:
+        if draws.shape[0] < 20:
             return (None, None)
-        lo, hi = np.percentile(draws_a[:, j], [2.5, 97.5], method="linear")
+        lo, hi = np.percentile(draws[:, j], [2.5, 97.5], method="linear")
         return (float(min(lo, v)), float(max(hi, v)))
 
     all_steps = _steps_list(f.step)
-    free_steps = _steps_list(f.step[free])
     int_steps = _steps_list(f.step[(f.prefills_in > 0) & np.isfinite(f.tpot_ms)])
-    seq_steps = all_steps if with_seq else []
-    pre_steps = int_steps if with_int else free_steps
+    pre_steps = int_steps if with_int else _steps_list(f.step[fit.free])
     how = ("coefficient of the prefill batches that interrupted other requests' decoding" if with_int else
            "median regression of TTFT over requests that found a free slot")
     how_pt = how
-    if ttft_pre is not None:
-        low_steps = _steps_list(f.step[ttft_pre.rows])
-        seen = (f"TTFT at low load (steps {low_steps}, {ttft_pre.rows.size} requests that found a free slot) rises "
-                f"{ttft_pre.p1:.4g} ms/token (median regression, 95% CI {ttft_pre.ci[0]:.4g}–{ttft_pre.ci[1]:.4g}; "
-                f"Theil–Sen {ttft_pre.theil[0]:.4g}, {ttft_pre.theil[1]:.4g}–{ttft_pre.theil[2]:.4g})")
-        if fixed_pt is not None:
+    if fit.ttft_pre is not None:
+        tp = fit.ttft_pre
+        low_steps = _steps_list(f.step[tp.rows])
+        seen = (f"TTFT at low load (steps {low_steps}, {tp.rows.size} requests that found a free slot) rises "
+                f"{tp.p1:.4g} ms/token (median regression, 95% CI {tp.ci[0]:.4g}–{tp.ci[1]:.4g}; "
+                f"Theil–Sen {tp.theil[0]:.4g}, {tp.theil[1]:.4g}–{tp.theil[2]:.4g})")
+        if fit.fixed_pt is not None:
             how_pt = (f"{seen}: used, since the decode stalls alone put it at zero; the decode regression refitted "
                       "with it fixed")
         elif with_int:
             how_pt = f"{how}; check: {seen}"
-    params = [
+    return [
         TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
                   f"{how} (per batch)"),
         TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
-                  pre_steps if fixed_pt is None else _steps_list(f.step[ttft_pre.rows]),
+                  pre_steps if fit.fixed_pt is None else _steps_list(f.step[fit.ttft_pre.rows]),
                   f"{how_pt} (per uncached token)"),
         TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
                   "median-regression intercept of time per output token"),
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
-                  "ms/seq", with_seq, "none", seq_steps,
+                  "ms/seq", with_seq, "none", all_steps if with_seq else [],
                   "median-regression slope of time per output token on the running batch" if with_seq else
                   "not identified: the running batch never varied; folded into decode_base_ms"),
         TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
@@ -661,66 +675,86 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
                   "median-regression slope of time per output token on the running context (Σ input + generated tokens)"
                   if with_ctx else f"not identified: the context term did not stand {CTX_MIN_T:g} SE above zero "
                   "beside the batch size; the twin uses 0 (long-context mixes are predicted optimistic)"),
-        TwinParam("max_num_seqs", float(n_max), (None, None), "requests", slots_identified,
-                  "none" if slots_identified else "lower", _steps_list(f.step[slot_q]),
-                  "most requests decoding at once; requests queued at it" if slots_identified else
+        TwinParam("max_num_seqs", float(ceil.n_max), (None, None), "requests", ceil.slots_identified,
+                  "none" if ceil.slots_identified else "lower", _steps_list(f.step[ceil.slot_q]),
+                  "most requests decoding at once; requests queued at it" if ceil.slots_identified else
                   "never reached with a queue: the twin uses the most seen at once, a lower bound"),
-        TwinParam("kv_budget_tokens", kv_max, (None, None), "tokens", kv_identified,
-                  "none" if kv_identified else "lower", _steps_list(f.step[kv_q]),
-                  "most reserved (input + output) tokens running; requests queued with free slots" if kv_identified
+        TwinParam("kv_budget_tokens", ceil.kv_max, (None, None), "tokens", ceil.kv_identified,
+                  "none" if ceil.kv_identified else "lower", _steps_list(f.step[ceil.kv_q]),
+                  "most reserved (input + output) tokens running; requests queued with free slots"
+                  if ceil.kv_identified
                   else "never reached: the twin uses the most reserved tokens seen running, a lower bound"),
         TwinParam("max_batched_tokens", float(np.nanmax(f.batch_tokens)), (None, None), "tokens", False, "lower",
                   [], "not identifiable from request rows: the largest prefill batch seen, a lower bound"),
     ]
+
+
+def _client_params(f: RequestFeatures, fit: _PointFit, timeouts: pl.DataFrame, rto: TwinParam) -> list[TwinParam]:
+    """What the engine model does not explain (TTFT overhead) and the timeouts: in the queue and in front."""
     # client-visible TTFT the engine model does not explain, over requests that found a free slot
-    fx, fy = _prefill_y(f, np.flatnonzero(free), dec[0], dec[1])
-    overhead = float(np.median(fy - pre[0] - pre[1] * fx)) if fx.size else 0.0
-    params.append(TwinParam("ttft_overhead_ms", max(overhead, 0.0), (None, None), "ms", bool(fx.size >= 10), "none",
-                            free_steps, "median TTFT beyond the modelled prefill (and half an iteration) over "
-                            "requests that found a free slot: network, tokenizer, API server"))
+    fx, fy = _prefill_y(f, np.flatnonzero(fit.free), fit.dec[0], fit.dec[1])
+    overhead = float(np.median(fy - fit.pre[0] - fit.pre[1] * fx)) if fx.size else 0.0
+    out = [TwinParam("ttft_overhead_ms", max(overhead, 0.0), (None, None), "ms", bool(fx.size >= 10), "none",
+                     _steps_list(f.step[fit.free]), "median TTFT beyond the modelled prefill (and half an iteration) "
+                     "over requests that found a free slot: network, tokenizer, API server")]
     if timeouts.height:
         tt = (timeouts["end_s"] - timeouts["start_s"]).drop_nulls().to_numpy()
-        params.append(TwinParam("queue_timeout_s", float(np.median(tt)), (float(tt.min()), float(tt.max())), "s",
-                                True, "none", _steps_list(timeouts["step"].to_numpy()),
-                                "median time to failure of timed-out requests"))
+        out.append(TwinParam("queue_timeout_s", float(np.median(tt)), (float(tt.min()), float(tt.max())), "s",
+                             True, "none", _steps_list(timeouts["step"].to_numpy()),
+                             "median time to failure of timed-out requests"))
     else:
-        params.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
-                                "no request timed out: the twin lets requests wait"))
-    params.append(rto)
-    # ---- KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption);
-    # chosen by which replays the test closer, when a KV ceiling was reached under either; else reserve
+        out.append(TwinParam("queue_timeout_s", None, (None, None), "s", False, "unbounded", [],
+                             "no request timed out: the twin lets requests wait"))
+    out.append(rto)
+    return out
+
+
+def _replace_param(params: list[TwinParam], new: TwinParam) -> None:
+    k = next(i for i, p in enumerate(params) if p.name == new.name)
+    params[k] = new
+
+
+def _kv_policy(frame: pl.DataFrame, f: RequestFeatures, params: list[TwinParam], ceil: _Ceilings,
+               given: dict) -> tuple[str, str]:
+    """KV policy: reserve (input + output held from admission) or paged (tokens present, LIFO preemption); chosen
+    by which replays the test closer, when a KV ceiling was reached under either, else reserve; a policy given
+    wins. Updates the KV budget in ``params`` to the chosen policy's peak."""
     kv_policy, policy_note = "reserve", ("not identified: the KV budget never held requests back, so the test "
                                          "cannot tell reserved from paged KV; the twin uses reserve (admits fewer)")
-    if kv_identified or kv_paged_identified:
+    if ceil.kv_identified or ceil.kv_paged_identified:
         vals = {p.name: p.value for p in params}
         fit_r = _replay_error(frame, vals)
-        vals_p = dict(vals, kv_policy="paged", kv_budget_tokens=held_max)
-        fit_p = _replay_error(frame, vals_p)
+        fit_p = _replay_error(frame, dict(vals, kv_policy="paged", kv_budget_tokens=ceil.held_max))
         if fit_p < fit_r:
             kv_policy = "paged"
         policy_note = (f"replay error (mean |log| of throughput and P50 latency over steps): reserve {fit_r:.3f}, "
                        f"paged {fit_p:.3f}; the closer is used")
         if kv_policy == "paged":
-            k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
-            params[k] = TwinParam(
-                "kv_budget_tokens", held_max, (None, None), "tokens", kv_paged_identified,
-                "none" if kv_paged_identified else "lower", _steps_list(f.step[kv_q_paged]),
+            ident = ceil.kv_paged_identified
+            _replace_param(params, TwinParam(
+                "kv_budget_tokens", ceil.held_max, (None, None), "tokens", ident,
+                "none" if ident else "lower", _steps_list(f.step[ceil.kv_q_paged]),
                 "most tokens present (input + generated) running; requests queued with free slots (paged KV)"
-                if kv_paged_identified else "never reached under paged KV: the most tokens seen present, a lower bound")
+                if ident else "never reached under paged KV: the most tokens seen present, a lower bound"))
     if "kv_policy" in given and given["kv_policy"] != kv_policy:
         pol = str(given["kv_policy"])
         policy_note = f"given ({pol}); the test alone: {kv_policy} ({policy_note})"
         kv_policy = pol
-        k = next(i for i, p in enumerate(params) if p.name == "kv_budget_tokens")
-        peak = held_max if pol == "paged" else kv_max
-        ident = kv_paged_identified if pol == "paged" else kv_identified
-        params[k] = TwinParam("kv_budget_tokens", peak, (None, None), "tokens", ident, "none" if ident else "lower",
-                              _steps_list(f.step[kv_q_paged if pol == "paged" else kv_q]),
-                              f"most tokens running under {pol} KV" + ("" if ident else ", a lower bound"))
+        peak = ceil.held_max if pol == "paged" else ceil.kv_max
+        ident = ceil.kv_paged_identified if pol == "paged" else ceil.kv_identified
+        _replace_param(params, TwinParam("kv_budget_tokens", peak, (None, None), "tokens", ident,
+                                         "none" if ident else "lower",
+                                         _steps_list(f.step[ceil.kv_q_paged if pol == "paged" else ceil.kv_q]),
+                                         f"most tokens running under {pol} KV" + ("" if ident else ", a lower bound")))
     elif "kv_policy" in given:
         policy_note = f"given ({kv_policy}); the test alone agrees or cannot tell ({policy_note})"
+    return kv_policy, policy_note
+
+
+def _apply_given(params: list[TwinParam], f: RequestFeatures, ceil: _Ceilings, kv_policy: str, given: dict) -> None:
+    """The engine settings the operator gave replace what the test showed; a setting the test contradicts is refused."""
     seen = {"max_num_seqs": float(np.nanmax(f.n_at_first)),
-            "kv_budget_tokens": held_max if kv_policy == "paged" else kv_max,
+            "kv_budget_tokens": ceil.held_max if kv_policy == "paged" else ceil.kv_max,
             "max_batched_tokens": float(np.nanmax(f.batch_tokens))}
     for name in ("max_num_seqs", "kv_budget_tokens", "max_batched_tokens"):
         if name not in given:
@@ -732,33 +766,83 @@ def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | 
         if name != "max_batched_tokens" and v < seen[name] * 0.99 - 1:
             raise ParameterError(f"engine setting {name} = {v:g}, but the test ran {seen[name]:,.0f} at once: "
                                  "the setting is not the one this test ran with")
-        k = next(i for i, p in enumerate(params) if p.name == name)
-        params[k] = TwinParam(name, v, (None, None), params[k].unit, True, "none", [],
-                              f"given: the engine's configuration (the test showed at least {seen[name]:,.0f})")
+        unit = next(p.unit for p in params if p.name == name)
+        _replace_param(params, TwinParam(name, v, (None, None), unit, True, "none", [],
+                                         f"given: the engine's configuration (the test showed at least "
+                                         f"{seen[name]:,.0f})"))
+
+
+def _test_mix(ok: pl.DataFrame, seed: int) -> dict[str, list[float]]:
+    """The tested mix kept in the twin (a sample of :data:`MAX_MIX_ROWS` beyond that)."""
     kept = ok if ok.height <= MAX_MIX_ROWS else ok.sample(MAX_MIX_ROWS, seed=seed)
-    mix = {
+    return {
         "input_tokens": kept["input_tokens"].to_numpy().astype(float).tolist(),
         "output_tokens": kept["output_tokens"].to_numpy().astype(float).tolist(),
         "cached_tokens": kept["cached_tokens"].fill_null(0).to_numpy().astype(float).tolist(),
     }
-    top_load = float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None
+
+
+def calibrate(trace, *, n_boot: int = 200, seed: int = 0, exclude_steps: list | None = None,
+              known: dict | None = None, replicas: int = 1, _lost: pl.DataFrame | None = None,
+              progress: Progress | None = None) -> Twin:
+    """A :class:`~bearing_lib.twin.result.Twin` calibrated on a per-request load test.
+
+    ``trace`` is a :class:`~bearing_lib.data.trace.RequestTrace` (e.g. from
+    :func:`bearing_lib.loaders.load_trace`) with start/end times, TTFT and token counts.
+    ``exclude_steps`` leaves steps out, as step numbers or ``(run_id, step)`` pairs (the
+    leave-highest-step-out validation uses it). Steps are resampled per (run, step).
+    ``known``: engine settings the operator knows (``max_num_seqs``, ``kv_budget_tokens``,
+    ``max_batched_tokens``, ``kv_policy`` "reserve"/"paged"; e.g. from vLLM's flags and its startup
+    log's KV-cache size), used instead of what the test can show and marked ``given``; a setting the
+    test contradicts (more requests or tokens ran at once than it allows) is refused.
+    ``replicas``: the test ran against that many replicas behind a round-robin router (the limits'
+    ``conditions.instances``): each run's requests are dispatched in send order, and the twin is one
+    replica's server (its slots, KV budget and batch are per replica). ``progress``: a terminal bar
+    (:class:`bearing_lib.common.progress.Progress`) advanced per bootstrap resample, or None.
+
+    The stages (each a function of this module): the rows put in shape (``_prepare``), the request
+    timeout, the per-request features, the decode fit and the ceilings it implies with the prefill cost
+    (``_point_fit``), the cluster bootstrap (``_bootstrap``), the parameters (``_cost_params``,
+    ``_client_params``), the KV policy and the settings given.
+    """
+    prep = _prepare(trace, exclude_steps, known, replicas)
+    frame, ok, given = prep.frame, prep.ok, prep.given
+    rto = _given_timeout(given["request_timeout_s"]) if "request_timeout_s" in given else _request_timeout(frame, ok)
+    if _lost is None and rto.value is not None:
+        # the lost requests decoded beside the completed ones until the deadline aborted them, so the batch
+        # the regressions see in the completed rows is too small: a first pass (point fit only, no bootstrap)
+        # places them with its replay, and the fit is made with them counted (one step of a fixed point;
+        # docs/twin.md "Calibration")
+        first = calibrate(trace, n_boot=0, seed=seed, exclude_steps=exclude_steps, known=known, replicas=replicas,
+                          _lost=_NO_LOST)
+        lost = _lost_occupancy(frame, first.values())
+        if lost.height:
+            return calibrate(trace, n_boot=n_boot, seed=seed, exclude_steps=exclude_steps, known=known,
+                             replicas=replicas, _lost=lost, progress=progress)
+
+    f = _concat([_features(g, _lost_of(_lost, g)) for g in server_groups(ok)])
+    rng = np.random.default_rng(seed)
+    fit = _point_fit(f, seed, rng)
+    draws = _bootstrap(f, fit, n_boot, seed, rng, progress)
+    params = _cost_params(f, fit, draws) + _client_params(f, fit, prep.timeouts, rto)
+    kv_policy, policy_note = _kv_policy(frame, f, params, fit.ceil, given)
+    _apply_given(params, f, fit.ceil, kv_policy, given)
     reach = _reach(ok, f)
-    ident = _identification(params, reach, f)
     return Twin(
-        source=str(source),
+        source=prep.source,
         params=params,
-        draws=draws_a.tolist(),
+        draws=draws.tolist(),
         n_requests=int(ok.height),
-        steps=all_steps,
-        highest_load=top_load,
+        steps=_steps_list(f.step),
+        highest_load=float(np.nanmax(f.load)) if np.isfinite(f.load).any() else None,
         load_unit="rps",
-        test_mix=mix,
+        test_mix=_test_mix(ok, seed),
         notes=_notes(params) + [f"kv_policy {kv_policy}: {policy_note}"],
         kv_policy=kv_policy,
         kv_policy_note=policy_note,
         given=given,
         reach=reach,
-        identification=ident,
+        identification=_identification(params, reach, f),
         replicas=replicas,
     )
 
@@ -862,38 +946,36 @@ def _lost_occupancy(frame: pl.DataFrame, values: dict) -> pl.DataFrame:
     """The test's lost requests (failed, no end time) as the twin's replay runs them: from their first token
     to their abort (columns run_id, step, first_s, end_s, input_tokens, output_tokens); those that never
     started hold no batch place and are left out."""
-    from bearing_lib.twin.validate import _lengths, _prep, _replayable
 
     params = server_params(values)
     out = []
-    for g0 in _groups(_prep(frame)):
-        g = g0.sort("start_s").filter(_replayable(g0.sort("start_s"), params))
+    for g0 in server_groups(prepare_rows(frame)):
+        g = g0.sort("start_s").filter(replayable(g0.sort("start_s"), params))
         if not g.height:
             continue
         a = g["start_s"].to_numpy().astype(float)
-        inp, o = _lengths(g, params)
+        inp, o = replay_lengths(g, params)
         res = simulate(params, a - a[0], inp, o, g["cached_tokens"].to_numpy())
-        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res["aborted_first_s"])
+        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy() & np.isfinite(res.aborted_first_s)
         if lost.any():
             extra = {REPLICA: g[REPLICA].to_numpy()[lost]} if REPLICA in g.columns else {}
             out.append(pl.DataFrame({**extra, "run_id": g["run_id"].to_numpy()[lost],
                                      "step": g["step"].to_numpy()[lost],
-                                     "first_s": res["aborted_first_s"][lost] + a[0], "end_s": res["end_s"][lost] + a[0],
+                                     "first_s": res.aborted_first_s[lost] + a[0], "end_s": res.end_s[lost] + a[0],
                                      "input_tokens": inp[lost], "output_tokens": o[lost]}))
     return pl.concat(out) if out else _NO_LOST
 
 
 def _replay_error(frame: pl.DataFrame, values: dict) -> float:
     """Mean over (run, step) of |log(twin / measured)| of throughput plus that of P50 latency, replaying the test."""
-    from bearing_lib.twin.validate import _figures, _prep, replay
 
-    pf = _prep(frame)
+    pf = prepare_rows(frame)
     sim = replay(server_params(values), pf)
     meas = {k: g for k, g in pf.group_by(["run_id", "step"])}
     errs = []
     for k, g in sim.group_by(["run_id", "step"]):
-        a, _ = _figures(meas[k], None)
-        b, _ = _figures(g, None)
+        a, _ = step_figures(meas[k], None)
+        b, _ = step_figures(g, None)
         for key in ("throughput_rps", "latency_p50_ms"):
             x, y = a.get(key), b.get(key)
             if x and y and x > 0 and y > 0:

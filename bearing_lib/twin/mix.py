@@ -94,14 +94,17 @@ class LengthSpec:
 
 
 @dataclass
-class MixSpec:
+class SyntheticMixSpec:
+    """A synthetic mix of a twin mixes file: lognormal input and output lengths and a cache-hit share (not
+    :class:`bearing_lib.data.mixes.MixSpec`, which selects a test's or a trace's requests into mixes)."""
+
     input_tokens: LengthSpec
     output_tokens: LengthSpec
     cached_tokens: float = 0
     cache_hit: float = 0.0
 
 
-def from_spec(name: str, spec: MixSpec, n: int = 20_000, seed: int = 0) -> RequestMix:
+def from_spec(name: str, spec: SyntheticMixSpec, n: int = 20_000, seed: int = 0) -> RequestMix:
     """A lognormal mix (median, σ of log, clipped to [min, max]) drawn as ``n`` requests."""
     rng = np.random.default_rng(seed)
 
@@ -121,7 +124,7 @@ def load_mix_file(path: str | Path) -> list[RequestMix]:
 
     p = Path(path)
     doc = read_yaml(p, "the twin mix file", error=InputError)
-    specs = parse(dict[str, MixSpec], doc, what=f"{p}: twin mixes")
+    specs = parse(dict[str, SyntheticMixSpec], doc, what=f"{p}: twin mixes")
     bad = [f"{k}: {w} median must be > 0 and sigma >= 0" for k, s in specs.items()
            for w, ls in (("input_tokens", s.input_tokens), ("output_tokens", s.output_tokens))
            if not (ls.median > 0 and ls.sigma >= 0 and ls.min <= ls.max)]

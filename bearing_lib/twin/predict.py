@@ -27,10 +27,12 @@ import polars as pl
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
-from bearing_lib.twin.simulate import OK, ServerParams, simulate
+from bearing_lib.twin.simulate import OK, ServerParams, SimResult, simulate
+from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
 MAX_BAD_FRACTION = 0.01
 HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
@@ -76,13 +78,16 @@ class _Stream:
         return int(np.searchsorted(self.cum, horizon_units, side="left"))
 
 
-def _frame(arr: np.ndarray, out: np.ndarray, res: dict[str, np.ndarray]) -> pl.DataFrame:
-    ok = res["status"] == OK
-    ttft = np.where(ok, (res["first_token_s"] - arr) * 1000.0, np.nan)
-    lat = (res["end_s"] - arr) * 1000.0
+def _frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray) -> pl.DataFrame:
+    """The requests ``keep`` selects (the steady state) as the SLA reads them."""
+    arr, out = arr[keep], out[keep]
+    first, end, status_code = res.first_token_s[keep], res.end_s[keep], res.status[keep]
+    ok = status_code == OK
+    ttft = np.where(ok, (first - arr) * 1000.0, np.nan)
+    lat = (end - arr) * 1000.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(ok & (out > 1), (res["end_s"] - res["first_token_s"]) * 1000.0 / (out - 1), np.nan)
-    status = np.where(ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))
+        tpot = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
+    status = np.where(ok, "ok", np.where(status_code == 1, "timeout", "rejected"))
     return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
                          "status": status}).with_columns(
         pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
@@ -96,16 +101,15 @@ def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: Sear
     arr = stream.cum[:n] / rate
     res = simulate(params, arr, stream.inp[:n], stream.out[:n], stream.cac[:n])
     steady = arr >= opt.warmup_s
-    st = res["status"][steady]
-    info = {"peak_running": float(res["peak_running"]), "peak_kv_tokens": float(res["peak_kv_tokens"]),
-            "kv_held": float(np.mean(res["kv_held"][steady])) if steady.any() else 0.0,
-            "slot_held": float(np.mean(res["slot_held"][steady])) if steady.any() else 0.0}
+    st = res.status[steady]
+    info = {"peak_running": float(res.peak_running), "peak_kv_tokens": float(res.peak_kv_tokens),
+            "kv_held": float(np.mean(res.kv_held[steady])) if steady.any() else 0.0,
+            "slot_held": float(np.mean(res.slot_held[steady])) if steady.any() else 0.0}
     if st.size == 0:
         return -1.0, info
     if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
         return -1.0, info
-    fr = _frame(arr[steady], stream.out[:n][steady], {k: v[steady] for k, v in res.items()
-                                                      if k in ("first_token_s", "end_s", "status")})
+    fr = _frame(arr, stream.out[:n], res, steady)
     tp = fr["tpot_ms"].drop_nulls().to_numpy()
     info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
     m = sla.margin(fr)
@@ -167,31 +171,12 @@ def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
     return max(0.5 * slots / max(service, 1e-3), 0.01)
 
 
-KEEP = "keep"
-
-
-def parse_request_timeout(value: float | str | None, *, what: str = "--request-timeout") -> float | str | None:
-    """A request-timeout setting as the CLI, the notebook and ``--engine`` give it: seconds (a positive
-    number), ``None``/``"none"``/``"off"`` (no deadline), or ``"keep"`` (the twin's own)."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off")):
-        return None
-    if isinstance(value, str) and value.strip().lower() == KEEP:
-        return KEEP
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'") from None
-    if not (v > 0 and math.isfinite(v)):
-        raise ParameterError(f"{what} {value!r}: expected positive seconds, 'none' or 'keep'")
-    return v
-
-
 DISPATCH = ("random", "round_robin")
 
 
 def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, prompt_scale: float = 1.0,
             options: SearchOptions | None = None, request_timeout: float | str | None = KEEP,
-            dispatch: str | None = None) -> Prediction:
+            dispatch: str | None = None, progress: Progress | None = None) -> Prediction:
     """The predicted SLA limit (offered rps) of ``mix`` on ``instances`` instances of the twin's server.
 
     ``instances``: by default the replicas the twin's test ran against (``twin.replicas``; 1 for a twin of one
@@ -199,7 +184,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
     at rate / N) or ``"round_robin"`` (every N-th arrival); by default round-robin for a twin calibrated on
     replicas behind a router, random otherwise. Either way the fleet's limit is N × one instance's.
     ``request_timeout``: the what-if of another deadline in front of the engine: seconds, ``None`` (no
-    deadline), or ``"keep"`` (the twin's, from its test)."""
+    deadline), or ``"keep"`` (the twin's, from its test). ``progress``: a terminal bar
+    (:class:`bearing_lib.common.progress.Progress`) advanced per limit search, or None."""
     from bearing_lib.limits.sla import SLA, parse_sla
 
     opt = options or SearchOptions()
@@ -228,8 +214,12 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
                                                                     else ""))
     point = server_params(vals)
     guess = _guess(twin, target, point)
-    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
     draws = np.asarray(twin.draws, dtype=float)
+    if progress is not None:
+        progress.start(1 + min(opt.n_draws, draws.shape[0]), "searching the limit (point, then parameter draws)")
+    v0, info0, cens = search_limit(point, target, sla_obj, opt, seed=opt.seed, guess=guess, rr=rr)
+    if progress is not None:
+        progress.advance(1)
     rng = np.random.default_rng(opt.seed + 7)
     limits = []
     infos = [info0]
@@ -241,6 +231,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
             pv.update(dict(zip(Twin.DRAW_PARAMS[:len(row)], (max(float(x), 0.0) for x in row), strict=True)))
             v, inf, c = search_limit(server_params(pv), target, sla_obj, opt, seed=opt.seed + 1 + k,
                                      guess=v0, lo=v0 / 1.25, hi=v0 * 1.25, rr=rr)
+            if progress is not None:
+                progress.advance(1)
             if c == "none":
                 limits.append(v)
                 infos.append(inf)
@@ -250,6 +242,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
         # the same search with the unseen ceilings lifted: if the limit hardly moves, the cap does not shape
         # it and the value stands; else the truth lies between the capped and the uncapped limit
         lifted = replace(point, **{k: None for k in _unseen_ceilings(twin)})
+        if progress is not None:
+            progress.step("the limit with the ceilings the test never reached lifted")
         v_up, _, c_up = search_limit(lifted, target, sla_obj, opt, seed=opt.seed, guess=v0 * 1.5, rr=rr)
         if c_up == "none" and v_up <= v0 * (1.0 + INSENSITIVE):
             flags = [f for f in flags if not f.startswith("regime:")]
@@ -278,6 +272,8 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
         # a target that leans on a parameter the test did not identify carries that parameter's prior range: the
         # search at the other end of the range widens the CI (docs/twin.md "Reach")
         for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point):
+            if progress is not None:
+                progress.step(f"the limit at the other end of {name}'s prior range")
             v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0, rr=rr)
             lo_ci, hi_ci = est.ci95 if est.ci95 else (est.value, est.value)
             if c_alt == "none":

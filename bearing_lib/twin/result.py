@@ -168,11 +168,8 @@ class Twin:
     def from_dict(cls, d: dict[str, object]) -> Twin:
         from bearing_lib.common.schema import parse
 
+        _refuse_other_kind(d, "twin", ("params", "draws", "test_mix"), "bearing twin fit LOADTEST --sla ... --json OUT")
         body = {k: v for k, v in d.items() if k != "kind"}
-        if d.get("kind", "twin") != "twin":
-            from bearing_lib.common.errors import SchemaError
-
-            raise SchemaError(f"twin document: kind must be 'twin', found {d.get('kind')!r}")
         return parse(cls, body, what="twin document")
 
 
@@ -225,6 +222,26 @@ class Prediction:
 
 
 
+def _refuse_other_kind(d: object, kind: str, keys: tuple[str, ...], writer: str) -> None:
+    """Refuse a document that is not a twin ``kind`` document, saying so before any field is checked: another
+    bearing document (its ``schema`` or ``kind``), or JSON with none of the keys the kind requires."""
+    from bearing_lib.common.errors import SchemaError
+
+    if not isinstance(d, dict):
+        raise SchemaError(f"expected a bearing {kind} JSON object, found {type(d).__name__}")
+    if isinstance(d.get("schema"), str) and str(d["schema"]).startswith("bearing."):
+        raise SchemaError(f"a {d['schema']} document, not a bearing {kind} document (write one with `{writer}`)",
+                          field="schema")
+    found = d.get("kind")
+    if found is not None and found != kind:
+        raise SchemaError(f"not a bearing {kind} document: kind is {found!r} (write one with `{writer}`)",
+                          field="kind")
+    if found is None and not set(keys) & set(d):
+        names = ", ".join(sorted(map(str, d))[:8]) or "none"
+        raise SchemaError(f"not a bearing {kind} document (no `kind`); expected kind {kind!r} with the keys "
+                          f"{', '.join(keys)} (found keys: {names}); write one with `{writer}`")
+
+
 @dataclass
 class PredictionSet:
     """What ``bearing twin predict`` writes: the twin it used and one prediction per mix."""
@@ -243,6 +260,8 @@ class PredictionSet:
     def from_dict(cls, d: dict[str, object]) -> PredictionSet:
         from bearing_lib.common.schema import parse
 
+        _refuse_other_kind(d, "twin_predictions", ("predictions", "twin_source"),
+                           "bearing twin predict twin.json ... --json OUT")
         preds = [Prediction.from_dict(p) for p in d.get("predictions") or []]  # type: ignore[union-attr]
         head = parse(dict[str, object], {k: v for k, v in d.items() if k != "predictions"}, what="twin predictions")
         return cls(twin_source=str(head.get("twin_source")), twin_trusted=bool(head.get("twin_trusted")),

@@ -110,7 +110,8 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
         reasons = "; ".join(rs[:3]) + (f"; and {len(rs) - 3} more" if len(rs) > 3 else "")
         headline = f"No prediction quoted for {prediction.target}: the twin failed its own validation ({reasons})"
         predicted = None
-    notes = []
+    # how the tested replicas are modelled, when the router was unknown (bearing_lib.twin.deployment)
+    notes = [n for n in twin.notes if n.startswith("the test ran against")]
     if measured is not None:
         m = measured if isinstance(measured, Estimate) else Estimate.from_censored(
             measured.get("value"), str(measured.get("censored") or "none"),  # type: ignore[arg-type]
@@ -131,15 +132,16 @@ def twin_section(twin: Twin, prediction: Prediction, *, measured: Estimate | dic
 
 
 def production_section(loadtest, production, sla, *, run: str | None = None, n_draws: int | None = None,
-                       seed: int = 0, replicas: int = 1) -> tuple[TwinSection, Twin, Prediction]:
+                       seed: int = 0, replicas: int = 1, router_known: bool = True,
+                       ) -> tuple[TwinSection, Twin, Prediction]:
     """One call for the report: calibrate on ``loadtest`` (one ``run`` of it, if named), validate, predict
-    the ``production`` trace's mix, and build the section. Paths or loaded traces are accepted."""
+    the ``production`` trace's mix, and build the section. Paths or loaded traces are accepted. ``replicas``
+    and ``router_known``: as :func:`bearing_lib.twin.deployment.fit_deployment` takes them."""
     from bearing_lib.data.trace import RequestTrace
     from bearing_lib.loaders import load_trace
-    from bearing_lib.twin.calibrate import calibrate
+    from bearing_lib.twin.deployment import fit_deployment
     from bearing_lib.twin.mix import from_trace
     from bearing_lib.twin.predict import DEFAULT_DRAWS, SearchOptions, predict
-    from bearing_lib.twin.validate import validate
 
     test = loadtest if isinstance(loadtest, RequestTrace) else load_trace(loadtest)
     if run is not None:
@@ -151,8 +153,7 @@ def production_section(loadtest, production, sla, *, run: str | None = None, n_d
             raise ParameterError(f"run {run!r} is not in the load test (runs: {', '.join(runs)})")
         test = RequestTrace(frame=part, provenance=test.provenance)
     prod = production if isinstance(production, RequestTrace) else load_trace(production)
-    twin = calibrate(test, seed=seed, replicas=replicas)
-    twin.validation = validate(twin, test, sla)
+    twin = fit_deployment(test, sla, replicas=replicas, router_known=router_known, seed=seed)
     mix = from_trace(prod)
     opt = SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed)
     pred = predict(twin, mix, sla, options=opt)
@@ -191,7 +192,7 @@ def what_if(twin: Twin | str, trace, sla: str, *, instances: int | None = None, 
     if not sla:
         raise ParameterError("twin_sla is required with twin: the SLA the what-if holds, e.g. 'p99(ttft) <= 1s'")
     tw = twin if isinstance(twin, Twin) else read_twin(twin)
-    from bearing_lib.twin.predict import parse_request_timeout
+    from bearing_lib.twin.timeout import parse_request_timeout
 
     return predict(tw, from_trace(trace), sla, instances=instances, prompt_scale=prompt_scale,
                    options=SearchOptions(n_draws=DEFAULT_DRAWS if n_draws is None else n_draws, seed=seed),

@@ -74,6 +74,25 @@ class ServerParams:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class SimResult:
+    """One replay through the server model: per request (in input order) ``first_token_s`` (NaN unless ok),
+    ``end_s``, ``status`` (0 ok, 1 timeout, 2 rejected), ``aborted_first_s`` (the first token of a request
+    the request timeout aborted after it started, NaN otherwise), ``kv_held`` / ``slot_held`` (it waited at
+    the head of the queue for KV with a slot free / for a slot); for the run ``peak_running`` (requests
+    decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and ``preemptions``."""
+
+    first_token_s: np.ndarray
+    end_s: np.ndarray
+    status: np.ndarray
+    aborted_first_s: np.ndarray
+    kv_held: np.ndarray
+    slot_held: np.ndarray
+    peak_running: int
+    peak_kv_tokens: float
+    preemptions: int
+
+
 def _iters_to_cover(gap: float, base: float, slope: float) -> int:
     """Smallest k ≥ 1 with Σ_{i<k} (base + slope·i) ≥ gap (iteration durations growing by ``slope``)."""
     if gap <= 0:
@@ -90,25 +109,21 @@ def _iters_to_cover(gap: float, base: float, slope: float) -> int:
     return k
 
 
+# One function on purpose (docs/interfaces.md "Long functions"): the event loop's state is local variables and
+# Python lists, since every replay and every step of a prediction's search runs it over each request; split into
+# methods or helpers, each access in the loop would go through an attribute or a call.
 def simulate(
     params: ServerParams,
     arrival_s: np.ndarray,
     input_tokens: np.ndarray,
     output_tokens: np.ndarray,
     cached_tokens: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    """Replay requests (arrival times sorted ascending) through the server model.
-
-    Returns ``first_token_s`` (NaN unless ok), ``end_s`` and ``status`` (0 ok, 1 timeout,
-    2 rejected) per request, in input order, and the run's ``peak_running`` (requests
-    decoding at once), ``peak_kv_tokens`` (KV tokens held at once under the policy) and
-    ``preemptions``; per request ``kv_held`` / ``slot_held``: it waited at the head of the
-    queue for KV (a slot free) / for a slot; ``aborted_first_s``: the first token of a request the
-    request timeout aborted after it started (NaN otherwise).
+) -> SimResult:
+    """Replay requests (arrival times sorted ascending) through the server model: a :class:`SimResult`.
 
     >>> p = ServerParams(prefill_base_ms=5, prefill_ms_per_token=0.01, decode_base_ms=10, decode_ms_per_seq=0)
     >>> r = simulate(p, np.array([0.0]), np.array([100]), np.array([3]))
-    >>> round(float(r["first_token_s"][0]), 6), round(float(r["end_s"][0]), 6)
+    >>> round(float(r.first_token_s[0]), 6), round(float(r.end_s[0]), 6)
     (0.006, 0.026)
     """
     n = int(arrival_s.size)
@@ -136,6 +151,7 @@ def simulate(
     mbt = params.max_batched_tokens if params.max_batched_tokens is not None else math.inf
     tmo = params.queue_timeout_s if params.queue_timeout_s is not None else math.inf
     rto = params.request_timeout_s if params.request_timeout_s is not None else math.inf
+    timed = tmo < math.inf or rto < math.inf  # a deadline can end a decode jump (a running one is in dl)
     dl: list[tuple[float, int, int]] = []  # (deadline, version, request) of running requests (request timeout)
 
     first = [math.nan] * n
@@ -270,17 +286,28 @@ def simulate(
             heapq.heappop(done)
         k = done[0][0] - it
         if base > 0:
+            # (the iterations to cover a gap are inlined for a constant iteration, slope 0: the common case,
+            # the same arithmetic as _iters_to_cover without a call per event)
             if not queue and nxt < n and nrun < slots:
-                k = min(k, _iters_to_cover(a[nxt] - t, base, slope))
-            deadline = (a[queue[0]] + min(tmo if first[queue[0]] != first[queue[0]] else math.inf, rto)) if queue \
-                else (a[nxt] + min(tmo, rto) if nxt < n else math.inf)
-            if dl:
-                deadline = min(deadline, dl[0][0])
-            if deadline < math.inf:
-                k = min(k, _iters_to_cover(deadline - t, base, slope))
+                gap = a[nxt] - t
+                kk = (1 if gap <= 0 else math.ceil(gap / base)) if slope <= 0 else _iters_to_cover(gap, base, slope)
+                if kk < k:
+                    k = kk
+            if timed:
+                deadline = (a[queue[0]] + min(tmo if first[queue[0]] != first[queue[0]] else math.inf, rto)) \
+                    if queue else (a[nxt] + min(tmo, rto) if nxt < n else math.inf)
+                if dl and dl[0][0] < deadline:
+                    deadline = dl[0][0]
+                if deadline < math.inf:
+                    kk = _iters_to_cover(deadline - t, base, slope)
+                    if kk < k:
+                        k = kk
         if paged and budget < math.inf:
-            k = min(k, int((budget - kv) // nrun))
-        k = max(k, 1)
+            kk = int((budget - kv) // nrun)
+            if kk < k:
+                k = kk
+        if k < 1:
+            k = 1
         t0 = t
         t += k * base + slope * k * (k - 1) / 2.0
         it += k
@@ -309,10 +336,9 @@ def simulate(
     if oh:
         first_a = first_a + oh
         end_a = np.where(st == OK, end_a + oh, end_a)
-    return {"first_token_s": first_a, "end_s": end_a, "status": st,
-            "peak_running": np.asarray(peak_run), "peak_kv_tokens": np.asarray(peak_kv),
-            "preemptions": np.asarray(n_pre), "aborted_first_s": np.asarray(started) + oh,
-            "kv_held": np.asarray(kv_held), "slot_held": np.asarray(slot_held)}
+    return SimResult(first_token_s=first_a, end_s=end_a, status=st, aborted_first_s=np.asarray(started) + oh,
+                     kv_held=np.asarray(kv_held), slot_held=np.asarray(slot_held), peak_running=int(peak_run),
+                     peak_kv_tokens=float(peak_kv), preemptions=int(n_pre))
 
 
-__all__ = ["OK", "REJECTED", "STATUS", "TIMEOUT", "ServerParams", "simulate"]
+__all__ = ["OK", "REJECTED", "STATUS", "TIMEOUT", "ServerParams", "SimResult", "simulate"]

@@ -27,16 +27,12 @@ outcome nobody saw (docs/canonical-trace.md, "Status values").
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import polars as pl
 
-from bearing_lib.common.quantiles import quantile
-from bearing_lib.data.trace import OUTCOME_UNKNOWN
-from bearing_lib.twin.calibrate import _groups, assign_replicas, calibrate, server_params
+from bearing_lib.twin.calibrate import calibrate, server_params
+from bearing_lib.twin.replay import assign_replicas, prepare_rows, replay, step_figures
 from bearing_lib.twin.result import StepCheck, Twin, Validation
-from bearing_lib.twin.simulate import OK, ServerParams, simulate
 
 THROUGHPUT_TOL = 0.10
 LATENCY_TOL = 0.20
@@ -44,113 +40,6 @@ HELDOUT_TOL = 0.25
 EPS = 1e-9  # the tolerances are inclusive: 36 completions against 40 is −10 %, within ±10 %, whatever the rounding
 RULES = ("replay throughput within ±10% per step; replay P50 latency within ±20% in passing steps; "
          "SLA verdict agrees in all steps but one; each held-out step's verdict agrees or its P99 within ±25%")
-
-
-def _prep(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every request with a start time, identity columns filled (failed requests without lengths stay:
-    the measured error rate counts them)."""
-    cols = frame.columns
-    return frame.with_columns(
-        pl.col("step").fill_null(0) if "step" in cols else pl.lit(0).alias("step"),
-        pl.col("offered_load") if "offered_load" in cols else pl.lit(None, pl.Float64).alias("offered_load"),
-        pl.col("cached_tokens").fill_null(0) if "cached_tokens" in cols else pl.lit(0).alias("cached_tokens"),
-        pl.col("run_id").fill_null("run") if "run_id" in cols else pl.lit("run").alias("run_id"),
-        pl.col("status").fill_null("ok") if "status" in cols else pl.lit("ok").alias("status"),
-        pl.col("requested_output_tokens") if "requested_output_tokens" in cols
-        else pl.lit(None, pl.Int64).alias("requested_output_tokens"),
-        pl.col("end_s") if "end_s" in cols else pl.lit(None, pl.Float64).alias("end_s"),
-    ).with_columns(
-        # False for a request with no outcome to judge (cancelled / unknown): replayed, not scored
-        (~pl.col("status").is_in(OUTCOME_UNKNOWN)).alias("_scored"),
-    ).filter(pl.col("start_s").is_not_null()).sort("start_s")
-
-
-def _replayable(g: pl.DataFrame, params: ServerParams) -> pl.Series:
-    """Which requests of one run the twin replays, with their lengths filled: every one with both lengths;
-    with a request timeout also a *lost* one (failed, no end time: the test dropped it), whose prompt is
-    its own or the run's median, and whose output is the one it asked for or, unknown, the shortest that
-    an idle server could not finish before the deadline (it did not finish before it)."""
-    has = g["input_tokens"].is_not_null() & g["output_tokens"].is_not_null()
-    if params.request_timeout_s is None:
-        return has
-    lost = (g["status"] != "ok") & g["end_s"].is_null()
-    return has | lost
-
-
-def _lengths(g: pl.DataFrame, params: ServerParams) -> tuple[np.ndarray, np.ndarray]:
-    inp = g["input_tokens"].to_numpy().astype(float)
-    out = g["output_tokens"].to_numpy().astype(float)
-    if params.request_timeout_s is not None:
-        ok = g["status"] == "ok"
-        med = float(np.nanmedian(g.filter(ok)["input_tokens"].to_numpy().astype(float))) if ok.any() else 1.0
-        outlive = math.ceil(params.request_timeout_s * 1000.0 / max(params.decode_base_ms, 1e-3)) + 1
-        req = g["requested_output_tokens"].to_numpy().astype(float)
-        lost = ((g["status"] != "ok") & g["end_s"].is_null()).to_numpy()
-        inp = np.where(lost & np.isnan(inp), med, inp)
-        fill = np.full(inp.shape, float(outlive))
-        if params.kv_policy == "reserve" and params.kv_budget_tokens is not None:
-            # a reserving engine must admit it: its reservation fits the budget (it is aborted at the deadline anyway)
-            fill = np.minimum(fill, np.maximum(params.kv_budget_tokens - inp, 1.0))
-        out = np.where(lost, np.where(np.isnan(req), fill, req), out)
-    return inp, out
-
-
-def replay(params: ServerParams, frame: pl.DataFrame) -> pl.DataFrame:
-    """The test's requests with the twin's ``ttft_ms``, ``latency_ms``, ``end_s`` and ``status`` instead.
-
-    A failed request the twin cannot replay (no lengths, no request timeout to lose it at) keeps its
-    measured failure, so both sides count it alike."""
-    parts = []
-    for g0 in _groups(_prep(frame)):
-        g0 = g0.sort("start_s")
-        use = _replayable(g0, params)
-        g = g0.filter(use)
-        keep = g0.filter(~use)
-        if keep.height:
-            parts.append(keep.select("run_id", "step", "offered_load", "start_s", "end_s", "ttft_ms", "latency_ms",
-                                     "status", "_scored").with_columns(pl.lit(None, pl.Float64).alias("tpot_ms"),
-                                                            pl.lit(None, pl.Float64).alias("itl_ms")))
-        if not g.height:
-            continue
-        a = g["start_s"].to_numpy().astype(float)
-        inp, out = _lengths(g, params)
-        res = simulate(params, a - a[0], inp, out, g["cached_tokens"].to_numpy())
-        ok = res["status"] == OK
-        end = res["end_s"] + a[0]
-        ttft = np.where(ok, (res["first_token_s"] + a[0] - a) * 1000.0, np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = np.where(ok & (out > 1), (end - (res["first_token_s"] + a[0])) * 1000.0 / (out - 1), np.nan)
-        parts.append(g.select("run_id", "step", "offered_load", "start_s", "_scored").with_columns(
-            pl.Series("end_s", end), pl.Series("ttft_ms", ttft).fill_nan(None),
-            pl.Series("latency_ms", (end - a) * 1000.0), pl.Series("status", np.where(
-                ok, "ok", np.where(res["status"] == 1, "timeout", "rejected"))),
-            pl.Series("tpot_ms", tpot).fill_nan(None), pl.Series("itl_ms", tpot).fill_nan(None)))
-    return pl.concat(parts, how="diagonal_relaxed").sort("start_s")
-
-
-def _figures(step: pl.DataFrame, sla) -> tuple[dict[str, float | None], bool | None]:
-    t0, t1 = float(step["start_s"].min()), float(step["start_s"].max())  # the step's send window: all it sent
-    span = max(t1 - t0, 1e-9)
-    # throughput over the send window counts every request's completion on both sides: a cancelled or
-    # unknown request is known not to have completed inside it (GuideLLM cancels at the step's end, after the
-    # last send; LMBenchmark waits at least until its last launch and keeps every completion before), so a
-    # replay that completes it there does disagree with the test
-    done = step.filter((pl.col("status").is_null() | (pl.col("status") == "ok"))
-                       & (pl.col("end_s") >= t0) & (pl.col("end_s") <= t1)).height
-    if "_scored" in step.columns:
-        step = step.filter(pl.col("_scored"))  # percentiles, SLA: cancelled / unknown have no outcome to score
-    ok = step.filter(pl.col("status").is_null() | (pl.col("status") == "ok"))
-    ttft = ok["ttft_ms"].drop_nulls().to_numpy()
-    lat = ok["latency_ms"].drop_nulls().to_numpy()
-
-    def q(x: np.ndarray, p: float) -> float | None:
-        return float(quantile(x, p)) if x.size else None
-
-    figs = {"throughput_rps": done / span, "ttft_p50_ms": q(ttft, 0.5), "ttft_p95_ms": q(ttft, 0.95),
-            "ttft_p99_ms": q(ttft, 0.99), "latency_p50_ms": q(lat, 0.5), "latency_p95_ms": q(lat, 0.95),
-            "latency_p99_ms": q(lat, 0.99)}
-    m = sla.margin(step) if sla is not None else None
-    return figs, (None if m is None else bool(m >= 0))
 
 
 def _rel(a: float | None, b: float | None) -> float | None:
@@ -183,14 +72,14 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
     from bearing_lib.limits.sla import SLA, parse_sla
 
     sla_obj = sla if isinstance(sla, SLA) else parse_sla(sla)
-    frame = assign_replicas(_prep(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
+    frame = assign_replicas(prepare_rows(trace.frame if hasattr(trace, "frame") else trace), twin.replicas)
     sim = replay(server_params(twin.values()), frame)
     loads = (frame.group_by("run_id", "step").agg(pl.col("offered_load").first()).sort("run_id", "step"))
     rows: list[StepCheck] = []
     for run, s, load in loads.iter_rows():
         sel = (pl.col("run_id") == run) & (pl.col("step") == s)
-        mf, mp = _figures(frame.filter(sel), sla_obj)
-        pf, pp = _figures(sim.filter(sel), sla_obj)
+        mf, mp = step_figures(frame.filter(sel), sla_obj)
+        pf, pp = step_figures(sim.filter(sel), sla_obj)
         rows.append(StepCheck(int(s), load, False, mf, pf, mp, pp, run_id=str(run)))
     reasons = []
     for r in rows:
@@ -213,7 +102,7 @@ def validate(twin: Twin, trace, sla, *, n_holdout: int = 2) -> Validation:
             reasons.append(f"step {r.step} held out: recalibration failed ({exc})")
             continue
         sim_h = replay(server_params(held.values()), frame)
-        pf, pp = _figures(sim_h.filter((pl.col("run_id") == r.run_id) & (pl.col("step") == r.step)), sla_obj)
+        pf, pp = step_figures(sim_h.filter((pl.col("run_id") == r.run_id) & (pl.col("step") == r.step)), sla_obj)
         chk = StepCheck(r.step, r.offered_load, True, r.measured, pf, r.sla_pass_measured, pp, run_id=r.run_id)
         rows.append(chk)
         e = _rel(pf.get(key), r.measured.get(key))

@@ -17,7 +17,6 @@ import pytest
 from bearing_lib.common.errors import BadValueError, InputError, ParameterError, SchemaError
 from bearing_lib.data.engine import Engine, open_dataset
 from bearing_lib.data.mixes import Mix, MixSpec
-from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform
 from bearing_lib.limits.curves import load_curve
 from bearing_lib.limits.dataset import load_curve_dataset
@@ -25,6 +24,7 @@ from bearing_lib.loaders import load
 from bearing_lib.traffic.dataset import profile_dataset
 from bearing_lib.traffic.profile import profile_traffic
 from bearing_lib.traffic.seqlen import TokenStats
+from tests.factories import leaves, provenance
 
 pytest.importorskip("distributed")
 
@@ -75,25 +75,13 @@ def _loadtest(seed: int = 11) -> tuple[pl.DataFrame, dict]:
 
 
 def _trace(frame: pl.DataFrame) -> RequestTrace:
-    return RequestTrace(conform(frame), Provenance(source="mem", format="test", tool="test", sha256="",
-                                                   time_origin="epoch"))
-
-
-def _leaves(x: object, path: str = ""):
-    if isinstance(x, dict):
-        for k in sorted(x):
-            yield from _leaves(x[k], f"{path}.{k}")
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            yield from _leaves(v, f"{path}[{i}]")
-    else:
-        yield path, x
+    return RequestTrace(conform(frame), provenance("mem", format="test", time_origin="epoch"))
 
 
 def _assert_same(a: dict, b: dict, paths: tuple[object, object] = ("", "")) -> int:
     """Every leaf of two profile dicts equal (floats within 1e-9 relative); ``source`` aside, and the
     two sources' paths (``paths``) read as one in messages."""
-    la, lb = dict(_leaves(a)), dict(_leaves(b))
+    la, lb = dict(leaves(a)), dict(leaves(b))
     la = {k: v for k, v in la.items() if not k.startswith(".source")}
     lb = {k: v for k, v in lb.items() if not k.startswith(".source")}
     assert la.keys() == lb.keys()

@@ -18,10 +18,10 @@ import pytest
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.engine import Engine
 from bearing_lib.data.mixes import Mix, MixSpec
-from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform
 from bearing_lib.limits.dataset import fit_limits_dataset
 from bearing_lib.limits.fit import fit_limits
+from tests.factories import leaves, provenance
 from tests.limits.synth import mm1_frame
 
 pytest.importorskip("distributed")
@@ -42,24 +42,13 @@ def _write(f: pl.DataFrame, path, by: list[str]) -> None:
 
 
 def _trace(f: pl.DataFrame) -> RequestTrace:
-    return RequestTrace(f, Provenance(source="mem", format="test", tool="test", sha256="", time_origin="relative"))
-
-
-def _leaves(x: object, path: str = ""):
-    if isinstance(x, dict):
-        for k in sorted(x):
-            yield from _leaves(x[k], f"{path}.{k}")
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            yield from _leaves(v, f"{path}[{i}]")
-    else:
-        yield path, x
+    return RequestTrace(f, provenance("mem", time_origin="relative"))
 
 
 def _assert_same(a: dict, b: dict) -> None:
     """Same leaves; floats within 1e-9 relative (sums over partitions may differ in the last ulp), the
     Q_ult figures (value, CI, bracket, statement) identical."""
-    la, lb = dict(_leaves(_without_engine(a))), dict(_leaves(_without_engine(b)))
+    la, lb = dict(leaves(_without_engine(a))), dict(leaves(_without_engine(b)))
     assert la.keys() == lb.keys()
     for k, x in la.items():
         y = lb[k]

@@ -18,14 +18,14 @@ import pytest
 from typer.testing import CliRunner
 
 from bearing_lib.cli.main import app
-from bearing_lib.data.provenance import Provenance
+from bearing_lib.common.progress import progress_wanted
 from bearing_lib.data.trace import RequestTrace, conform
 from bearing_lib.loaders import load
 from bearing_lib.loaders.canonical import write_trace
 from bearing_lib.traffic.dataset import profile_dataset
 from bearing_lib.traffic.onepass import gap_summary
 from bearing_lib.traffic.profile import profile_traffic
-from bearing_lib.traffic.progress import progress_wanted
+from tests.factories import leaves, provenance
 
 runner = CliRunner()
 T0 = 1_767_225_600.0
@@ -44,23 +44,11 @@ def _frame(n: int = 60_000, seed: int = 3, sort: bool = True) -> pl.DataFrame:
 
 
 def _trace(frame: pl.DataFrame) -> RequestTrace:
-    return RequestTrace(conform(frame), Provenance(source="synthetic", format="synthetic", tool="test", sha256="",
-                                                   time_origin="epoch"))
-
-
-def _leaves(x: object, path: str = ""):
-    if isinstance(x, dict):
-        for k in sorted(x):
-            yield from _leaves(x[k], f"{path}.{k}")
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            yield from _leaves(v, f"{path}[{i}]")
-    else:
-        yield path, x
+    return RequestTrace(conform(frame), provenance("synthetic", format="synthetic", time_origin="epoch"))
 
 
 def _same_numbers(a: dict, b: dict) -> None:
-    la, lb = dict(_leaves(a)), dict(_leaves(b))
+    la, lb = dict(leaves(a)), dict(leaves(b))
     assert {k for k in la if not k.startswith(".source")} == {k for k in lb if not k.startswith(".source")}
     for k, v in la.items():
         if k.startswith(".source") or k.startswith(".bearing_version"):
@@ -158,7 +146,7 @@ def test_progress_quiet_rule(monkeypatch):
     monkeypatch.setenv("BEARING_NO_PROGRESS", "1")
     assert progress_wanted(stream=_Tty()) is False
     monkeypatch.delenv("BEARING_NO_PROGRESS")
-    monkeypatch.setattr("bearing_lib.traffic.progress.in_notebook", lambda: True)
+    monkeypatch.setattr("bearing_lib.common.progress.in_notebook", lambda: True)
     assert progress_wanted(stream=_Tty()) is False  # a notebook kernel
 
 

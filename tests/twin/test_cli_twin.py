@@ -133,3 +133,23 @@ def test_fit_with_engine_settings(fitted, tmp_path):
     bad = runner.invoke(app, ["twin", "fit", str(test), "--sla", "p99(latency) <= 14s", "--json", str(out),
                               "--engine", "max_num_seqs"])
     assert bad.exit_code != 0 and "NAME=VALUE" in bad.output and "Traceback" not in bad.output
+
+
+@pytest.mark.parametrize(("doc", "said"), [
+    ({"hello": [1, 2, 3]}, "not a bearing twin document (no `kind`); expected kind 'twin' with the keys params, "
+                           "draws, test_mix (found keys: hello)"),
+    ({"schema": "bearing.limits/2", "mixes": []}, "a bearing.limits/2 document, not a bearing twin document"),
+    ({"kind": "twin_predictions", "predictions": []}, "not a bearing twin document: kind is 'twin_predictions'"),
+])
+def test_predict_refuses_a_document_of_another_kind_as_such(tmp_path, doc, said):
+    """A JSON file that is not a twin is named for what it is before any field is checked (no list of
+    'Field required' problems)."""
+    f = tmp_path / "other.json"
+    f.write_text(json.dumps(doc))
+    res = CliRunner().invoke(app, ["twin", "predict", str(f), "--tested-mix", "--sla", "p99(ttft) <= 1s",
+                                   "--json", str(tmp_path / "out.json")])
+    assert res.exit_code != 0
+    text = " ".join(res.output.split())
+    assert said in text
+    assert "Field required" not in text
+    assert "Traceback" not in text

@@ -29,11 +29,11 @@ def test_paged_admits_by_tokens_present_where_reserve_waits():
     a, i, o = np.array([0.0, 0.0]), np.array([400, 400]), np.array([150, 150])
     res_r = simulate(_p(kv_policy="reserve", kv_budget_tokens=1000), a, i, o)
     res_p = simulate(_p(kv_budget_tokens=1000), a, i, o)
-    assert res_r["first_token_s"][1] >= res_r["end_s"][0]
-    assert res_p["first_token_s"][1] == res_p["first_token_s"][0]  # one prefill batch
+    assert res_r.first_token_s[1] >= res_r.end_s[0]
+    assert res_p.first_token_s[1] == res_p.first_token_s[0]  # one prefill batch
     # together they reach 2 × (400 + 150) = 1100 > 1000 tokens: the newest is preempted before that
-    assert int(res_p["preemptions"]) >= 1
-    assert (res_p["status"] == OK).all()
+    assert int(res_p.preemptions) >= 1
+    assert (res_p.status == OK).all()
 
 
 def test_lifo_preemption_and_recompute_by_hand():
@@ -45,10 +45,10 @@ def test_lifo_preemption_and_recompute_by_hand():
     # then 49 decode iterations: end = 596 + 5.1 + 490 = 1091.1 ms; its first token stays at 6 ms.
     p = _p(kv_budget_tokens=220)
     r = simulate(p, np.array([0.0, 0.0]), np.array([100, 100]), np.array([60, 60]))
-    assert r["first_token_s"] == pytest.approx([0.006, 0.006], abs=1e-12)
-    assert r["end_s"][0] == pytest.approx(0.596, abs=1e-9)
-    assert r["end_s"][1] == pytest.approx(1.0911, abs=1e-9)
-    assert int(r["preemptions"]) == 1
+    assert r.first_token_s == pytest.approx([0.006, 0.006], abs=1e-12)
+    assert r.end_s[0] == pytest.approx(0.596, abs=1e-9)
+    assert r.end_s[1] == pytest.approx(1.0911, abs=1e-9)
+    assert int(r.preemptions) == 1
 
 
 def test_context_term_lengthens_iterations_as_the_context_grows():
@@ -57,8 +57,8 @@ def test_context_term_lengthens_iterations_as_the_context_grows():
     r = simulate(p, np.array([0.0]), np.array([1000]), np.array([4]))
     first = 0.004 + 0.01
     it = [0.010 + 0.002 * c / 1000 for c in (1001, 1002, 1003)]
-    assert r["first_token_s"][0] == pytest.approx(first, abs=1e-12)
-    assert r["end_s"][0] == pytest.approx(first + sum(it), abs=1e-12)
+    assert r.first_token_s[0] == pytest.approx(first, abs=1e-12)
+    assert r.end_s[0] == pytest.approx(first + sum(it), abs=1e-12)
 
 
 def _naive(p: ServerParams, a, inp, out, cac):
@@ -137,11 +137,11 @@ def test_jumping_loop_matches_the_naive_loop(budget, kctx):
     p = _p(kv_budget_tokens=float(budget), max_num_seqs=24, decode_ms_per_seq=0.3, decode_ms_per_kctx=kctx)
     got = simulate(p, a, inp, out, cac)
     f_ref, e_ref = _naive(p, a.tolist(), inp.tolist(), out.tolist(), cac.tolist())
-    assert (got["status"] == OK).all()
-    np.testing.assert_allclose(got["first_token_s"], f_ref, atol=1e-9)
-    np.testing.assert_allclose(got["end_s"], e_ref, atol=1e-9)
+    assert (got.status == OK).all()
+    np.testing.assert_allclose(got.first_token_s, f_ref, atol=1e-9)
+    np.testing.assert_allclose(got.end_s, e_ref, atol=1e-9)
     if budget == 6_000:
-        assert int(got["preemptions"]) > 0  # the case exercises preemption
+        assert int(got.preemptions) > 0  # the case exercises preemption
 
 
 @pytest.mark.parametrize("budget", [6_000.0, None])
@@ -156,13 +156,13 @@ def test_request_timeout_aborts_queued_and_running_requests_as_the_naive_loop_do
     p = _p(kv_budget_tokens=budget, max_num_seqs=12, decode_ms_per_seq=0.3, request_timeout_s=1.5)
     got = simulate(p, a, inp, out, cac)
     f_ref, e_ref, tmo_ref = _naive(p, a.tolist(), inp.tolist(), out.tolist(), cac.tolist())
-    np.testing.assert_array_equal(got["status"] == 1, tmo_ref)
+    np.testing.assert_array_equal(got.status == 1, tmo_ref)
     assert 10 < int(tmo_ref.sum()) < 110  # some time out, some finish
-    np.testing.assert_allclose(got["first_token_s"], f_ref, atol=1e-9)
-    np.testing.assert_allclose(got["end_s"], e_ref, atol=1e-9)
-    np.testing.assert_allclose(got["end_s"][tmo_ref], a[tmo_ref] + 1.5, atol=1e-12)
-    ok = got["status"] == OK
-    assert np.all(got["end_s"][ok] - a[ok] < 1.5 + 0.05)  # no success outlives the deadline (by over an iteration)
+    np.testing.assert_allclose(got.first_token_s, f_ref, atol=1e-9)
+    np.testing.assert_allclose(got.end_s, e_ref, atol=1e-9)
+    np.testing.assert_allclose(got.end_s[tmo_ref], a[tmo_ref] + 1.5, atol=1e-12)
+    ok = got.status == OK
+    assert np.all(got.end_s[ok] - a[ok] < 1.5 + 0.05)  # no success outlives the deadline (by over an iteration)
 
 
 def test_a_request_that_outlives_the_deadline_is_aborted_mid_decode_and_frees_its_slot():
@@ -171,11 +171,11 @@ def test_a_request_that_outlives_the_deadline_is_aborted_mid_decode_and_frees_it
     # prefill 4 + 1 = 5 ms, first token at the abort + 5 ms, then 4 decode iterations of 10 ms
     p = _p(kv_policy="reserve", max_num_seqs=1, request_timeout_s=2.0)
     r = simulate(p, np.array([0.0, 0.5]), np.array([100, 100]), np.array([1000, 5]))
-    assert list(r["status"]) == [1, OK]
-    assert r["end_s"][0] == pytest.approx(2.0)
+    assert list(r.status) == [1, OK]
+    assert r.end_s[0] == pytest.approx(2.0)
     # A's first token at 5 ms, then 10 ms iterations: the first boundary at or after 2 s is 2.005 s
-    assert r["first_token_s"][1] == pytest.approx(2.005 + 0.005, abs=1e-9)
-    assert r["end_s"][1] == pytest.approx(2.010 + 0.040, abs=1e-9)
+    assert r.first_token_s[1] == pytest.approx(2.005 + 0.005, abs=1e-9)
+    assert r.end_s[1] == pytest.approx(2.010 + 0.040, abs=1e-9)
 
 
 def _paged_test(budget: float, seed: int = 5):
@@ -198,8 +198,8 @@ def _paged_test(budget: float, seed: int = 5):
     out = np.clip(np.rint(np.exp(rng.normal(math.log(200), 0.6, a.size))), 8, 1000).astype(np.int64)
     res = simulate(p, a, inp, out)
     df = pl.DataFrame({
-        "request_id": [f"r{i}" for i in range(a.size)], "start_s": a, "end_s": res["end_s"],
-        "ttft_ms": (res["first_token_s"] - a) * 1000.0, "latency_ms": (res["end_s"] - a) * 1000.0,
+        "request_id": [f"r{i}" for i in range(a.size)], "start_s": a, "end_s": res.end_s,
+        "ttft_ms": (res.first_token_s - a) * 1000.0, "latency_ms": (res.end_s - a) * 1000.0,
         "input_tokens": inp, "output_tokens": out, "cached_tokens": np.zeros(a.size, dtype=np.int64),
         "status": ["ok"] * a.size, "run_id": "paged", "step": np.concatenate(step),
         "offered_load": np.concatenate(load), "offered_load_unit": "rps",
@@ -213,7 +213,7 @@ def test_calibration_identifies_paged_kv_and_its_budget():
     from bearing_lib.twin import calibrate
 
     trace, res = _paged_test(60_000)
-    assert int(res["preemptions"]) > 50  # the test ran into the budget
+    assert int(res.preemptions) > 50  # the test ran into the budget
     tw = calibrate(trace, n_boot=0)
     assert tw.kv_policy == "paged", tw.kv_policy_note
     kv = tw.param("kv_budget_tokens")
@@ -275,12 +275,12 @@ def _deadline_test(rto: float = 20.0, seed: int = 8):
     inp = np.clip(np.rint(np.exp(rng.normal(math.log(800), 0.5, a.size))), 50, 4000).astype(np.int64)
     out = np.clip(np.rint(np.exp(rng.normal(math.log(200), 0.7, a.size))), 8, 1500).astype(np.int64)
     res = simulate(p, a, inp, out)
-    ok = res["status"] == OK
+    ok = res.status == OK
     df = pl.DataFrame({
         "request_id": [f"r{i}" for i in range(a.size)], "start_s": a,
-        "end_s": np.where(ok, res["end_s"], np.nan),
-        "ttft_ms": np.where(ok, (res["first_token_s"] - a) * 1000.0, np.nan),
-        "latency_ms": np.where(ok, (res["end_s"] - a) * 1000.0, np.nan),
+        "end_s": np.where(ok, res.end_s, np.nan),
+        "ttft_ms": np.where(ok, (res.first_token_s - a) * 1000.0, np.nan),
+        "latency_ms": np.where(ok, (res.end_s - a) * 1000.0, np.nan),
         "input_tokens": inp, "output_tokens": np.where(ok, out, -1),
         "status": np.where(ok, "ok", "error"), "run_id": "deadline", "step": np.concatenate(step),
         "offered_load": np.concatenate(load), "offered_load_unit": "rps",
@@ -295,7 +295,7 @@ def test_calibration_finds_the_deadline_the_lost_requests_ran_into_and_replays_t
     from bearing_lib.twin import calibrate, validate
 
     trace, res, truth = _deadline_test()
-    lost = int((res["status"] != OK).sum())
+    lost = int((res.status != OK).sum())
     assert lost > 100  # the top steps overload the 32 slots: many requests run into the 20 s deadline
     tw = calibrate(trace, n_boot=0)
     rto = tw.param("request_timeout_s")

@@ -165,3 +165,48 @@ def test_a_limit_far_above_the_tested_rates_is_flagged_and_the_tested_mix_is_not
     assert tiny.q_ult.value > 2.0 * top
     (flag,) = [f for f in tiny.flags if f.startswith("rate:")]
     assert f"{tiny.q_ult.value / top:.1f}×" in flag
+
+
+def test_predict_advances_a_progress_bar_once_per_limit_search(mm1_twin):
+    """Progress (#27): the point search and each parameter draw advance the bar once; the total is said first."""
+
+    class Recorder:
+        label = "twin predict"
+
+        def __init__(self):
+            self.total, self.done, self.steps = None, 0, []
+
+        def start(self, total, what=""):
+            self.total = total
+
+        def advance(self, n):
+            self.done += n
+
+        def step(self, text):
+            self.steps.append(text)
+
+    tw, _ = mm1_twin
+    rec = Recorder()
+    p = predict(tw, calibration_mix(tw), "p99(latency) <= 20s", options=SearchOptions(n_draws=3, duration_s=600.0),
+                progress=rec)
+    assert rec.total == 4 and rec.done == 4
+    assert len(p.draws_rps) <= 4
+
+
+def test_calibrate_advances_a_progress_bar_once_per_bootstrap_resample():
+    class Recorder:
+        label = "twin fit"
+        total, done = None, 0
+
+        def start(self, total, what=""):
+            self.total, self.what = total, what
+
+        def advance(self, n):
+            self.done += n
+
+        def step(self, text):
+            pass
+
+    rec = Recorder()
+    calibrate(mm1_trace(1.0, MM1_RATES[:4], 300.0, seed=3), n_boot=20, seed=1, progress=rec)
+    assert (rec.total, rec.done, rec.what) == (20, 20, "bootstrap over steps")

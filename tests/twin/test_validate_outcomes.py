@@ -13,7 +13,8 @@ import pytest
 
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.twin import calibrate
-from bearing_lib.twin.validate import _figures, _prep, validate
+from bearing_lib.twin.replay import prepare_rows, step_figures
+from bearing_lib.twin.validate import validate
 from tests.twin.conftest import oracle_trace
 
 SLA = "p99(ttft) <= 2s and error_rate <= 0%"
@@ -36,14 +37,14 @@ def test_cancelled_and_unknown_requests_do_not_fail_a_healthy_step():
     tr = oracle_trace("small", "chat")
     for status in ("cancelled", "unknown"):
         cut = _last_of_each_step_as(tr, status)
-        frame = _prep(cut.frame)
+        frame = prepare_rows(cut.frame)
         for (_run, _step), step in frame.group_by("run_id", "step"):
             assert (step["status"] == status).sum() == 1
             base = step.filter(pl.col("status") != status)
             # the percentiles and verdict of the step equal those of the same step without the no-outcome
             # request; the throughput counts ok completions inside the step's own send window (it was sent)
-            figs, verdict = _figures(step, _sla())
-            ref, ref_verdict = _figures(base.with_columns(pl.lit(True).alias("_scored")), _sla())
+            figs, verdict = step_figures(step, _sla())
+            ref, ref_verdict = step_figures(base.with_columns(pl.lit(True).alias("_scored")), _sla())
             t0, t1 = step["start_s"].min(), step["start_s"].max()
             done = base.filter((pl.col("status") == "ok") & pl.col("end_s").is_between(t0, t1)).height
             assert figs["ttft_p99_ms"] == ref["ttft_p99_ms"]

@@ -1,4 +1,5 @@
-"""Progress of a long profile on the terminal: a rich bar over the requests read, then the steps.
+"""Progress of long work on the terminal (a profile, the twin's calibration and prediction): a rich bar over
+the units of work (requests read, bootstrap resamples, limit searches), then the steps.
 
 Shown only where someone watches a terminal: stderr is a TTY, the output is not JSON on
 stdout alone, and the process is not a notebook kernel (widgets and ANSI codes turn into
@@ -63,8 +64,8 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self._bar.stop()
 
-    def start(self, total: int | None) -> None:
-        self._bar.update(self._task, total=total, completed=0, description=f"{self.label}: reading requests")
+    def start(self, total: int | None, what: str = "reading requests") -> None:
+        self._bar.update(self._task, total=total, completed=0, description=f"{self.label}: {what}")
 
     def advance(self, n: int) -> None:
         self._bar.update(self._task, advance=n)
