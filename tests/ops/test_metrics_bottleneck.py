@@ -350,3 +350,37 @@ def test_a_scrape_with_no_known_name_says_which_names_it_found(tmp_path):
     assert "found: myengine_inflight, myengine_queue" in statement
     (finding,) = [f for f in doc["findings"] if "no_known_signal" in f]
     assert "found 2 name(s): myengine_inflight, myengine_queue" in finding
+
+
+AIPERF_SM = FIXTURES / "aiperf" / "aiperf-0.13.0-llamacpp-stub-server-metrics"
+
+
+def test_aiperf_server_metrics_of_a_llamacpp_named_endpoint_bind_in_the_engine_queue(tmp_path):
+    """AIPerf 0.13.0 scraped the endpoint's /metrics (llama.cpp names, as get_metrics prints them, from a
+    loopback stub with 4 slots) at 4 and 32 rps and wrote server_metrics_export.json per run: window
+    statistics over the profiling phase. Step k is the k-th run by offered load; the expected numbers
+    are AIPerf's own, read from the raw JSON."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    raw = {r: json.loads((AIPERF_SM / f"rate_{r}" / "server_metrics_export.json").read_text()) for r in (4, 32)}
+    assert [raw[r]["input_config"]["phases"][0]["rate"] for r in (4, 32)] == [4.0, 32.0]
+    waiting = {r: raw[r]["metrics"]["llamacpp:requests_deferred"]["series"][0]["stats"] for r in (4, 32)}
+    running = raw[32]["metrics"]["llamacpp:requests_processing"]["series"][0]["stats"]
+    out = tmp_path / "b.json"
+    r = CliRunner().invoke(app, ["bottleneck", str(AIPERF_SM), "--format", "aiperf-server-metrics", "--step", "1",
+                                 "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    b = doc["bottleneck"]
+    assert b["resource"] == "engine queue" and [f["rule"] for f in b["fired"]] == ["CMP-2"]
+    assert (f"requests_waiting mean {waiting[32]['avg']:.4g} at step 1, {waiting[4]['avg']:.4g} at step 0"
+            in b["fired"][0]["evidence"])
+    assert f"requests_running high {running['p99']:.4g}" in b["fired"][0]["evidence"]  # the 4 slots
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    # AIPerf strips a counter's _total: llamacpp:prompt_tokens is llamacpp:prompt_tokens_total; its total is the
+    # increase over the profiling phase
+    assert sig[(1, "prompt_tokens_total")]["increase"] == raw[32]["metrics"]["llamacpp:prompt_tokens"]["series"][0][
+        "stats"]["total"]
+    assert load(AIPERF_SM / "rate_4" / "server_metrics_export.json").provenance.format == "aiperf-server-metrics"
