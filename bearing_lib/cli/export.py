@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"limit step {step}: {found.basis}" + ("" if limits is not None else
                                                                       " (give --step or --limits to choose)"))
             table = step_signals(ds)
-            verdict = bottleneck_at_limit(table, limit_step=step, run_id=run)
+            verdict = bottleneck_at_limit(table, limit_step=step, run_id=run, metrics=ds)
             for f in ds.provenance.findings:
                 if f.level == "warning":
                     typer.echo(f"finding: {f.code}: {f.message}")

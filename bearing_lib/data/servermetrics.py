@@ -1,8 +1,10 @@
 """Server-side metrics: the canonical long table every metrics input is loaded into.
 
-What the serving engine and the GPUs said while the load test ran: vLLM's ``/metrics``
-(running and waiting requests, KV-cache usage, preemptions, prefix-cache hits), DCGM's GPU
-utilisation and memory, and inference-perf's per-stage summaries of the same. One row per
+What the serving engine and the GPUs said while the load test ran: the ``/metrics`` of vLLM,
+llama.cpp's ``llama-server``, SGLang and TGI (running and waiting requests, KV-cache usage,
+preemptions, prefix-cache hits, token counters; one map per engine in :data:`METRIC_NAMES`,
+documented with its sources in docs/formats-server-metrics.md), DCGM's GPU utilisation and
+memory, and inference-perf's per-stage summaries of the same. One row per
 sample (or per window statistic), columns:
 
 - ``run_id`` (String), ``step`` (Int64; the load step when the file says so, e.g. an
@@ -71,6 +73,8 @@ SIGNALS: dict[str, Signal] = {
         Signal("prefix_cache_queries_total", "tokens", True, "cumulative prefix-cache queries (tokens)"),
         Signal("prefix_cache_hits_total", "tokens", True, "cumulative prefix-cache hits (tokens)"),
         Signal("requests_completed_total", "requests", True, "cumulative requests finished by the engine"),
+        Signal("prompt_tokens_total", "tokens", True, "cumulative prompt (prefill) tokens processed"),
+        Signal("generation_tokens_total", "tokens", True, "cumulative generated (decode) tokens"),
         Signal("gpu_utilization", "fraction", False, "GPU busy share (DCGM GPU_UTIL / 100)"),
         Signal("gpu_memory_used_bytes", "bytes", False, "GPU frame-buffer memory in use"),
         Signal("gpu_memory_free_bytes", "bytes", False, "GPU frame-buffer memory free"),
@@ -105,6 +109,36 @@ METRIC_NAMES: dict[str, Mapping_] = {
     "vllm:prefix_cache_queries_total": Mapping_("prefix_cache_queries_total"),
     "vllm:prefix_cache_hits_total": Mapping_("prefix_cache_hits_total"),
     "vllm:request_success_total": Mapping_("requests_completed_total"),
+    "vllm:prompt_tokens_total": Mapping_("prompt_tokens_total"),
+    "vllm:generation_tokens_total": Mapping_("generation_tokens_total"),
+    # llama.cpp llama-server (ggml-org/llama.cpp tools/server/server-context.cpp, server_routes::get_metrics;
+    # before the split tools/server/server.cpp and examples/server/server.cpp, handle_metrics): every name is
+    # "llamacpp:" + the definition's "name". requests_processing = busy slots (n_processing_slots), bounded by
+    # --parallel; requests_deferred = tasks deferred because no slot was free (n_tasks_deferred), the waiting
+    # queue. kv_cache_usage_ratio (used cells / n_ctx, "1 means 100 percent usage") is in older builds only.
+    "llamacpp:requests_processing": Mapping_("requests_running"),
+    "llamacpp:requests_deferred": Mapping_("requests_waiting"),
+    "llamacpp:kv_cache_usage_ratio": Mapping_("kv_cache_usage"),
+    "llamacpp:prompt_tokens_total": Mapping_("prompt_tokens_total"),
+    "llamacpp:tokens_predicted_total": Mapping_("generation_tokens_total"),
+    # SGLang (sgl-project/sglang python/sglang/srt/metrics/collector.py: SchedulerMetricsCollector,
+    # TokenizerMetricsCollector). token_usage = used KV-pool tokens / max_total_num_tokens (0..1); a retraction
+    # is SGLang's preemption (a running decode request sent back to the queue when the KV pool runs out).
+    "sglang:num_running_reqs": Mapping_("requests_running"),
+    "sglang:num_queue_reqs": Mapping_("requests_waiting"),
+    "sglang:token_usage": Mapping_("kv_cache_usage"),
+    "sglang:num_retracted_requests_total": Mapping_("preemptions_total"),
+    "sglang:cache_hit_rate": Mapping_("prefix_cache_hit_rate"),
+    "sglang:cached_tokens_total": Mapping_("prefix_cache_hits_total"),
+    "sglang:num_requests_total": Mapping_("requests_completed_total"),
+    "sglang:prompt_tokens_total": Mapping_("prompt_tokens_total"),
+    "sglang:generation_tokens_total": Mapping_("generation_tokens_total"),
+    # Hugging Face TGI router (huggingface/text-generation-inference backends/v3/src/queue.rs, backend.rs, lib.rs;
+    # router/src/server.rs). The KV share is derived (DERIVED below): the batch's token reservation over the
+    # warm-up's max_batch_total_tokens.
+    "tgi_queue_size": Mapping_("requests_waiting"),
+    "tgi_batch_current_size": Mapping_("requests_running"),
+    "tgi_request_success": Mapping_("requests_completed_total"),
     # DCGM exporter field names
     "DCGM_FI_DEV_GPU_UTIL": Mapping_("gpu_utilization", 0.01),
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": Mapping_("gpu_utilization"),
@@ -113,6 +147,34 @@ METRIC_NAMES: dict[str, Mapping_] = {
     "DCGM_FI_DEV_POWER_USAGE": Mapping_("gpu_power_watts"),
 }
 """File metric names bearing maps to :data:`SIGNALS` (others load with ``signal`` null)."""
+
+
+ENGINES: dict[str, str] = {"vllm:": "vLLM", "llamacpp:": "llama.cpp", "sglang:": "SGLang", "tgi_": "TGI",
+                           "DCGM_FI_": "DCGM"}
+"""Metric-name prefixes and the engine (or exporter) that writes them."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A signal computed from two metrics of one scrape: ``numerator / denominator``."""
+
+    signal: str
+    numerator: str
+    denominator: str
+    meaning: str
+
+
+DERIVED: tuple[Derived, ...] = (
+    Derived("kv_cache_usage", "tgi_batch_current_max_tokens", "tgi_batch_max_total_tokens",
+            "TGI: the running batch's token reservation (batch.max_tokens) over max_batch_total_tokens, the KV "
+            "token budget the router admits new requests against (backends/v3/src/backend.rs, lib.rs)"),
+)
+"""Signals an engine gives only as a ratio of two of its metrics."""
+
+
+def engine_of(name: str) -> str | None:
+    """The engine whose metric-name prefix ``name`` carries (None when none is known)."""
+    return next((e for p, e in ENGINES.items() if name.startswith(p)), None)
 
 
 def map_metric(name: str) -> Mapping_ | None:
@@ -151,3 +213,24 @@ def conform_metrics(rows: list[dict[str, object]] | pl.DataFrame, *, path: str |
             for c, t in METRIC_SCHEMA.items()
         ]
     )
+
+
+def derive_signals(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows for the :data:`DERIVED` signals: each numerator sample over the denominator of the same run, time
+    and instance (a zero or missing denominator gives no row). The metric column names both, ``a/b``."""
+    rows: list[dict[str, object]] = []
+    for d in DERIVED:
+        den = {
+            (r["run_id"], r["time_s"], r["instance"]): r["value"]
+            for r in frame.filter((pl.col("metric") == d.denominator) & (pl.col("stat") == "sample")).iter_rows(
+                named=True
+            )
+        }
+        if not den:
+            continue
+        for r in frame.filter((pl.col("metric") == d.numerator) & (pl.col("stat") == "sample")).iter_rows(named=True):
+            total = den.get((r["run_id"], r["time_s"], r["instance"]))
+            if total:
+                rows.append({**r, "signal": d.signal, "metric": f"{d.numerator}/{d.denominator}",
+                             "value": r["value"] / total})
+    return conform_metrics(rows) if rows else pl.DataFrame(schema=METRIC_SCHEMA)

@@ -5,6 +5,8 @@ Each format lives in its own module and registers a
 :class:`~bearing_lib.loaders.registry.FormatSpec`; add a module import here to add one.
 """
 
+import bearing_lib.loaders.aiperf  # noqa: F401  (registers)
+import bearing_lib.loaders.aiperf_server_metrics  # noqa: F401  (registers)
 import bearing_lib.loaders.genai_perf  # noqa: F401  (registers)
 import bearing_lib.loaders.guidellm  # noqa: F401  (registers)
 import bearing_lib.loaders.llmperf  # noqa: F401  (registers)

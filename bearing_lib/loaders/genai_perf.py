@@ -10,7 +10,10 @@ All three become a :class:`~bearing_lib.data.loadpoints.LoadPointTable` (none ho
 ``aiperf-export``
     ``profile_export_aiperf.json``: the same metric objects plus ``benchmark_duration``,
     ``error_request_count``, ``error_summary``, ``was_cancelled``, ``inter_chunk_latency``;
-    the load level in ``input_config.loadgen``.
+    the load level in ``input_config.loadgen`` (0.1.x) or, from 0.13, in the profiling phase of
+    ``input_config.phases`` (``type``, ``rate`` or ``concurrency``), the version in
+    ``aiperf_version``. Its per-request ``profile_export.jsonl`` is read by
+    :mod:`bearing_lib.loaders.aiperf` (preferred: detection picks it for an artefact folder).
 ``aiperf-sweep-csv``
     ``profile_export_aiperf_sweep.csv``: a multi-section CSV (CRLF, sections separated by
     blank lines: the per-level table, then ``Best Configurations``, ``Pareto Optimal
@@ -21,7 +24,7 @@ Units are read from each metric's ``unit`` (ms, s, ns are converted to ms; anyth
 is an error), never guessed from magnitudes. GenAI-Perf's and AIPerf's
 ``inter_token_latency`` is per request ``(latency − TTFT) / (output tokens − 1)``, what
 bearing calls TPOT, so it fills ``tpot_ms``; AIPerf's ``inter_chunk_latency`` (gaps between
-streamed chunks) fills ``itl_ms``. Neither tool writes its version into these files.
+streamed chunks) fills ``itl_ms``. GenAI-Perf and AIPerf before 0.13 write no version.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def sniff_aiperf(source: Source) -> bool:
 
 def _layout(doc: dict[str, Any]) -> str:
     cfg = doc.get("input_config") or {}
+    if "phases" in cfg:
+        return f"AIPerf profile export (input_config.phases, schema {doc.get('schema_version', '?')})"
     if "loadgen" in cfg:
         return "AIPerf profile export (input_config.loadgen)"
     if "perf_analyzer" in cfg:
@@ -93,7 +98,10 @@ def _layout(doc: dict[str, Any]) -> str:
 
 
 def version(source: Source) -> str | None:
-    return None  # neither tool writes a version into these files; the layout is a finding
+    """AIPerf ≥ 0.13 writes ``aiperf_version``; GenAI-Perf and older AIPerf write none."""
+    doc = _doc(source)
+    v = doc.get("aiperf_version") if isinstance(doc, dict) else None
+    return str(v) if v else None
 
 
 # ---------------------------------------------------------------- per-run exports
@@ -120,19 +128,30 @@ def _ms_stats(doc: dict[str, Any], key: str, metric: str, path: Path) -> dict[st
     return out
 
 
+def profiling_phase(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """AIPerf ≥ 0.13's load: the (first) profiling phase of ``input_config.phases`` (``type`` poisson,
+    constant, …, with ``rate``; or ``concurrency``), the warm-up phases left out."""
+    cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
+    phases = [p for p in (cfg.get("phases") or []) if isinstance(p, dict)]
+    prof = [p for p in phases if p.get("kind", "profiling") == "profiling"]
+    return prof[0] if prof else None
+
+
 def _offered(doc: dict[str, Any], path: Path, tool: str) -> tuple[float | None, str | None]:
     cfg = doc.get("input_config") or {}
-    places = [cfg.get("loadgen") or {}, (cfg.get("perf_analyzer") or {}).get("stimulus") or {}, cfg]
+    places = [profiling_phase(doc) or {}, cfg.get("loadgen") or {},
+              (cfg.get("perf_analyzer") or {}).get("stimulus") or {}, cfg]
     places = [p for p in places if isinstance(p, dict)]
     for place in places:
-        conc, rate = place.get("concurrency"), place.get("request_rate")
+        conc, rate = place.get("concurrency"), place.get("request_rate", place.get("rate"))
         if rate is not None:
             return parse_rate(rate, path=path, field="input_config.request_rate"), "rps"
         if conc is not None:
             return number(conc, path=path, field="input_config.concurrency"), "concurrency"
     raise UnsupportedVersionError(
         "the file states no load level", tool=tool, version=None,
-        missing=["input_config.loadgen.concurrency|request_rate", "input_config.perf_analyzer.stimulus",
+        missing=["input_config.phases[kind=profiling].rate|concurrency (AIPerf ≥ 0.13)",
+                 "input_config.loadgen.concurrency|request_rate", "input_config.perf_analyzer.stimulus",
                  "input_config.concurrency|request_rate"], path=path)
 
 
@@ -214,11 +233,13 @@ def _load_export(source: Source, *, name: str, tool: str) -> LoadPointTable:
     if telemetry:
         prov.add("gpu_telemetry_not_read", "the file carries GPU telemetry (DCGM); bearing does not read it yet",
                  level="info")
-    prov.add("version_not_stated", f"{tool} writes no version number into this file; layout: {options['layout']}",
-             level="info")
+    tool_version = str(doc["aiperf_version"]) if doc.get("aiperf_version") else None
+    if tool_version is None:
+        prov.add("version_not_stated", f"{tool} writes no version number into this file; layout: {options['layout']}",
+                 level="info")
     prov.add("summary_only", "one summary per run: no per-request data, so no bootstrap or re-computed percentiles",
              level="info")
-    return finish_loadpoints([row], source, format=name, tool=tool, tool_version=None, derived=derived,
+    return finish_loadpoints([row], source, format=name, tool=tool, tool_version=tool_version, derived=derived,
                              provenance=prov, options=options, files=[str(path)])
 
 

@@ -16,7 +16,9 @@ Three formats:
   only with ``ttfb_as_ttft=True`` (right for a streaming endpoint that sends the first
   token with the headers; wrong otherwise). Status: ``http_req_failed`` 1 → failed (k6's
   ``expected_response``), then HTTP 429 → ``rejected``, k6 error code 1050 (request timeout)
-  or HTTP 408/504 → ``timeout``, else ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
+  or HTTP 408/504 → ``timeout``, status 0 with the error "context canceled" (an iteration k6
+  interrupted at ``gracefulStop``) → ``cancelled`` (neither success nor failure), else
+  ``error``; without ``http_req_failed`` (k6 < 0.31) the status code decides.
   The load level is the ``vus`` gauge (sampled each second): VU plateaus held at least
   ``min_plateau_s`` (10 s) become steps (unit ``concurrency``); ``setup``/``teardown``
   requests are in no step.
@@ -113,11 +115,21 @@ def sniff_handle_summary(source: Source) -> bool:
 # --------------------------------------------------------------------------- per-sample NDJSON
 def _error_text(tags: dict) -> str:
     text = f"status {tags.get('status', '?')}"
-    return text + (f", k6 error {tags['error_code']}" if tags.get("error_code") else "")
+    text += f", k6 error {tags['error_code']}" if tags.get("error_code") else ""
+    return text + (f": {tags['error']}" if tags.get("error") else "")
 
 
-def _status(failed: float | None, status: str | None, error_code: str | None) -> str:
+CANCELLED_TEXT = "context canceled"
+"""k6's ``error`` tag of a request its own iteration's context cancelled: an iteration interrupted at the end of
+``gracefulStop`` (or the test) ends its in-flight request with Go's ``context.Canceled``, whose Points the transport
+still emits with status 0 and the default error code 1000 (``lib/netext/httpext/transport.go``
+``measureAndEmitMetrics``, ``error_codes.go``)."""
+
+
+def _status(failed: float | None, status: str | None, error_code: str | None, error: str | None = None) -> str:
     code = int(status) if status and status.isdigit() else None
+    if failed != 0 and not code and error and CANCELLED_TEXT in error.lower():
+        return "cancelled"
     if failed is None:  # k6 < 0.31: no http_req_failed, judge by the status code
         if code and 200 <= code < 400:
             return "ok"
@@ -200,7 +212,7 @@ def load_ndjson(
             if blocked is None:
                 blocked = sum(v for v in (val("http_req_connecting"), val("http_req_tls_handshaking")) if v is not None)
             failed = val("http_req_failed")
-            st = _status(failed, tags.get("status"), tags.get("error_code"))
+            st = _status(failed, tags.get("status"), tags.get("error_code"), tags.get("error"))
             group = tags.get("group") or ""
             recs.append(
                 {

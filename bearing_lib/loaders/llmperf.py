@@ -226,6 +226,10 @@ def _load_summary(source: Source) -> LoadPointTable:
     prov.add("summary_only", "LLMPerf summaries hold statistics of the successful requests only (p25…p99, mean, "
              "min, max; seconds converted to ms); the run duration is derived from completed requests per minute",
              level="info")
+    prov.add("llmperf_itl_includes_ttft", "the summary's inter_token_latency_s statistics are of LLMPerf's per-request "
+             "value, (TTFT + the gaps after it) / output tokens, about E2E / N (ray-project/llmperf "
+             "openai_chat_completions_client.py: time_to_next_token starts with the TTFT): itl_ms is high by about "
+             "TTFT / N; the per-request file gives the gaps alone")
     vers = sorted({str(s.payload[1].get("version")) for s in steps})
     return finish_loadpoints(rows, source, format=NAME_SUMMARY, tool=TOOL, tool_version=", ".join(vers),
                              derived={"throughput_rps", "duration_s"}, provenance=prov, options=prov.options,
@@ -280,7 +284,13 @@ def _requests_frame(doc: list[dict[str, Any]], path: Path, prov_counts: dict[str
             cols["error"].append(None)
             cols["ttft_ms"].append(ttft * 1000.0 if ttft is not None else None)
             cols["latency_ms"].append(e2e * 1000.0 if e2e is not None else None)
-            cols["itl_ms"].append(itl * 1000.0 if itl is not None else None)
+            # LLMPerf's inter_token_latency_s is (TTFT + the gaps after it) / N, i.e. about E2E / N: the mean gap
+            # between tokens after the first is (E2E − TTFT) / (N − 1), from the row's own fields
+            gaps = (e2e - ttft) / (n_out - 1) if e2e and ttft is not None and isinstance(n_out, int) and n_out > 1 \
+                else None
+            cols["itl_ms"].append(gaps * 1000.0 if gaps is not None and gaps >= 0 else None)
+            if itl is not None:
+                prov_counts["ok_rows_llmperf_itl"] += 1
             cols["output_tokens"].append(n_out)
             continue
         code_i = int(number(code, path=path, field="error_code", row=i))  # type: ignore[arg-type]
@@ -304,7 +314,7 @@ def _requests_frame(doc: list[dict[str, Any]], path: Path, prov_counts: dict[str
 def _load_requests(source: Source) -> RequestTrace:
     prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
     files, base = _inputs(source, _is_requests_doc, "individual-responses")
-    counts = {"errors_with_latency": 0, "errors_zero_latency": 0}
+    counts = {"errors_with_latency": 0, "errors_zero_latency": 0, "ok_rows_llmperf_itl": 0}
     steps, frames, used, versions, no_summary = [], [], [], set(), []
     for f in files:
         doc = json_document(f) if source.is_dir else source.json
@@ -353,6 +363,13 @@ def _load_requests(source: Source) -> RequestTrace:
         prov.add("error_rows_unnormalised_itl", f"{counts['errors_with_latency']} error rows (e.g. Bedrock -100 "
                  "'Output too few tokens') have real TTFT/E2E, kept; their inter_token_latency_s is LLMPerf's "
                  "un-normalised total, so itl_ms is null for them", count=counts["errors_with_latency"])
+    if counts["ok_rows_llmperf_itl"]:
+        prov.add("llmperf_itl_includes_ttft", "LLMPerf's inter_token_latency_s is the sum of its time_to_next_token "
+                 "list, whose first entry is the TTFT, divided by the output tokens (about E2E / N; "
+                 "ray-project/llmperf src/llmperf/ray_clients/openai_chat_completions_client.py, "
+                 "token_benchmark_ray.py): itl_ms is the mean gap after the first token, (E2E − TTFT) / (N − 1), "
+                 f"computed from each row's own fields for {counts['ok_rows_llmperf_itl']} successful row(s)",
+                 level="info", count=counts["ok_rows_llmperf_itl"])
     if no_summary:
         prov.add("no_summary", f"no sibling summary for {', '.join(no_summary)}: the concurrency (offered load), "
                  "model and duration are unknown", count=len(no_summary))

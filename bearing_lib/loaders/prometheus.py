@@ -2,9 +2,10 @@
 
 Two formats, both loading into :class:`~bearing_lib.data.servermetrics.ServerMetrics`:
 
-- ``prometheus-text``: what ``curl http://vllm:8000/metrics`` (or a DCGM exporter's
-  ``:9400/metrics``) prints, the Prometheus text exposition format. One file is one
-  snapshot; a folder of such files (``*.prom``, ``*.txt``, ``*.metrics``) is a series.
+- ``prometheus-text``: what ``curl http://vllm:8000/metrics`` (or llama.cpp's ``llama-server
+  --metrics``, SGLang's, TGI's, a DCGM exporter's ``:9400/metrics``) prints, the Prometheus
+  text exposition format. One file is one snapshot; a folder of such files (``*.prom``,
+  ``*.txt``, ``*.metrics``) is a series.
   Parsing is ``prometheus_client``'s own parser (the reference implementation of the
   format), not a hand-written one. Each sample's time is its exposition timestamp when
   written; else, for a file in a series, the epoch seconds or the ISO-8601 UTC time in the
@@ -25,9 +26,18 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+import polars as pl
+
 from bearing_lib.common.errors import BadValueError, InputError, SchemaError, UnsupportedVersionError
 from bearing_lib.data.provenance import Provenance
-from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics, map_metric
+from bearing_lib.data.servermetrics import (
+    DERIVED,
+    ServerMetrics,
+    conform_metrics,
+    derive_signals,
+    engine_of,
+    map_metric,
+)
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import Source
@@ -84,11 +94,24 @@ def time_from_name(name: str) -> float | None:
 
 
 def finish_metrics(rows: list[dict[str, object]], source: Source, prov: Provenance) -> ServerMetrics:
-    """Wrap rows as :class:`ServerMetrics`; the mapped signals and the unmapped names are findings."""
+    """Wrap rows as :class:`ServerMetrics`; the engines, the mapped signals, the derived ones and the unmapped
+    names are findings. An input where no name is known says which names it found."""
     if not rows:
         raise InputError("the input holds no metric samples", path=source.path)
     frame = conform_metrics(rows, path=str(source.path))
+    derived = derive_signals(frame)
+    if derived.height:
+        frame = pl.concat([frame, derived])
+        for d in DERIVED:
+            n = derived.filter(pl.col("metric") == f"{d.numerator}/{d.denominator}").height
+            if n:
+                prov.add("derived_signal", f"{d.signal} = {d.numerator} / {d.denominator} ({n} sample(s)): "
+                         f"{d.meaning}", level="info", count=n)
     prov.sha256 = prov.sha256 or source.sha256
+    names = frame["metric"].unique().sort().to_list()
+    engines = sorted({e for e in (engine_of(n) for n in names) if e is not None})
+    if engines:
+        prov.add("engines", f"metric names of: {', '.join(engines)}", level="info")
     mapped = sorted(s for s in frame["signal"].unique().to_list() if s is not None)
     unmapped = frame.filter(frame["signal"].is_null())["metric"].unique().sort().to_list()
     prov.add("signals", f"canonical signals read: {', '.join(mapped) if mapped else 'none'}", level="info")
@@ -96,7 +119,10 @@ def finish_metrics(rows: list[dict[str, object]], source: Source, prov: Provenan
         shown = ", ".join(unmapped[:15]) + (f" … (+{len(unmapped) - 15} more)" if len(unmapped) > 15 else "")
         prov.add("unmapped_metrics", f"kept with signal null (bearing does not interpret them): {shown}", level="info")
     if not mapped:
-        prov.add("no_known_signal", "no metric in the input is one bearing maps to a resource signal")
+        shown = ", ".join(names[:12]) + (f" … (+{len(names) - 12} more)" if len(names) > 12 else "")
+        prov.add("no_known_signal", f"no metric in the input is one bearing maps to a resource signal; found "
+                 f"{len(names)} name(s): {shown} (known: vLLM vllm:*, llama.cpp llamacpp:*, SGLang sglang:*, TGI "
+                 "tgi_*, DCGM DCGM_FI_*; docs/formats-server-metrics.md)")
     return ServerMetrics(frame=frame, provenance=prov)
 
 

@@ -23,9 +23,15 @@ UP-1    upstream of the GPU  the GPU is idle (``gpu_utilization`` mean < 0.50), 
                              (CPU, tokenizer, network or gateway)
 ======  ===================  =============================================================
 
-No metrics → "no server metrics given"; metrics but no rule → "no rule fired" with the
-signals seen, never a guess. Thresholds are the source checklists' (KV cache or GPU memory
-above 95 %); GPU busy at 90 % and idle below 50 % are bearing's, and named in the evidence.
+The signals are engine-neutral: vLLM's, llama.cpp's, SGLang's and TGI's ``/metrics`` names map onto
+them (:data:`bearing_lib.data.servermetrics.METRIC_NAMES`; llama.cpp ``requests_deferred`` is the
+waiting queue, SGLang ``token_usage`` the KV share, an SGLang retraction a preemption).
+
+No metrics → "no server metrics given"; metrics whose names bearing does not know, or that no
+step holds → a statement naming what was found (:func:`explain_no_signals`); metrics but no
+rule → "no rule fired" with the signals seen, never a guess. Thresholds are the source
+checklists' (KV cache or GPU memory above 95 %); GPU busy at 90 % and idle below 50 % are
+bearing's, and named in the evidence.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
 
 from bearing_lib.common.errors import ParameterError
+from bearing_lib.data.servermetrics import ServerMetrics
 
 KV_HIGH = 0.95
 GPU_MEM_HIGH = 0.95
@@ -70,6 +77,20 @@ class Bottleneck:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+
+def explain_no_signals(metrics: ServerMetrics) -> str:
+    """Why metrics that were given leave no per-step signal: no known name (the names found are listed), or
+    known signals none of which has a load step."""
+    f = metrics.frame
+    known = f.filter(pl.col("signal").is_not_null())
+    if known.height == 0:
+        names = f["metric"].unique().sort().to_list()
+        shown = ", ".join(names[:10]) + (f" … (+{len(names) - 10} more)" if len(names) > 10 else "")
+        return (f"server metrics given, but none of their {len(names)} metric name(s) is one bearing maps to a "
+                f"resource signal (found: {shown}; known engines: vLLM, llama.cpp, SGLang, TGI, DCGM)")
+    return (f"server metrics given ({', '.join(sorted(set(known['signal'].to_list())))}), but no sample has a load "
+            "step: align timed samples to the load test with --trace (and --offset-s)")
 
 
 def _by_signal(table: pl.DataFrame, run_id: str | None, step: int | None) -> dict[str, dict[str, float | None]]:
@@ -150,8 +171,10 @@ def name_bottleneck(
     if growing and util is not None and util >= GPU_BUSY:
         fired.append(Fired("CMP-1", "GPU compute", f"{queue_text}; gpu_utilization mean {util:.3g} >= {GPU_BUSY}"))
     if growing and util is None:
+        run_high = _g(now, "requests_running", "high")
+        running = f"; requests_running high {run_high:.4g}" if run_high is not None else ""
         fired.append(Fired("CMP-2", "engine queue",
-                           f"{queue_text}; GPU utilisation not measured (compute-bound likely)"))
+                           f"{queue_text}{running}; GPU utilisation not measured (compute-bound likely)"))
     if util is not None and util < GPU_IDLE and not growing and latency_rose:
         fired.append(Fired("UP-1", "upstream of the GPU",
                            f"gpu_utilization mean {util:.3g} < {GPU_IDLE}, queue not growing, latency rose"))
@@ -224,11 +247,15 @@ def find_limit_step(limits: LimitsResult | dict[str, Any] | None, *, run_id: str
     return LimitStep(None, None)
 
 
-def bottleneck_at_limit(table: pl.DataFrame, *, limit_step: int | None, run_id: str | None = None) -> Bottleneck:
+def bottleneck_at_limit(table: pl.DataFrame, *, limit_step: int | None, run_id: str | None = None,
+                        metrics: ServerMetrics | None = None) -> Bottleneck:
     """The bottleneck at ``limit_step`` of the per-step signals ``table`` (:func:`~bearing_lib.ops.metrics.
     step_signals`): the one run the metrics hold, else the run ``run_id``; raises :class:`ParameterError`
     naming the runs when the metrics hold several and none is ``run_id``. Used by ``bearing bottleneck``
-    and the report's ops section alike."""
+    and the report's ops section alike. ``metrics`` (the table's source) lets an empty table say why
+    (:func:`explain_no_signals`) rather than "no server metrics given"."""
+    if table.height == 0 and metrics is not None and metrics.frame.height:
+        return Bottleneck(run_id, limit_step, None, explain_no_signals(metrics))
     runs = sorted({r for r in table["run_id"].unique().to_list() if r is not None}) if table.height else []
     if len(runs) == 1:
         run = runs[0]

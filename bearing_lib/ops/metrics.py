@@ -120,7 +120,8 @@ def step_signals(metrics: ServerMetrics) -> pl.DataFrame:
     Columns: ``basis`` (``samples`` or ``window statistics``), ``n`` (samples, or 1), ``mean``,
     ``high`` (max of the samples; for window statistics the p99, else the max, else the mean
     the tool gave), ``first``/``last`` (samples in time order; window statistics: the mean),
-    ``increase`` (counters sampled over time: the rise within the step, resets handled),
+    ``increase`` (counters sampled over time: the rise within the step, resets handled; window
+    statistics: the ``increase`` the tool reported, e.g. AIPerf's counter ``total``),
     ``trend_per_s`` (gauges sampled ≥ 3 times: least-squares slope). Several instances or GPUs
     in one step are pooled for the level statistics; a counter's increase is summed over
     instances and GPUs.
@@ -148,12 +149,14 @@ def step_signals(metrics: ServerMetrics) -> pl.DataFrame:
             )
         else:
             stats = dict(zip(g["stat"].to_list(), g["value"].to_list(), strict=True))
-            mean = stats.get("mean", stats.get("median", stats.get("value")))
+            # a counter the tool summarised by its increase over the window has no level: its numbers are that
+            mean = stats.get("mean", stats.get("median", stats.get("value", stats.get("increase"))))
             high = stats.get("p99", stats.get("max", mean))
             rows.append(
                 {
                     "run_id": run_id, "step": step, "signal": signal, "basis": "window statistics", "n": 1,
-                    "mean": mean, "high": high, "first": mean, "last": mean, "increase": None, "trend_per_s": None,
+                    "mean": mean, "high": high, "first": mean, "last": mean,
+                    "increase": stats.get("increase") if counter else None, "trend_per_s": None,
                 }
             )
     schema = {

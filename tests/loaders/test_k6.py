@@ -108,6 +108,28 @@ def test_ndjson_join_statuses_and_ttfb_option(tmp_path):
     assert load_trace(p).provenance.fields["ttft_ms"] == "absent"  # off by default
 
 
+def test_ndjson_request_interrupted_at_graceful_stop_is_cancelled_not_failed(tmp_path):
+    """An iteration k6 interrupts at the end of gracefulStop ends its in-flight request with Go's
+    context.Canceled; the transport still emits its Points (lib/netext/httpext/transport.go
+    measureAndEmitMetrics) with status 0, the default error code 1000 and the error text as the
+    ``error`` tag (error_codes.go): the tool cancelled it, the server did not fail it."""
+    t = "2025-01-01T10:00:30Z"
+    ok = {"status": "200", "name": "u", "group": ""}
+    cut = {"status": "0", "name": "u", "group": "", "error_code": "1000",
+           "error": 'Post "http://127.0.0.1:8000/v1/completions": context canceled'}
+    refused = {"status": "0", "name": "u", "group": "", "error_code": "1212",
+               "error": "dial: i/o timeout"}
+    lines = []
+    for tags, dur, failed in ((ok, 120.0, 0), (cut, 29000.0, 1), (refused, 5.0, 1)):
+        lines += [_line("http_reqs", t, 1, tags), _line("http_req_duration", t, dur, tags),
+                  _line("http_req_failed", t, failed, tags)]
+    p = tmp_path / "out.json"
+    p.write_text("\n".join(lines) + "\n")
+    f = load_trace(p).frame.sort("source_row")
+    assert f["status"].to_list() == ["ok", "cancelled", "error"]
+    assert f["error"][1].endswith("k6 error 1000: Post \"http://127.0.0.1:8000/v1/completions\": context canceled")
+
+
 @pytest.mark.shared_data
 def test_legacy_summary_export_passes_count_failures(shared_data):
     p = shared_data(LEGACY)

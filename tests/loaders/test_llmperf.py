@@ -60,7 +60,16 @@ def test_ok_rows_reproduce_the_summary_statistics(shared_data):
         assert ok.height == summary["results_num_completed_requests"]
         assert ok["ttft_ms"].mean() == pytest.approx(summary["results_ttft_s_mean"] * 1000, rel=1e-9)
         assert ok["latency_ms"].mean() == pytest.approx(summary["results_end_to_end_latency_s_mean"] * 1000, rel=1e-9)
-        assert ok["itl_ms"].mean() == pytest.approx(summary["results_inter_token_latency_s_mean"] * 1000, rel=1e-9)
+        # LLMPerf's own ITL (the summary's mean) is (TTFT + gaps) / N over the rows; bearing's itl_ms is the gaps
+        # after the first token, (E2E − TTFT) / (N − 1), worked out here from the raw rows
+        raw = [r for r in json.loads((base / "individual" / f"{name}.json").read_text()) if r["error_code"] is None]
+        assert sum(r["inter_token_latency_s"] for r in raw) / len(raw) == pytest.approx(
+            summary["results_inter_token_latency_s_mean"], rel=1e-9)
+        gaps = [(r["end_to_end_latency_s"] - r["ttft_s"]) / (r["number_output_tokens"] - 1) * 1000 for r in raw
+                if r["number_output_tokens"] > 1 and r["end_to_end_latency_s"] - r["ttft_s"] >= 0]
+        assert ok["itl_ms"].drop_nulls().to_list() == pytest.approx(gaps, rel=1e-12)
+        assert ok["itl_ms"].mean() < summary["results_inter_token_latency_s_mean"] * 1000  # TTFT / N no longer in it
+        assert "llmperf_itl_includes_ttft" in {f.code for f in tr.provenance.findings}
         assert tr.steps["duration_s"][0] == pytest.approx(
             summary["results_num_completed_requests"] / summary["results_num_completed_requests_per_min"] * 60)
 

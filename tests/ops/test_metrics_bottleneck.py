@@ -199,3 +199,188 @@ def test_kv_check_against_the_engine_gauge():
     rows = _parse_exposition(scrape, Path("x.prom"), default_time=0.0, run_id="r")
     ds = ServerMetrics(conform_metrics(rows), Provenance(source="x", format="prometheus-text", tool="t", sha256=""))
     assert kv_pool(ds) == (27495, 16)
+
+
+# --------------------------------------------------------------------------- other engines' /metrics names
+# Scrapes written in each engine's own words; a trace with two steps of 60 s (epoch seconds) puts the
+# samples at +5, +30 in step 0 and +65, +90, +110 in step 1 (the CLI's --trace alignment).
+T0 = 1_733_000_000
+STEP0, STEP1 = (T0 + 5, T0 + 30), (T0 + 65, T0 + 90, T0 + 110)
+
+
+def _trace(tmp_path: Path) -> Path:
+    rows = ["request_id,start_s,end_s,latency_ms,status,run_id,step"]
+    for i in range(10):
+        start = T0 + i * 12
+        rows.append(f"{i},{start},{start + 10},10000,ok,r,{0 if i < 5 else 1}")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    return trace
+
+
+def _llamacpp(defs: list[tuple[str, str, str, float]]) -> str:
+    """What llama-server's GET /metrics prints: for every definition "# HELP llamacpp:<name> <help>",
+    "# TYPE llamacpp:<name> <type>", "llamacpp:<name> <value>" (ggml-org/llama.cpp
+    tools/server/server-context.cpp, server_routes::get_metrics; the same loop in the older
+    tools/server/server.cpp and examples/server/server.cpp)."""
+    return "".join(f"# HELP llamacpp:{n} {h}\n# TYPE llamacpp:{n} {t}\nllamacpp:{n} {v:g}\n" for n, t, h, v in defs)
+
+
+def _bottleneck_cli(tmp_path: Path, scrapes: dict[int, str]) -> dict:
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    series = tmp_path / "scrapes"
+    series.mkdir()
+    for t, text in scrapes.items():
+        (series / f"scrape-{t}.prom").write_text(text)
+    out = tmp_path / "b.json"
+    r = CliRunner().invoke(app, ["bottleneck", str(series), "--trace", str(_trace(tmp_path)), "--step", "1",
+                                 "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    return json.loads(out.read_text())
+
+
+def test_llamacpp_server_with_every_slot_busy_binds_in_the_engine_queue(tmp_path):
+    # --parallel 4: step 0 uses 2 slots and defers nothing; step 1 keeps all 4 busy while deferred tasks pile up
+    state = {STEP0[0]: (2, 0, 1000), STEP0[1]: (2, 0, 3000), STEP1[0]: (4, 2, 6000), STEP1[1]: (4, 5, 9000),
+             STEP1[2]: (4, 9, 12500)}
+    scrapes = {
+        t: _llamacpp([
+            ("prompt_tokens_total", "counter", "Number of prompt tokens processed.", prompt),
+            ("tokens_predicted_total", "counter", "Number of generation tokens processed.", prompt / 4),
+            ("n_decode_total", "counter", "Total number of llama_decode() calls", prompt / 10),
+            ("n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call", busy),
+            ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.", 950.5),
+            ("requests_processing", "gauge", "Number of requests processing.", busy),
+            ("requests_deferred", "gauge", "Number of requests deferred.", deferred),
+        ])
+        for t, (busy, deferred, prompt) in state.items()
+    }
+    doc = _bottleneck_cli(tmp_path, scrapes)
+    b = doc["bottleneck"]
+    assert b["resource"] == "engine queue" and [f["rule"] for f in b["fired"]] == ["CMP-2"]
+    # waiting at step 1: (2 + 5 + 9) / 3; step 0: 0; every slot busy: high 4
+    assert "requests_waiting mean 5.333 at step 1, 0 at step 0" in b["fired"][0]["evidence"]
+    assert "requests_running high 4" in b["fired"][0]["evidence"]
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    assert sig[(1, "prompt_tokens_total")]["increase"] == 12500 - 6000
+    assert sig[(1, "generation_tokens_total")]["increase"] == (12500 - 6000) / 4
+    assert sig[(0, "requests_running")]["mean"] == 2.0
+    assert any("metric names of: llama.cpp" in f for f in doc["findings"])
+
+
+def test_llamacpp_older_build_kv_cache_ratio_at_97_percent_is_kv_bound(tmp_path):
+    # builds that still export kv_cache_usage_ratio (= used cells / n_ctx, "1 means 100 percent usage")
+    kv = {STEP0[0]: 0.40, STEP0[1]: 0.45, STEP1[0]: 0.80, STEP1[1]: 0.97, STEP1[2]: 0.93}
+    scrapes = {t: _llamacpp([("kv_cache_usage_ratio", "gauge", "KV-cache usage. 1 means 100 percent usage.", v),
+                             ("requests_processing", "gauge", "Number of request processing.", 3),
+                             ("requests_deferred", "gauge", "Number of request deferred.", 0)])
+               for t, v in kv.items()}
+    b = _bottleneck_cli(tmp_path, scrapes)["bottleneck"]
+    assert b["resource"] == "KV cache" and b["fired"][0]["rule"] == "KV-1"
+    assert "kv_cache_usage high 0.97 >= 0.95" in b["fired"][0]["evidence"]
+
+
+def _sglang_scrape(token_usage: float, running: int, queued: int, retracted: int) -> str:
+    """SGLang's scrape, written by prometheus_client (the library SGLang exports with) from gauges and a
+    counter declared with SGLang's names and labels (sgl-project/sglang
+    python/sglang/srt/metrics/collector.py, SchedulerMetricsCollector)."""
+    from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+    reg = CollectorRegistry()
+    labels = {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "engine_type": "unified", "tp_rank": "0",
+              "pp_rank": "0", "moe_ep_rank": "0"}
+    for name, doc, v in (("sglang:token_usage", "The token usage.", token_usage),
+                         ("sglang:num_running_reqs", "The number of running requests.", running),
+                         ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", queued)):
+        Gauge(name, doc, labelnames=list(labels), registry=reg).labels(**labels).set(v)
+    c = Counter("sglang:num_retracted_requests_total", "Total number of retracted requests.",
+                labelnames=list(labels), registry=reg)
+    c.labels(**labels).inc(retracted)
+    return generate_latest(reg).decode()
+
+
+def test_sglang_retractions_within_the_limit_step_are_kv_bound(tmp_path):
+    state = {STEP0[0]: (0.41, 30, 0, 0), STEP0[1]: (0.55, 34, 0, 0), STEP1[0]: (0.88, 60, 4, 3),
+             STEP1[1]: (0.91, 64, 9, 5), STEP1[2]: (0.90, 63, 12, 7)}
+    doc = _bottleneck_cli(tmp_path, {t: _sglang_scrape(*v) for t, v in state.items()})
+    b = doc["bottleneck"]
+    # token_usage never reaches 0.95 (KV-1 silent); retractions rise 3 → 7 within step 1 (KV-2); the queue grows
+    assert b["resource"] == "KV cache" and [f["rule"] for f in b["fired"]] == ["KV-2", "CMP-2"]
+    assert b["fired"][0]["evidence"] == "4 preemption(s) within step 1"
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    assert sig[(1, "kv_cache_usage")]["high"] == 0.91
+    assert sig[(1, "requests_waiting")]["mean"] == pytest.approx((4 + 9 + 12) / 3)
+
+
+def _tgi_scrape(queue: int, batch: int, batch_max_tokens: int) -> str:
+    """TGI's router scrape (metrics-exporter-prometheus): tgi_queue_size (backends/v3/src/queue.rs),
+    tgi_batch_current_size and tgi_batch_current_max_tokens (backends/v3/src/backend.rs),
+    tgi_batch_max_total_tokens set once after warm-up (backends/v3/src/lib.rs)."""
+    return (f"# TYPE tgi_queue_size gauge\ntgi_queue_size {queue}\n"
+            f"# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size {batch}\n"
+            f"# TYPE tgi_batch_current_max_tokens gauge\ntgi_batch_current_max_tokens {batch_max_tokens}\n"
+            "# TYPE tgi_batch_max_total_tokens gauge\ntgi_batch_max_total_tokens 16000\n"
+            "# TYPE tgi_request_success counter\ntgi_request_success 17\n")
+
+
+def test_tgi_token_budget_exhausted_is_kv_bound(tmp_path):
+    state = {STEP0[0]: (0, 8, 6000), STEP0[1]: (0, 9, 7000), STEP1[0]: (3, 20, 15200), STEP1[1]: (6, 21, 15800),
+             STEP1[2]: (7, 21, 15700)}
+    doc = _bottleneck_cli(tmp_path, {t: _tgi_scrape(*v) for t, v in state.items()})
+    b = doc["bottleneck"]
+    # derived KV share = batch reservation / max_batch_total_tokens: 15800 / 16000 = 0.9875 at its highest
+    assert b["resource"] == "KV cache" and b["fired"][0]["rule"] == "KV-1"
+    assert "kv_cache_usage high 0.988 >= 0.95" in b["fired"][0]["evidence"]
+    assert b["fired"][1]["rule"] == "CMP-2" and "requests_running high 21" in b["fired"][1]["evidence"]
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    assert sig[(0, "kv_cache_usage")]["mean"] == pytest.approx((6000 + 7000) / 2 / 16000)
+    assert any("derived_signal" in f and "tgi_batch_current_max_tokens / tgi_batch_max_total_tokens" in f
+               for f in doc["findings"])
+
+
+def test_a_scrape_with_no_known_name_says_which_names_it_found(tmp_path):
+    scrapes = {t: "# TYPE myengine_inflight gauge\nmyengine_inflight 3\n# TYPE myengine_queue gauge\n"
+                  "myengine_queue 1\n" for t in (*STEP0, *STEP1)}
+    doc = _bottleneck_cli(tmp_path, scrapes)
+    statement = doc["bottleneck"]["statement"]
+    assert statement.startswith("server metrics given, but none of their 2 metric name(s)")
+    assert "found: myengine_inflight, myengine_queue" in statement
+    (finding,) = [f for f in doc["findings"] if "no_known_signal" in f]
+    assert "found 2 name(s): myengine_inflight, myengine_queue" in finding
+
+
+AIPERF_SM = FIXTURES / "aiperf" / "aiperf-0.13.0-llamacpp-stub-server-metrics"
+
+
+def test_aiperf_server_metrics_of_a_llamacpp_named_endpoint_bind_in_the_engine_queue(tmp_path):
+    """AIPerf 0.13.0 scraped the endpoint's /metrics (llama.cpp names, as get_metrics prints them, from a
+    loopback stub with 4 slots) at 4 and 32 rps and wrote server_metrics_export.json per run: window
+    statistics over the profiling phase. Step k is the k-th run by offered load; the expected numbers
+    are AIPerf's own, read from the raw JSON."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    raw = {r: json.loads((AIPERF_SM / f"rate_{r}" / "server_metrics_export.json").read_text()) for r in (4, 32)}
+    assert [raw[r]["input_config"]["phases"][0]["rate"] for r in (4, 32)] == [4.0, 32.0]
+    waiting = {r: raw[r]["metrics"]["llamacpp:requests_deferred"]["series"][0]["stats"] for r in (4, 32)}
+    running = raw[32]["metrics"]["llamacpp:requests_processing"]["series"][0]["stats"]
+    out = tmp_path / "b.json"
+    r = CliRunner().invoke(app, ["bottleneck", str(AIPERF_SM), "--format", "aiperf-server-metrics", "--step", "1",
+                                 "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    b = doc["bottleneck"]
+    assert b["resource"] == "engine queue" and [f["rule"] for f in b["fired"]] == ["CMP-2"]
+    assert (f"requests_waiting mean {waiting[32]['avg']:.4g} at step 1, {waiting[4]['avg']:.4g} at step 0"
+            in b["fired"][0]["evidence"])
+    assert f"requests_running high {running['p99']:.4g}" in b["fired"][0]["evidence"]  # the 4 slots
+    sig = {(s["step"], s["signal"]): s for s in doc["signals"]}
+    # AIPerf strips a counter's _total: llamacpp:prompt_tokens is llamacpp:prompt_tokens_total; its total is the
+    # increase over the profiling phase
+    assert sig[(1, "prompt_tokens_total")]["increase"] == raw[32]["metrics"]["llamacpp:prompt_tokens"]["series"][0][
+        "stats"]["total"]
+    assert load(AIPERF_SM / "rate_4" / "server_metrics_export.json").provenance.format == "aiperf-server-metrics"
