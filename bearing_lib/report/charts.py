@@ -345,6 +345,9 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
             c = cbu_chart(above, threshold=cbu.threshold, relative=relative)
             if c:
                 out.append(c)
+    from bearing_lib.report.compare_section import compare_charts
+
+    out.extend(compare_charts(model))
     return out
 
 
