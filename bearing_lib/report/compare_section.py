@@ -11,12 +11,15 @@ the report the deployments to compare:
 * **one comparison JSON** (``bearing compare --json``, schema ``bearing.compare/1``): shown as it
   is, validated once; a note says when its SLA differs from the report's.
 
-:func:`compare_section` returns the :class:`~bearing_lib.report.model.Section` the report model
-carries as ``compare`` (None when no deployments were given); :class:`CompareSection` is its data
-and the ``compare`` block of ``summary.json`` (:meth:`CompareSection.to_dict`, read back by
-:meth:`CompareSection.from_dict` from :class:`bearing_lib.report.summary.ReportSummary`).
-:func:`compare_charts` gives the Pareto chart (``chart-compare``); the template is
-``templates/compare_section.html.j2``.
+:func:`compare_section` returns the :class:`CompareSection` the report model carries as
+``compare.data`` (:func:`~bearing_lib.report.model.build_report` wraps it; an
+:class:`Unavailable` says why there is none, None: no deployments were given). It is the
+``data`` of the ``compare`` block of ``summary.json`` (:meth:`CompareSection.to_dict`, read back
+by :meth:`CompareSection.from_dict` from :class:`bearing_lib.report.summary.ReportSummary`).
+:func:`pareto_spec` gives the Pareto chart's spec (``chart-compare``, drawn by
+:func:`bearing_lib.report.charts.report_charts`); the template is
+``templates/compare_section.html.j2``. This module imports neither the model nor the charts
+(the report wing has no import cycle).
 """
 
 from __future__ import annotations
@@ -24,17 +27,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.result import SCHEMA as COMPARE_SCHEMA
 from bearing_lib.compare.result import Comparison
 
-if TYPE_CHECKING:  # pragma: no cover
-    from bearing_lib.report.charts import ChartSpec
-    from bearing_lib.report.model import ReportModel, Section
-
 CHART_ID = "chart-compare"
+CHART_TITLE = "Throughput per GPU vs per user under the SLA"
 HOW_TO_COMPARE = ("give the deployments with bearing report --compare PATH (repeatable; NAME=PATH names one): load "
                   "tests or limits JSON files compared under the report's SLA, or one comparison JSON from bearing "
                   "compare --json")
@@ -80,8 +81,6 @@ class CompareSection:
 
 def _available(doc: Any) -> Any:
     """The document, or None when it is an ``Unavailable`` / ``{"available": false}`` stand-in."""
-    from bearing_lib.common.unavailable import Unavailable
-
     if doc is None or isinstance(doc, Unavailable):
         return None
     if isinstance(doc, dict) and doc.get("available") is False:
@@ -121,14 +120,13 @@ def compare_section(
     tier: str = "standard",
     n_boot: int = 200,
     seed: int = 0,
-) -> Section[CompareSection] | None:
+) -> CompareSection | Unavailable | None:
     """The section (module docstring); None when ``inputs`` is empty (not asked for).
 
     A missing or unreadable input raises :class:`ParameterError` naming it (the report stops with
     exit 1, bad input); a comparison that cannot rank says why in its answer.
     """
     from bearing_lib.compare import compare
-    from bearing_lib.report.model import Section
 
     items = [str(i) for i in inputs if str(i).strip()]
     if not items:
@@ -162,25 +160,21 @@ def compare_section(
                   f"({report_sla or 'none: limits JSON inputs carry their own'})"
                   + (f", the production profile's target and the {tier} tier" if profile is not None else ""))
     if len(c.deployments) < 2:
-        return Section(False, f"a comparison needs two deployments or more; the inputs gave "
-                              f"{len(c.deployments)} ({', '.join(d.name for d in c.deployments)})")
-    return Section(True, data=CompareSection(comparison=c, source=source, inputs=items, notes=notes))
+        return Unavailable(f"a comparison needs two deployments or more; the inputs gave {len(c.deployments)} "
+                           f"({', '.join(d.name for d in c.deployments)})")
+    return CompareSection(comparison=c, source=source, inputs=items, notes=notes)
 
 
-def compare_charts(model: ReportModel) -> list[ChartSpec]:
-    """The Pareto chart of the section (``chart-compare``), or nothing when the section is not available."""
+def pareto_spec(data: CompareSection | None) -> tuple[dict[str, Any], int] | None:
+    """The Pareto chart's Vega-Lite spec and its number of steps, or None without points to draw."""
     from bearing_lib.compare.chart import chart_rows, pareto_chart
-    from bearing_lib.report.charts import ChartSpec, scrub
 
-    section = getattr(model, "compare", None)
-    if section is None or not section.available or section.data is None:
-        return []
-    c = section.data.comparison
-    steps, limits = chart_rows(c)
+    if data is None:
+        return None
+    steps, limits = chart_rows(data.comparison)
     if not steps and not limits:
-        return []
-    spec = scrub(pareto_chart(c).to_dict())
-    return [ChartSpec(CHART_ID, "Throughput per GPU vs per user under the SLA", spec, len(steps), len(steps))]
+        return None
+    return pareto_chart(data.comparison).to_dict(), len(steps)
 
 
-__all__ = ["CHART_ID", "HOW_TO_COMPARE", "CompareSection", "compare_charts", "compare_section"]
+__all__ = ["CHART_ID", "CHART_TITLE", "HOW_TO_COMPARE", "CompareSection", "compare_section", "pareto_spec"]

@@ -1046,7 +1046,7 @@ def build_report(
     per_minute_series: list[dict[str, Any]] | None = None,
     twin: Any = None,
     ops: Section[OpsSection] | None = None,
-    compare: Section[CompareSection] | None = None,
+    compare: CompareSection | Unavailable | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -1077,7 +1077,8 @@ def build_report(
         The bottleneck and operational settings section
         (:func:`bearing_lib.report.ops_section.ops_section`), or None (not built).
     compare
-        The deployment comparison (:func:`bearing_lib.report.compare_section.compare_section`), or None.
+        The deployment comparison (:func:`bearing_lib.report.compare_section.compare_section`), an
+        :class:`Unavailable` saying why there is none, or None (no deployments given).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -1106,7 +1107,8 @@ def build_report(
         identity=identity,
         predicted=_predicted(twin),
         **({"ops": ops} if ops is not None else {}),
-        **({"compare": compare} if compare is not None else {}),
+        **({"compare": Section(False, compare.reason) if isinstance(compare, Unavailable)
+            else Section(True, data=compare)} if compare is not None else {}),
     )
 
 

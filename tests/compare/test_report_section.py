@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare import compare
-from bearing_lib.report.compare_section import CHART_ID, CompareSection, compare_charts, compare_section
+from bearing_lib.report.charts import report_charts
+from bearing_lib.report.compare_section import CHART_ID, CompareSection, compare_section
 from bearing_lib.report.model import build_report
 from bearing_lib.report.render import write_report
 from bearing_lib.report.summary import ReportSummary
@@ -93,7 +95,10 @@ def test_summary_without_a_comparison_says_why_and_a_bad_block_is_named(docs):  
     with pytest.raises(SchemaError, match=r"compare\.data\.source") as e:
         ReportSummary.from_dict(d)
     assert "compare.data.comparison" in str(e.value)
-    assert compare_charts(m) == []
+    assert CHART_ID not in [c.id for c in report_charts(m)]
+    m = build_report(limits=docs["limits"], profile=None, plan=None, provenance=provenance(),
+                     compare=Unavailable("a comparison needs two deployments or more"))
+    assert m.compare.available is False and m.compare.reason.startswith("a comparison needs")
 
 
 def test_bad_inputs_are_refused_naming_them(tmp_path):
@@ -110,19 +115,19 @@ def test_a_comparison_json_is_shown_as_it_is_and_says_its_sla_is_not_the_reports
     path.write_text(json.dumps(c.to_dict()))
     own = hand_made("limits")  # its SLA is not p90(ttft) <= 500ms
     s = compare_section([str(path)], limits_doc=own)
-    assert s.available and s.data.comparison.to_dict()["deployments"] == c.to_dict()["deployments"]
-    assert "shown as it is" in s.data.source
-    assert any("not the report's SLA" in n for n in s.data.notes)
+    assert s.comparison.to_dict()["deployments"] == c.to_dict()["deployments"]
+    assert "shown as it is" in s.source
+    assert any("not the report's SLA" in n for n in s.notes)
     with pytest.raises(ParameterError, match="comparison JSON; give it alone"):
         compare_section([str(path), str(folders[0])], limits_doc=own)
-    assert CompareSection.from_dict(json.loads(json.dumps(s.data.to_dict()))).to_dict() == s.data.to_dict()
+    assert CompareSection.from_dict(json.loads(json.dumps(s.to_dict()))).to_dict() == s.to_dict()
 
 
 @pytest.mark.shared_data
 @pytest.mark.browser
 def test_the_pareto_chart_draws_every_deployment_in_chromium(report, browser, shared_data):  # noqa: F811
     model, paths, folders = report
-    assert [c.id for c in compare_charts(model)] == [CHART_ID]
+    assert [c.id for c in report_charts(model)][-1] == CHART_ID
     page, problems, requests = open_offline(browser, paths["html"])
     page.wait_for_selector(f"#{CHART_ID} svg", timeout=30_000)
     labels = page.eval_on_selector_all(
