@@ -463,11 +463,52 @@ def _pair_between(pairs: list[PairDifference], a: str, b: str) -> PairDifference
     return next((p for p in pairs if {p.a, p.b} == {a, b}), None)
 
 
+_REASON_KINDS = (
+    ("different SLAs", "different SLAs"),
+    ("the model of ", "a model is unknown"),
+    ("different models", "different models"),
+    ("different workloads", "different workloads (tokens per request)"),
+    (" has no limit", "a deployment has no limit"),
+    ("the hardware is unknown", "no GPU count, price or shared hardware to compare on"),
+)
+
+
+def unranked_summary(deps: list[Deployment], pairs: list[PairDifference]) -> str:
+    """Why nothing is ranked, in one readable line: each kind of reason with the pairs it stops (each pair's own
+    reasons stay in :attr:`PairDifference.reasons`).
+
+    >>> p = PairDifference("a", "b", False, "none", "not ranked", "", reasons=["different models (x vs y)"])
+    >>> unranked_summary([], [p]).split("; ")[0]
+    'no two deployments could be ranked: different models (1 of 1 pair: a–b)'
+    """
+    if not pairs:
+        return "no two deployments could be ranked: " + ("no deployment has a limit" if not deps else
+                                                          "one deployment only")
+    kinds: dict[str, list[str]] = {}
+    for p in pairs:
+        if p.comparable:
+            continue
+        for why in p.reasons:
+            kind = next((k for key, k in _REASON_KINDS if key in why), why)
+            kinds.setdefault(kind, [])
+            if f"{p.a}–{p.b}" not in kinds[kind]:
+                kinds[kind].append(f"{p.a}–{p.b}")
+    n = len(pairs)
+    parts = []
+    for kind, which in kinds.items():
+        shown = ", ".join(which[:4]) + (f", … {len(which) - 4} more" if len(which) > 4 else "")
+        parts.append(f"{kind} ({len(which)} of {n} pair{'s' if n != 1 else ''}: {shown})")
+    hint = ""
+    if "a model is unknown" in kinds:
+        hint = "; state the model with --label NAME=model=..."
+    return ("no two deployments could be ranked: " + "; ".join(parts) + hint
+            + "; each pair's reasons are under the differences")
+
+
 def answer_lines(deps: list[Deployment], ranking: list[str], basis: Basis, pairs: list[PairDifference]) -> list[str]:
     """The ranked answer: the best deployment and what each other needs, with whether it is distinguishable."""
     if not ranking:
-        return ["no two deployments could be ranked: " + "; ".join(p.statement for p in pairs if not p.comparable)
-                or "no deployment has a limit"]
+        return [unranked_summary(deps, pairs)]
     by = {d.name: d for d in deps}
     best = by[ranking[0]]
     lines = []
@@ -610,4 +651,4 @@ def _notes(read: list[_Input], fleet_inputs: Any) -> list[str]:
 
 
 __all__ = ["BASES", "NOT_DISTINGUISHABLE", "WORKLOAD_TOLERANCE", "answer_lines", "compare", "describe", "identify",
-           "pair_difference", "read_inputs"]
+           "pair_difference", "read_inputs", "unranked_summary"]
