@@ -107,6 +107,19 @@ def _comparison_json(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("schema") == COMPARE_SCHEMA else None
 
 
+def _resolved(item: str) -> str:
+    """``[NAME=]PATH`` with PATH as the pipeline reads every input: as given when it exists, else under the
+    project root (:func:`bearing_lib.report.paths.resolve`)."""
+    from bearing_lib.report.paths import resolve
+
+    if Path(item).exists():
+        return item
+    name, sep, rest = item.partition("=")
+    if sep and name and "/" not in name:
+        return f"{name}={resolve(rest)}"
+    return str(resolve(item))
+
+
 def _path_of(item: str) -> Path:
     name, sep, rest = item.partition("=")
     return Path(rest) if sep and name and "/" not in name and Path(rest).exists() else Path(item)
@@ -128,7 +141,7 @@ def compare_section(
     """
     from bearing_lib.compare import compare
 
-    items = [str(i) for i in inputs if str(i).strip()]
+    items = [_resolved(str(i)) for i in inputs if str(i).strip()]
     if not items:
         return None
     for item in items:

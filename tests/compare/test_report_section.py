@@ -101,6 +101,17 @@ def test_summary_without_a_comparison_says_why_and_a_bad_block_is_named(docs):  
     assert m.compare.available is False and m.compare.reason.startswith("a comparison needs")
 
 
+def test_relative_inputs_are_read_as_the_pipeline_reads_them(tmp_path, monkeypatch):
+    from bearing_lib.report.compare_section import _resolved
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)  # not the project root: a relative path is then taken under the project root
+    rel = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
+    assert _resolved(f"x={rel}") == f"x={root / rel}" and _resolved(rel) == str(root / rel)
+    (tmp_path / "here").mkdir()
+    assert _resolved("here") == "here"  # as given when it exists
+
+
 def test_bad_inputs_are_refused_naming_them(tmp_path):
     with pytest.raises(ParameterError, match="missing-run: no such file"):
         compare_section([str(tmp_path / "missing-run")])
