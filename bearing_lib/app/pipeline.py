@@ -26,6 +26,7 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.charts import report_charts
+from bearing_lib.report.compare_section import compare_section
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
@@ -582,6 +583,8 @@ def report(
     metrics: Any = None,
     metrics_path: str = "",
     write_exports: bool = True,
+    compare: list[str] | None = None,
+    tier: str = "standard",
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
@@ -593,7 +596,9 @@ def report(
     is written to: paths in it are recorded relative to it (the runner renames its
     temporary folder to ``reports/<name>/`` after the run), paths under the working
     directory or the project root relative to those (:func:`portable_path`); sha256 sums
-    are computed before and unchanged.
+    are computed before and unchanged. ``compare`` lists deployments to compare under the
+    report's SLA, production profile and ``tier`` (or one comparison JSON):
+    :func:`bearing_lib.report.compare_section.compare_section`.
     """
     recs = []
     for i in inputs:
@@ -611,6 +616,7 @@ def report(
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops,
+        compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
     )
 
 

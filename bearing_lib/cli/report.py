@@ -167,6 +167,10 @@ def register(app: typer.Typer) -> None:
         notebooks: Path = nb_opt,
         timeout: float = timeout_opt,
         kernel: str = kernel_opt,
+        compare: list[str] = typer.Option([], "--compare", help="A deployment to compare (repeatable; NAME=PATH "
+                                          "names it): load tests or limits JSON files, compared under the report's "
+                                          "SLA, production profile and tier; or one comparison JSON from bearing "
+                                          "compare --json. Same as -p compare '[A, B]' (docs/compare.md)."),
     ) -> None:
         """Run the report notebook(s) and write reports/<name>/ {report.html, summary.json, executed notebooks}.
 
@@ -177,6 +181,8 @@ def register(app: typer.Typer) -> None:
         """
         try:
             given = _params(_pairs(ctx.args), params_file)
+            if compare:
+                given["compare"] = list(compare)
             if demo:
                 given = {**demo_parameters(runner.NOTEBOOK_DIR.parent), **given}
             run_name = runner.validate_name(name or ("demo" if demo else runner.iso_week(_this_week())))

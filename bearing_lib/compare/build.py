@@ -60,6 +60,8 @@ class _Input:
     origin: str  # "limits JSON" | "load test"
     input_tokens_per_request: float | None = None
     """Mean input tokens per successful request of the run (load tests read here only)."""
+    group: str | None = None
+    """The input's own name when it gave several deployments (one per run): statements given for it apply to each."""
 
 
 @dataclass
@@ -118,9 +120,10 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
             name = name or (path.name.removesuffix(".json").removesuffix(".gz") if path.is_file() else path.name)
         for run in res.runs:
             lim = _choose_mix(res.for_run(run), mix, f"{name or run}")
-            dname = (name or run) if len(res.runs) == 1 else f"{name}:{run}" if name else run
+            dname = (name or run) if len(res.runs) == 1 else f"{name}:{_run_part(run)}" if name else run
             sources = [s.path for s in res.conditions.sources if s.path not in paths]
-            out.append(_Input(dname, res, lim, paths + sources, origin, inputs_by_run.get(run)))
+            out.append(_Input(dname, res, lim, paths + sources, origin, inputs_by_run.get(run),
+                              group=name if len(res.runs) > 1 else None))
     names = [i.name for i in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -128,6 +131,15 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
     if len(out) < 2:
         raise ParameterError(f"a comparison needs at least two deployments, got {len(out)}")
     return out
+
+
+def _run_part(run: str) -> str:
+    """A run id without the file or folder part the deployment's name already says (``file/dataset`` → ``dataset``).
+
+    >>> _run_part("llama_405b_online_output/sharegpt")
+    'sharegpt'
+    """
+    return run.rsplit("/", 1)[-1]
 
 
 def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None
@@ -173,10 +185,11 @@ def _choose_mix(limits: list[MixLimit], mix: str | None, where: str) -> MixLimit
 
 
 # ------------------------------------------------------------------ one deployment
-def _for(name: str, value: Any) -> Any:
-    """A per-deployment value from a scalar (all deployments) or a mapping by name."""
+def _for(name: str, value: Any, group: str | None = None) -> Any:
+    """A per-deployment value from a scalar (all deployments) or a mapping by name (or by the input's name, for
+    every deployment of an input with several runs)."""
     if isinstance(value, Mapping):
-        return value.get(name)
+        return value.get(name, value.get(group) if group else None)
     return value
 
 
@@ -192,13 +205,14 @@ def identify(inp: _Input, labels: Mapping[str, Mapping[str, str]] | None, hardwa
     if cond.instances:
         ident.instances, ident.stated["instances"] = int(cond.instances), "files"
     idn.from_names(ident, inp.paths)
-    hw, ng = _for(inp.name, hardware), _for(inp.name, gpus)
+    hw, ng = _for(inp.name, hardware, inp.group), _for(inp.name, gpus, inp.group)
     if hw:
         idn.apply_label(ident, {"hardware": str(hw)}, flag="--hardware")
     if ng is not None:
         idn.apply_label(ident, {"gpus": str(ng)}, flag="--gpus")
-    if labels and inp.name in labels:
-        idn.apply_label(ident, dict(labels[inp.name]))
+    label = _for(inp.name, labels or {}, inp.group)
+    if label:
+        idn.apply_label(ident, dict(label))
     if "instances" not in ident.stated:
         ident.stated["instances"] = "not stated: taken as 1 (one serving instance under test)"
     idn.derive_gpus(ident)
@@ -449,11 +463,52 @@ def _pair_between(pairs: list[PairDifference], a: str, b: str) -> PairDifference
     return next((p for p in pairs if {p.a, p.b} == {a, b}), None)
 
 
+_REASON_KINDS = (
+    ("different SLAs", "different SLAs"),
+    ("the model of ", "a model is unknown"),
+    ("different models", "different models"),
+    ("different workloads", "different workloads (tokens per request)"),
+    (" has no limit", "a deployment has no limit"),
+    ("the hardware is unknown", "no GPU count, price or shared hardware to compare on"),
+)
+
+
+def unranked_summary(deps: list[Deployment], pairs: list[PairDifference]) -> str:
+    """Why nothing is ranked, in one readable line: each kind of reason with the pairs it stops (each pair's own
+    reasons stay in :attr:`PairDifference.reasons`).
+
+    >>> p = PairDifference("a", "b", False, "none", "not ranked", "", reasons=["different models (x vs y)"])
+    >>> unranked_summary([], [p]).split("; ")[0]
+    'no two deployments could be ranked: different models (1 of 1 pair: a–b)'
+    """
+    if not pairs:
+        return "no two deployments could be ranked: " + ("no deployment has a limit" if not deps else
+                                                          "one deployment only")
+    kinds: dict[str, list[str]] = {}
+    for p in pairs:
+        if p.comparable:
+            continue
+        for why in p.reasons:
+            kind = next((k for key, k in _REASON_KINDS if key in why), why)
+            kinds.setdefault(kind, [])
+            if f"{p.a}–{p.b}" not in kinds[kind]:
+                kinds[kind].append(f"{p.a}–{p.b}")
+    n = len(pairs)
+    parts = []
+    for kind, which in kinds.items():
+        shown = ", ".join(which[:4]) + (f", … {len(which) - 4} more" if len(which) > 4 else "")
+        parts.append(f"{kind} ({len(which)} of {n} pair{'s' if n != 1 else ''}: {shown})")
+    hint = ""
+    if "a model is unknown" in kinds:
+        hint = "; state the model with --label NAME=model=..."
+    return ("no two deployments could be ranked: " + "; ".join(parts) + hint
+            + "; each pair's reasons are under the differences")
+
+
 def answer_lines(deps: list[Deployment], ranking: list[str], basis: Basis, pairs: list[PairDifference]) -> list[str]:
     """The ranked answer: the best deployment and what each other needs, with whether it is distinguishable."""
     if not ranking:
-        return ["no two deployments could be ranked: " + "; ".join(p.statement for p in pairs if not p.comparable)
-                or "no deployment has a limit"]
+        return [unranked_summary(deps, pairs)]
     by = {d.name: d for d in deps}
     best = by[ranking[0]]
     lines = []
@@ -535,7 +590,7 @@ def compare(
     """
     rng = np.random.default_rng(seed)
     read = read_inputs(inputs, sla=sla, mix=mix, n_boot=n_boot, seed=seed, format=format)
-    names = {i.name for i in read}
+    names = {i.name for i in read} | {i.group for i in read if i.group}
     for flag, m in (("--label", labels), ("--hardware", hardware), ("--gpus", gpus), ("--price-per-hour",
                                                                                        price_per_hour)):
         if isinstance(m, Mapping):
@@ -544,7 +599,7 @@ def compare(
                 raise ParameterError(f"{flag}: no deployment named {', '.join(unknown)}; deployments: "
                                      f"{', '.join(sorted(names))}")
     fleet_inputs, prof = _fleet_inputs(profile, tier) if profile is not None else (None, None)
-    sides = [describe(i, identify(i, labels, hardware, gpus), price=_for(i.name, price_per_hour), rng=rng,
+    sides = [describe(i, identify(i, labels, hardware, gpus), price=_for(i.name, price_per_hour, i.group), rng=rng,
                       fleet_inputs=fleet_inputs) for i in read]
     pairs = [pair_difference(a, b, workload_tolerance) for k, a in enumerate(sides) for b in sides[k + 1:]]
     deps = [s.dep for s in sides]
@@ -596,4 +651,4 @@ def _notes(read: list[_Input], fleet_inputs: Any) -> list[str]:
 
 
 __all__ = ["BASES", "NOT_DISTINGUISHABLE", "WORKLOAD_TOLERANCE", "answer_lines", "compare", "describe", "identify",
-           "pair_difference", "read_inputs"]
+           "pair_difference", "read_inputs", "unranked_summary"]

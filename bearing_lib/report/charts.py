@@ -19,6 +19,8 @@ import altair as alt
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.files import jsonable
 from bearing_lib.plan.fos import CbuResult
+from bearing_lib.report.compare_section import CHART_ID as COMPARE_CHART_ID
+from bearing_lib.report.compare_section import CHART_TITLE, pareto_spec
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
 
@@ -345,6 +347,9 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
             c = cbu_chart(above, threshold=cbu.threshold, relative=relative)
             if c:
                 out.append(c)
+    pareto = pareto_spec(model.compare.data)
+    if pareto is not None:
+        out.append(ChartSpec(COMPARE_CHART_ID, CHART_TITLE, scrub(pareto[0]), pareto[1], pareto[1]))
     return out
 
 

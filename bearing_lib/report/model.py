@@ -34,6 +34,7 @@ from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, Target, TierBands
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
+from bearing_lib.report.compare_section import CompareSection
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
 from bearing_lib.report.templating import summary_block_html
 from bearing_lib.traffic.document import ProfileDocument
@@ -367,6 +368,9 @@ class ReportModel:
     ops: Section[OpsSection] = field(default_factory=lambda: Section(
         False, "the bottleneck and operational settings section was not built for this report"))
     """Bottleneck at the limit, exported settings, tokens and money (``bearing_lib.report.ops_section``)."""
+    compare: Section[CompareSection] = field(default_factory=lambda: Section(
+        False, "no deployments were given to compare (bearing report --compare PATH ...)"))
+    """Which deployment to run: the comparison of several deployments (``bearing_lib.report.compare_section``)."""
 
     @property
     def verdict(self) -> str:
@@ -385,7 +389,9 @@ class ReportModel:
             run_time_utc=self.provenance.run_time_utc, identity=dict(self.identity),
             limits_available=self.mixes.available,
             limits=[SummaryLimit(r.name, r.q_ult, r.achieved) for r in rows],
-            blended_fos=self.fos.data.blended if self.fos.data is not None else None)
+            blended_fos=self.fos.data.blended if self.fos.data is not None else None,
+            comparison=self.compare.data if self.compare.available else None,
+            compare_reason=None if self.compare.available else self.compare.reason)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready twin of the HTML (``summary.json``); :class:`ReportSummary` reads it back."""
@@ -401,6 +407,7 @@ class ReportModel:
         d["identity"] = self.identity
         d["predicted"] = self.predicted.to_dict()
         d["ops"] = self.ops.to_dict()
+        d["compare"] = self.compare.to_dict()
         summary = self.summary().to_dict()
         d["limits"] = summary["limits"]  # the compact form other reports read back for "what changed"
         return jsonable(d)
@@ -1039,6 +1046,7 @@ def build_report(
     per_minute_series: list[dict[str, Any]] | None = None,
     twin: Any = None,
     ops: Section[OpsSection] | None = None,
+    compare: CompareSection | Unavailable | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -1068,6 +1076,9 @@ def build_report(
     ops
         The bottleneck and operational settings section
         (:func:`bearing_lib.report.ops_section.ops_section`), or None (not built).
+    compare
+        The deployment comparison (:func:`bearing_lib.report.compare_section.compare_section`), an
+        :class:`Unavailable` saying why there is none, or None (no deployments given).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -1096,6 +1107,8 @@ def build_report(
         identity=identity,
         predicted=_predicted(twin),
         **({"ops": ops} if ops is not None else {}),
+        **({"compare": Section(False, compare.reason) if isinstance(compare, Unavailable)
+            else Section(True, data=compare)} if compare is not None else {}),
     )
 
 

@@ -8,7 +8,11 @@ back by other code is this part of it, validated once here, where the file enter
   (``provenance.run_time_utc``);
 * ``identity``: what makes two reports comparable (:data:`IDENTITY_KEYS`);
 * ``limits``: the compact per-mix limits (``q_ult`` offered, ``achieved``) and the blended FOS
-  (``fos.data.blended``), which "what changed" compares.
+  (``fos.data.blended``), which "what changed" compares;
+* ``compare``: the deployment comparison (``{available, reason, data}``; ``data`` is
+  :class:`~bearing_lib.report.compare_section.CompareSection`, its ``comparison`` the
+  ``bearing.compare/1`` document). Reports not given deployments to compare write it not
+  available; a summary without the key (written before the section existed) reads as not built.
 
 :meth:`ReportSummary.from_dict` takes the current schema only (``bearing.report.summary/2``) and
 raises :class:`SchemaError` naming the file, the field and what was expected; there is no
@@ -24,6 +28,7 @@ from typing import Any
 
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.report.compare_section import CompareSection
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
@@ -54,6 +59,10 @@ class ReportSummary:
     limits_available: bool
     limits: list[SummaryLimit] = field(default_factory=list)
     blended_fos: Estimate | None = None
+    comparison: CompareSection | None = None
+    """The deployment comparison, when the report was given deployments to compare."""
+    compare_reason: str | None = "not built"
+    """Why there is no comparison (None when there is one)."""
 
     def limit(self, name: str) -> SummaryLimit | None:
         return next((x for x in self.limits if x.name == name), None)
@@ -69,6 +78,9 @@ class ReportSummary:
             "fos": {"data": {"blended": self.blended_fos.to_dict() if self.blended_fos is not None else None}},
             "limits": {"available": self.limits_available, "mixes": [x.to_dict() for x in self.limits]},
             "identity": dict(self.identity),
+            "compare": {"available": self.comparison is not None,
+                        "reason": None if self.comparison is not None else self.compare_reason,
+                        "data": self.comparison.to_dict() if self.comparison is not None else {}},
         }
 
     @classmethod
@@ -121,10 +133,12 @@ class ReportSummary:
             blended = _estimate(fos_data["blended"], "fos.data.blended", problems)
         elif fos and not isinstance(fos_data, dict):
             problems.append(f"fos.data: expected an object (found {fos_data!r:.60})")
+        comparison, compare_reason = _compare(doc.get("compare", _NOT_BUILT), problems)
         if problems:
             raise SchemaError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
         return cls(name=name, verdict=verdict, headline=text, run_time_utc=run_time, identity=identity,
-                   limits_available=avail, limits=rows, blended_fos=blended)
+                   limits_available=avail, limits=rows, blended_fos=blended, comparison=comparison,
+                   compare_reason=compare_reason)
 
     @classmethod
     def read(cls, path: str | Path) -> ReportSummary:
@@ -137,6 +151,27 @@ class ReportSummary:
         except ValueError as exc:
             raise SchemaError(f"{p}: not JSON ({exc})") from None
         return cls.from_dict(doc, source=str(p))
+
+
+_NOT_BUILT = {"available": False, "reason": "not built (a summary written before the comparison section)", "data": {}}
+
+
+def _compare(block: Any, problems: list[str]) -> tuple[CompareSection | None, str | None]:
+    """The ``compare`` block: the comparison when available, else the reason."""
+    if not isinstance(block, dict) or not isinstance(block.get("available"), bool):
+        problems.append(f"compare: expected an object with 'available' (true or false), 'reason' and 'data' "
+                        f"(found {block!r:.60})")
+        return None, None
+    if not block["available"]:
+        reason = block.get("reason")
+        if not isinstance(reason, str):
+            problems.append(f"compare.reason: expected text saying why there is no comparison (found {reason!r:.60})")
+        return None, reason if isinstance(reason, str) else None
+    try:
+        return CompareSection.from_dict(block.get("data"), source="compare.data"), None
+    except SchemaError as exc:
+        problems.append(str(exc).replace("\n", " "))
+        return None, None
 
 
 def _estimate(d: Any, where: str, problems: list[str]) -> Estimate | None:

@@ -78,3 +78,47 @@ def bracket(rows: list[dict], passes) -> tuple[float | None, float | None]:
 def cost_per_1m(price_per_hour: float, rps: float, tokens_per_request: float) -> float:
     """$ per 1M output tokens of one instance at ``rps``."""
     return price_per_hour / (rps * tokens_per_request * 3600.0) * 1e6
+
+
+def vllm_summary_files(folder: Path) -> list[dict]:
+    """One dict per ``benchmark_serving.py`` result without per-request arrays (llm-d exp-7, ~v0.8.5).
+
+    ``rps`` = ``completed / duration``; ``out_tps`` = ``total_output_tokens / duration``; ``out_per_req`` and
+    ``in_per_req`` per completed request; ``ttft_p95`` the tool's own ``p95_ttft_ms`` (README §1).
+    """
+    rows = []
+    for f in sorted(folder.glob("*.json")):
+        d = json.loads(f.read_text())
+        rows.append({
+            "offered": float(d["request_rate"]),
+            "rps": d["completed"] / d["duration"],
+            "out_tps": d["total_output_tokens"] / d["duration"],
+            "out_per_req": d["total_output_tokens"] / d["completed"],
+            "in_per_req": d["total_input_tokens"] / d["completed"],
+            "ttft_p95": d["p95_ttft_ms"],
+        })
+    return rows
+
+
+def sglang_lines(path: Path) -> dict[str, list[dict]]:
+    """SGLang ``bench_serving`` JSONL lines grouped by dataset (README §2; ``Infinity`` is read by ``json``).
+
+    ``rps`` = ``completed / duration``; ``out_tps`` = ``output_throughput``; ``per_user`` = output tok/s over
+    the mean in flight (Little's law: ``rps × mean_e2e_latency_ms / 1000``), the fallback when no TPOT is
+    reported; ``ttft_p50`` and ``itl_p50`` the tool's medians (ms).
+    """
+    out: dict[str, list[dict]] = {}
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        rps = d["completed"] / d["duration"]
+        out.setdefault(d["dataset_name"], []).append({
+            "offered": float(d["request_rate"]),
+            "rps": rps,
+            "out_tps": d["output_throughput"],
+            "per_user": d["output_throughput"] / (rps * d["mean_e2e_latency_ms"] / 1000.0),
+            "ttft_p50": d["median_ttft_ms"],
+            "itl_p50": d["median_itl_ms"],
+        })
+    return out

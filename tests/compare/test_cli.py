@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -61,3 +62,29 @@ def test_compare_needs_an_sla_for_load_tests_and_two_deployments(tmp_path):
     assert r.exit_code == 1 and "no such file" in r.output
     r = runner.invoke(app, ["compare", str(d), "--gpus", "a=1", "--gpus", "2"])
     assert r.exit_code == 1
+
+
+def test_report_takes_deployments_to_compare_as_one_list_parameter(tmp_path, monkeypatch):
+    """``bearing report --compare A --compare B`` reaches the report notebook as its declared ``compare`` list."""
+    import papermill
+
+    seen = {}
+
+    def fake(notebook, out, parameters, **_):
+        seen[notebook.rsplit("/", 1)[-1]] = dict(parameters)
+        raise RuntimeError("stop here: only the parameters are checked")
+
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    a, b = tmp_path / "a", tmp_path / "b"
+    root = Path(__file__).resolve().parents[2]
+    trace = root / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    limits = root / "tests/fixtures/report/limits.json"
+    inputs = ["-p", "limits_json", str(limits), "-p", "production_trace", str(trace)]
+    r = runner.invoke(app, ["report", "--name", "cmp", "--reports-dir", str(tmp_path / "reports"),
+                            "--compare", f"x={a}", "--compare", str(b),
+                            *inputs])
+    assert r.exit_code != 0, r.output  # the fake notebook stopped the run
+    assert seen["weekly_report.ipynb"]["compare"] == [f"x={a}", str(b)]
+    r = runner.invoke(app, ["report", "--name", "cmp2", "--reports-dir", str(tmp_path / "reports"),
+                            "-p", "compare", "[c, d]", *inputs])
+    assert seen["weekly_report.ipynb"]["compare"] == ["c", "d"]

@@ -177,3 +177,132 @@ def test_kubecon_fleet_from_a_profile(kubecon, shared_data, tmp_path):
     assert best.fleet.monthly_cost == pytest.approx(best.fleet.instances * 2.0 * 730)
     assert c2.answer[0].startswith("For the production mix at its peak (400 req/s")
     assert Comparison.from_dict(json.loads(json.dumps(c2.to_dict()))).to_dict() == c2.to_dict()
+
+
+# ------------------------------------------------------------------ llm-d exp-7 (A100 and H100), one load each
+EXP7 = "loadtests/vllm-bench-serve/llm-d-benchmark-exp7"
+EXP7_SLA = "p95(ttft) <= 2s"
+# one GPU per pod (llm-d/llm-d-benchmark collected/yamls/exp-7: baseline-vllm replicas and the P/D pods each
+# request nvidia.com/gpu 1); vLLM's replicas are its instances, a P/D set is one serving unit
+EXP7_GPUS = {"vllm-2replicas": (2, 2), "vllm-3replicas": (3, 3), "llm-d-1p1d": (2, 1), "llm-d-2p1d": (3, 1)}
+
+
+@pytest.fixture(scope="module")
+def exp7() -> tuple[Comparison, dict]:
+    import os
+    from pathlib import Path
+
+    from tests.conftest import ENV
+
+    base = os.environ.get(ENV)
+    if not base:
+        pytest.skip(f"{ENV} is not set")
+    folders = {f"{hw}/{n}": Path(base) / EXP7 / hw / n for hw in ("A100", "H100") for n in EXP7_GPUS}
+    _exist(folders)
+    labels = {name: {"gpus": str(EXP7_GPUS[name.split("/")[1]][0]), "instances": str(EXP7_GPUS[name.split("/")[1]][1]),
+                     "hardware": name.split("/")[0]} for name in folders}
+    c = compare([f"{n.replace('/', '-')}={p}" for n, p in folders.items()], sla=EXP7_SLA, n_boot=50,
+                labels={n.replace("/", "-"): v for n, v in labels.items()})
+    return c, folders
+
+
+def test_exp7_bounds_and_throughput_match_the_result_files(exp7, shared_data):
+    c, folders = exp7
+    for name, folder in folders.items():
+        d, rows = c.deployment(name.replace("/", "-")), hand.vllm_summary_files(folder)
+        gpus, inst = EXP7_GPUS[folder.name]
+        rate = {r["offered"] for r in rows}
+        assert len(rate) == 1  # each deployment ran one load (repeats)
+        passes = {r["ttft_p95"] <= 2000 for r in rows}
+        assert len(passes) == 1, name  # the repeats agree: the SLA held at the load, or broke there
+        assert d.limit.value == rate.pop() and d.limit.bound == ("lower" if passes.pop() else "upper")
+        # achieved per instance and output tok/s per GPU at the bound: one of the repeats' values
+        per_inst = [r["rps"] / inst for r in rows]
+        per_gpu = [r["out_tps"] / gpus for r in rows]
+        assert min(per_inst) * (1 - 1e-9) <= d.per_instance_rps.value <= max(per_inst) * (1 + 1e-9)
+        assert min(per_gpu) * (1 - 1e-6) <= d.per_gpu_tps.value <= max(per_gpu) * (1 + 1e-6)
+        assert d.output_tokens_per_request == pytest.approx(rows[0]["out_per_req"], rel=1e-9)
+
+
+def test_exp7_verdicts_follow_where_the_bounds_can_lie(exp7, shared_data):
+    c, folders = exp7
+    h = {n: hand.vllm_summary_files(p) for n, p in folders.items()}
+    # the 2-GPU set (8000 in / 200 out) and the 3-GPU set (10000 in / 100 out) ran different workloads
+    assert h["A100/vllm-2replicas"][0]["out_per_req"] == 200 and h["A100/vllm-3replicas"][0]["out_per_req"] == 100
+    p = c.pair("A100-vllm-2replicas", "A100-vllm-3replicas")
+    assert p.verdict == "not ranked" and "different workloads" in p.statement
+    # both met the SLA at their one load (lower bounds on both sides): nothing separates them
+    assert c.pair("A100-vllm-2replicas", "A100-llm-d-1p1d").verdict == "not distinguishable"
+    # H100 vLLM x3 held at 5.5 req/s (>= 5.5 x 100 / 3 tok/s per GPU); A100 vLLM x3 broke at 2.5 (< its achieved
+    # 2.4 x 100 / 3): the ranges are disjoint, so H100 is better on per-GPU throughput without a ratio
+    h100_lo = min(r["out_tps"] for r in h["H100/vllm-3replicas"]) / 3
+    a100_hi = max(r["out_tps"] for r in h["A100/vllm-3replicas"]) / 3
+    assert h100_lo > a100_hi
+    p = c.pair("A100-vllm-3replicas", "H100-vllm-3replicas")
+    assert p.basis == "output tokens/s per GPU" and p.verdict == "worse" and p.per_gpu_ratio is None
+
+
+# ------------------------------------------------------------- SGLang on H200 (datacrunch-research/h200-benchmarks)
+SGL = "loadtests/sglang-bench-serving/datacrunch-h200-benchmarks"
+SGL_SLA = ["p50(ttft) <= 500ms", "p50(itl) <= 50ms"]  # the JSONL carries medians only (README §2)
+# sglang/experiments/*.sh @c091ef5: Llama 3.3 70B with --tp-size 4 on 4 x H200, Llama 3.1 405B --tp-size 8 on 8
+SGL_RUNS = {"l70": ("llama_3_3_70b_online_output.jsonl", "meta-llama/Llama-3.3-70B-Instruct", 4),
+            "l405": ("llama_405b_online_output.jsonl", "meta-llama/Llama-3.1-405B-Instruct", 8),
+            "l70old": ("earlier_commit_65b698b/llama_3_3_70b_output_online.jsonl", "meta-llama/Llama-3.3-70B-Instruct",
+                       4)}
+
+
+@pytest.fixture(scope="module")
+def sglang() -> tuple[Comparison, dict]:
+    import os
+    from pathlib import Path
+
+    from tests.conftest import ENV
+
+    base = os.environ.get(ENV)
+    if not base:
+        pytest.skip(f"{ENV} is not set")
+    files = {n: Path(base) / SGL / f for n, (f, _, _) in SGL_RUNS.items()}
+    _exist(files)
+    labels = {n: {"model": m, "gpus": str(g), "tp": str(g), "hardware": "H200"} for n, (_, m, g) in SGL_RUNS.items()}
+    c = compare([f"{n}={p}" for n, p in files.items()], sla=SGL_SLA, labels=labels, n_boot=50)
+    return c, files
+
+
+def _sgl_passes(r: dict) -> bool:
+    return r["ttft_p50"] <= 500 and r["itl_p50"] <= 50
+
+
+def test_sglang_steps_and_limits_match_the_jsonl(sglang, shared_data):
+    c, files = sglang
+    checked = 0
+    for n, path in files.items():
+        gpus = SGL_RUNS[n][2]
+        for dataset, rows in hand.sglang_lines(path).items():
+            name = n if n == "l70old" else next(d.name for d in c.deployments
+                                                 if d.name.startswith(f"{n}:") and dataset in d.name)
+            d = c.deployment(name)
+            by_load = {s.offered_load: s for s in d.steps}
+            for r in rows:
+                s = by_load[r["offered"]]
+                assert s.per_gpu_tps == pytest.approx(r["out_tps"] / gpus, rel=1e-9)
+                assert s.per_user_tps == pytest.approx(r["per_user"], rel=1e-9)
+                assert s.feasible == _sgl_passes(r)
+            lo, hi = hand.bracket(rows, _sgl_passes)
+            if hi is None:
+                assert d.limit.bound == "lower" and d.limit.value == lo
+            else:
+                assert d.limit.bound == "none" and lo <= d.limit.value <= hi
+            checked += 1
+    assert checked == 5  # 70B and 405B: random and sharegpt; the earlier 70B copy: random only
+
+
+def test_sglang_ranks_only_like_with_like(sglang, shared_data):
+    c, _ = sglang
+    r70, r405 = "l70:random-in1024-out1024-ratio0", "l405:random-in1024-out1024-ratio0"
+    p = c.pair(r70, r405)
+    assert p.verdict == "not ranked" and "different models" in p.statement
+    assert "different workloads" in c.pair(r70, "l70:sharegpt").statement
+    # the same 70B configuration measured twice (this commit and an earlier one): indistinguishable, ratio ~1
+    p = c.pair(r70, "l70old")
+    assert p.verdict == "not distinguishable" and p.per_gpu_ratio.ci95[0] < 1 < p.per_gpu_ratio.ci95[1]

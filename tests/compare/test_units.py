@@ -96,3 +96,21 @@ def test_json_round_trip_and_refusals():
     bad = dict(doc, deployments=[{**doc["deployments"][0], "limit": {"value": "high"}}])
     with pytest.raises(SchemaError, match="deployments.0.limit.value"):
         Comparison.from_dict(bad)
+
+
+def test_nothing_ranked_says_each_kind_of_reason_once_with_its_pairs():
+    from bearing_lib.compare.build import unranked_summary
+    from bearing_lib.compare.result import PairDifference
+
+    def p(a, b, *why):
+        return PairDifference(a, b, False, "none", "not ranked", "", reasons=list(why))
+
+    pairs = [p("a", "b", "the model of a is unknown (state it with --label a=model=...)",
+               "the model of b is unknown (state it with --label b=model=...)"),
+             p("a", "c", "the model of a is unknown (state it with --label a=model=...)",
+               "different workloads (200 vs 100 output tokens per request; ...)"),
+             p("b", "c", "different workloads (200 vs 100 output tokens per request; ...)")]
+    line = unranked_summary([], pairs)
+    assert line == ("no two deployments could be ranked: a model is unknown (2 of 3 pairs: a–b, a–c); different "
+                    "workloads (tokens per request) (2 of 3 pairs: a–c, b–c); state the model with --label "
+                    "NAME=model=...; each pair's reasons are under the differences")

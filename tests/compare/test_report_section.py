@@ -1,0 +1,162 @@
+"""The report's comparison section: built under the report's SLA, written into ``summary.json`` and read back,
+rendered as a Pareto chart that a real browser draws with every deployment (marks counted in the SVG).
+
+The report's own limits are surajssd's tp8 pp1 deployment fitted under ``p90(ttft) <= 300ms and
+p90(tpot) <= 60ms``; the deployments compared are the three Llama-3.3-70B layouts read in place. The
+step counts and the tp8-first ranking are checked against the raw files (:mod:`tests.compare.handcalc`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.compare import compare
+from bearing_lib.report.charts import report_charts
+from bearing_lib.report.compare_section import CHART_ID, CompareSection, compare_section
+from bearing_lib.report.model import build_report
+from bearing_lib.report.render import write_report
+from bearing_lib.report.summary import ReportSummary
+from tests.compare import handcalc as hand
+from tests.report.conftest import docs, hand_made, provenance  # noqa: F401 - the docs fixture
+from tests.report.test_browser import browser, open_offline  # noqa: F401 - the browser fixture
+
+SURAJ = "loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b"
+KUBECON = "loadtests/inference-perf/k8s-sigs-kubecon-na-2025"
+SLA = ["p90(ttft) <= 300ms", "p90(tpot) <= 60ms"]
+NAMES = ("01_tp8_pp1", "02_tp4_pp2_no_IB", "04_tp4_pp2_IB")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    import os
+
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+    from tests.conftest import ENV
+
+    base = os.environ.get(ENV)
+    if not base:
+        pytest.skip(f"{ENV} is not set")
+    folders = {n: Path(base) / SURAJ / n for n in NAMES}
+    own = fit_limits(load(folders["01_tp8_pp1"]), SLA, mixes="none", n_boot=100).to_dict()
+    section = compare_section([str(p) for p in folders.values()], limits_doc=own, profile_doc=hand_made("profile"),
+                              n_boot=100)
+    model = build_report(limits=own, profile=hand_made("profile"), plan=None, provenance=provenance(), name="cmp",
+                         compare=section)
+    paths = write_report(model, tmp_path_factory.mktemp("compare-report"))
+    return model, paths, folders
+
+
+@pytest.mark.shared_data
+def test_section_is_fitted_under_the_reports_sla_and_ranks_tp8_first(report, shared_data):
+    model, _, folders = report
+    c = model.compare.data.comparison
+    assert model.compare.available and [d.name for d in c.deployments] == list(NAMES)
+    assert {d.sla for d in c.deployments} == {"p90(ttft) <= 300ms and p90(tpot) <= 60ms"}
+    # by hand: tp8 pp1 passes at 4 req/s, both tp4 pp2 layouts fail there
+    for name, folder in folders.items():
+        at4 = next(r for r in hand.vllm_steps(folder) if r["offered"] == 4.0)
+        assert (at4["ttft_p90"] <= 300 and at4["tpot_p90"] <= 60) == (name == "01_tp8_pp1")
+    assert c.ranking[0] == "01_tp8_pp1" and c.basis == "output tokens/s per GPU"
+    assert c.deployments[0].fleet is not None  # the report's profile gives the fleet
+    assert "the production profile's target and the standard tier" in model.compare.data.source
+
+
+@pytest.mark.shared_data
+def test_summary_json_carries_the_comparison_and_reads_it_back(report, shared_data):
+    model, paths, _ = report
+    doc = json.loads(paths["summary"].read_text())
+    block = doc["compare"]
+    assert block["available"] is True and block["data"]["comparison"]["schema"] == "bearing.compare/1"
+    assert [d["identity"]["name"] for d in block["data"]["comparison"]["deployments"]] == list(NAMES)
+    back = ReportSummary.read(paths["summary"])
+    assert back.comparison is not None and back.compare_reason is None
+    assert back.comparison.to_dict() == model.compare.data.to_dict()
+    # the summary's own writer gives the same block the model wrote
+    assert back.to_dict()["compare"] == json.loads(json.dumps(block))
+
+
+def test_summary_without_a_comparison_says_why_and_a_bad_block_is_named(docs):  # noqa: F811
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    d = json.loads(json.dumps(m.to_dict()))
+    assert d["compare"]["available"] is False and "--compare" in d["compare"]["reason"]
+    s = ReportSummary.from_dict(d)
+    assert s.comparison is None and "--compare" in s.compare_reason
+    del d["compare"]  # written before the section existed: not built
+    assert ReportSummary.from_dict(d).compare_reason.startswith("not built")
+    d["compare"] = {"available": True, "reason": None, "data": {"source": 3, "inputs": [], "notes": [],
+                                                                 "comparison": {"schema": "bearing.compare/1"}}}
+    with pytest.raises(SchemaError, match=r"compare\.data\.source") as e:
+        ReportSummary.from_dict(d)
+    assert "compare.data.comparison" in str(e.value)
+    assert CHART_ID not in [c.id for c in report_charts(m)]
+    m = build_report(limits=docs["limits"], profile=None, plan=None, provenance=provenance(),
+                     compare=Unavailable("a comparison needs two deployments or more"))
+    assert m.compare.available is False and m.compare.reason.startswith("a comparison needs")
+
+
+def test_relative_inputs_are_read_as_the_pipeline_reads_them(tmp_path, monkeypatch):
+    from bearing_lib.report.compare_section import _resolved
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)  # not the project root: a relative path is then taken under the project root
+    rel = "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
+    assert _resolved(f"x={rel}") == f"x={root / rel}" and _resolved(rel) == str(root / rel)
+    (tmp_path / "here").mkdir()
+    assert _resolved("here") == "here"  # as given when it exists
+
+
+def test_bad_inputs_are_refused_naming_them(tmp_path):
+    with pytest.raises(ParameterError, match="missing-run: no such file"):
+        compare_section([str(tmp_path / "missing-run")])
+    assert compare_section([]) is None
+
+
+@pytest.mark.shared_data
+def test_a_comparison_json_is_shown_as_it_is_and_says_its_sla_is_not_the_reports(shared_data, tmp_path):
+    folders = [shared_data(f"{KUBECON}/{n}") for n in ("vllm", "vllm_quantization")]
+    c = compare([str(p) for p in folders], sla="p90(ttft) <= 500ms", gpus=1, n_boot=50)
+    path = tmp_path / "cmp.json"
+    path.write_text(json.dumps(c.to_dict()))
+    own = hand_made("limits")  # its SLA is not p90(ttft) <= 500ms
+    s = compare_section([str(path)], limits_doc=own)
+    assert s.comparison.to_dict()["deployments"] == c.to_dict()["deployments"]
+    assert "shown as it is" in s.source
+    assert any("not the report's SLA" in n for n in s.notes)
+    with pytest.raises(ParameterError, match="comparison JSON; give it alone"):
+        compare_section([str(path), str(folders[0])], limits_doc=own)
+    assert CompareSection.from_dict(json.loads(json.dumps(s.to_dict()))).to_dict() == s.to_dict()
+
+
+@pytest.mark.shared_data
+@pytest.mark.browser
+def test_the_pareto_chart_draws_every_deployment_in_chromium(report, browser, shared_data):  # noqa: F811
+    model, paths, folders = report
+    assert [c.id for c in report_charts(model)][-1] == CHART_ID
+    page, problems, requests = open_offline(browser, paths["html"])
+    page.wait_for_selector(f"#{CHART_ID} svg", timeout=30_000)
+    labels = page.eval_on_selector_all(
+        f"#{CHART_ID} svg path[aria-roledescription='point']", "els => els.map(e => e.getAttribute('aria-label'))")
+    for name, folder in folders.items():
+        n_files = len(list(folder.glob("*.json.gz")))  # one load step per benchmark_serving result file
+        steps = [x for x in labels if f"deployment: {name};" in x and "offered_load" in x]
+        limit = [x for x in labels if f"deployment: {name};" in x and "limit:" in x]
+        assert len(steps) == n_files, (name, steps)
+        assert len(limit) == 1, (name, limit)
+    # every step's per-GPU value in the SVG is the raw file's output tok/s / GPUs (tp x pp)
+    for name, folder in folders.items():
+        gpus = math.prod(hand.tp_pp(folder))
+        want = sorted(round(r["out_tps"] / gpus, 3) for r in hand.vllm_steps(folder))
+        got = sorted(round(float(x.split("output tokens/s per GPU: ")[1].split(";")[0]), 3)
+                     for x in labels if f"deployment: {name};" in x and "offered_load" in x)
+        assert got == pytest.approx(want, rel=1e-6)
+    assert page.locator("#compare-answer").inner_text().startswith("For the production mix at its peak")
+    assert page.locator("#compare-table tbody tr").count() == len(folders)
+    assert not requests and not problems, (requests, problems)
+    page.close()
