@@ -10,7 +10,6 @@ are untrusted). The report's typed sections are built elsewhere; this page is wh
 from __future__ import annotations
 
 import datetime
-import html
 from pathlib import Path
 from typing import Any
 
@@ -48,27 +47,6 @@ limit ratio {{ '%.3g' % p.limit_ratio.value }}, 95% CI {{ '%.3g' % p.limit_ratio
 """
 
 
-def table_html(c: Comparison) -> str:
-    """The per-deployment table (escaped)."""
-    cols = ["deployment", "model", "engine", "hardware", "gpus", "instances", "options", "SLA", "limit (offered)",
-            "req/s per instance (achieved)", "output tok/s per GPU", "tok/s per user", "$ / 1M output tokens",
-            "fleet"]
-    out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in cols), "</tr></thead><tbody>"]
-    for d in c.deployments:
-        i = d.identity
-        opts = ", ".join(f"{k}={v}" for k, v in sorted(i.options.items())) or "–"
-        tp = f" (tp{i.tensor_parallel} pp{i.pipeline_parallel})" if i.tensor_parallel else ""
-        vals = [d.name, i.model or "unknown", " ".join(x for x in (i.engine, i.engine_version) if x) or "unknown",
-                i.hardware or "unknown", f"{i.gpus}{tp}" if i.gpus else "unknown", i.instances, opts, d.sla,
-                d.limit.text(3), d.per_instance_rps.text(3), d.per_gpu_tps.text(3) if d.per_gpu_tps else "–",
-                f"{d.per_user_tps:.1f}" if d.per_user_tps is not None else "–",
-                d.cost_per_1m_output_tokens.text(3) if d.cost_per_1m_output_tokens else "–",
-                d.fleet.statement if d.fleet else "–"]
-        out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
 def page_html(c: Comparison, *, bundle: str | None = None) -> str:
     """The self-contained page; ``bundle`` is the Vega JavaScript (default: vl-convert's, inlined)."""
     import jinja2
@@ -82,7 +60,7 @@ def page_html(c: Comparison, *, bundle: str | None = None) -> str:
         bundle = vl_convert.javascript_bundle()
     env = jinja2.Environment(autoescape=True)
     spec: dict[str, Any] = pareto_chart(c).to_dict()
-    return env.from_string(_PAGE).render(c=c, table=jinja2.utils.markupsafe.Markup(table_html(c)),
+    return env.from_string(_PAGE).render(c=c, table=jinja2.utils.markupsafe.Markup(c.table_html()),
                                          spec=spec, bundle=jinja2.utils.markupsafe.Markup(bundle),
                                          version=__version__,
                                          written=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M"))
@@ -94,4 +72,4 @@ def write_page(c: Comparison, path: Path) -> Path:
     return path
 
 
-__all__ = ["page_html", "table_html", "write_page"]
+__all__ = ["page_html", "write_page"]

@@ -201,9 +201,27 @@ class Comparison:
         return rows
 
     def _repr_html_(self) -> str:
-        from bearing_lib.compare.page import table_html
+        return "".join(f"<p>{html.escape(line)}</p>" for line in self.answer) + self.table_html()
 
-        return "".join(f"<p>{html.escape(line)}</p>" for line in self.answer) + table_html(self)
+    def table_html(self) -> str:
+        """The per-deployment table (escaped): the notebook display and the comparison page use it."""
+        cols = ["deployment", "model", "engine", "hardware", "gpus", "instances", "options", "SLA", "limit (offered)",
+                "req/s per instance (achieved)", "output tok/s per GPU", "tok/s per user", "$ / 1M output tokens",
+                "fleet"]
+        out = ["<table><thead><tr>", *(f"<th>{html.escape(h)}</th>" for h in cols), "</tr></thead><tbody>"]
+        for d in self.deployments:
+            i = d.identity
+            opts = ", ".join(f"{k}={v}" for k, v in sorted(i.options.items())) or "–"
+            tp = f" (tp{i.tensor_parallel} pp{i.pipeline_parallel})" if i.tensor_parallel else ""
+            vals = [d.name, i.model or "unknown", " ".join(x for x in (i.engine, i.engine_version) if x) or "unknown",
+                    i.hardware or "unknown", f"{i.gpus}{tp}" if i.gpus else "unknown", i.instances, opts, d.sla,
+                    d.limit.text(3), d.per_instance_rps.text(3), d.per_gpu_tps.text(3) if d.per_gpu_tps else "–",
+                    f"{d.per_user_tps:.1f}" if d.per_user_tps is not None else "–",
+                    d.cost_per_1m_output_tokens.text(3) if d.cost_per_1m_output_tokens else "–",
+                    d.fleet.statement if d.fleet else "–"]
+            out.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in vals) + "</tr>")
+        out.append("</tbody></table>")
+        return "".join(out)
 
     # ------------------------------------------------------------------ JSON edge
     def to_dict(self) -> dict[str, Any]:
