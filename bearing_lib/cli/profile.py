@@ -103,6 +103,11 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite an existing JSON file."),
         engine: str | None = typer.Option(None, "--engine", help=ENGINE_HELP),
         scheduler: str | None = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+        request_metric: str | None = typer.Option(
+            None, "--request-metric", help="For Prometheus query JSON: the counter of finished requests "
+            "(default vllm:request_success_total)."),
+        mix_label: str = typer.Option("model_name", "--mix-label", help="For Prometheus query JSON: the label whose "
+                                      "values are the mixes (shares, own peaks, tokens per request)."),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
         from bearing_lib.traffic.progress import progress_for, progress_wanted
@@ -120,9 +125,11 @@ def register(app: typer.Typer) -> None:
             show = progress_wanted(json_only=to_stdout) and engine != "dask"  # Dask shows its own bars
             params = {"mix_spec": spec, "quantile_level": quantile, "growth": growth, "burst_k": burst_k,
                       "slo_objective": slo}
+            metric_params = {"request_metric": request_metric, "mix_label": mix_label}
             with progress_for(f"profiling {trace}", enabled=show) as bar:
                 prof = _profile_input(trace, format=format, mapping=mapping, options=options, engine=engine,
-                                      scheduler=scheduler, params=params, progress=bar, quiet=to_stdout)
+                                      scheduler=scheduler, params=params, progress=bar, quiet=to_stdout,
+                                      metric_params=metric_params)
             text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
             if to_stdout:
                 typer.echo(text, nl=False)
@@ -141,7 +148,8 @@ def _note(text: str, quiet: bool) -> None:
 
 
 def _profile_input(trace: str, *, format: str | None, mapping: Path | None, options: dict[str, object],
-                   engine: str | None, scheduler: str | None, params: dict[str, object], progress, quiet: bool):  # noqa: ANN001, ANN202
+                   engine: str | None, scheduler: str | None, params: dict[str, object], progress, quiet: bool,
+                   metric_params: dict[str, object] | None = None):  # noqa: ANN001, ANN202
     """Route the input: every Parquet input (a file, a folder, a glob, a URL) streams through the engine
     (``traffic/dataset.py``: one lazy read on the embedded engine, with or without ``--engine``); a large
     CSV / JSON trace is converted once to a cached Parquet file (``traffic/convert.py``) and streams too;
@@ -188,6 +196,10 @@ def _profile_input(trace: str, *, format: str | None, mapping: Path | None, opti
     if path.is_file() and path.stat().st_size >= convert.min_bytes():
         _note(f"{trace} is profiled in memory (eager): its format is read whole by its loader", quiet)
     ds = load(path, format=fmt, **options)
+    if ds.kind == "metrics":  # Prometheus counters: the profile from metrics (traffic/metrics_profile.py)
+        from bearing_lib.traffic.metrics_profile import profile_metrics
+
+        return profile_metrics(ds, **params, **(metric_params or {}))
     if ds.kind not in ("requests", "rates"):
         raise ParameterError(
             f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"
