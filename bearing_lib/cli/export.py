@@ -48,6 +48,10 @@ def register(app: typer.Typer) -> None:
                                                "of a plan built with --tenant-column."),
         check: bool = typer.Option(False, "--check", help="Validate every file written with its tool; exit 1 when "
                                                           "one fails."),
+        profile: Path | None = typer.Option(None, "--profile",
+                                            help="Profile JSON with hour-of-day slots (a day or more on a UTC clock): "
+                                                 "KEDA cron triggers hold each hour's floor, ceil(hour P95 / "
+                                                 "allowable), and minReplicaCount drops to the off-peak floor."),
     ) -> None:
         """Write the plan as Prometheus alert rules, an HPA, a KEDA ScaledObject, Envoy and nginx rate limits."""
         from bearing_lib.cli._common import bearing_errors
@@ -66,6 +70,13 @@ def register(app: typer.Typer) -> None:
                             for_minutes=for_minutes,
                             slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,
                             max_replicas=max_replicas, cool_down_s=cool_down_s, tenant_header=tenant_header)
+            if profile is not None:
+                import dataclasses
+
+                from bearing_lib.ops.schedule import schedule_from_profile
+
+                target = dataclasses.replace(target, schedule=schedule_from_profile(profile, numbers))
+                typer.echo(f"schedule: {target.schedule.statement()}")
             written = export(numbers, wanted, out, target, check=check)
             typer.echo(f"allowable {numbers.per_instance_allowable_rps:.4g} req/s per instance; autoscaler target "
                        f"{numbers.scale_target_rps:.4g} req/s per pod (cbu.threshold {numbers.cbu_threshold:g})")

@@ -48,10 +48,14 @@ from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 
-REQUEST_COUNTERS = ("vllm:request_success_total", "sglang:num_requests_total")
+REQUEST_COUNTERS = ("vllm:request_success_total", "vllm_request_success_total", "sglang:num_requests_total")
+"""Counters of finished requests, first found wins. ``vllm_...``: the same counter stored with its colon escaped,
+as a Prometheus 2.42 does when it negotiates OpenMetrics with prometheus_client 0.26 (seen here: the text format
+0.0.4 keeps ``vllm:``, the OpenMetrics output writes ``vllm_request_success_total``)."""
 TOKEN_COUNTERS = {
-    "input_tokens": ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total"),
-    "output_tokens": ("vllm:generation_tokens_total", "sglang:generation_tokens_total"),
+    "input_tokens": ("vllm:prompt_tokens_total", "vllm_prompt_tokens_total", "sglang:prompt_tokens_total"),
+    "output_tokens": ("vllm:generation_tokens_total", "vllm_generation_tokens_total",
+                      "sglang:generation_tokens_total"),
 }
 #: What counters cannot tell, said in every metrics profile.
 UNKNOWABLE = (
