@@ -108,6 +108,12 @@ def register(app: typer.Typer) -> None:
             "(default vllm:request_success_total)."),
         mix_label: str = typer.Option("model_name", "--mix-label", help="For Prometheus query JSON: the label whose "
                                       "values are the mixes (shares, own peaks, tokens per request)."),
+        passive_sla: str | None = typer.Option(
+            None, "--passive-sla", help="Also fit the passive limit: the load at which production's own latency "
+            "percentile meets this clause, e.g. 'p99(latency) <= 20s' (the trace must carry per-request latency or "
+            "TTFT; bearing_lib.twin.passive)."),
+        passive_window_s: float = typer.Option(60.0, "--passive-window-s",
+                                               help="Window of the passive fit's arrival rate, s."),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
         from bearing_lib.traffic.progress import progress_for, progress_wanted
@@ -130,6 +136,8 @@ def register(app: typer.Typer) -> None:
                 prof = _profile_input(trace, format=format, mapping=mapping, options=options, engine=engine,
                                       scheduler=scheduler, params=params, progress=bar, quiet=to_stdout,
                                       metric_params=metric_params)
+            if passive_sla is not None:
+                prof.passive = _passive(trace, prof, passive_sla, passive_window_s, format=format, options=options)
             text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
             if to_stdout:
                 typer.echo(text, nl=False)
@@ -139,6 +147,19 @@ def register(app: typer.Typer) -> None:
             for line in prof.summary_lines():
                 typer.echo(line)
             typer.echo(f"wrote {json_out}")
+
+
+def _passive(trace: str, prof, sla: str, window_s: float, *, format: str | None,  # noqa: ANN001, ANN202
+             options: dict[str, object]):
+    """The passive limit of the profiled trace (``bearing_lib.twin.passive.passive_limit``), read whole."""
+    from bearing_lib.loaders import load
+    from bearing_lib.twin.passive import passive_limit
+
+    if getattr(prof, "metrics", None) is not None or prof.source.get("kind") != "requests":
+        raise ParameterError(f"--passive-sla needs per-request latency; {trace} gives "
+                             f"{prof.source.get('kind')} (counters and rate windows carry none)")
+    ds = load(Path(trace), format=format, **options)
+    return passive_limit(ds, sla, window_s=window_s)
 
 
 def _note(text: str, quiet: bool) -> None:

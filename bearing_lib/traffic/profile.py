@@ -273,6 +273,8 @@ class TrafficProfile:
     """Each mix's own peaks (``traffic/mix_peaks.py``); None: not computed (rate windows, engines)."""
     metrics: object | None = None
     """For a profile from Prometheus counters, the :class:`~bearing_lib.traffic.metrics_profile.MetricsSource`."""
+    passive: object | None = None
+    """The passive limit from the trace's own latency (:class:`~bearing_lib.twin.passive.PassiveLimit`), when asked."""
 
     @staticmethod
     def _utc(t: float | None, aligned: bool) -> str | None:
@@ -349,6 +351,8 @@ class TrafficProfile:
             out["mix_peaks"] = self.mix_peaks.to_dict()
         if self.metrics is not None:
             out["metrics"] = self.metrics.to_dict()
+        if self.passive is not None:
+            out["passive_limit"] = self.passive.to_dict()
         if self.per_window_stats is not None:
             out["per_window"] = (
                 {**self.per_window_stats, "series": self.series_dict()} if include_series else self.per_window_stats
@@ -418,6 +422,8 @@ class TrafficProfile:
             own = ", ".join(f"{r.mix} {r.target_rps:,.2f} (share x overall {r.share_method_rps:,.2f})"
                             for r in self.mix_peaks.rows)
             lines.append(f"mix peaks:   own {q} req/s per {self.mix_peaks.bin_s:g} s: {own}")
+        if self.passive is not None:
+            lines.append(f"passive:     {self.passive.text()}")
         if self.metrics is not None:
             m = self.metrics
             lines.append(f"metrics:     {m.request_metric} every {m.step_s:g} s, {m.n_series} series, "
