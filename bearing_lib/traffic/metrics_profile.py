@@ -263,8 +263,7 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
         minutes=minutes, seconds=None, dispersion=disp,
-        mixes=Unavailable("length mixes need per-request lengths; counters give totals (per-label shares are in "
-                          "the metrics section)"),
+        mixes=_one_mix(float(minutes["requests"].sum())),
         slo=Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
         seq_len=Unavailable("counters give token totals per step, not per-request lengths (mean tokens per "
                             "request are in the metrics section)"),
@@ -276,6 +275,20 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
                        "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes "
                        "left out")
     return prof, full, 60.0, by_mix.rename({"increase": "requests"})
+
+
+def _one_mix(n: float):  # noqa: ANN202 - MixShares
+    """Every request in the one mix ``all`` (what a plan with ``--mixes none`` limits blends); length mixes cannot
+    be counted from counters, and the note says where the per-label shares are."""
+    from bearing_lib.data.mixes import MixSpec
+    from bearing_lib.traffic.profile import MixShares
+
+    overall = pl.DataFrame({"mix": ["all"], "share": [1.0], "n_requests": [round(n)]})
+    per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
+                                    "n_requests": pl.Int64})
+    return MixShares(MixSpec.single(), overall, per_hour, "no per-hour shares from counters",
+                     ["counters carry no per-request lengths: every request is in the one mix 'all'; the shares per "
+                      "label value are in the metrics section"])
 
 
 class _NoGrid:
@@ -303,8 +316,7 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
                            burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
     prof.parameters.update(params)
     prof.dispersion["per_client_window_cv_note"] = "not measured: counters carry no inter-arrival times"
-    prof.mixes = Unavailable("length mixes need per-request lengths; counters give totals (per-label shares are in "
-                             "the metrics section)")
+    prof.mixes = _one_mix(float(np.sum(prof.series.requests)))
     prof.slo = Unavailable("the request counter counts finished requests only: no failures, so no error budget")
     prof.seq_len = Unavailable("counters give token totals per step, not per-request lengths")
     prof.convention = (f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
