@@ -12,7 +12,7 @@ vLLM registers them in ``vllm/v1/metrics/loggers.py`` (vllm-project/vllm):
 ``vllm:request_success_total`` (labels ``model_name``, ``engine``, ``finished_reason`` =
 stop / length / abort), ``vllm:prompt_tokens_total`` and ``vllm:generation_tokens_total``.
 
-Rules (``docs/traffic-profile.md``, *From Prometheus metrics*):
+Rules (``docs/operations.md``, section 0, *Production from Prometheus metrics*):
 
 * **Step.** A range query evaluates every series at ``start + k * step``; the value at ``t``
   is the newest sample at or before ``t``. The requests of the interval ``(t - step, t]`` are
