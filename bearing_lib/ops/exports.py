@@ -270,6 +270,8 @@ class Target:
     """Request header naming the tenant (per-tenant rate limits)."""
     schedule: Any = None
     """A :class:`~bearing_lib.ops.schedule.DailySchedule` (``--profile``): KEDA cron triggers per UTC hour slot."""
+    binding: Any = None
+    """A :class:`~bearing_lib.ops.binding.BindingTrigger` (``--server-metrics``): scale on the binding signal too."""
 
     @property
     def matchers(self) -> str:
@@ -515,6 +517,18 @@ def _domain_notes(numbers: PlanNumbers) -> list[str]:
             f"Deployment must spread its pods evenly ({spread}) for the loss to hold"]
 
 
+def _binding(target: Target, notes: list[str]):  # noqa: ANN202 - BindingTrigger | None
+    """The binding-signal trigger, unless ``--queue-target`` already sets the queue's (the user's number wins)."""
+    b = target.binding
+    if b is None:
+        return None
+    if b.signal == "requests_waiting" and target.queue_target is not None:
+        notes.append(f"the bottleneck's queue threshold ({b.threshold:.4g}) is not used: --queue-target "
+                     f"{target.queue_target:g} sets it")
+        return None
+    return b
+
+
 def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
@@ -549,6 +563,12 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
             "behavior": _behavior(cd),
         },
     }
+    b = _binding(target, notes)
+    if b is not None:
+        doc["spec"]["metrics"].append({"type": "Pods", "pods": {
+            "metric": {"name": b.pods_metric},
+            "target": {"type": "AverageValue", "averageValue": _milli(b.threshold)}}})
+        notes.append(f"also scales on {b.pods_metric} above {b.threshold:.4g} per pod: {b.evidence}")
     if target.queue_target is not None:
         doc["spec"]["metrics"].append({"type": "Pods", "pods": {
             "metric": {"name": target.queue_metric},
@@ -601,6 +621,13 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
             ],
         },
     }
+    b = _binding(target, [])
+    if b is not None:
+        doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
+            "serverAddress": target.prometheus_url,
+            "query": f"sum({b.metric}{_sel(target.matchers)})",
+            "threshold": _floor3(b.threshold)}})
+        notes.append(f"also scales on sum({b.metric}) above {b.threshold:.4g} per replica: {b.evidence}")
     if target.queue_target is not None:
         doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
             "serverAddress": target.prometheus_url,
