@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 from bearing_lib import load
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import InputError, InsufficientDataError
+from bearing_lib.traffic.document import ProfileDocument, profile_schema_document
 from bearing_lib.traffic.metrics_profile import profile_metrics
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
@@ -193,6 +195,10 @@ def test_cli_profile_of_the_fixture_feeds_the_plan(tmp_path):
     lim.pop("blended", None)
     (tmp_path / "limits.json").write_text(json.dumps(lim))
     doc = json.loads(out.read_text())
+    typed = ProfileDocument.from_dict(doc)  # the new sections are typed for the readers downstream
+    assert typed.metrics.counter_resets == 4 and typed.metrics.step_s == 15.0
+    assert {r.mix for r in typed.metrics.mix_peaks.rows} == {"llama-8b", "llama-70b"}
+    jsonschema.Draft202012Validator(profile_schema_document()).validate(doc)
     target = float(np.quantile(doc["per_minute"]["series"]["requests"], 0.99)) / 60
     assert doc["source"]["kind"] == "metrics" and doc["targets"]["target"]["rps"] == pytest.approx(target)
     plan = tmp_path / "plan.json"
