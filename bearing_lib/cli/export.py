@@ -48,6 +48,16 @@ def register(app: typer.Typer) -> None:
                                                "of a plan built with --tenant-column."),
         check: bool = typer.Option(False, "--check", help="Validate every file written with its tool; exit 1 when "
                                                           "one fails."),
+        server_metrics: Path | None = typer.Option(
+            None, "--server-metrics", help="The load test's server metrics (as for bearing bottleneck): the "
+            "autoscalers also scale on the signal the bottleneck names (KV cache or queue), at its value at the "
+            "last step that held the SLA."),
+        metrics_format: str | None = typer.Option(None, "--metrics-format", help="Format of --server-metrics."),
+        run: str | None = typer.Option(None, "--run", help="Run id of --server-metrics / the limits JSON."),
+        profile: Path | None = typer.Option(None, "--profile",
+                                            help="Profile JSON with hour-of-day slots (a day or more on a UTC clock): "
+                                                 "KEDA cron triggers hold each hour's floor, ceil(hour P95 / "
+                                                 "allowable), and minReplicaCount drops to the off-peak floor."),
     ) -> None:
         """Write the plan as Prometheus alert rules, an HPA, a KEDA ScaledObject, Envoy and nginx rate limits."""
         from bearing_lib.cli._common import bearing_errors
@@ -66,6 +76,16 @@ def register(app: typer.Typer) -> None:
                             for_minutes=for_minutes,
                             slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,
                             max_replicas=max_replicas, cool_down_s=cool_down_s, tenant_header=tenant_header)
+            import dataclasses
+
+            if server_metrics is not None:
+                target = dataclasses.replace(target, binding=_binding_from_metrics(
+                    server_metrics, metrics_format, numbers.limits_path, run))
+            if profile is not None:
+                from bearing_lib.ops.schedule import schedule_from_profile
+
+                target = dataclasses.replace(target, schedule=schedule_from_profile(profile, numbers))
+                typer.echo(f"schedule: {target.schedule.statement()}")
             written = export(numbers, wanted, out, target, check=check)
             typer.echo(f"allowable {numbers.per_instance_allowable_rps:.4g} req/s per instance; autoscaler target "
                        f"{numbers.scale_target_rps:.4g} req/s per pod (cbu.threshold {numbers.cbu_threshold:g})")
@@ -85,6 +105,28 @@ def register(app: typer.Typer) -> None:
                     failed = failed or c["ok"] is False
                 if failed:
                     raise typer.Exit(code=1)
+
+    def _binding_from_metrics(metrics: Path, fmt: str | None, limits_path: str | None, run: str | None):  # noqa: ANN202
+        from bearing_lib.common.errors import ParameterError
+        from bearing_lib.common.files import read_json
+        from bearing_lib.common.unavailable import Unavailable
+        from bearing_lib.loaders import load
+        from bearing_lib.ops.binding import binding_trigger
+        from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
+        from bearing_lib.ops.metrics import step_signals
+
+        ds = load(metrics, format=fmt)
+        if ds.kind != "metrics":
+            raise ParameterError(f"{metrics} holds {ds.kind} ({ds.provenance.format}), not server metrics")
+        doc = read_json(Path(limits_path), "limits JSON") if limits_path is not None else None
+        found = find_limit_step(doc, run_id=run, metrics_path=metrics, metrics_format=str(ds.provenance.format))
+        table = step_signals(ds)
+        trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=found.step, run_id=run))
+        if isinstance(trig, Unavailable):
+            typer.echo(f"note: no binding-signal trigger: {trig.reason}")
+            return None
+        typer.echo(f"binding signal: {trig.evidence}")
+        return trig
 
     @app.command("bottleneck")
     def bottleneck_cmd(

@@ -103,6 +103,17 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite an existing JSON file."),
         engine: str | None = typer.Option(None, "--engine", help=ENGINE_HELP),
         scheduler: str | None = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+        request_metric: str | None = typer.Option(
+            None, "--request-metric", help="For Prometheus query JSON: the counter of finished requests "
+            "(default vllm:request_success_total)."),
+        mix_label: str = typer.Option("model_name", "--mix-label", help="For Prometheus query JSON: the label whose "
+                                      "values are the mixes (shares, own peaks, tokens per request)."),
+        passive_sla: str | None = typer.Option(
+            None, "--passive-sla", help="Also fit the passive limit: the load at which production's own latency "
+            "percentile meets this clause, e.g. 'p99(latency) <= 20s' (the trace must carry per-request latency or "
+            "TTFT; bearing_lib.twin.passive)."),
+        passive_window_s: float = typer.Option(60.0, "--passive-window-s",
+                                               help="Window of the passive fit's arrival rate, s."),
     ) -> None:
         """Profile production traffic: per-minute rates, cycles, bursts, mixes, target load, SLO budget."""
         from bearing_lib.common.progress import progress_for, progress_wanted
@@ -120,9 +131,13 @@ def register(app: typer.Typer) -> None:
             show = progress_wanted(json_only=to_stdout) and engine != "dask"  # Dask shows its own bars
             params = {"mix_spec": spec, "quantile_level": quantile, "growth": growth, "burst_k": burst_k,
                       "slo_objective": slo}
+            metric_params = {"request_metric": request_metric, "mix_label": mix_label}
             with progress_for(f"profiling {trace}", enabled=show) as bar:
                 prof = _profile_input(trace, format=format, mapping=mapping, options=options, engine=engine,
-                                      scheduler=scheduler, params=params, progress=bar, quiet=to_stdout)
+                                      scheduler=scheduler, params=params, progress=bar, quiet=to_stdout,
+                                      metric_params=metric_params)
+            if passive_sla is not None:
+                prof.passive = _passive(trace, prof, passive_sla, passive_window_s, format=format, options=options)
             text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
             if to_stdout:
                 typer.echo(text, nl=False)
@@ -134,6 +149,19 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {json_out}")
 
 
+def _passive(trace: str, prof, sla: str, window_s: float, *, format: str | None,  # noqa: ANN001, ANN202
+             options: dict[str, object]):
+    """The passive limit of the profiled trace (``bearing_lib.twin.passive.passive_limit``), read whole."""
+    from bearing_lib.loaders import load
+    from bearing_lib.twin.passive import passive_limit
+
+    if getattr(prof, "metrics", None) is not None or prof.source.get("kind") != "requests":
+        raise ParameterError(f"--passive-sla needs per-request latency; {trace} gives "
+                             f"{prof.source.get('kind')} (counters and rate windows carry none)")
+    ds = load(Path(trace), format=format, **options)
+    return passive_limit(ds, sla, window_s=window_s)
+
+
 def _note(text: str, quiet: bool) -> None:
     """A one-line note on stderr (where the input went), unless the output is JSON alone."""
     if not quiet:
@@ -141,7 +169,8 @@ def _note(text: str, quiet: bool) -> None:
 
 
 def _profile_input(trace: str, *, format: str | None, mapping: Path | None, options: dict[str, object],
-                   engine: str | None, scheduler: str | None, params: dict[str, object], progress, quiet: bool):  # noqa: ANN001, ANN202
+                   engine: str | None, scheduler: str | None, params: dict[str, object], progress, quiet: bool,
+                   metric_params: dict[str, object] | None = None):  # noqa: ANN001, ANN202
     """Route the input: every Parquet input (a file, a folder, a glob, a URL) streams through the engine
     (``traffic/dataset.py``: one lazy read on the embedded engine, with or without ``--engine``); a large
     CSV / JSON trace is converted once to a cached Parquet file (``traffic/convert.py``) and streams too;
@@ -188,6 +217,10 @@ def _profile_input(trace: str, *, format: str | None, mapping: Path | None, opti
     if path.is_file() and path.stat().st_size >= convert.min_bytes():
         _note(f"{trace} is profiled in memory (eager): its format is read whole by its loader", quiet)
     ds = load(path, format=fmt, **options)
+    if ds.kind == "metrics":  # Prometheus counters: the profile from metrics (traffic/metrics_profile.py)
+        from bearing_lib.traffic.metrics_profile import profile_metrics
+
+        return profile_metrics(ds, **params, **(metric_params or {}))
     if ds.kind not in ("requests", "rates"):
         raise ParameterError(
             f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"

@@ -106,6 +106,7 @@ class PlanNumbers:
     """``failure_domains.total``: those plus the burst buffer, spread evenly."""
     zones: int | None = None
     replicas_per_node: int | None = None
+    domains_lost: int = 1
     domains_statement: str | None = None
     tenant_quotas: tuple[tuple[str, float], ...] = ()
     """``tenants.tenants[]``: (tenant, quota_rps), fleet-wide (empty: the plan has no tenants)."""
@@ -198,6 +199,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         domain_total=dom.total if dom else None,
         zones=dom.zones if dom else None,
         replicas_per_node=dom.replicas_per_node if dom else None,
+        domains_lost=dom.domains_lost if dom else 1,
         domains_statement=dom.statement if dom else None,
         tenant_quotas=tuple((r.tenant, r.quota_rps) for r in p.tenants.tenants) if p.tenants is not None else (),
     )
@@ -266,6 +268,10 @@ class Target:
     cool_down_s: float | None = None
     tenant_header: str = "x-tenant-id"
     """Request header naming the tenant (per-tenant rate limits)."""
+    schedule: Any = None
+    """A :class:`~bearing_lib.ops.schedule.DailySchedule` (``--profile``): KEDA cron triggers per UTC hour slot."""
+    binding: Any = None
+    """A :class:`~bearing_lib.ops.binding.BindingTrigger` (``--server-metrics``): scale on the binding signal too."""
 
     @property
     def matchers(self) -> str:
@@ -511,6 +517,18 @@ def _domain_notes(numbers: PlanNumbers) -> list[str]:
             f"Deployment must spread its pods evenly ({spread}) for the loss to hold"]
 
 
+def _binding(target: Target, notes: list[str]):  # noqa: ANN202 - BindingTrigger | None
+    """The binding-signal trigger, unless ``--queue-target`` already sets the queue's (the user's number wins)."""
+    b = target.binding
+    if b is None:
+        return None
+    if b.signal == "requests_waiting" and target.queue_target is not None:
+        notes.append(f"the bottleneck's queue threshold ({b.threshold:.4g}) is not used: --queue-target "
+                     f"{target.queue_target:g} sets it")
+        return None
+    return b
+
+
 def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
@@ -545,6 +563,12 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
             "behavior": _behavior(cd),
         },
     }
+    b = _binding(target, notes)
+    if b is not None:
+        doc["spec"]["metrics"].append({"type": "Pods", "pods": {
+            "metric": {"name": b.pods_metric},
+            "target": {"type": "AverageValue", "averageValue": _milli(b.threshold)}}})
+        notes.append(f"also scales on {b.pods_metric} above {b.threshold:.4g} per pod: {b.evidence}")
     if target.queue_target is not None:
         doc["spec"]["metrics"].append({"type": "Pods", "pods": {
             "metric": {"name": target.queue_metric},
@@ -567,6 +591,11 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
     _check_target(numbers)
     lo, hi = _replicas(numbers, target)
     cd = _cool_down(numbers, target, notes)
+    sched = target.schedule
+    if sched is not None:
+        if target.min_replicas is None:
+            lo = sched.floor
+        hi = max(hi, lo, *(w.replicas for w in sched.windows))
     doc = {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -592,12 +621,24 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
             ],
         },
     }
+    b = _binding(target, [])
+    if b is not None:
+        doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
+            "serverAddress": target.prometheus_url,
+            "query": f"sum({b.metric}{_sel(target.matchers)})",
+            "threshold": _floor3(b.threshold)}})
+        notes.append(f"also scales on sum({b.metric}) above {b.threshold:.4g} per replica: {b.evidence}")
     if target.queue_target is not None:
         doc["spec"]["triggers"].append({"type": "prometheus", "metricType": "AverageValue", "metadata": {
             "serverAddress": target.prometheus_url,
             "query": f"sum(vllm:num_requests_waiting{_sel(target.matchers)})",
             "threshold": _floor3(target.queue_target)}})
         notes.append(f"also scales on waiting requests above {target.queue_target:g} per replica (--queue-target)")
+    if sched is not None:
+        doc["spec"]["triggers"] += [w.trigger() for w in sched.windows]
+        notes.append("scheduled floor from the profile's hour-of-day slots (ceil(hour P95 / per-instance allowable "
+                     f"{_num(numbers.per_instance_allowable_rps)} req/s)): {sched.statement()}; minReplicaCount is the "
+                     "off-peak floor and the request-rate trigger still scales above the floor")
     notes += _domain_notes(numbers)
     notes.append("KEDA's cooldownPeriod applies only to scaling to zero; the scale-down stabilisation window carries "
                  "the plan's cool-down")

@@ -53,11 +53,13 @@ from bearing_lib.traffic.binning import (
 )
 from bearing_lib.traffic.onepass import gap_summary, one_pass
 from bearing_lib.traffic.profile import (
+    MixShares,
     TrafficProfile,
     _hour_basis,
     assemble_profile,
     dispersion_from_gaps,
     mix_hour_partials,
+    mix_minute_counts,
     shares_from_counts,
 )
 from bearing_lib.traffic.seasonality import prefetch_statsmodels
@@ -437,12 +439,21 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
         seq = Unavailable(str(exc))
     if progress is not None:
         progress.step("slots, MSTL, bursts, bootstrap targets")
+    mix_minutes = None
+    if isinstance(mixes, MixShares) and mixes.overall.height > 1:  # one more read, only with several mixes
+        mix_minutes = eng.map_partitions(ds, PROFILE_COLUMNS, functools.partial(_mix_minutes, origin=origin,
+                                                                                  spec=spec))[0]
     return assemble_profile(
         source=_source(ds, n, origin_kind, eng, sha), time_origin=origin_kind, t_min=t_min, t_max=t_max, resolution=res,
         minutes=minutes, seconds=seconds, dispersion=disp, mixes=mixes, slo=slo, seq_len=seq, params=params,
         quantile_level=quantile_level, growth=growth, burst_k=burst_k, burst_merge_gap_bins=merge_gap,
-        n_boot=n_boot, seed=seed,
+        n_boot=n_boot, seed=seed, mix_minutes=mix_minutes,
     )
+
+
+def _mix_minutes(lf: pl.LazyFrame, *, origin: float, spec: MixSpec) -> list[pl.LazyFrame]:
+    """Requests per (minute, mix): the partial of the per-mix peaks."""
+    return [mix_minute_counts(lf, spec, origin)]
 
 
 __all__ = ["PROFILE_COLUMNS", "profile_dataset"]

@@ -371,6 +371,53 @@ class MixShareDoc:
     n_requests: int | None = None
 
 
+@dataclass
+class MixPeakDoc:
+    """One row of ``mix_peaks.rows``: a mix's own rate distribution (req/s) and the share method beside it."""
+
+    mix: str
+    share: float | None = None
+    mean_rps: float | None = None
+    p95_rps: float | None = None
+    p99_rps: float | None = None
+    max_rps: float | None = None
+    peak_to_mean: float | None = None
+    target_rps: float | None = None
+    share_method_rps: float | None = None
+    own_over_share: float | None = None
+    understated: bool = False
+
+
+@dataclass
+class MixPeaksDoc:
+    """``mix_peaks`` (``traffic/mix_peaks.py``): per-mix peaks at the profile's bin and target quantile."""
+
+    available: bool = True
+    reason: str | None = None
+    bin_s: float | None = None
+    quantile: float | None = None
+    overall_target_rps: float | None = None
+    statement: str | None = None
+    rows: list[MixPeakDoc] = field(default_factory=list)
+
+
+@dataclass
+class MetricsSourceDoc:
+    """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py``); only what a reader
+    shows is typed."""
+
+    available: bool = True
+    request_metric: str | None = None
+    step_s: float | None = None
+    mix_label: str | None = None
+    counter_resets: int | None = None
+    gaps: int | None = None
+    per_mix: list[dict[str, Any]] = field(default_factory=list)
+    mix_peaks: MixPeaksDoc | None = None
+    unknowable: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 _MixShares = Annotated[
     Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
     Discriminator(lambda v: "~list" if isinstance(v, list) else "~unavailable"),
@@ -414,6 +461,12 @@ class ProfileDocument:
     seq_len: SeqLenDoc | None = None
     mix_spec: list[dict[str, Any]] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
+    mix_peaks: MixPeaksDoc | None = None
+    """Each mix's own peaks (profiles with more than one mix)."""
+    metrics: MetricsSourceDoc | None = None
+    """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
+    passive_limit: dict[str, Any] | None = None
+    """``bearing profile --passive-sla``: the passive limit (``bearing_lib.twin.passive.PassiveLimit.to_dict``)."""
 
     @property
     def relative(self) -> bool:
@@ -463,10 +516,13 @@ __all__ = [
     "DispersionDoc",
     "EpisodeDoc",
     "ForecastDoc",
+    "MetricsSourceDoc",
     "MinuteBlockDoc",
     "MinuteRowDoc",
     "MinuteSeriesDoc",
     "MixHourDoc",
+    "MixPeakDoc",
+    "MixPeaksDoc",
     "MixShareDoc",
     "MixSharesPerHourDoc",
     "PeakDoc",

@@ -44,6 +44,7 @@ from bearing_lib.traffic.binning import (
     timestamp_resolution,
 )
 from bearing_lib.traffic.bursts import Bursts, find_bursts
+from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
@@ -268,6 +269,12 @@ class TrafficProfile:
     parameters: dict[str, object] = field(default_factory=dict)
     seq_len: SeqLenDistribution | Unavailable = field(
         default_factory=lambda: Unavailable("sequence lengths were not computed for this profile"))
+    mix_peaks: MixPeaks | Unavailable | None = None
+    """Each mix's own peaks (``traffic/mix_peaks.py``); None: not computed (rate windows, engines)."""
+    metrics: object | None = None
+    """For a profile from Prometheus counters, the :class:`~bearing_lib.traffic.metrics_profile.MetricsSource`."""
+    passive: object | None = None
+    """The passive limit from the trace's own latency (:class:`~bearing_lib.twin.passive.PassiveLimit`), when asked."""
 
     @staticmethod
     def _utc(t: float | None, aligned: bool) -> str | None:
@@ -340,6 +347,12 @@ class TrafficProfile:
             "slo_budget": d(self.slo),
             "seq_len": d(self.seq_len),
         }
+        if self.mix_peaks is not None:
+            out["mix_peaks"] = self.mix_peaks.to_dict()
+        if self.metrics is not None:
+            out["metrics"] = self.metrics.to_dict()
+        if self.passive is not None:
+            out["passive_limit"] = self.passive.to_dict()
         if self.per_window_stats is not None:
             out["per_window"] = (
                 {**self.per_window_stats, "series": self.series_dict()} if include_series else self.per_window_stats
@@ -404,6 +417,18 @@ class TrafficProfile:
         if isinstance(self.mixes, MixShares):
             shares = ", ".join(f"{r['mix']} {r['share']:.1%}" for r in self.mixes.to_list())
             lines.append(f"mixes:       {shares}")
+        if isinstance(self.mix_peaks, MixPeaks) and len(self.mix_peaks.rows) > 1:
+            q = f"P{self.mix_peaks.quantile * 100:g}"
+            own = ", ".join(f"{r.mix} {r.target_rps:,.2f} (share x overall {r.share_method_rps:,.2f})"
+                            for r in self.mix_peaks.rows)
+            lines.append(f"mix peaks:   own {q} req/s per {self.mix_peaks.bin_s:g} s: {own}")
+        if self.passive is not None:
+            lines.append(f"passive:     {self.passive.text()}")
+        if self.metrics is not None:
+            m = self.metrics
+            lines.append(f"metrics:     {m.request_metric} every {m.step_s:g} s, {m.n_series} series, "
+                         f"{m.resets} counter reset(s), {m.gaps} gap(s); per {m.mix_label}: "
+                         + ", ".join(f"{r['mix']} {r['share']:.1%}" for r in m.per_mix))
         if isinstance(self.slo, SLOBudget):
             lines.append(
                 f"SLO budget:  {self.slo.consumed_fraction:.1%} of the {self.slo.objective:.2%} budget consumed, "
@@ -507,31 +532,42 @@ def profile_traffic(
         )
     seconds = binned_counts(data, 1.0, check_grid=False) if res.allows_bin(1.0) else None
     f = data.frame
+    mixes = mix_shares(data, mix_spec)
+    mix_minutes = None
+    if isinstance(mixes, MixShares) and mixes.overall.height > 1:
+        origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
+        mix_minutes = mix_minute_counts(f, mixes.spec, origin).collect()
     return assemble_profile(
         source=_source_dict(prov, "requests", f.height), time_origin=prov.time_origin,
         t_min=float(f["start_s"].min()), t_max=float(f["start_s"].max()), resolution=res, minutes=minutes,
         seconds=seconds, dispersion=dispersion(data, minutes["requests"].to_numpy(), res),
-        mixes=mix_shares(data, mix_spec), slo=slo_budget(data, objective=slo_objective), seq_len=_seq_len(data),
+        mixes=mixes, slo=slo_budget(data, objective=slo_objective), seq_len=_seq_len(data),
         params=params, quantile_level=quantile_level, growth=growth, burst_k=burst_k,
-        burst_merge_gap_bins=burst_merge_gap_bins, n_boot=n_boot, seed=seed,
+        burst_merge_gap_bins=burst_merge_gap_bins, n_boot=n_boot, seed=seed, mix_minutes=mix_minutes,
     )
 
 
 def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: float, t_max: float,
-                     resolution: TimestampResolution, minutes: pl.DataFrame, seconds: pl.DataFrame | None,
+                     resolution: TimestampResolution | Unavailable, minutes: pl.DataFrame,
+                     seconds: pl.DataFrame | None,
                      dispersion: dict[str, object], mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
                      seq_len: SeqLenDistribution | Unavailable, params: dict[str, object], quantile_level: float,
-                     growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int,
-                     seed: int) -> TrafficProfile:
+                     growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
+                     per_second: dict[str, object] | Unavailable | None = None,
+                     mix_minutes: pl.DataFrame | None = None) -> TrafficProfile:
     """The profile of a request trace from its aggregates (per-minute and per-second counts, the
     dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
     (``bearing_lib.traffic.dataset``) both end here, so everything after aggregation is shared.
-    ``seconds`` None: the timestamps' grid is coarser than 1 s."""
+    ``seconds`` None: the timestamps' grid is coarser than 1 s (or ``per_second`` says why there are no
+    seconds); ``mix_minutes`` (``bin_start_s``, ``mix``, ``requests``): requests per minute and mix, for the
+    per-mix peaks."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
                         0.0 if aligned else t_min)
-    if seconds is not None:
-        per_second: dict[str, object] | Unavailable = (
+    if per_second is not None:
+        pass
+    elif seconds is not None:
+        per_second = (
             {"available": True, "bin_s": 1.0, **rate_stats(seconds["requests"].to_numpy(), 1.0),
              "unit": "requests/s"}
             if seconds.height else Unavailable("no complete second")
@@ -567,6 +603,24 @@ def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: floa
         slo=slo,
         parameters=params,
         seq_len=seq_len,
+        mix_peaks=(mix_peaks(mix_minutes, minutes["minute_start_s"].to_numpy(), 60.0, quantile_level=quantile_level,
+                             basis=_mix_basis(mixes)) if mix_minutes is not None else None),
+    )
+
+
+def _mix_basis(mixes: MixShares | Unavailable) -> str:
+    if isinstance(mixes, MixShares):
+        return "the profile's mixes (" + ", ".join(mixes.spec.names()) + ", other) by each request's lengths"
+    return "the profile's mixes"
+
+
+def mix_minute_counts(f: pl.DataFrame | pl.LazyFrame, spec: MixSpec, origin: float) -> pl.LazyFrame:
+    """Requests per (minute, mix) from ``origin`` (a partial: rows of several partitions add up)."""
+    return (
+        spec.assign(f.lazy().select("start_s", "input_tokens", "output_tokens", "cached_tokens"))
+        .with_columns((((pl.col("start_s") - origin) / 60.0).floor() * 60.0 + origin).alias("bin_start_s"))
+        .group_by("bin_start_s", "mix")
+        .agg(pl.len().cast(pl.Int64).alias("requests"))
     )
 
 
