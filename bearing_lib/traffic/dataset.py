@@ -55,16 +55,16 @@ from bearing_lib.traffic.onepass import gap_summary, one_pass
 from bearing_lib.traffic.profile import (
     MixShares,
     TrafficProfile,
-    _hour_basis,
     assemble_profile,
     dispersion_from_gaps,
+    hour_basis,
     mix_hour_partials,
     mix_minute_counts,
     shares_from_counts,
 )
 from bearing_lib.traffic.seasonality import prefetch_statsmodels
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
-from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, _no_outcome, budget_from_minutes
+from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes, no_outcome_statuses
 from bearing_lib.traffic.targets import DEFAULT_SEED
 
 PROFILE_COLUMNS = ("start_s", "input_tokens", "output_tokens", "cached_tokens", "status", "step")
@@ -83,7 +83,7 @@ def _facts(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
         *[pl.col(c).null_count().cast(pl.Int64).alias(f"null_{c}") for c in (*tok, "status")],
         *[(pl.col(c) < 0).sum().cast(pl.Int64).alias(f"neg_{c}") for c in tok],
         (pl.col("status").is_not_null() & ~pl.col("status").is_in(STATUSES)).sum().cast(pl.Int64).alias("bad_status"),
-        pl.col("status").is_in(_no_outcome(DEFAULT_BAD_STATUSES)).sum().cast(pl.Int64).alias("no_outcome"),
+        pl.col("status").is_in(no_outcome_statuses(DEFAULT_BAD_STATUSES)).sum().cast(pl.Int64).alias("no_outcome"),
     )]
 
 
@@ -422,7 +422,7 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     if "cache_hit_ratio" in needed and facts["null_cached_tokens"] == n:
         notes.append("the trace has no cached_tokens: cache-hit ratio taken as 0 for every request")
     if mixes is None:
-        mixes = shares_from_counts(spec, mix_p, origin, _hour_basis(aligned), notes)
+        mixes = shares_from_counts(spec, mix_p, origin, hour_basis(aligned), notes)
     if facts["null_status"] == n:
         slo: object = Unavailable(
             f"{ds.path} records no request outcome (no status column), so no error budget can be computed")
@@ -431,7 +431,7 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
                                   objective=slo_objective)
         n_out = int(facts.get("no_outcome", 0))
         if n_out:  # the in-memory slo_budget's note, word for word
-            slo.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(_no_outcome(bad))}): "
+            slo.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(no_outcome_statuses(bad))}): "
                              "neither good nor bad, left out")
     try:
         seq: object = seq_len_from_counts(seq_p, n, source=ds.path)

@@ -55,6 +55,7 @@ __all__ = [
     "TrafficProfile",
     "binned_counts",
     "dispersion",
+    "hour_basis",
     "mix_shares",
     "per_minute_counts",
     "profile_traffic",
@@ -197,10 +198,11 @@ def mix_shares(trace: RequestTrace, spec: MixSpec | None = None) -> MixShares | 
     aligned = trace.provenance.time_origin == "epoch"
     origin = 0.0 if aligned else float(f["start_s"].min())
     counts = pl.collect_all(mix_hour_partials(f.lazy(), spec, origin))[0]
-    return shares_from_counts(spec, counts, origin, _hour_basis(aligned), notes)
+    return shares_from_counts(spec, counts, origin, hour_basis(aligned), notes)
 
 
-def _hour_basis(aligned: bool) -> str:
+def hour_basis(aligned: bool) -> str:
+    """What the profile's hours are: UTC clock hours (an epoch clock) or hours from the first request."""
     return "UTC clock hours (partial first and last hours included)" if aligned else (
         "hours from the first request (relative clock)"
     )

@@ -207,14 +207,14 @@ def slo_budget(
                             n_no_status=int(f["status"].null_count()), objective=objective,
                             period_days=period_days, bad_statuses=bad_statuses, windows_s=windows_s,
                             alert_rules=alert_rules, bad_minute_ratio=bad_minute_ratio)
-    n_out = int(f["status"].is_in(_no_outcome(bad_statuses)).sum())
+    n_out = int(f["status"].is_in(no_outcome_statuses(bad_statuses)).sum())
     if n_out:
-        b.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(_no_outcome(bad_statuses))}): "
+        b.notes.append(f"{n_out} request(s) have no outcome (status {' / '.join(no_outcome_statuses(bad_statuses))}): "
                        "neither good nor bad, left out")
     return b
 
 
-def _no_outcome(bad_statuses: Sequence[str]) -> list[str]:
+def no_outcome_statuses(bad_statuses: Sequence[str]) -> list[str]:
     """The statuses left out of the ratio: cancelled / unknown, unless the caller counts them as bad."""
     return [s for s in OUTCOME_UNKNOWN if s not in bad_statuses]
 
@@ -224,7 +224,7 @@ def status_minute_partials(lf: pl.LazyFrame, origin: float, k0: int,
     """Requests with a status and bad ones per minute ``k`` (from ``k0``): a partial that sums
     across partitions of one trace (the Dask engine's tasks)."""
     return [
-        lf.filter(pl.col("status").is_not_null() & ~pl.col("status").is_in(_no_outcome(bad_statuses)))
+        lf.filter(pl.col("status").is_not_null() & ~pl.col("status").is_in(no_outcome_statuses(bad_statuses)))
         .select(
             (((pl.col("start_s") - origin) / 60.0).floor().cast(pl.Int64) - k0).alias("k"),
             pl.col("status").is_in(list(bad_statuses)).alias("bad"),
