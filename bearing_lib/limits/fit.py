@@ -64,7 +64,7 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
-from bearing_lib.limits import failures, model, pooled
+from bearing_lib.limits import failures, model, pooled, settling
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
@@ -97,6 +97,7 @@ from bearing_lib.limits.result import (
     Step,
 )
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.steady import mser_by_step
 
 ESTIMATORS = ("pooled", "model")
@@ -362,11 +363,15 @@ def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | N
     return m, "pass", None
 
 
-def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset()) -> list[dict]:
+def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset(),
+                 settle: Mapping[int, StepSettling] | None = None) -> list[dict]:
     """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
-    left out of each step's verdict and said in its reasons)."""
+    left out of each step's verdict and said in its reasons; ``settle``: the whole-step trend test per step,
+    ``limits.settling``: a step rising through its send window whose late part breaks a clause is not steady)."""
     out = []
     for row in rows:
+        st = (settle or {}).get(row["step"])
+        unsettled = st is not None and st.unsettled(ignore)
         x = row["offered_load"]
         load_note = None
         if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
@@ -393,12 +398,20 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str
                 reasons.append(why)
         if load_note:
             reasons.append(load_note)
+        settle_why = st.reason(ignore) if st is not None else None
+        if settle_why and not unsettled and "not_steady" not in flags:
+            reasons.append(settle_why)
+        if unsettled and "not_steady" not in flags:
+            flags.append("unsettled")
         if x is None or not math.isfinite(x):
             status = "excluded"
             reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
         elif "not_steady" in flags:
             status = "fail"
             reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
+        elif unsettled:
+            status = "fail"
+            reasons.insert(0, settle_why)
         elif "fail" in verdicts:
             status = "fail"
         elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
@@ -410,14 +423,16 @@ def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str
         # a step too close to call still informs the interpolation (its margins are the best estimate)
         close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
         out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
-                    "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
+                    "sla_margin": min(known) if known else None,
+                    "not_steady": "not_steady" in flags or unsettled, "flags": flags,
+                    "settling": st.to_dict() if st is not None else None,
                     "by_bound": by_bound, "close": close,
                     # the pooled estimator uses every step whose load is known and not blocked by a flag,
                     # whatever its verdict: a step too small for a percentile still contributes its counts
                     # (a blocking flag only forbids claiming a pass: a step that fails anyway keeps its counts)
                     "pool_ok": x is not None and math.isfinite(x) and (not BLOCKING_FLAGS & set(flags)
                                                                        or "fail" in verdicts
-                                                                       or "not_steady" in flags),
+                                                                       or "not_steady" in flags or unsettled),
                     "_clause_ok": [v != "fail" for v in verdicts]})
     _transient_not_steady(out)
     return out
@@ -1014,11 +1029,12 @@ def _model_options(c: Clause, tables: bool) -> dict[str, object]:
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
     totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
+    settle: Mapping[int, StepSettling] | None = None,
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
     def judge(ignore: frozenset[str]) -> list[dict]:
-        out = _judge_steps(rows, sla, tables, ignore)
+        out = _judge_steps(rows, sla, tables, ignore, settle)
         out.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
                                 j["row"]["step"]))
         if reps is not None:
@@ -1095,9 +1111,9 @@ def _fit_group(
             "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
-            "valid": _valid_for_sla(r["flags"], sla), "status": j["status"], "flags": list(r["flags"] or []),
+            "valid": _valid_for_sla(j["flags"], sla), "status": j["status"], "flags": list(j["flags"]),
             "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
-            "recovery_step": bool(j.get("recovery", False)),
+            "recovery_step": bool(j.get("recovery", False)), "settling": j["settling"],
             "observed": _observed(r, sla),
             "exceedances": {c.text: {"bad": r.get(f"_pk_{i}"), "of": r.get(f"_pn_{i}")}
                             for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
@@ -1517,6 +1533,7 @@ def fit_limits(
             has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
             m_metric = "ttft_ms" if has_ttft else "latency_ms"
             warmups = mser_by_step(steady, m_metric)
+            settle = settling.settling_by_step(it, spec, sla_obj, m_metric)
 
             if n_boot > 0:
                 reps = _replicates(steady, windows, sla_obj, n_boot, rng)
@@ -1546,7 +1563,8 @@ def fit_limits(
                 continue
             tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
-                             tot, n_boot if reps else 0, level, estimator)
+                             tot, n_boot if reps else 0, level, estimator,
+                             None if tables else settle.get((str(run), str(mix))))
             lim.share = share
             if lim.failure_floors and not tables:
                 _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
