@@ -96,8 +96,8 @@ from bearing_lib.limits.result import (
     SourceFinding,
     Step,
 )
-from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.settling import StepSettling
+from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
 ESTIMATORS = ("pooled", "model")
