@@ -14,6 +14,11 @@ The rule, per run, step and mix, over **every** request sent in the step (its wh
   (Kendall's τ of the bin medians against the bin order, ``scipy.stats.kendalltau``, one-sided) has
   ``p <`` :data:`TREND_ALPHA`. Bins, not requests: near capacity consecutive latencies are strongly
   autocorrelated, and a per-request test calls almost every busy step rising.
+  The rise must also survive the request mix: a regression of ``log(metric)`` on the request's
+  ``log(input tokens)`` and its send time (statsmodels OLS with Newey–West HAC standard errors, lags
+  ``n^(1/3)``) must give the time coefficient a one-sided ``p <`` :data:`TREND_ALPHA`. LMBenchmark's
+  ``short_input`` and ShareGPT runs send longer prompts late in every step (median 76 → 174 tokens by
+  quarter in ``short_input``), so TTFT rises with the content even on an idle server.
 * **late part breaks a clause**: the requests sent in the window's last :data:`LATE_FRACTION` (of its
   time) have a bad share above the clause's allowance by a one-sided exact binomial test
   (``scipy.stats.binomtest``, ``p <`` :data:`LATE_ALPHA`: the 95 % lower order-statistic bound of a
@@ -81,6 +86,10 @@ class StepSettling:
     n_bins: int
     tau: float | None
     p_value: float | None
+    """Mann–Kendall on the bin medians."""
+    content_z: float | None
+    """HAC z of the send-time coefficient of log(metric) given log(input tokens) (None: not testable)."""
+    content_p: float | None
     rising: bool
     late_start_s: float
     late_end_s: float
@@ -98,7 +107,8 @@ class StepSettling:
     def _trend_text(self) -> str:
         what = "TTFT" if self.metric == "ttft_ms" else "latency"
         return (f"{what} rises through the whole step (Mann–Kendall over {self.n_bins} time bins of its send window:"
-                f" τ = {self.tau:.2f}, one-sided p = {self.p_value:.2g})")
+                f" τ = {self.tau:.2f}, one-sided p = {self.p_value:.2g}; given the prompt lengths, HAC z = "
+                f"{self.content_z:.2f}, p = {self.content_p:.2g})")
 
     def reason(self, ignore: frozenset[str] = frozenset()) -> str | None:
         """The step's reason: unsettled (judged on its late part), or rising with a late part that holds."""
@@ -168,10 +178,16 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
         *counts, *_late_value_exprs(sla), pl.col("_late").cast(pl.Int64).sum().alias("_late_n"),
         pl.col("_t0").first(), pl.col("_t1").first()).collect()
     by_group = {(r, s, m): g for (r, s, m), g in bins.partition_by(gkeys, as_dict=True).items()}
+    inp = pl.col("input_tokens") if "input_tokens" in trace.frame.columns else pl.lit(None, pl.Int64)
+    reqs = lf.filter(OK_EXPR & (pl.col(metric) > 0)).select(
+        *gkeys, "start_s", pl.col(metric).log().alias("_y"), inp.cast(pl.Float64).alias("_inp")
+    ).sort([*gkeys, "start_s"]).collect()
+    per_req = dict(reqs.partition_by(gkeys, as_dict=True).items())
     out: dict[tuple[str, str], dict[int, StepSettling]] = {}
     for row in late.iter_rows(named=True):
         key = (row["run_id"], row["step"], row["mix"])
         tau, p = _trend(by_group.get(key))
+        cz, cp = _content_trend(per_req.get(key)) if p is not None and p < TREND_ALPHA else (None, None)
         n_bins = 0 if key not in by_group else int((by_group[key]["_n"] >= MIN_BIN_REQUESTS).sum())
         clauses = []
         for i, c in enumerate(sla.clauses):
@@ -187,10 +203,32 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
         t0, t1 = float(row["_t0"]), float(row["_t1"])
         out.setdefault((str(row["run_id"]), str(row["mix"])), {})[int(row["step"])] = StepSettling(
             run_id=str(row["run_id"]), step=int(row["step"]), mix=str(row["mix"]), metric=metric, n_bins=n_bins,
-            tau=tau, p_value=p, rising=p is not None and p < TREND_ALPHA,
+            tau=tau, p_value=p, content_z=cz, content_p=cp,
+            rising=p is not None and p < TREND_ALPHA and cp is not None and cp < TREND_ALPHA,
             late_start_s=t1 - LATE_FRACTION * (t1 - t0), late_end_s=t1, late_n=int(row["_late_n"] or 0),
             clauses=tuple(clauses))
     return out
+
+
+def _content_trend(reqs: pl.DataFrame | None) -> tuple[float | None, float | None]:
+    """HAC z and one-sided p of the send-time coefficient of ``log(metric)`` given ``log(input tokens)``."""
+    import statsmodels.api as sm
+
+    if reqs is None or reqs.height < 10:
+        return None, None
+    y = reqs["_y"].to_numpy()
+    t = reqs["start_s"].to_numpy()
+    t = (t - t[0]) / max(float(np.ptp(t)), 1e-12)
+    cols = [np.ones_like(t), t]
+    inp = reqs["_inp"].to_numpy()
+    if not np.isnan(inp).any() and np.ptp(inp) > 0:
+        cols.insert(1, np.log(np.maximum(inp, 1.0)))
+    x = np.column_stack(cols)
+    if np.linalg.matrix_rank(x) < x.shape[1] or np.ptp(t) == 0:
+        return None, None
+    res = sm.OLS(y, x).fit(cov_type="HAC", cov_kwds={"maxlags": int(len(y) ** (1 / 3)) + 1})
+    z = float(res.tvalues[-1])
+    return (None, None) if not math.isfinite(z) else (z, float(stats.norm.sf(z)))
 
 
 def _trend(bins: pl.DataFrame | None) -> tuple[float | None, float | None]:
