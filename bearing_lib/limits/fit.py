@@ -559,6 +559,101 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
     return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
 
 
+def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: float | None,
+                    first_fail: float | None, floor: float | None, use_pool: bool, est: float,
+                    grid: np.ndarray, n_boot: int) -> str | None:
+    """Widen a bootstrap CI (in place) to the step grid around the limit; the interval's method, or None."""
+    interval = None
+    if ci[0] is not None or ci[1] is not None:
+        # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+        # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+        # always spans the step grid around the limit, [one judged step below the last clean
+        # pass, first fail].
+        grid_lo, grid_hi = floor, first_fail
+        if last_pass is not None and grid_lo is not None:
+            # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+            # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+            # not shrink the slack the first test needs): the CI holds every run's own grid interval
+            for b in {int(j.row["step"]) // POOL_STEP_OFFSET for j in det}:
+                run_det = [j for j in det if int(j.row["step"]) // POOL_STEP_OFFSET == b]
+                # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                # as often as one just above passes by good luck
+                ff_b = min((j.x for j in run_det if j.status == "fail"), default=None)
+                if ff_b is not None and grid_hi is not None:
+                    grid_hi = max(grid_hi, ff_b)
+                lp_b = max((j.x for j in run_det if j.status == "pass"
+                            and (first_fail is None or j.x < first_fail)), default=None)
+                if lp_b is None:
+                    continue
+                below_b = [j.x for j in run_det if j.x < lp_b]
+                grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+        if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+            # no supported pass: the grid cell of the pooled crossing, one step of slack below
+            under = grid[grid <= est]
+            grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+            over = grid[grid > est]
+            grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+        widened = []
+        if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+            ci[0] = grid_lo
+            widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                           + ("; the lowest over the pooled runs' own grids)"
+                              if len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+        if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+            ci[1] = grid_hi
+            several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+            widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                           + ("; of the run whose first fail is highest)" if several else ")"))
+        interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                    f"{'pooled' if use_pool else 'step-wise'} crossing")
+        if widened:
+            interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                         "passes or fails partly by chance, which resampling within steps cannot see")
+    return interval
+
+
+def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
+                     passes: list[float], fails: list[float], contradict: list[JudgedStep],
+                     last_pass: float | None, first_fail: float | None, floor: float | None,
+                     ci: list[float | None], u: str, binding: str | None,
+                     ) -> tuple[str, float | None, str, str | None]:
+    """Censoring, value (kept within [floor, first fail]), statement and binding clause of a trace's limit."""
+    pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+    if use_pool and est == math.inf:
+        censored, value = "above", float(grid[-1])
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif not use_pool and not fails:
+        censored, value = "above", max(passes)
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                and not contradict):
+        x0 = float(grid[0]) if use_pool and grid.size else first_fail
+        censored, value = "below", x0
+        statement = _below_statement(x0, u, judged)
+    else:
+        censored = "not_monotone" if contradict else "none"
+        value = est
+        if floor is not None and first_fail is not None and not contradict:
+            value = min(max(est, floor), first_fail)
+        elif floor is not None and not contradict and math.isfinite(est):
+            value = max(est, floor)
+        if not math.isfinite(value):
+            value = last_pass if last_pass is not None else first_fail
+        statement = f"{value:.4g} {u}"
+        if ci[0] is not None or ci[1] is not None:
+            statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+        if contradict:
+            bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
+            statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                         f"isotonic estimate {value:.4g} {u}, treat with caution")
+        elif use_pool and last_pass is None:
+            statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                          "SLA's percentile below the first failing load)")
+    return censored, value, statement, binding
+
+
 def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
                  reps: dict[int, dict[str, np.ndarray]] | None,
                  floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
@@ -575,13 +670,6 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     xs = np.array([j.x for j in det], dtype=float)
     w = np.array([max(int(j.row["n_requests"] or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    value: float | None
-    ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    interval = None
-    estimator = "isotonic step margins"
-    boot_ci: list[float | None] = [None, None]
     def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
         sets: dict[str, np.ndarray] = {}
         for c in sla.clauses:
@@ -698,84 +786,10 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
         below = [j.x for j in det if last_pass is not None and j.x < last_pass]
         floor = (max(below) if below else last_pass) if last_pass is not None else (
             float(grid[0]) if grid.size else None)
-        if ci[0] is not None or ci[1] is not None:
-            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-            # always spans the step grid around the limit, [one judged step below the last clean
-            # pass, first fail].
-            grid_lo, grid_hi = floor, first_fail
-            if last_pass is not None and grid_lo is not None:
-                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                # not shrink the slack the first test needs): the CI holds every run's own grid interval
-                for b in {int(j.row["step"]) // POOL_STEP_OFFSET for j in det}:
-                    run_det = [j for j in det if int(j.row["step"]) // POOL_STEP_OFFSET == b]
-                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                    # as often as one just above passes by good luck
-                    ff_b = min((j.x for j in run_det if j.status == "fail"), default=None)
-                    if ff_b is not None and grid_hi is not None:
-                        grid_hi = max(grid_hi, ff_b)
-                    lp_b = max((j.x for j in run_det if j.status == "pass"
-                                and (first_fail is None or j.x < first_fail)), default=None)
-                    if lp_b is None:
-                        continue
-                    below_b = [j.x for j in run_det if j.x < lp_b]
-                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-                # no supported pass: the grid cell of the pooled crossing, one step of slack below
-                under = grid[grid <= est]
-                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-                over = grid[grid > est]
-                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-            widened = []
-            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-                ci[0] = grid_lo
-                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                               + ("; the lowest over the pooled runs' own grids)"
-                                  if len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-                ci[1] = grid_hi
-                several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                               + ("; of the run whose first fail is highest)" if several else ")"))
-            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                        f"{'pooled' if use_pool else 'step-wise'} crossing")
-            if widened:
-                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                             "passes or fails partly by chance, which resampling within steps cannot see")
-        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-        if use_pool and est == math.inf:
-            censored, value = "above", float(grid[-1])
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif not use_pool and not fails:
-            censored, value = "above", max(passes)
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                    and not contradict):
-            x0 = float(grid[0]) if use_pool and grid.size else first_fail
-            censored, value = "below", x0
-            statement = _below_statement(x0, u, judged)
-        else:
-            censored = "not_monotone" if contradict else "none"
-            value = est
-            if floor is not None and first_fail is not None and not contradict:
-                value = min(max(est, floor), first_fail)
-            elif floor is not None and not contradict and math.isfinite(est):
-                value = max(est, floor)
-            if not math.isfinite(value):
-                value = last_pass if last_pass is not None else first_fail
-            statement = f"{value:.4g} {u}"
-            if ci[0] is not None or ci[1] is not None:
-                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-            if contradict:
-                bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
-                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                             f"isotonic estimate {value:.4g} {u}, treat with caution")
-            elif use_pool and last_pass is None:
-                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                              "SLA's percentile below the first failing load)")
+        interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
+        censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
+                                                               contradict, last_pass, first_fail, floor,
+                                                               ci, u, binding)
     if broken_clauses:
         statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
                      + f"; the other clauses hold to {statement}")
@@ -1194,6 +1208,62 @@ def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
 # public entry
 
 
+def _recovery_of(it: RequestTrace, items: list, pooled_runs: dict[str, list[str]],
+                 sla: SLA) -> dict[str, RecoveryResult]:
+    """``T_recover`` per run of ``it``; a pooled run takes the first of its runs that has one."""
+    recovery = _recovery(it, sla)
+    for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
+        if name in recovery:
+            per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla)
+                          .items()}}
+            recovery[name] = next((per_run[r] for r in runs if r in per_run and per_run[r].value_s is not None),
+                                  per_run.get(runs[0], recovery[name]))
+    return recovery
+
+
+def _run_notes(lim: MixLimit, n_steps: int, all_steps: int, pooled_runs: dict[str, list[str]]) -> None:
+    """A mix missing from some of its run's steps, and the runs a pooled limit came from."""
+    if n_steps < all_steps:
+        lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
+    if lim.run_id in pooled_runs:
+        runs = pooled_runs[lim.run_id]
+        for st in lim.steps:
+            st.source_run = runs[int(st.step) // POOL_STEP_OFFSET]
+        lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
+                         "load pooled in the estimate, each run's steps resampled on their own")
+
+
+@dataclass
+class _TraceInputs:
+    """What a request trace hands the fit: its curve (with goodput and pooled counts), the steady-window
+    requests (lazy), MSER warm-ups, the whole-step settling tests and the bootstrap replicates."""
+
+    curve: pl.DataFrame
+    steady: pl.LazyFrame
+    warmups: dict
+    settle: dict[tuple[str, str], dict[int, StepSettling]]
+    reps: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] | None
+
+
+def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple[float, ...],
+                   options: CurveOptions | None, n_boot: int, rng: np.random.Generator) -> _TraceInputs:
+    windows = step_windows(it, options)
+    curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
+    # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
+    # P_critical, cost index); the send window's other columns stay in the trace
+    steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
+    gp = _goodput_columns(steady, sla_obj)
+    if gp is not None:
+        curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+    curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
+    has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
+    m_metric = "ttft_ms" if has_ttft else "latency_ms"
+    warmups = mser_by_step(steady, m_metric)
+    settle = settling.settling_by_step(it, spec, sla_obj, m_metric)
+    reps = _replicates(steady, windows, sla_obj, n_boot, rng) if n_boot > 0 else None
+    return _TraceInputs(curve, steady, warmups, settle, reps)
+
+
 def fit_limits(
     data: RequestTrace | LoadPointTable | Sequence[RequestTrace | LoadPointTable],
     sla: SLA | str | Sequence[str],
@@ -1286,30 +1356,10 @@ def fit_limits(
                 notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
                              "requests form one mix 'all'")
         else:
-            windows = step_windows(it, options)
-            curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
-            # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
-            # P_critical, cost index); the send window's other columns stay in the trace
-            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
-            gp = _goodput_columns(steady, sla_obj)
-            if gp is not None:
-                curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
-            curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
-            has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
-            m_metric = "ttft_ms" if has_ttft else "latency_ms"
-            warmups = mser_by_step(steady, m_metric)
-            settle = settling.settling_by_step(it, spec, sla_obj, m_metric)
-
-            if n_boot > 0:
-                reps = _replicates(steady, windows, sla_obj, n_boot, rng)
+            prep = _prepare_trace(it, spec, sla_obj, extra_q, options, n_boot, rng)
+            curve, steady, warmups, settle, reps = prep.curve, prep.steady, prep.warmups, prep.settle, prep.reps
         curves.append(curve)
-        recovery = {} if tables else _recovery(it, sla_obj)
-        for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
-            if name in recovery:
-                per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla_obj)
-                              .items()}}
-                recovery[name] = next((per_run[r] for r in runs if r in per_run and per_run[r].value_s is not None),
-                                      per_run.get(runs[0], recovery[name]))
+        recovery = {} if tables else _recovery_of(it, items, pooled_runs, sla_obj)
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
@@ -1343,16 +1393,7 @@ def fit_limits(
                     st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
-            n_steps = part.height
-            all_steps = totals_df.filter(pl.col("run_id") == run).height
-            if n_steps < all_steps:
-                lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
-            if str(run) in pooled_runs:
-                runs = pooled_runs[str(run)]
-                for st in lim.steps:
-                    st.source_run = runs[int(st.step) // POOL_STEP_OFFSET]
-                lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
-                                 "load pooled in the estimate, each run's steps resampled on their own")
+            _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
             limits.append(lim)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
