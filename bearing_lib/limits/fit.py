@@ -1,13 +1,14 @@
 """SLA-constrained load limits (``Q_ult``) per request mix, with bootstrap confidence intervals.
 
 For each run and mix, every step of the load curve (``bearing_lib.limits.curves``) is judged
-against the SLA:
+against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per step):
 
 * **fail** when a clause's margin is below zero (a percentile that is unsupported by the
   step's request count still fails when its 95 % lower order-statistic bound — or, for a
   load-point table, a lower reported percentile — already breaks the threshold), or when
   the step is **not steady** (latency or in-flight requests still rising: a queue that
-  grows never counts as passing);
+  grows never counts as passing), or **not settled** (``bearing_lib.limits.settling``: its latency rises
+  through the whole send window and its last quarter breaks a clause);
 * **pass** when every clause holds on a supported number and no blocking flag is set
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
