@@ -37,20 +37,20 @@ POOL_STEP_OFFSET = 100_000
 
 def _continuity(steps: Sequence[dict]) -> dict[int, float]:
     """``{step: load of the step run just before it}`` for steps of a continuous ascending run."""
-    timed = [s for s in steps if s["row"].get("t_first_s") is not None and s["x"] is not None
-             and math.isfinite(s["x"])]
+    timed = [s for s in steps if s.row.get("t_first_s") is not None and s.x is not None
+             and math.isfinite(s.x)]
     # pooled runs number their steps in blocks of POOL_STEP_OFFSET: a step follows the one before it in ITS run
-    timed.sort(key=lambda s: (int(s["row"]["step"]) // POOL_STEP_OFFSET, float(s["row"]["t_first_s"])))
+    timed.sort(key=lambda s: (int(s.row["step"]) // POOL_STEP_OFFSET, float(s.row["t_first_s"])))
     out: dict[int, float] = {}
     for prev, cur in zip(timed, timed[1:], strict=False):
-        if int(prev["row"]["step"]) // POOL_STEP_OFFSET != int(cur["row"]["step"]) // POOL_STEP_OFFSET:
+        if int(prev.row["step"]) // POOL_STEP_OFFSET != int(cur.row["step"]) // POOL_STEP_OFFSET:
             continue
-        gap = float(cur["row"]["t_first_s"]) - float(prev["row"]["t_first_s"])
-        d = prev["row"].get("duration_s")
-        if d is None or not d > 0 or cur["x"] <= prev["x"]:
+        gap = float(cur.row["t_first_s"]) - float(prev.row["t_first_s"])
+        d = prev.row.get("duration_s")
+        if d is None or not d > 0 or cur.x <= prev.x:
             continue
         if gap <= 2.0 * float(d) + 10.0:
-            out[int(cur["row"]["step"])] = float(prev["x"])
+            out[int(cur.row["step"])] = float(prev.x)
     return out
 
 
@@ -75,22 +75,22 @@ def settle_share(x: float, capacity: float | None, duration_s: float | None) -> 
 def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str, list[Evidence]]:
     """Per clause text, the exact counts of every usable step of a request trace (``pool``)."""
     before = _continuity(pool)
-    thr = [float(j["row"]["throughput_rps"]) for j in pool if j["row"].get("throughput_rps")]
+    thr = [float(j.row["throughput_rps"]) for j in pool if j.row.get("throughput_rps")]
     capacity = max(thr) if thr else None
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     for j in pool:
-        row = j["row"]
+        row = j.row
         for i, c in enumerate(clauses):
             n, k = row.get(f"_pn_{i}"), row.get(f"_pk_{i}")
             if not n:
                 continue
             d = row.get("duration_s")
-            lag = settle_share(float(j["x"]), capacity, float(d) if d else None)
+            lag = settle_share(float(j.x), capacity, float(d) if d else None)
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
             # the count is known to lie between the bad ones seen and those plus the unknown ones
             u = float(row.get("n_unknown") or 0)
             k = float(k or 0)
-            out[c.text].append(Evidence(x=float(j["x"]), n=float(n) + u, k_lo=k, k_hi=k + u,
+            out[c.text].append(Evidence(x=float(j.x), n=float(n) + u, k_lo=k, k_hi=k + u,
                                         x_from=before.get(int(row["step"])), lag=lag))
     return out
 
@@ -135,7 +135,7 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     assumed = False
     for j in steps:
-        row, x = j["row"], j["x"]
+        row, x = j.row, j.x
         for c in clauses:
             ev: Evidence | None = None
             if c.kind == "percentile":

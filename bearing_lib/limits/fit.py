@@ -1,13 +1,14 @@
 """SLA-constrained load limits (``Q_ult``) per request mix, with bootstrap confidence intervals.
 
 For each run and mix, every step of the load curve (``bearing_lib.limits.curves``) is judged
-against the SLA:
+against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per step):
 
 * **fail** when a clause's margin is below zero (a percentile that is unsupported by the
   step's request count still fails when its 95 % lower order-statistic bound — or, for a
   load-point table, a lower reported percentile — already breaks the threshold), or when
   the step is **not steady** (latency or in-flight requests still rising: a queue that
-  grows never counts as passing);
+  grows never counts as passing), or **not settled** (``bearing_lib.limits.settling``: its latency rises
+  through the whole send window and its last quarter breaks a clause);
 * **pass** when every clause holds on a supported number and no blocking flag is set
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
@@ -64,7 +65,7 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
-from bearing_lib.limits import failures, model, pooled
+from bearing_lib.limits import failures, judging, model, pooled, settling
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
@@ -75,9 +76,9 @@ from bearing_lib.limits.curves import (
     qname,
     steady_requests,
     step_windows,
-    wilson_interval,
 )
 from bearing_lib.limits.fits import QueueFit, UslFit
+from bearing_lib.limits.judging import JudgedStep, clause_col
 from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.result import (
     BlendedLimit,
@@ -96,13 +97,13 @@ from bearing_lib.limits.result import (
     SourceFinding,
     Step,
 )
+from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import mser_by_step
 
 ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
 grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
-BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
 STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
@@ -118,13 +119,13 @@ def _fmt(v: object) -> str:
     return str(v)
 
 
-def _below_statement(x0: float, u: str, judged: list[dict]) -> str:
+def _below_statement(x0: float, u: str, judged: list[JudgedStep]) -> str:
     """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
     statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-    lower = [j for j in judged if j["status"] == "undetermined" and j["x"] is not None and j["x"] < x0]
+    lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]
     if lower:
         statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                      f"{lower[0]['reasons'][0] if lower[0]['reasons'] else 'see steps'})")
+                      f"{lower[0].reasons[0] if lower[0].reasons else 'see steps'})")
     return statement
 
 
@@ -206,7 +207,7 @@ def _auto_mix_floor(traces: list[RequestTrace], sla: SLA | None) -> tuple[int, i
 
     A percentile needs :func:`min_n_supported` requests for its CI; a rate clause (error
     rate, goodput) ``ceil(1 / allowance)`` to show a rate within its allowance (the rules of
-    ``_judge_clause``).
+    ``judge_clause``).
     """
     if sla is None:
         return 0, 0
@@ -282,222 +283,6 @@ def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
     prov = replace(traces[0].provenance, source=" + ".join(t.provenance.source for t in traces))
     pooled_trace = RequestTrace(frame=frame, provenance=prov, steps=steps)
     return [pooled_trace] + [it for it in items if not isinstance(it, RequestTrace)], {name: runs}
-
-
-# --------------------------------------------------------------------------------------
-# judging steps
-
-
-def _clause_col(c: Clause) -> str:
-    return f"{c.metric}_{qname(c.q)}"
-
-
-def _judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | None, str, str | None]:
-    """(margin, verdict pass|fail|undetermined, reason) of clause ``c`` on one curve row."""
-    flags = row["flags"] or []
-    if c.kind == "percentile":
-        col = _clause_col(c)
-        v = row.get(col)
-        supported = v is not None and f"too_few_for_{qname(c.q)}" not in flags
-        if supported:
-            m = c.observed_to_margin(v)
-            if not c.passes(m):
-                return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
-            hi = row.get(f"{col}_ci95_hi")
-            if hi is not None and not c.passes(c.observed_to_margin(hi)):
-                return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
-                                    "does not: too close to call")
-            return m, "pass", None
-        # unsupported: a failure can still be proven by a lower bound
-        evidence: list[tuple[float, str]] = []
-        lo = row.get(f"{col}_ci95_lo")
-        if lo is not None:
-            evidence.append((lo, f"its 95% lower bound {lo:.4g} ms"))
-        if tables:
-            for name, q in QUANTILES.items():
-                lv = row.get(f"{c.metric}_{name}")
-                if q < c.q and lv is not None and f"too_few_for_{name}" not in flags:
-                    evidence.append((lv, f"the reported {name} {lv:.4g} ms"))
-        for val, what in evidence:
-            m = c.observed_to_margin(val)
-            if not c.passes(m):
-                return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
-
-        n = row.get("n_ok")
-        if tables and v is None:
-            mx = row.get(f"{c.metric}_max")
-            n_any = n if n is not None else row.get("n_requests")
-            if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
-                # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
-                # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
-                return c.observed_to_margin(mx), "pass", None
-            return None, "undetermined", f"{c.text}: the source reports no {c.stat} of {c.metric}"
-        if v is None and f"too_few_for_{qname(c.q)}" not in flags:
-            return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
-        return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
-    # requests of unknown outcome (cancelled, or the tool stopped waiting) are neither ok nor failed
-    n = (row.get("n_requests") or 0) - (row.get("n_unknown") or 0) if row.get("n_requests") is not None else None
-    if c.kind == "error_rate":
-        v = row.get("error_rate")
-    else:
-        v = row.get(f"_goodput_{i}")
-        if v is None:
-            return None, "undetermined", f"{c.text}: goodput needs per-request data"
-    if v is None or not n:
-        return None, "undetermined", f"{c.text}: the source reports no request and error counts"
-    m = c.observed_to_margin(v)
-    # the same close-call test as a percentile's, on both sides: a count of failures is judged by its Wilson
-    # 95 % interval, so 4 failures of 252 (1.6 %, interval 0.6–4.0 %) do not fail a 1 % allowance outright
-    bad = float(v) if c.kind == "error_rate" else 1.0 - float(v)
-    allowed = pooled.allowed_share(c)
-    lo, hi = (float(b) for b in wilson_interval(round(bad * n), n))
-    if not c.passes(m):
-        if lo > allowed or (c.strict and lo >= allowed):
-            return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
-        return m, "close", (f"{c.text}: {c.stat} = {v:.4g} fails, but its 95% interval ({lo:.2%}–{hi:.2%} bad of "
-                            f"{n}) reaches the allowance: too close to call")
-    need = math.ceil(1.0 / c.allowed)
-    if n < need:
-        return m, "undetermined", f"{c.text}: {n} requests cannot show a rate within {c.allowed:.3g} (need ≥ {need})"
-    return m, "pass", None
-
-
-def _judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset()) -> list[dict]:
-    """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
-    left out of each step's verdict and said in its reasons)."""
-    out = []
-    for row in rows:
-        x = row["offered_load"]
-        load_note = None
-        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
-                and x is not None and math.isfinite(x)):
-            # the server saw the achieved send rate, not the nominal one: place the step there
-            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
-                         "generator behind)")
-            x = float(row["send_rate_rps"])
-        flags = list(row["flags"] or [])
-        margins: dict[str, float | None] = {}
-        verdicts, reasons, by_bound = [], [], set()
-        for i, c in enumerate(sla.clauses):
-            if c.text in ignore:
-                margins[c.text] = None
-                reasons.append(f"{c.text}: fails at every load through a load-independent floor (failure_floors); "
-                               "not judged per step")
-                continue
-            m, v, why = _judge_clause(c, i, row, tables)
-            margins[c.text] = m
-            if why and "unsupported by" in why:
-                by_bound.add(c.text)
-            verdicts.append(v)
-            if why:
-                reasons.append(why)
-        if load_note:
-            reasons.append(load_note)
-        if x is None or not math.isfinite(x):
-            status = "excluded"
-            reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
-        elif "not_steady" in flags:
-            status = "fail"
-            reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
-        elif "fail" in verdicts:
-            status = "fail"
-        elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
-            status = "undetermined"
-            reasons += [f"flag {f}" for f in flags if f in BLOCKING_FLAGS]
-        else:
-            status = "pass"
-        known = [m for m in margins.values() if m is not None]
-        # a step too close to call still informs the interpolation (its margins are the best estimate)
-        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
-        out.append({"row": row, "x": x, "status": status, "margins": margins, "reasons": reasons,
-                    "sla_margin": min(known) if known else None, "not_steady": "not_steady" in flags,
-                    "by_bound": by_bound, "close": close,
-                    # the pooled estimator uses every step whose load is known and not blocked by a flag,
-                    # whatever its verdict: a step too small for a percentile still contributes its counts
-                    # (a blocking flag only forbids claiming a pass: a step that fails anyway keeps its counts)
-                    "pool_ok": x is not None and math.isfinite(x) and (not BLOCKING_FLAGS & set(flags)
-                                                                       or "fail" in verdicts
-                                                                       or "not_steady" in flags),
-                    "_clause_ok": [v != "fail" for v in verdicts]})
-    _transient_not_steady(out)
-    return out
-
-
-def _transient_not_steady(judged: list[dict]) -> None:
-    """A not-steady step below a load that passes steadily is a transient, not a failure.
-
-    E.g. the first step of a run filling an empty server, or a queue settling to a higher
-    but steady level after a load rise: only a not-steady step above every clean pass may bind.
-    """
-    passes = [j["x"] for j in judged if j["status"] == "pass" and j["x"] is not None]
-    top = max(passes, default=None)
-    for j in judged:
-        if j["not_steady"] and j["status"] == "fail" and top is not None and j["x"] < top:
-            j["not_steady"] = False
-            j["reasons"][0] = (f"not steady, but a higher load ({top:g}) passes steadily: treated as a transient, "
-                               "not a failure")
-            j["status"] = "fail" if not all(j["_clause_ok"]) else "undetermined"
-
-
-def _close_calls_by_bootstrap(judged: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]],
-                              level: float, ignore: frozenset[str] = frozenset()) -> None:
-    """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
-
-    The order-statistic bound assumes independent requests; near capacity latencies are
-    strongly autocorrelated, and the time-block bootstrap of the step sees more of that spread.
-    """
-    a = (1 - level) / 2
-    for j in judged:
-        if j["status"] != "pass":
-            continue
-        for c in sla.clauses:
-            if c.text in ignore:
-                continue
-            rv = reps.get(j["row"]["step"], {}).get(c.text)
-            if rv is None or np.isnan(rv).all():
-                continue
-            lo = float(quantile(rv[~np.isnan(rv)], a))
-            if not c.passes(lo):
-                j["status"] = "undetermined"
-                j["close"] = True
-                j["reasons"].append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
-                                    "resamples: too close to call")
-                break
-
-
-def _mark_recovery_steps(judged: list[dict]) -> None:
-    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity.
-
-    "After" is the time order of the steps (their first request start, ``t_first_s``; the
-    tool's step order when a step has no times), whatever the loader's numbering; "lower"
-    compares the offered (requested) load, not the achieved send rate, so a step whose
-    achieved rate dipped while the requested load rose is not a recovery step.
-    """
-    timed = all(j["row"].get("t_first_s") is not None for j in judged)
-
-    def order(j: dict) -> float:
-        return float(j["row"]["t_first_s"]) if timed else float(j["row"]["step"])
-
-    def requested(j: dict) -> float | None:
-        x = j["row"].get("offered_load")
-        x = j["x"] if x is None or not math.isfinite(x) else x
-        return None if x is None or not math.isfinite(x) else float(x)
-
-    failed = [(order(j), j["row"]["step"], requested(j)) for j in judged
-              if j["status"] == "fail" and requested(j) is not None]
-    for j in judged:
-        x = requested(j)
-        if x is None or j["status"] == "excluded":
-            continue
-        me = j["row"]["step"]
-        before = sorted((t, st, xf) for t, st, xf in failed if t < order(j) and xf > x
-                        and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET)  # the same run (pooled runs)
-        if before:
-            _, st, xf = before[0]
-            j["status"] = "excluded"
-            j["recovery"] = True
-            j["reasons"].insert(0, f"run after the failing step {st} at a higher requested load ({xf:g} > {x:g}):"
-                                   " a recovery step, used for T_recover, not for the limit")
 
 
 # --------------------------------------------------------------------------------------
@@ -590,14 +375,14 @@ def _failure_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.
                         p_breaks=post.p_floor_breaks, breaks_clause=breaks, statement=statement)
 
 
-def _pool(judged: list[dict], tables: bool) -> list[dict]:
+def _pool(judged: list[JudgedStep], tables: bool) -> list[JudgedStep]:
     """The steps whose evidence the estimators use: load known, not excluded, no blocking flag (unless they
     fail anyway); a step too small for a percentile on its own still contributes its counts."""
-    return [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
-            and (tables or j["row"].get("_pn_0") is not None)]
+    return [j for j in judged if j.pool_ok and j.status != "excluded"
+            and (tables or j.row.get("_pn_0") is not None)]
 
 
-def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
+def _floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFloor]:
     """Load-independent failure floors per failure clause (error rate, goodput).
 
     A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
@@ -629,13 +414,13 @@ def _floors(judged: list[dict], sla: SLA, tables: bool) -> list[FailureFloor]:
             continue
         quiet = []
         for j in pool:
-            r = j["row"]
-            if j["not_steady"] or r.get(f"_pn_{i}") is None:
+            r = j.row
+            if j.not_steady or r.get(f"_pn_{i}") is None:
                 continue
             calm = all(r.get(f"_pn_{q}") and (r.get(f"_pk_{q}") or 0) / r[f"_pn_{q}"] <= pooled.allowed_share(pc) / 2
                        for q, pc in pct)
             if calm:
-                quiet.append(failures.QuietStep(float(j["x"]), int(r.get(f"_pk_{i}") or 0), int(r[f"_pn_{i}"])))
+                quiet.append(failures.QuietStep(float(j.x), int(r.get(f"_pk_{i}") or 0), int(r[f"_pn_{i}"])))
         fl = failures.quiet_floor(quiet, pooled.allowed_share(c))
         if fl is None:
             continue
@@ -668,13 +453,14 @@ class _ModelLimit:
     replicates: np.ndarray | None
     interval: str | None
     estimator: str
-    pool: list[dict]
+    pool: list[JudgedStep]
     bootstrap_ci: list[float | None] | None = None
 
 
-def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, floors: list[FailureFloor],
-                 level: float, n_boot: int, u: str, passes: list[float], fails: list[float], contradict: list[dict],
-                 first_fail: float | None, notes: list[str]) -> _ModelLimit:
+def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
+                 floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
+                 fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
+                 notes: list[str]) -> _ModelLimit:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
@@ -694,7 +480,7 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
     else:
         evidence = ev_mod.trace_evidence(pool, sla.clauses)
     ev_x = [e.x for evs in evidence.values() for e in evs]
-    steady_x = [j["x"] for j in det] if any(j["not_steady"] for j in det) else []
+    steady_x = [j.x for j in det] if any(j.not_steady for j in det) else []
     post = None
     if ev_x or steady_x:
         edges = model.log_grid(ev_x + steady_x)
@@ -707,7 +493,7 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
                 continue  # the floor alone breaks it at every load: no number of instances helps; said below
             kept.append(cp)
         if steady_x:
-            kept.append(model.steady_posterior(STEADY_CLAUSE, [j["x"] for j in det], [j["not_steady"] for j in det],
+            kept.append(model.steady_posterior(STEADY_CLAUSE, [j.x for j in det], [j.not_steady for j in det],
                                                edges))
         if kept:
             post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
@@ -716,7 +502,7 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
         censored, value, statement = "no_data", None, "steps use different offered-load units"
     elif post is None and not broken:
         censored, value = "no_data", None
-        why = sorted({r for j in judged for r in j["reasons"]})
+        why = sorted({r for j in judged for r in j.reasons})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     elif post is None:
         censored, value = "no_data", None
@@ -764,7 +550,7 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
                 notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
                              f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
             if contradict:
-                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
+                bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         if broken:
@@ -774,9 +560,105 @@ def _model_limit(judged: list[dict], det: list[dict], sla: SLA, tables: bool, fl
     return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
 
 
-def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, dict[str, np.ndarray]] | None,
+def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: float | None,
+                    first_fail: float | None, floor: float | None, use_pool: bool, est: float,
+                    grid: np.ndarray, n_boot: int) -> str | None:
+    """Widen a bootstrap CI (in place) to the step grid around the limit; the interval's method, or None."""
+    interval = None
+    if ci[0] is not None or ci[1] is not None:
+        # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
+        # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
+        # always spans the step grid around the limit, [one judged step below the last clean
+        # pass, first fail].
+        grid_lo, grid_hi = floor, first_fail
+        if last_pass is not None and grid_lo is not None:
+            # pooled runs: every run gets the single-run slack in its own grid, one judged step below
+            # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
+            # not shrink the slack the first test needs): the CI holds every run's own grid interval
+            for b in {int(j.row["step"]) // POOL_STEP_OFFSET for j in det}:
+                run_det = [j for j in det if int(j.row["step"]) // POOL_STEP_OFFSET == b]
+                # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
+                # as often as one just above passes by good luck
+                ff_b = min((j.x for j in run_det if j.status == "fail"), default=None)
+                if ff_b is not None and grid_hi is not None:
+                    grid_hi = max(grid_hi, ff_b)
+                lp_b = max((j.x for j in run_det if j.status == "pass"
+                            and (first_fail is None or j.x < first_fail)), default=None)
+                if lp_b is None:
+                    continue
+                below_b = [j.x for j in run_det if j.x < lp_b]
+                grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
+        if use_pool and last_pass is None and math.isfinite(est) and grid.size:
+            # no supported pass: the grid cell of the pooled crossing, one step of slack below
+            under = grid[grid <= est]
+            grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
+            over = grid[grid > est]
+            grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
+        widened = []
+        if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
+            ci[0] = grid_lo
+            widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
+                           + ("; the lowest over the pooled runs' own grids)"
+                              if len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+        if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
+            ci[1] = grid_hi
+            several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+            widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+                           + ("; of the run whose first fail is highest)" if several else ")"))
+        interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
+                    f"{'pooled' if use_pool else 'step-wise'} crossing")
+        if widened:
+            interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
+                         "passes or fails partly by chance, which resampling within steps cannot see")
+    return interval
+
+
+def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
+                     passes: list[float], fails: list[float], contradict: list[JudgedStep],
+                     last_pass: float | None, first_fail: float | None, floor: float | None,
+                     ci: list[float | None], u: str, binding: str | None,
+                     ) -> tuple[str, float | None, str, str | None]:
+    """Censoring, value (kept within [floor, first fail]), statement and binding clause of a trace's limit."""
+    pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+    if use_pool and est == math.inf:
+        censored, value = "above", float(grid[-1])
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif not use_pool and not fails:
+        censored, value = "above", max(passes)
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                and not contradict):
+        x0 = float(grid[0]) if use_pool and grid.size else first_fail
+        censored, value = "below", x0
+        statement = _below_statement(x0, u, judged)
+    else:
+        censored = "not_monotone" if contradict else "none"
+        value = est
+        if floor is not None and first_fail is not None and not contradict:
+            value = min(max(est, floor), first_fail)
+        elif floor is not None and not contradict and math.isfinite(est):
+            value = max(est, floor)
+        if not math.isfinite(value):
+            value = last_pass if last_pass is not None else first_fail
+        statement = f"{value:.4g} {u}"
+        if ci[0] is not None or ci[1] is not None:
+            statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
+        if contradict:
+            bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
+            statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                         f"isotonic estimate {value:.4g} {u}, treat with caution")
+        elif use_pool and last_pass is None:
+            statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                          "SLA's percentile below the first failing load)")
+    return censored, value, statement, binding
+
+
+def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
+                 reps: dict[int, dict[str, np.ndarray]] | None,
                  floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
-                 passes: list[float], fails: list[float], contradict: list[dict], first_fail: float | None,
+                 passes: list[float], fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
                  last_pass: float | None, notes: list[str]) -> _ModelLimit | None:
     """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
     the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
@@ -786,16 +668,9 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
     settles in seconds; it answers load-point tables, failure floors and a unknown outcome's interval here.
     """
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
-    xs = np.array([j["x"] for j in det], dtype=float)
-    w = np.array([max(int(j["row"]["n_requests"] or 1), 1) for j in det], dtype=float)
+    xs = np.array([j.x for j in det], dtype=float)
+    w = np.array([max(int(j.row["n_requests"] or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    value: float | None
-    ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    interval = None
-    estimator = "isotonic step margins"
-    boot_ci: list[float | None] = [None, None]
     def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
         sets: dict[str, np.ndarray] = {}
         for c in sla.clauses:
@@ -803,20 +678,20 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
                 continue
             arr = np.full(len(det), np.nan)
             for k, j in enumerate(det):
-                m = j["margins"][c.text]
+                m = j.margins[c.text]
                 if m is None:
                     continue
                 if rep is not None and reps is not None:
-                    rv = reps.get(j["row"]["step"], {}).get(c.text)
+                    rv = reps.get(j.row["step"], {}).get(c.text)
                     if rv is not None:
                         if math.isnan(rv[rep]):
                             continue
                         # a failure proven by a lower bound stays a failure in every replicate
-                        m = min(rv[rep], -1e-9) if c.text in j["by_bound"] else rv[rep]
+                        m = min(rv[rep], -1e-9) if c.text in j.by_bound else rv[rep]
                 arr[k] = m
             sets[c.text] = arr
-        if any(j["not_steady"] for j in det):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in det])
+        if any(j.not_steady for j in det):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in det])
         return sets
 
     value: float | None
@@ -827,9 +702,9 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
     estimator = "isotonic step margins"
     interval = None
     # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-    pool = [j for j in judged if j.get("pool_ok") and j["status"] != "excluded"
-            and j["row"].get("_pn_0") is not None]
-    pxs = np.array([j["x"] for j in pool], dtype=float)
+    pool = [j for j in judged if j.pool_ok and j.status != "excluded"
+            and j.row.get("_pn_0") is not None]
+    pxs = np.array([j.x for j in pool], dtype=float)
 
     def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         sets: dict[str, np.ndarray] = {}
@@ -837,18 +712,18 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
         for i, c in enumerate(sla.clauses):
             if c.text in broken_clauses:
                 continue
-            n = np.array([float(j["row"].get(f"_pn_{i}") or 0) for j in pool])
-            k = np.array([float(j["row"].get(f"_pk_{i}") or 0) for j in pool])
+            n = np.array([float(j.row.get(f"_pn_{i}") or 0) for j in pool])
+            k = np.array([float(j.row.get(f"_pk_{i}") or 0) for j in pool])
             with np.errstate(invalid="ignore", divide="ignore"):
                 m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
             if rep is not None and reps is not None:
                 for t, j in enumerate(pool):
-                    rv = reps.get(j["row"]["step"], {}).get(f"_pooled_{i}")
+                    rv = reps.get(j.row["step"], {}).get(f"_pooled_{i}")
                     if rv is not None:
                         m[t] = rv[rep]
             sets[c.text], wts[c.text] = m, n
-        if any(j["not_steady"] for j in pool):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j["not_steady"] else 1.0 for j in pool])
+        if any(j.not_steady for j in pool):
+            sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in pool])
         return sets, wts
 
     allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
@@ -873,13 +748,13 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
         for i, c in enumerate(sla.clauses):
             if c.text in broken_clauses:
                 continue
-            n = sum(float(j["row"].get(f"_pn_{i}") or 0) for j in pool)
+            n = sum(float(j.row.get(f"_pn_{i}") or 0) for j in pool)
             need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
             if n < need:
                 return False
         return True
 
-    if pool and not pool_supported() and last_pass is None and len({j["x"] for j in pool}) >= 2:
+    if pool and not pool_supported() and last_pass is None and len({j.x for j in pool}) >= 2:
         # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
         # estimator could only say "< the first fail"; the model of every step's counts answers instead
         return None
@@ -888,7 +763,7 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
         censored, value, statement = "no_data", None, "steps use different offered-load units"
     elif not det and math.isnan(est_p):
         censored, value = "no_data", None
-        why = sorted({r for j in judged for r in j["reasons"]})
+        why = sorted({r for j in judged for r in j.reasons})
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     else:
         # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
@@ -909,87 +784,13 @@ def _trace_limit(judged: list[dict], det: list[dict], sla: SLA, reps: dict[int, 
         grid = np.unique(pxs) if use_pool else np.unique(xs)
         # the lowest load a value may take: the judged step below the last pass (the last pass may itself
         # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
-        below = [j["x"] for j in det if last_pass is not None and j["x"] < last_pass]
+        below = [j.x for j in det if last_pass is not None and j.x < last_pass]
         floor = (max(below) if below else last_pass) if last_pass is not None else (
             float(grid[0]) if grid.size else None)
-        if ci[0] is not None or ci[1] is not None:
-            # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-            # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-            # always spans the step grid around the limit, [one judged step below the last clean
-            # pass, first fail].
-            grid_lo, grid_hi = floor, first_fail
-            if last_pass is not None and grid_lo is not None:
-                # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-                # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-                # not shrink the slack the first test needs): the CI holds every run's own grid interval
-                for b in {int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}:
-                    run_det = [j for j in det if int(j["row"]["step"]) // POOL_STEP_OFFSET == b]
-                    # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                    # as often as one just above passes by good luck
-                    ff_b = min((j["x"] for j in run_det if j["status"] == "fail"), default=None)
-                    if ff_b is not None and grid_hi is not None:
-                        grid_hi = max(grid_hi, ff_b)
-                    lp_b = max((j["x"] for j in run_det if j["status"] == "pass"
-                                and (first_fail is None or j["x"] < first_fail)), default=None)
-                    if lp_b is None:
-                        continue
-                    below_b = [j["x"] for j in run_det if j["x"] < lp_b]
-                    grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-            if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-                # no supported pass: the grid cell of the pooled crossing, one step of slack below
-                under = grid[grid <= est]
-                grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-                over = grid[grid > est]
-                grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-            widened = []
-            if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-                ci[0] = grid_lo
-                widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                               + ("; the lowest over the pooled runs' own grids)"
-                                  if len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-            if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-                ci[1] = grid_hi
-                several = len({int(j["row"]["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-                widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                               + ("; of the run whose first fail is highest)" if several else ")"))
-            interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                        f"{'pooled' if use_pool else 'step-wise'} crossing")
-            if widened:
-                interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                             "passes or fails partly by chance, which resampling within steps cannot see")
-        pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-        if use_pool and est == math.inf:
-            censored, value = "above", float(grid[-1])
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif not use_pool and not fails:
-            censored, value = "above", max(passes)
-            statement = f"≥ {value:g} {u} (never failed)"
-            binding = None
-        elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                    and not contradict):
-            x0 = float(grid[0]) if use_pool and grid.size else first_fail
-            censored, value = "below", x0
-            statement = _below_statement(x0, u, judged)
-        else:
-            censored = "not_monotone" if contradict else "none"
-            value = est
-            if floor is not None and first_fail is not None and not contradict:
-                value = min(max(est, floor), first_fail)
-            elif floor is not None and not contradict and math.isfinite(est):
-                value = max(est, floor)
-            if not math.isfinite(value):
-                value = last_pass if last_pass is not None else first_fail
-            statement = f"{value:.4g} {u}"
-            if ci[0] is not None or ci[1] is not None:
-                statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-            if contradict:
-                bad = ", ".join(f"step {j['row']['step']} ({j['x']:g} {u})" for j in contradict)
-                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                             f"isotonic estimate {value:.4g} {u}, treat with caution")
-            elif use_pool and last_pass is None:
-                statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                              "SLA's percentile below the first failing load)")
+        interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
+        censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
+                                                               contradict, last_pass, first_fail, floor,
+                                                               ci, u, binding)
     if broken_clauses:
         statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
                      + f"; the other clauses hold to {statement}")
@@ -1014,17 +815,12 @@ def _model_options(c: Clause, tables: bool) -> dict[str, object]:
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
     totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
+    settle: Mapping[int, StepSettling] | None = None,
 ) -> MixLimit:
     rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
-    def judge(ignore: frozenset[str]) -> list[dict]:
-        out = _judge_steps(rows, sla, tables, ignore)
-        out.sort(key=lambda j: (j["x"] if j["x"] is not None and math.isfinite(j["x"]) else math.inf,
-                                j["row"]["step"]))
-        if reps is not None:
-            _close_calls_by_bootstrap(out, sla, reps, level, ignore)
-        _mark_recovery_steps(out)
-        return out
+    def judge(ignore: frozenset[str]) -> list[JudgedStep]:
+        return judging.judge(rows, sla, tables, reps, level, ignore, settle)
 
     judged = judge(frozenset())
     floors = _floors(judged, sla, tables)
@@ -1036,12 +832,12 @@ def _fit_group(
     notes: list[str] = []
     if len(units) > 0:
         notes.append("steps mix offered-load units; no limit can be placed on one axis")
-    det = [j for j in judged if j["status"] in ("pass", "fail") or j.get("close")]
-    passes = [j["x"] for j in det if j["status"] == "pass"]
-    fails = [j["x"] for j in det if j["status"] == "fail"]
+    det = [j for j in judged if j.status in ("pass", "fail") or j.close]
+    passes = [j.x for j in det if j.status == "pass"]
+    fails = [j.x for j in det if j.status == "fail"]
     first_fail = min(fails) if fails else None
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
-    contradict = [j for j in det if j["status"] == "pass" and first_fail is not None and j["x"] > first_fail]
+    contradict = [j for j in det if j.status == "pass" and first_fail is not None and j.x > first_fail]
     u = unit or "load"
     if tables or estimator == "model":
         est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
@@ -1050,7 +846,7 @@ def _fit_group(
         est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
                            first_fail, last_pass, notes)
         if est is None:
-            n_pool = sum(int(j["row"].get("n_requests") or 0) for j in _pool(judged, tables))
+            n_pool = sum(int(j.row.get("n_requests") or 0) for j in _pool(judged, tables))
             notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
                          "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
                          "step's counts (limits.model) gives the limit and its interval")
@@ -1061,15 +857,15 @@ def _fit_group(
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
         notes.append(resolution["statement"])
-    skipped_steps = [j for j in judged if j["status"] in ("undetermined", "excluded")]
+    skipped_steps = [j for j in judged if j.status in ("undetermined", "excluded")]
     if skipped_steps:
         notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
-    xs_all = np.array([j["x"] if j["x"] is not None and math.isfinite(j["x"]) else np.nan for j in judged])
+    xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
-    thr_mix = np.array([j["row"]["throughput_rps"] if j["row"]["throughput_rps"] is not None else np.nan
+    thr_mix = np.array([j.row["throughput_rps"] if j.row["throughput_rps"] is not None else np.nan
                         for j in judged])
-    tot_rps = np.array([totals.get(j["row"]["step"], {}).get("throughput_rps", np.nan) for j in judged], float)
-    tot_tok = np.array([totals.get(j["row"]["step"], {}).get("output_tokens_per_s", np.nan) for j in judged], float)
+    tot_rps = np.array([totals.get(j.row["step"], {}).get("throughput_rps", np.nan) for j in judged], float)
+    tot_tok = np.array([totals.get(j.row["step"], {}).get("output_tokens_per_s", np.nan) for j in judged], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
     q_ult = {
         "value": value,
@@ -1089,15 +885,15 @@ def _fit_group(
     }
     steps = []
     for j in judged:
-        r = j["row"]
+        r = j.row
         steps.append({
-            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j["x"],
+            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j.x,
             "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
             "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
             "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
-            "valid": _valid_for_sla(r["flags"], sla), "status": j["status"], "flags": list(r["flags"] or []),
-            "reasons": j["reasons"], "sla_margin": j["sla_margin"], "margins": j["margins"],
-            "recovery_step": bool(j.get("recovery", False)),
+            "valid": _valid_for_sla(j.flags, sla), "status": j.status, "flags": list(j.flags),
+            "reasons": j.reasons, "sla_margin": j.sla_margin, "margins": j.margins,
+            "recovery_step": bool(j.recovery), "settling": j.settling,
             "observed": _observed(r, sla),
             "exceedances": {c.text: {"bad": r.get(f"_pk_{i}"), "of": r.get(f"_pn_{i}")}
                             for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
@@ -1121,7 +917,7 @@ _STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "
                       for q in ("p50", "p90", "p95", "p99"))
 
 
-def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict], notes: list[str]) -> None:
+def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[JudgedStep], notes: list[str]) -> None:
     """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), in
     ``q_ult.resolution.followup`` and as a note (the report lists a mix's notes)."""
     from bearing_lib.limits.followup import design_followup
@@ -1146,7 +942,7 @@ RESOLUTION_RERUN_LOADS = 4
 
 
 def _resolution(value: float | None, ci: list[float | None], censored: str,
-                det: list[dict]) -> dict[str, object] | None:
+                det: list[JudgedStep]) -> dict[str, object] | None:
     """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
 
     ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
@@ -1158,7 +954,7 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         return None
     below, above = lo / value - 1.0, hi / value - 1.0
     coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
-    durations = [float(j["row"]["duration_s"]) for j in det if j["row"].get("duration_s")]
+    durations = [float(j.row["duration_s"]) for j in det if j.row.get("duration_s")]
     step_s = float(np.median(durations)) if durations else None
     suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
     statement = (
@@ -1201,7 +997,7 @@ def _observed(r: dict, sla: SLA) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for i, c in enumerate(sla.clauses):
         if c.kind == "percentile":
-            out[c.text] = r.get(_clause_col(c))
+            out[c.text] = r.get(clause_col(c))
         elif c.kind == "error_rate":
             out[c.text] = r.get("error_rate")
         else:
@@ -1413,6 +1209,62 @@ def _recovery(trace: RequestTrace, sla: SLA) -> dict[str, RecoveryResult]:
 # public entry
 
 
+def _recovery_of(it: RequestTrace, items: list, pooled_runs: dict[str, list[str]],
+                 sla: SLA) -> dict[str, RecoveryResult]:
+    """``T_recover`` per run of ``it``; a pooled run takes the first of its runs that has one."""
+    recovery = _recovery(it, sla)
+    for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
+        if name in recovery:
+            per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla)
+                          .items()}}
+            recovery[name] = next((per_run[r] for r in runs if r in per_run and per_run[r].value_s is not None),
+                                  per_run.get(runs[0], recovery[name]))
+    return recovery
+
+
+def _run_notes(lim: MixLimit, n_steps: int, all_steps: int, pooled_runs: dict[str, list[str]]) -> None:
+    """A mix missing from some of its run's steps, and the runs a pooled limit came from."""
+    if n_steps < all_steps:
+        lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
+    if lim.run_id in pooled_runs:
+        runs = pooled_runs[lim.run_id]
+        for st in lim.steps:
+            st.source_run = runs[int(st.step) // POOL_STEP_OFFSET]
+        lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
+                         "load pooled in the estimate, each run's steps resampled on their own")
+
+
+@dataclass
+class _TraceInputs:
+    """What a request trace hands the fit: its curve (with goodput and pooled counts), the steady-window
+    requests (lazy), MSER warm-ups, the whole-step settling tests and the bootstrap replicates."""
+
+    curve: pl.DataFrame
+    steady: pl.LazyFrame
+    warmups: dict
+    settle: dict[tuple[str, str], dict[int, StepSettling]]
+    reps: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] | None
+
+
+def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple[float, ...],
+                   options: CurveOptions | None, n_boot: int, rng: np.random.Generator) -> _TraceInputs:
+    windows = step_windows(it, options)
+    curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
+    # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
+    # P_critical, cost index); the send window's other columns stay in the trace
+    steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
+    gp = _goodput_columns(steady, sla_obj)
+    if gp is not None:
+        curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+    curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
+    has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
+    m_metric = "ttft_ms" if has_ttft else "latency_ms"
+    warmups = mser_by_step(steady, m_metric)
+    settle = settling.settling_by_step(it, spec, sla_obj, m_metric)
+    reps = _replicates(steady, windows, sla_obj, n_boot, rng) if n_boot > 0 else None
+    return _TraceInputs(curve, steady, warmups, settle, reps)
+
+
 def fit_limits(
     data: RequestTrace | LoadPointTable | Sequence[RequestTrace | LoadPointTable],
     sla: SLA | str | Sequence[str],
@@ -1505,29 +1357,10 @@ def fit_limits(
                 notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
                              "requests form one mix 'all'")
         else:
-            windows = step_windows(it, options)
-            curve = load_curve(it, spec, extra_quantiles=extra_q, options=options, windows=windows)
-            # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
-            # P_critical, cost index); the send window's other columns stay in the trace
-            steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
-            gp = _goodput_columns(steady, sla_obj)
-            if gp is not None:
-                curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
-            curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
-            has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
-            m_metric = "ttft_ms" if has_ttft else "latency_ms"
-            warmups = mser_by_step(steady, m_metric)
-
-            if n_boot > 0:
-                reps = _replicates(steady, windows, sla_obj, n_boot, rng)
+            prep = _prepare_trace(it, spec, sla_obj, extra_q, options, n_boot, rng)
+            curve, steady, warmups, settle, reps = prep.curve, prep.steady, prep.warmups, prep.settle, prep.reps
         curves.append(curve)
-        recovery = {} if tables else _recovery(it, sla_obj)
-        for name, runs in pooled_runs.items():  # T_recover is a property of one run: the first that has one
-            if name in recovery:
-                per_run = {**{k: v for o in items if isinstance(o, RequestTrace) for k, v in _recovery(o, sla_obj)
-                              .items()}}
-                recovery[name] = next((per_run[r] for r in runs if r in per_run and per_run[r].value_s is not None),
-                                      per_run.get(runs[0], recovery[name]))
+        recovery = {} if tables else _recovery_of(it, items, pooled_runs, sla_obj)
         totals_df = curve.group_by("run_id", "step").agg(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
@@ -1546,7 +1379,8 @@ def fit_limits(
                 continue
             tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
-                             tot, n_boot if reps else 0, level, estimator)
+                             tot, n_boot if reps else 0, level, estimator,
+                             None if tables else settle.get((str(run), str(mix))))
             lim.share = share
             if lim.failure_floors and not tables:
                 _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
@@ -1560,16 +1394,7 @@ def fit_limits(
                     st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
-            n_steps = part.height
-            all_steps = totals_df.filter(pl.col("run_id") == run).height
-            if n_steps < all_steps:
-                lim.notes.append(f"the mix appears in {n_steps} of the run's {all_steps} steps")
-            if str(run) in pooled_runs:
-                runs = pooled_runs[str(run)]
-                for st in lim.steps:
-                    st.source_run = runs[int(st.step) // POOL_STEP_OFFSET]
-                lim.notes.append(f"pooled {len(runs)} runs ({', '.join(runs)}) into one limit: steps at the same "
-                                 "load pooled in the estimate, each run's steps resampled on their own")
+            _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
             limits.append(lim)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None

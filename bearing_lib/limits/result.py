@@ -219,6 +219,9 @@ class Step:
     """The step entered the pooled estimate."""
     mser5: dict[str, Any] | None = None
     """MSER-5 warm-up diagnostic of the step (``bearing_lib.limits.steady``)."""
+    settling: dict[str, Any] | None = None
+    """Steady state on the whole step (``bearing_lib.limits.settling``): the trend test over its send window and
+    its last quarter against each clause; ``unsettled`` in ``flags`` when it rises and that part breaks the SLA."""
     source_run: str | None = None
     """With pooled runs (``--pool``): the run the step came from."""
     stats: dict[str, float | None] = field(default_factory=dict)

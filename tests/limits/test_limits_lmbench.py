@@ -83,7 +83,14 @@ def test_sharegpt_vllm_fails_where_raw_p99_breaks(results):
     i = next(k for k, (_, p) in enumerate(shares) if p > 0.01)
     assert all(p <= shares[i - 1][1] for _, p in shares[:i])
     (x0, p0), (x1, p1) = shares[i - 1], shares[i]
-    assert q.value == pytest.approx(x0 + (0.01 - p0) / (p1 - p0) * (x1 - x0), rel=1e-9)
+    pooled_crossing = x0 + (0.01 - p0) / (p1 - p0) * (x1 - x0)  # 2.504: the P99 clause alone
+    # ... but the 2.5 rps step is not settled (limits.settling: TTFT rises through its send window and its last
+    # quarter, 28 of 63 requests above 1 s, breaks the SLA), so the steady-state pseudo-clause binds first, at
+    # the midpoint between the judged step below it (2.0) and it
+    s25 = next(s for s in m.steps if s.offered_load == 2.5)
+    assert "unsettled" in s25.flags and s25.status == "fail"
+    assert m.binding.startswith("steady state")
+    assert q.value == pytest.approx((2.0 + 2.5) / 2) and q.value < pooled_crossing
     assert "pooled over all requests" in q.statement
 
 

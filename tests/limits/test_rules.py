@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bearing_lib.limits import fit as F
+from bearing_lib.limits import judging as J
 from bearing_lib.limits.sla import parse_sla
 from tests.limits.synth import make_trace, mm1_frame
 from tests.limits.test_limits import _table
@@ -24,21 +25,21 @@ def _row(step: int, x: float, p99: float | None, hi: float | None = None, flags=
 
 def test_close_call_by_the_order_statistic_upper_bound():
     # P99 450 ms passes 500 ms, but its 95 % upper bound 550 ms does not: too close to call, not a pass
-    (j,) = F._judge_steps([_row(0, 1.0, 450.0, hi=550.0)], SLA, tables=False)
-    assert j["status"] == "undetermined" and j["close"] and "too close to call" in j["reasons"][0]
-    (j,) = F._judge_steps([_row(0, 1.0, 450.0, hi=490.0)], SLA, tables=False)
-    assert j["status"] == "pass"
+    (j,) = J.judge_steps([_row(0, 1.0, 450.0, hi=550.0)], SLA, tables=False)
+    assert j.status == "undetermined" and j.close and "too close to call" in j.reasons[0]
+    (j,) = J.judge_steps([_row(0, 1.0, 450.0, hi=490.0)], SLA, tables=False)
+    assert j.status == "pass"
 
 
 def test_close_call_by_the_block_bootstrap():
-    judged = F._judge_steps([_row(0, 1.0, 400.0, hi=450.0), _row(1, 2.0, 400.0, hi=450.0)], SLA, tables=False)
+    judged = J.judge_steps([_row(0, 1.0, 400.0, hi=450.0), _row(1, 2.0, 400.0, hi=450.0)], SLA, tables=False)
     # step 0: 10 % of the replicates fail (margin < 0) -> its 2.5 % quantile fails: too close to call;
     # step 1: every replicate passes
     reps = {0: {SLA.clauses[0].text: np.r_[np.full(10, -0.05), np.full(90, 0.2)]},
             1: {SLA.clauses[0].text: np.full(100, 0.2)}}
-    F._close_calls_by_bootstrap(judged, SLA, reps, 0.95)
-    assert [j["status"] for j in judged] == ["undetermined", "pass"]
-    assert judged[0]["close"] and "block-bootstrap" in judged[0]["reasons"][-1]
+    J.close_calls_by_bootstrap(judged, SLA, reps, 0.95)
+    assert [j.status for j in judged] == ["undetermined", "pass"]
+    assert judged[0].close and "block-bootstrap" in judged[0].reasons[-1]
 
 
 def test_recovery_step_is_left_out_of_the_limit():
@@ -53,15 +54,15 @@ def test_recovery_step_is_left_out_of_the_limit():
 
 
 def test_transient_not_steady_below_a_clean_pass():
-    judged = F._judge_steps([_row(0, 1.0, 100.0, hi=120.0, flags=["not_steady"]), _row(1, 2.0, 100.0, hi=120.0)],
+    judged = J.judge_steps([_row(0, 1.0, 100.0, hi=120.0, flags=["not_steady"]), _row(1, 2.0, 100.0, hi=120.0)],
                             SLA, tables=False)
-    # the rule ran inside _judge_steps: step 0 is no longer a not-steady failure
-    assert not judged[0]["not_steady"] and judged[0]["status"] == "undetermined"
-    assert "treated as a transient" in judged[0]["reasons"][0]
+    # the rule ran inside judge_steps: step 0 is no longer a not-steady failure
+    assert not judged[0].not_steady and judged[0].status == "undetermined"
+    assert "treated as a transient" in judged[0].reasons[0]
     # above every clean pass it binds
-    judged = F._judge_steps([_row(0, 1.0, 100.0, hi=120.0), _row(1, 2.0, 100.0, hi=120.0, flags=["not_steady"])],
+    judged = J.judge_steps([_row(0, 1.0, 100.0, hi=120.0), _row(1, 2.0, 100.0, hi=120.0, flags=["not_steady"])],
                             SLA, tables=False)
-    assert judged[1]["not_steady"] and judged[1]["status"] == "fail"
+    assert judged[1].not_steady and judged[1].status == "fail"
 
 
 def test_the_estimate_is_clamped_to_the_step_grid(monkeypatch):

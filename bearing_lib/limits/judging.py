@@ -1,0 +1,309 @@
+"""Judging a step against the SLA: a typed judged step per step of the load curve (docs/limits.md, "Judging a step").
+
+Each step of a run × mix is judged clause by clause (pass, fail, too close to call, undetermined) and as a
+whole (``status``), with the window its verdict rests on and the reasons; then three passes over the judged
+steps of the group: the block-bootstrap close calls, the recovery steps run after a failing step, and the
+transient not-steady steps below a clean pass. ``limits.fit`` reads the judged steps to bracket and
+estimate the limit; ``limits.evidence`` turns them into the model's counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bearing_lib.common.quantiles import quantile
+from bearing_lib.limits import pooled
+from bearing_lib.limits.curves import QUANTILES, min_n_supported, qname, wilson_interval
+from bearing_lib.limits.evidence import POOL_STEP_OFFSET
+from bearing_lib.limits.settling import StepSettling
+from bearing_lib.limits.sla import SLA, Clause
+
+BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_offered"})
+"""Flags that forbid a pass (a step that fails anyway keeps its failure)."""
+
+
+@dataclass
+class JudgedStep:
+    """One step of a run × mix judged against the SLA.
+
+    ``row`` is the load curve's row (``limits.curves``; with the pooled counts ``_pk_i`` / ``_pn_i``);
+    ``x`` the load the server saw (the achieved send rate when the generator fell behind).
+    """
+
+    row: dict[str, Any]
+    x: float | None
+    status: str
+    """``pass``, ``fail``, ``undetermined`` or ``excluded``."""
+    margins: dict[str, float | None]
+    reasons: list[str]
+    verdicts: dict[str, str]
+    """Per judged clause: ``pass``, ``fail``, ``close`` (too close to call) or ``undetermined``."""
+    sla_margin: float | None
+    not_steady: bool
+    """Not steady (the curve's trend test) or not settled (``limits.settling``): the steady-state pseudo-clause."""
+    flags: list[str]
+    settling: dict[str, Any] | None
+    by_bound: set[str]
+    """Clauses failed by a lower bound of an unsupported percentile (a failure in every bootstrap replicate)."""
+    close: bool
+    """Too close to call: undetermined for the bracket, its margins still inform the interpolation."""
+    pool_ok: bool
+    """Its counts may enter the estimators (load known, no blocking flag unless it fails anyway)."""
+    clause_ok: list[bool]
+    window: str
+    """What the verdict rests on: the steady window, the last quarter (not settled), the whole step, a summary."""
+    recovery: bool = False
+
+    @property
+    def step(self) -> int:
+        return int(self.row["step"])
+
+
+def clause_col(c: Clause) -> str:
+    return f"{c.metric}_{qname(c.q)}"
+
+
+def judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | None, str, str | None]:
+    """(margin, verdict pass|fail|undetermined, reason) of clause ``c`` on one curve row."""
+    flags = row["flags"] or []
+    if c.kind == "percentile":
+        col = clause_col(c)
+        v = row.get(col)
+        supported = v is not None and f"too_few_for_{qname(c.q)}" not in flags
+        if supported:
+            m = c.observed_to_margin(v)
+            if not c.passes(m):
+                return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
+            hi = row.get(f"{col}_ci95_hi")
+            if hi is not None and not c.passes(c.observed_to_margin(hi)):
+                return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
+                                    "does not: too close to call")
+            return m, "pass", None
+        # unsupported: a failure can still be proven by a lower bound
+        evidence: list[tuple[float, str]] = []
+        lo = row.get(f"{col}_ci95_lo")
+        if lo is not None:
+            evidence.append((lo, f"its 95% lower bound {lo:.4g} ms"))
+        if tables:
+            for name, q in QUANTILES.items():
+                lv = row.get(f"{c.metric}_{name}")
+                if q < c.q and lv is not None and f"too_few_for_{name}" not in flags:
+                    evidence.append((lv, f"the reported {name} {lv:.4g} ms"))
+        for val, what in evidence:
+            m = c.observed_to_margin(val)
+            if not c.passes(m):
+                return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
+
+        n = row.get("n_ok")
+        if tables and v is None:
+            mx = row.get(f"{c.metric}_max")
+            n_any = n if n is not None else row.get("n_requests")
+            if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
+                # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
+                # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
+                return c.observed_to_margin(mx), "pass", None
+            return None, "undetermined", f"{c.text}: the source reports no {c.stat} of {c.metric}"
+        if v is None and f"too_few_for_{qname(c.q)}" not in flags:
+            return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
+        return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
+    # requests of unknown outcome (cancelled, or the tool stopped waiting) are neither ok nor failed
+    n = (row.get("n_requests") or 0) - (row.get("n_unknown") or 0) if row.get("n_requests") is not None else None
+    if c.kind == "error_rate":
+        v = row.get("error_rate")
+    else:
+        v = row.get(f"_goodput_{i}")
+        if v is None:
+            return None, "undetermined", f"{c.text}: goodput needs per-request data"
+    if v is None or not n:
+        return None, "undetermined", f"{c.text}: the source reports no request and error counts"
+    m = c.observed_to_margin(v)
+    # the same close-call test as a percentile's, on both sides: a count of failures is judged by its Wilson
+    # 95 % interval, so 4 failures of 252 (1.6 %, interval 0.6–4.0 %) do not fail a 1 % allowance outright
+    bad = float(v) if c.kind == "error_rate" else 1.0 - float(v)
+    allowed = pooled.allowed_share(c)
+    lo, hi = (float(b) for b in wilson_interval(round(bad * n), n))
+    if not c.passes(m):
+        if lo > allowed or (c.strict and lo >= allowed):
+            return m, "fail", f"{c.text}: {c.stat} = {v:.4g}"
+        return m, "close", (f"{c.text}: {c.stat} = {v:.4g} fails, but its 95% interval ({lo:.2%}–{hi:.2%} bad of "
+                            f"{n}) reaches the allowance: too close to call")
+    need = math.ceil(1.0 / c.allowed)
+    if n < need:
+        return m, "undetermined", f"{c.text}: {n} requests cannot show a rate within {c.allowed:.3g} (need ≥ {need})"
+    return m, "pass", None
+
+
+def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset(),
+                 settle: Mapping[int, StepSettling] | None = None) -> list[JudgedStep]:
+    """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
+    left out of each step's verdict and said in its reasons; ``settle``: the whole-step trend test per step,
+    ``limits.settling``: a step rising through its send window whose late part breaks a clause is not steady)."""
+    out = []
+    for row in rows:
+        st = (settle or {}).get(row["step"])
+        unsettled = st is not None and st.unsettled(ignore)
+        x = row["offered_load"]
+        load_note = None
+        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
+                and x is not None and math.isfinite(x)):
+            # the server saw the achieved send rate, not the nominal one: place the step there
+            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
+                         "generator behind)")
+            x = float(row["send_rate_rps"])
+        flags = list(row["flags"] or [])
+        margins: dict[str, float | None] = {}
+        verdicts, reasons, by_bound = [], [], set()
+        judged_names: list[str] = []
+        for i, c in enumerate(sla.clauses):
+            if c.text in ignore:
+                margins[c.text] = None
+                reasons.append(f"{c.text}: fails at every load through a load-independent floor (failure_floors); "
+                               "not judged per step")
+                continue
+            m, v, why = judge_clause(c, i, row, tables)
+            margins[c.text] = m
+            judged_names.append(c.text)
+            if why and "unsupported by" in why:
+                by_bound.add(c.text)
+            verdicts.append(v)
+            if why:
+                reasons.append(why)
+        if load_note:
+            reasons.append(load_note)
+        settle_why = st.reason(ignore) if st is not None else None
+        if settle_why and not unsettled and "not_steady" not in flags:
+            reasons.append(settle_why)
+        if unsettled and "not_steady" not in flags:
+            flags.append("unsettled")
+        if x is None or not math.isfinite(x):
+            status = "excluded"
+            reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
+        elif "not_steady" in flags:
+            status = "fail"
+            reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
+        elif unsettled:
+            status = "fail"
+            reasons.insert(0, settle_why)
+        elif "fail" in verdicts:
+            status = "fail"
+        elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
+            status = "undetermined"
+            reasons += [f"flag {f}" for f in flags if f in BLOCKING_FLAGS]
+        else:
+            status = "pass"
+        known = [m for m in margins.values() if m is not None]
+        # a step too close to call still informs the interpolation (its margins are the best estimate)
+        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+        window = ("tool summary" if tables else "whole step (no per-request times)" if "no_times" in flags
+                  else "last quarter of the send window (not settled)" if unsettled else "steady window")
+        out.append(JudgedStep(
+            row=row, x=x, status=status, margins=margins, reasons=reasons, verdicts=dict(zip(judged_names, verdicts,
+                                                                                               strict=True)),
+            sla_margin=min(known) if known else None, not_steady="not_steady" in flags or unsettled, flags=flags,
+            settling=st.to_dict() if st is not None else None, by_bound=by_bound, close=close,
+            # the pooled estimator uses every step whose load is known and not blocked by a flag, whatever its
+            # verdict: a step too small for a percentile still contributes its counts (a blocking flag only
+            # forbids claiming a pass: a step that fails anyway keeps its counts)
+            pool_ok=x is not None and math.isfinite(x) and (not BLOCKING_FLAGS & set(flags) or "fail" in verdicts
+                                                          or "not_steady" in flags or unsettled),
+            clause_ok=[v != "fail" for v in verdicts], window=window))
+    transient_not_steady(out)
+    return out
+
+
+def transient_not_steady(judged: list[JudgedStep]) -> None:
+    """A not-steady step below a load that passes steadily is a transient, not a failure.
+
+    E.g. the first step of a run filling an empty server, or a queue settling to a higher
+    but steady level after a load rise: only a not-steady step above every clean pass may bind.
+    """
+    passes = [j.x for j in judged if j.status == "pass" and j.x is not None]
+    top = max(passes, default=None)
+    for j in judged:
+        if j.not_steady and j.status == "fail" and top is not None and j.x < top:
+            j.not_steady = False
+            j.reasons[0] = (f"not steady, but a higher load ({top:g}) passes steadily: treated as a transient, "
+                               "not a failure")
+            j.status = "fail" if not all(j.clause_ok) else "undetermined"
+
+
+def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: Mapping[int, dict[str, np.ndarray]],
+                              level: float, ignore: frozenset[str] = frozenset()) -> None:
+    """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
+
+    The order-statistic bound assumes independent requests; near capacity latencies are
+    strongly autocorrelated, and the time-block bootstrap of the step sees more of that spread.
+    """
+    a = (1 - level) / 2
+    for j in judged:
+        if j.status != "pass":
+            continue
+        for c in sla.clauses:
+            if c.text in ignore:
+                continue
+            rv = reps.get(j.row["step"], {}).get(c.text)
+            if rv is None or np.isnan(rv).all():
+                continue
+            lo = float(quantile(rv[~np.isnan(rv)], a))
+            if not c.passes(lo):
+                j.status = "undetermined"
+                j.close = True
+                j.verdicts[c.text] = "close"
+                j.reasons.append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
+                                    "resamples: too close to call")
+                break
+
+
+def mark_recovery_steps(judged: list[JudgedStep]) -> None:
+    """Exclude steps run at a lower load after a failing step: they measure recovery, not capacity.
+
+    "After" is the time order of the steps (their first request start, ``t_first_s``; the
+    tool's step order when a step has no times), whatever the loader's numbering; "lower"
+    compares the offered (requested) load, not the achieved send rate, so a step whose
+    achieved rate dipped while the requested load rose is not a recovery step.
+    """
+    timed = all(j.row.get("t_first_s") is not None for j in judged)
+
+    def order(j: JudgedStep) -> float:
+        return float(j.row["t_first_s"]) if timed else float(j.row["step"])
+
+    def requested(j: JudgedStep) -> float | None:
+        x = j.row.get("offered_load")
+        x = j.x if x is None or not math.isfinite(x) else x
+        return None if x is None or not math.isfinite(x) else float(x)
+
+    failed = [(order(j), j.row["step"], requested(j)) for j in judged
+              if j.status == "fail" and requested(j) is not None]
+    for j in judged:
+        x = requested(j)
+        if x is None or j.status == "excluded":
+            continue
+        me = j.row["step"]
+        before = sorted((t, st, xf) for t, st, xf in failed if t < order(j) and xf > x
+                        and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET)  # the same run (pooled runs)
+        if before:
+            _, st, xf = before[0]
+            j.status = "excluded"
+            j.recovery = True
+            j.reasons.insert(0, f"run after the failing step {st} at a higher requested load ({xf:g} > {x:g}):"
+                                   " a recovery step, used for T_recover, not for the limit")
+
+
+def judge(rows: list[dict], sla: SLA, tables: bool, reps: Mapping[int, dict[str, np.ndarray]] | None, level: float,
+          ignore: frozenset[str] = frozenset(), settle: Mapping[int, StepSettling] | None = None) -> list[JudgedStep]:
+    """Every step judged, sorted by load (then step), with the close-call and recovery passes applied."""
+    out = judge_steps(rows, sla, tables, ignore, settle)
+    out.sort(key=lambda j: (j.x if j.x is not None and math.isfinite(j.x) else math.inf, j.step))
+    if reps is not None:
+        close_calls_by_bootstrap(out, sla, reps, level, ignore)
+    mark_recovery_steps(out)
+    return out
+
+
+__all__ = ["BLOCKING_FLAGS", "JudgedStep", "clause_col", "close_calls_by_bootstrap", "judge", "judge_clause",
+           "judge_steps", "mark_recovery_steps", "transient_not_steady"]
