@@ -1,9 +1,41 @@
-"""Compare deployments under one SLA: which one to run (``bearing compare``; ``docs/compare.md``)."""
+"""Compare deployments under one SLA: which one to run (``bearing compare``; ``docs/compare.md``).
 
-from bearing_lib.compare.build import compare
-from bearing_lib.compare.chart import pareto_chart
-from bearing_lib.compare.page import page_html, write_page
-from bearing_lib.compare.result import Comparison, Deployment, FleetPlan, Identity, PairDifference, Ratio, StepPoint
+Names are imported on first use (PEP 562), as in ``bearing_lib.report``: the report's ``summary.json``
+reader needs the comparison's types, not the limits and loaders that ``compare`` runs on.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.compare.build import compare
+    from bearing_lib.compare.chart import pareto_chart
+    from bearing_lib.compare.page import page_html, write_page
+    from bearing_lib.compare.result import (
+        Comparison,
+        Deployment,
+        FleetPlan,
+        Identity,
+        PairDifference,
+        Ratio,
+        StepPoint,
+    )
+
+_WHERE = {
+    "Comparison": "bearing_lib.compare.result",
+    "Deployment": "bearing_lib.compare.result",
+    "FleetPlan": "bearing_lib.compare.result",
+    "Identity": "bearing_lib.compare.result",
+    "PairDifference": "bearing_lib.compare.result",
+    "Ratio": "bearing_lib.compare.result",
+    "StepPoint": "bearing_lib.compare.result",
+    "compare": "bearing_lib.compare.build",
+    "page_html": "bearing_lib.compare.page",
+    "pareto_chart": "bearing_lib.compare.chart",
+    "write_page": "bearing_lib.compare.page",
+}
 
 __all__ = [
     "Comparison",
@@ -18,3 +50,9 @@ __all__ = [
     "pareto_chart",
     "write_page",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'bearing_lib.compare' has no attribute {name!r}")

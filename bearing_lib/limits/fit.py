@@ -46,6 +46,7 @@ bootstrap, no CI (said in the result). ``fit_limits(..., pool_runs=True)`` pools
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,13 +57,15 @@ import polars as pl
 from scipy.optimize import isotonic_regression
 
 from bearing_lib.common.blend import blended_capacity
-from bearing_lib.common.errors import BearingError, ParameterError
+from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.common.yamlfile import read_yaml
+from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
 from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
-from bearing_lib.data.trace import RequestTrace
+from bearing_lib.data.provenance import Provenance
+from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import failures, judging, model, pooled, settling
@@ -77,6 +80,7 @@ from bearing_lib.limits.curves import (
     steady_requests,
     step_windows,
 )
+from bearing_lib.limits.dataset import CURVE_COLUMNS, dataset_facts, run_file_groups, stepped_requests, time_origin_of
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.judging import JudgedStep, clause_col
 from bearing_lib.limits.recovery import RecoveryResult
@@ -1312,11 +1316,10 @@ def fit_limits(
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
-        LocalCluster): one task per run, see :func:`bearing_lib.limits.dataset.fit_limits_dataset`.
+        LocalCluster): one task per run, see :func:`fit_limits_dataset`.
         A path or :class:`~bearing_lib.data.engine.ParquetDataset` given as ``data`` implies
         ``engine="embedded"``.
     """
-    from bearing_lib.data.engine import ParquetDataset
 
     if estimator not in ESTIMATORS:
         raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
@@ -1328,8 +1331,6 @@ def fit_limits(
         if not isinstance(data, (str, Path, ParquetDataset)):
             raise ParameterError(f"engine={engine!r} reads a Parquet dataset: pass its path (file, folder, glob or "
                                  f"URL), got {type(data).__name__}")
-        from bearing_lib.limits.dataset import fit_limits_dataset
-
         return fit_limits_dataset(data, sla, mixes, weights, n_boot, seed, engine=engine or "embedded",
                                   scheduler=scheduler, min_share=min_share, level=level, options=options)
     sla_obj = _as_sla(sla)
@@ -1529,4 +1530,128 @@ def _blended(limits: list[MixLimit], weights: Mapping[str, float] | str | Path, 
     return BlendedLimit(value=value, unit=unit, ci95=tuple(ci), weights=norm, censored=censored, statement=statement)
 
 
-__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits"]
+# --------------------------------------------------------------------------- limits of a Parquet dataset
+# (here, not in limits/dataset.py: fit_limits hands a dataset to fit_limits_dataset, whose tasks call fit_limits
+# on each run; dataset.py holds the reading and the load curve, below this module)
+
+
+def _fit_part(frame: pl.DataFrame, *, time_origin: str, source: str, sla: object, spec: MixSpec, n_boot: int,
+              seed: int, min_share: float, level: float, options: CurveOptions | None) -> list | None:
+    """One partition's whole runs -> one :class:`LimitsResult` per run (``fit_limits`` on the run's requests).
+
+    The run is the smallest unit that needs no request on the client: the bootstrap replicates,
+    goodput, MSER warm-ups, ``T_recover``, the cost anomaly index and ``P_critical``'s request-level
+    bootstrap all read the run's requests, and ``P_critical`` needs the run's judged steps (recovery
+    steps are left out) first. What leaves the task is the run's small result.
+    """
+    missing = [pl.lit(None, dtype).alias(c) for c, dtype in REQUEST_SCHEMA.items() if c not in frame.columns]
+    frame = frame.with_columns(missing).select(list(REQUEST_SCHEMA))
+    out = []
+    # memory: one run (the usual task) is fitted on the frame itself, not on a partition_by copy of it
+    runs = frame["run_id"].unique(maintain_order=True).to_list()
+    parts = [(runs[0], frame)] if len(runs) == 1 else [
+        (r, p) for (r,), p in frame.partition_by(["run_id"], as_dict=True, maintain_order=True).items()]
+    del frame
+    for run, part in parts:
+        trace = RequestTrace(part, Provenance(source=source, format="parquet-dataset", tool="bearing engine",
+                                              sha256="", time_origin=time_origin))  # type: ignore[arg-type]
+        out.append((str(run), fit_limits(trace, sla, mixes=spec, n_boot=n_boot, seed=seed, min_share=min_share,
+                                         level=level, options=options)))
+    return out or None
+
+
+def _mix_trace(ds: ParquetDataset, origin: str) -> RequestTrace:
+    """The stepped requests' run, step and token columns (what ``mixes="auto"`` reads), in this process."""
+    cols = ["run_id", "step", "input_tokens", "output_tokens", "cached_tokens"]
+    f = stepped_requests(ds.scan(cols)).collect(engine="streaming")
+    f = f.with_columns([pl.lit(None, dt).alias(c) for c, dt in REQUEST_SCHEMA.items() if c not in f.columns])
+    return RequestTrace(f.select(list(REQUEST_SCHEMA)), Provenance(
+        source=ds.path, format="parquet-dataset", tool="bearing engine", sha256="", time_origin=origin))  # type: ignore[arg-type]
+
+
+def fit_limits_dataset(
+    source: str | Path | ParquetDataset,
+    sla: object,
+    mixes: object = "auto",
+    weights: object = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    *,
+    engine: str | Engine = "embedded",
+    scheduler: str | None = None,
+    min_share: float | None = None,
+    level: float = 0.95,
+    options: CurveOptions | None = None,
+):  # noqa: ANN201 - LimitsResult
+    """``fit_limits`` over a stepped load test stored as a Parquet dataset, run by an engine.
+
+    The unit of work is a run (its requests are shuffled together, or read from its own
+    files when the files are split by run, as for :func:`load_curve_dataset`): each task fits
+    its runs with the in-memory code and returns their small results, which are merged
+    here (limits, skipped groups, notes, curve; the blended limit over all of them). Every
+    run gets its own bootstrap generator seeded with ``seed``, so a run's numbers do not
+    depend on the engine, on the partitioning or on the other runs of the dataset (for a
+    one-run test they equal ``fit_limits(load(file), ...)`` exactly). ``mixes="auto"`` is
+    resolved once, over the token columns of every stepped request, in this process.
+    ``conditions.extra["engine"]`` records where the work ran (engine, scheduler,
+    workers, partitions).
+    """
+
+    sla_obj = _as_sla(sla)
+    share = DEFAULT_MIN_SHARE if min_share is None else min_share
+    if n_boot < 0:
+        raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
+    ds = source if isinstance(source, ParquetDataset) else open_dataset(source)
+    eng = engine if isinstance(engine, Engine) else Engine(engine, scheduler=scheduler)
+    try:
+        tab = eng.map_partitions(ds, CURVE_COLUMNS, dataset_facts)[0]
+        facts = tab.drop("t_min", "run_min", "run_max").sum().row(0, named=True)
+        if not facts["n_step"]:
+            raise InsufficientDataError(
+                f"{ds.path}: the dataset has no load steps (column 'step' is empty): limits need a stepped "
+                "load test, not production traffic"
+            )
+        origin = time_origin_of(ds, facts, tab["t_min"].min())
+        notes = list(sla_obj.notes())
+        spec, mode = _resolve_mixes(mixes, [_mix_trace(ds, origin)] if mixes == "auto" else [], share,
+                                            sla_obj, notes)
+        fn = functools.partial(_fit_part, time_origin=origin, source=ds.path, sla=sla_obj, spec=spec, n_boot=n_boot,
+                               seed=seed, min_share=share, level=level, options=options)
+        cols = list(ds.columns) + [c for c in ds.hive_columns if c not in ds.columns]
+        groups = run_file_groups(ds, tab)
+        if groups is not None:
+            parts = eng.apply_file_groups(ds, cols, groups, stepped_requests, fn)
+        else:
+            parts = eng.shuffle_apply(ds, cols, stepped_requests, "run_id", fn)
+        where = eng.describe()
+    finally:
+        if not isinstance(engine, Engine):
+            eng.close()
+    runs = sorted((r for p in parts for r in p), key=lambda x: x[0])
+    results = [r for _, r in runs]
+    limits = sorted((m for r in results for m in r.mixes), key=lambda m: (m.run_id, m.mix.name))
+    for r in results:
+        for n in r.notes:
+            if n not in notes:
+                notes.append(n)
+    notes.append(f"fitted one run per task on the {where['engine']} engine; each run's bootstrap has its own "
+                 f"generator seeded {seed}")
+    cond = results[0].conditions
+    cond.sources = [Source(path=ds.path, sha256=None, format="parquet-dataset", tool="bearing engine",
+                           kind="requests")]
+    cond.model = sorted({m for r in results for m in r.conditions.model})
+    cond.offered_load_unit = sorted({u for r in results for u in r.conditions.offered_load_unit})
+    cond.mixes = mode
+    cond.extra = {**cond.extra, "engine": where}
+    blended = _blended(limits, weights, level) if weights is not None else None
+    from bearing_lib.common.version import __version__
+
+    out = LimitsResult(sla=results[0].sla, conditions=cond, mix_spec=results[0].mix_spec, mixes=limits,
+                       blended=blended, skipped=[s for r in results for s in r.skipped], notes=notes,
+                       bearing_version=__version__)
+    out.attach_curve(pl.concat([r.curve for r in results], how="diagonal_relaxed").sort("run_id", "step", "mix"))
+    out.__dict__["sla_spec"] = sla_obj
+    return out
+
+
+__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits", "fit_limits_dataset"]

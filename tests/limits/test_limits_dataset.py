@@ -19,8 +19,7 @@ from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.engine import Engine
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.data.trace import RequestTrace, conform
-from bearing_lib.limits.dataset import fit_limits_dataset
-from bearing_lib.limits.fit import fit_limits
+from bearing_lib.limits.fit import fit_limits, fit_limits_dataset
 from tests.factories import leaves, provenance
 from tests.limits.synth import mm1_frame
 
