@@ -26,6 +26,7 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.charts import report_charts
+from bearing_lib.report.fidelity_section import fidelity_section
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
@@ -582,6 +583,7 @@ def report(
     metrics: Any = None,
     metrics_path: str = "",
     write_exports: bool = True,
+    production: Any = None,
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
@@ -593,7 +595,8 @@ def report(
     is written to: paths in it are recorded relative to it (the runner renames its
     temporary folder to ``reports/<name>/`` after the run), paths under the working
     directory or the project root relative to those (:func:`portable_path`); sha256 sums
-    are computed before and unchanged.
+    are computed before and unchanged. ``production`` (the production trace as loaded) holds the load test
+    against production (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed.
     """
     recs = []
     for i in inputs:
@@ -605,12 +608,17 @@ def report(
     ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
                        metrics_path=metrics_path, run=run or None, write_exports=write_exports)
            if str(output_dir) else None)
+    fid = None
+    if production is not None:
+        prod_path = next((str(i.get("path")) for i in recs if i.get("role") == "production trace"), "")
+        fid = fidelity_section(limits_doc=limits_doc, production=production, traffic=traffic, run=run,
+                               production_source=prod_path)
     return build_report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
-        per_minute_series=per_minute_series(traffic), twin=twin, ops=ops,
+        per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
     )
 
 

@@ -27,6 +27,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
@@ -55,6 +56,8 @@ class Headline:
     binding_mix: str | None = None
     binding_constraint: str | None = None
     plan_line: str | None = None
+    fidelity_line: str | None = None
+    """When the load test does not represent production: the sentence that says how (``bearing_lib.fidelity``)."""
 
 
 @dataclass
@@ -367,6 +370,9 @@ class ReportModel:
     ops: Section[OpsSection] = field(default_factory=lambda: Section(
         False, "the bottleneck and operational settings section was not built for this report"))
     """Bottleneck at the limit, exported settings, tokens and money (``bearing_lib.report.ops_section``)."""
+    fidelity: Section[Fidelity] = field(default_factory=lambda: Section(
+        False, "the fidelity of the test to production was not assessed for this report"))
+    """How far the load test is from production (``bearing_lib.report.fidelity_section``)."""
 
     @property
     def verdict(self) -> str:
@@ -401,6 +407,7 @@ class ReportModel:
         d["identity"] = self.identity
         d["predicted"] = self.predicted.to_dict()
         d["ops"] = self.ops.to_dict()
+        d["fidelity"] = self.fidelity.to_dict()
         summary = self.summary().to_dict()
         d["limits"] = summary["limits"]  # the compact form other reports read back for "what changed"
         return jsonable(d)
@@ -1039,6 +1046,7 @@ def build_report(
     per_minute_series: list[dict[str, Any]] | None = None,
     twin: Any = None,
     ops: Section[OpsSection] | None = None,
+    fidelity: Section[Fidelity] | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -1068,6 +1076,9 @@ def build_report(
     ops
         The bottleneck and operational settings section
         (:func:`bearing_lib.report.ops_section.ops_section`), or None (not built).
+    fidelity
+        The fidelity of the test to production (:func:`bearing_lib.report.fidelity_section.fidelity_section`),
+        or None (not assessed); when it differs its sentence joins the headline (``fidelity_line``).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -1078,10 +1089,13 @@ def build_report(
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
     identity = _identity(lim, pl_, prof_doc)
+    headline = _headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc))
+    if fidelity is not None and fidelity.data is not None and fidelity.data.verdict == "differs":
+        headline.fidelity_line = f"The test does not represent production: {fidelity.data.headline}."
     return ReportModel(
         name=name,
         title=title,
-        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc)),
+        headline=headline,
         conditions=_conditions(lim, lim_reason),
         mixes=mixes,
         curves=curves,
@@ -1096,6 +1110,7 @@ def build_report(
         identity=identity,
         predicted=_predicted(twin),
         **({"ops": ops} if ops is not None else {}),
+        **({"fidelity": fidelity} if fidelity is not None else {}),
     )
 
 

@@ -8,7 +8,9 @@ back by other code is this part of it, validated once here, where the file enter
   (``provenance.run_time_utc``);
 * ``identity``: what makes two reports comparable (:data:`IDENTITY_KEYS`);
 * ``limits``: the compact per-mix limits (``q_ult`` offered, ``achieved``) and the blended FOS
-  (``fos.data.blended``), which "what changed" compares.
+  (``fos.data.blended``), which "what changed" compares;
+* ``fidelity``: how far the load test is from production (``{"available", "reason", "data"}``, ``data`` a
+  :class:`~bearing_lib.fidelity.Fidelity`); a file without the block reads as "not assessed".
 
 :meth:`ReportSummary.from_dict` takes the current schema only (``bearing.report.summary/2``) and
 raises :class:`SchemaError` naming the file, the field and what was expected; there is no
@@ -24,6 +26,7 @@ from typing import Any
 
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.fidelity.result import Fidelity
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
@@ -54,6 +57,9 @@ class ReportSummary:
     limits_available: bool
     limits: list[SummaryLimit] = field(default_factory=list)
     blended_fos: Estimate | None = None
+    fidelity: Fidelity | None = None
+    fidelity_reason: str | None = None
+    """Why there is no ``fidelity`` (not assessed, or the section's reason)."""
 
     def limit(self, name: str) -> SummaryLimit | None:
         return next((x for x in self.limits if x.name == name), None)
@@ -69,6 +75,8 @@ class ReportSummary:
             "fos": {"data": {"blended": self.blended_fos.to_dict() if self.blended_fos is not None else None}},
             "limits": {"available": self.limits_available, "mixes": [x.to_dict() for x in self.limits]},
             "identity": dict(self.identity),
+            "fidelity": {"available": self.fidelity is not None, "reason": self.fidelity_reason,
+                         "data": self.fidelity.to_dict() if self.fidelity is not None else {}},
         }
 
     @classmethod
@@ -121,10 +129,11 @@ class ReportSummary:
             blended = _estimate(fos_data["blended"], "fos.data.blended", problems)
         elif fos and not isinstance(fos_data, dict):
             problems.append(f"fos.data: expected an object (found {fos_data!r:.60})")
+        fid, fid_reason = _fidelity(doc.get("fidelity"), problems)
         if problems:
             raise SchemaError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
         return cls(name=name, verdict=verdict, headline=text, run_time_utc=run_time, identity=identity,
-                   limits_available=avail, limits=rows, blended_fos=blended)
+                   limits_available=avail, limits=rows, blended_fos=blended, fidelity=fid, fidelity_reason=fid_reason)
 
     @classmethod
     def read(cls, path: str | Path) -> ReportSummary:
@@ -137,6 +146,22 @@ class ReportSummary:
         except ValueError as exc:
             raise SchemaError(f"{p}: not JSON ({exc})") from None
         return cls.from_dict(doc, source=str(p))
+
+
+def _fidelity(block: Any, problems: list[str]) -> tuple[Fidelity | None, str | None]:
+    """The ``fidelity`` block: (the typed result, None), or (None, why there is none)."""
+    if block is None:
+        return None, "the fidelity of the test was not assessed for this report"
+    if not isinstance(block, dict) or not isinstance(block.get("available"), bool):
+        problems.append(f"fidelity: expected an object with 'available', 'reason', 'data' (found {block!r:.60})")
+        return None, None
+    if not block["available"]:
+        return None, str(block.get("reason") or "not available")
+    try:
+        return Fidelity.from_dict(block.get("data"), source="fidelity.data"), None
+    except SchemaError as exc:
+        problems.append(str(exc))
+        return None, None
 
 
 def _estimate(d: Any, where: str, problems: list[str]) -> Estimate | None:
