@@ -37,8 +37,8 @@ def index_of_dispersion(starts_s: np.ndarray, tau_s: float) -> tuple[float | Non
     n_bins = int(math.floor((t[-1] - t[0]) / tau_s))
     if n_bins < MIN_BINS:
         return None, max(n_bins, 0)
-    edges = t[0] + tau_s * np.arange(n_bins + 1)
-    counts, _ = np.histogram(t, bins=edges)
+    idx = np.floor((t - t[0]) / tau_s).astype(np.int64)  # half-open bins [t0 + k tau, t0 + (k+1) tau)
+    counts = np.bincount(idx[idx < n_bins], minlength=n_bins)
     m = counts.mean()
     if m <= 0:
         return None, n_bins
@@ -79,10 +79,9 @@ def burstiness_dimension(test: pl.DataFrame | None, production: pl.DataFrame | N
         p_iod, _ = index_of_dispersion(production["start_s"].drop_nulls().to_numpy(), tau)
     extra = {"time_scale_s": tau, "time_scale_basis": basis, "test_steps": per_step}
     if t_iod is None or p_iod is None:
-        missing = _missing(t_iod is None, p_iod is None)
-        return Dimension("burstiness", label, "unknown",
-                         f"{missing} enough timed requests for counts in {tau:g} s bins "
-                         f"(≥ {MIN_BINS} bins needed)", IOD_RULE,
+        missing = _missing(t_iod is None, p_iod is None, f"request start times over ≥ {MIN_BINS} bins of {tau:g} s")
+        return Dimension("burstiness", label, "unknown", f"{missing}: the index of dispersion cannot be compared",
+                         IOD_RULE,
                          test=None if t_iod is None else {"index_of_dispersion": t_iod},
                          production=None if p_iod is None else {"index_of_dispersion": p_iod}, unit="", extra=extra)
     lo, hi = sorted((t_iod, p_iod))

@@ -32,9 +32,9 @@ def cache_dimension(test: pl.DataFrame | None, production: pl.DataFrame | None) 
     p = cache_rates(production) if production is not None else None
     label = "prefix-cache hit rate"
     if t is None or p is None:
-        missing = _missing(t is None, p is None)
-        return Dimension("prefix_cache", label, "unknown", f"{missing} cached-token counts, so the "
-                         "cache hit rates cannot be compared", CACHE_RULE, test=t, production=p, unit="share")
+        missing = _missing(t is None, p is None, "cached-token counts")
+        return Dimension("prefix_cache", label, "unknown", f"{missing}, so the cache hit rates cannot be compared",
+                         CACHE_RULE, test=t, production=p, unit="share")
     gap = p["token_hit_ratio"] - t["token_hit_ratio"]
     verdict = "differs" if abs(gap) > CACHE_DIFFERS else "represents"
     statement = (f"{t['token_hit_ratio']:.1%} of the tested prompt tokens came from the prefix cache; "

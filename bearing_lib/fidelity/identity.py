@@ -32,8 +32,8 @@ def model_dimension(test_models: Iterable[object], production_models: Iterable[o
     t, p = _names(test_models), _names(production_models)
     label = "model"
     if not t or not p:
-        missing = _missing(not t, not p)
-        return Dimension("model", label, "unknown", f"{missing} model name", MODEL_RULE,
+        missing = _missing(not t, not p, "model name")
+        return Dimension("model", label, "unknown", missing, MODEL_RULE,
                          test={"names": t[:MAX_NAMES]} if t else None,
                          production={"names": p[:MAX_NAMES]} if p else None)
     tn, pn = {normalise(x) for x in t}, {normalise(x) for x in p}

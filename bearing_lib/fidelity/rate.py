@@ -22,8 +22,8 @@ def rate_dimension(test_rates: list[float], peak_rps: float | None, *, peak_basi
     t = {"min_rps": rates[0], "max_rps": rates[-1], "steps": len(rates)} if rates else None
     p = {"peak_rps": peak_rps, "basis": peak_basis} if peak_rps else None
     if t is None or p is None:
-        missing = _missing(t is None, p is None)
-        return Dimension("rate", label, "unknown", f"{missing} request rate to compare", RATE_RULE,
+        missing = _missing(t is None, p is None, "request rates")
+        return Dimension("rate", label, "unknown", f"{missing} to compare", RATE_RULE,
                          test=t, production=p, unit="req/s")
     on = f" on {instances} instance(s)" if instances else ""
     span = f"{fmt_number(rates[0], 3)}–{fmt_number(rates[-1], 3)} req/s completed{on}"

@@ -18,12 +18,12 @@ Verdict = Literal["represents", "differs", "unknown"]
 VERDICTS: tuple[str, ...] = ("represents", "differs", "unknown")
 
 
-def missing_sides(test_missing: bool, production_missing: bool) -> str:
-    """The start of a "... gives no X" sentence: which side lacks X (``"neither the test nor production gives"``,
-    ``"the test gives no"``)."""
+def missing_sides(test_missing: bool, production_missing: bool, what: str) -> str:
+    """Which side lacks ``what``: ``"the test gives no {what}"``, ``"production gives no {what}"`` or
+    ``"neither the test nor production gives {what}"``."""
     if test_missing and production_missing:
-        return "neither the test nor production gives"
-    return "the test gives no" if test_missing else "production gives no"
+        return f"neither the test nor production gives {what}"
+    return f"{'the test' if test_missing else 'production'} gives no {what}"
 
 
 @dataclass(frozen=True)
