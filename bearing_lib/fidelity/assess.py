@@ -143,7 +143,7 @@ def assess_fidelity(test: Any, production: Any, *, limits: Any = None, run: str 
         length_dimension("input_tokens", t_in, p_in, test_mean_only=_mean_per_request(test, "input_tokens")),
         length_dimension("output_tokens", t_out, p_out, test_mean_only=_mean_per_request(test, "output_tokens")),
         cache_dimension(t_frame, p_frame),
-        burstiness_dimension(t_frame, p_frame, getattr(limits, "sla_spec", None) if limits is not None else None),
+        burstiness_dimension(t_frame, p_frame, getattr(limits, "sla", None)),
         rate_dimension(_step_rates(limits, run), peak_rps, peak_basis=peak_basis,
                        instances=getattr(getattr(limits, "conditions", None), "instances", None)),
         model_dimension(_models(limits, t_frame),

@@ -45,14 +45,24 @@ def index_of_dispersion(starts_s: np.ndarray, tau_s: float) -> tuple[float | Non
     return float(counts.var(ddof=1) / m), n_bins
 
 
+_TO_S = {"ms": 1e-3, "s": 1.0, "us": 1e-6, "µs": 1e-6}
+
+
 def sla_time_scale_s(sla: object | None) -> tuple[float, str]:
-    """The bin width (s) and where it comes from: the largest latency threshold of the SLA's percentile clauses."""
-    clauses = getattr(sla, "clauses", None) or []
-    ms = [float(c.threshold) for c in clauses if getattr(c, "kind", "") == "percentile"
-          and getattr(c, "threshold", None) is not None and float(c.threshold) > 0]
-    if not ms:
+    """The bin width (s) and where it comes from: the largest latency threshold of the SLA's percentile clauses.
+
+    ``sla`` is a parsed :class:`~bearing_lib.limits.sla.SLA` (``.clauses``) or the limits' clause list
+    (:class:`~bearing_lib.limits.result.SlaClauseDoc`); a threshold is read in its clause's ``unit``."""
+    clauses = getattr(sla, "clauses", sla) or []
+    secs = []
+    for c in clauses:
+        stat, unit, thr = str(getattr(c, "stat", "")), str(getattr(c, "unit", "ms")), getattr(c, "threshold", None)
+        if getattr(c, "kind", "") == "percentile" and stat.startswith("p") and unit in _TO_S and thr is not None \
+                and float(thr) > 0:
+            secs.append(float(thr) * _TO_S[unit])
+    if not secs:
         return DEFAULT_TIME_SCALE_S, f"{DEFAULT_TIME_SCALE_S:g} s (the SLA has no latency threshold)"
-    tau = max(ms) / 1000.0
+    tau = max(secs)
     return tau, f"{tau:g} s (the SLA's latency threshold)"
 
 
