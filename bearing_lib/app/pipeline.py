@@ -612,7 +612,7 @@ def report(
     if production is not None:
         prod_path = next((str(i.get("path")) for i in recs if i.get("role") == "production trace"), "")
         fid = fidelity_section(limits_doc=limits_doc, production=production, traffic=traffic, run=run,
-                               production_source=prod_path)
+                               production_source=prod_path, output_dir=str(output_dir))
     return build_report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,

@@ -17,7 +17,7 @@ from bearing_lib.common.errors import BearingError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.report.model import Section
-from bearing_lib.report.paths import resolve
+from bearing_lib.report.paths import portable_path, resolve
 
 
 def _limits(limits_doc: Any) -> Any:
@@ -59,8 +59,10 @@ def load_test_of(limits: Any) -> tuple[Any, str] | Unavailable:
 
 
 def fidelity_section(*, limits_doc: Any, production: Any, traffic: Any, run: str = "",
-                     production_source: str = "") -> Section[Fidelity]:
-    """The section (module docstring); never raises on bad data: a reason instead."""
+                     production_source: str = "", output_dir: str = "") -> Section[Fidelity]:
+    """The section (module docstring); never raises on bad data: a reason instead. The load test's path is
+    written for a reader (:func:`~bearing_lib.report.paths.portable_path`, relative to ``output_dir``, the
+    project root or the working directory)."""
     if production is None or isinstance(production, Unavailable):
         return Section(False, "no production traffic: the test cannot be held against it")
     try:
@@ -81,7 +83,7 @@ def fidelity_section(*, limits_doc: Any, production: Any, traffic: Any, run: str
         peak, basis = _peak(traffic)
         runs = limits.runs
         fid = assess_fidelity(test, production, limits=limits, run=run or (runs[0] if len(runs) == 1 else None),
-                              peak_rps=peak, peak_basis=basis, test_source=test_path,
+                              peak_rps=peak, peak_basis=basis, test_source=portable_path(test_path, output_dir)[0],
                               production_source=production_source)
     except BearingError as exc:
         return Section(False, f"the fidelity of the test could not be assessed: {exc}")
