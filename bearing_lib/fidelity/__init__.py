@@ -13,4 +13,4 @@ from __future__ import annotations
 from bearing_lib.fidelity.assess import assess_fidelity
 from bearing_lib.fidelity.result import VERDICTS, Dimension, Fidelity, Quantiles
 
-__all__ = ["VERDICTS", "Dimension", "Fidelity", "Quantiles", "assess_fidelity"]
+__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "assess_fidelity"]

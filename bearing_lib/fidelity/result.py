@@ -130,4 +130,4 @@ class Fidelity:
                    run=d.get("run"), notes=[str(n) for n in d.get("notes") or []])
 
 
-__all__ = ["VERDICTS", "Dimension", "Fidelity", "Quantiles", "Verdict", "missing_sides"]
+__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "Verdict", "missing_sides"]

@@ -726,7 +726,6 @@ def apply_budget_row(scorecard: list[ScoreRow], money: Money | NotAvailable) -> 
 
 __all__ = [
     "BOUND_NOTES",
-    "TWO_SIDES",
     "FleetRunsOut",
     "Forecast",
     "MeanTokens",
@@ -736,6 +735,7 @@ __all__ = [
     "NearTerm",
     "PlanEconomics",
     "Staged",
+    "TWO_SIDES",
     "TokenRates",
     "Tokens",
     "apply_budget_row",
