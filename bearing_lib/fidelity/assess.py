@@ -146,7 +146,7 @@ def assess_fidelity(test: Any, production: Any, *, limits: Any = None, run: str 
         burstiness_dimension(t_frame, p_frame, getattr(limits, "sla", None)),
         rate_dimension(_step_rates(limits, run), peak_rps, peak_basis=peak_basis,
                        instances=getattr(getattr(limits, "conditions", None), "instances", None)),
-        model_dimension(_models(limits, t_frame),
+        model_dimension(_models(limits, t_frame if t_frame is not None else getattr(test, "frame", None)),
                         p_frame["model"].drop_nulls().unique().to_list() if p_frame is not None
                         and "model" in p_frame.columns else []),
     ]

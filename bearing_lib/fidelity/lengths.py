@@ -57,9 +57,10 @@ def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray 
                              LENGTH_RULE + "; with only a tested mean: differs when production's median is outside "
                              "0.5–2× it", test={"mean": test_mean_only}, production=pq, unit="tokens")
         n = 0 if t is None else int(t.size)
-        return Dimension(name, label, "unknown",
-                         f"the test carries {n} request(s) with a {label} (< {MIN_TEST_REQUESTS}); production's median "
-                         f"is {_tok(pq.p50)} tokens", LENGTH_RULE, production=pq, unit="tokens")
+        have = (f"only {n} request(s) with a {label} (< {MIN_TEST_REQUESTS})" if n else f"no per-request {label} "
+                "(and no mean per request)")
+        return Dimension(name, label, "unknown", f"the test gives {have}; production's median is {_tok(pq.p50)} tokens",
+                         LENGTH_RULE, production=pq, unit="tokens")
     from scipy.stats import ks_2samp, wasserstein_distance
 
     tq = quantiles(t)
