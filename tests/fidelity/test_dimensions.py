@@ -127,3 +127,13 @@ def test_overall_headline_and_round_trip():
     assert overall(dims[1:]) == "unknown"  # the input length was not judged
     f = Fidelity("differs", dims, headline(dims), 0.0, "t", "p", run="r", notes=["n"])
     assert Fidelity.from_dict(f.to_dict()).to_dict() == f.to_dict()
+
+
+def test_a_load_point_table_gives_only_a_mean():
+    # LLMPerf summaries: 159 output tokens per request on average; production's median 350 is 2.2x that
+    d = length_dimension("output_tokens", None, np.array([300.0, 350.0, 400.0]), test_mean_only=159.0)
+    assert d.verdict == "differs" and "2.2× the tested mean" in d.statement
+    assert length_dimension("output_tokens", None, np.array([150.0, 160.0, 170.0]),
+                            test_mean_only=159.0).verdict == "unknown"  # within 0.5-2x: no distance to judge by
+    none = length_dimension("input_tokens", None, np.array([1.0, 2.0]))
+    assert none.verdict == "unknown" and none.statement.startswith("the test gives no per-request input length")
