@@ -46,13 +46,23 @@ def test_section_holds_the_raw_figures(section):
 
 def test_rendered_section_headline_and_summary(section, tmp_path):
     docs = {n: hand_made(n) for n in ("limits", "profile", "plan")}
+    import altair as alt
+
+    from bearing_lib.common.estimate import Estimate
+    from bearing_lib.twin.section import TwinSection
+
+    twin = TwinSection(title="t", headline="Predicted for the production mix: 0.19 req/s", kind="predicted",
+                       predicted=Estimate(0.19, unit="req/s"), trusted=True, flags=[], validation_rows=[],
+                       param_rows=[], chart=alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q"))
     model = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
-                         fidelity=section)
+                         fidelity=section, twin=twin)
     assert model.headline.fidelity_line.startswith("The test does not represent production: the limit was measured "
                                                    "on prompts of median 76 tokens")
     html = render_html(model)
     body = html[html.index("<body>"):]
     assert 'id="fidelity"' in body and 'id="fidelity-line"' in body
+    # a trusted twin's translation to production's mix is offered beside the verdict "differs"
+    assert re.search(r'id="fidelity-twin">.*Predicted for the production mix: 0.19 req/s', body)
     rows = re.findall(r"<tr><td>(input length|output length|prefix-cache hit rate|burstiness|request rate|model)</td>",
                       body)
     assert rows == ["input length", "output length", "prefix-cache hit rate", "burstiness", "request rate", "model"]
