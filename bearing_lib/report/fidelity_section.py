@@ -85,7 +85,7 @@ def fidelity_section(*, limits_doc: Any, production: Any, traffic: Any, run: str
         fid = assess_fidelity(test, production, limits=limits, run=run or (runs[0] if len(runs) == 1 else None),
                               peak_rps=peak, peak_basis=basis, test_source=portable_path(test_path, output_dir)[0],
                               production_source=production_source)
-    except BearingError as exc:
+    except (BearingError, OSError) as exc:  # a load test moved, unreadable or refused by its loader: said, not raised
         return Section(False, f"the fidelity of the test could not be assessed: {exc}")
     return Section(True, data=fid)
 
