@@ -29,6 +29,11 @@ def _tok(x: float) -> str:
     return f"{fmt_number(x, 0)}"
 
 
+def _share(x: float) -> str:
+    """A share as a percentage with one decimal; a non-zero share below 0.05 % is "< 0.1%", never "0.0%"."""
+    return "< 0.1%" if 0 < x < 0.0005 else f"{x:.1%}"
+
+
 def _test_text(q: Quantiles, noun: str, adj: str) -> str:
     if q.min == q.max:
         return f"{_tok(q.min)}-token {noun}"
@@ -73,9 +78,9 @@ def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray 
     head += f" (P99 {_tok(pq.p99)})"
     tail = []
     if longer > 0:
-        tail.append(f"{longer:.1%} of production's {noun} are longer than any tested ({_tok(tq.max)})")
+        tail.append(f"{_share(longer)} of production's {noun} are longer than any tested ({_tok(tq.max)})")
     if shorter > 0:
-        tail.append(f"{shorter:.1%} are shorter than any tested ({_tok(tq.min)})")
+        tail.append(f"{_share(shorter)} are shorter than any tested ({_tok(tq.min)})")
     statement = head + (": " + "; ".join(tail) if tail else "") + f" (KS D {ks:.2f})"
     short = head + (f"; {longer:.0%} of its {noun} are longer than any tested" if longer >= 0.005 else "")
     return Dimension(name, label, "differs" if differs else "represents", statement, LENGTH_RULE, test=tq,

@@ -137,3 +137,11 @@ def test_a_load_point_table_gives_only_a_mean():
                             test_mean_only=159.0).verdict == "unknown"  # within 0.5-2x: no distance to judge by
     none = length_dimension("input_tokens", None, np.array([1.0, 2.0]))
     assert none.verdict == "unknown" and none.statement.startswith("the test gives no per-request input length")
+
+
+def test_a_tiny_share_is_not_printed_as_zero():
+    # 1 production prompt of 5,000 is shorter than any tested: 0.02 %, printed "< 0.1%", never "0.0%"
+    prod = np.array([50.0] + [150.0] * 4999)
+    d = length_dimension("input_tokens", np.array([100.0, 200.0] * 20), prod)
+    assert d.extra["shorter_than_tested"] == pytest.approx(1 / 5000)
+    assert "< 0.1% are shorter than any tested (100)" in d.statement and "0.0%" not in d.statement
