@@ -212,3 +212,8 @@ def test_demo_holds_the_test_against_production(demo):
                                                            "measured on prompts of median")
     html = (out / "report.html").read_text()
     assert 'id="fidelity-table"' in html and "inside the lengths the test sent" in html
+    # the twin's extrapolation flag gives the same real share (14.1 %), not a fixed "1 %"
+    longer = float(np.mean(prompts > inp["test"]["max"]))
+    flags = summary["predicted"]["data"]["flags"] if summary["predicted"]["available"] else []
+    assert any(f.startswith(f"extrapolation: {longer:.1%} of the prompts are longer than any in the test")
+               for f in flags), flags
