@@ -21,6 +21,7 @@ FLOW: dict[str, int] = {
     "traffic": 3,
     "twin": 4,
     "plan": 4,
+    "fidelity": 4,
     "compare": 5,
     "ops": 5,
     "report": 6,

@@ -27,6 +27,7 @@ from bearing_lib.data.provenance import sha256_of
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.charts import report_charts
 from bearing_lib.report.compare_section import compare_section
+from bearing_lib.report.fidelity_section import fidelity_section
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
@@ -585,6 +586,7 @@ def report(
     write_exports: bool = True,
     compare: list[str] | None = None,
     tier: str = "standard",
+    production: Any = None,
 ) -> ReportModel:
     """Build the report model with this run's provenance (see ``build_report``).
 
@@ -598,7 +600,9 @@ def report(
     directory or the project root relative to those (:func:`portable_path`); sha256 sums
     are computed before and unchanged. ``compare`` lists deployments to compare under the
     report's SLA, production profile and ``tier`` (or one comparison JSON):
-    :func:`bearing_lib.report.compare_section.compare_section`.
+    :func:`bearing_lib.report.compare_section.compare_section`. ``production`` (the production trace as
+    loaded) holds the load test against production
+    (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed.
     """
     recs = []
     for i in inputs:
@@ -610,12 +614,17 @@ def report(
     ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
                        metrics_path=metrics_path, run=run or None, write_exports=write_exports)
            if str(output_dir) else None)
+    fid = None
+    if production is not None:
+        prod_path = next((str(i.get("path")) for i in recs if i.get("role") == "production trace"), "")
+        fid = fidelity_section(limits_doc=limits_doc, production=production, traffic=traffic, run=run,
+                               production_source=prod_path, output_dir=str(output_dir))
     return build_report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
-        per_minute_series=per_minute_series(traffic), twin=twin, ops=ops,
+        per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
     )
 

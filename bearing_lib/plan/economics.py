@@ -9,6 +9,11 @@ returns :class:`PlanEconomics`, whose four parts (:class:`Tokens`, :class:`Money
 Tokens
     A limit in req/s becomes tokens/s with the mix's mean token counts:
     ``input = rps × mean input tokens``, ``output = rps × mean output tokens``, total = both.
+    The two factors come from different sides: the req/s is the load test's limit (measured on the
+    requests the test sent), the tokens per request are production's. The product is what the
+    limit carries only if production's requests cost what the tested ones did; the rule and the
+    money's ``token_basis`` say so (:data:`TWO_SIDES`), and the report's fidelity section says
+    whether the test represents production (``bearing_lib.fidelity``).
 Money (``price_per_hour`` = one instance)
     ``$/1M output tokens at the allowable load = price_per_hour / (A × mean output × 3600) × 10^6``
     with ``A`` the per-instance allowable req/s; ``$/request = price_per_hour / (A × 3600)``;
@@ -48,6 +53,9 @@ from bearing_lib.plan.scorecards import ScoreRow
 from bearing_lib.traffic.targets import MIN_FORECAST_DAYS, TrendForecast, daily_peaks, trend_forecast
 
 HOURS_PER_MONTH = 730.0
+TWO_SIDES = ("the req/s is the load test's limit, measured on the requests the test sent; the tokens per request "
+             "are production's: the product holds only where the test's requests are like production's (see the "
+             "report's fidelity section)")
 STAGE_FACTOR = 1.5
 
 
@@ -157,6 +165,8 @@ class Money:
     monthly_cost_range: tuple[float, float] | None = None
     limit_bound: str | None = None
     bound_note: str | None = None
+    token_basis: str = TWO_SIDES
+    """Where the allowable load and the output tokens per request come from (two sides: :data:`TWO_SIDES`)."""
 
 
 def money_for(
@@ -581,7 +591,7 @@ def _tokens(fos: FosResult, tier: TierBands, allowable_rps: float | None, instan
                   per_mix_basis=tok.per_mix_basis, at_q_ult=_rates(fos.blended.q_blend_rps, mi, mo),
                   at_allowable=_rates(allowable_rps, mi, mo), per_instance_allowable=_rates(per_inst, mi, mo),
                   rule="tokens/s = req/s × mean tokens per request (input, output; total = both); per mix at its "
-                       f"Q_ult and at Q_ult / design FOS {design:g}")
+                       f"Q_ult and at Q_ult / design FOS {design:g}; {TWO_SIDES}")
 
 
 def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput,
@@ -725,6 +735,7 @@ __all__ = [
     "NearTerm",
     "PlanEconomics",
     "Staged",
+    "TWO_SIDES",
     "TokenRates",
     "Tokens",
     "apply_budget_row",

@@ -27,6 +27,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
@@ -56,6 +57,8 @@ class Headline:
     binding_mix: str | None = None
     binding_constraint: str | None = None
     plan_line: str | None = None
+    fidelity_line: str | None = None
+    """When the load test does not represent production: the sentence that says how (``bearing_lib.fidelity``)."""
 
 
 @dataclass
@@ -371,6 +374,9 @@ class ReportModel:
     compare: Section[CompareSection] = field(default_factory=lambda: Section(
         False, "no deployments were given to compare (bearing report --compare PATH ...)"))
     """Which deployment to run: the comparison of several deployments (``bearing_lib.report.compare_section``)."""
+    fidelity: Section[Fidelity] = field(default_factory=lambda: Section(
+        False, "the fidelity of the test to production was not assessed for this report"))
+    """How far the load test is from production (``bearing_lib.report.fidelity_section``)."""
 
     @property
     def verdict(self) -> str:
@@ -408,6 +414,7 @@ class ReportModel:
         d["predicted"] = self.predicted.to_dict()
         d["ops"] = self.ops.to_dict()
         d["compare"] = self.compare.to_dict()
+        d["fidelity"] = self.fidelity.to_dict()
         summary = self.summary().to_dict()
         d["limits"] = summary["limits"]  # the compact form other reports read back for "what changed"
         return jsonable(d)
@@ -1047,6 +1054,7 @@ def build_report(
     twin: Any = None,
     ops: Section[OpsSection] | None = None,
     compare: CompareSection | Unavailable | None = None,
+    fidelity: Section[Fidelity] | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -1079,6 +1087,9 @@ def build_report(
     compare
         The deployment comparison (:func:`bearing_lib.report.compare_section.compare_section`), an
         :class:`Unavailable` saying why there is none, or None (no deployments given).
+    fidelity
+        The fidelity of the test to production (:func:`bearing_lib.report.fidelity_section.fidelity_section`),
+        or None (not assessed); when it differs its sentence joins the headline (``fidelity_line``).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -1089,10 +1100,13 @@ def build_report(
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
     identity = _identity(lim, pl_, prof_doc)
+    headline = _headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc))
+    if fidelity is not None and fidelity.data is not None and fidelity.data.verdict == "differs":
+        headline.fidelity_line = f"The test does not represent production: {fidelity.data.headline}."
     return ReportModel(
         name=name,
         title=title,
-        headline=_headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc)),
+        headline=headline,
         conditions=_conditions(lim, lim_reason),
         mixes=mixes,
         curves=curves,
@@ -1109,6 +1123,7 @@ def build_report(
         **({"ops": ops} if ops is not None else {}),
         **({"compare": Section(False, compare.reason) if isinstance(compare, Unavailable)
             else Section(True, data=compare)} if compare is not None else {}),
+        **({"fidelity": fidelity} if fidelity is not None else {}),
     )
 
 

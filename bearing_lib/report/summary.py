@@ -13,6 +13,8 @@ back by other code is this part of it, validated once here, where the file enter
   :class:`~bearing_lib.report.compare_section.CompareSection`, its ``comparison`` the
   ``bearing.compare/1`` document). Reports not given deployments to compare write it not
   available; a summary without the key (written before the section existed) reads as not built.
+* ``fidelity``: how far the load test is from production (``{"available", "reason", "data"}``, ``data`` a
+  :class:`~bearing_lib.fidelity.Fidelity`); a file without the block reads as "not assessed".
 
 :meth:`ReportSummary.from_dict` takes the current schema only (``bearing.report.summary/2``) and
 raises :class:`SchemaError` naming the file, the field and what was expected; there is no
@@ -28,6 +30,7 @@ from typing import Any
 
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.report.compare_section import CompareSection
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
@@ -63,6 +66,9 @@ class ReportSummary:
     """The deployment comparison, when the report was given deployments to compare."""
     compare_reason: str | None = "not built"
     """Why there is no comparison (None when there is one)."""
+    fidelity: Fidelity | None = None
+    fidelity_reason: str | None = None
+    """Why there is no ``fidelity`` (not assessed, or the section's reason)."""
 
     def limit(self, name: str) -> SummaryLimit | None:
         return next((x for x in self.limits if x.name == name), None)
@@ -81,6 +87,8 @@ class ReportSummary:
             "compare": {"available": self.comparison is not None,
                         "reason": None if self.comparison is not None else self.compare_reason,
                         "data": self.comparison.to_dict() if self.comparison is not None else {}},
+            "fidelity": {"available": self.fidelity is not None, "reason": self.fidelity_reason,
+                         "data": self.fidelity.to_dict() if self.fidelity is not None else {}},
         }
 
     @classmethod
@@ -134,11 +142,12 @@ class ReportSummary:
         elif fos and not isinstance(fos_data, dict):
             problems.append(f"fos.data: expected an object (found {fos_data!r:.60})")
         comparison, compare_reason = _compare(doc.get("compare", _NOT_BUILT), problems)
+        fid, fid_reason = _fidelity(doc.get("fidelity"), problems)
         if problems:
             raise SchemaError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
         return cls(name=name, verdict=verdict, headline=text, run_time_utc=run_time, identity=identity,
                    limits_available=avail, limits=rows, blended_fos=blended, comparison=comparison,
-                   compare_reason=compare_reason)
+                   compare_reason=compare_reason, fidelity=fid, fidelity_reason=fid_reason)
 
     @classmethod
     def read(cls, path: str | Path) -> ReportSummary:
@@ -171,6 +180,22 @@ def _compare(block: Any, problems: list[str]) -> tuple[CompareSection | None, st
         return CompareSection.from_dict(block.get("data"), source="compare.data"), None
     except SchemaError as exc:
         problems.append(str(exc).replace("\n", " "))
+        return None, None
+
+
+def _fidelity(block: Any, problems: list[str]) -> tuple[Fidelity | None, str | None]:
+    """The ``fidelity`` block: (the typed result, None), or (None, why there is none)."""
+    if block is None:
+        return None, "the fidelity of the test was not assessed for this report"
+    if not isinstance(block, dict) or not isinstance(block.get("available"), bool):
+        problems.append(f"fidelity: expected an object with 'available', 'reason', 'data' (found {block!r:.60})")
+        return None, None
+    if not block["available"]:
+        return None, str(block.get("reason") or "not available")
+    try:
+        return Fidelity.from_dict(block.get("data"), source="fidelity.data"), None
+    except SchemaError as exc:
+        problems.append(str(exc))
         return None, None
 
 

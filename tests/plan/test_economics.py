@@ -157,3 +157,12 @@ def test_too_few_weeks_and_a_price_that_is_no_price():
         trend_forecast(np.arange(27.0), np.ones(27))
     with pytest.raises(ParameterError, match="price_per_hour must be a positive number"):
         money_for(INST, price_per_hour=0, mean_input_tokens=1, mean_output_tokens=1)
+
+
+def test_tokens_and_money_say_their_two_sides():
+    # the limit (req/s) was measured on the test's requests, the tokens per request are production's: both
+    # the tokens rule and the money say so (issue 25: a 76-token test's limit × production's 1,469 tokens)
+    from bearing_lib.plan.economics import TWO_SIDES
+
+    e = money_for(INST, price_per_hour=4.0, mean_input_tokens=1000, mean_output_tokens=250)
+    assert e.token_basis == TWO_SIDES and "load test's limit" in TWO_SIDES and "production's" in TWO_SIDES

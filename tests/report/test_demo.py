@@ -192,3 +192,28 @@ def test_demo_shows_the_ops_section_with_its_exports_and_no_server_metrics(demo)
     for f in ops_data["exports"]["files"]:
         if f["validator"]:
             assert f["verdict"] in ("passed", "not run"), f
+
+
+def test_demo_holds_the_test_against_production(demo):
+    """The fidelity block of the demo (LMBenchmark ShareGPT run against the Azure conversation trace): production's
+    prompt quantiles from the raw CSV (linear), the headline's fidelity line, the section in the page."""
+    r, out = demo
+    summary = json.loads((out / "summary.json").read_text())
+    fid = summary["fidelity"]
+    assert fid["available"] is True, fid["reason"]
+    with (ROOT / DEMO_PRODUCTION).open(newline="", encoding="utf-8") as fh:
+        prompts = np.array([float(row["ContextTokens"]) for row in csv.DictReader(fh)])
+    inp = next(d for d in fid["data"]["dimensions"] if d["name"] == "input_tokens")
+    assert [inp["production"][k] for k in ("p50", "p90", "p99")] == pytest.approx(
+        list(np.quantile(prompts, [0.5, 0.9, 0.99], method="linear")))
+    assert inp["verdict"] == "differs" and fid["data"]["verdict"] == "differs"
+    assert inp["extra"]["longer_than_tested"] == pytest.approx(float(np.mean(prompts > inp["test"]["max"])))
+    assert summary["headline"]["fidelity_line"].startswith("The test does not represent production: the limit was "
+                                                           "measured on prompts of median")
+    html = (out / "report.html").read_text()
+    assert 'id="fidelity-table"' in html and "inside the lengths the test sent" in html
+    # the twin's extrapolation flag gives the same real share (14.1 %), not a fixed "1 %"
+    longer = float(np.mean(prompts > inp["test"]["max"]))
+    flags = summary["predicted"]["data"]["flags"] if summary["predicted"]["available"] else []
+    assert any(f.startswith(f"extrapolation: {longer:.1%} of the prompts are longer than any in the test")
+               for f in flags), flags

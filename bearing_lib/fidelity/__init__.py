@@ -1,0 +1,37 @@
+"""Fidelity of a load test to production: does the test that measured the limit look like the traffic the
+limit is compared with? (docs/report.md, "Fidelity").
+
+One module per concept: :mod:`.result` (the typed :class:`Fidelity` and its :class:`Dimension`), :mod:`.thresholds`
+(the documented verdict rules), :mod:`.lengths` (input and output length: quantiles, Kolmogorov-Smirnov and
+Wasserstein distances, the share outside the tested range), :mod:`.cache` (prefix-cache hit rate),
+:mod:`.burstiness` (index of dispersion at the SLA's time scale), :mod:`.rate` (tested rates against the
+production peak), :mod:`.identity` (model and endpoint), :mod:`.assess` (:func:`assess_fidelity`).
+
+Names are imported on first use (PEP 562): the report's ``summary.json`` reader needs the result types, not
+numpy and scipy, which only the assessment does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.fidelity.assess import assess_fidelity
+    from bearing_lib.fidelity.result import VERDICTS, Dimension, Fidelity, Quantiles
+
+_WHERE = {
+    "Dimension": "bearing_lib.fidelity.result",
+    "Fidelity": "bearing_lib.fidelity.result",
+    "Quantiles": "bearing_lib.fidelity.result",
+    "VERDICTS": "bearing_lib.fidelity.result",
+    "assess_fidelity": "bearing_lib.fidelity.assess",
+}
+
+__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "assess_fidelity"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'bearing_lib.fidelity' has no attribute {name!r}")

@@ -1,0 +1,133 @@
+"""The fidelity result: how far the load test that measured the limit is from production.
+
+:class:`Fidelity` holds one :class:`Dimension` per aspect (input length, output length,
+prefix-cache hit rate, burstiness, request-rate range, model); each carries the test's and
+production's values, a distance where one applies, a verdict (``represents`` / ``differs`` /
+``unknown``), the threshold it was judged against and one sentence a reviewer can quote.
+``to_dict``/``from_dict`` are its JSON form (the ``fidelity`` block of ``summary.json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from bearing_lib.common.errors import SchemaError
+
+Verdict = Literal["represents", "differs", "unknown"]
+VERDICTS: tuple[str, ...] = ("represents", "differs", "unknown")
+
+
+def missing_sides(test_missing: bool, production_missing: bool, what: str) -> str:
+    """Which side lacks ``what``: ``"the test gives no {what}"``, ``"production gives no {what}"`` or
+    ``"neither the test nor production gives {what}"``."""
+    if test_missing and production_missing:
+        return f"neither the test nor production gives {what}"
+    return f"{'the test' if test_missing else 'production'} gives no {what}"
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """P50 / P90 / P99 (linear interpolation), min, max and mean of a sample, with its size."""
+
+    n: int
+    p50: float
+    p90: float
+    p99: float
+    min: float
+    max: float
+    mean: float
+
+
+@dataclass
+class Dimension:
+    """One aspect of the workload, as the test sent it and as production sees it."""
+
+    name: str
+    """``input_tokens``, ``output_tokens``, ``prefix_cache``, ``burstiness``, ``rate``, ``model``."""
+    label: str
+    verdict: Verdict
+    statement: str
+    """One sentence: what the test had, what production has, what follows."""
+    threshold: str
+    """The rule the verdict was judged by (docs/report.md, "Fidelity")."""
+    test: Quantiles | dict[str, Any] | None = None
+    production: Quantiles | dict[str, Any] | None = None
+    distance: dict[str, float] = field(default_factory=dict)
+    """Two-sample distances (``ks``: Kolmogorov-Smirnov statistic, ``wasserstein`` in the dimension's unit)."""
+    unit: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, where: str = "dimension") -> Dimension:
+        if not isinstance(d, dict):
+            raise SchemaError(f"{where}: expected an object (found {d!r:.60})")
+        for key in ("name", "label", "verdict", "statement", "threshold"):
+            if not isinstance(d.get(key), str):
+                raise SchemaError(f"{where}.{key}: expected text (found {d.get(key)!r:.60})")
+        if d["verdict"] not in VERDICTS:
+            raise SchemaError(f"{where}.verdict: expected one of {', '.join(VERDICTS)} (found {d['verdict']!r})")
+
+        def side(v: Any) -> Quantiles | dict[str, Any] | None:
+            if isinstance(v, dict) and set(v) == {f for f in Quantiles.__dataclass_fields__}:
+                return Quantiles(**v)
+            return v
+
+        return cls(name=d["name"], label=d["label"], verdict=d["verdict"], statement=d["statement"],
+                   threshold=d["threshold"], test=side(d.get("test")), production=side(d.get("production")),
+                   distance=dict(d.get("distance") or {}), unit=str(d.get("unit") or ""),
+                   extra=dict(d.get("extra") or {}))
+
+
+@dataclass
+class Fidelity:
+    """Fidelity of a load test to production (module docstring).
+
+    ``verdict`` is ``differs`` when any dimension differs, ``represents`` when every dimension that
+    could be judged represents and the input length could be judged, ``unknown`` otherwise.
+    ``headline`` is the sentence for the report's headline when the test does not represent
+    production (None when it does). ``covered_share`` is the share of production requests whose
+    input and output lengths both lie inside the range the test sent (None when not known).
+    """
+
+    verdict: Verdict
+    dimensions: list[Dimension]
+    headline: str | None
+    covered_share: float | None
+    test_source: str
+    production_source: str
+    run: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def dimension(self, name: str) -> Dimension | None:
+        return next((d for d in self.dimensions if d.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "headline": self.headline, "covered_share": self.covered_share,
+                "test_source": self.test_source, "production_source": self.production_source, "run": self.run,
+                "dimensions": [d.to_dict() for d in self.dimensions], "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, d: Any, *, source: str = "fidelity") -> Fidelity:
+        """Validate a ``fidelity`` block once; a problem is a :class:`SchemaError` naming the field."""
+        if not isinstance(d, dict):
+            raise SchemaError(f"{source}: expected an object (found {d!r:.60})")
+        if d.get("verdict") not in VERDICTS:
+            raise SchemaError(f"{source}.verdict: expected one of {', '.join(VERDICTS)} (found {d.get('verdict')!r})")
+        dims = d.get("dimensions")
+        if not isinstance(dims, list):
+            raise SchemaError(f"{source}.dimensions: expected a list (found {dims!r:.60})")
+        cov = d.get("covered_share")
+        if cov is not None and not isinstance(cov, int | float):
+            raise SchemaError(f"{source}.covered_share: expected a number or null (found {cov!r:.60})")
+        return cls(verdict=d["verdict"],
+                   dimensions=[Dimension.from_dict(x, where=f"{source}.dimensions[{i}]") for i, x in enumerate(dims)],
+                   headline=d.get("headline"), covered_share=None if cov is None else float(cov),
+                   test_source=str(d.get("test_source") or ""), production_source=str(d.get("production_source") or ""),
+                   run=d.get("run"), notes=[str(n) for n in d.get("notes") or []])
+
+
+__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "Verdict", "missing_sides"]

@@ -1,0 +1,147 @@
+"""The fidelity dimensions on samples small enough to compute by hand (values worked out in the comments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bearing_lib.fidelity.assess import headline, overall
+from bearing_lib.fidelity.burstiness import burstiness_dimension, index_of_dispersion, sla_time_scale_s
+from bearing_lib.fidelity.cache import cache_dimension
+from bearing_lib.fidelity.identity import model_dimension
+from bearing_lib.fidelity.lengths import covered_share, length_dimension, quantiles
+from bearing_lib.fidelity.rate import rate_dimension
+from bearing_lib.fidelity.result import Fidelity
+from bearing_lib.limits.sla import parse_sla
+
+T = np.array([1, 2, 3] * 10, dtype=float)  # 30 requests (>= MIN_TEST_REQUESTS), the ECDF of [1, 2, 3]
+P = np.array([2, 3, 4, 5] * 10, dtype=float)
+
+
+def test_quantiles_are_linear():
+    # x = [1, 2, 3]: P50 = x[1] = 2; P90 = x[1.8] = 2.8; P99 = x[1.98] = 2.98
+    q = quantiles(np.array([3.0, 1.0, 2.0]))
+    assert (q.p50, q.p90, q.p99, q.min, q.max, q.mean, q.n) == pytest.approx((2, 2.8, 2.98, 1, 3, 2, 3))
+
+
+def test_length_distances_and_verdict_by_hand():
+    # ECDFs at 1..5: test 1/3, 2/3, 1, 1, 1; production 0, 1/4, 1/2, 3/4, 1 -> D = max gap = 1/2 (at 3).
+    # Wasserstein = area between the ECDFs = 1/3 + 5/12 + 1/2 + 1/4 = 1.5 (= the difference of the means,
+    # since production dominates). Production above the tested max 3: {4, 5} = 50 %.
+    d = length_dimension("input_tokens", T, P)
+    assert d.distance["ks"] == pytest.approx(0.5)
+    assert d.distance["wasserstein"] == pytest.approx(1.5)
+    assert d.extra["longer_than_tested"] == pytest.approx(0.5)
+    assert d.extra["shorter_than_tested"] == 0.0
+    assert d.verdict == "differs"
+    assert "production's median is 4" in d.statement  # [2,3,4,5]x10: x[19.5] = 3.5 -> printed 4 (no decimals)
+
+
+def test_same_lengths_represent():
+    d = length_dimension("output_tokens", T, T.copy())
+    assert d.distance["ks"] == 0.0 and d.verdict == "represents"
+
+
+def test_fixed_length_test_is_named_as_such():
+    d = length_dimension("input_tokens", np.full(40, 64.0), np.array([1469.0] * 9 + [50.0]))
+    assert d.statement.startswith("the limit was measured on 64-token prompts; production's median is 1,469")
+    assert d.extra["longer_than_tested"] == pytest.approx(0.9)
+
+
+def test_too_few_test_requests_is_unknown():
+    assert length_dimension("input_tokens", np.array([1.0, 2.0]), P).verdict == "unknown"
+    assert length_dimension("input_tokens", T, None).verdict == "unknown"
+
+
+def test_covered_share_by_hand():
+    # tested inputs [1, 3], outputs [1, 3]; production pairs: (2,2) in, (4,2) out, (2,5) out, (1,1) in -> 2/4
+    pi, po = np.array([2, 4, 2, 1.0]), np.array([2, 2, 5, 1.0])
+    assert covered_share(T, T, pi, po) == pytest.approx(0.5)
+    assert covered_share(T, None, pi, po) is None
+
+
+def test_cache_ratio_token_weighted():
+    test = pl.DataFrame({"input_tokens": [100, 100], "cached_tokens": [0, 0]})
+    prod = pl.DataFrame({"input_tokens": [100, 300], "cached_tokens": [50, 150]})  # 200 / 400 = 50 %
+    d = cache_dimension(test, prod)
+    assert d.production["token_hit_ratio"] == pytest.approx(0.5) and d.test["token_hit_ratio"] == 0.0
+    assert d.verdict == "differs"
+    none = cache_dimension(test, pl.DataFrame({"input_tokens": [1]}))
+    assert none.verdict == "unknown" and none.statement.startswith("production gives no cached-token counts")
+
+
+def test_index_of_dispersion_by_hand():
+    # two requests every other second: starts 2m + 0.25 and 2m + 0.75 (m = 0..9; exact in binary), 1 s bins from 0.25:
+    # 18 complete bins, 9 holding 2 and 9 holding 0: mean 1, sample variance 18/17 -> IoD 18/17
+    starts = np.sort(np.concatenate([2 * np.arange(10) + 0.25, 2 * np.arange(10) + 0.75]))
+    iod, bins = index_of_dispersion(starts, 1.0)
+    assert bins == 18 and iod == pytest.approx(18 / 17)
+    # a fixed schedule of 2 per second: every bin holds 2, variance 0
+    assert index_of_dispersion(np.arange(0, 60, 0.5), 1.0)[0] == pytest.approx(0.0)
+
+
+def test_index_of_dispersion_of_poisson_is_one():
+    rng = np.random.default_rng(7)
+    starts = np.cumsum(rng.exponential(1 / 5.0, 200_000))  # 5 req/s for ~11 h
+    iod, _ = index_of_dispersion(starts, 1.0)
+    assert iod == pytest.approx(1.0, abs=0.02)  # sd of the estimate ~ sqrt(2 / 40,000 bins) = 0.007
+
+
+def test_time_scale_is_the_sla_latency_threshold():
+    assert sla_time_scale_s(parse_sla(["p95(ttft) <= 1s", "error_rate <= 1%"]))[0] == 1.0
+    assert sla_time_scale_s(parse_sla(["p95(ttft) <= 500ms", "p99(latency) <= 30s"]))[0] == 30.0
+    assert sla_time_scale_s(parse_sla(["error_rate <= 1%"]))[0] == 60.0
+
+
+def test_burstiness_per_step():
+    # the test: two steps, each a fixed schedule (IoD 0); production: the alternating pattern (IoD 18/17)
+    test = pl.DataFrame({"run_id": ["r"] * 80, "step": [0] * 40 + [1] * 40,
+                         "start_s": list(np.arange(0, 20, 0.5)) + list(100 + np.arange(0, 20, 0.5))})
+    starts = np.sort(np.concatenate([2 * np.arange(10) + 0.25, 2 * np.arange(10) + 0.75]))
+    d = burstiness_dimension(test, pl.DataFrame({"start_s": starts}), parse_sla(["p95(ttft) <= 1s"]))
+    assert d.test["index_of_dispersion"] == pytest.approx(0.0)
+    assert d.production["index_of_dispersion"] == pytest.approx(18 / 17)
+    assert d.verdict == "differs"  # 18/17 > 2 x 0 and 1.06 - 0 > 0.5
+
+
+def test_rate_against_peak():
+    assert rate_dimension([0.5, 1.0, 2.0], 8.0).verdict == "differs"
+    d = rate_dimension([0.5, 1.0, 10.0], 8.0)
+    assert d.verdict == "represents" and d.test == {"min_rps": 0.5, "max_rps": 10.0, "steps": 3}
+    assert rate_dimension([], 8.0).verdict == "unknown"
+
+
+def test_model_names_ignore_case_and_organisation():
+    assert model_dimension(["meta-llama/Llama-3.1-8B"], ["llama-3.1-8b"]).verdict == "represents"
+    assert model_dimension(["SmolLM2"], ["llama-3.1-70b"]).verdict == "differs"
+    assert model_dimension([], ["x"]).verdict == "unknown"
+
+
+def test_overall_headline_and_round_trip():
+    dims = [length_dimension("input_tokens", np.full(40, 64.0), np.full(10, 1469.0)),
+            length_dimension("output_tokens", T, T.copy()), rate_dimension([1.0], None)]
+    assert overall(dims) == "differs"
+    assert headline(dims) == ("the limit was measured on 64-token prompts; production's median is 1,469 (P99 1,469); "
+                              "100% of its prompts are longer than any tested")
+    assert overall(dims[1:]) == "unknown"  # the input length was not judged
+    f = Fidelity("differs", dims, headline(dims), 0.0, "t", "p", run="r", notes=["n"])
+    assert Fidelity.from_dict(f.to_dict()).to_dict() == f.to_dict()
+
+
+def test_a_load_point_table_gives_only_a_mean():
+    # LLMPerf summaries: 159 output tokens per request on average; production's median 350 is 2.2x that
+    d = length_dimension("output_tokens", None, np.array([300.0, 350.0, 400.0]), test_mean_only=159.0)
+    assert d.verdict == "differs" and "2.2× the tested mean" in d.statement
+    assert length_dimension("output_tokens", None, np.array([150.0, 160.0, 170.0]),
+                            test_mean_only=159.0).verdict == "unknown"  # within 0.5-2x: no distance to judge by
+    none = length_dimension("input_tokens", None, np.array([1.0, 2.0]))
+    assert none.verdict == "unknown" and none.statement.startswith("the test gives no per-request input length")
+
+
+def test_a_tiny_share_is_not_printed_as_zero():
+    # 1 production prompt of 5,000 is shorter than any tested: 0.02 %, printed "< 0.1%", never "0.0%"
+    prod = np.array([50.0] + [150.0] * 4999)
+    d = length_dimension("input_tokens", np.array([100.0, 200.0] * 20), prod)
+    assert d.extra["shorter_than_tested"] == pytest.approx(1 / 5000)
+    assert "< 0.1% are shorter than any tested (100)" in d.statement and "0.0%" not in d.statement
