@@ -22,6 +22,7 @@ from markupsafe import Markup
 from bearing_lib.common.files import write_text_atomic
 from bearing_lib.report.charts import MAX_POINTS, report_charts
 from bearing_lib.report.defang import defang
+from bearing_lib.report.glance import glance
 from bearing_lib.report.model import ReportModel
 from bearing_lib.report.templating import environment, summary_block_html
 from bearing_lib.report.views import flags_view, section_views
@@ -67,6 +68,7 @@ def render_html(model: ReportModel) -> str:
         vega_js=Markup(vega_bundle()),
         views=section_views(model),
         flag_view=flags_view(model.flags),
+        glance=glance(model),
     )
     return html
 

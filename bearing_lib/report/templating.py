@@ -18,6 +18,11 @@ from markupsafe import Markup
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.report.defang import defang, defang_tree
+from bearing_lib.report.flag_digest import digest
+from bearing_lib.report.wording import words
+
+NOT_GIVEN_WHEN_ZERO = frozenset({"gpu_mem_gib", "concurrency", "price_per_hour", "budget_per_month"})
+"""Report parameters whose 0 means "not given" (the notebooks' parameter cells say so)."""
 
 
 def _finalize(value: Any) -> Any:
@@ -53,6 +58,15 @@ def _label(key: Any) -> str:
     return str(key).replace("_", " ")
 
 
+def _not_given(key: Any, value: Any) -> bool:
+    """True when a report parameter's value means "not given": an empty string, or 0 for the parameters of
+    :data:`NOT_GIVEN_WHEN_ZERO` (shown as "not given", never as ``gpu_mem_gib 0.0``)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    return (str(key) in NOT_GIVEN_WHEN_ZERO and isinstance(value, int | float) and not isinstance(value, bool)
+            and value == 0)
+
+
 def _tojson(value: Any) -> Markup:
     """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
     text = json.dumps(defang_tree(value), ensure_ascii=False, allow_nan=False)
@@ -83,6 +97,9 @@ def environment() -> jinja2.Environment:
     env.filters["tojson"] = _tojson
     env.filters["defang"] = defang
     env.filters["rawjson"] = _rawjson
+    env.filters["words"] = words
+    env.filters["digest"] = digest
+    env.filters["not_given"] = _not_given
     return env
 
 
@@ -91,4 +108,4 @@ def summary_block_html(model: Any) -> str:
     return environment().get_template("summary_block.html.j2").render(model=model)
 
 
-__all__ = ["environment", "summary_block_html"]
+__all__ = ["NOT_GIVEN_WHEN_ZERO", "environment", "summary_block_html"]
