@@ -5,7 +5,7 @@ longer series are downsampled by bucket maxima (peaks are what capacity is judge
 so they are kept) and the chart subtitle says so in plain words. Specs carry no ``$schema`` and no URL:
 the report must open with no network.
 
-Readable at a glance: every chart takes its card's width (``width: "container"``, autosize ``fit``),
+Readable at a glance: every chart takes its card's width (``width: "container"``, autosize ``fit-x``),
 fonts are 13–16 px (:data:`READABLE_CONFIG`), axis labels that would collide are dropped (Vega's
 ``labelOverlap`` with a separation), a load sweep spanning ≥ :data:`LOG_SPAN` × is drawn on a log axis,
 and the FOS chart carries the tier's band (red below it, green inside, yellow above: over-provisioned).
@@ -32,6 +32,7 @@ MAX_POINTS = 5000
 LOG_SPAN = 10.0
 """A load sweep whose highest load is at least this many times its lowest is drawn on a log axis."""
 HEIGHT = 300
+NOTEBOOK_WIDTH = 640
 READABLE_CONFIG: dict[str, Any] = {
     "font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
     "axis": {"labelFontSize": 13, "titleFontSize": 14, "titleFontWeight": 600, "labelOverlap": "greedy",
@@ -83,15 +84,16 @@ def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
 
 
 def fit_to_card(spec: dict[str, Any], height: int | None = None) -> dict[str, Any]:
-    """``spec`` drawn at its card's full width with the page's readable fonts (:data:`READABLE_CONFIG`).
+    """``spec`` drawn at its card's full width with the page's readable fonts (:data:`READABLE_CONFIG`); the
+    page applies it to every chart (:func:`bearing_lib.report.render.render_html`).
 
-    A single or layered chart gets ``width: "container"`` and autosize ``fit``; a concatenated one keeps
+    A single or layered chart gets ``width: "container"`` and autosize ``fit-x``; a concatenated one keeps
     its widths (Vega-Lite cannot fit those to a container) and only gets the fonts.
     """
     out = dict(spec)
     if not any(k in out for k in ("hconcat", "vconcat", "concat", "facet", "repeat")):
         out["width"] = "container"
-        out["autosize"] = {"type": "fit", "contains": "padding"}
+        out["autosize"] = {"type": "fit-x", "contains": "padding"}
         if height is not None:
             out["height"] = height
     config = dict(out.get("config") or {})
@@ -207,9 +209,54 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
     return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", _finish(chart, HEIGHT), len(rows), len(shown))
 
 
+def log_load_axis(spec: dict[str, Any], field_name: str = "offered_load") -> dict[str, Any]:
+    """``spec`` (a chart made elsewhere, e.g. the twin's replay) with a log x scale on ``field_name`` when the
+    loads in its inline data span ≥ :data:`LOG_SPAN` ×; unchanged otherwise."""
+    loads: list[float] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            vals = x.get("values")
+            if isinstance(vals, list):
+                loads.extend(r[field_name] for r in vals if isinstance(r, dict)
+                             and isinstance(r.get(field_name), int | float))
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(spec)
+    if not log_worthy(loads):
+        return spec
+    out = json.loads(json.dumps(spec))
+
+    def mark(x: Any) -> None:
+        if isinstance(x, dict):
+            enc = x.get("encoding")
+            if isinstance(enc, dict) and isinstance(enc.get("x"), dict) and enc["x"].get("field") == field_name:
+                enc["x"]["scale"] = {**(enc["x"].get("scale") or {}), "type": "log"}
+                if isinstance(enc["x"].get("title"), str):
+                    enc["x"]["title"] += ", log scale"
+            for v in x.values():
+                mark(v)
+        elif isinstance(x, list):
+            for v in x:
+                mark(v)
+
+    mark(out)
+    return out
+
+
 def _finish(chart: Any, height: int | None = None) -> dict[str, Any]:
-    """An Altair chart as the page's spec: card-wide, readable fonts, no URL."""
-    return scrub(fit_to_card(chart.to_dict(), height))
+    """An Altair chart as a spec of fixed size (``NOTEBOOK_WIDTH`` × ``height``, for notebooks, which stack
+    the specs), with the page's fonts and no URL. :func:`fit_to_card` makes it card-wide in the page."""
+    spec = chart.to_dict()
+    spec["width"] = NOTEBOOK_WIDTH
+    if height is not None:
+        spec["height"] = height
+    spec["config"] = {**READABLE_CONFIG, **(spec.get("config") or {})}
+    return scrub(spec)
 
 
 def slots_chart(slots: Any) -> ChartSpec | None:
@@ -291,7 +338,7 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]], *,
                 for t, v in pts]
         fmt, day = time_axis(pts[0][0], pts[-1][0])
         x = alt.X("t:T", title=f"{per} (UTC{day})", scale=alt.Scale(type="utc"),
-                  axis=alt.Axis(format=fmt, formatType="utc"))
+                  axis=alt.Axis(format=fmt))
         tip_t = alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc")
         sub = f"requests per UTC {per} ÷ {bin_s:g}"
     shown = downsample_max(rows, "rps")
@@ -353,7 +400,7 @@ def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_
         known = [t for t in secs if t is not None]
         fmt, day = time_axis(min(known), max(known)) if known else ("%m-%d %H:%M", "")
         x_enc = alt.X("x:T", title=f"minute (UTC{day})", scale=alt.Scale(type="utc"),
-                      axis=alt.Axis(format=fmt, formatType="utc"))
+                      axis=alt.Axis(format=fmt))
     else:
         x_enc = alt.X("x:Q", title=x)
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79", point=True).encode(
@@ -475,7 +522,7 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
     if tw is not None and tw.chart_spec:
         n = len(tw.validation_rows)
         out.append(ChartSpec("chart-twin", "The twin's replay of the load test",
-                             scrub(fit_to_card(dict(tw.chart_spec), HEIGHT)), n, n))
+                             scrub(log_load_axis(dict(tw.chart_spec))), n, n))
     if prod is not None and not relative:  # no time of day on a relative clock
         c = slots_chart(prod.profile_json.get("slots"))
         if c:
@@ -521,6 +568,6 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-__all__ = ["HEIGHT", "LOG_SPAN", "MAX_POINTS", "READABLE_CONFIG", "ChartSpec", "cbu_chart", "downsample_max",
-           "elapsed_unit", "fit_to_card", "fos_chart", "load_curve_chart", "log_worthy", "peak_chart", "report_charts",
-           "scrub", "series_chart", "tier_band_rows", "time_axis"]
+__all__ = ["HEIGHT", "LOG_SPAN", "MAX_POINTS", "NOTEBOOK_WIDTH", "READABLE_CONFIG", "ChartSpec", "cbu_chart",
+           "downsample_max", "elapsed_unit", "fit_to_card", "fos_chart", "load_curve_chart", "log_load_axis",
+           "log_worthy", "peak_chart", "report_charts", "scrub", "series_chart", "tier_band_rows", "time_axis"]

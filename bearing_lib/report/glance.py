@@ -10,6 +10,7 @@ computes no new figure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from bearing_lib.common.format import fmt_number
 from bearing_lib.report.model import ReportModel
@@ -106,13 +107,20 @@ def _not_covered(model: ReportModel) -> list[str]:
     return out
 
 
-def glance(model: ReportModel) -> Glance:
-    """The one-screen summary of ``model``."""
+def glance(model: ReportModel, target: Any = None) -> Glance:
+    """The one-screen summary of ``model``; ``target`` the FOS view's target row (``value``, ``note``:
+    :func:`bearing_lib.report.views.section_views`), so the target reads as in its section."""
     rows = [r for r in (_fos_row(model), _limit_row(model)) if r is not None]
     fos = model.fos.data
     if fos is not None:
-        rows.insert(1, GlanceRow("target load", f"{fmt_number(fos.target.rps)} req/s",
-                                 fos.target.basis or ""))
+        if target is not None and getattr(target, "value", None):
+            note = str(getattr(target, "note", "") or "")
+            basis = fos.target.basis or ""
+            if basis and note.endswith(basis):  # how it was computed stays in its section
+                note = note[: -len(basis)].rstrip(". ")
+            rows.insert(1, GlanceRow("target load", str(target.value), note))
+        else:
+            rows.insert(1, GlanceRow("target load", f"{fmt_number(fos.target.rps)} req/s", fos.target.basis or ""))
     if model.headline.plan_line:
         rows.append(GlanceRow("plan", model.headline.plan_line.removeprefix("Plan: ")))
     return Glance(model.headline.verdict, rows, _not_covered(model))

@@ -19,7 +19,7 @@ from markupsafe import Markup
 from bearing_lib.common.files import jsonable
 from bearing_lib.report.defang import defang, defang_tree
 from bearing_lib.report.flag_digest import digest
-from bearing_lib.report.wording import words
+from bearing_lib.report.wording import plain, words
 
 NOT_GIVEN_WHEN_ZERO = frozenset({"gpu_mem_gib", "concurrency", "price_per_hour", "budget_per_month"})
 """Report parameters whose 0 means "not given" (the notebooks' parameter cells say so)."""
@@ -98,6 +98,7 @@ def environment() -> jinja2.Environment:
     env.filters["defang"] = defang
     env.filters["rawjson"] = _rawjson
     env.filters["words"] = words
+    env.filters["plain"] = plain
     env.filters["digest"] = digest
     env.filters["not_given"] = _not_given
     return env

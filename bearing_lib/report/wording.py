@@ -33,8 +33,15 @@ CODES: dict[str, str] = {
 }
 """Finding codes in words; a code not listed here reads as its words (underscores as spaces)."""
 
+TERMS: dict[str, str] = {
+    "seq_len": "sequence length",
+    "kv_bytes_per_token": "KV bytes per token",
+}
+"""Variable names that formulas and notes of the plan carry, in words."""
+
 _TOO_FEW = re.compile(r"\btoo_few_for_p(\d+)(?:_(\d+))?\b")
-_KNOWN = re.compile(r"\b(" + "|".join(sorted(STEP_FLAGS, key=len, reverse=True)) + r")\b")
+_WORDS = {**STEP_FLAGS, **TERMS}
+_KNOWN = re.compile(r"(?<![\w./-])(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")(?![\w/-])")
 
 
 def _too_few(m: re.Match[str]) -> str:
@@ -59,12 +66,12 @@ def words(code: str) -> str:
 
 
 def plain(text: str) -> str:
-    """``text`` with every load-step flag name in it replaced by its words.
+    """``text`` with every load-step flag name and plan variable (:data:`TERMS`) in it replaced by words.
 
     >>> plain("step 0 at offered load 0.5: too_few_for_p95, littles_law")
     "step 0 at offered load 0.5: too few requests for a P95, requests in flight disagree with Little's law"
     """
-    return _KNOWN.sub(lambda m: STEP_FLAGS[m.group(1)], _TOO_FEW.sub(_too_few, text))
+    return _KNOWN.sub(lambda m: _WORDS[m.group(1)], _TOO_FEW.sub(_too_few, text))
 
 
-__all__ = ["CODES", "STEP_FLAGS", "plain", "words"]
+__all__ = ["CODES", "STEP_FLAGS", "TERMS", "plain", "words"]

@@ -80,7 +80,7 @@ def test_charts_are_passed_as_json_and_parse(html):
     # a series drawn whole says what is drawn, not the row budget ("≤ 5,000 per layer" is no reader's word)
     assert sub == "shaded = phase, red dashed = SLA"
     for c in charts:
-        assert c["spec"]["width"] == "container" and c["spec"]["autosize"]["type"] == "fit"  # the card's width
+        assert c["spec"]["width"] == "container" and c["spec"]["autosize"]["type"] == "fit-x"  # the card's width
         assert c["spec"]["config"]["axis"]["labelFontSize"] >= 12
 
 
