@@ -235,7 +235,7 @@ def log_load_axis(spec: dict[str, Any], field_name: str = "offered_load") -> dic
         if isinstance(x, dict):
             enc = x.get("encoding")
             if isinstance(enc, dict) and isinstance(enc.get("x"), dict) and enc["x"].get("field") == field_name:
-                enc["x"]["scale"] = {**(enc["x"].get("scale") or {}), "type": "log"}
+                enc["x"]["scale"] = {**(enc["x"].get("scale") or {}), "type": "log", "nice": False}
                 if isinstance(enc["x"].get("title"), str):
                     enc["x"]["title"] += ", log scale"
             for v in x.values():
