@@ -1,5 +1,6 @@
 """The Jinja environment of the report's templates: autoescape on for every template, URLs defanged in
-every string (:func:`bearing_lib.report.defang.defang`), numbers formatted for people.
+every string (:func:`bearing_lib.report.defang.defang`), load-step flags and plan variables in words
+(:func:`bearing_lib.report.wording.plain`), numbers formatted for people.
 
 Below :mod:`~bearing_lib.report.model` and :mod:`~bearing_lib.report.render` (it imports neither), so
 the model can show itself in a notebook (``_repr_html_``) and the reports index (``bearing_lib.app.index``)
@@ -14,7 +15,7 @@ import math
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.report.defang import defang, defang_tree
@@ -26,8 +27,9 @@ NOT_GIVEN_WHEN_ZERO = frozenset({"gpu_mem_gib", "concurrency", "price_per_hour",
 
 
 def _finalize(value: Any) -> Any:
+    """Every string printed: URLs defanged, internal step-flag and variable names in words (:func:`plain`)."""
     if isinstance(value, str) and not isinstance(value, Markup):
-        return defang(value)
+        return plain(defang(value))
     return value
 
 
@@ -75,9 +77,9 @@ def _tojson(value: Any) -> Markup:
     return Markup(text)
 
 
-def _rawjson(value: Any) -> str:
-    """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
-    return json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False)
+def _rawjson(value: Any) -> Markup:
+    """Indented JSON as escaped text with URLs defanged; its keys stay as they are (it is the raw form)."""
+    return escape(json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False))
 
 
 @functools.lru_cache(maxsize=1)

@@ -36,12 +36,14 @@ CODES: dict[str, str] = {
 TERMS: dict[str, str] = {
     "seq_len": "sequence length",
     "kv_bytes_per_token": "KV bytes per token",
+    "input_tokens": "input tokens",
+    "output_tokens": "output tokens",
 }
 """Variable names that formulas and notes of the plan carry, in words."""
 
 _TOO_FEW = re.compile(r"\btoo_few_for_p(\d+)(?:_(\d+))?\b")
 _WORDS = {**STEP_FLAGS, **TERMS}
-_KNOWN = re.compile(r"(?<![\w./-])(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")(?![\w/-])")
+_KNOWN = re.compile(r"(?<![\w./-])(" + "|".join(sorted(_WORDS, key=len, reverse=True)) + r")(?![\w/-]|\.\w)")
 
 
 def _too_few(m: re.Match[str]) -> str:
