@@ -38,6 +38,7 @@ TERMS: dict[str, str] = {
     "kv_bytes_per_token": "KV bytes per token",
     "input_tokens": "input tokens",
     "output_tokens": "output tokens",
+    "cycle_correlation": "the cycle correlation",
 }
 """Variable names that formulas and notes of the plan carry, in words."""
 
