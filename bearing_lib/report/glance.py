@@ -66,16 +66,23 @@ def _load_range(model: ReportModel) -> str | None:
         return None
     unit = curves[0].offered_load_unit
     lo, hi = min(loads), max(loads)
-    s = f"The test ran offered loads {fmt_number(lo)}–{fmt_number(hi)} {unit}"
     fos = model.fos.data
-    if fos is not None and unit in ("rps", "req/s"):
+    if unit in ("rps", "req/s"):
+        s = f"The test ran offered loads {_n(lo)}–{_n(hi)} {unit}"
+        if fos is None:
+            return s + "."
         t = fos.target.rps
-        if t > hi:
-            return f"{s}; the target {fmt_number(t)} req/s lies above the highest load tested."
-        return f"{s}; the target {fmt_number(t)} req/s lies inside that range."
-    if fos is not None:
-        return f"{s}; the target is {fmt_number(fos.target.rps)} req/s (a different unit: the limit is translated)."
-    return s + "."
+        where = "above the highest load tested" if t > hi else "inside that range"
+        return f"{s}; the target {fmt_number(t)} req/s lies {where}."
+    s = f"The test swept {unit} {_n(lo)}–{_n(hi)}, not a request rate"
+    if fos is None:
+        return s + "."
+    return f"{s}: the target {fmt_number(fos.target.rps)} req/s is held against the rate completed at the limit."
+
+
+def _n(v: float) -> str:
+    """A load for people: whole numbers without decimals (a concurrency of 64), others as ``fmt_number``."""
+    return f"{v:,.0f}" if float(v).is_integer() else fmt_number(v)
 
 
 def _not_covered(model: ReportModel) -> list[str]:

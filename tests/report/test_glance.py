@@ -20,6 +20,7 @@ def test_glance_reads_the_number_its_interval_and_the_uncovered_from_the_model(d
     assert rows["factor of safety"].note == "standard tier: FOS band 1.5–3"
     assert rows["target load"].value == f"{plan['target']['rps']:.2f} req/s"
     loads = [s["offered_load"] for mx in limits["mixes"] for s in mx["steps"]]
-    assert g.not_covered[0].startswith(f"The test ran offered loads {min(loads):.2f}–{max(loads):.2f} rps")
+    assert (min(loads), max(loads)) == (0.5, 10)
+    assert g.not_covered[0].startswith("The test ran offered loads 0.50–10 rps")  # whole numbers without decimals
     assert "inside that range" in g.not_covered[0]  # 2.4 req/s within 0.5-10
     assert "Production traffic with no measured limit: tool-calls (5.0%)." in g.not_covered
