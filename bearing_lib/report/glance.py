@@ -66,15 +66,16 @@ def _load_range(model: ReportModel) -> str | None:
         return None
     unit = curves[0].offered_load_unit
     lo, hi = min(loads), max(loads)
+    span = f"{_n(lo)}–{_n(hi)}" if hi > lo else f"{_n(lo)} only"
     fos = model.fos.data
     if unit in ("rps", "req/s"):
-        s = f"The test ran offered loads {_n(lo)}–{_n(hi)} {unit}"
+        s = f"The test ran offered loads {span} {unit}"
         if fos is None:
             return s + "."
         t = fos.target.rps
         where = "above the highest load tested" if t > hi else "inside that range"
         return f"{s}; the target {fmt_number(t)} req/s lies {where}."
-    s = f"The test swept {unit} {_n(lo)}–{_n(hi)}, not a request rate"
+    s = f"The test ran {unit} {span}, not a request rate"
     if fos is None:
         return s + "."
     return f"{s}: the target {fmt_number(fos.target.rps)} req/s is held against the rate completed at the limit."
