@@ -2,8 +2,13 @@
 
 Every layer is limited to :data:`MAX_POINTS` rows (Altair's own ``MaxRowsError`` limit);
 longer series are downsampled by bucket maxima (peaks are what capacity is judged on,
-so they are kept) and the chart subtitle says so. Specs carry no ``$schema`` and no URL:
+so they are kept) and the chart subtitle says so in plain words. Specs carry no ``$schema`` and no URL:
 the report must open with no network.
+
+Readable at a glance: every chart takes its card's width (``width: "container"``, autosize ``fit-x``),
+fonts are 13–16 px (:data:`READABLE_CONFIG`), axis labels that would collide are dropped (Vega's
+``labelOverlap`` with a separation), a load sweep spanning ≥ :data:`LOG_SPAN` × is drawn on a log axis,
+and the FOS chart carries the tier's band (red below it, green inside, yellow above: over-provisioned).
 """
 
 from __future__ import annotations
@@ -18,13 +23,28 @@ import altair as alt
 
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.files import jsonable
-from bearing_lib.plan.fos import CbuResult
+from bearing_lib.plan.fos import CbuResult, TierBands
 from bearing_lib.report.compare_section import CHART_ID as COMPARE_CHART_ID
 from bearing_lib.report.compare_section import CHART_TITLE, pareto_spec
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
+from bearing_lib.report.wording import words as _words
 
 MAX_POINTS = 5000
+LOG_SPAN = 10.0
+"""A load sweep whose highest load is at least this many times its lowest is drawn on a log axis."""
+HEIGHT = 300
+NOTEBOOK_WIDTH = 640
+READABLE_CONFIG: dict[str, Any] = {
+    "font": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
+    "axis": {"labelFontSize": 13, "titleFontSize": 14, "titleFontWeight": 600, "labelOverlap": "greedy",
+             "labelSeparation": 8, "labelLimit": 260},
+    "legend": {"labelFontSize": 13, "titleFontSize": 13, "labelLimit": 0, "symbolSize": 120},
+    "title": {"fontSize": 16, "subtitleFontSize": 13, "anchor": "start", "subtitleColor": "#555", "offset": 10},
+    "header": {"labelFontSize": 13, "titleFontSize": 14},
+}
+"""Fonts and axis-label rules shared by every chart of the page."""
+TIER_COLORS = {"red": "#c62828", "green": "#2e7d32", "yellow": "#f9a825"}
 PHASE_COLORS = {"elastic": "#2e7d32", "plastic": "#f9a825", "failure": "#c62828", "unknown": "#9e9e9e"}
 
 
@@ -57,11 +77,52 @@ def downsample_max(rows: Sequence[dict[str, Any]], key: str, limit: int = MAX_PO
 
 
 def _subtitle(n_total: int, n_shown: int, extra: str = "") -> str:
+    """The chart's subtitle in a reader's words: what is drawn, and when a long series was thinned, how."""
     if n_shown < n_total:
-        s = f"{n_shown:,} of {n_total:,} points shown: downsampled to ≤ {MAX_POINTS:,} per layer (bucket maxima)"
-    else:
-        s = f"all {n_total:,} points shown (≤ {MAX_POINTS:,} per layer)"
-    return f"{extra} · {s}" if extra else s
+        s = (f"{n_shown:,} of {n_total:,} points drawn: the highest of each run of "
+             f"{math.ceil(n_total / n_shown):,} consecutive points kept")
+        return f"{extra} · {s}" if extra else s
+    return extra
+
+
+def fit_to_card(spec: dict[str, Any], height: int | None = None) -> dict[str, Any]:
+    """``spec`` drawn at its card's full width with the page's readable fonts (:data:`READABLE_CONFIG`); the
+    page applies it to every chart (:func:`bearing_lib.report.render.render_html`).
+
+    A single or layered chart gets ``width: "container"`` and autosize ``fit-x``; a concatenated one keeps
+    its widths (Vega-Lite cannot fit those to a container) and only gets the fonts.
+    """
+    out = dict(spec)
+    if not any(k in out for k in ("hconcat", "vconcat", "concat", "facet", "repeat")):
+        out["width"] = "container"
+        out["autosize"] = {"type": "fit-x", "contains": "padding"}
+        if height is not None:
+            out["height"] = height
+    config = dict(out.get("config") or {})
+    for key, val in READABLE_CONFIG.items():
+        config[key] = {**val, **config.get(key, {})} if isinstance(val, dict) else config.get(key, val)
+    out["config"] = config
+    return out
+
+
+def time_axis(first_s: float, last_s: float) -> tuple[str, str]:
+    """``(tick format, title suffix)`` of a UTC time axis from ``first_s`` to ``last_s`` (epoch seconds): within
+    one UTC day the ticks are ``HH:MM`` and the date goes into the title, so labels stay short."""
+    import datetime as _dt
+
+    a = _dt.datetime.fromtimestamp(first_s, _dt.UTC)
+    b = _dt.datetime.fromtimestamp(last_s, _dt.UTC)
+    if a.date() == b.date():
+        return "%H:%M", f", {a:%Y-%m-%d}"
+    if last_s - first_s <= 3 * 86400:
+        return "%m-%d %H:%M", ""
+    return "%a %m-%d", ""
+
+
+def log_worthy(values: Sequence[float | None]) -> bool:
+    """True when the positive ``values`` span at least :data:`LOG_SPAN` × (and none is ≤ 0)."""
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return bool(v) and min(v) > 0 and max(v) / min(v) >= LOG_SPAN
 
 
 def scrub(spec: dict[str, Any]) -> dict[str, Any]:
@@ -75,37 +136,56 @@ def scrub(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
-    """SLA metric vs offered load: phase bands, 95% CI bars, SLA line, knee and Q_ult rules."""
+    """SLA metric vs offered load: phase bands, 95% CI bars, SLA line, knee and Q_ult rules.
+
+    A sweep whose loads span ≥ :data:`LOG_SPAN` × (a 1–128 concurrency sweep, a 0.5–10 req/s rate sweep) is
+    drawn on a log load axis, so the low steps are not crushed into the left edge; phase bands are clipped
+    to the drawn range.
+    """
     rows = [
         {"load": p.offered_load, "value": p.value, "lo": p.lo, "hi": p.hi, "phase": p.phase or "unknown",
-         "valid": "valid" if p.valid else "invalid (" + (", ".join(p.flags) or "flagged") + ")"}
+         "valid": "valid" if p.valid else "invalid (" + (", ".join(_words(f) for f in p.flags) or "flagged") + ")"}
         for p in curve.points if p.value is not None
     ]
     shown = downsample_max(rows, "value")
-    x_title = f"offered load ({curve.offered_load_unit})"
+    loads = [r["load"] for r in shown if r["load"] is not None]
+    x_log = log_worthy(loads)
+    x_title = f"offered load ({curve.offered_load_unit})" + (", log scale" if x_log else "")
+    if x_log:
+        marks_x = [v for v in (curve.knee, curve.q_ult) if v is not None and math.isfinite(v) and v > 0]
+        lo_x, hi_x = min(loads + marks_x) / 1.15, max(loads + marks_x) * 1.15
+        x_scale = alt.Scale(type="log", domain=[lo_x, hi_x], nice=False)
+    else:
+        lo_x = hi_x = None
+        x_scale = alt.Undefined
     base = alt.Chart(alt.Data(values=shown))
     layers: list[alt.Chart] = []
     if curve.phase_bands:
-        bands = alt.Chart(alt.Data(values=[asdict(b) for b in curve.phase_bands])).mark_rect(opacity=0.13).encode(
-            x=alt.X("lo:Q", title=x_title), x2="hi:Q",
+        band_rows = [asdict(b) for b in curve.phase_bands]
+        if x_log:
+            band_rows = [{**b, "lo": max(b["lo"], lo_x), "hi": min(b["hi"], hi_x)} for b in band_rows
+                         if b["hi"] > lo_x and b["lo"] < hi_x]
+        bands = alt.Chart(alt.Data(values=band_rows)).mark_rect(opacity=0.13).encode(
+            x=alt.X("lo:Q", title=x_title, scale=x_scale), x2="hi:Q",
             color=alt.Color("phase:N", title="phase",
                             scale=alt.Scale(domain=list(PHASE_COLORS), range=list(PHASE_COLORS.values()))),
         )
-        layers.append(bands)
+        if band_rows:
+            layers.append(bands)
     if any(r["lo"] is not None and r["hi"] is not None for r in shown):
         layers.append(base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#555").encode(
-            x="load:Q", y=alt.Y("lo:Q"), y2="hi:Q"))
+            x=alt.X("load:Q", scale=x_scale), y=alt.Y("lo:Q"), y2="hi:Q"))
     vals = [r["value"] for r in shown if r["value"] is not None]
     # Latency past the knee grows by orders of magnitude: a log axis keeps the SLA line and
     # the elastic part readable (said in the axis title).
     log = bool(vals) and min(vals) > 0 and max(vals) / min(vals) > 20
-    y_title = curve.label + (" (log scale)" if log else "")
+    y_title = curve.label + (", log scale" if log else "")
     y_scale = alt.Scale(type="log") if log else alt.Undefined
     layers.append(base.mark_line(color="#1f4e79", point=False).encode(
-        x=alt.X("load:Q", title=x_title), y=alt.Y("value:Q", title=y_title, scale=y_scale)))
-    layers.append(base.mark_point(filled=True, size=50, color="#1f4e79").encode(
-        x="load:Q", y="value:Q",
-        shape=alt.Shape("valid:N", title="step"),
+        x=alt.X("load:Q", title=x_title, scale=x_scale), y=alt.Y("value:Q", title=y_title, scale=y_scale)))
+    layers.append(base.mark_point(filled=True, size=70, color="#1f4e79").encode(
+        x=alt.X("load:Q", scale=x_scale), y="value:Q",
+        shape=alt.Shape("valid:N", title="step", legend=alt.Legend(orient="bottom", columns=1)),
         tooltip=[alt.Tooltip("load:Q", title="offered load"), alt.Tooltip("value:Q", title=curve.label, format=",.1f"),
                  alt.Tooltip("lo:Q", title="95% CI lo", format=",.1f"),
                  alt.Tooltip("hi:Q", title="95% CI hi", format=",.1f"), "phase:N", "valid:N"]))
@@ -118,15 +198,67 @@ def load_curve_chart(curve: LoadCurve, idx: int) -> ChartSpec:
         verticals.append({"x": curve.knee, "label": "knee (P_critical)"})
     if curve.q_ult is not None and math.isfinite(curve.q_ult):
         verticals.append({"x": curve.q_ult, "label": "Q_ult"})
+    if x_log:
+        verticals = [v for v in verticals if v["x"] > 0]
     if verticals:
         rules.append(alt.Chart(alt.Data(values=verticals)).mark_rule(size=2).encode(
-            x="x:Q", strokeDash=alt.StrokeDash("label:N", title="marker"), tooltip=["label:N", "x:Q"]))
+            x=alt.X("x:Q", scale=x_scale), strokeDash=alt.StrokeDash("label:N", title="marker"),
+            tooltip=["label:N", "x:Q"]))
     chart = alt.layer(*layers, *rules).resolve_scale(color="independent", shape="independent").properties(
-        width=520, height=260,
         title=alt.Title(f"{curve.mix}: {curve.label} vs offered load",
                         subtitle=_subtitle(len(rows), len(shown), "shaded = phase, red dashed = SLA")),
     )
-    return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", scrub(chart.to_dict()), len(rows), len(shown))
+    return ChartSpec(f"chart-curve-{idx}", f"{curve.mix}", _finish(chart, HEIGHT), len(rows), len(shown))
+
+
+def log_load_axis(spec: dict[str, Any], field_name: str = "offered_load") -> dict[str, Any]:
+    """``spec`` (a chart made elsewhere, e.g. the twin's replay) with a log x scale on ``field_name`` when the
+    loads in its inline data span ≥ :data:`LOG_SPAN` ×; unchanged otherwise."""
+    loads: list[float] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            vals = x.get("values")
+            if isinstance(vals, list):
+                loads.extend(r[field_name] for r in vals if isinstance(r, dict)
+                             and isinstance(r.get(field_name), int | float))
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(spec)
+    if not log_worthy(loads):
+        return spec
+    out = json.loads(json.dumps(spec))
+
+    def mark(x: Any) -> None:
+        if isinstance(x, dict):
+            enc = x.get("encoding")
+            if isinstance(enc, dict) and isinstance(enc.get("x"), dict) and enc["x"].get("field") == field_name:
+                enc["x"]["scale"] = {**(enc["x"].get("scale") or {}), "type": "log", "nice": False}
+                if isinstance(enc["x"].get("title"), str):
+                    enc["x"]["title"] += ", log scale"
+            for v in x.values():
+                mark(v)
+        elif isinstance(x, list):
+            for v in x:
+                mark(v)
+
+    mark(out)
+    return out
+
+
+def _finish(chart: Any, height: int | None = None) -> dict[str, Any]:
+    """An Altair chart as a spec of fixed size (``NOTEBOOK_WIDTH`` × ``height``, for notebooks, which stack
+    the specs), with the page's fonts and no URL. :func:`fit_to_card` makes it card-wide in the page."""
+    spec = chart.to_dict()
+    spec["width"] = NOTEBOOK_WIDTH
+    if height is not None:
+        spec["height"] = height
+    spec["config"] = {**READABLE_CONFIG, **(spec.get("config") or {})}
+    return scrub(spec)
 
 
 def slots_chart(slots: Any) -> ChartSpec | None:
@@ -158,15 +290,15 @@ def slots_chart(slots: Any) -> ChartSpec | None:
             for r in rows_in]
     shown = downsample_max(rows, "value")
     enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
-           "y": alt.Y("value:Q", title=vkey.replace("_", " ")),
+           "y": alt.Y("value:Q", title=_SLOT_VALUE.get(vkey, vkey.replace("_", " "))),
            "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.2f")]}
     if day:
         enc["color"] = alt.Color("day:N", sort=names, title="weekday")
     title = "Weekly profile" if day else "Daily profile"
     chart = alt.Chart(alt.Data(values=shown)).mark_line(point=True).encode(**enc).properties(
-        width=520, height=220,
-        title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown), f"{vkey} per slot")))
-    return ChartSpec("chart-slots", title, scrub(chart.to_dict()), len(rows), len(shown))
+        title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown),
+                                                  _SLOT_VALUE.get(vkey, vkey.replace("_", " ")) + " per slot")))
+    return ChartSpec("chart-slots", title, _finish(chart, 260), len(rows), len(shown))
 
 
 def elapsed_unit(span_s: float) -> tuple[float, str]:
@@ -206,7 +338,9 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]], *,
     else:
         rows = [{"t": _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "rps": v}
                 for t, v in pts]
-        x = alt.X("t:T", title=f"{per} (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
+        fmt, day = time_axis(pts[0][0], pts[-1][0])
+        x = alt.X("t:T", title=f"{per} (UTC{day})", scale=alt.Scale(type="utc"),
+                  axis=alt.Axis(format=fmt))
         tip_t = alt.Tooltip("t:T", format="%Y-%m-%d %H:%M", formatType="utc")
         sub = f"requests per UTC {per} ÷ {bin_s:g}"
     shown = downsample_max(rows, "rps")
@@ -224,9 +358,23 @@ def peak_chart(series: list[dict[str, Any]], lines: list[dict[str, Any]], *,
             strokeDash=alt.StrokeDash("label:N", legend=None),
             tooltip=["label:N", alt.Tooltip("rps:Q", format=",.2f")]))
     chart = alt.layer(*layers).properties(
-        width=620, height=240,
         title=alt.Title("Production load against capacity", subtitle=_subtitle(len(rows), len(shown), sub)))
-    return ChartSpec("chart-peak", "Production load against capacity", scrub(chart.to_dict()), len(rows), len(shown))
+    return ChartSpec("chart-peak", "Production load against capacity", _finish(chart, HEIGHT), len(rows), len(shown))
+
+
+_SLOT_VALUE = {"p95_rps": "P95 of the per-minute rate (req/s)", "p99_rps": "P99 of the per-minute rate (req/s)",
+               "mean_rps": "mean rate (req/s)", "max_rps": "highest per-minute rate (req/s)"}
+
+
+def _iso_seconds(text: Any) -> float | None:
+    """Epoch seconds of an ISO UTC time string, or None."""
+    import datetime as _dt
+
+    try:
+        t = _dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=_dt.UTC)).timestamp()
 
 
 def _day_name(v: Any, names: list[str]) -> str:
@@ -249,63 +397,103 @@ def series_chart(series: list[dict[str, Any]], *, x: str, y: str, title: str, y_
     shown = downsample_max(rows, "y")
     x_is_time = isinstance(rows[0]["x"], str)
     x = "minute (UTC)" if x_is_time else (x_title or x)
-    x_enc = (alt.X("x:T", title=x, scale=alt.Scale(type="utc"), axis=alt.Axis(format="%m-%d %H:%M"))
-             if x_is_time else alt.X("x:Q", title=x))
+    if x_is_time:
+        secs = [_iso_seconds(r["x"]) for r in rows]
+        known = [t for t in secs if t is not None]
+        fmt, day = time_axis(min(known), max(known)) if known else ("%m-%d %H:%M", "")
+        x_enc = alt.X("x:T", title=f"minute (UTC{day})", scale=alt.Scale(type="utc"),
+                      axis=alt.Axis(format=fmt))
+    else:
+        x_enc = alt.X("x:Q", title=x)
     line = alt.Chart(alt.Data(values=shown)).mark_line(color="#1f4e79", point=True).encode(
         x=x_enc, y=alt.Y("y:Q", title=y_title))
     layers: list[alt.Chart] = [line]
     if rule is not None:
         layers.append(alt.Chart(alt.Data(values=[{"y": rule, "label": rule_label}])).mark_rule(
             color="#c62828", strokeDash=[6, 3]).encode(y="y:Q", tooltip=["label:N", "y:Q"]))
-    chart = alt.layer(*layers).properties(width=520, height=200,
-                                          title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown))))
-    return ChartSpec(cid, title, scrub(chart.to_dict()), len(rows), len(shown))
+    chart = alt.layer(*layers).properties(title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown))))
+    return ChartSpec(cid, title, _finish(chart, 260), len(rows), len(shown))
 
 
-def fos_chart(per_mix: list[Any], blended: Estimate | None) -> ChartSpec | None:
-    """FOS per mix and blended, with 95% CIs, a marker for bounds and a reference line at 1.
+def tier_band_rows(tier: TierBands | None, lo: float, hi: float) -> list[dict[str, Any]]:
+    """The tier's FOS band as coloured spans over ``[lo, hi]``: red below ``fos_min`` (below the tier), green
+    inside the band, yellow above ``fos_max`` (over-provisioned), as :func:`bearing_lib.plan.fos.verdict`
+    colours a FOS value with no CI. Empty spans are left out."""
+    if tier is None:
+        return []
+    edges = [("red", f"below the {tier.name} tier (FOS < {tier.fos_min:g})", lo, tier.fos_min)]
+    top = tier.fos_max if tier.fos_max is not None else hi
+    edges.append(("green", f"{tier.name} tier band ({tier.describe()})", tier.fos_min, top))
+    if tier.fos_max is not None:
+        edges.append(("yellow", f"above the band: over-provisioned (FOS > {tier.fos_max:g})", tier.fos_max, hi))
+    return [{"colour": c, "band": label, "x": max(a, lo), "x2": min(b, hi)} for c, label, a, b in edges
+            if min(b, hi) > max(a, lo)]
 
-    A bound (``FOS ≥ x`` from a limit that never failed, ``FOS < x`` from one that failed at
-    its first step) is drawn as a triangle pointing the way the truth lies, never as a bar.
+
+def fos_chart(per_mix: list[Any], blended: Estimate | None, tier: TierBands | None = None) -> ChartSpec | None:
+    """FOS per mix and blended, with 95% CIs, over the tier's band (red / green / yellow), with a line at 1.
+
+    Each FOS is a dot with its 95% CI and its value written beside it. A bound (``FOS ≥ x`` from a limit
+    that never failed, ``FOS < x`` from one that failed at its first step) is a triangle pointing the way
+    the truth lies, never a dot. The axis is logarithmic when the values and the band edges span
+    ≥ :data:`LOG_SPAN` × (a FOS of 0.15 against a band of 1.5–3), so both ends stay readable.
     """
     def row(mix: str, e: Estimate) -> dict[str, Any]:
         return {"mix": mix, "value": e.value, "lo": None if e.is_bound else e.lo, "hi": None if e.is_bound else e.hi,
-                "bound": e.bound, "label": e.text(ci=False)}
+                "bound": e.bound, "label": e.text(ci=not e.is_bound, unit=False).replace("95% CI ", "")}
 
     rows = [row(p.mix, p.fos) for p in per_mix if p.fos is not None and p.fos.value is not None]
     if blended is not None and blended.value is not None:
         rows.append(row("blended", blended))
     if not rows:
         return None
+    span = [v for r in rows for v in (r["value"], r["lo"], r["hi"]) if v is not None and v > 0] + [1.0]
+    if tier is not None:
+        span += [tier.fos_min] + ([tier.fos_max] if tier.fos_max is not None else [tier.fos_min * 1.5])
+    log = log_worthy(span) and min(span) > 0
+    lo_x, hi_x = (min(span) / 1.4, max(span) * 1.4) if log else (0.0, max(span) * 1.15)
+    x_scale = alt.Scale(type="log" if log else "linear", domain=[lo_x, hi_x], nice=False)
+    x_title = "factor of safety (Q_ult / target)" + (", log scale" if log else "")
     base = alt.Chart(alt.Data(values=rows))
-    tip = ["mix:N", alt.Tooltip("label:N", title="FOS"), alt.Tooltip("lo:Q", format=".2f"),
-           alt.Tooltip("hi:Q", format=".2f")]
-    bars = base.transform_filter("datum.bound == 'none'").mark_bar(color="#1f4e79", opacity=0.8).encode(
-        y=alt.Y("mix:N", title=None, sort=None), x=alt.X("value:Q", title="factor of safety (Q_ult / target)"),
-        tooltip=tip)
-    lower = base.transform_filter("datum.bound == 'lower'").mark_point(
-        shape="triangle-right", size=160, filled=True, color="#1f4e79").encode(
-        y=alt.Y("mix:N", sort=None), x="value:Q", tooltip=tip)
-    upper = base.transform_filter("datum.bound == 'upper'").mark_point(
-        shape="triangle-left", size=160, filled=True, color="#c62828").encode(
-        y=alt.Y("mix:N", sort=None), x="value:Q", tooltip=tip)
-    labels = base.transform_filter("datum.bound != 'none'").mark_text(align="left", dx=10).encode(
-        y=alt.Y("mix:N", sort=None), x="value:Q", text="label:N")
-    err = base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(color="#000").encode(
-        y=alt.Y("mix:N", sort=None), x="lo:Q", x2="hi:Q")
-    refs = alt.Chart(alt.Data(values=[{"x": 1.0, "label": "FOS 1 = at the limit"}])).mark_rule(
-        color="#c62828", strokeDash=[4, 2]).encode(x="x:Q", tooltip=["label:N"])
-    # only layers that hold data: an empty filtered layer makes Vega warn "Infinite extent"
+    y = alt.Y("mix:N", title=None, sort=None, axis=alt.Axis(labelFontWeight=600))
+    tip = ["mix:N", alt.Tooltip("label:N", title="FOS")]
+    layers: list[Any] = []
+    bands = tier_band_rows(tier, lo_x, hi_x)
+    if bands:
+        layers.append(alt.Chart(alt.Data(values=bands)).mark_rect(opacity=0.16).encode(
+            x=alt.X("x:Q", scale=x_scale, title=x_title), x2="x2:Q",
+            color=alt.Color("band:N", title="tier band", sort=None,
+                            scale=alt.Scale(domain=[b["band"] for b in bands],
+                                            range=[TIER_COLORS[b["colour"]] for b in bands]),
+                            legend=alt.Legend(orient="bottom", direction="horizontal")),
+            tooltip=["band:N"]))
     kinds = {r["bound"] for r in rows}
-    layers = [lay for lay, want in ((bars, "none" in kinds), (lower, "lower" in kinds), (upper, "upper" in kinds),
-                                    (labels, bool(kinds - {"none"})),
-                                    (err, any(r["lo"] is not None and r["hi"] is not None for r in rows)))
-              if want]
-    chart = alt.layer(*layers, refs).properties(
-        width=520, height=28 * len(rows) + 20,
-        title=alt.Title("Factor of safety", subtitle=_subtitle(
-            len(rows), len(rows), "bars = FOS, black = 95% CI, ▶ = at least (≥), ◀ = less than (<)")))
-    return ChartSpec("chart-fos", "Factor of safety", scrub(chart.to_dict()), len(rows), len(rows))
+    if any(r["lo"] is not None and r["hi"] is not None for r in rows):
+        layers.append(base.transform_filter("datum.lo != null && datum.hi != null").mark_rule(
+            color="#000", size=2).encode(y=y, x=alt.X("lo:Q", scale=x_scale, title=x_title), x2="hi:Q"))
+    # only layers that hold data: an empty filtered layer makes Vega warn "Infinite extent"
+    if "none" in kinds:
+        layers.append(base.transform_filter("datum.bound == 'none'").mark_circle(size=140, color="#1f4e79",
+                                                                                  opacity=1).encode(
+            y=y, x=alt.X("value:Q", scale=x_scale, title=x_title), tooltip=tip))
+    if "lower" in kinds:
+        layers.append(base.transform_filter("datum.bound == 'lower'").mark_point(
+            shape="triangle-right", size=180, filled=True, color="#1f4e79").encode(
+            y=y, x=alt.X("value:Q", scale=x_scale, title=x_title), tooltip=tip))
+    if "upper" in kinds:
+        layers.append(base.transform_filter("datum.bound == 'upper'").mark_point(
+            shape="triangle-left", size=180, filled=True, color="#c62828").encode(
+            y=y, x=alt.X("value:Q", scale=x_scale, title=x_title), tooltip=tip))
+    layers.append(base.mark_text(align="left", dx=12, dy=-12, fontSize=13).encode(
+        y=y, x=alt.X("value:Q", scale=x_scale), text="label:N"))
+    layers.append(alt.Chart(alt.Data(values=[{"x": 1.0, "label": "FOS 1 = at the limit"}])).mark_rule(
+        color="#c62828", strokeDash=[4, 2], size=2).encode(x=alt.X("x:Q", scale=x_scale), tooltip=["label:N"]))
+    what = "dot = FOS, black = 95% CI, ▶ = at least (≥), ◀ = less than (<), red dashed = FOS 1"
+    if bands:
+        what = f"{what}; shaded = the {tier.name} tier's band" if tier else what
+    chart = alt.layer(*layers).resolve_scale(color="independent").properties(
+        title=alt.Title("Factor of safety", subtitle=what))
+    return ChartSpec("chart-fos", "Factor of safety", _finish(chart, 46 * len(rows) + 40), len(rows), len(rows))
 
 
 def report_charts(model: ReportModel) -> list[ChartSpec]:
@@ -327,7 +515,7 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         if c:
             out.append(c)
     if fos is not None:
-        c = fos_chart(fos.per_mix, fos.blended)
+        c = fos_chart(fos.per_mix, fos.blended, fos.tier_bands)
         if c:
             out.append(c)
     for i, curve in enumerate(model.curves):
@@ -335,7 +523,8 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
     tw = model.predicted.data
     if tw is not None and tw.chart_spec:
         n = len(tw.validation_rows)
-        out.append(ChartSpec("chart-twin", "The twin's replay of the load test", scrub(dict(tw.chart_spec)), n, n))
+        out.append(ChartSpec("chart-twin", "The twin's replay of the load test",
+                             scrub(log_load_axis(dict(tw.chart_spec))), n, n))
     if prod is not None and not relative:  # no time of day on a relative clock
         c = slots_chart(prod.profile_json.get("slots"))
         if c:
@@ -384,5 +573,6 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-__all__ = ["MAX_POINTS", "ChartSpec", "cbu_chart", "downsample_max", "elapsed_unit", "load_curve_chart",
-           "peak_chart", "report_charts", "scrub", "series_chart"]
+__all__ = ["HEIGHT", "LOG_SPAN", "MAX_POINTS", "NOTEBOOK_WIDTH", "READABLE_CONFIG", "ChartSpec", "cbu_chart",
+           "downsample_max", "elapsed_unit", "fit_to_card", "fos_chart", "load_curve_chart", "log_load_axis",
+           "log_worthy", "peak_chart", "report_charts", "scrub", "series_chart", "tier_band_rows", "time_axis"]

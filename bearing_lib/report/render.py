@@ -20,8 +20,9 @@ from pathlib import Path
 from markupsafe import Markup
 
 from bearing_lib.common.files import write_text_atomic
-from bearing_lib.report.charts import MAX_POINTS, report_charts
+from bearing_lib.report.charts import MAX_POINTS, fit_to_card, report_charts
 from bearing_lib.report.defang import defang
+from bearing_lib.report.glance import glance
 from bearing_lib.report.model import ReportModel
 from bearing_lib.report.templating import environment, summary_block_html
 from bearing_lib.report.views import flags_view, section_views
@@ -58,15 +59,17 @@ def _generator(model: ReportModel) -> str:
 def render_html(model: ReportModel) -> str:
     """The report as one self-contained HTML string (no network needed, no URL inside)."""
     charts = report_charts(model)
+    views = section_views(model)
     html = environment().get_template("report.html.j2").render(
         model=model,
         generator=_generator(model),
-        charts=[{"id": c.id, "spec": c.spec} for c in charts],
+        charts=[{"id": c.id, "spec": fit_to_card(c.spec)} for c in charts],  # each at its card's width
         chart_meta={c.id: c for c in charts},
         max_points=MAX_POINTS,
         vega_js=Markup(vega_bundle()),
-        views=section_views(model),
+        views=views,
         flag_view=flags_view(model.flags),
+        glance=glance(model, target=views.fos.target if views.fos is not None else None),
     )
     return html
 

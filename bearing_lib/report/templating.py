@@ -1,5 +1,6 @@
 """The Jinja environment of the report's templates: autoescape on for every template, URLs defanged in
-every string (:func:`bearing_lib.report.defang.defang`), numbers formatted for people.
+every string (:func:`bearing_lib.report.defang.defang`), load-step flags and plan variables in words
+(:func:`bearing_lib.report.wording.plain`), numbers formatted for people.
 
 Below :mod:`~bearing_lib.report.model` and :mod:`~bearing_lib.report.render` (it imports neither), so
 the model can show itself in a notebook (``_repr_html_``) and the reports index (``bearing_lib.app.index``)
@@ -14,15 +15,21 @@ import math
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.report.defang import defang, defang_tree
+from bearing_lib.report.flag_digest import digest
+from bearing_lib.report.wording import plain, words
+
+NOT_GIVEN_WHEN_ZERO = frozenset({"gpu_mem_gib", "concurrency", "price_per_hour", "budget_per_month"})
+"""Report parameters whose 0 means "not given" (the notebooks' parameter cells say so)."""
 
 
 def _finalize(value: Any) -> Any:
+    """Every string printed: URLs defanged, internal step-flag and variable names in words (:func:`plain`)."""
     if isinstance(value, str) and not isinstance(value, Markup):
-        return defang(value)
+        return plain(defang(value))
     return value
 
 
@@ -53,6 +60,15 @@ def _label(key: Any) -> str:
     return str(key).replace("_", " ")
 
 
+def _not_given(key: Any, value: Any) -> bool:
+    """True when a report parameter's value means "not given": an empty string, or 0 for the parameters of
+    :data:`NOT_GIVEN_WHEN_ZERO` (shown as "not given", never as ``gpu_mem_gib 0.0``)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    return (str(key) in NOT_GIVEN_WHEN_ZERO and isinstance(value, int | float) and not isinstance(value, bool)
+            and value == 0)
+
+
 def _tojson(value: Any) -> Markup:
     """JSON for a ``<script>``: URL-free and with ``<``, ``>``, ``&``, ``'`` as \\u escapes."""
     text = json.dumps(defang_tree(value), ensure_ascii=False, allow_nan=False)
@@ -61,9 +77,9 @@ def _tojson(value: Any) -> Markup:
     return Markup(text)
 
 
-def _rawjson(value: Any) -> str:
-    """Indented JSON as plain text (autoescaped by the template, URLs defanged by ``finalize``)."""
-    return json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False)
+def _rawjson(value: Any) -> Markup:
+    """Indented JSON as escaped text with URLs defanged; its keys stay as they are (it is the raw form)."""
+    return escape(json.dumps(defang_tree(jsonable(value)), indent=1, ensure_ascii=False, allow_nan=False))
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,6 +99,10 @@ def environment() -> jinja2.Environment:
     env.filters["tojson"] = _tojson
     env.filters["defang"] = defang
     env.filters["rawjson"] = _rawjson
+    env.filters["words"] = words
+    env.filters["plain"] = plain
+    env.filters["digest"] = digest
+    env.filters["not_given"] = _not_given
     return env
 
 
@@ -91,4 +111,4 @@ def summary_block_html(model: Any) -> str:
     return environment().get_template("summary_block.html.j2").render(model=model)
 
 
-__all__ = ["environment", "summary_block_html"]
+__all__ = ["NOT_GIVEN_WHEN_ZERO", "environment", "summary_block_html"]

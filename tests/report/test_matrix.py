@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ENV, ROOT
-from tests.report.test_browser import ARGS, CHROMIUM, _need, open_offline
+from tests.report.test_browser import ARGS, CHROMIUM, _need, open_offline, readability_problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data, pytest.mark.browser]
 
@@ -243,6 +243,11 @@ def test_report_opens_draws_and_reads_honestly(matrix, browser, key):
         hrefs = page.eval_on_selector_all("a[href^='#']", "els => els.map(e => e.getAttribute('href'))")
         dead = [h for h in hrefs if len(h) > 1 and page.locator(f"[id='{h[1:]}']").count() == 0]
         assert dead == [], f"{cell.name}: dead internal links {dead}"
+        # readable at a glance (#25 item 7): card-wide charts, no overlapping axis labels, no internal key,
+        # the tier band on the FOS chart
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        unreadable = readability_problems(page, cell.summary)
+        assert unreadable == [], f"{cell.name}: {unreadable}"
         text = page.evaluate(_VISIBLE_TEXT)
         tables = {"mixes": page.evaluate(_TABLE_ROWS, "#mixes table.grid"),
                   "fos": page.evaluate(_TABLE_ROWS, "#fos table.grid")}

@@ -77,7 +77,11 @@ def test_charts_are_passed_as_json_and_parse(html):
     for cid in ids:
         assert f'id="{cid}"' in html
     sub = charts[1]["spec"]["title"]["subtitle"]
-    assert "all 10 points shown" in sub
+    # a series drawn whole says what is drawn, not the row budget ("≤ 5,000 per layer" is no reader's word)
+    assert sub == "shaded = phase, red dashed = SLA"
+    for c in charts:
+        assert c["spec"]["width"] == "container" and c["spec"]["autosize"]["type"] == "fit-x"  # the card's width
+        assert c["spec"]["config"]["axis"]["labelFontSize"] >= 12
 
 
 def _hostile_model(docs):
@@ -137,7 +141,9 @@ def test_long_curve_is_downsampled_and_says_so():
                       [PhaseBand("elastic", 0.0, 11_999.0)])
     c = load_curve_chart(curve, 0)
     assert c.n_points == 12_000 and c.n_shown == MAX_POINTS
-    assert "downsampled to ≤ 5,000 per layer" in c.spec["title"]["subtitle"]
+    # 12,000 points in 5,000 buckets: runs of at most ceil(12000 / 5000) = 3 consecutive points
+    assert c.spec["title"]["subtitle"].endswith(
+        "5,000 of 12,000 points drawn: the highest of each run of 3 consecutive points kept")
     sizes = [len(layer["data"]["values"]) for layer in c.spec["layer"] if "values" in layer.get("data", {})]
     assert sizes and max(sizes) == MAX_POINTS
 
@@ -165,7 +171,7 @@ def test_peak_chart_downsamples_a_two_week_series_and_draws_capacity_lines(docs)
     assert levels["lowest per-mix Q_ult (completed req/s)"] == lowest
     # legend labels are never truncated into look-alikes ("lowest per-mix Q_ult (completed r…")
     assert rules["encoding"]["color"]["legend"]["labelLimit"] == 0
-    assert "downsampled" in peak.spec["title"]["subtitle"]
+    assert "20,160 points drawn" in peak.spec["title"]["subtitle"]
     # and it is the first chart of the page, right under the verdict
     html = render_html(m)
     assert page(html).index('id="chart-peak"') < page(html).index('id="mixes"')
