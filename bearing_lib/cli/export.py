@@ -61,7 +61,7 @@ def export_cmd(
     from bearing_lib.cli._common import bearing_errors
 
     with bearing_errors():
-        from bearing_lib.ops.exports import Target, export, read_plan
+        from bearing_lib.ops.exports import ExportTarget, export, read_plan
 
         wanted: list[str] = []
         for item in fmt:
@@ -69,7 +69,7 @@ def export_cmd(
                 if f.strip() and f.strip() not in wanted:
                     wanted.append(f.strip())
         numbers = read_plan(plan, limits_path=limits)
-        target = Target(namespace=namespace, deployment=deployment, selector=selector,
+        target = ExportTarget(namespace=namespace, deployment=deployment, selector=selector,
                         prometheus_url=prometheus_url, pods_metric=pods_metric, queue_target=queue_target,
                         for_minutes=for_minutes,
                         slo_window_days=slo_window_days, instances=instances, min_replicas=min_replicas,

@@ -245,7 +245,7 @@ def _kind_of(clause: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- options
 @dataclass(frozen=True)
-class Target:
+class ExportTarget:
     """Where the exports point: the workload, its metrics, the Prometheus behind KEDA."""
 
     namespace: str = "default"
@@ -336,7 +336,7 @@ def burn_factor(budget_fraction: float, long_window_h: float, slo_window_days: f
     return budget_fraction * slo_window_days * 24.0 / long_window_h
 
 
-def prometheus_rules(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+def prometheus_rules(numbers: PlanNumbers, target: ExportTarget) -> tuple[dict[str, Any], list[str]]:
     """(rules document, notes). Recording rules for throughput, instances and CBU, then alerts."""
     m = target.matchers
     a = numbers.per_instance_allowable_rps
@@ -459,7 +459,7 @@ def _quantile(stat: str) -> float | None:
 
 
 # --------------------------------------------------------------------------- autoscalers
-def _replicas(numbers: PlanNumbers, target: Target) -> tuple[int, int]:
+def _replicas(numbers: PlanNumbers, target: ExportTarget) -> tuple[int, int]:
     lo = target.min_replicas if target.min_replicas is not None else max(1, numbers.min_replicas)
     hi = target.max_replicas if target.max_replicas is not None else max(numbers.max_replicas, lo)
     if hi < lo:
@@ -467,7 +467,7 @@ def _replicas(numbers: PlanNumbers, target: Target) -> tuple[int, int]:
     return lo, hi
 
 
-def _cool_down(numbers: PlanNumbers, target: Target, notes: list[str]) -> int:
+def _cool_down(numbers: PlanNumbers, target: ExportTarget, notes: list[str]) -> int:
     cd = target.cool_down_s if target.cool_down_s is not None else numbers.cool_down_s
     if cd is None:
         raise SchemaError(
@@ -517,7 +517,7 @@ def _domain_notes(numbers: PlanNumbers) -> list[str]:
             f"Deployment must spread its pods evenly ({spread}) for the loss to hold"]
 
 
-def _binding(target: Target, notes: list[str]):  # noqa: ANN202 - BindingTrigger | None
+def _binding(target: ExportTarget, notes: list[str]):  # noqa: ANN202 - BindingTrigger | None
     """The binding-signal trigger, unless ``--queue-target`` already sets the queue's (the user's number wins)."""
     b = target.binding
     if b is None:
@@ -529,7 +529,7 @@ def _binding(target: Target, notes: list[str]):  # noqa: ANN202 - BindingTrigger
     return b
 
 
-def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+def hpa(numbers: PlanNumbers, target: ExportTarget) -> tuple[dict[str, Any], list[str]]:
     """A Kubernetes HorizontalPodAutoscaler (autoscaling/v2) on a per-pod request-rate metric."""
     notes: list[str] = []
     _check_target(numbers)
@@ -585,7 +585,7 @@ def hpa(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]
     return doc, notes
 
 
-def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+def keda(numbers: PlanNumbers, target: ExportTarget) -> tuple[dict[str, Any], list[str]]:
     """A KEDA ScaledObject with a Prometheus trigger (AverageValue: the query's value per replica)."""
     notes: list[str] = []
     _check_target(numbers)
@@ -646,7 +646,7 @@ def keda(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str
 
 
 # --------------------------------------------------------------------------- rate limits
-def _limit_rps(numbers: PlanNumbers, target: Target) -> float:
+def _limit_rps(numbers: PlanNumbers, target: ExportTarget) -> float:
     return numbers.per_instance_allowable_rps * target.instances
 
 
@@ -662,7 +662,7 @@ def token_bucket(rps: float) -> dict[str, Any]:
     return {"max_tokens": k, "tokens_per_fill": k, "fill_interval": f"{seconds:.3f}s"}
 
 
-def envoy(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[str]]:
+def envoy(numbers: PlanNumbers, target: ExportTarget) -> tuple[dict[str, Any], list[str]]:
     """An Envoy HTTP filter entry (``envoy.filters.http.local_ratelimit``) for ``http_filters``."""
     rps = _limit_rps(numbers, target)
     pct = {"numerator": 100, "denominator": "HUNDRED"}
@@ -694,7 +694,7 @@ def envoy(numbers: PlanNumbers, target: Target) -> tuple[dict[str, Any], list[st
     return doc, notes
 
 
-def nginx(numbers: PlanNumbers, target: Target) -> tuple[dict[str, str], list[str]]:
+def nginx(numbers: PlanNumbers, target: ExportTarget) -> tuple[dict[str, str], list[str]]:
     """Two include files: the ``limit_req_zone`` (http context) and the ``limit_req`` lines (location)."""
     rps = _limit_rps(numbers, target)
     per_min = math.floor(rps * 60 + 1e-9)
@@ -761,13 +761,13 @@ def _yaml(doc: Any, header: list[str]) -> str:
 
 
 def export(
-    numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target: Target | None = None, *,
+    numbers: PlanNumbers, formats: list[str], out_dir: str | Path, target: ExportTarget | None = None, *,
     check: bool = False,
 ) -> Written:
     """Write the chosen formats into ``out_dir`` (created; existing files of the same names are replaced)
     and ``exports.json``, the manifest of what was written, from which numbers and (``check``) which
     validator passed each file (:mod:`bearing_lib.ops.validate`)."""
-    target = target or Target()
+    target = target or ExportTarget()
     target.check()
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:

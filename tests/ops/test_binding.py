@@ -17,7 +17,7 @@ from bearing_lib import load
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.ops.binding import binding_trigger
 from bearing_lib.ops.bottleneck import Bottleneck, Fired, bottleneck_at_limit, find_limit_step
-from bearing_lib.ops.exports import Target, export, read_plan
+from bearing_lib.ops.exports import ExportTarget, export, read_plan
 from bearing_lib.ops.metrics import step_signals
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,11 +60,11 @@ def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
     assert trig.passing_value == _raw_queue(3) == 0.0 and trig.failing_value == _raw_queue(4) == 210.0
     assert trig.threshold == 1.0 and "queue was empty" in trig.evidence
     numbers = read_plan(ROOT / "tests" / "fixtures" / "report" / "plan.json")
-    w = export(numbers, ["hpa", "keda"], tmp_path, Target(namespace="llm", binding=trig), check=True)
+    w = export(numbers, ["hpa", "keda"], tmp_path, ExportTarget(namespace="llm", binding=trig), check=True)
     keda = yaml.safe_load((tmp_path / "keda-scaledobject.yaml").read_text())
     hpa = yaml.safe_load((tmp_path / "hpa.yaml").read_text())
     assert {"type": "prometheus", "metricType": "AverageValue", "metadata": {
-        "serverAddress": Target().prometheus_url, "query": 'sum(vllm:num_requests_waiting{namespace="llm"})',
+        "serverAddress": ExportTarget().prometheus_url, "query": 'sum(vllm:num_requests_waiting{namespace="llm"})',
         "threshold": "1"}} in keda["spec"]["triggers"]
     assert {"type": "Pods", "pods": {"metric": {"name": "vllm_num_requests_waiting"},
                                      "target": {"type": "AverageValue", "averageValue": "1000m"}}} \
@@ -72,7 +72,7 @@ def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
     for c in w.checks:
         assert c["ok"] in (True, None), c
     # the user's --queue-target wins over the bottleneck's queue threshold, and says so
-    w2 = export(numbers, ["keda"], tmp_path / "q", Target(binding=trig, queue_target=5.0), check=False)
+    w2 = export(numbers, ["keda"], tmp_path / "q", ExportTarget(binding=trig, queue_target=5.0), check=False)
     assert sum("num_requests_waiting" in t["metadata"]["query"] for t in
                yaml.safe_load((tmp_path / "q" / "keda-scaledobject.yaml").read_text())["spec"]["triggers"]) == 1
     assert w2 is not None

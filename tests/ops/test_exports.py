@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.ops import validate
-from bearing_lib.ops.exports import FORMATS, Target, burn_factor, export, read_plan, token_bucket
+from bearing_lib.ops.exports import FORMATS, ExportTarget, burn_factor, export, read_plan, token_bucket
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = ROOT / "tests" / "fixtures" / "report"
@@ -38,7 +38,7 @@ def _need(check: validate.Check) -> validate.Check:
 def handmade(tmp_path):
     """The hand-made report plan (docs: tests/fixtures/report/README.md) with its limits JSON."""
     numbers = read_plan(REPORT / "plan.json", limits_path=REPORT / "limits.json")
-    written = export(numbers, list(FORMATS), tmp_path / "out", Target(namespace="llm"))
+    written = export(numbers, list(FORMATS), tmp_path / "out", ExportTarget(namespace="llm"))
     return numbers, written
 
 
@@ -255,13 +255,13 @@ def test_large_and_tiny_targets_round_down_or_are_refused(tmp_path):
 
 def test_queue_target_adds_a_second_metric_and_trigger_that_still_validate(tmp_path):
     numbers = read_plan(REPORT / "plan.json")
-    w = export(numbers, ["hpa", "keda"], tmp_path / "out", Target(queue_target=8))
+    w = export(numbers, ["hpa", "keda"], tmp_path / "out", ExportTarget(queue_target=8))
     hpa = _y(w.files["hpa"][0])
     assert [m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"]] == ["vllm_requests_per_second",
                                                                               "vllm_num_requests_waiting"]
     assert hpa["spec"]["metrics"][1]["pods"]["target"]["averageValue"] == "8000m"
     trig = _y(w.files["keda"][0])["spec"]["triggers"]
-    assert trig[1]["metadata"] == {"serverAddress": Target().prometheus_url,
+    assert trig[1]["metadata"] == {"serverAddress": ExportTarget().prometheus_url,
                                    "query": 'sum(vllm:num_requests_waiting{namespace="default"})', "threshold": "8"}
     for c in validate.check_written(w.files):
         assert _need(c).ok, c.output
@@ -278,7 +278,7 @@ def test_a_bound_on_the_limit_is_said_in_every_exported_file(tmp_path, bound):
     plan.write_text(json.dumps(doc))
     numbers = read_plan(plan, limits_path=REPORT / "limits.json")
     assert numbers.limit_bound == bound
-    w = export(numbers, list(FORMATS), tmp_path / "out", Target(namespace="llm"))
+    w = export(numbers, list(FORMATS), tmp_path / "out", ExportTarget(namespace="llm"))
     for paths in w.files.values():
         text = Path(paths[0]).read_text()
         if bound == "upper":

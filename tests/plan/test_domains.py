@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.ops import validate
-from bearing_lib.ops.exports import Target, export, read_plan
+from bearing_lib.ops.exports import ExportTarget, export, read_plan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.domains import FailureDomains, domain_layout, failure_domains
 
@@ -80,7 +80,7 @@ def _plan(**kw) -> CapacityPlan:
 
 
 def test_plan_section_by_hand_and_round_trip():
-    # hand-made plan: per-instance allowable 8 / 1.5 = 5.333 req/s. Target 40 req/s -> base ceil(7.5) = 8.
+    # hand-made plan: per-instance allowable 8 / 1.5 = 5.333 req/s. ExportTarget 40 req/s -> base ceil(7.5) = 8.
     # bursts of 1.5x: 60 req/s at Q_ult 8 -> 8 instances, buffer max(1, 8 - 8) = 1.
     p = _plan(target_rps=40.0, burst_multiplier=1.5, zones=3)
     assert p.instances.base == 8 and p.instances.buffer == 1
@@ -121,7 +121,7 @@ def test_cli_and_the_autoscalers_use_the_domains(tmp_path):
                              str(FIX / "profile_handmade.json"), "--zones", "2", "--domains-lost", "2"])
     assert r2.exit_code != 0 and "leaves no zone" in r2.output
     numbers = read_plan(plan, limits_path=FIX / "limits_handmade.json")
-    w = export(numbers, ["hpa", "keda"], tmp_path / "out", Target(), check=True)
+    w = export(numbers, ["hpa", "keda"], tmp_path / "out", ExportTarget(), check=True)
     hpa = yaml.safe_load((tmp_path / "out" / "hpa.yaml").read_text())
     keda = yaml.safe_load((tmp_path / "out" / "keda-scaledobject.yaml").read_text())
     mode = json.loads(plan.read_text())["instances"]["buffer_plan"]["mode"]
