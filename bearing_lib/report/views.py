@@ -264,8 +264,8 @@ def target_group(p: ProfileDocument) -> Group:
             g.notes.append(tg.statement)
     pk = t.peak if t is not None else None
     if pk is not None and _f(pk.rps) is not None:
-        g.rows.append(Row("Observed peak", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin"
-                          if pk.bin_s else ""))
+        g.rows.append(Row("Busiest bin", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin (not the "
+                          "current peak, which is the target's quantile)" if pk.bin_s else ""))
     for x, label in ((t.near_term if t else None, "Near-term planning load"),
                      (t.mid_term if t else None, "Mid-term forecast")):
         if _off(x):
@@ -644,9 +644,9 @@ def instances_view(inst: InstancePlan | NotAvailable | None) -> Group:
     sc = i.safe_concurrency
     if sc is not None:
         if _f(sc.value) is None:
-            g.unavailable.append("safe concurrency not available: not estimable")
+            g.unavailable.append(f"safe concurrency not available: {sc.statement or 'not estimable'}")
         else:
-            g.rows.append(Row("Max safe concurrency", num(sc.value, 1), sc.statement))
+            g.rows.append(Row("Max safe concurrency", f"{sc.value:.4g}", sc.statement))
     return g
 
 
