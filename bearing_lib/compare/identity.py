@@ -213,5 +213,57 @@ def comparability(previous: Mapping[str, Any], current: Mapping[str, Any],
     return Comparability(differ, unknown)
 
 
-__all__ = ["DEPLOYMENT_KEYS", "ENGINES", "NAME_OPTIONS", "Comparability", "apply_label", "comparability",
-           "derive_gpus", "from_limits", "from_names", "identity_fields", "parse_label"]
+POOL_KEYS = ("model", "engine", "tool")
+"""What runs pooled into one limit (``bearing limits --pool``) must share: the model, the engine and the tool."""
+
+
+def trace_identity(trace: Any) -> dict[str, Any]:
+    """The deployment a load-test trace (a :class:`~bearing_lib.data.trace.RequestTrace`) names: its one
+    model (the ``model`` column; None when empty or several), the engine from its own folder and file names
+    (:func:`from_names`) and the tool that wrote it."""
+    models: list[str] = []
+    if "model" in trace.frame.columns:
+        models = sorted({str(m) for m in trace.frame["model"].drop_nulls().unique().to_list() if str(m)})
+    prov = trace.provenance
+    ident = Identity(name=str(prov.source))
+    from_names(ident, [str(prov.source)])
+    return {"model": models[0] if len(models) == 1 else None, "engine": ident.engine, "tool": prov.tool or None}
+
+
+def check_pool(traces: Sequence[Any]) -> list[str]:
+    """Refuse to pool runs of different deployments; return what could not be checked.
+
+    Raises :class:`ParameterError` when two traces state different models, engines or tools (a repeat of one
+    deployment is pooled, never two deployments); returns one sentence per field unknown on a side (pooled,
+    but said: unknown is not equal)."""
+    idents = [(str(t.provenance.source), trace_identity(t)) for t in traces]
+    first_src, first = idents[0]
+    differ: list[str] = []
+    unknown: set[str] = set()
+    for src, ident in idents[1:]:
+        c = comparability(first, ident, POOL_KEYS)
+        differ += [f"{d} ({first_src} vs {src})" for d in c.differ]
+        unknown |= {u.split(" (")[0] for u in c.unknown}
+    if differ:
+        raise ParameterError("--pool pools repeats and follow-ups of one deployment; these runs differ: "
+                             + "; ".join(differ) + ". Fit them separately (and compare them with bearing compare)")
+    return [f"pooled runs: {', '.join(sorted(unknown))} not stated in every run, so the runs are taken to be one "
+            "deployment without proof"] if unknown else []
+
+
+__all__ = [
+    "DEPLOYMENT_KEYS",
+    "ENGINES",
+    "NAME_OPTIONS",
+    "POOL_KEYS",
+    "Comparability",
+    "apply_label",
+    "check_pool",
+    "comparability",
+    "derive_gpus",
+    "from_limits",
+    "from_names",
+    "identity_fields",
+    "parse_label",
+    "trace_identity",
+]
