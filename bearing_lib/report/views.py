@@ -656,8 +656,9 @@ def elasticity_view(el: ReplayResult | NotAvailable | None) -> Group:
         g.unavailable.append(f"elasticity replay not available: {_gone(el) or 'not in the plan'}")
         return g
     e = el
-    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (buffer {num(e.buffer)})" if e.buffer else ""),
-                      e.reason))
+    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (the replay alone needs {num(e.buffer)} "
+                                                                  "buffer instance(s); the plan's buffer is under "
+                                                                  "Instances)" if e.buffer else ""), e.reason))
     g.rows.append(Row("Instances", f"{num(e.initial_instances)} at the start → {num(e.max_instances)} at most",
                       f"{num(e.per_instance_rps)} req/s per instance (Q_ult)"))
     g.rows.append(Row("Scaling events", f"{num(e.n_scale_up)} up, {num(e.n_scale_down)} down"))
