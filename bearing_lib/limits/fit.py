@@ -263,9 +263,6 @@ def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
     traces = [it for it in items if isinstance(it, RequestTrace)]
     if len(traces) < 2 and not (traces and traces[0].frame["run_id"].fill_null("run").n_unique() > 1):
         return items, {}
-    from bearing_lib.compare.identity import check_pool
-
-    unchecked = check_pool(traces) if len(traces) > 1 else []  # two deployments are never pooled into one limit
     runs: list[str] = []
     frames, step_tables = [], []
     for it in traces:
@@ -282,10 +279,7 @@ def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
     frame = pl.concat(frames, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id"))
     steps = pl.concat(step_tables, how="vertical_relaxed").with_columns(pl.lit(name).alias("run_id")) \
         if step_tables else None
-    prov = replace(traces[0].provenance, source=" + ".join(t.provenance.source for t in traces),
-                   findings=list(traces[0].provenance.findings))
-    for text in unchecked:  # said in the result's notes (fit_limits)
-        prov.add("pool_identity_unknown", text)
+    prov = replace(traces[0].provenance, source=" + ".join(t.provenance.source for t in traces))
     pooled_trace = RequestTrace(frame=frame, provenance=prov, steps=steps)
     return [pooled_trace] + [it for it in items if not isinstance(it, RequestTrace)], {name: runs}
 
@@ -1582,8 +1576,6 @@ def fit_limits(
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
     if pooled_runs:
         conditions.pooled_runs = pooled_runs
-        notes += [f.message for it in fit_items if isinstance(it, RequestTrace)
-                  for f in it.provenance.findings if f.code == "pool_identity_unknown"]
     curve_all = pl.concat([c.select([k for k in c.columns if not k.startswith("_")]) for c in curves],
                           how="diagonal_relaxed")
     from bearing_lib.common.version import __version__
