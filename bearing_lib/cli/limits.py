@@ -130,8 +130,15 @@ def register(app: typer.Typer) -> None:
                         raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
                                              "or load points from a stepped test")
                     datasets.append(ds)
+                unchecked: list[str] = []
+                if pool:  # one deployment's repeats are pooled, never two deployments (compare/identity.py)
+                    from bearing_lib.compare.identity import check_pool
+
+                    reqs = [d for d in datasets if d.kind == "requests"]
+                    unchecked = check_pool(reqs) if len(reqs) > 1 else []
                 result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
                                     min_share=min_share, pool_runs=pool, estimator=estimator)
+                result.notes.extend(unchecked)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = result.to_dict()
             json_out.parent.mkdir(parents=True, exist_ok=True)

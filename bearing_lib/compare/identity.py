@@ -12,8 +12,10 @@ never taken as equal to another deployment's value.
 from __future__ import annotations
 
 import re
-from dataclasses import fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.compare.result import Identity
@@ -119,4 +121,149 @@ def apply_label(ident: Identity, items: dict[str, str], *, flag: str = "--label"
         ident.stated[key] = flag
 
 
-__all__ = ["ENGINES", "NAME_OPTIONS", "apply_label", "derive_gpus", "from_names", "parse_label"]
+DEPLOYMENT_KEYS = ("model", "hardware", "engine", "engine_version", "instances", "sla", "tier", "load_test_tools")
+"""What must be the same for two measurements to be compared as one deployment's (the report's identity, "what
+changed" and the weekly comparison): model, hardware, engine and its version, replicas (instances), SLA, tier and
+the load-test tools."""
+
+
+def from_limits(result: Any, *, name: str = "") -> Identity:
+    """The deployment a limits result measured (a :class:`~bearing_lib.limits.result.LimitsResult`): model,
+    hardware and instances from its conditions (``stated`` ``files``), engine and parallelism from the load
+    test's own folder and file names (:func:`from_names`). Nothing else is assumed: a field nobody states
+    stays None (instances too: unknown, not 1)."""
+    cond = result.conditions
+    ident = Identity(name=name or "limits", sources=[x.path for x in cond.sources])
+    models = cond.model if isinstance(cond.model, list) else [cond.model]
+    models = sorted({str(m) for m in models if m})
+    if len(models) == 1:
+        ident.model, ident.stated["model"] = models[0], "files"
+    if cond.hardware:
+        ident.hardware, ident.stated["hardware"] = str(cond.hardware), "files"
+    if cond.instances:
+        ident.instances, ident.stated["instances"] = int(cond.instances), "files"
+    for key in ("engine", "engine_version"):  # stated in the limits' conditions (``conditions.engine`` ...)
+        v = (cond.extra or {}).get(key)
+        if v not in (None, ""):
+            setattr(ident, key, str(v))
+            ident.stated[key] = "files"
+    # a load-test tool's version is not the engine's: the engine version stays unknown unless stated
+    from_names(ident, [x.path for x in cond.sources if x.path])
+    return ident
+
+
+def identity_fields(ident: Identity) -> dict[str, Any]:
+    """The deployment fields of :data:`DEPLOYMENT_KEYS` an :class:`Identity` holds (None = unknown; instances
+    None unless stated)."""
+    return {"model": ident.model, "hardware": ident.hardware, "engine": ident.engine,
+            "engine_version": ident.engine_version,
+            "instances": ident.instances if "instances" in ident.stated and not
+            str(ident.stated["instances"]).startswith("not stated") else None}
+
+
+@dataclass
+class Comparability:
+    """Whether two deployments' identities allow a comparison: the fields that differ (both stated, not
+    equal) and the fields unknown on one side or both (never taken as equal)."""
+
+    differ: list[str]
+    unknown: list[str]
+
+    @property
+    def comparable(self) -> bool:
+        """Like with like: every field stated on both sides and equal."""
+        return not self.differ and not self.unknown
+
+    @property
+    def statement(self) -> str:
+        if self.differ:
+            return "not comparable: " + "; ".join(self.differ)
+        if self.unknown:
+            return ("comparability unknown: " + ", ".join(self.unknown) + " not stated, so a change of deployment "
+                    "cannot be told from a change of capacity")
+        return "comparable: the same deployment and question on every field"
+
+
+def _word(key: str) -> str:
+    return {"load_test_tools": "load-test tools", "engine_version": "engine version",
+            "instances": "instances (replicas)"}.get(key, key.replace("_", " "))
+
+
+def comparability(previous: Mapping[str, Any], current: Mapping[str, Any],
+                  keys: Sequence[str] = DEPLOYMENT_KEYS) -> Comparability:
+    """Compare two identities field by field over ``keys``: a field stated on both sides and different is a
+    difference; a field missing or None on either side is unknown (``"model not stated in the previous
+    report"``), never equal.
+
+    >>> comparability({"model": "a", "engine": None}, {"model": "a", "engine": None}, ["model", "engine"]).unknown
+    ['engine (not stated in either)']
+    >>> comparability({"engine": "llm-d"}, {"engine": "vllm"}, ["engine"]).differ
+    ['engine llm-d → vllm']
+    """
+    differ, unknown = [], []
+    for k in keys:
+        a, b = previous.get(k), current.get(k)
+        if a is None and b is None:
+            unknown.append(f"{_word(k)} (not stated in either)")
+        elif a is None or b is None:
+            unknown.append(f"{_word(k)} (not stated in the {'previous' if a is None else 'current'} one; "
+                           f"{'now' if a is None else 'before'} {b if a is None else a})")
+        elif str(a) != str(b):
+            differ.append(f"{_word(k)} {a} → {b}")
+    return Comparability(differ, unknown)
+
+
+POOL_KEYS = ("model", "engine", "tool")
+"""What runs pooled into one limit (``bearing limits --pool``) must share: the model, the engine and the tool."""
+
+
+def trace_identity(trace: Any) -> dict[str, Any]:
+    """The deployment a load-test trace (a :class:`~bearing_lib.data.trace.RequestTrace`) names: its one
+    model (the ``model`` column; None when empty or several), the engine from its own folder and file names
+    (:func:`from_names`) and the tool that wrote it."""
+    models: list[str] = []
+    if "model" in trace.frame.columns:
+        models = sorted({str(m) for m in trace.frame["model"].drop_nulls().unique().to_list() if str(m)})
+    prov = trace.provenance
+    ident = Identity(name=str(prov.source))
+    from_names(ident, [str(prov.source)])
+    return {"model": models[0] if len(models) == 1 else None, "engine": ident.engine, "tool": prov.tool or None}
+
+
+def check_pool(traces: Sequence[Any]) -> list[str]:
+    """Refuse to pool runs of different deployments; return what could not be checked.
+
+    Raises :class:`ParameterError` when two traces state different models, engines or tools (a repeat of one
+    deployment is pooled, never two deployments); returns one sentence per field unknown on a side (pooled,
+    but said: unknown is not equal)."""
+    idents = [(str(t.provenance.source), trace_identity(t)) for t in traces]
+    first_src, first = idents[0]
+    differ: list[str] = []
+    unknown: set[str] = set()
+    for src, ident in idents[1:]:
+        c = comparability(first, ident, POOL_KEYS)
+        differ += [f"{d} ({first_src} vs {src})" for d in c.differ]
+        unknown |= {u.split(" (")[0] for u in c.unknown}
+    if differ:
+        raise ParameterError("--pool pools repeats and follow-ups of one deployment; these runs differ: "
+                             + "; ".join(differ) + ". Fit them separately (and compare them with bearing compare)")
+    return [f"pooled runs: {', '.join(sorted(unknown))} not stated in every run, so the runs are taken to be one "
+            "deployment without proof"] if unknown else []
+
+
+__all__ = [
+    "DEPLOYMENT_KEYS",
+    "ENGINES",
+    "NAME_OPTIONS",
+    "POOL_KEYS",
+    "Comparability",
+    "apply_label",
+    "check_pool",
+    "comparability",
+    "derive_gpus",
+    "from_limits",
+    "from_names",
+    "identity_fields",
+    "parse_label",
+    "trace_identity",
+]

@@ -190,14 +190,40 @@ def name_bottleneck(
 def first_failing_step(limits: LimitsResult | dict[str, Any], *, run_id: str | None = None,
                        mix: str | None = None) -> int | None:
     """The first step with status ``fail`` of one mix of the limits, in step order (a limits JSON
-    document is validated once first, :meth:`LimitsResult.from_dict`)."""
+    document is validated once first, :meth:`LimitsResult.from_dict`).
+
+    The run and the mix are never guessed: limits holding several runs (or a run holding several mixes)
+    need ``run_id`` (``mix``), and a run or mix the limits do not hold is refused; the
+    :class:`ParameterError` names the ones there are. None when the mix never failed."""
+    m = limit_mix(limits, run_id=run_id, mix=mix)
+    if m is None:
+        return None
+    return next((int(s.step) for s in sorted(m.steps, key=lambda s: s.step) if s.status == "fail"), None)
+
+
+def limit_mix(limits: LimitsResult | dict[str, Any], *, run_id: str | None = None, mix: str | None = None) -> Any:
+    """The one mix (a ``MixLimit``) of the limits whose limit step is asked for (rules: :func:`first_failing_step`);
+    None when the limits hold no mix."""
     from bearing_lib.limits.result import LimitsResult
 
     result = limits if isinstance(limits, LimitsResult) else LimitsResult.from_dict(limits)
-    for m in result.mixes:
-        if (run_id is None or m.run_id == run_id) and (mix is None or m.name == mix):
-            return next((int(s.step) for s in sorted(m.steps, key=lambda s: s.step) if s.status == "fail"), None)
-    return None
+    runs = sorted({m.run_id for m in result.mixes if m.run_id is not None})
+    if run_id is None and len(runs) > 1:
+        raise ParameterError(f"the limits hold {len(runs)} runs ({', '.join(runs)}), each with its own limit step: "
+                             "name one (bearing bottleneck --run RUN)")
+    if run_id is not None and run_id not in runs:
+        raise ParameterError(f"run {run_id!r} is not in the limits; they hold "
+                             + (', '.join(runs) if runs else "no named run"))
+    chosen = [m for m in result.mixes if run_id is None or m.run_id == run_id]
+    names = sorted({m.name for m in chosen})
+    if mix is None and len(names) > 1:
+        raise ParameterError(f"the limits hold {len(names)} mixes ({', '.join(names)})"
+                             + (f" for run {run_id!r}" if run_id else "") + ", each with its own limit step: name one "
+                             "(bearing bottleneck --mix MIX)")
+    if mix is not None and mix not in names:
+        raise ParameterError(f"mix {mix!r} is not in the limits" + (f" for run {run_id!r}" if run_id else "")
+                             + f"; they hold {', '.join(names) or 'no mix'}")
+    return next((m for m in chosen if mix is None or m.name == mix), None)
 
 
 def first_saturated_step(loadpoints: pl.DataFrame, *, tolerance: float = 0.10) -> int | None:
@@ -233,7 +259,9 @@ def find_limit_step(limits: LimitsResult | dict[str, Any] | None, *, run_id: str
     its ``inference-perf-stages``); else none."""
     step = first_failing_step(limits, run_id=run_id, mix=mix) if limits is not None else None
     if step is not None:
-        return LimitStep(step, FAILING_BASIS)
+        m = limit_mix(limits, run_id=run_id, mix=mix)  # type: ignore[arg-type]
+        which = ", ".join(x for x in (f"run {m.run_id}" if m.run_id else "", f"mix {m.name}") if x)
+        return LimitStep(step, f"{FAILING_BASIS} ({which})")
     if metrics_format == "inference-perf-prometheus" and str(metrics_path) and Path(metrics_path).is_dir():
         from bearing_lib.common.errors import BearingError
         from bearing_lib.loaders import load

@@ -1,7 +1,8 @@
 """The seeds' ``CapacityCalculator`` as tested functions.
 
 * **Max safe concurrency** from a measured latency–concurrency curve: the highest
-  measured concurrency whose P99 ≤ the SLA. "Capacity comes from the latency
+  measured concurrency whose SLA latency statistic (P99, P95 ... as the SLA names it) ≤ the SLA
+  and whose other clauses (the error rate) hold too. "Capacity comes from the latency
   constraint, not from max concurrency." Unlike the seed (``unwrap_or(1)``), when no
   measured concurrency meets the SLA nothing is invented: the result says so.
 * **Per-instance safe throughput**: the throughput measured at that concurrency; only
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.plan.jsonform import STRICT, to_json
@@ -36,37 +37,56 @@ DEFAULT_MIN_BUFFER = 1
 
 @dataclass(frozen=True)
 class LatencyPoint:
-    """One measured point of a latency–concurrency curve (latencies in ms, throughput in req/s)."""
+    """One measured point of a latency–concurrency curve (latencies in ms, throughput in req/s).
+
+    ``sla_ms`` is the SLA's latency statistic at the point (a P99, a P95 ...: whatever the SLA's
+    latency clause names); ``broken`` the SLA's *other* clauses the point breaks (e.g.
+    ``error_rate <= 1%`` at 2.5 %), each as ``"clause text (observed value)"``."""
 
     concurrency: float
     p50_ms: float | None
-    p99_ms: float | None
+    sla_ms: float | None
     throughput_rps: float | None = None
+    broken: tuple[str, ...] = ()
 
 
 @dataclass
 class SafeConcurrency:
-    """Highest measured concurrency meeting the P99 SLA, with what backs it."""
+    """Highest measured concurrency meeting **every** SLA clause, with what backs it.
+
+    ``sla_threshold_ms`` is the latency clause's threshold and ``sla_stat`` its statistic (``P95`` for
+    ``p95(ttft) <= 1s``): a field holds what its name says. Plan files written before these names
+    (``sla_p99_ms``, which held whatever statistic the SLA named) are read into them
+    (:meth:`CapacityPlan.from_dict <bearing_lib.plan.capacity_plan.CapacityPlan.from_dict>`)."""
 
     __pydantic_config__ = STRICT
     value: float | None
     throughput_rps: float | None
     throughput_basis: str
-    sla_p99_ms: float
+    sla_threshold_ms: float
     contiguous_value: float | None
     statement: str
+    sla_stat: str = "P99"
+    latency_only_value: float | None = None
+    """The highest concurrency meeting the latency clause alone, when another clause fails there (else None)."""
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
 
 
-def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, stat: str = "P99") -> SafeConcurrency:
-    """Highest measured concurrency whose P99 ≤ ``sla_p99_ms`` (the seed's rule).
+def _other_clauses(broken: tuple[str, ...]) -> str:
+    return "; ".join(broken)
 
-    ``stat`` names the SLA statistic in the statement when it is not a P99 (e.g. ``P95``:
-    the points' ``p99_ms`` then hold that statistic).
 
-    Points without a P99 are ignored. When a lower concurrency breaks the SLA but a
+def max_safe_concurrency(points: Sequence[LatencyPoint], sla_threshold_ms: float, *,
+                         stat: str = "P99") -> SafeConcurrency:
+    """Highest measured concurrency whose ``stat`` ≤ ``sla_threshold_ms`` and that breaks no other clause.
+
+    The seed's rule ("the highest measured concurrency whose P99 ≤ SLA") with the SLA read whole: a point
+    whose latency holds while the error clause fails (``LatencyPoint.broken``) is not safe. ``stat``
+    names the SLA statistic (``P95``: the points' ``sla_ms`` hold that statistic).
+
+    Points without the statistic are ignored. When a lower concurrency breaks the SLA but a
     higher one meets it (a non-monotone curve), ``contiguous_value`` is the highest
     concurrency below the first breach and the statement says so.
 
@@ -75,22 +95,35 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, s
     >>> pts = [LatencyPoint(1, 100, 200, 4.0), LatencyPoint(8, 150, 450, 20.0), LatencyPoint(16, 300, 900, 28.0)]
     >>> max_safe_concurrency(pts, 500).value
     8
+    >>> max_safe_concurrency([LatencyPoint(8, 150, 450, 20.0, ("error_rate <= 1% (2.5%)",))], 500).value is None
+    True
     """
-    if sla_p99_ms <= 0:
-        raise ParameterError(f"SLA P99 must be > 0 ms (got {sla_p99_ms})")
-    pts = sorted((p for p in points if p.p99_ms is not None), key=lambda p: p.concurrency)
+    if sla_threshold_ms <= 0:
+        raise ParameterError(f"SLA {stat} must be > 0 ms (got {sla_threshold_ms})")
+    pts = sorted((p for p in points if p.sla_ms is not None), key=lambda p: p.concurrency)
     if not pts:
-        raise InsufficientDataError("the latency–concurrency curve has no point with a P99")
-    ok = [p for p in pts if p.p99_ms <= sla_p99_ms]  # type: ignore[operator]
+        raise InsufficientDataError(f"the latency–concurrency curve has no point with a {stat}")
+
+    def latency_ok(p: LatencyPoint) -> bool:
+        return p.sla_ms <= sla_threshold_ms  # type: ignore[operator]
+
+    lat_ok = [p for p in pts if latency_ok(p)]
+    ok = [p for p in lat_ok if not p.broken]
     if not ok:
-        return SafeConcurrency(None, None, "none", sla_p99_ms, None,
-                               f"no measured concurrency meets {stat} ≤ {sla_p99_ms:g} ms (lowest tested: "
-                               f"{pts[0].concurrency:g} at {stat} {pts[0].p99_ms:,.0f} ms): the safe concurrency is "
-                               f"below {pts[0].concurrency:g}")
+        if lat_ok:
+            top = max(lat_ok, key=lambda p: p.concurrency)
+            text = (f"no measured concurrency meets every SLA clause: {stat} ≤ {sla_threshold_ms:g} ms holds up to "
+                    f"concurrency {top.concurrency:.4g} ({stat} {top.sla_ms:,.0f} ms), but "
+                    f"{_other_clauses(top.broken)} fails there")
+            return SafeConcurrency(None, None, "none", sla_threshold_ms, None, text, stat, top.concurrency)
+        return SafeConcurrency(None, None, "none", sla_threshold_ms, None,
+                               f"no measured concurrency meets {stat} ≤ {sla_threshold_ms:g} ms (lowest tested: "
+                               f"{pts[0].concurrency:.4g} at {stat} {pts[0].sla_ms:,.0f} ms): the safe concurrency "
+                               f"is below {pts[0].concurrency:.4g}", stat)
     best = max(ok, key=lambda p: p.concurrency)
     contiguous = None
     for p in pts:
-        if p.p99_ms > sla_p99_ms:  # type: ignore[operator]
+        if not latency_ok(p) or p.broken:
             break
         contiguous = p.concurrency
     if best.throughput_rps is not None:
@@ -99,23 +132,54 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_p99_ms: float, *, s
         thr, basis = best.concurrency / (best.p50_ms / 1000.0), "Little's law: concurrency / P50 latency (estimate)"
     else:
         thr, basis = None, "none"
-    text = f"max safe concurrency {best.concurrency:g} ({stat} {best.p99_ms:,.0f} ms ≤ SLA {sla_p99_ms:g} ms)"
+    every = "; the other clauses hold there" if any(p.broken for p in pts) else ""
+    text = (f"max safe concurrency {best.concurrency:.4g} ({stat} {best.sla_ms:,.0f} ms ≤ SLA "
+            f"{sla_threshold_ms:g} ms{every})")
     if contiguous != best.concurrency:
         text += (f"; curve not monotone: the SLA breaks at a lower concurrency, the highest before the first breach "
-                 f"is {contiguous if contiguous is not None else 'none'}")
+                 f"is {f'{contiguous:.4g}' if contiguous is not None else 'none'}")
     top = pts[-1]
     if top.concurrency > best.concurrency:
-        text += f"; the highest tested concurrency {top.concurrency:g} reaches {stat} {top.p99_ms:,.0f} ms"
-    return SafeConcurrency(best.concurrency, thr, basis, sla_p99_ms, contiguous, text)
+        text += f"; the highest tested concurrency {top.concurrency:.4g} reaches {stat} {top.sla_ms:,.0f} ms"
+        if top.broken:
+            text += f" and breaks {_other_clauses(top.broken)}"
+    latency_only = max(p.concurrency for p in lat_ok)
+    return SafeConcurrency(best.concurrency, thr, basis, sla_threshold_ms, contiguous, text, stat,
+                           latency_only if latency_only != best.concurrency else None)
+
+
+_OPS = {"<": lambda v, t: v < t, "<=": lambda v, t: v <= t, ">": lambda v, t: v > t, ">=": lambda v, t: v >= t}
+
+
+def _broken(step: dict[str, object], clauses: Sequence[Any], latency_text: str | None) -> tuple[str, ...]:
+    """The clauses other than the latency one that ``step``'s observed values break."""
+    observed = step.get("observed") or {}
+    out = []
+    for c in clauses:
+        if c.text == latency_text or c.threshold is None or c.op not in _OPS:
+            continue
+        v = observed.get(c.text) if isinstance(observed, dict) else None
+        if v is None and c.kind == "error_rate":
+            v = step.get("error_rate")
+        if v is None:
+            continue
+        if not _OPS[c.op](float(v), float(c.threshold)):  # type: ignore[arg-type]
+            shown = f"{float(v):.2%}" if c.unit == "fraction" else f"{float(v):,.4g} {c.unit or ''}".rstrip()  # type: ignore[arg-type]
+            out.append(f"{c.text} (observed {shown})")
+    return tuple(out)
 
 
 def curve_from_limits_steps(
-    steps: Sequence[dict[str, object]], *, metric: str = "latency_ms", stat: str = "p99"
+    steps: Sequence[dict[str, object]], *, metric: str = "latency_ms", stat: str = "p99",
+    clauses: Sequence[Any] = (), latency_text: str | None = None,
 ) -> list[LatencyPoint]:
     """Latency–concurrency points from a limits mix's ``steps``.
 
     Concurrency is the offered load when it is a concurrency, else ``concurrency_mean``
-    (Little's law on the step); the SLA statistic ``{metric}_{stat}`` plays the P99 role.
+    (Little's law on the step); the SLA statistic ``{metric}_{stat}`` is the point's ``sla_ms``.
+    ``clauses`` (the SLA's clauses, :class:`~bearing_lib.limits.result.SlaClauseDoc`) other than the
+    latency one (``latency_text``) are checked against each step's observed values: the ones a step
+    breaks are the point's ``broken``.
     """
     out = []
     for s in steps:
@@ -125,7 +189,7 @@ def curve_from_limits_steps(
         if conc is None:
             continue
         out.append(LatencyPoint(float(conc), _f(s.get(f"{metric}_p50")), _f(s.get(f"{metric}_{stat}")),
-                                _f(s.get("throughput_rps"))))
+                                _f(s.get("throughput_rps")), _broken(s, clauses, latency_text)))
     return out
 
 
@@ -162,9 +226,14 @@ class BufferPlan:
 class InstancePlan:
     """``total = base + buffer`` instances at ``per_instance_allowable_rps`` each, with the reasoning (the
     plan's ``instances``); the plan adds how many instances the load test drove, how the buffer is held
-    (:func:`buffer_plan`) and the max safe concurrency."""
+    (:func:`buffer_plan`) and the max safe concurrency.
+
+    ``buffer`` and ``total`` are the fleet's final numbers, the one owner every section reads: when the
+    buffer is held fixed with more instances than the burst model asks for (:func:`hold_buffer`),
+    ``buffer`` is that fixed buffer and ``burst_buffer`` keeps what the burst model alone asked for."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("burst_buffer",)
     target_rps: float
     per_instance_q_ult_rps: float
     target_fos: float
@@ -179,9 +248,24 @@ class InstancePlan:
     tested_instances_basis: str = ""
     buffer_plan: BufferPlan | None = None
     safe_concurrency: SafeConcurrency | None = None
+    burst_buffer: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
+
+
+def hold_buffer(inst: InstancePlan, bp: BufferPlan) -> None:
+    """Make ``bp`` (how the buffer is held) the instance plan's buffer: one buffer, one total.
+
+    A fixed buffer larger than the burst model's (the replay saw minutes over capacity) becomes
+    ``inst.buffer`` and ``inst.total``; the burst model's own number stays in ``burst_buffer``."""
+    inst.buffer_plan = bp
+    if bp.instances != inst.buffer:
+        inst.burst_buffer = inst.buffer
+        inst.buffer = bp.instances
+        inst.total = inst.base + inst.buffer
+        inst.reason += (f"; the buffer is held {bp.mode} at {bp.instances} instance(s) (the burst model alone "
+                        f"asked for {inst.burst_buffer}), so the fleet is {inst.total}")
 
 
 def buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str) -> BufferPlan:
@@ -256,6 +340,7 @@ __all__ = [
     "SafeConcurrency",
     "buffer_plan",
     "curve_from_limits_steps",
+    "hold_buffer",
     "instance_count",
     "max_safe_concurrency",
     "memory_for",

@@ -35,6 +35,7 @@ from bearing_lib.plan.capacity import (
     SafeConcurrency,
     buffer_plan,
     curve_from_limits_steps,
+    hold_buffer,
     instance_count,
     max_safe_concurrency,
 )
@@ -327,7 +328,7 @@ def _safe_concurrency(io: _Inputs, fos: FosResult) -> SafeConcurrency | None:
                            and c.op in ("<", "<=") and c.threshold is not None), None)
     sla = io.sla_latency
     points = (curve_from_limits_steps(io.lim.steps.get(io.main_mix or "", []), metric=str(sla.metric),
-                                      stat=str(sla.stat)) if sla else [])
+                                      stat=str(sla.stat), clauses=io.lim.sla, latency_text=sla.text) if sla else [])
     if not (sla and points):
         return None
     try:
@@ -393,8 +394,8 @@ def _planning_concurrency(io: _Inputs, safe: SafeConcurrency | None,
         sla = io.sla_latency
         clause = f"{sla.stat}({sla.metric})" if sla else "the latency clause"
         basis = (f"derived from the load test (Little's law): max safe concurrency "
-                 f"{safe.value:.2f}, the highest step mean concurrency whose {clause} meets "
-                 f"the SLA (the last passing step of the latency–concurrency curve){per}, rounded down "
+                 f"{safe.value:.4g}, the highest step mean concurrency whose {clause} and every other clause "
+                 f"meet the SLA (the last passing step of the latency–concurrency curve){per}, rounded down "
                  f"to {conc} per instance" + (f"; no concurrency at Q_ult: {at_why}" if at_why else ""))
     elif conc is None and at_why:
         basis = f"concurrency unknown: {at_why}; only what fits is computed (give --concurrency)"
@@ -523,8 +524,8 @@ class CapacityPlan:
         elasticity = _elasticity(io, fos, target, opt)
         if isinstance(instances, InstancePlan):
             why = elasticity.reason if isinstance(elasticity, NotAvailable) else ""
-            instances.buffer_plan = buffer_plan(instances, elasticity if isinstance(elasticity, ReplayResult)
-                                                else None, why)
+            hold_buffer(instances, buffer_plan(instances, elasticity if isinstance(elasticity, ReplayResult)
+                                               else None, why))
             instances.safe_concurrency = safe
         domains = _domains(instances, target, tier, opt)
         tenants = _tenants(instances, domains, trace, opt)
@@ -533,7 +534,8 @@ class CapacityPlan:
         economics = plan_economics(fos, tier, target.rps, allowable, instances, io.prof, quantile=target.quantile,
                                    trace=trace, price_per_hour=opt.price_per_hour,
                                    budget_per_month=opt.budget_per_month, kv_gauge=kv_gauge,
-                                   domains=domains if isinstance(domains, FailureDomains) else None)
+                                   domains=domains if isinstance(domains, FailureDomains) else None,
+                                   current_peak=target)
         apply_budget_row(cards.scorecard, economics.money)
         from bearing_lib.common.version import __version__
 
@@ -576,7 +578,7 @@ class CapacityPlan:
         input is not modified. Files without ``schema`` (written before it) read the same."""
         refuse_other_kind(doc, kind="plan", schema=SCHEMA, keys=_REQUIRED, source=source,
                           writer="bearing plan --limits L --profile P --json OUT")
-        return parse(cls, {**doc, "schema": SCHEMA}, what=source)
+        return parse(cls, {**_renamed_keys(doc), "schema": SCHEMA}, what=source)
 
     # ----------------------------------------------------------------- reading
     @property
@@ -652,6 +654,22 @@ class CapacityPlan:
         if self.notes:
             parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in self.notes) + "</ul>")
         return "".join(parts)
+
+
+def _renamed_keys(doc: dict[str, Any]) -> dict[str, Any]:
+    """A plan JSON with the keys renamed since it was written read under their new names (a copy; the
+    input is not modified): ``instances.safe_concurrency.sla_p99_ms`` (it held whatever statistic the
+    SLA named) is ``sla_threshold_ms``, with ``sla_stat`` read from its statement."""
+    inst = doc.get("instances")
+    sc = inst.get("safe_concurrency") if isinstance(inst, dict) else None
+    if not (isinstance(sc, dict) and "sla_p99_ms" in sc and "sla_threshold_ms" not in sc):
+        return doc
+    import re
+
+    new = {("sla_threshold_ms" if k == "sla_p99_ms" else k): v for k, v in sc.items()}
+    m = re.search(r"\((P\d+(?:\.\d+)?|MEAN|MAX|MEDIAN) ", str(sc.get("statement") or ""))
+    new.setdefault("sla_stat", m.group(1) if m else "P99")
+    return {**doc, "instances": {**inst, "safe_concurrency": new}}
 
 
 _REQUIRED = tuple(f.name for f in dataclasses.fields(CapacityPlan)

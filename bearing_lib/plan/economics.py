@@ -25,6 +25,8 @@ Budget scorecard row (DOMAIN.md: green "clear cost model with headroom", yellow 
     against, green when the monthly cost leaves at least ``headroom`` (20 %) of the budget, yellow
     when it fits with less, red when it exceeds the budget.
 Staged plan (DOMAIN.md: near term = current peak × 1.5; mid term = 6-month forecast × 1.5)
+    The current peak is :attr:`bearing_lib.plan.fos.Target.current_peak_rps` (the target's quantile of the
+    per-minute rate before growth; the traffic section's near term is the same number).
     ``instances = ceil(rps × 1.5 / A)`` (and, with failure domains, the instances that still carry
     that with the largest domain(s) lost, :mod:`bearing_lib.plan.domains`). The forecast is the
     profile's (:func:`bearing_lib.traffic.targets.trend_forecast`, one function for both): the daily
@@ -45,7 +47,7 @@ from bearing_lib.common.estimate import derived_qualifiers
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.domains import FailureDomains
-from bearing_lib.plan.fos import FosResult, TierBands
+from bearing_lib.plan.fos import FosResult, Target, TierBands
 from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
 from bearing_lib.plan.jsonform import STRICT, available, section, to_json
 from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
@@ -331,7 +333,7 @@ class Staged:
 def staged_for(
     per_instance_allowable_rps: float, fleet: int, current_peak_rps: float, *,
     weekly_peaks: list[float] | None = None, forecast: TrendForecast | None = None,
-    domains: FailureDomains | None = None,
+    domains: FailureDomains | None = None, peak_name: str = "",
 ) -> Staged:
     """Near and mid term in instances for a fleet of ``fleet`` instances at ``per_instance_allowable_rps``
     each; mid term only with a ``forecast`` (:func:`growth_forecast`); with ``domains`` each stage also in
@@ -343,8 +345,9 @@ def staged_for(
 
     near = instances_for(peak, a)
     out = Staged(per_instance_allowable_rps=a,
-                 near_term=NearTerm(peak * STAGE_FACTOR, near, f"current peak {peak:.4g} req/s × {STAGE_FACTOR}",
-                                    dom(near)),
+                 near_term=NearTerm(peak * STAGE_FACTOR, near,
+                                    f"current peak {peak:.4g} req/s{f' ({peak_name})' if peak_name else ''} × "
+                                    f"{STAGE_FACTOR}", dom(near)),
                  weekly_peaks_rps=weekly_peaks)
     if forecast is None:
         out.mid_term_reason = f"a forecast needs >= 4 weeks ({MIN_FORECAST_DAYS} complete days) of traffic"
@@ -595,7 +598,7 @@ def _tokens(fos: FosResult, tier: TierBands, allowable_rps: float | None, instan
 
 
 def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput,
-            domains: FailureDomains | None = None) -> Staged:
+            domains: FailureDomains | None = None, peak_name: str = "") -> Staged:
     """The staged plan with the profile's forecast (the daily peaks of its per-minute series, as the profile
     forecasts them) and, for reading, its weekly peaks (the target's statistic of each complete week)."""
     series = _series(profile)
@@ -604,7 +607,7 @@ def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, 
     days, daily = daily_peaks_of(*series) if series else ([], [])
     fc = growth_forecast(*series) if series and len(days) >= MIN_FORECAST_DAYS else None
     staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks,
-                        forecast=fc, domains=domains)
+                        forecast=fc, domains=domains, peak_name=peak_name)
     if series is None:
         staged.mid_term_reason = "the profile has no per-minute series to forecast from"
     elif fc is None:
@@ -633,6 +636,7 @@ def plan_economics(
     budget_per_month: float | None = None,
     kv_gauge: KvGauge | None = None,
     domains: FailureDomains | None = None,
+    current_peak: Target | None = None,
 ) -> PlanEconomics:
     """The economics section from the plan's typed results and the profile.
 
@@ -643,6 +647,8 @@ def plan_economics(
     units with ``domains``; with ``kv_gauge`` (what the engine reported, ``bearing_lib.ops.kv_check.kv_gauge``)
     the memory section's KV arithmetic checked against the engine's gauge
     (:func:`bearing_lib.plan.memory.kv_metrics_check`). A bound on the limit is said in each part.
+    ``current_peak`` (the plan's :class:`~bearing_lib.plan.fos.Target`) gives the staged plan its current
+    peak (:attr:`Target.current_peak_rps`, the one definition); without it ``target_rps`` is the peak.
     """
     if isinstance(profile, dict):  # a profile JSON document: validated once at this edge
         profile = profile_input_from_dict(profile)
@@ -666,7 +672,10 @@ def plan_economics(
         money = money_for(instances, price_per_hour=price_per_hour, mean_input_tokens=tok.mean_input_tokens,  # type: ignore[arg-type]
                           mean_output_tokens=tok.mean_output_tokens, monthly_budget=budget_per_month)
     staged: Staged | NotAvailable = (NotAvailable(no_inst) if no_inst is not None
-                                     else _staged(instances, target_rps, quantile, profile, domains))  # type: ignore[arg-type]
+                                     else _staged(instances,  # type: ignore[arg-type]
+                                                  current_peak.current_peak_rps if current_peak else target_rps,
+                                                  quantile, profile, domains,
+                                                  current_peak.peak_name if current_peak else ""))
     kv: KvMetricsCheck | NotAvailable
     if kv_gauge is None:
         kv = NotAvailable("no server metrics given: the KV estimate is not checked against the engine's gauge")

@@ -47,6 +47,8 @@ Z975 = 1.959963984540054
 UTILISATION_CEILING = 0.70
 UTILISATION_FLOOR = 0.60
 CBU_THRESHOLD = 0.8
+NEAR_TERM_FACTOR = 1.5
+"""Staged reservation (DOMAIN.md): near term = current peak × 1.5; mid term = 6-month forecast × 1.5."""
 
 
 # --------------------------------------------------------------------------- tiers
@@ -165,6 +167,29 @@ class Target:
     @property
     def estimate(self) -> Estimate:
         return Estimate(self.rps, ci95=self.ci95, unit="req/s", basis="achieved")
+
+    @property
+    def current_peak_rps(self) -> float:
+        """The current peak: the target's statistic of the observed rate, before growth (``rps / growth``).
+
+        The one definition every section uses ("current peak" in the staged plan and the traffic
+        section alike): DOMAIN.md plans from the P95/P99 of the per-minute rate, not from its single
+        busiest minute, so the current peak is the target's quantile (P99 by default), never the max."""
+        return self.rps / self.growth if self.growth else self.rps
+
+    @property
+    def near_term_rps(self) -> float:
+        """Near-term planning load: current peak × :data:`NEAR_TERM_FACTOR` (DOMAIN.md, staged reservation)."""
+        return self.current_peak_rps * NEAR_TERM_FACTOR
+
+    @property
+    def peak_name(self) -> str:
+        """The current peak's definition in words: ``"P99 of the observed rate"`` (or ``"given target"``)."""
+        if self.quantile is None:
+            return "the given target load"
+        q = self.quantile
+        name = "max" if q >= 1 else f"P{q * 100:.10g}"
+        return f"{name} of the observed rate"
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
@@ -542,6 +567,7 @@ def cbu_per_minute(
 
 __all__ = [
     "CBU_THRESHOLD",
+    "NEAR_TERM_FACTOR",
     "TIERS",
     "BlendedFos",
     "CbuResult",

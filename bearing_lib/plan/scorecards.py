@@ -19,6 +19,7 @@ from the limits/profile where possible and otherwise marked ``not measured`` wit
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -176,7 +177,7 @@ def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -
                          f"no load step reports {metric} P95")
     low = min(usable, key=lambda s: float(s["offered_load"]))  # type: ignore[arg-type]
     p95 = float(low[f"{metric}_p95"])  # type: ignore[arg-type]
-    at = f"at the lowest tested load {low['offered_load']} {low.get('offered_load_unit') or ''}".rstrip()
+    at = lowest_load_text(steps, low)
     name = "single-path P95 latency"
     if p95 < thr / 3:
         why = f"{metric} P95 {p95:,.0f} ms < {thr / 3:,.0f} ms (SLA {thr:g} / 3) {at}"
@@ -185,6 +186,30 @@ def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -
         why = f"{metric} P95 {p95:,.0f} ms is near or over the SLA {thr:g} ms {at}"
         return CheckItem(name, rule, "danger", p95, why)
     return CheckItem(name, rule, "warning", p95, f"{metric} P95 {p95:,.0f} ms ≥ SLA/3 ({thr / 3:,.0f} ms) {at}")
+
+
+def _load(step: Mapping[str, object]) -> float | None:
+    v = step.get("offered_load")
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def lowest_load_text(steps: Sequence[Mapping[str, object]], judged: Mapping[str, object]) -> str:
+    """Where a single-path figure was read: "at the lowest tested load X" when ``judged`` is the test's
+    lowest step, else "at the lowest judged load X (the test started at Y; ...)": the lowest *tested*
+    load (every step) and the lowest *judged* one (the lowest step with the statistic) are two numbers
+    and the text never calls one by the other's name."""
+    unit = f" {judged.get('offered_load_unit')}" if judged.get("offered_load_unit") else ""
+    x = _load(judged)
+    tested = [v for v in (_load(s) for s in steps) if v is not None]
+    lowest = min(tested) if tested else x
+    if x is None or lowest is None or lowest >= x:
+        return f"at the lowest tested load {x:g}{unit}" if x is not None else "at the lowest tested load"
+    return (f"at the lowest judged load {x:g}{unit} (the test started at {lowest:g}{unit}; the steps below "
+            "have no value for it)")
 
 
 def error_rate_at_peak(steps: Sequence[Mapping[str, object]], target_rps: float) -> CheckItem:
@@ -301,6 +326,7 @@ __all__ = [
     "data_row",
     "engineering_row",
     "error_rate_at_peak",
+    "lowest_load_text",
     "scorecard",
     "single_path_p95",
 ]

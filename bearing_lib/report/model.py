@@ -27,6 +27,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_number
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
 from bearing_lib.plan.capacity import InstancePlan
@@ -299,6 +300,8 @@ class ChangesSection:
     previous_run_time_utc: str | None
     previous_verdict: str
     items: list[Change]
+    comparability: str = ""
+    """:attr:`Comparability.statement` of the two reports' identities (the fields unknown on a side)."""
 
 
 @dataclass
@@ -862,12 +865,18 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     return Headline(verdict, text, plan.verdict_reason, b_mix, b_con, _plan_line(plan))
 
 
+REPORT_IDENTITY_KEYS = tuple(dict.fromkeys((*DEPLOYMENT_KEYS, *IDENTITY_KEYS)))
+"""The report's identity: the deployment (:data:`bearing_lib.compare.identity.DEPLOYMENT_KEYS`, the one
+identity ``bearing compare`` uses too) and the question asked of it (tier, production source). Summaries
+written before engine, engine version and instances were part of it read them as unknown."""
+
+
 def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: ProfileDocument | None) -> dict:
-    """What must match for two reports to be compared: the service and the question asked of it."""
-    ident: dict[str, Any] = {k: None for k in IDENTITY_KEYS}
+    """What must match for two reports to be compared: the deployment and the question asked of it."""
+    ident: dict[str, Any] = {k: None for k in REPORT_IDENTITY_KEYS}
     if limits is not None:
+        ident.update(identity_fields(from_limits(limits)))
         ident["model"] = _text(limits.conditions.model)
-        ident["hardware"] = limits.conditions.hardware
         ident["sla"] = limits.sla_text
         ident["load_test_tools"] = ", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None
     if plan is not None:
@@ -877,16 +886,19 @@ def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: P
     return ident
 
 
+def _comparability(prev: ReportSummary, ident: dict[str, Any]) -> Comparability:
+    """The previous report against this one: a difference on any of :data:`REPORT_IDENTITY_KEYS`; a deployment
+    field (:data:`DEPLOYMENT_KEYS`) unknown on a side is unknown, never equal."""
+    c = comparability(prev.identity, ident, DEPLOYMENT_KEYS)
+    rest = comparability(prev.identity, ident, [k for k in REPORT_IDENTITY_KEYS if k not in DEPLOYMENT_KEYS])
+    return Comparability(c.differ + rest.differ, c.unknown)
+
+
 def _not_comparable(prev: ReportSummary, ident: dict[str, Any]) -> str | None:
-    """Why the previous report cannot be compared with this one, or None when it can."""
-    diffs = []
-    for k in IDENTITY_KEYS:
-        a, b = prev.identity[k], ident[k]
-        if a != b:
-            diffs.append(f"{k.replace('_', ' ')} {a or 'not stated'!s} → {b or 'not stated'!s}")
-    if diffs:
-        return "not comparable: " + "; ".join(diffs)
-    return None
+    """Why the previous report cannot be compared with this one (a field stated on both sides differs), or
+    None when it can (fields unknown on a side are labelled on each change, :func:`_changes`)."""
+    c = _comparability(prev, ident)
+    return c.statement if c.differ else None
 
 
 def _previous_arg(previous: Any) -> tuple[ReportSummary | None, str]:
@@ -910,9 +922,10 @@ def _changes(previous: Any, mixes: Section[LimitsSection], fos: Section[FosSecti
     prev, reason = _previous_arg(previous)
     if prev is None:
         return Section(False, reason)
-    why = _not_comparable(prev, identity)
-    if why is not None:
-        return Section(False, why)
+    comp = _comparability(prev, identity)
+    if comp.differ:
+        return Section(False, comp.statement)
+    unknown = "" if comp.comparable else comp.statement
     items: list[Change] = []
     prev_mixes = {m.name: m for m in prev.limits}
     cur_rows: dict[str, MixRow] = {r.name: r for r in mixes.data.rows} if mixes.data is not None else {}
@@ -923,18 +936,26 @@ def _changes(previous: Any, mixes: Section[LimitsSection], fos: Section[FosSecti
         c_row = cur_rows.get(name)
         c = c_row.q_ult if c_row else None
         items.append(_change(f"Q_ult {name} (offered)", p_row.q_ult, c,
-                             "mix not in this report" if c_row is None else ""))
+                             "mix not in this report" if c_row is None else "", unknown))
     p_f = prev.blended_fos if prev.blended_fos is not None and prev.blended_fos.value is not None else None
     c_f = fos.data.blended if fos.data is not None else None
     if p_f is not None:
-        items.append(_change("blended FOS", p_f, c_f, "" if c_f else "no FOS in this report"))
+        items.append(_change("blended FOS", p_f, c_f, "" if c_f else "no FOS in this report", unknown))
     if not items:
         return Section(False, "the previous report holds no limits or FOS to compare with")
     return Section(True, data=ChangesSection(previous_name=prev.name, previous_run_time_utc=prev.run_time_utc,
-                                             previous_verdict=prev.verdict, items=items))
+                                             previous_verdict=prev.verdict, items=items,
+                                             comparability=comp.statement))
 
 
-def _change(item: str, p: Estimate, c: Estimate | None, note: str) -> Change:
+def _change(item: str, p: Estimate, c: Estimate | None, note: str, unknown: str = "") -> Change:
+    """How one number moved. ``unknown`` (a :class:`Comparability` statement) is said instead of a verdict
+    on the difference: with a deployment field unknown on a side, no "real change" or "within measurement
+    noise" is claimed."""
+    if unknown and c is not None and c.value is not None and p.value is not None and not (p.is_bound or c.is_bound):
+        delta = c.value - p.value
+        return Change(item, p, c, delta, delta / p.value if p.value else None, None,
+                      note or f"not judged: {unknown}")
     if c is None or c.value is None or p.value is None:
         return Change(item, p, c, None, None, None, note or "not measured this time")
     if p.is_bound or c.is_bound:

@@ -264,8 +264,8 @@ def target_group(p: ProfileDocument) -> Group:
             g.notes.append(tg.statement)
     pk = t.peak if t is not None else None
     if pk is not None and _f(pk.rps) is not None:
-        g.rows.append(Row("Observed peak", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin"
-                          if pk.bin_s else ""))
+        g.rows.append(Row("Busiest bin", rps_and_min(pk.rps), f"the largest {num(pk.bin_s, 0)} s bin (not the "
+                          "current peak, which is the target's quantile)" if pk.bin_s else ""))
     for x, label in ((t.near_term if t else None, "Near-term planning load"),
                      (t.mid_term if t else None, "Mid-term forecast")):
         if _off(x):
@@ -644,9 +644,9 @@ def instances_view(inst: InstancePlan | NotAvailable | None) -> Group:
     sc = i.safe_concurrency
     if sc is not None:
         if _f(sc.value) is None:
-            g.unavailable.append("safe concurrency not available: not estimable")
+            g.unavailable.append(f"safe concurrency not available: {sc.statement or 'not estimable'}")
         else:
-            g.rows.append(Row("Max safe concurrency", num(sc.value, 1), sc.statement))
+            g.rows.append(Row("Max safe concurrency", f"{sc.value:.4g}", sc.statement))
     return g
 
 
@@ -656,8 +656,9 @@ def elasticity_view(el: ReplayResult | NotAvailable | None) -> Group:
         g.unavailable.append(f"elasticity replay not available: {_gone(el) or 'not in the plan'}")
         return g
     e = el
-    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (buffer {num(e.buffer)})" if e.buffer else ""),
-                      e.reason))
+    g.rows.append(Row("Recommendation", f"{e.recommendation}" + (f" (the replay alone needs {num(e.buffer)} "
+                                                                  "buffer instance(s); the plan's buffer is under "
+                                                                  "Instances)" if e.buffer else ""), e.reason))
     g.rows.append(Row("Instances", f"{num(e.initial_instances)} at the start → {num(e.max_instances)} at most",
                       f"{num(e.per_instance_rps)} req/s per instance (Q_ult)"))
     g.rows.append(Row("Scaling events", f"{num(e.n_scale_up)} up, {num(e.n_scale_down)} down"))

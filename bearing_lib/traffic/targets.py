@@ -6,9 +6,12 @@
 * **Confidence interval** of the target: a block bootstrap (fixed seed) that resamples
   whole days when the series spans at least two days, else 10-minute blocks, and takes
   the 2.5th/97.5th percentiles of the resampled target.
-* **Staged reservation**: near term = current peak (the max per-bin rate) x 1.5; mid
-  term = a 6-month forecast of the daily peak x 1.5 (:func:`trend_forecast`), only when the
-  series spans enough weeks (4 by default); otherwise the reason it cannot be made.
+* **Staged reservation**: near term = current peak x 1.5, the current peak being the target's
+  quantile of the per-bin rate before growth (``basis_rps``; P99 by default), the same number the
+  plan's staged reservation uses (:attr:`bearing_lib.plan.fos.Target.current_peak_rps`): never the
+  single busiest bin (``peak_rps``, shown as the busiest minute). Mid term = a 6-month forecast of
+  the daily peak x 1.5 (:func:`trend_forecast`), only when the series spans enough weeks (4 by
+  default); otherwise the reason it cannot be made.
 * **The forecast** (:func:`trend_forecast`, the one the plan uses too): the daily peak (the max
   per-bin rate of each complete day, :func:`daily_peaks`) against the day index, statsmodels OLS.
   The trend is used only when it is significant: the slope's 95 % confidence interval excludes
@@ -195,8 +198,13 @@ class Targets:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def current_peak_rps(self) -> float:
+        """The current peak: the target's quantile of the per-bin rate, before growth (module docstring)."""
+        return self.basis_rps
+
+    @property
     def near_term_rps(self) -> float:
-        return self.peak_rps * self.near_term_factor
+        return self.current_peak_rps * self.near_term_factor
 
     @property
     def statement(self) -> str:
@@ -221,7 +229,8 @@ class Targets:
             "near_term": {
                 "rps": self.near_term_rps,
                 "factor": self.near_term_factor,
-                "basis": f"current peak: the max {self.bin_s:g} s rate",
+                "basis": (f"current peak {self.current_peak_rps:.4g} req/s: the P{self.quantile * 100:g} of the "
+                          f"{self.bin_s:g} s rate"),
             },
             "mid_term": self.mid_term.to_dict(),
             "notes": self.notes,

@@ -61,7 +61,7 @@ def test_curve_from_limits_steps():
              {"offered_load": 3, "offered_load_unit": "rps", "latency_ms_p99": 20},  # no concurrency: skipped
              {"concurrency_mean": 3.5, "latency_ms_p99": 30}]
     pts = curve_from_limits_steps(steps)
-    assert [(p.concurrency, p.p99_ms, p.throughput_rps) for p in pts] == [(2.0, 20.0, 5.0), (3.5, 30.0, None)]
+    assert [(p.concurrency, p.sla_ms, p.throughput_rps) for p in pts] == [(2.0, 20.0, 5.0), (3.5, 30.0, None)]
     with pytest.raises(InsufficientDataError):
         max_safe_concurrency([LatencyPoint(1, None, None)], 100)
 

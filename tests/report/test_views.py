@@ -123,7 +123,8 @@ def test_plan_groups():
         "events": [{"after_minute": 1, "action": "scale_up", "count": 2, "instances_after": 5,
                     "ready_from_minute": 3, "reason": "load ratio 0.9 > 0.7"}]}, what="elasticity"))
     er = {r.label: r for r in el.rows}
-    assert er["Recommendation"].value == "fixed+buffer (buffer 2)"
+    assert er["Recommendation"].value == ("fixed+buffer (the replay alone needs 2 buffer instance(s); the plan's "
+                                          "buffer is under Instances)")
     assert er["Minutes over ready capacity"].value == "4 of 60"
     assert er["Cold start / cool-down"].value == "90 s / 20.0 min"
     assert el.tables[0].collapsed and el.tables[0].rows[0][1] == "scale up"

@@ -28,7 +28,8 @@ def test_target_near_term_by_hand():
     assert t.basis_rps == pytest.approx(expected, rel=1e-12)
     assert t.target_rps == pytest.approx(expected * 1.2, rel=1e-12)
     assert t.peak_rps == counts.max() / 60.0
-    assert t.near_term_rps == pytest.approx(counts.max() / 60.0 * 1.5)
+    # near term = the current peak (the P99 before growth, not the busiest minute) x 1.5 (issue #25)
+    assert t.near_term_rps == pytest.approx(expected * 1.5, rel=1e-12)
     assert "10-minute blocks" in t.ci_method and "60 10-minute blocks" in t.ci_method
     lo, hi = t.target_ci95
     assert lo <= t.target_rps <= hi
