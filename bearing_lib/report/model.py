@@ -74,7 +74,7 @@ class SourceFile:
 
 
 @dataclass
-class Conditions:
+class ConditionsSection:
     """What every limit is conditional on (a limit without them is not comparable)."""
 
     model: str | None
@@ -356,7 +356,7 @@ class ReportModel:
     name: str
     title: str
     headline: Headline
-    conditions: Section[Conditions]
+    conditions: Section[ConditionsSection]
     mixes: Section[LimitsSection]
     curves: list[LoadCurve]
     curves_section: Section[CurvesSection]
@@ -513,7 +513,7 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     extra: dict[str, Any] = {**cond.extra, "load-test mixes": cond.mixes}
     if cond.instances is not None:
         extra["instances in the load test"] = f"{cond.instances} ({cond.instances_basis or 'stated'})"
-    c = Conditions(
+    c = ConditionsSection(
         model=_text(cond.model),
         hardware=_text(cond.hardware),
         tool=", ".join(tools) or None,
@@ -1197,7 +1197,7 @@ def make_provenance(
 __all__ = [
     "Change",
     "ChangesSection",
-    "Conditions",
+    "ConditionsSection",
     "CurvesSection",
     "CurvePoint",
     "Flag",
