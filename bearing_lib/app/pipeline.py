@@ -268,7 +268,7 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
 # Formats whose clock the user declares (bearing cannot know the unit from the tool): their start times are
 # checked to be seconds (data/timeunit.py) before the notebook runs.
-USER_CLOCK_FORMATS = frozenset({"canonical", "generic"})
+USER_CLOCK_FORMATS = frozenset({"bearing-canonical", "generic"})
 
 
 def _production_clock(parameters: dict[str, Any]) -> tuple[str, str]:

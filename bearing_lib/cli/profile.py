@@ -188,6 +188,9 @@ def _profile_input(trace: str, *, format: str | None, mapping: Path | None, opti
     if path.is_file() and path.stat().st_size >= convert.min_bytes():
         _note(f"{trace} is profiled in memory (eager): its format is read whole by its loader", quiet)
     ds = load(path, format=fmt, **options)
+    from bearing_lib.data.timeunit import require_seconds
+
+    require_seconds(ds, what="production trace")  # a clock in ms read as seconds would profile a 972 h trace
     if ds.kind not in ("requests", "rates"):
         raise ParameterError(
             f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"
