@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -134,3 +135,62 @@ def test_a_renamed_plan_key_fails_before_running_naming_the_file_and_the_field(t
     assert str(bad) in r.output
     assert "instances.total: Field required" in r.output and "instances.totl: unknown key" in r.output
     assert not (tmp_path / "reports" / "x").exists()
+
+
+# ---------------------------------------------------------------- issue 25, item 6: the report takes what the
+# other commands take, and lists what the notebooks take
+
+
+def test_the_help_lists_every_parameter_the_report_notebooks_take():
+    import papermill
+
+    for command in ("report", "weekly"):
+        r = cli.invoke(app, [command, "--help"], terminal_width=200)
+        assert r.exit_code == 0, r.output
+        text = " ".join(r.output.split())
+        for nb in runner.REPORT_NOTEBOOKS:
+            declared = papermill.inspect_notebook(str(runner.NOTEBOOK_DIR / nb))  # papermill's own reading
+            assert declared
+            for name in declared:
+                assert f"- {name} " in text, (command, nb, name)
+        for flag in ("--format", "--mapping", "--option", "--production-format", "--production-mapping",
+                     "--production-option", "--run", "--model", "--hardware", "--tested-instances"):
+            assert flag in text, (command, flag)
+
+
+def test_flags_set_the_notebook_parameters_and_a_key_given_twice_is_refused():
+    from bearing_lib.cli.report import _flag_parameters, _merge_flags
+    from bearing_lib.common.errors import ParameterError
+
+    got = _flag_parameters(format=None, mapping=Path("m.yaml"), option=["ttfb_as_ttft=true", "n=5"],
+                           production_format="generic", production_mapping=None, production_option=["time_unit=ms"],
+                           run="a/b", model="Llama-3-70B", hardware="2 x H100", tested_instances=2)
+    assert got == {"mapping": "m.yaml", "options": {"ttfb_as_ttft": True, "n": 5}, "production_format": "generic",
+                   "production_options": {"time_unit": "ms"}, "run": "a/b", "model": "Llama-3-70B",
+                   "hardware": "2 x H100", "tested_instances": 2}
+    with pytest.raises(ParameterError, match="given both as a flag"):
+        _merge_flags({"run": "x"}, {"run": "y"})
+    with pytest.raises(ParameterError, match="--tested-instances"):
+        _flag_parameters(format=None, mapping=None, option=[], production_format=None, production_mapping=None,
+                         production_option=[], run=None, model=None, hardware=None, tested_instances=0)
+
+
+def test_a_two_run_limits_file_is_refused_before_any_notebook_naming_its_runs(tmp_path, monkeypatch):
+    import papermill
+
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("executed"))
+    doc = hand_made("limits")
+    doc["mixes"][0]["run_id"], doc["mixes"][1]["run_id"] = "vllm-70b", "llm-d-70b"
+    two = tmp_path / "two-runs.json"
+    two.write_text(json.dumps(doc))
+    azure = ROOT / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    base = ["report", "--name", "two", "--reports-dir", str(tmp_path / "reports"), "-p", "limits_json", str(two),
+            "-p", "production_trace", str(azure)]
+    r = cli.invoke(app, base)
+    assert r.exit_code == runner.EXIT_ERROR
+    assert "the limits JSON holds 2 runs (llm-d-70b, vllm-70b)" in r.output and "--run NAME" in r.output
+    r = cli.invoke(app, [*base, "--run", "sglang"])
+    assert r.exit_code == runner.EXIT_ERROR and "run 'sglang': the limits JSON holds no such run" in r.output
+    assert not (tmp_path / "reports").exists()
