@@ -26,11 +26,11 @@ def _raw_seconds(path) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def azure_ms(tmp_path_factory, request):
-    from tests.conftest import ENV
-
+def azure_ms(tmp_path_factory):
     import os
     from pathlib import Path
+
+    from tests.conftest import ENV
 
     base = os.environ.get(ENV)
     if not base:
