@@ -3,9 +3,10 @@
 A limits JSON names the files it was fitted on (``conditions.sources[].path``); the report's
 digital twin and ``bearing next`` read them again. A path relative to the working directory
 of the run that wrote the JSON means nothing to a later reader elsewhere, so bearing writes
-each local path **relative to the folder of the JSON** (:func:`relative_sources`; absolute when
-no relative path exists, e.g. another drive) and reads a relative path **from that folder**
-(:func:`resolved_sources`), never from the reader's working directory. URLs (``s3://...``) and
+each relative local path **relative to the folder of the JSON** (:func:`relative_sources`;
+absolute when no relative path exists, e.g. another drive) and reads a relative path **from
+that folder** (:func:`resolved_sources`), never from the reader's working directory. An
+absolute path stays absolute (it means the same to every reader); URLs (``s3://...``) and
 in-memory sources are left as they are.
 """
 
@@ -27,14 +28,12 @@ def _sources(doc: Any) -> list[dict[str, Any]]:
 
 
 def relative_sources(doc: dict[str, Any], json_path: str | Path) -> dict[str, Any]:
-    """``doc`` with each local source path rewritten relative to ``json_path``'s folder (in place; returned).
-
-    The path is first made absolute from the working directory (where the writer was given it).
-    """
+    """``doc`` with each relative local source path rewritten relative to ``json_path``'s folder (in place;
+    returned). Such a path is relative to the working directory, where the writer was given it."""
     folder = Path(os.path.abspath(json_path)).parent
     for src in _sources(doc):
         path = src.get("path")
-        if not _is_local(path):
+        if not _is_local(path) or os.path.isabs(path):
             continue
         absolute = os.path.abspath(path)
         try:

@@ -147,13 +147,16 @@ def test_relative_load_test_paths_in_a_limits_json_are_read_from_its_folder(tmp_
     from tests.conftest import ROOT
 
     lmb = ROOT / "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"
-    doc = {"conditions": {"sources": [{"path": str(lmb)}, {"path": "s3://bucket/x.parquet"}]}}
+    monkeypatch.chdir(ROOT)  # the writer was given the load test relative to its working directory
+    doc = {"conditions": {"sources": [{"path": "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"},
+                                      {"path": "s3://bucket/x.parquet"}, {"path": str(lmb)}]}}
     out = tmp_path / "a" / "b" / "limits.json"
     out.parent.mkdir(parents=True)
     written = pipeline.limits_document(_Fake(doc), output_json=out)
     rel = written["conditions"]["sources"][0]["path"]
     assert not rel.startswith("/") and (out.parent / rel).resolve() == lmb.resolve()
     assert written["conditions"]["sources"][1]["path"] == "s3://bucket/x.parquet"  # URLs as they are
+    assert written["conditions"]["sources"][2]["path"] == str(lmb)  # an absolute path means the same everywhere
     # a reader elsewhere (another working directory) finds the file from the JSON's folder
     monkeypatch.chdir(tmp_path)
     from bearing_lib.limits.sourcepaths import resolved_sources
