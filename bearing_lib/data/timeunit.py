@@ -65,17 +65,20 @@ class ClockCheck:
     @property
     def message(self) -> str:
         """The refusal: file, column, both readings, and how to load it right."""
-        fix = ("if they are milliseconds, load the trace with time_unit=ms (bearing report --production-option "
-               "time_unit=ms; a generic mapping: units: {" + self.column + ": ms}); if they are seconds, say so "
-               "with time_unit=s (a generic mapping: units: {" + self.column + ": s})")
+        if self.format == "generic":
+            fix = (f"declare the unit in the mapping: units: {{{self.column}: ms}} if they are milliseconds, "
+                   f"units: {{{self.column}: s}} if they are seconds")
+        else:
+            fix = ("if they are milliseconds, load the trace with time_unit=ms (bearing report --production-option "
+                   "time_unit=ms); if they are seconds, say so with time_unit=s")
         if self.verdict == "not_seconds":
             factor = dict(UNIT_RATIOS)[self.looks_like or "ms"]
+            how = (f"units: {{{self.column}: {self.looks_like}}} in the mapping" if self.format == "generic" else
+                   f"time_unit={self.looks_like} (bearing report --production-option time_unit={self.looks_like})")
             return (f"the start times are not seconds: each request's end_s - start_s is "
                     f"{self.duration_ratio:,.0f} x its latency_ms (1 on a seconds clock), so the clock counts "
                     f"{self.looks_like}; read as seconds the trace would span {self.span_s / 3600:,.2f} h, in "
-                    f"{self.looks_like} {self.span_s / factor / 60:,.1f} min. Load it with time_unit="
-                    f"{self.looks_like} (bearing report --production-option time_unit={self.looks_like}; a generic "
-                    f"mapping: units: {{{self.column}: {self.looks_like}}})")
+                    f"{self.looks_like} {self.span_s / factor / 60:,.1f} min. Load it with {how}")
         gap = self.median_gap_s or 0.0
         return (f"the start times look like milliseconds from zero, not seconds: read as seconds, "
                 f"{self.n_requests:,} requests span {self.span_s / 3600:,.2f} h with a median gap of {gap:,.1f} s "
