@@ -112,29 +112,64 @@ def check_input_size(path: str | Path, what: str = "input", *, limit: int | None
     )
 
 
-def load(path: str | Path, format: str = "") -> Any:
+def loader_options(format: str = "", mapping: str | Path = "", options: dict[str, Any] | None = None,
+                   ) -> tuple[str | None, dict[str, Any]]:
+    """``(format, loader options)`` from a notebook's format, column mapping and loader options.
+
+    A mapping (a YAML file, relative paths as :func:`resolve`) goes to the loader as its ``mapping`` option
+    and implies the ``generic`` format when none is given (as ``bearing limits --mapping`` does); giving it
+    also inside ``options`` is a :class:`ParameterError`.
+    """
+    opts = dict(options or {})
+    if not isinstance(options or {}, dict):
+        raise ParameterError(f"loader options: expected a mapping of option: value, got {options!r}")
+    if str(mapping):
+        if "mapping" in opts:
+            raise ParameterError("the column mapping is given twice: as mapping and inside the loader options")
+        opts["mapping"] = str(resolve(mapping))
+        format = format or "generic"
+    return format or None, opts
+
+
+def load(path: str | Path, format: str = "", *, mapping: str | Path = "", options: dict[str, Any] | None = None,
+         ) -> Any:
     """Any supported input (``format`` empty = detect); relative paths as :func:`resolve`.
 
-    A CSV / JSON-lines input of 2 GB or more is refused (:func:`check_input_size`).
+    ``mapping`` and ``options`` are the loader's (:func:`loader_options`). A CSV / JSON-lines input of
+    2 GB or more is refused (:func:`check_input_size`).
     """
     from bearing_lib.loaders import load as _load
 
     check_input_size(path)
-    return _load(resolve(path), format=format or None)
+    fmt, opts = loader_options(format, mapping, options)
+    return _load(resolve(path), format=fmt, **opts)
 
 
-def load_test(path: str | Path, format: str = "", engine: str = "") -> Any:
-    """A load test for :func:`limits`: loaded (:func:`load`) when ``engine`` is empty, else named as a
-    Parquet dataset (:func:`bearing_lib.data.engine.open_dataset`: nothing read but the footers) for
-    ``fit_limits(..., engine=engine)``; ``format`` must then be empty."""
+def load_production(path: str | Path, format: str = "", *, mapping: str | Path = "",
+                    options: dict[str, Any] | None = None) -> Any:
+    """The production trace (:func:`load`), its clock checked to be in seconds
+    (:func:`bearing_lib.data.timeunit.require_seconds`: a trace whose start times are milliseconds from zero
+    is refused, naming the file and the column, never profiled as a 972-hour trace)."""
+    from bearing_lib.data.timeunit import require_seconds
+
+    return require_seconds(load(path, format, mapping=mapping, options=options), what="production trace")
+
+
+def load_test(path: str | Path, format: str = "", engine: str = "", *, mapping: str | Path = "",
+              options: dict[str, Any] | None = None) -> Any:
+    """A load test for :func:`limits`: loaded (:func:`load`, with ``mapping`` and loader ``options``) when
+    ``engine`` is empty, else named as a Parquet dataset (:func:`bearing_lib.data.engine.open_dataset`:
+    nothing read but the footers) for ``fit_limits(..., engine=engine)``; ``format``, ``mapping`` and
+    ``options`` must then be empty."""
     if not engine:
-        return load(path, format)
+        return load(path, format, mapping=mapping, options=options)
     from bearing_lib.data.engine import ENGINES, open_dataset
 
     if engine not in ENGINES:
         raise ParameterError(f"engine: expected '', {' or '.join(ENGINES)}, got {engine!r}")
-    if format:
-        raise ParameterError("engine reads a Parquet dataset of canonical columns; leave format empty with it")
+    if format or str(mapping) or options:
+        raise ParameterError("engine reads a Parquet dataset of canonical columns; leave format, mapping and "
+                             "options empty with it")
     return open_dataset(path if "://" in str(path) else resolve(path))
 
 
@@ -148,6 +183,13 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "mixes": ("mixes", "mix file", None),
     "server_metrics": ("data", "server metrics", "metrics_format"),
     "metrics_trace": ("data", "load-test trace for the server metrics", None),
+    "mapping": ("mapping", "column mapping of the load test", None),
+    "production_mapping": ("mapping", "column mapping of the production trace", None),
+}
+# The mapping and loader options of each data input (parameters named by INPUT_PARAMETERS).
+LOADER_PARAMETERS: dict[str, tuple[str, str]] = {
+    "loadtest": ("mapping", "options"),
+    "production_trace": ("production_mapping", "production_options"),
 }
 
 
@@ -185,11 +227,16 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
                 CapacityPlan.from_dict(doc, source=f"{what} {p}")
         elif kind == "mixes":
             mix_spec(str(p))
+        elif kind == "mapping":
+            from bearing_lib.loaders.generic import read_mapping
+
+            read_mapping(p)
         else:
             if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
                 raise InputError(f"the {what} (parameter {name}{where}) is not readable", path=p)
             check_input_size(p, what)
-            if not str(parameters.get(format_key or "", "") or ""):
+            mapping_key = LOADER_PARAMETERS.get(name, ("", ""))[0]
+            if not str(parameters.get(format_key or "", "") or "") and not str(parameters.get(mapping_key) or ""):
                 from bearing_lib.loaders.registry import detect
 
                 detect(p)
@@ -204,15 +251,9 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
     if isinstance(parameters.get("week"), str) and parameters["week"]:
         iso_week(parameters["week"])
     week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
-    if week and not span and trace and "{output_dir}" not in trace:
-        from bearing_lib.loaders.registry import detect
-
-        fmt = str(parameters.get("production_format") or "") or detect(resolve(trace)).name
-        # the clock, not the format, decides: a format that is always relative is refused without
-        # reading it, one that is always a calendar clock is not read here; any other trace is loaded
-        # (canonical, generic and others can carry relative times)
-        origin = ("relative" if fmt in RELATIVE_CLOCK_FORMATS else "epoch" if fmt in EPOCH_CLOCK_FORMATS
-                  else load(trace, fmt).provenance.time_origin)
+    production = _production_clock(parameters) if trace and "{output_dir}" not in trace else None
+    if week and not span and production is not None:
+        fmt, origin = production
         if origin != "epoch":
             raise ParameterError(f"week {week!r}: the production trace ({fmt}) has a relative clock (seconds from "
                                  "its start, no calendar dates), so no ISO week applies to it; give a window in "
@@ -225,6 +266,73 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
             side = side.strip()
             if side and not ("-" in side[1:] and "t" in side.lower()):
                 parse_elapsed(side, what)
+
+
+# Formats whose clock the user declares (bearing cannot know the unit from the tool): their start times are
+# checked to be seconds (data/timeunit.py) before the notebook runs.
+USER_CLOCK_FORMATS = frozenset({"bearing-canonical", "generic"})
+
+
+def _production_clock(parameters: dict[str, Any]) -> tuple[str, str]:
+    """``(format, time origin)`` of the production trace, read before the notebook where it must be.
+
+    The clock, not the format, decides: a format that is always relative is not read, nor one that is always
+    a calendar clock; a trace whose unit the user declares (canonical, generic) is loaded and its start times
+    checked to be seconds (:func:`load_production`); any other format is loaded only when a week asks for
+    its clock."""
+    from bearing_lib.loaders.registry import detect
+
+    trace = str(parameters["production_trace"]).strip()
+    mapping = str(parameters.get("production_mapping") or "")
+    options = parameters.get("production_options") or {}
+    fmt = str(parameters.get("production_format") or "") or ("generic" if mapping else detect(resolve(trace)).name)
+    if fmt in RELATIVE_CLOCK_FORMATS:
+        return fmt, "relative"
+    if fmt in EPOCH_CLOCK_FORMATS:
+        return fmt, "epoch"
+    week = str(parameters.get("week") or "").strip() and not str(parameters.get("window") or "").strip()
+    if fmt in USER_CLOCK_FORMATS:
+        return fmt, load_production(trace, fmt, mapping=mapping, options=options).provenance.time_origin
+    if week:
+        return fmt, load(trace, fmt, mapping=mapping, options=options).provenance.time_origin
+    return fmt, "unknown"
+
+
+def runs_of(parameters: dict[str, Any]) -> list[str] | None:
+    """The load-test runs the report's limits will hold, read before any notebook: from ``limits_json``, or by
+    loading ``loadtest`` (with its format, mapping and options); None when they cannot be known beforehand
+    (a Parquet dataset on an engine, or no load-test input)."""
+    limits_json = str(parameters.get("limits_json") or "")
+    if limits_json and "{output_dir}" not in limits_json:
+        from bearing_lib.limits.result import LimitsResult
+
+        p = resolve(limits_json)
+        return LimitsResult.from_dict(read_json(p, "limits JSON"), source=f"limits JSON {p}").runs
+    test = str(parameters.get("loadtest") or "")
+    if not test or str(parameters.get("engine") or ""):
+        return None
+    ds = load(test, str(parameters.get("format") or ""), mapping=str(parameters.get("mapping") or ""),
+              options=parameters.get("options") or {})
+    frame = getattr(ds, "frame", None)
+    if frame is None or "run_id" not in frame.columns:
+        return None
+    return sorted({str(r) for r in frame["run_id"].drop_nulls().unique().to_list()})
+
+
+def check_run(parameters: dict[str, Any]) -> None:
+    """Before any notebook: the ``run`` parameter names one of the limits' runs, and is given when they hold
+    several (the plan covers one run). Raises :class:`ParameterError` listing the runs and the flag."""
+    runs = runs_of(parameters)
+    if not runs:
+        return
+    run = str(parameters.get("run") or "")
+    source = "the limits JSON" if parameters.get("limits_json") else "the load test"
+    if run and run not in runs:
+        raise ParameterError(f"run {run!r}: {source} holds no such run; its runs: {', '.join(runs)}")
+    if not run and len(runs) > 1:
+        raise ParameterError(f"{source} holds {len(runs)} runs ({', '.join(runs)}), i.e. different deployments or "
+                             f"tests, and a plan covers one: choose it with --run NAME (or -p run NAME), e.g. "
+                             f"--run {runs[0]}")
 
 
 def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str = "") -> Any:
@@ -429,7 +537,24 @@ def limits_chart(result: Any) -> alt.Chart | str:
     return curve_chart(result.curve, f"{c.metric}_{qname(c.q)}", sla_ms=c.threshold)
 
 
-def limits_document(result: Any, *, model: str = "", hardware: str = "", tested_instances: int = 0) -> dict[str, Any]:
+STATED = " (stated by the analyst; not in the load-test files)"
+"""What marks a condition the analyst stated (``model``, ``hardware``) in a limits document."""
+
+
+def _state_conditions(doc: dict[str, Any], *, model: str = "", hardware: str = "", tested_instances: int = 0,
+                      ) -> dict[str, Any]:
+    cond = doc.setdefault("conditions", {})
+    for key, value in (("model", model), ("hardware", hardware)):
+        if value and not cond.get(key):
+            cond[key] = f"{value}{STATED}"
+    if tested_instances and tested_instances > 0 and cond.get("instances") is None:
+        cond["instances"] = int(tested_instances)
+        cond["instances_basis"] = "stated by the analyst (parameter tested_instances)"
+    return doc
+
+
+def limits_document(result: Any, *, model: str = "", hardware: str = "", tested_instances: int = 0,
+                    output_json: str | Path = "") -> dict[str, Any]:
     """``LimitsResult.to_dict()`` (contract §4); for an :class:`Unavailable`,
     ``{"available": false, "reason": ...}`` so the weekly report can say why.
 
@@ -437,26 +562,36 @@ def limits_document(result: Any, *, model: str = "", hardware: str = "", tested_
     without its conditions is not comparable); they are marked as stated by the analyst
     and never overwrite what the files say. ``tested_instances`` (> 0) is the number of
     instances (replicas) the load test drove: the plan's per-instance capacity and its
-    instance count are in that unit.
+    instance count are in that unit. With ``output_json`` (where the document will be written)
+    the load-test paths are written relative to its folder
+    (:func:`bearing_lib.limits.sourcepaths.relative_sources`).
     """
     if isinstance(result, Unavailable):
         return {"available": False, "reason": result.reason}
-    doc = result.to_dict()
-    cond = doc.setdefault("conditions", {})
-    for key, value in (("model", model), ("hardware", hardware)):
-        if value and not cond.get(key):
-            cond[key] = f"{value} (stated by the analyst; not in the load-test files)"
-    if tested_instances and tested_instances > 0 and cond.get("instances") is None:
-        cond["instances"] = int(tested_instances)
-        cond["instances_basis"] = "stated by the analyst (parameter tested_instances)"
+    doc = _state_conditions(result.to_dict(), model=model, hardware=hardware, tested_instances=tested_instances)
+    if str(output_json):
+        from bearing_lib.limits.sourcepaths import relative_sources
+
+        relative_sources(doc, output_json)
     return doc
 
 
-def read_limits(path: str | Path) -> Doc:
-    """The limits JSON at ``path``; :class:`Unavailable` when the path is empty."""
+def read_limits(path: str | Path, *, model: str = "", hardware: str = "") -> Doc:
+    """The limits JSON at ``path``; :class:`Unavailable` when the path is empty.
+
+    Relative load-test paths in it are read from the JSON's own folder, not from the working directory
+    (:func:`bearing_lib.limits.sourcepaths.resolved_sources`). ``model`` and ``hardware`` fill the
+    conditions the document does not state, as :func:`limits_document` does.
+    """
     if not str(path):
         return Unavailable("no limits JSON was given (parameter limits_json is empty)")
-    return read_json(resolve(path), "limits JSON")
+    from bearing_lib.limits.sourcepaths import resolved_sources
+
+    p = resolve(path)
+    doc = read_json(p, "limits JSON")
+    if doc.get("available") is False:
+        return doc
+    return _state_conditions(resolved_sources(doc, p), model=model, hardware=hardware)
 
 
 def limits_table(limits_doc: Doc) -> pl.DataFrame | Unavailable:
@@ -496,13 +631,15 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 
 
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
-         run: str = "", memory_preset: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
+         run: str = "", memory_preset: str = "", model: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
          concurrency: int = 0, tested_instances: int = 0, price_per_hour: float = 0.0,
          budget_per_month: float = 0.0, server_metrics: Any = None) -> Any:
     """Capacity plan (:meth:`bearing_lib.plan.capacity_plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
-    preset of ``bearing_lib.plan.memory`` (empty: no memory plan); ``gpu_mem_gib`` and
+    preset of ``bearing_lib.plan.memory``; empty: the preset of ``model`` (the model the analyst says the
+    test served), else of the model the limits name, else none ("not assessed: model unknown"; never a
+    default model); ``gpu_mem_gib`` and
     ``concurrency`` 0 = not given (the plan then says what it could not compute);
     ``tested_instances`` > 0 overrides the instances the limits file says the test drove;
     ``price_per_hour``/``budget_per_month`` 0 = not given; ``server_metrics`` loaded metrics
@@ -514,15 +651,32 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
         return Unavailable(f"no limits: {limits_doc.get('reason')}")
     if isinstance(traffic, Unavailable):
         return Unavailable(f"no production profile: {traffic.reason}")
+    unjudged = no_limit_reason(limits_doc, run)
+    if unjudged is not None:
+        return unjudged
     from bearing_lib.ops.kv_check import kv_gauge
     from bearing_lib.plan.capacity_plan import CapacityPlan, PlanOptions
 
-    options = PlanOptions(tier=tier, run=run or None, model=memory_preset or None, gpu_mem_gib=gpu_mem_gib or None,
+    options = PlanOptions(tier=tier, run=run or None, model=memory_preset or None, served_model=model or None,
+                          gpu_mem_gib=gpu_mem_gib or None,
                           gpu_count=gpu_count, concurrency=concurrency or None,
                           tested_instances=tested_instances or None, price_per_hour=price_per_hour or None,
                           budget_per_month=budget_per_month or None)
     return CapacityPlan.build(limits_doc, traffic, options, trace=trace,
                               kv_gauge=kv_gauge(server_metrics) if server_metrics is not None else None)
+
+
+def no_limit_reason(limits_doc: Doc, run: str = "") -> Unavailable | None:
+    """:class:`Unavailable` saying "no limit can be judged", why, what would support a limit and the follow-up
+    test (:func:`bearing_lib.limits.unjudged.no_limit`) when no mix of ``run`` (or of any run) has a judged
+    step; None when one has a limit. The report is then written with no verdict (grey) instead of failing."""
+    if not isinstance(limits_doc, dict) or limits_doc.get("available") is False:
+        return None
+    from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.limits.unjudged import no_limit
+
+    answer = no_limit(LimitsResult.from_dict(limits_doc, source="limits JSON"), run=run or None)
+    return Unavailable(answer.statement) if answer is not None else None
 
 
 def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
@@ -681,10 +835,13 @@ def notebook_charts(model: ReportModel) -> alt.VConcatChart | str:
 
 __all__ = [
     "INPUT_PARAMETERS",
+    "LOADER_PARAMETERS",
     "MAX_TEXT_INPUT_BYTES",
     "PROJECT_ROOT",
+    "STATED",
     "check_input_size",
     "check_inputs",
+    "check_run",
     "curve",
     "curve_chart",
     "document",
@@ -694,10 +851,14 @@ __all__ = [
     "limits_chart",
     "limits_document",
     "limits_table",
-    "load_metrics",
     "load",
+    "load_metrics",
+    "load_production",
+    "load_test",
+    "loader_options",
     "mix_shares",
     "mix_spec",
+    "no_limit_reason",
     "notebook_charts",
     "per_minute_series",
     "plan",
@@ -709,6 +870,7 @@ __all__ = [
     "read_previous",
     "report",
     "require",
+    "runs_of",
     "resolve",
     "sla_texts",
     "window",

@@ -6,7 +6,9 @@
   parameters whose help text starts with ``required`` must be given. The inputs they
   name are read as far as they can be without a kernel
   (:func:`bearing_lib.app.pipeline.check_inputs`: files exist, JSON parses, formats are
-  detected, traces are not too large, the SLA parses), and the kernel must be installed.
+  detected, traces are not too large, the SLA parses, a production trace's clock is in seconds;
+  :func:`~bearing_lib.app.pipeline.check_run`: a limits file or load test of several runs names
+  the one the plan uses), and the kernel must be installed.
 * One run per report name at a time: ``reports/.lock-<name>`` is held with
   ``fcntl.flock`` for the whole run (see :func:`_acquire_lock` for why flock and not
   ``O_CREAT|O_EXCL``); a second run exits with :class:`ReportLocked`.
@@ -153,6 +155,51 @@ def notebook_parameters(path: str | Path) -> dict[str, Param]:
         raise ParameterError(f"notebook {p} cannot be read as a notebook ({type(exc).__name__}: {exc})") from None
     return {n: Param(n, str(d.get("inferred_type_name") or "None"), str(d.get("default")), str(d.get("help") or ""))
             for n, d in info.items()}
+
+
+_PARAM_LINE = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*([^=]+?)\s*=\s*(.+?)\s*(?:#\s*(.*))?$")
+REPORT_NOTEBOOKS = ("limits.ipynb", "weekly_report.ipynb")
+"""The notebooks ``bearing report`` / ``bearing weekly`` run, in order."""
+
+
+def declared_parameters(path: str | Path) -> list[Param]:
+    """The ``name: type = value  # help`` lines of a notebook's ``parameters`` cell, read as JSON.
+
+    Cheap (no papermill, no nbformat), for ``--help``; :func:`notebook_parameters` is what a run checks
+    against. A line that is not of that form is skipped (papermill would not document it either).
+    """
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for cell in nb.get("cells") or []:
+        if "parameters" not in (cell.get("metadata") or {}).get("tags", []):
+            continue
+        src = cell.get("source") or ""
+        for line in (src if isinstance(src, str) else "".join(src)).splitlines():
+            m = _PARAM_LINE.match(line)
+            if m:
+                out.append(Param(m.group(1), m.group(2).strip(), m.group(3).strip(), (m.group(4) or "").strip()))
+    return out
+
+
+def parameters_help(notebook_dir: str | Path = NOTEBOOK_DIR) -> str:
+    """Every ``-p`` parameter of the report notebooks, one line each (the ``--help`` epilog of the report
+    commands), so the help can never miss one: it is read from the notebooks themselves."""
+    lines = ["Notebook parameters (-p NAME VALUE; a parameter both notebooks declare goes to both):"]
+    seen: set[str] = set()
+    for name in REPORT_NOTEBOOKS:
+        params = [p for p in declared_parameters(Path(notebook_dir) / name) if p.name not in seen]
+        if not params:
+            continue
+        lines.append(f"{name}:")
+        for p in params:
+            seen.add(p.name)
+            default = "" if p.default in ('""', "''") else f" (default {p.default})"
+            lines.append(f"- {p.name} {p.type_name}{default}: {p.help}")
+    # Typer's help joins the single line breaks of an epilog and keeps the double ones as one
+    return "\n\n".join(lines)
 
 
 def convert(value: Any, param: Param, *, notebook: str = "") -> Any:
@@ -569,10 +616,11 @@ def run_report(
     if "output_dir" in given:
         raise ParameterError("parameter 'output_dir' is set by the runner (the report folder); do not pass it")
     steps = check_parameters(steps, given)
-    from bearing_lib.app.pipeline import check_inputs  # lazily: pipeline imports altair and polars
+    from bearing_lib.app.pipeline import check_inputs, check_run  # lazily: pipeline imports altair and polars
 
     for s in steps:
         check_inputs(s.parameters, notebook=s.notebook.name)
+    check_run({k: v for s in steps for k, v in s.parameters.items()})
     check_kernel(kernel_name)
     prepare_reports_dir(root)
     max_run_s = sum(_code_cells(s) for s in steps) * cell_timeout_s + 600 if cell_timeout_s else None
@@ -687,6 +735,7 @@ __all__ = [
     "NOTEBOOK_DIR",
     "OUTPUT_DIR_PLACEHOLDER",
     "PAUSE_STAGES",
+    "REPORT_NOTEBOOKS",
     "KernelNotFound",
     "NotebookInputError",
     "NotebookTimeout",
@@ -700,8 +749,10 @@ __all__ = [
     "check_kernel",
     "check_parameters",
     "convert",
+    "declared_parameters",
     "iso_week",
     "notebook_parameters",
+    "parameters_help",
     "prepare_reports_dir",
     "previous_summary",
     "refresh_index",

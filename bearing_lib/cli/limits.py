@@ -92,6 +92,7 @@ def register(app: typer.Typer) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.limits.fit import fit_limits
         from bearing_lib.limits.sla import combine, load_sla_file, parse_sla
+        from bearing_lib.limits.sourcepaths import relative_sources
         from bearing_lib.loaders import load
 
         with bearing_errors():
@@ -140,7 +141,7 @@ def register(app: typer.Typer) -> None:
                                     min_share=min_share, pool_runs=pool, estimator=estimator)
                 result.notes.extend(unchecked)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
-            doc = result.to_dict()
+            doc = relative_sources(result.to_dict(), json_out)  # read back from the JSON's folder
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             _table(result)

@@ -221,6 +221,9 @@ def _profile_input(trace: str, *, format: str | None, mapping: Path | None, opti
         from bearing_lib.traffic.metrics_profile import profile_metrics
 
         return profile_metrics(ds, **params, **(metric_params or {}))
+    from bearing_lib.data.timeunit import require_seconds
+
+    require_seconds(ds, what="production trace")  # a clock in ms read as seconds would profile a 972 h trace
     if ds.kind not in ("requests", "rates"):
         raise ParameterError(
             f"{trace} holds {ds.kind} (load-test results); a traffic profile needs production requests or rates"

@@ -29,7 +29,7 @@ from typing import Any
 import typer
 
 from bearing_lib.app import runner
-from bearing_lib.cli._common import print_error
+from bearing_lib.cli._common import OPTION_HELP, parse_loader_options, print_error
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.yamlfile import read_yaml
 
@@ -47,8 +47,8 @@ DEMO_MIXES = "auto"
 # The plan covers one run: the sharegpt workload (multi-turn chat, median input ~ the
 # Azure conversation trace's) stands for the production traffic.
 DEMO_RUN = "llm-d-70b-2replicas/sharegpt"
-DEMO_MEMORY_PRESET = "llama-3.1-70b"  # Llama-3-70B architecture (80 layers, 8 KV heads, bf16)
-# Conditions the LMBenchmark CSVs do not carry, from data/loadtests/.../ATTRIBUTION.md.
+# Conditions the LMBenchmark CSVs do not carry, from data/loadtests/.../ATTRIBUTION.md. The memory plan
+# takes the model's architecture from it (Llama-3-70B is the llama-3.1-70b preset's; no default model).
 DEMO_MODEL = "Llama-3-70B"
 DEMO_TESTED_INSTANCES = 2  # the bundled sweeps ran against two replicas (data/loadtests/.../ATTRIBUTION.md)
 DEMO_HARDWARE = "2 replicas on OpenShift, llm-d stack (llm-d-benchmark exp-2; GPU type not stated in the source)"
@@ -65,7 +65,6 @@ def demo_parameters(root: Path) -> dict[str, Any]:
         "hardware": DEMO_HARDWARE,
         "tested_instances": DEMO_TESTED_INSTANCES,
         "run": DEMO_RUN,
-        "memory_preset": DEMO_MEMORY_PRESET,
         "tier": "standard",
     }
 
@@ -94,6 +93,40 @@ def _pairs(args: list[str]) -> list[tuple[str, str]]:
         out.append((args[i + 1], args[i + 2]))
         i += 3
     return out
+
+
+def _flag_parameters(*, format: str | None, mapping: Path | None, option: list[str], production_format: str | None,
+                     production_mapping: Path | None, production_option: list[str], run: str | None,
+                     model: str | None, hardware: str | None, tested_instances: int | None) -> dict[str, Any]:
+    """The notebook parameters the command's own flags set (``--run X`` is ``-p run X``); flags not given set none.
+
+    ``--format``/``--mapping``/``--option`` are the load test's loader settings (``limits.ipynb``: ``format``,
+    ``mapping``, ``options``), ``--production-*`` the production trace's (``weekly_report.ipynb``:
+    ``production_format``, ``production_mapping``, ``production_options``), as ``bearing limits`` and
+    ``bearing profile`` take them (a mapping with no format reads the file as ``generic``).
+    """
+    out: dict[str, Any] = {}
+    if tested_instances is not None and tested_instances < 1:
+        raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
+    for key, value in (("format", format), ("mapping", mapping), ("production_format", production_format),
+                       ("production_mapping", production_mapping), ("run", run), ("model", model),
+                       ("hardware", hardware), ("tested_instances", tested_instances)):
+        if value is not None:
+            out[key] = str(value) if isinstance(value, Path) else value
+    if option:
+        out["options"] = parse_loader_options(option)
+    if production_option:
+        out["production_options"] = parse_loader_options(production_option, flag="--production-option")
+    return out
+
+
+def _merge_flags(given: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
+    """``given`` (``-p`` and ``--params-file``) plus the flags' parameters; a key set both ways is refused."""
+    both = sorted(k for k in flags if k in given)
+    if both:
+        raise ParameterError(f"parameter(s) {', '.join(both)} given both as a flag (--{both[0].replace('_', '-')}) "
+                             "and as -p / --params-file; give each once")
+    return {**given, **flags}
 
 
 def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner.Step]:
@@ -142,10 +175,37 @@ def _headline(summary: Path) -> str:
         return ""
 
 
+def _flag_options() -> dict[str, Any]:
+    """The flags both commands take that set notebook parameters (see :func:`_flag_parameters`)."""
+    return {
+        "format": typer.Option(None, "--format", help="Format of the load test (-p loadtest); default: detected. "
+                               "Same as -p format."),
+        "mapping": typer.Option(None, "--mapping", help="Column mapping (YAML) for a load test in your own "
+                                "per-request layout; reads it as --format generic. Same as -p mapping."),
+        "option": typer.Option([], "--option", help="Loader option of the load test. " + OPTION_HELP),
+        "production_format": typer.Option(None, "--production-format", help="Format of the production trace; "
+                                          "default: detected. Same as -p production_format."),
+        "production_mapping": typer.Option(None, "--production-mapping", help="Column mapping (YAML) for a "
+                                           "production trace in your own layout; reads it as generic."),
+        "production_option": typer.Option([], "--production-option", help="Loader option of the production trace, "
+                                          "KEY=VALUE (repeatable), e.g. --production-option time_unit=ms."),
+        "run": typer.Option(None, "--run", help="The load-test run the plan uses when the limits hold several "
+                            "(the error lists them). Same as -p run."),
+        "model": typer.Option(None, "--model", help="The model the load test served, when its files do not say; "
+                              "also picks the memory plan's architecture (no default model). Same as -p model."),
+        "hardware": typer.Option(None, "--hardware", help="The hardware behind the load test, e.g. '2 x "
+                                 "8xA100-80GB' (conditions). Same as -p hardware."),
+        "tested_instances": typer.Option(None, "--tested-instances", help="Serving instances (replicas) the load "
+                                         "test drove; the plan sizes in this unit. Same as -p tested_instances."),
+    }
+
+
 def register(app: typer.Typer) -> None:
     # `-p KEY VALUE` (repeatable) is parsed from the extra arguments: Typer has no
     # repeatable two-value option.
     ctx_settings = {"allow_extra_args": True, "ignore_unknown_options": True}
+    flags = _flag_options()
+    epilog = runner.parameters_help(runner.NOTEBOOK_DIR)
     file_opt = typer.Option(None, "--params-file", help="YAML file of parameter: value (then -p overrides).")
     reports_opt = typer.Option(Path("reports"), "--reports-dir", help="Where report folders are written.")
     nb_opt = typer.Option(runner.NOTEBOOK_DIR, "--notebooks", help="Folder holding the report notebooks.")
@@ -154,7 +214,7 @@ def register(app: typer.Typer) -> None:
                                     "limit.")
     kernel_opt = typer.Option(runner.DEFAULT_KERNEL, "--kernel", help="Jupyter kernel the notebooks run in.")
 
-    @app.command("report", context_settings=ctx_settings)
+    @app.command("report", context_settings=ctx_settings, epilog=epilog)
     def report_cmd(
         ctx: typer.Context,
         name: str | None = typer.Option(None, "--name", help="Folder name under reports/ (default: this ISO week; "
@@ -167,6 +227,16 @@ def register(app: typer.Typer) -> None:
         notebooks: Path = nb_opt,
         timeout: float = timeout_opt,
         kernel: str = kernel_opt,
+        format: str | None = flags["format"],
+        mapping: Path | None = flags["mapping"],
+        option: list[str] = flags["option"],
+        production_format: str | None = flags["production_format"],
+        production_mapping: Path | None = flags["production_mapping"],
+        production_option: list[str] = flags["production_option"],
+        run: str | None = flags["run"],
+        model: str | None = flags["model"],
+        hardware: str | None = flags["hardware"],
+        tested_instances: int | None = flags["tested_instances"],
         compare: list[str] = typer.Option([], "--compare", help="A deployment to compare (repeatable; NAME=PATH "
                                           "names it): load tests or limits JSON files, compared under the report's "
                                           "SLA, production profile and tier; or one comparison JSON from bearing "
@@ -174,13 +244,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the report notebook(s) and write reports/<name>/ {report.html, summary.json, executed notebooks}.
 
-        Notebook parameters: -p KEY VALUE (repeatable); unknown or mistyped keys are refused before
-        anything runs (`papermill --help-notebook notebooks/weekly_report.ipynb` lists them).
-        With -p loadtest PATH -p sla TEXT the limits are fitted first (limits.ipynb); otherwise
-        -p limits_json PATH is required. Prints the report path. Exit codes: see `bearing weekly --help`.
+        Notebook parameters: -p KEY VALUE (repeatable; all listed below); unknown or mistyped keys are
+        refused before anything runs. With -p loadtest PATH -p sla TEXT the limits are fitted first
+        (limits.ipynb); otherwise -p limits_json PATH is required. A load test in which no step can be
+        judged still gives a report (no verdict: why, what would support a limit, the follow-up test).
+        Prints the report path. Exit codes: see `bearing weekly --help`.
         """
         try:
-            given = _params(_pairs(ctx.args), params_file)
+            given = _merge_flags(_params(_pairs(ctx.args), params_file), _flag_parameters(
+                format=format, mapping=mapping, option=option, production_format=production_format,
+                production_mapping=production_mapping, production_option=production_option, run=run, model=model,
+                hardware=hardware, tested_instances=tested_instances))
             if compare:
                 given["compare"] = list(compare)
             if demo:
@@ -193,7 +267,7 @@ def register(app: typer.Typer) -> None:
                     weekly=False, notebooks=notebooks, timeout=timeout, kernel=kernel)
         raise typer.Exit(code)
 
-    @app.command("weekly", context_settings=ctx_settings)
+    @app.command("weekly", context_settings=ctx_settings, epilog=epilog)
     def weekly_cmd(
         ctx: typer.Context,
         week: str | None = typer.Option(None, "--week", help="ISO week, e.g. 2026-W48 (default: the last complete "
@@ -209,6 +283,16 @@ def register(app: typer.Typer) -> None:
         notebooks: Path = nb_opt,
         timeout: float = timeout_opt,
         kernel: str = kernel_opt,
+        format: str | None = flags["format"],
+        mapping: Path | None = flags["mapping"],
+        option: list[str] = flags["option"],
+        production_format: str | None = flags["production_format"],
+        production_mapping: Path | None = flags["production_mapping"],
+        production_option: list[str] = flags["production_option"],
+        run: str | None = flags["run"],
+        model: str | None = flags["model"],
+        hardware: str | None = flags["hardware"],
+        tested_instances: int | None = flags["tested_instances"],
     ) -> None:
         """Idempotent weekly run for cron/Airflow: writes reports/<ISO week>/ once.
 
@@ -224,7 +308,10 @@ def register(app: typer.Typer) -> None:
         """
         try:
             wk = runner.iso_week(week)
-            given = _params(_pairs(ctx.args), params_file)
+            given = _merge_flags(_params(_pairs(ctx.args), params_file), _flag_parameters(
+                format=format, mapping=mapping, option=option, production_format=production_format,
+                production_mapping=production_mapping, production_option=production_option, run=run, model=model,
+                hardware=hardware, tested_instances=tested_instances))
             if window is not None:
                 given["window"] = window
             if demo:

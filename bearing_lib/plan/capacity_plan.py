@@ -88,6 +88,7 @@ from bearing_lib.plan.memory import (
     ModelPreset,
     SeqLenStats,
     check_vllm_log,
+    choose_model,
     concurrency_at_limit,
     get_preset,
     memory_plan,
@@ -117,8 +118,11 @@ class PlanOptions:
 
     ``tier`` a tier name or :class:`TierBands`; ``run`` the load-test run when the limits hold
     several; ``target_rps`` replaces the profile's target (× ``growth``); ``quantile`` /
-    ``growth`` derive it from the profile; ``model`` (a preset name or :class:`ModelPreset`),
-    ``gpu_mem_gib``, ``gpu_count``, ``concurrency`` and ``margin`` drive the memory plan;
+    ``growth`` derive it from the profile; ``model`` (a preset name or :class:`ModelPreset`; else the
+    preset of ``served_model``, the model the analyst says the test served, else of the model the limits
+    name: never a default, :func:`~bearing_lib.plan.memory.choose_model`),
+    ``gpu_mem_gib``, ``gpu_count``, ``concurrency`` and ``margin`` drive the memory plan (a model that
+    does not fit the GPUs makes the plan red, with no instance count);
     ``tested_instances`` overrides the instances the limits say the test drove;
     ``cold_start_s``, ``cool_down_s`` and ``latency_budget_s`` the elasticity replay;
     ``burst_multiplier`` replaces the profile's burst model and ``min_buffer`` is the least
@@ -136,6 +140,7 @@ class PlanOptions:
     quantile: float | None = None
     growth: float | None = None
     model: str | ModelPreset | None = None
+    served_model: str | None = None
     gpu_mem_gib: float | None = None
     gpu_count: int = 1
     concurrency: int | None = None
@@ -405,17 +410,19 @@ def _planning_concurrency(io: _Inputs, safe: SafeConcurrency | None,
 def _memory(io: _Inputs, safe: SafeConcurrency | None, opt: PlanOptions, trace: Any) -> MemoryPlan | NotAvailable:
     seq, why = _seq_len(io, trace)
     conc, basis, at = _planning_concurrency(io, safe, opt)
+    choice = choose_model(preset=opt.model, model=opt.served_model, tested=io.limits.conditions.model)
     mem: MemoryPlan | NotAvailable
-    if opt.model is None:
-        mem = NotAvailable(why or "no model preset given (--model)")
+    if choice.preset is None:
+        mem = NotAvailable(choice.basis)
     elif seq is None:
         mem = NotAvailable(why or "no sequence-length distribution (profile seq_len, or the trace)")
     else:
-        mem = _memory_plan(opt, seq, conc, basis, at)
+        mem = _memory_plan(dataclasses.replace(opt, model=choice.preset), seq, conc, basis, at)
+        mem.model_basis = choice.basis
     if opt.vllm_log is not None:  # checked (and its errors raised) whether or not there is a memory plan to show it
-        if opt.preset is None:
-            raise ParameterError("a vLLM log check needs the model preset (--model)")
-        check = check_vllm_log(opt.preset, opt.vllm_log, tensor_parallel=opt.tensor_parallel)
+        if choice.preset is None:
+            raise ParameterError(f"a vLLM log check needs the model's architecture: {choice.basis}")
+        check = check_vllm_log(choice.preset, opt.vllm_log, tensor_parallel=opt.tensor_parallel)
         if isinstance(mem, MemoryPlan):
             mem.vllm_log_check = check
     return mem
@@ -521,6 +528,10 @@ class CapacityPlan:
         cbu = _cbu(io, fos, allowable, allowable_text, trace)
         instances = _instances(io, fos, tier, target, opt)
         safe = _safe_concurrency(io, fos)
+        memory = _memory(io, safe, opt, trace)
+        no_fit = memory.does_not_fit() if isinstance(memory, MemoryPlan) else None
+        if no_fit:  # no instance count carries a model that does not fit: the plan is red for that reason
+            instances = NotAvailable(f"the model does not fit the GPU memory: {no_fit}")
         elasticity = _elasticity(io, fos, target, opt)
         if isinstance(instances, InstancePlan):
             why = elasticity.reason if isinstance(elasticity, NotAvailable) else ""
@@ -529,7 +540,6 @@ class CapacityPlan:
             instances.safe_concurrency = safe
         domains = _domains(instances, target, tier, opt)
         tenants = _tenants(instances, domains, trace, opt)
-        memory = _memory(io, safe, opt, trace)
         cards = _scorecards(io, fos, target, memory, opt)
         economics = plan_economics(fos, tier, target.rps, allowable, instances, io.prof, quantile=target.quantile,
                                    trace=trace, price_per_hour=opt.price_per_hour,
@@ -546,6 +556,8 @@ class CapacityPlan:
             color = "red"
             reason = ("the SLA fails at every load, whatever the instance count: " + "; ".join(io.lim.floors)
                       + f". Sized on the other clauses: {reason}")
+        if no_fit:
+            color, reason = "red", f"the model does not fit the GPU memory: {no_fit}. Besides: {reason}"
         return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
                    allowable_rps=allowable, allowable_statement=allowable_text, cbu=cbu, instances=instances,
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,

@@ -202,6 +202,96 @@ def get_preset(name: str) -> ModelPreset:
     return PRESETS[key]
 
 
+# Model names that have the architecture of a preset (the same config.json values: layers, hidden size,
+# heads, KV heads, head dim, vocabulary, intermediate size), as bearing normalises them (:func:`model_key`).
+# Llama 3 / 3.1 / 3.3 70B and Llama 3 / 3.1 8B share their sizes (Meta's config.json files differ only in
+# RoPE scaling and context length, which do not change weights or KV bytes per token); an instruct or chat
+# tune keeps its base model's architecture. DeepSeek-R1 is DeepSeek-V3's architecture.
+MODEL_ALIASES: dict[str, tuple[str, ...]] = {
+    "llama-3.1-8b": ("llama-3-8b", "llama-3.1-8b"),
+    "llama-3.1-70b": ("llama-3-70b", "llama-3.1-70b", "llama-3.3-70b"),
+    "qwen2.5-7b": ("qwen2.5-7b",),
+    "qwen3-14b": ("qwen3-14b",),
+    "mistral-7b-v0.3": ("mistral-7b-v0.3", "mistral-7b-instruct-v0.3"),
+    "deepseek-v3": ("deepseek-v3", "deepseek-v3-0324", "deepseek-r1"),
+}
+_TUNE_SUFFIXES = ("-instruct", "-chat", "-hf", "-base")
+_ANNOTATION = re.compile(r"\s*\(.*\)\s*$")
+
+
+def model_key(name: str) -> str:
+    """A model name as the presets are looked up: the part after the last ``/`` (a Hugging Face repo id's
+    name), lower case, ``_`` and spaces as ``-``, no ``meta-`` prefix, no instruct / chat / hf / base suffix,
+    no trailing annotation in parentheses (``"Llama-3-70B (stated by the analyst; ...)"``).
+
+    >>> model_key("meta-llama/Meta-Llama-3.1-70B-Instruct")
+    'llama-3.1-70b'
+    """
+    key = _ANNOTATION.sub("", str(name)).strip().rsplit("/", 1)[-1].lower().replace("_", "-").replace(" ", "-")
+    key = key.removeprefix("meta-")
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _TUNE_SUFFIXES:
+            if key.endswith(suffix):
+                key, changed = key.removesuffix(suffix), True
+    return key
+
+
+def preset_for_model(name: str) -> ModelPreset | None:
+    """The preset with the architecture of model ``name`` (:data:`MODEL_ALIASES`), or None when bearing has none.
+
+    A quantised checkpoint (``-FP8``, ``-AWQ``, ``-GPTQ``, ``-int4`` ...) has other weight bytes, so it
+    matches no preset (give ``memory_preset`` with the dtypes you serve).
+    """
+    key = model_key(name)
+    for preset, names in MODEL_ALIASES.items():
+        if key in names or key == preset:
+            return PRESETS[preset]
+    return None
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The architecture the memory plan uses and why, or why there is none (``preset`` None)."""
+
+    preset: ModelPreset | None
+    basis: str
+
+
+def choose_model(*, preset: str | ModelPreset | None = None, model: str | None = None,
+                 tested: list[str] | str | None = None) -> ModelChoice:
+    """The memory plan's model: a ``preset`` named by the analyst (``--memory-preset``/``memory_preset``);
+    else the preset of ``model`` (``--model``, what the analyst says the test served); else of the model(s)
+    the load test names (``tested``, the limits' ``conditions.model``). Never a default model: without a
+    name the plan says "not assessed: model unknown", and a name bearing has no preset for says so.
+    Raises :class:`ParameterError` for an unknown ``preset`` name (the analyst asked for it).
+    """
+    if isinstance(preset, ModelPreset):
+        return ModelChoice(preset, f"the architecture given ({preset.name})")
+    if preset:
+        p = get_preset(preset)
+        return ModelChoice(p, f"the preset given ({p.name})")
+    names = [str(model)] if model else [str(t) for t in (tested if isinstance(tested, list) else [tested]) if t]
+    names = [_ANNOTATION.sub("", n).strip() for n in names]
+    names = [n for n in dict.fromkeys(names) if n]
+    whose = "given with --model" if model else "named by the load test"
+    if not names:
+        return ModelChoice(None, "not assessed: model unknown (the load test names no model; give --model, or "
+                                 "memory_preset with the served architecture)")
+    found = {n: preset_for_model(n) for n in names}
+    presets = {p.name for p in found.values() if p is not None}
+    if len(presets) == 1 and all(found.values()):
+        p = next(v for v in found.values() if v is not None)
+        return ModelChoice(p, f"{', '.join(names)} ({whose}): the architecture of the {p.name} preset")
+    if len(names) > 1:
+        return ModelChoice(None, f"not assessed: the load test names {len(names)} models ({', '.join(names)}); "
+                                 "give --model for the one served")
+    return ModelChoice(None, f"not assessed: bearing has no architecture preset for the model {names[0]!r} "
+                             f"({whose}; presets: {', '.join(sorted(PRESETS))}); give memory_preset with the "
+                             "same architecture if one matches")
+
+
 @dataclass(frozen=True)
 class SeqLenStats:
     """Distribution of per-request sequence length (``input + output`` tokens)."""
@@ -524,12 +614,42 @@ class MemoryPlan:
     planning_concurrency: ConcurrencyAtLimit | None = None
     gpu_memory_needed: GpuNeed | None = None
     vllm_log_check: VllmLogCheck | None = None
+    model_basis: str = ""
+    """Why this architecture: the preset given, or the model the test names (:func:`choose_model`)."""
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
 
     def row(self, basis: str) -> MemoryRow | None:
         return next((r for r in self.rows if r.basis == basis), None)
+
+    def does_not_fit(self) -> str | None:
+        """Why the model does not fit the GPUs of one instance, or None (it fits, or no GPU size was given).
+
+        Judged at production's P99 sequence length: the weights alone (with the margin) exceed the memory;
+        or not one such sequence fits beside them; or fewer fit than the sequences in flight per instance
+        at the limit (``concurrency``), so the limit measured at that concurrency cannot hold.
+        """
+        if not self.gpu_mem_gib:
+            return None
+        cap = self.gpu_count * self.gpu_mem_gib
+        gpus = f"{self.gpu_count} × {self.gpu_mem_gib:g} GiB" if self.gpu_count > 1 else f"{self.gpu_mem_gib:g} GiB"
+        weights = self.model.weight_bytes / GIB
+        if weights * (1 + self.margin) > cap:
+            return (f"the {self.model.name} weights alone need {weights:,.1f} GiB (+{self.margin:.0%} margin: "
+                    f"{weights * (1 + self.margin):,.1f} GiB), more than the {gpus} of GPU memory per instance")
+        p99 = self.row("p99")
+        if p99 is None or p99.max_concurrency_that_fits is None:
+            return None
+        fits = p99.max_concurrency_that_fits
+        if fits < 1:
+            return (f"beside the {self.model.name} weights ({weights:,.1f} GiB) not one sequence of production's "
+                    f"P99 length ({p99.seq_len:,.0f} tokens) fits in the {gpus} of GPU memory per instance")
+        if self.concurrency is not None and p99.total_gib is not None and self.concurrency > fits:
+            return (f"{self.concurrency} sequences per instance are in flight at the limit, but only {fits} of "
+                    f"production's P99 length ({p99.seq_len:,.0f} tokens) fit in the {gpus} of GPU memory "
+                    f"({p99.total_gib:,.1f} GiB needed): the limit measured at that concurrency cannot hold")
+        return None
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         head = (
@@ -711,6 +831,8 @@ __all__ = [
     "ConcurrencyAtLimit",
     "GpuNeed",
     "KvGauge",
+    "MODEL_ALIASES",
+    "ModelChoice",
     "KvMetricsCheck",
     "MemoryRow",
     "check_kv_usage",
@@ -725,11 +847,14 @@ __all__ = [
     "SeqLenStats",
     "VllmLogCheck",
     "check_vllm_log",
+    "choose_model",
     "dense_param_count",
     "get_preset",
     "kv_cache_tokens",
     "max_concurrency_that_fits",
     "memory_plan",
     "memory_requirement",
+    "model_key",
+    "preset_for_model",
     "sequence_length_stats",
 ]

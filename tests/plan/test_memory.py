@@ -19,11 +19,14 @@ from bearing_lib.plan.memory import (
     ModelPreset,
     SeqLenStats,
     check_vllm_log,
+    choose_model,
     get_preset,
     kv_cache_tokens,
     max_concurrency_that_fits,
     memory_plan,
     memory_requirement,
+    model_key,
+    preset_for_model,
     sequence_length_stats,
 )
 
@@ -205,3 +208,94 @@ def test_max_concurrency_is_the_largest_that_fits(name, seq, mem, n, margin):
     if c > 0:
         assert memory_requirement(p, c, seq, margin=margin).total_bytes <= cap * (1 + 1e-9)
     assert memory_requirement(p, c + 1, seq, margin=margin).total_bytes > cap * (1 - 1e-9)
+
+
+# ---------------------------------------------------------------- the plan knows its model (issue 25, item 3)
+
+
+@pytest.mark.parametrize("name,preset", [
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"),
+    ("meta-llama/Llama-3.3-70B-Instruct", "llama-3.1-70b"),  # same config.json sizes as 3.1 70B
+    ("Llama-3-70B (stated by the analyst; not in the load-test files)", "llama-3.1-70b"),
+    ("meta-llama/Meta-Llama-3-8B", "llama-3.1-8b"),
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b-v0.3"),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-v3"),
+    # models of the shared load tests that bearing has no architecture for: no memory plan, never a default
+    ("HuggingFaceTB/SmolLM2-1.7B-Instruct", None),
+    ("bigscience/bloomz-3b", None),
+    ("facebook/opt-125m", None),
+    ("01-ai/Yi-1.5-34B-Chat", None),
+    ("meta-llama/Llama-3.3-70B-Instruct-FP8", None),  # other weight bytes than the bf16 preset
+])
+def test_a_model_name_finds_the_preset_of_its_architecture_or_none(name, preset):
+    found = preset_for_model(name)
+    assert (found.name if found else None) == preset
+
+
+def test_model_key_normalises_repo_ids_and_tunes():
+    assert model_key("meta-llama/Meta-Llama-3.1-70B-Instruct") == "llama-3.1-70b"
+    assert model_key("Qwen/Qwen2.5-7B-Chat-HF") == "qwen2.5-7b"
+
+
+def test_choose_model_never_defaults():
+    none = choose_model(tested=[])
+    assert none.preset is None and none.basis.startswith("not assessed: model unknown")
+    smol = choose_model(tested=["HuggingFaceTB/SmolLM2-1.7B-Instruct"])
+    assert smol.preset is None and "SmolLM2-1.7B-Instruct" in smol.basis and smol.basis.startswith("not assessed")
+    named = choose_model(tested=["meta-llama/Llama-3.3-70B-Instruct"])
+    assert named.preset is get_preset("llama-3.1-70b") and "named by the load test" in named.basis
+    # --model wins over the files; a preset given wins over both
+    assert choose_model(model="Qwen/Qwen2.5-7B", tested=["facebook/opt-125m"]).preset is get_preset("qwen2.5-7b")
+    assert choose_model(preset="llama-3.1-8b", model="Qwen/Qwen2.5-7B").preset is get_preset("llama-3.1-8b")
+    two = choose_model(tested=["meta-llama/Llama-3.3-70B-Instruct", "facebook/opt-125m"])
+    assert two.preset is None and "2 models" in two.basis
+    with pytest.raises(ParameterError, match="unknown model preset"):
+        choose_model(preset="gpt-5")
+
+
+def test_a_model_that_does_not_fit_says_why_by_hand():
+    # Llama-3.1-70B: 70,553,706,496 parameters x 2 B (bf16) = 141,107,412,992 B = 131.42 GiB; x 1.15 margin = 151.1 GiB
+    llama = get_preset("llama-3.1-70b")
+    weights_gib = 70_553_706_496 * 2 / 2**30
+    seq = SeqLenStats(n=1000, mean=2000, p50=1500, p99=4259, max=9000)
+    one_gpu = memory_plan(llama, 17, seq, gpu_mem_gib=80)
+    assert weights_gib * 1.15 > 80
+    assert "weights alone need 131.4 GiB" in one_gpu.does_not_fit() and "151.1 GiB" in one_gpu.does_not_fit()
+    # two 80 GiB GPUs: room for KV = 160 / 1.15 - 131.42 = 7.714 GiB; a P99 sequence holds 4,259 tokens x
+    # 327,680 B (2 x 80 layers x 8 KV heads x 128 x 2 B) = 1.2998 GiB, so 5 fit, fewer than the 17 in flight
+    room = 160 / 1.15 - weights_gib
+    per_seq = 4259 * 327_680 / 2**30
+    assert int(room // per_seq) == 5
+    two = memory_plan(llama, 17, seq, gpu_mem_gib=80, gpu_count=2)
+    assert two.row("p99").max_concurrency_that_fits == 5
+    assert "only 5 of production's P99 length (4,259 tokens) fit" in two.does_not_fit()
+    # 17 in flight need (131.42 + 17 x 1.2998) x 1.15 = 176.5 GiB: four GPUs (320 GiB) carry them
+    assert memory_plan(llama, 17, seq, gpu_mem_gib=80, gpu_count=4).does_not_fit() is None
+    # without a GPU size nothing is judged
+    assert memory_plan(llama, 17, seq).does_not_fit() is None
+
+
+def test_a_plan_whose_model_does_not_fit_is_red_with_that_reason_and_no_instance_count():
+    from bearing_lib.common.files import read_json
+    from bearing_lib.common.schema import NotAvailable
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from tests.conftest import ROOT
+
+    data = ROOT / "tests" / "fixtures" / "plan"
+    limits, profile = read_json(data / "limits_handmade.json", "l"), read_json(data / "profile_handmade.json", "p")
+    assert limits["conditions"]["model"] == "llama-3.1-8b (hand-made)"  # the model the test names
+    fits = CapacityPlan.build(limits, profile, gpu_mem_gib=80)
+    assert fits.memory.model.name == "llama-3.1-8b" and "named by the load test" in fits.memory.model_basis
+    assert not isinstance(fits.instances, NotAvailable)
+    # 8,030,261,248 parameters x 2 B = 14.96 GiB, x 1.15 = 17.2 GiB > 16 GiB
+    small = CapacityPlan.build(limits, profile, gpu_mem_gib=16)
+    assert 8_030_261_248 * 2 * 1.15 / 2**30 > 16
+    assert small.verdict == "red" and small.verdict_reason.startswith("the model does not fit the GPU memory: the "
+                                                                      "llama-3.1-8b weights alone need 15.0 GiB")
+    assert isinstance(small.instances, NotAvailable) and "does not fit" in small.instances.reason
+    # no model named and none given: not assessed, never a default model
+    limits["conditions"]["model"] = []
+    unknown = CapacityPlan.build(limits, profile, gpu_mem_gib=16)
+    assert unknown.memory.reason.startswith("not assessed: model unknown")
+    assert unknown.verdict == fits.verdict and not isinstance(unknown.instances, NotAvailable)

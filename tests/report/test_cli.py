@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -134,3 +135,137 @@ def test_a_renamed_plan_key_fails_before_running_naming_the_file_and_the_field(t
     assert str(bad) in r.output
     assert "instances.total: Field required" in r.output and "instances.totl: unknown key" in r.output
     assert not (tmp_path / "reports" / "x").exists()
+
+
+# ---------------------------------------------------------------- issue 25, item 6: the report takes what the
+# other commands take, and lists what the notebooks take
+
+
+def test_the_help_lists_every_parameter_the_report_notebooks_take():
+    import papermill
+
+    for command in ("report", "weekly"):
+        r = cli.invoke(app, [command, "--help"], terminal_width=200)
+        assert r.exit_code == 0, r.output
+        text = " ".join(r.output.split())
+        for nb in runner.REPORT_NOTEBOOKS:
+            declared = papermill.inspect_notebook(str(runner.NOTEBOOK_DIR / nb))  # papermill's own reading
+            assert declared
+            for name in declared:
+                assert f"- {name} " in text, (command, nb, name)
+        for flag in ("--format", "--mapping", "--option", "--production-format", "--production-mapping",
+                     "--production-option", "--run", "--model", "--hardware", "--tested-instances"):
+            assert flag in text, (command, flag)
+
+
+def test_flags_set_the_notebook_parameters_and_a_key_given_twice_is_refused():
+    from bearing_lib.cli.report import _flag_parameters, _merge_flags
+    from bearing_lib.common.errors import ParameterError
+
+    got = _flag_parameters(format=None, mapping=Path("m.yaml"), option=["ttfb_as_ttft=true", "n=5"],
+                           production_format="generic", production_mapping=None, production_option=["time_unit=ms"],
+                           run="a/b", model="Llama-3-70B", hardware="2 x H100", tested_instances=2)
+    assert got == {"mapping": "m.yaml", "options": {"ttfb_as_ttft": True, "n": 5}, "production_format": "generic",
+                   "production_options": {"time_unit": "ms"}, "run": "a/b", "model": "Llama-3-70B",
+                   "hardware": "2 x H100", "tested_instances": 2}
+    with pytest.raises(ParameterError, match="given both as a flag"):
+        _merge_flags({"run": "x"}, {"run": "y"})
+    with pytest.raises(ParameterError, match="--tested-instances"):
+        _flag_parameters(format=None, mapping=None, option=[], production_format=None, production_mapping=None,
+                         production_option=[], run=None, model=None, hardware=None, tested_instances=0)
+
+
+def test_a_two_run_limits_file_is_refused_before_any_notebook_naming_its_runs(tmp_path, monkeypatch):
+    import papermill
+
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("executed"))
+    doc = hand_made("limits")
+    doc["mixes"][0]["run_id"], doc["mixes"][1]["run_id"] = "vllm-70b", "llm-d-70b"
+    two = tmp_path / "two-runs.json"
+    two.write_text(json.dumps(doc))
+    azure = ROOT / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    base = ["report", "--name", "two", "--reports-dir", str(tmp_path / "reports"), "-p", "limits_json", str(two),
+            "-p", "production_trace", str(azure)]
+    r = cli.invoke(app, base)
+    assert r.exit_code == runner.EXIT_ERROR
+    assert "the limits JSON holds 2 runs (llm-d-70b, vllm-70b)" in r.output and "--run NAME" in r.output
+    r = cli.invoke(app, [*base, "--run", "sglang"])
+    assert r.exit_code == runner.EXIT_ERROR and "run 'sglang': the limits JSON holds no such run" in r.output
+    assert not (tmp_path / "reports").exists()
+
+
+def _bearing_cli(*args: str, cwd=None):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd or ROOT, timeout=900)
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+def test_a_load_test_with_no_judgeable_step_gives_a_grey_report(tmp_path, shared_data):
+    """The vLLM bench run of opt-125m: one step of 8 requests at concurrency 2, with no P95 of TTFT in the file."""
+    from tests.conftest import ROOT
+
+    test = shared_data("loadtests/vllm-bench-serve/er0080-vllm-benchmarking/bench_serve_v0.25.1.json")
+    raw = json.loads(test.read_text())  # the tool's own file, read without bearing
+    assert raw["completed"] == 8 and raw["max_concurrency"] == 2 and "p95_ttft_ms" not in raw
+    r = _bearing_cli("report", "--name", "nojudge", "--reports-dir", str(tmp_path / "reports"),
+                     "-p", "loadtest", str(test), "-p", "sla", "p95(ttft) <= 1s and error_rate <= 1%",
+                     "-p", "production_trace", str(ROOT / "data/traces/azure-llm-inference-2023/"
+                                                        "AzureLLMInferenceTrace_conv.csv"), "-p", "n_boot", "50",
+                     "-p", "twin", "false")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "verdict: unknown" in r.stderr
+    summary = json.loads((tmp_path / "reports" / "nojudge" / "summary.json").read_text())
+    assert summary["verdict"] == "unknown"
+    head = summary["headline"]["text"]
+    assert "no limit can be judged: none of the 1 load(s) tested (2 concurrency)" in head
+    assert "p95(ttft) <= 1s: the p95 of ttft_ms per step (the load-test file does not report it" in head
+    assert "error_rate <= 1%: ≥ 100 requests per step (the test had at most 8)" in head
+    # 100 requests at the throughput the tool measured (its request_throughput) take under the 60 s minimum step
+    assert f"at the {raw['request_throughput']:.3g} req/s the test completed" in head
+    assert "Follow-up test: loads 2, 4, 8 concurrency in ascending order, each step held 60 s" in head
+    # the production profile is there: the reviewer still sees production's peak
+    html = (tmp_path / "reports" / "nojudge" / "report.html").read_text()
+    assert "no limit can be judged" in html and "19,366" in html
+
+
+@pytest.mark.slow
+def test_report_with_a_production_mapping_run_and_model(tmp_path):
+    """The bundled LMBenchmark sweep (two runs: --run picks one) against the Azure trace read through a column
+    mapping (--production-mapping), with --model naming what was served: the memory plan is that model's."""
+    from tests.conftest import ROOT
+
+    mapping = tmp_path / "azure.yaml"
+    mapping.write_text("columns: {start_s: TIMESTAMP, input_tokens: ContextTokens, output_tokens: GeneratedTokens}\n"
+                       "units: {TIMESTAMP: iso8601}\n")
+    azure = ROOT / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    lmb = ROOT / "data/loadtests/lmbenchmark-llm-d-exp2/llm-d-70b-2replicas"
+    base = ["report", "--reports-dir", str(tmp_path / "reports"), "-p", "loadtest", str(lmb),
+            "-p", "sla", "p95(ttft) <= 1s and error_rate <= 1%", "-p", "production_trace", str(azure),
+            "--production-mapping", str(mapping), "-p", "n_boot", "50", "-p", "twin", "false", "-p", "exports", "false"]
+    no_run = _bearing_cli(*base, "--name", "norun")
+    assert no_run.returncode == 1 and "holds 2 runs (llm-d-70b-2replicas/sharegpt, llm-d-70b-2replicas/short_input)" \
+        in no_run.stderr and "--run NAME" in no_run.stderr
+    r = _bearing_cli(*base, "--name", "mapped", "--run", "llm-d-70b-2replicas/sharegpt", "--model",
+                     "meta-llama/Meta-Llama-3-70B-Instruct", "--tested-instances", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    folder = tmp_path / "reports" / "mapped"
+    summary = json.loads((folder / "summary.json").read_text())
+    params = summary["provenance"]["parameters"]
+    assert params["production_mapping"].endswith("azure.yaml") and params["run"] == "llm-d-70b-2replicas/sharegpt"
+    limits = json.loads((folder / "limits.json").read_text())
+    assert limits["conditions"]["model"].startswith("meta-llama/Meta-Llama-3-70B-Instruct")
+    assert limits["conditions"]["instances"] == 2
+    src = limits["conditions"]["sources"][0]["path"]  # given absolute: kept so; a relative one is from the folder
+    assert (folder / src).resolve() == lmb.resolve()
+    weekly = (folder / "weekly_report.ipynb").read_text()
+    assert "llama-3.1-70b" in weekly

@@ -141,3 +141,58 @@ def test_report_records_portable_paths_and_keeps_the_sha256(tmp_path):
     assert model.provenance.parameters["limits_json"] == "limits.json"
     assert model.conditions.data.sources[0].path == AZURE
     assert ".tmp-w-abcd" not in json.dumps(model.to_dict())
+
+
+def test_relative_load_test_paths_in_a_limits_json_are_read_from_its_folder(tmp_path, monkeypatch):
+    from tests.conftest import ROOT
+
+    lmb = ROOT / "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"
+    monkeypatch.chdir(ROOT)  # the writer was given the load test relative to its working directory
+    doc = {"conditions": {"sources": [{"path": "data/loadtests/lmbenchmark-llm-d-exp2/vllm-70b-2replicas"},
+                                      {"path": "s3://bucket/x.parquet"}, {"path": str(lmb)}]}}
+    out = tmp_path / "a" / "b" / "limits.json"
+    out.parent.mkdir(parents=True)
+    written = pipeline.limits_document(_Fake(doc), output_json=out)
+    rel = written["conditions"]["sources"][0]["path"]
+    assert not rel.startswith("/") and (out.parent / rel).resolve() == lmb.resolve()
+    assert written["conditions"]["sources"][1]["path"] == "s3://bucket/x.parquet"  # URLs as they are
+    assert written["conditions"]["sources"][2]["path"] == str(lmb)  # an absolute path means the same everywhere
+    # a reader elsewhere (another working directory) finds the file from the JSON's folder
+    monkeypatch.chdir(tmp_path)
+    from bearing_lib.limits.sourcepaths import resolved_sources
+
+    back = resolved_sources(json.loads(json.dumps(written)), out)
+    assert back["conditions"]["sources"][0]["path"] == str(lmb.resolve())
+
+
+class _Fake:
+    """A result whose to_dict is the given document (limits_document's only use of it)."""
+
+    def __init__(self, doc):
+        self.doc = doc
+
+    def to_dict(self):
+        return json.loads(json.dumps(self.doc))
+
+
+def test_a_limits_file_without_a_judged_step_gives_no_plan_but_the_reason_and_the_follow_up(azure):
+    from tests.conftest import ROOT
+    from tests.report.conftest import hand_made
+
+    doc = hand_made("limits")
+    doc["sla"][0]["kind"], doc["sla"][1]["kind"] = "percentile", "error_rate"
+    for m in doc["mixes"]:  # every step left out: 8 requests each, as in a short vLLM bench run
+        m["q_ult"] = {"value": None, "unit": "rps", "censored": "no_data", "statement": "no step can be judged "
+                      "against the SLA: error_rate <= 1%: 8 requests cannot show a rate within 0.01 (need ≥ 100)"}
+        for st in m["steps"]:
+            st.update(status="undetermined", n_requests=8, n_ok=8, throughput_rps=2.0, valid=False)
+    traffic = pipeline.profile(pipeline.load(ROOT / AZURE), doc, n_boot=0)
+    got = pipeline.plan(doc, traffic, azure)
+    assert isinstance(got, Unavailable) and got.reason.startswith("no limit can be judged: none of the")
+    # error_rate <= 1% needs ceil(1 / 0.01) = 100 requests a step; a P99 368 successful ones (the smallest n whose
+    # 95 % order-statistic interval exists): 368 / 2 req/s = 184 s, rounded up to 190 s
+    assert "error_rate <= 1%: ≥ 100 requests per step (the test had at most 8)" in got.reason
+    assert "p99(ttft_ms) <= 1000 ms: ≥ 368 successful requests per step" in got.reason
+    # the loads tested (0.5 to 10 rps) and doublings up to 4 x the highest: 20, 40
+    assert "Follow-up test: loads 0.5, 1, 2, 3, 4, 5, 6, 7, 8, 10, 20, 40 rps" in got.reason
+    assert "each step held 190 s (368 requests at the 2 req/s" in got.reason
