@@ -109,7 +109,7 @@ class Param:
 
 
 @dataclass
-class Step:
+class NotebookStep:
     """One notebook to execute, with its parameters; ``output`` is the executed copy's file name."""
 
     notebook: Path
@@ -237,7 +237,7 @@ def convert(value: Any, param: Param, *, notebook: str = "") -> Any:
     return value
 
 
-def check_parameters(steps: list[Step], given: Mapping[str, Any]) -> list[Step]:
+def check_parameters(steps: list[NotebookStep], given: Mapping[str, Any]) -> list[NotebookStep]:
     """Route ``given`` parameters to the notebooks that declare them, before running anything.
 
     Each key goes to every step whose notebook declares it (converted to its type); a key
@@ -261,7 +261,7 @@ def check_parameters(steps: list[Step], given: Mapping[str, Any]) -> list[Step]:
         if missing:
             helps = "; ".join(f"{m}: {d[m].help}" for m in missing)
             raise ParameterError(f"{s.notebook.name}: missing required parameter(s) {', '.join(missing)} ({helps})")
-        out.append(Step(s.notebook, params))
+        out.append(NotebookStep(s.notebook, params))
     return out
 
 
@@ -299,14 +299,14 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
     return best[1] if best else None
 
 
-def _parameters_index(step: Step) -> int:
+def _parameters_index(step: NotebookStep) -> int:
     import nbformat
 
     nb = nbformat.read(step.notebook, as_version=4)
     return next((i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])), -1)
 
 
-def _source_cell(step: Step, executed_index: int) -> int:
+def _source_cell(step: NotebookStep, executed_index: int) -> int:
     """The cell number (from 1) in the source notebook of the executed copy's cell ``executed_index``.
 
     papermill's index counts its injected-parameters cell; people count the source's cells.
@@ -314,7 +314,7 @@ def _source_cell(step: Step, executed_index: int) -> int:
     return executed_index + 1 - (1 if step.parameters and executed_index > _parameters_index(step) else 0)
 
 
-def _code_cells(step: Step) -> int:
+def _code_cells(step: NotebookStep) -> int:
     import nbformat
 
     return sum(1 for c in nbformat.read(step.notebook, as_version=4).cells if c.cell_type == "code") + 1
@@ -370,7 +370,7 @@ def check_kernel(kernel_name: str = DEFAULT_KERNEL) -> None:
         ) from None
 
 
-def _execute(step: Step, out_dir: Path, *, progress: bool, kernel_name: str, timeout_s: float | None) -> Path:
+def _execute(step: NotebookStep, out_dir: Path, *, progress: bool, kernel_name: str, timeout_s: float | None) -> Path:
     import papermill
     from jupyter_client.kernelspec import NoSuchKernel
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -584,7 +584,7 @@ def _repair(root: Path, name: str) -> None:
 
 
 def run_report(
-    steps: list[Step],
+    steps: list[NotebookStep],
     *,
     name: str,
     reports_dir: str | Path = "reports",
@@ -641,7 +641,7 @@ def run_report(
     return result
 
 
-def _run_locked(steps: list[Step], root: Path, name: str, *, progress: bool | None, kernel_name: str,
+def _run_locked(steps: list[NotebookStep], root: Path, name: str, *, progress: bool | None, kernel_name: str,
                 timeout_s: float | None, force: bool) -> RunResult:
     target = root / name
     tmp = root / f".tmp-{name}-{secrets.token_hex(4)}"
@@ -738,6 +738,7 @@ __all__ = [
     "REPORT_NOTEBOOKS",
     "KernelNotFound",
     "NotebookInputError",
+    "NotebookStep",
     "NotebookTimeout",
     "Param",
     "ReportExists",
@@ -745,7 +746,6 @@ __all__ = [
     "ReportsFolderError",
     "RunFailed",
     "RunResult",
-    "Step",
     "check_kernel",
     "check_parameters",
     "convert",

@@ -129,14 +129,14 @@ def _merge_flags(given: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]
     return {**given, **flags}
 
 
-def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner.Step]:
+def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner.NotebookStep]:
     """limits.ipynb first when a load test is given (its JSON feeds the weekly notebook)."""
-    steps: list[runner.Step] = []
-    weekly = runner.Step(notebooks / "weekly_report.ipynb")
+    steps: list[runner.NotebookStep] = []
+    weekly = runner.NotebookStep(notebooks / "weekly_report.ipynb")
     if "loadtest" in given:
         if "limits_json" in given:
             raise ParameterError("give either loadtest (limits are fitted in this run) or limits_json, not both")
-        steps.append(runner.Step(notebooks / "limits.ipynb", {"output_json": f"{out_hint}/limits.json"}))
+        steps.append(runner.NotebookStep(notebooks / "limits.ipynb", {"output_json": f"{out_hint}/limits.json"}))
         weekly.parameters["limits_json"] = f"{out_hint}/limits.json"
     steps.append(weekly)
     return steps

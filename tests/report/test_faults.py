@@ -84,7 +84,7 @@ def red_plan(tmp_path_factory) -> Path:
 def old_reports(tmp_path_factory, notebooks, red_plan) -> Path:
     """A reports folder holding a complete red report for WEEK (the "previous" report)."""
     root = tmp_path_factory.mktemp("old") / "reports"
-    runner.run_report([runner.Step(notebooks / "weekly_report.ipynb")], name=WEEK, reports_dir=root,
+    runner.run_report([runner.NotebookStep(notebooks / "weekly_report.ipynb")], name=WEEK, reports_dir=root,
                       given={"limits_json": str(HAND_MADE / "limits.json"), "plan_json": str(red_plan),
                              "week": WEEK}, progress=False)
     return root
@@ -198,7 +198,7 @@ def test_no_bare_value_or_key_error_escapes_the_runner(tmp_path, monkeypatch):
     # papermill's NoSuchKernel is a KeyError: it becomes KernelNotFound and nothing is published
     monkeypatch.setattr(runner, "check_kernel", lambda name: None)
     with pytest.raises(errors.KernelNotFound, match="kernel 'no-such-kernel-x' is not installed"):
-        runner.run_report([runner.Step(HAND_MADE / "notebooks" / "weekly_report.ipynb")], name="k",
+        runner.run_report([runner.NotebookStep(HAND_MADE / "notebooks" / "weekly_report.ipynb")], name="k",
                           reports_dir=tmp_path / "r", kernel_name="no-such-kernel-x", progress=False,
                           given={"limits_json": str(HAND_MADE / "limits.json"),
                                  "plan_json": str(HAND_MADE / "plan.json")})
@@ -288,7 +288,7 @@ def test_a_holder_past_its_longest_run_is_called_hung(tmp_path, no_kernel):
     with lock.open("r+") as fh:  # another open file description: conflicts like another process would
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(errors.ReportLocked) as err:
-            runner.run_report([runner.Step(HAND_MADE / "notebooks" / "weekly_report.ipynb")], name="w",
+            runner.run_report([runner.NotebookStep(HAND_MADE / "notebooks" / "weekly_report.ipynb")], name="w",
                               reports_dir=reports, given={"limits_json": str(HAND_MADE / "limits.json"),
                                                           "plan_json": str(HAND_MADE / "plan.json")})
     msg = str(err.value)
@@ -502,7 +502,8 @@ def test_a_report_named_index_does_not_share_the_index_lock(tmp_path, monkeypatc
     import papermill
 
     monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("green"))
-    res = runner.run_report([runner.Step(STANDIN)], name="index", reports_dir=tmp_path, given=GIVEN, progress=False)
+    res = runner.run_report([runner.NotebookStep(STANDIN)], name="index", reports_dir=tmp_path, given=GIVEN,
+                            progress=False)
     assert res.verdict == "green" and (tmp_path / "index" / "report.html").is_file()
     assert 'href="./index/report.html"' in (tmp_path / "index.html").read_text()
     with pytest.raises(ParameterError, match="not index.html"):
@@ -514,9 +515,9 @@ def test_two_step_swap_where_the_exchange_is_missing_and_its_repair(tmp_path, mo
 
     monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("yellow"))
     monkeypatch.setattr(runner, "_exchange", lambda a, b: False)  # e.g. not Linux
-    runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
+    runner.run_report([runner.NotebookStep(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
     monkeypatch.setattr(papermill, "execute_notebook", _fake_execute("green"))
-    runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, force=True,
+    runner.run_report([runner.NotebookStep(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, force=True,
                       progress=False)
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["verdict"] == "green"
     assert _hidden_dirs(tmp_path) == []
@@ -524,7 +525,7 @@ def test_two_step_swap_where_the_exchange_is_missing_and_its_repair(tmp_path, mo
     os.replace(tmp_path / "w", tmp_path / ".old-w-0123abcd")
     (tmp_path / ".tmp-w-89abcdef").mkdir()  # and a killed run's temporary folder
     with pytest.raises(errors.ReportExists):  # the next run puts the old report back, then refuses
-        runner.run_report([runner.Step(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
+        runner.run_report([runner.NotebookStep(STANDIN)], name="w", reports_dir=tmp_path, given=GIVEN, progress=False)
     assert json.loads((tmp_path / "w" / "summary.json").read_text())["verdict"] == "green"
     assert _hidden_dirs(tmp_path) == []
     assert 'href="./w/report.html"' in (tmp_path / "index.html").read_text()

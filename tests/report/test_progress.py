@@ -36,7 +36,7 @@ def test_progress_bar_follows_stdout_tty(tmp_path, monkeypatch):
     monkeypatch.setattr(papermill, "execute_notebook", _fake(calls))
     given = {"limits_json": str(HAND_MADE / "limits.json"), "plan_json": str(HAND_MADE / "plan.json")}
     monkeypatch.setattr(sys, "stdout", io.StringIO())
-    runner.run_report([runner.Step(NB)], name="a", reports_dir=tmp_path, given=given)
+    runner.run_report([runner.NotebookStep(NB)], name="a", reports_dir=tmp_path, given=given)
     monkeypatch.setattr(sys, "stdout", _TTY())
-    runner.run_report([runner.Step(NB)], name="b", reports_dir=tmp_path, given=given)
+    runner.run_report([runner.NotebookStep(NB)], name="b", reports_dir=tmp_path, given=given)
     assert calls == [False, True]

@@ -49,24 +49,24 @@ def test_declared_parameters_come_from_the_parameters_cell():
 def test_unknown_parameter_refused_before_execution(tmp_path, no_kernel):
     msg = r"unknown parameter\(s\) 'tire'; accepted: weekly_report.ipynb: fail, limits_json"
     with pytest.raises(ParameterError, match=msg):
-        runner.run_report([runner.Step(NB)], name="w", reports_dir=tmp_path, given=_given(tire="critical"))
+        runner.run_report([runner.NotebookStep(NB)], name="w", reports_dir=tmp_path, given=_given(tire="critical"))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_missing_required_parameter_refused_before_execution(tmp_path, no_kernel):
     with pytest.raises(ParameterError, match="missing required parameter.*plan_json"):
-        runner.run_report([runner.Step(NB)], name="w", reports_dir=tmp_path,
+        runner.run_report([runner.NotebookStep(NB)], name="w", reports_dir=tmp_path,
                           given={"limits_json": str(HAND_MADE / "limits.json")})
     assert list(tmp_path.iterdir()) == []
 
 
 def test_values_are_converted_to_the_declared_type(no_kernel):
-    steps = runner.check_parameters([runner.Step(REAL / "weekly_report.ipynb")],
+    steps = runner.check_parameters([runner.NotebookStep(REAL / "weekly_report.ipynb")],
                                     {"limits_json": "l.json", "production_trace": "t.csv", "growth": "1.25",
                                      "gpu_count": "4"})
     assert steps[0].parameters["growth"] == 1.25 and steps[0].parameters["gpu_count"] == 4
     with pytest.raises(ParameterError, match="parameter 'growth' .*expected float, got 'fast'"):
-        runner.check_parameters([runner.Step(REAL / "weekly_report.ipynb")],
+        runner.check_parameters([runner.NotebookStep(REAL / "weekly_report.ipynb")],
                                 {"limits_json": "l", "production_trace": "t", "growth": "fast"})
     p = runner.Param("fail", "bool", "False", "")
     assert runner.convert("yes", p) is True and runner.convert("0", p) is False
@@ -76,14 +76,14 @@ def test_values_are_converted_to_the_declared_type(no_kernel):
 
 def test_output_dir_and_bad_names_refused(tmp_path, no_kernel):
     with pytest.raises(ParameterError, match="output_dir"):
-        runner.run_report([runner.Step(NB)], name="w", reports_dir=tmp_path, given=_given(output_dir="/tmp"))
+        runner.run_report([runner.NotebookStep(NB)], name="w", reports_dir=tmp_path, given=_given(output_dir="/tmp"))
     for bad in ("../escape", ".hidden", "a/b", "x.failed-1", ""):
         with pytest.raises(ParameterError):
             runner.validate_name(bad)
 
 
 def test_successful_run_is_published_atomically_and_indexed(tmp_path):
-    res = runner.run_report([runner.Step(NB)], name="2026-W48", reports_dir=tmp_path,
+    res = runner.run_report([runner.NotebookStep(NB)], name="2026-W48", reports_dir=tmp_path,
                             given=_given(week="2026-W48"), progress=False)
     d = tmp_path / "2026-W48"
     assert res.directory == d and res.verdict == "yellow"
@@ -104,12 +104,12 @@ def test_successful_run_is_published_atomically_and_indexed(tmp_path):
 
     # an existing report is never replaced without force; nothing runs
     with pytest.raises(runner.ReportExists):
-        runner.run_report([runner.Step(NB)], name="2026-W48", reports_dir=tmp_path, given=_given())
+        runner.run_report([runner.NotebookStep(NB)], name="2026-W48", reports_dir=tmp_path, given=_given())
 
 
 def test_failed_notebook_keeps_executed_copy_and_names_the_cell(tmp_path):
     with pytest.raises(runner.RunFailed) as err:
-        runner.run_report([runner.Step(NB)], name="2026-W49", reports_dir=tmp_path, given=_given(fail="true"),
+        runner.run_report([runner.NotebookStep(NB)], name="2026-W49", reports_dir=tmp_path, given=_given(fail="true"),
                           progress=False)
     exc = err.value
     msg = str(exc)
