@@ -26,12 +26,12 @@ def register(app: typer.Typer) -> None:
         """Print the detected format, row count, time span, fields present and validation findings."""
         from bearing_lib.data.describe import describe_dataset
         from bearing_lib.loaders.registry import call_loader, resolve
-        from bearing_lib.loaders.source import Source
+        from bearing_lib.loaders.source import InputSource
 
         with bearing_errors():
             options = merge_loader_options(parse_loader_options(option), mapping=mapping,
                                            skip_bad_lines=True if skip_bad_lines else None)
-            folder = Source(path)
+            folder = InputSource(path)
             spec, source = resolve(folder, format or ("generic" if mapping is not None else None))
             ds = call_loader(spec, source, options)
             if source is not folder:

@@ -25,11 +25,11 @@ from bearing_lib.common.errors import (
 )
 from bearing_lib.data.provenance import FieldOrigin, Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, STEP_SCHEMA, RequestTrace, conform, validate
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 
 def read_csv_checked(
-    source: Source,
+    source: InputSource,
     columns: Mapping[str, pl.DataType],
     *,
     separator: str = ",",
@@ -51,7 +51,7 @@ def read_csv_checked(
     if has_header and new_columns is None:
         _check_header(source, separator)
     with source.open_binary() as fh:
-        has_bom = fh.read(3) == b"\xef\xbb\xbf"  # Source.head has the BOM removed already
+        has_bom = fh.read(3) == b"\xef\xbb\xbf"  # InputSource.head has the BOM removed already
     data = source.read_bytes() if (source.is_gzip or has_bom) else source.path
     n_fields = len(new_columns) if new_columns is not None else None
     if has_header and new_columns is None:
@@ -120,7 +120,7 @@ def read_csv_checked(
 # --------------------------------------------------------------------------- CSV structure
 
 
-def _check_no_nul(head: bytes, source: Source) -> None:
+def _check_no_nul(head: bytes, source: InputSource) -> None:
     """NUL bytes in the head: a binary file, or text in UTF-16/UTF-32 (bearing reads UTF-8)."""
     pos = head.find(b"\x00")
     if pos < 0:
@@ -134,12 +134,12 @@ def _check_no_nul(head: bytes, source: Source) -> None:
     )
 
 
-def _header_fields(source: Source, separator: str) -> list[str]:
+def _header_fields(source: InputSource, separator: str) -> list[str]:
     line = source.first_line
     return [c.strip() for c in next(csv.reader([line], delimiter=separator))] if line else []
 
 
-def _check_header(source: Source, separator: str) -> None:
+def _check_header(source: InputSource, separator: str) -> None:
     """A column name given twice (polars would silently rename the second to ``x_duplicated_0``)."""
     names = _header_fields(source, separator)
     seen: dict[str, int] = {}
@@ -206,7 +206,7 @@ def _count_bytes(data: bytes | Path, separator: str) -> tuple[int, bool]:
     return n, quoted
 
 
-def _raise_ragged(lines: list[tuple[int, int]], source: Source, width: int) -> None:
+def _raise_ragged(lines: list[tuple[int, int]], source: InputSource, width: int) -> None:
     if lines:
         shown = lines[:MAX_LISTED]
         problems = [
@@ -220,7 +220,7 @@ def _raise_ragged(lines: list[tuple[int, int]], source: Source, width: int) -> N
 
 
 def _check_ragged(
-    frame: pl.DataFrame, data: bytes | Path, source: Source, separator: str, width: int, *, first_line: int
+    frame: pl.DataFrame, data: bytes | Path, source: InputSource, separator: str, width: int, *, first_line: int
 ) -> None:
     """Rows with fewer fields than the header (polars fills them with nulls): a null in the
     last column is the only sign, so the line scan runs only then."""
@@ -237,7 +237,7 @@ def _check_ragged(
     _raise_ragged(_ragged_lines(data, separator, width, rows=rows, first_line=first_line), source, width)
 
 
-def _check_text_columns(frame: pl.DataFrame, columns: Mapping[str, pl.DataType], source: Source) -> None:
+def _check_text_columns(frame: pl.DataFrame, columns: Mapping[str, pl.DataType], source: InputSource) -> None:
     """NUL characters inside text values (past the head, which :func:`_check_no_nul` covers)."""
     problems = []
     for col, dtype in columns.items():
@@ -285,11 +285,11 @@ def _type_word(dtype: pl.DataType) -> str:
     return str(dtype)
 
 
-def new_provenance(source: Source, *, format: str, tool: str) -> Provenance:
+def new_provenance(source: InputSource, *, format: str, tool: str) -> Provenance:
     """An empty provenance for ``source``.
 
     ``sha256`` stays empty here: :func:`finish_trace` / ``finish_loadpoints`` fill it at the
-    end, so the hash (which :class:`Source` may compute in the background) does not block
+    end, so the hash (which :class:`InputSource` may compute in the background) does not block
     the parse.
     """
     return Provenance(source=str(source.path), format=format, tool=tool, sha256="")
@@ -313,7 +313,7 @@ def field_origins(
 
 def finish_trace(
     frame: pl.DataFrame | pl.LazyFrame,
-    source: Source,
+    source: InputSource,
     *,
     format: str,
     tool: str,
@@ -400,7 +400,7 @@ def conform_steps(steps: pl.DataFrame | list[dict[str, object]], *, path: str | 
 
 
 def read_jsonl_checked(
-    source: Source,
+    source: InputSource,
     *,
     skip_bad_lines: bool = False,
     provenance: Provenance | None = None,
@@ -536,7 +536,7 @@ def cast_checked(
 TableKind = str  # "csv" | "parquet" | "jsonl"
 
 
-def table_kind(source: Source) -> TableKind:
+def table_kind(source: InputSource) -> TableKind:
     """What a single-file table holds, by content: Parquet magic, a JSON object line, else CSV."""
     if source.is_dir:
         raise InputError("expected a file (CSV, Parquet or JSON lines), found a folder", path=source.path)
@@ -547,7 +547,7 @@ def table_kind(source: Source) -> TableKind:
     return "csv"
 
 
-def table_columns(source: Source) -> list[str]:
+def table_columns(source: InputSource) -> list[str]:
     """Column names of a table without reading its rows (Parquet footer, CSV header, first JSON line)."""
     kind = table_kind(source)
     if kind == "parquet":
@@ -560,7 +560,7 @@ def table_columns(source: Source) -> list[str]:
     return [c.strip() for c in next(csv.reader([line]))] if line else []
 
 
-def scan_parquet(source: Source) -> pl.LazyFrame:
+def scan_parquet(source: InputSource) -> pl.LazyFrame:
     """A lazy scan of a Parquet file (gzip: decompressed in memory first)."""
     if source.is_gzip:
         return pl.read_parquet(io.BytesIO(source.read_bytes())).lazy()
@@ -571,7 +571,7 @@ def scan_parquet(source: Source) -> pl.LazyFrame:
     return pl.scan_parquet(source.path)
 
 
-def parquet_metadata(source: Source) -> dict[str, str]:
+def parquet_metadata(source: InputSource) -> dict[str, str]:
     """Key-value metadata of a Parquet file ({} when unreadable)."""
     try:
         target = io.BytesIO(source.read_bytes()) if source.is_gzip else source.path
@@ -581,7 +581,7 @@ def parquet_metadata(source: Source) -> dict[str, str]:
 
 
 def read_table(
-    source: Source,
+    source: InputSource,
     columns: Mapping[str, pl.DataType],
     *,
     skip_bad_lines: bool = False,

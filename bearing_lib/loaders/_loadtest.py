@@ -28,16 +28,16 @@ from bearing_lib.common.errors import BadValueError, InputError, Problem, raise_
 from bearing_lib.data.loadpoints import LATENCY_METRICS, LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import field_origins, new_provenance
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 SNIFF_MAX_BYTES = 32 * 1024 * 1024
 """Sniffers parse a JSON file whole only up to this decompressed size (the parse is cached
-on the :class:`Source`, so all sniffers and the loader share one parse)."""
+on the :class:`InputSource`, so all sniffers and the loader share one parse)."""
 
 _NOT_PARSED = object()
 
 
-def json_document(source: Source, *, max_bytes: int = SNIFF_MAX_BYTES) -> Any:
+def json_document(source: InputSource, *, max_bytes: int = SNIFF_MAX_BYTES) -> Any:
     """The file parsed as JSON (lenient: ``Infinity``/``NaN``), or None when it is not JSON.
 
     For sniffers: never raises. Folders, files that do not start with ``{`` or ``[``, and
@@ -61,10 +61,10 @@ def json_document(source: Source, *, max_bytes: int = SNIFF_MAX_BYTES) -> Any:
 def _parsed(path: str, mtime_ns: int, size: int) -> Any:
     """One parse per file version, shared by every sniffer and loader (folder sniffing
     would otherwise parse each file once per format). Callers must not mutate the result."""
-    return Source(path).json
+    return InputSource(path).json
 
 
-def may_hold(source: Source, *needles: bytes) -> bool:
+def may_hold(source: InputSource, *needles: bytes) -> bool:
     """False only when the whole file is in ``source.head`` and holds none of ``needles``.
 
     A cheap pre-filter for sniffers: a large file is never rejected on its head alone.
@@ -75,7 +75,7 @@ def may_hold(source: Source, *needles: bytes) -> bool:
     return len(head) >= HEAD_BYTES or any(n in head for n in needles)
 
 
-def iter_json_lines(source: Source) -> Iterator[tuple[int, Any]]:
+def iter_json_lines(source: InputSource) -> Iterator[tuple[int, Any]]:
     """Every non-blank line of a JSONL file as ``(line_number, object)``, one at a time; lenient JSON.
 
     Raises :class:`BadValueError` naming the line when a line is not JSON.
@@ -89,7 +89,7 @@ def iter_json_lines(source: Source) -> Iterator[tuple[int, Any]]:
             raise BadValueError(f"line is not JSON: {exc.msg} (column {exc.colno})", path=source.path, row=i) from exc
 
 
-def json_lines(source: Source) -> list[tuple[int, Any]]:
+def json_lines(source: InputSource) -> list[tuple[int, Any]]:
     """:func:`iter_json_lines` as a list."""
     return list(iter_json_lines(source))
 
@@ -309,7 +309,7 @@ def stats_to_columns(
 
 def finish_loadpoints(
     rows: list[dict[str, object]],
-    source: Source,
+    source: InputSource,
     *,
     format: str,
     tool: str,
@@ -342,7 +342,7 @@ def finish_loadpoints(
     return LoadPointTable(frame=frame, provenance=prov)
 
 
-def check_loadpoints(frame: pl.DataFrame, source: Source) -> None:
+def check_loadpoints(frame: pl.DataFrame, source: InputSource) -> None:
     """Plausibility of a conformed load-point frame; one error listing every problem.
 
     A count, rate or latency that is negative; a latency statistic that is NaN, infinite
@@ -379,7 +379,7 @@ def check_loadpoints(frame: pl.DataFrame, source: Source) -> None:
     raise_problems(problems, path=path)
 
 
-def _full_path(source: Source, source_file: str | None) -> str:
+def _full_path(source: InputSource, source_file: str | None) -> str:
     """The file a load-point row came from: ``source_file`` is relative to a loaded folder,
     or the bare name of the loaded file."""
     if not source_file:

@@ -44,7 +44,7 @@ from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import StepFacts, number, number_steps, parse_rate, step_columns, step_rows
 from bearing_lib.loaders.genai_perf import profiling_phase
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "aiperf-requests"
 TOOL = "NVIDIA AIPerf"
@@ -59,17 +59,17 @@ def _is_records_text(head: str) -> bool:
 
 
 def _records_file(path: Path) -> bool:
-    return path.is_file() and path.name.endswith(".jsonl") and _is_records_text(Source(path).head_text)
+    return path.is_file() and path.name.endswith(".jsonl") and _is_records_text(InputSource(path).head_text)
 
 
-def _artefact_dirs(source: Source) -> list[Path]:
+def _artefact_dirs(source: InputSource) -> list[Path]:
     """The artefact folders a folder source stands for: itself, or its subfolders holding records."""
     if (source.path / RECORDS).is_file():
         return [source.path]
     return sorted(p for p in source.path.iterdir() if p.is_dir() and (p / RECORDS).is_file())
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     try:
         if source.is_dir:
             dirs = _artefact_dirs(source)
@@ -79,7 +79,7 @@ def sniff(source: Source) -> bool:
         return False
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     files = [d / SUMMARY for d in _artefact_dirs(source)] if source.is_dir else [source.path.parent / SUMMARY]
     for f in files:
         if f.is_file():
@@ -189,7 +189,7 @@ def _summary_facts(folder: Path) -> tuple[float | None, str | None, str | None, 
     return load, unit, model, (str(doc["aiperf_version"]) if doc.get("aiperf_version") else None), phase
 
 
-def load(source: Source) -> RequestTrace:
+def load(source: InputSource) -> RequestTrace:
     prov = new_provenance(source, format=NAME, tool=TOOL)
     if source.is_dir:
         folders = _artefact_dirs(source)

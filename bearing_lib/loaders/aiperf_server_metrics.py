@@ -30,7 +30,7 @@ from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders.genai_perf import profiling_phase
 from bearing_lib.loaders.prometheus import finish_metrics, split_labels
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "aiperf-server-metrics"
 TOOL = "NVIDIA AIPerf"
@@ -38,7 +38,7 @@ FILE = "server_metrics_export.json"
 GAUGE_STATS = {"avg": "mean", "p50": "median", "p90": "p90", "p99": "p99", "max": "max"}
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".json":
         return False
     head = source.head_text
@@ -46,7 +46,7 @@ def sniff(source: Source) -> bool:
         source.path.name == FILE and '"aiperf_version"' in head)
 
 
-def _files(source: Source) -> list[Path]:
+def _files(source: InputSource) -> list[Path]:
     if not source.is_dir:
         return [source.path]
     if (source.path / FILE).is_file():
@@ -63,7 +63,7 @@ def _load_key(doc: dict[str, Any]) -> tuple[float, str]:
     return math.inf, "unknown"
 
 
-def load(source: Source, *, run_id: str | None = None) -> ServerMetrics:
+def load(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
     files = _files(source)
     if not files:
         raise InputError(f"no {FILE} in the folder or its subfolders", path=source.path)

@@ -16,21 +16,21 @@ from bearing_lib.common.errors import BadValueError
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "azure-llm-inference"
 HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 _TS = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".csv", ".txt", ""):
         return False
     cols = tuple(c.strip() for c in source.first_line.split(","))
     return cols[:3] == HEADER
 
 
-def load(source: Source) -> RequestTrace:
+def load(source: InputSource) -> RequestTrace:
     raw = read_csv_checked(
         source,
         {"TIMESTAMP": pl.String(), "ContextTokens": pl.Int64(), "GeneratedTokens": pl.Int64()},

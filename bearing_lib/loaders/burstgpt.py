@@ -24,7 +24,7 @@ import polars as pl
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "burstgpt"
 TOOL = "BurstGPT trace"
@@ -32,19 +32,19 @@ REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens")
 FAILED_MESSAGE = "zero response tokens (BurstGPT marks failed requests this way)"
 
 
-def _header(source: Source) -> list[str]:
+def _header(source: InputSource) -> list[str]:
     line = source.first_line
     return [c.strip() for c in next(csv.reader([line]))] if line else []
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".csv", ".txt", ""):
         return False
     header = _header(source)
     return all(c in header for c in REQUIRED)
 
 
-def load(source: Source) -> RequestTrace:
+def load(source: InputSource) -> RequestTrace:
     """Load a BurstGPT CSV (v1 or v3 layout, chosen from the header)."""
     header = _header(source)
     columns: dict[str, pl.DataType] = {

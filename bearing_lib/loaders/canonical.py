@@ -25,7 +25,7 @@ from bearing_lib.loaders._common import (
     table_kind,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "bearing-canonical"
 TOOL = "bearing canonical trace"
@@ -34,7 +34,7 @@ METADATA_KEY = "bearing.time_origin"
 EPOCH_FLOOR_S = 1e9  # 2001-09-09: smaller start times are read as relative in "auto" mode
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir:
         return False
     cols = table_columns(source)
@@ -44,7 +44,7 @@ def sniff(source: Source) -> bool:
 TIME_UNITS = {"auto": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}  # -> seconds
 
 
-def load(source: Source, *, time_origin: str = "auto", skip_bad_lines: bool = False,
+def load(source: InputSource, *, time_origin: str = "auto", skip_bad_lines: bool = False,
          time_unit: str = "auto") -> RequestTrace:
     """Load a canonical CSV / Parquet / JSONL trace.
 

@@ -30,7 +30,7 @@ from bearing_lib.data.servermetrics import MIB, ServerMetrics
 from bearing_lib.loaders._common import new_provenance, read_csv_checked, table_columns
 from bearing_lib.loaders.prometheus import finish_metrics, sample_row
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "NVIDIA DCGM exporter"
 FORMAT = "dcgm-csv"
@@ -39,14 +39,14 @@ GPU_COLUMNS = ("gpu", "GPU", "gpu_index")
 HOST_COLUMNS = ("Hostname", "hostname", "instance", "pod")
 
 
-def _columns(source: Source) -> list[str]:
+def _columns(source: InputSource) -> list[str]:
     try:
         return table_columns(source)
     except Exception:  # noqa: BLE001 - a sniffer never raises
         return []
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".csv", ".tsv", ""):
         return False
     cols = _columns(source)
@@ -80,7 +80,7 @@ def _epoch_seconds(frame: pl.DataFrame, col: str, path: str) -> tuple[list[float
     return out, naive_seen
 
 
-def load(source: Source, *, run_id: str | None = None) -> ServerMetrics:
+def load(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
     """A DCGM CSV → server metrics (one row per sample, GPU and field)."""
     cols = _columns(source)
     tcol = next((c for c in TIME_COLUMNS if c in cols), None)

@@ -47,7 +47,7 @@ from bearing_lib.loaders._loadtest import (
     step_columns,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME_GENAI = "genai-perf-export"
 NAME_AIPERF = "aiperf-export"
@@ -69,16 +69,16 @@ def _is_export(doc: object) -> bool:
             and all(isinstance(doc.get(k), dict) and "unit" in doc[k] for k in METRIC_KEYS))
 
 
-def _doc(source: Source) -> object:
+def _doc(source: InputSource) -> object:
     return json_document(source) if source.suffix == ".json" else None
 
 
-def sniff_genai(source: Source) -> bool:
+def sniff_genai(source: InputSource) -> bool:
     doc = _doc(source)
     return _is_export(doc) and not any(k in doc for k in AIPERF_MARKERS)  # type: ignore[operator]
 
 
-def sniff_aiperf(source: Source) -> bool:
+def sniff_aiperf(source: InputSource) -> bool:
     doc = _doc(source)
     return _is_export(doc) and any(k in doc for k in AIPERF_MARKERS)  # type: ignore[operator]
 
@@ -97,7 +97,7 @@ def _layout(doc: dict[str, Any]) -> str:
         ", output_token_throughput_per_request)" if "output_token_throughput_per_request" in doc else ")")
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     """AIPerf ≥ 0.13 writes ``aiperf_version``; GenAI-Perf and older AIPerf write none."""
     doc = _doc(source)
     v = doc.get("aiperf_version") if isinstance(doc, dict) else None
@@ -170,7 +170,7 @@ def _run_id(path: Path) -> str:
     return path.parent.name or Path(path.name).stem
 
 
-def _load_export(source: Source, *, name: str, tool: str) -> LoadPointTable:
+def _load_export(source: InputSource, *, name: str, tool: str) -> LoadPointTable:
     doc = source.json
     path = source.path
     missing = [k for k in METRIC_KEYS if not isinstance(doc.get(k) if isinstance(doc, dict) else None, dict)]
@@ -243,11 +243,11 @@ def _load_export(source: Source, *, name: str, tool: str) -> LoadPointTable:
                              provenance=prov, options=options, files=[str(path)])
 
 
-def load_genai(source: Source) -> LoadPointTable:
+def load_genai(source: InputSource) -> LoadPointTable:
     return _load_export(source, name=NAME_GENAI, tool=TOOL_GENAI)
 
 
-def load_aiperf(source: Source) -> LoadPointTable:
+def load_aiperf(source: InputSource) -> LoadPointTable:
     return _load_export(source, name=NAME_AIPERF, tool=TOOL_AIPERF)
 
 
@@ -268,14 +268,14 @@ def _sections(text: str) -> list[list[str]]:
     return [s for s in sections if s]
 
 
-def sniff_sweep(source: Source) -> bool:
+def sniff_sweep(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".csv":
         return False
     header = source.first_line.split(",")
     return bool(header) and header[0].strip() in SWEEP_VARS and "request_throughput_mean" in header
 
 
-def load_sweep(source: Source) -> LoadPointTable:
+def load_sweep(source: InputSource) -> LoadPointTable:
     path = source.path
     sections = _sections(source.read_text())
     if not sections:

@@ -43,7 +43,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, STATUSES, RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_table
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "generic"
 TOOL = "generic table (column mapping)"
@@ -55,7 +55,7 @@ MAPPING_KEYS = ("columns", "units", "time_origin", "timezone", "status_map", "st
 _TZ_SUFFIX = r"(Z|z|[+-]\d{2}:?\d{2})$"
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     """Never matches: the generic loader is chosen explicitly, with a mapping."""
     return False
 
@@ -143,7 +143,7 @@ def _parse_iso(series: pl.Series, *, path: Path, rows: pl.Series, column: str, t
 
 
 def load(
-    source: Source,
+    source: InputSource,
     *,
     mapping: Mapping[str, Any] | str | Path | None = None,
     skip_bad_lines: bool = False,

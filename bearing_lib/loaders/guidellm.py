@@ -66,7 +66,7 @@ from bearing_lib.loaders._loadtest import (
     step_rows,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME_REQUESTS = "guidellm-benchmarks-requests"
 NAME_AGGREGATE = "guidellm-benchmarks"
@@ -91,7 +91,7 @@ def _has_records(doc: dict[str, Any]) -> bool:
     return False
 
 
-def _doc(source: Source) -> object:
+def _doc(source: InputSource) -> object:
     doc = json_document(source) if source.suffix == ".json" else None
     return _from_legacy(doc) if _is_legacy(doc) else doc
 
@@ -101,7 +101,7 @@ LEGACY_VERSION = "before 0.5 (v0.2-v0.3 report schema, no metadata)"
 """``tool_version`` of a pre-0.5 file: it states no version."""
 
 
-def _whole(source: Source) -> object:
+def _whole(source: InputSource) -> object:
     """The whole file (any size), a pre-0.5 report converted."""
     doc = source.json
     return _from_legacy(doc) if _is_legacy(doc) else doc  # type: ignore[arg-type]
@@ -164,17 +164,17 @@ def _from_legacy(doc: dict[str, Any]) -> dict[str, Any]:
             "benchmarks": benches}
 
 
-def sniff_requests(source: Source) -> bool:
+def sniff_requests(source: InputSource) -> bool:
     doc = _doc(source)
     return _is_guidellm(doc) and _has_records(doc)  # type: ignore[arg-type]
 
 
-def sniff_aggregate(source: Source) -> bool:
+def sniff_aggregate(source: InputSource) -> bool:
     doc = _doc(source)
     return _is_guidellm(doc) and not _has_records(doc)  # type: ignore[arg-type]
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     doc = _doc(source)
     if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):
         v = doc["metadata"].get("guidellm_version")
@@ -293,7 +293,7 @@ def _max_tokens(args: object) -> int | None:
     return int(v) if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 and v == int(v) else None
 
 
-def _load_requests(source: Source) -> RequestTrace:
+def _load_requests(source: InputSource) -> RequestTrace:
     path = source.path
     doc = _check(_whole(source), path)
     prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
@@ -375,7 +375,7 @@ def _metric(b: dict[str, Any], name: str) -> dict[str, Any] | None:
     return None
 
 
-def _load_aggregate(source: Source) -> LoadPointTable:
+def _load_aggregate(source: InputSource) -> LoadPointTable:
     path = source.path
     doc = _check(_whole(source), path)
     prov = new_provenance(source, format=NAME_AGGREGATE, tool=TOOL)
@@ -422,14 +422,14 @@ CSV_COLUMNS = ("source_file", "profile", "rate", "duration_s", "total_requests",
                "req_latency_median_s", "req_latency_p99_s", "rps_mean", "concurrency_mean")
 
 
-def sniff_csv(source: Source) -> bool:
+def sniff_csv(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".csv":
         return False
     header = [c.strip() for c in source.first_line.split(",")]
     return header[:3] == ["source_file", "profile", "rate"] and "req_latency_mean_s" in header
 
 
-def load_csv(source: Source) -> LoadPointTable:
+def load_csv(source: InputSource) -> LoadPointTable:
     path = source.path
     raw = read_csv_checked(source, {c: pl.String() for c in CSV_COLUMNS})
     prov = new_provenance(source, format=NAME_CSV, tool="GuideLLM (DERIVED table)")
@@ -499,13 +499,13 @@ _NATIVE_LAT = {  # canonical metric: (single-header metric words, three-row grou
 _NAME_LOAD = re.compile(r"^\s*(?P<kind>[a-z_]+)\s*(?:@\s*(?P<value>[0-9.]+|inf))?\s*$")
 
 
-def _csv_rows(source: Source, limit: int | None = None) -> list[list[str]]:
+def _csv_rows(source: InputSource, limit: int | None = None) -> list[list[str]]:
     text = source.head_text if limit else source.read_text()
     rows = list(csv.reader(io.StringIO(text)))
     return rows[:limit] if limit else rows
 
 
-def _native_layout(source: Source) -> str | None:
+def _native_layout(source: InputSource) -> str | None:
     if source.is_dir or source.suffix != ".csv":
         return None
     try:
@@ -522,7 +522,7 @@ def _native_layout(source: Source) -> str | None:
     return None
 
 
-def sniff_native_csv(source: Source) -> bool:
+def sniff_native_csv(source: InputSource) -> bool:
     return _native_layout(source) is not None
 
 
@@ -586,7 +586,7 @@ def _profile_values(profile: dict[str, Any], kind: str) -> list[float] | None:
     return None
 
 
-def load_native_csv(source: Source) -> LoadPointTable:
+def load_native_csv(source: InputSource) -> LoadPointTable:
     """GuideLLM's own ``benchmarks.csv`` (either layout) → load points, one per benchmark."""
     path = source.path
     layout = _native_layout(source)

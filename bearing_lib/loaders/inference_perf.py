@@ -36,7 +36,7 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import finish_loadpoints, stats_to_columns, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "kubernetes-sigs inference-perf"
 STAGE_RE = re.compile(r"^stage_(\d+)_lifecycle_metrics\.json$")
@@ -54,28 +54,28 @@ STATS = {"mean": "mean", "median": "p50", "p90": "p90", "p95": "p95", "p99": "p9
 
 
 # --------------------------------------------------------------------------- sniffing
-def _json_head_has(source: Source, *keys: str) -> bool:
+def _json_head_has(source: InputSource, *keys: str) -> bool:
     head = source.head_text
     return head.lstrip().startswith("{") and all(f'"{k}"' in head for k in keys)
 
 
-def _is_lifecycle_json(source: Source) -> bool:
+def _is_lifecycle_json(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".json":
         return False
     # schedule_delay is in every lifecycle report and in no Prometheus report
     return _json_head_has(source, "load_summary", "successes", "schedule_delay")
 
 
-def _is_stage(source: Source) -> bool:
+def _is_stage(source: InputSource) -> bool:
     # stage reports carry requested_rate in load_summary; the summary report does not
     return _is_lifecycle_json(source) and '"requested_rate"' in source.head_text
 
 
-def _is_summary(source: Source) -> bool:
+def _is_summary(source: InputSource) -> bool:
     return _is_lifecycle_json(source) and '"requested_rate"' not in source.head_text
 
 
-def _is_per_request_file(source: Source) -> bool:
+def _is_per_request_file(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".json":
         return False
     head = source.head_text.lstrip()
@@ -90,7 +90,7 @@ def _stage_dirs(root: Path) -> list[Path]:
     return sorted(set(found))
 
 
-def sniff_stages(source: Source) -> bool:
+def sniff_stages(source: InputSource) -> bool:
     if not source.is_dir:
         return _is_stage(source)
     if (source.path / PER_REQUEST).exists():
@@ -98,17 +98,17 @@ def sniff_stages(source: Source) -> bool:
     return bool(_stage_dirs(source.path))
 
 
-def sniff_summary(source: Source) -> bool:
+def sniff_summary(source: InputSource) -> bool:
     return _is_summary(source)
 
 
-def sniff_requests(source: Source) -> bool:
+def sniff_requests(source: InputSource) -> bool:
     if source.is_dir:
         return (source.path / PER_REQUEST).is_file()
     return _is_per_request_file(source)
 
 
-def sniff_yaml(source: Source) -> bool:
+def sniff_yaml(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".yaml", ".yml"):
         return False
     text = source.head_text
@@ -215,11 +215,11 @@ def _failure_labels(doc: dict) -> dict[str, int]:
     return {str(k): int((v or {}).get("count") or 0) for k, v in by.items() if isinstance(v, dict)}
 
 
-def _read_json(src: Source) -> object:
+def _read_json(src: InputSource) -> object:
     return src.json
 
 
-def load_stages(source: Source) -> LoadPointTable:
+def load_stages(source: InputSource) -> LoadPointTable:
     """Stage reports (one file, a report folder, or a folder of report folders) → load points."""
     prov = new_provenance(source, format="inference-perf-stages", tool=TOOL)
     if source.is_dir:
@@ -239,7 +239,7 @@ def load_stages(source: Source) -> LoadPointTable:
         run_id = folder.name
         model = _model_near(folder)
         for p in stage_files:
-            doc = _check_layout(_read_json(Source(p)), p, stage=True)
+            doc = _check_layout(_read_json(InputSource(p)), p, stage=True)
             layouts.add(_layout_note(doc))
             m = STAGE_RE.match(p.name)
             step = int(m.group(1)) if m else None
@@ -307,7 +307,7 @@ def _stage_no(p: Path) -> int:
     return int(m.group(1)) if m else 1 << 30
 
 
-def load_summary(source: Source) -> LoadPointTable:
+def load_summary(source: InputSource) -> LoadPointTable:
     """The whole-run summary report → one load point without a step or offered load."""
     doc = _check_layout(source.json, source.path, stage=False)
     prov = new_provenance(source, format="inference-perf-summary", tool=TOOL)
@@ -327,7 +327,7 @@ def load_summary(source: Source) -> LoadPointTable:
     )
 
 
-def load_yaml(source: Source) -> LoadPointTable:
+def load_yaml(source: InputSource) -> LoadPointTable:
     """The llm-d-benchmark YAML rendering of one lifecycle report → one load point."""
     import yaml
 
@@ -368,9 +368,9 @@ def _status_of(err: object) -> tuple[str, str | None]:
     return "error", text
 
 
-def load_requests(source: Source) -> RequestTrace:
+def load_requests(source: InputSource) -> RequestTrace:
     """``per_request_lifecycle_metrics.json`` (or its folder) → request trace with stage steps."""
-    file = Source(source.path / PER_REQUEST) if source.is_dir else source
+    file = InputSource(source.path / PER_REQUEST) if source.is_dir else source
     folder = file.path.parent
     data = file.json
     if not isinstance(data, list):
@@ -433,7 +433,7 @@ def load_requests(source: Source) -> RequestTrace:
     )
     # stages
     stage_files = sorted((p for p in folder.iterdir() if STAGE_RE.match(p.name)), key=_stage_no)
-    stage_docs = [(_stage_no(p), _check_layout(Source(p).json, p, stage=True), p) for p in stage_files]
+    stage_docs = [(_stage_no(p), _check_layout(InputSource(p).json, p, stage=True), p) for p in stage_files]
     run_id = folder.name
     model = _model_near(folder)
     steps: list[dict[str, object]] = []

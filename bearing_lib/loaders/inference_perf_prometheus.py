@@ -42,7 +42,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics
 from bearing_lib.loaders.prometheus import finish_metrics
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "kubernetes-sigs inference-perf"
 FORMAT = "inference-perf-prometheus"
@@ -59,14 +59,14 @@ KEYS: dict[str, str | None] = {
 SIGNAL_KEYS = ("queue_len", "kv_cache_usage_percentage")
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".json" or not source.head.lstrip().startswith(b"{"):
         return False
     head = source.head_text
     return '"successes"' in head and '"schedule_delay"' not in head and all(f'"{k}"' in head for k in SIGNAL_KEYS)
 
 
-def _files(source: Source) -> list[tuple[int | None, Path]]:
+def _files(source: InputSource) -> list[tuple[int | None, Path]]:
     if not source.is_dir:
         m = STAGE_RE.match(source.path.name)
         return [(int(m.group(1)) if m else None, source.path)]
@@ -107,7 +107,7 @@ def _rows(doc: object, path: Path, step: int | None, run_id: str) -> list[dict[s
     return rows
 
 
-def load(source: Source, *, run_id: str | None = None, summary: bool = False) -> ServerMetrics:
+def load(source: InputSource, *, run_id: str | None = None, summary: bool = False) -> ServerMetrics:
     """Stage Prometheus reports (a file, or a report folder) → server metrics, one step per stage.
 
     ``summary=True`` on a folder reads ``summary_prometheus_metrics.json`` instead (step null).
@@ -123,7 +123,7 @@ def load(source: Source, *, run_id: str | None = None, summary: bool = False) ->
         files = _files(source)
     rows: list[dict[str, object]] = []
     for step, p in files:
-        rows += _rows(Source(p).json, p, step, rid)
+        rows += _rows(InputSource(p).json, p, step, rid)
     prov.files = [str(p) for _, p in files]
     prov.time_origin = "none"
     prov.add(
@@ -163,7 +163,7 @@ def _check_counts(
         if step is None or step not in server or not life.is_file():
             continue
         try:
-            client = (Source(life).json.get("successes") or {}).get("count")  # type: ignore[union-attr]
+            client = (InputSource(life).json.get("successes") or {}).get("count")  # type: ignore[union-attr]
         except (InputError, AttributeError):
             continue
         if isinstance(client, (int, float)) and client > 0 and abs(server[step] / client - 1) > 0.10:

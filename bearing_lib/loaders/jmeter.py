@@ -66,7 +66,7 @@ from bearing_lib.loaders._http_loadtest import (
     plateau_steps,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "Apache JMeter"
 REQUIRED = ("timeStamp", "elapsed", "label", "success")
@@ -92,7 +92,7 @@ def _delimiter(line: str) -> str | None:
     return None
 
 
-def sniff_header(source: Source) -> bool:
+def sniff_header(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".jtl", ".csv", ".txt", ""):
         return False
     return _delimiter(source.first_line) is not None
@@ -111,7 +111,7 @@ def _noheader_delimiter(line: str) -> str | None:
     return None
 
 
-def sniff_noheader(source: Source) -> bool:
+def sniff_noheader(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".jtl", ".csv", ".txt", ""):
         return False
     return _noheader_delimiter(source.first_line) is not None
@@ -129,7 +129,7 @@ def _truncated_last(text: str, sep: str, n_cols: int) -> bool:
 
 
 def _read(
-    source: Source, *, sep: str, columns: Sequence[str] | None, has_header: bool
+    source: InputSource, *, sep: str, columns: Sequence[str] | None, has_header: bool
 ) -> tuple[pl.DataFrame, bool]:
     text = source.read_text()
     try:
@@ -153,7 +153,7 @@ def _read(
     return raw, truncated
 
 
-def _ints(raw: pl.DataFrame, col: str, source: Source) -> pl.Series:
+def _ints(raw: pl.DataFrame, col: str, source: InputSource) -> pl.Series:
     s = raw[col].str.strip_chars()
     out = s.cast(pl.Int64, strict=False)
     bad = s.is_not_null() & (s != "") & out.is_null()
@@ -167,7 +167,7 @@ def _ints(raw: pl.DataFrame, col: str, source: Source) -> pl.Series:
 
 
 def _load(
-    source: Source,
+    source: InputSource,
     *,
     sep: str,
     columns: Sequence[str] | None,
@@ -189,7 +189,7 @@ def _load(
 
 
 def _finish(
-    source: Source,
+    source: InputSource,
     raw: pl.DataFrame,
     prov,
     *,
@@ -332,7 +332,7 @@ def _finish(
 
 
 def load_header(
-    source: Source,
+    source: InputSource,
     *,
     ttfb_as_ttft: bool = False,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
@@ -345,7 +345,7 @@ def load_header(
 
 
 def load_noheader(
-    source: Source,
+    source: InputSource,
     *,
     columns: Sequence[str] | None = None,
     delimiter: str | None = None,
@@ -382,7 +382,7 @@ XML_ATTRS = {
 SAMPLE_TAGS = ("httpSample", "sample")
 
 
-def sniff_xml(source: Source) -> bool:
+def sniff_xml(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".jtl", ".xml", ""):
         return False
     head = source.head_text.lstrip()
@@ -406,7 +406,7 @@ def _is_tc_parent(el: ET.Element) -> bool:
     return bool(re.match(TC_RE, el.get("rm") or "")) and any(c.tag in SAMPLE_TAGS for c in el)
 
 
-def _read_xml(source: Source) -> tuple[list[dict[str, object]], int, bool]:
+def _read_xml(source: InputSource) -> tuple[list[dict[str, object]], int, bool]:
     """Sample rows of an XML JTL, the number of Transaction Controller parents left out, and whether
     the file was cut (no closing ``</testResults>``)."""
     rows: list[dict[str, object]] = []
@@ -445,7 +445,7 @@ def _read_xml(source: Source) -> tuple[list[dict[str, object]], int, bool]:
 
 
 def load_xml(
-    source: Source,
+    source: InputSource,
     *,
     ttfb_as_ttft: bool = False,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,

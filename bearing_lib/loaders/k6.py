@@ -50,7 +50,7 @@ from bearing_lib.loaders._http_loadtest import (
 )
 from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, stats_to_columns
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "Grafana k6"
 HTTP_METRICS = (
@@ -73,7 +73,7 @@ SUMMARY_MAX_BYTES = 50 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- sniffing
-def sniff_ndjson(source: Source) -> bool:
+def sniff_ndjson(source: InputSource) -> bool:
     if source.is_dir:
         return False
     obj = source.first_json_line
@@ -82,7 +82,7 @@ def sniff_ndjson(source: Source) -> bool:
     return obj.get("type") in ("Metric", "Point") and "metric" in obj and isinstance(obj.get("data"), dict)
 
 
-def _whole_json(source: Source) -> dict | None:
+def _whole_json(source: InputSource) -> dict | None:
     if source.is_dir or not source.head_text.lstrip().startswith("{"):
         return None
     if source.path.stat().st_size > SUMMARY_MAX_BYTES or sniff_ndjson(source):
@@ -94,7 +94,7 @@ def _whole_json(source: Source) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _summary_kind(source: Source) -> str | None:
+def _summary_kind(source: InputSource) -> str | None:
     doc = _whole_json(source)
     if not doc or not isinstance(doc.get("metrics"), dict) or "root_group" not in doc:
         return None
@@ -104,11 +104,11 @@ def _summary_kind(source: Source) -> str | None:
     return "legacy"
 
 
-def sniff_summary_export(source: Source) -> bool:
+def sniff_summary_export(source: InputSource) -> bool:
     return _summary_kind(source) == "legacy"
 
 
-def sniff_handle_summary(source: Source) -> bool:
+def sniff_handle_summary(source: InputSource) -> bool:
     return _summary_kind(source) == "handle"
 
 
@@ -143,7 +143,7 @@ def _status(failed: float | None, status: str | None, error_code: str | None, er
 
 
 def load_ndjson(
-    source: Source, *, ttfb_as_ttft: bool = False, min_plateau_s: float = DEFAULT_MIN_PLATEAU_S
+    source: InputSource, *, ttfb_as_ttft: bool = False, min_plateau_s: float = DEFAULT_MIN_PLATEAU_S
 ) -> RequestTrace:
     """k6 ``--out json`` samples → one row per HTTP request, steps from VU plateaus."""
     prov = new_provenance(source, format="k6-ndjson", tool=TOOL)
@@ -336,7 +336,7 @@ def _thresholds(doc: dict, handle: bool, prov: Provenance) -> None:
         )
 
 
-def _load_summary(source: Source, handle: bool) -> LoadPointTable:
+def _load_summary(source: InputSource, handle: bool) -> LoadPointTable:
     fmt = "k6-handle-summary" if handle else "k6-summary-export"
     doc = source.json
     prov = new_provenance(source, format=fmt, tool=TOOL)
@@ -419,12 +419,12 @@ def _load_summary(source: Source, handle: bool) -> LoadPointTable:
     return finish_loadpoints([row], source, format=fmt, tool=TOOL, provenance=prov, derived=derived)
 
 
-def load_summary_export(source: Source) -> LoadPointTable:
+def load_summary_export(source: InputSource) -> LoadPointTable:
     """Legacy ``--summary-export`` JSON → one load point."""
     return _load_summary(source, handle=False)
 
 
-def load_handle_summary(source: Source) -> LoadPointTable:
+def load_handle_summary(source: InputSource) -> LoadPointTable:
     """``handleSummary(data)`` JSON → one load point."""
     return _load_summary(source, handle=True)
 

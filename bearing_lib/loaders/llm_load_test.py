@@ -55,7 +55,7 @@ from bearing_lib.loaders._loadtest import (
     step_rows,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "llm-load-test"
 TOOL = "openshift-psap llm-load-test"
@@ -90,7 +90,7 @@ def _is_document(doc: Any) -> bool:
     return _layout(doc) is not None
 
 
-def _is_file(source: Source) -> bool:
+def _is_file(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".json":
         return False
     if not may_hold(source, b'"output_tokens_before_timeout"', b'"load_options"', b'"worker_id"'):
@@ -98,20 +98,20 @@ def _is_file(source: Source) -> bool:
     return _is_document(json_document(source))
 
 
-def _files(source: Source) -> list[Source]:
+def _files(source: InputSource) -> list[InputSource]:
     if not source.is_dir:
         return [source]
     return [c for c in source.children("*.json*") if c.suffix == ".json"]
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if not source.is_dir:
         return _is_file(source)
     files = _files(source)
     return bool(files) and all(_is_file(f) for f in files)
 
 
-def _concurrency(doc: dict, src: Source) -> tuple[float | None, str]:
+def _concurrency(doc: dict, src: InputSource) -> tuple[float | None, str]:
     opts = doc["config"].get("load_options")
     value = opts.get("concurrency") if isinstance(opts, dict) else None
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -122,7 +122,7 @@ def _concurrency(doc: dict, src: Source) -> tuple[float | None, str]:
     return None, "unknown"
 
 
-def _duration(doc: dict, src: Source) -> float | None:
+def _duration(doc: dict, src: InputSource) -> float | None:
     opts = doc["config"].get("load_options")
     if not isinstance(opts, dict):
         return None
@@ -140,7 +140,7 @@ _INT = ("input_tokens", "output_tokens", "output_tokens_before_timeout")
 _IDS = ("user_id", "input_id")
 
 
-def _rows(doc: dict, src: Source) -> pl.DataFrame:
+def _rows(doc: dict, src: InputSource) -> pl.DataFrame:
     rows: list[dict[str, object]] = []
     for i, r in enumerate(doc["results"]):
         where = f"results[{i}]"
@@ -164,7 +164,7 @@ def _rows(doc: dict, src: Source) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def _old_rows(doc: dict, src: Source) -> pl.DataFrame:
+def _old_rows(doc: dict, src: InputSource) -> pl.DataFrame:
     """The 2023 layout as the current layout's columns (times in s, durations in ms)."""
     rows: list[dict[str, object]] = []
     for i, r in enumerate(doc["results"]):
@@ -209,7 +209,7 @@ def _status() -> pl.Expr:
     )
 
 
-def load(source: Source) -> RequestTrace:
+def load(source: InputSource) -> RequestTrace:
     """Load one llm-load-test output JSON, or a folder of them (one run, one step per concurrency)."""
     files = _files(source)
     if not files:

@@ -46,7 +46,7 @@ from bearing_lib.loaders._loadtest import (
     step_rows,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME_REQUESTS = "llmperf-individual-responses"
 NAME_SUMMARY = "llmperf-summary"
@@ -75,13 +75,13 @@ def _is_summary_doc(doc: object) -> bool:
             and any(k.startswith("results_") for k in doc))
 
 
-def _doc(source: Source) -> object:
+def _doc(source: InputSource) -> object:
     if source.suffix != ".json" or not may_hold(source, b'"error_code"', b'"num_concurrent_requests"'):
         return None
     return json_document(source)
 
 
-def _inputs(source: Source, want, what: str) -> tuple[list[Source], Path]:
+def _inputs(source: InputSource, want, what: str) -> tuple[list[InputSource], Path]:
     """The files to read (the file itself, or a folder's matching files) and the folder
     ``source_file`` is relative to; :class:`InputError` when a folder holds none."""
     files = _folder(source, want) if source.is_dir else [source]
@@ -90,7 +90,7 @@ def _inputs(source: Source, want, what: str) -> tuple[list[Source], Path]:
     return files, (source.path if source.is_dir else source.path.parent)
 
 
-def _folder(source: Source, want) -> list[Source]:
+def _folder(source: InputSource, want) -> list[InputSource]:
     """Matching files directly in the folder or one level down (``result_*_N/``)."""
     found = []
     for p in sorted(source.path.iterdir()):
@@ -101,32 +101,32 @@ def _folder(source: Source, want) -> list[Source]:
         else:
             cands = []
         for q in cands:
-            s = Source(q)
+            s = InputSource(q)
             if want(_doc(s)):
                 found.append(s)
     return found
 
 
-def sniff_requests(source: Source) -> bool:
+def sniff_requests(source: InputSource) -> bool:
     if source.is_dir:
         return bool(_folder(source, _is_requests_doc))
     return _is_requests_doc(_doc(source))
 
 
-def sniff_summary(source: Source) -> bool:
+def sniff_summary(source: InputSource) -> bool:
     if source.is_dir:
         return bool(_folder(source, _is_summary_doc)) and not _folder(source, _is_requests_doc)
     return _is_summary_doc(_doc(source))
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     doc = _doc(source)
     if isinstance(doc, dict):
         return str(doc.get("version")) if doc.get("version") is not None else None
     if _is_requests_doc(doc):
         summary = _sibling_summary(source.path)
         if summary is not None:
-            return str(json_document(Source(summary)).get("version"))
+            return str(json_document(InputSource(summary)).get("version"))
     return None
 
 
@@ -192,7 +192,7 @@ def _summary_row(doc: dict[str, Any], path: Path) -> dict[str, object]:
     return row
 
 
-def _load_summary(source: Source) -> LoadPointTable:
+def _load_summary(source: InputSource) -> LoadPointTable:
     prov = new_provenance(source, format=NAME_SUMMARY, tool=TOOL)
     files, base = _inputs(source, _is_summary_doc, "summary")
     steps = []
@@ -311,7 +311,7 @@ def _requests_frame(doc: list[dict[str, Any]], path: Path, prov_counts: dict[str
                                                 "output_tokens": pl.Int64, "error": pl.String})
 
 
-def _load_requests(source: Source) -> RequestTrace:
+def _load_requests(source: InputSource) -> RequestTrace:
     prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
     files, base = _inputs(source, _is_requests_doc, "individual-responses")
     counts = {"errors_with_latency": 0, "errors_zero_latency": 0, "ok_rows_llmperf_itl": 0}
@@ -319,7 +319,7 @@ def _load_requests(source: Source) -> RequestTrace:
     for f in files:
         doc = json_document(f) if source.is_dir else source.json
         summary_path = _sibling_summary(f.path)
-        summary = json_document(Source(summary_path)) if summary_path else None
+        summary = json_document(InputSource(summary_path)) if summary_path else None
         if isinstance(summary, dict):
             _check_summary(summary, summary_path)  # type: ignore[arg-type]
             conc = number(summary["num_concurrent_requests"], path=summary_path, field="num_concurrent_requests")

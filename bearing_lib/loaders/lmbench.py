@@ -45,7 +45,7 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
 from bearing_lib.loaders._loadtest import step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "lmbench-csv"
 TOOL = "LMCache LMBenchmark"
@@ -67,26 +67,26 @@ _NAME_RE = re.compile(r"^LMBench_(?P<workload>.+?)_(?:output_|qps)(?P<qps>\d+(?:
 _LOOSE_RE = re.compile(r"(?P<qps>\d+(?:\.\d+)?)\.csv$")
 
 
-def _header(source: Source) -> list[str]:
+def _header(source: InputSource) -> list[str]:
     return [c.strip() for c in source.first_line.split(",")]
 
 
-def _is_lmbench_file(source: Source) -> bool:
+def _is_lmbench_file(source: InputSource) -> bool:
     if source.is_dir or source.suffix != ".csv":
         return False
     cols = _header(source)
     return all(c in cols for c in SIGNATURE)
 
 
-def _files(source: Source) -> list[Source]:
+def _files(source: InputSource) -> list[InputSource]:
     if not source.is_dir:
         return [source]
     # the folder itself and its direct sub-folders (one per deployment), not deeper
     paths = [p for pat in ("*.csv", "*.csv.gz", "*/*.csv", "*/*.csv.gz") for p in source.path.glob(pat)]
-    return [Source(p) for p in sorted(paths) if p.is_file()]
+    return [InputSource(p) for p in sorted(paths) if p.is_file()]
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if not source.is_dir:
         return _is_lmbench_file(source)
     files = _files(source)
@@ -103,7 +103,7 @@ def parse_name(name: str) -> tuple[str, float | None]:
     return stem, (float(m2.group("qps")) if m2 else None)
 
 
-def _read_one(src: Source) -> tuple[pl.DataFrame, str]:
+def _read_one(src: InputSource) -> tuple[pl.DataFrame, str]:
     cols = _header(src)
     missing = [c for c in BASE if c not in cols]
     if missing:
@@ -259,7 +259,7 @@ def _fate(launch_s: float, last_end_s: float, ceiling_s: float) -> bool:
     return launch_s + ceiling_s < last_end_s
 
 
-def load(source: Source, *, absent: str = "failed") -> RequestTrace:
+def load(source: InputSource, *, absent: str = "failed") -> RequestTrace:
     """Load one LMBench CSV or a folder of them into a request trace with steps.
 
     ``absent``: ``"failed"`` (default) adds a row for each empty slot of the fixed schedule, ``error`` or

@@ -40,7 +40,7 @@ from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus
 from bearing_lib.loaders._loadtest import finish_loadpoints
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "Locust"
 STATS_COLS = (
@@ -79,14 +79,14 @@ ROUNDING_NOTE = (
 )
 
 
-def _cols(source: Source) -> list[str]:
+def _cols(source: InputSource) -> list[str]:
     try:
         return next(csv.reader([source.first_line]))
     except (StopIteration, csv.Error):
         return []
 
 
-def _kind(source: Source) -> str | None:
+def _kind(source: InputSource) -> str | None:
     """Which Locust CSV a file is: stats, history, failures, exceptions, legacy-stats, or None."""
     if source.is_dir or source.suffix != ".csv":
         return None
@@ -104,27 +104,27 @@ def _kind(source: Source) -> str | None:
     return None
 
 
-def sniff_stats(source: Source) -> bool:
+def sniff_stats(source: InputSource) -> bool:
     return _kind(source) in ("stats", "legacy-stats")
 
 
-def sniff_history(source: Source) -> bool:
+def sniff_history(source: InputSource) -> bool:
     return _kind(source) == "history"
 
 
-def sniff_set(source: Source) -> bool:
+def sniff_set(source: InputSource) -> bool:
     if source.is_dir:
         return any(_kind(c) in ("stats", "history") for c in source.children("*.csv*"))
     return _kind(source) in ("failures", "exceptions")
 
 
 # --------------------------------------------------------------------------- reading
-def _read(source: Source) -> list[dict[str, str]]:
+def _read(source: InputSource) -> list[dict[str, str]]:
     text = source.read_text()
     return list(csv.DictReader(io.StringIO(text, newline="")))
 
 
-def _num(row: Mapping[str, str], col: str, src: Source, line: int) -> float | None:
+def _num(row: Mapping[str, str], col: str, src: InputSource, line: int) -> float | None:
     v = (row.get(col) or "").strip()
     if v in ("", "N/A"):
         return None
@@ -134,7 +134,7 @@ def _num(row: Mapping[str, str], col: str, src: Source, line: int) -> float | No
         raise InputError(f"expected a number, found {v!r}", path=src.path, row=line, field=col) from None
 
 
-def _require(cols: list[str], needed: tuple[str, ...], src: Source, what: str) -> None:
+def _require(cols: list[str], needed: tuple[str, ...], src: InputSource, what: str) -> None:
     missing = [c for c in needed if c not in cols]
     if missing:
         raise UnsupportedVersionError(
@@ -147,7 +147,8 @@ def _metric_map(metric_rows: Mapping[str, str] | None) -> dict[str, str]:
     return {k.lower(): v for k, v in m.items()}
 
 
-def _stats_row(src: Source, metric_rows: Mapping[str, str] | None, prov: Provenance, run_id: str) -> dict[str, object]:
+def _stats_row(src: InputSource, metric_rows: Mapping[str, str] | None, prov: Provenance,
+               run_id: str) -> dict[str, object]:
     cols = _cols(src)
     if "# requests" in cols:
         raise UnsupportedVersionError(
@@ -228,7 +229,7 @@ def _stats_row(src: Source, metric_rows: Mapping[str, str] | None, prov: Provena
 
 
 def _history_rows(
-    src: Source, metric_rows: Mapping[str, str] | None, min_plateau_s: float, prov: Provenance, run_id: str
+    src: InputSource, metric_rows: Mapping[str, str] | None, min_plateau_s: float, prov: Provenance, run_id: str
 ) -> list[dict[str, object]]:
     cols = _cols(src)
     _require(cols, HISTORY_COLS, src, "stats history CSV")
@@ -349,7 +350,7 @@ def _failure_class(error: str) -> str:
     return m2.group(1) if m2 else "other"
 
 
-def _failures_finding(src: Source, prov: Provenance, metric_rows: Mapping[str, str] | None) -> int:
+def _failures_finding(src: InputSource, prov: Provenance, metric_rows: Mapping[str, str] | None) -> int:
     cols = _cols(src)
     _require(cols, FAILURES_COLS, src, "failures CSV")
     rows = _read(src)
@@ -375,7 +376,7 @@ def _failures_finding(src: Source, prov: Provenance, metric_rows: Mapping[str, s
     return total
 
 
-def _exceptions_finding(src: Source, prov: Provenance) -> None:
+def _exceptions_finding(src: InputSource, prov: Provenance) -> None:
     cols = _cols(src)
     _require(cols, EXCEPTIONS_COLS, src, "exceptions CSV")
     rows = _read(src)
@@ -391,18 +392,18 @@ def _exceptions_finding(src: Source, prov: Provenance) -> None:
     )
 
 
-def _sibling(src: Source, suffix: str) -> Source | None:
+def _sibling(src: InputSource, suffix: str) -> InputSource | None:
     m = re.match(r"^(.*)_(stats|stats_history|failures|exceptions)\.csv$", src.name)
     if not m:
         return None
     for name in (f"{m.group(1)}_{suffix}.csv", f"{m.group(1)}_{suffix}.csv.gz"):
         p = src.path.parent / name
         if p.is_file():
-            return Source(p)
+            return InputSource(p)
     return None
 
 
-def _prefix(src: Source) -> str:
+def _prefix(src: InputSource) -> str:
     m = re.match(r"^(.*)_(stats|stats_history|failures|exceptions)\.csv$", src.name)
     return m.group(1) if m else Path(src.name).stem
 
@@ -412,7 +413,7 @@ def _add_common(prov: Provenance) -> None:
 
 
 def load_stats(
-    source: Source, *, metric_rows: Mapping[str, str] | None = None
+    source: InputSource, *, metric_rows: Mapping[str, str] | None = None
 ) -> LoadPointTable:
     """``PREFIX_stats.csv`` → one whole-run load point (offered load unknown)."""
     prov = new_provenance(source, format="locust-stats", tool=TOOL)
@@ -440,7 +441,7 @@ def load_stats(
 
 
 def load_history(
-    source: Source,
+    source: InputSource,
     *,
     metric_rows: Mapping[str, str] | None = None,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
@@ -460,7 +461,7 @@ def load_history(
 
 
 def load_set(
-    source: Source,
+    source: InputSource,
     *,
     metric_rows: Mapping[str, str] | None = None,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
@@ -470,10 +471,10 @@ def load_set(
     if source.is_dir:
         children = source.children("*.csv*")
     else:
-        children = [c for c in Source(source.path.parent).children("*.csv*") if _prefix(c) == _prefix(source)]
+        children = [c for c in InputSource(source.path.parent).children("*.csv*") if _prefix(c) == _prefix(source)]
         prov.add("read_with_set", f"{source.name} is part of a Locust CSV set: the set {_prefix(source)}_* was read",
                  level="info")
-    by_prefix: dict[str, dict[str, Source]] = {}
+    by_prefix: dict[str, dict[str, InputSource]] = {}
     ignored = []
     for c in children:
         k = _kind(c)

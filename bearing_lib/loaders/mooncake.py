@@ -22,14 +22,14 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import cast_checked, finish_trace, new_provenance, read_jsonl_checked
 from bearing_lib.loaders.prefix_cache import DEFAULT_BLOCK_TOKENS, replay_prefix_cache
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "mooncake"
 TOOL = "Mooncake trace (FAST'25)"
 KEYS = ("timestamp", "input_length", "output_length", "hash_ids")
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     obj = source.first_json_line
     return isinstance(obj, dict) and all(k in obj for k in KEYS) and isinstance(obj["hash_ids"], list)
 
@@ -51,7 +51,7 @@ def _quantization_finding(ts_ms: pl.Series, prov: Provenance) -> None:
 
 
 def load(
-    source: Source,
+    source: InputSource,
     *,
     block_tokens: int = DEFAULT_BLOCK_TOKENS,
     cache_capacity_blocks: int | None = None,

@@ -40,7 +40,7 @@ from bearing_lib.data.servermetrics import (
 )
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL_TEXT = "Prometheus text exposition"
 TOOL_QUERY = "Prometheus HTTP API"
@@ -93,7 +93,7 @@ def time_from_name(name: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def finish_metrics(rows: list[dict[str, object]], source: Source, prov: Provenance) -> ServerMetrics:
+def finish_metrics(rows: list[dict[str, object]], source: InputSource, prov: Provenance) -> ServerMetrics:
     """Wrap rows as :class:`ServerMetrics`; the engines, the mapped signals, the derived ones and the unmapped
     names are findings. An input where no name is known says which names it found."""
     if not rows:
@@ -140,12 +140,12 @@ def _series_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(SERIES_SUFFIXES))
 
 
-def sniff_text(source: Source) -> bool:
+def sniff_text(source: InputSource) -> bool:
     if source.is_dir:
         files = _series_files(source.path)
         others = [p for p in source.path.iterdir() if p.is_file() and p not in files and not p.name.startswith(".")]
         others = [p for p in others if p.name.lower() not in ("readme.md", "attribution.md", "license")]
-        return bool(files) and not others and _is_exposition_text(Source(files[0]).head_text)
+        return bool(files) and not others and _is_exposition_text(InputSource(files[0]).head_text)
     if source.head.lstrip().startswith((b"{", b"[")):
         return False
     return _is_exposition_text(source.head_text)
@@ -192,7 +192,7 @@ def _first_bad_line(text: str) -> int | None:
     return None
 
 
-def load_text(source: Source, *, time_s: float | None = None, run_id: str | None = None) -> ServerMetrics:
+def load_text(source: InputSource, *, time_s: float | None = None, run_id: str | None = None) -> ServerMetrics:
     """A scrape file, or a folder of scrapes (a series), → server metrics.
 
     ``time_s`` (epoch seconds) dates a single snapshot whose samples carry no timestamp.
@@ -206,7 +206,7 @@ def load_text(source: Source, *, time_s: float | None = None, run_id: str | None
             raise InputError(f"no scrape files ({', '.join(SERIES_SUFFIXES)}) in the folder", path=source.path)
         undated: list[str] = []
         for p in files:
-            text = Source(p).read_text()
+            text = InputSource(p).read_text()
             t = time_from_name(p.name)
             part = _parse_exposition(text, p, default_time=t, run_id=rid)
             if any(r["time_s"] is None for r in part):
@@ -236,14 +236,14 @@ def load_text(source: Source, *, time_s: float | None = None, run_id: str | None
 
 
 # --------------------------------------------------------------------------- query API JSON
-def sniff_query(source: Source) -> bool:
+def sniff_query(source: InputSource) -> bool:
     if source.is_dir or not source.head.lstrip().startswith(b"{"):
         return False
     head = source.head_text
     return all(f'"{k}"' in head for k in ("status", "data", "resultType", "result"))
 
 
-def load_query(source: Source, *, run_id: str | None = None) -> ServerMetrics:
+def load_query(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
     """``/api/v1/query_range`` (matrix) or ``/api/v1/query`` (vector) JSON → server metrics."""
     doc = source.json
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):

@@ -18,7 +18,7 @@ import polars as pl
 
 from bearing_lib.common.errors import BearingError, FormatDetectionError, InputError, ParameterError
 from bearing_lib.data.provenance import Provenance
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 DatasetKind = Literal["requests", "loadpoints", "rates", "metrics"]
 
@@ -45,9 +45,9 @@ class FormatSpec:
     tool: str
     kind: DatasetKind
     needs: str
-    sniff: Callable[[Source], bool]
+    sniff: Callable[[InputSource], bool]
     load: Callable[..., Dataset]
-    version: Callable[[Source], str | None] | None = None
+    version: Callable[[InputSource], str | None] | None = None
 
 
 _REGISTRY: dict[str, FormatSpec] = {}
@@ -83,14 +83,14 @@ def _ensure_loaded() -> None:
     import bearing_lib.loaders  # noqa: F401
 
 
-def _safe_sniff(spec: FormatSpec, source: Source) -> bool:
+def _safe_sniff(spec: FormatSpec, source: InputSource) -> bool:
     try:
         return bool(spec.sniff(source))
     except Exception:  # a sniffer that trips over an odd file simply does not match
         return False
 
 
-def detect(path: str | Path | Source) -> FormatSpec:
+def detect(path: str | Path | InputSource) -> FormatSpec:
     """The one format that recognises ``path``.
 
     A folder that no folder format claims, holding exactly one recognisable file (beside
@@ -108,7 +108,7 @@ FOLDER_MAX_FILES = 200
 """A folder with more files than this is not searched file by file (detection stays cheap)."""
 
 
-def _matches(source: Source) -> list[FormatSpec]:
+def _matches(source: InputSource) -> list[FormatSpec]:
     return [spec for spec in formats() if _safe_sniff(spec, source)]
 
 
@@ -116,7 +116,7 @@ def _visible(path: Path) -> bool:
     return not path.name.startswith((".", "~"))
 
 
-def _one_file_in(folder: Source, specs: list[FormatSpec] | None = None, depth: int = 0):
+def _one_file_in(folder: InputSource, specs: list[FormatSpec] | None = None, depth: int = 0):
     """``(spec, file, claimed)`` for a folder's recognisable files.
 
     ``claimed`` lists every ``(file, spec)`` found; ``spec, file`` are set only when exactly
@@ -127,16 +127,16 @@ def _one_file_in(folder: Source, specs: list[FormatSpec] | None = None, depth: i
     files = [p for p in entries if p.is_file()]
     if len(files) > FOLDER_MAX_FILES:
         return None, None, []
-    claimed: list[tuple[Source, list[FormatSpec]]] = []
+    claimed: list[tuple[InputSource, list[FormatSpec]]] = []
     for f in files:
-        child = Source(f)
+        child = InputSource(f)
         found = [s for s in (specs if specs is not None else formats()) if _safe_sniff(s, child)]
         if found:
             claimed.append((child, found))
     if not claimed:
         subdirs = [p for p in entries if p.is_dir()]
         if len(subdirs) == 1 and depth + 1 < FOLDER_DEPTH:
-            sub = Source(subdirs[0])
+            sub = InputSource(subdirs[0])
             found = [s for s in (specs if specs is not None else formats()) if _safe_sniff(s, sub)]
             if len(found) == 1:
                 return found[0], sub, [(sub, found)]
@@ -149,7 +149,7 @@ def _one_file_in(folder: Source, specs: list[FormatSpec] | None = None, depth: i
     return None, None, claimed
 
 
-def _note_folder(folder: Source, file: Source) -> str:
+def _note_folder(folder: InputSource, file: InputSource) -> str:
     others = sorted(p.name for p in folder.path.iterdir() if _visible(p) and p != file.path
                     and not file.path.is_relative_to(p))
     rel = file.path.relative_to(folder.path).as_posix()
@@ -162,22 +162,23 @@ SUBFOLDER_HINTS = 20
 """At most this many subfolders are tried when a folder holds nothing readable, to name the ones that are."""
 
 
-def _readable_subfolders(folder: Source, depth: int = 0) -> list[tuple[str, str]]:
+def _readable_subfolders(folder: InputSource, depth: int = 0) -> list[tuple[str, str]]:
     """``(relative path, format)`` of subfolders (two levels down at most) that :func:`resolve` reads."""
     found: list[tuple[str, str]] = []
     subdirs = [p for p in sorted(folder.path.iterdir()) if p.is_dir() and _visible(p)][:SUBFOLDER_HINTS]
     for sub in subdirs:
         try:
-            spec, src = _resolve(Source(sub), None, hints=False)
+            spec, src = _resolve(InputSource(sub), None, hints=False)
         except FormatDetectionError:
             if depth < 1:
-                found.extend((f"{sub.name}/{rel}", name) for rel, name in _readable_subfolders(Source(sub), depth + 1))
+                found.extend((f"{sub.name}/{rel}", name)
+                             for rel, name in _readable_subfolders(InputSource(sub), depth + 1))
             continue
         found.append((sub.name, spec.name))
     return found
 
 
-def resolve(path: str | Path | Source, format: str | None = None) -> tuple[FormatSpec, Source]:
+def resolve(path: str | Path | InputSource, format: str | None = None) -> tuple[FormatSpec, InputSource]:
     """The format of ``path`` and the source to load with it.
 
     The source is ``path`` itself, except for a folder that no folder format claims and that
@@ -185,11 +186,11 @@ def resolve(path: str | Path | Source, format: str | None = None) -> tuple[Forma
     ``format`` given, detection is skipped, but a folder that format does not read is still
     searched for the one file it does.
     """
-    source = path if isinstance(path, Source) else Source(path)
+    source = path if isinstance(path, InputSource) else InputSource(path)
     return _resolve(source, format, hints=True)
 
 
-def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[FormatSpec, Source]:
+def _resolve(source: InputSource, format: str | None, *, hints: bool) -> tuple[FormatSpec, InputSource]:
     if format:
         spec = get_format(format)
         if source.is_dir and not _safe_sniff(spec, source):
@@ -249,7 +250,7 @@ def _resolve(source: Source, format: str | None, *, hints: bool) -> tuple[Format
     )
 
 
-def _explain_unreadable(source: Source) -> None:
+def _explain_unreadable(source: InputSource) -> None:
     """One clear error for a file no sniffer could read at all (instead of the list of formats)."""
     if source.head_error and not source.head:
         raise InputError(f"cannot read the file: {source.head_error}", path=source.path)
@@ -273,7 +274,7 @@ def load(path: str | Path, *, format: str | None = None, **options: object) -> D
     Returns a request trace, a load-point table or rate windows, each with provenance.
     ``format`` skips detection; ``options`` go to the format's loader.
     """
-    folder = Source(path)
+    folder = InputSource(path)
     spec, source = resolve(folder, format)
     ds = call_loader(spec, source, options)
     if source is not folder:
@@ -287,7 +288,7 @@ def loader_options(spec: FormatSpec) -> list[str]:
     return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
 
 
-def call_loader(spec: FormatSpec, source: Source, options: dict[str, object]) -> Dataset:
+def call_loader(spec: FormatSpec, source: InputSource, options: dict[str, object]) -> Dataset:
     """Run ``spec.load`` with ``options``; an option it does not take is a :class:`ParameterError`."""
     accepted = loader_options(spec)
     takes_any = any(

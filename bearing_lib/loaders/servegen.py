@@ -28,7 +28,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.loaders._common import read_csv_checked
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "servegen"
 TOOL = "ServeGen aggregates"
@@ -40,13 +40,13 @@ PATTERNS = ("Gamma", "Weibull")
 PMF = dict[float, float]
 
 
-def _trace_files(source: Source) -> list[Source]:
+def _trace_files(source: InputSource) -> list[InputSource]:
     if source.is_dir:
         return [c for c in source.children() if TRACE_FILE.match(c.path.name)]
     return [source] if TRACE_FILE.match(source.path.name) else []
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir:
         return any(TRACE_FILE.match(p.name) for p in source.path.iterdir())
     return bool(TRACE_FILE.match(source.path.name))
@@ -57,7 +57,7 @@ def _client(path_name: str) -> str:
     return f"chunk-{m['id']}" if m else path_name
 
 
-def _read_rates(source: Source) -> pl.DataFrame:
+def _read_rates(source: InputSource) -> pl.DataFrame:
     raw = read_csv_checked(
         source,
         {
@@ -97,7 +97,7 @@ def _read_rates(source: Source) -> pl.DataFrame:
     return raw.with_columns(pattern.alias("pattern"))
 
 
-def _parse_pmfs(source: Source) -> dict[float, dict[str, PMF]]:
+def _parse_pmfs(source: InputSource) -> dict[float, dict[str, PMF]]:
     doc = source.json
     if not isinstance(doc, dict):
         raise BadValueError(f"expected a JSON object of windows, found {type(doc).__name__}", path=source.path)
@@ -157,7 +157,7 @@ def _literal_pmf(text: str) -> dict:
     return ast.literal_eval(text)
 
 
-def load(source: Source) -> RateWindows:
+def load(source: InputSource) -> RateWindows:
     """Load a ServeGen folder (or one ``chunk-<id>-trace.csv``) into :class:`RateWindows`."""
     traces = _trace_files(source)
     if not traces:

@@ -35,7 +35,7 @@ from bearing_lib.loaders._loadtest import (
     step_columns,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 NAME = "sglang-bench-serving"
 TOOL = "SGLang bench_serving"
@@ -49,7 +49,7 @@ _METRIC = {"e2e_latency": "latency_ms", "ttft": "ttft_ms", "tpot": "tpot_ms", "i
 _STAT_NAME = {"mean": "mean", "median": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "max": "max"}
 
 
-def sniff(source: Source) -> bool:
+def sniff(source: InputSource) -> bool:
     if source.is_dir or source.suffix not in (".jsonl", ".json", ".ndjson"):
         return False
     obj = source.first_json_line
@@ -62,7 +62,7 @@ def layout_of(line: dict[str, Any]) -> str:
     return "bench_serving late-2024 layout (18 keys: medians and mean E2E only)"
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     obj = source.first_json_line
     return layout_of(obj) if isinstance(obj, dict) else None
 
@@ -87,7 +87,7 @@ def _run_name(stem: str, line: dict[str, Any], unit: str) -> str:
     return "-".join(parts)
 
 
-def load(source: Source) -> LoadPointTable:
+def load(source: InputSource) -> LoadPointTable:
     lines = json_lines(source)
     if not lines:
         raise InputError("the file holds no result lines", path=source.path)

@@ -1,6 +1,6 @@
 """A file or folder to load, read lazily and transparently through gzip.
 
-Loaders and sniffers never open files themselves; they ask a :class:`Source`, which
+Loaders and sniffers never open files themselves; they ask an :class:`InputSource`, which
 decompresses ``.gz`` inputs (by magic bytes, not by name), strips a UTF-8 BOM, keeps
 CRLF handling in one place, and caches what several sniffers look at (the head).
 Nothing here writes: inputs are opened read-only.
@@ -23,7 +23,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 HEAD_BYTES = 64 * 1024
 
 
-class Source:
+class InputSource:
     """A path to load (file or folder)."""
 
     def __init__(self, path: str | Path) -> None:
@@ -35,7 +35,7 @@ class Source:
         self._hash: list[str] = []
 
     def __repr__(self) -> str:
-        return f"Source({str(self.path)!r})"
+        return f"InputSource({str(self.path)!r})"
 
     @property
     def name(self) -> str:
@@ -159,11 +159,11 @@ class Source:
                 f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=self.path
             ) from exc
 
-    def children(self, pattern: str = "*") -> list[Source]:
+    def children(self, pattern: str = "*") -> list[InputSource]:
         """Files directly inside a folder that match ``pattern``, sorted by name."""
         if not self.is_dir:
             return []
-        return [Source(p) for p in sorted(self.path.glob(pattern)) if p.is_file()]
+        return [InputSource(p) for p in sorted(self.path.glob(pattern)) if p.is_file()]
 
     def describe(self) -> str:
         """What a human would want to see when detection fails."""

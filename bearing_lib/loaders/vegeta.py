@@ -46,7 +46,7 @@ from bearing_lib.loaders._http_loadtest import (
 )
 from bearing_lib.loaders._loadtest import finish_loadpoints, iter_json_lines, step_exprs, step_row
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 TOOL = "Vegeta"
 JSON_KEYS = ("code", "timestamp", "latency", "error")
@@ -57,14 +57,14 @@ REPORT_HEAD = "Requests"
 
 
 # --------------------------------------------------------------------------- sniffing
-def _is_json_results(source: Source) -> bool:
+def _is_json_results(source: InputSource) -> bool:
     if source.is_dir:
         return False
     obj = source.first_json_line
     return isinstance(obj, dict) and all(k in obj for k in JSON_KEYS) and "seq" in obj
 
 
-def _is_csv_results(source: Source) -> bool:
+def _is_csv_results(source: InputSource) -> bool:
     if source.is_dir or source.first_json_line is not None:
         return False
     try:
@@ -76,14 +76,14 @@ def _is_csv_results(source: Source) -> bool:
     return bool(re.fullmatch(r"\d{15,20}", row[0]) and row[1].isdigit() and re.fullmatch(r"\d+", row[2]))
 
 
-def _is_report(source: Source) -> bool:
+def _is_report(source: InputSource) -> bool:
     if source.is_dir:
         return False
     first = source.first_line
     return first.startswith(REPORT_HEAD) and "[total, rate, throughput]" in first
 
 
-def _is_jaggr(source: Source) -> bool:
+def _is_jaggr(source: InputSource) -> bool:
     if source.is_dir:
         return False
     obj = source.first_json_line
@@ -96,25 +96,25 @@ def _is_jaggr(source: Source) -> bool:
     )
 
 
-def _is_gob(source: Source) -> bool:
+def _is_gob(source: InputSource) -> bool:
     if source.is_dir:
         return False
     head = source.head[:4096]
     return b"Result" in head and b"Attack" in head and b"Latency" in head and b"Timestamp" in head
 
 
-def _results_in(folder: Source) -> list[Source]:
+def _results_in(folder: InputSource) -> list[InputSource]:
     return [c for c in folder.children() if _is_json_results(c) or _is_csv_results(c)]
 
 
-def sniff_json(source: Source) -> bool:
+def sniff_json(source: InputSource) -> bool:
     if source.is_dir:
         kids = [c for c in source.children() if c.suffix in (".json", ".jsonl", ".ndjson")]
         return bool(kids) and all(_is_json_results(c) for c in kids)
     return _is_json_results(source)
 
 
-def sniff_csv(source: Source) -> bool:
+def sniff_csv(source: InputSource) -> bool:
     if source.is_dir:
         kids = [c for c in source.children() if c.suffix == ".csv"]
         return bool(kids) and all(_is_csv_results(c) for c in kids) and not any(
@@ -123,7 +123,7 @@ def sniff_csv(source: Source) -> bool:
     return _is_csv_results(source)
 
 
-def sniff_report(source: Source) -> bool:
+def sniff_report(source: InputSource) -> bool:
     if source.is_dir:
         return any(_is_report(c) for c in source.children("*.txt*")) and not _results_in(source)
     return _is_report(source)
@@ -155,7 +155,7 @@ def _status_expr() -> pl.Expr:
     )
 
 
-def _read_json_results(src: Source) -> list[dict[str, object]]:
+def _read_json_results(src: InputSource) -> list[dict[str, object]]:
     rows = []
     for ln, o in iter_json_lines(src):
         missing = [k for k in JSON_KEYS if k not in o]
@@ -178,7 +178,7 @@ def _read_json_results(src: Source) -> list[dict[str, object]]:
     return rows
 
 
-def _read_csv_results(src: Source) -> list[dict[str, object]]:
+def _read_csv_results(src: InputSource) -> list[dict[str, object]]:
     rows = []
     reader = csv.reader(io.StringIO(src.read_text(), newline=""))
     for ln, r in enumerate(reader, start=1):
@@ -213,12 +213,12 @@ def _find_report(results: Path) -> Path | None:
     cands = [results.parent / f"{stem}.txt", results.parent / f"{Path(results.name).stem}.txt"]
     cands += sorted(results.parent.parent.glob(f"*/{stem}.txt"))
     for c in cands:
-        if c.is_file() and _is_report(Source(c)):
+        if c.is_file() and _is_report(InputSource(c)):
             return c
     return None
 
 
-def _load_results(source: Source, fmt: str, reader) -> RequestTrace:
+def _load_results(source: InputSource, fmt: str, reader) -> RequestTrace:
     files = (
         [c for c in source.children() if (_is_json_results(c) if fmt == "vegeta-json" else _is_csv_results(c))]
         if source.is_dir
@@ -255,7 +255,7 @@ def _load_results(source: Source, fmt: str, reader) -> RequestTrace:
         reported_n = attack_s = None
         unit = "rps" if rate is not None else None
         if rep is not None:
-            r = _parse_report(Source(rep))
+            r = _parse_report(InputSource(rep))
             reported_n, attack_s = r["total"], r["attack_s"]
             codes = df.group_by("code").len()
             ours = {int(c): int(k) for c, k in codes.iter_rows()}
@@ -312,12 +312,12 @@ def _load_results(source: Source, fmt: str, reader) -> RequestTrace:
     )
 
 
-def load_json(source: Source) -> RequestTrace:
+def load_json(source: InputSource) -> RequestTrace:
     """``vegeta encode --to json`` results (file or folder) → request trace."""
     return _load_results(source, "vegeta-json", _read_json_results)
 
 
-def load_csv(source: Source) -> RequestTrace:
+def load_csv(source: InputSource) -> RequestTrace:
     """``vegeta encode --to csv`` results (file or folder) → request trace."""
     return _load_results(source, "vegeta-csv", _read_csv_results)
 
@@ -327,7 +327,7 @@ _LINE = re.compile(r"^(?P<label>[A-Za-z][A-Za-z ]*?)\s+\[(?P<keys>[^\]]*)\]\s*(?
 _LAT_KEYS = {"mean": "mean", "50": "p50", "90": "p90", "95": "p95", "99": "p99", "max": "max"}
 
 
-def _parse_report(src: Source) -> dict[str, object]:
+def _parse_report(src: InputSource) -> dict[str, object]:
     text = src.read_text()
     fields: dict[str, tuple[list[str], str]] = {}
     for line in text.splitlines():
@@ -378,7 +378,7 @@ def _parse_report(src: Source) -> dict[str, object]:
     return out
 
 
-def load_report(source: Source) -> LoadPointTable:
+def load_report(source: InputSource) -> LoadPointTable:
     """``vegeta report`` text (file or folder of them) → one load point per report."""
     files = [c for c in source.children("*.txt*") if _is_report(c)] if source.is_dir else [source]
     prov = new_provenance(source, format="vegeta-text-report", tool=TOOL)
@@ -443,7 +443,7 @@ def load_report(source: Source) -> LoadPointTable:
 
 
 # --------------------------------------------------------------------------- jaggr (DERIVED)
-def load_jaggr(source: Source) -> LoadPointTable:
+def load_jaggr(source: InputSource) -> LoadPointTable:
     """Per-second ``jaggr`` rows of a Vegeta pipeline (DERIVED) → one pooled load point."""
     prov = new_provenance(source, format="vegeta-jaggr", tool="Vegeta | jaggr (derived)")
     recs = []
@@ -496,7 +496,7 @@ def load_jaggr(source: Source) -> LoadPointTable:
     )
 
 
-def load_gob(source: Source) -> None:
+def load_gob(source: InputSource) -> None:
     """Refuse Vegeta's binary gob results with the command that converts them."""
     raise InputError(
         "this is Vegeta's binary results file (a Go gob stream), which bearing does not decode; convert it with "

@@ -53,7 +53,7 @@ from bearing_lib.loaders._loadtest import (
     step_rows,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
-from bearing_lib.loaders.source import HEAD_BYTES, Source
+from bearing_lib.loaders.source import HEAD_BYTES, InputSource
 
 NAME_REQUESTS = "vllm-bench-serve-requests"
 NAME_AGGREGATE = "vllm-bench-serve"
@@ -104,7 +104,7 @@ def _is_result(obj: object) -> bool:
     return isinstance(obj, dict) and all(k in obj for k in SNIFF_KEYS)
 
 
-def _result_doc(source: Source) -> dict[str, Any] | list[dict[str, Any]] | None:
+def _result_doc(source: InputSource) -> dict[str, Any] | list[dict[str, Any]] | None:
     """The file as one vLLM result dict, or a list of them (``summary.json``, or an ``--append-result``
     file: one result per line), else None."""
     if source.suffix not in (".json", ".jsonl") or not may_hold(source, b'"tokenizer_id"'):
@@ -119,7 +119,7 @@ def _result_doc(source: Source) -> dict[str, Any] | list[dict[str, Any]] | None:
     return None
 
 
-def _appended(source: Source) -> list[Any] | None:
+def _appended(source: InputSource) -> list[Any] | None:
     """The results of an ``--append-result`` file, or None.
 
     ``vllm bench serve --append-result`` (vllm-project/vllm ``vllm/benchmarks/serve.py``, ``main``) opens
@@ -140,7 +140,7 @@ def _appended(source: Source) -> list[Any] | None:
 
 @functools.lru_cache(maxsize=16)
 def _appended_parsed(path: str, mtime_ns: int, size: int) -> list[Any] | None:
-    lines = [ln for ln in Source(path).read_text().splitlines() if ln.strip()]
+    lines = [ln for ln in InputSource(path).read_text().splitlines() if ln.strip()]
     if len(lines) < 2:
         return None
     return [json.loads(ln) for ln in lines]
@@ -150,15 +150,15 @@ def _has_arrays(doc: object) -> bool:
     return isinstance(doc, dict) and "ttfts" in doc and isinstance(doc["ttfts"], list)
 
 
-def _dir_files(d: Path) -> list[Source]:
+def _dir_files(d: Path) -> list[InputSource]:
     """Result files directly in ``d``: ``run=N.json`` when present (``summary.json`` is their copy)."""
-    children = [Source(p) for p in sorted(d.iterdir()) if p.is_file()]
+    children = [InputSource(p) for p in sorted(d.iterdir()) if p.is_file()]
     runs = [c for c in children if _RUN_FILE.match(c.name)]
     picked = runs if runs else [c for c in children if c.name != "benchmark_results.json"]
     return [f for f in picked if _result_doc(f) is not None]
 
 
-def _folder_files(source: Source) -> list[Source]:
+def _folder_files(source: InputSource) -> list[InputSource]:
     """Result files of a folder, one run per folder that holds them.
 
     Every level bearing knows is read: the folder's own ``*.json[.gz]`` (one run, named after the
@@ -188,7 +188,7 @@ def _skipped_folders(root: Path) -> list[str]:
             if not any(r == d or d in r.parents for r in read)]
 
 
-def _quick_has_arrays(source: Source) -> bool:
+def _quick_has_arrays(source: InputSource) -> bool:
     if b'"ttfts"' in source.head:
         return True
     if len(source.head) < HEAD_BYTES:
@@ -196,7 +196,7 @@ def _quick_has_arrays(source: Source) -> bool:
     return _has_arrays(_result_doc(source))
 
 
-def sniff_requests(source: Source) -> bool:
+def sniff_requests(source: InputSource) -> bool:
     if source.is_dir:
         files = _folder_files(source)
         return bool(files) and all(_quick_has_arrays(f) for f in files)
@@ -206,7 +206,7 @@ def sniff_requests(source: Source) -> bool:
     return isinstance(doc, dict) and _has_arrays(doc)
 
 
-def sniff_aggregate(source: Source) -> bool:
+def sniff_aggregate(source: InputSource) -> bool:
     if source.is_dir:
         files = _folder_files(source)
         return bool(files) and not all(_quick_has_arrays(f) for f in files)
@@ -224,7 +224,7 @@ def layout_of(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def version(source: Source) -> str | None:
+def version(source: InputSource) -> str | None:
     doc = _result_doc(source)
     if isinstance(doc, list):
         doc = doc[0]
@@ -349,7 +349,7 @@ def _record_extras(docs: list[tuple[Path, dict[str, Any]]], prov: Provenance) ->
 
 
 # ---------------------------------------------------------------- collecting steps
-def _collect(source: Source) -> tuple[list[tuple[Path, dict[str, Any], int | None]], str, list[str]]:
+def _collect(source: InputSource) -> tuple[list[tuple[Path, dict[str, Any], int | None]], str, list[str]]:
     """``[(file, result dict, element)]``, the run id, and the file list, for a file or folder."""
     if source.is_dir:
         files = _folder_files(source)
@@ -381,7 +381,7 @@ def _run_of(path: Path, default: str, base: Path) -> str:
     return default
 
 
-def _note_folders(source: Source, entries, prov: Provenance) -> None:
+def _note_folders(source: InputSource, entries, prov: Provenance) -> None:
     """Findings for a folder read at several levels, and for sub-folders skipped (what and why)."""
     if not source.is_dir:
         return
@@ -400,7 +400,7 @@ def _note_folders(source: Source, entries, prov: Provenance) -> None:
                  count=len(skipped))
 
 
-def _steps(source: Source, entries, run_id: str, prov: Provenance, *, arrays: bool) -> list[StepFacts]:
+def _steps(source: InputSource, entries, run_id: str, prov: Provenance, *, arrays: bool) -> list[StepFacts]:
     base = source.path if source.is_dir else source.path.parent
     steps = []
     for path, doc, element in entries:
@@ -462,7 +462,7 @@ def _stats_row(doc: dict[str, Any], path: Path, prov: Provenance) -> dict[str, o
     return row
 
 
-def _load_aggregate(source: Source) -> LoadPointTable:
+def _load_aggregate(source: InputSource) -> LoadPointTable:
     prov = new_provenance(source, format=NAME_AGGREGATE, tool=TOOL)
     entries, run_id, files = _collect(source)
     steps = _steps(source, entries, run_id, prov, arrays=False)
@@ -594,7 +594,7 @@ def _request_rows(s: StepFacts, prov: Provenance) -> dict[str, list]:
     return cols
 
 
-def _load_requests(source: Source) -> RequestTrace:
+def _load_requests(source: InputSource) -> RequestTrace:
     prov = new_provenance(source, format=NAME_REQUESTS, tool=TOOL)
     entries, run_id, files = _collect(source)
     steps = _steps(source, entries, run_id, prov, arrays=True)

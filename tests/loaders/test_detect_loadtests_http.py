@@ -12,7 +12,7 @@ import re
 import pytest
 
 from bearing_lib.loaders.registry import _safe_sniff, formats
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 pytestmark = pytest.mark.shared_data
 
@@ -71,7 +71,7 @@ FOLDERS = {
 
 
 def _claims(path) -> list[str]:
-    src = Source(path)
+    src = InputSource(path)
     return [spec.name for spec in formats() if _safe_sniff(spec, src)]
 
 

@@ -19,7 +19,7 @@ import pytest
 from bearing_lib import FormatDetectionError, load
 from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.loaders import detect
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 SURAJ = "loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b/01_tp8_pp1"
 
@@ -79,7 +79,7 @@ def test_detection_names_the_json_shape_found(tmp_path):
     # one JSON object on one line, longer than the 64 KiB head: no complete first line in the head
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"alpha": "x" * 70_000, "beta": [1, 2]}))
-    assert Source(big).describe() == "a JSON object with keys ['alpha', 'beta']"
+    assert InputSource(big).describe() == "a JSON object with keys ['alpha', 'beta']"
     with pytest.raises(FormatDetectionError) as exc:
         load(big)
     assert "Found a JSON object with keys ['alpha', 'beta']" in str(exc.value)
@@ -87,17 +87,17 @@ def test_detection_names_the_json_shape_found(tmp_path):
     # a small one-line object is one object, not "JSON lines"
     one = tmp_path / "one.json"
     one.write_text('{"b": 1, "a": 2}')
-    assert Source(one).describe() == "a JSON object with keys ['a', 'b']"
+    assert InputSource(one).describe() == "a JSON object with keys ['a', 'b']"
     # JSON lines, an array, and JSON that breaks
     jl = tmp_path / "x.json"
     jl.write_text('{"k": 1}\n{"k": 2}\n{"k": 3}\n')
-    assert Source(jl).describe() == "JSON lines (3 objects); the first has keys ['k']"
+    assert InputSource(jl).describe() == "JSON lines (3 objects); the first has keys ['k']"
     arr = tmp_path / "arr.json"
     arr.write_text('[{"z": 1}, {"z": 2}]')
-    assert Source(arr).describe() == "a JSON array of 2 items; the first has keys ['z']"
+    assert InputSource(arr).describe() == "a JSON array of 2 items; the first has keys ['z']"
     bad = tmp_path / "bad.json"
     bad.write_text('{"a": 1,\n "b": }')
-    d = Source(bad).describe()
+    d = InputSource(bad).describe()
     assert d.startswith("text that starts like JSON but does not parse: ") and "line 2, column 7" in d
 
 

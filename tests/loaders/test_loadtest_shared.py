@@ -21,14 +21,14 @@ from bearing_lib.loaders._loadtest import (
     step_row,
     step_rows,
 )
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 
 @pytest.fixture
 def src(tmp_path):
     p = tmp_path / "summary.json"
     p.write_bytes(b'{"made": "by hand"}\n')
-    return Source(p)
+    return InputSource(p)
 
 
 def test_finish_loadpoints_provenance_and_field_origins(src):
@@ -79,10 +79,10 @@ def test_step_rows_and_columns_agree_with_the_schemas():
 def test_json_lines_skip_blanks_and_name_the_bad_line(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_text('{"a": 1}\n\n{"a": Infinity}\n')
-    got = json_lines(Source(p))
+    got = json_lines(InputSource(p))
     assert got[0] == (1, {"a": 1}) and got[1][0] == 3 and got[1][1]["a"] == float("inf")
     p.write_text('{"a": 1}\n{"a": \n')
-    it = iter_json_lines(Source(p))
+    it = iter_json_lines(InputSource(p))
     assert next(it) == (1, {"a": 1})
     with pytest.raises(BadValueError, match="line is not JSON") as exc:
         next(it)

@@ -12,7 +12,7 @@ import pytest
 
 from bearing_lib.common.errors import BadValueError, SchemaError, StructureError
 from bearing_lib.loaders._common import read_csv_checked
-from bearing_lib.loaders.source import Source
+from bearing_lib.loaders.source import InputSource
 
 COLS = {"a": pl.Int64(), "b": pl.String(), "c": pl.String()}
 
@@ -21,7 +21,7 @@ def _read(tmp_path, body: bytes | str, name: str = "t.csv", **kw):
     p = tmp_path / name
     data = body.encode() if isinstance(body, str) else body
     p.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    return read_csv_checked(Source(p), kw.pop("columns", COLS), **kw)
+    return read_csv_checked(InputSource(p), kw.pop("columns", COLS), **kw)
 
 
 def test_empty_last_fields_and_blank_lines_are_not_ragged(tmp_path):
