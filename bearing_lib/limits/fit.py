@@ -958,6 +958,13 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         return None
     below, above = lo / value - 1.0, hi / value - 1.0
     coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
+    # a CI whose upper end is a step that failed only by not settling (not steady, or still rising through
+    # the step) rests on no judged failure there: the first judged failure may lie well above it (a limit
+    # read low with a narrow CI), so the limit is coarse whatever the CI's width
+    unsettled_top = next((j for j in det if j.x is not None and j.status == "fail"
+                          and math.isclose(j.x, hi, rel_tol=1e-9) and (j.not_steady or "unsettled" in j.flags)
+                          and all(j.clause_ok)), None)
+    coarse = coarse or unsettled_top is not None
     durations = [float(j.row["duration_s"]) for j in det if j.row.get("duration_s")]
     step_s = float(np.median(durations)) if durations else None
     suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
@@ -968,7 +975,8 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
-    )
+    ) + (f"; the step at {unsettled_top.x:.4g} that bounds it from above failed only by not settling, so the "
+         "limit may lie above it" if unsettled_top is not None else "")
     return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
