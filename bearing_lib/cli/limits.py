@@ -90,10 +90,9 @@ def register(app: typer.Typer) -> None:
             "model (the beta-binomial exceedance model load-point tables use; docs/oracle.md compares them)."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
-        from bearing_lib.limits.fit import fit_limits
+        from bearing_lib.common.progress import progress_for, progress_wanted
         from bearing_lib.limits.sla import combine, load_sla_file, parse_sla
         from bearing_lib.limits.sourcepaths import relative_sources
-        from bearing_lib.loaders import load
 
         with bearing_errors():
             if tested_instances is not None and tested_instances < 1:
@@ -115,31 +114,11 @@ def register(app: typer.Typer) -> None:
                 if not Path(mixes).exists():
                     raise ParameterError(f"--mixes: expected auto, none or a mix file; {mixes!r} does not exist")
                 mix_arg = Path(mixes)
-            if engine is not None:
-                if len(traces) != 1 or format is not None or option or mapping is not None or pool:
-                    raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
-                                         "combine with several inputs, --format, --option, --mapping or --pool")
-                result = fit_limits(traces[0], sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                    min_share=min_share, engine=engine, scheduler=scheduler, estimator=estimator)
-            else:
-                options = merge_loader_options(parse_loader_options(option), mapping=mapping)
-                fmt = format or ("generic" if mapping is not None else None)
-                datasets = []
-                for p in traces:
-                    ds = load(Path(p), format=fmt, **options)
-                    if ds.kind not in ("requests", "loadpoints"):
-                        raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
-                                             "or load points from a stepped test")
-                    datasets.append(ds)
-                unchecked: list[str] = []
-                if pool:  # one deployment's repeats are pooled, never two deployments (compare/identity.py)
-                    from bearing_lib.compare.identity import check_pool
-
-                    reqs = [d for d in datasets if d.kind == "requests"]
-                    unchecked = check_pool(reqs) if len(reqs) > 1 else []
-                result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                                    min_share=min_share, pool_runs=pool, estimator=estimator)
-                result.notes.extend(unchecked)
+            show = progress_wanted() and engine != "dask"  # Dask shows its own bars
+            with progress_for("limits", enabled=show) as bar:
+                result = _fit(traces, sla_obj, mix_arg, weights=weights, n_boot=n_boot, seed=seed,
+                              min_share=min_share, format=format, mapping=mapping, option=option, pool=pool,
+                              engine=engine, scheduler=scheduler, estimator=estimator, progress=bar)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = relative_sources(result.to_dict(), json_out)  # read back from the JSON's folder
             json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +127,47 @@ def register(app: typer.Typer) -> None:
             for line in decision_lines(doc):
                 typer.echo(line)
             typer.echo(f"wrote {json_out}")
+
+
+def _fit(traces: list[str], sla_obj, mix_arg: object, *, weights: Path | None, n_boot: int, seed: int,  # noqa: ANN001
+         min_share: float, format: str | None, mapping: Path | None, option: list[str], pool: bool,
+         engine: str | None, scheduler: str | None, estimator: str, progress):  # noqa: ANN001, ANN202
+    """Read the inputs and fit the limits (``progress``: a terminal bar or None, advanced per file read
+    and per run x mix group fitted)."""
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+
+    if engine is not None:
+        if len(traces) != 1 or format is not None or option or mapping is not None or pool:
+            raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
+                                 "combine with several inputs, --format, --option, --mapping or --pool")
+        if progress is not None:
+            progress.step(f"fitting {traces[0]} on the {engine} engine")
+        return fit_limits(traces[0], sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
+                          min_share=min_share, engine=engine, scheduler=scheduler, estimator=estimator)
+    options = merge_loader_options(parse_loader_options(option), mapping=mapping)
+    fmt = format or ("generic" if mapping is not None else None)
+    datasets = []
+    if progress is not None:
+        progress.start(len(traces), "reading the load-test files")
+    for p in traces:
+        ds = load(Path(p), format=fmt, **options)
+        if ds.kind not in ("requests", "loadpoints"):
+            raise ParameterError(f"{p}: a {ds.kind} dataset holds no load test; limits need requests "
+                                 "or load points from a stepped test")
+        datasets.append(ds)
+        if progress is not None:
+            progress.advance(1)
+    unchecked: list[str] = []
+    if pool:  # one deployment's repeats are pooled, never two deployments (compare/identity.py)
+        from bearing_lib.compare.identity import check_pool
+
+        reqs = [d for d in datasets if d.kind == "requests"]
+        unchecked = check_pool(reqs) if len(reqs) > 1 else []
+    result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
+                        min_share=min_share, pool_runs=pool, estimator=estimator, progress=progress)
+    result.notes.extend(unchecked)
+    return result
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")

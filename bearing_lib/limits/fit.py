@@ -59,6 +59,7 @@ from scipy.optimize import isotonic_regression
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError
 from bearing_lib.common.files import jsonable
+from bearing_lib.common.progress import Progress
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
@@ -1292,6 +1293,7 @@ def fit_limits(
     engine: str | None = None,
     scheduler: str | None = None,
     estimator: str = "pooled",
+    progress: Progress | None = None,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -1321,6 +1323,9 @@ def fit_limits(
     estimator
         For request traces: ``"pooled"`` (default) or ``"model"`` (see :data:`ESTIMATORS`); load-point
         tables always use the model.
+    progress
+        A terminal bar (:class:`bearing_lib.common.progress.Progress`) or None: per input, a step while its
+        load curve and bootstrap replicates are computed, then one tick per (run, mix) group fitted or skipped.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -1360,6 +1365,8 @@ def fit_limits(
     for it in fit_items:
         tables = isinstance(it, LoadPointTable)
         reps = None
+        if progress is not None:
+            progress.step(f"load curve and bootstrap of {it.provenance.source}")
         if tables:
             curve = load_curve(it, extra_quantiles=extra_q, options=options)
             if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:
@@ -1374,7 +1381,10 @@ def fit_limits(
             pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
         )
         run_n = dict(curve.group_by("run_id").agg(pl.col("n_requests").sum()).iter_rows())
-        for (run, mix), part in curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True).items():
+        groups = curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True)
+        if progress is not None:
+            progress.start(len(groups), f"fitting the run x mix groups of {it.provenance.source}")
+        for (run, mix), part in groups.items():
             rows = part.to_dicts()
             n_mix = int(part["n_requests"].sum())
             if tables:  # one mix per run; counts may be missing from a tool summary
@@ -1385,6 +1395,8 @@ def fit_limits(
             if share < min_share:
                 skipped.append(Skipped(run_id=str(run), mix=str(mix), share=share, n_requests=n_mix,
                                        reason=f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"))
+                if progress is not None:
+                    progress.advance(1)
                 continue
             tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
             lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
@@ -1405,6 +1417,8 @@ def fit_limits(
             lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
             _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
             limits.append(lim)
+            if progress is not None:
+                progress.advance(1)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
