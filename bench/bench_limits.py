@@ -13,6 +13,7 @@ around the work, peak RSS is the child's own VmHWM (see ``_vm_hwm_mib``).
 Usage::
 
     PYTHONPATH=. nice python bench/bench_limits.py [--rows-agg 10000000] [--rows-limits 1000000] [--out DIR]
+    PYTHONPATH=. nice python bench/bench_limits.py --only-aggregate --repeat 5 --out DIR   # load curve vs (c)
 """
 
 from __future__ import annotations
@@ -156,6 +157,37 @@ def _run_child(kind: str, path: Path) -> dict:
     return res
 
 
+def _aggregate_rounds(path: Path, repeat: int) -> None:
+    """``repeat`` rounds after a warm-up, bearing's load curve and polars-lazy task (c) alternating (which
+    goes first alternates too); the ratio is taken per round (same moment), then the median."""
+    import statistics
+
+    _run_child("reference", path)  # warm-up: page cache
+    rounds = []
+    for r in range(repeat):
+        pair = {}
+        for kind in (("aggregate", "reference") if r % 2 == 0 else ("reference", "aggregate")):
+            pair[kind] = _run_child(kind, path)
+        rounds.append(pair)
+        a, b = pair["aggregate"], pair["reference"]
+        print(f"round {r + 1}: bearing {a['total_s']:.2f} s ({a['peak_rss_mib']:.0f} MiB), polars-lazy (c) "
+              f"{b['total_s']:.2f} s ({b['peak_rss_mib']:.0f} MiB), ratio {a['total_s'] / b['total_s']:.2f}; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    med = statistics.median
+    agg = [p["aggregate"] for p in rounds]
+    ref = [p["reference"] for p in rounds]
+    print(json.dumps({"aggregate": agg, "reference_polars_lazy_task_c": ref}, indent=1))
+    print(f"\naggregate: {agg[0]['rows']:,} rows, {agg[0]['groups']} step x mix groups; in-process s median "
+          f"(min-max): bearing {med(x['total_s'] for x in agg):.2f} ({min(x['total_s'] for x in agg):.2f}-"
+          f"{max(x['total_s'] for x in agg):.2f}) = read {med(x['read_s'] for x in agg):.2f} + auto mixes "
+          f"{med(x['auto_mixes_s'] for x in agg):.2f} + load_curve {med(x['load_curve_s'] for x in agg):.2f}; "
+          f"peak {med(x['peak_rss_mib'] for x in agg):.0f} MiB")
+    print(f"reference: polars-lazy task (c) {med(x['total_s'] for x in ref):.2f} s "
+          f"({min(x['total_s'] for x in ref):.2f}-{max(x['total_s'] for x in ref):.2f}), peak "
+          f"{med(x['peak_rss_mib'] for x in ref):.0f} MiB; bearing / reference per round, median "
+          f"{med(a['total_s'] / b['total_s'] for a, b in zip(agg, ref, strict=True)):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows-limits", type=int, default=1_000_000)
@@ -163,6 +195,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="Keep the generated Parquet files here.")
     ap.add_argument("--only-limits", action="store_true",
                     help="Only the limits fit: from one file (in memory) and from a step-partitioned dataset.")
+    ap.add_argument("--only-aggregate", action="store_true",
+                    help="Only the load-curve aggregation beside polars-lazy task (c), --repeat rounds alternating.")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of aggregate + reference (--only-aggregate)")
     args = ap.parse_args()
     tmp = args.out or Path(tempfile.mkdtemp(prefix="bench_limits_"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -186,6 +221,9 @@ def main() -> None:
         return
     if not p10.exists():
         _synth(args.rows_agg, 20, p10, seed=2)
+    if args.only_aggregate:
+        _aggregate_rounds(p10, args.repeat)
+        return
     lim = _run_child("limits", p1)
     agg = _run_child("aggregate", p10)
     ref = _run_child("reference", p10)

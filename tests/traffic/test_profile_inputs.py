@@ -76,6 +76,27 @@ def test_one_parquet_file_streams_and_equals_in_memory(tmp_path, sort):
     assert json.loads(out2.read_text()) == d
 
 
+def test_folder_and_glob_take_the_same_lazy_path(tmp_path):
+    """A folder of Parquet files and a glob over them: the numbers of the in-memory profile of all their
+    requests, and the same document with or without --engine embedded (one plan for every Parquet input)."""
+    fr = _frame(sort=False)
+    whole = write_trace(_trace(fr), tmp_path / "whole.parquet")
+    (tmp_path / "parts").mkdir()
+    for i in range(3):  # every third request: each file spans the whole trace, out of order across files
+        write_trace(_trace(fr.gather_every(3, offset=i)), tmp_path / "parts" / f"p{i}.parquet")
+    truth = profile_traffic(load(whole)).to_dict()
+    for arg in (str(tmp_path / "parts"), str(tmp_path / "parts" / "p*.parquet")):
+        docs = []
+        for extra in ([], ["--engine", "embedded"]):
+            out = tmp_path / f"p{len(docs)}.json"
+            res = runner.invoke(app, ["profile", arg, *extra, "--json", str(out), "--force"])
+            assert res.exit_code == 0, res.output
+            docs.append(json.loads(out.read_text()))
+        assert docs[0] == docs[1]
+        assert docs[0]["source"]["n_files"] == 3 and docs[0]["source"]["engine"]["engine"] == "embedded"
+        _same_numbers(truth, docs[0])
+
+
 def test_relative_clock_file_and_time_origin_option(tmp_path):
     fr = _frame(20_000).with_columns(pl.col("start_s") - T0)
     f = tmp_path / "rel.parquet"
