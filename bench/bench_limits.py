@@ -147,7 +147,8 @@ def _vm_hwm_mib() -> float:
 def _run_child(kind: str, path: Path) -> dict:
     code = (
         f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
-        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = b._vm_hwm_mib(); print(json.dumps(r))"
+        f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = b._vm_hwm_mib(); import resource; "
+        f"u = resource.getrusage(resource.RUSAGE_SELF); r['cpu_s'] = u.ru_utime + u.ru_stime; print(json.dumps(r))"
     )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -170,8 +171,9 @@ def _aggregate_rounds(path: Path, repeat: int) -> None:
             pair[kind] = _run_child(kind, path)
         rounds.append(pair)
         a, b = pair["aggregate"], pair["reference"]
-        print(f"round {r + 1}: bearing {a['total_s']:.2f} s ({a['peak_rss_mib']:.0f} MiB), polars-lazy (c) "
-              f"{b['total_s']:.2f} s ({b['peak_rss_mib']:.0f} MiB), ratio {a['total_s'] / b['total_s']:.2f}; "
+        print(f"round {r + 1}: bearing {a['total_s']:.2f} s ({a['peak_rss_mib']:.0f} MiB, CPU {a['cpu_s']:.2f} s), "
+              f"polars-lazy (c) {b['total_s']:.2f} s ({b['peak_rss_mib']:.0f} MiB, CPU {b['cpu_s']:.2f} s), "
+              f"ratio {a['total_s'] / b['total_s']:.2f} (CPU {a['cpu_s'] / b['cpu_s']:.2f}); "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
     med = statistics.median
     agg = [p["aggregate"] for p in rounds]
@@ -185,7 +187,8 @@ def _aggregate_rounds(path: Path, repeat: int) -> None:
     print(f"reference: polars-lazy task (c) {med(x['total_s'] for x in ref):.2f} s "
           f"({min(x['total_s'] for x in ref):.2f}-{max(x['total_s'] for x in ref):.2f}), peak "
           f"{med(x['peak_rss_mib'] for x in ref):.0f} MiB; bearing / reference per round, median "
-          f"{med(a['total_s'] / b['total_s'] for a, b in zip(agg, ref, strict=True)):.2f}")
+          f"{med(a['total_s'] / b['total_s'] for a, b in zip(agg, ref, strict=True)):.2f} (whole-process CPU "
+          f"{med(a['cpu_s'] / b['cpu_s'] for a, b in zip(agg, ref, strict=True)):.2f})")
 
 
 def main() -> None:

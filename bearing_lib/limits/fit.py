@@ -1324,8 +1324,9 @@ def fit_limits(
         For request traces: ``"pooled"`` (default) or ``"model"`` (see :data:`ESTIMATORS`); load-point
         tables always use the model.
     progress
-        A terminal bar (:class:`bearing_lib.common.progress.Progress`) or None: per input, a step while its
-        load curve and bootstrap replicates are computed, then one tick per (run, mix) group fitted or skipped.
+        A terminal bar (:class:`bearing_lib.common.progress.Progress`) or None: per input, a bar without a
+        count while its load curve and bootstrap replicates are computed, then one tick per (run, mix) group
+        fitted or skipped.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -1366,7 +1367,7 @@ def fit_limits(
         tables = isinstance(it, LoadPointTable)
         reps = None
         if progress is not None:
-            progress.step(f"load curve and bootstrap of {it.provenance.source}")
+            progress.start(None, f"load curve and bootstrap of {it.provenance.source}")  # no count: a pulsing bar
         if tables:
             curve = load_curve(it, extra_quantiles=extra_q, options=options)
             if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:

@@ -94,11 +94,12 @@ def test_limits_counts_a_tick_per_file_and_per_group(two_runs, tmp_path, monkeyp
     assert res.exit_code == 0, res.output
     (bar,) = Recorder.made
     assert bar.label == "limits"
-    reading, *fitting = bar.starts
+    reading, *per_file = bar.starts
     assert reading == ["reading the load-test files", 2, 2]
+    assert per_file[0::2] == [[f"load curve and bootstrap of {p}", None, 0] for p in paths]  # no count: pulsing
+    fitting = per_file[1::2]
     assert [(total, done) for _, total, done in fitting] == [(n, n) for n in expected]
     assert [what for what, _, _ in fitting] == [f"fitting the run x mix groups of {p}" for p in paths]
-    assert bar.steps == [f"load curve and bootstrap of {p}" for p in paths]
     doc = json.loads(out.read_text())
     # every tick is a group fitted or skipped (run b's few long-tailed requests in 'middle' are below --min-share)
     assert len(doc["mixes"]) + len(doc["skipped"]) == sum(expected)
