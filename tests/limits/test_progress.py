@@ -52,9 +52,9 @@ class Recorder:
 
 @pytest.fixture()
 def two_runs(tmp_path):
-    a = mm1_frame(RATES, mu_rps=1000.0, step_s=30.0, seed=1, run_id="a",
+    a = mm1_frame(RATES, mu_rps=1000.0, step_s=10.0, seed=1, run_id="a",
                   mix_weights={"chat": 0.5, "rag": 0.3, "cached": 0.2})
-    b = mm1_frame(RATES, mu_rps=1000.0, step_s=30.0, seed=2, run_id="b")
+    b = mm1_frame(RATES, mu_rps=1000.0, step_s=10.0, seed=2, run_id="b")
     paths = []
     for name, f in (("a", a), ("b", b)):
         p = tmp_path / f"{name}.parquet"
@@ -89,7 +89,7 @@ def test_limits_counts_a_tick_per_file_and_per_group(two_runs, tmp_path, monkeyp
     monkeypatch.setattr("bearing_lib.common.progress.progress_wanted", lambda **kw: True)
     monkeypatch.setattr("bearing_lib.common.progress.Progress", Recorder)
     out = tmp_path / "limits.json"
-    res = CliRunner().invoke(app, ["limits", *map(str, paths), "--sla", SLA, "--mixes", str(mixes), "--n-boot", "20",
+    res = CliRunner().invoke(app, ["limits", *map(str, paths), "--sla", SLA, "--mixes", str(mixes), "--n-boot", "0",
                                    "--min-share", str(min_share), "--json", str(out)])
     assert res.exit_code == 0, res.output
     (bar,) = Recorder.made
