@@ -1,0 +1,158 @@
+"""The limit search of one parameter set: the twin's steady state at a Poisson rate, judged by the SLA, and the
+bisection on log(rate) for the highest rate that passes (docs/twin.md "Prediction", "Speed").
+
+Common random numbers (the same unit-rate gaps and request lengths at every rate, :class:`RequestStream`) make the
+margin nearly monotone in the rate. The simulated window is held by **requests, not seconds** where the rate is
+high: the steady window is ``duration_s`` long but holds at most ``max_requests`` requests (never fewer than
+``min_requests``), and the warm-up lasts ``warmup_s`` but at most ``warmup_requests`` arrivals (never under
+``warmup_min_s``). A P99 over 6,000 steady requests rests on 60 of them in its tail; before this cap a 19 rps
+search held 28,500 requests per step and a 90 rps one 138,000, for the same SLA verdict within its Monte-Carlo
+error (docs/twin.md "Speed" gives the comparison).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from bearing_lib.twin.mix import RequestMix
+from bearing_lib.twin.simulate import OK, ServerParams, SimResult, simulate
+
+MAX_BAD_FRACTION = 0.01
+DEFAULT_DRAWS = 12  # parameter draws of a prediction: one default for the CLI, the notebook and the report
+
+
+@dataclass
+class SearchOptions:
+    duration_s: float = 1200.0
+    warmup_s: float = 300.0
+    rel_tol: float = 0.01
+    n_draws: int = DEFAULT_DRAWS
+    seed: int = 0
+    min_requests: int = 3000  # a run holds at least this many steady requests (long enough for a P99)
+    max_requests: int | None = 6000  # ... and at most this many (None: the whole duration_s at any rate)
+    warmup_requests: int | None = 1500  # the warm-up holds at most this many arrivals (None: all of warmup_s) ...
+    warmup_min_s: float = 60.0  # ... but lasts at least this long (or warmup_s, if shorter)
+
+    def window(self, rate: float) -> tuple[float, float]:
+        """(warm-up, steady duration) in seconds of the twin's run at ``rate`` rps."""
+        dur = max(self.duration_s, self.min_requests / rate)
+        if self.max_requests is not None:
+            dur = min(dur, max(self.max_requests, self.min_requests) / rate)
+        warm = self.warmup_s
+        if self.warmup_requests is not None:
+            warm = min(warm, max(self.warmup_requests / rate, self.warmup_min_s))
+        return warm, dur
+
+
+class RequestStream:
+    """Common random numbers: unit-rate gaps and request lengths, extended on demand."""
+
+    def __init__(self, mix: RequestMix, seed: int, rr: int = 1) -> None:
+        self.mix = mix
+        self.rr = rr  # round-robin over rr replicas: one replica sees every rr-th arrival (Gamma(rr) gaps)
+        self._rg = np.random.default_rng([seed, 1])
+        self._rl = np.random.default_rng([seed, 2])
+        self.cum = np.empty(0)
+        self.inp = self.out = self.cac = np.empty(0)
+
+    def take(self, horizon_units: float) -> int:
+        """Requests whose unit-rate arrival time is below ``horizon_units`` (extends the stream)."""
+        while self.cum.size == 0 or self.cum[-1] < horizon_units:
+            n = max(1000, int(horizon_units - (self.cum[-1] if self.cum.size else 0.0)) + 1000)
+            base = self.cum[-1] if self.cum.size else 0.0
+            gaps = (self._rg.standard_exponential(n) if self.rr == 1 else
+                    self._rg.gamma(self.rr, 1.0 / self.rr, n))  # unit mean either way
+            self.cum = np.concatenate([self.cum, base + np.cumsum(gaps)])
+            i, o, c = self.mix.sample(self._rl, n)
+            self.inp, self.out, self.cac = (np.concatenate([a, b]) for a, b in
+                                            ((self.inp, i), (self.out, o), (self.cac, c)))
+        return int(np.searchsorted(self.cum, horizon_units, side="left"))
+
+
+def steady_frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray) -> pl.DataFrame:
+    """The requests ``keep`` selects (the steady state) as the SLA reads them."""
+    arr, out = arr[keep], out[keep]
+    first, end, status_code = res.first_token_s[keep], res.end_s[keep], res.status[keep]
+    ok = status_code == OK
+    ttft = np.where(ok, (first - arr) * 1000.0, np.nan)
+    lat = (end - arr) * 1000.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
+    status = np.where(ok, "ok", np.where(status_code == 1, "timeout", "rejected"))
+    return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
+                         "status": status}).with_columns(
+        pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
+
+
+def margin_at(params: ServerParams, stream: RequestStream, rate: float, sla,
+              opt: SearchOptions) -> tuple[float, dict]:
+    """SLA margin (and the run's peak occupancy) of the twin's steady state at ``rate`` rps."""
+    warm, dur = opt.window(rate)
+    n = stream.take((warm + dur) * rate)
+    arr = stream.cum[:n] / rate
+    res = simulate(params, arr, stream.inp[:n], stream.out[:n], stream.cac[:n])
+    steady = arr >= warm
+    st = res.status[steady]
+    info = {"peak_running": float(res.peak_running), "peak_kv_tokens": float(res.peak_kv_tokens),
+            "kv_held": float(np.mean(res.kv_held[steady])) if steady.any() else 0.0,
+            "slot_held": float(np.mean(res.slot_held[steady])) if steady.any() else 0.0}
+    if st.size == 0:
+        return -1.0, info
+    if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
+        return -1.0, info
+    fr = steady_frame(arr, stream.out[:n], res, steady)
+    tp = fr["tpot_ms"].drop_nulls().to_numpy()
+    info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
+    m = sla.margin(fr)
+    return (-1.0 if m is None else float(m)), info
+
+
+def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
+                 guess: float, lo: float | None = None, hi: float | None = None,
+                 rr: int = 1) -> tuple[float, dict, str]:
+    """Bisection on log(rate) for the highest passing rate of one server; returns (rate, peak info at it,
+    censoring). ``rr``: the server is one of ``rr`` replicas behind a round-robin router (every rr-th arrival of
+    a Poisson stream: Gamma-distributed gaps); the rate is the server's own."""
+    stream = RequestStream(mix, seed, rr)
+    info: dict = {}
+    lo_r, hi_r = lo, hi
+    if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
+        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5, rr=rr)
+    r = guess
+    # bracket: grow or shrink by 1.5× from the guess
+    for _ in range(40):
+        if lo_r is not None and hi_r is not None:
+            break
+        m, inf = margin_at(params, stream, r, sla, opt)
+        if m >= 0:
+            lo_r, info = r, inf
+            r = r * 1.5 if hi_r is None else math.sqrt(r * hi_r)
+        else:
+            hi_r = r
+            r = r / 1.5 if lo_r is None else math.sqrt(r * lo_r)
+        if r < 1e-4:
+            return 0.0, info, "below"
+        if r > 1e5:
+            return r, info, "above"
+    if lo_r is None or hi_r is None:
+        return (lo_r or 0.0), info, "above" if hi_r is None else "below"
+    if not info:
+        m, info = margin_at(params, stream, lo_r, sla, opt)
+        if m < 0:  # a given bracket that does not hold: widen downwards
+            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5, rr=rr)
+    while hi_r / lo_r > 1.0 + 2.0 * opt.rel_tol:
+        mid = math.sqrt(lo_r * hi_r)
+        m, inf = margin_at(params, stream, mid, sla, opt)
+        if m >= 0:
+            lo_r, info = mid, inf
+        else:
+            hi_r = mid
+    return math.sqrt(lo_r * hi_r), info, "none"
+
+
+__all__ = ["DEFAULT_DRAWS", "MAX_BAD_FRACTION", "RequestStream", "SearchOptions", "margin_at", "search_limit",
+           "steady_frame"]
