@@ -40,10 +40,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from numba import njit
-
-# compiled once per machine (cache=True: the machine code is kept beside the module, or in numba's user cache)
-_jit = njit(cache=True, nogil=True)
 
 OK, TIMEOUT, REJECTED = 0, 1, 2
 STATUS = ("ok", "timeout", "rejected")
@@ -96,7 +92,6 @@ class SimResult:
     preemptions: int
 
 
-@_jit
 def _iters_to_cover(gap: float, base: float, slope: float) -> int:
     """Smallest k ≥ 1 with Σ_{i<k} (base + slope·i) ≥ gap (iteration durations growing by ``slope``)."""
     if gap <= 0:
@@ -140,7 +135,7 @@ def simulate(
     def lim(v: float | None) -> float:
         return math.inf if v is None else float(v)
 
-    first, started, end, status, kv_held, slot_held, peak_run, peak_kv, n_pre = _event_loop(
+    first, started, end, status, kv_held, slot_held, peak_run, peak_kv, n_pre = _compiled()(
         arr, np.ascontiguousarray(inp_a), np.ascontiguousarray(np.maximum(inp_a - cac, 0.0)),
         np.ascontiguousarray(inp_a + out_a), np.ascontiguousarray(np.maximum(out_a, 1).astype(np.int64)),
         params.prefill_base_ms / 1000.0, params.prefill_ms_per_token / 1000.0, params.decode_base_ms / 1000.0,
@@ -158,11 +153,25 @@ def simulate(
                      peak_kv_tokens=float(peak_kv), preemptions=int(n_pre))
 
 
+_KERNEL: list = []
+
+
+def _compiled():
+    """The event loop compiled by numba on first use (numba is imported only then; ``cache=True``: the machine code
+    is kept beside this module, or in numba's user cache, and reloaded by the next process)."""
+    if not _KERNEL:
+        from numba import njit
+
+        global _iters_to_cover
+        _iters_to_cover = njit(cache=True, nogil=True)(_iters_to_cover)  # the loop calls it compiled
+        _KERNEL.append(njit(cache=True, nogil=True)(_event_loop))
+    return _KERNEL[0]
+
+
 # One function on purpose (docs/interfaces.md "Long functions"): the event loop's state is local variables, compiled
-# by numba (``_jit``) into one machine-code loop; the queue is a ring buffer (``q``, head ``qh``, length ``ql``; a
-# preempted request goes back to its head), the completion and deadline heaps are lists of tuples (``heapq``).
-# Without numba (``NUMBA_DISABLE_JIT=1``) the same source runs as plain Python, with the same numbers.
-@_jit
+# by numba (``_compiled``) into one machine-code loop; the queue is a ring buffer (``q``, head ``qh``, length ``ql``;
+# a preempted request goes back to its head), the completion and deadline heaps are lists of tuples (``heapq``).
+# With ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python, with the same numbers (tests/twin/test_jit.py).
 def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt, tmo, rto, paged):  # noqa: C901
     n = a.size
     timed = tmo < math.inf or rto < math.inf  # a deadline can end a decode jump (a running one is in dl)
