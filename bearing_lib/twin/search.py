@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.twin.mix import RequestMix
-from bearing_lib.twin.simulate import OK, ServerParams, SimResult, simulate
+from bearing_lib.twin.simulate import OK, STATUS, ServerParams, SimResult, simulate
 
 MAX_BAD_FRACTION = 0.01
 DEFAULT_DRAWS = 12  # parameter draws of a prediction: one default for the CLI, the notebook and the report
@@ -74,19 +74,29 @@ class RequestStream:
         return int(np.searchsorted(self.cum, horizon_units, side="left"))
 
 
-def steady_frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray) -> pl.DataFrame:
-    """The requests ``keep`` selects (the steady state) as the SLA reads them."""
+def steady_frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray,
+                 columns: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")) -> pl.DataFrame:
+    """The requests ``keep`` selects (the steady state) as the SLA reads them: ``status`` and the latency
+    ``columns`` asked for (a latency of a request that did not succeed is null, as in a test's rows)."""
     arr, out = arr[keep], out[keep]
     first, end, status_code = res.first_token_s[keep], res.end_s[keep], res.status[keep]
     ok = status_code == OK
-    ttft = np.where(ok, (first - arr) * 1000.0, np.nan)
-    lat = (end - arr) * 1000.0
+    cols = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
-    status = np.where(ok, "ok", np.where(status_code == 1, "timeout", "rejected"))
-    return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
-                         "status": status}).with_columns(
-        pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
+        for c in columns:
+            if c == "ttft_ms":
+                v = np.where(ok, (first - arr) * 1000.0, np.nan)
+            elif c == "latency_ms":
+                v = (end - arr) * 1000.0
+            elif c in ("tpot_ms", "itl_ms"):
+                v = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
+            else:
+                raise ValueError(f"the twin gives no {c!r} (ttft_ms, latency_ms, tpot_ms, itl_ms)")
+            cols[c] = v
+    # the status as the words the SLA reads, mapped in polars (a numpy array of strings costs ~10× more)
+    return pl.DataFrame({**cols, "status": status_code}).with_columns(
+        *(pl.col(c).fill_nan(None) for c in cols if c != "latency_ms"),
+        pl.col("status").replace_strict([OK, 1, 2], list(STATUS), return_dtype=pl.String))
 
 
 def margin_at(params: ServerParams, stream: RequestStream, rate: float, sla,
@@ -105,10 +115,11 @@ def margin_at(params: ServerParams, stream: RequestStream, rate: float, sla,
         return -1.0, info
     if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
         return -1.0, info
-    fr = steady_frame(arr, stream.out[:n], res, steady)
-    tp = fr["tpot_ms"].drop_nulls().to_numpy()
+    out = stream.out[:n]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tp = ((res.end_s - res.first_token_s) * 1000.0 / (out - 1))[steady & (res.status == OK) & (out > 1)]
     info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
-    m = sla.margin(fr)
+    m = sla.margin(steady_frame(arr, out, res, steady, tuple(sla.metrics())))
     return (-1.0 if m is None else float(m)), info
 
 
