@@ -20,10 +20,9 @@ percentile SLAs over all requests). A scaled prompt length multiplies every prom
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
-import polars as pl
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
@@ -31,132 +30,15 @@ from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
-from bearing_lib.twin.simulate import OK, ServerParams, SimResult, simulate
+from bearing_lib.twin.search import DEFAULT_DRAWS, SearchOptions, margin_at, search_limit
+from bearing_lib.twin.simulate import ServerParams
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
-MAX_BAD_FRACTION = 0.01
 HELD_SHARE = 0.01  # a ceiling that holds back more than this share of requests may shape the limit
 INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than this: it does not shape it
 RATE_EXTRAPOLATION = 2.0  # a limit above this multiple of the highest request rate the test completed is flagged
 OUTSIDE_SHARE = 0.01  # a target dimension with more than this share of requests outside the tested range is flagged
 CONTEXT_GROWTH = 1.25  # a target whose mean context per request is this much the test's leans on the context cost
-DEFAULT_DRAWS = 12  # parameter draws of a prediction: one default for the CLI, the notebook and the report
-
-
-@dataclass
-class SearchOptions:
-    duration_s: float = 1200.0
-    warmup_s: float = 300.0
-    rel_tol: float = 0.01
-    n_draws: int = DEFAULT_DRAWS
-    seed: int = 0
-    min_requests: int = 3000  # a run holds at least this many steady requests (long enough for a P99)
-
-
-class _Stream:
-    """Common random numbers: unit-rate gaps and request lengths, extended on demand."""
-
-    def __init__(self, mix: RequestMix, seed: int, rr: int = 1) -> None:
-        self.mix = mix
-        self.rr = rr  # round-robin over rr replicas: one replica sees every rr-th arrival (Gamma(rr) gaps)
-        self._rg = np.random.default_rng([seed, 1])
-        self._rl = np.random.default_rng([seed, 2])
-        self.cum = np.empty(0)
-        self.inp = self.out = self.cac = np.empty(0)
-
-    def take(self, horizon_units: float) -> int:
-        """Requests whose unit-rate arrival time is below ``horizon_units`` (extends the stream)."""
-        while self.cum.size == 0 or self.cum[-1] < horizon_units:
-            n = max(1000, int(horizon_units - (self.cum[-1] if self.cum.size else 0.0)) + 1000)
-            base = self.cum[-1] if self.cum.size else 0.0
-            gaps = (self._rg.standard_exponential(n) if self.rr == 1 else
-                    self._rg.gamma(self.rr, 1.0 / self.rr, n))  # unit mean either way
-            self.cum = np.concatenate([self.cum, base + np.cumsum(gaps)])
-            i, o, c = self.mix.sample(self._rl, n)
-            self.inp, self.out, self.cac = (np.concatenate([a, b]) for a, b in
-                                            ((self.inp, i), (self.out, o), (self.cac, c)))
-        return int(np.searchsorted(self.cum, horizon_units, side="left"))
-
-
-def _frame(arr: np.ndarray, out: np.ndarray, res: SimResult, keep: np.ndarray) -> pl.DataFrame:
-    """The requests ``keep`` selects (the steady state) as the SLA reads them."""
-    arr, out = arr[keep], out[keep]
-    first, end, status_code = res.first_token_s[keep], res.end_s[keep], res.status[keep]
-    ok = status_code == OK
-    ttft = np.where(ok, (first - arr) * 1000.0, np.nan)
-    lat = (end - arr) * 1000.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(ok & (out > 1), (end - first) * 1000.0 / (out - 1), np.nan)
-    status = np.where(ok, "ok", np.where(status_code == 1, "timeout", "rejected"))
-    return pl.DataFrame({"ttft_ms": ttft, "latency_ms": lat, "tpot_ms": tpot, "itl_ms": tpot,
-                         "status": status}).with_columns(
-        pl.col(c).fill_nan(None) for c in ("ttft_ms", "tpot_ms", "itl_ms"))
-
-
-def margin_at(params: ServerParams, stream: _Stream, rate: float, sla, opt: SearchOptions) -> tuple[float, dict]:
-    """SLA margin (and the run's peak occupancy) of the twin's steady state at ``rate`` rps."""
-    dur = max(opt.duration_s, opt.min_requests / rate)
-    t_end = opt.warmup_s + dur
-    n = stream.take(t_end * rate)
-    arr = stream.cum[:n] / rate
-    res = simulate(params, arr, stream.inp[:n], stream.out[:n], stream.cac[:n])
-    steady = arr >= opt.warmup_s
-    st = res.status[steady]
-    info = {"peak_running": float(res.peak_running), "peak_kv_tokens": float(res.peak_kv_tokens),
-            "kv_held": float(np.mean(res.kv_held[steady])) if steady.any() else 0.0,
-            "slot_held": float(np.mean(res.slot_held[steady])) if steady.any() else 0.0}
-    if st.size == 0:
-        return -1.0, info
-    if float(np.mean(st != OK)) > MAX_BAD_FRACTION:
-        return -1.0, info
-    fr = _frame(arr, stream.out[:n], res, steady)
-    tp = fr["tpot_ms"].drop_nulls().to_numpy()
-    info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
-    m = sla.margin(fr)
-    return (-1.0 if m is None else float(m)), info
-
-
-def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
-                 guess: float, lo: float | None = None, hi: float | None = None,
-                 rr: int = 1) -> tuple[float, dict, str]:
-    """Bisection on log(rate) for the highest passing rate of one server; returns (rate, peak info at it,
-    censoring). ``rr``: the server is one of ``rr`` replicas behind a round-robin router (every rr-th arrival of
-    a Poisson stream: Gamma-distributed gaps); the rate is the server's own."""
-    stream = _Stream(mix, seed, rr)
-    info: dict = {}
-    lo_r, hi_r = lo, hi
-    if hi_r is not None and margin_at(params, stream, hi_r, sla, opt)[0] >= 0:  # a given top that passes
-        return search_limit(params, mix, sla, opt, seed, guess=hi_r * 1.5, rr=rr)
-    r = guess
-    # bracket: grow or shrink by 1.5× from the guess
-    for _ in range(40):
-        if lo_r is not None and hi_r is not None:
-            break
-        m, inf = margin_at(params, stream, r, sla, opt)
-        if m >= 0:
-            lo_r, info = r, inf
-            r = r * 1.5 if hi_r is None else math.sqrt(r * hi_r)
-        else:
-            hi_r = r
-            r = r / 1.5 if lo_r is None else math.sqrt(r * lo_r)
-        if r < 1e-4:
-            return 0.0, info, "below"
-        if r > 1e5:
-            return r, info, "above"
-    if lo_r is None or hi_r is None:
-        return (lo_r or 0.0), info, "above" if hi_r is None else "below"
-    if not info:
-        m, info = margin_at(params, stream, lo_r, sla, opt)
-        if m < 0:  # a given bracket that does not hold: widen downwards
-            return search_limit(params, mix, sla, opt, seed, lo_r / 1.5, rr=rr)
-    while hi_r / lo_r > 1.0 + 2.0 * opt.rel_tol:
-        mid = math.sqrt(lo_r * hi_r)
-        m, inf = margin_at(params, stream, mid, sla, opt)
-        if m >= 0:
-            lo_r, info = mid, inf
-        else:
-            hi_r = mid
-    return math.sqrt(lo_r * hi_r), info, "none"
 
 
 def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
