@@ -144,9 +144,9 @@ def refuse_other_kind(doc: Any, *, kind: str, schema: str, keys: tuple[str, ...]
         return
     name = tag.split("/")[0].removeprefix("bearing.") if isinstance(tag, str) and tag.startswith("bearing.") else None
     if name is not None and name != kind:
-        raise SchemaError(f"{source}: a bearing {name} document (schema {tag!r}), not a {kind} document; expected "
-                          f"{schema!r} (write one with `{writer}`)", field="schema")
-    raise SchemaError(f"{source}: schema {tag!r} is not {schema!r} (this bearing reads {schema})", field="schema")
+        raise SchemaError(f"a bearing {name} document (schema {tag!r}), not a {kind} document; expected "
+                          f"{schema!r} (write one with `{writer}`)", path=source, field="schema")
+    raise SchemaError(f"schema {tag!r} is not {schema!r} (this bearing reads {schema})", path=source, field="schema")
 
 
 def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
