@@ -214,12 +214,15 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
     Files named by :data:`INPUT_PARAMETERS` must exist and be readable (JSON documents
     must parse to an object; traces must not be too large, :func:`check_input_size`, and
-    their format must be detected when none is given); ``sla`` must parse; ``tier`` must be
+    their format must be detected when none is given); each data input's format, mapping and
+    loader options are checked once into a :class:`~bearing_lib.app.loader_options.LoaderOptions`
+    (:func:`loader_of`: a wrong one names its parameter); ``sla`` must parse; ``tier`` must be
     a known tier; ``week`` must be an ISO week. Values holding ``{output_dir}`` are made
     by the run itself and skipped. Raises the same :class:`BearingError` the notebook would,
     so bad input exits 1 with nothing run.
     """
     where = f" ({notebook})" if notebook else ""
+    loaders = {name: loader_of(parameters, name) for name in INPUT_PARAMETERS if INPUT_PARAMETERS[name][0] == "data"}
     for name, (kind, what, _) in INPUT_PARAMETERS.items():
         value = parameters.get(name)
         if not isinstance(value, str) or not value.strip() or "{output_dir}" in value:
@@ -245,7 +248,7 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
             if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
                 raise InputError(f"the {what} (parameter {name}{where}) is not readable", path=p)
             check_input_size(p, what)
-            if loader_of(parameters, name).format is None:
+            if loaders[name].format is None:
                 from bearing_lib.loaders.registry import detect
 
                 detect(p)
@@ -260,7 +263,8 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
     if isinstance(parameters.get("week"), str) and parameters["week"]:
         iso_week(parameters["week"])
     week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
-    production = _production_clock(parameters) if trace and "{output_dir}" not in trace else None
+    production = _production_clock(parameters, loaders["production_trace"]) if trace and "{output_dir}" not in trace \
+        else None
     if week and not span and production is not None:
         fmt, origin = production
         if origin != "epoch":
@@ -282,17 +286,16 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 USER_CLOCK_FORMATS = frozenset({"bearing-canonical", "generic"})
 
 
-def _production_clock(parameters: dict[str, Any]) -> tuple[str, str]:
+def _production_clock(parameters: Mapping[str, Any], how: LoaderOptions) -> tuple[str, str]:
     """``(format, time origin)`` of the production trace, read before the notebook where it must be.
 
     The clock, not the format, decides: a format that is always relative is not read, nor one that is always
     a calendar clock; a trace whose unit the user declares (canonical, generic) is loaded and its start times
     checked to be seconds (:func:`load_production`); any other format is loaded only when a week asks for
-    its clock."""
+    its clock. ``how`` is how the trace is read (its format, mapping and loader options, checked)."""
     from bearing_lib.loaders.registry import detect
 
     trace = str(parameters["production_trace"]).strip()
-    how = loader_of(parameters, "production_trace")
     if how.format is None:
         how = dataclasses.replace(how, format=detect(resolve(trace)).name)
     fmt = str(how.format)
