@@ -81,3 +81,21 @@ def test_a_bad_shared_option_is_refused_alike_by_both(command):
     assert "--tested-instances: expected an integer >= 1, got 0" in r.output
     r = CliRunner().invoke(app, [command, "--timeout", "-1"])
     assert r.exit_code == 2  # click's range check: a usage error
+
+
+def test_loader_options_of_the_wrong_shape_in_a_params_file_are_named_before_any_notebook(tmp_path, monkeypatch):
+    import papermill
+
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: pytest.fail("executed"))
+    params = tmp_path / "p.yaml"
+    azure = ROOT / "data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
+    limits = ROOT / "tests/fixtures/report/limits.json"
+    params.write_text(f"production_trace: {azure}\nproduction_options: [time_unit=ms]\nlimits_json: {limits}\n")
+    r = CliRunner().invoke(app, ["weekly", "--week", "2026-W48", "--params-file", str(params), "--reports-dir",
+                                 str(tmp_path / "reports")])
+    assert r.exit_code == 1
+    assert "error: parameter 'production_options': expected a mapping of option: value" in r.output
+    assert "got a list: ['time_unit=ms']" in r.output
+    assert not (tmp_path / "reports" / "2026-W48").exists()
