@@ -10,15 +10,18 @@ not hide the others. Bad parameters and unreadable files still raise bearing err
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import altair as alt
 import polars as pl
 
+from bearing_lib.app.loader_options import LOADTEST, PRODUCTION, LoaderOptions, ParameterNames
 from bearing_lib.app.weeks import iso_week, week_bounds
 from bearing_lib.common.errors import BadValueError, BearingError, InputError, ParameterError
 from bearing_lib.common.files import read_json, write_json
@@ -112,62 +115,57 @@ def check_input_size(path: str | Path, what: str = "input", *, limit: int | None
     )
 
 
-def loader_options(format: str = "", mapping: str | Path = "", options: dict[str, Any] | None = None,
-                   ) -> tuple[str | None, dict[str, Any]]:
-    """``(format, loader options)`` from a notebook's format, column mapping and loader options.
+def read_input(path: str | Path, how: LoaderOptions | None = None) -> Any:
+    """Any supported input read as ``how`` says (default: format detected, no mapping, no option); relative
+    paths as :func:`resolve`. A CSV / JSON-lines input of 2 GB or more is refused (:func:`check_input_size`)."""
+    from bearing_lib.loaders import load as _load
 
-    A mapping (a YAML file, relative paths as :func:`resolve`) goes to the loader as its ``mapping`` option
-    and implies the ``generic`` format when none is given (as ``bearing limits --mapping`` does); giving it
-    also inside ``options`` is a :class:`ParameterError`.
-    """
-    opts = dict(options or {})
-    if not isinstance(options or {}, dict):
-        raise ParameterError(f"loader options: expected a mapping of option: value, got {options!r}")
-    if str(mapping):
-        if "mapping" in opts:
-            raise ParameterError("the column mapping is given twice: as mapping and inside the loader options")
-        opts["mapping"] = str(resolve(mapping))
-        format = format or "generic"
-    return format or None, opts
+    how = how or LoaderOptions()
+    check_input_size(path)
+    return _load(resolve(path), format=how.format, **how.loader_kwargs())
 
 
-def load(path: str | Path, format: str = "", *, mapping: str | Path = "", options: dict[str, Any] | None = None,
+def load(path: str | Path, format: str = "", *, mapping: str | Path = "", options: Mapping[str, object] | None = None,
          ) -> Any:
     """Any supported input (``format`` empty = detect); relative paths as :func:`resolve`.
 
-    ``mapping`` and ``options`` are the loader's (:func:`loader_options`). A CSV / JSON-lines input of
-    2 GB or more is refused (:func:`check_input_size`).
+    ``format``, ``mapping`` and ``options`` are a notebook's load-test parameters, checked once into a
+    :class:`~bearing_lib.app.loader_options.LoaderOptions` (a wrong one is a :class:`ParameterError` naming
+    it); then :func:`read_input`.
     """
-    from bearing_lib.loaders import load as _load
-
-    check_input_size(path)
-    fmt, opts = loader_options(format, mapping, options)
-    return _load(resolve(path), format=fmt, **opts)
+    return read_input(path, LoaderOptions.from_parameters(format, mapping, options, names=LOADTEST))
 
 
 def load_production(path: str | Path, format: str = "", *, mapping: str | Path = "",
-                    options: dict[str, Any] | None = None) -> Any:
-    """The production trace (:func:`load`), its clock checked to be in seconds
+                    options: Mapping[str, object] | None = None) -> Any:
+    """The production trace (the notebook's ``production_format``, ``production_mapping`` and
+    ``production_options``, checked once), its clock checked to be in seconds
     (:func:`bearing_lib.data.timeunit.require_seconds`: a trace whose start times are milliseconds from zero
     is refused, naming the file and the column, never profiled as a 972-hour trace)."""
+    return read_production(path, LoaderOptions.from_parameters(format, mapping, options, names=PRODUCTION))
+
+
+def read_production(path: str | Path, how: LoaderOptions) -> Any:
+    """:func:`read_input`, then the clock checked to be in seconds (see :func:`load_production`)."""
     from bearing_lib.data.timeunit import require_seconds
 
-    return require_seconds(load(path, format, mapping=mapping, options=options), what="production trace")
+    return require_seconds(read_input(path, how), what="production trace")
 
 
 def load_test(path: str | Path, format: str = "", engine: str = "", *, mapping: str | Path = "",
-              options: dict[str, Any] | None = None) -> Any:
+              options: Mapping[str, object] | None = None) -> Any:
     """A load test for :func:`limits`: loaded (:func:`load`, with ``mapping`` and loader ``options``) when
     ``engine`` is empty, else named as a Parquet dataset (:func:`bearing_lib.data.engine.open_dataset`:
     nothing read but the footers) for ``fit_limits(..., engine=engine)``; ``format``, ``mapping`` and
     ``options`` must then be empty."""
+    how = LoaderOptions.from_parameters(format, mapping, options, names=LOADTEST)
     if not engine:
-        return load(path, format, mapping=mapping, options=options)
+        return read_input(path, how)
     from bearing_lib.data.engine import ENGINES, open_dataset
 
     if engine not in ENGINES:
         raise ParameterError(f"engine: expected '', {' or '.join(ENGINES)}, got {engine!r}")
-    if format or str(mapping) or options:
+    if how.given:
         raise ParameterError("engine reads a Parquet dataset of canonical columns; leave format, mapping and "
                              "options empty with it")
     return open_dataset(path if "://" in str(path) else resolve(path))
@@ -186,11 +184,23 @@ INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "mapping": ("mapping", "column mapping of the load test", None),
     "production_mapping": ("mapping", "column mapping of the production trace", None),
 }
-# The mapping and loader options of each data input (parameters named by INPUT_PARAMETERS).
-LOADER_PARAMETERS: dict[str, tuple[str, str]] = {
-    "loadtest": ("mapping", "options"),
-    "production_trace": ("production_mapping", "production_options"),
+# The parameters saying how each data input with a mapping and loader options is read (named by INPUT_PARAMETERS).
+LOADER_PARAMETERS: dict[str, ParameterNames] = {
+    "loadtest": LOADTEST,
+    "production_trace": PRODUCTION,
 }
+
+
+def loader_of(parameters: Mapping[str, Any], name: str) -> LoaderOptions:
+    """How the input named by parameter ``name`` (``loadtest``, ``production_trace``, ``server_metrics``) is
+    read, from a notebook's ``parameters``, checked once (:meth:`LoaderOptions.from_parameters`); an input
+    without mapping and options parameters has only its format."""
+    names = LOADER_PARAMETERS.get(name)
+    if names is not None:
+        return LoaderOptions.from_parameters(*(parameters.get(k) for k in names), names=names)
+    key = INPUT_PARAMETERS[name][2]
+    return LoaderOptions.from_parameters(parameters.get(key), names=ParameterNames(key, "", "")) if key else \
+        LoaderOptions()
 
 
 # Formats whose clock is always relative (no wall-clock anchor): a week cannot cut them.
@@ -204,13 +214,16 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 
     Files named by :data:`INPUT_PARAMETERS` must exist and be readable (JSON documents
     must parse to an object; traces must not be too large, :func:`check_input_size`, and
-    their format must be detected when none is given); ``sla`` must parse; ``tier`` must be
+    their format must be detected when none is given); each data input's format, mapping and
+    loader options are checked once into a :class:`~bearing_lib.app.loader_options.LoaderOptions`
+    (:func:`loader_of`: a wrong one names its parameter); ``sla`` must parse; ``tier`` must be
     a known tier; ``week`` must be an ISO week. Values holding ``{output_dir}`` are made
     by the run itself and skipped. Raises the same :class:`BearingError` the notebook would,
     so bad input exits 1 with nothing run.
     """
     where = f" ({notebook})" if notebook else ""
-    for name, (kind, what, format_key) in INPUT_PARAMETERS.items():
+    loaders = {name: loader_of(parameters, name) for name in INPUT_PARAMETERS if INPUT_PARAMETERS[name][0] == "data"}
+    for name, (kind, what, _) in INPUT_PARAMETERS.items():
         value = parameters.get(name)
         if not isinstance(value, str) or not value.strip() or "{output_dir}" in value:
             continue
@@ -235,8 +248,7 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
             if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
                 raise InputError(f"the {what} (parameter {name}{where}) is not readable", path=p)
             check_input_size(p, what)
-            mapping_key = LOADER_PARAMETERS.get(name, ("", ""))[0]
-            if not str(parameters.get(format_key or "", "") or "") and not str(parameters.get(mapping_key) or ""):
+            if loaders[name].format is None:
                 from bearing_lib.loaders.registry import detect
 
                 detect(p)
@@ -251,7 +263,8 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
     if isinstance(parameters.get("week"), str) and parameters["week"]:
         iso_week(parameters["week"])
     week, span, trace = (str(parameters.get(k) or "").strip() for k in ("week", "window", "production_trace"))
-    production = _production_clock(parameters) if trace and "{output_dir}" not in trace else None
+    production = _production_clock(parameters, loaders["production_trace"]) if trace and "{output_dir}" not in trace \
+        else None
     if week and not span and production is not None:
         fmt, origin = production
         if origin != "epoch":
@@ -273,28 +286,28 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
 USER_CLOCK_FORMATS = frozenset({"bearing-canonical", "generic"})
 
 
-def _production_clock(parameters: dict[str, Any]) -> tuple[str, str]:
+def _production_clock(parameters: Mapping[str, Any], how: LoaderOptions) -> tuple[str, str]:
     """``(format, time origin)`` of the production trace, read before the notebook where it must be.
 
     The clock, not the format, decides: a format that is always relative is not read, nor one that is always
     a calendar clock; a trace whose unit the user declares (canonical, generic) is loaded and its start times
     checked to be seconds (:func:`load_production`); any other format is loaded only when a week asks for
-    its clock."""
+    its clock. ``how`` is how the trace is read (its format, mapping and loader options, checked)."""
     from bearing_lib.loaders.registry import detect
 
     trace = str(parameters["production_trace"]).strip()
-    mapping = str(parameters.get("production_mapping") or "")
-    options = parameters.get("production_options") or {}
-    fmt = str(parameters.get("production_format") or "") or ("generic" if mapping else detect(resolve(trace)).name)
+    if how.format is None:
+        how = dataclasses.replace(how, format=detect(resolve(trace)).name)
+    fmt = str(how.format)
     if fmt in RELATIVE_CLOCK_FORMATS:
         return fmt, "relative"
     if fmt in EPOCH_CLOCK_FORMATS:
         return fmt, "epoch"
     week = str(parameters.get("week") or "").strip() and not str(parameters.get("window") or "").strip()
     if fmt in USER_CLOCK_FORMATS:
-        return fmt, load_production(trace, fmt, mapping=mapping, options=options).provenance.time_origin
+        return fmt, read_production(trace, how).provenance.time_origin
     if week:
-        return fmt, load(trace, fmt, mapping=mapping, options=options).provenance.time_origin
+        return fmt, read_input(trace, how).provenance.time_origin
     return fmt, "unknown"
 
 
@@ -311,8 +324,7 @@ def runs_of(parameters: dict[str, Any]) -> list[str] | None:
     test = str(parameters.get("loadtest") or "")
     if not test or str(parameters.get("engine") or ""):
         return None
-    ds = load(test, str(parameters.get("format") or ""), mapping=str(parameters.get("mapping") or ""),
-              options=parameters.get("options") or {})
+    ds = read_input(test, loader_of(parameters, "loadtest"))
     frame = getattr(ds, "frame", None)
     if frame is None or "run_id" not in frame.columns:
         return None
@@ -382,8 +394,6 @@ def window(trace: Any, week: str = "", start: str = "", end: str = "", span: str
     prov.add("window", f"kept {frame.height:,} of {trace.frame.height:,} {what} in {text}", level="info",
              count=frame.height)
     if col == "window_start_s":
-        import dataclasses
-
         return dataclasses.replace(trace, frame=frame)
     return RequestTrace(frame, prov, trace.steps)
 
@@ -855,7 +865,7 @@ __all__ = [
     "load_metrics",
     "load_production",
     "load_test",
-    "loader_options",
+    "loader_of",
     "mix_shares",
     "mix_spec",
     "no_limit_reason",
@@ -865,13 +875,15 @@ __all__ = [
     "portable",
     "portable_path",
     "profile",
+    "read_input",
     "read_json",
     "read_limits",
     "read_previous",
+    "read_production",
     "report",
     "require",
-    "runs_of",
     "resolve",
+    "runs_of",
     "sla_texts",
     "window",
     "write_json",

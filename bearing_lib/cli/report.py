@@ -23,6 +23,10 @@ error class's ``exit_code`` in ``bearing_lib.common.errors``):
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,29 +99,112 @@ def _pairs(args: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def _flag_parameters(*, format: str | None, mapping: Path | None, option: list[str], production_format: str | None,
-                     production_mapping: Path | None, production_option: list[str], run: str | None,
-                     model: str | None, hardware: str | None, tested_instances: int | None) -> dict[str, Any]:
-    """The notebook parameters the command's own flags set (``--run X`` is ``-p run X``); flags not given set none.
+@dataclass(frozen=True)
+class RunOptions:
+    """The options ``bearing report`` and ``bearing weekly`` share, as one typed value (declared once, in
+    :data:`RUN_OPTIONS`; :func:`run_options` gives a command all of them).
 
-    ``--format``/``--mapping``/``--option`` are the load test's loader settings (``limits.ipynb``: ``format``,
-    ``mapping``, ``options``), ``--production-*`` the production trace's (``weekly_report.ipynb``:
+    ``format``/``mapping``/``option`` are the load test's loader settings (``limits.ipynb``: ``format``,
+    ``mapping``, ``options``), ``production_*`` the production trace's (``weekly_report.ipynb``:
     ``production_format``, ``production_mapping``, ``production_options``), as ``bearing limits`` and
     ``bearing profile`` take them (a mapping with no format reads the file as ``generic``).
     """
-    out: dict[str, Any] = {}
-    if tested_instances is not None and tested_instances < 1:
-        raise ParameterError(f"--tested-instances: expected an integer >= 1, got {tested_instances}")
-    for key, value in (("format", format), ("mapping", mapping), ("production_format", production_format),
-                       ("production_mapping", production_mapping), ("run", run), ("model", model),
-                       ("hardware", hardware), ("tested_instances", tested_instances)):
-        if value is not None:
-            out[key] = str(value) if isinstance(value, Path) else value
-    if option:
-        out["options"] = parse_loader_options(option)
-    if production_option:
-        out["production_options"] = parse_loader_options(production_option, flag="--production-option")
-    return out
+
+    params_file: Path | None = None
+    reports_dir: Path = Path("reports")
+    notebooks: Path = runner.NOTEBOOK_DIR
+    timeout: float = runner.DEFAULT_CELL_TIMEOUT_S
+    kernel: str = runner.DEFAULT_KERNEL
+    format: str | None = None
+    mapping: Path | None = None
+    option: tuple[str, ...] = ()
+    production_format: str | None = None
+    production_mapping: Path | None = None
+    production_option: tuple[str, ...] = ()
+    run: str | None = None
+    model: str | None = None
+    hardware: str | None = None
+    tested_instances: int | None = None
+
+    def flag_parameters(self) -> dict[str, Any]:
+        """The notebook parameters the flags set (``--run X`` is ``-p run X``); a flag not given sets none."""
+        out: dict[str, Any] = {}
+        if self.tested_instances is not None and self.tested_instances < 1:
+            raise ParameterError(f"--tested-instances: expected an integer >= 1, got {self.tested_instances}")
+        for key in ("format", "mapping", "production_format", "production_mapping", "run", "model", "hardware",
+                    "tested_instances"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = str(value) if isinstance(value, Path) else value
+        if self.option:
+            out["options"] = parse_loader_options(self.option)
+        if self.production_option:
+            out["production_options"] = parse_loader_options(self.production_option, flag="--production-option")
+        return out
+
+    def given(self, args: list[str]) -> dict[str, Any]:
+        """The notebook parameters of one invocation: ``--params-file``, then ``-p KEY VALUE`` from the extra
+        ``args``, then the flags (a key set both by a flag and by ``-p``/``--params-file`` is refused)."""
+        return _merge_flags(_params(_pairs(args), self.params_file), self.flag_parameters())
+
+
+RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "params_file": (Path | None, typer.Option(None, "--params-file", help="YAML file of parameter: value (then -p "
+                                              "overrides).")),
+    "reports_dir": (Path, typer.Option(Path("reports"), "--reports-dir", help="Where report folders are written.")),
+    "notebooks": (Path, typer.Option(runner.NOTEBOOK_DIR, "--notebooks", help="Folder holding the report notebooks.")),
+    "timeout": (float, typer.Option(runner.DEFAULT_CELL_TIMEOUT_S, "--timeout", min=0,
+                                    help="Seconds one notebook cell may run before it is interrupted (exit 10); 0: "
+                                         "no limit.")),
+    "kernel": (str, typer.Option(runner.DEFAULT_KERNEL, "--kernel", help="Jupyter kernel the notebooks run in.")),
+    "format": (str | None, typer.Option(None, "--format", help="Format of the load test (-p loadtest); default: "
+                                        "detected. Same as -p format.")),
+    "mapping": (Path | None, typer.Option(None, "--mapping", help="Column mapping (YAML) for a load test in your own "
+                                          "per-request layout; reads it as --format generic. Same as -p mapping.")),
+    "option": (list[str], typer.Option([], "--option", help="Loader option of the load test. " + OPTION_HELP)),
+    "production_format": (str | None, typer.Option(None, "--production-format", help="Format of the production "
+                                                   "trace; default: detected. Same as -p production_format.")),
+    "production_mapping": (Path | None, typer.Option(None, "--production-mapping", help="Column mapping (YAML) for "
+                                                     "a production trace in your own layout; reads it as generic.")),
+    "production_option": (list[str], typer.Option([], "--production-option", help="Loader option of the production "
+                                                  "trace, KEY=VALUE (repeatable), e.g. --production-option "
+                                                  "time_unit=ms.")),
+    "run": (str | None, typer.Option(None, "--run", help="The load-test run the plan uses when the limits hold "
+                                     "several (the error lists them). Same as -p run.")),
+    "model": (str | None, typer.Option(None, "--model", help="The model the load test served, when its files do "
+                                       "not say; also picks the memory plan's architecture (no default model). "
+                                       "Same as -p model.")),
+    "hardware": (str | None, typer.Option(None, "--hardware", help="The hardware behind the load test, e.g. '2 x "
+                                          "8xA100-80GB' (conditions). Same as -p hardware.")),
+    "tested_instances": (int | None, typer.Option(None, "--tested-instances", help="Serving instances (replicas) "
+                                                  "the load test drove; the plan sizes in this unit. Same as -p "
+                                                  "tested_instances.")),
+}
+"""The options both report commands take, declared once: ``name -> (type, typer.Option)``; the names are
+:class:`RunOptions`' fields."""
+
+
+def run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a Typer command every option of :data:`RUN_OPTIONS`, handed to it as one ``options: RunOptions``.
+
+    The command declares its own options as usual and takes a keyword ``options``; Typer reads the returned
+    function's signature: the command's own parameters, then those of :data:`RUN_OPTIONS` in their order.
+    """
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"]
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=tp)
+              for name, (tp, info) in RUN_OPTIONS.items()]
+
+    @functools.wraps(command)
+    def with_run_options(**kwargs: Any) -> None:
+        given = {name: kwargs.pop(name) for name in RUN_OPTIONS}
+        for name in ("option", "production_option"):
+            given[name] = tuple(given[name] or ())
+        return command(**kwargs, options=RunOptions(**given))
+
+    signature = inspect.Signature([*own, *shared], return_annotation=None)
+    with_run_options.__signature__ = signature  # type: ignore[attr-defined]
+    with_run_options.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+    return with_run_options
 
 
 def _merge_flags(given: dict[str, Any], flags: dict[str, Any]) -> dict[str, Any]:
@@ -142,18 +229,16 @@ def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner
     return steps
 
 
-def _run(*, name: str, given: dict[str, Any], reports_dir: Path, force: bool, weekly: bool,
-         notebooks: Path, timeout: float = runner.DEFAULT_CELL_TIMEOUT_S,
-         kernel: str = runner.DEFAULT_KERNEL) -> int:
-    prev = runner.previous_summary(reports_dir, exclude=name, before_week=name if weekly else None)
+def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, weekly: bool) -> int:
+    prev = runner.previous_summary(options.reports_dir, exclude=name, before_week=name if weekly else None)
     given.setdefault("previous_summary", str(prev) if prev else "")
     given.setdefault("report_name", name)
     # The limits JSON goes into the run's own (temporary, then published) folder: the
     # runner substitutes the placeholder once it has created that folder.
-    steps = _steps(given, notebooks, runner.OUTPUT_DIR_PLACEHOLDER)
+    steps = _steps(given, options.notebooks, runner.OUTPUT_DIR_PLACEHOLDER)
     try:
-        result = runner.run_report(steps, name=name, reports_dir=reports_dir, given=given, force=force,
-                                   kernel_name=kernel, cell_timeout_s=timeout or None)
+        result = runner.run_report(steps, name=name, reports_dir=options.reports_dir, given=given, force=force,
+                                   kernel_name=options.kernel, cell_timeout_s=options.timeout or None)
     except BearingError as exc:  # each class carries its exit code (docs/report.md, "Exit codes")
         print_error(exc)
         return exc.exit_code
@@ -175,72 +260,27 @@ def _headline(summary: Path) -> str:
         return ""
 
 
-def _flag_options() -> dict[str, Any]:
-    """The flags both commands take that set notebook parameters (see :func:`_flag_parameters`)."""
-    return {
-        "format": typer.Option(None, "--format", help="Format of the load test (-p loadtest); default: detected. "
-                               "Same as -p format."),
-        "mapping": typer.Option(None, "--mapping", help="Column mapping (YAML) for a load test in your own "
-                                "per-request layout; reads it as --format generic. Same as -p mapping."),
-        "option": typer.Option([], "--option", help="Loader option of the load test. " + OPTION_HELP),
-        "production_format": typer.Option(None, "--production-format", help="Format of the production trace; "
-                                          "default: detected. Same as -p production_format."),
-        "production_mapping": typer.Option(None, "--production-mapping", help="Column mapping (YAML) for a "
-                                           "production trace in your own layout; reads it as generic."),
-        "production_option": typer.Option([], "--production-option", help="Loader option of the production trace, "
-                                          "KEY=VALUE (repeatable), e.g. --production-option time_unit=ms."),
-        "run": typer.Option(None, "--run", help="The load-test run the plan uses when the limits hold several "
-                            "(the error lists them). Same as -p run."),
-        "model": typer.Option(None, "--model", help="The model the load test served, when its files do not say; "
-                              "also picks the memory plan's architecture (no default model). Same as -p model."),
-        "hardware": typer.Option(None, "--hardware", help="The hardware behind the load test, e.g. '2 x "
-                                 "8xA100-80GB' (conditions). Same as -p hardware."),
-        "tested_instances": typer.Option(None, "--tested-instances", help="Serving instances (replicas) the load "
-                                         "test drove; the plan sizes in this unit. Same as -p tested_instances."),
-    }
-
-
 def register(app: typer.Typer) -> None:
     # `-p KEY VALUE` (repeatable) is parsed from the extra arguments: Typer has no
     # repeatable two-value option.
     ctx_settings = {"allow_extra_args": True, "ignore_unknown_options": True}
-    flags = _flag_options()
     epilog = runner.parameters_help(runner.NOTEBOOK_DIR)
-    file_opt = typer.Option(None, "--params-file", help="YAML file of parameter: value (then -p overrides).")
-    reports_opt = typer.Option(Path("reports"), "--reports-dir", help="Where report folders are written.")
-    nb_opt = typer.Option(runner.NOTEBOOK_DIR, "--notebooks", help="Folder holding the report notebooks.")
-    timeout_opt = typer.Option(runner.DEFAULT_CELL_TIMEOUT_S, "--timeout", min=0,
-                               help="Seconds one notebook cell may run before it is interrupted (exit 10); 0: no "
-                                    "limit.")
-    kernel_opt = typer.Option(runner.DEFAULT_KERNEL, "--kernel", help="Jupyter kernel the notebooks run in.")
 
     @app.command("report", context_settings=ctx_settings, epilog=epilog)
+    @run_options
     def report_cmd(
         ctx: typer.Context,
         name: str | None = typer.Option(None, "--name", help="Folder name under reports/ (default: this ISO week; "
                                                                "'demo' with --demo)."),
         demo: bool = typer.Option(False, "--demo", help="Full report from the bundled real data (what `make report` "
                                                           "runs); replaces an earlier demo report."),
-        params_file: Path | None = file_opt,
         force: bool = typer.Option(False, "--force", help="Replace an existing reports/<name>/."),
-        reports_dir: Path = reports_opt,
-        notebooks: Path = nb_opt,
-        timeout: float = timeout_opt,
-        kernel: str = kernel_opt,
-        format: str | None = flags["format"],
-        mapping: Path | None = flags["mapping"],
-        option: list[str] = flags["option"],
-        production_format: str | None = flags["production_format"],
-        production_mapping: Path | None = flags["production_mapping"],
-        production_option: list[str] = flags["production_option"],
-        run: str | None = flags["run"],
-        model: str | None = flags["model"],
-        hardware: str | None = flags["hardware"],
-        tested_instances: int | None = flags["tested_instances"],
         compare: list[str] = typer.Option([], "--compare", help="A deployment to compare (repeatable; NAME=PATH "
                                           "names it): load tests or limits JSON files, compared under the report's "
                                           "SLA, production profile and tier; or one comparison JSON from bearing "
                                           "compare --json. Same as -p compare '[A, B]' (docs/compare.md)."),
+        *,
+        options: RunOptions,
     ) -> None:
         """Run the report notebook(s) and write reports/<name>/ {report.html, summary.json, executed notebooks}.
 
@@ -251,10 +291,7 @@ def register(app: typer.Typer) -> None:
         Prints the report path. Exit codes: see `bearing weekly --help`.
         """
         try:
-            given = _merge_flags(_params(_pairs(ctx.args), params_file), _flag_parameters(
-                format=format, mapping=mapping, option=option, production_format=production_format,
-                production_mapping=production_mapping, production_option=production_option, run=run, model=model,
-                hardware=hardware, tested_instances=tested_instances))
+            given = options.given(ctx.args)
             if compare:
                 given["compare"] = list(compare)
             if demo:
@@ -263,11 +300,12 @@ def register(app: typer.Typer) -> None:
         except BearingError as exc:
             print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
-        code = _run(name=run_name, given=given, reports_dir=reports_dir, force=force or (demo and name is None),
-                    weekly=False, notebooks=notebooks, timeout=timeout, kernel=kernel)
+        code = _run(name=run_name, given=given, options=options, force=force or (demo and name is None),
+                    weekly=False)
         raise typer.Exit(code)
 
     @app.command("weekly", context_settings=ctx_settings, epilog=epilog)
+    @run_options
     def weekly_cmd(
         ctx: typer.Context,
         week: str | None = typer.Option(None, "--week", help="ISO week, e.g. 2026-W48 (default: the last complete "
@@ -278,21 +316,8 @@ def register(app: typer.Typer) -> None:
         window: str | None = typer.Option(None, "--window", help="Traffic window START..END instead of the "
                                           "week: elapsed time for a relative-clock trace (Mooncake, ServeGen), "
                                           "e.g. 0h..1h; ISO times for a wall-clock one. Same as -p window."),
-        params_file: Path | None = file_opt,
-        reports_dir: Path = reports_opt,
-        notebooks: Path = nb_opt,
-        timeout: float = timeout_opt,
-        kernel: str = kernel_opt,
-        format: str | None = flags["format"],
-        mapping: Path | None = flags["mapping"],
-        option: list[str] = flags["option"],
-        production_format: str | None = flags["production_format"],
-        production_mapping: Path | None = flags["production_mapping"],
-        production_option: list[str] = flags["production_option"],
-        run: str | None = flags["run"],
-        model: str | None = flags["model"],
-        hardware: str | None = flags["hardware"],
-        tested_instances: int | None = flags["tested_instances"],
+        *,
+        options: RunOptions,
     ) -> None:
         """Idempotent weekly run for cron/Airflow: writes reports/<ISO week>/ once.
 
@@ -308,10 +333,7 @@ def register(app: typer.Typer) -> None:
         """
         try:
             wk = runner.iso_week(week)
-            given = _merge_flags(_params(_pairs(ctx.args), params_file), _flag_parameters(
-                format=format, mapping=mapping, option=option, production_format=production_format,
-                production_mapping=production_mapping, production_option=production_option, run=run, model=model,
-                hardware=hardware, tested_instances=tested_instances))
+            given = options.given(ctx.args)
             if window is not None:
                 given["window"] = window
             if demo:
@@ -323,8 +345,7 @@ def register(app: typer.Typer) -> None:
         except BearingError as exc:
             print_error(exc)
             raise typer.Exit(runner.EXIT_ERROR) from None
-        code = _run(name=wk, given=given, reports_dir=reports_dir, force=force, weekly=True, notebooks=notebooks,
-                    timeout=timeout, kernel=kernel)
+        code = _run(name=wk, given=given, options=options, force=force, weekly=True)
         raise typer.Exit(code)
 
 
@@ -333,4 +354,4 @@ def _this_week() -> str:
     return f"{y}-W{w:02d}"
 
 
-__all__ = ["DEMO_SLA", "demo_parameters", "register"]
+__all__ = ["DEMO_SLA", "RUN_OPTIONS", "RunOptions", "demo_parameters", "register", "run_options"]

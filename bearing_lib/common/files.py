@@ -4,7 +4,8 @@
 temporary file beside the target and renames it over the target, so a reader (or a run
 killed halfway) sees the old file or the new one, never a mixture; ``jsonable`` is the one
 conversion of results to JSON values (dataclasses to objects, tuples to lists, numpy scalars
-to Python, non-finite floats to ``null``).
+to Python, non-finite floats to ``null``), used by every result type's ``to_dict`` (the plan's
+``bearing_lib.plan.jsonform.to_json`` is this function).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError, InputError
+from bearing_lib.common.schema import NotAvailable
 
 
 def read_json(path: str | Path, what: str) -> dict[str, Any]:
@@ -40,9 +42,28 @@ def read_json(path: str | Path, what: str) -> dict[str, Any]:
 
 
 def jsonable(obj: Any) -> Any:
-    """``obj`` as JSON values: dataclasses → objects, tuples → lists, numpy scalars → Python, ±inf/NaN → None."""
+    """``obj`` as JSON values: dataclasses → objects in field order, tuples → lists, numpy scalars → Python,
+    ±inf/NaN → None.
+
+    A dataclass leaves out the fields its class lists in ``_OMIT_NONE`` when they are None (the plan's
+    optional keys); :class:`~bearing_lib.common.schema.NotAvailable` is ``{"available": false, "reason"}``.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Part:
+    ...     _OMIT_NONE = ("note",)
+    ...     value: float
+    ...     spread: tuple[float, float]
+    ...     note: str | None = None
+    >>> jsonable([Part(float("inf"), (1, 2)), NotAvailable("no trace")])
+    [{'value': None, 'spread': [1, 2]}, {'available': False, 'reason': 'no trace'}]
+    """
+    if isinstance(obj, NotAvailable):
+        return {"available": False, "reason": obj.reason}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        omit = getattr(type(obj), "_OMIT_NONE", ())
+        return {f.name: jsonable(v) for f in dataclasses.fields(obj)
+                if (v := getattr(obj, f.name)) is not None or f.name not in omit}
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

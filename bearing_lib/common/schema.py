@@ -9,16 +9,20 @@ without a second model per type, reports *every* problem of a document in one er
 ``bearing schema NAME`` prints cannot drift from the code that reads it. msgspec is
 faster but needs its own Struct types; the documents here are kilobytes.
 
-Each document carries ``schema: "bearing.<name>/<version>"``; :data:`SCHEMAS` lists them.
+Each document carries ``schema: "bearing.<name>/<version>"``. :func:`read_document` is the one
+``from_dict`` of a document type: a document of another kind (or from another tool) is refused as
+such, then one pass validates it, and a problem names the file (``source``), the field (its path in
+the document) and what was expected there.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from bearing_lib.common.errors import SchemaError
+from bearing_lib.common.errors import Problem, SchemaError
 
 T = TypeVar("T")
 
@@ -48,8 +52,9 @@ def _adapter(tp: Any) -> Any:
         return TypeAdapter(tp)
 
 
-def problems(exc: Any) -> list[str]:
-    """pydantic's errors as ``path: message`` lines."""
+def _problems(exc: Any) -> list[Problem]:
+    """pydantic's errors as :class:`Problem`: ``field`` is the path in the document (``(document)`` for the
+    whole), ``message`` what was expected there and what was found."""
     out = []
     for e in exc.errors():
         # a tagged union's branch ("~columns") is how the value was read, not a key of the document
@@ -58,19 +63,61 @@ def problems(exc: Any) -> list[str]:
         shown = repr(got) if not isinstance(got, dict | list) else type(got).__name__
         msg = "unknown key (renamed? expected one of the documented keys)" if e.get("type") in (
             "unexpected_keyword_argument", "extra_forbidden") else e.get("msg")
-        out.append(f"{loc}: {msg} (found {shown[:60]})")
+        out.append(Problem(f"{msg} (found {shown[:60]})", field=loc))
     return out
 
 
+def problems(exc: Any) -> list[str]:
+    """pydantic's errors as ``path: message`` lines."""
+    return [f"{p.field}: {p.message}" for p in _problems(exc)]
+
+
 def parse(tp: type[T], doc: Any, *, what: str) -> T:
-    """``doc`` (JSON-shaped) as a ``tp``, or one :class:`SchemaError` listing every problem."""
+    """``doc`` (JSON-shaped) as a ``tp``, or one :class:`SchemaError` listing every problem.
+
+    The error's ``problems`` hold one :class:`~bearing_lib.common.errors.Problem` per problem (``field``: its
+    path in the document); its ``field`` is the first one's.
+    """
     from pydantic import ValidationError
 
     try:
         return _adapter(tp).validate_python(doc)
     except ValidationError as exc:
-        lines = problems(exc)
-        raise SchemaError(f"{what}: {len(lines)} problem(s):\n  " + "\n  ".join(lines)) from None
+        found = _problems(exc)
+        lines = [f"{p.field}: {p.message}" for p in found]
+        err = SchemaError(f"{what}: {len(lines)} problem(s):\n  " + "\n  ".join(lines))
+        err.field, err.problems = (found[0].field if found else None), found
+        raise err from None
+
+
+def read_document(tp: type[T], doc: Any, *, source: str, kind: str, schema: str, keys: tuple[str, ...],
+                  writer: str, prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> T:
+    """The ``from_dict`` of a bearing JSON document of type ``tp``, validated once.
+
+    ``source`` names the file (``"plan JSON reports/w48/plan.json"``) and starts every message. A document
+    of another kind, or not a bearing document at all, is refused as such (:func:`refuse_other_kind`, with
+    ``kind``, ``schema``, ``keys`` and ``writer``); otherwise ``prepare`` (older key names read under the
+    new ones; it must return a copy, the input is not modified) and one pass of :func:`parse`: a
+    :class:`SchemaError` listing every problem, each as ``field: what was expected (found what)``.
+
+    >>> @dataclass
+    ... class Doc:
+    ...     rps: float
+    >>> read_document(Doc, {"rps": 2}, source="x.json", kind="demo", schema="bearing.demo/1", keys=("rps",),
+    ...               writer="demo --json").rps
+    2.0
+    >>> try:
+    ...     read_document(Doc, {"rps": "fast"}, source="x.json", kind="demo", schema="bearing.demo/1",
+    ...                   keys=("rps",), writer="demo --json")
+    ... except SchemaError as exc:
+    ...     print(exc)
+    ...     print(exc.field)
+    x.json: 1 problem(s):
+      rps: Input should be a valid number, unable to parse string as a number (found 'fast')
+    rps
+    """
+    refuse_other_kind(doc, kind=kind, schema=schema, keys=keys, source=source, writer=writer)
+    return parse(tp, prepare(doc) if prepare is not None else doc, what=source)
 
 
 def refuse_other_kind(doc: Any, *, kind: str, schema: str, keys: tuple[str, ...], source: str,
@@ -97,9 +144,9 @@ def refuse_other_kind(doc: Any, *, kind: str, schema: str, keys: tuple[str, ...]
         return
     name = tag.split("/")[0].removeprefix("bearing.") if isinstance(tag, str) and tag.startswith("bearing.") else None
     if name is not None and name != kind:
-        raise SchemaError(f"{source}: a bearing {name} document (schema {tag!r}), not a {kind} document; expected "
-                          f"{schema!r} (write one with `{writer}`)", field="schema")
-    raise SchemaError(f"{source}: schema {tag!r} is not {schema!r} (this bearing reads {schema})", field="schema")
+        raise SchemaError(f"a bearing {name} document (schema {tag!r}), not a {kind} document; expected "
+                          f"{schema!r} (write one with `{writer}`)", path=source, field="schema")
+    raise SchemaError(f"schema {tag!r} is not {schema!r} (this bearing reads {schema})", path=source, field="schema")
 
 
 def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
@@ -108,4 +155,4 @@ def json_schema(tp: Any, *, title: str, schema_id: str) -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, **s, "title": title}
 
 
-__all__ = ["NotAvailable", "json_schema", "parse", "problems", "refuse_other_kind"]
+__all__ = ["NotAvailable", "json_schema", "parse", "problems", "read_document", "refuse_other_kind"]

@@ -1,13 +1,14 @@
 """Compare deployments under one SLA: which one to run (``bearing compare``; ``docs/compare.md``).
 
-Names are imported on first use (PEP 562), as in ``bearing_lib.report``: the report's ``summary.json``
-reader needs the comparison's types, not the limits and loaders that ``compare`` runs on.
+Names are imported on first use (PEP 562, :func:`bearing_lib.common.lazy.lazy_exports`): the report's
+``summary.json`` reader needs the comparison's types, not the limits and loaders that ``compare`` runs on.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bearing_lib.common.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.compare.build import compare
@@ -52,7 +53,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'bearing_lib.compare' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

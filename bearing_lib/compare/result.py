@@ -235,11 +235,10 @@ class Comparison:
     @classmethod
     def from_dict(cls, doc: Any, *, source: str = "comparison JSON") -> Comparison:
         """Validate a comparison JSON once; one :class:`SchemaError` lists every problem."""
-        from bearing_lib.common.schema import parse, refuse_other_kind
+        from bearing_lib.common.schema import read_document
 
-        refuse_other_kind(doc, kind="compare", schema=SCHEMA, keys=("deployments",), source=source,
-                          writer="bearing compare --json")
-        return parse(cls, doc, what=source)
+        return read_document(cls, doc, source=source, kind="compare", schema=SCHEMA, keys=("deployments",),
+                             writer="bearing compare --json")
 
 
 def schema_document() -> dict[str, Any]:

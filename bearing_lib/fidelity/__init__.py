@@ -7,14 +7,15 @@ Wasserstein distances, the share outside the tested range), :mod:`.cache` (prefi
 :mod:`.burstiness` (index of dispersion at the SLA's time scale), :mod:`.rate` (tested rates against the
 production peak), :mod:`.identity` (model and endpoint), :mod:`.assess` (:func:`assess_fidelity`).
 
-Names are imported on first use (PEP 562): the report's ``summary.json`` reader needs the result types, not
-numpy and scipy, which only the assessment does.
+Names are imported on first use (PEP 562, :func:`bearing_lib.common.lazy.lazy_exports`): the report's
+``summary.json`` reader needs the result types, not numpy and scipy, which only the assessment does.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bearing_lib.common.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.fidelity.assess import assess_fidelity
@@ -31,7 +32,4 @@ _WHERE = {
 __all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "assess_fidelity"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'bearing_lib.fidelity' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.common.files import read_json
-from bearing_lib.common.schema import NotAvailable, parse, refuse_other_kind
+from bearing_lib.common.schema import NotAvailable, read_document
 from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import (
     BurstModel,
@@ -588,9 +588,9 @@ class CapacityPlan:
         """Validate a plan JSON document once: one :class:`SchemaError` listing every problem with its
         path (missing, renamed or mistyped keys); a document of another kind is refused as such; the
         input is not modified. Files without ``schema`` (written before it) read the same."""
-        refuse_other_kind(doc, kind="plan", schema=SCHEMA, keys=_REQUIRED, source=source,
-                          writer="bearing plan --limits L --profile P --json OUT")
-        return parse(cls, {**_renamed_keys(doc), "schema": SCHEMA}, what=source)
+        return read_document(cls, doc, source=source, kind="plan", schema=SCHEMA, keys=_REQUIRED,
+                             writer="bearing plan --limits L --profile P --json OUT",
+                             prepare=lambda d: {**_renamed_keys(d), "schema": SCHEMA})
 
     # ----------------------------------------------------------------- reading
     @property

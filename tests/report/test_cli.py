@@ -159,20 +159,19 @@ def test_the_help_lists_every_parameter_the_report_notebooks_take():
 
 
 def test_flags_set_the_notebook_parameters_and_a_key_given_twice_is_refused():
-    from bearing_lib.cli.report import _flag_parameters, _merge_flags
+    from bearing_lib.cli.report import RunOptions, _merge_flags
     from bearing_lib.common.errors import ParameterError
 
-    got = _flag_parameters(format=None, mapping=Path("m.yaml"), option=["ttfb_as_ttft=true", "n=5"],
-                           production_format="generic", production_mapping=None, production_option=["time_unit=ms"],
-                           run="a/b", model="Llama-3-70B", hardware="2 x H100", tested_instances=2)
+    got = RunOptions(mapping=Path("m.yaml"), option=("ttfb_as_ttft=true", "n=5"), production_format="generic",
+                     production_option=("time_unit=ms",), run="a/b", model="Llama-3-70B", hardware="2 x H100",
+                     tested_instances=2).flag_parameters()
     assert got == {"mapping": "m.yaml", "options": {"ttfb_as_ttft": True, "n": 5}, "production_format": "generic",
                    "production_options": {"time_unit": "ms"}, "run": "a/b", "model": "Llama-3-70B",
                    "hardware": "2 x H100", "tested_instances": 2}
     with pytest.raises(ParameterError, match="given both as a flag"):
         _merge_flags({"run": "x"}, {"run": "y"})
     with pytest.raises(ParameterError, match="--tested-instances"):
-        _flag_parameters(format=None, mapping=None, option=[], production_format=None, production_mapping=None,
-                         production_option=[], run=None, model=None, hardware=None, tested_instances=0)
+        RunOptions(tested_instances=0).flag_parameters()
 
 
 def test_a_two_run_limits_file_is_refused_before_any_notebook_naming_its_runs(tmp_path, monkeypatch):
