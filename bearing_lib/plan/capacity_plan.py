@@ -522,7 +522,7 @@ class CapacityPlan:
         tier = opt.tier_bands
         io = _read_inputs(limits, profile, opt)
         target = _target(io.prof, opt)
-        fos = compute_fos(io.lim.limits, _shares(io, opt), target)
+        fos = compute_fos(io.lim.limits, _shares(io, opt), target, own_peaks=io.prof.own_peaks)
         verdict = fos_verdict(fos, tier, target)
         allowable, allowable_text = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound)
         cbu = _cbu(io, fos, allowable, allowable_text, trace)
