@@ -492,7 +492,7 @@ def _own_peak_fos(lim: Limit, q_draws: np.ndarray, peak: OwnPeak | None, target:
     text = (f"own {q} {own:.4g} req/s: {est.statement}; share × overall {q} {by_share:.4g} req/s gives FOS "
             f"{_n(f_share) if f_share is not None else 'none'}"
             + (f" ({ratio:.2f}× below the own peak: the share method overstates this mix's FOS)" if differs else ""))
-    if k != 1:
+    if abs(k - 1) > 1e-9:
         text += f" (peaks × {k:.4g}, as the target)"
     return MixPeakFos(own, by_share, peak.quantile, peak.bin_s, est, f_share, ratio, differs, text)
 

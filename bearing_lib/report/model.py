@@ -30,6 +30,7 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
+from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.elasticity import ReplayResult
@@ -337,6 +338,9 @@ class OpsSection:
     bottleneck: dict[str, Any]
     exports: dict[str, Any]
     economics: dict[str, Any] | None
+    triggers: ScalingTriggers | NotAvailable = field(
+        default_factory=lambda: NotAvailable("the scaling triggers were not derived"))
+    """The exported autoscalers' triggers with their evidence (:mod:`bearing_lib.ops.triggers`)."""
 
 
 @dataclass
