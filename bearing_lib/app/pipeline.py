@@ -31,6 +31,7 @@ from bearing_lib.report.fidelity_section import fidelity_section
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
+from bearing_lib.report.plan_section import passive_part
 from bearing_lib.report.summary import ReportSummary
 from bearing_lib.report.views import elapsed
 
@@ -766,7 +767,8 @@ def report(
         recs.append(rec)
     # without a report folder there is nowhere to write the exports: the section is then not built
     ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
-                       metrics_path=metrics_path, run=run or None, write_exports=write_exports)
+                       metrics_path=metrics_path, run=run or None, write_exports=write_exports,
+                       profile_doc=profile_doc)
            if str(output_dir) else None)
     fid = None
     if production is not None:
@@ -780,6 +782,7 @@ def report(
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
+        passive=passive_part(production, limits_doc) if production is not None else None,
     )
 
 

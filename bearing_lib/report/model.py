@@ -33,8 +33,8 @@ from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClause
 from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
-from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.domains import FailureDomains
+from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, MixFos, Target, TierBands
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
@@ -791,8 +791,9 @@ def _plan(plan: CapacityPlan | None, reason: str | None, profile: ProfileDocumen
           ) -> Section[PlanSection]:
     if plan is None:
         return Section(False, reason)
+    why = ops.reason if ops is not None else "no report folder to write the exports into"
     triggers = (ops.data.triggers if ops is not None and ops.data is not None else
-                NotAvailable(f"the operational settings were not built: {ops.reason if ops is not None else 'no report folder'}"))
+                NotAvailable(f"the operational settings were not built: {why}"))
     return Section(True, data=PlanSection(
         instances=plan.instances, elasticity=plan.elasticity, memory=plan.memory, notes=list(plan.notes),
         per_mix=list(plan.per_mix), failure_domains=plan.failure_domains, tenants=plan.tenants, triggers=triggers,

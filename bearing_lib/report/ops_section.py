@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.ops.triggers import ScalingTriggers, scaling_triggers
-from bearing_lib.traffic.document import ProfileDocument
 from bearing_lib.report.model import OpsSection, Section
 from bearing_lib.report.paths import portable, portable_path
+from bearing_lib.traffic.document import ProfileDocument
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult

@@ -22,10 +22,6 @@ from typing import Any
 
 from bearing_lib.common.errors import BearingError
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.ops.triggers import ScalingTriggers
-from bearing_lib.plan.domains import FailureDomains
-from bearing_lib.plan.fos import MixFos
-from bearing_lib.plan.tenants import Tenants
 from bearing_lib.traffic.document import ProfileDocument
 
 TOP_TENANTS = 10
