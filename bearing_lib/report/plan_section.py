@@ -76,18 +76,26 @@ def passive_part(production: Any, limits: Any) -> Any:
 
     try:
         return passive_limit(production, sla)
-    except BearingError as exc:
-        return NotAvailable(str(exc))
+    except BearingError as exc:  # said without the trace's path (the report names its inputs once, portably)
+        src = str(getattr(production.provenance, "source", ""))
+        return NotAvailable(str(exc).replace(f"{src}: ", "the production trace: ") if src else str(exc))
 
 
 def _sla_text(limits: Any) -> str:
+    """The limits' percentile clauses in the SLA grammar (``p99(latency) <= 2000ms``), from their typed parts
+    (metric, statistic, threshold, unit), whatever words the clause's text used."""
     from bearing_lib.limits.result import LimitsResult
 
-    if isinstance(limits, LimitsResult):
-        return limits.sla_text or ""
-    if isinstance(limits, dict) and isinstance(limits.get("sla"), list):
-        return " and ".join(str(c.get("text")) for c in limits["sla"] if isinstance(c, dict) and c.get("text"))
-    return ""
+    if isinstance(limits, dict):
+        limits = LimitsResult.from_dict(limits, source="limits JSON")
+    if not isinstance(limits, LimitsResult):
+        return ""
+    out = []
+    for c in limits.sla:
+        stat, metric = str(c.stat or "").lower(), str(c.metric or "")
+        if stat.startswith("p") and stat[1:].replace(".", "").isdigit() and metric and c.threshold is not None:
+            out.append(f"{stat}({metric.removesuffix('_ms')}) <= {float(c.threshold):g}{c.unit or 'ms'}")
+    return " and ".join(out)
 
 
 __all__ = ["TOP_TENANTS", "ProductionSource", "passive_part", "production_source"]
