@@ -213,6 +213,9 @@ class ProfileInput:
     """Mean input / output tokens per request of the production traffic (the profile's seq_len)."""
     mix_spec: Any = None
     """The profile's mix spec (a :class:`~bearing_lib.data.mixes.MixSpec`), if it has one."""
+    forecast: Any = None
+    """The profile's mid-term forecast of the daily peak (a :class:`~bearing_lib.traffic.targets.TrendForecast`),
+    None when it made none: the plan uses this one rather than forecasting again."""
     own_peaks: list[OwnPeak] = field(default_factory=list)
     """Each mix's own peak beside the share method's (the profile's ``mix_peaks``, or ``metrics.mix_peaks`` for a
     profile from Prometheus counters); empty when the profile has none."""
@@ -287,6 +290,7 @@ def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
         mix_spec=profile.mixes.spec if isinstance(profile.mixes, MixShares) else None,
         own_peaks=own_peaks_of(profile.mix_peaks if profile.mix_peaks is not None
                                else getattr(profile.metrics, "mix_peaks", None)),
+        forecast=getattr(t.mid_term, "trend", None),
     )
 
 
@@ -384,7 +388,19 @@ def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> Profil
         mean_output_tokens=tout.mean if tout is not None else None, mix_spec=mix_spec,
         own_peaks=own_peaks_of(p.mix_peaks if p.mix_peaks is not None
                                else p.metrics.mix_peaks if p.metrics is not None else None),
+        forecast=_forecast_of(t.mid_term if t is not None else None, source),
     )
+
+
+def _forecast_of(mid: Any, source: str) -> Any:
+    """The profile's ``targets.mid_term.trend`` as a :class:`~bearing_lib.traffic.targets.TrendForecast` (validated
+    once here; every problem named with its path), None when the profile made no forecast."""
+    if mid is None or not mid.available or not mid.trend:
+        return None
+    from bearing_lib.common.schema import parse
+    from bearing_lib.traffic.targets import TrendForecast
+
+    return parse(TrendForecast, mid.trend, what=f"{source} targets.mid_term.trend")
 
 
 def _starts(raw: list[float | None] | None, source: str, where: str) -> list[float] | None:
