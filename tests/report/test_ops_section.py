@@ -240,7 +240,7 @@ def test_bearing_report_with_server_metrics_names_the_binding_resource_and_write
     # the plan section's scaling triggers: the queue at the last step that held the SLA, as the KEDA file has it
     b = json.loads((d / "summary.json").read_text())["plan"]["data"]["triggers"]["binding"]
     assert (b["resource"], b["signal"], b["failing_step"]) == ("engine queue", "requests_waiting", first_fail)
-    assert b["threshold"] >= 1 and f"threshold = requests_waiting at the last step that held the SLA" in b["evidence"]
+    assert b["threshold"] >= 1 and "threshold = requests_waiting at the last step that held the SLA" in b["evidence"]
     keda = (d / "exports" / "keda-scaledobject.yaml").read_text()
     assert "sum(vllm:num_requests_waiting" in keda
     assert "binding resource: engine queue" in (d / "report.html").read_text()
