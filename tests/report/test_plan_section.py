@@ -203,3 +203,24 @@ def test_tenants_cron_floors_and_the_passive_limit_on_the_page(tmp_path):
     assert f"Passive limit (production latency vs load) {pas.q_ult.text()} req/s" in text
     assert "EXTRAPOLATED beyond the highest observed load" in text
     assert "Production from request logs" in text
+
+
+def test_production_from_metrics_says_the_query_step_and_what_counters_cannot_tell():
+    from bearing_lib.common.schema import NotAvailable
+    from bearing_lib.report.plan_section import production_source
+    from bearing_lib.report.views import production_source_view
+    from bearing_lib.traffic.document import ProfileDocument
+    from bearing_lib.traffic.metrics_profile import UNKNOWABLE
+
+    doc = ProfileDocument.from_dict({
+        "source": {"format": "prometheus-query-json", "kind": "metrics", "time_resolution_s": 30.0},
+        "targets": {"target": {"rps": 2.0}},
+        "metrics": {"request_metric": "vllm:request_success_total", "step_s": 30.0, "unknowable": list(UNKNOWABLE)}})
+    ps = production_source(doc)
+    assert (ps.kind, ps.resolution_s, ps.request_metric) == ("metrics", 30.0, "vllm:request_success_total")
+    g = production_source_view(ps, NotAvailable("no per-request records"))
+    rows = {r.label: r for r in g.rows}
+    assert rows["Production from"].value == "Prometheus metrics"
+    assert rows["Time resolution"].value == "30 s" and "query step" in rows["Time resolution"].note
+    assert g.notes == [f"Not knowable from counters: {u}" for u in UNKNOWABLE]
+    assert g.unavailable == ["passive limit not available: no per-request records"]
