@@ -615,6 +615,8 @@ class CapacityPlan:
         ]
         for m in self.fos.per_mix:
             lines.append(f"  mix {m.mix}: share {m.share:.1%}, Q_ult {m.q_ult_rps:,.3f} req/s, {m.fos.statement}")
+            if m.own_peak is not None:
+                lines.append(f"    against its own peak: {m.own_peak.statement}")
         c = self.cbu
         lines.append(f"CBU:         max {c.max:.2f}; {c.n_above} of {c.n_minutes} minutes above {c.threshold:g}"
                      if isinstance(c, CbuResult) else f"CBU:         not available: {c.reason}")
