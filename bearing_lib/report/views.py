@@ -695,7 +695,7 @@ def tenants_view(t: Tenants | None) -> Group:
     g = Group("Top tenants")
     if t is None:
         g.unavailable.append("tenants not available: no tenant column was given (bearing plan --tenant-column "
-                             "COLUMN with --trace)")
+                             "COLUMN with --trace; bearing report -p tenant_column COLUMN)")
         return g
     top = sorted(t.tenants, key=lambda r: -r.peak_rps)[:TOP_TENANTS]
     g.rows.append(Row("Tenants", f"{num(len(t.tenants))} in column {t.column}",
