@@ -34,6 +34,7 @@ from bearing_lib.report.fidelity_section import fidelity_section
 from bearing_lib.report.model import ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
+from bearing_lib.report.plan_section import passive_part
 from bearing_lib.report.summary import ReportSummary
 from bearing_lib.report.views import elapsed
 
@@ -643,7 +644,8 @@ def profile(trace: RequestTrace, limits_doc: Doc | None = None, *, quantile: flo
 def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, tier: str = "standard",
          run: str = "", memory_preset: str = "", model: str = "", gpu_mem_gib: float = 0.0, gpu_count: int = 1,
          concurrency: int = 0, tested_instances: int = 0, price_per_hour: float = 0.0,
-         budget_per_month: float = 0.0, server_metrics: Any = None) -> Any:
+         budget_per_month: float = 0.0, server_metrics: Any = None, zones: int = 0, replicas_per_node: int = 0,
+         domains_lost: int = 1, tenant_column: str = "") -> Any:
     """Capacity plan (:meth:`bearing_lib.plan.capacity_plan.CapacityPlan.build`); :class:`Unavailable` when an input is.
 
     ``run`` picks the load-test run when the limits hold several; ``memory_preset`` a model
@@ -653,7 +655,8 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
     ``concurrency`` 0 = not given (the plan then says what it could not compute);
     ``tested_instances`` > 0 overrides the instances the limits file says the test drove;
     ``price_per_hour``/``budget_per_month`` 0 = not given; ``server_metrics`` loaded metrics
-    (``bearing_lib.report.ops_section.load_metrics``) for the KV check.
+    (``bearing_lib.report.ops_section.load_metrics``) for the KV check; ``zones`` / ``replicas_per_node`` (0 = not
+    given) and ``domains_lost`` the failure domains, ``tenant_column`` (empty: none) the per-tenant quotas.
     """
     if isinstance(limits_doc, Unavailable):
         return Unavailable(f"no limits: {limits_doc.reason}")
@@ -671,7 +674,9 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
                           gpu_mem_gib=gpu_mem_gib or None,
                           gpu_count=gpu_count, concurrency=concurrency or None,
                           tested_instances=tested_instances or None, price_per_hour=price_per_hour or None,
-                          budget_per_month=budget_per_month or None)
+                          budget_per_month=budget_per_month or None, zones=zones or None,
+                          replicas_per_node=replicas_per_node or None, domains_lost=domains_lost,
+                          tenant_column=tenant_column or None)
     return CapacityPlan.build(limits_doc, traffic, options, trace=trace,
                               kv_gauge=kv_gauge(server_metrics) if server_metrics is not None else None)
 
@@ -776,7 +781,8 @@ def report(
         recs.append(rec)
     # without a report folder there is nowhere to write the exports: the section is then not built
     ops = (ops_section(plan_doc=plan_doc, limits_doc=limits_doc, output_dir=output_dir, metrics=metrics,
-                       metrics_path=metrics_path, run=run or None, write_exports=write_exports)
+                       metrics_path=metrics_path, run=run or None, write_exports=write_exports,
+                       profile_doc=profile_doc)
            if str(output_dir) else None)
     fid = None
     if production is not None:
@@ -790,6 +796,7 @@ def report(
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
+        passive=passive_part(production, limits_doc) if production is not None else None,
     )
 
 

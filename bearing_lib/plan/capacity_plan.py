@@ -522,7 +522,7 @@ class CapacityPlan:
         tier = opt.tier_bands
         io = _read_inputs(limits, profile, opt)
         target = _target(io.prof, opt)
-        fos = compute_fos(io.lim.limits, _shares(io, opt), target)
+        fos = compute_fos(io.lim.limits, _shares(io, opt), target, own_peaks=io.prof.own_peaks)
         verdict = fos_verdict(fos, tier, target)
         allowable, allowable_text = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound)
         cbu = _cbu(io, fos, allowable, allowable_text, trace)
@@ -615,6 +615,8 @@ class CapacityPlan:
         ]
         for m in self.fos.per_mix:
             lines.append(f"  mix {m.mix}: share {m.share:.1%}, Q_ult {m.q_ult_rps:,.3f} req/s, {m.fos.statement}")
+            if m.own_peak is not None:
+                lines.append(f"    against its own peak: {m.own_peak.statement}")
         c = self.cbu
         lines.append(f"CBU:         max {c.max:.2f}; {c.n_above} of {c.n_minutes} minutes above {c.threshold:g}"
                      if isinstance(c, CbuResult) else f"CBU:         not available: {c.reason}")

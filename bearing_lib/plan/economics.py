@@ -605,19 +605,22 @@ def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, 
     q = quantile or 0.99
     peaks = weekly_peaks(*series, quantile=q) if series else None
     days, daily = daily_peaks_of(*series) if series else ([], [])
-    fc = growth_forecast(*series) if series and len(days) >= MIN_FORECAST_DAYS else None
+    # one forecast: the profile's own when it made one, else the same function on its series
+    fc = profile.forecast if profile.forecast is not None else (
+        growth_forecast(*series) if series and len(days) >= MIN_FORECAST_DAYS else None)
     staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks,
                         forecast=fc, domains=domains, peak_name=peak_name)
-    if series is None:
+    if fc is not None:
+        if series is not None and len(days) >= MIN_FORECAST_DAYS:
+            staged.daily_peaks_rps = [float(v) for v in daily]
+    elif series is None:
         staged.mid_term_reason = "the profile has no per-minute series to forecast from"
-    elif fc is None:
+    else:
         span_d = (max(series[0]) + 60 - min(series[0])) / 86400 if series[0] else 0
         staged.mid_term_reason = (f"a growth forecast needs >= 4 complete weeks of traffic; the profile spans "
                                   f"{span_d:,.2f} day(s) ({len(peaks or [])} complete week(s))")
         if len(peaks or []) >= 4:  # four weeks from the first minute, but fewer complete (UTC) days
             staged.mid_term_reason += f", {len(days)} complete day(s) of the {MIN_FORECAST_DAYS} the forecast needs"
-    else:
-        staged.daily_peaks_rps = [float(v) for v in daily]
     staged.weekly_peak_statistic = f"P{q * 100:g} of the week's per-minute rate / 60"
     return staged
 

@@ -227,11 +227,49 @@ class FosEstimate:
         return to_json(self)
 
 
+@dataclass(frozen=True)
+class OwnPeak:
+    """A mix's own peak from the profile (``mix_peaks``): the target quantile of the mix's own per-bin rate
+    (``own_rps``) and the share method's figure ``share × overall P(q)`` (``share_method_rps``), both in req/s
+    as observed (before growth), and the overall P(q) they were read beside (``overall_rps``)."""
+
+    mix: str
+    own_rps: float
+    share_method_rps: float
+    overall_rps: float
+    quantile: float
+    bin_s: float
+
+
 @dataclass
-class MixFos:
-    """One mix: its limit in completed req/s (achieved basis), share, FOS and utilisation (target / limit)."""
+class MixPeakFos:
+    """FOS of one mix against its own peak: ``Q_ult_m / own peak_m`` (``fos``, its 95 % CI from the limit's
+    CI alone: the own peak has none), beside the share method's ``Q_ult_m / (share_m × overall peak)``
+    (``fos_share_method``); ``differs`` when the share method's peak is more than 10 % below the own one.
+    Both peaks are scaled as the target is (``× target / overall peak``: growth or a given target)."""
 
     __pydantic_config__ = STRICT
+    own_peak_rps: float
+    share_method_rps: float
+    quantile: float
+    bin_s: float
+    fos: FosEstimate
+    fos_share_method: float | None
+    own_over_share: float | None
+    differs: bool
+    statement: str
+
+
+@dataclass
+class MixFos:
+    """One mix: its limit in completed req/s (achieved basis), share, FOS and utilisation (target / limit).
+
+    ``fos`` reads "if all production traffic looked like mix m" (``Q_ult_m / Q_target``, what the verdict's
+    mix-shift warning uses); ``own_peak`` the mix's FOS against its own peak (:class:`MixPeakFos`), when the
+    profile gives per-mix peaks."""
+
+    __pydantic_config__ = STRICT
+    _OMIT_NONE = ("own_peak",)
     mix: str
     share: float
     q_ult_rps: float
@@ -239,6 +277,7 @@ class MixFos:
     censored: Censored
     fos: FosEstimate
     utilisation: float | None
+    own_peak: MixPeakFos | None = None
 
     @property
     def q_ult(self) -> Estimate:
@@ -356,6 +395,7 @@ def compute_fos(
     shares: dict[str, float],
     target: Target,
     *,
+    own_peaks: Sequence[OwnPeak] = (),
     draws: int = MC_DRAWS,
     seed: int = MC_SEED,
 ) -> FosResult:
@@ -364,6 +404,8 @@ def compute_fos(
 
     ``shares`` are production mix weights by mix name (any mix without a limit, e.g.
     ``other``, is reported as uncovered; the blend renormalises over covered mixes).
+    ``own_peaks`` (the profile's per-mix peaks) add each mix's FOS against its own peak
+    (:class:`MixPeakFos`); the blended FOS does not change.
     """
     if not limits:
         raise ParameterError("no limits: the limits file holds no mix with a usable q_ult")
@@ -372,6 +414,7 @@ def compute_fos(
         raise BadValueError(f"limits name a mix twice: {names}")
     rng = np.random.default_rng(seed)
     t_draws = _draw(target.rps, target.ci95, rng, draws)
+    own = {p.mix: p for p in own_peaks}
 
     per_mix: list[MixFos] = []
     q_draws: dict[str, np.ndarray] = {}
@@ -383,7 +426,8 @@ def compute_fos(
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
         est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why)
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
-                              target.rps / lim.q_ult_rps))
+                              target.rps / lim.q_ult_rps,
+                              _own_peak_fos(lim, q_draws[lim.mix], own.get(lim.mix), target, why)))
 
     total_share = sum(v for v in shares.values() if v > 0)
     covered = {m: float(shares.get(m, 0.0)) for m in names if shares.get(m, 0.0) > 0}
@@ -429,6 +473,28 @@ def compute_fos(
                          weights, coverage, uncovered, value=blended_est.value, ci95=blended_est.ci95,
                          bound=blended_est.bound, statement=blended_est.statement)
     return FosResult(per_mix, blended)
+
+
+def _own_peak_fos(lim: Limit, q_draws: np.ndarray, peak: OwnPeak | None, target: Target,
+                  why: str) -> MixPeakFos | None:
+    """The mix's FOS against its own peak (:class:`MixPeakFos`), None without a peak or with a zero one."""
+    if peak is None or peak.own_rps <= 0 or peak.overall_rps <= 0:
+        return None
+    k = target.rps / peak.overall_rps  # growth, or a given target, scales the mix's peaks as it scales the target
+    own, by_share = peak.own_rps * k, peak.share_method_rps * k
+    est = _estimate(lim.q_ult_rps / own, q_draws / own, lim.bound, why)
+    f_share = lim.q_ult_rps / by_share if by_share > 0 else None
+    ratio = own / by_share if by_share > 0 else None
+    from bearing_lib.traffic.mix_peaks import UNDERSTATED_RATIO
+
+    differs = ratio is not None and ratio > UNDERSTATED_RATIO
+    q = f"P{peak.quantile * 100:g}"
+    text = (f"own {q} {own:.4g} req/s: {est.statement}; share × overall {q} {by_share:.4g} req/s gives FOS "
+            f"{_n(f_share) if f_share is not None else 'none'}"
+            + (f" ({ratio:.2f}× below the own peak: the share method overstates this mix's FOS)" if differs else ""))
+    if abs(k - 1) > 1e-9:
+        text += f" (peaks × {k:.4g}, as the target)"
+    return MixPeakFos(own, by_share, peak.quantile, peak.bin_s, est, f_share, ratio, differs, text)
 
 
 def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
@@ -576,6 +642,8 @@ __all__ = [
     "Limit",
     "MinuteAbove",
     "MixFos",
+    "MixPeakFos",
+    "OwnPeak",
     "Target",
     "TierBands",
     "Verdict",

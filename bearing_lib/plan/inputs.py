@@ -26,7 +26,7 @@ from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.schema import refuse_other_kind
 from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import BurstModel
-from bearing_lib.plan.fos import Limit, Target
+from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.memory import SeqLenStats
 
 
@@ -213,6 +213,12 @@ class ProfileInput:
     """Mean input / output tokens per request of the production traffic (the profile's seq_len)."""
     mix_spec: Any = None
     """The profile's mix spec (a :class:`~bearing_lib.data.mixes.MixSpec`), if it has one."""
+    forecast: Any = None
+    """The profile's mid-term forecast of the daily peak (a :class:`~bearing_lib.traffic.targets.TrendForecast`),
+    None when it made none: the plan uses this one rather than forecasting again."""
+    own_peaks: list[OwnPeak] = field(default_factory=list)
+    """Each mix's own peak beside the share method's (the profile's ``mix_peaks``, or ``metrics.mix_peaks`` for a
+    profile from Prometheus counters); empty when the profile has none."""
 
     @property
     def peak_known(self) -> bool:
@@ -282,7 +288,22 @@ def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
         bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=starts,
         mean_input_tokens=_fnum(mean_in), mean_output_tokens=_fnum(mean_out),
         mix_spec=profile.mixes.spec if isinstance(profile.mixes, MixShares) else None,
+        own_peaks=own_peaks_of(profile.mix_peaks if profile.mix_peaks is not None
+                               else getattr(profile.metrics, "mix_peaks", None)),
+        forecast=getattr(t.mid_term, "trend", None),
     )
+
+
+def own_peaks_of(peaks: Any) -> list[OwnPeak]:
+    """The per-mix peaks of a profile (a :class:`~bearing_lib.traffic.mix_peaks.MixPeaks` or its document
+    :class:`~bearing_lib.traffic.document.MixPeaksDoc`) as :class:`OwnPeak` rows; [] for none."""
+    if peaks is None or getattr(peaks, "available", True) is False or not hasattr(peaks, "rows"):
+        return []
+    q, b, overall = peaks.quantile, peaks.bin_s, peaks.overall_target_rps
+    if q is None or b is None or overall is None:
+        return []
+    return [OwnPeak(str(r.mix), float(r.target_rps), float(r.share_method_rps), float(overall), float(q), float(b))
+            for r in peaks.rows if r.target_rps is not None and r.share_method_rps is not None]
 
 
 def _fnum(x: Any) -> float | None:
@@ -365,7 +386,21 @@ def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> Profil
         series_note=note, bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=minute_starts,
         mean_input_tokens=tin.mean if tin is not None else None,
         mean_output_tokens=tout.mean if tout is not None else None, mix_spec=mix_spec,
+        own_peaks=own_peaks_of(p.mix_peaks if p.mix_peaks is not None
+                               else p.metrics.mix_peaks if p.metrics is not None else None),
+        forecast=_forecast_of(t.mid_term if t is not None else None, source),
     )
+
+
+def _forecast_of(mid: Any, source: str) -> Any:
+    """The profile's ``targets.mid_term.trend`` as a :class:`~bearing_lib.traffic.targets.TrendForecast` (validated
+    once here; every problem named with its path), None when the profile made no forecast."""
+    if mid is None or not mid.available or not mid.trend:
+        return None
+    from bearing_lib.common.schema import parse
+    from bearing_lib.traffic.targets import TrendForecast
+
+    return parse(TrendForecast, mid.trend, what=f"{source} targets.mid_term.trend")
 
 
 def _starts(raw: list[float | None] | None, source: str, where: str) -> list[float] | None:
@@ -557,6 +592,7 @@ __all__ = [
     "limits_document",
     "limits_from_dict",
     "limits_input",
+    "own_peaks_of",
     "plan_burst",
     "plan_target",
     "profile_input",

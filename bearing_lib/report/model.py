@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bearing_lib.common.errors import BadValueError, SchemaError
 from bearing_lib.common.estimate import Estimate, derived_qualifiers
@@ -30,16 +30,23 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
+from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
+from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.elasticity import ReplayResult
-from bearing_lib.plan.fos import CbuResult, Target, TierBands
+from bearing_lib.plan.fos import CbuResult, MixFos, Target, TierBands
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
+from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.compare_section import CompareSection
+from bearing_lib.report.plan_section import ProductionSource, production_source
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
 from bearing_lib.report.templating import summary_block_html
 from bearing_lib.traffic.document import ProfileDocument
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.twin.passive import PassiveLimit
 
 VERDICTS = ("green", "yellow", "red")
 
@@ -276,13 +283,23 @@ class FosSection:
 
 @dataclass
 class PlanSection:
-    """Instances, elasticity and memory (``model.plan.data``): the plan's own sections, each its
-    dataclass or :class:`NotAvailable`."""
+    """The capacity plan (``model.plan.data``): instances, elasticity and memory (the plan's own sections, each
+    its dataclass or :class:`NotAvailable`), and what an operator acts on (``report/plan_section.py``): the
+    per-mix peaks and FOS against them (``per_mix``), failure domains, top tenants (None: no tenant column
+    given), the scaling triggers, where production came from, and the passive limit."""
 
     instances: InstancePlan | NotAvailable
     elasticity: ReplayResult | NotAvailable
     memory: MemoryPlan | NotAvailable | None
     notes: list[str]
+    per_mix: list[MixFos] = field(default_factory=list)
+    failure_domains: FailureDomains | NotAvailable | None = None
+    tenants: Tenants | None = None
+    triggers: ScalingTriggers | NotAvailable = field(
+        default_factory=lambda: NotAvailable("the scaling triggers were not derived for this report"))
+    production_source: ProductionSource | None = None
+    passive: PassiveLimit | NotAvailable = field(
+        default_factory=lambda: NotAvailable("the passive limit was not computed for this report"))
 
 
 @dataclass
@@ -337,6 +354,9 @@ class OpsSection:
     bottleneck: dict[str, Any]
     exports: dict[str, Any]
     economics: dict[str, Any] | None
+    triggers: ScalingTriggers | NotAvailable = field(
+        default_factory=lambda: NotAvailable("the scaling triggers were not derived"))
+    """The exported autoscalers' triggers with their evidence (:mod:`bearing_lib.ops.triggers`)."""
 
 
 @dataclass
@@ -766,11 +786,19 @@ def _mean_tokens_per_mix(plan: CapacityPlan) -> dict[str, float]:
             if row.mean_input_tokens + row.mean_output_tokens > 0}
 
 
-def _plan(plan: CapacityPlan | None, reason: str | None) -> Section[PlanSection]:
+def _plan(plan: CapacityPlan | None, reason: str | None, profile: ProfileDocument | None = None,
+          ops: Section[OpsSection] | None = None, passive: PassiveLimit | NotAvailable | None = None
+          ) -> Section[PlanSection]:
     if plan is None:
         return Section(False, reason)
-    return Section(True, data=PlanSection(instances=plan.instances, elasticity=plan.elasticity, memory=plan.memory,
-                                          notes=list(plan.notes)))
+    why = ops.reason if ops is not None else "no report folder to write the exports into"
+    triggers = (ops.data.triggers if ops is not None and ops.data is not None else
+                NotAvailable(f"the operational settings were not built: {why}"))
+    return Section(True, data=PlanSection(
+        instances=plan.instances, elasticity=plan.elasticity, memory=plan.memory, notes=list(plan.notes),
+        per_mix=list(plan.per_mix), failure_domains=plan.failure_domains, tenants=plan.tenants, triggers=triggers,
+        production_source=production_source(profile),
+        passive=passive if passive is not None else NotAvailable("the production trace was not given to the report")))
 
 
 def _scorecards(plan: CapacityPlan | None, reason: str | None) -> Section[ScorecardsSection]:
@@ -1076,6 +1104,7 @@ def build_report(
     ops: Section[OpsSection] | None = None,
     compare: CompareSection | Unavailable | None = None,
     fidelity: Section[Fidelity] | None = None,
+    passive: PassiveLimit | NotAvailable | None = None,
 ) -> ReportModel:
     """Build the report model from the contract documents.
 
@@ -1111,6 +1140,9 @@ def build_report(
     fidelity
         The fidelity of the test to production (:func:`bearing_lib.report.fidelity_section.fidelity_section`),
         or None (not assessed); when it differs its sentence joins the headline (``fidelity_line``).
+    passive
+        The passive limit of the production trace (:func:`bearing_lib.report.plan_section.passive_part`), or
+        None (no trace given).
     """
     lim, lim_reason = _limits_arg(limits)
     prof, prof_reason = _split(profile, "production profile")
@@ -1134,7 +1166,7 @@ def build_report(
         curves_section=curves_section,
         production=_production(prof, prof_doc, prof_reason, per_minute_series),
         fos=fos,
-        plan=_plan(pl_, plan_reason),
+        plan=_plan(pl_, plan_reason, prof_doc, ops, passive),
         scorecards=_scorecards(pl_, plan_reason),
         changes=_changes(previous, mixes, fos, identity),
         flags=_flags(lim, prof_doc, findings),

@@ -27,16 +27,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.ops.triggers import ScalingTriggers, scaling_triggers
 from bearing_lib.report.model import OpsSection, Section
 from bearing_lib.report.paths import portable, portable_path
+from bearing_lib.traffic.document import ProfileDocument
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.ops.exports import PlanNumbers
 
 EXPORTS_DIR = "exports"
 HOW_TO_GIVE_METRICS = (
@@ -126,9 +131,12 @@ def _relative(text: str, folder: Path) -> str:
     return text.replace(str(folder.resolve()) + "/", "").replace(str(folder) + "/", "")
 
 
-def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, output_dir: str | Path) -> dict[str, Any]:
+def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, output_dir: str | Path, *,
+                 triggers: Callable[[PlanNumbers], ScalingTriggers] | None = None) -> dict[str, Any]:
     """Write the plan's exports into ``<output_dir>/exports/``, validate them, and list them with
-    paths relative to ``output_dir``."""
+    paths relative to ``output_dir``. ``triggers`` (the plan's numbers → :class:`ScalingTriggers`) adds the
+    binding-resource trigger and the cron floors to the HPA/KEDA files; the result's ``"triggers"`` is then
+    that object (else why there is none)."""
     from bearing_lib.ops.exports import FILE_NAMES, FORMATS, export, read_plan
 
     root = Path(output_dir)
@@ -142,21 +150,24 @@ def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, ou
     try:
         numbers = read_plan(folder / "plan.json", limits_path=limits_path)
     except BearingError as exc:
-        return {"written": False, "reason": f"the plan cannot be exported: {exc}", "files": []}
+        return {"written": False, "reason": f"the plan cannot be exported: {exc}", "files": [],
+                "triggers": NotAvailable(f"the plan cannot be exported: {exc}")}
     # the files name their inputs relative to the exports folder (the report folder may move)
     numbers = dataclasses.replace(numbers, plan_path="plan.json",
                                   limits_path="limits.json" if limits_path else numbers.limits_path)
+    trig = triggers(numbers) if triggers is not None else None
+    target = trig.export_target() if trig is not None else None
     ok_formats, errors = [], {}
     for fmt in FORMATS:  # one format that cannot be written (e.g. a rate below nginx's 1 r/m) does not stop the rest
         try:
-            export(numbers, [fmt], folder / ".probe", check=False)
+            export(numbers, [fmt], folder / ".probe", target, check=False)
             ok_formats.append(fmt)
         except BearingError as exc:
             errors[fmt] = str(exc)
     import shutil
 
     shutil.rmtree(folder / ".probe", ignore_errors=True)
-    w = export(numbers, ok_formats, folder, check=True) if ok_formats else None
+    w = export(numbers, ok_formats, folder, target, check=True) if ok_formats else None
     checks = {c["path"]: c for c in (w.checks if w else [])}
     files = []
     for fmt in FORMATS:
@@ -186,6 +197,7 @@ def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, ou
     n_fail = sum(1 for f in files if f["ok"] is False)
     n_not_run = sum(1 for f in files if f["verdict"] == "not run" and f["validator"])
     return {"written": w is not None, "folder": EXPORTS_DIR, "files": files + extra,
+            "triggers": trig if trig is not None else NotAvailable("the triggers were not derived"),
             "bound_note": numbers.bound_note,
             "numbers": {"per_instance_allowable_rps": numbers.per_instance_allowable_rps,
                         "scale_target_rps": numbers.scale_target_rps, "min_replicas": numbers.min_replicas,
@@ -207,28 +219,50 @@ def ops_section(
     metrics_path: str = "",
     run: str | None = None,
     write_exports: bool = True,
+    profile_doc: Any = None,
 ) -> Section[OpsSection]:
-    """The section (module docstring). ``plan_doc``/``limits_doc`` are the JSON documents (or
-    ``Unavailable``); ``metrics`` the loaded :class:`ServerMetrics` (:func:`load_metrics`) or None."""
+    """The section (module docstring). ``plan_doc``/``limits_doc``/``profile_doc`` are the JSON documents (or
+    ``Unavailable``); ``metrics`` the loaded :class:`ServerMetrics` (:func:`load_metrics`) or None. The
+    scaling triggers (:func:`bearing_lib.ops.triggers.scaling_triggers`: rate, binding resource, cron floors
+    from the profile's hour slots) go into the exported HPA/KEDA and into ``triggers``."""
     plan = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
     limits = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
     plan, limits = portable(plan, output_dir), portable(limits, output_dir)  # paths relative to the report
     data: dict[str, Any] = {"bottleneck": bottleneck_part(metrics, limits, metrics_path=metrics_path, run=run)}
     if data["bottleneck"].get("source"):
         data["bottleneck"]["source"] = portable_path(metrics_path, output_dir)[0]
+    triggers: ScalingTriggers | NotAvailable
     if plan is None:
         why = getattr(plan_doc, "reason", None) or (plan_doc.get("reason") if isinstance(plan_doc, dict) else None)
         data["exports"] = {"written": False, "reason": f"no capacity plan: {why or 'not built'}", "files": []}
         data["economics"] = None
+        triggers = NotAvailable(f"no capacity plan: {why or 'not built'}")
     else:
-        data["exports"] = (exports_part(plan, limits, output_dir) if write_exports else
-                           {"written": False, "reason": "exports not written (parameter exports false)", "files": []})
+        prof = _profile(profile_doc)
+
+        def derive(numbers: PlanNumbers) -> ScalingTriggers:
+            return scaling_triggers(numbers, profile=prof, metrics=metrics, limits=limits,
+                                    metrics_path=metrics_path, run=run)
+
+        data["exports"] = (exports_part(plan, limits, output_dir, triggers=derive) if write_exports else
+                           {"written": False, "reason": "exports not written (parameter exports false)", "files": [],
+                            "triggers": NotAvailable("exports not written (parameter exports false)")})
+        triggers = data["exports"].pop("triggers")
         from bearing_lib.plan.capacity_plan import CapacityPlan
         from bearing_lib.plan.economics import PlanEconomics
 
         econ = CapacityPlan.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
         data["economics"] = econ.to_dict() if isinstance(econ, PlanEconomics) else None  # the plan's JSON form
-    return Section(True, data=OpsSection(**jsonable(data)))
+    return Section(True, data=OpsSection(**jsonable(data), triggers=triggers))
+
+
+def _profile(profile_doc: Any) -> ProfileDocument | None:
+    """The profile JSON as its typed document (None when there is none)."""
+    if isinstance(profile_doc, ProfileDocument):
+        return profile_doc
+    if not isinstance(profile_doc, dict) or profile_doc.get("available") is False:
+        return None
+    return ProfileDocument.from_dict(profile_doc, source="production profile")
 
 
 __all__ = ["EXPORTS_DIR", "HOW_TO_GIVE_METRICS", "bottleneck_part", "exports_part", "load_metrics", "ops_section"]

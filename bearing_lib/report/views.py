@@ -25,12 +25,16 @@ from typing import Any
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.schema import NotAvailable
+from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
+from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.elasticity import ReplayResult
-from bearing_lib.plan.fos import CbuResult, Target
+from bearing_lib.plan.fos import CbuResult, MixFos, Target
 from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
+from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.model import Flag, ReportModel, as_float
+from bearing_lib.report.plan_section import TOP_TENANTS, ProductionSource
 from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
 
 
@@ -53,6 +57,7 @@ class Table:
     rows: list[list[str]]
     collapsed: bool = False
     status_column: int | None = None  # index of a column rendered as a badge
+    id: str | None = None  # the HTML table's id, for readers that look a table up
 
 
 @dataclass
@@ -619,6 +624,128 @@ def cbu_view(cbu: CbuResult | NotAvailable | None, relative: bool = False) -> Gr
 # --------------------------------------------------------------------------- plan
 
 
+def production_source_view(ps: ProductionSource | None, passive: Any) -> Group:
+    """Where production came from (metrics: resolution = the query step; request logs) and the passive limit."""
+    g = Group("Production: where the numbers come from")
+    if ps is None:
+        g.unavailable.append("no production profile")
+    else:
+        g.rows.append(Row("Production from", {"metrics": "Prometheus metrics", "request log": "request logs",
+                                              "rate windows": "rate windows"}.get(ps.kind, ps.kind), ps.statement))
+        g.rows.append(Row("Time resolution", duration(ps.resolution_s) if ps.resolution_s is not None else "unknown",
+                          "the query step: nothing finer than a step is seen" if ps.kind == "metrics" else
+                          "rates are counted per bin of this length"))
+        g.notes += [f"Not knowable from counters: {u}" for u in ps.unknowable]
+    if isinstance(passive, NotAvailable):
+        g.unavailable.append(f"passive limit not available: {passive.reason}")
+    elif passive is not None:
+        q = passive.q_ult
+        g.rows.append(Row("Passive limit (production latency vs load)", f"{q.text()} req/s",
+                          f"under {passive.clause}; {num(passive.n_windows)} windows of {duration(passive.window_s)}; "
+                          + (f"EXTRAPOLATED beyond the highest observed load {num(passive.highest_rate_rps)} req/s"
+                             if passive.extrapolated else
+                             f"within the observed loads (up to {num(passive.highest_rate_rps)} req/s)")))
+    return g
+
+
+def mix_peaks_view(per_mix: list[MixFos]) -> Group:
+    """Each mix's own peak and the FOS against it, beside the share-of-overall figure."""
+    g = Group("Peaks per mix (each mix's own busiest minutes)")
+    rows = [m for m in per_mix if m.own_peak is not None]
+    if not rows:
+        g.unavailable.append("per-mix peaks not available: the profile gives none (one mix, or rate windows only)")
+        return g
+    q = quantile_name(rows[0].own_peak.quantile)  # type: ignore[union-attr]
+    t = Table(f"Own {q} per {duration(rows[0].own_peak.bin_s)} against share × overall {q}",  # type: ignore[union-attr]
+              ["mix", "share", f"own {q} (req/s)", f"share × overall {q} (req/s)", "own / share",
+               "FOS against own peak (95% CI)", "FOS by share method", "reading"], [], id="plan-mix-peaks")
+    for m in rows:
+        o = m.own_peak
+        assert o is not None
+        ci = f" ({num(o.fos.ci95[0])}–{num(o.fos.ci95[1])})" if o.fos.ci95 and None not in o.fos.ci95 else ""
+        sign = {"lower": "≥ ", "upper": "< "}.get(o.fos.bound, "")
+        t.rows.append([m.mix, pct(m.share), num(o.own_peak_rps, 3), num(o.share_method_rps, 3),
+                       num(o.own_over_share), f"{sign}{num(o.fos.value)}{ci}", num(o.fos_share_method),
+                       "share method understates the peak" if o.differs else "within 10 %"])
+    g.tables.append(t)
+    g.notes.append("A mix's busiest minutes need not be the overall busiest ones: its own peak is the target "
+                   "quantile of its own per-minute rate; the share method takes its share of the overall peak. The "
+                   "blended FOS (above) is unchanged; a mix served by its own pool is sized on its own peak.")
+    return g
+
+
+def domains_view(fd: FailureDomains | NotAvailable | None) -> Group:
+    g = Group("Failure domains")
+    if not isinstance(fd, FailureDomains):
+        g.unavailable.append(f"failure domains not available: {_gone(fd) or 'not in the plan'}")
+        return g
+    lost = f"{fd.domains_lost} {fd.lost_domain}{'s' if fd.domains_lost > 1 else ''} lost"
+    g.rows.append(Row("Fleet across failure domains", f"{num(fd.total)} instances",
+                      f"{num(fd.instances)} carry the target with {lost} ({num(fd.surviving)} remain, "
+                      f"{num(fd.needed)} needed) + burst buffer {num(fd.buffer)}"))
+    g.rows.append(Row("Layout", f"{num(fd.zones)} zone(s), {num(fd.per_zone)} per zone"
+                      + (f", nodes of {num(fd.replicas_per_node)}" if fd.replicas_per_node else ""), fd.rule))
+    g.rows.append(Row("Capacity with the loss", rps_and_min(fd.surviving_capacity_rps),
+                      f"at FOS {num(fd.target_fos)}; target {num(fd.target_rps)} req/s"))
+    g.notes.append(fd.statement)
+    return g
+
+
+def tenants_view(t: Tenants | None) -> Group:
+    g = Group("Top tenants")
+    if t is None:
+        g.unavailable.append("tenants not available: no tenant column was given (bearing plan --tenant-column "
+                             "COLUMN with --trace; bearing report -p tenant_column COLUMN)")
+        return g
+    top = sorted(t.tenants, key=lambda r: -r.peak_rps)[:TOP_TENANTS]
+    g.rows.append(Row("Tenants", f"{num(len(t.tenants))} in column {t.column}",
+                      f"capacity shared: {num(t.capacity_rps)} req/s ({t.capacity_basis})"))
+    g.tables.append(Table(f"The {len(top)} busiest tenants ({t.peak_statistic})",
+                          ["tenant", "requests", "peak (req/s)", "share of the allowable capacity", "quota (req/s)",
+                           "capped"],
+                          [[r.tenant, num(r.requests), num(r.peak_rps, 3), pct(r.share_of_capacity),
+                            num(r.quota_rps, 3), "yes" if r.capped else "no"] for r in top], id="plan-tenants"))
+    g.notes.append(f"{t.rule}. {t.statement}")
+    return g
+
+
+def triggers_view(tr: ScalingTriggers | NotAvailable | None) -> Group:
+    g = Group("Scaling triggers (exported to the HPA / KEDA)")
+    if not isinstance(tr, ScalingTriggers):
+        g.unavailable.append(f"scaling triggers not available: {_gone(tr) or 'not derived'}")
+        return g
+    r = tr.rate
+    t = Table("Triggers and the evidence for each threshold", ["trigger", "signal", "threshold", "evidence"],
+              [["request rate", "completed requests per second per replica", f"{num(r.per_pod_rps, 3)} req/s",
+                r.evidence]], id="plan-triggers")
+    b = tr.binding
+    if isinstance(b, NotAvailable):
+        g.unavailable.append(f"no trigger on the binding resource: {b.reason}")
+    else:
+        t.rows.append([f"binding resource: {b.resource}", b.metric, num(b.threshold, 3), b.evidence])
+    s = tr.schedule
+    if isinstance(s, NotAvailable):
+        g.unavailable.append(f"no scheduled (KEDA cron) floors: {s.reason}")
+    else:
+        for w in s.windows:
+            t.rows.append([f"cron {w.start_hour:02d}:00–{w.end_hour % 24:02d}:00 UTC", "time of day",
+                           f"{num(w.replicas)} replicas", f"hour P95 up to {num(w.peak_rps, 3)} req/s / "
+                           f"{num(s.per_instance_allowable_rps, 3)} req/s per replica"])
+        g.notes.append(f"Daily schedule: {s.statement()}")
+    g.tables.append(t)
+    g.rows.append(Row("Replicas", f"{num(tr.min_replicas)}–{num(tr.max_replicas)}",
+                      "KEDA minReplicaCount–maxReplicaCount"
+                      + ("" if isinstance(s, NotAvailable) else "; the minimum is the off-peak floor")))
+    return g
+
+
+def plan_view(d: Any) -> list[Group]:
+    """The plan section's groups, in page order (``d`` a :class:`~bearing_lib.report.model.PlanSection`)."""
+    return [production_source_view(d.production_source, d.passive), mix_peaks_view(d.per_mix),
+            instances_view(d.instances), domains_view(d.failure_domains), triggers_view(d.triggers),
+            tenants_view(d.tenants), elasticity_view(d.elasticity), memory_view(d.memory)]
+
+
 def instances_view(inst: InstancePlan | NotAvailable | None) -> Group:
     g = Group("Instances")
     if not isinstance(inst, InstancePlan):
@@ -921,7 +1048,7 @@ def section_views(model: ReportModel) -> SectionViews:
                             leftover_caveats(jsonable({"cbu": f.cbu}), [cbu]))
     d = model.plan.data
     if d is not None:
-        g = [instances_view(d.instances), elasticity_view(d.elasticity), memory_view(d.memory)]
+        g = plan_view(d)
         # the caveats walk is generic (every unavailable reason, note and *_note of the section's JSON form)
         views.plan = SectionView(g, leftover_caveats(jsonable({"instances": d.instances, "elasticity": d.elasticity,
                                                                "memory": d.memory}), g))
@@ -947,6 +1074,7 @@ __all__ = [
     "bursts_group",
     "cbu_minute",
     "cbu_view",
+    "domains_view",
     "elapsed",
     "elasticity_view",
     "flags_view",
@@ -955,10 +1083,13 @@ __all__ = [
     "leftover_caveats",
     "memory_view",
     "mix_group",
+    "mix_peaks_view",
     "num",
     "per_minute_group",
     "per_second_group",
     "per_window_group",
+    "plan_view",
+    "production_source_view",
     "production_view",
     "scorecard_tables",
     "seasonality_group",
@@ -966,5 +1097,7 @@ __all__ = [
     "seq_len_group",
     "target_group",
     "target_row",
+    "tenants_view",
+    "triggers_view",
     "window_line",
 ]

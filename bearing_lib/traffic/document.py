@@ -153,7 +153,9 @@ class PeakDoc:
 
 @dataclass
 class ForecastDoc:
-    """``targets.near_term`` / ``targets.mid_term``: a planning load, its factor and basis, or why there is none."""
+    """``targets.near_term`` / ``targets.mid_term``: a planning load, its factor and basis, or why there is none;
+    the mid term's ``trend`` is the forecast itself (:class:`~bearing_lib.traffic.targets.TrendForecast`'s JSON, read
+    into that class by the plan: :func:`bearing_lib.plan.inputs.profile_input_from_dict`), the one the plan uses."""
 
     available: bool = True
     reason: str | None = None
@@ -161,6 +163,7 @@ class ForecastDoc:
     factor: float | None = None
     basis: str | None = None
     statement: str | None = None
+    trend: dict[str, Any] | None = None
 
 
 @dataclass

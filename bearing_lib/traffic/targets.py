@@ -177,6 +177,7 @@ class MidTermForecast:
             "factor": self.factor,
             "rps": self.reservation_rps,
             "statement": self.statement,
+            **({"trend": self.trend.to_dict()} if self.trend is not None else {}),
         }
 
 

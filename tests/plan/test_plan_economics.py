@@ -292,3 +292,44 @@ def test_a_bound_on_the_limit_bounds_every_economics_figure_and_is_said(bound, l
     assert any(line.startswith("bound:") for line in lines) == (bound != "none")
     # the figures themselves do not move: the bound is a statement about them
     assert e.tokens.at_q_ult.total_tokens_per_s == pytest.approx(10000.0)
+
+
+def _flat_35_days() -> tuple[np.ndarray, np.ndarray, list[float]]:
+    # 35 days of minutes at 1 req/s; each day one busy minute at 3 ± 0.3 req/s (alternate days): no trend
+    days = 35
+    peaks = [3.0 + (0.3 if d % 2 else -0.3) for d in range(days)]
+    reqs = np.full(days * 1440, 60.0)
+    for d in range(days):
+        reqs[d * 1440 + 600] = peaks[d] * 60.0
+    starts = 1_704_067_200.0 + 60.0 * np.arange(reqs.size)
+    return starts, reqs, peaks
+
+
+@pytest.mark.parametrize("with_series", [True, False])
+def test_one_forecast_shared_by_the_profile_and_the_plan_and_no_trend_said(with_series):
+    from bearing_lib.traffic.binning import RateSeries
+    from bearing_lib.traffic.targets import compute_targets
+
+    starts, reqs, peaks = _flat_35_days()
+    prof_mid = compute_targets(RateSeries(60.0, starts, reqs, aligned=True), n_boot=20).mid_term
+    # independently: no trend, so the level is the mean daily peak, and the 95 % PI mean ± t(0.975, 34) s sqrt(1 + 1/35)
+    mean, sd = float(np.mean(peaks)), float(np.std(peaks, ddof=1))
+    half = stats.t.ppf(0.975, 34) * sd * math.sqrt(1 + 1 / 35)
+    assert prof_mid.forecast_rps == pytest.approx(mean) and prof_mid.forecast_pi95 == pytest.approx(
+        (mean - half, mean + half))
+    assert "no trend detected over 35 days" in prof_mid.statement
+    profile = {"targets": {"target": {"rps": 3.2}, "mid_term": json.loads(json.dumps(prof_mid.to_dict()))}}
+    if with_series:
+        profile["per_minute"] = {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}
+    plan = CapacityPlan.from_dict(_plan())
+    inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
+    s = plan_economics(plan.fos, plan.tier, 3.2, None, inst, profile, quantile=0.99).staged
+    # the plan's forecast is the profile's, with or without the series in the profile JSON
+    fc = s.mid_term.forecast
+    assert fc == prof_mid.trend
+    assert (fc.value, fc.lower, fc.upper) == pytest.approx((mean, mean - half, mean + half))
+    assert not fc.significant and s.fleet_runs_out.weeks_after_last is None
+    assert s.fleet_runs_out.statement.startswith("no trend detected over 35 days")
+    assert "no date at which" in s.fleet_runs_out.statement and "runs out in" not in s.fleet_runs_out.statement
+    assert s.mid_term.rps == pytest.approx(prof_mid.reservation_rps)
+    assert (s.daily_peaks_rps == pytest.approx(peaks)) if with_series else s.daily_peaks_rps is None

@@ -237,6 +237,13 @@ def test_bearing_report_with_server_metrics_names_the_binding_resource_and_write
     assert f"requests_waiting mean {queue[first_fail]:.4g} at step {first_fail}, {queue[prev]:.4g} at step " \
            f"{prev}" in row["statement"]
     assert "<strong>engine queue</strong>" in _ops_html(d / "report.html")
+    # the plan section's scaling triggers: the queue at the last step that held the SLA, as the KEDA file has it
+    b = json.loads((d / "summary.json").read_text())["plan"]["data"]["triggers"]["binding"]
+    assert (b["resource"], b["signal"], b["failing_step"]) == ("engine queue", "requests_waiting", first_fail)
+    assert b["threshold"] >= 1 and "threshold = requests_waiting at the last step that held the SLA" in b["evidence"]
+    keda = (d / "exports" / "keda-scaledobject.yaml").read_text()
+    assert "sum(vllm:num_requests_waiting" in keda
+    assert "binding resource: engine queue" in (d / "report.html").read_text()
     for f in ops["exports"]["files"]:
         assert (d / f["path"]).is_file()
         if f["validator"]:
