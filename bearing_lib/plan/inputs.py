@@ -18,6 +18,7 @@ Read from the profile: ``mix_shares``, ``targets``, ``per_minute`` statistics an
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -427,6 +428,10 @@ def plan_target(p: ProfileInput, *, quantile: float | None = None, growth: float
         k = g / g0  # a growth given here replaces the profile's
         ci_t = (float(ci[0]) * k, float(ci[1]) * k) if ci and ci[0] is not None and ci[1] is not None else None
         basis = f"{source}: {t.statement or 'targets as given'}"
+        if ci_t is not None and not all(math.isfinite(x) for x in ci_t):
+            # a profile made without resamples (n_boot=0) gives no CI: the target is a point, said as one
+            basis += "; the profile gives no CI for the target (no bootstrap resamples): a point"
+            ci_t = None
         if k != 1:
             basis += f", growth {g:g} instead of {g0:g}"
         if ci_t is not None and not (ci_t[0] <= t.rps * k <= ci_t[1]):

@@ -175,3 +175,18 @@ def test_schema_command_prints_plan_and_profile():
     plan = json.loads(CliRunner().invoke(app, ["schema", "plan"]).output)
     assert {"tier", "target", "fos", "verdict", "cbu", "instances"} <= set(plan["required"])
     assert plan["additionalProperties"] is False
+
+
+def test_a_profile_without_resamples_gives_a_point_target() -> None:
+    """A profile made with n_boot=0 has a target CI of (nan, nan): the plan takes the target as a point.
+
+    By hand: the target is the profile's figure times growth 1.5 / 1.5 = 1, so 8.25 req/s, with no CI.
+    """
+    from bearing_lib.plan.inputs import ProfileInput, ProfileTarget, plan_target
+
+    nan = float("nan")
+    p = ProfileInput(source="profile.json", target=ProfileTarget(8.25, (nan, nan), 0.99, 1.5, "P99 × 1.5"))
+    t = plan_target(p)
+    assert t.rps == 8.25
+    assert t.ci95 is None
+    assert "no CI for the target" in t.basis
