@@ -274,6 +274,10 @@ def load(path: str | Path, *, format: str | None = None, **options: object) -> D
     Returns a request trace, a load-point table or rate windows, each with provenance.
     ``format`` skips detection; ``options`` go to the format's loader.
     """
+    if not isinstance(path, (str, Path)):
+        raise ParameterError(
+            f"load() takes one path (a file or a folder), got {type(path).__name__} {path!r:.200}; to read "
+            "several files as one sweep, put them in one folder and pass the folder")
     folder = InputSource(path)
     spec, source = resolve(folder, format)
     ds = call_loader(spec, source, options)

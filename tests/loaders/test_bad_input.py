@@ -220,3 +220,14 @@ def test_input_files_are_unchanged_after_loading(bundled, tmp_path):
         assert ds.provenance.sha256 == before[p][0]  # provenance records the hash of the bytes as stored
     after = {p: (_sha(p), p.stat().st_mtime_ns) for p, _ in files}
     assert after == before
+
+
+def test_load_given_a_list_of_files_says_what_it_takes() -> None:
+    """A list of paths is not one input: a ParameterError saying to pass their folder, not a TypeError."""
+    import pytest
+
+    from bearing_lib import load
+    from bearing_lib.common.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="takes one path .* got list .*pass the folder"):
+        load(["a.csv", "b.csv"])
