@@ -9,7 +9,7 @@ predicted usage is::
     blocks per request = ceil((input_tokens + output_tokens / 2) / block_size)
     predicted usage    = R × blocks per request / num_gpu_blocks
 
-and it is "right" within ``tolerance`` of the measured mean (DOMAIN.md's 10 % for the start-up
+and it is "right" within ``tolerance`` of the measured mean (docs/domain.md's 10 % for the start-up
 log; 25 % by default here, since the half-output term is itself an average). Prefix caching
 shares blocks between requests, so the engine may use less than predicted: the statement says
 so when the measured value is lower and a prefix-cache hit rate above zero was seen.

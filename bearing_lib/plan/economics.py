@@ -20,11 +20,11 @@ Money (``price_per_hour`` = one instance)
     ``monthly cost of the fleet = instances × price × 730 h`` (8,760 h / 12);
     the burst buffer costs ``buffer × price × 730 h`` when fixed, and ``buffer × price × bursts
     per month × burst hours`` when elastic (it runs only during bursts).
-Budget scorecard row (DOMAIN.md: green "clear cost model with headroom", yellow "computable
+Budget scorecard row (docs/domain.md: green "clear cost model with headroom", yellow "computable
     but tight", red "never computed"): red without a cost or without a budget to judge it
     against, green when the monthly cost leaves at least ``headroom`` (20 %) of the budget, yellow
     when it fits with less, red when it exceeds the budget.
-Staged plan (DOMAIN.md: near term = current peak × 1.5; mid term = 6-month forecast × 1.5)
+Staged plan (docs/domain.md: near term = current peak × 1.5; mid term = 6-month forecast × 1.5)
     The current peak is :attr:`bearing_lib.plan.fos.Target.current_peak_rps` (the target's quantile of the
     per-minute rate before growth; the traffic section's near term is the same number).
     ``instances = ceil(rps × 1.5 / A)`` (and, with failure domains, the instances that still carry

@@ -48,7 +48,7 @@ UTILISATION_CEILING = 0.70
 UTILISATION_FLOOR = 0.60
 CBU_THRESHOLD = 0.8
 NEAR_TERM_FACTOR = 1.5
-"""Staged reservation (DOMAIN.md): near term = current peak × 1.5; mid term = 6-month forecast × 1.5."""
+"""Staged reservation (docs/domain.md): near term = current peak × 1.5; mid term = 6-month forecast × 1.5."""
 
 
 # --------------------------------------------------------------------------- tiers
@@ -173,13 +173,13 @@ class Target:
         """The current peak: the target's statistic of the observed rate, before growth (``rps / growth``).
 
         The one definition every section uses ("current peak" in the staged plan and the traffic
-        section alike): DOMAIN.md plans from the P95/P99 of the per-minute rate, not from its single
+        section alike): docs/domain.md plans from the P95/P99 of the per-minute rate, not from its single
         busiest minute, so the current peak is the target's quantile (P99 by default), never the max."""
         return self.rps / self.growth if self.growth else self.rps
 
     @property
     def near_term_rps(self) -> float:
-        """Near-term planning load: current peak × :data:`NEAR_TERM_FACTOR` (DOMAIN.md, staged reservation)."""
+        """Near-term planning load: current peak × :data:`NEAR_TERM_FACTOR` (docs/domain.md, staged reservation)."""
         return self.current_peak_rps * NEAR_TERM_FACTOR
 
     @property

@@ -1,6 +1,6 @@
 """KV-cache memory plan: how much GPU memory a model needs at a given concurrency.
 
-Formulas (``docs/capacity-plan.md``; DOMAIN.md fixes two seed errors):
+Formulas (``docs/capacity-plan.md``; docs/domain.md fixes two seed errors):
 
 * grouped-query attention (GQA, MHA is the case ``kv_heads == heads``)::
 
@@ -424,7 +424,7 @@ _V0_BLOCKS = re.compile(r"# GPU blocks:\s*([0-9]+)")
 def check_vllm_log(
     model: ModelPreset, log_text: str, *, tensor_parallel: int = 1, block_size: int = 16, tolerance: float = 0.10
 ) -> VllmLogCheck:
-    """Compare ``kv_cache_tokens`` with what vLLM logged at start-up (DOMAIN.md: within 10 % is "right").
+    """Compare ``kv_cache_tokens`` with what vLLM logged at start-up (docs/domain.md: within 10 % is "right").
 
     Reads vLLM V1 lines (``Available KV cache memory: X GiB`` and ``GPU KV cache size: N
     tokens``) or V0 lines (``kv_cache_size=X GiB`` and ``# GPU blocks: B``, tokens = B ×

@@ -1,6 +1,6 @@
 """The sources' traffic-light scorecard and health checklist, computed where the data allows.
 
-Scorecard (green / yellow / red), per DOMAIN.md:
+Scorecard (green / yellow / red), per docs/domain.md:
 
 * **compute**: single-path memory headroom ``1 - need / GPU memory`` at the planned
   concurrency and the P99 sequence length: ≥ 30 % green, 10–30 % yellow, < 10 % red;

@@ -101,7 +101,7 @@ def test_memory_by_hand_qwen_and_deepseek():
 #      "kv_cache_size=3.81GiB" / "# GPU blocks: 1952" (= 31,232 tokens), and
 #      "kv_cache_size=2.89GiB" / "maximum number of tokens that can be stored in KV cache (23648)";
 #      "Loading model weights took 14.9888 GB" (vLLM's GB here are GiB).
-# The logged GiB are rounded to 2 decimals, so the check allows the DOMAIN.md 10 %; the
+# The logged GiB are rounded to 2 decimals, so the check allows the docs/domain.md 10 %; the
 # arithmetic lands within 0.2 %.
 @pytest.mark.parametrize(
     "name,kv_gib,logged_tokens",
