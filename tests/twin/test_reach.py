@@ -379,3 +379,34 @@ def test_a_fixed_prompt_test_does_not_identify_the_prefill_cost_per_token_and_ca
     alt = [float(f.split("the limit is ")[1].split(" rps")[0]) for f in un]
     assert max(alt) > t_long  # the optimistic end (all per batch) lies above the truth: the CI holds it
     assert hi >= max(alt) and lo <= min(alt)
+
+
+@pytest.mark.slow  # 11 s on the loaded machine (two calibrations' worth of searches)
+def test_one_prompt_length_leaves_the_per_token_prefill_cost_unidentified_with_its_prior():
+    """The M/M/1-like server of tests/twin/conftest.py sends 100-token prompts only, with a 2 ms prefill (the
+    generator's constant): the twin measures the prefill time at 100 tokens, not its split. It says so, its prior
+    runs from 0 to that time over 100 tokens, and a target of 1,000-token prompts is searched at the all-per-token
+    end (2 ms / 100 tokens × 1,000 = 20 ms of prefill per request: a lower limit), carried into the CI."""
+    from bearing_lib.twin import SearchOptions, calibrate, predict
+    from bearing_lib.twin.mix import from_arrays
+    from tests.twin.conftest import mm1_trace
+
+    tw = calibrate(mm1_trace(1.0, [0.3, 0.45, 0.6, 0.75], 300.0, seed=3), n_boot=20, seed=1)
+    pt = tw.param("prefill_ms_per_token")
+    assert not pt.identified and pt.ci95 == (None, None) and "100–100" in pt.note
+    total = tw.param("prefill_base_ms").value + pt.value * 100
+    assert total == pytest.approx(2.0, abs=0.5)  # the generator's 2 ms prefill
+    ident = {e["parameter"]: e for e in tw.identification}
+    assert ident["prefill_ms_per_token"]["prior"] == pytest.approx([0.0, total / 100], rel=1e-9)
+    rng = np.random.default_rng(4)
+    n = 5000
+    out = rng.integers(2, 200, n)
+    same = predict(tw, from_arrays("100-token prompts", np.full(n, 100), out, np.zeros(n)), "p99(latency) <= 20s",
+                   options=SearchOptions(n_draws=0, duration_s=600.0))
+    assert not any(f.startswith("unidentified: prefill") for f in same.flags)  # the tested length: no prior needed
+    p = predict(tw, from_arrays("1000-token prompts", np.full(n, 1000), out, np.zeros(n)), "p99(latency) <= 20s",
+                options=SearchOptions(n_draws=0, duration_s=600.0))
+    un = [f for f in p.flags if f.startswith("unidentified: prefill_ms_per_token")]
+    assert len(un) == 1 and "all per token" in un[0] and "1,000 tokens against 100" in un[0]
+    alt = float(un[0].split("the limit is ")[1].split(" rps")[0])
+    assert alt < p.q_ult.value and p.q_ult.ci95[0] <= alt * 1.006  # the flag quotes 3 significant digits
