@@ -677,8 +677,11 @@ def _cost_params(f: RequestFeatures, fit: _PointFit, draws: np.ndarray) -> list[
         how_pt = (f"not identified: the test hardly varied the prompt ({spread}), so the prefill time cannot be "
                   f"split into a per-batch and a per-token cost; fitted {how} (per uncached token)")
     return [
-        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
-                  f"{how} (per batch)"),
+        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)) if varied else (None, None), "ms",
+                  varied, "none", pre_steps if varied else [],
+                  f"{how} (per batch)" if varied else
+                  f"not identified apart from the per-token cost ({spread}): their sum at the test's prompt is "
+                  f"measured; {how} (per batch)"),
         TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)) if varied else (None, None),
                   "ms/token", varied, "none",
                   [] if not varied else pre_steps if fit.fixed_pt is None else _steps_list(f.step[fit.ttft_pre.rows]),
