@@ -13,7 +13,10 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
   a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
   arrived in, on the uncached tokens of its prefill batch (requests sharing its first-token
-  time), over requests that arrived with free slots (no queue).
+  time), over requests that arrived with free slots (no queue). The split into a per-batch and a
+  per-token cost is identified only where the prompts vary (uncached tokens per prefill batch, P95 ≥
+  1.5 × P5); a fixed-length test measures their sum at its prompt, and the per-token cost gets a prior
+  range (0 to that sum over the prompt) that a prediction for other prompt lengths carries.
 * **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
   requests arriving at that ceiling waited (a queue formed there); else a lower bound.
 * **KV budget**: the most reserved tokens (``input + output``; under paged KV the tokens present)
