@@ -13,7 +13,10 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
   a median regression (statsmodels ``QuantReg``) of TTFT, less half the decode iteration it
   arrived in, on the uncached tokens of its prefill batch (requests sharing its first-token
-  time), over requests that arrived with free slots (no queue).
+  time), over requests that arrived with free slots (no queue). The split into a per-batch and a
+  per-token cost is identified only where the prompts vary (uncached tokens per prefill batch, P95 ≥
+  1.5 × P5); a fixed-length test measures their sum at its prompt, and the per-token cost gets a prior
+  range (0 to that sum over the prompt) that a prediction for other prompt lengths carries.
 * **Slots** ``max_num_seqs``: the most requests ever decoding at once, *identified* only if
   requests arriving at that ceiling waited (a queue formed there); else a lower bound.
 * **KV budget**: the most reserved tokens (``input + output``; under paged KV the tokens present)
@@ -631,6 +634,20 @@ def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: 
     return np.array(draws) if draws else np.empty((0, 5))
 
 
+PROMPT_SPREAD = 1.5  # the uncached prompt's P95 must be this multiple of its P5 for the per-token cost to be identified
+
+
+def _prompts_varied(f: RequestFeatures) -> tuple[bool, str]:
+    """Did the test vary the prompt enough to split the prefill time into a per-batch and a per-token cost? The
+    uncached tokens of the prefill batches must spread by :data:`PROMPT_SPREAD` between their P5 and P95 (one
+    prompt length, as a fixed-length benchmark sends, makes the two costs collinear)."""
+    x = f.batch_tokens[np.isfinite(f.batch_tokens)]
+    if x.size < 10:
+        return False, f"{x.size} prefill batches"
+    p5, p95 = (float(v) for v in np.percentile(x, [5, 95]))
+    return bool(p95 >= PROMPT_SPREAD * max(p5, 1.0)), f"uncached tokens per prefill batch P5–P95 {p5:,.0f}–{p95:,.0f}"
+
+
 def _cost_params(f: RequestFeatures, fit: _PointFit, draws: np.ndarray) -> list[TwinParam]:
     """The fitted costs (prefill, decode) with their bootstrap CIs, then the slot, KV and batch ceilings."""
     with_seq, with_int, with_ctx, dec, pre, ceil = fit.with_seq, fit.with_int, fit.with_ctx, fit.dec, fit.pre, fit.ceil
@@ -658,12 +675,20 @@ def _cost_params(f: RequestFeatures, fit: _PointFit, draws: np.ndarray) -> list[
                       "with it fixed")
         elif with_int:
             how_pt = f"{how}; check: {seen}"
+    varied, spread = _prompts_varied(f)
+    if not varied:
+        how_pt = (f"not identified: the test hardly varied the prompt ({spread}), so the prefill time cannot be "
+                  f"split into a per-batch and a per-token cost; fitted {how} (per uncached token)")
     return [
-        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)), "ms", True, "none", pre_steps,
-                  f"{how} (per batch)"),
-        TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)), "ms/token", True, "none",
-                  pre_steps if fit.fixed_pt is None else _steps_list(f.step[fit.ttft_pre.rows]),
-                  f"{how_pt} (per uncached token)"),
+        TwinParam("prefill_base_ms", max(pre[0], 0.0), ci(0, max(pre[0], 0.0)) if varied else (None, None), "ms",
+                  varied, "none", pre_steps if varied else [],
+                  f"{how} (per batch)" if varied else
+                  f"not identified apart from the per-token cost ({spread}): their sum at the test's prompt is "
+                  f"measured; {how} (per batch)"),
+        TwinParam("prefill_ms_per_token", max(pre[1], 0.0), ci(1, max(pre[1], 0.0)) if varied else (None, None),
+                  "ms/token", varied, "none",
+                  [] if not varied else pre_steps if fit.fixed_pt is None else _steps_list(f.step[fit.ttft_pre.rows]),
+                  how_pt if not varied else f"{how_pt} (per uncached token)"),
         TwinParam("decode_base_ms", max(dec[0], 0.0), ci(2, max(dec[0], 0.0)), "ms", True, "none", all_steps,
                   "median-regression intercept of time per output token"),
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
@@ -932,6 +957,20 @@ def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) ->
         k["prior"] = [0.0, float(d1 / cpr)]
         k["note"] += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
                       f"context cost at the test's median {cpr:.3g}k tokens per request)")
+    # the per-token prefill cost, when the prompt hardly varied: the prefill time at the test's typical prompt is
+    # known, its split is not; the prior runs from all of it per batch (0 per token) to all of it per token
+    # (per-batch cost 0: a cost is never negative), at the test's median uncached tokens per prefill batch
+    pt = next(e for e in out if e["parameter"] == "prefill_ms_per_token")
+    xb = f.batch_tokens[np.isfinite(f.batch_tokens)]
+    if not pt["identified"] and xb.size:
+        tok = float(np.median(xb))
+        p0, p1 = (by["prefill_base_ms"].value or 0.0), (by["prefill_ms_per_token"].value or 0.0)
+        total = p0 + p1 * tok
+        if tok > 0 and total > 0:
+            pt["prior"] = [0.0, float(total / tok)]
+            pt["prefill_ms_at_tokens"] = [float(total), tok]
+            pt["note"] += (f"; prior 0–{total / tok:.3g} ms/token (the fitted prefill time, {total:.3g} ms at the "
+                           f"test's median {tok:,.0f} uncached tokens, all per batch or all per token)")
     hit = float(reach["cache_hit_share"])
     out.append({"parameter": "cache_hit_discount", "factor": FACTOR["cache_hit_discount"], "tested": [hit, hit],
                 "identified": False, "value": 1.0, "ci95": [None, None], "bound": "none", "prior": [0.0, 1.0],

@@ -39,6 +39,8 @@ INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than thi
 RATE_EXTRAPOLATION = 2.0  # a limit above this multiple of the highest request rate the test completed is flagged
 OUTSIDE_SHARE = 0.01  # a target dimension with more than this share of requests outside the tested range is flagged
 CONTEXT_GROWTH = 1.25  # a target whose mean context per request is this much the test's leans on the context cost
+PROMPT_GROWTH = 1.25  # a target whose mean uncached prompt is this much the test's (or its inverse) leans on the
+# prefill cost per token, when the test did not identify it
 
 
 def _guess(twin: Twin, mix: RequestMix, params: ServerParams) -> float:
@@ -344,6 +346,26 @@ def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams)
                    f"{ctx_m:,.0f} tokens against {ctx_t:,.0f}; the decode cost per context token was not identified "
                    f"(prior 0–{hi:.3g} ms/1k tokens, the batch cost read as context cost)")
             out.append(("decode_ms_per_kctx", why, replace(point, decode_ms_per_seq=0.0, decode_ms_per_kctx=hi), mix))
+    pt = ident.get("prefill_ms_per_token")
+    if pt and not pt.get("identified") and pt.get("prior") and twin.test_mix.get("input_tokens"):
+        total, tok = (float(v) for v in pt["prefill_ms_at_tokens"])
+        ti = np.asarray(twin.test_mix["input_tokens"], float)
+        tc = np.asarray(twin.test_mix.get("cached_tokens") or np.zeros(ti.size), float)
+        u_t = float(np.mean(np.maximum(ti - tc, 0.0)))
+        u_m = float(np.mean(np.maximum(mix.input_tokens - mix.cached_tokens, 0.0)))
+        lo_p, hi_p = r.get("input_tokens") or (float(ti.min()), float(ti.max()))
+        outside = float(np.mean((mix.input_tokens > hi_p) | (mix.input_tokens < lo_p)))
+        if u_t > 0 and (u_m > PROMPT_GROWTH * u_t or u_m < u_t / PROMPT_GROWTH or outside > OUTSIDE_SHARE):
+            why = (f"the mean uncached prompt is {u_m:,.0f} tokens against {u_t:,.0f} in the test ({outside:.1%} "
+                   f"outside the tested {lo_p:,.0f}–{hi_p:,.0f}), but the test hardly varied the prompt, so the "
+                   f"prefill cost per token was not identified (prior 0–{total / tok:.3g} ms/token: the "
+                   f"{total:.3g} ms of prefill at {tok:,.0f} tokens all per batch or all per token)")
+            # each end of the prior the point is not already at (within 5 % of the per-token cost's range)
+            ends = (("all per token", replace(point, prefill_base_ms=0.0, prefill_ms_per_token=total / tok)),
+                     ("all per batch", replace(point, prefill_base_ms=total, prefill_ms_per_token=0.0)))
+            for label, alt in ends:
+                if abs(alt.prefill_ms_per_token - point.prefill_ms_per_token) > 0.05 * total / tok:
+                    out.append(("prefill_ms_per_token", f"{why}; {label}", alt, mix))
     hit_t = float(r.get("cache_hit_share", 0.0))
     hit_m = float(np.mean(mix.cached_tokens > 0))
     if hit_m > hit_t + OUTSIDE_SHARE:

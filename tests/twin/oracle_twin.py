@@ -67,6 +67,24 @@ class Case:
         return self.lo is not None and self.hi is not None and self.lo <= self.truth <= self.hi
 
     @property
+    def covers(self) -> bool:
+        """The issue's coverage rule: a value's CI holds the truth; a "≥" bound covers only if it holds (and its
+        bracket, when it has one, holds the truth too)."""
+        return self.bound_holds if self.bound == "lower" else self.covered
+
+    @property
+    def unseen(self) -> list[str]:
+        """What the prediction leans on that the test did not identify: the ceilings its ``regime:`` flags name
+        and the costs its ``unidentified:`` flags name (the reason a flagged case may miss)."""
+        out = []
+        for f in self.flags:
+            if f.startswith("regime:"):
+                out.append("slots" if "wait for a slot" in f else "KV budget")
+            elif f.startswith("unidentified:"):
+                out.append(f.split(":")[1].strip())
+        return out
+
+    @property
     def bound_holds(self) -> bool:
         """A lower bound holds (2 % slack: the search tolerance and the truth's own SE); a bracket must hold too."""
         if self.value is None or self.bound != "lower" or self.truth < self.value * (1 - 0.02):
@@ -135,6 +153,8 @@ def summary(cases: list[Case], cross_only: bool = True) -> dict[str, object]:
         "flagged": len(flagged), "bound_holds": sum(c.bound_holds for c in flagged),
         "flagged_within": sum(c.within for c in flagged),
         "all_within": sum(c.within for c in cs),
+        # the issue's rule over every case: a CI that holds the truth, or a "≥" bound that holds
+        "all_covers": sum(c.covers for c in cs),
     }
 
 
@@ -146,8 +166,9 @@ def main() -> int:
     n_boot = int(sys.argv[sys.argv.index("--n-boot") + 1]) if "--n-boot" in sys.argv else 200
     cases = run_cases(seeds=range(first, first + seeds), n_draws=draws, engine_known="--engine-known" in sys.argv,
                       n_boot=n_boot, cross_only="--cross-only" in sys.argv)
-    print("| server | source → target | seed | truth | predicted | error | CI covers | status |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| server | source → target | seed | truth | predicted | error | CI covers | covers (≥ holds) | status | "
+          "leans on (not identified) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for c in cases:
         status = "quoted" if c.quoted else ("untrusted" if not c.trusted else "lower bound")
         tags = [f.split(":")[0] for f in c.flags if not f.startswith(("regime", "bracket", "untrusted"))]
@@ -159,7 +180,8 @@ def main() -> int:
             hi = c.bracket[1]
             ci = f"between {c.bracket[0]:.2f} and {'∞' if hi is None else f'{hi:.2f}'}"
         print(f"| {c.server} | {c.source} → {c.target} | {c.seed} | {c.truth:.2f} | {val} ({ci}) | "
-              f"{'–' if c.err is None else f'{c.err:+.1%}'} | {'yes' if c.covered else 'no'} | {status} |")
+              f"{'–' if c.err is None else f'{c.err:+.1%}'} | {'yes' if c.covered else 'no'} | "
+              f"{'yes' if c.covers else 'no'} | {status} | {', '.join(dict.fromkeys(c.unseen)) or '–'} |")
     print("cross-mix:", summary(cases), " all:", summary(cases, cross_only=False))
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0

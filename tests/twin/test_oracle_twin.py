@@ -8,11 +8,12 @@ gives the held-out tables of docs/twin.md.
 
 Two ways to calibrate (docs/twin.md, "Proof against the oracle"):
 
-* **from the test alone**: the issue's targets are *not* reached (the held-out table: 22 of 36 = 61 % of
+* **from the test alone**: the accuracy target is *not* reached (the held-out table: 22 of 36 = 61 % of
   cross-mix cases within ±15 %, short of 80 %), because a chat test never fills the KV budget and a RAG test never
-  fills the slots, so a target that needs the other ceiling can only be bounded. Asserted here: what the
-  twin quotes is right (≥ 80 % within ±15 % and covered, no quoted miss), its lower bounds hold, and the
-  measured share of all cross-mix cases within ±15 % (≥ 60 %).
+  fills the slots, so a target that needs the other ceiling can only be bounded. The coverage target is: by the
+  issue's rule (a "≥" bound covers only if it holds) 35 / 36 held out, 18 / 18 on seed 0. Asserted here: what the
+  twin quotes is right (≥ 80 % within ±15 % and covered, no quoted miss), its lower bounds hold, the
+  measured share of all cross-mix cases within ±15 % (≥ 60 %) and covered by the issue's rule (≥ 90 %).
 * **with the engine's configured ceilings given** (slots, KV-cache size, batch tokens, KV policy: what an
   operator reads from the engine's flags and startup log; never an iteration cost): the targets, ≥ 80 % of
   all cross-mix cases within ±15 % and ≥ 80 % with a CI covering the truth.
@@ -36,8 +37,12 @@ def test_twin_predicts_other_mixes_of_the_oracle_servers():
     silent_misses = [c for c in cases if c.quoted and not c.within]
     assert not silent_misses, [(c.server, c.source, c.target, c.err) for c in silent_misses]
     assert s["bound_holds"] >= 0.8 * s["flagged"], s
-    # the measured figure from the test alone (below the 80 %: docs/twin.md says by how much)
+    # the measured figure from the test alone (below the 80 %: docs/twin.md says by how much and why,
+    # per miss: every miss is a lower bound whose named ceiling the test never reached)
     assert s["all_within"] >= 0.6 * s["n"], s
+    # the coverage rule over every cross-mix case (a CI that holds the truth, or a "≥" bound that holds,
+    # its bracket too): ≥ 90 % (seed 0: 18 / 18; held-out seeds 10–11: 35 / 36)
+    assert s["all_covers"] >= 0.9 * s["n"], s
     # the same mix as the test: the twin reproduces its own limit
     own = [c for c in cases if c.source == c.target]
     assert sum(c.within for c in own) == len(own) == 9
