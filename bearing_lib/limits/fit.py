@@ -607,7 +607,10 @@ def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: flo
         if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
             ci[1] = grid_hi
             several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-            widened.append(f"high end to the first failing step ({grid_hi:.4g}"
+            failed_there = any(j.status == "fail" and math.isclose(j.x, grid_hi, rel_tol=1e-9) for j in det)
+            widened.append((f"high end to the first failing step ({grid_hi:.4g}" if failed_there else
+                            f"high end to the highest not-steady step ({grid_hi:.4g}: no step above the limit "
+                            "failed a clause")
                            + ("; of the run whose first fail is highest)" if several else ")"))
         interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
                     f"{'pooled' if use_pool else 'step-wise'} crossing")
@@ -628,13 +631,15 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
         censored, value = "above", float(grid[-1])
         statement = f"≥ {value:g} {u} (never failed)"
         binding = None
-    elif not use_pool and not fails:
+    elif not use_pool and not fails and not any(j.not_steady for j in judged):
         censored, value = "above", max(passes)
         statement = f"≥ {value:g} {u} (never failed)"
         binding = None
     elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
                                                                 and not contradict):
-        x0 = float(grid[0]) if use_pool and grid.size else first_fail
+        # no judged failure but a not-steady step: the lowest such step bounds the step-wise estimate
+        lowest_ns = min((j.x for j in judged if j.not_steady and j.x is not None), default=None)
+        x0 = float(grid[0]) if use_pool and grid.size else first_fail if first_fail is not None else lowest_ns
         censored, value = "below", x0
         statement = _below_statement(x0, u, judged)
     else:
@@ -791,7 +796,11 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
         below = [j.x for j in det if last_pass is not None and j.x < last_pass]
         floor = (max(below) if below else last_pass) if last_pass is not None else (
             float(grid[0]) if grid.size else None)
-        interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
+        # the CI's high end is the first judged failure: a not-steady step above the last pass is undetermined (its
+        # queue was still rising: the limit may lie above it); without a judged failure, the highest such step
+        ceiling = first_fail if first_fail is not None else max(
+            (j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)), default=None)
+        interval = _widen_to_grid(ci, det, last_pass, ceiling, floor, use_pool, est, grid, n_boot) or interval
         censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
                                                                contradict, last_pass, first_fail, floor,
                                                                ci, u, binding)
@@ -836,7 +845,9 @@ def _fit_group(
     notes: list[str] = []
     if len(units) > 0:
         notes.append("steps mix offered-load units; no limit can be placed on one axis")
-    det = [j for j in judged if j.status in ("pass", "fail") or j.close]
+    # the steps the estimators read: judged (pass, fail, too close to call) and the not-steady ones, undetermined
+    # for the bracket but the steady-state pseudo-clause of the estimators
+    det = [j for j in judged if j.status in ("pass", "fail") or j.close or j.not_steady]
     passes = [j.x for j in det if j.status == "pass"]
     fails = [j.x for j in det if j.status == "fail"]
     first_fail = min(fails) if fails else None
@@ -958,13 +969,6 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         return None
     below, above = lo / value - 1.0, hi / value - 1.0
     coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
-    # a CI whose upper end is a step that failed only by not settling (not steady, or still rising through
-    # the step) rests on no judged failure there: the first judged failure may lie well above it (a limit
-    # read low with a narrow CI), so the limit is coarse whatever the CI's width
-    unsettled_top = next((j for j in det if j.x is not None and j.status == "fail"
-                          and math.isclose(j.x, hi, rel_tol=1e-9) and (j.not_steady or "unsettled" in j.flags)
-                          and all(j.clause_ok)), None)
-    coarse = coarse or unsettled_top is not None
     durations = [float(j.row["duration_s"]) for j in det if j.row.get("duration_s")]
     step_s = float(np.median(durations)) if durations else None
     suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
@@ -975,8 +979,7 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
-    ) + (f"; the step at {unsettled_top.x:.4g} that bounds it from above failed only by not settling, so the "
-         "limit may lie above it" if unsettled_top is not None else "")
+    )
     return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
