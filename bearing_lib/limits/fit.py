@@ -5,15 +5,16 @@ against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per st
 
 * **fail** when a clause's margin is below zero (a percentile that is unsupported by the
   step's request count still fails when its 95 % lower order-statistic bound — or, for a
-  load-point table, a lower reported percentile — already breaks the threshold), or when
-  the step is **not steady** (latency or in-flight requests still rising: a queue that
-  grows never counts as passing), or **not settled** (``bearing_lib.limits.settling``: its latency rises
-  through the whole send window and its last quarter breaks a clause);
+  load-point table, a lower reported percentile — already breaks the threshold);
+* a step **not steady** (latency or in-flight requests still rising) or **not settled**
+  (``bearing_lib.limits.settling``: its latency rises through the whole send window and its last quarter
+  breaks a clause) never passes and is no measured failure either: *undetermined* unless a clause fails on
+  its window; it is the ``steady state`` pseudo-clause of the estimators;
 * **pass** when every clause holds on a supported number and no blocking flag is set
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
-The **bracket** is ``[last passing load, first failing load]``. The **point estimate** of a
+The **bracket** is ``[last passing load, first (judged) failing load]``. The **point estimate** of a
 request trace is the **pooled exceedance estimator** (``bearing_lib.limits.pooled``): per
 clause the share of requests counting against it, over every usable step (a step too small
 for a percentile on its own still contributes its counts), fitted non-decreasing in load by
