@@ -608,10 +608,7 @@ def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: flo
         if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
             ci[1] = grid_hi
             several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
-            failed_there = any(j.status == "fail" and math.isclose(j.x, grid_hi, rel_tol=1e-9) for j in det)
-            widened.append((f"high end to the first failing step ({grid_hi:.4g}" if failed_there else
-                            f"high end to the highest not-steady step ({grid_hi:.4g}: no step above the limit "
-                            "failed a clause")
+            widened.append(f"high end to the first failing step ({grid_hi:.4g}"
                            + ("; of the run whose first fail is highest)" if several else ")"))
         interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
                     f"{'pooled' if use_pool else 'step-wise'} crossing")
@@ -797,11 +794,15 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
         below = [j.x for j in det if last_pass is not None and j.x < last_pass]
         floor = (max(below) if below else last_pass) if last_pass is not None else (
             float(grid[0]) if grid.size else None)
+        interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
         # the CI's high end is the first judged failure: a not-steady step above the last pass is undetermined (its
-        # queue was still rising: the limit may lie above it); without a judged failure, the highest such step
-        ceiling = first_fail if first_fail is not None else max(
-            (j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)), default=None)
-        interval = _widen_to_grid(ci, det, last_pass, ceiling, floor, use_pool, est, grid, n_boot) or interval
+        # queue was still rising: the limit may lie above it), so without a judged failure the interval is open
+        rising = [j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)]
+        if first_fail is None and rising and ci[1] is not None:
+            ci[1] = None
+            interval = (interval or "") + (f"; high end open: no step above the limit failed a clause (the steps at "
+                                           f"{', '.join(f'{x:.4g}' for x in sorted(rising))} were still rising, "
+                                           "neither a pass nor a measured failure)")
         censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
                                                                contradict, last_pass, first_fail, floor,
                                                                ci, u, binding)
