@@ -37,6 +37,10 @@ from bearing_lib.limits.curves import wilson_interval
 
 TREND_ALPHA = 0.05
 BREAK_ALPHA = 0.05
+DISPERSION_ALPHA = 0.05
+"""The rise-with-load test is quasi-binomial only when the steps scatter around the fitted trend beyond binomial
+noise at this level (Pearson χ² test): an unconditional quasi-binomial scale on one residual df halves the power to
+see a real rise (docs/limits.md, "False breaks")."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
     """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
     variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
     import statsmodels.api as sm
+    from scipy.stats import chi2
 
     x = np.log(np.array([s.x for s in steps], float))
     n = np.array([s.known for s in steps], float)
@@ -116,7 +121,9 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
             fit = model.fit()
             if len(steps) > 2:
                 quasi = model.fit(scale="X2")
-                if quasi.scale > 1.0:  # never narrower than the binomial's
+                # the steps' scatter around the fitted trend exceeds the binomial's (Pearson χ² above its 95 %
+                # point on the residual df): the Wald test takes the dispersion in; otherwise the binomial's stands
+                if fit.pearson_chi2 > chi2.ppf(1 - DISPERSION_ALPHA, fit.df_resid):
                     fit = quasi
     except Exception:  # noqa: BLE001 - perfect separation or a singular design: no trend can be shown
         return 1.0
