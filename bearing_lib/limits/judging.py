@@ -205,7 +205,9 @@ def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str]
             status = "pass"
         known = [m for m in margins.values() if m is not None]
         # a step too close to call still informs the interpolation (its margins are the best estimate)
-        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+        # (a not-steady step is no close call: its clauses hold, but its window does not show a sustained load)
+        close = (status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+                 and "not_steady" not in flags and not unsettled)
         window = ("tool summary" if tables else "whole step (no per-request times)" if "no_times" in flags
                   else "steady window; its last quarter breaks the SLA (not settled)" if unsettled
                   else "steady window")
