@@ -1157,9 +1157,8 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     finite = g.filter(pl.col("offered_load").is_finite())
     # the time-block bootstrap CI (requests given): docs/phases-and-fits.md measured 20/20
     # coverage for it against 14/20 for the parametric one used without requests
-    lim.p_critical = PCritical.of(_safe(lambda *a, **k: p_critical(*a, **k).to_dict(),
-                                        lambda why: {"available": False, "reason": why}, finite,
-                                        metric=metric, seed=seed, requests=requests))
+    lim.p_critical = _safe(p_critical, lambda why: PCritical(available=False, reason=why), finite,
+                           metric=metric, seed=seed, requests=requests)
     lim.usl = _safe(fit_usl_curve, lambda why: UslFit(False, why), finite)
     lim.queueing = _safe(fit_queueing_curve, lambda why: QueueFit(False, why), finite, metric=metric, stat=None)
     by_step = {r["step"]: r for r in g.to_dicts()}
