@@ -650,7 +650,10 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
         if not math.isfinite(value):
             value = last_pass if last_pass is not None else first_fail
         statement = f"{value:.4g} {u}"
-        if ci[0] is not None or ci[1] is not None:
+        if ci[0] is not None and ci[1] is None and fails == [] and any(j.not_steady for j in judged):
+            statement += (f" (95% CI from {ci[0]:.4g}, open above: no step above the limit failed a clause, the "
+                          "steps there only kept rising)")
+        elif ci[0] is not None or ci[1] is not None:
             statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
         if contradict:
             bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)

@@ -126,6 +126,7 @@ def test_not_steady_step_never_passes():
     # no judged failure above the limit: the interval's high end is open, and said so
     assert m.q_ult.ci95[0] is not None and m.q_ult.ci95[1] is None
     assert "high end open" in m.q_ult.interval_method and "13" in m.q_ult.interval_method
+    assert "open above" in m.q_ult.statement
 
 
 def test_mm1_closed_form():
