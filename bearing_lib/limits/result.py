@@ -127,7 +127,8 @@ class MixRef:
 class Resolution:
     """How finely the test resolves the limit (``docs/limits.md``, "Resolution")."""
 
-    ci_relative: tuple[float, float]
+    ci_relative: tuple[float, float | None]
+    """The CI's ends relative to the value; the upper None when the CI is open above (no judged failure)."""
     tolerance: float
     coarse: bool
     steady_window_s: float | None

@@ -127,6 +127,10 @@ def test_not_steady_step_never_passes():
     assert m.q_ult.ci95[0] is not None and m.q_ult.ci95[1] is None
     assert "high end open" in m.q_ult.interval_method and "13" in m.q_ult.interval_method
     assert "open above" in m.q_ult.statement
+    # ... and as coarse as it gets: the loads to re-run reach 1.2 x the value (bearing next's range without an end)
+    res = m.q_ult.resolution
+    assert res.coarse and res.ci_relative[1] is None
+    assert res.suggested_loads[0] == m.q_ult.ci95[0] and res.suggested_loads[-1] == pytest.approx(1.2 * 10.0)
 
 
 def test_mm1_closed_form():
