@@ -33,7 +33,9 @@ Rules (also in ``docs/limits.md``):
   2 requests for in-flight; when both series exist BOTH must rise, since latency alone
   also rises with the content);
   ``throughput_below_offered`` (no per-request times, or a load-point table: completed
-  req/s below 70 % of an offered rate, so the server may not have sustained it; for untimed
+  req/s below 70 % of an offered rate, so the server may not have sustained it; a table whose tool's duration
+  includes the drain (:data:`DRAIN_IN_DURATION`, SGLang) counts over the duration less one median request
+  latency; for untimed
   steps whose loader states the send window (``steps.send_window_s``, drain excluded), the
   requests sent over that window instead, so it fires only where the generator fell behind;
   without times the step's length for ``too_short`` is the sending period ``n / rate``);
@@ -65,6 +67,14 @@ MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
 BELOW_OFFERED_RATIO = 0.70
+DRAIN_IN_DURATION = frozenset({"sglang-bench-serving"})
+"""Load-point formats whose step duration includes the drain (the wait for the last requests to finish), so that
+completed / duration is below the offered rate even on a healthy server. SGLang ``bench_serving``
+(sgl-project/sglang ``python/sglang/bench_serving.py``, ``benchmark``): every request is sent on its own
+schedule (``get_request``: exponential intervals of mean ``1 / request_rate``, without waiting for replies), the
+tasks are ``asyncio.gather``-ed, and only then ``benchmark_duration = time.perf_counter() - benchmark_start_time``;
+``calculate_metrics`` sets ``request_throughput = completed / dur_s``. (vLLM bench serve does the same; its loader
+states each step's send window instead, ``steps.send_window_s``.)"""
 TREND_ALPHA = 0.01
 TREND_MIN_RISE = 0.10
 TREND_MIN_INFLIGHT_RISE = 2.0
@@ -643,6 +653,22 @@ def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.
     return exprs
 
 
+def _drain_free_throughput(r: dict) -> float | None:
+    """Completed req/s of a load point whose duration includes the drain, over the duration less the drain.
+
+    On a server that sustains the rate the last request sent completes about one request latency after the send
+    window ends, so the drain is taken as the step's median end-to-end latency (its mean when no median is
+    reported): ``n_ok / (duration − latency)``. A server that falls behind still drains a backlog far longer than
+    one latency, and its figure stays below the offered rate. The tool's own figure when the duration or the
+    latency is unknown, or the latency is not shorter than the duration.
+    """
+    d, n = r.get("duration_s"), r.get("n_ok")
+    lat = r.get("latency_ms_p50") if r.get("latency_ms_p50") is not None else r.get("latency_ms_mean")
+    if d is None or n is None or lat is None or not 0 <= lat / 1000.0 < d:
+        return r.get("throughput_rps")
+    return n / (d - lat / 1000.0)
+
+
 def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: CurveOptions) -> pl.DataFrame:
     f = table.frame.with_columns(pl.col("run_id").fill_null("run"))
     if f.height == 0:
@@ -680,6 +706,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
             ]
     out = out.with_columns(exprs)
     flags = []
+    drain = table.provenance.format in DRAIN_IN_DURATION
     for r in out.iter_rows(named=True):
         fl = ["no_ci", "steadiness_unknown"]
         n = r["n_ok"] if r["n_ok"] is not None else r["n_requests"]
@@ -693,7 +720,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and rate is not None
                 and rate < opt.behind_ratio * load):
             fl.append("generator_behind")
-        thr = r["throughput_rps"]
+        thr = _drain_free_throughput(r) if drain else r["throughput_rps"]
         if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and thr is not None
                 and thr < BELOW_OFFERED_RATIO * load):
             fl.append("throughput_below_offered")
@@ -708,6 +735,6 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 
 
 __all__ = [
-    "CurveOptions", "METRICS", "QUANTILES", "load_curve", "min_n_supported", "order_stat_ranks", "qname",
-    "steady_requests", "step_windows", "wilson_interval",
+    "DRAIN_IN_DURATION", "CurveOptions", "METRICS", "QUANTILES", "load_curve", "min_n_supported", "order_stat_ranks",
+    "qname", "steady_requests", "step_windows", "wilson_interval",
 ]

@@ -7,11 +7,17 @@ allowance and the queue is steady: there the server has spare capacity, so failu
 
 * the floor's share is the pooled failure share of the quiet steps, with a Wilson 95 % interval;
 * it is called load-independent only if the failure share does not rise across the quiet steps:
-  a binomial GLM of failures on log load (``statsmodels``), one-sided p ≥ 0.05 for a rising slope
-  (with one quiet step the trend cannot be tested, said so);
-* it **breaks** the clause when the Wilson lower bound lies above the allowance (a one-sided binomial
-  test at 5 %, ``scipy.stats.binomtest``): the SLA then fails at every load, and more instances do not
-  fix it; the limit is given for the other clauses.
+  a **quasi-binomial** GLM of failures on log load (``statsmodels`` ``GLM(...).fit(scale="X2")``: the
+  binomial variance times the Pearson χ² / residual df, at least 1), one-sided p ≥ 0.05 for a rising slope
+  (with one quiet step the trend cannot be tested, said so; with two there is no residual df to estimate the
+  dispersion, and the plain binomial GLM is used);
+* it **breaks** the clause when a one-sided exact binomial test at 5 % (``scipy.stats.binomtest``) puts it
+  above the allowance, on the **effective counts** ``k / φ`` of ``n / φ`` (Rao–Scott), ``φ`` the steps'
+  dispersion: Pearson χ² of the steps' counts around the pooled share over ``m − 1`` df, at least 1.
+  Failures come in bursts that differ from step to step (a deadline hit only while a long prompt is in
+  flight, a bad replica for a minute), and the pooled binomial test then overstates the evidence
+  (docs/limits.md, "False breaks"). The SLA then fails at every load, and more instances do not fix it;
+  the limit is given for the other clauses.
 
 What the failed requests share (:func:`describe_failures`): a latency ceiling (no request of the run
 completed later than a sharp maximum: a deadline), prompt or requested output lengths longer than
@@ -31,6 +37,10 @@ from bearing_lib.limits.curves import wilson_interval
 
 TREND_ALPHA = 0.05
 BREAK_ALPHA = 0.05
+DISPERSION_ALPHA = 0.05
+"""The rise-with-load test is quasi-binomial only when the steps scatter around the fitted trend beyond binomial
+noise at this level (Pearson χ² test): an unconditional quasi-binomial scale on one residual df halves the power to
+see a real rise (docs/limits.md, "False breaks")."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,8 @@ class Floor:
     n_steps: int
     failed: int
     known: int
+    dispersion: float = 1.0
+    """φ: the steps' failure counts' variance over the binomial's (Pearson χ² / (steps − 1), at least 1)."""
 
 
 def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
@@ -68,24 +80,51 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     trend_p = _rising_p(steps) if len(steps) >= 2 and len({s.x for s in steps}) >= 2 else None
     if trend_p is not None and trend_p < TREND_ALPHA:
         return None  # failures rise with load even where the latency clauses hold: not a floor
-    lo, hi = (float(v) for v in wilson_interval(k, n))
-    p = float(binomtest(k, n, allowed, alternative="greater").pvalue)
+    phi = dispersion(steps)
+    # Rao–Scott: the pooled count carries the information of k / φ failures in n / φ independent requests
+    k_eff, n_eff = k / phi, n / phi
+    lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
+    p = float(binomtest(round(k_eff), max(round(n_eff), 1), allowed, alternative="greater").pvalue)
     return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA, trend_p=trend_p,
-                 n_steps=len(steps), failed=k, known=n)
+                 n_steps=len(steps), failed=k, known=n, dispersion=phi)
+
+
+def dispersion(steps: Sequence[QuietStep]) -> float:
+    """φ of the steps' failure counts around their pooled share: Pearson χ² / (steps − 1), at least 1 (1 for one
+    step, or no failure or no success at all)."""
+    k = np.array([s.failed for s in steps], float)
+    n = np.array([s.known for s in steps], float)
+    p = k.sum() / n.sum()
+    if len(steps) < 2 or not 0 < p < 1:
+        return 1.0
+    x2 = float((((k - n * p) ** 2) / (n * p * (1 - p))).sum())
+    return max(1.0, x2 / (len(steps) - 1))
 
 
 def _rising_p(steps: Sequence[QuietStep]) -> float:
-    """One-sided p-value that the failure share rises with log load (binomial GLM, Wald test)."""
+    """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
+    variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
     import statsmodels.api as sm
+    from scipy.stats import chi2
 
     x = np.log(np.array([s.x for s in steps], float))
-    y = np.column_stack([[s.failed for s in steps], [s.known - s.failed for s in steps]]).astype(float)
+    n = np.array([s.known for s in steps], float)
+    # shares with the requests as variance weights: the same binomial fit as (failed, ok) counts, and the form
+    # whose scale="X2" is Pearson χ² / residual df (with a two-column endog statsmodels' X2 scale is not that)
+    y = np.array([s.failed for s in steps], float) / n
     import warnings
 
     try:
         with warnings.catch_warnings():  # separation (no failure at one load) is answered below, not warned
             warnings.simplefilter("ignore")
-            fit = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial()).fit()
+            model = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial(), var_weights=n)
+            fit = model.fit()
+            if len(steps) > 2:
+                quasi = model.fit(scale="X2")
+                # the steps' scatter around the fitted trend exceeds the binomial's (Pearson χ² above its 95 %
+                # point on the residual df): the Wald test takes the dispersion in; otherwise the binomial's stands
+                if fit.pearson_chi2 > chi2.ppf(1 - DISPERSION_ALPHA, fit.df_resid):
+                    fit = quasi
     except Exception:  # noqa: BLE001 - perfect separation or a singular design: no trend can be shown
         return 1.0
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
@@ -135,4 +174,4 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
     return "; ".join(parts) or None
 
 
-__all__ = ["Floor", "QuietStep", "describe_failures", "quiet_floor"]
+__all__ = ["Floor", "QuietStep", "describe_failures", "dispersion", "quiet_floor"]

@@ -5,15 +5,16 @@ against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per st
 
 * **fail** when a clause's margin is below zero (a percentile that is unsupported by the
   step's request count still fails when its 95 % lower order-statistic bound — or, for a
-  load-point table, a lower reported percentile — already breaks the threshold), or when
-  the step is **not steady** (latency or in-flight requests still rising: a queue that
-  grows never counts as passing), or **not settled** (``bearing_lib.limits.settling``: its latency rises
-  through the whole send window and its last quarter breaks a clause);
+  load-point table, a lower reported percentile — already breaks the threshold);
+* a step **not steady** (latency or in-flight requests still rising) or **not settled**
+  (``bearing_lib.limits.settling``: its latency rises through the whole send window and its last quarter
+  breaks a clause) never passes and is no measured failure either: *undetermined* unless a clause fails on
+  its window; it is the ``steady state`` pseudo-clause of the estimators;
 * **pass** when every clause holds on a supported number and no blocking flag is set
   (``generator_behind``, ``too_short``);
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
-The **bracket** is ``[last passing load, first failing load]``. The **point estimate** of a
+The **bracket** is ``[last passing load, first (judged) failing load]``. The **point estimate** of a
 request trace is the **pooled exceedance estimator** (``bearing_lib.limits.pooled``): per
 clause the share of requests counting against it, over every usable step (a step too small
 for a percentile on its own still contributes its counts), fitted non-decreasing in load by
@@ -629,13 +630,15 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
         censored, value = "above", float(grid[-1])
         statement = f"≥ {value:g} {u} (never failed)"
         binding = None
-    elif not use_pool and not fails:
+    elif not use_pool and not fails and not any(j.not_steady for j in judged):
         censored, value = "above", max(passes)
         statement = f"≥ {value:g} {u} (never failed)"
         binding = None
     elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
                                                                 and not contradict):
-        x0 = float(grid[0]) if use_pool and grid.size else first_fail
+        # no judged failure but a not-steady step: the lowest such step bounds the step-wise estimate
+        lowest_ns = min((j.x for j in judged if j.not_steady and j.x is not None), default=None)
+        x0 = float(grid[0]) if use_pool and grid.size else first_fail if first_fail is not None else lowest_ns
         censored, value = "below", x0
         statement = _below_statement(x0, u, judged)
     else:
@@ -648,7 +651,10 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
         if not math.isfinite(value):
             value = last_pass if last_pass is not None else first_fail
         statement = f"{value:.4g} {u}"
-        if ci[0] is not None or ci[1] is not None:
+        if ci[0] is not None and ci[1] is None and fails == [] and any(j.not_steady for j in judged):
+            statement += (f" (95% CI from {ci[0]:.4g}, open above: no step above the limit failed a clause, the "
+                          "steps there only kept rising)")
+        elif ci[0] is not None or ci[1] is not None:
             statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
         if contradict:
             bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
@@ -793,6 +799,14 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
         floor = (max(below) if below else last_pass) if last_pass is not None else (
             float(grid[0]) if grid.size else None)
         interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
+        # the CI's high end is the first judged failure: a not-steady step above the last pass is undetermined (its
+        # queue was still rising: the limit may lie above it), so without a judged failure the interval is open
+        rising = [j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)]
+        if first_fail is None and rising and ci[1] is not None:
+            ci[1] = None
+            interval = (interval or "") + (f"; high end open: no step above the limit failed a clause (the steps at "
+                                           f"{', '.join(f'{x:.4g}' for x in sorted(rising))} were still rising, "
+                                           "neither a pass nor a measured failure)")
         censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
                                                                contradict, last_pass, first_fail, floor,
                                                                ci, u, binding)
@@ -837,7 +851,9 @@ def _fit_group(
     notes: list[str] = []
     if len(units) > 0:
         notes.append("steps mix offered-load units; no limit can be placed on one axis")
-    det = [j for j in judged if j.status in ("pass", "fail") or j.close]
+    # the steps the estimators read: judged (pass, fail, too close to call) and the not-steady ones, undetermined
+    # for the bracket but the steady-state pseudo-clause of the estimators
+    det = [j for j in judged if j.status in ("pass", "fail") or j.close or j.not_steady]
     passes = [j.x for j in det if j.status == "pass"]
     fails = [j.x for j in det if j.status == "fail"]
     first_fail = min(fails) if fails else None
@@ -944,6 +960,7 @@ def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[JudgedStep]
 
 RESOLUTION_TOL = 0.10
 RESOLUTION_RERUN_LOADS = 4
+OPEN_RERUN_FACTOR = 1.2
 
 
 def _resolution(value: float | None, ci: list[float | None], censored: str,
@@ -955,29 +972,27 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
     estimate and a two-sided CI.
     """
     lo, hi = ci
-    if censored != "none" or value is None or not value > 0 or lo is None or hi is None:
+    if censored != "none" or value is None or not value > 0 or lo is None:
         return None
-    below, above = lo / value - 1.0, hi / value - 1.0
-    coarse = below < -RESOLUTION_TOL or above > RESOLUTION_TOL
-    # a CI whose upper end is a step that failed only by not settling (not steady, or still rising through
-    # the step) rests on no judged failure there: the first judged failure may lie well above it (a limit
-    # read low with a narrow CI), so the limit is coarse whatever the CI's width
-    unsettled_top = next((j for j in det if j.x is not None and j.status == "fail"
-                          and math.isclose(j.x, hi, rel_tol=1e-9) and (j.not_steady or "unsettled" in j.flags)
-                          and all(j.clause_ok)), None)
-    coarse = coarse or unsettled_top is not None
+    # a CI open above (no judged failure above the limit: the steps there only kept rising) is as coarse as it
+    # gets; the loads to re-run reach 1.2x the value, as bearing next's follow-up does without an upper end
+    top = hi if hi is not None else OPEN_RERUN_FACTOR * value
+    below = lo / value - 1.0
+    above = None if hi is None else hi / value - 1.0
+    coarse = below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
     durations = [float(j.row["duration_s"]) for j in det if j.row.get("duration_s")]
     step_s = float(np.median(durations)) if durations else None
-    suggested = [float(x) for x in np.linspace(lo, hi, RESOLUTION_RERUN_LOADS)]
+    suggested = [float(x) for x in np.linspace(lo, top, RESOLUTION_RERUN_LOADS)]
+    span = (f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})" if above is not None
+            else f"{below:+.0%} / open above (95% CI from {lo:.4g}: no step above it failed a clause)")
     statement = (
-        f"this test resolves the limit to {below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g}): "
+        f"this test resolves the limit to {span}: "
         "near a queue's capacity a step of "
         + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
         + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
-    ) + (f"; the step at {unsettled_top.x:.4g} that bounds it from above failed only by not settling, so the "
-         "limit may lie above it" if unsettled_top is not None else "")
+    )
     return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
             "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
 
@@ -1153,9 +1168,8 @@ def _enrich(lim: MixLimit, part: pl.DataFrame, metric: str, seed: int, requests:
     finite = g.filter(pl.col("offered_load").is_finite())
     # the time-block bootstrap CI (requests given): docs/phases-and-fits.md measured 20/20
     # coverage for it against 14/20 for the parametric one used without requests
-    lim.p_critical = PCritical.of(_safe(lambda *a, **k: p_critical(*a, **k).to_dict(),
-                                        lambda why: {"available": False, "reason": why}, finite,
-                                        metric=metric, seed=seed, requests=requests))
+    lim.p_critical = _safe(p_critical, lambda why: PCritical(available=False, reason=why), finite,
+                           metric=metric, seed=seed, requests=requests)
     lim.usl = _safe(fit_usl_curve, lambda why: UslFit(False, why), finite)
     lim.queueing = _safe(fit_queueing_curve, lambda why: QueueFit(False, why), finite, metric=metric, stat=None)
     by_step = {r["step"]: r for r in g.to_dicts()}

@@ -183,12 +183,19 @@ def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str]
         if x is None or not math.isfinite(x):
             status = "excluded"
             reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
-        elif "not_steady" in flags:
-            status = "fail"
-            reasons.insert(0, "not steady: latency or in-flight requests still rising at the end of the step")
-        elif unsettled:
-            status = "fail"
-            reasons.insert(0, settle_why)
+        elif "not_steady" in flags or unsettled:
+            # a queue still rising through the step is no measurement of a sustained load: it can neither pass
+            # nor count as a measured failure (the bracket's upper end is the first judged failure). A clause
+            # that already fails on the step's window stays a failure: the growing queue only makes it worse
+            why = (settle_why if unsettled and "not_steady" not in flags
+                   else "not steady: latency or in-flight requests still rising at the end of the step")
+            if "fail" in verdicts:
+                status = "fail"
+                reasons.insert(0, why)
+            else:
+                status = "undetermined"
+                reasons.insert(0, f"{why}: cannot pass, and no clause fails on its steady window, so it is no "
+                                  "measured failure either: undetermined")
         elif "fail" in verdicts:
             status = "fail"
         elif "undetermined" in verdicts or "close" in verdicts or BLOCKING_FLAGS & set(flags):
@@ -198,9 +205,12 @@ def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str]
             status = "pass"
         known = [m for m in margins.values() if m is not None]
         # a step too close to call still informs the interpolation (its margins are the best estimate)
-        close = status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+        # (a not-steady step is no close call: its clauses hold, but its window does not show a sustained load)
+        close = (status == "undetermined" and "undetermined" not in verdicts and not BLOCKING_FLAGS & set(flags)
+                 and "not_steady" not in flags and not unsettled)
         window = ("tool summary" if tables else "whole step (no per-request times)" if "no_times" in flags
-                  else "last quarter of the send window (not settled)" if unsettled else "steady window")
+                  else "steady window; its last quarter breaks the SLA (not settled)" if unsettled
+                  else "steady window")
         out.append(JudgedStep(
             row=row, x=x, status=status, margins=margins, reasons=reasons, verdicts=dict(zip(judged_names, verdicts,
                                                                                                strict=True)),
@@ -225,7 +235,7 @@ def transient_not_steady(judged: list[JudgedStep]) -> None:
     passes = [j.x for j in judged if j.status == "pass" and j.x is not None]
     top = max(passes, default=None)
     for j in judged:
-        if j.not_steady and j.status == "fail" and top is not None and j.x < top:
+        if j.not_steady and top is not None and j.x < top:
             j.not_steady = False
             j.reasons[0] = (f"not steady, but a higher load ({top:g}) passes steadily: treated as a transient, "
                                "not a failure")
@@ -277,8 +287,10 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
         x = j.x if x is None or not math.isfinite(x) else x
         return None if x is None or not math.isfinite(x) else float(x)
 
+    # a step whose queue was still rising (not steady: undetermined for the limit) overloaded the server as much as
+    # a failing one: the lower steps run after it measure recovery too
     failed = [(order(j), j.row["step"], requested(j)) for j in judged
-              if j.status == "fail" and requested(j) is not None]
+              if (j.status == "fail" or j.not_steady) and requested(j) is not None]
     for j in judged:
         x = requested(j)
         if x is None or j.status == "excluded":

@@ -47,12 +47,12 @@ baseline, ``P_critical`` is censored: ``>= the highest valid load``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
+from bearing_lib.limits.result import PCritical
 
 ELASTIC_MAX_ERROR = 0.001
 FAILURE_MIN_ERROR = 0.05
@@ -315,34 +315,6 @@ def _monotone(phases: list[str], reasons: list[str], loads: np.ndarray, usable: 
 
 # ---------------------------------------------------------------------------------------
 # P_critical
-
-
-@dataclass
-class PCritical:
-    """``P_critical`` with its CI, the method trusted, and the alternative estimate.
-
-    ``value``/``ci95`` are in the offered-load unit. ``censored`` is ``"none"``,
-    ``"above"`` (P99 never exceeded 2x baseline: ``P_critical >= value``) or
-    ``"unavailable"`` (``value`` None; ``reason`` says why).
-    """
-
-    value: float | None
-    ci95: tuple[float | None, float | None]
-    method: str
-    censored: str
-    reason: str
-    alternatives: dict[str, dict[str, object]] = field(default_factory=dict)
-    unit: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        d = asdict(self)
-        d["ci95"] = list(self.ci95)
-        return d
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        v = "n/a" if self.value is None else f"{self.value:.4g}"
-        lo, hi = (("?" if x is None else f"{x:.4g}") for x in self.ci95)
-        return f"<p><b>P_critical</b> {v} {self.unit or ''} [{lo}, {hi}] ({self.method}): {self.reason}</p>"
 
 
 def _sigma_log(g: pl.DataFrame, p99: str) -> np.ndarray:

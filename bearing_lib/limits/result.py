@@ -127,7 +127,8 @@ class MixRef:
 class Resolution:
     """How finely the test resolves the limit (``docs/limits.md``, "Resolution")."""
 
-    ci_relative: tuple[float, float]
+    ci_relative: tuple[float, float | None]
+    """The CI's ends relative to the value; the upper None when the CI is open above (no judged failure)."""
     tolerance: float
     coarse: bool
     steady_window_s: float | None
@@ -239,7 +240,15 @@ class Alternative:
 
 @dataclass
 class PCritical:
-    """The critical load ``P_critical`` (``docs/phases-and-fits.md``)."""
+    """The critical load ``P_critical`` (``docs/phases-and-fits.md``): one type, made by
+    :func:`bearing_lib.limits.phases.p_critical` and carried by :class:`MixLimit`.
+
+    ``value``/``ci95`` are in the offered-load unit. ``censored`` is ``"none"``, ``"above"`` (P99 never
+    exceeded 2x baseline: ``P_critical >= value``) or ``"unavailable"`` (``value`` None; ``reason`` says why).
+    ``method`` is the estimate trusted (``2x_baseline``, ``breakpoint``, ``none``); ``alternatives`` the other
+    one's document. A zero-width interval is no interval: ``ci95`` is then None and ``reason`` says the value is a
+    point without uncertainty (the steps, e.g. a table's percentiles without CIs, give the curve none).
+    """
 
     value: float | None = None
     ci95: tuple[float | None, float | None] | None = None
@@ -250,18 +259,31 @@ class PCritical:
     alternatives: dict[str, Any] = field(default_factory=dict)
     available: bool = True
 
+    def __post_init__(self) -> None:
+        ci = self.ci95
+        if ci is not None:
+            self.ci95 = (ci[0], ci[1])
+            if ci[0] is not None and ci[0] == ci[1]:
+                self.ci95 = None
+                self.reason = ((self.reason + "; ") if self.reason else "") + (
+                    "a point without uncertainty: the steps give the curve no interval to draw from")
+
     @classmethod
     def of(cls, d: dict[str, Any]) -> PCritical:
-        """From :func:`bearing_lib.limits.phases.p_critical`'s document (or an unavailable one)."""
+        """From a document (:meth:`to_dict`, a limits JSON) or an unavailable one (``{"available": false, ...}``)."""
         known = {f.name for f in dataclasses.fields(cls)}
-        out = cls(**{k: v for k, v in d.items() if k in known})
-        ci = out.ci95
-        if ci is not None and ci[0] is not None and ci[0] == ci[1]:
-            # a zero-width interval is no interval: the data (e.g. a table's percentiles without CIs) carry none
-            out.ci95 = None
-            out.reason = ((out.reason + "; ") if out.reason else "") + ("a point without uncertainty: the steps "
-                                                                         "give the curve no interval to draw from")
-        return out
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["ci95"] = None if self.ci95 is None else list(self.ci95)
+        return d
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        v = "n/a" if self.value is None else f"{self.value:.4g}"
+        lo, hi = (("?" if x is None else f"{x:.4g}") for x in (self.ci95 or (None, None)))
+        return (f"<p><b>P_critical</b> {v} {html.escape(self.unit or '')} [{lo}, {hi}] "
+                f"({html.escape(str(self.method))}): {html.escape(str(self.reason))}</p>")
 
 
 @dataclass

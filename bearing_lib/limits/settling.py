@@ -25,12 +25,14 @@ The rule, per run, step and mix, over **every** request sent in the step (its wh
   percentile above its threshold); bad as in ``limits.pooled`` (above the threshold, failed, out of a
   goodput bound).
 
-A step that is rising **and** whose late part breaks a clause is **unsettled**: it cannot pass on its
-early window; ``limits.fit`` fails it as not steady (its ``reasons`` name the trend and the late part's
-numbers). A step that rises but whose late part still holds keeps its verdict, with a note: latency may
-also rise with the content (the LMBenchmark ShareGPT runs send longer multi-round prompts late in every
-step), which is only a problem when the SLA breaks. The false-alarm rate of the rule on SYNTHETIC steady
-M/M/1 steps below the SLA limit is in docs/limits.md ("Steady state on the whole step").
+A step that is rising **and** whose late part breaks a clause is **unsettled**: it cannot pass on its early
+window; ``limits.judging`` treats it as not steady (its ``reasons`` name the trend and the late part's
+numbers): *undetermined* unless a clause already fails on its steady window, since a queue still rising is no
+measurement of a sustained load, neither a pass nor a measured failure. A step that rises but whose late part
+still holds keeps its verdict, with a note: latency may also rise with the content (the LMBenchmark ShareGPT
+runs send longer multi-round prompts late in every step), which is only a problem when the SLA breaks. The
+false-alarm rate of the rule on SYNTHETIC steady M/M/1 steps below the SLA limit is in docs/limits.md ("Steady
+state on the whole step").
 """
 
 from __future__ import annotations
@@ -120,8 +122,8 @@ class StepSettling:
         broken = self.broken(ignore)
         if broken:
             parts = "; ".join(_clause_text(c) for c in broken)
-            return (f"not settled: {self._trend_text()}, and {late} breaks the SLA: {parts}; judged on its late "
-                    "part, not on its steady window")
+            return (f"not settled: {self._trend_text()}, and {late} breaks the SLA: {parts}; its steady window "
+                    "does not show the load it cannot sustain")
         return f"{self._trend_text()}, but {late} still meets the SLA: judged on its steady window"
 
     def to_dict(self) -> dict[str, object]:

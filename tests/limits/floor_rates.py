@@ -42,6 +42,19 @@ def direct(f: float, seeds: int, n_steps: int = 3, n: int = 250, concentration: 
     return out
 
 
+def rising(f0: float, slope: float, seeds: int, n: int = 250, seed: int = 0) -> dict[str, int]:
+    """Failures that DO grow with load: at loads 0.5, 1, 1.5 the share is ``f0 · (x / 0.5)^slope`` (independent
+    requests); a floor found here is a load-dependent failure read as load-independent."""
+    rng = np.random.default_rng(seed)
+    out = {"runs": seeds, "floor": 0, "breaks": 0}
+    for _ in range(seeds):
+        steps = [QuietStep(x, int(rng.binomial(n, min(f0 * (x / 0.5) ** slope, 1.0))), n) for x in (0.5, 1.0, 1.5)]
+        fl = quiet_floor(steps, ALLOWED)
+        out["floor"] += fl is not None
+        out["breaks"] += fl is not None and fl.breaks
+    return out
+
+
 def through_fit(f: float, seeds: range, step_s: float = 60.0) -> dict[str, int]:
     """SYNTHETIC M/M/1 runs (μ = 10/s, 6 steps 1–6 rps of ``step_s``) with load-independent failures ``f``."""
     out = {"runs": 0, "floor": 0, "breaks": 0}
@@ -67,6 +80,13 @@ def main() -> None:
             what = "independent" if conc is None else f"clustered c={conc:g}"
             print(f"  {what:22s} floor {f:.1%}: a floor {o['floor'] / o['runs']:6.1%}, breaks the clause "
                   f"{o['breaks'] / o['runs']:6.1%}")
+    for f0, slope in ((0.004, 1.0), (0.004, 2.0), (0.002, 3.0)):
+        o = rising(f0, slope, a.seeds)
+        print(f"  rising {f0:.1%} x (x/0.5)^{slope:g} (at 0.5/1/1.5: "
+              + "/".join(f"{f0 * (x / 0.5) ** slope:.1%}" for x in (0.5, 1.0, 1.5))
+              + f"): read as a floor {o['floor'] / o['runs']:6.1%}")
+    if a.fit_seeds == 0:
+        return
     print(f"through fit_limits: M/M/1 (mu 10/s), 6 steps of 60 s at 1-6 rps, {a.fit_seeds} seeds")
     for f in (0.005, 0.008, 0.01):
         o = through_fit(f, range(a.fit_seeds))

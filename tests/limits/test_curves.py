@@ -246,3 +246,53 @@ def test_metric_without_values_gives_typed_nulls():
         assert c.schema[col] == pl.Float64 and r[col] is None, col
     # ok latencies: 200..1000 without the error at 600
     assert r["latency_ms_max"] == 1000.0 and r["latency_ms_mean"] == pytest.approx(4800 / 8)
+
+
+def _sglang_line(rate: float, completed: int, duration: float, median_e2e_ms: float) -> str:
+    import json
+
+    return json.dumps({
+        "backend": "sglang", "dataset_name": "random", "request_rate": rate, "max_concurrency": None,
+        "random_input_len": 1024, "random_output_len": 128, "random_range_ratio": 0.0, "sharegpt_output_len": None,
+        "duration": duration, "completed": completed, "total_input_tokens": 1024 * completed,
+        "total_output_tokens": 128 * completed, "output_throughput": 128 * completed / duration,
+        "mean_e2e_latency_ms": median_e2e_ms, "median_e2e_latency_ms": median_e2e_ms, "median_ttft_ms": 80.0,
+        "median_itl_ms": 15.0,
+    })
+
+
+def test_sglang_drain_is_not_a_throughput_shortfall(tmp_path):
+    """SGLang bench_serving's duration is taken after gathering every request (sgl-project/sglang
+    python/sglang/bench_serving.py, ``benchmark``), so it includes the drain. By hand:
+
+    * a healthy fixed-count run: 100 prompts at 10 rps (a 10 s send window), median E2E 6 s, duration 17 s:
+      the tool's 100 / 17 = 5.88 req/s is below 70 % of 10 (7), but over the duration less one median latency
+      100 / (17 - 6) = 9.09 req/s: no flag;
+    * an overloaded run: 2,000 prompts at 20 rps (100 s of sending), median E2E 100 s, duration 300 s:
+      2,000 / (300 - 100) = 10 req/s < 14: flagged.
+    """
+    from bearing_lib import load
+
+    f = tmp_path / "online.jsonl"
+    f.write_text(_sglang_line(10.0, 100, 17.0, 6000.0) + "\n" + _sglang_line(20.0, 2000, 300.0, 100000.0) + "\n")
+    table = load(str(f))
+    assert isinstance(table, LoadPointTable) and table.provenance.format == "sglang-bench-serving"
+    c = load_curve(table).sort("offered_load")
+    healthy, overloaded = c.row(0, named=True), c.row(1, named=True)
+    # the tool's own figure stands in the curve (completed / duration) ...
+    assert healthy["throughput_rps"] == pytest.approx(100 / 17.0)
+    assert healthy["throughput_rps"] < 0.7 * 10.0
+    # ... but the flag reads it drain-free
+    assert "throughput_below_offered" not in healthy["flags"]
+    assert 100 / (17.0 - 6.0) >= 0.7 * 10.0
+    assert "throughput_below_offered" in overloaded["flags"]
+    assert 2000 / (300.0 - 100.0) < 0.7 * 20.0
+
+
+def test_drain_rule_is_only_for_tools_whose_duration_includes_it():
+    """A table from another tool keeps the plain completed / duration rule (its duration is its own)."""
+    rows = [{"run_id": "r", "step": 0, "offered_load": 10.0, "offered_load_unit": "rps", "duration_s": 17.0,
+             "n_requests": 100, "n_ok": 100, "n_errors": 0, "throughput_rps": 100 / 17.0, "latency_ms_p50": 6000.0}]
+    prov = Provenance(source="hand", format="generic-loadpoints", tool="hand", sha256="0" * 64, time_origin="none")
+    c = load_curve(LoadPointTable(frame=conform_loadpoints(rows, path="hand"), provenance=prov))
+    assert "throughput_below_offered" in c.row(0, named=True)["flags"]

@@ -103,6 +103,23 @@ def test_quiet_floor_by_hand():
     assert fl2 is not None and not fl2.breaks
 
 
+def test_quiet_floor_overdispersed_by_hand():
+    """Failures in bursts that differ from step to step: 0, 12 and 3 of 250 (15 of 750 = 2 %). By hand: expected
+    5 a step, binomial variance 250 * 0.02 * 0.98 = 4.9, Pearson chi2 = (25 + 49 + 4) / 4.9 = 15.92 on 2 df, so
+    phi = 7.96; the effective counts are 15 / phi = 1.88 -> 2 failures of 750 / phi = 94.2 -> 94 requests, and
+    P(X >= 2 | 94, 1 %) = 0.242: no break. The pooled binomial test would call one: P(X >= 15 | 750, 1 %) < 0.05."""
+    from scipy.stats import binom
+
+    steps = [failures.QuietStep(0.5, 0, 250), failures.QuietStep(1.0, 12, 250), failures.QuietStep(1.5, 3, 250)]
+    fl = failures.quiet_floor(steps, 0.01)
+    assert fl is not None and fl.share == pytest.approx(0.02)
+    assert fl.dispersion == pytest.approx(78 / 4.9 / 2)
+    assert 1 - fl.p_breaks == pytest.approx(binom.sf(1, 94, 0.01), rel=1e-9)
+    assert not fl.breaks and binom.sf(14, 750, 0.01) < 0.05
+    # counts within binomial noise keep phi = 1 and the exact pooled test (4 and 5 of 200: chi2 = 0.11)
+    assert failures.dispersion([failures.QuietStep(0.5, 4, 200), failures.QuietStep(1.0, 5, 200)]) == 1.0
+
+
 def test_a_floor_is_told_apart_and_the_other_clause_gives_the_limit():
     # errors at every load at 3 % (every 33rd request), latency rising with load: the error clause fails at every
     # load whatever the instances; the limit is the latency clause's, inside its raw bracket

@@ -111,16 +111,26 @@ def test_unsupported_p99_can_still_prove_a_failure():
 
 
 def test_not_steady_step_never_passes():
-    # SLA so loose that every P99 passes; the overloaded last step grows a queue -> it fails as not steady
+    # SLA so loose that every P99 passes; the overloaded last step grows a queue -> it cannot pass, and as no
+    # clause fails on its window it is no measured failure either: undetermined
     tr = make_trace(mm1_frame([3.0, 5.0, 7.0, 13.0], mu_rps=10, step_s=120, seed=11))
     r = fit_limits(tr, "p99(latency) <= 600s", mixes="none", n_boot=100)
     m = r.limits[0]
     last = m.steps[-1]
     assert last.margins["p99(latency) <= 600s"] > 0  # the latency clause alone would pass it
-    assert last.status == "fail" and "not_steady" in last.flags
-    assert m.q_ult.censored == "none" and m.q_ult.bracket == (7.0, 13.0)
+    assert last.status == "undetermined" and "not_steady" in last.flags
+    # the bracket's upper end is the first judged failure: none here
+    assert m.q_ult.censored == "none" and m.q_ult.bracket == (7.0, None)
     assert m.binding.startswith("steady state")
     assert m.q_ult.value == pytest.approx(10.0)  # pseudo-clause +1/-1: midpoint of 7 and 13
+    # no judged failure above the limit: the interval's high end is open, and said so
+    assert m.q_ult.ci95[0] is not None and m.q_ult.ci95[1] is None
+    assert "high end open" in m.q_ult.interval_method and "13" in m.q_ult.interval_method
+    assert "open above" in m.q_ult.statement
+    # ... and as coarse as it gets: the loads to re-run reach 1.2 x the value (bearing next's range without an end)
+    res = m.q_ult.resolution
+    assert res.coarse and res.ci_relative[1] is None
+    assert res.suggested_loads[0] == m.q_ult.ci95[0] and res.suggested_loads[-1] == pytest.approx(1.2 * 10.0)
 
 
 def test_mm1_closed_form():

@@ -62,6 +62,11 @@ def test_transient_not_steady_below_a_clean_pass():
     # above every clean pass it binds
     judged = J.judge_steps([_row(0, 1.0, 100.0, hi=120.0), _row(1, 2.0, 100.0, hi=120.0, flags=["not_steady"])],
                             SLA, tables=False)
+    # (as the steady-state pseudo-clause; its status is undetermined: it neither passes nor is a measured failure)
+    assert judged[1].not_steady and judged[1].status == "undetermined"
+    # a not-steady step whose clause fails on its window is a measured failure
+    judged = J.judge_steps([_row(0, 1.0, 100.0, hi=120.0), _row(1, 2.0, 900.0, hi=950.0, flags=["not_steady"])],
+                            SLA, tables=False)
     assert judged[1].not_steady and judged[1].status == "fail"
 
 
