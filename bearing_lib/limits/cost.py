@@ -2,7 +2,7 @@
 
 ``index = compute(failed, timed-out or SLA-violating requests) / compute(all requests)``
 per group (by default run x step x mix). It rises sharply near failure, before the
-limit is crossed for good, so it is an early warning (DOMAIN.md).
+limit is crossed for good, so it is an early warning (docs/domain.md).
 
 Compute model
 -------------

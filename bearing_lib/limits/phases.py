@@ -1,6 +1,6 @@
 """Phases of a load curve (elastic / plastic / failure) and ``P_critical``.
 
-Rules (DOMAIN.md, "The three phases of a load curve"), applied per step of one run and
+Rules (docs/domain.md, "The three phases of a load curve"), applied per step of one run and
 mix, steps ordered by offered load:
 
 * **baseline**: the P99 latency of the lowest-load valid steps (the mean of the
@@ -11,7 +11,7 @@ mix, steps ordered by offered load:
 * **failure**: error rate > 5%, **or** timeouts >= 1% of requests (when the curve has a
   ``timeout_rate`` column), **or** throughput retrograde: completed throughput falls
   more than 5% below the best throughput seen at any lower offered load.
-* **plastic**: everything else. DOMAIN.md gives plastic errors as 0.5-2%; the bands
+* **plastic**: everything else. docs/domain.md gives plastic errors as 0.5-2%; the bands
   leave gaps (0.1-0.5% and 2-5%). bearing reads elastic and failure as the two
   *criteria* and plastic as the residual: a step is elastic only when it meets every
   elastic criterion and failure only when it meets a failure criterion, so an error rate
@@ -581,7 +581,8 @@ def p_critical(
         unit = curve["offered_load_unit"].drop_nulls().first()
     alternatives = {"breakpoint": brk}
     if two["censored"] in ("none", "above", "below"):
-        reason = "2x rule trusted: it is DOMAIN.md's working definition and needs no curve model; " + str(two["reason"])
+        reason = ("2x rule trusted: it is docs/domain.md's working definition and needs no curve model; "
+                  + str(two["reason"]))
         if two["censored"] == "none" and brk["value"] is not None:
             lo, hi = two["ci95"]
             b = float(brk["value"])  # type: ignore[arg-type]

@@ -1,6 +1,6 @@
 """``T_recover``: how long a service takes to come back inside its SLA after load is cut.
 
-Definition (DOMAIN.md): where a run drops from an overloaded step to a lower one, the
+Definition (docs/domain.md): where a run drops from an overloaded step to a lower one, the
 time from the drop until rolling P99 and error rate are back inside the SLA and stay
 there for a hold window (default 30 s).
 
