@@ -81,7 +81,8 @@ class Builder:
 
     @property
     def work(self) -> Path:
-        return self.runs.work / "consistency"
+        (d := self.runs.work / "consistency").mkdir(exist_ok=True)
+        return d
 
     def _limits(self, key: str, lt: LoadTest) -> Path:
         path = Path(lt.path) if Path(lt.path).is_absolute() else self.shared / "loadtests" / lt.path

@@ -119,6 +119,7 @@ def build_matrix(runs, root: Path) -> dict[tuple[str, str], Cell]:
         if not (root / rel).exists():
             pytest.fail(f"{ENV}={root} is set but {rel} is missing there")
     work = runs.work / "matrix"
+    work.mkdir(exist_ok=True)
     limits: dict[str, Path] = {}
     for key, lt in ALL_TESTS.items():
         if lt.refusal:
