@@ -420,7 +420,7 @@ def test_guidellm_reads_the_scenario_with_its_own_reader(tmp_path, unit):
     path.write_text(nt.WRITERS["guidellm"](plan, W))
     probe = f"""
 import json
-from guidellm.benchmark.schemas.entrypoints import BenchmarkScenario
+from guidellm.benchmark import BenchmarkScenario  # where `guidellm run` finds it (0.7.3 and 0.8.1 alike)
 sc = BenchmarkScenario.create(scenario={str(path)!r})
 (b,) = sc.get_benchmarks()
 p = b.profile
