@@ -418,15 +418,23 @@ def test_guidellm_reads_the_scenario_with_its_own_reader(tmp_path, unit):
     plan = _plan(unit, (8.0, 12.0) if unit == "rps" else (2.3, 5.1))
     path = tmp_path / "followup.json"
     path.write_text(nt.WRITERS["guidellm"](plan, W))
+    unfilled = tmp_path / "unfilled.json"  # lengths unknown: GuideLLM refuses the placeholders, naming the field
+    unfilled.write_text(nt.WRITERS["guidellm"](plan, nt.Workload(model="m", base_url="http://h:8000")))
     probe = f"""
 import json
+from pydantic import ValidationError
 from guidellm.benchmark import BenchmarkScenario  # where `guidellm run` finds it (0.7.3 and 0.8.1 alike)
+try:
+    BenchmarkScenario.create(scenario={str(unfilled)!r})
+    refused = ""
+except ValidationError as exc:
+    refused = str(exc)
 sc = BenchmarkScenario.create(scenario={str(path)!r})
 (b,) = sc.get_benchmarks()
 p = b.profile
 print(json.dumps({{"kind": p.kind, "loads": getattr(p, "rate", None) or getattr(p, "streams", None),
                   "seconds": b.constraints[0].seconds, "data": b.data[0].model_dump(mode="json"),
-                  "target": b.backend.target, "model": b.backend.model}}))
+                  "target": b.backend.target, "model": b.backend.model, "refused": refused}}))
 """
     r = subprocess.run([GUIDELLM_RUN_PY, "-c", probe], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -437,6 +445,7 @@ print(json.dumps({{"kind": p.kind, "loads": getattr(p, "rate", None) or getattr(
     assert got["seconds"] == [s.duration_s for s in plan.steps]
     assert (got["data"]["prompt_tokens"], got["data"]["output_tokens"]) == (64, 24)
     assert (got["target"], got["model"]) == ("http://h:8000", "smollm2")
+    assert "FILL_IN_INPUT_TOKENS" in got["refused"] and "prompt_tokens" in got["refused"]
 
 
 def test_shell_scripts_parse_and_vegeta_targets_are_json(tmp_path):
