@@ -9,7 +9,10 @@ variable is unset (a user's clone) and FAIL when it is set and a file is missing
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,33 @@ def shared_data(request: pytest.FixtureRequest) -> Callable[[str], Path]:
         return p
 
     return _get
+
+
+@dataclass
+class BearingRuns:
+    """``bearing`` subprocess runs shared by the whole session: each distinct command line runs once, its
+    outputs under :attr:`work` (one session folder), and a later identical call gets the same result back.
+
+    The report matrix (tests/report/test_matrix.py) and the consistency checks (tests/report/test_consistency.py)
+    read the same 27 reports: whichever file runs first builds them, the other reads them."""
+
+    work: Path
+    done: dict[tuple[str, ...], subprocess.CompletedProcess] = field(default_factory=dict)
+
+    def run(self, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+        """``python -m bearing_lib.cli.main *args`` from the project root (once per distinct ``args``)."""
+        key = tuple(str(a) for a in args)
+        if key not in self.done:
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            self.done[key] = subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", *key], capture_output=True,
+                                            text=True, env=env, cwd=ROOT, timeout=timeout)
+        return self.done[key]
+
+
+@pytest.fixture(scope="session")
+def bearing_runs(tmp_path_factory: pytest.TempPathFactory) -> BearingRuns:
+    """The session's shared ``bearing`` runs (:class:`BearingRuns`)."""
+    return BearingRuns(tmp_path_factory.mktemp("bearing-runs"))
 
 
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")

@@ -52,8 +52,10 @@ def register(app: typer.Typer) -> None:
         limits_json: Path = typer.Argument(..., help="A limits document written by 'bearing limits --json'."),
         out: Path = typer.Option(..., "--out", help="Where to write the follow-up test: OUT.<run>.<mix>.<suffix>, "
                                  "one file per run x mix, and OUT.plan.json."),
-        tool: str = typer.Option("auto", "--tool", help="auto | vllm | sglang | guidellm | aiperf | genai-perf | "
-                                 "llmperf | inference-perf | locust | k6 | jmeter | vegeta | lmbenchmark | csv."),
+        tool: str = typer.Option("auto", "--tool", help="auto | vllm | sglang | guidellm | guidellm-0.6 | aiperf | "
+                                 "genai-perf | llmperf | inference-perf | locust | k6 | jmeter | vegeta | lmbenchmark "
+                                 "| csv. guidellm: a scenario JSON for 'guidellm run --scenario FILE' (GuideLLM "
+                                 ">= 0.7); guidellm-0.6: the older 'guidellm benchmark' command line."),
         loads: int = typer.Option(4, "--loads", help="Loads spread across the 95% CI."),
         repeats: int = typer.Option(1, "--repeats", help="Runs of the whole ascending sequence."),
         budget_s: float | None = typer.Option(None, "--budget-s", help="Cap on the follow-up's total time "

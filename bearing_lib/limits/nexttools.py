@@ -18,8 +18,12 @@ default. ``--model`` and ``--base-url`` of ``bearing next`` fill them in.
 
 Writers (:data:`WRITERS`), one continuous run where the tool can:
 
-* ``guidellm``: one ``guidellm benchmark --rate-type constant --rate r1,r2,…`` per run of equal
-  step durations (``--max-seconds`` is one value per invocation);
+* ``guidellm``: a scenario for ``guidellm run --scenario FILE`` (GuideLLM >= 0.7, the current
+  format; 0.7.2 and later have no ``guidellm benchmark``): one run, a ``constant`` profile with the
+  rates in turn and a ``max_duration`` constraint with one duration per step
+  (:func:`guidellm_scenario`); ``guidellm-0.6``: the older command line, one ``guidellm benchmark
+  --rate-type constant --rate r1,r2,…`` per run of equal step durations (``--max-seconds`` is one
+  value per invocation);
 * ``locust``: a ``LoadTestShape`` (users on constant pacing for a rate; ``ceil`` of a concurrency);
 * ``k6``: one ``ramping-arrival-rate`` (rate) or ``ramping-vus`` (concurrency) scenario whose
   stages hold each load;
@@ -62,8 +66,8 @@ PLACEHOLDERS = {"model": "FILL_IN_MODEL", "base_url": "FILL_IN_BASE_URL",
                 "input_tokens": "FILL_IN_INPUT_TOKENS", "output_tokens": "FILL_IN_OUTPUT_TOKENS",
                 "dataset_path": "FILL_IN_SHAREGPT_JSON"}
 
-TOOLS = ("vllm", "sglang", "guidellm", "aiperf", "genai-perf", "llmperf", "inference-perf", "locust", "k6",
-         "jmeter", "vegeta", "lmbenchmark", "csv")
+TOOLS = ("vllm", "sglang", "guidellm", "guidellm-0.6", "aiperf", "genai-perf", "llmperf", "inference-perf", "locust",
+         "k6", "jmeter", "vegeta", "lmbenchmark", "csv")
 
 # loader format name prefix -> writer
 _FORMAT_TOOL = (("vllm", "vllm"), ("sglang", "sglang"), ("guidellm", "guidellm"), ("aiperf", "aiperf"),
@@ -333,8 +337,8 @@ def write_guidellm(plan: FollowUp, w: Workload) -> str:
     how = ("one guidellm invocation, its rates run in turn" if len(groups) == 1 else
            f"{len(groups)} guidellm invocations (--max-seconds is one value per invocation; steps of equal "
            "duration share one)")
-    how += ("; written for the guidellm 0.3-0.5 command line (checked with 0.5.4's parser); guidellm 0.8 renamed "
-            "it 'guidellm run --profile kind=...'")
+    how += ("; written for the guidellm 0.3-0.6 command line 'guidellm benchmark' (checked with 0.5.4's parser); "
+            "guidellm 0.7.2 and later have no 'benchmark' command: use --tool guidellm, a scenario for 'guidellm run'")
     rate_type = "concurrent" if _conc(plan) else "constant"
     data = f"prompt_tokens={w.value('input_tokens')},output_tokens={w.value('output_tokens')}"
     cmds = []
@@ -344,6 +348,61 @@ def write_guidellm(plan: FollowUp, w: Workload) -> str:
                     f"--rate-type {rate_type} --rate {rates} --max-seconds {dur:g} --data {shlex.quote(data)} "
                     f"--random-seed {w.seed} --output-path followup_{k:02d}.json")
     return _sh(plan, w, how, cmds)
+
+
+GUIDELLM_REQUEST_FORMATS = ("/v1/completions", "/v1/chat/completions")
+"""``backend.request_format`` values of GuideLLM's ``openai_http`` backend that a text follow-up can use
+(vllm-project/guidellm ``src/guidellm/backends/openai/http.py``, ``OpenAIHTTPBackendArgs``)."""
+
+
+def guidellm_scenario(plan: FollowUp, w: Workload) -> dict[str, object]:
+    """The follow-up as a GuideLLM scenario (``guidellm run --scenario FILE``, GuideLLM >= 0.7; ``guidellm
+    benchmark`` is gone since 0.7.2, ``src/guidellm/cli/__init__.py``): every step of every repeat in ONE run,
+    each with its own duration.
+
+    Read from vllm-project/guidellm (main at ee7a774; the fields used are the same at v0.7.3):
+    ``src/guidellm/benchmark/schemas/entrypoints.py`` (``BenchmarkScenario``: ``metadata`` with extra fields
+    allowed, ``spec`` a ``BenchmarkArgs`` that forbids unknown fields), ``benchmark/profiles/asynchronous.py``
+    (profile ``constant``: ``rate`` a list, one strategy per rate, in order) and ``profiles/concurrent.py``
+    (``concurrent``: ``streams``), ``scheduler/constraints/request.py`` (``max_duration``: ``seconds`` a list,
+    the i-th strategy stops after the i-th value), ``data/deserializers/synthetic.py`` (``synthetic_text``:
+    ``prompt_tokens``, ``output_tokens`` and their ``_min``/``_max``), ``backends/openai/http.py``
+    (``openai_http``: ``target``, ``model``, ``request_format``), ``benchmark/schemas/random.py`` (``static``
+    seed) and ``benchmark/outputs/serialized.py`` (``json`` output ``path``). Unknown lengths, model or URL stay
+    the named placeholders, which GuideLLM's reader refuses until they are filled in."""
+    steps = _all_steps(plan)
+    profile: dict[str, object] = ({"kind": "concurrent", "streams": [_users(s.load) for s in steps]} if _conc(plan)
+                                  else {"kind": "constant", "rate": [round(s.load, 4) for s in steps]})
+    data: dict[str, object] = {"kind": "synthetic_text"}
+    for key, name in (("prompt_tokens", "input_tokens"), ("output_tokens", "output_tokens")):
+        v = getattr(w, name)
+        data[key] = PLACEHOLDERS[name] if v is None else int(v)
+    backend: dict[str, object] = {"kind": "openai_http", "target": w.value("base_url"), "model": w.value("model")}
+    if w.endpoint in GUIDELLM_REQUEST_FORMATS:
+        backend["request_format"] = w.endpoint
+    how = ("one guidellm run (guidellm run --scenario THIS_FILE), its " +
+           ("concurrencies" if _conc(plan) else "constant rates") + " run in turn, each for its own duration")
+    return {
+        "metadata": {"labels": {"generator": "bearing next", "run": str(plan.run_id), "mix": str(plan.mix)},
+                     "bearing_next": _header(plan, w, "", how).splitlines()},
+        "spec": {
+            "backend": backend,
+            "profile": profile,
+            "constraints": [{"kind": "max_duration", "seconds": [float(s.duration_s) for s in steps]}],
+            "data": [data],
+            "seed": {"kind": "static", "value": int(w.seed)},
+            "outputs": [{"kind": "json", "path": f"followup_{_slug(plan.run_id)}_{_slug(plan.mix)}.json"}],
+        },
+    }
+
+
+def _slug(text: object) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(text)).strip("_") or "run"
+
+
+def write_guidellm_scenario(plan: FollowUp, w: Workload) -> str:
+    """:func:`guidellm_scenario` as the JSON file ``guidellm run --scenario`` reads."""
+    return json.dumps(guidellm_scenario(plan, w), indent=2, ensure_ascii=False) + "\n"
 
 
 def _aiperf_like(prog: str, plan: FollowUp, w: Workload) -> str:
@@ -616,15 +675,18 @@ def write_csv(plan: FollowUp, w: Workload) -> str:
     return _schedule_csv(plan, w, how, [f"load_{plan.unit}"], lambda s: [f"{s.load:.6g}"])
 
 
-WRITERS = {"vllm": write_vllm, "sglang": write_sglang, "guidellm": write_guidellm, "aiperf": write_aiperf,
+WRITERS = {"vllm": write_vllm, "sglang": write_sglang, "guidellm": write_guidellm_scenario,
+           "guidellm-0.6": write_guidellm, "aiperf": write_aiperf,
            "genai-perf": write_genai_perf, "llmperf": write_llmperf, "inference-perf": write_inference_perf,
            "locust": write_locust, "k6": write_k6, "jmeter": write_jmeter, "vegeta": write_vegeta,
            "lmbenchmark": write_lmbenchmark, "csv": write_csv}
-CONTINUOUS = {"guidellm", "inference-perf", "locust", "k6", "jmeter"}
-"""Tools whose file runs the loads in one invocation (GuideLLM: per run of equal step durations)."""
-SUFFIX = {"vllm": ".sh", "sglang": ".sh", "guidellm": ".sh", "aiperf": ".sh", "genai-perf": ".sh", "llmperf": ".sh",
+CONTINUOUS = {"guidellm", "guidellm-0.6", "inference-perf", "locust", "k6", "jmeter"}
+"""Tools whose file runs the loads in one invocation (GuideLLM 0.6 and older: per run of equal step durations)."""
+SUFFIX = {"vllm": ".sh", "sglang": ".sh", "guidellm": ".json", "guidellm-0.6": ".sh", "aiperf": ".sh",
+          "genai-perf": ".sh", "llmperf": ".sh",
           "inference-perf": ".yaml", "locust": ".py", "k6": ".js", "jmeter": ".csv", "vegeta": ".sh",
           "lmbenchmark": ".csv", "csv": ".csv"}
 
-__all__ = ["CONTINUOUS", "PACING_S", "PLACEHOLDERS", "SUFFIX", "TOOLS", "WRITERS", "Workload", "guidellm_groups",
-           "in_flight_curve", "inference_perf_config", "k6_options", "locust_stages", "measure_workload", "tool_of"]
+__all__ = ["CONTINUOUS", "GUIDELLM_REQUEST_FORMATS", "PACING_S", "PLACEHOLDERS", "SUFFIX", "TOOLS", "WRITERS",
+           "Workload", "guidellm_groups", "guidellm_scenario", "in_flight_curve", "inference_perf_config", "k6_options",
+           "locust_stages", "measure_workload", "tool_of"]

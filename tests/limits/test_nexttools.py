@@ -6,9 +6,11 @@ the tool's own parser where it installs here (marked ``slow``): Locust (a depend
 extra) loads the generated locustfile with ``locust.util.load_locustfile`` in a subprocess and
 its ``LoadTestShape`` is stepped through; GuideLLM 0.5 (``guidellm benchmark``; its install pulls
 torch) parses the command line with its own click command when ``BEARING_GUIDELLM`` names a
-``guidellm`` executable's Python (else skipped). vLLM and SGLang (torch/CUDA) are checked against
-argument names PINNED below from their sources; k6 (not on PyPI) against its documented executor
-schema; inference-perf's YAML by a YAML parse.
+``guidellm`` executable's Python (else skipped); GuideLLM >= 0.7 reads the scenario with its own
+``BenchmarkScenario.create`` when ``BEARING_GUIDELLM_RUN`` names one (else skipped), and the scenario's
+fields are checked against GuideLLM's schema PINNED below from its sources. vLLM and SGLang
+(torch/CUDA) are checked against argument names PINNED below from their sources; k6 (not on PyPI)
+against its documented executor schema; inference-perf's YAML by a YAML parse.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def test_unknowns_are_named_placeholders_in_the_file_and_its_header(tmp_path):
     assert "not readable" in " ".join(w.notes)
     for tool, writer in nt.WRITERS.items():
         text = writer(_plan(), w)
-        head = "\n".join(ln for ln in text.splitlines() if ln.startswith(("#", "//")))
+        head = ("\n".join(json.loads(text)["metadata"]["bearing_next"]) if nt.SUFFIX[tool] == ".json"  # no comments
+                else "\n".join(ln for ln in text.splitlines() if ln.startswith(("#", "//"))))
         assert "PLACEHOLDERS to fill in" in head, tool
         # the old silent defaults: 512 / 128 tokens, the model "MODEL"
         assert not re.search(r"\b(512|128)\b|[ '\"]MODEL[ '\"]", text), tool
@@ -184,6 +187,63 @@ def test_guidellm_is_one_invocation_with_a_rate_list():
     args = [_guidellm_args(ln) for ln in nt.write_guidellm(conc, W).splitlines() if ln.startswith("guidellm")]
     assert {a["rate-type"] for a in args} == {"concurrent"}
     assert ",".join(a["rate"] for a in args) == ",".join(str(int(np.ceil(s.load))) for s in conc.steps)
+
+
+# GuideLLM's scenario schema, PINNED from vllm-project/guidellm (main at ee7a774; the same at v0.7.3 for these
+# fields): BenchmarkArgs forbids unknown fields (src/guidellm/benchmark/schemas/entrypoints.py,
+# args_model_config extra="forbid"); each sub-model is picked by its "kind".
+GUIDELLM_SPEC = {"backend", "profile", "constraints", "tokenizer", "data", "data_column_mapper", "data_preprocessors",
+                 "data_finalizer", "data_loader", "seed", "outputs", "metrics"}
+GUIDELLM_KINDS = {  # kind -> the fields its model takes (the ones bearing may write)
+    "openai_http": {"kind", "target", "model", "request_format", "api_key", "api_routes", "timeout",  # backends/
+                    "timeout_connect", "http2", "follow_redirects", "verify", "validate_backend"},  # openai/http.py
+    "constant": {"kind", "rate", "max_concurrency", "rampup_duration", "warmup",  # profiles/asynchronous.py
+                 "cooldown"},
+    "concurrent": {"kind", "streams", "rampup_duration", "warmup", "cooldown"},  # profiles/concurrent.py
+    "max_duration": {"kind", "seconds", "stopping_scope"},  # scheduler/constraints/request.py
+    "synthetic_text": {"kind", "prompt_tokens", "prompt_tokens_stdev", "prompt_tokens_min", "prompt_tokens_max",
+                       "output_tokens", "output_tokens_stdev", "output_tokens_min", "output_tokens_max"},
+    "static": {"kind", "value"},  # benchmark/schemas/random.py
+    "json": {"kind", "path"},  # benchmark/outputs/serialized.py
+}
+
+
+def _guidellm_models(doc):
+    spec = doc["spec"]
+    return [spec["backend"], spec["profile"], spec["seed"], *spec["constraints"], *spec["data"], *spec["outputs"]]
+
+
+def test_guidellm_scenario_is_one_run_with_a_duration_per_step():
+    """``--tool guidellm`` (GuideLLM >= 0.7): one scenario, every step of every repeat in one ``guidellm run``;
+    the i-th rate runs for the i-th duration (MaxDurationConstraint indexes ``seconds`` by strategy)."""
+    plan = _plan()
+    plan.steps[-1].duration_s += 60  # unequal durations stay one run (the 0.6 command line needed two)
+    doc = json.loads(nt.WRITERS["guidellm"](plan, W))
+    assert nt.SUFFIX["guidellm"] == ".json" and "guidellm" in nt.CONTINUOUS
+    assert set(doc) == {"metadata", "spec"} and set(doc["spec"]) <= GUIDELLM_SPEC
+    for m in _guidellm_models(doc):
+        assert set(m) <= GUIDELLM_KINDS[m["kind"]], m
+    spec = doc["spec"]
+    assert spec["profile"]["kind"] == "constant"
+    assert spec["profile"]["rate"] == pytest.approx([s.load for s in plan.steps], abs=1e-4)
+    assert spec["constraints"] == [{"kind": "max_duration", "seconds": [s.duration_s for s in plan.steps]}]
+    assert spec["data"] == [{"kind": "synthetic_text", "prompt_tokens": 64, "output_tokens": 24}]
+    assert (spec["backend"]["target"], spec["backend"]["model"]) == ("http://h:8000", "smollm2")
+    assert all(isinstance(v, str) for v in doc["metadata"]["labels"].values())  # labels: dict[str, str]
+    assert any("one guidellm run" in ln for ln in doc["metadata"]["bearing_next"])
+    # repeats: the whole ascending sequence again, still one run; a concurrency: integer streams
+    plan.repeats = 2
+    doc = nt.guidellm_scenario(plan, W)
+    assert doc["spec"]["profile"]["rate"] == pytest.approx([s.load for s in plan.steps] * 2, abs=1e-4)
+    assert doc["spec"]["constraints"][0]["seconds"] == [s.duration_s for s in plan.steps] * 2
+    conc = _plan("concurrency", (2.3, 5.1))
+    prof = nt.guidellm_scenario(conc, W)["spec"]["profile"]
+    assert prof == {"kind": "concurrent", "streams": [int(np.ceil(s.load)) for s in conc.steps]}
+    # what the first test does not say stays a named placeholder (GuideLLM refuses it until filled in)
+    doc = nt.guidellm_scenario(_plan(), nt.Workload())
+    assert doc["spec"]["data"][0]["prompt_tokens"] == "FILL_IN_INPUT_TOKENS"
+    assert (doc["spec"]["backend"]["target"], doc["spec"]["backend"]["model"]) == ("FILL_IN_BASE_URL",
+                                                                                    "FILL_IN_MODEL")
 
 
 def test_aiperf_and_llmperf_flags():
@@ -342,6 +402,50 @@ print(json.dumps(out, default=str))
     rates = got["rate"] if isinstance(got["rate"], list) else [float(x) for x in str(got["rate"]).split(",")]
     assert [float(x) for x in rates] == pytest.approx([s.load for s in plan.steps], abs=1e-4)
     assert "prompt_tokens=64" in str(got["data"])
+
+
+GUIDELLM_RUN_PY = os.environ.get("BEARING_GUIDELLM_RUN")  # a Python with guidellm >= 0.7 installed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", ["rps", "concurrency"])
+def test_guidellm_reads_the_scenario_with_its_own_reader(tmp_path, unit):
+    """GuideLLM's own reader (``BenchmarkScenario.create(scenario=FILE)``, what ``guidellm run --scenario`` calls)
+    loads the file and gives back the loads and durations. guidellm is not a dependency of bearing (it pulls
+    torch and CUDA and pins click below bearing's): run with BEARING_GUIDELLM_RUN naming its Python."""
+    if not GUIDELLM_RUN_PY:
+        pytest.skip("BEARING_GUIDELLM_RUN (a Python with guidellm >= 0.7 installed) is not set")
+    plan = _plan(unit, (8.0, 12.0) if unit == "rps" else (2.3, 5.1))
+    path = tmp_path / "followup.json"
+    path.write_text(nt.WRITERS["guidellm"](plan, W))
+    unfilled = tmp_path / "unfilled.json"  # lengths unknown: GuideLLM refuses the placeholders, naming the field
+    unfilled.write_text(nt.WRITERS["guidellm"](plan, nt.Workload(model="m", base_url="http://h:8000")))
+    probe = f"""
+import json
+from pydantic import ValidationError
+from guidellm.benchmark import BenchmarkScenario  # where `guidellm run` finds it (0.7.3 and 0.8.1 alike)
+try:
+    BenchmarkScenario.create(scenario={str(unfilled)!r})
+    refused = ""
+except ValidationError as exc:
+    refused = str(exc)
+sc = BenchmarkScenario.create(scenario={str(path)!r})
+(b,) = sc.get_benchmarks()
+p = b.profile
+print(json.dumps({{"kind": p.kind, "loads": getattr(p, "rate", None) or getattr(p, "streams", None),
+                  "seconds": b.constraints[0].seconds, "data": b.data[0].model_dump(mode="json"),
+                  "target": b.backend.target, "model": b.backend.model, "refused": refused}}))
+"""
+    r = subprocess.run([GUIDELLM_RUN_PY, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["kind"] == ("constant" if unit == "rps" else "concurrent")
+    want = [s.load for s in plan.steps] if unit == "rps" else [int(np.ceil(s.load)) for s in plan.steps]
+    assert got["loads"] == pytest.approx(want, abs=1e-4)
+    assert got["seconds"] == [s.duration_s for s in plan.steps]
+    assert (got["data"]["prompt_tokens"], got["data"]["output_tokens"]) == (64, 24)
+    assert (got["target"], got["model"]) == ("http://h:8000", "smollm2")
+    assert "FILL_IN_INPUT_TOKENS" in got["refused"] and "prompt_tokens" in got["refused"]
 
 
 def test_shell_scripts_parse_and_vegeta_targets_are_json(tmp_path):

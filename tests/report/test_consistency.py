@@ -1,8 +1,11 @@
 """One number per concept (issue #25 item 1): on the demo and on every pair of the report matrix, each planning
 quantity appears with one value in the rendered HTML and in ``summary.json``.
 
-Each report is what a user gets: one ``bearing report`` subprocess (the notebooks), built once per module and
-only when a test asks for it (``-k demo`` builds the demo alone); ``bearing limits`` runs once per load test.
+Each report is what a user gets: one ``bearing report`` subprocess (the notebooks), built once per session and
+only when a test asks for it (``-k demo`` builds the demo alone): the matrix's cells are the very reports
+test_matrix.py opens in Chromium (twin, exports and "what changed" included), built by whichever of the two files
+runs first (the session's shared runs, ``bearing_runs`` in tests/conftest.py); ``bearing limits`` runs once per
+load test.
 The HTML is parsed with the standard library's :mod:`html.parser` (visible text and the key-figure rows
 ``<tr><th>label</th><td>value</td>...``; scripts, styles and the raw-JSON blocks for analysts left out), the
 summary and the limits with :mod:`json`. The concepts and where each is read:
@@ -21,8 +24,9 @@ summary and the limits with :mod:`json`. The concepts and where each is read:
 * **field names say what they hold**: no ``sla_p99_ms`` anywhere in ``summary.json``; ``sla_stat`` is the SLA
   latency clause's statistic.
 
-Budget: the matrix's 27 report runs plus the demo and the added pairs, ~40 s each on a quiet machine (twin and
-exports off: they quote none of these concepts); marked slow (tests/slow_tests.txt).
+Budget: the matrix's 27 report runs (shared with test_matrix.py: run together, the second file pays nothing for
+them) plus the demo and the added pair (twin and exports off), ~40 s each on a quiet machine; marked slow
+(tests/slow_tests.txt).
 """
 
 from __future__ import annotations
@@ -31,15 +35,13 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ENV, ROOT
+from tests.conftest import ENV, ROOT, BearingRuns
 from tests.report.test_matrix import ALL_TESTS, CELLS, TRACES, LoadTest
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
@@ -58,12 +60,6 @@ IDS = ["demo"] + [f"{a}-{b}" for a, b in REPORT_CELLS]
 
 
 # --------------------------------------------------------------------------- building (lazily, once)
-def _bearing(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=1800)
-
-
 @dataclass
 class Built:
     name: str
@@ -75,23 +71,28 @@ class Built:
 
 @dataclass
 class Builder:
-    work: Path
+    """The reports, built through the session's shared runs (``bearing_runs``, tests/conftest.py): the matrix's
+    cells are test_matrix.py's own reports (:func:`tests.report.test_matrix.build_matrix`, built once per
+    session whichever file asks first); the demo and the added pairs are built here, once."""
+
+    runs: BearingRuns
     shared: Path
-    limits: dict[str, Path] = field(default_factory=dict)
     reports: dict[str, Built] = field(default_factory=dict)
 
-    def _limits(self, key: str, lt: LoadTest) -> Path:
-        if key not in self.limits:
-            path = Path(lt.path) if Path(lt.path).is_absolute() else self.shared / "loadtests" / lt.path
-            out = self.work / f"limits-{key}.json"
-            r = _bearing("limits", str(path), "--sla", lt.sla, "--n-boot", "200", "--json", str(out))
-            assert r.returncode == 0, (key, r.stdout[-2000:], r.stderr[-2000:])
-            self.limits[key] = out
-        return self.limits[key]
+    @property
+    def work(self) -> Path:
+        (d := self.runs.work / "consistency").mkdir(exist_ok=True)
+        return d
 
-    def get(self, cell: str) -> Built:
-        if cell in self.reports:
-            return self.reports[cell]
+    def _limits(self, key: str, lt: LoadTest) -> Path:
+        path = Path(lt.path) if Path(lt.path).is_absolute() else self.shared / "loadtests" / lt.path
+        out = self.work / f"limits-{key}.json"
+        r = self.runs.run("limits", str(path), "--sla", lt.sla, "--n-boot", "200", "--json", str(out))
+        assert r.returncode == 0, (key, r.stdout[-2000:], r.stderr[-2000:])
+        return out
+
+    def _own(self, cell: str) -> tuple[Path, Path | None, str]:
+        """The demo or an added pair: (report folder, limits JSON or None for the report's own, run)."""
         reports = self.work / "reports"
         if cell == "demo":
             args = ["report", "--demo", "--name", "demo", "--reports-dir", str(reports), "-p", "n_boot", "200",
@@ -99,7 +100,7 @@ class Builder:
             run, limits_path = DEMO_RUN, None
         else:
             lt_key, tr_key = cell.rsplit("-", 1)
-            lt = {**ALL_TESTS, **EXTRA}[lt_key]
+            lt = EXTRA[lt_key]
             limits_path = self._limits(lt_key, lt)
             args = ["report", "--name", cell, "--reports-dir", str(reports), "-p", "production_trace",
                     str(self.shared / "traces" / TRACES[tr_key]), "-p", "n_boot", "200", "-p", "limits_json",
@@ -107,10 +108,24 @@ class Builder:
             if lt.run:
                 args += ["-p", "run", lt.run]
             run = lt.run
-        r = _bearing(*args)
+        r = self.runs.run(*args)
         assert r.returncode in (0, 3), (cell, r.returncode, r.stdout[-2000:], r.stderr[-3000:])  # 3: red verdict
-        d = reports / cell
-        limits_file = limits_path or d / "limits.json"
+        return reports / cell, limits_path, run
+
+    def get(self, cell: str) -> Built:
+        if cell in self.reports:
+            return self.reports[cell]
+        lt_key, tr_key = cell.rsplit("-", 1) if cell != "demo" else ("", "")
+        if lt_key in ALL_TESTS:
+            from tests.report.test_matrix import build_matrix
+
+            m = build_matrix(self.runs, self.shared)[(lt_key, tr_key)]
+            assert m.directory is not None, (cell, m.rc, m.out[-2000:], m.err[-3000:])
+            d, run = m.directory, ALL_TESTS[lt_key].run
+            limits_file = self.runs.work / "matrix" / f"limits-{lt_key}.json"
+        else:
+            d, limits_path, run = self._own(cell)
+            limits_file = limits_path or d / "limits.json"
         self.reports[cell] = Built(cell, (d / "report.html").read_text(encoding="utf-8"),
                                    json.loads((d / "summary.json").read_text(encoding="utf-8")),
                                    json.loads(Path(limits_file).read_text(encoding="utf-8")), run)
@@ -118,11 +133,11 @@ class Builder:
 
 
 @pytest.fixture(scope="module")
-def builder(tmp_path_factory) -> Builder:
+def builder(bearing_runs) -> Builder:
     base = os.environ.get(ENV)
     if not base:
         pytest.skip(f"{ENV} is not set: real files read in place are not available")
-    return Builder(tmp_path_factory.mktemp("consistency"), Path(base))
+    return Builder(bearing_runs, Path(base))
 
 
 # --------------------------------------------------------------------------- reading the HTML

@@ -4,9 +4,10 @@ production trace, plus the HTTP tools against one trace.
 The real files are read in place from ``$BEARING_SHARED_DATA`` (``loadtests/`` and ``traces/``; each
 folder's README gives provenance and traps). Work is shared across cells: ``bearing limits`` runs once
 per load test (its JSON is fed to every report of that load test with ``-p limits_json``), and each
-cell is one ``bearing report`` subprocess (the notebooks, as a user runs them), all in one
-module-scoped fixture. The k6 cell fits the limits inside the report run (``-p loadtest``) because its
-file is a documented refusal (no load steps), and the matrix asserts the refusal's message.
+cell is one ``bearing report`` subprocess (the notebooks, as a user runs them), all through the
+session's shared runs (``bearing_runs``, tests/conftest.py; test_consistency.py reads the same reports).
+The k6 cell fits the limits inside the report run (``-p loadtest``) because its file is a documented
+refusal (no load steps), and the matrix asserts the refusal's message.
 
 Every report written is opened in headless Chromium (the helpers of ``test_browser.py``): no console
 error or warning, every chart drawn, no dead internal link; its visible text (the raw-JSON blocks
@@ -23,14 +24,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ENV, ROOT
+from tests.conftest import ENV
 from tests.report.test_browser import ARGS, CHROMIUM, _need, open_offline, readability_problems
 
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data, pytest.mark.browser]
@@ -105,28 +104,28 @@ class Cell:
         return f"{self.loadtest}-{self.trace}"
 
 
-def _bearing(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=900)
-
-
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory) -> dict[tuple[str, str], Cell]:
+def matrix(bearing_runs) -> dict[tuple[str, str], Cell]:
     base = os.environ.get(ENV)
     if not base:
         pytest.skip(f"{ENV} is not set: real files read in place are not available")
-    root = Path(base)
+    return build_matrix(bearing_runs, Path(base))
+
+
+def build_matrix(runs, root: Path) -> dict[tuple[str, str], Cell]:
+    """Every cell's report, through the session's shared runs (``bearing_runs`` in tests/conftest.py: a command
+    line already run in this session, e.g. by test_consistency.py, is not run again)."""
     for rel in [f"loadtests/{t.path}" for t in ALL_TESTS.values()] + [f"traces/{p}" for p in TRACES.values()]:
         if not (root / rel).exists():
-            pytest.fail(f"{ENV}={base} is set but {rel} is missing there")
-    work = tmp_path_factory.mktemp("matrix")
+            pytest.fail(f"{ENV}={root} is set but {rel} is missing there")
+    work = runs.work / "matrix"
+    work.mkdir(exist_ok=True)
     limits: dict[str, Path] = {}
     for key, lt in ALL_TESTS.items():
         if lt.refusal:
             continue
         out = work / f"limits-{key}.json"
-        r = _bearing("limits", str(root / "loadtests" / lt.path), "--sla", lt.sla, "--n-boot", "200",
+        r = runs.run("limits", str(root / "loadtests" / lt.path), "--sla", lt.sla, "--n-boot", "200",
                      "--json", str(out))
         assert r.returncode == 0, (key, r.stdout[-2000:], r.stderr[-2000:])
         limits[key] = out
@@ -145,7 +144,7 @@ def matrix(tmp_path_factory) -> dict[tuple[str, str], Cell]:
         if tr_key != "azure" and (lt_key, "azure") in cells and cells[(lt_key, "azure")].directory is not None:
             # "what changed" against the same load test's report on another trace
             args += ["-p", "previous_summary", str(cells[(lt_key, "azure")].directory / "summary.json")]
-        r = _bearing(*args)
+        r = runs.run(*args)
         cell = Cell(lt_key, tr_key, r.returncode, r.stdout, r.stderr)
         if r.returncode == 0:
             cell.directory = reports / f"{lt_key}-{tr_key}"

@@ -16,11 +16,12 @@ SLA = "p95(ttft) <= 1s and error_rate <= 1%"  # the demo's SLA
 
 
 def _llmd_sharegpt():
+    from bearing_lib.cli.report import DEMO_RUN
     from bearing_lib.data.trace import RequestTrace
     from bearing_lib.loaders import load_trace
 
     tr = load_trace(LLMD)
-    return RequestTrace(frame=tr.frame.filter(tr.frame["run_id"].str.ends_with("sharegpt")), provenance=tr.provenance)
+    return RequestTrace(frame=tr.frame.filter(tr.frame["run_id"] == DEMO_RUN), provenance=tr.provenance)
 
 
 @pytest.mark.slow
@@ -42,34 +43,51 @@ def test_llmd_replicas_behind_an_unknown_router_are_one_deployment_and_cli_and_r
     """The bundled llm-d sharegpt run (2 replicas behind llm-d's scheduler, which is load- and prefix-aware):
     two round-robin servers fail their own validation (a step's replayed throughput off by more than 10 %),
     the deployment as one server passes; the twin says so. ``bearing twin fit --limits`` (instances 2, router
-    unknown) writes that same twin; ``--replicas 2`` (round-robin stated) keeps the round-robin one."""
+    unknown) writes the twin the report shows: the report's own calls (``pipeline.read_limits`` then
+    ``pipeline.twin``, as notebooks/weekly_report.ipynb makes them on the demo's inputs) give the section whose
+    parameter rows and notes the HTML and ``summary.json`` print (``report.model._predicted`` copies them)."""
+    from bearing_lib.app import pipeline
     from bearing_lib.cli.main import app
+    from bearing_lib.cli.report import DEMO_PRODUCTION, DEMO_RUN, DEMO_SLA, DEMO_TESTED_INSTANCES
+    from bearing_lib.loaders import load_trace
     from bearing_lib.twin import calibrate, validate
-    from bearing_lib.twin.deployment import fit_deployment
 
     tr = _llmd_sharegpt()
     rr = calibrate(tr, n_boot=0, replicas=2)
     rr.validation = validate(rr, tr, SLA)
     assert not rr.trusted and any("throughput" in r for r in rr.validation.reasons)
-    tw = fit_deployment(tr, SLA, replicas=2, router_known=False, n_boot=0)
-    assert tw.replicas == 1 and tw.trusted
-    note = next(n for n in tw.notes if n.startswith("the test ran against 2 replicas"))
-    assert rr.validation.reasons[0] in note
-    # the CLI with a limits document stating 2 instances: the same twin (same seed, same parameters)
+    # the limits as the demo report states them: the folder's two runs, 2 instances stated by the analyst
     limits = tmp_path / "limits.json"
-    limits.write_text(json.dumps({"conditions": {"instances": 2}}))
-    out = tmp_path / "twin.json"
-    res = CliRunner().invoke(app, ["twin", "fit", str(LLMD), "--sla", SLA, "--n-boot", "0", "--limits", str(limits),
-                                   "--json", str(out)])
+    res = CliRunner().invoke(app, ["limits", str(LLMD), "--sla", SLA, "--n-boot", "0", "--tested-instances",
+                                   str(DEMO_TESTED_INSTANCES),
+                                   "--json", str(limits)])
     assert res.exit_code == 0, res.output
-    # the CLI reads the whole folder (both runs): compare on the one run through the library's own call
+    assert json.loads(limits.read_text())["conditions"]["instances"] == 2
+    # what the report shows: its twin section, calibrated on the plan's run, for the demo's production trace
+    assert SLA == DEMO_SLA
+    sec = pipeline.twin(pipeline.read_limits(limits), load_trace(ROOT / DEMO_PRODUCTION), run=DEMO_RUN)
+    assert hasattr(sec, "param_rows"), sec  # not Unavailable
+    shown = {r["parameter"]: (r["value"], list(r["ci95"])) for r in sec.param_rows}
+    shown_note = [n for n in sec.notes if n.startswith("the test ran against")]
+    # the CLI on that one run (it takes files, not a run name: the run's own files in a folder of the same
+    # name, which loads to the very rows of the run; checked here), with the same limits document
+    one = tmp_path / LLMD.name
+    one.mkdir()
+    for f in LLMD.glob("*sharegpt*.csv"):
+        (one / f.name).write_bytes(f.read_bytes())
+    cols = [c for c in tr.frame.columns if c != "request_id"]
+    assert load_trace(one).frame.select(cols).sort("start_s", "source_row").equals(
+        tr.frame.select(cols).sort("start_s", "source_row"))
+    out = tmp_path / "twin.json"
+    res = CliRunner().invoke(app, ["twin", "fit", str(one), "--sla", SLA, "--limits", str(limits), "--json", str(out)])
+    assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
-    assert doc["replicas"] in (1, 2)
-    from bearing_lib.twin import fit_twin
-
-    lib = fit_twin([LLMD], SLA, n_boot=0, replicas=2, router_known=False)
-    assert doc["replicas"] == lib.replicas
-    assert {p["name"]: p["value"] for p in doc["params"]} == {p.name: p.value for p in lib.params}
+    assert doc["replicas"] == 1 and doc["validation"]["trusted"]  # the deployment as one server, and it validates
+    note = [n for n in doc["notes"] if n.startswith("the test ran against 2 replicas")]
+    assert len(note) == 1 and rr.validation.reasons[0] in note[0]
+    # the same twin: every parameter with its value and CI (same seed, same 200 resamples), the same note
+    assert {p["name"]: (p["value"], list(p["ci95"])) for p in doc["params"]} == shown
+    assert note == shown_note
 
 
 def test_tested_replicas_reads_a_whole_count_and_nothing_else():
