@@ -58,7 +58,8 @@ con.execute(f"SELECT status, count(*) FROM {src} GROUP BY status").fetchall()
 
 
 def command(engine: str, path: Path, out: Path) -> list[str]:
-    bearing = [sys.executable, "-m", "bearing_lib.cli.main", "profile", str(path), "--json", str(out), "--force"]
+    bearing = [sys.executable, "-m", "bearing_lib.cli.main", "profile", str(path.resolve()), "--json",
+               str(out.resolve()), "--force"]
     if engine == "before":
         return [*bearing, "--engine", "embedded"]
     if engine == "bearing":
@@ -76,7 +77,10 @@ def run(cmd: list[str], pythonpath: Path | None = None) -> dict[str, float]:
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # ``python -m`` puts the working directory ahead of PYTHONPATH on sys.path: the earlier copy runs from its own
+    # folder, or the "before" column would time this checkout's bearing_lib
+    cwd = pythonpath if pythonpath is not None else ROOT
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
     err = proc.stderr.read().decode() if proc.stderr else ""
