@@ -91,9 +91,18 @@ def register(app: typer.Typer) -> None:
                                      "a follow-up anyway")
             jobs = []
             for d in chosen:
-                plan = design_followup(d, n_loads=loads, repeats=repeats, budget_s=None if budget_s is None
-                                       else (budget_s or None))
+                try:
+                    plan = design_followup(d, n_loads=loads, repeats=repeats, budget_s=None if budget_s is None
+                                           else (budget_s or None))
+                except ParameterError as exc:
+                    if not all_mixes or "no range to design" not in str(exc):
+                        raise
+                    # --all asks for every mix that can be designed: one without a range is said and skipped
+                    typer.echo(f"skipped: {exc}", err=True)
+                    continue
                 jobs.append((d, plan, _path_for(out, plan.run_id, plan.mix, SUFFIX[name])))
+            if not jobs:
+                raise ParameterError(f"{limits_json}: no mix gives a range to design a follow-up in")
             plan_path = out.with_name(out.name + ".plan.json")
             paths = [p for _, _, p in jobs] + [plan_path]
             dup = sorted({str(p) for p in paths if paths.count(p) > 1})

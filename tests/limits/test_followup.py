@@ -193,3 +193,25 @@ def test_cli_writes_the_first_tests_own_lengths_from_its_file(tmp_path):
     rows = [ln for ln in (tmp_path / "n.vllm-70b-2replicas_sharegpt.all.csv").read_text().splitlines()
             if not ln.startswith("#")]
     assert rows[0].split(",")[2] == "qps" and "users" not in "".join(rows)
+
+
+def test_cli_all_skips_a_mix_with_no_range_and_designs_the_others(tmp_path):
+    """--all designs every mix it can: one whose limit gives no range (no value, CI or bracket) is said and
+    skipped, not the end of the command; with no mix left, a clear error."""
+    doc = _doc()
+    empty = json.loads(json.dumps(doc["mixes"][0]))
+    empty["run_id"] = "s"
+    empty["q_ult"].update(value=None, ci95=[None, None], bracket=[None, None], censored="no_data")
+    doc["mixes"].append(empty)
+    lim = tmp_path / "limits.json"
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "n.sh"), "--all"])
+    assert r.exit_code == 0, r.output
+    assert "skipped: s/all: the limits give no range to design a follow-up in" in r.output
+    assert (tmp_path / "n.r.all.sh").exists() and not (tmp_path / "n.s.all.sh").exists()
+    plan = json.loads((tmp_path / "n.sh.plan.json").read_text())
+    assert [p["run_id"] for p in plan["plans"]] == ["r"]
+    doc["mixes"] = [empty]
+    lim.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "m.sh"), "--all"])
+    assert r.exit_code != 0 and "no mix gives a range to design a follow-up in" in r.output
