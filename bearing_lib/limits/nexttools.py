@@ -46,6 +46,7 @@ import csv
 import io
 import json
 import math
+import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -77,17 +78,26 @@ _FORMAT_TOOL = (("vllm", "vllm"), ("sglang", "sglang"), ("guidellm", "guidellm")
 
 
 def tool_of(result: LimitsResult) -> str:
-    """The tool the first test used, from the limits' sources' loader format (``csv`` when none fits)."""
+    """The tool the first test used, from the limits' sources' loader format (``csv`` when none fits).
+
+    GuideLLM before 0.7 has no ``guidellm run --scenario`` (0.7.2 replaced the ``benchmark`` command line,
+    ``src/guidellm/cli/__init__.py``): a first test whose source states such a version gets ``guidellm-0.6``.
+    """
     for src in result.conditions.sources:
         fmt = (src.format or "").lower()
-        for prefix, name in _FORMAT_TOOL:
-            if fmt.startswith(prefix):
-                return name
         text = (src.tool or "").lower()
-        for prefix, name in _FORMAT_TOOL:
-            if prefix in text:
-                return name
+        name = next((n for p, n in _FORMAT_TOOL if fmt.startswith(p)), None) or next(
+            (n for p, n in _FORMAT_TOOL if p in text), None)
+        if name is not None:
+            return "guidellm-0.6" if name == "guidellm" and _before(src.tool_version, (0, 7)) else name
     return "csv"
+
+
+def _before(version: str | None, bound: tuple[int, int]) -> bool:
+    """Whether a stated version (``0.5.1``, ``v0.6.0``, the loader's ``before 0.5 (...)``) is below ``bound``;
+    unstated or unreadable: False."""
+    m = re.search(r"(\d+)\.(\d+)", version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) < bound
 
 
 # --------------------------------------------------------------------------------------

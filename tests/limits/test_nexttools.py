@@ -320,7 +320,8 @@ def test_rate_tools_get_rates_and_closed_loop_tools_integer_users():
 
 
 def test_tool_of_reads_the_loader_format():
-    res = SimpleNamespace(conditions=SimpleNamespace(sources=[SimpleNamespace(format=None, tool=None)]))
+    res = SimpleNamespace(conditions=SimpleNamespace(sources=[SimpleNamespace(format=None, tool=None,
+                                                                              tool_version=None)]))
     for fmt, tool in (("lmbench-csv", "lmbenchmark"), ("vegeta-gob", "vegeta"), ("jmeter-jtl-csv", "jmeter"),
                       ("sglang-bench-serving", "sglang"), ("llmperf-summary", "llmperf"),
                       ("inference-perf-stages", "inference-perf"), ("genai-perf-export", "genai-perf"),
@@ -330,6 +331,13 @@ def test_tool_of_reads_the_loader_format():
         res.conditions.sources[0].format = fmt
         assert nt.tool_of(res) == tool, fmt
     assert set(nt.WRITERS) == set(nt.TOOLS) == set(nt.SUFFIX)
+    # GuideLLM before 0.7 has no `guidellm run --scenario`: its own command line (guidellm-0.6)
+    res.conditions.sources[0].format = "guidellm-benchmarks"
+    for version, tool in (("0.5.1", "guidellm-0.6"), ("v0.6.0", "guidellm-0.6"), ("0.7.2", "guidellm"),
+                          ("0.8.1", "guidellm"), (None, "guidellm"),
+                          ("before 0.5 (v0.2-v0.3 report schema, no metadata)", "guidellm-0.6")):
+        res.conditions.sources[0].tool_version = version
+        assert nt.tool_of(res) == tool, version
 
 
 # ------------------------------------------------------------------ the tools' own parsers
