@@ -9,8 +9,9 @@ altair and vl-convert, which only rendering needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bearing_lib.common.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.common.unavailable import Unavailable
@@ -29,7 +30,4 @@ _WHERE = {
 __all__ = ["ReportModel", "Unavailable", "build_report", "make_provenance", "render_html", "write_report"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'bearing_lib.report' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
