@@ -125,6 +125,9 @@ class Limit:
     ci95: tuple[float, float] | None = None
     censored: Censored = "none"
     statement: str = ""
+    held_end: Literal["low", "high"] | None = None
+    """The end of ``ci95`` the limits left open (a CI open above: no step above the limit failed a clause),
+    held at the value for the Monte Carlo; every FOS made from it says so."""
 
     def __post_init__(self) -> None:
         if not (self.q_ult_rps > 0 and math.isfinite(self.q_ult_rps)):
@@ -374,7 +377,18 @@ def _bound_text(bound: Bound, v: float) -> str:
     return {"lower": f"FOS ≥ {_n(v)}", "upper": f"FOS < {_n(v)}"}.get(bound, f"FOS {_n(v)}")
 
 
-def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "") -> FosEstimate:
+def _held_text(held: set[str]) -> str:
+    """What a FOS interval leaves out when a limit's CI had an open end held at its value."""
+    if not held:
+        return ""
+    # Q_ult is in the numerator: a limit open above leaves the FOS open above, and open below, below
+    sides = " and ".join(sorted({"high": "upper", "low": "lower"}[h] for h in held))
+    return (f"; its {sides} end is held at the limit's value because the limit's 95% CI is open there "
+            "(no step beyond it measured a failure): the FOS may lie beyond it")
+
+
+def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "",
+              held: set[str] | None = None) -> FosEstimate:
     if value is None or bound == "unbounded":
         return FosEstimate(None, None, "unbounded", why or "FOS cannot be bounded")
     ci = None
@@ -383,8 +397,8 @@ def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why
         ci = (float(lo), float(hi))
     text = _bound_text(bound, value)
     if ci:
-        text += f" (95% CI {_n(ci[0])}–{_n(ci[1])})" if bound == "none" else (
-            f" (95% CI of the bound {_n(ci[0])}–{_n(ci[1])})")
+        text += (f" (95% CI {_n(ci[0])}–{_n(ci[1])}" if bound == "none" else
+                 f" (95% CI of the bound {_n(ci[0])}–{_n(ci[1])}") + _held_text(held or set()) + ")"
     if why:
         text += f"; {why}"
     return FosEstimate(value, ci, bound, text)
@@ -424,7 +438,7 @@ def compute_fos(
         why = {"above": "the load test never failed (limit is a lower bound)",
                "below": "the load test failed at its first step (limit is an upper bound)",
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
-        est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why)
+        est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why, {lim.held_end} - {None})
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
                               target.rps / lim.q_ult_rps,
                               _own_peak_fos(lim, q_draws[lim.mix], own.get(lim.mix), target, why)))
@@ -468,7 +482,9 @@ def compute_fos(
     if np.ptp(q_blend_draws) > 0:
         lo, hi = quantile(q_blend_draws, [0.025, 0.975])
         qb_ci = (float(lo), float(hi))
-    blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why)
+    held = {by_name[m].held_end for m in weights} - {None}
+    blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why,
+                            held)
     blended = BlendedFos(q_blend if bound != "unbounded" else None, qb_ci if bound != "unbounded" else None,
                          weights, coverage, uncovered, value=blended_est.value, ci95=blended_est.ci95,
                          bound=blended_est.bound, statement=blended_est.statement)

@@ -104,17 +104,19 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             skipped[name] = (f"q_ult is {q.value} {unit} with no throughput_rps: a plan needs the limit in "
                              "completed req/s")
             continue
-        ci_rps = None
+        ci_rps, held = None, None
         if a.ci95 and (a.lo is not None or a.hi is not None):
             lo = a.lo if a.lo is not None else a.value
             hi = a.hi if a.hi is not None else a.value
             ci_rps = (min(lo, a.value), max(hi, a.value))
             if a.lo is None or a.hi is None:
-                notes_extra.append(f"{name}: the limit's 95% CI has only one end; the other side is held at the value")
+                held = "low" if a.lo is None else "high"
+                notes_extra.append(f"{name}: the limit's 95% CI has only one end; the other side is held at the value "
+                                   "(the FOS says so)")
             if ci_rps[0] <= 0:
-                ci_rps = None
+                ci_rps, held = None, None
         try:
-            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement))
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, held))
         except BadValueError as exc:
             raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
     n = result.conditions.instances

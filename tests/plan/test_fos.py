@@ -219,3 +219,19 @@ def test_a_peak_above_everything_tested_is_untested_never_reassuring():
     ok = compute_fos([Limit("a", 9.0, censored="above")], {"a": 1.0}, Target(7.0))
     v = fos_verdict(ok, STANDARD, Target(7.0))
     assert v.color == "yellow" and "untested" not in v.reason
+
+
+def test_a_limit_ci_open_above_is_said_in_every_fos_made_from_it() -> None:
+    """A limit whose CI the limits left open above (no step beyond it failed) is drawn with that end held at the
+    value; the FOS interval is then narrower above than the evidence allows, and its statement says so.
+
+    By hand: Q_ult 10 (CI 8–10, the upper end held), target 5 exactly: every draw is 10 × e^(z·s) with z < 0
+    only below the median, so the FOS's upper 97.5 % point is the point value 2 itself."""
+    held = Limit("all", 10.0, (8.0, 10.0), held_end="high")
+    res = compute_fos([held], {"all": 1.0}, Target(5.0))
+    assert res.blended.value == pytest.approx(2.0)
+    assert res.blended.ci95[1] == pytest.approx(2.0)
+    for est in (res.blended, res.per_mix[0].fos):
+        assert "upper end is held at the limit's value" in est.statement
+    plain = compute_fos([Limit("all", 10.0, (8.0, 10.0))], {"all": 1.0}, Target(5.0))
+    assert "held" not in plain.blended.statement and "held" not in plain.per_mix[0].fos.statement
