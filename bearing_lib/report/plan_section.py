@@ -58,8 +58,10 @@ def production_source(doc: ProfileDocument | None) -> ProductionSource | None:
         b = doc.per_window.bin_s
         return ProductionSource("rate windows", b, f"aggregated rate windows ({fmt}) of {b:g} s: no per-request "
                                 "arrival times" if b else f"aggregated rate windows ({fmt})")
+    minute = ("minute of the trace's relative clock (no calendar dates)" if doc.relative
+              else "UTC minute")
     return ProductionSource("request log", 60.0, f"per-request log ({fmt}): each request's arrival time, "
-                            "binned per UTC minute (or minute of the trace's clock)")
+                            f"binned per {minute}")
 
 
 def passive_part(production: Any, limits: Any) -> Any:
