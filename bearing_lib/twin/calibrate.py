@@ -7,7 +7,10 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   request's time per output token, ``(end − first_token) / (o − 1)``, on the time-average
   number of requests decoding beside it (``n̄``, from the trace's own first-token and end
   times) and on the prefill work that interrupted it (other requests' first tokens inside its
-  decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
+  decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``). The per-sequence cost is
+  identified only where the batch varies (``n̄`` P95 ≥ 1.5 × P5 and a request apart); a test that kept its slots
+  full measures the iteration at its batch, and the per-sequence cost gets a prior range (0 to that iteration over
+  the median batch) that a prediction at another batch carries.
 * **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same regression's coefficients
   on the interrupting prefill batches and their tokens (a decode stalls for every prefill
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
