@@ -2,7 +2,7 @@
 
 Runs in ``make test`` (marked ``slow``). Cost on the shared 2-core machine: per test one seed (seed 0) of
 every (server, source mix) pair, 9 twins × 3 target mixes = 27 predictions with 4 parameter draws and 900 s
-steady-state runs and 40 bootstrap resamples per twin: 9 minutes for both tests on the loaded shared machine.
+steady-state runs and 40 bootstrap resamples per twin: about 1 minute for both tests with the compiled loop.
 ``python -m tests.twin.oracle_twin --seeds 2 --first-seed 10 --draws 4 --n-boot 40 --cross-only [--engine-known]``
 gives the held-out tables of docs/twin.md.
 
