@@ -7,7 +7,10 @@ What each parameter is fitted from (docs/twin.md "Calibration"):
   request's time per output token, ``(end − first_token) / (o − 1)``, on the time-average
   number of requests decoding beside it (``n̄``, from the trace's own first-token and end
   times) and on the prefill work that interrupted it (other requests' first tokens inside its
-  decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``).
+  decode interval: their count over ``o − 1`` and their uncached tokens over ``o − 1``). The per-sequence cost is
+  identified only where the batch varies (``n̄`` P95 ≥ 1.5 × P5 and a request apart); a test that kept its slots
+  full measures the iteration at its batch, and the per-sequence cost gets a prior range (0 to that iteration over
+  the median batch) that a prediction at another batch carries.
 * **Prefill** ``prefill_base_ms + prefill_ms_per_token × tokens``: the same regression's coefficients
   on the interrupting prefill batches and their tokens (a decode stalls for every prefill
   iteration inside it). Where too few decodes were interrupted (fewer than 30, e.g. one slot),
@@ -555,9 +558,7 @@ class _PointFit:
 def _point_fit(f: RequestFeatures, seed: int, rng: np.random.Generator) -> _PointFit:
     """The decode median regression, the ceilings it implies, then the prefill cost (``rng`` draws the
     prefill regression's subsample and is handed on to the bootstrap)."""
-    finite_nbar = f.nbar[np.isfinite(f.nbar)]
-    # the batch must vary by a request or more across the bulk of the test (timing noise alone does not)
-    with_seq = bool(finite_nbar.size and np.subtract(*np.percentile(finite_nbar, [95, 5])) >= 1.0)
+    with_seq = _batch_varied(f)
     # decode intervals interrupted by other requests' prefills identify the prefill cost directly
     with_int = int(((f.prefills_in > 0) & np.isfinite(f.tpot_ms)).sum()) >= MIN_INTERRUPTED
     if with_int:  # batches and their tokens must vary apart (one prompt length makes them collinear)
@@ -634,6 +635,28 @@ def _bootstrap(f: RequestFeatures, fit: _PointFit, n_boot: int, seed: int, rng: 
     return np.array(draws) if draws else np.empty((0, 5))
 
 
+BATCH_SPREAD = 1.5  # the time-average batch's P95 must be this multiple of its P5 (and a request more) for the
+# decode cost per sequence to be identified
+
+
+def _batch_varied(f: RequestFeatures) -> bool:
+    """Did the test vary the running batch enough to split the decode iteration into a per-iteration and a
+    per-sequence cost? The time-average batch per request (``n̄``) must spread by a request or more between its
+    P5 and P95 (timing noise alone does not) and by :data:`BATCH_SPREAD` × (a test that kept the slots full, as a
+    fixed-concurrency benchmark does, measures the iteration at that batch only; the prefill cost's rule,
+    :data:`PROMPT_SPREAD`, is the same)."""
+    x = f.nbar[np.isfinite(f.nbar)]
+    if not x.size:
+        return False
+    p5, p95 = (float(v) for v in np.percentile(x, [5, 95]))
+    return bool(p95 - p5 >= 1.0 and p95 >= BATCH_SPREAD * max(p5, 1.0))
+
+
+def _batch_spread(f: RequestFeatures) -> str:
+    x = f.nbar[np.isfinite(f.nbar)]
+    return "–" if not x.size else "{:.3g}–{:.3g}".format(*np.percentile(x, [5, 95]))
+
+
 PROMPT_SPREAD = 1.5  # the uncached prompt's P95 must be this multiple of its P5 for the per-token cost to be identified
 
 
@@ -694,7 +717,8 @@ def _cost_params(f: RequestFeatures, fit: _PointFit, draws: np.ndarray) -> list[
         TwinParam("decode_ms_per_seq", max(dec[1], 0.0), ci(3, max(dec[1], 0.0)) if with_seq else (None, None),
                   "ms/seq", with_seq, "none", all_steps if with_seq else [],
                   "median-regression slope of time per output token on the running batch" if with_seq else
-                  "not identified: the running batch never varied; folded into decode_base_ms"),
+                  f"not identified: the running batch hardly varied (time-average batch per request P5–P95 "
+                  f"{_batch_spread(f)}); folded into decode_base_ms"),
         TwinParam("decode_ms_per_kctx", max(dec[4], 0.0), ci(4, max(dec[4], 0.0)) if with_ctx else (None, None),
                   "ms/1k tokens", with_ctx, "none", all_steps if with_ctx else [],
                   "median-regression slope of time per output token on the running context (Σ input + generated tokens)"
@@ -957,6 +981,19 @@ def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) ->
         k["prior"] = [0.0, float(d1 / cpr)]
         k["note"] += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
                       f"context cost at the test's median {cpr:.3g}k tokens per request)")
+    # the per-sequence decode cost, when the batch hardly varied: the time per decode iteration at the test's typical
+    # batch is known (it is the base the regression fitted), its split is not; the prior runs from all of it per
+    # iteration (0 per sequence, the point) to all of it per sequence (base 0), at the test's median batch n̄
+    sq = next(e for e in out if e["parameter"] == "decode_ms_per_seq")
+    nb = f.nbar[np.isfinite(f.nbar) & (f.nbar > 0)]
+    if not sq["identified"] and nb.size:
+        n_med = float(np.median(nb))
+        it = (by["decode_base_ms"].value or 0.0) + (by["decode_ms_per_seq"].value or 0.0) * n_med
+        if it > 0:
+            sq["prior"] = [0.0, float(it / n_med)]
+            sq["decode_ms_at_batch"] = [float(it), n_med]
+            sq["note"] += (f"; prior 0–{it / n_med:.3g} ms/seq (the fitted decode iteration, {it:.3g} ms at the "
+                           f"test's median batch of {n_med:.3g}, all per iteration or all per sequence)")
     # the per-token prefill cost, when the prompt hardly varied: the prefill time at the test's typical prompt is
     # known, its split is not; the prior runs from all of it per batch (0 per token) to all of it per token
     # (per-batch cost 0: a cost is never negative), at the test's median uncached tokens per prefill batch

@@ -30,7 +30,7 @@ from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
 from bearing_lib.twin.result import Prediction, Twin
-from bearing_lib.twin.search import DEFAULT_DRAWS, SearchOptions, margin_at, search_limit
+from bearing_lib.twin.search import DEFAULT_DRAWS, SearchOptions, decode_batch, margin_at, search_limit
 from bearing_lib.twin.simulate import ServerParams
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
@@ -39,6 +39,8 @@ INSENSITIVE = 0.03  # lifting an unseen ceiling moves the limit by less than thi
 RATE_EXTRAPOLATION = 2.0  # a limit above this multiple of the highest request rate the test completed is flagged
 OUTSIDE_SHARE = 0.01  # a target dimension with more than this share of requests outside the tested range is flagged
 CONTEXT_GROWTH = 1.25  # a target whose mean context per request is this much the test's leans on the context cost
+BATCH_GROWTH = 1.25  # a median batch at the limit this much above the test's median (or below it / this) leans on
+# the decode cost per sequence, when the test did not identify it
 PROMPT_GROWTH = 1.25  # a target whose mean uncached prompt is this much the test's (or its inverse) leans on the
 # prefill cost per token, when the test did not identify it
 
@@ -155,7 +157,7 @@ def predict(twin: Twin, mix: RequestMix, sla, *, instances: int | None = None, p
     if cens == "none":
         # a target that leans on a parameter the test did not identify carries that parameter's prior range: the
         # search at the other end of the range widens the CI (docs/twin.md "Reach")
-        for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point):
+        for name, why, p_alt, mix_alt in _unidentified_alternatives(twin, target, point, decode_batch(info0)):
             if progress is not None:
                 progress.step(f"the limit at the other end of {name}'s prior range")
             v_alt, _, c_alt = search_limit(p_alt, mix_alt, sla_obj, opt, seed=opt.seed, guess=v0, rr=rr)
@@ -327,13 +329,31 @@ def _speed_flags(twin: Twin, info: dict) -> list[str]:
     return []
 
 
-def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams):
+def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams, batch: float | None = None):
     """(parameter, why, parameters, mix) at the other end of the prior range of each unidentified parameter the
-    target leans on: the context cost when its requests hold more context than the test's, the cache-hit
-    discount when it hits the cache more than the test did."""
+    target leans on: the decode cost per sequence when the batch at the limit (``batch``, the median time-average
+    batch per request of the point search, :func:`~bearing_lib.twin.search.decode_batch`) lies outside the
+    test's, the context cost when its requests hold more context than the test's, the cache-hit discount when it
+    hits the cache more than the test did."""
     out = []
     ident = {e.get("parameter"): e for e in (twin.identification or [])}
     r = tested_ranges(twin)
+    sq = ident.get("decode_ms_per_seq")
+    bp = r.get("batch_p5_p95") or [None, None]
+    if (sq and not sq.get("identified") and sq.get("prior") and sq.get("decode_ms_at_batch") and batch
+            and bp[0] is not None and bp[1] is not None):
+        it, n_med = (float(v) for v in sq["decode_ms_at_batch"])
+        lo_b, hi_b = float(bp[0]), float(bp[1])
+        if batch > BATCH_GROWTH * n_med or batch < n_med / BATCH_GROWTH:
+            why = (f"at the limit the batch is {batch:.3g} requests against a median {n_med:.3g} ({lo_b:.3g}–"
+                   f"{hi_b:.3g}, P5–P95) in the test, which hardly varied it, so the decode cost per sequence was "
+                   f"not identified (prior "
+                   f"0–{it / n_med:.3g} ms/seq: the {it:.3g} ms decode iteration at a batch of {n_med:.3g} all per "
+                   "iteration or all per sequence); all per sequence")
+            # the point is at the all-per-iteration end (the regression folded the batch into the base)
+            alt = replace(point, decode_base_ms=0.0, decode_ms_per_seq=it / n_med)
+            if abs(alt.decode_ms_per_seq - point.decode_ms_per_seq) > 0.05 * it / n_med:
+                out.append(("decode_ms_per_seq", why, alt, mix))
     k = ident.get("decode_ms_per_kctx")
     if k and not k.get("identified") and k.get("prior") and twin.test_mix.get("input_tokens"):
         hi = float(k["prior"][1])

@@ -119,8 +119,33 @@ def margin_at(params: ServerParams, stream: RequestStream, rate: float, sla,
     with np.errstate(invalid="ignore", divide="ignore"):
         tp = ((res.end_s - res.first_token_s) * 1000.0 / (out - 1))[steady & (res.status == OK) & (out > 1)]
     info["tpot_p50_ms"] = float(np.median(tp)) if tp.size else math.nan
+    # every request's decode span (first token, end): the batch at this rate (:func:`decode_batch`), computed only
+    # for the limit the search returns (a view, not a copy)
+    info["decode_spans"] = (res.first_token_s, res.end_s, steady & (res.status == OK))
     m = sla.margin(steady_frame(arr, out, res, steady, tuple(sla.metrics())))
     return (-1.0 if m is None else float(m)), info
+
+
+def decode_batch(info: dict) -> float | None:
+    """Median over the steady requests of the time-average number of requests decoding beside each over its own
+    decode interval (itself included): the batch its time per token reflects, as the calibration's ``n̄``
+    (``calibrate._features``) measures it on the test. None without spans."""
+    spans = info.get("decode_spans")
+    if spans is None:
+        return None
+    first, end, keep = spans
+    ok = np.isfinite(first) & np.isfinite(end)
+    f, e = first[ok], end[ok]
+    sel = keep[ok] & (e > f)
+    if not sel.any():
+        return None
+    ev_t = np.concatenate([f, e])
+    ev_d = np.concatenate([np.ones(f.size), -np.ones(e.size)])
+    order = np.argsort(ev_t, kind="stable")
+    ev_t, ev_d = ev_t[order], ev_d[order]
+    area = np.concatenate([[0.0], np.cumsum(np.cumsum(ev_d)[:-1] * np.diff(ev_t))])
+    fs, es = f[sel], e[sel]
+    return float(np.median((np.interp(es, ev_t, area) - np.interp(fs, ev_t, area)) / (es - fs)))
 
 
 def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions, seed: int,
@@ -166,5 +191,5 @@ def search_limit(params: ServerParams, mix: RequestMix, sla, opt: SearchOptions,
     return math.sqrt(lo_r * hi_r), info, "none"
 
 
-__all__ = ["DEFAULT_DRAWS", "MAX_BAD_FRACTION", "RequestStream", "SearchOptions", "margin_at", "search_limit",
-           "steady_frame"]
+__all__ = ["DEFAULT_DRAWS", "MAX_BAD_FRACTION", "RequestStream", "SearchOptions", "decode_batch", "margin_at",
+           "search_limit", "steady_frame"]

@@ -2,7 +2,7 @@
 
 Runs in ``make test`` (marked ``slow``). Cost on the shared 2-core machine: per test one seed (seed 0) of
 every (server, source mix) pair, 9 twins × 3 target mixes = 27 predictions with 4 parameter draws and 900 s
-steady-state runs and 40 bootstrap resamples per twin: 9 minutes for both tests on the loaded shared machine.
+steady-state runs and 40 bootstrap resamples per twin: about 1 minute for both tests with the compiled loop.
 ``python -m tests.twin.oracle_twin --seeds 2 --first-seed 10 --draws 4 --n-boot 40 --cross-only [--engine-known]``
 gives the held-out tables of docs/twin.md.
 
@@ -15,8 +15,8 @@ Two ways to calibrate (docs/twin.md, "Proof against the oracle"):
   twin quotes is right (≥ 80 % within ±15 % and covered, no quoted miss), its lower bounds hold, the
   measured share of all cross-mix cases within ±15 % (≥ 60 %) and covered by the issue's rule (≥ 90 %).
 * **with the engine's configured ceilings given** (slots, KV-cache size, batch tokens, KV policy: what an
-  operator reads from the engine's flags and startup log; never an iteration cost): the targets, ≥ 80 % of
-  all cross-mix cases within ±15 % and ≥ 80 % with a CI covering the truth.
+  operator reads from the engine's flags and startup log; never an iteration cost): the issue's targets, ≥ 80 % of
+  all cross-mix cases within ±15 % and ≥ 90 % covered (held out: 36 / 36 and 36 / 36), and no lower bound left.
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ def test_twin_with_the_engine_settings_reaches_the_issue_targets():
     assert len(cross) == 18
     assert all(c.trusted for c in cases)
     within = sum(c.within for c in cross)
-    covered = sum(c.covered for c in cross)
+    covered = sum(c.covers for c in cross)
     assert within >= 0.8 * len(cross), [(c.server, c.source, c.target, c.err, c.flags) for c in cross if not c.within]
-    assert covered >= 0.8 * len(cross), [(c.server, c.source, c.target, c.lo, c.hi, c.truth) for c in cross
-                                         if not c.covered]
+    # the issue's coverage target, ≥ 90 % (held-out seeds 10–11: 36 / 36)
+    assert covered >= 0.9 * len(cross), [(c.server, c.source, c.target, c.lo, c.hi, c.truth) for c in cross
+                                         if not c.covers]
+    # the ceilings given close every lower bound the test alone left (a slot count or KV budget it never reached)
+    assert not [c for c in cross if c.bound != "none"], [(c.server, c.source, c.target) for c in cross
+                                                         if c.bound != "none"]
