@@ -105,6 +105,14 @@ class Fidelity:
     def dimension(self, name: str) -> Dimension | None:
         return next((d for d in self.dimensions if d.name == name), None)
 
+    def sentence(self) -> str:
+        """The one line the report says of it (the headline's when the test differs; ``bearing report`` prints it)."""
+        if self.verdict == "differs":
+            return f"The test does not represent production: {str(self.headline or '').rstrip('.')}."
+        if self.verdict == "represents":
+            return "The test represents production: it sent what production sends, within the fidelity thresholds."
+        return "Whether the test represents production is unknown: too little is known on one side to say."
+
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "headline": self.headline, "covered_share": self.covered_share,
                 "test_source": self.test_source, "production_source": self.production_source, "run": self.run,
