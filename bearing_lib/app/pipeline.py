@@ -771,7 +771,8 @@ def report(
     report's SLA, production profile and ``tier`` (or one comparison JSON):
     :func:`bearing_lib.report.compare_section.compare_section`. ``production`` (the production trace as
     loaded) holds the load test against production
-    (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed.
+    (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed. The passive limit is the
+    profile document's when it carries one (:func:`passive_of`), else computed from ``production``.
     """
     recs = []
     for i in inputs:
@@ -796,8 +797,21 @@ def report(
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
-        passive=passive_part(production, limits_doc) if production is not None else None,
+        passive=passive_of(profile_doc, production, limits_doc),
     )
+
+
+def passive_of(profile_doc: Any, production: Any, limits_doc: Any) -> Any:
+    """The passive limit the report shows: the profile's own (``passive_limit``, written by ``bearing profile
+    --passive-sla``, read back as a :class:`~bearing_lib.twin.passive.PassiveLimit`) when the profile document
+    carries one, else the production trace's under the limits' SLA
+    (:func:`bearing_lib.report.plan_section.passive_part`), else None (not computed)."""
+    given = profile_doc.get("passive_limit") if isinstance(profile_doc, dict) else None
+    if given is not None:
+        from bearing_lib.twin.passive import PassiveLimit
+
+        return PassiveLimit.from_dict(given, source="the production profile's passive_limit")
+    return passive_part(production, limits_doc) if production is not None else None
 
 
 def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
@@ -877,6 +891,7 @@ __all__ = [
     "mix_spec",
     "no_limit_reason",
     "notebook_charts",
+    "passive_of",
     "per_minute_series",
     "plan",
     "portable",
