@@ -39,7 +39,7 @@ def test_section_holds_the_raw_figures(section):
     raw = pl.read_csv(AZ_CODE)
     p50 = float(np.quantile(raw["ContextTokens"].to_numpy().astype(float), 0.5, method="linear"))
     assert fid.dimension("input_tokens").production.p50 == p50 == 1469.0
-    assert fid.dimension("burstiness").extra["time_scale_s"] == 1.0  # from the SLA's "<= 1000 ms"
+    assert fid.dimension("burstiness").extra.time_scale_s == 1.0  # from the SLA's "<= 1000 ms"
     assert fid.dimension("rate").verdict == "unknown"  # no profile given: production's peak is not known
     assert fid.verdict == "differs"
 
