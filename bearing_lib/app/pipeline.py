@@ -31,7 +31,7 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.charts import report_charts
 from bearing_lib.report.compare_section import compare_section
 from bearing_lib.report.fidelity_section import fidelity_section
-from bearing_lib.report.model import ReportModel, build_report, make_provenance
+from bearing_lib.report.model import MinuteCount, ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
 from bearing_lib.report.plan_section import passive_part
@@ -694,19 +694,19 @@ def no_limit_reason(limits_doc: Doc, run: str = "") -> Unavailable | None:
     return Unavailable(answer.statement) if answer is not None else None
 
 
-def per_minute_series(traffic: Any) -> list[dict[str, Any]]:
-    """``[{"minute_start_s", "requests"}]`` from a ``TrafficProfile`` (empty for anything else).
+def per_minute_series(traffic: Any) -> list[MinuteCount]:
+    """The production requests per minute of a ``TrafficProfile`` (empty for anything else), for the peak chart.
 
     A profile of rate windows (ServeGen) has no per-minute counts: its windows are given as
-    ``{"minute_start_s": window start, "requests": requests in the window, "bin_s": window
-    length}`` so that the peak chart draws their rate (requests / ``bin_s``).
+    :class:`~bearing_lib.report.model.MinuteCount` rows with ``minute_start_s`` the window start, ``requests``
+    the requests in the window and ``bin_s`` its length, so that the chart draws their rate (requests / ``bin_s``).
     """
     frame = getattr(traffic, "per_minute", None)
     if isinstance(frame, pl.DataFrame) and {"minute_start_s", "requests"} <= set(frame.columns):
-        return frame.select("minute_start_s", "requests").to_dicts()
+        return [MinuteCount(t, n) for t, n in frame.select("minute_start_s", "requests").iter_rows()]
     series = getattr(traffic, "series", None)
     if series is not None and hasattr(series, "bin_s") and hasattr(series, "start_s"):
-        return [{"minute_start_s": float(t), "requests": float(r), "bin_s": float(series.bin_s)}
+        return [MinuteCount(float(t), float(r), float(series.bin_s))
                 for t, r in zip(series.start_s, series.requests, strict=True)]
     return []
 
@@ -740,7 +740,7 @@ def report(
     limits_doc: Doc | None,
     profile_doc: Doc | None,
     plan_doc: Doc | None,
-    previous: dict[str, Any] | Unavailable | None,
+    previous: ReportSummary | Unavailable | None,
     parameters: dict[str, Any],
     inputs: list[dict[str, Any]],
     flags: list[dict[str, Any]] | None = None,
@@ -771,7 +771,8 @@ def report(
     report's SLA, production profile and ``tier`` (or one comparison JSON):
     :func:`bearing_lib.report.compare_section.compare_section`. ``production`` (the production trace as
     loaded) holds the load test against production
-    (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed.
+    (:func:`bearing_lib.report.fidelity_section.fidelity_section`); None: not assessed. The passive limit is the
+    profile document's when it carries one (:func:`passive_of`), else computed from ``production``.
     """
     recs = []
     for i in inputs:
@@ -796,8 +797,21 @@ def report(
         findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
-        passive=passive_part(production, limits_doc) if production is not None else None,
+        passive=passive_of(profile_doc, production, limits_doc),
     )
+
+
+def passive_of(profile_doc: Any, production: Any, limits_doc: Any) -> Any:
+    """The passive limit the report shows: the profile's own (``passive_limit``, written by ``bearing profile
+    --passive-sla``, read back as a :class:`~bearing_lib.twin.passive.PassiveLimit`) when the profile document
+    carries one, else the production trace's under the limits' SLA
+    (:func:`bearing_lib.report.plan_section.passive_part`), else None (not computed)."""
+    given = profile_doc.get("passive_limit") if isinstance(profile_doc, dict) else None
+    if given is not None:
+        from bearing_lib.twin.passive import PassiveLimit
+
+        return PassiveLimit.from_dict(given, source="the production profile's passive_limit")
+    return passive_part(production, limits_doc) if production is not None else None
 
 
 def twin(limits_doc: Doc, production: RequestTrace, *, run: str = "") -> Any:
@@ -877,6 +891,7 @@ __all__ = [
     "mix_spec",
     "no_limit_reason",
     "notebook_charts",
+    "passive_of",
     "per_minute_series",
     "plan",
     "portable",

@@ -267,9 +267,9 @@ def check_parameters(steps: list[NotebookStep], given: Mapping[str, Any]) -> lis
 
 def validate_name(name: str) -> str:
     """A report folder name: letters, digits, ``.``, ``_``, ``-``; no path separators."""
-    if not _NAME.match(name) or name.startswith(".") or ".failed-" in name or name == "index.html":
+    if not _NAME.match(name) or name.startswith(".") or ".failed-" in name or name in ("index.html", "index.json"):
         raise ParameterError(f"report name {name!r}: expected letters, digits, '.', '_' or '-' (max 100), "
-                             "not starting with '.', not index.html")
+                             "not starting with '.', not index.html or index.json")
     return name
 
 

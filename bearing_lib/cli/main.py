@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -26,6 +26,9 @@ from typer.exceptions import TyperException
 
 from bearing_lib.cli._common import DEBUG, EXIT_ERROR, internal_error, print_error
 from bearing_lib.common.errors import BearingError
+
+if TYPE_CHECKING:
+    from click import Command
 
 # name -> (module defining it, one-line help for `bearing --help`), in the order `--help` lists them.
 # tests/cli/test_startup.py checks each line against the command's own docstring.
@@ -90,20 +93,20 @@ _PASS_THROUGH: tuple[type[BaseException], ...] = (
 )
 
 
-def load_module_commands(module: str) -> dict[str, Any]:
+def load_module_commands(module: str) -> dict[str, Command]:
     """The click commands a command module registers, by name (imports the module)."""
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     importlib.import_module(module).register(sub)
     return dict(typer.main.get_group(sub).commands)
 
 
-class _LazyCommands(Mapping[str, Any]):
+class _LazyCommands(Mapping[str, "Command"]):
     """``name -> command`` that knows the names without importing; a value imports its module."""
 
     def __init__(self) -> None:
-        self._loaded: dict[str, Any] = {}
+        self._loaded: dict[str, Command] = {}
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Command:
         if name not in COMMANDS:
             raise KeyError(name)
         if name not in self._loaded:

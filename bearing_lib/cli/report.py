@@ -242,22 +242,24 @@ def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, 
     except BearingError as exc:  # each class carries its exit code (docs/report.md, "Exit codes")
         print_error(exc)
         return exc.exit_code
-    headline = _headline(result.summary)
     typer.echo(f"verdict: {result.verdict}", err=True)
-    if headline:
-        typer.echo(headline, err=True)
+    for line in _said(result.summary):
+        typer.echo(line, err=True)
     typer.echo(str(result.html))
     return result.exit_code(weekly=weekly)
 
 
-def _headline(summary: Path) -> str:
+def _said(summary: Path) -> list[str]:
+    """What the report says first, one line each: its headline, then the fidelity of the test to production
+    (the report's sentence, :meth:`bearing_lib.fidelity.Fidelity.sentence`) when it was assessed."""
     from bearing_lib.common.errors import SchemaError
     from bearing_lib.report.summary import ReportSummary
 
     try:
-        return ReportSummary.read(summary).headline
-    except (OSError, SchemaError):  # the runner validated it; a file removed since has no headline to print
-        return ""
+        s = ReportSummary.read(summary)
+    except (OSError, SchemaError):  # the runner validated it; a file removed since has nothing to print
+        return []
+    return [line for line in (s.headline, s.fidelity.sentence() if s.fidelity is not None else "") if line]
 
 
 def register(app: typer.Typer) -> None:

@@ -152,7 +152,7 @@ def from_limits(result: Any, *, name: str = "") -> Identity:
     return ident
 
 
-def identity_fields(ident: Identity) -> dict[str, Any]:
+def identity_fields(ident: Identity) -> dict[str, str | int | None]:
     """The deployment fields of :data:`DEPLOYMENT_KEYS` an :class:`Identity` holds (None = unknown; instances
     None unless stated)."""
     return {"model": ident.model, "hardware": ident.hardware, "engine": ident.engine,
@@ -217,7 +217,7 @@ POOL_KEYS = ("model", "engine", "tool")
 """What runs pooled into one limit (``bearing limits --pool``) must share: the model, the engine and the tool."""
 
 
-def trace_identity(trace: Any) -> dict[str, Any]:
+def trace_identity(trace: Any) -> dict[str, str | None]:
     """The deployment a load-test trace (a :class:`~bearing_lib.data.trace.RequestTrace`) names: its one
     model (the ``model`` column; None when empty or several), the engine from its own folder and file names
     (:func:`from_names`) and the tool that wrote it."""

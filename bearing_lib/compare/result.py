@@ -184,7 +184,7 @@ class Comparison:
 
         raise ParameterError(f"no pair {a!r} vs {b!r}")
 
-    def table(self) -> list[dict[str, Any]]:
+    def table(self) -> list[dict[str, str | int | float | None]]:
         """One row per deployment (plain values, for a table or a DataFrame)."""
         rows = []
         for d in self.deployments:

@@ -23,7 +23,7 @@ from bearing_lib.fidelity.cache import cache_dimension
 from bearing_lib.fidelity.identity import endpoint_dimension, model_dimension
 from bearing_lib.fidelity.lengths import covered_share, length_dimension
 from bearing_lib.fidelity.rate import rate_dimension
-from bearing_lib.fidelity.result import Dimension, Fidelity
+from bearing_lib.fidelity.result import Dimension, Fidelity, LengthExtra
 
 HEADLINE_ORDER = ("input_tokens", "model", "output_tokens", "prefix_cache", "burstiness", "rate")
 
@@ -119,7 +119,7 @@ def headline(dims: list[Dimension]) -> str | None:
     for name in HEADLINE_ORDER:
         if name in by:
             d = by[name]
-            text = str(d.extra.get("headline") or d.statement)
+            text = d.extra.headline if isinstance(d.extra, LengthExtra) and d.extra.headline else d.statement
             n_more = len(by) - 1
             return text + (f" (and {n_more} more difference(s) in the fidelity section)" if n_more else "")
     return None

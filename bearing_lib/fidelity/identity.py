@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bearing_lib.fidelity.result import Dimension
+from bearing_lib.fidelity.result import Dimension, Endpoint, Names
 from bearing_lib.fidelity.result import missing_sides as _missing
 from bearing_lib.fidelity.thresholds import MODEL_RULE
 
@@ -34,15 +34,15 @@ def model_dimension(test_models: Iterable[object], production_models: Iterable[o
     if not t or not p:
         missing = _missing(not t, not p, "model name")
         return Dimension("model", label, "unknown", missing, MODEL_RULE,
-                         test={"names": t[:MAX_NAMES]} if t else None,
-                         production={"names": p[:MAX_NAMES]} if p else None)
+                         test=Names(t[:MAX_NAMES]) if t else None,
+                         production=Names(p[:MAX_NAMES]) if p else None)
     tn, pn = {normalise(x) for x in t}, {normalise(x) for x in p}
     same = pn <= tn
     verdict = "represents" if same else "differs"
     statement = (f"the test ran {', '.join(t[:MAX_NAMES])}; production serves {', '.join(p[:MAX_NAMES])}"
                  + ("" if same else ": the limit is for another model"))
-    return Dimension("model", label, verdict, statement, MODEL_RULE, test={"names": t[:MAX_NAMES]},
-                     production={"names": p[:MAX_NAMES]})
+    return Dimension("model", label, verdict, statement, MODEL_RULE, test=Names(t[:MAX_NAMES]),
+                     production=Names(p[:MAX_NAMES]))
 
 
 def endpoint_dimension(test_endpoint: str | None, production_endpoint: str | None) -> Dimension | None:
@@ -52,8 +52,8 @@ def endpoint_dimension(test_endpoint: str | None, production_endpoint: str | Non
     same = test_endpoint.strip().rstrip("/") == production_endpoint.strip().rstrip("/")
     return Dimension("endpoint", "endpoint", "represents" if same else "differs",
                      f"the test called {test_endpoint}; production is served at {production_endpoint}",
-                     "differs when the endpoints differ", test={"endpoint": test_endpoint},
-                     production={"endpoint": production_endpoint})
+                     "differs when the endpoints differ", test=Endpoint(test_endpoint),
+                     production=Endpoint(production_endpoint))
 
 
 __all__ = ["endpoint_dimension", "model_dimension", "normalise"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from bearing_lib.common.format import fmt_number
-from bearing_lib.fidelity.result import Dimension, Quantiles
+from bearing_lib.fidelity.result import Dimension, LengthExtra, Mean, Quantiles
 from bearing_lib.fidelity.thresholds import KS_DIFFERS, LENGTH_RULE, MIN_TEST_REQUESTS, OUTSIDE_DIFFERS
 
 WORDS = {"input_tokens": ("input length", "prompts", "prompt"), "output_tokens": ("output length", "outputs", "output")}
@@ -60,7 +60,7 @@ def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray 
                              f"median is {_tok(pq.p50)} (P99 {_tok(pq.p99)})"
                              + ("" if verdict == "unknown" else f": {ratio:.1f}× the tested mean"),
                              LENGTH_RULE + "; with only a tested mean: differs when production's median is outside "
-                             "0.5–2× it", test={"mean": test_mean_only}, production=pq, unit="tokens")
+                             "0.5–2× it", test=Mean(test_mean_only), production=pq, unit="tokens")
         n = 0 if t is None else int(t.size)
         have = (f"only {n} request(s) with a {label} (< {MIN_TEST_REQUESTS})" if n else f"no per-request {label} "
                 "(and no mean per request)")
@@ -85,8 +85,8 @@ def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray 
     short = head + (f"; {longer:.0%} of its {noun} are longer than any tested" if longer >= 0.005 else "")
     return Dimension(name, label, "differs" if differs else "represents", statement, LENGTH_RULE, test=tq,
                      production=pq, distance={"ks": ks, "wasserstein": w}, unit="tokens",
-                     extra={"headline": short, "longer_than_tested": longer, "shorter_than_tested": shorter,
-                            "ks_threshold": KS_DIFFERS, "outside_threshold": OUTSIDE_DIFFERS})
+                     extra=LengthExtra(headline=short, longer_than_tested=longer, shorter_than_tested=shorter,
+                                       ks_threshold=KS_DIFFERS, outside_threshold=OUTSIDE_DIFFERS))
 
 
 def covered_share(test_in: np.ndarray | None, test_out: np.ndarray | None, prod_in: np.ndarray | None,

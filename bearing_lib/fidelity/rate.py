@@ -9,7 +9,7 @@ P99 per-minute rate × growth, or whatever target the plan was given). Verdict r
 from __future__ import annotations
 
 from bearing_lib.common.format import fmt_number
-from bearing_lib.fidelity.result import Dimension
+from bearing_lib.fidelity.result import Dimension, Peak, RateRange
 from bearing_lib.fidelity.result import missing_sides as _missing
 from bearing_lib.fidelity.thresholds import RATE_RULE
 
@@ -19,8 +19,8 @@ def rate_dimension(test_rates: list[float], peak_rps: float | None, *, peak_basi
     """``test_rates``: the completed req/s of each tested step; ``peak_rps``: production's peak (target)."""
     rates = sorted(r for r in test_rates if r is not None and r > 0)
     label = "request rate"
-    t = {"min_rps": rates[0], "max_rps": rates[-1], "steps": len(rates)} if rates else None
-    p = {"peak_rps": peak_rps, "basis": peak_basis} if peak_rps else None
+    t = RateRange(min_rps=rates[0], max_rps=rates[-1], steps=len(rates)) if rates else None
+    p = Peak(peak_rps=peak_rps, basis=peak_basis) if peak_rps else None
     if t is None or p is None:
         missing = _missing(t is None, p is None, "request rates")
         return Dimension("rate", label, "unknown", f"{missing} to compare", RATE_RULE,

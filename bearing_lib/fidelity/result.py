@@ -39,6 +39,106 @@ class Quantiles:
     mean: float
 
 
+@dataclass(frozen=True)
+class Mean:
+    """A side known only by its mean (a load-point table's tokens per request)."""
+
+    mean: float
+
+
+@dataclass(frozen=True)
+class CacheRates:
+    """Prefix-cache hits: the share of prompt tokens served from the cache, the share of requests with any hit,
+    over ``n`` requests that carry both counts."""
+
+    token_hit_ratio: float
+    request_hit_share: float
+    n: float
+
+
+@dataclass(frozen=True)
+class Dispersion:
+    """The index of dispersion (var / mean) of request counts at the SLA's time scale."""
+
+    index_of_dispersion: float
+
+
+@dataclass(frozen=True)
+class RateRange:
+    """The completed req/s of the tested steps: lowest, highest, how many steps."""
+
+    min_rps: float
+    max_rps: float
+    steps: int
+
+
+@dataclass(frozen=True)
+class Peak:
+    """Production's peak req/s and what it is (the target load's statement)."""
+
+    peak_rps: float
+    basis: str
+
+
+@dataclass(frozen=True)
+class Names:
+    """The model names a side states (at most a few)."""
+
+    names: list[str]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The endpoint a side called or is served at."""
+
+    endpoint: str
+
+
+Side = Quantiles | Mean | CacheRates | Dispersion | RateRange | Peak | Names | Endpoint
+"""What a dimension holds of one side (the test or production): one type per kind of figure."""
+SIDES: tuple[type, ...] = (Quantiles, Mean, CacheRates, Dispersion, RateRange, Peak, Names, Endpoint)
+
+
+@dataclass(frozen=True)
+class LengthExtra:
+    """A length dimension's figures beyond the quantiles: the headline sentence, the shares of production longer
+    or shorter than anything tested, and the thresholds judged against."""
+
+    headline: str
+    longer_than_tested: float
+    shorter_than_tested: float
+    ks_threshold: float
+    outside_threshold: float
+
+
+@dataclass(frozen=True)
+class TimeScale:
+    """The burstiness dimension's time scale (s, and where it comes from) and the test's value per step."""
+
+    time_scale_s: float
+    time_scale_basis: str
+    test_steps: list[float]
+
+
+Extra = LengthExtra | TimeScale
+EXTRAS: tuple[type, ...] = (LengthExtra, TimeScale)
+
+
+def _by_keys(v: Any, kinds: tuple[type, ...], where: str) -> Any:
+    """The JSON object ``v`` as the one of ``kinds`` whose fields are its keys (validated), None for null."""
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        for tp in kinds:
+            if set(v) == set(tp.__dataclass_fields__):
+                from bearing_lib.common.schema import parse
+
+                return parse(tp, v, what=where)
+    shapes = "; ".join(", ".join(tp.__dataclass_fields__) for tp in kinds)
+    found = ", ".join(sorted(map(str, v))) if isinstance(v, dict) else repr(v)[:60]
+    raise SchemaError(f"{where}: expected an object with the keys of one of: {shapes} (found {found})")
+
+
 @dataclass
 class Dimension:
     """One aspect of the workload, as the test sent it and as production sees it."""
@@ -51,15 +151,18 @@ class Dimension:
     """One sentence: what the test had, what production has, what follows."""
     threshold: str
     """The rule the verdict was judged by (docs/report.md, "Fidelity")."""
-    test: Quantiles | dict[str, Any] | None = None
-    production: Quantiles | dict[str, Any] | None = None
+    test: Side | None = None
+    production: Side | None = None
     distance: dict[str, float] = field(default_factory=dict)
     """Two-sample distances (``ks``: Kolmogorov-Smirnov statistic, ``wasserstein`` in the dimension's unit)."""
     unit: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Extra | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if d["extra"] is None:
+            d["extra"] = {}
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, where: str = "dimension") -> Dimension:
@@ -70,16 +173,11 @@ class Dimension:
                 raise SchemaError(f"{where}.{key}: expected text (found {d.get(key)!r:.60})")
         if d["verdict"] not in VERDICTS:
             raise SchemaError(f"{where}.verdict: expected one of {', '.join(VERDICTS)} (found {d['verdict']!r})")
-
-        def side(v: Any) -> Quantiles | dict[str, Any] | None:
-            if isinstance(v, dict) and set(v) == {f for f in Quantiles.__dataclass_fields__}:
-                return Quantiles(**v)
-            return v
-
         return cls(name=d["name"], label=d["label"], verdict=d["verdict"], statement=d["statement"],
-                   threshold=d["threshold"], test=side(d.get("test")), production=side(d.get("production")),
+                   threshold=d["threshold"], test=_by_keys(d.get("test"), SIDES, f"{where}.test"),
+                   production=_by_keys(d.get("production"), SIDES, f"{where}.production"),
                    distance=dict(d.get("distance") or {}), unit=str(d.get("unit") or ""),
-                   extra=dict(d.get("extra") or {}))
+                   extra=_by_keys(d.get("extra") or None, EXTRAS, f"{where}.extra"))
 
 
 @dataclass
@@ -104,6 +202,14 @@ class Fidelity:
 
     def dimension(self, name: str) -> Dimension | None:
         return next((d for d in self.dimensions if d.name == name), None)
+
+    def sentence(self) -> str:
+        """The one line the report says of it (the headline's when the test differs; ``bearing report`` prints it)."""
+        if self.verdict == "differs":
+            return f"The test does not represent production: {str(self.headline or '').rstrip('.')}."
+        if self.verdict == "represents":
+            return "The test represents production: it sent what production sends, within the fidelity thresholds."
+        return "Whether the test represents production is unknown: too little is known on one side to say."
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "headline": self.headline, "covered_share": self.covered_share,
@@ -130,4 +236,24 @@ class Fidelity:
                    run=d.get("run"), notes=[str(n) for n in d.get("notes") or []])
 
 
-__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "Verdict", "missing_sides"]
+__all__ = [
+    "EXTRAS",
+    "SIDES",
+    "VERDICTS",
+    "CacheRates",
+    "Dimension",
+    "Dispersion",
+    "Endpoint",
+    "Extra",
+    "Fidelity",
+    "LengthExtra",
+    "Mean",
+    "Names",
+    "Peak",
+    "Quantiles",
+    "RateRange",
+    "Side",
+    "TimeScale",
+    "Verdict",
+    "missing_sides",
+]

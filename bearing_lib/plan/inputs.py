@@ -29,6 +29,7 @@ from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import BurstModel
 from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.memory import SeqLenStats
+from bearing_lib.traffic.forecast import TrendForecast
 
 
 # --------------------------------------------------------------------------- limits
@@ -216,8 +217,8 @@ class ProfileInput:
     """Mean input / output tokens per request of the production traffic (the profile's seq_len)."""
     mix_spec: Any = None
     """The profile's mix spec (a :class:`~bearing_lib.data.mixes.MixSpec`), if it has one."""
-    forecast: Any = None
-    """The profile's mid-term forecast of the daily peak (a :class:`~bearing_lib.traffic.targets.TrendForecast`),
+    forecast: TrendForecast | None = None
+    """The profile's mid-term forecast of the daily peak (:class:`~bearing_lib.traffic.forecast.TrendForecast`),
     None when it made none: the plan uses this one rather than forecasting again."""
     own_peaks: list[OwnPeak] = field(default_factory=list)
     """Each mix's own peak beside the share method's (the profile's ``mix_peaks``, or ``metrics.mix_peaks`` for a
@@ -391,19 +392,16 @@ def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> Profil
         mean_output_tokens=tout.mean if tout is not None else None, mix_spec=mix_spec,
         own_peaks=own_peaks_of(p.mix_peaks if p.mix_peaks is not None
                                else p.metrics.mix_peaks if p.metrics is not None else None),
-        forecast=_forecast_of(t.mid_term if t is not None else None, source),
+        forecast=_forecast_of(t.mid_term if t is not None else None),
     )
 
 
-def _forecast_of(mid: Any, source: str) -> Any:
-    """The profile's ``targets.mid_term.trend`` as a :class:`~bearing_lib.traffic.targets.TrendForecast` (validated
-    once here; every problem named with its path), None when the profile made no forecast."""
-    if mid is None or not mid.available or not mid.trend:
+def _forecast_of(mid: Any) -> TrendForecast | None:
+    """The profile's ``targets.mid_term.trend`` (a :class:`~bearing_lib.traffic.forecast.TrendForecast`, read and
+    validated with the profile document), None when the profile made no forecast."""
+    if mid is None or not mid.available:
         return None
-    from bearing_lib.common.schema import parse
-    from bearing_lib.traffic.targets import TrendForecast
-
-    return parse(TrendForecast, mid.trend, what=f"{source} targets.mid_term.trend")
+    return mid.trend
 
 
 def _starts(raw: list[float | None] | None, source: str, where: str) -> list[float] | None:

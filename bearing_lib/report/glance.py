@@ -103,7 +103,7 @@ def _not_covered(model: ReportModel) -> list[str]:
             out.append(f"Not fitted: {sk.run_id} · {sk.mix}: {sk.reason}".replace("None · ", ""))
     fid_line = getattr(model.headline, "fidelity_line", None)
     if fid_line:  # the test against production (bearing_lib.fidelity): said once, first among the mix's gaps
-        out.append(f"The test does not represent production: {fid_line}.".replace("..", "."))
+        out.append(fid_line)
     tw = model.predicted.data
     if tw is not None:
         ext = [f.split(":", 1)[1].strip() for f in tw.flags if f.startswith("extrapolation:")]

@@ -1155,7 +1155,7 @@ def build_report(
     identity = _identity(lim, pl_, prof_doc)
     headline = _headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc))
     if fidelity is not None and fidelity.data is not None and fidelity.data.verdict == "differs":
-        headline.fidelity_line = f"The test does not represent production: {fidelity.data.headline}."
+        headline.fidelity_line = fidelity.data.sentence()
     return ReportModel(
         name=name,
         title=title,

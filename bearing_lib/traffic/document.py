@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag
 
 from bearing_lib.common.schema import NotAvailable
+from bearing_lib.traffic.forecast import TrendForecast
 
 PROFILE_SCHEMA = "bearing.profile/1"
 """Version tag of the profile JSON (``schema``; ``TrafficProfile.to_dict`` writes it). Files without it (written
@@ -154,8 +155,8 @@ class PeakDoc:
 @dataclass
 class ForecastDoc:
     """``targets.near_term`` / ``targets.mid_term``: a planning load, its factor and basis, or why there is none;
-    the mid term's ``trend`` is the forecast itself (:class:`~bearing_lib.traffic.targets.TrendForecast`'s JSON, read
-    into that class by the plan: :func:`bearing_lib.plan.inputs.profile_input_from_dict`), the one the plan uses."""
+    the mid term's ``trend`` is the forecast itself, read here into its one type
+    (:class:`~bearing_lib.traffic.forecast.TrendForecast`), the object the plan uses."""
 
     available: bool = True
     reason: str | None = None
@@ -163,7 +164,7 @@ class ForecastDoc:
     factor: float | None = None
     basis: str | None = None
     statement: str | None = None
-    trend: dict[str, Any] | None = None
+    trend: TrendForecast | None = None
 
 
 @dataclass

@@ -28,54 +28,18 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import ConfigDict
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.quantiles import QUANTILE_METHOD, quantile
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.forecast import TREND_TEST, TrendForecast
 
 DAY_S = 86_400.0
 DEFAULT_SEED = 20261129
 
 
 MIN_FORECAST_DAYS = 28
-TREND_TEST = "OLS slope t-test at 5 %: the trend is used when the slope's 95 % CI excludes 0"
-
-
-@dataclass(frozen=True)
-class TrendForecast:
-    """The daily peak ``horizon_days`` after the last day: the OLS line when its slope is significant
-    (``significant``: the slope's 95 % CI excludes 0), else the flat level; the interval clipped at 0."""
-
-    __pydantic_config__ = ConfigDict(extra="forbid")
-    n_days: int
-    first_day: float
-    last_day: float
-    slope_rps_per_day: float
-    slope_ci95: tuple[float, float]
-    intercept: float
-    significant: bool
-    test: str
-    horizon_days: float
-    value: float
-    lower: float
-    upper: float
-    level: float
-    clipped: bool
-    method: str
-    statement: str
-
-    def at(self, day: float) -> float:
-        """The forecast line at day index ``day`` (flat at the level when there is no trend), never below 0."""
-        if not self.significant:
-            return max(0.0, self.intercept)
-        return max(0.0, self.intercept + self.slope_rps_per_day * day)
-
-    def to_dict(self) -> dict[str, object]:
-        d = dict(self.__dict__)
-        d["slope_ci95"] = list(self.slope_ci95)
-        return d
 
 
 def daily_peaks(starts_s: np.ndarray, rate_rps: np.ndarray, bin_s: float, *,

@@ -54,6 +54,19 @@ class PassiveLimit:
                 "window_s": self.window_s, "n_windows": self.n_windows, "highest_rate_rps": self.highest_rate_rps,
                 "intercept": self.intercept, "slope_per_rps": self.slope_per_rps, "extrapolated": self.extrapolated}
 
+    @classmethod
+    def from_dict(cls, d: object, *, source: str = "passive limit") -> PassiveLimit:
+        """The ``to_dict`` form read back (the profile JSON's ``passive_limit``), validated once: a
+        :class:`~bearing_lib.common.errors.SchemaError` naming ``source`` and every field."""
+        from bearing_lib.common.errors import SchemaError
+        from bearing_lib.common.schema import parse
+
+        if not isinstance(d, dict):
+            raise SchemaError(f"{source}: expected an object, found {type(d).__name__}")
+        q = d.get("q_ult")
+        body = {**d, "q_ult": {k: v for k, v in q.items() if k != "kind"} if isinstance(q, dict) else q}
+        return parse(cls, body, what=source)
+
 
 def _fit(x: np.ndarray, y: np.ndarray, q: float) -> tuple[float, float]:
     import warnings

@@ -111,6 +111,7 @@ class Twin:
     reach: dict[str, object] = field(default_factory=dict)
     identification: list[dict[str, object]] = field(default_factory=list)
     replicas: int = 1  # replicas behind a round-robin router in the test; the twin is one replica's server
+    kind: Literal["twin"] = "twin"  # what the document is (twins written before it read as twins)
 
     DRAW_PARAMS = ("prefill_base_ms", "prefill_ms_per_token", "decode_base_ms", "decode_ms_per_seq",
                    "decode_ms_per_kctx")
@@ -160,17 +161,14 @@ class Twin:
                 f"{rows}</table>")
 
     def to_dict(self) -> dict[str, object]:
-        d = _plain(asdict(self))
-        d["kind"] = "twin"  # type: ignore[index]
-        return d  # type: ignore[return-value]
+        return _plain(asdict(self))  # type: ignore[return-value]
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> Twin:
         from bearing_lib.common.schema import parse
 
-        _refuse_other_kind(d, "twin", ("params", "draws", "test_mix"), "bearing twin fit LOADTEST --sla ... --json OUT")
-        body = {k: v for k, v in d.items() if k != "kind"}
-        return parse(cls, body, what="twin document")
+        _refuse_other_kind(d, cls, ("params", "draws", "test_mix"), "bearing twin fit LOADTEST --sla ... --json OUT")
+        return parse(cls, d, what="twin document")
 
 
 @dataclass
@@ -222,10 +220,13 @@ class Prediction:
 
 
 
-def _refuse_other_kind(d: object, kind: str, keys: tuple[str, ...], writer: str) -> None:
-    """Refuse a document that is not a twin ``kind`` document, saying so before any field is checked: another
-    bearing document (its ``schema`` or ``kind``), or JSON with none of the keys the kind requires."""
+def _refuse_other_kind(d: object, cls: type[Twin | PredictionSet], keys: tuple[str, ...], writer: str) -> None:
+    """Refuse a document that is not a ``cls`` document (the kind its ``kind`` field declares), saying so before
+    any field is checked: another bearing document (its ``schema`` or ``kind``), or JSON with none of the keys
+    the kind requires. The field's ``Literal`` then holds the kind when the document is parsed."""
     from bearing_lib.common.errors import SchemaError
+
+    kind = cls.__dataclass_fields__["kind"].default
 
     if not isinstance(d, dict):
         raise SchemaError(f"expected a bearing {kind} JSON object, found {type(d).__name__}")
@@ -260,12 +261,9 @@ class PredictionSet:
     def from_dict(cls, d: dict[str, object]) -> PredictionSet:
         from bearing_lib.common.schema import parse
 
-        _refuse_other_kind(d, "twin_predictions", ("predictions", "twin_source"),
-                           "bearing twin predict twin.json ... --json OUT")
+        _refuse_other_kind(d, cls, ("predictions", "twin_source"), "bearing twin predict twin.json ... --json OUT")
         preds = [Prediction.from_dict(p) for p in d.get("predictions") or []]  # type: ignore[union-attr]
-        head = parse(dict[str, object], {k: v for k, v in d.items() if k != "predictions"}, what="twin predictions")
-        return cls(twin_source=str(head.get("twin_source")), twin_trusted=bool(head.get("twin_trusted")),
-                   twin_reasons=list(head.get("twin_reasons") or []), predictions=preds)  # type: ignore[arg-type]
+        return parse(cls, {**d, "predictions": preds}, what="twin predictions")
 
 
 __all__ = ["Prediction", "PredictionSet", "StepCheck", "Twin", "TwinParam", "Validation"]

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
 
+from bearing_lib.common.errors import SchemaError
 from bearing_lib.fidelity.assess import headline, overall
 from bearing_lib.fidelity.burstiness import burstiness_dimension, index_of_dispersion, sla_time_scale_s
 from bearing_lib.fidelity.cache import cache_dimension
 from bearing_lib.fidelity.identity import model_dimension
 from bearing_lib.fidelity.lengths import covered_share, length_dimension, quantiles
 from bearing_lib.fidelity.rate import rate_dimension
-from bearing_lib.fidelity.result import Fidelity
+from bearing_lib.fidelity.result import CacheRates, Fidelity, Mean, Names, Peak, RateRange
 from bearing_lib.limits.sla import parse_sla
 
 T = np.array([1, 2, 3] * 10, dtype=float)  # 30 requests (>= MIN_TEST_REQUESTS), the ECDF of [1, 2, 3]
@@ -32,8 +35,8 @@ def test_length_distances_and_verdict_by_hand():
     d = length_dimension("input_tokens", T, P)
     assert d.distance["ks"] == pytest.approx(0.5)
     assert d.distance["wasserstein"] == pytest.approx(1.5)
-    assert d.extra["longer_than_tested"] == pytest.approx(0.5)
-    assert d.extra["shorter_than_tested"] == 0.0
+    assert d.extra.longer_than_tested == pytest.approx(0.5)
+    assert d.extra.shorter_than_tested == 0.0
     assert d.verdict == "differs"
     assert "production's median is 4" in d.statement  # [2,3,4,5]x10: x[19.5] = 3.5 -> printed 4 (no decimals)
 
@@ -46,7 +49,7 @@ def test_same_lengths_represent():
 def test_fixed_length_test_is_named_as_such():
     d = length_dimension("input_tokens", np.full(40, 64.0), np.array([1469.0] * 9 + [50.0]))
     assert d.statement.startswith("the limit was measured on 64-token prompts; production's median is 1,469")
-    assert d.extra["longer_than_tested"] == pytest.approx(0.9)
+    assert d.extra.longer_than_tested == pytest.approx(0.9)
 
 
 def test_too_few_test_requests_is_unknown():
@@ -65,7 +68,7 @@ def test_cache_ratio_token_weighted():
     test = pl.DataFrame({"input_tokens": [100, 100], "cached_tokens": [0, 0]})
     prod = pl.DataFrame({"input_tokens": [100, 300], "cached_tokens": [50, 150]})  # 200 / 400 = 50 %
     d = cache_dimension(test, prod)
-    assert d.production["token_hit_ratio"] == pytest.approx(0.5) and d.test["token_hit_ratio"] == 0.0
+    assert d.production.token_hit_ratio == pytest.approx(0.5) and d.test.token_hit_ratio == 0.0
     assert d.verdict == "differs"
     none = cache_dimension(test, pl.DataFrame({"input_tokens": [1]}))
     assert none.verdict == "unknown" and none.statement.startswith("production gives no cached-token counts")
@@ -100,15 +103,16 @@ def test_burstiness_per_step():
                          "start_s": list(np.arange(0, 20, 0.5)) + list(100 + np.arange(0, 20, 0.5))})
     starts = np.sort(np.concatenate([2 * np.arange(10) + 0.25, 2 * np.arange(10) + 0.75]))
     d = burstiness_dimension(test, pl.DataFrame({"start_s": starts}), parse_sla(["p95(ttft) <= 1s"]))
-    assert d.test["index_of_dispersion"] == pytest.approx(0.0)
-    assert d.production["index_of_dispersion"] == pytest.approx(18 / 17)
+    assert d.test.index_of_dispersion == pytest.approx(0.0)
+    assert d.production.index_of_dispersion == pytest.approx(18 / 17)
     assert d.verdict == "differs"  # 18/17 > 2 x 0 and 1.06 - 0 > 0.5
 
 
 def test_rate_against_peak():
     assert rate_dimension([0.5, 1.0, 2.0], 8.0).verdict == "differs"
     d = rate_dimension([0.5, 1.0, 10.0], 8.0)
-    assert d.verdict == "represents" and d.test == {"min_rps": 0.5, "max_rps": 10.0, "steps": 3}
+    assert d.verdict == "represents" and d.test == RateRange(min_rps=0.5, max_rps=10.0, steps=3)
+    assert d.to_dict()["test"] == {"min_rps": 0.5, "max_rps": 10.0, "steps": 3}  # the JSON form as before
     assert rate_dimension([], 8.0).verdict == "unknown"
 
 
@@ -129,6 +133,26 @@ def test_overall_headline_and_round_trip():
     assert Fidelity.from_dict(f.to_dict()).to_dict() == f.to_dict()
 
 
+def test_each_side_is_read_back_into_its_type_and_an_unknown_shape_is_named():
+    """The JSON of each kind of side (quantiles, a mean, cache rates, dispersion, rates, names) reads back into
+    its own type; the figures are the ones written by hand here."""
+    prod = pl.DataFrame({"input_tokens": [100, 100], "cached_tokens": [50, 0]})
+    dims = [cache_dimension(prod.with_columns(pl.lit(0).alias("cached_tokens")), prod),
+            rate_dimension([0.5, 2.0], 8.0, peak_basis="the target load"), model_dimension(["a"], ["b"]),
+            length_dimension("output_tokens", None, np.array([300.0, 350.0, 400.0]), test_mean_only=159.0)]
+    doc = json.loads(json.dumps(Fidelity("differs", dims, None, None, "t", "p").to_dict()))
+    back = Fidelity.from_dict(doc)
+    cache, rate, model, out = back.dimensions
+    assert cache.production == CacheRates(token_hit_ratio=50 / 200, request_hit_share=0.5, n=2.0)
+    assert rate.test == RateRange(0.5, 2.0, 2) and rate.production == Peak(8.0, "the target load")
+    assert model.test == Names(["a"]) and out.test == Mean(159.0) and out.production.p50 == 350.0
+    assert doc["dimensions"][0]["extra"] == {} and cache.extra is None  # no extra: {} in the JSON, as before
+    doc["dimensions"][1]["test"] = {"min_rps": 0.5, "top_rps": 2.0}
+    with pytest.raises(SchemaError, match=r"fidelity\.dimensions\[1\]\.test: expected an object with the keys of one "
+                                          r"of: .*min_rps, max_rps, steps.* \(found min_rps, top_rps\)"):
+        Fidelity.from_dict(doc)
+
+
 def test_a_load_point_table_gives_only_a_mean():
     # LLMPerf summaries: 159 output tokens per request on average; production's median 350 is 2.2x that
     d = length_dimension("output_tokens", None, np.array([300.0, 350.0, 400.0]), test_mean_only=159.0)
@@ -143,5 +167,5 @@ def test_a_tiny_share_is_not_printed_as_zero():
     # 1 production prompt of 5,000 is shorter than any tested: 0.02 %, printed "< 0.1%", never "0.0%"
     prod = np.array([50.0] + [150.0] * 4999)
     d = length_dimension("input_tokens", np.array([100.0, 200.0] * 20), prod)
-    assert d.extra["shorter_than_tested"] == pytest.approx(1 / 5000)
+    assert d.extra.shorter_than_tested == pytest.approx(1 / 5000)
     assert "< 0.1% are shorter than any tested (100)" in d.statement and "0.0%" not in d.statement

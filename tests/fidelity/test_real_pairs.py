@@ -89,7 +89,7 @@ def check_lengths(dim, test: np.ndarray, prod: np.ndarray) -> None:
     assert (dim.test.min, dim.test.max, dim.production.n) == (test.min(), test.max(), prod.size)
     assert dim.distance["ks"] == pytest.approx(ks_2samp(test, prod).statistic)
     assert dim.distance["wasserstein"] == pytest.approx(wasserstein_distance(test, prod))
-    assert dim.extra["longer_than_tested"] == pytest.approx(float(np.mean(prod > test.max())))
+    assert dim.extra.longer_than_tested == pytest.approx(float(np.mean(prod > test.max())))
 
 
 def test_short_prompt_test_against_azure_code(lmb):
@@ -113,8 +113,8 @@ def test_short_prompt_test_against_azure_code(lmb):
     frame = lmb.frame.filter(pl.col("run_id") == SHORT)
     b = burstiness_dimension(frame, load(AZ_CODE).frame, parse_sla(["p95(ttft) <= 1s"]))
     per_step = [v for v in (raw_iod(s["launch_time"].to_numpy()) for s in steps) if v is not None]
-    assert b.test["index_of_dispersion"] == pytest.approx(float(np.median(per_step)))
-    assert b.production["index_of_dispersion"] == pytest.approx(raw_iod(az["t"].to_numpy()), rel=1e-3)
+    assert b.test.index_of_dispersion == pytest.approx(float(np.median(per_step)))
+    assert b.production.index_of_dispersion == pytest.approx(raw_iod(az["t"].to_numpy()), rel=1e-3)
 
 
 def test_short_prompt_test_against_mooncake(lmb):
@@ -124,12 +124,12 @@ def test_short_prompt_test_against_mooncake(lmb):
     moon = load(MOON)
     fid = assess_fidelity(lmb, moon, run=SHORT)
     check_lengths(fid.dimension("input_tokens"), t_in, m_in)
-    assert fid.dimension("input_tokens").extra["longer_than_tested"] == pytest.approx(1.0)  # every prompt
+    assert fid.dimension("input_tokens").extra.longer_than_tested == pytest.approx(1.0)  # every prompt
     assert m_in.min() / t_in.max() > 2  # the shortest production prompt is longer than twice the longest tested
     cache = fid.dimension("prefix_cache")
-    assert cache.verdict == "unknown" and cache.production["token_hit_ratio"] == pytest.approx(hit)
+    assert cache.verdict == "unknown" and cache.production.token_hit_ratio == pytest.approx(hit)
     b = burstiness_dimension(lmb.frame.filter(pl.col("run_id") == SHORT), moon.frame, parse_sla(["p95(ttft) <= 1s"]))
-    assert b.production["index_of_dispersion"] == pytest.approx(raw_iod(m_t))
+    assert b.production.index_of_dispersion == pytest.approx(raw_iod(m_t))
     assert fid.covered_share == 0.0
 
 
@@ -148,6 +148,6 @@ def test_demo_pair(lmb):
     assert [inp.production.p50, inp.production.p90, inp.production.p99] == pytest.approx(q3(p_in))
     assert (inp.test.min, inp.test.max) == (t_in.min(), t_in.max())
     assert inp.test.n >= t_in.size
-    assert inp.extra["longer_than_tested"] == pytest.approx(float(np.mean(p_in > t_in.max())))
+    assert inp.extra.longer_than_tested == pytest.approx(float(np.mean(p_in > t_in.max())))
     assert inp.verdict == "differs"  # 14 % of the conversation prompts are longer than any ShareGPT prompt sent
-    assert inp.extra["longer_than_tested"] == pytest.approx(0.141, abs=0.001)
+    assert inp.extra.longer_than_tested == pytest.approx(0.141, abs=0.001)

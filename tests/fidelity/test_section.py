@@ -39,7 +39,7 @@ def test_section_holds_the_raw_figures(section):
     raw = pl.read_csv(AZ_CODE)
     p50 = float(np.quantile(raw["ContextTokens"].to_numpy().astype(float), 0.5, method="linear"))
     assert fid.dimension("input_tokens").production.p50 == p50 == 1469.0
-    assert fid.dimension("burstiness").extra["time_scale_s"] == 1.0  # from the SLA's "<= 1000 ms"
+    assert fid.dimension("burstiness").extra.time_scale_s == 1.0  # from the SLA's "<= 1000 ms"
     assert fid.dimension("rate").verdict == "unknown"  # no profile given: production's peak is not known
     assert fid.verdict == "differs"
 
@@ -98,3 +98,35 @@ def test_summary_without_fidelity_reads_as_not_assessed(tmp_path):
     d["fidelity"] = {"available": True, "reason": None, "data": {"verdict": "maybe", "dimensions": []}}
     with pytest.raises(Exception, match="fidelity.data.verdict"):
         ReportSummary.from_dict(d)
+
+
+def test_bearing_report_prints_the_reports_fidelity_sentence_once(section, tmp_path, monkeypatch):
+    """The sentence the report's headline and at-a-glance box show is printed by ``bearing report`` (one line on
+    stderr, after the headline), read from the summary.json the run wrote; the box says it once, not with its
+    opening words twice."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.app import runner
+    from bearing_lib.cli.main import app
+    from bearing_lib.report.glance import glance
+
+    docs = {n: hand_made(n) for n in ("limits", "profile", "plan")}
+    model = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
+                         fidelity=section)
+    # the sentence by hand from the section's own headline (the first differing dimension's words)
+    said = f"The test does not represent production: {section.data.headline.rstrip('.')}."
+    assert model.headline.fidelity_line == said
+    box = glance(model).not_covered
+    assert box.count(said) == 1 and not any("production: The test" in line for line in box)
+    out = tmp_path / "w"
+    write_report(model, out)
+    doc = json.loads((out / "summary.json").read_text())
+    published = runner.RunResult("w", out, out / "report.html", out / "summary.json", [], doc["verdict"])
+    monkeypatch.setattr(runner, "run_report", lambda *a, **k: published)  # the run itself is tested elsewhere
+    r = CliRunner().invoke(app, ["report", "--name", "w", "--reports-dir", str(tmp_path), "-p", "limits_json",
+                                 "x.json"])
+    assert r.exit_code == 0, r.output
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"verdict: {doc['verdict']}"
+    assert lines[1] == doc["headline"]["text"] and lines[2] == said
+    assert r.stdout.strip() == str(out / "report.html")

@@ -54,7 +54,7 @@ def test_weekly_twice_refuses_then_force_replaces(tmp_path):
     s2 = json.loads((week / "summary.json").read_text())
     assert s2["verdict"] == "yellow"
     assert sorted(p.name for p in (tmp_path / "reports").iterdir() if not p.name.startswith(".")) == \
-        ["2026-W48", "index.html"]
+        ["2026-W48", "index.html", "index.json"]
     assert not [p for p in (tmp_path / "reports").iterdir() if p.name.startswith(".") and p.is_dir()]
 
 
@@ -99,9 +99,9 @@ def test_index_lists_reports_newest_first_and_escapes_names(tmp_path):
         (d / "summary.json").write_text(json.dumps(summary_doc(name, verdict=verdict, headline=f"headline {evil}",
                                                                run_time_utc=t)))
     (tmp_path / "nosummary").mkdir()
-    entries = collect(tmp_path)["reports"]
-    assert [e["name"] for e in entries] == ["2026-W48", "2026-W47", "javascript:alert(1)", "nosummary"]
-    assert entries[-1]["verdict"] == "unknown" and "summary.json unreadable" in entries[-1]["problem"]
+    entries = collect(tmp_path).reports
+    assert [e.name for e in entries] == ["2026-W48", "2026-W47", "javascript:alert(1)", "nosummary"]
+    assert entries[-1].verdict == "unknown" and "summary.json unreadable" in entries[-1].problem
     html = write_index(tmp_path).read_text()
     assert evil not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert 'href="./javascript%3Aalert%281%29/report.html"' in html

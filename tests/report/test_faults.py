@@ -36,7 +36,7 @@ from typer.testing import CliRunner
 import bearing_lib.cli
 import bearing_lib.report
 from bearing_lib.app import pipeline, runner
-from bearing_lib.app.index import collect
+from bearing_lib.app.index import ReportsIndex, collect
 from bearing_lib.cli.main import app
 from bearing_lib.common import errors
 from bearing_lib.common.errors import BearingError, InputError, ParameterError
@@ -194,7 +194,7 @@ def test_no_bare_value_or_key_error_escapes_the_runner(tmp_path, monkeypatch):
     bad_nb.write_text("{not a notebook")
     with pytest.raises(ParameterError, match=r"broken\.ipynb cannot be read as a notebook \(NotJSONError"):
         runner.notebook_parameters(bad_nb)
-    assert collect(tmp_path / "none") == {"reports": [], "failed": []}
+    assert collect(tmp_path / "none") == ReportsIndex([], [])
     # papermill's NoSuchKernel is a KeyError: it becomes KernelNotFound and nothing is published
     monkeypatch.setattr(runner, "check_kernel", lambda name: None)
     with pytest.raises(errors.KernelNotFound, match="kernel 'no-such-kernel-x' is not installed"):
@@ -397,11 +397,11 @@ def test_only_the_latest_failure_of_a_report_is_listed(tmp_path):
         (tmp_path / name / "weekly_report.ipynb").write_text("{}")
     (tmp_path / "v" / "summary.json").write_text(json.dumps(summary_doc("v", run_time_utc="2026-11-30T06:30:00Z")))
     got = collect(tmp_path)
-    assert [(f["name"], f["earlier"]) for f in got["failed"]] == [("w.failed-20261130T070000Z", 1)]
-    assert [e["name"] for e in got["reports"]] == ["v"]  # v's failure at 06:00 was replaced by its 06:30 run
+    assert [(f.name, f.earlier) for f in got.failed] == [("w.failed-20261130T070000Z", 1)]
+    assert [e.name for e in got.reports] == ["v"]  # v's failure at 06:00 was replaced by its 06:30 run
     # a failure after the report's run is listed beside the (old) report
     (tmp_path / "v.failed-20261130T080000Z").mkdir()
-    assert [f["name"] for f in collect(tmp_path)["failed"]] == ["v.failed-20261130T080000Z",
+    assert [f.name for f in collect(tmp_path).failed] == ["v.failed-20261130T080000Z",
                                                                 "w.failed-20261130T070000Z"]
 
 

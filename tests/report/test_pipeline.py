@@ -77,7 +77,7 @@ def test_plan_and_profile_say_why_when_an_input_is_missing(azure):
     assert pipeline.plan({"mixes": []}, Unavailable("no times")).reason == "no production profile: no times"
     traffic = pipeline.profile(azure)
     series = pipeline.per_minute_series(traffic)
-    assert len(series) == 58 and max(s["requests"] for s in series) == 502
+    assert len(series) == 58 and max(s.requests for s in series) == 502
     assert pipeline.per_minute_series(Unavailable("x")) == []
 
 
