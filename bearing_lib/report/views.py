@@ -640,7 +640,7 @@ def production_source_view(ps: ProductionSource | None, passive: Any) -> Group:
         g.unavailable.append(f"passive limit not available: {passive.reason}")
     elif passive is not None:
         q = passive.q_ult
-        g.rows.append(Row("Passive limit (production latency vs load)", f"{q.text()} req/s",
+        g.rows.append(Row("Passive limit (production latency vs load)", q.text() if q.unit else f"{q.text()} req/s",
                           f"under {passive.clause}; {num(passive.n_windows)} windows of {duration(passive.window_s)}; "
                           + (f"EXTRAPOLATED beyond the highest observed load {num(passive.highest_rate_rps)} req/s"
                              if passive.extrapolated else

@@ -39,7 +39,8 @@ def test_the_profiles_passive_limit_reaches_the_report_text():
     pas = model.plan.data.passive
     assert (pas.q_ult.value, pas.q_ult.ci95, pas.n_windows, pas.window_s) == (7.25, (6.5, 8.75), 17, 300.0)
     text = _text(model)
-    assert f"Passive limit (production latency vs load) {pas.q_ult.text()} req/s" in text
+    # the unit is said once: "7.25 rps (95% CI 6.50–8.75)", not followed by a second "req/s"
+    assert "Passive limit (production latency vs load) 7.25 rps (95% CI 6.50–8.75) under" in text
     assert "7.25" in pas.q_ult.text() and "under p99(latency) <= 20s; 17 windows of" in text
     assert "17 windows of 5.0 min; EXTRAPOLATED beyond the highest observed load 3.50 req/s" in text
 
