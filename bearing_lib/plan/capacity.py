@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
-from bearing_lib.plan.interval import OPEN_ABOVE, Interval, mapped, open_end, scaled
+from bearing_lib.plan.interval import OPEN_ABOVE, Interval, count_range_text, mapped, open_end, scaled
 from bearing_lib.plan.jsonform import STRICT, to_json
 from bearing_lib.plan.memory import MemoryRequirement, ModelPreset, memory_requirement
 
@@ -269,17 +269,7 @@ class InstancePlan:
     def range_text(self) -> str:
         """The instance count's 95 % range in words (``""`` without one): "95% CI 9–26 instances", or
         "95% CI ≤ 26 instances (low end open: ...)"."""
-        r = self.total_ci95
-        if r is None:
-            return ""
-        lo, hi = r
-        if lo is None and hi is None:
-            return f"95% CI open ({self.open_reason})"
-        if lo is None:
-            return f"95% CI ≤ {hi} instances (low end open: {self.open_reason})"
-        if hi is None:
-            return f"95% CI ≥ {lo} instances (high end open: {self.open_reason})"
-        return f"95% CI {lo}–{hi} instances" if lo != hi else f"{lo} instances at both ends of the limit's 95% CI"
+        return count_range_text(self.total_ci95, self.open_reason)
 
 
 def hold_buffer(inst: InstancePlan, bp: BufferPlan) -> None:

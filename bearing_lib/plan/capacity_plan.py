@@ -632,6 +632,8 @@ class CapacityPlan:
         i = self.instances
         if isinstance(i, InstancePlan):
             lines.append(f"instances:   {i.total} = {i.base} + buffer {i.buffer} ({i.buffer_basis})")
+            if i.total_ci95 is not None:
+                lines.append(f"             over the limit's CI: {i.range_text()}")
             if i.buffer_plan is not None:
                 bp = i.buffer_plan
                 lines.append(f"buffer:      {bp.mode}, {bp.instances} instance(s): {bp.reason}")

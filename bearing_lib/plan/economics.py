@@ -49,7 +49,16 @@ from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.fos import FosResult, Target, TierBands
 from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
-from bearing_lib.plan.interval import Interval, inverted, mapped, open_end, scaled
+from bearing_lib.plan.interval import (
+    Interval,
+    ci_text,
+    count_range_text,
+    inverted,
+    is_open,
+    mapped,
+    open_end,
+    scaled,
+)
 from bearing_lib.plan.jsonform import STRICT, available, section, to_json
 from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
 from bearing_lib.plan.scorecards import ScoreRow
@@ -581,9 +590,12 @@ class PlanEconomics:
         if isinstance(t, Tokens):
             for r, what in ((t.at_q_ult, "Q_ult"), (t.at_allowable, "allowable")):
                 if r:
+                    ci = ci_text(r.total_tokens_per_s_ci95, t.open_reason if is_open(r.total_tokens_per_s_ci95)
+                                 else None, digits=0, label="total 95% CI ")
                     out.append(f"tokens/s:    at {what} {r.rps:,.3f} req/s: input {r.input_tokens_per_s:,.0f}, "
                                f"output {r.output_tokens_per_s:,.0f}, total {r.total_tokens_per_s:,.0f} "
-                               f"(mean {t.mean_input_tokens:,.1f} in / {t.mean_output_tokens:,.1f} out)")
+                               f"(mean {t.mean_input_tokens:,.1f} in / {t.mean_output_tokens:,.1f} out)"
+                               + (f"; {ci}" if ci else ""))
             for pm in t.per_mix:
                 q, a = pm.q_ult, pm.allowable
                 if q:
@@ -602,6 +614,10 @@ class PlanEconomics:
                           f"${rng[0]:,.0f}–${rng[1]:,.0f}/month" if rng else "not computed")
                        + (f", of which burst buffer ${buf:,.2f}/month ({m.buffer})" if buf is not None
                           else f" ({m.buffer})"))
+            if m.usd_per_million_output_tokens_ci95 is not None:
+                out.append("             over the limit's CI: " + ci_text(
+                    m.usd_per_million_output_tokens_ci95, m.open_reason, label="$ per 1M output tokens 95% CI ",
+                    digits=3))
             out.append(f"budget:      {m.budget_row.status}: {m.budget_row.reason}")
         else:
             out.append(f"cost:        not available: {m.reason}")
@@ -611,7 +627,8 @@ class PlanEconomics:
             least = derived_qualifiers(str(s.limit_bound))[0]
             nd = (f" ({nt.instances_with_domains} with the largest domain(s) lost)"
                   if nt.instances_with_domains is not None else "")
-            out.append(f"near term:   {least}{nt.instances} instance(s){nd} for {nt.rps:,.3f} req/s ({nt.rule})")
+            out.append(f"near term:   {least}{nt.instances} instance(s){nd} for {nt.rps:,.3f} req/s ({nt.rule})"
+                       + (f"; {count_range_text(nt.instances_ci95, s.open_reason)}" if nt.instances_ci95 else ""))
             if s.mid_term is not None and s.fleet_runs_out is not None:
                 mt = s.mid_term
                 md = (f"; {mt.instances_with_domains} (upper {mt.instances_upper_with_domains}) with the largest "

@@ -115,12 +115,34 @@ def ci_text(ci: Interval | None, reason: str | None = None, *, digits: int = 2, 
     return f"{label}{fmt_number(lo, digits)}–{fmt_number(hi, digits)}{u}"
 
 
+def count_range_text(r: tuple[int | None, int | None] | None, reason: str | None = None,
+                     noun: str = "instances") -> str:
+    """An instance count's 95 % range in words: ``"95% CI 9–26 instances"``, ``"95% CI ≤ 26 instances (low end
+    open: reason)"``; a count has no fractions, so a range whose ends agree is said as one number.
+
+    >>> count_range_text((None, 26), "the limit's CI is open above")
+    "95% CI ≤ 26 instances (low end open: the limit's CI is open above)"
+    """
+    if r is None:
+        return ""
+    lo, hi = r
+    why = f": {reason}" if reason else ""
+    if lo is None and hi is None:
+        return f"95% CI open{f' ({reason})' if reason else ''}"
+    if lo is None:
+        return f"95% CI ≤ {hi} {noun} (low end open{why})"
+    if hi is None:
+        return f"95% CI ≥ {lo} {noun} (high end open{why})"
+    return f"95% CI {lo}–{hi} {noun}" if lo != hi else f"{lo} {noun} at both ends of the limit's 95% CI"
+
+
 __all__ = [
     "OPEN_ABOVE",
     "OPEN_BELOW",
     "Interval",
     "OpenEnd",
     "ci_text",
+    "count_range_text",
     "inverted",
     "is_open",
     "mapped",
