@@ -373,7 +373,7 @@ def instance_count(
         plan.per_instance_allowable_ci95 = scaled(ci95, 1 / target_fos)
         if open_end(ci95):
             plan.open_reason = open_reason or OPEN_ABOVE
-        plan.reason += f"; {plan.range_text()} from the limit's 95% CI"
+        plan.reason += f"; over the limit's 95% CI the fleet is {plan.range_text().removeprefix('95% CI ')}"
     return plan
 
 

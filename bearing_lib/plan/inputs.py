@@ -107,8 +107,10 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             continue
         ci_rps, why_open = _limit_ci(a, q.interval_method)
         if why_open:
-            notes_extra.append(f"{name}: {why_open}; every number the plan makes from this limit (FOS, allowable "
-                               "capacity, instances, tokens/s, cost) leaves that end open")
+            side = "above" if ci_rps and ci_rps[1] is None else "below"
+            notes_extra.append(f"{name}: the limit's 95% CI is open {side} ({why_open}); every number the plan makes "
+                               "from this limit (FOS, allowable capacity, instances, tokens/s, cost) leaves that end "
+                               "open, on the side its arithmetic puts it")
         try:
             limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open))
         except BadValueError as exc:
@@ -139,9 +141,7 @@ def _limit_ci(a: Estimate, interval_method: str | None) -> tuple[Interval | None
     side = "high" if end == "high" else "low"
     said = next((p.strip() for p in (interval_method or "").split(";") if p.strip().startswith(f"{side} end open")),
                 None)
-    why = OPEN_ABOVE if side == "high" else OPEN_BELOW
-    if said:
-        why = f"the limit's 95% CI is open {'above' if side == 'high' else 'below'} ({said})"
+    why = said.split(":", 1)[1].strip() if said and ":" in said else (OPEN_ABOVE if side == "high" else OPEN_BELOW)
     return (lo, hi), why
 
 

@@ -12,14 +12,14 @@ the side the arithmetic puts it, instead of a closed number that looks measured:
 
 An interval is the JSON pair ``[lo, hi]`` with ``null`` for an open end, next to an ``open_reason``
 that says why it is open (``None`` when both ends are closed). :func:`ci_text` is its one rendering:
-``"95% CI 1.15–1.65"``, ``"95% CI ≥ 1.15 (open above: …)"``, ``"95% CI < 0.9 (open below: …)"``.
+``"95% CI 1.15–1.65"``, ``"95% CI ≥ 1.15, open above: …"``, ``"95% CI < 0.9, open below: …"``.
 
     >>> scaled((9.0, None), 0.5)
     (4.5, None)
     >>> inverted((2.0, None), 12.0)
     (None, 6.0)
     >>> ci_text((1.149, None), "no step above the limit failed a clause")
-    '95% CI ≥ 1.15 (open above: no step above the limit failed a clause)'
+    '95% CI ≥ 1.15, open above: no step above the limit failed a clause'
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ Interval = tuple[float | None, float | None]
 
 OpenEnd = Literal["low", "high", "both"]
 
-OPEN_ABOVE = "the limit's 95% CI is open above: no step above the limit failed a clause"
-OPEN_BELOW = "the limit's 95% CI is open below: no step below the limit passed every clause"
+OPEN_ABOVE = "no step above the limit failed a clause"
+"""Why a limit's CI is open above, when the limits say no more (``docs/limits.md``)."""
+OPEN_BELOW = "no step below the limit passed every clause"
 
 
 def open_end(ci: Interval | None) -> OpenEnd | None:
@@ -99,40 +100,39 @@ def relative_widths(value: float, ci: Interval | None) -> tuple[float, float]:
 
 def ci_text(ci: Interval | None, reason: str | None = None, *, digits: int = 2, unit: str = "",
             label: str = "95% CI ") -> str:
-    """The interval in words: ``"95% CI 1.15–1.65"``, ``"95% CI ≥ 1.15 (open above: reason)"``,
-    ``"95% CI < 0.9 (open below: reason)"`` or ``"95% CI open (reason)"``; ``""`` without an interval."""
+    """The interval in words: ``"95% CI 1.15–1.65"``, ``"95% CI ≥ 1.15, open above: reason"``,
+    ``"95% CI < 0.9, open below: reason"`` or ``"95% CI open: reason"``; ``""`` without an interval."""
     if ci is None:
         return ""
     u = f" {unit}" if unit else ""
     lo, hi = ci
     why = f": {reason}" if reason else ""
     if lo is None and hi is None:
-        return f"{label}open{f' ({reason})' if reason else ''}"
+        return f"{label}open{why}"
     if hi is None:
-        return f"{label}≥ {fmt_number(lo, digits)}{u} (open above{why})"
+        return f"{label}≥ {fmt_number(lo, digits)}{u}, open above{why}"
     if lo is None:
-        return f"{label}< {fmt_number(hi, digits)}{u} (open below{why})"
+        return f"{label}< {fmt_number(hi, digits)}{u}, open below{why}"
     return f"{label}{fmt_number(lo, digits)}–{fmt_number(hi, digits)}{u}"
 
 
 def count_range_text(r: tuple[int | None, int | None] | None, reason: str | None = None,
                      noun: str = "instances") -> str:
-    """An instance count's 95 % range in words: ``"95% CI 9–26 instances"``, ``"95% CI ≤ 26 instances (low end
-    open: reason)"``; a count has no fractions, so a range whose ends agree is said as one number.
+    """An instance count's 95 % range in words: ``"95% CI 9–26 instances"``, ``"95% CI ≤ 26 instances, low end
+    open (the limit's CI is open above: reason)"``; a range whose ends agree is said as one number.
 
-    >>> count_range_text((None, 26), "the limit's CI is open above")
-    "95% CI ≤ 26 instances (low end open: the limit's CI is open above)"
+    >>> count_range_text((None, 26), "no step above the limit failed a clause")
+    "95% CI ≤ 26 instances, low end open (the limit's CI is open above: no step above the limit failed a clause)"
     """
     if r is None:
         return ""
     lo, hi = r
-    why = f": {reason}" if reason else ""
     if lo is None and hi is None:
-        return f"95% CI open{f' ({reason})' if reason else ''}"
+        return f"95% CI open{f': {reason}' if reason else ''}"
     if lo is None:
-        return f"95% CI ≤ {hi} {noun} (low end open{why})"
+        return f"95% CI ≤ {hi} {noun}, low end open (the limit's CI is open above{f': {reason}' if reason else ''})"
     if hi is None:
-        return f"95% CI ≥ {lo} {noun} (high end open{why})"
+        return f"95% CI ≥ {lo} {noun}, high end open (the limit's CI is open below{f': {reason}' if reason else ''})"
     return f"95% CI {lo}–{hi} {noun}" if lo != hi else f"{lo} {noun} at both ends of the limit's 95% CI"
 
 

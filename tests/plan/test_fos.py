@@ -232,7 +232,7 @@ def test_a_limit_ci_open_above_leaves_every_fos_open_above() -> None:
     By hand: Q_ult 10 (CI 8 to open), target 5 exactly: the FOS is 2, its low end 8 / 5 = 1.6, its high end
     open; the allowable capacity 10 / 1.5 = 6.667 with CI 8 / 1.5 = 5.333 to open."""
     lim = Limit("all", 10.0, (8.0, None))
-    assert lim.open_end == "high" and "open above" in lim.open_reason
+    assert lim.open_end == "high" and lim.open_reason == "no step above the limit failed a clause"
     res = compute_fos([lim], {"all": 1.0}, Target(5.0))
     assert res.blended.value == pytest.approx(2.0)
     assert res.blended.q_blend_ci95 == (8.0, None)
@@ -243,7 +243,7 @@ def test_a_limit_ci_open_above_leaves_every_fos_open_above() -> None:
     a = allowable_capacity(res.blended.q_blend_rps, 1.5, ci95=res.blended.q_blend_ci95,
                            open_reason=res.blended.open_reason)
     assert a.rps == pytest.approx(10 / 1.5) and a.ci95[0] == pytest.approx(8 / 1.5) and a.ci95[1] is None
-    assert "95% CI ≥ 5.33 req/s (open above" in a.statement
+    assert "95% CI ≥ 5.33 req/s, open above: no step above the limit failed a clause" in a.statement
     plain = compute_fos([Limit("all", 10.0, (8.0, 12.0))], {"all": 1.0}, Target(5.0))
     assert plain.blended.open_reason is None and "open" not in plain.blended.statement
     assert plain.blended.ci95 == pytest.approx((1.6, 2.4), rel=0.01)
