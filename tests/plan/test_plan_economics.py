@@ -363,7 +363,8 @@ def test_a_limit_open_above_leaves_tokens_open_above_and_costs_and_counts_open_b
     lim["mixes"][0]["q_ult"]["ci95"] = [7, None]
     d = CapacityPlan.build(lim, _profile(), price_per_hour=4.0).to_dict()
     b = d["fos"]["blended"]
-    assert b["q_blend_ci95"][1] is None and b["ci95"][1] is None and b["open_reason"] == "no step above the limit failed a clause"
+    assert b["q_blend_ci95"][1] is None and b["ci95"][1] is None
+    assert b["open_reason"] == "no step above the limit failed a clause"
     t = d["economics"]["tokens"]
     assert t["at_q_ult"]["rps_ci95"][1] is None and t["at_q_ult"]["total_tokens_per_s_ci95"][1] is None
     assert t["at_q_ult"]["total_tokens_per_s_ci95"][0] == pytest.approx(b["q_blend_ci95"][0] * 1250)
