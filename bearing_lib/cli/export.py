@@ -97,10 +97,9 @@ def export_cmd(
         if check:
             failed = False
             for c in written.checks:
-                state = "passed" if c["ok"] else ("FAILED" if c["ok"] is False else "not run")
-                typer.echo(f"check {Path(c['path']).name}: {c['validator']}: {state}"
-                           + ("" if c["ok"] else f"\n  {c['output']}"))
-                failed = failed or c["ok"] is False
+                state = "passed" if c.ok else ("FAILED" if c.ok is False else "not run")
+                typer.echo(f"check {Path(c.path).name}: {c.validator}: {state}" + ("" if c.ok else f"\n  {c.output}"))
+                failed = failed or c.ok is False
             if failed:
                 raise typer.Exit(code=1)
 
@@ -108,6 +107,7 @@ def _binding_from_metrics(metrics: Path, fmt: str | None, limits_path: str | Non
     from bearing_lib.common.errors import ParameterError
     from bearing_lib.common.files import read_json
     from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.limits.result import LimitsResult
     from bearing_lib.loaders import load
     from bearing_lib.ops.binding import binding_trigger
     from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
@@ -116,7 +116,8 @@ def _binding_from_metrics(metrics: Path, fmt: str | None, limits_path: str | Non
     ds = load(metrics, format=fmt)
     if ds.kind != "metrics":
         raise ParameterError(f"{metrics} holds {ds.kind} ({ds.provenance.format}), not server metrics")
-    doc = read_json(Path(limits_path), "limits JSON") if limits_path is not None else None
+    doc = (LimitsResult.from_dict(read_json(Path(limits_path), "limits JSON"), source=str(limits_path))
+           if limits_path is not None else None)
     found = find_limit_step(doc, run_id=run, metrics_path=metrics, metrics_format=str(ds.provenance.format))
     table = step_signals(ds)
     trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=found.step, run_id=run))
@@ -161,8 +162,11 @@ def bottleneck_cmd(
             ds = align_to_steps(ds, step_windows(load_trace(trace), offset_s=offset_s))
         if step is None:
             from bearing_lib.common.files import read_json
+            from bearing_lib.limits.result import LimitsResult
 
-            found = find_limit_step(read_json(limits, "limits JSON") if limits is not None else None, run_id=run,
+            doc = (LimitsResult.from_dict(read_json(limits, "limits JSON"), source=str(limits))
+                   if limits is not None else None)
+            found = find_limit_step(doc, run_id=run,
                                     mix=mix, metrics_path=metrics, metrics_format=str(ds.provenance.format))
             step = found.step
             if found.basis is not None:

@@ -106,7 +106,7 @@ def export_report(numbers: PlanNumbers, folder: str | Path, target: ExportTarget
             errors[fmt] = str(exc)
     shutil.rmtree(folder / ".probe", ignore_errors=True)
     w = export(numbers, ok_formats, folder, target, check=True) if ok_formats else None
-    checks = {c["path"]: c for c in (w.checks if w else [])}
+    checks = {c.path: c for c in (w.checks if w else [])}
     files: list[ExportedFile] = []
     for fmt in FORMATS:
         if fmt in errors:
@@ -114,9 +114,9 @@ def export_report(numbers: PlanNumbers, folder: str | Path, target: ExportTarget
             continue
         for i, fname in enumerate(FILE_NAMES[fmt]):
             c = checks.get(str(folder / fname)) or (checks.get(str(folder / FILE_NAMES[fmt][0])) if i else None)
-            verdict: Verdict = "passed" if c and c["ok"] else ("FAILED" if c and c["ok"] is False else "not run")
-            files.append(ExportedFile(fmt, f"{name}/{fname}", c["validator"] if c else None, c["ok"] if c else None,
-                                      verdict, _relative(c["output"], folder) if c else "no validator for this file"))
+            verdict: Verdict = "passed" if c and c.ok else ("FAILED" if c and c.ok is False else "not run")
+            files.append(ExportedFile(fmt, f"{name}/{fname}", c.validator if c else None, c.ok if c else None,
+                                      verdict, _relative(c.output, folder) if c else "no validator for this file"))
     if w is not None:  # the manifest, with paths relative to the exports folder
         manifest = json.loads((folder / "exports.json").read_text())
         text = _relative(json.dumps(manifest, indent=1), folder).replace(f'"{folder}"', '"."')

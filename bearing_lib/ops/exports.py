@@ -757,15 +757,27 @@ FILE_NAMES = {
 }
 
 
+@dataclass(frozen=True)
+class WrittenCheck:
+    """One written file's validation (:class:`bearing_lib.ops.validate.Check`) with the format it belongs to."""
+
+    format: str | None
+    path: str
+    validator: str
+    ok: bool | None
+    output: str
+
+
 @dataclass
 class Written:
-    """What :func:`export` wrote: the files per format, the numbers used, and notes."""
+    """What :func:`export` wrote: the files per format, the numbers used (``numbers``: the manifest's record of
+    them, written as is to ``exports.json``: a JSON edge), and notes."""
 
     out_dir: str
     files: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     numbers: dict[str, Any] = field(default_factory=dict)
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[WrittenCheck] = field(default_factory=list)
     """With ``check=True``: per file, the validator and whether it passed (``ok`` null: not installed)."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -822,6 +834,7 @@ def export(
         from bearing_lib.ops.validate import check_written
 
         fmt_of = {p: f for f, paths in w.files.items() for p in paths}
-        w.checks = [{"format": fmt_of.get(c.path), **asdict(c)} for c in check_written(w.files)]
+        w.checks = [WrittenCheck(fmt_of.get(c.path), c.path, c.validator, c.ok, c.output)
+                    for c in check_written(w.files)]
     (out / "exports.json").write_text(json.dumps(w.to_dict(), indent=1) + "\n")
     return w

@@ -27,6 +27,7 @@ from bearing_lib.ops.binding import BindingTrigger
 from bearing_lib.ops.schedule import DailySchedule, daily_schedule
 
 if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
     from bearing_lib.ops.exports import ExportTarget, PlanNumbers
     from bearing_lib.traffic.document import ProfileDocument
 
@@ -87,7 +88,7 @@ def schedule_part(doc: ProfileDocument | None, numbers: PlanNumbers) -> DailySch
                           repeated=hod.repeated)
 
 
-def binding_part(metrics: Any, limits: Any, *, metrics_path: str = "", run: str | None = None
+def binding_part(metrics: Any, limits: LimitsResult | None, *, metrics_path: str = "", run: str | None = None
                  ) -> BindingTrigger | NotAvailable:
     """The trigger on the binding resource from the load test's server metrics (:func:`~.binding.binding_trigger`
     at the plan's limit step, :func:`~.bottleneck.find_limit_step`), or why there is none."""
@@ -108,7 +109,8 @@ def binding_part(metrics: Any, limits: Any, *, metrics_path: str = "", run: str 
 
 
 def scaling_triggers(numbers: PlanNumbers, *, profile: ProfileDocument | None = None, metrics: Any = None,
-                     limits: Any = None, metrics_path: str = "", run: str | None = None) -> ScalingTriggers:
+                     limits: LimitsResult | None = None, metrics_path: str = "",
+                     run: str | None = None) -> ScalingTriggers:
     """The plan's triggers (module docstring); the replica bounds are the KEDA ScaledObject's."""
     from bearing_lib.ops.exports import keda
 

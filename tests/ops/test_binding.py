@@ -70,7 +70,7 @@ def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
                                      "target": {"type": "AverageValue", "averageValue": "1000m"}}} \
         in hpa["spec"]["metrics"]
     for c in w.checks:
-        assert c["ok"] in (True, None), c
+        assert c.ok in (True, None), c
     # the user's --queue-target wins over the bottleneck's queue threshold, and says so
     w2 = export(numbers, ["keda"], tmp_path / "q", ExportTarget(binding=trig, queue_target=5.0), check=False)
     assert sum("num_requests_waiting" in t["metadata"]["query"] for t in
