@@ -254,7 +254,9 @@ def money_for(
         if instances.total_ci95 is not None:
             money.monthly_cost_all_instances_always_on_ci95 = mapped(
                 instances.total_ci95, lambda n: monthly_cost(n, price_per_hour))
-        money.open_reason = instances.open_reason
+        if instances.open_reason:  # a cost divides by the limit: its open end is on the other side
+            side = "above" if a_ci[1] is None else "below"
+            money.open_reason = f"the limit's 95% CI is open {side}: {instances.open_reason}"
     if recommended is None:
         _bounded_budget(money, monthly_budget)
     return money
