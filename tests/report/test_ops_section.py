@@ -370,3 +370,35 @@ def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
         bottleneck_at_limit(two, limit_step=2)
     one = pl.DataFrame(rows("a", 0.97))
     assert bottleneck_at_limit(one, limit_step=2, run_id="other").run_id == "a"  # the only run is the run
+
+
+def test_an_open_limit_is_said_open_in_the_fos_table_and_the_ops_sections_figures(tmp_path):
+    """The short mix's limit CI open above ([5.6, null] rps): the report's FOS table and statement say "≥ …, open
+    above", and the ops section's tokens row "≥ … (open above)" while its $ per 1M tokens, fleet cost and near-term
+    count are open below, each a number only at its closed end (the plan's typed economics, not a dict)."""
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.economics import PlanEconomics
+
+    limits = hand_made("limits")
+    limits["mixes"][0]["q_ult"]["ci95"] = [5.6, None]
+    profile = hand_made("profile")
+    profile["seq_len"] = json.loads((FIXTURES / "plan" / "profile_handmade.json").read_text())["seq_len"]
+    profile["seq_len"].update(input_tokens={"mean": 1000.0}, output_tokens={"mean": 250.0})
+    plan = CapacityPlan.build(json.loads(json.dumps(limits)), profile, price_per_hour=4.0).to_dict()
+    out = tmp_path / "r"
+    ops = ops_section(plan_doc=plan, limits_doc=limits, output_dir=out, write_exports=False)
+    assert isinstance(ops.data.economics, PlanEconomics)
+    m = build_report(limits=limits, profile=profile, plan=plan, provenance=provenance(), name="open", ops=ops)
+    html = write_report(m, out)["html"].read_text(encoding="utf-8")
+    fos = html[html.index('<section id="fos">'):]
+    fos = fos[:fos.index("</section>")]
+    lo = plan["fos"]["per_mix"][0]["fos"]["ci95"][0]
+    assert plan["fos"]["per_mix"][0]["fos"]["ci95"][1] is None
+    assert f"(≥ {lo:.2f}, open above)" in fos and "open above: no step above the limit failed a clause" in fos
+    o = _ops_html(out / "report.html")
+    tok = plan["economics"]["tokens"]["at_q_ult"]["total_tokens_per_s_ci95"]
+    assert tok[1] is None and f"≥ {tok[0]:,.0f}" in o and "(open above)" in o
+    usd = plan["economics"]["money"]["usd_per_million_output_tokens_ci95"]
+    assert usd[0] is None and "(open below)" in o and f"≤ {usd[1]:.3f}" in o
+    near = plan["economics"]["staged"]["near_term"]["instances_ci95"]
+    assert near[0] is None and f"≤ {near[1]}" in o
