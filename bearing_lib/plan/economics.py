@@ -48,7 +48,7 @@ from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.fos import FosResult, Target, TierBands
-from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
+from bearing_lib.plan.inputs import ProfileInput
 from bearing_lib.plan.interval import (
     Interval,
     ci_text,
@@ -705,7 +705,7 @@ def plan_economics(
     target_rps: float,
     allowable_rps: float | None,
     instances: InstancePlan | NotAvailable,
-    profile: ProfileInput | dict[str, Any],
+    profile: ProfileInput,
     *,
     quantile: float | None = None,
     trace: Any = None,
@@ -727,8 +727,6 @@ def plan_economics(
     ``current_peak`` (the plan's :class:`~bearing_lib.plan.fos.Target`) gives the staged plan its current
     peak (:attr:`Target.current_peak_rps`, the one definition); without it ``target_rps`` is the peak.
     """
-    if isinstance(profile, dict):  # a profile JSON document: validated once at this edge
-        profile = profile_input_from_dict(profile)
     if price_per_hour is not None:
         _positive(price_per_hour=price_per_hour)
     if budget_per_month is not None:

@@ -26,6 +26,7 @@ from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.economics import WEEK_S, Money, plan_economics, weekly_peaks
 from bearing_lib.plan.fos import get_tier
+from bearing_lib.plan.inputs import profile_input_from_dict
 from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
 from tests.factories import provenance
 
@@ -141,7 +142,7 @@ def test_the_plan_forecasts_as_the_profile_does_and_says_when_the_fleet_runs_out
     profile = {"per_minute": {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}}
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
-    s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile, quantile=0.99).staged
+    s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile_input_from_dict(profile), quantile=0.99).staged
     assert s.daily_peaks_rps == pytest.approx(peaks)
     # independently: least squares through (day, peak), the 95 % prediction interval 182.5 days after day 34
     x = np.arange(float(days))
@@ -254,8 +255,8 @@ def test_elastic_buffer_without_burst_hours_is_costed_as_a_range(budget, status,
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=1.0, base=1, buffer=1, total=2,
                       buffer_plan=BufferPlan("elastic", 1, "hand-made"))
-    m = plan_economics(plan.fos, get_tier("standard"), 1.0, None, inst,
-                       {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}},
+    m = plan_economics(plan.fos, get_tier("standard"), 1.0, None, inst, profile_input_from_dict(
+                       {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}}),
                        price_per_hour=1.0, budget_per_month=budget).money
     assert isinstance(m, Money)
     assert m.monthly_cost_recommended is None and m.monthly_cost_range == pytest.approx((730.0, 1460.0))
@@ -303,7 +304,8 @@ def test_a_bound_on_the_limit_bounds_every_economics_figure_and_is_said(bound, l
     d = _plan(price_per_hour=4.0)
     d["fos"]["blended"]["bound"] = bound
     p = CapacityPlan.from_dict(d)
-    e = plan_economics(p.fos, p.tier, p.target.rps, p.allowable_rps, p.instances, _profile(), price_per_hour=4.0)
+    e = plan_economics(p.fos, p.tier, p.target.rps, p.allowable_rps, p.instances,
+                       profile_input_from_dict(_profile()), price_per_hour=4.0)
     assert isinstance(e, PlanEconomics)
     for part in (e.tokens, e.money, e.staged):
         assert part.limit_bound == (bound if bound != "none" else None)
@@ -343,7 +345,7 @@ def test_one_forecast_shared_by_the_profile_and_the_plan_and_no_trend_said(with_
         profile["per_minute"] = {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
-    s = plan_economics(plan.fos, plan.tier, 3.2, None, inst, profile, quantile=0.99).staged
+    s = plan_economics(plan.fos, plan.tier, 3.2, None, inst, profile_input_from_dict(profile), quantile=0.99).staged
     # the plan's forecast is the profile's, with or without the series in the profile JSON
     fc = s.mid_term.forecast
     assert fc == prof_mid.trend
