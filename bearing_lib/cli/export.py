@@ -104,28 +104,27 @@ def export_cmd(
                 raise typer.Exit(code=1)
 
 def _binding_from_metrics(metrics: Path, fmt: str | None, limits_path: str | None, run: str | None):  # noqa: ANN202
+    """The binding-resource trigger (:func:`bearing_lib.ops.triggers.binding_part`, as the report derives it),
+    the limits JSON read at this edge; None (with a note) when the metrics name none."""
     from bearing_lib.common.errors import ParameterError
     from bearing_lib.common.files import read_json
-    from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.common.schema import NotAvailable
     from bearing_lib.limits.result import LimitsResult
     from bearing_lib.loaders import load
-    from bearing_lib.ops.binding import binding_trigger
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
-    from bearing_lib.ops.metrics import step_signals
+    from bearing_lib.ops.triggers import binding_part
 
     ds = load(metrics, format=fmt)
     if ds.kind != "metrics":
         raise ParameterError(f"{metrics} holds {ds.kind} ({ds.provenance.format}), not server metrics")
     doc = (LimitsResult.from_dict(read_json(Path(limits_path), "limits JSON"), source=str(limits_path))
            if limits_path is not None else None)
-    found = find_limit_step(doc, run_id=run, metrics_path=metrics, metrics_format=str(ds.provenance.format))
-    table = step_signals(ds)
-    trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=found.step, run_id=run))
-    if isinstance(trig, Unavailable):
+    trig = binding_part(ds, doc, metrics_path=str(metrics), run=run, strict=True)
+    if isinstance(trig, NotAvailable):
         typer.echo(f"note: no binding-signal trigger: {trig.reason}")
         return None
     typer.echo(f"binding signal: {trig.evidence}")
     return trig
+
 
 def bottleneck_cmd(
     metrics: Path = typer.Argument(..., help="Server metrics: a file or folder (Prometheus scrape(s), query "
