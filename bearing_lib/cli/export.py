@@ -97,34 +97,34 @@ def export_cmd(
         if check:
             failed = False
             for c in written.checks:
-                state = "passed" if c["ok"] else ("FAILED" if c["ok"] is False else "not run")
-                typer.echo(f"check {Path(c['path']).name}: {c['validator']}: {state}"
-                           + ("" if c["ok"] else f"\n  {c['output']}"))
-                failed = failed or c["ok"] is False
+                state = "passed" if c.ok else ("FAILED" if c.ok is False else "not run")
+                typer.echo(f"check {Path(c.path).name}: {c.validator}: {state}" + ("" if c.ok else f"\n  {c.output}"))
+                failed = failed or c.ok is False
             if failed:
                 raise typer.Exit(code=1)
 
 def _binding_from_metrics(metrics: Path, fmt: str | None, limits_path: str | None, run: str | None):  # noqa: ANN202
+    """The binding-resource trigger (:func:`bearing_lib.ops.triggers.binding_part`, as the report derives it),
+    the limits JSON read at this edge; None (with a note) when the metrics name none."""
     from bearing_lib.common.errors import ParameterError
     from bearing_lib.common.files import read_json
-    from bearing_lib.common.unavailable import Unavailable
+    from bearing_lib.common.schema import NotAvailable
+    from bearing_lib.limits.result import LimitsResult
     from bearing_lib.loaders import load
-    from bearing_lib.ops.binding import binding_trigger
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
-    from bearing_lib.ops.metrics import step_signals
+    from bearing_lib.ops.triggers import binding_part
 
     ds = load(metrics, format=fmt)
     if ds.kind != "metrics":
         raise ParameterError(f"{metrics} holds {ds.kind} ({ds.provenance.format}), not server metrics")
-    doc = read_json(Path(limits_path), "limits JSON") if limits_path is not None else None
-    found = find_limit_step(doc, run_id=run, metrics_path=metrics, metrics_format=str(ds.provenance.format))
-    table = step_signals(ds)
-    trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=found.step, run_id=run))
-    if isinstance(trig, Unavailable):
+    doc = (LimitsResult.from_dict(read_json(Path(limits_path), "limits JSON"), source=str(limits_path))
+           if limits_path is not None else None)
+    trig = binding_part(ds, doc, metrics_path=str(metrics), run=run, strict=True)
+    if isinstance(trig, NotAvailable):
         typer.echo(f"note: no binding-signal trigger: {trig.reason}")
         return None
     typer.echo(f"binding signal: {trig.evidence}")
     return trig
+
 
 def bottleneck_cmd(
     metrics: Path = typer.Argument(..., help="Server metrics: a file or folder (Prometheus scrape(s), query "
@@ -161,8 +161,11 @@ def bottleneck_cmd(
             ds = align_to_steps(ds, step_windows(load_trace(trace), offset_s=offset_s))
         if step is None:
             from bearing_lib.common.files import read_json
+            from bearing_lib.limits.result import LimitsResult
 
-            found = find_limit_step(read_json(limits, "limits JSON") if limits is not None else None, run_id=run,
+            doc = (LimitsResult.from_dict(read_json(limits, "limits JSON"), source=str(limits))
+                   if limits is not None else None)
+            found = find_limit_step(doc, run_id=run,
                                     mix=mix, metrics_path=metrics, metrics_format=str(ds.provenance.format))
             step = found.step
             if found.basis is not None:

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.limits.result import LimitsResult, MixLimit
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.data.servermetrics import ServerMetrics
@@ -187,10 +187,10 @@ def name_bottleneck(
                       f"{first.resource}-bound at step {limit_step} (rule {first.rule}: {first.evidence})", fired, now)
 
 
-def first_failing_step(limits: LimitsResult | dict[str, Any], *, run_id: str | None = None,
+def first_failing_step(limits: LimitsResult, *, run_id: str | None = None,
                        mix: str | None = None) -> int | None:
-    """The first step with status ``fail`` of one mix of the limits, in step order (a limits JSON
-    document is validated once first, :meth:`LimitsResult.from_dict`).
+    """The first step with status ``fail`` of one mix of the limits, in step order (a limits JSON document is
+    read at its edge first, :meth:`LimitsResult.from_dict`).
 
     The run and the mix are never guessed: limits holding several runs (or a run holding several mixes)
     need ``run_id`` (``mix``), and a run or mix the limits do not hold is refused; the
@@ -201,12 +201,10 @@ def first_failing_step(limits: LimitsResult | dict[str, Any], *, run_id: str | N
     return next((int(s.step) for s in sorted(m.steps, key=lambda s: s.step) if s.status == "fail"), None)
 
 
-def limit_mix(limits: LimitsResult | dict[str, Any], *, run_id: str | None = None, mix: str | None = None) -> Any:
+def limit_mix(limits: LimitsResult, *, run_id: str | None = None, mix: str | None = None) -> MixLimit | None:
     """The one mix (a ``MixLimit``) of the limits whose limit step is asked for (rules: :func:`first_failing_step`);
     None when the limits hold no mix."""
-    from bearing_lib.limits.result import LimitsResult
-
-    result = limits if isinstance(limits, LimitsResult) else LimitsResult.from_dict(limits)
+    result = limits
     runs = sorted({m.run_id for m in result.mixes if m.run_id is not None})
     if run_id is None and len(runs) > 1:
         raise ParameterError(f"the limits hold {len(runs)} runs ({', '.join(runs)}), each with its own limit step: "
@@ -252,7 +250,7 @@ class LimitStep:
     basis: str | None
 
 
-def find_limit_step(limits: LimitsResult | dict[str, Any] | None, *, run_id: str | None = None,
+def find_limit_step(limits: LimitsResult | None, *, run_id: str | None = None,
                     mix: str | None = None, metrics_path: str | Path = "", metrics_format: str = "") -> LimitStep:
     """The limit step: the mix's first failing step in the limits (:func:`first_failing_step`); else, for a
     folder of inference-perf Prometheus reports, the first saturated stage (:func:`first_saturated_step` on

@@ -40,12 +40,16 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from bearing_lib.common.errors import ParameterError, SchemaError
 from bearing_lib.common.files import read_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.plan.capacity_plan import CapacityPlan
 
 FORMATS = ("prometheus", "hpa", "keda", "envoy", "nginx")
 HPA_MAX_STABILIZATION_S = 3600  # autoscaling/v2: stabilizationWindowSeconds <= 3600
@@ -148,11 +152,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     """The plan JSON's numbers the exports need; the SLA from ``limits_path`` (else the limits file
     the plan names in ``sources.limits``, when it exists). Missing keys: one :class:`SchemaError`
     listing them all, with the file."""
-    from bearing_lib.plan.capacity import InstancePlan
     from bearing_lib.plan.capacity_plan import CapacityPlan
-    from bearing_lib.plan.domains import FailureDomains
-    from bearing_lib.plan.elasticity import ReplayResult
-    from bearing_lib.plan.fos import CbuResult
 
     plan_path = Path(plan_path)
     doc = read_json(plan_path, "plan JSON")
@@ -161,6 +161,26 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
     except SchemaError as exc:
         raise SchemaError(f"{exc.message}\nwrite it with `bearing plan --limits L --profile P --json OUT`",
                           path=plan_path) from None
+    if limits_path is None:
+        named = p.sources.get("limits")
+        if isinstance(named, str):
+            cand = Path(named) if Path(named).is_absolute() else plan_path.parent / named
+            cand = cand if cand.is_file() else Path(named)
+            limits_path = cand if cand.is_file() else None
+    sla = read_sla(Path(limits_path)) if limits_path is not None else ()
+    return plan_numbers(p, plan_path=str(plan_path), limits_path=str(limits_path) if limits_path else None, sla=sla)
+
+
+def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = None,
+                 sla: tuple[SlaClause, ...] = ()) -> PlanNumbers:
+    """The numbers the exports need, read from the typed plan ``p`` (``plan_path`` / ``limits_path`` name the files
+    the exports cite); a plan without an instance count or a CBU cannot be exported (:class:`SchemaError` naming
+    the field)."""
+    from bearing_lib.plan.capacity import InstancePlan
+    from bearing_lib.plan.domains import FailureDomains
+    from bearing_lib.plan.elasticity import ReplayResult
+    from bearing_lib.plan.fos import CbuResult
+
     inst, cbu = p.instances, p.cbu
     if not isinstance(inst, InstancePlan):
         raise SchemaError(f"the plan has no instance count ({inst.reason}): the exports need it", path=plan_path,
@@ -169,18 +189,9 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         raise SchemaError(f"the plan has no CBU ({cbu.reason}): the exports need its threshold", path=plan_path,
                           field="cbu")
     el = p.elasticity if isinstance(p.elasticity, ReplayResult) else None
-    if limits_path is None:
-        named = p.sources.get("limits")
-        if isinstance(named, str):
-            cand = Path(named) if Path(named).is_absolute() else plan_path.parent / named
-            cand = cand if cand.is_file() else Path(named)
-            limits_path = cand if cand.is_file() else None
-    sla: tuple[SlaClause, ...] = ()
-    if limits_path is not None:
-        sla = read_sla(Path(limits_path))
     dom = p.failure_domains if isinstance(p.failure_domains, FailureDomains) else None
     numbers = PlanNumbers(
-        plan_path=str(plan_path),
+        plan_path=plan_path,
         per_instance_allowable_rps=inst.per_instance_allowable_rps,
         per_instance_q_ult_rps=inst.per_instance_q_ult_rps,
         cbu_threshold=cbu.threshold,
@@ -192,7 +203,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         tier=p.tier.name,
         verdict=p.verdict,
         target_rps=p.target.rps,
-        limits_path=str(limits_path) if limits_path is not None else None,
+        limits_path=limits_path,
         sla=sla,
         limit_bound=p.blended.bound,
         domain_instances=dom.instances if dom else None,
@@ -213,6 +224,12 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
         raise SchemaError(f"cbu.threshold must be in (0, 1] (found {numbers.cbu_threshold})", path=plan_path,
                           field="cbu.threshold")
     return numbers
+
+
+def sla_clauses(limits: LimitsResult) -> tuple[SlaClause, ...]:
+    """The SLA clauses of a typed limits result that carry a numeric threshold (the ones that give alerts)."""
+    return tuple(SlaClause(c.text, c.kind, c.metric, c.stat, float(c.threshold), c.unit or "")
+                 for c in limits.sla if isinstance(c.threshold, int | float))
 
 
 def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
@@ -740,15 +757,27 @@ FILE_NAMES = {
 }
 
 
+@dataclass(frozen=True)
+class WrittenCheck:
+    """One written file's validation (:class:`bearing_lib.ops.validate.Check`) with the format it belongs to."""
+
+    format: str | None
+    path: str
+    validator: str
+    ok: bool | None
+    output: str
+
+
 @dataclass
 class Written:
-    """What :func:`export` wrote: the files per format, the numbers used, and notes."""
+    """What :func:`export` wrote: the files per format, the numbers used (``numbers``: the manifest's record of
+    them, written as is to ``exports.json``: a JSON edge), and notes."""
 
     out_dir: str
     files: dict[str, list[str]] = field(default_factory=dict)
     notes: dict[str, list[str]] = field(default_factory=dict)
     numbers: dict[str, Any] = field(default_factory=dict)
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[WrittenCheck] = field(default_factory=list)
     """With ``check=True``: per file, the validator and whether it passed (``ok`` null: not installed)."""
 
     def to_dict(self) -> dict[str, Any]:
@@ -805,6 +834,7 @@ def export(
         from bearing_lib.ops.validate import check_written
 
         fmt_of = {p: f for f, paths in w.files.items() for p in paths}
-        w.checks = [{"format": fmt_of.get(c.path), **asdict(c)} for c in check_written(w.files)]
+        w.checks = [WrittenCheck(fmt_of.get(c.path), c.path, c.validator, c.ok, c.output)
+                    for c in check_written(w.files)]
     (out / "exports.json").write_text(json.dumps(w.to_dict(), indent=1) + "\n")
     return w

@@ -27,6 +27,7 @@ from bearing_lib.ops.binding import BindingTrigger
 from bearing_lib.ops.schedule import DailySchedule, daily_schedule
 
 if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.limits.result import LimitsResult
     from bearing_lib.ops.exports import ExportTarget, PlanNumbers
     from bearing_lib.traffic.document import ProfileDocument
 
@@ -87,10 +88,12 @@ def schedule_part(doc: ProfileDocument | None, numbers: PlanNumbers) -> DailySch
                           repeated=hod.repeated)
 
 
-def binding_part(metrics: Any, limits: Any, *, metrics_path: str = "", run: str | None = None
-                 ) -> BindingTrigger | NotAvailable:
+def binding_part(metrics: Any, limits: LimitsResult | None, *, metrics_path: str = "", run: str | None = None,
+                 strict: bool = False) -> BindingTrigger | NotAvailable:
     """The trigger on the binding resource from the load test's server metrics (:func:`~.binding.binding_trigger`
-    at the plan's limit step, :func:`~.bottleneck.find_limit_step`), or why there is none."""
+    at the plan's limit step, :func:`~.bottleneck.find_limit_step`), or why there is none: the one orchestration
+    the report (:func:`scaling_triggers`) and ``bearing export --server-metrics`` share. ``strict`` (the CLI)
+    raises a run or mix that cannot be chosen instead of saying it."""
     if metrics is None:
         return NotAvailable("no server metrics given: the autoscalers scale on the request rate only")
     from bearing_lib.ops.binding import binding_trigger
@@ -103,12 +106,15 @@ def binding_part(metrics: Any, limits: Any, *, metrics_path: str = "", run: str 
         table = step_signals(metrics)
         trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=found.step, run_id=run))
     except BearingError as exc:
+        if strict:
+            raise
         return NotAvailable(f"no binding-resource trigger: {exc}")
     return NotAvailable(trig.reason) if isinstance(trig, Unavailable) else trig
 
 
 def scaling_triggers(numbers: PlanNumbers, *, profile: ProfileDocument | None = None, metrics: Any = None,
-                     limits: Any = None, metrics_path: str = "", run: str | None = None) -> ScalingTriggers:
+                     limits: LimitsResult | None = None, metrics_path: str = "",
+                     run: str | None = None) -> ScalingTriggers:
     """The plan's triggers (module docstring); the replica bounds are the KEDA ScaledObject's."""
     from bearing_lib.ops.exports import keda
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
+from bearing_lib.plan.interval import OPEN_ABOVE, Interval, count_range_text, mapped, open_end, scaled
 from bearing_lib.plan.jsonform import STRICT, to_json
 from bearing_lib.plan.memory import MemoryRequirement, ModelPreset, memory_requirement
 
@@ -233,7 +234,8 @@ class InstancePlan:
     ``buffer`` is that fixed buffer and ``burst_buffer`` keeps what the burst model alone asked for."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("burst_buffer",)
+    _OMIT_NONE = ("burst_buffer", "per_instance_q_ult_ci95", "per_instance_allowable_ci95", "base_ci95", "total_ci95",
+                  "open_reason")
     target_rps: float
     per_instance_q_ult_rps: float
     target_fos: float
@@ -249,9 +251,25 @@ class InstancePlan:
     buffer_plan: BufferPlan | None = None
     safe_concurrency: SafeConcurrency | None = None
     burst_buffer: int | None = None
+    per_instance_q_ult_ci95: Interval | None = None
+    """The per-instance limit's 95 % CI (the blended limit's over the tested instances; an end open where its is)."""
+    per_instance_allowable_ci95: Interval | None = None
+    base_ci95: tuple[int | None, int | None] | None = None
+    """``base`` over the limit's 95 % CI: ``ceil(target / (q_hi / FOS))`` to ``ceil(target / (q_lo / FOS))``. A
+    limit open above leaves the **low** end open (``None``): the data cannot say how few instances would do."""
+    total_ci95: tuple[int | None, int | None] | None = None
+    """``total`` over the limit's 95 % CI (each end with its own burst buffer, or the held buffer), low end open
+    where ``base_ci95``'s is."""
+    open_reason: str | None = None
+    """Why an end of these intervals is open (the limit's CI is open on the other side)."""
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
+
+    def range_text(self) -> str:
+        """The instance count's 95 % range in words (``""`` without one): "95% CI 9–26 instances", or
+        "95% CI ≤ 26 instances (low end open: ...)"."""
+        return count_range_text(self.total_ci95, self.open_reason)
 
 
 def hold_buffer(inst: InstancePlan, bp: BufferPlan) -> None:
@@ -264,6 +282,8 @@ def hold_buffer(inst: InstancePlan, bp: BufferPlan) -> None:
         inst.burst_buffer = inst.buffer
         inst.buffer = bp.instances
         inst.total = inst.base + inst.buffer
+        if inst.base_ci95 is not None:
+            inst.total_ci95 = mapped(inst.base_ci95, lambda n: n + bp.instances)  # type: ignore[assignment]
         inst.reason += (f"; the buffer is held {bp.mode} at {bp.instances} instance(s) (the burst model alone "
                         f"asked for {inst.burst_buffer}), so the fleet is {inst.total}")
 
@@ -286,6 +306,16 @@ def buffer_plan(inst: InstancePlan, rep: ReplayResult | None, why_no_replay: str
                                   f"{rep.buffer}){freq}")
 
 
+def _counts(target_rps: float, q: float, target_fos: float, burst: BurstModel | None,
+            min_buffer: int) -> tuple[int, int, int, str]:
+    """(base, buffer, burst need, basis) at a per-instance limit ``q``."""
+    base = math.ceil(target_rps / (q / target_fos) - 1e-9)
+    if burst is None:
+        return base, SEED_BUFFER, 0, "seed default (+2 elastic instances): no burst model in the profile"
+    burst_need = math.ceil(burst.multiplier * target_rps / q - 1e-9)
+    return base, max(min_buffer, burst_need - base), burst_need, ""
+
+
 def instance_count(
     target_rps: float,
     per_instance_q_ult_rps: float,
@@ -293,14 +323,22 @@ def instance_count(
     *,
     burst: BurstModel | None = None,
     min_buffer: int = DEFAULT_MIN_BUFFER,
+    ci95: Interval | None = None,
+    open_reason: str | None = None,
 ) -> InstancePlan:
-    """``ceil(target / (Q_ult_instance / FOS))`` + buffer (see module docstring).
+    """``ceil(target / (Q_ult_instance / FOS))`` + buffer (see module docstring); with ``ci95`` (the per-instance
+    limit's 95 % CI) the counts at its ends too (``base_ci95``, ``total_ci95``): a higher limit needs fewer
+    instances, so the limit's high end gives the count's low end, and a limit open above leaves the count's low
+    end open (``None``, with ``open_reason``).
 
     Examples
     --------
     >>> p = instance_count(100.0, 20.0, 1.5, burst=BurstModel(3.0))
     >>> (p.base, p.buffer, p.total)   # ceil(100 / 13.33) = 8; burst 300 / 20 = 15 -> buffer 7
     (8, 7, 15)
+    >>> p = instance_count(100.0, 20.0, 1.5, burst=BurstModel(3.0), ci95=(10.0, None))
+    >>> p.base_ci95, p.total_ci95     # at q 10: ceil(100 / 6.67) = 15, burst 300 / 10 = 30 -> total 30
+    ((None, 15), (None, 30))
     """
     if target_rps <= 0 or per_instance_q_ult_rps <= 0 or target_fos <= 0:
         raise ParameterError(f"instance count needs positive target, per-instance limit and FOS "
@@ -323,8 +361,20 @@ def instance_count(
     carry = "instance carries" if base == 1 else "instances carry"
     reason = (f"{base} {carry} {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "
               f"(Q_ult {per_instance_q_ult_rps:,.2f} / FOS {target_fos:g}), plus {buffer} for bursts")
-    return InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,
+    plan = InstancePlan(target_rps, per_instance_q_ult_rps, target_fos, allowable, base, buffer, base + buffer,
                         basis, burst, reason)
+    if ci95 is not None and ci95 != (None, None):
+        ends = [None if q is None else _counts(target_rps, q, target_fos, burst, min_buffer) for q in ci95]
+        # the limit's low end gives the count's high end and vice versa
+        plan.base_ci95 = (None if ends[1] is None else ends[1][0], None if ends[0] is None else ends[0][0])
+        plan.total_ci95 = (None if ends[1] is None else ends[1][0] + ends[1][1],
+                           None if ends[0] is None else ends[0][0] + ends[0][1])
+        plan.per_instance_q_ult_ci95 = ci95
+        plan.per_instance_allowable_ci95 = scaled(ci95, 1 / target_fos)
+        if open_end(ci95):
+            plan.open_reason = open_reason or OPEN_ABOVE
+        plan.reason += f"; over the limit's 95% CI the fleet is {plan.range_text().removeprefix('95% CI ')}"
+    return plan
 
 
 def memory_for(model: ModelPreset, concurrency: int, seq_len: float, *, margin: float = 0.15) -> MemoryRequirement:

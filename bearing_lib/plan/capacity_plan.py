@@ -78,6 +78,7 @@ from bearing_lib.plan.inputs import (
     target_from_profile,
     window_series_from_profile,
 )
+from bearing_lib.plan.interval import Interval, scaled
 from bearing_lib.plan.jsonform import STRICT, section, to_json
 from bearing_lib.plan.memory import (
     DEFAULT_MARGIN,
@@ -283,8 +284,9 @@ def _instances(io: _Inputs, fos: FosResult, tier: TierBands, target: Target,
     q_blend = fos.blended.q_blend_rps
     if q_blend is None:
         return NotAvailable("the blended limit is not bounded")
-    inst = instance_count(target.rps, q_blend / io.lim.tested_instances, tier.target_fos, burst=burst,
-                          min_buffer=opt.min_buffer)
+    n = io.lim.tested_instances
+    inst = instance_count(target.rps, q_blend / n, tier.target_fos, burst=burst, min_buffer=opt.min_buffer,
+                          ci95=scaled(fos.blended.q_blend_ci95, 1 / n), open_reason=fos.blended.open_reason)
     inst.tested_instances = io.lim.tested_instances
     inst.tested_instances_basis = io.lim.tested_instances_basis
     if fos.blended.bound == "lower":
@@ -472,7 +474,7 @@ class CapacityPlan:
     plan assumed; a section the inputs could not support is :class:`NotAvailable` with the reason."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("tenants",)
+    _OMIT_NONE = ("tenants", "allowable_open_reason")
     tier: TierBands
     target: Target
     fos: FosResult
@@ -489,6 +491,9 @@ class CapacityPlan:
     economics: EconomicsSection | None = None
     failure_domains: DomainsSection | None = None
     tenants: Tenants | None = None
+    allowable_ci95: Interval | None = None
+    """The allowable capacity's 95 % CI (the blended limit's over the design FOS; an end open where the limit's is)."""
+    allowable_open_reason: str | None = None
     utilisation: float | None = None
     breakpoint_rule: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
@@ -524,8 +529,10 @@ class CapacityPlan:
         target = _target(io.prof, opt)
         fos = compute_fos(io.lim.limits, _shares(io, opt), target, own_peaks=io.prof.own_peaks)
         verdict = fos_verdict(fos, tier, target)
-        allowable, allowable_text = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound)
-        cbu = _cbu(io, fos, allowable, allowable_text, trace)
+        allow = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound,
+                                   ci95=fos.blended.q_blend_ci95, open_reason=fos.blended.open_reason)
+        allowable = allow.rps
+        cbu = _cbu(io, fos, allowable, allow.statement, trace)
         instances = _instances(io, fos, tier, target, opt)
         safe = _safe_concurrency(io, fos)
         memory = _memory(io, safe, opt, trace)
@@ -559,7 +566,8 @@ class CapacityPlan:
         if no_fit:
             color, reason = "red", f"the model does not fit the GPU memory: {no_fit}. Besides: {reason}"
         return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
-                   allowable_rps=allowable, allowable_statement=allowable_text, cbu=cbu, instances=instances,
+                   allowable_rps=allowable, allowable_statement=allow.statement, allowable_ci95=allow.ci95,
+                   allowable_open_reason=allow.open_reason, cbu=cbu, instances=instances,
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,
                    failure_domains=domains, tenants=tenants,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,
@@ -579,9 +587,10 @@ class CapacityPlan:
         """The plan JSON (``docs/interfaces.md`` §6), keys in the documented order."""
         d = to_json(self)
         head = ("schema", "bearing_version", "sources", "tier", "target", "fos", "verdict", "verdict_reason",
-                "utilisation", "breakpoint_rule", "allowable_rps", "allowable_statement")
+                "utilisation", "breakpoint_rule", "allowable_rps", "allowable_ci95", "allowable_open_reason",
+                "allowable_statement")
         notes = d.pop("notes")
-        return {**{k: d.pop(k) for k in head}, **d, "notes": notes}
+        return {**{k: d.pop(k) for k in head if k in d}, **d, "notes": notes}
 
     @classmethod
     def from_dict(cls, doc: Any, *, source: str = "plan JSON") -> CapacityPlan:
@@ -623,6 +632,8 @@ class CapacityPlan:
         i = self.instances
         if isinstance(i, InstancePlan):
             lines.append(f"instances:   {i.total} = {i.base} + buffer {i.buffer} ({i.buffer_basis})")
+            if i.total_ci95 is not None:
+                lines.append(f"             over the limit's CI: {i.range_text()}")
             if i.buffer_plan is not None:
                 bp = i.buffer_plan
                 lines.append(f"buffer:      {bp.mode}, {bp.instances} instance(s): {bp.reason}")

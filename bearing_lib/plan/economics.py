@@ -48,7 +48,17 @@ from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.domains import FailureDomains
 from bearing_lib.plan.fos import FosResult, Target, TierBands
-from bearing_lib.plan.inputs import ProfileInput, profile_input_from_dict
+from bearing_lib.plan.inputs import ProfileInput
+from bearing_lib.plan.interval import (
+    Interval,
+    ci_text,
+    count_range_text,
+    inverted,
+    is_open,
+    mapped,
+    open_end,
+    scaled,
+)
 from bearing_lib.plan.jsonform import STRICT, available, section, to_json
 from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
 from bearing_lib.plan.scorecards import ScoreRow
@@ -69,24 +79,42 @@ def _positive(**values: float | None) -> None:
 
 @dataclass(frozen=True)
 class TokenRates:
-    """A request rate as tokens per second."""
+    """A request rate as tokens per second; with the limit's 95 % CI carried (``*_ci95``, an end ``None`` where
+    the limit's CI is open) when the rate is made from a limit that has one."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("rps_ci95", "input_tokens_per_s_ci95", "output_tokens_per_s_ci95", "total_tokens_per_s_ci95")
     rps: float
     input_tokens_per_s: float
     output_tokens_per_s: float
     total_tokens_per_s: float
+    rps_ci95: Interval | None = None
+    input_tokens_per_s_ci95: Interval | None = None
+    output_tokens_per_s_ci95: Interval | None = None
+    total_tokens_per_s_ci95: Interval | None = None
 
     def to_dict(self) -> dict[str, float]:
         return to_json(self)
 
 
-def token_rates(rps: float, *, mean_input_tokens: float, mean_output_tokens: float) -> TokenRates:
-    """``rps`` in input, output and total tokens per second."""
+def token_rates(rps: float, *, mean_input_tokens: float, mean_output_tokens: float,
+                ci95: Interval | None = None) -> TokenRates:
+    """``rps`` in input, output and total tokens per second; ``ci95`` (of ``rps``) scaled the same way.
+
+    >>> token_rates(2.0, mean_input_tokens=100, mean_output_tokens=50, ci95=(1.5, None)).total_tokens_per_s_ci95
+    (225.0, None)
+    """
     if rps < 0 or mean_input_tokens < 0 or mean_output_tokens < 0:
         raise ParameterError("rates and token counts must be >= 0")
     i, o = rps * mean_input_tokens, rps * mean_output_tokens
-    return TokenRates(rps, i, o, i + o)
+    if ci95 is None or ci95 == (None, None):
+        return TokenRates(rps, i, o, i + o)
+    return TokenRates(rps, i, o, i + o, ci95, _times(ci95, mean_input_tokens), _times(ci95, mean_output_tokens),
+                      _times(ci95, mean_input_tokens + mean_output_tokens))
+
+
+def _times(ci: Interval, k: float) -> Interval:
+    return (None if ci[0] is None else ci[0] * k, None if ci[1] is None else ci[1] * k)
 
 
 def cost_per_million_output_tokens(price_per_hour: float, *, rps: float, mean_output_tokens: float) -> float:
@@ -151,7 +179,8 @@ class Money:
     budget row. An elastic buffer with unknown burst hours is costed as ``monthly_cost_range``."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("monthly_cost_range", "limit_bound", "bound_note")
+    _OMIT_NONE = ("monthly_cost_range", "limit_bound", "bound_note", "usd_per_million_output_tokens_ci95",
+                  "usd_per_request_ci95", "monthly_cost_all_instances_always_on_ci95", "open_reason")
     available: Literal[True] = field(default=True, kw_only=True)
     price_per_hour: float
     per_instance_allowable: TokenRates
@@ -169,6 +198,12 @@ class Money:
     bound_note: str | None = None
     token_basis: str = TWO_SIDES
     """Where the allowable load and the output tokens per request come from (two sides: :data:`TWO_SIDES`)."""
+    usd_per_million_output_tokens_ci95: Interval | None = None
+    """Over the limit's 95 % CI (a cost divides by the limit: a limit open above leaves the cost open below)."""
+    usd_per_request_ci95: Interval | None = None
+    monthly_cost_all_instances_always_on_ci95: Interval | None = None
+    """The fleet always on over the instance count's 95 % CI (its low end open where the count's is)."""
+    open_reason: str | None = None
 
 
 def money_for(
@@ -184,6 +219,7 @@ def money_for(
     ``buffer``, how the buffer is held (``buffer_plan.mode``, fixed without one) and the burst model's
     ``per_month`` and ``duration_min`` (``burst_hours`` overrides the duration)."""
     a = instances.per_instance_allowable_rps
+    a_ci = instances.per_instance_allowable_ci95
     total, buffer = instances.total, instances.buffer
     mode = instances.buffer_plan.mode if instances.buffer_plan is not None else "fixed"
     burst = instances.burst
@@ -204,7 +240,7 @@ def money_for(
     money = Money(
         price_per_hour=price_per_hour,
         per_instance_allowable=token_rates(a, mean_input_tokens=mean_input_tokens,
-                                           mean_output_tokens=mean_output_tokens),
+                                           mean_output_tokens=mean_output_tokens, ci95=a_ci),
         usd_per_million_output_tokens=cost_per_million_output_tokens(price_per_hour, rps=a,
                                                                      mean_output_tokens=mean_output_tokens),
         usd_per_request=cost_per_request(price_per_hour, rps=a),
@@ -212,6 +248,15 @@ def money_for(
         monthly_cost_burst_buffer=buffer_cost, monthly_cost_recommended=recommended, buffer=buffer_note,
         budget_row=budget_row(recommended, monthly_budget), budget_per_month=monthly_budget,
     )
+    if a_ci is not None and a_ci != (None, None):
+        money.usd_per_million_output_tokens_ci95 = inverted(a_ci, price_per_hour * 1e6 / (mean_output_tokens * 3600.0))
+        money.usd_per_request_ci95 = inverted(a_ci, price_per_hour / 3600.0)
+        if instances.total_ci95 is not None:
+            money.monthly_cost_all_instances_always_on_ci95 = mapped(
+                instances.total_ci95, lambda n: monthly_cost(n, price_per_hour))
+        if instances.open_reason:  # a cost divides by the limit: its open end is on the other side
+            side = "above" if a_ci[1] is None else "below"
+            money.open_reason = f"the limit's 95% CI is open {side}: {instances.open_reason}"
     if recommended is None:
         _bounded_budget(money, monthly_budget)
     return money
@@ -275,11 +320,13 @@ class NearTerm:
     """Instances for the current peak × 1.5 (``instances_with_domains``: with the largest domain(s) lost)."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("instances_with_domains",)
+    _OMIT_NONE = ("instances_with_domains", "instances_ci95")
     rps: float
     instances: int
     rule: str
     instances_with_domains: int | None = None
+    instances_ci95: tuple[int | None, int | None] | None = None
+    """``instances`` over the limit's 95 % CI; the low end open (None) where the limit's is open above."""
 
 
 @dataclass
@@ -316,7 +363,7 @@ class Staged:
     out."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("mid_term_reason", "limit_bound", "bound_note", "daily_peaks_rps")
+    _OMIT_NONE = ("mid_term_reason", "limit_bound", "bound_note", "daily_peaks_rps", "open_reason")
     available: Literal[True] = field(default=True, kw_only=True)
     per_instance_allowable_rps: float
     near_term: NearTerm
@@ -328,12 +375,15 @@ class Staged:
     limit_bound: str | None = None
     bound_note: str | None = None
     daily_peaks_rps: list[float] | None = None
+    open_reason: str | None = None
+    """Why the near term's ``instances_ci95`` has an open end."""
 
 
 def staged_for(
     per_instance_allowable_rps: float, fleet: int, current_peak_rps: float, *,
     weekly_peaks: list[float] | None = None, forecast: TrendForecast | None = None,
     domains: FailureDomains | None = None, peak_name: str = "",
+    allowable_ci95: Interval | None = None, open_reason: str | None = None,
 ) -> Staged:
     """Near and mid term in instances for a fleet of ``fleet`` instances at ``per_instance_allowable_rps``
     each; mid term only with a ``forecast`` (:func:`growth_forecast`); with ``domains`` each stage also in
@@ -349,6 +399,13 @@ def staged_for(
                                     f"current peak {peak:.4g} req/s{f' ({peak_name})' if peak_name else ''} × "
                                     f"{STAGE_FACTOR}", dom(near)),
                  weekly_peaks_rps=weekly_peaks)
+    if allowable_ci95 is not None and allowable_ci95 != (None, None):
+        # more allowable load per instance, fewer instances: the ends swap, an open high end opens the low one
+        lo_a, hi_a = allowable_ci95
+        out.near_term.instances_ci95 = (None if hi_a is None else instances_for(peak, hi_a),
+                                        None if lo_a is None else instances_for(peak, lo_a))
+        if open_end(allowable_ci95):
+            out.open_reason = open_reason
     if forecast is None:
         out.mid_term_reason = f"a forecast needs >= 4 weeks ({MIN_FORECAST_DAYS} complete days) of traffic"
         return out
@@ -465,8 +522,8 @@ def mean_tokens(profile: ProfileInput, trace: Any = None) -> MeanTokens | NotAva
     return MeanTokens(mi, mo, basis, per_mix, per_mix_basis)
 
 
-def _rates(rps: float | None, mi: float, mo: float) -> TokenRates | None:
-    return None if rps is None else token_rates(rps, mean_input_tokens=mi, mean_output_tokens=mo)
+def _rates(rps: float | None, mi: float, mo: float, ci95: Interval | None = None) -> TokenRates | None:
+    return None if rps is None else token_rates(rps, mean_input_tokens=mi, mean_output_tokens=mo, ci95=ci95)
 
 
 @dataclass
@@ -486,7 +543,7 @@ class Tokens:
     """The limits in tokens/s: at the blended Q_ult, at the allowable load, per instance, and per mix."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("limit_bound", "bound_note")
+    _OMIT_NONE = ("limit_bound", "bound_note", "open_reason")
     available: Literal[True] = field(default=True, kw_only=True)
     mean_input_tokens: float
     mean_output_tokens: float
@@ -499,6 +556,8 @@ class Tokens:
     rule: str
     limit_bound: str | None = None
     bound_note: str | None = None
+    open_reason: str | None = None
+    """Why an end of the token rates' ``*_ci95`` is open (the limit's CI is open there)."""
 
 
 TokensPart = section(Tokens)
@@ -533,9 +592,12 @@ class PlanEconomics:
         if isinstance(t, Tokens):
             for r, what in ((t.at_q_ult, "Q_ult"), (t.at_allowable, "allowable")):
                 if r:
+                    ci = ci_text(r.total_tokens_per_s_ci95, t.open_reason if is_open(r.total_tokens_per_s_ci95)
+                                 else None, digits=0, label="total 95% CI ")
                     out.append(f"tokens/s:    at {what} {r.rps:,.3f} req/s: input {r.input_tokens_per_s:,.0f}, "
                                f"output {r.output_tokens_per_s:,.0f}, total {r.total_tokens_per_s:,.0f} "
-                               f"(mean {t.mean_input_tokens:,.1f} in / {t.mean_output_tokens:,.1f} out)")
+                               f"(mean {t.mean_input_tokens:,.1f} in / {t.mean_output_tokens:,.1f} out)"
+                               + (f"; {ci}" if ci else ""))
             for pm in t.per_mix:
                 q, a = pm.q_ult, pm.allowable
                 if q:
@@ -554,6 +616,10 @@ class PlanEconomics:
                           f"${rng[0]:,.0f}–${rng[1]:,.0f}/month" if rng else "not computed")
                        + (f", of which burst buffer ${buf:,.2f}/month ({m.buffer})" if buf is not None
                           else f" ({m.buffer})"))
+            if m.usd_per_million_output_tokens_ci95 is not None:
+                out.append("             over the limit's CI: " + ci_text(
+                    m.usd_per_million_output_tokens_ci95, m.open_reason, label="$ per 1M output tokens 95% CI ",
+                    digits=3))
             out.append(f"budget:      {m.budget_row.status}: {m.budget_row.reason}")
         else:
             out.append(f"cost:        not available: {m.reason}")
@@ -563,7 +629,8 @@ class PlanEconomics:
             least = derived_qualifiers(str(s.limit_bound))[0]
             nd = (f" ({nt.instances_with_domains} with the largest domain(s) lost)"
                   if nt.instances_with_domains is not None else "")
-            out.append(f"near term:   {least}{nt.instances} instance(s){nd} for {nt.rps:,.3f} req/s ({nt.rule})")
+            out.append(f"near term:   {least}{nt.instances} instance(s){nd} for {nt.rps:,.3f} req/s ({nt.rule})"
+                       + (f"; {count_range_text(nt.instances_ci95, s.open_reason)}" if nt.instances_ci95 else ""))
             if s.mid_term is not None and s.fleet_runs_out is not None:
                 mt = s.mid_term
                 md = (f"; {mt.instances_with_domains} (upper {mt.instances_upper_with_domains}) with the largest "
@@ -588,13 +655,19 @@ def _tokens(fos: FosResult, tier: TierBands, allowable_rps: float | None, instan
     rows = []
     for m in fos.per_mix:
         pi, po = tok.per_mix.get(m.mix, (mi, mo))
-        rows.append(MixTokens(m.mix, pi, po, _rates(m.q_ult_rps, pi, po), _rates(m.q_ult_rps / design, pi, po)))
-    per_inst = instances.per_instance_allowable_rps if isinstance(instances, InstancePlan) else None
+        rows.append(MixTokens(m.mix, pi, po, _rates(m.q_ult_rps, pi, po, m.q_ult_ci95),
+                              _rates(m.q_ult_rps / design, pi, po, scaled(m.q_ult_ci95, 1 / design))))
+    inst = instances if isinstance(instances, InstancePlan) else None
+    b = fos.blended
+    reasons = [b.open_reason, *(m.fos.open_reason for m in fos.per_mix)]
     return Tokens(mean_input_tokens=mi, mean_output_tokens=mo, basis=tok.basis, per_mix=rows,
-                  per_mix_basis=tok.per_mix_basis, at_q_ult=_rates(fos.blended.q_blend_rps, mi, mo),
-                  at_allowable=_rates(allowable_rps, mi, mo), per_instance_allowable=_rates(per_inst, mi, mo),
+                  per_mix_basis=tok.per_mix_basis, at_q_ult=_rates(b.q_blend_rps, mi, mo, b.q_blend_ci95),
+                  at_allowable=_rates(allowable_rps, mi, mo, scaled(b.q_blend_ci95, 1 / design)),
+                  per_instance_allowable=_rates(inst.per_instance_allowable_rps if inst else None, mi, mo,
+                                                inst.per_instance_allowable_ci95 if inst else None),
                   rule="tokens/s = req/s × mean tokens per request (input, output; total = both); per mix at its "
-                       f"Q_ult and at Q_ult / design FOS {design:g}; {TWO_SIDES}")
+                       f"Q_ult and at Q_ult / design FOS {design:g}, each with the limit's 95% CI; {TWO_SIDES}",
+                  open_reason="; ".join(dict.fromkeys(r for r in reasons if r)) or None)
 
 
 def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, profile: ProfileInput,
@@ -609,7 +682,8 @@ def _staged(instances: InstancePlan, target_rps: float, quantile: float | None, 
     fc = profile.forecast if profile.forecast is not None else (
         growth_forecast(*series) if series and len(days) >= MIN_FORECAST_DAYS else None)
     staged = staged_for(instances.per_instance_allowable_rps, instances.total, target_rps, weekly_peaks=peaks,
-                        forecast=fc, domains=domains, peak_name=peak_name)
+                        forecast=fc, domains=domains, peak_name=peak_name,
+                        allowable_ci95=instances.per_instance_allowable_ci95, open_reason=instances.open_reason)
     if fc is not None:
         if series is not None and len(days) >= MIN_FORECAST_DAYS:
             staged.daily_peaks_rps = [float(v) for v in daily]
@@ -631,7 +705,7 @@ def plan_economics(
     target_rps: float,
     allowable_rps: float | None,
     instances: InstancePlan | NotAvailable,
-    profile: ProfileInput | dict[str, Any],
+    profile: ProfileInput,
     *,
     quantile: float | None = None,
     trace: Any = None,
@@ -653,8 +727,6 @@ def plan_economics(
     ``current_peak`` (the plan's :class:`~bearing_lib.plan.fos.Target`) gives the staged plan its current
     peak (:attr:`Target.current_peak_rps`, the one definition); without it ``target_rps`` is the peak.
     """
-    if isinstance(profile, dict):  # a profile JSON document: validated once at this edge
-        profile = profile_input_from_dict(profile)
     if price_per_hour is not None:
         _positive(price_per_hour=price_per_hour)
     if budget_per_month is not None:

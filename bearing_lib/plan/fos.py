@@ -35,6 +35,7 @@ from bearing_lib.common.errors import BadValueError, ParameterError
 from bearing_lib.common.estimate import SIGN, Estimate
 from bearing_lib.common.format import fmt_number as _n
 from bearing_lib.common.quantiles import quantile
+from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, OpenEnd, ci_text, open_end, opened, scaled
 from bearing_lib.plan.jsonform import STRICT, to_json
 
 Censored = Literal["none", "above", "below", "not_monotone"]
@@ -49,6 +50,7 @@ UTILISATION_FLOOR = 0.60
 CBU_THRESHOLD = 0.8
 NEAR_TERM_FACTOR = 1.5
 """Staged reservation (docs/domain.md): near term = current peak × 1.5; mid term = 6-month forecast × 1.5."""
+_DEFAULT_OPEN = {"high": OPEN_ABOVE, "low": OPEN_BELOW, "both": f"{OPEN_ABOVE}; {OPEN_BELOW}"}
 
 
 # --------------------------------------------------------------------------- tiers
@@ -122,12 +124,13 @@ class Limit:
 
     mix: str
     q_ult_rps: float
-    ci95: tuple[float, float] | None = None
+    ci95: Interval | None = None
+    """The 95 % CI in completed req/s; an end the limits left open is ``None`` (a CI open above: no step
+    above the limit failed a clause). Every number the plan makes from the limit keeps that end open."""
     censored: Censored = "none"
     statement: str = ""
-    held_end: Literal["low", "high"] | None = None
-    """The end of ``ci95`` the limits left open (a CI open above: no step above the limit failed a clause),
-    held at the value for the Monte Carlo; every FOS made from it says so."""
+    open_reason: str | None = None
+    """Why an end of ``ci95`` is open (None when both ends are closed)."""
 
     def __post_init__(self) -> None:
         if not (self.q_ult_rps > 0 and math.isfinite(self.q_ult_rps)):
@@ -137,10 +140,19 @@ class Limit:
                                 f"got {self.censored!r}")
         if self.ci95 is not None:
             lo, hi = self.ci95
-            if not (0 < lo <= self.q_ult_rps <= hi):
+            if lo is None and hi is None:
+                raise BadValueError(f"mix {self.mix!r}: ci95 has no closed end; give None for no interval")
+            if not ((lo is None or 0 < lo <= self.q_ult_rps) and (hi is None or self.q_ult_rps <= hi)):
                 raise BadValueError(
                     f"mix {self.mix!r}: ci95 {self.ci95} must bracket q_ult {self.q_ult_rps} and be > 0"
                 )
+            if open_end(self.ci95) and self.open_reason is None:
+                object.__setattr__(self, "open_reason", _DEFAULT_OPEN[open_end(self.ci95)])
+
+    @property
+    def open_end(self) -> Literal["low", "high"] | None:
+        """The end of ``ci95`` that is open, if one is."""
+        return open_end(self.ci95)  # type: ignore[return-value]
 
     @property
     def bound(self) -> Bound:
@@ -200,9 +212,8 @@ class Target:
 
 # --------------------------------------------------------------------------- results
 CI_METHOD = (f"Monte Carlo, {MC_DRAWS} draws, seed {MC_SEED}, two-piece log-normal per input fitted to its 95% CI, "
-             "inputs independent")
-Interval = tuple[float | None, float | None]
-"""A 95 % CI ``(lo, hi)``; the JSON writes ``[lo, hi]``."""
+             "inputs independent; never narrower, relative to the value, than the limit's CI; an end the limit's CI "
+             "leaves open stays open")
 
 
 def _ci(ci: Interval | None) -> Interval | None:
@@ -214,10 +225,18 @@ class FosEstimate:
     """A factor of safety (or a bound on it) with its 95 % CI and the sentence that says which."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("open_reason",)
     value: float | None
     ci95: Interval | None
+    """The 95 % CI; an end is ``None`` (open) where the limit's CI is open: the FOS may lie beyond it."""
     bound: Bound
     statement: str
+    open_reason: str | None = None
+    """Why an end of ``ci95`` is open (None when both ends are closed)."""
+
+    @property
+    def open_end(self) -> OpenEnd | None:
+        return open_end(self.ci95)
 
     @property
     def estimate(self) -> Estimate | None:
@@ -297,6 +316,7 @@ class BlendedFos:
     """The share-weighted (harmonic) blend of the per-mix limits and its FOS (``value`` ... ``statement``)."""
 
     __pydantic_config__ = STRICT
+    _OMIT_NONE = ("open_reason",)
     q_blend_rps: float | None = None
     q_blend_ci95: Interval | None = None
     weights: dict[str, float] = field(default_factory=dict)
@@ -306,11 +326,13 @@ class BlendedFos:
     ci95: Interval | None = field(kw_only=True)
     bound: Bound = field(kw_only=True)
     statement: str = field(kw_only=True)
+    open_reason: str | None = field(default=None, kw_only=True)
+    """Why an end of ``q_blend_ci95`` and ``ci95`` is open: a weighted mix's limit CI is open there."""
 
     @property
     def fos(self) -> FosEstimate:
         """The blended FOS alone."""
-        return FosEstimate(self.value, self.ci95, self.bound, self.statement)
+        return FosEstimate(self.value, self.ci95, self.bound, self.statement, self.open_reason)
 
     @property
     def estimate(self) -> Estimate | None:
@@ -362,14 +384,15 @@ def fos_point(q_ult_rps: float, target_rps: float) -> float:
     return q_ult_rps / target_rps
 
 
-def _draw(value: float, ci95: tuple[float, float] | None, rng: np.random.Generator, n: int) -> np.ndarray:
-    """Two-piece log-normal: median ``value``, 2.5 %/97.5 % points at the CI ends."""
+def _draw(value: float, ci95: Interval | None, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Two-piece log-normal: median ``value``, 2.5 %/97.5 % points at the CI ends. An open end is held at
+    the value for the draws (the result's end on that side is then reported open, never as a number)."""
     z = rng.standard_normal(n)
     if ci95 is None:
         return np.full(n, value)
     lo, hi = ci95
-    s_lo = math.log(value / lo) / Z975
-    s_hi = math.log(hi / value) / Z975
+    s_lo = 0.0 if lo is None else math.log(value / lo) / Z975
+    s_hi = 0.0 if hi is None else math.log(hi / value) / Z975
     return value * np.exp(np.where(z < 0, z * s_lo, z * s_hi))
 
 
@@ -377,31 +400,49 @@ def _bound_text(bound: Bound, v: float) -> str:
     return {"lower": f"FOS ≥ {_n(v)}", "upper": f"FOS < {_n(v)}"}.get(bound, f"FOS {_n(v)}")
 
 
-def _held_text(held: set[str]) -> str:
-    """What a FOS interval leaves out when a limit's CI had an open end held at its value."""
-    if not held:
-        return ""
-    # Q_ult is in the numerator: a limit open above leaves the FOS open above, and open below, below
-    sides = " and ".join(sorted({"high": "upper", "low": "lower"}[h] for h in held))
-    return (f"; its {sides} end is held at the limit's value because the limit's 95% CI is open there "
-            "(no step beyond it measured a failure): the FOS may lie beyond it")
+def _union_open(ends: Sequence[OpenEnd | None]) -> OpenEnd | None:
+    sides = {e for e in ends if e} - {None}
+    if "both" in sides or sides == {"low", "high"}:
+        return "both"
+    return next(iter(sides), None)  # type: ignore[return-value]
 
 
-def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "",
-              held: set[str] | None = None) -> FosEstimate:
+def _with_floor(ci: Interval | None, floor: Interval | None) -> Interval | None:
+    """``ci`` widened to contain ``floor`` (each closed end of ``floor`` that lies outside ``ci``)."""
+    if floor is None:
+        return ci
+    if ci is None:
+        return floor
+    lo = ci[0] if floor[0] is None or ci[0] is None else min(ci[0], floor[0])
+    hi = ci[1] if floor[1] is None or ci[1] is None else max(ci[1], floor[1])
+    return (lo, hi)
+
+
+def _estimate(value: float | None, samples: np.ndarray | None, bound: Bound, why: str = "", *,
+              floor: Interval | None = None, open_: OpenEnd | None = None,
+              open_reason: str | None = None) -> FosEstimate:
+    """A FOS from its Monte-Carlo ``samples``: the 2.5 %/97.5 % quantiles, never narrower than ``floor`` (the
+    limit's CI over the point target: the target's uncertainty may add to the limit's, never take from it),
+    with the end(s) ``open_`` left open (``None``) and ``open_reason`` said."""
     if value is None or bound == "unbounded":
         return FosEstimate(None, None, "unbounded", why or "FOS cannot be bounded")
     ci = None
     if samples is not None and np.ptp(samples) > 0:
         lo, hi = quantile(samples, [0.025, 0.975])
         ci = (float(lo), float(hi))
+    ci = _with_floor(ci, floor)
+    if open_ is not None:
+        ci = opened(ci if ci is not None else (value, value), open_)
+    else:
+        open_reason = None
+    if ci is not None and ci[0] is not None and ci[0] == ci[1]:
+        ci = None  # a point without uncertainty is said to be one, never a zero-width interval
     text = _bound_text(bound, value)
     if ci:
-        text += (f" (95% CI {_n(ci[0])}–{_n(ci[1])}" if bound == "none" else
-                 f" (95% CI of the bound {_n(ci[0])}–{_n(ci[1])}") + _held_text(held or set()) + ")"
+        text += f" ({ci_text(ci, open_reason, label='95% CI ' if bound == 'none' else '95% CI of the bound ')})"
     if why:
         text += f"; {why}"
-    return FosEstimate(value, ci, bound, text)
+    return FosEstimate(value, ci, bound, text, open_reason)
 
 
 def compute_fos(
@@ -438,7 +479,8 @@ def compute_fos(
         why = {"above": "the load test never failed (limit is a lower bound)",
                "below": "the load test failed at its first step (limit is an upper bound)",
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
-        est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why, {lim.held_end} - {None})
+        est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why, floor=scaled(lim.ci95, 1 / target.rps),
+                        open_=lim.open_end, open_reason=lim.open_reason)
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
                               target.rps / lim.q_ult_rps,
                               _own_peak_fos(lim, q_draws[lim.mix], own.get(lim.mix), target, why)))
@@ -478,16 +520,21 @@ def compute_fos(
     if coverage < 1.0:
         cov_note = f"blend covers {coverage:.1%} of production traffic (no limit for {', '.join(sorted(uncovered))})"
         why = f"{why}; {cov_note}" if why else cov_note
-    qb_ci = None
-    if np.ptp(q_blend_draws) > 0:
-        lo, hi = quantile(q_blend_draws, [0.025, 0.975])
-        qb_ci = (float(lo), float(hi))
-    held = {by_name[m].held_end for m in weights} - {None}
+    blend_open = _union_open([by_name[m].open_end for m in weights])
+    blend_reason = "; ".join(dict.fromkeys(by_name[m].open_reason for m in weights if by_name[m].open_reason)) or None
+    if len(weights) == 1:  # one mix: the blend is its limit, interval and all (no Monte-Carlo noise on it)
+        qb_ci = by_name[next(iter(weights))].ci95
+    else:
+        qb_ci = None
+        if np.ptp(q_blend_draws) > 0:
+            lo, hi = quantile(q_blend_draws, [0.025, 0.975])
+            qb_ci = opened((float(lo), float(hi)), blend_open)
     blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why,
-                            held)
+                            floor=scaled(qb_ci, 1 / target.rps), open_=blend_open, open_reason=blend_reason)
     blended = BlendedFos(q_blend if bound != "unbounded" else None, qb_ci if bound != "unbounded" else None,
                          weights, coverage, uncovered, value=blended_est.value, ci95=blended_est.ci95,
-                         bound=blended_est.bound, statement=blended_est.statement)
+                         bound=blended_est.bound, statement=blended_est.statement,
+                         open_reason=blended_est.open_reason)
     return FosResult(per_mix, blended)
 
 
@@ -498,7 +545,8 @@ def _own_peak_fos(lim: Limit, q_draws: np.ndarray, peak: OwnPeak | None, target:
         return None
     k = target.rps / peak.overall_rps  # growth, or a given target, scales the mix's peaks as it scales the target
     own, by_share = peak.own_rps * k, peak.share_method_rps * k
-    est = _estimate(lim.q_ult_rps / own, q_draws / own, lim.bound, why)
+    est = _estimate(lim.q_ult_rps / own, q_draws / own, lim.bound, why, floor=scaled(lim.ci95, 1 / own),
+                    open_=lim.open_end, open_reason=lim.open_reason)
     f_share = lim.q_ult_rps / by_share if by_share > 0 else None
     ratio = own / by_share if by_share > 0 else None
     from bearing_lib.traffic.mix_peaks import UNDERSTATED_RATIO
@@ -531,13 +579,38 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
     return v
 
 
-def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound = "none") -> tuple[float | None, str]:
-    """``Q_ult / target FOS`` with a sentence; a bound on ``Q_ult`` stays a bound."""
+@dataclass(frozen=True)
+class Allowable:
+    """The allowable capacity ``Q_ult / design FOS`` (req/s) with the limit's 95 % CI carried (``ci95``; an end
+    open where the limit's is, said in ``open_reason``) and the sentence; the plan writes ``allowable_rps``,
+    ``allowable_ci95``, ``allowable_open_reason`` and ``allowable_statement``."""
+
+    rps: float | None
+    ci95: Interval | None
+    statement: str
+    open_reason: str | None = None
+
+
+def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound = "none", *,
+                       ci95: Interval | None = None, open_reason: str | None = None) -> Allowable:
+    """``Q_ult / target FOS`` with a sentence; a bound on ``Q_ult`` stays a bound; the limit's CI ``ci95``
+    (req/s) is divided by the same FOS, an open end kept open.
+
+    >>> a = allowable_capacity(9.0, 1.5, ci95=(8.0, None))
+    >>> a.rps, a.ci95[1], round(a.ci95[0], 4)
+    (6.0, None, 5.3333)
+    """
     if q_ult_rps is None or bound == "unbounded":
-        return None, "allowable capacity cannot be given: the limit is not bounded"
+        return Allowable(None, None, "allowable capacity cannot be given: the limit is not bounded")
     a = q_ult_rps / target_fos
     rel = {"lower": "at least ", "upper": "less than "}.get(bound, "")
-    return a, f"allowable = Q_ult / FOS {target_fos:g} = {rel}{a:,.3f} req/s ({a * 60:,.1f} req/min)"
+    ci = scaled(ci95, 1 / target_fos)
+    end = open_end(ci)
+    reason = (open_reason or _DEFAULT_OPEN[end]) if end else None
+    text = f"allowable = Q_ult / FOS {target_fos:g} = {rel}{a:,.3f} req/s ({a * 60:,.1f} req/min)"
+    if ci is not None and ci != (a, a):
+        text += f"; {ci_text(ci, reason, unit='req/s', label='95% CI ' if bound == 'none' else '95% CI of the bound ')}"
+    return Allowable(a, ci, text, reason)
 
 
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
@@ -548,7 +621,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
     v = fos.value
     u = 1.0 / v
-    lo = fos.ci95[0] if fos.ci95 else v
+    lo = (fos.ci95[0] if fos.ci95[0] is not None else 0.0) if fos.ci95 else v
     if fos.bound == "lower":
         if v < 1.0:
             # the load test never failed, and never reached the planned peak either: the peak is
@@ -576,7 +649,8 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if v < tier.fos_min:
         return Verdict("red", f"FOS {_n(v)} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
     if lo < tier.fos_min:
-        return Verdict("yellow", f"FOS {_n(v)} meets {band} but its 95% CI reaches down to {_n(lo)}", u)
+        down = f"reaches down to {_n(lo)}" if fos.ci95 is None or fos.ci95[0] is not None else "is open below"
+        return Verdict("yellow", f"FOS {_n(v)} meets {band} but its 95% CI {down}", u)
     if u > UTILISATION_CEILING:
         return Verdict("yellow", f"FOS {_n(v)} meets {band}, but production would run at {u:.0%} of the breakpoint; "
                        f"the sources keep it at {UTILISATION_FLOOR:.0%}–{UTILISATION_CEILING:.0%}", u)
@@ -649,6 +723,7 @@ def cbu_per_minute(
 
 __all__ = [
     "CBU_THRESHOLD",
+    "Allowable",
     "NEAR_TERM_FACTOR",
     "TIERS",
     "BlendedFos",

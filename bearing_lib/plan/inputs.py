@@ -28,6 +28,7 @@ from bearing_lib.common.schema import refuse_other_kind
 from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
 from bearing_lib.plan.capacity import BurstModel
 from bearing_lib.plan.fos import Limit, OwnPeak, Target
+from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, open_end
 from bearing_lib.plan.memory import SeqLenStats
 from bearing_lib.traffic.forecast import TrendForecast
 
@@ -105,19 +106,14 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             skipped[name] = (f"q_ult is {q.value} {unit} with no throughput_rps: a plan needs the limit in "
                              "completed req/s")
             continue
-        ci_rps, held = None, None
-        if a.ci95 and (a.lo is not None or a.hi is not None):
-            lo = a.lo if a.lo is not None else a.value
-            hi = a.hi if a.hi is not None else a.value
-            ci_rps = (min(lo, a.value), max(hi, a.value))
-            if a.lo is None or a.hi is None:
-                held = "low" if a.lo is None else "high"
-                notes_extra.append(f"{name}: the limit's 95% CI has only one end; the other side is held at the value "
-                                   "(the FOS says so)")
-            if ci_rps[0] <= 0:
-                ci_rps, held = None, None
+        ci_rps, why_open = _limit_ci(a, q.interval_method)
+        if why_open:
+            side = "above" if ci_rps and ci_rps[1] is None else "below"
+            notes_extra.append(f"{name}: the limit's 95% CI is open {side} ({why_open}); every number the plan makes "
+                               "from this limit (FOS, allowable capacity, instances, tokens/s, cost) leaves that end "
+                               "open, on the side its arithmetic puts it")
         try:
-            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, held))
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open))
         except BadValueError as exc:
             raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
     n = result.conditions.instances
@@ -128,6 +124,26 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
         basis = result.conditions.instances_basis or "conditions.instances in the limits file"
     return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra, floors)
+
+
+def _limit_ci(a: Estimate, interval_method: str | None) -> tuple[Interval | None, str | None]:
+    """The limit's 95 % CI on the achieved basis, an end the limits left open kept open (``None``), and why it
+    is open (the limits' own words from ``interval_method`` when it says, e.g. "high end open: no step above
+    the limit failed a clause"; :data:`~bearing_lib.plan.interval.OPEN_ABOVE` otherwise)."""
+    if not a.ci95 or (a.lo is None and a.hi is None) or a.value is None:
+        return None, None
+    lo = None if a.lo is None else min(a.lo, a.value)
+    hi = None if a.hi is None else max(a.hi, a.value)
+    if lo is not None and lo <= 0:
+        return None, None
+    end = open_end((lo, hi))
+    if end is None:
+        return (lo, hi), None
+    side = "high" if end == "high" else "low"
+    said = next((p.strip() for p in (interval_method or "").split(";") if p.strip().startswith(f"{side} end open")),
+                None)
+    why = said.split(":", 1)[1].strip() if said and ":" in said else (OPEN_ABOVE if side == "high" else OPEN_BELOW)
+    return (lo, hi), why
 
 
 LIMITS_KEYS = ("mixes", "sla", "conditions")

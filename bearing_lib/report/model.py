@@ -30,10 +30,13 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
+from bearing_lib.ops.export_report import ExportsReport
+from bearing_lib.ops.limit_bottlenecks import LimitBottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.domains import FailureDomains
+from bearing_lib.plan.economics import PlanEconomics
 from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, MixFos, Target, TierBands
 from bearing_lib.plan.memory import MemoryPlan
@@ -347,13 +350,14 @@ class Flag:
 @dataclass
 class OpsSection:
     """Bottleneck at the limit, exported settings, tokens and money (``model.ops.data``; built by
-    :func:`bearing_lib.report.ops_section.ops_section`). The three parts are their JSON forms: the
-    bottleneck table and the export manifest as :mod:`bearing_lib.ops` writes them, the plan's
-    ``economics`` as :meth:`PlanEconomics.to_dict` writes it (or None without one)."""
+    :func:`bearing_lib.report.ops_section.ops_section`), each typed: the bottleneck per mix
+    (:class:`~bearing_lib.ops.limit_bottlenecks.LimitBottlenecks`), the exported files
+    (:class:`~bearing_lib.ops.export_report.ExportsReport`) and the plan's economics (:class:`PlanEconomics`, or
+    None without one)."""
 
-    bottleneck: dict[str, Any]
-    exports: dict[str, Any]
-    economics: dict[str, Any] | None
+    bottleneck: LimitBottlenecks
+    exports: ExportsReport
+    economics: PlanEconomics | None
     triggers: ScalingTriggers | NotAvailable = field(
         default_factory=lambda: NotAvailable("the scaling triggers were not derived"))
     """The exported autoscalers' triggers with their evidence (:mod:`bearing_lib.ops.triggers`)."""

@@ -17,15 +17,17 @@ Three parts, each said when it cannot be given (never a made-up number):
   "not run", never a pass) and linked with a path relative to the report, so the links hold
   when the report folder is moved;
 * **tokens and money, staged plan, KV check**: the plan's ``economics`` section
-  (:mod:`bearing_lib.plan.economics`), shown as it is.
+  (:class:`~bearing_lib.plan.economics.PlanEconomics`), shown as it is.
 
+Each part is typed (:class:`~bearing_lib.ops.limit_bottlenecks.LimitBottlenecks`,
+:class:`~bearing_lib.ops.export_report.ExportsReport`, :class:`~bearing_lib.plan.economics.PlanEconomics`); the
+JSON documents (plan, limits, profile) are validated once where they enter, in :func:`ops_section`.
 :func:`ops_section` returns the :class:`~bearing_lib.report.model.Section` the report model
 carries as ``ops``; the template is ``templates/ops_section.html.j2``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
 from bearing_lib.common.schema import NotAvailable
+from bearing_lib.ops.export_report import ExportedFile, ExportsReport, export_report
+from bearing_lib.ops.limit_bottlenecks import HOW_TO_GIVE_METRICS, LimitBottlenecks, limit_bottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers, scaling_triggers
 from bearing_lib.report.model import OpsSection, Section
 from bearing_lib.report.paths import portable, portable_path
@@ -42,15 +46,9 @@ from bearing_lib.traffic.document import ProfileDocument
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
     from bearing_lib.ops.exports import PlanNumbers
+    from bearing_lib.plan.capacity_plan import CapacityPlan
 
 EXPORTS_DIR = "exports"
-HOW_TO_GIVE_METRICS = (
-    "give the server metrics of the load test with the report parameter server_metrics "
-    "(bearing report -p server_metrics PATH [-p metrics_format inference-perf-prometheus]): a folder of "
-    "inference-perf stage_N_prometheus_metrics.json reports, or metrics whose samples carry their load step "
-    "(timed vLLM/DCGM scrapes are put in the load test's steps with -p metrics_trace LOADTEST, its per-request "
-    "trace)"
-)
 
 
 def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Path = "", offset_s: float = 0.0) -> Any:
@@ -77,137 +75,54 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
     return ds
 
 
-def _limit_steps(limits: LimitsResult | None, metrics_path: str, fmt: str, run: str | None) -> list[dict[str, Any]]:
-    from bearing_lib.ops.bottleneck import find_limit_step
-
-    mixes = [m for m in (limits.mixes if limits is not None else []) if not run or m.run_id in (None, run)]
-    rows = []
-    for m in mixes:
-        ls = find_limit_step(limits, run_id=m.run_id, mix=m.name, metrics_path=metrics_path, metrics_format=fmt)
-        rows.append({"mix": m.name, "run_id": m.run_id, "limit_step": ls.step, "limit_step_basis": ls.basis})
-    if not rows:  # no limits: one row for the whole test, at its first saturated stage if there is one
-        ls = find_limit_step(None, metrics_path=metrics_path, metrics_format=fmt)
-        rows.append({"mix": "all", "run_id": None, "limit_step": ls.step, "limit_step_basis": ls.basis})
-    return rows
-
-
-def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, *, metrics_path: str = "",
-                    run: str | None = None) -> dict[str, Any]:
-    """Per mix: the limit step and the resource that binds there (or why none is named). A limits
-    JSON document is validated once (:meth:`LimitsResult.from_dict`)."""
+def _limits(limits: LimitsResult | dict[str, Any] | None) -> LimitsResult | None:
+    """A limits JSON document validated once at this edge (:meth:`LimitsResult.from_dict`); a result as it is."""
     if isinstance(limits, dict):
         from bearing_lib.limits.result import LimitsResult
 
-        limits = LimitsResult.from_dict(limits, source="limits JSON")
-    if metrics is None:
-        return {"given": False, "statement": "no server metrics given", "how": HOW_TO_GIVE_METRICS, "rows": []}
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit
-    from bearing_lib.ops.metrics import step_signals
-
-    table = step_signals(metrics)
-    fmt = str(metrics.provenance.format)
-    if table.height == 0:
-        return {"given": True, "source": metrics_path, "format": fmt, "rows": [],
-                "statement": "the server metrics hold no sample with a load step and a known signal: "
-                             + HOW_TO_GIVE_METRICS}
-    rows = []
-    for r in _limit_steps(limits, metrics_path, fmt, run):
-        try:
-            b = bottleneck_at_limit(table, limit_step=r["limit_step"], run_id=r["run_id"])
-        except ParameterError as exc:  # the metrics hold several runs and none is this mix's: said in its row
-            rows.append({**r, "resource": None, "statement": str(exc), "rules": []})
-            continue
-        rows.append({**r, "resource": b.resource, "statement": b.statement,
-                     "rules": [dataclasses.asdict(f) for f in b.fired]})
-    steps = sorted({int(s) for s in table["step"].to_list()})
-    return {"given": True, "source": metrics_path, "format": fmt, "rows": rows,
-            "signals": sorted(set(table["signal"].to_list())), "steps": steps,
-            "rules_doc": "docs/operations.md (bottleneck rules KV-1, KV-2, MEM-1, CMP-1, CMP-2, UP-1)",
-            "statement": "; ".join(f"{r['mix']}: {r['resource'] or 'none named'}" for r in rows)}
+        return LimitsResult.from_dict(limits, source="limits JSON")
+    return limits
 
 
-def _relative(text: str, folder: Path) -> str:
-    """Validator output and manifest paths without the report's absolute folder."""
-    return text.replace(str(folder.resolve()) + "/", "").replace(str(folder) + "/", "")
+def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, *, metrics_path: str = "",
+                    run: str | None = None) -> LimitBottlenecks:
+    """Per mix: the limit step and the resource that binds there, or why none is named
+    (:func:`bearing_lib.ops.limit_bottlenecks.limit_bottlenecks`; a limits JSON document is validated once)."""
+    return limit_bottlenecks(metrics, _limits(limits), metrics_path=metrics_path, run=run)
 
 
-def exports_part(plan_doc: dict[str, Any], limits_doc: dict[str, Any] | None, output_dir: str | Path, *,
-                 triggers: Callable[[PlanNumbers], ScalingTriggers] | None = None) -> dict[str, Any]:
-    """Write the plan's exports into ``<output_dir>/exports/``, validate them, and list them with
-    paths relative to ``output_dir``. ``triggers`` (the plan's numbers → :class:`ScalingTriggers`) adds the
-    binding-resource trigger and the cron floors to the HPA/KEDA files; the result's ``"triggers"`` is then
-    that object (else why there is none)."""
-    from bearing_lib.ops.exports import FILE_NAMES, FORMATS, export, read_plan
+def exports_part(plan: CapacityPlan, limits: LimitsResult | None, output_dir: str | Path, *,
+                 triggers: Callable[[PlanNumbers], ScalingTriggers] | None = None
+                 ) -> tuple[ExportsReport, ScalingTriggers | NotAvailable]:
+    """Write the plan's exports into ``<output_dir>/exports/``, validate them, and list them with paths relative
+    to ``output_dir`` (:func:`bearing_lib.ops.export_report.export_report`). The plan and limits JSON are written
+    beside them (the inputs of ``bearing export``: the JSON edge). ``triggers`` (the plan's numbers →
+    :class:`ScalingTriggers`) adds the binding-resource trigger and the cron floors to the HPA/KEDA files and is
+    returned with the report (else why there is none)."""
+    from bearing_lib.ops.exports import plan_numbers, sla_clauses
 
-    root = Path(output_dir)
-    folder = root / EXPORTS_DIR
+    folder = Path(output_dir) / EXPORTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / "plan.json", json.dumps(jsonable(plan_doc), indent=1, allow_nan=False) + "\n")
-    limits_path = None
-    if isinstance(limits_doc, dict) and limits_doc.get("sla"):
-        limits_path = folder / "limits.json"
-        write_text_atomic(limits_path, json.dumps(jsonable(limits_doc), indent=1, allow_nan=False) + "\n")
+    write_text_atomic(folder / "plan.json", json.dumps(jsonable(plan.to_dict()), indent=1, allow_nan=False) + "\n")
+    inputs = [ExportedFile("inputs", f"{EXPORTS_DIR}/plan.json", None, None, "input",
+                           "the plan JSON the files were computed from (bearing export --plan)")]
+    with_sla = limits is not None and bool(limits.sla)
+    if with_sla:
+        write_text_atomic(folder / "limits.json", json.dumps(jsonable(limits.to_dict()), indent=1,  # type: ignore[union-attr]
+                                                             allow_nan=False) + "\n")
+        inputs.append(ExportedFile("inputs", f"{EXPORTS_DIR}/limits.json", None, None, "input",
+                                   "the limits JSON the SLA alerts come from"))
     try:
-        numbers = read_plan(folder / "plan.json", limits_path=limits_path)
+        # the files name their inputs relative to the exports folder (the report folder may move)
+        numbers = plan_numbers(plan, plan_path="plan.json", limits_path="limits.json" if with_sla else None,
+                               sla=sla_clauses(limits) if with_sla else ())  # type: ignore[arg-type]
     except BearingError as exc:
-        return {"written": False, "reason": f"the plan cannot be exported: {exc}", "files": [],
-                "triggers": NotAvailable(f"the plan cannot be exported: {exc}")}
-    # the files name their inputs relative to the exports folder (the report folder may move)
-    numbers = dataclasses.replace(numbers, plan_path="plan.json",
-                                  limits_path="limits.json" if limits_path else numbers.limits_path)
+        why = f"the plan cannot be exported: {exc}"
+        return ExportsReport.not_written(why), NotAvailable(why)
     trig = triggers(numbers) if triggers is not None else None
-    target = trig.export_target() if trig is not None else None
-    ok_formats, errors = [], {}
-    for fmt in FORMATS:  # one format that cannot be written (e.g. a rate below nginx's 1 r/m) does not stop the rest
-        try:
-            export(numbers, [fmt], folder / ".probe", target, check=False)
-            ok_formats.append(fmt)
-        except BearingError as exc:
-            errors[fmt] = str(exc)
-    import shutil
-
-    shutil.rmtree(folder / ".probe", ignore_errors=True)
-    w = export(numbers, ok_formats, folder, target, check=True) if ok_formats else None
-    checks = {c["path"]: c for c in (w.checks if w else [])}
-    files = []
-    for fmt in FORMATS:
-        if fmt in errors:
-            files.append({"format": fmt, "path": None, "validator": None, "ok": False, "verdict": "not written",
-                          "output": errors[fmt]})
-            continue
-        for i, name in enumerate(FILE_NAMES[fmt]):
-            full = str(folder / name)
-            c = checks.get(full) or (checks.get(str(folder / FILE_NAMES[fmt][0])) if i else None)
-            verdict = "passed" if c and c["ok"] else ("FAILED" if c and c["ok"] is False else "not run")
-            files.append({"format": fmt, "path": f"{EXPORTS_DIR}/{name}", "validator": c["validator"] if c else None,
-                          "ok": c["ok"] if c else None, "verdict": verdict,
-                          "output": _relative(c["output"], folder) if c else "no validator for this file"})
-    if w is not None:  # the manifest, with paths relative to the exports folder
-        manifest = json.loads((folder / "exports.json").read_text())
-        text = _relative(json.dumps(manifest, indent=1), folder).replace(f'"{folder}"', '"."')
-        write_text_atomic(folder / "exports.json", text + "\n")
-    extra = [{"format": "inputs", "path": f"{EXPORTS_DIR}/plan.json", "validator": None, "ok": None,
-              "verdict": "input", "output": "the plan JSON the files were computed from (bearing export --plan)"}]
-    if limits_path:
-        extra.append({"format": "inputs", "path": f"{EXPORTS_DIR}/limits.json", "validator": None, "ok": None,
-                      "verdict": "input", "output": "the limits JSON the SLA alerts come from"})
-    if w is not None:
-        extra.append({"format": "manifest", "path": f"{EXPORTS_DIR}/exports.json", "validator": None, "ok": None,
-                      "verdict": "manifest", "output": "what was written, from which numbers, and each check"})
-    n_fail = sum(1 for f in files if f["ok"] is False)
-    n_not_run = sum(1 for f in files if f["verdict"] == "not run" and f["validator"])
-    return {"written": w is not None, "folder": EXPORTS_DIR, "files": files + extra,
-            "triggers": trig if trig is not None else NotAvailable("the triggers were not derived"),
-            "bound_note": numbers.bound_note,
-            "numbers": {"per_instance_allowable_rps": numbers.per_instance_allowable_rps,
-                        "scale_target_rps": numbers.scale_target_rps, "min_replicas": numbers.min_replicas,
-                        "max_replicas": numbers.max_replicas, "cbu_threshold": numbers.cbu_threshold,
-                        "sla": [c.text for c in numbers.sla]},
-            "statement": (f"{len(files)} file(s) in {EXPORTS_DIR}/: "
-                          f"{sum(1 for f in files if f['ok'])} passed their validator, {n_fail} failed or not "
-                          f"written, {n_not_run} not checked (validator missing)"),
-            "apply": f"kubectl apply -f {EXPORTS_DIR}/hpa.yaml (or {EXPORTS_DIR}/keda-scaledobject.yaml, not both); "
-                     f"add {EXPORTS_DIR}/prometheus-rules.yaml to Prometheus' rule_files"}
+    report = export_report(numbers, folder, trig.export_target() if trig is not None else None,
+                           inputs=tuple(inputs))
+    return report, (trig if trig is not None else NotAvailable("the triggers were not derived"))
 
 
 def ops_section(
@@ -222,38 +137,45 @@ def ops_section(
     profile_doc: Any = None,
 ) -> Section[OpsSection]:
     """The section (module docstring). ``plan_doc``/``limits_doc``/``profile_doc`` are the JSON documents (or
-    ``Unavailable``); ``metrics`` the loaded :class:`ServerMetrics` (:func:`load_metrics`) or None. The
-    scaling triggers (:func:`bearing_lib.ops.triggers.scaling_triggers`: rate, binding resource, cron floors
-    from the profile's hour slots) go into the exported HPA/KEDA and into ``triggers``."""
-    plan = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
-    limits = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
-    plan, limits = portable(plan, output_dir), portable(limits, output_dir)  # paths relative to the report
-    data: dict[str, Any] = {"bottleneck": bottleneck_part(metrics, limits, metrics_path=metrics_path, run=run)}
-    if data["bottleneck"].get("source"):
-        data["bottleneck"]["source"] = portable_path(metrics_path, output_dir)[0]
-    triggers: ScalingTriggers | NotAvailable
-    if plan is None:
-        why = getattr(plan_doc, "reason", None) or (plan_doc.get("reason") if isinstance(plan_doc, dict) else None)
-        data["exports"] = {"written": False, "reason": f"no capacity plan: {why or 'not built'}", "files": []}
-        data["economics"] = None
-        triggers = NotAvailable(f"no capacity plan: {why or 'not built'}")
+    ``Unavailable``), each validated once here into its typed result; ``metrics`` the loaded
+    :class:`ServerMetrics` (:func:`load_metrics`) or None. The scaling triggers
+    (:func:`bearing_lib.ops.triggers.scaling_triggers`: rate, binding resource, cron floors from the profile's
+    hour slots) go into the exported HPA/KEDA and into ``triggers``."""
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.economics import PlanEconomics
+
+    plan_d = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
+    limits_d = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
+    plan_d, limits_d = portable(plan_d, output_dir), portable(limits_d, output_dir)  # paths relative to the report
+    limits = _limits(limits_d)
+    bottleneck = limit_bottlenecks(metrics, limits, metrics_path=metrics_path, run=run)
+    if bottleneck.source:
+        bottleneck.source = portable_path(metrics_path, output_dir)[0]
+    if plan_d is None:
+        why = f"no capacity plan: {_reason(plan_doc) or 'not built'}"
+        return Section(True, data=OpsSection(bottleneck, ExportsReport.not_written(why), None, NotAvailable(why)))
+    plan = CapacityPlan.from_dict(plan_d, source="plan JSON")  # validated once, then typed
+    prof = _profile(profile_doc)
+
+    def derive(numbers: PlanNumbers) -> ScalingTriggers:
+        return scaling_triggers(numbers, profile=prof, metrics=metrics, limits=limits, metrics_path=metrics_path,
+                                run=run)
+
+    if write_exports:
+        exports, triggers = exports_part(plan, limits, output_dir, triggers=derive)
     else:
-        prof = _profile(profile_doc)
+        why = "exports not written (parameter exports false)"
+        exports, triggers = ExportsReport.not_written(why), NotAvailable(why)
+    econ = plan.economics if isinstance(plan.economics, PlanEconomics) else None
+    return Section(True, data=OpsSection(bottleneck, exports, econ, triggers))
 
-        def derive(numbers: PlanNumbers) -> ScalingTriggers:
-            return scaling_triggers(numbers, profile=prof, metrics=metrics, limits=limits,
-                                    metrics_path=metrics_path, run=run)
 
-        data["exports"] = (exports_part(plan, limits, output_dir, triggers=derive) if write_exports else
-                           {"written": False, "reason": "exports not written (parameter exports false)", "files": [],
-                            "triggers": NotAvailable("exports not written (parameter exports false)")})
-        triggers = data["exports"].pop("triggers")
-        from bearing_lib.plan.capacity_plan import CapacityPlan
-        from bearing_lib.plan.economics import PlanEconomics
-
-        econ = CapacityPlan.from_dict(plan_doc, source="plan JSON").economics  # validated once, then typed
-        data["economics"] = econ.to_dict() if isinstance(econ, PlanEconomics) else None  # the plan's JSON form
-    return Section(True, data=OpsSection(**jsonable(data), triggers=triggers))
+def _reason(doc: Any) -> str | None:
+    """Why a document is missing: an ``Unavailable``'s reason, or a ``{"available": false}`` document's."""
+    why = getattr(doc, "reason", None)
+    if why is None and isinstance(doc, dict):
+        why = doc.get("reason")
+    return why
 
 
 def _profile(profile_doc: Any) -> ProfileDocument | None:

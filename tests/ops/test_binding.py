@@ -70,7 +70,7 @@ def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
                                      "target": {"type": "AverageValue", "averageValue": "1000m"}}} \
         in hpa["spec"]["metrics"]
     for c in w.checks:
-        assert c["ok"] in (True, None), c
+        assert c.ok in (True, None), c
     # the user's --queue-target wins over the bottleneck's queue threshold, and says so
     w2 = export(numbers, ["keda"], tmp_path / "q", ExportTarget(binding=trig, queue_target=5.0), check=False)
     assert sum("num_requests_waiting" in t["metadata"]["query"] for t in
@@ -82,3 +82,24 @@ def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
 def test_kv_from_preemptions_uses_the_kv_gauge(rule):
     t = binding_trigger(_table("kv_cache_usage", {6: 0.41, 7: 0.88}), _bn(rule, "KV cache", step=7))
     assert t.threshold == 0.41 and t.passing_step == 6
+
+
+def test_bearing_export_server_metrics_names_the_same_trigger_the_report_derives(tmp_path):
+    """`bearing export --server-metrics` and the report's triggers share one orchestration
+    (`ops.triggers.binding_part`): on the KubeCon `vllm` run the KEDA file scales on the waiting queue at the
+    threshold read from the raw stage JSON (stage 3's queue 0 → 1 request, as above)."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+    from bearing_lib.ops.triggers import binding_part
+
+    plan = ROOT / "tests" / "fixtures" / "report" / "plan.json"
+    r = CliRunner().invoke(app, ["export", str(tmp_path / "x"), "--plan", str(plan), "--format", "keda",
+                                 "--server-metrics", str(KUBECON), "--metrics-format", "inference-perf-prometheus"])
+    assert r.exit_code == 0, r.output
+    assert "binding signal:" in r.output and "requests_waiting" in r.output
+    keda = yaml.safe_load((tmp_path / "x" / "keda-scaledobject.yaml").read_text())
+    queries = [t["metadata"]["query"] for t in keda["spec"]["triggers"] if t["type"] == "prometheus"]
+    assert any("num_requests_waiting" in q for q in queries)
+    trig = binding_part(load(KUBECON, format="inference-perf-prometheus"), None, metrics_path=str(KUBECON))
+    assert trig.threshold == 1.0 and _raw_queue(3) == 0.0 and trig.failing_value == _raw_queue(4)

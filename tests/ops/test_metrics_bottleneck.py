@@ -140,17 +140,20 @@ def test_first_failing_step_of_a_limits_document():
                       "steps": [{"step": 2, "offered_load": 4.0, "status": "fail"},
                                 {"step": 0, "offered_load": 1.0, "status": "pass"},
                                 {"step": 1, "offered_load": 2.0, "status": "fail"}]}]}
-    assert first_failing_step(doc, run_id="a", mix="all") == 1
+    from bearing_lib.limits.result import LimitsResult
+
+    res = LimitsResult.from_dict  # the JSON edge: validated once, then typed
+    assert first_failing_step(res(doc), run_id="a", mix="all") == 1
     with pytest.raises(ParameterError, match="run 'b' is not in the limits; they hold a"):
-        first_failing_step(doc, run_id="b")
+        first_failing_step(res(doc), run_id="b")
     two = {"mixes": doc["mixes"] + [{**doc["mixes"][0], "run_id": "b", "steps": [
         {"step": 0, "offered_load": 1.0, "status": "fail"}]}]}
     with pytest.raises(ParameterError, match=r"2 runs \(a, b\).*--run"):  # never the first run's step in silence
-        first_failing_step(two)
-    assert first_failing_step(two, run_id="b") == 0
+        first_failing_step(res(two))
+    assert first_failing_step(res(two), run_id="b") == 0
     with pytest.raises(SchemaError, match=r"mixes\.0\.steps\.0\.offered_load"):  # validated once, paths named
-        first_failing_step({"mixes": [{"run_id": "a", "mix": {"name": "all"}, "q_ult": None,
-                                       "steps": [{"step": 0, "status": "fail"}]}]})
+        res({"mixes": [{"run_id": "a", "mix": {"name": "all"}, "q_ult": None,
+                        "steps": [{"step": 0, "status": "fail"}]}]})
 
 
 def test_kubecon_vllm_run_binds_in_the_engine_queue_at_the_first_saturated_stage():

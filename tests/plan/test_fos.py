@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,7 +30,9 @@ STANDARD = get_tier("standard")
 
 
 def _allowable(res):
-    return allowable_capacity(res.blended.q_blend_rps, STANDARD.target_fos, res.blended.bound)
+    a = allowable_capacity(res.blended.q_blend_rps, STANDARD.target_fos, res.blended.bound,
+                           ci95=res.blended.q_blend_ci95, open_reason=res.blended.open_reason)
+    return a.rps, a.statement
 
 
 # ---------------------------------------------------------------- hand-computed
@@ -221,17 +225,85 @@ def test_a_peak_above_everything_tested_is_untested_never_reassuring():
     assert v.color == "yellow" and "untested" not in v.reason
 
 
-def test_a_limit_ci_open_above_is_said_in_every_fos_made_from_it() -> None:
-    """A limit whose CI the limits left open above (no step beyond it failed) is drawn with that end held at the
-    value; the FOS interval is then narrower above than the evidence allows, and its statement says so.
+def test_a_limit_ci_open_above_leaves_every_fos_open_above() -> None:
+    """A limit whose CI the limits left open above (no step beyond it failed) gives FOS intervals open above:
+    ``None`` there, "≥ lo" in words, with the reason, never a closed number.
 
-    By hand: Q_ult 10 (CI 8–10, the upper end held), target 5 exactly: every draw is 10 × e^(z·s) with z < 0
-    only below the median, so the FOS's upper 97.5 % point is the point value 2 itself."""
-    held = Limit("all", 10.0, (8.0, 10.0), held_end="high")
-    res = compute_fos([held], {"all": 1.0}, Target(5.0))
+    By hand: Q_ult 10 (CI 8 to open), target 5 exactly: the FOS is 2, its low end 8 / 5 = 1.6, its high end
+    open; the allowable capacity 10 / 1.5 = 6.667 with CI 8 / 1.5 = 5.333 to open."""
+    lim = Limit("all", 10.0, (8.0, None))
+    assert lim.open_end == "high" and lim.open_reason == "no step above the limit failed a clause"
+    res = compute_fos([lim], {"all": 1.0}, Target(5.0))
     assert res.blended.value == pytest.approx(2.0)
-    assert res.blended.ci95[1] == pytest.approx(2.0)
-    for est in (res.blended, res.per_mix[0].fos):
-        assert "upper end is held at the limit's value" in est.statement
-    plain = compute_fos([Limit("all", 10.0, (8.0, 10.0))], {"all": 1.0}, Target(5.0))
-    assert "held" not in plain.blended.statement and "held" not in plain.per_mix[0].fos.statement
+    assert res.blended.q_blend_ci95 == (8.0, None)
+    for est in (res.blended.fos, res.per_mix[0].fos):
+        assert est.ci95[0] == pytest.approx(1.6, rel=0.01) and est.ci95[1] is None
+        assert est.open_reason == lim.open_reason
+        assert "95% CI ≥ 1.6" in est.statement and "open above" in est.statement
+    a = allowable_capacity(res.blended.q_blend_rps, 1.5, ci95=res.blended.q_blend_ci95,
+                           open_reason=res.blended.open_reason)
+    assert a.rps == pytest.approx(10 / 1.5) and a.ci95[0] == pytest.approx(8 / 1.5) and a.ci95[1] is None
+    assert "95% CI ≥ 5.33 req/s, open above: no step above the limit failed a clause" in a.statement
+    plain = compute_fos([Limit("all", 10.0, (8.0, 12.0))], {"all": 1.0}, Target(5.0))
+    assert plain.blended.open_reason is None and "open" not in plain.blended.statement
+    assert plain.blended.ci95 == pytest.approx((1.6, 2.4), rel=0.01)
+    # the JSON edge: the open end is null, the reason beside it; a closed FOS has no reason key
+    d = res.to_dict()
+    assert d["blended"]["ci95"][1] is None and d["per_mix"][0]["fos"]["ci95"][1] is None
+    assert d["blended"]["open_reason"] == lim.open_reason
+    assert "open_reason" not in plain.to_dict()["blended"]
+
+
+def test_an_open_end_on_one_mix_opens_the_blend_on_that_side() -> None:
+    """Two mixes, one open above: the blended limit and FOS are open above (the data put no ceiling on one
+    mix's limit), their low ends closed."""
+    res = compute_fos([Limit("a", 10.0, (8.0, None)), Limit("b", 5.0, (4.0, 6.0))], {"a": 0.5, "b": 0.5},
+                      Target(2.0))
+    # 1 / (0.5/10 + 0.5/5) = 6.667
+    assert res.blended.q_blend_rps == pytest.approx(1 / (0.5 / 10 + 0.5 / 5))
+    assert res.blended.q_blend_ci95[1] is None and res.blended.q_blend_ci95[0] < 6.667
+    assert res.blended.ci95[1] is None and res.blended.ci95[0] is not None
+    by = {m.mix: m for m in res.per_mix}
+    assert by["a"].fos.ci95[1] is None and by["b"].fos.ci95[1] is not None
+
+
+def _rel(value, ci):
+    lo, hi = ci
+    return (math.inf if lo is None else (value - lo) / value, math.inf if hi is None else (hi - value) / value)
+
+
+@st.composite
+def _limits_and_target(draw):
+    n = draw(st.integers(1, 3))
+    lims = []
+    for i in range(n):
+        q = draw(st.floats(0.1, 1000))
+        lo = q * (1 - draw(st.floats(0.0, 0.9)))
+        hi = None if draw(st.booleans()) else q * (1 + draw(st.floats(0.0, 2.0)))
+        lims.append(Limit(f"m{i}", q, (lo, hi) if (hi is None or hi > lo) else None))
+    t = draw(st.floats(0.1, 1000))
+    skew = draw(st.sampled_from([None, (0.74, 1.015), (0.95, 1.0), (0.9, 1.2)]))
+    tgt = Target(t, None if skew is None else (t * skew[0], t * skew[1]))
+    shares = {lim.mix: draw(st.floats(0.05, 1.0)) for lim in lims}
+    return lims, shares, tgt
+
+
+@given(_limits_and_target())
+@settings(max_examples=60, deadline=None)
+def test_every_fos_interval_is_at_least_as_wide_relative_to_its_value_as_the_limits(case) -> None:
+    """Per side, ``(FOS − lo) / FOS ≥ (Q − q_lo) / Q`` and ``(hi − FOS) / FOS ≥ (q_hi − Q) / Q``, for every mix
+    and for the blend against the blended limit, whatever the target's (skewed) CI: the target's uncertainty
+    may add to the limit's, never take from it; an open end of the limit is an open end of the FOS."""
+    lims, shares, tgt = case
+    res = compute_fos(lims, shares, tgt, draws=4000)
+    by = {lim.mix: lim for lim in lims}
+    pairs = [(m.fos, by[m.mix].q_ult_rps, by[m.mix].ci95) for m in res.per_mix]
+    pairs.append((res.blended.fos, res.blended.q_blend_rps, res.blended.q_blend_ci95))
+    for fos, q, ci in pairs:
+        if ci is None:
+            continue
+        assert fos.ci95 is not None
+        f_lo, f_hi = _rel(fos.value, fos.ci95)
+        q_lo, q_hi = _rel(q, ci)
+        assert f_lo >= q_lo - 1e-9 and f_hi >= q_hi - 1e-9
+        assert (ci[1] is None) <= (fos.ci95[1] is None)

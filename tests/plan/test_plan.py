@@ -165,11 +165,27 @@ def test_several_runs_need_a_choice():
     with pytest.raises(ParameterError, match="no run 'x'"):
         CapacityPlan.build(d, profile, run="x")
     plan = CapacityPlan.build(d, profile, run="llm-d")
-    # throughput 6 req/s at 8 concurrent: CI [7, -] x 6/8 = [5.25, held at 6]
+    # throughput 6 req/s at 8 concurrent: CI [7, open] x 6/8 = [5.25, open]
     m = plan.fos.per_mix[0]
-    assert m.q_ult_rps == 6.0 and m.q_ult_ci95 == pytest.approx((5.25, 6.0))
-    assert any("only one end" in n for n in plan.notes)
+    assert m.q_ult_rps == 6.0 and m.q_ult_ci95[0] == pytest.approx(5.25) and m.q_ult_ci95[1] is None
+    assert any("open above" in n and "leaves that end open" in n for n in plan.notes)
     assert plan.fos.blended.fos.value == pytest.approx(6.0 / 4.0)
+    # every downstream number keeps the open end: FOS [≤ 5.25 / 4 (the target's CI widens it), open], allowable
+    # [5.25 / 1.5, open], and the instance count's LOW end open (a higher limit needs fewer instances)
+    assert plan.fos.blended.ci95[0] <= 5.25 / 4.0 and plan.fos.blended.ci95[1] is None
+    assert plan.allowable_rps == pytest.approx(4.0) and plan.allowable_ci95[1] is None
+    assert plan.allowable_ci95[0] == pytest.approx(3.5)
+    inst = plan.instances
+    tested = inst.tested_instances
+    hi_count = math.ceil(4.0 / (5.25 / tested / 1.5) - 1e-9)
+    assert inst.base_ci95 == (None, hi_count) and inst.total_ci95[0] is None
+    assert inst.open_reason == "no step above the limit failed a clause"
+    # the JSON edge: null where open, read back the same
+    doc = plan.to_dict()
+    assert doc["allowable_ci95"][1] is None and doc["instances"]["base_ci95"] == [None, hi_count]
+    back = CapacityPlan.from_dict(json.loads(json.dumps(doc)))
+    assert back.instances.base_ci95 == (None, hi_count) and back.fos.blended.ci95[1] is None
+    assert back.to_dict() == doc
 
 
 def _coarse_profile():

@@ -26,6 +26,7 @@ from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.economics import WEEK_S, Money, plan_economics, weekly_peaks
 from bearing_lib.plan.fos import get_tier
+from bearing_lib.plan.inputs import profile_input_from_dict
 from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
 from tests.factories import provenance
 
@@ -48,14 +49,25 @@ def test_tokens_and_money_by_hand():
     e = d["economics"]
     t = e["tokens"]
     # blended Q_ult 8 req/s x 1,000 / 250 tokens; allowable 8 / 1.5
-    assert t["at_q_ult"] == pytest.approx({"rps": 8.0, "input_tokens_per_s": 8000.0, "output_tokens_per_s": 2000.0,
-                                           "total_tokens_per_s": 10000.0})
+    point = {k: v for k, v in t["at_q_ult"].items() if not k.endswith("_ci95")}
+    assert point == pytest.approx({"rps": 8.0, "input_tokens_per_s": 8000.0, "output_tokens_per_s": 2000.0,
+                                   "total_tokens_per_s": 10000.0})
+    # the limit's CI carried: the blended limit's CI x the tokens per request
+    qb = d["fos"]["blended"]["q_blend_ci95"]
+    assert t["at_q_ult"]["rps_ci95"] == qb
+    assert t["at_q_ult"]["total_tokens_per_s_ci95"] == pytest.approx([qb[0] * 1250, qb[1] * 1250])
+    assert t["at_allowable"]["output_tokens_per_s_ci95"] == pytest.approx([qb[0] / 1.5 * 250, qb[1] / 1.5 * 250])
     assert t["at_allowable"]["output_tokens_per_s"] == pytest.approx(8 / 1.5 * 250)
     assert t["at_allowable"]["total_tokens_per_s"] == pytest.approx(8 / 1.5 * 1250)
     per = {m["mix"]: m for m in t["per_mix"]}
     # short: Q_ult 12 req/s -> 12,000 in, 3,000 out; allowable 12 / 1.5 = 8 req/s -> 10,000 total
     assert per["short"]["q_ult"]["input_tokens_per_s"] == pytest.approx(12000.0)
     assert per["short"]["allowable"]["total_tokens_per_s"] == pytest.approx(10000.0)
+    # short's limit CI: concurrency [7, 9] x 12 req/s / 8 = [10.5, 13.5] req/s -> [10,500, 13,500] input tok/s;
+    # allowable [7, 9] req/s -> [8,750, 11,250] total tok/s
+    assert per["short"]["q_ult"]["input_tokens_per_s_ci95"] == pytest.approx([10500.0, 13500.0])
+    assert per["short"]["allowable"]["total_tokens_per_s_ci95"] == pytest.approx([8750.0, 11250.0])
+    assert "open_reason" not in t  # both limits' CIs are closed
     assert per["long"]["q_ult"]["output_tokens_per_s"] == pytest.approx(4 * 250.0)
     assert "each mix uses the overall means" in t["per_mix_basis"]
     m = e["money"]
@@ -67,6 +79,14 @@ def test_tokens_and_money_by_hand():
     assert m["monthly_cost_burst_buffer"] == pytest.approx(4 * 2 * 2 / 60)
     assert m["monthly_cost_recommended"] == pytest.approx(2920 + 4 * 2 * 2 / 60)
     assert m["monthly_cost_all_instances_always_on"] == pytest.approx(2 * 4 * 730)
+    # $ per 1M output tokens over the limit's CI: price / (allowable end x 250 x 3,600) x 10^6, ends swapped
+    a_lo, a_hi = qb[0] / 1.5, qb[1] / 1.5
+    assert m["usd_per_million_output_tokens_ci95"] == pytest.approx(
+        [4 / (a_hi * 250 * 3600) * 1e6, 4 / (a_lo * 250 * 3600) * 1e6])
+    n_lo, n_hi = d["instances"]["total_ci95"]
+    assert m["monthly_cost_all_instances_always_on_ci95"] == pytest.approx([n_lo * 4 * 730, n_hi * 4 * 730])
+    # the instance count over the limit's CI: ceil(4 / (q_hi / 1.5)) .. ceil(4 / (q_lo / 1.5)) (+ the buffer)
+    assert d["instances"]["base_ci95"] == [math.ceil(4 / a_hi - 1e-9), math.ceil(4 / a_lo - 1e-9)]
     # 2,920.27 / 5,000 = 58 % <= 80 % -> green, and it is the scorecard's budget row
     row = next(r for r in d["scorecards"]["scorecard"] if r["dimension"] == "budget")
     assert row["status"] == "green" and row["value"] == pytest.approx((2920 + 16 / 60) / 5000)
@@ -74,6 +94,7 @@ def test_tokens_and_money_by_hand():
     # near term: ceil(4 x 1.5 / 5.333) = ceil(1.125) = 2 instances
     s = e["staged"]
     assert s["near_term"]["instances"] == 2 and s["near_term"]["rps"] == pytest.approx(6.0)
+    assert s["near_term"]["instances_ci95"] == [math.ceil(6 / a_hi - 1e-9), math.ceil(6 / a_lo - 1e-9)]
     assert s["mid_term"] is None and "0 complete week(s)" in s["mid_term_reason"]
     assert e["kv_metrics_check"] == {"available": False, "reason": "no server metrics given: the KV estimate is "
                                                                    "not checked against the engine's gauge"}
@@ -121,7 +142,7 @@ def test_the_plan_forecasts_as_the_profile_does_and_says_when_the_fleet_runs_out
     profile = {"per_minute": {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}}
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
-    s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile, quantile=0.99).staged
+    s = plan_economics(plan.fos, plan.tier, 5.9, None, inst, profile_input_from_dict(profile), quantile=0.99).staged
     assert s.daily_peaks_rps == pytest.approx(peaks)
     # independently: least squares through (day, peak), the 95 % prediction interval 182.5 days after day 34
     x = np.arange(float(days))
@@ -234,8 +255,8 @@ def test_elastic_buffer_without_burst_hours_is_costed_as_a_range(budget, status,
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=1.0, base=1, buffer=1, total=2,
                       buffer_plan=BufferPlan("elastic", 1, "hand-made"))
-    m = plan_economics(plan.fos, get_tier("standard"), 1.0, None, inst,
-                       {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}},
+    m = plan_economics(plan.fos, get_tier("standard"), 1.0, None, inst, profile_input_from_dict(
+                       {"seq_len": {"input_tokens": {"mean": 100}, "output_tokens": {"mean": 10}}}),
                        price_per_hour=1.0, budget_per_month=budget).money
     assert isinstance(m, Money)
     assert m.monthly_cost_recommended is None and m.monthly_cost_range == pytest.approx((730.0, 1460.0))
@@ -283,7 +304,8 @@ def test_a_bound_on_the_limit_bounds_every_economics_figure_and_is_said(bound, l
     d = _plan(price_per_hour=4.0)
     d["fos"]["blended"]["bound"] = bound
     p = CapacityPlan.from_dict(d)
-    e = plan_economics(p.fos, p.tier, p.target.rps, p.allowable_rps, p.instances, _profile(), price_per_hour=4.0)
+    e = plan_economics(p.fos, p.tier, p.target.rps, p.allowable_rps, p.instances,
+                       profile_input_from_dict(_profile()), price_per_hour=4.0)
     assert isinstance(e, PlanEconomics)
     for part in (e.tokens, e.money, e.staged):
         assert part.limit_bound == (bound if bound != "none" else None)
@@ -323,7 +345,7 @@ def test_one_forecast_shared_by_the_profile_and_the_plan_and_no_trend_said(with_
         profile["per_minute"] = {"series": {"minute_start_s": starts.tolist(), "requests": reqs.tolist()}}
     plan = CapacityPlan.from_dict(_plan())
     inst = _instances(per_instance_allowable_rps=2.0, base=3, buffer=1, total=4)
-    s = plan_economics(plan.fos, plan.tier, 3.2, None, inst, profile, quantile=0.99).staged
+    s = plan_economics(plan.fos, plan.tier, 3.2, None, inst, profile_input_from_dict(profile), quantile=0.99).staged
     # the plan's forecast is the profile's, with or without the series in the profile JSON
     fc = s.mid_term.forecast
     assert fc == prof_mid.trend
@@ -333,3 +355,35 @@ def test_one_forecast_shared_by_the_profile_and_the_plan_and_no_trend_said(with_
     assert "no date at which" in s.fleet_runs_out.statement and "runs out in" not in s.fleet_runs_out.statement
     assert s.mid_term.rps == pytest.approx(prof_mid.reservation_rps)
     assert (s.daily_peaks_rps == pytest.approx(peaks)) if with_series else s.daily_peaks_rps is None
+
+
+def test_a_limit_open_above_leaves_tokens_open_above_and_costs_and_counts_open_below():
+    """Short's limit CI open above (concurrency [7, open]): the blend is open above, so tokens/s at Q_ult are
+    "≥ x" (high end null), while $ per 1M tokens, the instance counts and the fleet's cost divide by the limit
+    and are open BELOW (low end null): the data cannot say how cheap or how few."""
+    lim = json.loads(json.dumps(LIMITS))
+    lim["mixes"][0]["q_ult"]["ci95"] = [7, None]
+    d = CapacityPlan.build(lim, _profile(), price_per_hour=4.0).to_dict()
+    b = d["fos"]["blended"]
+    assert b["q_blend_ci95"][1] is None and b["ci95"][1] is None
+    assert b["open_reason"] == "no step above the limit failed a clause"
+    t = d["economics"]["tokens"]
+    assert t["at_q_ult"]["rps_ci95"][1] is None and t["at_q_ult"]["total_tokens_per_s_ci95"][1] is None
+    assert t["at_q_ult"]["total_tokens_per_s_ci95"][0] == pytest.approx(b["q_blend_ci95"][0] * 1250)
+    per = {m["mix"]: m for m in t["per_mix"]}
+    # short's low end: 7 x 12 / 8 = 10.5 req/s -> 10,500 input tok/s; long keeps both ends
+    assert per["short"]["q_ult"]["input_tokens_per_s_ci95"] == pytest.approx([10500.0, None])
+    assert None not in per["long"]["q_ult"]["rps_ci95"]
+    assert t["open_reason"] == b["open_reason"]
+    m = d["economics"]["money"]
+    assert m["usd_per_million_output_tokens_ci95"][0] is None
+    assert m["usd_per_million_output_tokens_ci95"][1] == pytest.approx(
+        4 / (b["q_blend_ci95"][0] / 1.5 * 250 * 3600) * 1e6)
+    assert m["monthly_cost_all_instances_always_on_ci95"][0] is None
+    inst = d["instances"]
+    assert inst["base_ci95"][0] is None and inst["total_ci95"][0] is None
+    assert inst["base_ci95"][1] == math.ceil(4 / (b["q_blend_ci95"][0] / 1.5) - 1e-9)
+    assert d["economics"]["staged"]["near_term"]["instances_ci95"][0] is None
+    assert d["allowable_ci95"][1] is None and "open above" in d["allowable_statement"]
+    back = CapacityPlan.from_dict(json.loads(json.dumps(d)))
+    assert back.to_dict() == d

@@ -48,7 +48,7 @@ def _ops_html(html_path: Path) -> str:
 
 def test_without_metrics_the_section_says_so_and_how_to_give_them(tmp_path):
     html, data = _report(tmp_path / "r")
-    assert data.bottleneck["given"] is False and data.bottleneck["statement"] == "no server metrics given"
+    assert data.bottleneck.given is False and data.bottleneck.statement == "no server metrics given"
     ops = _ops_html(html)
     assert "no server metrics given" in ops and "-p server_metrics PATH" in ops
     # the hand-made plan JSON has no economics section: said, not invented
@@ -64,14 +64,14 @@ def test_bottleneck_on_the_real_inference_perf_reports(tmp_path):
              ["queue_len"]["mean"] for s in (limit - 1, limit)}
     html, data = _report(tmp_path / "r", str(KUBECON_VLLM))
     b = data.bottleneck
-    assert b["given"] and b["format"] == "inference-perf-prometheus"  # the folder's lifecycle files are skipped
-    assert b["steps"] == list(range(7))
+    assert b.given and b.format == "inference-perf-prometheus"  # the folder's lifecycle files are skipped
+    assert b.steps == list(range(7))
     # the hand-made limits have no failing step at the metrics' stages for these mixes: the saturated stage is used
-    for r in b["rows"]:
-        assert r["limit_step"] == limit == 4
-        assert r["resource"] == "engine queue" and [f["rule"] for f in r["rules"]] == ["CMP-2"]
+    for r in b.rows:
+        assert r.limit_step == limit == 4
+        assert r.resource == "engine queue" and [f.rule for f in r.rules] == ["CMP-2"]
         assert f"requests_waiting mean {queue[limit]:.4g} at step {limit}, {queue[limit - 1]:.4g} at step " \
-               f"{limit - 1}" in r["statement"]
+               f"{limit - 1}" in r.statement
     ops = _ops_html(html)
     assert "<strong>engine queue</strong>" in ops and "no server metrics given" not in ops
 
@@ -103,22 +103,22 @@ def _validator_passes(fmt: str, path: Path, folder: Path) -> bool | None:
 def test_exports_are_written_validated_and_linked_relative_to_the_moved_report(tmp_path):
     html, data = _report(tmp_path / "r")
     x = data.exports
-    assert x["written"] and x["folder"] == "exports"
-    files = {f["path"]: f for f in x["files"]}
+    assert x.written and x.folder == "exports"
+    files = {f.path: f for f in x.files}
     assert set(files) == {"exports/prometheus-rules.yaml", "exports/hpa.yaml", "exports/keda-scaledobject.yaml",
                           "exports/envoy-local-ratelimit.yaml", "exports/nginx-limit-req-http.conf",
                           "exports/nginx-limit-req-location.conf", "exports/plan.json", "exports/limits.json",
                           "exports/exports.json"}
     folder = tmp_path / "r"
     for path, f in files.items():
-        if f["validator"] is None:
+        if f.validator is None:
             continue
-        independent = _validator_passes(f["format"], folder / path, folder)
+        independent = _validator_passes(f.format, folder / path, folder)
         if independent is not None:
-            assert f["ok"] is independent is True, f
-        assert f["verdict"] == ("passed" if f["ok"] else "FAILED" if f["ok"] is False else "not run")
+            assert f.ok is independent is True, f
+        assert f.verdict == ("passed" if f.ok else "FAILED" if f.ok is False else "not run")
     # the per-pod target the HPA gets: cbu.threshold 0.8 x per-instance allowable 2.61 req/s (hand-made plan)
-    assert x["numbers"]["scale_target_rps"] == pytest.approx(0.8 * 2.61)
+    assert x.numbers.scale_target_rps == pytest.approx(0.8 * 2.61)
     # nothing written names the report's absolute folder (it is renamed after the run)
     for p in (folder / "exports").iterdir():
         assert str(folder) not in p.read_text(), p.name
@@ -135,9 +135,9 @@ def test_a_format_that_cannot_be_written_is_said_and_the_rest_are_written(tmp_pa
     plan = hand_made("plan")
     plan["instances"]["per_instance_allowable_rps"] = 0.01  # 0.6 requests a minute: below nginx's 1r/m
     _, data = _report(tmp_path / "r", plan=plan)
-    by_fmt = {f["format"]: f for f in data.exports["files"]}
-    assert by_fmt["nginx"]["verdict"] == "not written" and "1 request per minute" in by_fmt["nginx"]["output"]
-    assert by_fmt["hpa"]["path"] == "exports/hpa.yaml" and (tmp_path / "r" / "exports" / "hpa.yaml").is_file()
+    by_fmt = {f.format: f for f in data.exports.files}
+    assert by_fmt["nginx"].verdict == "not written" and "1 request per minute" in by_fmt["nginx"].output
+    assert by_fmt["hpa"].path == "exports/hpa.yaml" and (tmp_path / "r" / "exports" / "hpa.yaml").is_file()
 
 
 def test_an_unavailable_plan_writes_no_exports(tmp_path):
@@ -145,7 +145,7 @@ def test_an_unavailable_plan_writes_no_exports(tmp_path):
 
     sec = ops_section(plan_doc=Unavailable("no limits: the test failed"), limits_doc=hand_made("limits"),
                       output_dir=tmp_path)
-    assert sec.data.exports == {"written": False, "reason": "no capacity plan: no limits: the test failed",
+    assert sec.data.exports.to_dict() == {"written": False, "reason": "no capacity plan: no limits: the test failed",
                                    "files": []}
     assert not (tmp_path / "exports").exists()
 
@@ -291,10 +291,10 @@ def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_th
                          "steps": [{"step": 0, "offered_load": 1.0, "status": "pass"},
                                    {"step": 1, "offered_load": 2.0, "status": "fail"}]}]}
     b = bottleneck_part(metrics, limits, metrics_path=str(series))
-    (row,) = b["rows"]
+    (row,) = b.rows
     # step 1 holds +65, +90, +110: waiting mean 28/3 > 0 at step 0, GPU (96 + 98 + 99) / 300 >= 0.90
-    assert row["limit_step"] == 1 and row["resource"] == "GPU compute" and row["rules"][0]["rule"] == "CMP-1"
-    assert f"requests_waiting mean {28 / 3:.4g} at step 1" in row["statement"]
+    assert row.limit_step == 1 and row.resource == "GPU compute" and row.rules[0].rule == "CMP-1"
+    assert f"requests_waiting mean {28 / 3:.4g} at step 1" in row.statement
     # KV check at step 1: 8 running x ceil((1,000 + 200/2) / 16) = 69 blocks = 552 / 2,000 = 0.276 predicted;
     # measured mean (0.10 + 0.12 + 0.14) / 3 = 0.12
     c = kv_metrics_check(kv_gauge(metrics), mean_input_tokens=1000, mean_output_tokens=200)
@@ -302,7 +302,7 @@ def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_th
     assert c.measured_usage == pytest.approx(0.12)
     # without the trace the samples have no step: the section says how to give one
     b0 = bottleneck_part(load_metrics(str(series)), limits, metrics_path=str(series))
-    assert b0["rows"] == [] and "-p metrics_trace" in b0["statement"]
+    assert b0.rows == [] and "-p metrics_trace" in b0.statement
 
 
 KUBECON_CONFIGS = ["vllm", "vllm_batch_size", "vllm_chunking_and_prefix_caching", "vllm_eagle", "vllm_quantization",
@@ -323,10 +323,10 @@ def test_the_section_names_each_kubecon_configurations_bottleneck_from_its_raw_r
     prom = {s: json.loads((folder / f"stage_{s}_prometheus_metrics.json").read_text())["successes"] for s in stages}
     by_rate = sorted(stages, key=lambda s: life[s]["requested_rate"])
     limit = next((s for s in by_rate if life[s]["achieved_rate"] < 0.9 * life[s]["requested_rate"]), None)
-    (row,) = bottleneck_part(load_metrics(str(folder)), None, metrics_path=str(folder))["rows"]
-    assert row["limit_step"] == limit
+    (row,) = bottleneck_part(load_metrics(str(folder)), None, metrics_path=str(folder)).rows
+    assert row.limit_step == limit
     if limit is None:
-        assert row["resource"] is None and "no limit step" in row["statement"]
+        assert row.resource is None and "no limit step" in row.statement
         return
     prev = max(s for s in stages if s < limit)
 
@@ -343,9 +343,9 @@ def test_the_section_names_each_kubecon_configurations_bottleneck_from_its_raw_r
     q_now, q_before = mean(limit, "queue_len"), mean(prev, "queue_len")
     if q_now is not None and q_now >= 1 and q_before is not None and q_now > q_before:
         expected.append("CMP-2")
-    assert [f["rule"] for f in row["rules"]] == expected
+    assert [f.rule for f in row.rules] == expected
     names = {"KV-1": "KV cache", "KV-2": "KV cache", "CMP-2": "engine queue"}
-    assert row["resource"] == (names[expected[0]] if expected else None)
+    assert row.resource == (names[expected[0]] if expected else None)
 
 
 def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
@@ -370,3 +370,35 @@ def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
         bottleneck_at_limit(two, limit_step=2)
     one = pl.DataFrame(rows("a", 0.97))
     assert bottleneck_at_limit(one, limit_step=2, run_id="other").run_id == "a"  # the only run is the run
+
+
+def test_an_open_limit_is_said_open_in_the_fos_table_and_the_ops_sections_figures(tmp_path):
+    """The short mix's limit CI open above ([5.6, null] rps): the report's FOS table and statement say "≥ …, open
+    above", and the ops section's tokens row "≥ … (open above)" while its $ per 1M tokens, fleet cost and near-term
+    count are open below, each a number only at its closed end (the plan's typed economics, not a dict)."""
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+    from bearing_lib.plan.economics import PlanEconomics
+
+    limits = hand_made("limits")
+    limits["mixes"][0]["q_ult"]["ci95"] = [5.6, None]
+    profile = hand_made("profile")
+    profile["seq_len"] = json.loads((FIXTURES / "plan" / "profile_handmade.json").read_text())["seq_len"]
+    profile["seq_len"].update(input_tokens={"mean": 1000.0}, output_tokens={"mean": 250.0})
+    plan = CapacityPlan.build(json.loads(json.dumps(limits)), profile, price_per_hour=4.0).to_dict()
+    out = tmp_path / "r"
+    ops = ops_section(plan_doc=plan, limits_doc=limits, output_dir=out, write_exports=False)
+    assert isinstance(ops.data.economics, PlanEconomics)
+    m = build_report(limits=limits, profile=profile, plan=plan, provenance=provenance(), name="open", ops=ops)
+    html = write_report(m, out)["html"].read_text(encoding="utf-8")
+    fos = html[html.index('<section id="fos">'):]
+    fos = fos[:fos.index("</section>")]
+    lo = plan["fos"]["per_mix"][0]["fos"]["ci95"][0]
+    assert plan["fos"]["per_mix"][0]["fos"]["ci95"][1] is None
+    assert f"(≥ {lo:.2f}, open above)" in fos and "open above: no step above the limit failed a clause" in fos
+    o = _ops_html(out / "report.html")
+    tok = plan["economics"]["tokens"]["at_q_ult"]["total_tokens_per_s_ci95"]
+    assert tok[1] is None and f"≥ {tok[0]:,.0f}" in o and "(open above)" in o
+    usd = plan["economics"]["money"]["usd_per_million_output_tokens_ci95"]
+    assert usd[0] is None and "(open below)" in o and f"≤ {usd[1]:.3f}" in o
+    near = plan["economics"]["staged"]["near_term"]["instances_ci95"]
+    assert near[0] is None and f"≤ {near[1]}" in o
