@@ -16,6 +16,8 @@ estimate through :meth:`Estimate.text`, so "≥" and "<" and the unit survive ev
     '≥ 0.35'
     >>> Estimate.from_censored(3.0, "below", unit="rps").bound
     'upper'
+    >>> Estimate(2.25, ci95=(1.5, None), unit="rps").text()
+    '2.25 rps (95% CI ≥ 1.50, open above)'
 """
 
 from __future__ import annotations
@@ -90,8 +92,14 @@ class Estimate:
             return "unbounded" if self.bound == "unbounded" else missing
         u = f" {self.unit}" if unit and self.unit else ""
         s = f"{self.sign}{fmt_number(self.value, digits)}{u}"
-        if ci and not self.is_bound and self.lo is not None and self.hi is not None:
-            s += f" (95% CI {fmt_number(self.lo, digits)}–{fmt_number(self.hi, digits)})"
+        if ci and not self.is_bound and self.ci95 is not None:
+            lo, hi = self.lo, self.hi
+            if lo is not None and hi is not None:
+                s += f" (95% CI {fmt_number(lo, digits)}–{fmt_number(hi, digits)})"
+            elif lo is not None:  # an open end stays open (docs/capacity-plan.md, "Open ends stay open")
+                s += f" (95% CI ≥ {fmt_number(lo, digits)}, open above)"
+            elif hi is not None:
+                s += f" (95% CI < {fmt_number(hi, digits)}, open below)"
         return s
 
     # ------------------------------------------------------------------ deriving

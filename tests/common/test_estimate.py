@@ -40,3 +40,11 @@ def test_json_round_trip_and_all_problems_at_once():
     with pytest.raises(SchemaError) as err:
         Estimate.from_dict({"value": "x", "bound": "sideways", "unit": 3})
     assert "3 problem(s)" in str(err.value)
+
+
+def test_an_open_end_of_the_ci_is_said_not_dropped():
+    # a limit whose CI is open above (no step above it failed a clause) keeps the open end in its text
+    assert Estimate(2.25, ci95=(1.5, None), unit="rps").text() == "2.25 rps (95% CI ≥ 1.50, open above)"
+    assert Estimate(0.4, ci95=(None, 0.9)).text() == "0.40 (95% CI < 0.90, open below)"
+    assert Estimate(1.0, ci95=(None, None)).text() == "1.00"
+    assert Estimate(3.0, ci95=(2.0, None), bound="lower").text() == "≥ 3.00"  # a bound says no CI
