@@ -836,11 +836,16 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     ``throughput_rps`` and ``output_tokens_per_s``: completed per second of the :func:`completion_span` where the
     tool's duration includes the drain (``duration_includes_drain``), else the tool's own figures;
     ``send_rate_rps``: requests over the stated send window, else the tool's own sent rate
-    (``achieved_rate_rps``). Helper columns ``_lat_s`` (the step's median, else mean, end-to-end latency) and
+    (``achieved_rate_rps``). Helper columns ``_lat_s`` (the step's median, else mean, end-to-end latency, else
+    mean TTFT + mean TPOT × (output tokens per request − 1)) and
     ``_first_lat_s`` (the run's lowest, the unloaded latency) are kept for the flags.
     """
+    # the typical end-to-end latency: the median, else the mean, else TTFT + TPOT × (output tokens per request − 1)
+    # from the means (exact for a fixed output length, as llm-d exp-7's 100 tokens)
+    per_req = pl.col("output_tokens_per_s") * pl.col("duration_s") / pl.col("n_ok")
+    built = pl.when(per_req >= 1).then(pl.col("ttft_ms_mean") + pl.col("tpot_ms_mean") * (per_req - 1))
     f = f.with_columns(
-        pl.coalesce(pl.col("latency_ms_p50"), pl.col("latency_ms_mean")).truediv(1000.0).alias("_lat_s"))
+        pl.coalesce(pl.col("latency_ms_p50"), pl.col("latency_ms_mean"), built).truediv(1000.0).alias("_lat_s"))
     f = f.with_columns(pl.col("_lat_s").min().over("run_id").alias("_first_lat_s"))
     thr, tok = [], []
     for r in f.iter_rows(named=True):
