@@ -949,7 +949,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 
 
 __all__ = [
-    "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "CurveOptions", "SaturationCap", "cap_limit", "central_latency_s",
-    "completion_span", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname",
-    "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_windows", "wilson_interval",
+    "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
+    "central_latency_s", "completion_span", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks",
+    "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_windows", "wilson_interval",
 ]
