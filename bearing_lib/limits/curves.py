@@ -147,7 +147,10 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
     send window shifted by a latency (``n / span`` = the sending rate); on a saturated one it is the time the
     server was busy (``n / span`` = its service rate). It is never shorter than the send window ``window_s``
     (the last completion comes after the last send), so the achieved rate never exceeds the sending rate. A
-    duration without the drain (the tool's own send window or measured window) stands as it is.
+    duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
+    closed loop's (callers pass ``includes_drain`` for rate steps only: ``c`` users keep the server busy from the
+    first moment, so ``completed / duration`` is already its throughput, ``c / L`` by Little's law, and taking
+    ``L₀`` off would overstate it by ``n / (n − c)``).
 
     Examples
     --------
@@ -420,8 +423,8 @@ def _untimed_spans(base: pl.DataFrame) -> pl.DataFrame:
     the run's unloaded latency ``_first_lat_s`` (its lowest step median of successful requests' latency)."""
     first = base.group_by("run_id").agg(pl.col("_med_lat_s").min().alias("_first_lat_s"))
     base = base.join(first, on="run_id", how="left")
-    spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"], r["_first_lat_s"])
-             for r in base.iter_rows(named=True)]
+    spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"] and r["offered_load_unit"] == "rps",
+                             r["_first_lat_s"]) for r in base.iter_rows(named=True)]
     return base.with_columns(
         pl.Series("rate_span_s", spans, dtype=pl.Float64),
         pl.coalesce(pl.col("_send_w"), pl.col("_tool_d")).alias("send_span_s"),
@@ -834,7 +837,7 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     """A load-point frame's rates over the step's own windows (docs/limits.md, "Achieved throughput").
 
     ``throughput_rps`` and ``output_tokens_per_s``: completed per second of the :func:`completion_span` where the
-    tool's duration includes the drain (``duration_includes_drain``), else the tool's own figures;
+    tool's duration includes the drain (``duration_includes_drain``) of a rate step, else the tool's own figures;
     ``send_rate_rps``: requests over the stated send window, else the tool's own sent rate
     (``achieved_rate_rps``). Helper columns ``_lat_s`` (the step's median, else mean, end-to-end latency, else
     mean TTFT + mean TPOT × (output tokens per request − 1)) and
@@ -849,8 +852,9 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     f = f.with_columns(pl.col("_lat_s").min().over("run_id").alias("_first_lat_s"))
     thr, tok = [], []
     for r in f.iter_rows(named=True):
-        span = completion_span(r["duration_s"], r["send_window_s"], r["duration_includes_drain"], r["_first_lat_s"])
-        if r["duration_includes_drain"] and span and r["n_ok"] is not None:
+        open_loop = r["duration_includes_drain"] and r["offered_load_unit"] == "rps"
+        span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"])
+        if open_loop and span and r["n_ok"] is not None:
             thr.append(r["n_ok"] / span)
             t = r["output_tokens_per_s"]
             tok.append(t * r["duration_s"] / span if t is not None and r["duration_s"] else t)
