@@ -137,7 +137,7 @@ def wilson_interval(k: np.ndarray | int, n: np.ndarray | int, level: float = CI_
 
 
 def completion_span(duration_s: float | None, window_s: float | None, includes_drain: bool | None,
-                    first_latency_s: float | None) -> float | None:
+                    first_latency_s: float | None, latency_s: float | None = None) -> float | None:
     """Seconds over which a step without per-request times completed its requests: what achieved rates divide by.
 
     A tool whose duration runs on until the last reply (``includes_drain``: vLLM, SGLang, GenAI-Perf/AIPerf
@@ -146,7 +146,10 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
     the run's lowest median end-to-end latency, else ``D`` as it stands). On a server that keeps up this is the
     send window shifted by a latency (``n / span`` = the sending rate); on a saturated one it is the time the
     server was busy (``n / span`` = its service rate). It is never shorter than the send window ``window_s``
-    (the last completion comes after the last send), so the achieved rate never exceeds the sending rate. A
+    (the last completion comes after the last send), so the achieved rate never exceeds the sending rate. When
+    no queue built up (the step's typical latency ``latency_s`` under :data:`SATURATION_LATENCY_RATIO` × ``L₀``)
+    the completions kept pace with the sends and the span is the send window itself: the drain after the last
+    send is then the last requests' own latency (a few long ones, in a ShareGPT mix), not a backlog. A
     duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
     closed loop's (callers pass ``includes_drain`` for rate steps only: ``c`` users keep the server busy from the
     first moment, so ``completed / duration`` is already its throughput, ``c / L`` by Little's law, and taking
@@ -163,6 +166,9 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
         return window_s
     if not includes_drain:
         return duration_s
+    if (window_s is not None and window_s > 0 and latency_s is not None and first_latency_s is not None
+            and latency_s < SATURATION_LATENCY_RATIO * first_latency_s):
+        return window_s
     span = duration_s - first_latency_s if first_latency_s is not None and 0 <= first_latency_s < duration_s \
         else duration_s
     return max(span, window_s) if window_s is not None and window_s > 0 else span
@@ -424,7 +430,7 @@ def _untimed_spans(base: pl.DataFrame) -> pl.DataFrame:
     first = base.group_by("run_id").agg(pl.col("_med_lat_s").min().alias("_first_lat_s"))
     base = base.join(first, on="run_id", how="left")
     spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"] and r["offered_load_unit"] == "rps",
-                             r["_first_lat_s"]) for r in base.iter_rows(named=True)]
+                             r["_first_lat_s"], r["_med_lat_s"]) for r in base.iter_rows(named=True)]
     return base.with_columns(
         pl.Series("rate_span_s", spans, dtype=pl.Float64),
         pl.coalesce(pl.col("_send_w"), pl.col("_tool_d")).alias("send_span_s"),
@@ -853,7 +859,7 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     thr, tok = [], []
     for r in f.iter_rows(named=True):
         open_loop = r["duration_includes_drain"] and r["offered_load_unit"] == "rps"
-        span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"])
+        span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"], r["_lat_s"])
         if open_loop and span and r["n_ok"] is not None:
             thr.append(r["n_ok"] / span)
             t = r["output_tokens_per_s"]

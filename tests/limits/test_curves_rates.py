@@ -26,10 +26,20 @@ EXP7 = "loadtests/vllm-bench-serve/llm-d-benchmark-exp7/"
 SURAJ = "loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b/"
 
 
+def _span(d: float, w: float | None, l0: float, lat: float) -> float:
+    """The rule by hand: the send window where no queue built up (lat < 3 L0), else max(D − L0, W)."""
+    if w is not None and lat < 3 * l0:
+        return w
+    return max(d - l0, w) if w is not None else d - l0
+
+
 def test_completion_span_by_hand():
     # drain in the duration: D − L0, never shorter than the send window
     assert completion_span(17.0, 10.0, True, 6.0) == 11.0
     assert completion_span(12.0, 10.0, True, 6.0) == 10.0
+    # no queue built up (typical latency under 3 × L0): the send window
+    assert completion_span(17.0, 10.0, True, 6.0, 6.0) == 10.0
+    assert completion_span(300.0, 100.0, True, 6.0, 100.0) == 294.0
     # no latency known: the duration as it stands; no drain: the duration as it stands
     assert completion_span(17.0, 10.0, True, None) == 17.0
     assert completion_span(17.0, 10.0, False, 6.0) == 17.0
@@ -67,9 +77,10 @@ def _sglang_raw(path):
 
 @pytest.mark.shared_data
 def test_sglang_achieved_throughput_over_the_completion_span(shared_data):
-    """Per step: completed / max(duration − L0, completed / rate), L0 the run's lowest median E2E latency (the
-    1 rps line's 7.819 s). The 16 rps line: 3,200 / (383.073 − 7.819) = 8.528 req/s, below 70 % of 16 and its
-    median E2E (159.5 s) ≥ 3 × 7.819 s: saturated. The 8 rps line: 2,400 / 338.956 = 7.081, not."""
+    """Per step: completed / W (W = completed / rate) where the median E2E stayed under 3 × L0 (L0 the run's
+    lowest median E2E latency, the 1 rps line's 7.819 s), else completed / max(duration − L0, W). The 16 rps
+    line: 3,200 / (383.073 − 7.819) = 8.528 req/s, below 70 % of 16 and its median E2E (159.5 s) ≥ 3 × 7.819 s:
+    saturated. The 8 rps line (median 50.3 s): 2,400 / 338.956 = 7.081, not below 70 %. 1, 2, 4 rps: the rate."""
     path = shared_data(SGLANG)
     raw = _sglang_raw(path)
     l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
@@ -77,7 +88,7 @@ def test_sglang_achieved_throughput_over_the_completion_span(shared_data):
     curve = load_curve(load(path)).filter(load_curve(load(path))["run_id"].str.ends_with("ratio0")).sort("step")
     assert curve.height == len(raw) == 5
     for d, r in zip(raw, curve.iter_rows(named=True), strict=True):
-        span = max(d["duration"] - l0, d["completed"] / d["request_rate"])
+        span = _span(d["duration"], d["completed"] / d["request_rate"], l0, d["median_e2e_latency_ms"] / 1000)
         assert r["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-12)
         assert r["output_tokens_per_s"] == pytest.approx(d["total_output_tokens"] / span, rel=1e-9)
         assert r["send_rate_rps"] == pytest.approx(d["request_rate"])
@@ -98,7 +109,8 @@ def test_sglang_limit_is_capped_at_the_saturated_throughput(shared_data):
     path = shared_data(SGLANG)
     raw = _sglang_raw(path)
     l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
-    cap = max(d["completed"] / max(d["duration"] - l0, d["completed"] / d["request_rate"]) for d in raw)
+    cap = max(d["completed"] / _span(d["duration"], d["completed"] / d["request_rate"], l0,
+                                     d["median_e2e_latency_ms"] / 1000) for d in raw)
     assert raw[3]["median_ttft_ms"] <= 300 < raw[4]["median_ttft_ms"]
     res = fit_limits(load(path), "p50(ttft) <= 300ms", mixes=None, n_boot=0)
     (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
@@ -124,7 +136,8 @@ def test_exp7_repeats_achieved_is_their_mean_with_the_spread(shared_data, deploy
     lat = [(d["mean_ttft_ms"] + d["mean_tpot_ms"] * (d["total_output_tokens"] / d["completed"] - 1)) / 1000
            for d in docs]
     l0 = min(lat)
-    rates = [d["completed"] / max(d["duration"] - l0, d["num_prompts"] / d["request_rate"]) for d in docs]
+    rates = [d["completed"] / _span(d["duration"], d["num_prompts"] / d["request_rate"], l0, lat_i)
+             for d, lat_i in zip(docs, lat, strict=True)]
     res = fit_limits(load(folder), "p95(ttft) <= 1s", mixes=None, n_boot=0)
     (lim,) = res.mixes
     assert sorted(s.throughput_rps for s in lim.steps) == pytest.approx(sorted(rates))
@@ -136,8 +149,11 @@ def test_exp7_repeats_achieved_is_their_mean_with_the_spread(shared_data, deploy
 
 @pytest.mark.shared_data
 def test_vllm_arrays_throughput_over_the_completion_span(shared_data):
-    """vLLM per-request arrays (surajssd tp8, no send times): completed / max(D − L0, num_prompts / rate), L0 the
-    lowest step median of ttft + sum(itls) over successful requests; the send rate is num_prompts / window."""
+    """vLLM per-request arrays (surajssd tp8, no send times): L0 the lowest step median of ttft + sum(itls) over
+    successful requests (3.89 s at 1 rps); every rate step's median stays under 3 × L0 (5.0 s at 16 rps), so the
+    completed rate is completed / (num_prompts / rate): 1, 4, 16 req/s where the tool's completed / duration
+    reads 0.97, 3.18, 6.33 (the last requests' own latency, not a backlog). The unbounded step has no window:
+    completed / (D − L0)."""
     folder = shared_data(SURAJ + "01_tp8_pp1")
     raw = {}
     for p in sorted(folder.glob("*.json.gz")):
@@ -146,10 +162,27 @@ def test_vllm_arrays_throughput_over_the_completion_span(shared_data):
         raw[float(d["request_rate"])] = (d, float(np.median(e2e)))
     l0 = min(m for _, m in raw.values())
     curve = {r["offered_load"]: r for r in load_curve(load(folder)).iter_rows(named=True)}
-    for rate, (d, _) in raw.items():
+    for rate, (d, med) in raw.items():
         window = d["num_prompts"] / rate if np.isfinite(rate) else None
-        span = max(d["duration"] - l0, window) if window else d["duration"] - l0
+        span = _span(d["duration"], window, l0, med)
         assert curve[rate]["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-9)
         if window:
             assert curve[rate]["send_rate_rps"] == pytest.approx(d["num_prompts"] / window)
         assert "saturated" not in curve[rate]["flags"]
+
+
+@pytest.mark.shared_data
+def test_closed_loop_throughput_is_the_tools(shared_data):
+    """A closed loop (vllm bench sweep, max_concurrency 2, 8 prompts; er0080) keeps the server busy from the first
+    moment: completed / duration (the file's request_throughput) stands, the unloaded latency is not taken off."""
+    folder = shared_data("loadtests/vllm-bench-serve/er0080-vllm-benchmarking/vllm_sweep_v0.25.1")
+    raw = {}
+    for p in sorted(folder.glob("*/run=*.json")):
+        d = json.loads(p.read_text())
+        raw[(p.parent.name, p.name)] = d
+    curve = load_curve(load(folder))
+    assert curve.height == len(raw) == 4
+    assert set(curve["offered_load_unit"].to_list()) == {"concurrency"}
+    got = sorted(curve["throughput_rps"].to_list())
+    assert got == pytest.approx(sorted(d["completed"] / d["duration"] for d in raw.values()), rel=1e-12)
+    assert got == pytest.approx(sorted(d["request_throughput"] for d in raw.values()), rel=1e-9)
