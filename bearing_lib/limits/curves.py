@@ -151,9 +151,10 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
     the completions kept pace with the sends and the span is the send window itself: the drain after the last
     send is then the last requests' own latency (a few long ones, in a ShareGPT mix), not a backlog. A
     duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
-    closed loop's (callers pass ``includes_drain`` for rate steps only: ``c`` users keep the server busy from the
-    first moment, so ``completed / duration`` is already its throughput, ``c / L`` by Little's law, and taking
-    ``L₀`` off would overstate it by ``n / (n − c)``).
+    closed loop's or an unbounded rate's (callers pass ``includes_drain`` for finite rate steps only: ``c`` users,
+    or every request sent at once, keep the server busy from the first moment, so ``completed / duration`` is
+    already its throughput, ``c / L`` by Little's law, and taking ``L₀`` off would overstate it by
+    ``n / (n − c)``).
 
     Examples
     --------
@@ -423,13 +424,21 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
     )
 
 
+def _finite_rate(load: float | None, unit: str | None) -> bool:
+    """An open-loop step on a schedule: a finite positive rps load. A closed loop (concurrency) or an unbounded
+    rate (every request sent at once) keeps the server busy from the first moment: its completed / duration is
+    already its throughput (:func:`completion_span`)."""
+    return unit == "rps" and load is not None and math.isfinite(load) and load > 0
+
+
 def _untimed_spans(base: pl.DataFrame) -> pl.DataFrame:
     """Steps without per-request times: ``rate_span_s`` (:func:`completion_span`, what completed rates divide
     by), ``send_span_s`` (the stated send window, else the tool's duration: what the send rate divides by), and
     the run's unloaded latency ``_first_lat_s`` (its lowest step median of successful requests' latency)."""
     first = base.group_by("run_id").agg(pl.col("_med_lat_s").min().alias("_first_lat_s"))
     base = base.join(first, on="run_id", how="left")
-    spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"] and r["offered_load_unit"] == "rps",
+    spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"] and _finite_rate(r["offered_load"],
+                                                                                  r["offered_load_unit"]),
                              r["_first_lat_s"], r["_med_lat_s"]) for r in base.iter_rows(named=True)]
     return base.with_columns(
         pl.Series("rate_span_s", spans, dtype=pl.Float64),
@@ -858,7 +867,7 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     f = f.with_columns(pl.col("_lat_s").min().over("run_id").alias("_first_lat_s"))
     thr, tok = [], []
     for r in f.iter_rows(named=True):
-        open_loop = r["duration_includes_drain"] and r["offered_load_unit"] == "rps"
+        open_loop = r["duration_includes_drain"] and _finite_rate(r["offered_load"], r["offered_load_unit"])
         span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"], r["_lat_s"])
         if open_loop and span and r["n_ok"] is not None:
             thr.append(r["n_ok"] / span)
