@@ -13,12 +13,20 @@ then, for each latency metric ``ttft_ms``, ``latency_ms``, ``tpot_ms``, ``itl_ms
 statistics ``mean``, ``p50``, ``p90``, ``p95``, ``p99``, ``max`` as ``<metric>_<stat>``
 (e.g. ``ttft_ms_p99``), all in milliseconds, null where the tool did not report it.
 ``source_file`` names the file each row came from.
+
+The **send window** of each load point (:class:`SendWindow`): ``send_window_s`` (first send to last send, the drain
+after the last send excluded), ``send_window_basis`` (``measured``, ``config`` or ``estimated``; null when unknown),
+``send_window_method`` (how, in words), and ``duration_includes_drain`` (true when the tool's ``duration_s`` runs
+on until the last reply, so that ``n / duration_s`` is below the sending rate even on a server that keeps up).
+Every rate bearing derives from a load point reads them (``bearing_lib.limits.curves``;
+docs/formats-loadtests-semantics.md, "Send windows").
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import polars as pl
 
@@ -45,9 +53,66 @@ LOADPOINT_SCHEMA: dict[str, pl.DataType] = {
     "achieved_rate_rps": pl.Float64(),
     "input_tokens_per_s": pl.Float64(),
     "output_tokens_per_s": pl.Float64(),
+    "send_window_s": pl.Float64(),
+    "send_window_basis": pl.String(),
+    "send_window_method": pl.String(),
+    "duration_includes_drain": pl.Boolean(),
     **{f"{m}_{s}": pl.Float64() for m in LATENCY_METRICS for s in LATENCY_STATS},
     "source_file": pl.String(),
 }
+
+
+SendWindowBasis = Literal["measured", "config", "estimated"]
+SEND_WINDOW_BASES: tuple[str, ...] = ("measured", "config", "estimated")
+
+
+@dataclass(frozen=True)
+class SendWindow:
+    """The period over which a tool sent one step's requests, first send to last send, and how it is known.
+
+    ``seconds`` is scaled so that ``n / seconds`` is the send rate: ``(last − first) × n / (n − 1)`` from
+    ``n`` send times, ``n / rate`` from a schedule, a configured duration as it stands.
+
+    ``basis``: ``measured`` (the tool's own send times or its send-window field), ``config`` (from the tool's
+    schedule: prompt count / request rate, a configured duration), ``estimated`` (derived from other figures,
+    drain-free, ``method`` says how). ``method`` is the rule in words, with the tool's field names.
+
+    Examples
+    --------
+    >>> w = SendWindow.of(200 / 16, "config", "num_prompts / request_rate")
+    >>> (w.seconds, w.basis)
+    (12.5, 'config')
+    >>> SendWindow.of(None, "measured", "start_times") is None
+    True
+    """
+
+    seconds: float
+    basis: SendWindowBasis
+    method: str
+
+    def __post_init__(self) -> None:
+        if self.basis not in SEND_WINDOW_BASES:
+            raise SchemaError(f"internal: send window basis must be one of {SEND_WINDOW_BASES}, got {self.basis!r}")
+
+    @classmethod
+    def of(cls, seconds: float | None, basis: SendWindowBasis, method: str) -> SendWindow | None:
+        """The window, or None when ``seconds`` is not a positive finite number (unknown)."""
+        if seconds is None or not math.isfinite(seconds) or not seconds > 0:
+            return None
+        return cls(float(seconds), basis, method)
+
+    def columns(self, *, includes_drain: bool | None = None) -> dict[str, object]:
+        """The load-point / step columns of this window."""
+        return {"send_window_s": self.seconds, "send_window_basis": self.basis, "send_window_method": self.method,
+                "duration_includes_drain": includes_drain}
+
+
+def window_columns(window: SendWindow | None, includes_drain: bool | None) -> dict[str, object]:
+    """The four send-window columns of a row (nulls for an unknown window)."""
+    if window is None:
+        return {"send_window_s": None, "send_window_basis": None, "send_window_method": None,
+                "duration_includes_drain": includes_drain}
+    return window.columns(includes_drain=includes_drain)
 
 
 @dataclass
@@ -81,3 +146,9 @@ def conform_loadpoints(rows: list[dict[str, object]] | pl.DataFrame, *, path: st
     ]
     out = frame.select(exprs) if frame.height else pl.DataFrame(schema=LOADPOINT_SCHEMA)
     return out.sort(["run_id", "step"], nulls_last=True, maintain_order=True)
+
+
+__all__ = [
+    "LATENCY_METRICS", "LATENCY_STATS", "LOADPOINT_SCHEMA", "SEND_WINDOW_BASES", "LoadPointTable", "SendWindow",
+    "SendWindowBasis", "conform_loadpoints", "window_columns",
+]

@@ -99,6 +99,9 @@ STEP_SCHEMA: dict[str, pl.DataType] = {
     "n_requests_reported": pl.Int64(),
     "source_file": pl.String(),
     "send_window_s": pl.Float64(),
+    "send_window_basis": pl.String(),
+    "send_window_method": pl.String(),
+    "duration_includes_drain": pl.Boolean(),
 }
 """Per-step facts a load-test tool reported beside its requests (``RequestTrace.steps``).
 
@@ -107,7 +110,9 @@ no timestamps. ``offered_load`` is ``inf`` for an unbounded rate (vLLM ``"inf"``
 ``send_window_s`` is the period over which the tool sent the step's requests, its drain
 (waiting for the last ones to finish) excluded, when the loader can state it (vLLM bench
 serve: ``num_prompts / request_rate`` on its own schedule, or its per-request send times);
-null otherwise. ``n_requests_reported / send_window_s`` is the rate the tool sent at."""
+null otherwise. ``n_requests_reported / send_window_s`` is the rate the tool sent at. ``send_window_basis``
+and ``send_window_method`` say how it is known, ``duration_includes_drain`` whether ``duration_s`` runs on to
+the last reply (:class:`~bearing_lib.data.loadpoints.SendWindow`)."""
 
 
 @dataclass

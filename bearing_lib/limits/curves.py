@@ -16,6 +16,10 @@ Rules (also in ``docs/limits.md``):
   ``D − 2·trim``. Without per-request times nothing is trimmed,
   ``duration_s`` is the tool's, and the flag ``no_times`` says time-based checks were
   skipped.
+* **Rates without per-request times** (untimed traces, load-point tables): completed rates divide by the
+  :func:`completion_span` (the tool's duration less the run's unloaded latency where that duration includes the
+  drain, never shorter than the send window), the send rate by the loader's send window
+  (:class:`~bearing_lib.data.loadpoints.SendWindow`), else the tool's own figures.
 * **Percentiles** are linear (``bearing_lib.common.quantiles``) over successful requests. The
   95 % CI of the ``q`` quantile is the distribution-free order-statistic interval
   ``[x(l), x(u)]`` with ``l = F⁻¹(0.025)``, ``u = F⁻¹(0.975) + 1`` for ``F`` the
@@ -32,13 +36,13 @@ Rules (also in ``docs/limits.md``):
   one-sided p < 0.01 AND a Theil–Sen rise over that half ≥ 10 % of the median, at least
   2 requests for in-flight; when both series exist BOTH must rise, since latency alone
   also rises with the content);
-  ``throughput_below_offered`` (no per-request times, or a load-point table: completed
-  req/s below 70 % of an offered rate, so the server may not have sustained it; a table whose tool's duration
-  includes the drain (:data:`DRAIN_IN_DURATION`, SGLang) counts over the duration less one median request
-  latency; for untimed
-  steps whose loader states the send window (``steps.send_window_s``, drain excluded), the
-  requests sent over that window instead, so it fires only where the generator fell behind;
-  without times the step's length for ``too_short`` is the sending period ``n / rate``);
+  ``throughput_below_offered`` (no per-request times, or a load-point table: the rate fell below 70 % of an
+  offered rate: the send rate over the step's measured or configured send window, i.e. the generator fell
+  behind, else, without such a window, the completed rate, so the server may not have sustained it);
+  ``saturated`` (informational: completions below 70 % of the offered rate and the typical request taking
+  ≥ :data:`SATURATION_LATENCY_RATIO` × the run's unloaded latency; the limit is capped at the run's highest
+  completed rate, :func:`saturation_cap`); ``too_short`` without times reads the sending period (the send
+  window, else ``n / rate``);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
   ``no_ci``, ``steadiness_unknown``) is set.
@@ -67,20 +71,18 @@ MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
 BELOW_OFFERED_RATIO = 0.70
-DRAIN_IN_DURATION = frozenset({"sglang-bench-serving"})
-"""Load-point formats whose step duration includes the drain (the wait for the last requests to finish), so that
-completed / duration is below the offered rate even on a healthy server. SGLang ``bench_serving``
-(sgl-project/sglang ``python/sglang/bench_serving.py``, ``benchmark``): every request is sent on its own
-schedule (``get_request``: exponential intervals of mean ``1 / request_rate``, without waiting for replies), the
-tasks are ``asyncio.gather``-ed, and only then ``benchmark_duration = time.perf_counter() - benchmark_start_time``;
-``calculate_metrics`` sets ``request_throughput = completed / dur_s``. (vLLM bench serve does the same; its loader
-states each step's send window instead, ``steps.send_window_s``.)"""
+SATURATION_LATENCY_RATIO = 3.0
+"""A step counts as **saturated** (info flag ``saturated``) when its completion rate over the completion span is
+below :data:`BELOW_OFFERED_RATIO` of the offered rate AND its typical request (median end-to-end latency, else the
+mean) took at least this many times the run's lowest such latency: a server that falls behind builds a queue, so
+the typical request waits many times its unloaded latency, while a drain artefact (a few long requests finishing
+after a short send window) leaves the median where it was (docs/limits.md, "Achieved throughput")."""
 TREND_ALPHA = 0.01
 TREND_MIN_RISE = 0.10
 TREND_MIN_INFLIGHT_RISE = 2.0
 TREND_BINS = 12
 CI_LEVEL = 0.95
-INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown", "littles_law"})
+INFO_FLAGS = frozenset({"no_times", "no_ci", "steadiness_unknown", "littles_law", "saturated"})
 LITTLE_TOL = 0.25
 """Little's law check: a step whose measured mean number in flight differs from the load the tool was asked
 for (offered rate × mean latency, or the concurrency) by more than this share is flagged ``littles_law``."""
@@ -132,6 +134,152 @@ def wilson_interval(k: np.ndarray | int, n: np.ndarray | int, level: float = CI_
         centre = (p + z * z / (2 * n_arr)) / denom
         half = z * np.sqrt(p * (1 - p) / n_arr + z * z / (4 * n_arr * n_arr)) / denom
     return centre - half, centre + half
+
+
+def completion_span(duration_s: float | None, window_s: float | None, includes_drain: bool | None,
+                    first_latency_s: float | None, latency_s: float | None = None) -> float | None:
+    """Seconds over which a step without per-request times completed its requests: what achieved rates divide by.
+
+    A tool whose duration runs on until the last reply (``includes_drain``: vLLM, SGLang, GenAI-Perf/AIPerf
+    summaries) measured ``D = first send → last completion``; no request can complete before the first one sent
+    does, about one unloaded request latency ``L₀`` in, so the completions span ``D − L₀`` (``first_latency_s``:
+    the run's lowest median end-to-end latency, else ``D`` as it stands). On a server that keeps up this is the
+    send window shifted by a latency (``n / span`` = the sending rate); on a saturated one it is the time the
+    server was busy (``n / span`` = its service rate). It is never shorter than the send window ``window_s``
+    (the last completion comes after the last send), so the achieved rate never exceeds the sending rate. When
+    no queue built up (the step's typical latency ``latency_s`` under :data:`SATURATION_LATENCY_RATIO` × ``L₀``)
+    the completions kept pace with the sends and the span is the send window itself: the drain after the last
+    send is then the last requests' own latency (a few long ones, in a ShareGPT mix), not a backlog. A
+    duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
+    closed loop's or an unbounded rate's (callers pass ``includes_drain`` for finite rate steps only: ``c`` users,
+    or every request sent at once, keep the server busy from the first moment, so ``completed / duration`` is
+    already its throughput, ``c / L`` by Little's law, and taking ``L₀`` off would overstate it by
+    ``n / (n − c)``).
+
+    Examples
+    --------
+    SGLang at 16 rps, 3,200 requests in 383.07 s, unloaded median latency 7.82 s (the run's 1 rps step):
+
+    >>> round(3200 / completion_span(383.07, 3200 / 16, True, 7.82), 2)
+    8.53
+    """
+    if duration_s is None or not duration_s > 0:
+        return window_s
+    if not includes_drain:
+        return duration_s
+    if (window_s is not None and window_s > 0 and latency_s is not None and first_latency_s is not None
+            and latency_s < SATURATION_LATENCY_RATIO * first_latency_s):
+        return window_s
+    span = duration_s - first_latency_s if first_latency_s is not None and 0 <= first_latency_s < duration_s \
+        else duration_s
+    return max(span, window_s) if window_s is not None and window_s > 0 else span
+
+
+def central_latency_s(p50_ms: float | None, mean_ms: float | None) -> float | None:
+    """A step's typical end-to-end latency in seconds: the median, else the mean (None when neither is known)."""
+    v = p50_ms if p50_ms is not None and math.isfinite(p50_ms) else mean_ms
+    return v / 1000.0 if v is not None and math.isfinite(v) and v >= 0 else None
+
+
+def is_saturated(load: float | None, unit: str | None, achieved_rps: float | None, latency_s: float | None,
+                 first_latency_s: float | None) -> bool:
+    """The :data:`SATURATION_LATENCY_RATIO` rule: completions well below an offered rate AND a queue built up."""
+    if unit != "rps" or load is None or not math.isfinite(load) or achieved_rps is None:
+        return False
+    if latency_s is None or first_latency_s is None or not first_latency_s > 0:
+        return False
+    return achieved_rps < BELOW_OFFERED_RATIO * load and latency_s >= SATURATION_LATENCY_RATIO * first_latency_s
+
+
+@dataclass(frozen=True)
+class SaturationCap:
+    """The highest completion rate a run achieved, when one of its steps saturated the server.
+
+    ``rps`` is the highest achieved (completion-span) rate over the run's steps; ``step`` and ``offered_load``
+    say where; ``saturated_steps`` lists the steps flagged ``saturated``. An offered load above ``rps`` cannot be
+    sustained: the queue grows for as long as the load lasts (docs/limits.md, "The saturation cap").
+    """
+
+    rps: float
+    step: int
+    offered_load: float | None
+    saturated_steps: tuple[int, ...]
+
+    def statement(self) -> str:
+        at = f" at {self.offered_load:g} rps offered" if self.offered_load is not None else ""
+        return (f"the server completed at most {self.rps:.4g} req/s (step {self.step}{at}); step(s) "
+                f"{', '.join(str(s) for s in self.saturated_steps)} saturated it (completions below "
+                f"{BELOW_OFFERED_RATIO:.0%} of the offered rate with the typical request taking "
+                f"≥ {SATURATION_LATENCY_RATIO:g}× its unloaded latency)")
+
+
+def saturation_cap(rows: list[dict], totals: dict[int, dict[str, float]] | None = None) -> SaturationCap | None:
+    """The run's :class:`SaturationCap` from its load-curve rows (one run × mix), or None when no step saturated.
+
+    The rate is the step's total ``throughput_rps`` (all mixes; ``totals[step]`` when given), the one an offered
+    load is compared with.
+    """
+    sat = tuple(sorted(int(r["step"]) for r in rows if "saturated" in (r.get("flags") or [])))
+    if not sat:
+        return None
+    best: tuple[float, int, float | None] | None = None
+    for r in rows:
+        thr = (totals or {}).get(r["step"], {}).get("throughput_rps", r.get("throughput_rps"))
+        if r.get("offered_load_unit") != "rps" or thr is None or not math.isfinite(thr):
+            continue
+        if best is None or thr > best[0]:
+            best = (float(thr), int(r["step"]), r.get("offered_load"))
+    if best is None:
+        return None
+    return SaturationCap(rps=best[0], step=best[1], offered_load=best[2], saturated_steps=sat)
+
+
+def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | None], censored: str,
+              statement: str, unit: str | None) -> tuple[float | None, list[float | None], str, str, str | None]:
+    """``(value, ci, censored, statement, note)`` with an rps limit held at or below the saturation cap.
+
+    A limit whose SLA crossing lies above the highest rate the server completed cannot be sustained: the value
+    becomes the cap, the interval's ends are held at or below it, a lower bound (``≥ x``, never failed) becomes a
+    value, and the statement and the note say so (docs/limits.md, "The saturation cap"). Unchanged otherwise
+    (``note`` None).
+    """
+    if cap is None or unit != "rps" or value is None or not math.isfinite(value) or value <= cap.rps:
+        return value, ci, censored, statement, None
+    lo, hi = ci
+    new_ci = [min(lo, cap.rps) if lo is not None else None, min(hi, cap.rps) if hi is not None else cap.rps]
+    was = statement or f"{value:.4g} rps"
+    note = (f"capped at {cap.rps:.4g} rps: the SLA crossing ({was}) lies above what the server can complete: "
+            f"{cap.statement()}; an offered load above it builds a queue for as long as it lasts")
+    return cap.rps, new_ci, "none", f"≤ {cap.rps:.4g} rps (capped at the saturated throughput; SLA crossing {was})", \
+        note
+
+
+def spread_at(x: float | None, xs: np.ndarray, ys: np.ndarray) -> tuple[float, float] | None:
+    """The range of ``ys`` over repeats, interpolated at ``x`` (:func:`repeat_means`), or None without repeats."""
+    if x is None or not math.isfinite(x):
+        return None
+    ok = ~np.isnan(ys) & ~np.isnan(xs)
+    if np.unique(xs[ok]).size == ok.sum():
+        return None
+    ux, _, lo, hi = repeat_means(xs, ys)
+    return float(np.interp(x, ux, lo)), float(np.interp(x, ux, hi))
+
+
+def repeat_means(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct load of ``xs``: the mean of ``ys`` over its repeats, and their lowest and highest value.
+
+    Repeats at one load (llm-d exp-7: three runs at 5.5 rps) are one measurement of that load's throughput: their
+    mean is the estimate and their range the spread. NaN values are left out; loads with none are dropped.
+
+    >>> repeat_means(np.array([5.5, 5.5, 5.5]), np.array([5.3187, 5.3633, 5.3100]))[1].round(4)
+    array([5.3307])
+    """
+    ok = ~np.isnan(ys) & ~np.isnan(xs)
+    ux = np.unique(xs[ok])
+    mean = np.array([ys[ok][xs[ok] == x].mean() for x in ux])
+    lo = np.array([ys[ok][xs[ok] == x].min() for x in ux])
+    hi = np.array([ys[ok][xs[ok] == x].max() for x in ux])
+    return ux, mean, lo, hi
 
 
 @dataclass(frozen=True)
@@ -188,15 +336,19 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         pl.col("start_s").max().alias("_t1"),
         pl.len().alias("_n_all"),
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
+        OK_EXPR.sum().cast(pl.Int64).alias("_n_ok"),
+        (pl.col("latency_ms").filter(OK_EXPR).median() / 1000.0).alias("_med_lat_s"),
     ).collect(engine="streaming")
+    tool_cols = {"duration_s": ("_tool_d", pl.Float64), "send_window_s": ("_send_w", pl.Float64),
+                 "send_window_basis": ("_send_basis", pl.String), "duration_includes_drain": ("_drain", pl.Boolean)}
     if trace.steps is not None and trace.steps.height:
-        sw = pl.col("send_window_s") if "send_window_s" in trace.steps.columns else pl.lit(None, pl.Float64)
         tool = trace.steps.select(
-            pl.col("run_id").fill_null("run"), "step", pl.col("duration_s").alias("_tool_d"), sw.alias("_send_w")
+            pl.col("run_id").fill_null("run"), "step",
+            *[(pl.col(c) if c in trace.steps.columns else pl.lit(None, t)).alias(a) for c, (a, t) in tool_cols.items()],
         ).unique(keys, keep="first")
         base = base.join(tool, on=keys, how="left")
     else:
-        base = base.with_columns(pl.lit(None, pl.Float64).alias("_tool_d"), pl.lit(None, pl.Float64).alias("_send_w"))
+        base = base.with_columns([pl.lit(None, t).alias(a) for a, t in tool_cols.values()])
     bins = None
     if times:
         d = pl.col("_t1") - pl.col("_t0")
@@ -213,17 +365,19 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         has_ttft = (trace.frame["ttft_ms"].null_count() < trace.frame.height if trend_metric is None
                     else trend_metric == "ttft_ms")
         sent, bins = _steady_pass(lf, base, has_ttft)
-        base = base.join(sent, on=keys, how="left").with_columns(pl.col("n_sent").fill_null(0))
+        base = base.join(sent, on=keys, how="left").with_columns(
+            pl.col("n_sent").fill_null(0), pl.col("duration_s").alias("rate_span_s"),
+            pl.col("duration_s").alias("send_span_s"))
     else:
-        base = base.with_columns(
+        base = _untimed_spans(base.with_columns(
             pl.lit(None, pl.Float64).alias("t_start_s"),
             pl.lit(None, pl.Float64).alias("t_end_s"),
             pl.col("_tool_d").alias("duration_s"),
             pl.lit(False).alias("has_times"),
             pl.col("_n_all").alias("n_sent"),
-        )
+        ))
     base = base.with_columns(
-        pl.when(pl.col("duration_s") > 0).then(pl.col("n_sent") / pl.col("duration_s")).alias("send_rate_rps")
+        pl.when(pl.col("send_span_s") > 0).then(pl.col("n_sent") / pl.col("send_span_s")).alias("send_rate_rps")
     ).sort(keys)
     by_step = {} if bins is None else {
         (k[0], k[1]): g.sort("_bin") for k, g in bins.partition_by(keys, as_dict=True).items()
@@ -246,20 +400,18 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         if r["not_steady"]:
             fl.append("not_steady")
         load, rate = r["offered_load"], r["send_rate_rps"]
-        if (r["offered_load_unit"] == "rps" and r["has_times"] and load is not None and math.isfinite(load)
+        # the send rate is evidence of a lagging generator where it was measured: per-request times, or the
+        # loader's measured send window (vLLM start_times)
+        measured_send = r["has_times"] or r["_send_basis"] == "measured"
+        if (r["offered_load_unit"] == "rps" and measured_send and load is not None and math.isfinite(load)
                 and rate is not None and rate < opt.behind_ratio * load):
             fl.append("generator_behind")
         finite_rps = r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and load > 0
         span = r["duration_s"]
         if not r["has_times"] and finite_rps:
-            # without times the tool's duration includes the drain: the sending period is n / rate
-            span = min(x for x in (span, r["n_sent"] / load) if x is not None)
-            # the rate the generator sent at over its send window (drain excluded) when the loader states it
-            # (steps.send_window_s: vLLM num_prompts / request_rate or its send times); else, conservatively,
-            # the requests over the tool's duration, whose drain lowers it even on a healthy server
-            sent = r["n_sent"] / r["_send_w"] if r["_send_w"] else rate
-            if sent is not None and sent < BELOW_OFFERED_RATIO * load:
-                fl.append("throughput_below_offered")
+            # without times the tool's duration may include the drain: the sending period is n / rate
+            span = min(x for x in (span, r["_send_w"], r["n_sent"] / load) if x is not None)
+            fl += _untimed_rate_flags(r, load)
         if span is not None and span < opt.min_steady_s:
             fl.append("too_short")
         flags.append(fl)
@@ -268,8 +420,47 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         pl.when(pl.col("has_times")).then(pl.col("_t0")).otherwise(None).alias("t_first_s")
     ).select(
         "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
-        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s",
+        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s", "rate_span_s", "send_span_s",
     )
+
+
+def _finite_rate(load: float | None, unit: str | None) -> bool:
+    """An open-loop step on a schedule: a finite positive rps load. A closed loop (concurrency) or an unbounded
+    rate (every request sent at once) keeps the server busy from the first moment: its completed / duration is
+    already its throughput (:func:`completion_span`)."""
+    return unit == "rps" and load is not None and math.isfinite(load) and load > 0
+
+
+def _untimed_spans(base: pl.DataFrame) -> pl.DataFrame:
+    """Steps without per-request times: ``rate_span_s`` (:func:`completion_span`, what completed rates divide
+    by), ``send_span_s`` (the stated send window, else the tool's duration: what the send rate divides by), and
+    the run's unloaded latency ``_first_lat_s`` (its lowest step median of successful requests' latency)."""
+    first = base.group_by("run_id").agg(pl.col("_med_lat_s").min().alias("_first_lat_s"))
+    base = base.join(first, on="run_id", how="left")
+    spans = [completion_span(r["_tool_d"], r["_send_w"], r["_drain"] and _finite_rate(r["offered_load"],
+                                                                                  r["offered_load_unit"]),
+                             r["_first_lat_s"], r["_med_lat_s"]) for r in base.iter_rows(named=True)]
+    return base.with_columns(
+        pl.Series("rate_span_s", spans, dtype=pl.Float64),
+        pl.coalesce(pl.col("_send_w"), pl.col("_tool_d")).alias("send_span_s"),
+    )
+
+
+def _untimed_rate_flags(r: dict, load: float) -> list[str]:
+    """``throughput_below_offered`` and ``saturated`` of one untimed rps step (docs/limits.md, "Achieved
+    throughput"): below-offered reads the send rate over a measured or configured send window (the generator fell
+    behind), else, without a window, the completion-span rate (the server may not have sustained the rate)."""
+    out = []
+    achieved = r["_n_ok"] / r["rate_span_s"] if r["rate_span_s"] else None
+    if r["_send_w"] and r["_send_basis"] in ("measured", "config"):
+        below = r["n_sent"] / r["_send_w"] < BELOW_OFFERED_RATIO * load
+    else:
+        below = achieved is not None and achieved < BELOW_OFFERED_RATIO * load
+    if below:
+        out.append("throughput_below_offered")
+    if is_saturated(load, "rps", achieved, r["_med_lat_s"], r.get("_first_lat_s")):
+        out.append("saturated")
+    return out
 
 
 def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -573,10 +764,14 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
     slim = slim.drop("_ok", "_failed", "_out", "_lat_all")
     g = groups.join(g, on="_g").join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
-                   "has_times"),
+                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
         on=["run_id", "step"], how="left",
     )
     d = pl.col("duration_s")
+    # completed rates over the completion span, the send rate over the send window (both the steady window's
+    # length when the requests carry times; step_windows, completion_span)
+    thr_d = pl.coalesce(pl.col("rate_span_s"), d) if "rate_span_s" in win.columns else d
+    send_d = pl.coalesce(pl.col("send_span_s"), d) if "send_span_s" in win.columns else d
     # throughput counts completions inside the steady window (what the server delivered then), not
     # requests sent in it: an overloaded step's queue would otherwise be counted as served
     if done is not None:
@@ -591,9 +786,9 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         # cancelled requests and those of unknown outcome are neither ok nor failed (sla.UNSETTLED)
         (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
         pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
-        pl.when(d > 0).then(pl.col("_thr_n") / d).alias("throughput_rps"),
-        pl.when(d > 0).then(pl.col("_thr_tok") / d).alias("output_tokens_per_s"),
-        pl.when(d > 0).then(pl.col("n_requests") / d).alias("send_rate_rps"),
+        pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
+        pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
+        pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
     ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
@@ -653,20 +848,64 @@ def _metric_quantiles(m: str, n_m: np.ndarray, qs: dict[str, float]) -> list[pl.
     return exprs
 
 
-def _drain_free_throughput(r: dict) -> float | None:
-    """Completed req/s of a load point whose duration includes the drain, over the duration less the drain.
+def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
+    """A load-point frame's rates over the step's own windows (docs/limits.md, "Achieved throughput").
 
-    On a server that sustains the rate the last request sent completes about one request latency after the send
-    window ends, so the drain is taken as the step's median end-to-end latency (its mean when no median is
-    reported): ``n_ok / (duration − latency)``. A server that falls behind still drains a backlog far longer than
-    one latency, and its figure stays below the offered rate. The tool's own figure when the duration or the
-    latency is unknown, or the latency is not shorter than the duration.
+    ``throughput_rps`` and ``output_tokens_per_s``: completed per second of the :func:`completion_span` where the
+    tool's duration includes the drain (``duration_includes_drain``) of a rate step, else the tool's own figures;
+    ``send_rate_rps``: requests over the stated send window, else the tool's own sent rate
+    (``achieved_rate_rps``). Helper columns ``_lat_s`` (the step's median, else mean, end-to-end latency, else
+    mean TTFT + mean TPOT × (output tokens per request − 1)) and
+    ``_first_lat_s`` (the run's lowest, the unloaded latency) are kept for the flags.
     """
-    d, n = r.get("duration_s"), r.get("n_ok")
-    lat = r.get("latency_ms_p50") if r.get("latency_ms_p50") is not None else r.get("latency_ms_mean")
-    if d is None or n is None or lat is None or not 0 <= lat / 1000.0 < d:
-        return r.get("throughput_rps")
-    return n / (d - lat / 1000.0)
+    # the typical end-to-end latency: the median, else the mean, else TTFT + TPOT × (output tokens per request − 1)
+    # from the means (exact for a fixed output length, as llm-d exp-7's 100 tokens)
+    per_req = pl.col("output_tokens_per_s") * pl.col("duration_s") / pl.col("n_ok")
+    built = pl.when(per_req >= 1).then(pl.col("ttft_ms_mean") + pl.col("tpot_ms_mean") * (per_req - 1))
+    f = f.with_columns(
+        pl.coalesce(pl.col("latency_ms_p50"), pl.col("latency_ms_mean"), built).truediv(1000.0).alias("_lat_s"))
+    f = f.with_columns(pl.col("_lat_s").min().over("run_id").alias("_first_lat_s"))
+    thr, tok = [], []
+    for r in f.iter_rows(named=True):
+        open_loop = r["duration_includes_drain"] and _finite_rate(r["offered_load"], r["offered_load_unit"])
+        span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"], r["_lat_s"])
+        if open_loop and span and r["n_ok"] is not None:
+            thr.append(r["n_ok"] / span)
+            t = r["output_tokens_per_s"]
+            tok.append(t * r["duration_s"] / span if t is not None and r["duration_s"] else t)
+        else:
+            thr.append(r["throughput_rps"])
+            tok.append(r["output_tokens_per_s"])
+    sent = pl.coalesce(pl.col("n_requests"), pl.col("n_ok"))
+    return f.with_columns(
+        pl.Series("throughput_rps", thr, dtype=pl.Float64),
+        pl.Series("output_tokens_per_s", tok, dtype=pl.Float64),
+        pl.when(pl.col("send_window_s") > 0).then(sent / pl.col("send_window_s"))
+        .otherwise(pl.col("achieved_rate_rps")).alias("send_rate_rps"),
+    )
+
+
+def _loadpoint_rate_flags(r: dict, behind_ratio: float = BEHIND_RATIO) -> list[str]:
+    """``generator_behind``, ``throughput_below_offered`` and ``saturated`` of one load point.
+
+    Below offered reads the send rate over a measured or configured send window (the generator fell behind);
+    without such a window, the completed rate (the server may not have sustained the load).
+    """
+    load, unit, rate, thr = r["offered_load"], r["offered_load_unit"], r["send_rate_rps"], r["throughput_rps"]
+    if unit != "rps" or load is None or not math.isfinite(load):
+        return []
+    out = []
+    if rate is not None and rate < behind_ratio * load:
+        out.append("generator_behind")
+    if r["send_window_s"] and r["send_window_basis"] in ("measured", "config"):
+        below = rate is not None and rate < BELOW_OFFERED_RATIO * load
+    else:
+        below = thr is not None and thr < BELOW_OFFERED_RATIO * load
+    if below:
+        out.append("throughput_below_offered")
+    if is_saturated(load, unit, thr, r["_lat_s"], r["_first_lat_s"]):
+        out.append("saturated")
+    return out
 
 
 def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: CurveOptions) -> pl.DataFrame:
@@ -682,10 +921,11 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         pl.coalesce(pl.col("n_ok"), pl.col("n_requests") - pl.col("n_errors")).alias("n_ok"),
     ).with_columns(
         (pl.col("n_errors") / pl.col("n_requests")).alias("error_rate"),
-        pl.col("achieved_rate_rps").alias("send_rate_rps"),
-        (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
         pl.lit(None, pl.Float64).alias("t_first_s"),
         pl.lit(0, pl.Int64).alias("n_unknown"),
+    )
+    out = _loadpoint_rates(out).with_columns(
+        (pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
     )
     lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
     valid_n = out["n_requests"].is_not_null().to_numpy()
@@ -706,7 +946,6 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
             ]
     out = out.with_columns(exprs)
     flags = []
-    drain = table.provenance.format in DRAIN_IN_DURATION
     for r in out.iter_rows(named=True):
         fl = ["no_ci", "steadiness_unknown"]
         n = r["n_ok"] if r["n_ok"] is not None else r["n_requests"]
@@ -716,15 +955,9 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
             lo_r, hi_r = order_stat_ranks(int(n), q)
             if hi_r > n or lo_r < 1:
                 fl.append(f"too_few_for_{name}")
-        load, rate = r["offered_load"], r["send_rate_rps"]
-        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and rate is not None
-                and rate < opt.behind_ratio * load):
-            fl.append("generator_behind")
-        thr = _drain_free_throughput(r) if drain else r["throughput_rps"]
-        if (r["offered_load_unit"] == "rps" and load is not None and math.isfinite(load) and thr is not None
-                and thr < BELOW_OFFERED_RATIO * load):
-            fl.append("throughput_below_offered")
-        if r["duration_s"] is not None and r["duration_s"] < opt.min_steady_s:
+        fl += _loadpoint_rate_flags(r, opt.behind_ratio)
+        span = min((x for x in (r["duration_s"], r["send_window_s"]) if x is not None), default=None)
+        if span is not None and span < opt.min_steady_s:
             fl.append("too_short")
         flags.append(fl)
     out = out.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String))).with_columns(
@@ -735,6 +968,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 
 
 __all__ = [
-    "DRAIN_IN_DURATION", "CurveOptions", "METRICS", "QUANTILES", "load_curve", "min_n_supported", "order_stat_ranks",
-    "qname", "steady_requests", "step_windows", "wilson_interval",
+    "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
+    "central_latency_s", "completion_span", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks",
+    "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_windows", "wilson_interval",
 ]

@@ -76,9 +76,13 @@ from bearing_lib.limits.curves import (
     INFO_FLAGS,
     QUANTILES,
     CurveOptions,
+    cap_limit,
     load_curve,
     min_n_supported,
     qname,
+    repeat_means,
+    saturation_cap,
+    spread_at,
     steady_requests,
     step_windows,
 )
@@ -345,10 +349,10 @@ def _ci(draws: np.ndarray, level: float) -> list[float | None]:
 def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     if x is None or not math.isfinite(x):
         return None
-    ok = ~np.isnan(ys)
-    if not ok.any():
+    ux, mean, _, _ = repeat_means(xs, ys)  # repeats at one load: their mean (curves.repeat_means)
+    if not ux.size:
         return None
-    return float(np.interp(x, xs[ok], ys[ok]))
+    return float(np.interp(x, ux, mean))
 
 
 FLOOR_BREAKS = 0.9
@@ -874,6 +878,9 @@ def _fit_group(
             est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
                                first_fail, notes)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
+    cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
+    value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
+    notes += [cap_note] if cap_note else []
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
     if resolution is not None and resolution["coarse"]:
@@ -898,6 +905,9 @@ def _fit_group(
         "throughput_rps": _interp(value, xs_all[keep], tot_rps[keep]),
         "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
         "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
+        "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
+        "saturated_rps": cap.rps if cap is not None else None,
+        "capped": cap_note is not None,
         "method": _method(tables, n_boot, estimator),
         "resolution": resolution,
         "estimator": estimator,

@@ -160,6 +160,13 @@ class QUlt:
     """What the interval is: the bootstrap's, or the bootstrap widened to the step grid, and why."""
     bootstrap_ci95: tuple[float | None, float | None] | None = None
     """The pure bootstrap interval before any widening (for comparison; docs/oracle.md)."""
+    throughput_range_rps: tuple[float, float] | None = None
+    """Lowest and highest completed req/s of the repeats at the limit's load (``throughput_rps`` is their mean);
+    None when no load was repeated."""
+    saturated_rps: float | None = None
+    """The highest rate the run completed when one of its steps saturated the server (``curves.saturation_cap``)."""
+    capped: bool = False
+    """True when the SLA crossing lay above ``saturated_rps`` and ``value`` was held at it."""
 
     def __post_init__(self) -> None:
         self.ci95 = tuple(self.ci95)  # type: ignore[assignment]

@@ -25,7 +25,14 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, Problem, raise_problems
-from bearing_lib.data.loadpoints import LATENCY_METRICS, LOADPOINT_SCHEMA, LoadPointTable, conform_loadpoints
+from bearing_lib.data.loadpoints import (
+    LATENCY_METRICS,
+    LOADPOINT_SCHEMA,
+    LoadPointTable,
+    SendWindow,
+    conform_loadpoints,
+    window_columns,
+)
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import field_origins, new_provenance
 from bearing_lib.loaders.source import InputSource
@@ -154,7 +161,14 @@ class StepFacts:
     source_file: str | None = None
     payload: Any = None
     step: int | None = field(default=None)
-    send_window_s: float | None = None
+    send_window: SendWindow | None = None
+    """First send to last send of the step (drain excluded) and how it is known; None when unknown."""
+    duration_includes_drain: bool | None = None
+    """True when ``duration_s`` runs on until the last reply (the tool's clock stops after the drain)."""
+
+    @property
+    def send_window_s(self) -> float | None:
+        return self.send_window.seconds if self.send_window is not None else None
 
 
 def number_steps(steps: Sequence[StepFacts], prov: Provenance | None = None) -> list[StepFacts]:
@@ -239,7 +253,8 @@ def step_row(
     duration_s: float | None = None,
     n_requests_reported: int | None = None,
     source_file: str | None = None,
-    send_window_s: float | None = None,
+    send_window: SendWindow | None = None,
+    duration_includes_drain: bool | None = None,
 ) -> dict[str, object]:
     """One row for ``RequestTrace.steps`` (columns of :data:`~bearing_lib.data.trace.STEP_SCHEMA`)."""
     return {
@@ -250,7 +265,7 @@ def step_row(
         "duration_s": duration_s,
         "n_requests_reported": n_requests_reported,
         "source_file": source_file,
-        "send_window_s": send_window_s,
+        **window_columns(send_window, duration_includes_drain),
     }
 
 
@@ -258,7 +273,8 @@ def step_rows(steps: Iterable[StepFacts]) -> list[dict[str, object]]:
     """Rows for ``RequestTrace.steps`` (columns of ``STEP_SCHEMA``)."""
     return [
         step_row(s.run_id, s.step, s.offered_load, s.offered_load_unit, duration_s=s.duration_s,
-                 n_requests_reported=s.n_requests_reported, source_file=s.source_file, send_window_s=s.send_window_s)
+                 n_requests_reported=s.n_requests_reported, source_file=s.source_file, send_window=s.send_window,
+                 duration_includes_drain=s.duration_includes_drain)
         for s in steps
     ]
 
@@ -283,6 +299,11 @@ def step_columns(s: StepFacts) -> dict[str, object]:
         "offered_load": s.offered_load,
         "offered_load_unit": s.offered_load_unit,
     }
+
+
+def step_window_columns(s: StepFacts) -> dict[str, object]:
+    """The send-window columns of a load-point row (:func:`~bearing_lib.data.loadpoints.window_columns`)."""
+    return window_columns(s.send_window, s.duration_includes_drain)
 
 
 def stats_to_columns(

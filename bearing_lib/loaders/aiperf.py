@@ -39,6 +39,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.data.loadpoints import SendWindow
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import StepFacts, number, number_steps, parse_rate, step_columns, step_rows
@@ -218,12 +219,14 @@ def load(source: InputSource) -> RequestTrace:
         starts = [float(r["start_s"]) for r in rows]  # type: ignore[arg-type]
         ends = [float(r["end_s"]) for r in rows]  # type: ignore[arg-type]
         sent = len(rows)
-        send_window = max(starts) - min(starts) if sent > 1 else None
+        # first -> last request_start_ns, scaled so that n / window is the send rate
+        window = SendWindow.of((max(starts) - min(starts)) * sent / (sent - 1) if sent > 1 else None, "measured",
+                               "request_start_ns: (last − first) × n / (n − 1)")
         steps.append(StepFacts(
             run_id=run_id, offered_load=load_value, offered_load_unit=unit, tiebreak=(str(f),),
             duration_s=max(ends) - min(starts), n_requests_reported=int(phase["requests"]) if phase.get("requests")
             else None, source_file=str(f.relative_to(source.path)) if source.is_dir else f.name,
-            send_window_s=send_window if unit == "rps" else None, payload=k,
+            send_window=window if unit == "rps" else None, duration_includes_drain=True, payload=k,
         ))
         payload[k] = (f, rows, model)
     steps = number_steps(steps, prov)

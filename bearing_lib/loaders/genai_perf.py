@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -155,6 +155,17 @@ def _offered(doc: dict[str, Any], path: Path, tool: str) -> tuple[float | None, 
                  "input_config.concurrency|request_rate"], path=path)
 
 
+def _export_window(doc: dict[str, Any], load: float | None, unit: str | None) -> SendWindow | None:
+    """AIPerf ≥ 0.13's profiling phase at a request rate with a request count: ``requests / rate`` (config).
+    Otherwise unknown: GenAI-Perf's perf_analyzer measures in time windows it does not write out."""
+    phase = profiling_phase(doc) or {}
+    n = phase.get("requests")
+    if unit != "rps" or load is None or not isinstance(n, int | float) or isinstance(n, bool):
+        return None
+    return SendWindow.of(float(n) / load if load > 0 else None, "config",
+                         "input_config.phases[profiling].requests / rate")
+
+
 def _model(doc: dict[str, Any]) -> str | None:
     cfg = doc.get("input_config") or {}
     endpoint = cfg.get("endpoint") if isinstance(cfg.get("endpoint"), dict) else {}
@@ -215,6 +226,9 @@ def _load_export(source: InputSource, *, name: str, tool: str) -> LoadPointTable
         "throughput_rps": rps,
         "input_tokens_per_s": isl * rps if isl is not None and rps is not None else None,
         "output_tokens_per_s": _avg(doc, "output_token_throughput", path),
+        # benchmark_duration = last response − first request: the drain is in it (GenAI-Perf
+        # llm_profile_data_parser.py; AIPerf benchmark_duration_metric.py)
+        **window_columns(_export_window(doc, load_value, unit), True),
         "source_file": path.name,
     }
     if row["n_requests"] is not None:
@@ -326,6 +340,7 @@ def load_sweep(source: InputSource) -> LoadPointTable:
             "n_ok": int(round(n_ok)) if n_ok is not None else None,
             "throughput_rps": num("request_throughput_mean"),
             "output_tokens_per_s": num("output_token_throughput_mean"),
+            **window_columns(None, True),  # benchmark_duration: max response − min request, drain included
             "source_file": s.source_file,
         }
         for key, metric in _LAT.items():

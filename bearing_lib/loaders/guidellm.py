@@ -51,7 +51,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance, read_csv_checked
@@ -375,6 +375,14 @@ def _metric(b: dict[str, Any], name: str) -> dict[str, Any] | None:
     return None
 
 
+def _guidellm_window(duration_s: float | None) -> dict[str, object]:
+    """The send window of a GuideLLM benchmark: its ``duration``, the scheduler's measured window
+    (``GenerativeBenchmark.duration``; ``MaxDurationConstraint`` stops queuing and cancels the requests still in
+    flight at its end, so no drain follows), measured."""
+    return window_columns(SendWindow.of(duration_s, "measured", "benchmark duration: the scheduler's measured "
+                                        "window (requests in flight at its end are cancelled)"), False)
+
+
 def _load_aggregate(source: InputSource) -> LoadPointTable:
     path = source.path
     doc = _check(_whole(source), path)
@@ -386,7 +394,7 @@ def _load_aggregate(source: InputSource) -> LoadPointTable:
         i, b = s.payload
         made = (b.get("scheduler_metrics") or {}).get("requests_made") or {}
         row: dict[str, object] = {
-            **step_columns(s), "model": _model(doc), "duration_s": s.duration_s,
+            **step_columns(s), "model": _model(doc), "duration_s": s.duration_s, **_guidellm_window(s.duration_s),
             "n_requests": made.get("total"), "n_ok": made.get("successful"), "n_errors": made.get("errored"),
             "source_file": s.source_file,
         }
@@ -468,7 +476,7 @@ def load_csv(source: InputSource) -> LoadPointTable:
         r, num = s.payload
         total, errors = num("total_requests"), num("error_requests")
         rows.append({
-            **step_columns(s), "duration_s": s.duration_s,
+            **step_columns(s), "duration_s": s.duration_s, **_guidellm_window(s.duration_s),
             "n_requests": int(total) if total is not None else None,
             "n_errors": int(errors) if errors is not None else None,
             "n_ok": int(total - errors) if total is not None and errors is not None else None,
@@ -656,7 +664,8 @@ def load_native_csv(source: InputSource) -> LoadPointTable:
         def num(key: str, cell: dict[str, str] = cell, line: int = line) -> float | None:
             return _cell_number(cell.get(key, ""), path=path, field=key, row=line)
 
-        row: dict[str, object] = {**step_columns(s), "duration_s": s.duration_s, "source_file": s.source_file}
+        row: dict[str, object] = {**step_columns(s), "duration_s": s.duration_s, **_guidellm_window(s.duration_s),
+                                  "source_file": s.source_file}
         if layout == "single":
             ok, err, inc = num("Successful Requests"), num("Errored Requests"), num("Incomplete Requests")
             total = num("Total Requests")

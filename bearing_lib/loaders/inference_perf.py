@@ -31,7 +31,7 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.common.errors import InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import finish_loadpoints, stats_to_columns, step_row
@@ -188,6 +188,11 @@ def _row_from_report(
         derived.append("duration_s")
     else:
         duration = ls.get("send_duration")
+    # load_summary.send_duration is first -> last send (reportgen/base.py summarize_requests); the benchmark time
+    # runs until every queued request finished (load_generator.py run_stage): the drain is in it
+    sd = ls.get("send_duration")
+    window = SendWindow.of(float(sd) if isinstance(sd, (int, float)) else None, "measured",
+                           "load_summary.send_duration (first send -> last send)")
     row: dict[str, object] = {
         "run_id": run_id,
         "step": step,
@@ -200,6 +205,7 @@ def _row_from_report(
         "n_errors": n_err,
         "throughput_rps": rps,
         "achieved_rate_rps": ls.get("achieved_rate"),
+        **window_columns(window, duration is not None and duration != sd),
         "input_tokens_per_s": thr.get("input_tokens_per_sec"),
         "output_tokens_per_s": thr.get("output_tokens_per_sec"),
         "source_file": source_file,

@@ -31,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, window_columns
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._loadtest import (
@@ -184,6 +184,9 @@ def _summary_row(doc: dict[str, Any], path: Path) -> dict[str, object]:
         "throughput_rps": per_min / 60.0 if per_min is not None else None,
         "duration_s": completed / per_min * 60.0 if per_min else None,
         "output_tokens_per_s": num("results_mean_output_throughput_token_per_s"),
+        # closed loop; at the end the threads stop polling and requests in flight are abandoned, not waited
+        # for (token_benchmark_ray.py get_token_throughput_latencies): no drain; the loop's span is not stated
+        **window_columns(None, False),
     }
     for src, metric in _METRICS.items():
         for suffix, stat in _QUANT.items():

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bearing_lib.common.errors import InputError, InsufficientDataError, SchemaError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._http_loadtest import DEFAULT_MIN_PLATEAU_S, cut_plateaus
@@ -189,6 +189,9 @@ def _stats_row(src: InputSource, metric_rows: Mapping[str, str] | None, prov: Pr
         "n_errors": n_err,
         "throughput_rps": (n_req - n_err) / duration if duration else None,
         "achieved_rate_rps": n_req / duration if duration else None,
+        # closed loop, users stopped without waiting (runners.py stop_users force=True): no drain; the span
+        # Locust divides by (stats.py total_rps: to the last completion) is not a send window
+        **window_columns(None, False),
         "source_file": str(src.path),
     }
 
@@ -305,6 +308,8 @@ def _history_rows(
             "n_errors": int(round(f)),
             "throughput_rps": (n - f) / dur,
             "achieved_rate_rps": n / dur,
+            **window_columns(SendWindow.of(dur, "measured", "plateau of the stats history (first to last row at "
+                                           "the user count)"), False),
             "source_file": str(src.path),
         }
         groups = dict(metric_keys)

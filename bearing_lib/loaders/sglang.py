@@ -13,6 +13,16 @@ only the mean/median E2E latency and the median TTFT/ITL (ms); current versions 
 Both load as a :class:`~bearing_lib.data.loadpoints.LoadPointTable`. Failed requests are
 absent from SGLang's statistics and ``completed`` counts successes only, so the error
 count is unknown (null) unless the line states it.
+
+**Send window.** ``duration`` includes the drain: ``benchmark`` (sgl-project/sglang
+``python/sglang/bench_serving.py``) takes ``benchmark_duration`` after ``asyncio.gather`` of every request task
+(and a ``/get_server_info`` call), and ``calculate_metrics`` sets ``request_throughput = completed / dur_s``.
+Requests are sent by ``get_request``: it yields a request, then sleeps an exponential interval of mean
+``1 / request_rate`` (no rescaling to a fixed end), creating each task without waiting for replies. The lines
+state no prompt count and no send times, so the window is **estimated**: ``n / request_rate`` (the Poisson
+schedule's expected span, scaled so that ``n / window`` is the rate) with ``n`` the line's ``num_prompts`` when
+stated (``config``), else ``completed`` (assumes no request failed: SGLang counts successes only). Unknown for an
+unbounded rate or a ``max_concurrency`` cap (the semaphore may hold sends back).
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
     StepFacts,
@@ -33,6 +43,7 @@ from bearing_lib.loaders._loadtest import (
     number_steps,
     parse_rate,
     step_columns,
+    step_window_columns,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
@@ -87,6 +98,21 @@ def _run_name(stem: str, line: dict[str, Any], unit: str) -> str:
     return "-".join(parts)
 
 
+def send_window(obj: dict[str, Any], rate: float | None) -> SendWindow | None:
+    """The step's send window (module docstring): ``num_prompts / request_rate`` from the line's own prompt count
+    (``config``), else ``completed / request_rate`` (``estimated``), None for an unbounded or capped rate."""
+    if rate is None or not math.isfinite(rate) or not rate > 0 or obj.get("max_concurrency") is not None:
+        return None
+    n = obj.get("num_prompts")
+    if isinstance(n, int) and n > 0:
+        return SendWindow.of(n / rate, "config", "num_prompts / request_rate (Poisson schedule, expected span)")
+    c = obj.get("completed")
+    if isinstance(c, int) and c > 0:
+        return SendWindow.of(c / rate, "estimated", "completed / request_rate (the line states no num_prompts: "
+                             "assumes no request failed; Poisson schedule, expected span)")
+    return None
+
+
 def load(source: InputSource) -> LoadPointTable:
     lines = json_lines(source)
     if not lines:
@@ -125,6 +151,7 @@ def load(source: InputSource) -> LoadPointTable:
             duration_s=number(obj["duration"], path=source.path, field="duration", row=lineno),
             n_requests_reported=obj.get("num_prompts") if isinstance(obj.get("num_prompts"), int) else None,
             source_file=f"{source.path.name}:{lineno}", payload=(lineno, obj),
+            send_window=send_window(obj, rate), duration_includes_drain=True,
         ))
     steps = number_steps(steps, prov)
     rows = []
@@ -144,6 +171,7 @@ def load(source: InputSource) -> LoadPointTable:
             "n_ok": completed,
             "n_requests": s.n_requests_reported,
             "output_tokens_per_s": num("output_throughput"),
+            **step_window_columns(s),
             "source_file": s.source_file,
         }
         if obj.get("request_throughput") is not None:

@@ -35,7 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
 from bearing_lib.loaders._http_loadtest import (
@@ -414,6 +414,9 @@ def load_report(source: InputSource) -> LoadPointTable:
             "n_errors": total - n_ok,
             "throughput_rps": r["throughput"],
             "achieved_rate_rps": r["rate"],
+            # Duration (attack) = latest - earliest start, Wait after it (lib/metrics.go Close): total = drain incl.
+            **window_columns(SendWindow.of(r["attack_s"], "measured", "Duration (attack): latest − earliest "
+                                           "request start"), True),
             "source_file": str(f.path),
         }
         row |= {f"latency_ms_{k}": v for k, v in r["latency_ms"].items()}
@@ -488,6 +491,8 @@ def load_jaggr(source: InputSource) -> LoadPointTable:
         "n_errors": n - ok,
         "throughput_rps": ok / dur if dur else None,
         "achieved_rate_rps": n / dur if dur else None,
+        **window_columns(SendWindow.of(dur, "measured", "seconds with a jaggr row (requests counted per second)"),
+                         False),
         "source_file": str(source.path),
     }
     return finish_loadpoints(

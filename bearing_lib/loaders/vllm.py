@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 
 from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
-from bearing_lib.data.loadpoints import LoadPointTable
+from bearing_lib.data.loadpoints import LoadPointTable, SendWindow
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.loaders._common import finish_trace, new_provenance
@@ -51,6 +51,7 @@ from bearing_lib.loaders._loadtest import (
     relpath,
     step_columns,
     step_rows,
+    step_window_columns,
 )
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import HEAD_BYTES, InputSource
@@ -263,8 +264,8 @@ def _offered(doc: dict[str, Any], path: Path, prov: Provenance) -> tuple[float |
     return rate, "rps" if rate is not None else None
 
 
-def send_window(doc: dict[str, Any]) -> tuple[float | None, str]:
-    """The period over which the run sent its requests, drain excluded, and how it is known.
+def send_window(doc: dict[str, Any]) -> SendWindow | None:
+    """The period over which the run sent its requests (first send to last send, drain excluded), or None.
 
     vLLM's ``duration`` is not it: ``benchmark`` (vllm-project/vllm ``vllm/benchmarks/serve.py``, formerly
     ``benchmarks/benchmark_serving.py``) sets ``benchmark_duration`` after ``asyncio.gather`` of every
@@ -272,30 +273,31 @@ def send_window(doc: dict[str, Any]) -> tuple[float | None, str]:
     ``completed / duration``: below the request rate even for a healthy server, by the last requests'
     latency. The send window is:
 
-    * ``start_times`` (``--save-detailed``, newer builds: each request's send time,
-      ``time.perf_counter()``): ``(max − min) × n / (n − 1)``, so that ``n / window`` is the measured
-      send rate ``(n − 1) / (max − min)`` (the clock's origin does not matter, only its differences);
-    * else a finite ``request_rate`` with no ``max_concurrency`` and no ramp-up: ``num_prompts /
-      request_rate``. ``get_request`` schedules request ``i`` at the cumulative sum of gamma(burstiness)
-      intervals of mean ``1 / rate`` and (since 2025) rescales them so that the last is sent at exactly
-      ``num_prompts / request_rate`` (``target_total_delay_s``); older builds leave the sum unscaled, which
-      is that value in expectation. The generator sleeps until each scheduled time and sends without
-      waiting for replies, so it does not fall behind;
-    * else unknown (``None``): a ``max_concurrency`` semaphore may hold sends back, and an unbounded or
-      ramped rate has no fixed window.
+    * ``measured`` from ``start_times`` (``--save-detailed``, newer builds: each request's send time,
+      ``time.perf_counter()``): ``(max − min) × n / (n − 1)``, so that ``n / window`` is the measured send
+      rate ``(n − 1) / (max − min)`` (the clock's origin does not matter, only its differences);
+    * else ``config``: a finite ``request_rate`` with no ``max_concurrency`` and no ramp-up gives
+      ``num_prompts / request_rate``. ``get_request`` schedules request ``i`` at the cumulative sum of
+      gamma(burstiness) intervals of mean ``1 / rate`` and (since 2025) rescales them so that the last is sent
+      at exactly ``num_prompts / request_rate`` (``target_total_delay_s``); older builds leave the sum
+      unscaled, which is that value in expectation. The generator sleeps until each scheduled time and sends
+      without waiting for replies, so it does not fall behind;
+    * else unknown (None): a ``max_concurrency`` semaphore may hold sends back, and an unbounded or ramped
+      rate has no fixed window.
     """
     n = doc.get("num_prompts")
     st = doc.get("start_times")
     if isinstance(st, list):
         t = [float(x) for x in st if isinstance(x, int | float) and math.isfinite(x)]
         if len(t) >= 2 and max(t) > min(t):
-            return (max(t) - min(t)) * len(t) / (len(t) - 1), "start_times"
+            return SendWindow((max(t) - min(t)) * len(t) / (len(t) - 1), "measured",
+                              "start_times: (last send − first send) × n / (n − 1)")
     rate = doc.get("request_rate")
     rate = float(rate) if isinstance(rate, int | float) else None
     if (rate is not None and math.isfinite(rate) and rate > 0 and isinstance(n, int) and n > 0
             and doc.get("max_concurrency") is None and not doc.get("ramp_up_strategy")):
-        return n / rate, "schedule"
-    return None, "unknown"
+        return SendWindow(n / rate, "config", "num_prompts / request_rate (vLLM's own schedule)")
+    return None
 
 
 def _extra_keys(doc: dict[str, Any]) -> dict[str, Any]:
@@ -419,18 +421,19 @@ def _steps(source: InputSource, entries, run_id: str, prov: Provenance, *, array
                 n_requests_reported=int(doc["num_prompts"]),
                 source_file=relpath(path, base) + (f"[{element - 1}]" if element else ""),
                 payload=(path, doc, element),
-                send_window_s=send_window(doc)[0],
+                send_window=send_window(doc),
+                duration_includes_drain=True,
             )
         )
-    how = [send_window(e[1])[1] for e in entries]
+    how = [w.basis if (w := send_window(e[1])) is not None else "unknown" for e in entries]
     if any(h != "unknown" for h in how):
         prov.add(
             "send_window",
             "vLLM's 'duration' includes the drain (it ends when the last request returns), so completed / duration "
-            "is below the request rate even for a healthy server; each step's send window (steps.send_window_s, "
+            "is below the request rate even for a healthy server; each step's send window (send_window_s, "
             "drain excluded) is " + "; ".join(f"{k}: {v} step(s)" for k, v in (
-                ("num_prompts / request_rate (vLLM's own schedule)", how.count("schedule")),
-                ("from the per-request send times", how.count("start_times")),
+                ("num_prompts / request_rate (vLLM's own schedule)", how.count("config")),
+                ("from the per-request send times", how.count("measured")),
                 ("unknown (max_concurrency, an unbounded or ramped rate)", how.count("unknown"))) if v),
             level="info",
         )
@@ -495,6 +498,7 @@ def _load_aggregate(source: InputSource) -> LoadPointTable:
                 "input_tokens_per_s": float(doc["total_input_tokens"]) / duration if duration > 0 else None,
                 "output_tokens_per_s": float(doc["output_throughput"]),
                 **_stats_row(doc, path, prov),
+                **step_window_columns(s),
                 "source_file": s.source_file,
             }
         )

@@ -66,7 +66,8 @@ def test_step_rows_and_columns_agree_with_the_schemas():
     row = step_row("r", 2, 1.5, "rps", duration_s=60.0, n_requests_reported=90, source_file="x.csv")
     assert list(row) == list(STEP_SCHEMA)
     assert row == {"run_id": "r", "step": 2, "offered_load": 1.5, "offered_load_unit": "rps", "duration_s": 60.0,
-                   "n_requests_reported": 90, "source_file": "x.csv", "send_window_s": None}
+                   "n_requests_reported": 90, "source_file": "x.csv", "send_window_s": None,
+                   "send_window_basis": None, "send_window_method": None, "duration_includes_drain": None}
     facts = StepFacts("r", 1.5, "rps", duration_s=60.0, n_requests_reported=90, source_file="x.csv", step=2)
     assert step_rows([facts]) == [row]
     assert plateau_steps([Plateau(0, 8.0, 10.0, 70.0)], run_id="r", unit="concurrency", source_file="f") == [

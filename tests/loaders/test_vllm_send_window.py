@@ -73,14 +73,16 @@ def _synthetic(tmp_path: Path, name: str = "run.json", **over) -> Path:
 
 def test_send_window_rules_by_hand(tmp_path):
     base = json.loads(_synthetic(tmp_path).read_text())
-    assert send_window(base) == (5.0, "schedule")  # 10 / 2 rps
+    w = send_window(base)
+    assert (w.seconds, w.basis) == (5.0, "config")  # 10 / 2 rps
     # per-request send times: 10 sends over 9 s -> measured send rate 9 / 9 = 1 rps, window 10 s
     st = [100.0 + i for i in range(10)]
-    assert send_window({**base, "start_times": st}) == (pytest.approx(10.0), "start_times")
+    w = send_window({**base, "start_times": st})
+    assert (w.seconds, w.basis) == (pytest.approx(10.0), "measured")
     # a concurrency cap may hold sends back; an unbounded or ramped rate has no fixed window
-    assert send_window({**base, "max_concurrency": 4}) == (None, "unknown")
-    assert send_window({**base, "request_rate": "inf"}) == (None, "unknown")
-    assert send_window({**base, "ramp_up_strategy": "linear"}) == (None, "unknown")
+    assert send_window({**base, "max_concurrency": 4}) is None
+    assert send_window({**base, "request_rate": "inf"}) is None
+    assert send_window({**base, "ramp_up_strategy": "linear"}) is None
 
 
 def test_flag_fires_only_when_the_generator_fell_behind(tmp_path):

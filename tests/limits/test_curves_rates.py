@@ -1,0 +1,188 @@
+"""Rates derived from a tool's file use the step's send window and completion span (docs/limits.md,
+"Achieved throughput", "The saturation cap"). Expected values are computed here from the raw files read with json /
+gzip / numpy, not with bearing's code.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from bearing_lib import fit_limits, load
+from bearing_lib.limits.curves import (
+    SaturationCap,
+    cap_limit,
+    completion_span,
+    load_curve,
+    repeat_means,
+    spread_at,
+)
+
+SGLANG = "loadtests/sglang-bench-serving/datacrunch-h200-benchmarks/llama_3_3_70b_online_output.jsonl"
+EXP7 = "loadtests/vllm-bench-serve/llm-d-benchmark-exp7/"
+SURAJ = "loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/llama-3.3-70b/"
+
+
+def _span(d: float, w: float | None, l0: float, lat: float) -> float:
+    """The rule by hand: the send window where no queue built up (lat < 3 L0), else max(D − L0, W)."""
+    if w is not None and lat < 3 * l0:
+        return w
+    return max(d - l0, w) if w is not None else d - l0
+
+
+def test_completion_span_by_hand():
+    # drain in the duration: D − L0, never shorter than the send window
+    assert completion_span(17.0, 10.0, True, 6.0) == 11.0
+    assert completion_span(12.0, 10.0, True, 6.0) == 10.0
+    # no queue built up (typical latency under 3 × L0): the send window
+    assert completion_span(17.0, 10.0, True, 6.0, 6.0) == 10.0
+    assert completion_span(300.0, 100.0, True, 6.0, 100.0) == 294.0
+    # no latency known: the duration as it stands; no drain: the duration as it stands
+    assert completion_span(17.0, 10.0, True, None) == 17.0
+    assert completion_span(17.0, 10.0, False, 6.0) == 17.0
+    # no duration: the send window
+    assert completion_span(None, 10.0, True, 6.0) == 10.0
+
+
+def test_cap_limit_by_hand():
+    cap = SaturationCap(rps=8.5, step=4, offered_load=16.0, saturated_steps=(4,))
+    v, ci, cens, st, note = cap_limit(cap, 11.27, [8.07, 15.71], "none", "11.27 rps", "rps")
+    assert (v, ci, cens) == (8.5, [8.07, 8.5], "none") and st.startswith("≤ 8.5 rps") and "capped" in note
+    # a lower bound above the cap becomes the cap, with an interval ending there
+    v, ci, cens, _, _ = cap_limit(cap, 16.0, [None, None], "above", "≥ 16 rps", "rps")
+    assert (v, ci, cens) == (8.5, [None, 8.5], "none")
+    # below the cap, or another unit: untouched
+    assert cap_limit(cap, 8.0, [7.0, 9.0], "none", "8 rps", "rps")[4] is None
+    assert cap_limit(cap, 11.0, [7.0, 12.0], "none", "x", "concurrency")[0] == 11.0
+    assert cap_limit(None, 11.0, [7.0, 12.0], "none", "x", "rps")[0] == 11.0
+
+
+def test_repeat_means_and_spread_by_hand():
+    xs = np.array([1.0, 2.5, 2.5, 4.0])
+    ys = np.array([1.0, 2.4, 2.5, 3.0])
+    ux, mean, lo, hi = repeat_means(xs, ys)
+    assert ux.tolist() == [1.0, 2.5, 4.0] and mean.tolist() == pytest.approx([1.0, 2.45, 3.0])
+    assert lo.tolist() == [1.0, 2.4, 3.0] and hi.tolist() == [1.0, 2.5, 3.0]
+    assert spread_at(2.5, xs, ys) == pytest.approx((2.4, 2.5))
+    assert spread_at(2.5, np.array([1.0, 2.5]), np.array([1.0, 2.4])) is None  # no repeats: no spread
+
+
+def _sglang_raw(path):
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return sorted((d for d in lines if d["dataset_name"] == "random"), key=lambda d: d["request_rate"])
+
+
+@pytest.mark.shared_data
+def test_sglang_achieved_throughput_over_the_completion_span(shared_data):
+    """Per step: completed / W (W = completed / rate) where the median E2E stayed under 3 × L0 (L0 the run's
+    lowest median E2E latency, the 1 rps line's 7.819 s), else completed / max(duration − L0, W). The 16 rps
+    line: 3,200 / (383.073 − 7.819) = 8.528 req/s, below 70 % of 16 and its median E2E (159.5 s) ≥ 3 × 7.819 s:
+    saturated. The 8 rps line (median 50.3 s): 2,400 / 338.956 = 7.081, not below 70 %. 1, 2, 4 rps: the rate."""
+    path = shared_data(SGLANG)
+    raw = _sglang_raw(path)
+    l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
+    assert l0 == pytest.approx(7.819046, rel=1e-6)
+    curve = load_curve(load(path)).filter(load_curve(load(path))["run_id"].str.ends_with("ratio0")).sort("step")
+    assert curve.height == len(raw) == 5
+    for d, r in zip(raw, curve.iter_rows(named=True), strict=True):
+        span = _span(d["duration"], d["completed"] / d["request_rate"], l0, d["median_e2e_latency_ms"] / 1000)
+        assert r["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-12)
+        assert r["output_tokens_per_s"] == pytest.approx(d["total_output_tokens"] / span, rel=1e-9)
+        assert r["send_rate_rps"] == pytest.approx(d["request_rate"])
+        sat = (d["completed"] / span < 0.7 * d["request_rate"] and d["median_e2e_latency_ms"] / 1000 >= 3 * l0)
+        assert ("saturated" in r["flags"]) is sat
+    r16 = curve.row(4, named=True)
+    assert r16["throughput_rps"] == pytest.approx(3200 / (383.073250005953 - l0))
+    assert round(r16["throughput_rps"], 3) == 8.528
+    assert {"saturated", "throughput_below_offered"} <= set(r16["flags"])
+    assert "saturated" not in curve.row(3, named=True)["flags"]
+
+
+@pytest.mark.shared_data
+def test_sglang_limit_is_capped_at_the_saturated_throughput(shared_data):
+    """``p50(ttft) <= 300ms``: 191 ms at 8 rps passes, 614 ms at 16 rps fails, so the SLA crossing lies between
+    8 and 16 rps (11.27 before this rule), above the 8.528 req/s the server completed when saturated: the limit
+    is held at 8.528."""
+    path = shared_data(SGLANG)
+    raw = _sglang_raw(path)
+    l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
+    cap = max(d["completed"] / _span(d["duration"], d["completed"] / d["request_rate"], l0,
+                                     d["median_e2e_latency_ms"] / 1000) for d in raw)
+    assert raw[3]["median_ttft_ms"] <= 300 < raw[4]["median_ttft_ms"]
+    res = fit_limits(load(path), "p50(ttft) <= 300ms", mixes=None, n_boot=0)
+    (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
+    q = lim.q_ult
+    assert q.capped and q.saturated_rps == pytest.approx(cap) and q.value == pytest.approx(cap)
+    assert q.ci95[1] == pytest.approx(cap) and q.ci95[0] <= cap
+    assert q.statement.startswith("≤ 8.528 rps") and any("capped at 8.528" in n for n in lim.notes)
+    # the sharegpt run never saturated: no cap
+    (sg,) = [m for m in res.mixes if m.run_id.endswith("sharegpt")]
+    assert not sg.q_ult.capped and sg.q_ult.saturated_rps is None
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("deployment", ["A100/llm-d-2p1d", "H100/llm-d-2p1d"])
+def test_exp7_repeats_achieved_is_their_mean_with_the_spread(shared_data, deployment):
+    """llm-d exp-7 runs one rate several times. Each repeat's completed rate: completed / max(D − L0, W) with W =
+    num_prompts / rate and L0 the lowest, over the repeats, of mean TTFT + mean TPOT × (output tokens per
+    request − 1) (the files have no E2E statistics). A100 llm-d-2p1d: 240 and 250 of 250 at 2.5 rps (W = 100 s):
+    2.40 and 2.50, mean 2.45. The limit's achieved throughput is the mean, its range the repeats' lowest and
+    highest."""
+    folder = shared_data(EXP7 + deployment)
+    docs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    lat = [(d["mean_ttft_ms"] + d["mean_tpot_ms"] * (d["total_output_tokens"] / d["completed"] - 1)) / 1000
+           for d in docs]
+    l0 = min(lat)
+    rates = [d["completed"] / _span(d["duration"], d["num_prompts"] / d["request_rate"], l0, lat_i)
+             for d, lat_i in zip(docs, lat, strict=True)]
+    res = fit_limits(load(folder), "p95(ttft) <= 1s", mixes=None, n_boot=0)
+    (lim,) = res.mixes
+    assert sorted(s.throughput_rps for s in lim.steps) == pytest.approx(sorted(rates))
+    assert lim.q_ult.throughput_rps == pytest.approx(float(np.mean(rates)))
+    assert lim.q_ult.throughput_range_rps == pytest.approx((min(rates), max(rates)))
+    if deployment == "A100/llm-d-2p1d":
+        assert lim.q_ult.throughput_rps == pytest.approx(2.45)
+
+
+@pytest.mark.shared_data
+def test_vllm_arrays_throughput_over_the_completion_span(shared_data):
+    """vLLM per-request arrays (surajssd tp8, no send times): L0 the lowest step median of ttft + sum(itls) over
+    successful requests (3.89 s at 1 rps); every rate step's median stays under 3 × L0 (5.0 s at 16 rps), so the
+    completed rate is completed / (num_prompts / rate): 1, 4, 16 req/s where the tool's completed / duration
+    reads 0.97, 3.18, 6.33 (the last requests' own latency, not a backlog). The unbounded step sent every request
+    at once (the server busy from the start): completed / duration, the tool's own."""
+    folder = shared_data(SURAJ + "01_tp8_pp1")
+    raw = {}
+    for p in sorted(folder.glob("*.json.gz")):
+        d = json.loads(gzip.decompress(p.read_bytes()))
+        e2e = [t + sum(i) for t, i, e in zip(d["ttfts"], d["itls"], d["errors"], strict=True) if not e]
+        raw[float(d["request_rate"])] = (d, float(np.median(e2e)))
+    l0 = min(m for _, m in raw.values())
+    curve = {r["offered_load"]: r for r in load_curve(load(folder)).iter_rows(named=True)}
+    for rate, (d, med) in raw.items():
+        window = d["num_prompts"] / rate if np.isfinite(rate) else None
+        span = _span(d["duration"], window, l0, med) if window else d["duration"]
+        assert curve[rate]["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-9)
+        if window:
+            assert curve[rate]["send_rate_rps"] == pytest.approx(d["num_prompts"] / window)
+        assert "saturated" not in curve[rate]["flags"]
+
+
+@pytest.mark.shared_data
+def test_closed_loop_throughput_is_the_tools(shared_data):
+    """A closed loop (vllm bench sweep, max_concurrency 2, 8 prompts; er0080) keeps the server busy from the first
+    moment: completed / duration (the file's request_throughput) stands, the unloaded latency is not taken off."""
+    folder = shared_data("loadtests/vllm-bench-serve/er0080-vllm-benchmarking/vllm_sweep_v0.25.1")
+    raw = {}
+    for p in sorted(folder.glob("*/run=*.json")):
+        d = json.loads(p.read_text())
+        raw[(p.parent.name, p.name)] = d
+    curve = load_curve(load(folder))
+    assert curve.height == len(raw) == 4
+    assert set(curve["offered_load_unit"].to_list()) == {"concurrency"}
+    got = sorted(curve["throughput_rps"].to_list())
+    assert got == pytest.approx(sorted(d["completed"] / d["duration"] for d in raw.values()), rel=1e-12)
+    assert got == pytest.approx(sorted(d["request_throughput"] for d in raw.values()), rel=1e-9)
