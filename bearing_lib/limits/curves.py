@@ -453,9 +453,89 @@ def load_curve(
         raise ParameterError(f"load_curve takes a RequestTrace or a LoadPointTable, got {type(data).__name__}")
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
-    lf = steady_requests(data, win, mixes)
-    curve = _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
-    return _with_little(curve, littles_law(data, win))
+    slim, groups, done, little = _one_pass(data, win, mixes or MixSpec.single())
+    curve = _aggregate(slim, groups, win, qs, done)
+    return _with_little(curve, little)
+
+
+def _mix_code(spec: MixSpec, names: list[str], cols: list[str]) -> pl.Expr:
+    """The index in ``names`` of each request's mix (:meth:`MixSpec.assign`'s first match, else ``other``)."""
+    expr: pl.Expr = pl.lit(names.index(OTHER), pl.UInt32)
+    for m in reversed(spec.mixes):
+        expr = pl.when(m.expr(cols)).then(pl.lit(names.index(m.name), pl.UInt32)).otherwise(expr)
+    return expr
+
+
+def _one_pass(trace: RequestTrace, win: pl.DataFrame, spec: MixSpec) -> tuple[
+        pl.DataFrame, pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None]:
+    """ONE join of the stepped requests to their step's window, collected once, for the whole curve.
+
+    Returns the steady requests' columns :func:`_aggregate` reads (numbered run × step × mix group ``_g``), the
+    groups (``_g``, run, step, mix),
+    the per-group completions inside the steady window (what :func:`_completions` computes), and the per-step
+    Little's-law figures (what :func:`littles_law` computes): three passes over the requests, each a join to
+    the windows, folded into one (``docs/performance.md``). Each figure keeps its own row set: a request counts
+    in the aggregation when sent inside the steady window, in the completions when ok and completed inside it,
+    in Little's law when it has an end time (whenever it was sent).
+    """
+    f = trace.frame
+    cols = f.columns
+    times = _has_times(trace)
+    has_end = "end_s" in cols and f["end_s"].null_count() < f.height
+    use_done = times and (has_end or f["latency_ms"].null_count() < f.height)
+    names = list(dict.fromkeys([*spec.names(), OTHER]))
+    n_mix = len(names)
+    w = win.select("run_id", "step", pl.col("t_start_s").alias("_ws"), pl.col("t_end_s").alias("_we"),
+                   pl.col("has_times").alias("_wt")).with_row_index("_s")
+    lf = f.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null()).join(
+        w.lazy(), on=["run_id", "step"], how="inner")
+    ok, start, ws, we = OK_EXPR, pl.col("start_s"), pl.col("_ws"), pl.col("_we")
+    steady = (~pl.col("_wt") | start.is_between(ws, we)).fill_null(False)
+    sel = [
+        (pl.col("_s") * n_mix + _mix_code(spec, names, cols)).alias("_g"), steady.alias("_in"),
+        (ok & steady).alias("_ok"), (FAILED_EXPR & steady).alias("_failed"),
+        pl.when(ok & steady).then(pl.col("output_tokens")).alias("_out"),
+        pl.when(steady).then(pl.col("latency_ms")).alias("_lat_all"),
+        *[pl.when(ok & steady).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
+    ]
+    if use_done:
+        done = pl.coalesce(pl.col("end_s"), start + pl.col("latency_ms") / 1000.0)
+        comp = (pl.col("_wt") & ok & done.is_between(ws, we)).fill_null(False)
+        sel += [comp.alias("_done"), pl.when(comp).then(pl.col("output_tokens")).alias("_done_tok")]
+    if times:
+        end = pl.coalesce(pl.col("end_s"), start + pl.col("latency_ms") / 1000.0) if "end_s" in cols \
+            else start + pl.col("latency_ms") / 1000.0
+        valid = (pl.col("_wt") & (we > ws) & end.is_not_null()).fill_null(False)
+        in_w = valid & start.is_between(ws, we).fill_null(False)
+        overlap = (pl.min_horizontal(end, we) - pl.max_horizontal(start, ws)).clip(lower_bound=0.0)
+        sel += [pl.when(valid).then(overlap).alias("_ovl"), pl.when(in_w).then(end - start).alias("_lw"),
+                in_w.alias("_ln"), valid.alias("_lv")]
+    slim = lf.select(sel).collect(engine="streaming")
+    groups = w.select("_s", "run_id", "step").join(pl.DataFrame({"mix": names, "_m": range(n_mix)}), how="cross")
+    groups = groups.select(
+        (pl.col("_s") * n_mix + pl.col("_m")).cast(pl.UInt32).alias("_g"), "run_id", "step", "mix")
+    done_t = None
+    if use_done:
+        done_t = slim.group_by("_g").agg(
+            pl.col("_done").sum().cast(pl.Int64).alias("_n_done"), pl.col("_done_tok").sum().alias("_tok_done"),
+        ).join(groups, on="_g").filter(pl.col("_n_done") > 0).select("run_id", "step", "mix", "_n_done", "_tok_done")
+        slim = slim.drop("_done", "_done_tok")
+    little = None
+    if times:
+        lw = win.with_row_index("_s").select(
+            "_s", "run_id", "step", "offered_load", "offered_load_unit", "t_start_s", "t_end_s")
+        out = slim.filter(pl.col("_lv")).group_by((pl.col("_g") // n_mix).alias("_s")).agg(
+            pl.col("_ovl").sum(), pl.col("_lw").mean().alias("_w"), pl.col("_ln").sum().alias("_n"),
+        ).join(lw, on="_s").with_columns(
+            (pl.col("_ovl") / (pl.col("t_end_s") - pl.col("t_start_s"))).alias("inflight_mean"))
+        expected = pl.when(pl.col("offered_load_unit") == "concurrency").then(pl.col("offered_load")).otherwise(
+            pl.col("offered_load") * pl.col("_w"))
+        little = out.with_columns(
+            pl.when((pl.col("_n") >= LITTLE_MIN_N) & (expected > 0) & expected.is_finite())
+            .then(pl.col("inflight_mean") / expected).alias("littles_ratio")
+        ).select("run_id", "step", "inflight_mean", "littles_ratio")
+        slim = slim.drop("_ovl", "_lw", "_ln", "_lv")
+    return slim.filter(pl.col("_in")).drop("_in"), groups, done_t, little
 
 
 def littles_law(trace: RequestTrace, windows: pl.DataFrame) -> pl.DataFrame | None:
@@ -543,26 +623,18 @@ def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec |
     return spec.assign(lf)
 
 
-def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str],
+def _aggregate(slim: pl.DataFrame, groups: pl.DataFrame, win: pl.DataFrame, qs: dict[str, float],
                done: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per run × step × mix: counts, rates and the quantiles with their order-statistic CIs.
 
+    ``slim``: the steady requests' columns from :func:`_one_pass` (group number ``_g``, the ok / failed flags,
+    ok requests' output tokens and metrics, every request's latency); ``groups``: ``_g`` → run, step, mix.
     Memory (10M requests): the sorted per-group lists behind the quantiles do not stream, so polars
     materialises their input. Three things keep that small: the run × step × mix groups are numbered
     and grouped by that one integer (a three-column group-by held ~0.9 GB of keys and hash tables);
     only the columns the aggregations need are materialised; and the lists are built one metric at a
     time, each turned into its quantile columns and dropped before the next.
     """
-    keys = ["run_id", "step", "mix"]
-    ok = OK_EXPR
-    groups = win.select("run_id", "step").join(
-        pl.DataFrame({"mix": list(dict.fromkeys([*mix_names, OTHER]))}), how="cross"
-    ).with_row_index("_g")
-    slim = lf.join(groups.lazy(), on=keys).select(
-        "_g", ok.alias("_ok"), FAILED_EXPR.alias("_failed"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
-        pl.col("latency_ms").alias("_lat_all"),
-        *[pl.when(ok).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
-    ).collect(engine="streaming")
     g = slim.group_by("_g").agg(
         pl.len().alias("n_requests"),
         pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
