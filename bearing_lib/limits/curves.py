@@ -453,107 +453,9 @@ def load_curve(
         raise ParameterError(f"load_curve takes a RequestTrace or a LoadPointTable, got {type(data).__name__}")
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
-    # a metric without any value (e.g. no ITL) gets null statistics and no lists
-    metrics = [m for m in METRICS if data.frame[m].null_count() < data.frame.height]
-    agg, groups, done, little = _one_pass(data, win, mixes or MixSpec.single(), metrics)
-    curve = _aggregate(agg, groups, win, qs, done)
-    return _with_little(curve, little)
-
-
-def _mix_code(spec: MixSpec, names: list[str], cols: list[str]) -> pl.Expr:
-    """The index in ``names`` of each request's mix (:meth:`MixSpec.assign`'s first match, else ``other``)."""
-    expr: pl.Expr = pl.lit(names.index(OTHER), pl.UInt32)
-    for m in reversed(spec.mixes):
-        expr = pl.when(m.expr(cols)).then(pl.lit(names.index(m.name), pl.UInt32)).otherwise(expr)
-    return expr
-
-
-def _one_pass(trace: RequestTrace, win: pl.DataFrame, spec: MixSpec, metrics: list[str]) -> tuple[
-        pl.DataFrame, pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None]:
-    """The stepped requests joined to their step's window: one streaming group-by for every count, then one
-    for each metric's sorted values.
-
-    Grouped by the numbered run × step × mix ``_g``, the first query gives the steady requests' counts, output
-    tokens and mean latency, the completions inside the steady window (what :func:`_completions` computes) and
-    the partial sums of Little's law (what :func:`littles_law` computes, per step): three joins of every request
-    to the windows folded into one, with no per-request column materialised (``docs/performance.md``). Then,
-    per metric in ``metrics``, the sorted values over the steady ok requests (for the quantiles and their CIs):
-    polars' grouped lists do not stream, and building every metric's at once held ~0.6 GB more at 10 M
-    requests. Each figure keeps its own row set: a request counts in the aggregation when sent inside the
-    steady window, in the completions when ok and completed inside it, in Little's law when it has an end time
-    (whenever sent).
-
-    Returns (per-group aggregation, groups ``_g`` → run, step, mix, completions or None, Little or None).
-    """
-    f = trace.frame
-    cols = f.columns
-    times = _has_times(trace)
-    has_end = "end_s" in cols and f["end_s"].null_count() < f.height
-    use_done = times and (has_end or f["latency_ms"].null_count() < f.height)
-    names = list(dict.fromkeys([*spec.names(), OTHER]))
-    n_mix = len(names)
-    w = win.select("run_id", "step", pl.col("t_start_s").alias("_ws"), pl.col("t_end_s").alias("_we"),
-                   pl.col("has_times").alias("_wt")).with_row_index("_s")
-    lf = f.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(pl.col("step").is_not_null()).join(
-        w.lazy(), on=["run_id", "step"], how="inner")
-    ok, start, ws, we = OK_EXPR, pl.col("start_s"), pl.col("_ws"), pl.col("_we")
-    lf = lf.with_columns((pl.col("_s") * n_mix + _mix_code(spec, names, cols)).alias("_g"),
-                         (~pl.col("_wt") | start.is_between(ws, we)).fill_null(False).alias("_in"))
-    steady = pl.col("_in")
-    aggs = [
-        steady.sum().cast(pl.Int64).alias("n_requests"),
-        (ok & steady).sum().cast(pl.Int64).alias("n_ok"),
-        (FAILED_EXPR & steady).sum().cast(pl.Int64).alias("n_errors"),
-        pl.col("output_tokens").filter(ok & steady).sum().alias("_out_tok"),
-        (pl.col("latency_ms").filter(steady).mean() / 1000.0).alias("_mean_lat_s"),
-    ]
-    if use_done:
-        done = pl.coalesce(pl.col("end_s"), start + pl.col("latency_ms") / 1000.0)
-        comp = (pl.col("_wt") & ok & done.is_between(ws, we)).fill_null(False)
-        aggs += [comp.sum().cast(pl.Int64).alias("_n_done"),
-                 pl.col("output_tokens").filter(comp).sum().alias("_tok_done")]
-    if times:
-        end = pl.coalesce(pl.col("end_s"), start + pl.col("latency_ms") / 1000.0) if "end_s" in cols \
-            else start + pl.col("latency_ms") / 1000.0
-        valid = (pl.col("_wt") & (we > ws) & end.is_not_null()).fill_null(False)
-        in_w = valid & start.is_between(ws, we).fill_null(False)
-        overlap = (pl.min_horizontal(end, we) - pl.max_horizontal(start, ws)).clip(lower_bound=0.0)
-        aggs += [overlap.filter(valid).sum().alias("_ovl"), valid.sum().alias("_lv"),
-                 (end - start).filter(in_w).sum().alias("_lw"), in_w.sum().alias("_ln")]
-    agg = lf.group_by("_g").agg(aggs).collect(engine="streaming")
-    # the sorted values of the steady ok requests, one metric at a time (failed requests' metrics are left out):
-    # polars' grouped lists do not stream, and all metrics' at once held ~0.6 GB more at 10 M requests
-    for m in metrics:
-        lists = lf.filter(ok & steady & pl.col(m).is_not_null()).group_by("_g").agg(
-            pl.col(m).sort().alias(f"_{m}")).collect(engine="streaming")
-        agg = agg.join(lists, on="_g", how="left", maintain_order="left").with_columns(
-            pl.col(f"_{m}").fill_null(pl.lit([], pl.List(pl.Float64))))
-        del lists
-    groups = w.select("_s", "run_id", "step").join(pl.DataFrame({"mix": names, "_m": range(n_mix)}), how="cross")
-    groups = groups.select(
-        (pl.col("_s") * n_mix + pl.col("_m")).cast(pl.UInt32).alias("_g"), "run_id", "step", "mix")
-    done_t = None
-    if use_done:
-        done_t = agg.filter(pl.col("_n_done") > 0).join(groups, on="_g").select(
-            "run_id", "step", "mix", "_n_done", "_tok_done")
-    little = None
-    if times:
-        lw = win.with_row_index("_s").select(
-            "_s", "run_id", "step", "offered_load", "offered_load_unit", "t_start_s", "t_end_s")
-        out = agg.group_by((pl.col("_g") // n_mix).alias("_s")).agg(
-            pl.col("_ovl").sum(), pl.col("_lv").sum(), (pl.col("_lw").sum() / pl.col("_ln").sum()).alias("_w"),
-            pl.col("_ln").sum().alias("_n"),
-        ).filter(pl.col("_lv") > 0).join(lw, on="_s").with_columns(
-            (pl.col("_ovl") / (pl.col("t_end_s") - pl.col("t_start_s"))).alias("inflight_mean"))
-        expected = pl.when(pl.col("offered_load_unit") == "concurrency").then(pl.col("offered_load")).otherwise(
-            pl.col("offered_load") * pl.col("_w"))
-        little = out.with_columns(
-            pl.when((pl.col("_n") >= LITTLE_MIN_N) & (expected > 0) & expected.is_finite())
-            .then(pl.col("inflight_mean") / expected).alias("littles_ratio")
-        ).select("run_id", "step", "inflight_mean", "littles_ratio")
-    agg = agg.filter(pl.col("n_requests") > 0).drop("_n_done", "_tok_done", "_ovl", "_lv", "_lw", "_ln",
-                                                    strict=False)
-    return agg, groups, done_t, little
+    lf = steady_requests(data, win, mixes)
+    curve = _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
+    return _with_little(curve, littles_law(data, win))
 
 
 def littles_law(trace: RequestTrace, windows: pl.DataFrame) -> pl.DataFrame | None:
@@ -641,16 +543,35 @@ def steady_requests(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec |
     return spec.assign(lf)
 
 
-def _aggregate(agg: pl.DataFrame, groups: pl.DataFrame, win: pl.DataFrame, qs: dict[str, float],
+def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_names: list[str],
                done: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per run × step × mix: counts, rates and the quantiles with their order-statistic CIs.
 
-    ``agg``: :func:`_one_pass`'s aggregation (one row per group ``_g`` with steady requests: counts, output
-    tokens, mean latency and, per metric with values, the sorted list ``_<metric>``); ``groups``: ``_g`` →
-    run, step, mix. Memory (10M requests): the sorted lists hold the steady ok requests' values of the
-    metrics that have any (8 bytes each), nothing else per request.
+    Memory (10M requests): the sorted per-group lists behind the quantiles do not stream, so polars
+    materialises their input. Three things keep that small: the run × step × mix groups are numbered
+    and grouped by that one integer (a three-column group-by held ~0.9 GB of keys and hash tables);
+    only the columns the aggregations need are materialised; and the lists are built one metric at a
+    time, each turned into its quantile columns and dropped before the next.
     """
-    g = groups.join(agg, on="_g").join(
+    keys = ["run_id", "step", "mix"]
+    ok = OK_EXPR
+    groups = win.select("run_id", "step").join(
+        pl.DataFrame({"mix": list(dict.fromkeys([*mix_names, OTHER]))}), how="cross"
+    ).with_row_index("_g")
+    slim = lf.join(groups.lazy(), on=keys).select(
+        "_g", ok.alias("_ok"), FAILED_EXPR.alias("_failed"), pl.when(ok).then(pl.col("output_tokens")).alias("_out"),
+        pl.col("latency_ms").alias("_lat_all"),
+        *[pl.when(ok).then(pl.col(m)).alias(m) for m in METRICS],  # failed requests' metrics -> null
+    ).collect(engine="streaming")
+    g = slim.group_by("_g").agg(
+        pl.len().alias("n_requests"),
+        pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
+        pl.col("_failed").sum().cast(pl.Int64).alias("n_errors"),
+        pl.col("_out").sum().alias("_out_tok"),
+        (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
+    )
+    slim = slim.drop("_ok", "_failed", "_out", "_lat_all")
+    g = groups.join(g, on="_g").join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
                    "has_times"),
         on=["run_id", "step"], how="left",
@@ -677,10 +598,16 @@ def _aggregate(agg: pl.DataFrame, groups: pl.DataFrame, win: pl.DataFrame, qs: d
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     for m in METRICS:
-        if f"_{m}" not in g.columns:  # no value at all (e.g. no ITL): every statistic is null
+        if slim[m].null_count() == slim.height:  # no value at all (e.g. no ITL): every statistic is null, no lists
+            slim = slim.drop(m)
             g = g.with_columns([pl.lit(None, pl.Float64).alias(c) for c in _metric_columns(m, qs)])
             continue
+        sorted_m = slim.select("_g", m).group_by("_g").agg(pl.col(m).drop_nulls().sort().alias(f"_{m}"))
+        slim = slim.drop(m)
+        g = g.join(sorted_m, on="_g", how="left", maintain_order="left")
+        del sorted_m
         g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
+    del slim
     n_ok = g["n_ok"].to_numpy()
     too_few: list[list[str]] = [[] for _ in range(g.height)]
     for name, q in qs.items():

@@ -1,5 +1,5 @@
-"""load_curve's single pass (aggregation, completions and Little's law from one join) against plain
-polars / numpy on the raw SYNTHETIC frame, given the step windows."""
+"""load_curve's aggregation, completions and Little's law against plain polars / numpy on the raw SYNTHETIC
+frame, given the step windows (written for the one-pass attempt of issue #27, kept as an independent check)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _frame() -> pl.DataFrame:
         pl.when(pl.Series(i % 101 == 0)).then(None).otherwise(pl.col("end_s")).alias("end_s"))
 
 
-def test_one_pass_matches_plain_polars() -> None:
+def test_curve_matches_plain_polars() -> None:
     raw = _frame()
     tr = make_trace(raw)
     win = step_windows(tr)
@@ -76,7 +76,7 @@ def test_one_pass_matches_plain_polars() -> None:
     assert checked == 12  # 2 runs x 3 steps x 2 mixes, every group populated
 
 
-def test_one_pass_without_end_times_counts_sent_requests() -> None:
+def test_curve_without_end_times_counts_sent_requests() -> None:
     """No end_s and no latency: no completions (throughput = ok requests sent in the window), no Little's law."""
     raw = _frame().with_columns(pl.lit(None, pl.Float64).alias("end_s"), pl.lit(None, pl.Float64).alias("latency_ms"))
     tr = make_trace(raw)
