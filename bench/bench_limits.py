@@ -14,6 +14,7 @@ Usage::
 
     PYTHONPATH=. nice python bench/bench_limits.py [--rows-agg 10000000] [--rows-limits 1000000] [--out DIR]
     PYTHONPATH=. nice python bench/bench_limits.py --only-aggregate --repeat 5 --out DIR   # load curve vs (c)
+    PYTHONPATH=. nice python bench/bench_limits.py --only-aggregate --kinds aggregate curve_fixed curve_dataset ...
 """
 
 from __future__ import annotations
@@ -130,6 +131,56 @@ def _child_aggregate(path: str) -> dict:
             "total_s": t3 - t0, "groups": curve.height, "mixes": spec.names()}
 
 
+FIXED_MIXES = (("short", (0, 1024)), ("cached", (1024, 4096)), ("long", (4096, float("inf"))))
+"""Three input-length mixes given up front (as task (c)'s bins are): the load curve without mix discovery."""
+
+
+def _cpu_s() -> float:
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+def _child_curve_fixed(path: str) -> dict:
+    """Read + ``load_curve`` with :data:`FIXED_MIXES` (no ``auto_mixes``): the work task (c) does."""
+    import polars as pl
+
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform
+    from bearing_lib.limits.curves import load_curve, step_windows
+
+    t0, c0 = time.perf_counter(), _cpu_s()
+    frame = conform(pl.scan_parquet(path).select(CURVE_COLUMNS))
+    tr = RequestTrace(frame, Provenance(source=path, format="parquet", tool="bench", sha256="", time_origin="relative"))
+    t1, c1 = time.perf_counter(), _cpu_s()
+    spec = MixSpec(tuple(Mix(n, {"input_tokens": b}) for n, b in FIXED_MIXES))
+    win = step_windows(tr)
+    t2, c2 = time.perf_counter(), _cpu_s()
+    curve = load_curve(tr, spec, windows=win)
+    t3, c3 = time.perf_counter(), _cpu_s()
+    return {"rows": frame.height, "read_s": t1 - t0, "step_windows_s": t2 - t1, "load_curve_s": t3 - t2,
+            "total_s": t3 - t0, "read_cpu_s": c1 - c0, "step_windows_cpu_s": c2 - c1, "aggregate_cpu_s": c3 - c2,
+            "groups": curve.height}
+
+
+def _child_curve_dataset(path: str) -> dict:
+    """``load_curve_dataset(FILE, fixed mixes)``, the embedded engine (``bearing limits FILE --engine embedded``'s
+    curve): the whole file in one partition, as the dataset path reads it."""
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from bearing_lib.limits.dataset import load_curve_dataset
+
+    t0 = time.perf_counter()
+    spec = MixSpec(tuple(Mix(n, {"input_tokens": b}) for n, b in FIXED_MIXES))
+    curve, _ = load_curve_dataset(path, spec, engine="embedded")
+    t1 = time.perf_counter()
+    import polars as pl
+
+    return {"rows": pl.scan_parquet(path).select(pl.len()).collect().item(), "total_s": t1 - t0,
+            "groups": curve.height}
+
+
 def _vm_hwm_mib() -> float:
     """This process's peak resident set (VmHWM), MiB.
 
@@ -144,51 +195,64 @@ def _vm_hwm_mib() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
+BEFORE: Path | None = None
+"""A folder holding an earlier checkout (``bearing_lib`` and ``bench``, e.g. ``git archive main bearing_lib bench
+tests``): the ``before`` child runs its ``aggregate`` child with that code (``--before``)."""
+
+
 def _run_child(kind: str, path: Path) -> dict:
+    root = ROOT
+    if kind == "before":
+        if BEFORE is None:
+            raise SystemExit("the 'before' child needs --before DIR")
+        kind, root = "aggregate", BEFORE
     code = (
-        f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); import bench.bench_limits as b; "
+        f"import json, sys; sys.path.insert(0, {str(root)!r}); import bench.bench_limits as b; "
         f"r = b._child_{kind}({str(path)!r}); r['peak_rss_mib'] = b._vm_hwm_mib(); import resource; "
         f"u = resource.getrusage(resource.RUSAGE_SELF); r['cpu_s'] = u.ru_utime + u.ru_stime; print(json.dumps(r))"
     )
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(root)}, cwd=str(root))
     res = json.loads(out.stdout.strip().splitlines()[-1])
     res["process_wall_s"] = time.perf_counter() - t
     return res
 
 
-def _aggregate_rounds(path: Path, repeat: int) -> None:
-    """``repeat`` rounds after a warm-up, bearing's load curve and polars-lazy task (c) alternating (which
-    goes first alternates too); the ratio is taken per round (same moment), then the median."""
+def _aggregate_rounds(path: Path, repeat: int, kinds: tuple[str, ...] = ("aggregate", "curve_fixed")) -> None:
+    """``repeat`` rounds after a warm-up: bearing's load curve (each of ``kinds``) and polars-lazy task (c), in an
+    order that rotates from round to round; each ratio is taken per round (same moment), then the median."""
     import statistics
 
     _run_child("reference", path)  # warm-up: page cache
+    every = ("reference", *kinds)
     rounds = []
     for r in range(repeat):
-        pair = {}
-        for kind in (("aggregate", "reference") if r % 2 == 0 else ("reference", "aggregate")):
-            pair[kind] = _run_child(kind, path)
+        order = every[r % len(every):] + every[:r % len(every)]
+        pair = {k: _run_child(k, path) for k in order}
         rounds.append(pair)
-        a, b = pair["aggregate"], pair["reference"]
-        print(f"round {r + 1}: bearing {a['total_s']:.2f} s ({a['peak_rss_mib']:.0f} MiB, CPU {a['cpu_s']:.2f} s), "
-              f"polars-lazy (c) {b['total_s']:.2f} s ({b['peak_rss_mib']:.0f} MiB, CPU {b['cpu_s']:.2f} s), "
-              f"ratio {a['total_s'] / b['total_s']:.2f} (CPU {a['cpu_s'] / b['cpu_s']:.2f}); "
-              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        b = pair["reference"]
+        line = "; ".join(f"{k} {pair[k]['total_s']:.2f} s ({pair[k]['peak_rss_mib']:.0f} MiB, "
+                         f"CPU {pair[k]['cpu_s']:.2f} s, x{pair[k]['total_s'] / b['total_s']:.2f} wall, "
+                         f"x{pair[k]['cpu_s'] / b['cpu_s']:.2f} CPU)" for k in every)
+        print(f"round {r + 1}: {line}; load {os.getloadavg()[0]:.1f}", flush=True)
     med = statistics.median
-    agg = [p["aggregate"] for p in rounds]
+    print(json.dumps(rounds, indent=1))
     ref = [p["reference"] for p in rounds]
-    print(json.dumps({"aggregate": agg, "reference_polars_lazy_task_c": ref}, indent=1))
-    print(f"\naggregate: {agg[0]['rows']:,} rows, {agg[0]['groups']} step x mix groups; in-process s median "
-          f"(min-max): bearing {med(x['total_s'] for x in agg):.2f} ({min(x['total_s'] for x in agg):.2f}-"
-          f"{max(x['total_s'] for x in agg):.2f}) = read {med(x['read_s'] for x in agg):.2f} + auto mixes "
-          f"{med(x['auto_mixes_s'] for x in agg):.2f} + load_curve {med(x['load_curve_s'] for x in agg):.2f}; "
-          f"peak {med(x['peak_rss_mib'] for x in agg):.0f} MiB")
-    print(f"reference: polars-lazy task (c) {med(x['total_s'] for x in ref):.2f} s "
-          f"({min(x['total_s'] for x in ref):.2f}-{max(x['total_s'] for x in ref):.2f}), peak "
-          f"{med(x['peak_rss_mib'] for x in ref):.0f} MiB; bearing / reference per round, median "
-          f"{med(a['total_s'] / b['total_s'] for a, b in zip(agg, ref, strict=True)):.2f} (whole-process CPU "
-          f"{med(a['cpu_s'] / b['cpu_s'] for a, b in zip(agg, ref, strict=True)):.2f})")
+    print(f"\n{ref[0]['groups']} task-(c) groups; reference: polars-lazy task (c) "
+          f"{med(x['total_s'] for x in ref):.2f} s "
+          f"({min(x['total_s'] for x in ref):.2f}-{max(x['total_s'] for x in ref):.2f}), CPU "
+          f"{med(x['cpu_s'] for x in ref):.2f} s, peak {med(x['peak_rss_mib'] for x in ref):.0f} MiB")
+    for k in kinds:
+        xs = [p[k] for p in rounds]
+        parts = ", ".join(f"{f} {med(x[f] for x in xs):.2f}" for f in xs[0] if f.endswith("_s") and f != "total_s")
+        print(f"{k}: {xs[0]['rows']:,} rows, {xs[0]['groups']} groups; in-process s median "
+              f"{med(x['total_s'] for x in xs):.2f} "
+              f"({min(x['total_s'] for x in xs):.2f}-{max(x['total_s'] for x in xs):.2f}) [{parts}]; process CPU "
+              f"{med(x['cpu_s'] for x in xs):.2f} s; peak {med(x['peak_rss_mib'] for x in xs):.0f} MiB; "
+              "x task (c) per round, median: wall "
+              f"{med(p[k]['total_s'] / p['reference']['total_s'] for p in rounds):.2f}, "
+              f"CPU {med(p[k]['cpu_s'] / p['reference']['cpu_s'] for p in rounds):.2f}")
 
 
 def main() -> None:
@@ -201,7 +265,15 @@ def main() -> None:
     ap.add_argument("--only-aggregate", action="store_true",
                     help="Only the load-curve aggregation beside polars-lazy task (c), --repeat rounds alternating.")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of aggregate + reference (--only-aggregate)")
+    ap.add_argument("--kinds", nargs="+", default=["aggregate", "curve_fixed"],
+                    choices=["aggregate", "curve_fixed", "curve_dataset", "before"],
+                    help="bearing's children beside task (c) (--only-aggregate): read + auto mixes + load_curve; "
+                         "read + load_curve with three given mixes; load_curve_dataset on the file; "
+                         "'before': the aggregate child of the checkout in --before DIR")
+    ap.add_argument("--before", type=Path, default=None, help="an earlier checkout, for the 'before' child")
     args = ap.parse_args()
+    global BEFORE
+    BEFORE = args.before.resolve() if args.before else None
     tmp = args.out or Path(tempfile.mkdtemp(prefix="bench_limits_"))
     tmp.mkdir(parents=True, exist_ok=True)
     p1, p10 = tmp / f"limits-{args.rows_limits}.parquet", tmp / "aggregate.parquet"
@@ -225,7 +297,7 @@ def main() -> None:
     if not p10.exists():
         _synth(args.rows_agg, 20, p10, seed=2)
     if args.only_aggregate:
-        _aggregate_rounds(p10, args.repeat)
+        _aggregate_rounds(p10, args.repeat, tuple(args.kinds))
         return
     lim = _run_child("limits", p1)
     agg = _run_child("aggregate", p10)

@@ -62,7 +62,6 @@ from bearing_lib.traffic.profile import (
     mix_minute_counts,
     shares_from_counts,
 )
-from bearing_lib.traffic.seasonality import prefetch_statsmodels
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
 from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes, no_outcome_statuses
 from bearing_lib.traffic.targets import DEFAULT_SEED
@@ -348,7 +347,6 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     onep = None
     sha = _start_sha(ds)
     if not dask:
-        prefetch_statsmodels()  # ~2 s of imports for the MSTL, overlapped with the read
         # embedded: one streaming read for everything (traffic/onepass.py); on a clock that is not known to be
         # epoch, the first start (the origin of the bins) comes from a facts pass first
         fact_parts = None if known_epoch else eng.map_partitions(ds, PROFILE_COLUMNS, _facts)[0]

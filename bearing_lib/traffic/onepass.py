@@ -58,15 +58,20 @@ class _Dense:
             grown[:, self.lo - new_lo:self.lo - new_lo + self.arr.shape[1]] = self.arr
             self.lo, self.arr = new_lo, grown
 
-    def add(self, i: int, rel: np.ndarray, lo: int, hi: int, weights: np.ndarray | None = None) -> None:
-        """Add to column ``i`` the counts of keys ``rel + lo`` (``lo..hi``), or the sums of ``weights``
-        (float64 holding integers: exact while a batch's sums stay below 2**53, checked by the caller)."""
+    def add(self, i: int | tuple[int, ...], rel: np.ndarray, lo: int, hi: int,
+            weights: np.ndarray | None = None) -> None:
+        """Add to column ``i`` (or to each of the columns ``i``) the counts of keys ``rel + lo`` (``lo..hi``), or
+        the sums of ``weights`` (float64 holding integers: exact while a batch's sums stay below 2**53, checked by
+        the caller)."""
         if rel.size == 0:
             return
         self._fit(lo, hi)
         off = lo - self.lo
         c = np.bincount(rel, weights=weights, minlength=hi - lo + 1)
-        self.arr[i, off:off + c.size] += c if weights is None else c.astype(np.int64)
+        if weights is not None:
+            c = c.astype(np.int64)
+        for col in (i,) if isinstance(i, int) else i:
+            self.arr[col, off:off + c.size] += c
 
     def table(self, names: list[str], *, nonzero: int | None = 0) -> pl.DataFrame:
         if self.lo is None:
@@ -204,10 +209,9 @@ def one_pass(ds: ParquetDataset, columns: list[str], *, origin: float, spec: Mix
         if scratch.size < m:
             scratch = np.empty(m, dtype=np.int64)
         km_rel = np.subtract(kmv, klo, out=scratch[:m])
-        minute.add(0, km_rel, klo, khi)
+        minute.add((0, 3), km_rel, klo, khi)  # requests, and (less those out of the ratio, below) outcomes
         minute.add(1, km_rel, klo, khi, b["in0"].to_numpy())
         minute.add(2, km_rel, klo, khi, b["out0"].to_numpy())
-        minute.add(3, km_rel, klo, khi)
         out_of_ratio = no_status | b["neutral"].to_numpy()
         if out_of_ratio.any():  # requests with an outcome = all but those without status or with no outcome
             c = np.bincount(km_rel[out_of_ratio], minlength=khi - klo + 1)

@@ -5,7 +5,8 @@
   (the median over days of each day's P95 in that slot, so one burst day cannot raise
   its own baseline). Hour-of-day slots need one full day; weekday x hour slots one full
   week; a slot seen on fewer than two days (weeks) is flagged as not repeated.
-* **Decomposition**: statsmodels MSTL on hourly mean rates, with a daily (24 h) component
+* **Decomposition**: MSTL on hourly mean rates (statsmodels' algorithm and defaults, computed in numpy by
+  :mod:`bearing_lib.traffic.mstl` to the same bits, without statsmodels' imports), with a daily (24 h) component
   when the series holds at least two full days and a weekly (168 h) one when it holds at
   least two full weeks.
 
@@ -24,6 +25,7 @@ import polars as pl
 from bearing_lib.common.quantiles import quantile_expr
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.mstl import mstl
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
@@ -275,7 +277,8 @@ class Decomposition:
             )
         out: dict[str, object] = {
             "available": True,
-            "method": "statsmodels MSTL (STL per period, 2 iterations) on hourly mean rates",
+            "method": "MSTL as statsmodels computes it (STL per period, 2 iterations; bearing_lib/traffic/mstl.py) on "
+                      "hourly mean rates",
             "input": f"{self.observed.size} hourly mean rates (req/s), {self.basis}",
             "components": comps,
             "trend": {
@@ -327,41 +330,14 @@ def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
     return h * 3600.0 + offset, frame["r"].to_numpy()
 
 
-_PREFETCH: list[object] = []
-
-
-def prefetch_statsmodels() -> None:
-    """Start importing statsmodels' MSTL in a background thread (about 2 s of imports on the project's VM).
-
-    The profile of a large trace calls this before it reads the data: the import then runs while
-    polars decodes and aggregates (which releases the GIL), and :func:`decompose` finds the module
-    loaded. Harmless when it is imported already or when the import fails (``decompose`` then
-    imports, or raises, as usual)."""
-    import sys
-    import threading
-
-    if _PREFETCH or "statsmodels.tsa.seasonal" in sys.modules:
-        return
-
-    def run() -> None:
-        try:
-            import statsmodels.tsa.seasonal  # noqa: F401
-        except Exception:  # noqa: BLE001 - decompose imports again and reports
-            pass
-
-    t = threading.Thread(target=run, name="bearing-prefetch-statsmodels", daemon=True)
-    _PREFETCH.append(t)
-    t.start()
-
-
 def decompose(series: RateSeries) -> Decomposition | Unavailable:
     """MSTL of the series' hourly mean rates, or the reason there are too few cycles.
 
     A daily component needs at least 48 complete hours, a weekly one at least 336.
     statsmodels' MSTL silently drops a period that is at least half the series (so
     exactly two cycles, e.g. ServeGen's 14 days for the weekly period); its STL
-    accepts two full cycles, so the subclass below keeps periods with
-    ``2 * period <= nobs`` instead.
+    accepts two full cycles, so periods with ``2 * period <= nobs`` are kept (as the
+    statsmodels subclass used before :mod:`bearing_lib.traffic.mstl` did).
     """
     if series.bin_s > 3600:
         return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
@@ -381,20 +357,9 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
         periods["weekly"] = 168
     else:
         notes.append(f"no weekly component: {n / 24:.1f} days of complete hours, a weekly cycle needs two full weeks")
-    from statsmodels.tsa.seasonal import MSTL
-
-    class _MSTL(MSTL):
-        def _process_periods_and_windows(self, periods, windows):  # noqa: ANN001, ANN202
-            ps = tuple(sorted(periods))
-            ws = windows if windows is not None else tuple(7 + 4 * i for i in range(1, len(ps) + 1))
-            return tuple(p for p in ps if 2 * p <= self.nobs), tuple(ws)[: len(ps)]
-
-    res = _MSTL(obs, periods=tuple(periods.values())).fit()
-    seas = np.asarray(res.seasonal)
-    if seas.ndim == 1:
-        seas = seas[None, :]
-    else:
-        seas = seas.T
+    # statsmodels' MSTL computed in numpy (traffic/mstl.py: the same numbers, without ~1.2-2 s of imports)
+    res = mstl(obs, tuple(periods.values()))
+    seas = res.seasonal
     seasonal = {name: seas[i] for i, name in enumerate(periods)}
-    return Decomposition(starts, obs, np.asarray(res.trend), seasonal, periods, np.asarray(res.resid),
+    return Decomposition(starts, obs, res.trend, seasonal, periods, res.resid,
                          _basis(series), notes)
