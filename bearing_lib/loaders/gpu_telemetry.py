@@ -47,7 +47,7 @@ from bearing_lib.common.files import read_json
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics
 from bearing_lib.loaders._common import new_provenance
-from bearing_lib.loaders.genai_perf import _offered as offered_load
+from bearing_lib.loaders.genai_perf import profiling_phase
 from bearing_lib.loaders.prometheus import finish_metrics
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
@@ -318,6 +318,21 @@ def _run_files(source: InputSource, name: str) -> list[tuple[Path, Path | None]]
     return [r for p in sorted(source.path.iterdir()) if p.is_dir() and (r := in_folder(p)) is not None]
 
 
+def _load_of(doc: dict[str, Any]) -> tuple[float, str]:
+    """The run's offered load, where the export states it (AIPerf >= 0.13 ``input_config.phases``, older AIPerf
+    ``input_config.loadgen``, GenAI-Perf ``input_config.perf_analyzer.stimulus`` or ``input_config``), to order the
+    runs of a folder; (inf, "unknown") otherwise."""
+    cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
+    places = [profiling_phase(doc) or {}, cfg.get("loadgen"), (cfg.get("perf_analyzer") or {}).get("stimulus")
+              if isinstance(cfg.get("perf_analyzer"), dict) else None, cfg]
+    for place in (p for p in places if isinstance(p, dict)):
+        for key, unit in (("rate", "rps"), ("request_rate", "rps"), ("concurrency", "concurrency")):
+            v = place.get(key)
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return float(v), unit
+    return math.inf, "unknown"
+
+
 def _load(source: InputSource, *, name: str, tool: str, fmt: str, run_id: str | None) -> ServerMetrics:
     runs = _run_files(source, name)
     if not runs:
@@ -329,11 +344,7 @@ def _load(source: InputSource, *, name: str, tool: str, fmt: str, run_id: str | 
             docs.append(((math.inf, "unknown"), f, None, jsonl))
             continue
         doc = read_json(f, f"{tool} export")
-        try:
-            value, unit = offered_load(doc, f, tool)
-        except InputError:
-            value, unit = None, None
-        docs.append(((value if value is not None else math.inf, unit or "unknown"), f, doc, jsonl))
+        docs.append((_load_of(doc), f, doc, jsonl))
     docs.sort(key=lambda d: (d[0], str(d[1])))
     several = len(docs) > 1
     rid = run_id or (source.path.name if source.is_dir and several else docs[0][1].parent.name)
