@@ -243,9 +243,39 @@ def _gpu_key(r: dict[str, object]) -> tuple[object, ...]:
     return r["run_id"], r["instance"], r["gpu"], r["labels"]
 
 
+def _uuid(r: dict[str, object]) -> str | None:
+    return next((p[len("gpu_uuid="):] for p in str(r["labels"] or "").split(",") if p.startswith("gpu_uuid=")), None)
+
+
+def _one_copy_per_gpu(rows: list[dict[str, object]], prov: Provenance) -> list[dict[str, object]]:
+    """One exporter's copy of each GPU (by ``gpu_uuid``) per run and step. AIPerf 0.13 scrapes its default DCGM
+    endpoints (localhost:9400, :9401) besides those given, so one exporter named two ways reports every GPU twice
+    (seen on AIPerf 0.13.0's own export: ``localhost:9400`` and ``127.0.0.1:9400``)."""
+    first: dict[tuple[object, ...], object] = {}
+    dropped: set[tuple[object, ...]] = set()
+    out = []
+    for r in rows:
+        u = _uuid(r)
+        if u is None:
+            out.append(r)
+            continue
+        key = (r["run_id"], r["step"], u)
+        owner = first.setdefault(key, r["instance"])
+        if owner == r["instance"]:
+            out.append(r)
+        else:
+            dropped.add((u, r["instance"], owner))
+    if dropped:
+        shown = "; ".join(sorted({f"{u} via {i} (kept {o})" for u, i, o in dropped}))
+        prov.add("duplicate_gpus", f"the same GPU (gpu_uuid) came from more than one exporter URL; one copy kept: "
+                 f"{shown}", level="info", count=len({d[0] for d in dropped}))
+    return out
+
+
 def mark_idle_gpus(rows: list[dict[str, object]], prov: Provenance) -> list[dict[str, object]]:
     """Rows with the derived memory share per GPU, and those of GPUs that held nothing (memory in use 0 the whole
     window) turned to signal null, with findings saying which."""
+    rows = _one_copy_per_gpu(rows, prov)
     used: dict[tuple[object, ...], list[float]] = {}
     for r in rows:
         if r["signal"] == "gpu_memory_used_bytes":

@@ -210,3 +210,37 @@ def test_empty_or_broken_aiperf_telemetry_is_a_clear_error(tmp_path):
     assert exc.value.row == 2 and "line 2 is not a JSON object" in str(exc.value)
     r = CliRunner().invoke(app, ["bottleneck", str(bad), "--step", "0"])
     assert r.exit_code != 0 and "Traceback" not in r.output and "line 2" in r.output
+
+
+AIPERF_REAL = Path(__file__).resolve().parents[1] / "data" / "aiperf-0.13.0-dcgm-stub-telemetry"
+
+
+def test_aiperf_013_own_telemetry_export_of_a_known_dcgm_exporter():
+    """Written by AIPerf 0.13.0 itself (``aiperf profile … --request-rate R --benchmark-duration 25 --gpu-telemetry
+    http://127.0.0.1:9400/metrics``, R = 1, 2) against llama.cpp's llama-server, with a DCGM-exporter stand-in on
+    loopback serving fixed values: GPU 0 at 87 %, FB_USED 70,000 MiB, 512.5 W; GPU 1 idle (0 %, 0 MiB). Known
+    truth: 70,000 MiB × 1.048576e-3 = 73.40032 GB = 7.340032e10 bytes. AIPerf also scraped its default
+    localhost:9400, the same exporter, so every GPU comes twice: one copy is kept."""
+    raw = json.loads((AIPERF_REAL / "rate_2" / "profile_export_aiperf.json").read_text())
+    assert raw["aiperf_version"] == "0.13.0"
+    assert set(raw["telemetry_data"]["endpoints"]) == {"localhost:9400", "127.0.0.1:9400"}
+    ds = load(AIPERF_REAL, format="aiperf-server-metrics")
+    sig = {(r["step"], r["signal"]): r for r in step_signals(ds).iter_rows(named=True)}
+    for step in (0, 1):
+        assert sig[(step, "gpu_utilization")]["mean"] == pytest.approx(0.87)
+        assert sig[(step, "gpu_memory_used_bytes")]["mean"] == pytest.approx(70000 * 1.048576e-3 * 1e9)
+        assert sig[(step, "gpu_power_watts")]["high"] == pytest.approx(512.5)
+    assert _finding(ds, "duplicate_gpus").count == 2
+    assert "GPU 1 of localhost:9400" in _finding(ds, "idle_gpus").message
+    # the engine's own signals of the same runs sit beside them (llama.cpp names, from server_metrics_export.json)
+    waiting = json.loads((AIPERF_REAL / "rate_2" / "server_metrics_export.json").read_text())[
+        "metrics"]["llamacpp:requests_deferred"]["series"][0]["stats"]["avg"]
+    assert sig[(1, "requests_waiting")]["mean"] == pytest.approx(waiting)
+    # the per-scrape JSONL AIPerf wrote beside it: every sample of GPU 0 at the stub's value, epoch times
+    path = AIPERF_REAL / "rate_2" / "gpu_telemetry_export.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    js = load(path)
+    util = js.frame.filter(js.frame["signal"] == "gpu_utilization")
+    gpu0 = [r for r in recs if r["gpu_index"] == 0 and r["telemetry_source_url"] == "http://localhost:9400/metrics"]
+    assert util.height == len(gpu0) and set(util["value"].to_list()) == {0.87}
+    assert util["time_s"].min() == pytest.approx(min(r["timestamp_ns"] for r in gpu0) / 1e9)
