@@ -87,3 +87,21 @@ def test_pooling_both_runs_brackets_the_limit_the_raw_percentiles_show(tmp_path)
     assert q["bracket"][1] == min(fail) == 1.7
     lo, hi = q["ci95"]
     assert 0.9 <= lo <= q["value"] <= hi <= 1.7
+
+
+def test_bearing_next_writes_again_the_scenario_that_was_run(tmp_path):
+    """``bearing limits`` then ``bearing next --tool guidellm`` on the first report give back, field for field, the
+    scenario GuideLLM ran for the follow-up (target, model and tokenizer taken from the report's config.spec)."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    lim = tmp_path / "limits1.json"
+    r = CliRunner().invoke(app, ["limits", str(FIRST), "--sla", "p90(ttft) <= 500ms", "--n-boot", "200",
+                                 "--json", str(lim)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["next", str(lim), "--tool", "guidellm", "--out", str(tmp_path / "next"),
+                                 "--loads", "3", "--budget-s", "150"])
+    assert r.exit_code == 0, r.output
+    (written,) = tmp_path.glob("next.*.all.json")
+    assert json.loads(written.read_text())["spec"] == _raw(HERE / "followup_scenario.json")["spec"]
