@@ -4,7 +4,8 @@ What the serving engine and the GPUs said while the load test ran: the ``/metric
 llama.cpp's ``llama-server``, SGLang and TGI (running and waiting requests, KV-cache usage,
 preemptions, prefix-cache hits, token counters; one map per engine in :data:`METRIC_NAMES`,
 documented with its sources in docs/formats-server-metrics.md), DCGM's GPU utilisation and
-memory, and inference-perf's per-stage summaries of the same. One row per
+memory, the GPU telemetry AIPerf and GenAI-Perf export (``bearing_lib.loaders.gpu_telemetry``), and
+inference-perf's per-stage summaries of the same. One row per
 sample (or per window statistic), columns:
 
 - ``run_id`` (String), ``step`` (Int64; the load step when the file says so, e.g. an
@@ -78,6 +79,7 @@ SIGNALS: dict[str, Signal] = {
         Signal("gpu_utilization", "fraction", False, "GPU busy share (DCGM GPU_UTIL / 100)"),
         Signal("gpu_memory_used_bytes", "bytes", False, "GPU frame-buffer memory in use"),
         Signal("gpu_memory_free_bytes", "bytes", False, "GPU frame-buffer memory free"),
+        Signal("gpu_memory_total_bytes", "bytes", False, "GPU frame-buffer memory in all"),
         Signal("gpu_memory_used_fraction", "fraction", False, "GPU memory used / (used + free)"),
         Signal("gpu_power_watts", "W", False, "GPU power draw"),
     )
@@ -144,6 +146,7 @@ METRIC_NAMES: dict[str, Mapping_] = {
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": Mapping_("gpu_utilization"),
     "DCGM_FI_DEV_FB_USED": Mapping_("gpu_memory_used_bytes", MIB),
     "DCGM_FI_DEV_FB_FREE": Mapping_("gpu_memory_free_bytes", MIB),
+    "DCGM_FI_DEV_FB_TOTAL": Mapping_("gpu_memory_total_bytes", MIB),
     "DCGM_FI_DEV_POWER_USAGE": Mapping_("gpu_power_watts"),
 }
 """File metric names bearing maps to :data:`SIGNALS` (others load with ``signal`` null)."""

@@ -121,6 +121,8 @@ class Workload:
     seed: int = 0
     in_flight: list[tuple[float, float]] = field(default_factory=list)
     """The first test's measured ``(load, mean requests in flight)`` per step (:func:`in_flight_curve`)."""
+    tokenizer: dict[str, object] | None = None
+    """The tokenizer GuideLLM's first run counted tokens with (its report's ``config.spec.tokenizer``)."""
     basis: str = "no source file read"
     notes: list[str] = field(default_factory=list)
 
@@ -254,8 +256,35 @@ def measure_workload(sources: Sequence[object], run_id: str, mix_bounds: Mapping
             w.output_tokens = per.get("output_tokens_per_s", w.output_tokens)
             w.basis = (f"mean tokens per request (median over the steps of run {run_id} in {found}; the tool "
                        "reports no per-request lengths, so no P90)")
+        if str(ds.provenance.format).startswith("guidellm") and found.is_file():
+            _guidellm_spec(found, w, model_given=model is not None, url_given=base_url is not None)
         break
     return w
+
+
+def _guidellm_spec(path: Path, w: Workload, *, model_given: bool, url_given: bool) -> None:
+    """What GuideLLM >= 0.7 keeps of its own run in the report (``config.spec``, the ``BenchmarkArgs`` it ran:
+    vllm-project/guidellm ``src/guidellm/benchmark/schemas/generative/report.py``): the target, the model, the
+    request format and the tokenizer, so the follow-up sends what the first run sent and counts tokens alike."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    spec = (doc.get("config") or {}).get("spec") if isinstance(doc, dict) and isinstance(doc.get("config"), dict) \
+        else None
+    if not isinstance(spec, dict):
+        return
+    backend = spec.get("backend") if isinstance(spec.get("backend"), dict) else {}
+    if not url_given and isinstance(backend.get("target"), str):
+        w.base_url = backend["target"]
+    if not model_given and isinstance(backend.get("model"), str):
+        w.model = backend["model"]
+    if backend.get("request_format") in GUIDELLM_REQUEST_FORMATS:
+        w.endpoint = str(backend["request_format"])
+    tok = spec.get("tokenizer")
+    if isinstance(tok, dict) and isinstance(tok.get("kind"), str) and tok.get("model"):
+        w.tokenizer = {k: tok[k] for k in ("kind", "model", "load_kwargs") if tok.get(k) not in (None, {})}
+        w.notes.append(f"tokenizer of the first run: {tok['model']} (GuideLLM's config.spec.tokenizer)")
 
 
 # --------------------------------------------------------------------------------------
@@ -390,6 +419,7 @@ def guidellm_scenario(plan: FollowUp, w: Workload) -> dict[str, object]:
     backend: dict[str, object] = {"kind": "openai_http", "target": w.value("base_url"), "model": w.value("model")}
     if w.endpoint in GUIDELLM_REQUEST_FORMATS:
         backend["request_format"] = w.endpoint
+    extra: dict[str, object] = {"tokenizer": dict(w.tokenizer)} if w.tokenizer else {}
     how = ("one guidellm run (guidellm run --scenario THIS_FILE), its " +
            ("concurrencies" if _conc(plan) else "constant rates") + " run in turn, each for its own duration")
     return {
@@ -399,6 +429,7 @@ def guidellm_scenario(plan: FollowUp, w: Workload) -> dict[str, object]:
             "backend": backend,
             "profile": profile,
             "constraints": [{"kind": "max_duration", "seconds": [float(s.duration_s) for s in steps]}],
+            **extra,
             "data": [data],
             "seed": {"kind": "static", "value": int(w.seed)},
             "outputs": [{"kind": "json", "path": f"followup_{_slug(plan.run_id)}_{_slug(plan.mix)}.json"}],

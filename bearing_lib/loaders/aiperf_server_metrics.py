@@ -14,7 +14,9 @@ per-request sweep is: step *k* of both is the same run). Names map to signals th
 :data:`bearing_lib.data.servermetrics.METRIC_NAMES` (vLLM, llama.cpp, SGLang, TGI, DCGM):
 gauges as window statistics (``mean``, ``median``, ``p90``, ``p99``, ``max``), a counter's
 ``total`` as the stat ``increase`` (what :func:`~bearing_lib.ops.metrics.step_signals`
-reports as the step's increase).
+reports as the step's increase). The GPU telemetry AIPerf wrote in the same artefact folder
+(``telemetry_data`` of ``profile_export_aiperf.json``, else ``*gpu_telemetry.jsonl``) joins each
+step (:mod:`bearing_lib.loaders.gpu_telemetry`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,19 @@ from pathlib import Path
 from typing import Any
 
 from bearing_lib.common.errors import InputError, UnsupportedVersionError
+from bearing_lib.common.files import read_json
+from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics, map_metric
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders.genai_perf import profiling_phase
+from bearing_lib.loaders.gpu_telemetry import (
+    AIPERF_FILE,
+    FIELDS,
+    JSONL_SUFFIX,
+    aiperf_telemetry_rows,
+    jsonl_telemetry_rows,
+    mark_idle_gpus,
+)
 from bearing_lib.loaders.prometheus import finish_metrics, split_labels
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
@@ -61,6 +73,22 @@ def _load_key(doc: dict[str, Any]) -> tuple[float, str]:
         if isinstance(v, int | float):
             return float(v), key
     return math.inf, "unknown"
+
+
+def _gpu_rows(f: Path, run_id: str, step: int, prov: Provenance) -> list[dict[str, object]]:
+    """The GPU telemetry AIPerf wrote in the same artefact folder, as the same step: the summary's
+    ``telemetry_data`` (AIPerf's statistics over the profiling phase), else its per-scrape JSONL."""
+    summary = f.parent / AIPERF_FILE
+    doc = read_json(summary, "AIPerf export") if summary.is_file() else {}
+    if (doc.get("telemetry_data") or {}).get("endpoints"):
+        prov.add("gpu_telemetry", f"step {step}: GPU telemetry statistics from {summary.name}", level="info")
+        return aiperf_telemetry_rows(doc, path=summary, run_id=run_id, step=step)
+    jsonl = sorted(p for p in f.parent.glob(f"*{JSONL_SUFFIX}") if p.is_file())
+    if jsonl:
+        prov.add("gpu_telemetry", f"step {step}: GPU telemetry samples from {jsonl[0].name} (the whole run, warm-up "
+                 "included)", level="info")
+        return jsonl_telemetry_rows(jsonl[0], run_id=run_id, step=step)
+    return []
 
 
 def load(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
@@ -102,6 +130,9 @@ def load(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
                         "value": float(value) * (mapping.scale if mapping else 1.0),
                         "instance": instance, "gpu": gpu, "labels": rest, "source_row": None,
                     })
+        rows += _gpu_rows(f, rid, step, prov)
+    if any(r["metric"] in FIELDS for r in rows):
+        rows = mark_idle_gpus(rows, prov)
     versions = sorted({str(d.get("aiperf_version")) for _, d in docs if d.get("aiperf_version")})
     prov.tool_version = ", ".join(versions) or None
     prov.files = [str(f) for f, _ in docs]

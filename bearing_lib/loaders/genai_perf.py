@@ -243,10 +243,10 @@ def _load_export(source: InputSource, *, name: str, tool: str) -> LoadPointTable
         good = _avg(doc, "goodput", path)
         options["goodput_rps"] = good
         options["start_time"], options["end_time"] = doc.get("start_time"), doc.get("end_time")
-    telemetry = "telemetry_stats" in doc or "telemetry_data" in doc
-    if telemetry:
-        prov.add("gpu_telemetry_not_read", "the file carries GPU telemetry (DCGM); bearing does not read it yet",
-                 level="info")
+    if doc.get("telemetry_stats") or (doc.get("telemetry_data") or {}).get("endpoints"):
+        fmt = "genai-perf-gpu-telemetry" if name == NAME_GENAI else "aiperf-gpu-telemetry"
+        prov.add("gpu_telemetry", "the file carries GPU telemetry (DCGM): read it as server metrics with "
+                 f"--format {fmt} (e.g. bearing bottleneck FILE --format {fmt})", level="info")
     tool_version = str(doc["aiperf_version"]) if doc.get("aiperf_version") else None
     if tool_version is None:
         prov.add("version_not_stated", f"{tool} writes no version number into this file; layout: {options['layout']}",

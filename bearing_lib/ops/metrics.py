@@ -148,7 +148,11 @@ def step_signals(metrics: ServerMetrics) -> pl.DataFrame:
                 }
             )
         else:
-            stats = dict(zip(g["stat"].to_list(), g["value"].to_list(), strict=True))
+            # several series (GPUs, instances) pooled: levels averaged, highs the highest, increases summed
+            pooled = g.group_by("stat").agg(pl.col("value").mean().alias("mean"), pl.col("value").max().alias("max"),
+                                            pl.col("value").sum().alias("sum"))
+            stats = {r["stat"]: r["sum"] if r["stat"] == "increase" else r["max"] if r["stat"] in ("p90", "p99", "max")
+                     else r["mean"] for r in pooled.iter_rows(named=True)}
             # a counter the tool summarised by its increase over the window has no level: its numbers are that
             mean = stats.get("mean", stats.get("median", stats.get("value", stats.get("increase"))))
             high = stats.get("p99", stats.get("max", mean))

@@ -1,0 +1,107 @@
+"""The follow-up round trip run for real: GuideLLM 0.8.1 against llama.cpp's ``llama-server`` on loopback.
+
+``tests/data/guidellm-llamacpp-roundtrip/`` holds our own files (licence: the project's), written by
+GuideLLM 0.8.1 itself on 2026-12-02 (docs/limits.md, "The round trip, run for real"):
+``first_benchmarks.json`` from ``guidellm run --scenario first_scenario.json`` (constant 0.9, 1.3,
+1.7 req/s, 45 s each, 64-token prompts, 24 output tokens, SmolLM2-135M Q4_1, 4 slots, one thread);
+``followup_scenario.json`` is what ``bearing next limits.json --tool guidellm --loads 3 --budget-s 150``
+wrote from it, and ``followup_first_benchmarks_all.json`` what GuideLLM wrote running that
+scenario unchanged. Expected values are read from the raw JSON with ``json`` only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bearing_lib.loaders import load_trace
+
+HERE = Path(__file__).resolve().parents[1] / "data" / "guidellm-llamacpp-roundtrip"
+FIRST, SECOND = HERE / "first_benchmarks.json", HERE / "followup_first_benchmarks_all.json"
+
+
+def _raw(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_the_follow_up_scenario_is_the_one_guidellm_ran():
+    """What bearing wrote is what GuideLLM ran: its report's config.spec holds the scenario's loads, durations,
+    workload and the first run's tokenizer and target (carried over from the first report's config.spec)."""
+    first, second, scen = _raw(FIRST), _raw(SECOND), _raw(HERE / "followup_scenario.json")["spec"]
+    ran = second["config"]["spec"]
+    assert ran["profile"]["rate"] == scen["profile"]["rate"] == [1.7, 2.125, 2.55]
+    assert ran["constraints"][0]["seconds"] == scen["constraints"][0]["seconds"] == [60.0, 60.0, 60.0]
+    assert [b["config"]["strategy"]["rate"] for b in second["benchmarks"]] == [1.7, 2.125, 2.55]
+    for key in ("target", "model", "request_format"):
+        assert ran["backend"][key] == scen["backend"][key] == first["config"]["spec"]["backend"][key]
+    assert scen["tokenizer"]["model"] == first["config"]["spec"]["tokenizer"]["model"]
+    assert (scen["data"][0]["prompt_tokens"], scen["data"][0]["output_tokens"]) == (
+        first["config"]["spec"]["data"][0]["prompt_tokens"], first["config"]["spec"]["data"][0]["output_tokens"])
+    # the follow-up starts at the first run's highest load, where it never failed, and goes above it
+    assert max(b["config"]["strategy"]["rate"] for b in first["benchmarks"]) == scen["profile"]["rate"][0]
+
+
+@pytest.mark.parametrize("path", [FIRST, SECOND])
+def test_bearing_reads_every_request_guidellm_recorded(path):
+    raw = _raw(path)
+    trace = load_trace(path)
+    f = trace.frame
+    assert trace.provenance.tool_version == raw["metadata"]["guidellm_version"] == "0.8.1"
+    for step, b in enumerate(raw["benchmarks"]):
+        ok = b["requests"]["successful"]
+        rows = f.filter((f["step"] == step) & (f["status"] == "ok"))
+        assert rows.height == len(ok) == b["metrics"]["request_totals"]["successful"]
+        # TTFT per request: GuideLLM's own first-token time minus its request start (seconds → ms)
+        t = [r["info"]["timings"] for r in ok]
+        want = sorted((x["first_token_iteration"] - x["request_start"]) * 1000 for x in t)
+        assert sorted(rows["ttft_ms"].to_list()) == pytest.approx(want, abs=1e-2)
+
+
+def _p90_ttft(b: dict) -> float:
+    return b["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]["p90"]
+
+
+def test_pooling_both_runs_brackets_the_limit_the_raw_percentiles_show(tmp_path):
+    """First run alone: GuideLLM's own p90 TTFT stays under 500 ms at every load (0.9-1.7 req/s), so the limit is
+    only a lower bound; the follow-up fails at 1.7 req/s (its 60 s step queues up: p90 ≈ 2.1 s). Pooled, the limit
+    is bracketed: at most the follow-up's failing 1.7, at least the lowest passing load of the first run."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    first, second = _raw(FIRST), _raw(SECOND)
+    assert all(_p90_ttft(b) < 500 for b in first["benchmarks"])
+    fail = [b["config"]["strategy"]["rate"] for b in second["benchmarks"] if _p90_ttft(b) > 500]
+    assert fail == [1.7, 2.125, 2.55]
+    out = {}
+    for name, paths in (("first", [FIRST]), ("pooled", [FIRST, SECOND])):
+        out[name] = tmp_path / f"{name}.json"
+        r = CliRunner().invoke(app, ["limits", *map(str, paths), "--sla", "p90(ttft) <= 500ms", "--n-boot", "200",
+                                     "--json", str(out[name]), *(["--pool"] if name == "pooled" else [])])
+        assert r.exit_code == 0, r.output
+    q1 = json.loads(out["first"].read_text())["mixes"][0]["q_ult"]
+    assert q1["censored"] == "above" and q1["bracket"] == [1.7, None]  # ≥ 1.7 rps, never failed
+    q = json.loads(out["pooled"].read_text())["mixes"][0]["q_ult"]
+    assert q["bracket"][1] == min(fail) == 1.7
+    lo, hi = q["ci95"]
+    assert 0.9 <= lo <= q["value"] <= hi <= 1.7
+
+
+def test_bearing_next_writes_again_the_scenario_that_was_run(tmp_path):
+    """``bearing limits`` then ``bearing next --tool guidellm`` on the first report give back, field for field, the
+    scenario GuideLLM ran for the follow-up (target, model and tokenizer taken from the report's config.spec)."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    lim = tmp_path / "limits1.json"
+    r = CliRunner().invoke(app, ["limits", str(FIRST), "--sla", "p90(ttft) <= 500ms", "--n-boot", "200",
+                                 "--json", str(lim)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["next", str(lim), "--tool", "guidellm", "--out", str(tmp_path / "next"),
+                                 "--loads", "3", "--budget-s", "150"])
+    assert r.exit_code == 0, r.output
+    (written,) = tmp_path.glob("next.*.all.json")
+    assert json.loads(written.read_text())["spec"] == _raw(HERE / "followup_scenario.json")["spec"]
