@@ -191,6 +191,7 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
         durs = [float(s["duration_s"]) for s in steps if s.get("duration_s")]
         # the steady windows are ~80 % of each step (docs/limits.md): scale back to the step length
         first_test_s = sum(durs) / 0.8 if durs else None
+    budget_given = budget_s is not None
     if budget_s is None and first_test_s:
         budget_s = BUDGET_FACTOR * first_test_s
     planned = []
@@ -207,13 +208,20 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
     if budget_s and total > budget_s:
         durs = _water_fill(wants, budget_s / repeats)
         scaled = sum(durs) * repeats / total
-        notes.append(f"durations cut to fit the budget of {budget_s:.0f} s (2 × the first test); the model asks "
+        whose = "given" if budget_given else f"{BUDGET_FACTOR:g} × the first test"
+        notes.append(f"durations cut to fit the budget of {budget_s:.0f} s ({whose}); the model asks "
                      f"for {total:.0f} s: steps near capacity are shorter than their queue needs to settle")
     out_steps = []
     for (x, _want, warm, tau, rho), d in zip(planned, durs, strict=True):
         dur = float(max(MIN_STEP_S, math.floor(d / 10.0) * 10.0))
         out_steps.append(FollowUpStep(load=x, duration_s=dur, warmup_s=float(min(warm, dur / 4)),
                                       relaxation_s=tau, rho=rho, expected_requests=int(round(x * dur))))
+    planned_total = repeats * sum(st.duration_s for st in out_steps)
+    if budget_s and planned_total > budget_s:
+        # no step is shorter than MIN_STEP_S (a shorter step cannot settle and judge a percentile), so a
+        # small budget is exceeded: say so rather than claim the plan fits it
+        notes.append(f"the plan takes {planned_total:.0f} s, over the budget of {budget_s:.0f} s: no step is "
+                     f"shorter than {MIN_STEP_S:.0f} s")
     spacing = (hi - lo) / (n_loads - 1)
     centre = (hi + lo) / 2
     return FollowUp(run_id=run, mix=mix, unit=unit, steps=out_steps, repeats=repeats, model=model,

@@ -52,6 +52,17 @@ def test_design_loads_durations_and_budget():
     assert any("budget" in n for n in plan.notes)
 
 
+def test_a_budget_too_small_for_the_minimum_step_is_said_to_be_exceeded():
+    # the default budget names its rule; a given one does not; 4 steps of at least 60 s exceed 150 s
+    default = fu.design_followup(_doc()["mixes"][0])
+    assert any("budget of 1440 s (2 × the first test)" in n for n in default.notes)
+    assert not any("over the budget" in n for n in default.notes)
+    small = fu.design_followup(_doc()["mixes"][0], budget_s=150.0)
+    assert [s.duration_s for s in small.steps] == [60.0] * 4  # 150 / 4 = 37.5 s each, floored at 60 s
+    assert any("budget of 150 s (given)" in n for n in small.notes)
+    assert "the plan takes 240 s, over the budget of 150 s: no step is shorter than 60 s" in small.notes
+
+
 def test_water_fill_keeps_short_needs():
     assert fu._water_fill([100.0, 500.0, 900.0], 900.0) == pytest.approx([100.0, 400.0, 400.0])
     assert fu._water_fill([100.0, 200.0], 900.0) == [100.0, 200.0]
