@@ -466,7 +466,7 @@ class _ModelLimit:
 def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
                  floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                  fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                 notes: list[str]) -> _ModelLimit:
+                 notes: list[str], reps: Mapping[int, dict[str, np.ndarray]] | None = None) -> _ModelLimit:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
@@ -484,7 +484,7 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
             notes.append("load-point table without request counts: the reported percentiles are taken as the "
                          "steps' exact quantiles (the interval assumes many requests per step)")
     else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses)
+        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
     ev_x = [e.x for evs in evidence.values() for e in evs]
     steady_x = [j.x for j in det] if any(j.not_steady for j in det) else []
     post = None
@@ -862,7 +862,7 @@ def _fit_group(
     u = unit or "load"
     if tables or estimator == "model":
         est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
-                           notes)
+                           notes, reps)
     else:
         est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
                            first_fail, last_pass, notes)
@@ -872,7 +872,7 @@ def _fit_group(
                          "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
                          "step's counts (limits.model) gives the limit and its interval")
             est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                               first_fail, notes)
+                               first_fail, notes, reps)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
