@@ -520,6 +520,10 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
         binding = post.binding()
         estimator = model.ESTIMATOR
         interval = model.INTERVAL.format(floor=", load-independent floor")
+        deffs = [e.deff for evs in evidence.values() for e in evs if e.deff > 1.0]
+        if deffs:
+            interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
+                         "slow requests come in queue episodes)")
         rng = np.random.default_rng(0)
         replicates = post.draws(max(n_boot, 1000), rng)
         if lo < x_lo and hi > x_hi and not det:

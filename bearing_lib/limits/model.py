@@ -20,6 +20,9 @@ The model, per clause (``docs/limits.md``, "The estimator"):
   outlast a step), so a step's count is **beta-binomial** around ``μ(x)`` with concentration
   ``c`` (``c = ∞`` is the binomial): the model, not a widening to the step grid, says how much a
   step can be off;
+* **within-step bursts** (request traces): a step's counts arrive divided by its block-bootstrap design effect
+  (``limits.evidence.design_effect``: Kish's variance ratio, Rao–Scott effective counts), so ``k`` bad of ``n``
+  that came in a few queue episodes weigh as the few episodes they are;
 * **inference**: the posterior on a grid over ``(θ, β, c, f)`` with flat priors (uniform in
   ``θ`` over the tested range widened by a factor 2 each side, log-uniform in ``β`` and ``c``,
   ``f`` zero with probability 1/2 else log-uniform); the **crossing** ``x*`` (where ``μ = α``) has
