@@ -22,10 +22,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
+from bearing_lib.limits.pooled import allowed_share
 from bearing_lib.limits.sla import Clause
 
 SETTLE_TIMES = 3.0
@@ -72,26 +75,92 @@ def settle_share(x: float, capacity: float | None, duration_s: float | None) -> 
     return float(min(1.0, SETTLE_TIMES * tau / duration_s))
 
 
-def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause]) -> dict[str, list[Evidence]]:
-    """Per clause text, the exact counts of every usable step of a request trace (``pool``)."""
+DESIGN_EFFECT = True
+"""Whether a trace's counts are deflated by their block-bootstrap design effect (:func:`design_effect`)."""
+
+
+def design_effect(share_reps: np.ndarray | None, k: float, n: float) -> float:
+    """How many times more a step's bad share varies under its block bootstrap than a binomial share would.
+
+    The block bootstrap (``limits.bootstrap``: blocks of time, ``B`` of them per step, their length from the
+    Politis–White rule) sees what the binomial cannot: bad requests come in bursts (one queue episode makes
+    many requests slow at once), so ``k`` bad of ``n`` carries the information of fewer independent requests.
+    The design effect ``deff = Var_boot(share) / (p (1 − p) / n)`` (Kish) turns the count into an effective one,
+    ``k / deff`` of ``n / deff`` (Rao & Scott 1981), which the model then reads as any other count. At least 1
+    (a step whose blocks agree better than a binomial is not given more weight than its requests), at most
+    ``n`` (one effective request); 1 without replicates or without a bad request.
+    """
+    if share_reps is None or n <= 1 or k <= 0:
+        return 1.0
+    r = np.asarray(share_reps, float)
+    r = r[np.isfinite(r)]
+    if r.size < 20:
+        return 1.0
+    p = min(k / n, 1.0 - 0.5 / n)
+    var_bin = p * (1.0 - p) / n
+    return float(min(max(float(np.var(r, ddof=1)) / var_bin, 1.0), n))
+
+
+BORROW = "above"
+EPISODE_TAUS = 0.0
+"""Off (measured, not adopted; docs/limits.md): a cap of a step's effective count at ``duration / (EPISODE_TAUS ·
+relaxation time)`` independent queue episodes, for steps of at most ``EPISODE_MAX_LAG`` lag."""
+EPISODE_REQS = 1.0
+EPISODE_MAX_LAG = 1.0 / 3.0
+
+
+def _borrowed_deff(x: float, none_bad: bool, known: list[tuple[float, float]]) -> float:
+    """The design effect of a step whose count cannot show one: with no bad request, that of the nearest step
+    above it whose count can; with every request bad, that of the nearest step below. Bad requests near capacity
+    come in queue episodes: a step a little below the limit reads none in one window and many in the next, so
+    its zero weighs no more than the episodes it could have held (and a saturated step's all-bad count no more
+    than the episodes that filled it). 1 when no such step shows one."""
+    if BORROW == "none":
+        return 1.0
+    side = sorted(((abs(kx - x), d) for kx, d in known if (kx > x if none_bad else kx < x)))
+    return side[0][1] if side else 1.0
+
+
+def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause],
+                   reps: Mapping[int, Mapping[str, np.ndarray]] | None = None) -> dict[str, list[Evidence]]:
+    """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
+    block-bootstrap replicates (``reps``: ``{step: {"_pooled_{i}": margins}}``, ``limits.fit._replicates``)
+    deflated by their design effect (:func:`design_effect`)."""
     before = _continuity(pool)
     thr = [float(j.row["throughput_rps"]) for j in pool if j.row.get("throughput_rps")]
     capacity = max(thr) if thr else None
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
-    for j in pool:
-        row = j.row
-        for i, c in enumerate(clauses):
+    for i, c in enumerate(clauses):
+        raw = []
+        for j in pool:
+            row = j.row
             n, k = row.get(f"_pn_{i}"), row.get(f"_pk_{i}")
             if not n:
                 continue
+            n, k = float(n), float(k or 0)
+            deff = None  # not identified: no bad request, or all bad (the share does not vary under resampling)
+            if DESIGN_EFFECT and reps is not None and 0 < k < n:
+                m = reps.get(int(row["step"]), {}).get(f"_pooled_{i}")
+                if m is not None:
+                    deff = design_effect((1.0 - np.asarray(m, float)) * allowed_share(c), k, n)
+            raw.append((j, n, k, deff))
+        for j, n, k, deff in raw:
+            if deff is None:
+                deff = _borrowed_deff(float(j.x), k <= 0, [(float(o.x), d) for o, _, _, d in raw if d is not None])
+            row = j.row
             d = row.get("duration_s")
             lag = settle_share(float(j.x), capacity, float(d) if d else None)
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
             # the count is known to lie between the bad ones seen and those plus the unknown ones
             u = float(row.get("n_unknown") or 0)
-            k = float(k or 0)
-            out[c.text].append(Evidence(x=float(j.x), n=float(n) + u, k_lo=k, k_hi=k + u,
-                                        x_from=before.get(int(row["step"])), lag=lag))
+            if EPISODE_TAUS and capacity and d and float(d) > 0 and j.x < capacity and lag <= EPISODE_MAX_LAG:
+                rho = float(j.x) / capacity
+                tau = 1.0 / (capacity * (1.0 - math.sqrt(rho)) ** 2)
+                episodes = max(1.0, float(d) / (EPISODE_TAUS * tau))
+                deff = max(deff, (n + u) / max(episodes, 1.0) / EPISODE_REQS)
+            deff = min(max(deff, 1.0), n + u)
+            out[c.text].append(Evidence(x=float(j.x), n=(n + u) / deff, k_lo=k / deff, k_hi=(k + u) / deff,
+                                        x_from=before.get(int(row["step"])), lag=lag, deff=deff))
     return out
 
 
@@ -151,4 +220,4 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
     return out, assumed
 
 
-__all__ = ["SETTLE_TIMES", "settle_share", "table_evidence", "trace_evidence"]
+__all__ = ["DESIGN_EFFECT", "SETTLE_TIMES", "design_effect", "settle_share", "table_evidence", "trace_evidence"]

@@ -470,7 +470,7 @@ class _ModelLimit:
 def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
                  floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                  fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                 notes: list[str]) -> _ModelLimit:
+                 notes: list[str], reps: Mapping[int, dict[str, np.ndarray]] | None = None) -> _ModelLimit:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
@@ -488,7 +488,7 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
             notes.append("load-point table without request counts: the reported percentiles are taken as the "
                          "steps' exact quantiles (the interval assumes many requests per step)")
     else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses)
+        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
     ev_x = [e.x for evs in evidence.values() for e in evs]
     steady_x = [j.x for j in det] if any(j.not_steady for j in det) else []
     post = None
@@ -524,6 +524,10 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
         binding = post.binding()
         estimator = model.ESTIMATOR
         interval = model.INTERVAL.format(floor=", load-independent floor")
+        deffs = [e.deff for evs in evidence.values() for e in evs if e.deff > 1.0]
+        if deffs:
+            interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
+                         "slow requests come in queue episodes)")
         rng = np.random.default_rng(0)
         replicates = post.draws(max(n_boot, 1000), rng)
         if lo < x_lo and hi > x_hi and not det:
@@ -866,7 +870,7 @@ def _fit_group(
     u = unit or "load"
     if tables or estimator == "model":
         est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
-                           notes)
+                           notes, reps)
     else:
         est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
                            first_fail, last_pass, notes)
@@ -876,7 +880,7 @@ def _fit_group(
                          "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
                          "step's counts (limits.model) gives the limit and its interval")
             est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                               first_fail, notes)
+                               first_fail, notes, reps)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)

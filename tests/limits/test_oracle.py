@@ -136,3 +136,39 @@ def test_long_steps_floors(server, mix):
     within, covered = FLOOR_1200[(server, mix)]
     assert sum(s.within(truth) for s in scores) >= within, rep
     assert sum(s.covers(truth) for s in scores) >= covered, rep
+
+
+# The model of the evidence (``estimator="model"``; docs/oracle.md, "The model on request traces, round 4"): (within
+# +-10 %, covered by its own 95 % interval) of 20, recorded after the design effect (limits/evidence.py) and the wider
+# steepness and concentration ranges (limits/model.py). Not the default: kv_starved/prefix covers 16 of 20 at 120 s
+# and 17 at 1,200 s, below the 18 the pooled estimator's grid-widened interval holds.
+FLOOR_MODEL_120 = {
+    ("small", "chat"): (19, 19), ("small", "rag"): (17, 19), ("small", "prefix"): (18, 18),
+    ("large", "chat"): (20, 20), ("large", "rag"): (18, 18), ("large", "prefix"): (20, 20),
+    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (19, 20), ("kv_starved", "prefix"): (16, 16),
+}
+FLOOR_MODEL_1200 = {
+    ("small", "chat"): (20, 20), ("small", "rag"): (20, 18), ("small", "prefix"): (20, 18),
+    ("large", "chat"): (20, 20), ("large", "rag"): (20, 18), ("large", "prefix"): (15, 18),
+    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (20, 20), ("kv_starved", "prefix"): (20, 17),
+}
+
+
+@pytest.mark.parametrize("server,mix", _params())
+def test_model_estimator_floors(server, mix):
+    truth = float(TRUTH[f"{server}/{mix}"]["q_ult_rps"])
+    scores = score_combination(server, mix, truth, step_s=STEP_S, estimator="model")
+    rep = _report(server, mix, STEP_S, scores, truth)
+    within, covered = FLOOR_MODEL_120[(server, mix)]
+    assert sum(s.within(truth) for s in scores) >= within, rep
+    assert sum(s.covers(truth) for s in scores) >= covered, rep
+
+
+@pytest.mark.parametrize("server,mix", _params())
+def test_model_estimator_long_steps_floors(server, mix):
+    truth = float(TRUTH[f"{server}/{mix}"]["q_ult_rps"])
+    scores = score_combination(server, mix, truth, step_s=LONG_STEP_S, estimator="model")
+    rep = _report(server, mix, LONG_STEP_S, scores, truth)
+    within, covered = FLOOR_MODEL_1200[(server, mix)]
+    assert sum(s.within(truth) for s in scores) >= within, rep
+    assert sum(s.covers(truth) for s in scores) >= covered, rep
