@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bearing_lib.common.errors import ParameterError
-from bearing_lib.limits.curves import central_latency_s, is_saturated
+from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -145,7 +145,8 @@ class MeasuredSaturation:
         which = {"limit": "the limit's saturated_rps (the throughput it is capped at)",
                  "flag": "the highest completed rate of a step flagged saturated",
                  "rule": "the highest completed rate of a step that saturated the server (completions below "
-                         "70% of the offered rate, typical request >= 3x the lowest step's latency)"}[self.source]
+                         f"{BELOW_OFFERED_RATIO:.0%} of the offered rate, typical request >= "
+                         f"{SATURATION_LATENCY_RATIO:g}x the lowest step's latency)"}[self.source]
         shown = f" (step {', '.join(str(x) for x in self.steps)})" if self.steps else ""
         return f"{self.rps:.4g} rps, {which}{shown}"
 
