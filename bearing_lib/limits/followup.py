@@ -12,8 +12,12 @@ From one mix of a limits document (docs/interfaces.md §4) :func:`design_followu
   scale with the light-load service time ``W0`` as the time unit): the time a queue needs
   to settle at a new load grows with the square of the inverse distance to capacity.
   Calibrated on the first test (:func:`fit_capacity`): ``W0`` from its light-load steps,
-  ``μ`` = the load where its mean time in system doubles. Without such a rise ``μ`` is
-  taken ``RHO_FALLBACK_MARGIN`` above the CI's top.
+  ``μ`` = the load where its mean time in system doubles. Where the steps show the server
+  **saturated** (:func:`measured_saturation`: the limit's ``q_ult.saturated_rps``, else the
+  highest completed rate of a step flagged ``saturated``, else of a step meeting the same rule,
+  ``curves.is_saturated``), that throughput caps ``μ``, or is ``μ`` when the time in system
+  never doubled. Without either ``μ`` is taken ``RHO_FALLBACK_MARGIN`` above the CI's top.
+  ``model.source`` says which was used.
 * **Step duration** = warm-up ``WARMUP_TAUS · τ`` (discarded) + measurement
   ``max(MEASURE_TAUS · τ, MIN_REQUESTS / x)`` (enough requests for a P99 with room:
   368 are needed, docs/limits.md); then, when a **budget** is set (default: 2 × the first
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bearing_lib.common.errors import ParameterError
+from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -122,6 +127,75 @@ def fit_capacity(steps: list[Mapping[str, object]]) -> tuple[float | None, float
     return w0, None
 
 
+@dataclass(frozen=True)
+class MeasuredSaturation:
+    """The highest rate a first test's server completed while saturated: the follow-up's capacity ``μ`` at most.
+
+    ``source`` is ``"limit"`` (the limit's ``q_ult.saturated_rps``, the cap ``curves.saturation_cap`` put on it),
+    ``"flag"`` (the highest ``throughput_rps`` of a step flagged ``saturated``) or ``"rule"`` (of a step meeting
+    ``curves.is_saturated`` on its own numbers: a timed step, which the limit does not flag); ``steps`` are the
+    saturated steps.
+    """
+
+    rps: float
+    source: str
+    steps: tuple[int, ...]
+
+    def describe(self) -> str:
+        which = {"limit": "the limit's saturated_rps (the throughput it is capped at)",
+                 "flag": "the highest completed rate of a step flagged saturated",
+                 "rule": "the highest completed rate of a step that saturated the server (completions below "
+                         f"{BELOW_OFFERED_RATIO:.0%} of the offered rate, typical request >= "
+                         f"{SATURATION_LATENCY_RATIO:g}x the lowest step's latency)"}[self.source]
+        shown = f" (step {', '.join(str(x) for x in self.steps)})" if self.steps else ""
+        return f"{self.rps:.4g} rps, {which}{shown}"
+
+
+def _finite(v: object) -> float | None:
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def measured_saturation(mix_doc: Mapping[str, object]) -> MeasuredSaturation | None:
+    """The saturation a mix's first test measured (None when its steps do not show one, or the unit is not rps).
+
+    In order: the limit's ``q_ult.saturated_rps``; the highest ``throughput_rps`` of the steps flagged
+    ``saturated`` (untimed traces and load-point tables); else the highest of the steps that meet the same rule
+    (``curves.is_saturated``: completed rate below 70 % of the offered rate and the step's median latency, else
+    its mean, at least 3 × the lowest step's), for timed steps, which the limit leaves unflagged.
+    """
+    q = mix_doc.get("q_ult") or {}
+    if (q.get("unit") or "load") != "rps":
+        return None
+    steps = [s for s in (mix_doc.get("steps") or []) if not s.get("recovery_step")
+             and "generator_behind" not in (s.get("flags") or [])]
+    flagged = [s for s in steps if "saturated" in (s.get("flags") or []) and _finite(s.get("throughput_rps"))]
+    cap = _finite(q.get("saturated_rps"))
+    if cap is not None and cap > 0:
+        return MeasuredSaturation(cap, "limit", tuple(int(s["step"]) for s in flagged))
+    if flagged:
+        best = max(flagged, key=lambda s: float(s["throughput_rps"]))
+        return MeasuredSaturation(float(best["throughput_rps"]), "flag", tuple(int(s["step"]) for s in flagged))
+    lat = {}
+    for s in steps:
+        st = s.get("stats") or {}
+        v = central_latency_s(_finite(st.get("latency_ms_p50")), _finite(st.get("latency_ms_mean")))
+        if v is not None and v > 0:
+            lat[int(s["step"])] = v
+    if not lat:
+        return None
+    l0 = min(lat.values())
+    sat = [s for s in steps if int(s["step"]) in lat and _finite(s.get("throughput_rps"))
+           and is_saturated(_finite(s.get("load_axis")), "rps", float(s["throughput_rps"]), lat[int(s["step"])], l0)]
+    if not sat:
+        return None
+    best = max(sat, key=lambda s: float(s["throughput_rps"]))
+    return MeasuredSaturation(float(best["throughput_rps"]), "rule", tuple(int(s["step"]) for s in sat))
+
+
 def _water_fill(wants: list[float], budget: float) -> list[float]:
     """Durations ``min(want, level)`` summing to ``budget`` (the steps that need less keep what they need)."""
     if sum(wants) <= budget:
@@ -174,17 +248,35 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
         notes.append(f"offered load unit {unit!r}: the durations assume a request rate; check them")
     loads = [float(x) for x in np.linspace(lo, hi, n_loads)]
     w0, mu = fit_capacity(steps)
-    if mu is None or w0 is None:
+    sat = measured_saturation(mix_doc)
+    doubling = (f"W0 = median light-load time in system; mu from the load where it reaches {KNEE:g} x W0 (taken "
+                "as the capacity: a batching server's latency is flat until near it)")
+    if mu is not None and w0 is not None and sat is not None and sat.rps < mu:
+        source = (f"calibrated on the first test: {doubling}, {mu:.4g} rps, capped at the measured saturation: "
+                  f"{sat.describe()}")
+        basis, mu = "doubling capped by saturation", sat.rps
+    elif mu is not None and w0 is not None:
+        source = f"calibrated on the first test: {doubling}" + (
+            f"; the measured saturation ({sat.describe()}) lies above it" if sat is not None else "")
+        basis = "doubling"
+    elif sat is not None:
+        w0 = w0 or 1.0
+        source = (f"measured saturation: {sat.describe()} (the first test's mean time in system never reached "
+                  f"{KNEE:g}x its light-load value)")
+        basis, mu = "saturation", sat.rps
+    else:
         mu = hi * (1 + RHO_FALLBACK_MARGIN)
         w0 = w0 or 1.0
         source = (f"fallback: capacity taken {RHO_FALLBACK_MARGIN:.0%} above the CI's top (the first test's "
-                  f"mean time in system never reached {KNEE:g}x its light-load value)")
-    else:
-        source = (f"calibrated on the first test: W0 = median light-load time in system; mu from the load where "
-                  f"it reaches {KNEE:g} x W0 (taken as the capacity: a batching server's latency is flat until "
-                  "near it)")
+                  f"mean time in system never reached {KNEE:g}x its light-load value, and no step saturated "
+                  "the server)")
+        basis = "fallback"
+    if sat is not None and hi > 1.01 * sat.rps:
+        notes.append(f"loads above {sat.rps:.4g} rps lie beyond what the server completed while saturated "
+                     "(model.source): their queue grows for as long as the step lasts")
     model = {"name": "M/G/1-style relaxation", "W(x)": "W0 / (1 - x / mu)", "tau(x)": "W0 / (1 - rho)^2",
-             "W0_s": w0, "mu": mu, "rho_max": RHO_MAX, "source": source,
+             "W0_s": w0, "mu": mu, "mu_basis": basis, "saturated_rps": sat.rps if sat is not None else None,
+             "rho_max": RHO_MAX, "source": source,
              "warmup": f"{WARMUP_TAUS:g} tau", "measurement": f"max({MEASURE_TAUS:g} tau, {MIN_REQUESTS} requests)",
              "budget": "durations water-filled: a step needing less keeps it, the others share the rest equally"}
     if first_test_s is None:
@@ -249,4 +341,5 @@ def is_coarse(mix_doc: Mapping[str, object], tolerance: float = 0.10) -> bool:
     return max(float(value) - float(lo), float(hi) - float(value)) / float(value) > tolerance
 
 
-__all__ = ["FollowUp", "FollowUpStep", "design_followup", "fit_capacity", "is_coarse"]
+__all__ = ["FollowUp", "FollowUpStep", "MeasuredSaturation", "design_followup", "fit_capacity", "is_coarse",
+           "measured_saturation"]

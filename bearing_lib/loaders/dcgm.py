@@ -15,7 +15,9 @@ format is the table operators export from it (a Prometheus/Grafana CSV download,
   ``DCGM_FI_*`` (kept with signal null).
 
 When both FB_USED and FB_FREE are present, ``gpu_memory_used_fraction`` = used / (used +
-free) is derived per row.
+free) is derived per row. A GPU whose FB_USED stays 0 the whole file holds no model (the exporter
+reports every GPU of its node): its rows keep ``signal`` null, with the warning ``idle_gpus``
+naming it (:func:`bearing_lib.loaders.idle_gpus.leave_out_idle_gpus`, the rule of every GPU loader).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import polars as pl
 from bearing_lib.common.errors import BadValueError, SchemaError
 from bearing_lib.data.servermetrics import MIB, ServerMetrics
 from bearing_lib.loaders._common import new_provenance, read_csv_checked, table_columns
+from bearing_lib.loaders.idle_gpus import leave_out_idle_gpus
 from bearing_lib.loaders.prometheus import finish_metrics, sample_row
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
@@ -121,7 +124,7 @@ def load(source: InputSource, *, run_id: str | None = None) -> ServerMetrics:
                 rows.append(row)
     prov.time_origin = "epoch"
     prov.add("units", f"FB_USED/FB_FREE in MiB (× {MIB} → bytes); GPU_UTIL in % (÷ 100)", level="info")
-    return finish_metrics(rows, source, prov)
+    return finish_metrics(leave_out_idle_gpus(rows, prov), source, prov)
 
 
 register(

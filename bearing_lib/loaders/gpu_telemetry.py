@@ -48,6 +48,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders.genai_perf import profiling_phase
+from bearing_lib.loaders.idle_gpus import gpu_key, leave_out_idle_gpus
 from bearing_lib.loaders.prometheus import finish_metrics
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
@@ -239,10 +240,6 @@ def jsonl_telemetry_rows(path: Path, *, run_id: str, step: int | None) -> list[d
     return rows
 
 
-def _gpu_key(r: dict[str, object]) -> tuple[object, ...]:
-    return r["run_id"], r["instance"], r["gpu"], r["labels"]
-
-
 def _uuid(r: dict[str, object]) -> str | None:
     return next((p[len("gpu_uuid="):] for p in str(r["labels"] or "").split(",") if p.startswith("gpu_uuid=")), None)
 
@@ -273,26 +270,10 @@ def _one_copy_per_gpu(rows: list[dict[str, object]], prov: Provenance) -> list[d
 
 
 def mark_idle_gpus(rows: list[dict[str, object]], prov: Provenance) -> list[dict[str, object]]:
-    """Rows with the derived memory share per GPU, and those of GPUs that held nothing (memory in use 0 the whole
-    window) turned to signal null, with findings saying which."""
-    rows = _one_copy_per_gpu(rows, prov)
-    used: dict[tuple[object, ...], list[float]] = {}
-    for r in rows:
-        if r["signal"] == "gpu_memory_used_bytes":
-            used.setdefault(_gpu_key(r), []).append(float(r["value"]))  # type: ignore[arg-type]
-    idle = {k for k, v in used.items() if max(v) == 0.0}
-    if idle:
-        def listed(keys: set[tuple[object, ...]]) -> str:
-            hosts: dict[object, set[str]] = {}
-            for k in keys:
-                hosts.setdefault(k[1], set()).add(str(k[2]))
-            return "; ".join(f"GPU {', '.join(sorted(g, key=lambda x: (len(x), x)))}" + (f" of {h}" if h else "")
-                             for h, g in sorted(hosts.items(), key=lambda hg: str(hg[0])))
-
-        prov.add("idle_gpus", f"{len(idle)} GPU(s) held no memory the whole window ({listed(idle)}): a DCGM exporter "
-                 "reports every GPU of its node, so these served nothing and are left out of the GPU signals (kept "
-                 f"with signal null); serving: {listed(set(used) - idle) or 'none'}", count=len(idle))
-        rows = [{**r, "signal": None} if _gpu_key(r) in idle and r["signal"] is not None else r for r in rows]
+    """Rows with the derived memory share per GPU, one copy of each GPU, and those of GPUs that held nothing
+    (memory in use 0 the whole window) turned to signal null (:func:`bearing_lib.loaders.idle_gpus.leave_out_idle_gpus`,
+    the rule every GPU loader applies), with findings saying which."""
+    rows = leave_out_idle_gpus(_one_copy_per_gpu(rows, prov), prov)
     return rows + _memory_share(rows, prov)
 
 
@@ -304,7 +285,7 @@ def _memory_share(rows: list[dict[str, object]], prov: Provenance) -> list[dict[
     by: dict[tuple[object, ...], dict[str, dict[tuple[object, object], float]]] = {}
     for r in rows:
         if r["signal"] in mem:
-            key = (*_gpu_key(r), r["step"])
+            key = (*gpu_key(r), r["step"])
             by.setdefault(key, {}).setdefault(str(r["signal"]), {})[(r["stat"], r["time_s"])] = float(r["value"])  # type: ignore[arg-type]
     out: list[dict[str, object]] = []
     no_total = 0

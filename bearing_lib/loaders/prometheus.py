@@ -17,6 +17,9 @@ Two formats, both loading into :class:`~bearing_lib.data.servermetrics.ServerMet
 
 Histogram and summary series (``_bucket``, ``_sum``, ``_count``, quantiles) are kept with
 ``signal`` null: bearing's latency comes from the load test, not from the server's histograms.
+A DCGM exporter's GPU whose ``DCGM_FI_DEV_FB_USED`` stays 0 over the input holds no model: its rows
+keep ``signal`` null, with the warning ``idle_gpus`` naming it
+(:func:`bearing_lib.loaders.idle_gpus.leave_out_idle_gpus`, the rule of every GPU loader).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from bearing_lib.data.servermetrics import (
     map_metric,
 )
 from bearing_lib.loaders._common import new_provenance
+from bearing_lib.loaders.idle_gpus import leave_out_idle_gpus
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
 
@@ -232,7 +236,7 @@ def load_text(source: InputSource, *, time_s: float | None = None, run_id: str |
             )
     prov.time_origin = "epoch"
     prov.options = {"time_s": time_s} if time_s is not None else {}
-    return finish_metrics(rows, source, prov)
+    return finish_metrics(leave_out_idle_gpus(rows, prov), source, prov)
 
 
 # --------------------------------------------------------------------------- query API JSON
@@ -288,7 +292,7 @@ def load_query(source: InputSource, *, run_id: str | None = None) -> ServerMetri
                 continue
             rows.append(sample_row(name, labels, v, t, i, rid))
     prov.add("series", f"{len(result)} series ({kind})", level="info")
-    return finish_metrics(rows, source, prov)
+    return finish_metrics(leave_out_idle_gpus(rows, prov), source, prov)
 
 
 register(

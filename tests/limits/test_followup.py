@@ -226,3 +226,96 @@ def test_cli_all_skips_a_mix_with_no_range_and_designs_the_others(tmp_path):
     lim.write_text(json.dumps(doc))
     r = CliRunner().invoke(app, ["next", str(lim), "--out", str(tmp_path / "m.sh"), "--all"])
     assert r.exit_code != 0 and "no mix gives a range to design a follow-up in" in r.output
+
+
+# --------------------------------------------------------------------------- measured saturation caps mu
+def _saturated_doc(thr, **q_extra):
+    # _doc's 6 steps (mu = 9 from the doubling) plus a step at 14 rps that completed `thr` req/s, flagged saturated
+    doc = _doc()
+    mix = doc["mixes"][0]
+    mix["steps"].append({"step": 6, "load_axis": 14.0, "offered_load": 14.0, "throughput_rps": thr,
+                         "concurrency_mean": thr * 6.0, "n_requests": 1000, "duration_s": 96.0,
+                         "flags": ["saturated"], "recovery_step": False})
+    mix["q_ult"].update(q_extra)
+    return mix
+
+
+def test_a_saturated_step_caps_the_doubling_capacity():
+    # 7 steps: W0 = median of the lowest 7 // 3 = 2 (1 s); W = 2 s at 9 rps as before; the flagged step completed 8.4
+    mix = _saturated_doc(8.4)
+    assert fu.fit_capacity(mix["steps"]) == (1.0, pytest.approx(9.0))
+    sat = fu.measured_saturation(mix)
+    assert (sat.rps, sat.source, sat.steps) == (8.4, "flag", (6,))
+    plan = fu.design_followup(mix)
+    assert plan.model["mu"] == 8.4 and plan.model["mu_basis"] == "doubling capped by saturation"
+    assert "9 rps, capped at the measured saturation: 8.4 rps" in plan.model["source"]
+    # rho = min(8 / 8.4, 0.97) = 0.952..., tau = 1 / (1 - rho)^2 = 441 s
+    assert plan.steps[0].rho == pytest.approx(8 / 8.4) and plan.steps[0].relaxation_s == pytest.approx(441.0)
+    assert any("loads above 8.4 rps" in n for n in plan.notes)
+
+
+def test_the_limits_saturated_rps_comes_first_and_a_saturation_above_mu_does_not_bind():
+    mix = _saturated_doc(8.4, saturated_rps=8.2)
+    sat = fu.measured_saturation(mix)
+    assert (sat.rps, sat.source) == (8.2, "limit")
+    plan = fu.design_followup(mix)
+    assert plan.model["mu"] == 8.2 and "the limit's saturated_rps" in plan.model["source"]
+    high = fu.design_followup(_saturated_doc(9.5))
+    assert high.model["mu"] == pytest.approx(9.0) and high.model["mu_basis"] == "doubling"
+    assert "9.5 rps" in high.model["source"] and "lies above it" in high.model["source"]
+    assert high.model["saturated_rps"] == 9.5
+
+
+def test_saturation_by_the_rule_is_mu_when_the_time_in_system_is_unknown():
+    # untimed steps (no concurrency_mean): no doubling fit. Median latencies 1, 1, 2.5, 4 s; at 8 rps 5.0 req/s
+    # completed: 5.0 < 0.7 x 8 = 5.6 and 4 s >= 3 x 1 s -> saturated; at 6 rps 5.9 >= 4.2 -> not
+    steps = [{"step": i, "load_axis": x, "throughput_rps": t, "stats": {"latency_ms_p50": lat}, "flags": [],
+              "recovery_step": False, "duration_s": 96.0}
+             for i, (x, t, lat) in enumerate([(2.0, 2.0, 1000.0), (4.0, 4.0, 1000.0), (6.0, 5.9, 2500.0),
+                                              (8.0, 5.0, 4000.0)])]
+    mix = {"run_id": "r", "mix": {"name": "all"}, "steps": steps,
+           "q_ult": {"value": 5.0, "unit": "rps", "ci95": [4.0, 6.0], "bracket": [4.0, 6.0], "censored": "none"}}
+    assert fu.fit_capacity(steps) == (None, None)
+    sat = fu.measured_saturation(mix)
+    assert (sat.rps, sat.source, sat.steps) == (5.0, "rule", (3,))
+    plan = fu.design_followup(mix)
+    assert plan.model["mu"] == 5.0 and plan.model["mu_basis"] == "saturation" and plan.model["W0_s"] == 1.0
+    assert plan.model["source"].startswith("measured saturation: 5 rps")
+    assert [s.rho for s in plan.steps] == pytest.approx([0.8, 14 / 15, 0.97, 0.97])
+    # in another unit nothing is read as a service rate
+    mix["q_ult"]["unit"] = "concurrency"
+    assert fu.measured_saturation(mix) is None
+
+
+def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does(tmp_path):
+    """The GuideLLM round trip against llama-server (tests/data/guidellm-llamacpp-roundtrip/, see
+    tests/loaders/test_guidellm_roundtrip_real.py). The first run (0.9-1.7 req/s, 45 s) completed what it sent at
+    every step (1.65 req/s at 1.7): no saturation, so its plan keeps the fallback mu = 1.1 x 1.5 x 1.7 = 2.805. The
+    follow-up's steps at 2.125 and 2.55 req/s completed 1.305 and 1.700 req/s in their steady windows (below 70 % of
+    offered: 1.4875, 1.785) with median latencies 21.4 s and 17.8 s, over 3 x the 1.7 step's 3.14 s: saturated,
+    mu = 1.700 (the doubling alone gave 1.736 on the follow-up, 1.7 pooled); checked here on bearing's step table."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "data" / "guidellm-llamacpp-roundtrip"
+    first, second = here / "first_benchmarks.json", here / "followup_first_benchmarks_all.json"
+    mixes = {}
+    for name, paths in (("first", [first]), ("second", [second]), ("pooled", [first, second])):
+        out = tmp_path / f"{name}.json"
+        r = CliRunner().invoke(app, ["limits", *map(str, paths), "--sla", "p90(ttft) <= 500ms", "--n-boot", "50",
+                                     "--json", str(out), *(["--pool"] if name == "pooled" else [])])
+        assert r.exit_code == 0, r.output
+        mixes[name] = json.loads(out.read_text())["mixes"][0]
+    assert fu.measured_saturation(mixes["first"]) is None
+    plan = fu.design_followup(mixes["first"], n_loads=3, budget_s=150)
+    assert plan.model["mu"] == pytest.approx(2.805) and plan.model["mu_basis"] == "fallback"
+    for name in ("second", "pooled"):
+        steps = {s["load_axis"]: s for s in mixes[name]["steps"] if s["load_axis"] > 2}
+        thr = {x: s["throughput_rps"] for x, s in steps.items()}
+        lat = [s["stats"]["latency_ms_p50"] / 1000 for s in mixes[name]["steps"]]
+        for x in (2.125, 2.55):  # the rule by hand on the step table
+            assert thr[x] < 0.7 * x and steps[x]["stats"]["latency_ms_p50"] / 1000 >= 3 * min(lat)
+        sat = fu.measured_saturation(mixes[name])
+        assert sat.source == "rule" and sat.rps == max(thr.values()) == pytest.approx(1.69996, abs=1e-4)
+        plan = fu.design_followup(mixes[name], n_loads=3, budget_s=150)
+        assert plan.model["mu"] == sat.rps and plan.model["mu_basis"] == "doubling capped by saturation"
+        assert plan.steps[-1].rho == 0.97
