@@ -168,9 +168,9 @@ def _compiled():
         global _iters_to_cover, _enqueue_arrivals, _expire, _jump_length
         # the loop calls its steps compiled (numba resolves them by their global names when it compiles the loop)
         _iters_to_cover = njit(cache=True, nogil=True)(_iters_to_cover)
-        _enqueue_arrivals = njit(cache=True, nogil=True, inline="always")(_enqueue_arrivals)
-        _expire = njit(cache=True, nogil=True, inline="always")(_expire)
-        _jump_length = njit(cache=True, nogil=True, inline="always")(_jump_length)
+        _enqueue_arrivals = njit(cache=True, nogil=True)(_enqueue_arrivals)
+        _expire = njit(cache=True, nogil=True)(_expire)
+        _jump_length = njit(cache=True, nogil=True)(_jump_length)
         _KERNEL.append(njit(cache=True, nogil=True)(_event_loop))
     return _KERNEL[0]
 
@@ -307,9 +307,8 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
     while nxt < n or ql > 0 or nrun > 0:
         # arrivals up to now join the queue (or are rejected outright)
         nxt, ql = _enqueue_arrivals(a, need, budget, t, nxt, q, qh, ql, status, end)
-        if timed:  # without a timeout nothing expires (and the loop skips the call)
-            qh, ql, kv, ctx, nrun = _expire(a, inp, need, t, tmo, rto, paged, q, qh, ql, dl, first, started, end,
-                                            status, gen, it, it0, ver, running, kv, ctx, nrun)
+        qh, ql, kv, ctx, nrun = _expire(a, inp, need, t, tmo, rto, paged, q, qh, ql, dl, first, started, end,
+                                        status, gen, it, it0, ver, running, kv, ctx, nrun)
         preempted = False
         if paged and nrun > 0 and kv + nrun > budget:
             # out of KV for the next token of every running request: preempt the newest (recompute later)
