@@ -165,110 +165,15 @@ def _compiled():
     if not _KERNEL:
         from numba import njit
 
-        global _iters_to_cover, _enqueue_arrivals, _expire, _jump_length
-        # the loop calls its steps compiled (numba resolves them by their global names when it compiles the loop)
-        _iters_to_cover = njit(cache=True, nogil=True)(_iters_to_cover)
-        _enqueue_arrivals = njit(cache=True, nogil=True)(_enqueue_arrivals)
-        _expire = njit(cache=True, nogil=True)(_expire)
-        _jump_length = njit(cache=True, nogil=True)(_jump_length)
+        global _iters_to_cover
+        _iters_to_cover = njit(cache=True, nogil=True)(_iters_to_cover)  # the loop calls it compiled
         _KERNEL.append(njit(cache=True, nogil=True)(_event_loop))
     return _KERNEL[0]
 
 
-def _enqueue_arrivals(a, need, budget, t, nxt, q, qh, ql, status, end):
-    """Arrivals up to ``t`` join the queue's tail (a request larger than the whole KV budget is rejected):
-    the next arrival not yet queued and the queue's length."""
-    n = a.size
-    cap = q.size
-    while nxt < n and a[nxt] <= t:
-        if need[nxt] > budget:
-            status[nxt] = REJECTED
-            end[nxt] = a[nxt]
-        else:
-            q[(qh + ql) % cap] = nxt
-            ql += 1
-        nxt += 1
-    return nxt, ql
-
-
-def _expire(a, inp, need, t, tmo, rto, paged, q, qh, ql, dl, first, started, end, status, gen, it, it0, ver,
-            running, kv, ctx, nrun):
-    """Requests whose time is up at ``t`` leave: queued ones past the queue timeout, then queued and running ones
-    past the request deadline (their KV and context freed): the queue's head and length, KV, context, running."""
-    cap = q.size
-    # queued requests past their timeout leave (new arrivals are in arrival order; a preempted
-    # request at the head has started and does not time out)
-    while ql > 0 and first[q[qh]] != first[q[qh]] and t - a[q[qh]] > tmo:
-        j = q[qh]
-        qh = (qh + 1) % cap
-        ql -= 1
-        status[j] = TIMEOUT
-        end[j] = a[j] + tmo
-    # the request deadline: queued (also preempted) requests at the head, in arrival order, and running ones
-    while ql > 0 and t - a[q[qh]] >= rto:
-        j = q[qh]
-        qh = (qh + 1) % cap
-        ql -= 1
-        status[j] = TIMEOUT
-        end[j] = a[j] + rto
-        started[j] = first[j]
-        first[j] = math.nan
-    while len(dl) > 0 and (dl[0][1] != ver[int(dl[0][2])] or not running[int(dl[0][2])] or dl[0][0] <= t):
-        d, vf, jf = heapq.heappop(dl)
-        j = int(jf)
-        if vf != ver[j] or not running[j]:
-            continue
-        g = gen[j] + it - it0[j]
-        held = inp[j] + g
-        kv -= held if paged else need[j]
-        ctx -= held
-        running[j] = False
-        ver[j] += 1
-        nrun -= 1
-        status[j] = TIMEOUT
-        end[j] = d
-        started[j] = first[j]
-        first[j] = math.nan
-    return qh, ql, kv, ctx, nrun
-
-
-def _jump_length(a, q, qh, ql, nxt, t, it, done, dl, ver, first, base, slope, slots, nrun, tmo, rto, timed, paged,
-                 budget, kv):
-    """Decode iterations the batch stays constant for: to the next completion (stale heap entries dropped), the next
-    arrival that could be admitted, the next deadline, or the KV budget's exhaustion under paging (at least 1)."""
-    n = a.size
-    while len(done) > 0 and done[0][1] != ver[done[0][2]]:
-        heapq.heappop(done)
-    k = done[0][0] - it
-    if base > 0:
-        if ql == 0 and nxt < n and nrun < slots:
-            kk = _iters_to_cover(a[nxt] - t, base, slope)
-            if kk < k:
-                k = kk
-        if timed:
-            deadline = math.inf
-            if ql > 0:
-                h = q[qh]
-                deadline = a[h] + min(tmo if first[h] != first[h] else math.inf, rto)
-            elif nxt < n:
-                deadline = a[nxt] + min(tmo, rto)
-            if len(dl) > 0 and dl[0][0] < deadline:
-                deadline = dl[0][0]
-            if deadline < math.inf:
-                kk = _iters_to_cover(deadline - t, base, slope)
-                if kk < k:
-                    k = kk
-    if paged and budget < math.inf:
-        kk = int((budget - kv) // nrun)
-        if kk < k:
-            k = kk
-    return k
-
-
-# The event loop's state is local variables, compiled by numba (``_compiled``) into machine code together with its
-# steps (``_enqueue_arrivals``, ``_expire``, ``_jump_length``: each hands its scalars back as a tuple, the arrays and
-# heaps it changes are shared); the queue is a ring buffer (``q``, head ``qh``, length ``ql``; a preempted request
-# goes back to its head), the completion and deadline heaps are lists of tuples (``heapq``).
+# One function on purpose (docs/interfaces.md "Long functions"): the event loop's state is local variables, compiled
+# by numba (``_compiled``) into one machine-code loop; the queue is a ring buffer (``q``, head ``qh``, length ``ql``;
+# a preempted request goes back to its head), the completion and deadline heaps are lists of tuples (``heapq``).
 # With ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python, with the same numbers (tests/twin/test_jit.py).
 def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt, tmo, rto, paged):  # noqa: C901
     n = a.size
@@ -306,9 +211,47 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
 
     while nxt < n or ql > 0 or nrun > 0:
         # arrivals up to now join the queue (or are rejected outright)
-        nxt, ql = _enqueue_arrivals(a, need, budget, t, nxt, q, qh, ql, status, end)
-        qh, ql, kv, ctx, nrun = _expire(a, inp, need, t, tmo, rto, paged, q, qh, ql, dl, first, started, end,
-                                        status, gen, it, it0, ver, running, kv, ctx, nrun)
+        while nxt < n and a[nxt] <= t:
+            if need[nxt] > budget:
+                status[nxt] = REJECTED
+                end[nxt] = a[nxt]
+            else:
+                q[(qh + ql) % cap] = nxt
+                ql += 1
+            nxt += 1
+        # queued requests past their timeout leave (new arrivals are in arrival order; a preempted
+        # request at the head has started and does not time out)
+        while ql > 0 and first[q[qh]] != first[q[qh]] and t - a[q[qh]] > tmo:
+            j = q[qh]
+            qh = (qh + 1) % cap
+            ql -= 1
+            status[j] = TIMEOUT
+            end[j] = a[j] + tmo
+        # the request deadline: queued (also preempted) requests at the head, in arrival order, and running ones
+        while ql > 0 and t - a[q[qh]] >= rto:
+            j = q[qh]
+            qh = (qh + 1) % cap
+            ql -= 1
+            status[j] = TIMEOUT
+            end[j] = a[j] + rto
+            started[j] = first[j]
+            first[j] = math.nan
+        while len(dl) > 0 and (dl[0][1] != ver[int(dl[0][2])] or not running[int(dl[0][2])] or dl[0][0] <= t):
+            d, vf, jf = heapq.heappop(dl)
+            j = int(jf)
+            if vf != ver[j] or not running[j]:
+                continue
+            g = gen[j] + it - it0[j]
+            held = inp[j] + g
+            kv -= held if paged else need[j]
+            ctx -= held
+            running[j] = False
+            ver[j] += 1
+            nrun -= 1
+            status[j] = TIMEOUT
+            end[j] = d
+            started[j] = first[j]
+            first[j] = math.nan
         preempted = False
         if paged and nrun > 0 and kv + nrun > budget:
             # out of KV for the next token of every running request: preempt the newest (recompute later)
@@ -383,8 +326,31 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
         # iteration i of the jump lasts base + slope·i (the context grows by nrun tokens per iteration)
         base = d0 + d1 * nrun + dc * ctx
         slope = dc * nrun
-        k = _jump_length(a, q, qh, ql, nxt, t, it, done, dl, ver, first, base, slope, slots, nrun, tmo, rto,
-                         timed, paged, budget, kv)
+        while len(done) > 0 and done[0][1] != ver[done[0][2]]:
+            heapq.heappop(done)
+        k = done[0][0] - it
+        if base > 0:
+            if ql == 0 and nxt < n and nrun < slots:
+                kk = _iters_to_cover(a[nxt] - t, base, slope)
+                if kk < k:
+                    k = kk
+            if timed:
+                deadline = math.inf
+                if ql > 0:
+                    h = q[qh]
+                    deadline = a[h] + min(tmo if first[h] != first[h] else math.inf, rto)
+                elif nxt < n:
+                    deadline = a[nxt] + min(tmo, rto)
+                if len(dl) > 0 and dl[0][0] < deadline:
+                    deadline = dl[0][0]
+                if deadline < math.inf:
+                    kk = _iters_to_cover(deadline - t, base, slope)
+                    if kk < k:
+                        k = kk
+        if paged and budget < math.inf:
+            kk = int((budget - kv) // nrun)
+            if kk < k:
+                k = kk
         if k < 1:
             k = 1
         t0 = t

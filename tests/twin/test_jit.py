@@ -27,11 +27,9 @@ CASES = {
 }
 
 
-def _python(p: ServerParams, a, i, o, c, monkeypatch):
-    """The same event loop and steps run by the interpreter (what ``NUMBA_DISABLE_JIT=1`` would run)."""
-    sim._compiled()  # the steps then call the compiled _iters_to_cover: one function under test at a time
-    for step in ("_enqueue_arrivals", "_expire", "_jump_length"):  # the steps share its lists: interpreted too
-        monkeypatch.setattr(sim, step, getattr(sim, step).py_func)
+def _python(p: ServerParams, a, i, o, c):
+    """The same event loop run by the interpreter (what ``NUMBA_DISABLE_JIT=1`` would run)."""
+    sim._compiled()  # the loop then calls the compiled _iters_to_cover: one function under test at a time
 
     def lim(v):
         return math.inf if v is None else float(v)
@@ -45,7 +43,7 @@ def _python(p: ServerParams, a, i, o, c, monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_compiled_loop_equals_the_interpreted_one(name, monkeypatch):
+def test_compiled_loop_equals_the_interpreted_one(name):
     p = CASES[name]
     rng = np.random.default_rng(7)
     n = 1500
@@ -54,7 +52,7 @@ def test_compiled_loop_equals_the_interpreted_one(name, monkeypatch):
     o = rng.integers(1, 600, n).astype(float)
     c = np.where(rng.random(n) < 0.3, rng.integers(0, 1000, n), 0)
     r = simulate(p, a, i, o, c)
-    first, started, end, status, kv_held, slot_held, peak_run, peak_kv, n_pre = _python(p, a, i, o, c, monkeypatch)
+    first, started, end, status, kv_held, slot_held, peak_run, peak_kv, n_pre = _python(p, a, i, o, c)
     oh = p.ttft_overhead_ms / 1000.0
     assert np.array_equal(r.first_token_s, first + oh, equal_nan=True)
     assert np.array_equal(r.end_s, np.where(status == 0, end + oh, end), equal_nan=True)
