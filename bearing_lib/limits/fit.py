@@ -674,6 +674,88 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
     return censored, value, statement, binding
 
 
+def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
+                      reps: dict[int, dict[str, np.ndarray]] | None, rep: int | None) -> dict[str, np.ndarray]:
+    """Each unbroken clause's margin per judged step (bootstrap replicate ``rep``, or the point values for None),
+    and the steady pseudo-clause when a step is not steady: the step-wise estimator's input."""
+    sets: dict[str, np.ndarray] = {}
+    for c in sla.clauses:
+        if c.text in broken_clauses:
+            continue
+        arr = np.full(len(det), np.nan)
+        for k, j in enumerate(det):
+            m = j.margins[c.text]
+            if m is None:
+                continue
+            if rep is not None and reps is not None:
+                rv = reps.get(j.row["step"], {}).get(c.text)
+                if rv is not None:
+                    if math.isnan(rv[rep]):
+                        continue
+                    # a failure proven by a lower bound stays a failure in every replicate
+                    m = min(rv[rep], -1e-9) if c.text in j.by_bound else rv[rep]
+            arr[k] = m
+        sets[c.text] = arr
+    if any(j.not_steady for j in det):
+        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in det])
+    return sets
+
+
+def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
+                 reps: dict[int, dict[str, np.ndarray]] | None, rep: int | None,
+                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each unbroken clause's pooled margin and request count per pooled step (replicate ``rep`` or None)."""
+    sets: dict[str, np.ndarray] = {}
+    wts: dict[str, np.ndarray] = {}
+    for i, c in enumerate(sla.clauses):
+        if c.text in broken_clauses:
+            continue
+        n = np.array([float(j.row.get(f"_pn_{i}") or 0) for j in pool])
+        k = np.array([float(j.row.get(f"_pk_{i}") or 0) for j in pool])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+        if rep is not None and reps is not None:
+            for t, j in enumerate(pool):
+                rv = reps.get(j.row["step"], {}).get(f"_pooled_{i}")
+                if rv is not None:
+                    m[t] = rv[rep]
+        sets[c.text], wts[c.text] = m, n
+    if any(j.not_steady for j in pool):
+        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in pool])
+    return sets, wts
+
+
+def _pooled_estimate(pool: list[JudgedStep], pxs: np.ndarray, sla: SLA, broken_clauses: set[str],
+                     reps: dict[int, dict[str, np.ndarray]] | None, strict: dict[str, bool],
+                     allowed: dict[str, float], rep: int | None) -> tuple[float, str | None]:
+    """The pooled estimator's limit and binding clause (replicate ``rep`` or None); NaN when no clause has data."""
+    sets, wts = _pooled_sets(pool, sla, broken_clauses, reps, rep)
+    best, bind = math.inf, None
+    for name, m in sets.items():
+        if name == STEADY_CLAUSE:
+            c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+        else:
+            c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+        if not math.isnan(c) and c < best:
+            best, bind = c, name
+    if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+        return math.nan, None
+    return best, bind
+
+
+def _pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> bool:
+    """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+    a single 24-request step does not make a limit."""
+    for i, c in enumerate(sla.clauses):
+        if c.text in broken_clauses:
+            continue
+        n = sum(float(j.row.get(f"_pn_{i}") or 0) for j in pool)
+        need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+        if n < need:
+            return False
+    return True
+
+
 def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
                  reps: dict[int, dict[str, np.ndarray]] | None,
                  floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
@@ -690,29 +772,6 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     xs = np.array([j.x for j in det], dtype=float)
     w = np.array([max(int(j.row["n_requests"] or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
-        sets: dict[str, np.ndarray] = {}
-        for c in sla.clauses:
-            if c.text in broken_clauses:
-                continue
-            arr = np.full(len(det), np.nan)
-            for k, j in enumerate(det):
-                m = j.margins[c.text]
-                if m is None:
-                    continue
-                if rep is not None and reps is not None:
-                    rv = reps.get(j.row["step"], {}).get(c.text)
-                    if rv is not None:
-                        if math.isnan(rv[rep]):
-                            continue
-                        # a failure proven by a lower bound stays a failure in every replicate
-                        m = min(rv[rep], -1e-9) if c.text in j.by_bound else rv[rep]
-                arr[k] = m
-            sets[c.text] = arr
-        if any(j.not_steady for j in det):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in det])
-        return sets
-
     value: float | None
     ci: list[float | None] = [None, None]
     boot_ci: list[float | None] = [None, None]
@@ -724,54 +783,16 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     pool = [j for j in judged if j.pool_ok and j.status != "excluded"
             and j.row.get("_pn_0") is not None]
     pxs = np.array([j.x for j in pool], dtype=float)
-
-    def pooled_sets(rep: int | None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        sets: dict[str, np.ndarray] = {}
-        wts: dict[str, np.ndarray] = {}
-        for i, c in enumerate(sla.clauses):
-            if c.text in broken_clauses:
-                continue
-            n = np.array([float(j.row.get(f"_pn_{i}") or 0) for j in pool])
-            k = np.array([float(j.row.get(f"_pk_{i}") or 0) for j in pool])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
-            if rep is not None and reps is not None:
-                for t, j in enumerate(pool):
-                    rv = reps.get(j.row["step"], {}).get(f"_pooled_{i}")
-                    if rv is not None:
-                        m[t] = rv[rep]
-            sets[c.text], wts[c.text] = m, n
-        if any(j.not_steady for j in pool):
-            sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in pool])
-        return sets, wts
-
     allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
 
+    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+        return _step_margin_sets(det, sla, broken_clauses, reps, rep)
+
     def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
-        sets, wts = pooled_sets(rep)
-        best, bind = math.inf, None
-        for name, m in sets.items():
-            if name == STEADY_CLAUSE:
-                c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
-            else:
-                c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
-            if not math.isnan(c) and c < best:
-                best, bind = c, name
-        if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
-            return math.nan, None
-        return best, bind
+        return _pooled_estimate(pool, pxs, sla, broken_clauses, reps, strict, allowed, rep)
 
     def pool_supported() -> bool:
-        """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-        a single 24-request step does not make a limit."""
-        for i, c in enumerate(sla.clauses):
-            if c.text in broken_clauses:
-                continue
-            n = sum(float(j.row.get(f"_pn_{i}") or 0) for j in pool)
-            need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-            if n < need:
-                return False
-        return True
+        return _pool_supported(pool, sla, broken_clauses)
 
     if pool and not pool_supported() and last_pass is None and len({j.x for j in pool}) >= 2:
         # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
@@ -1306,6 +1327,83 @@ def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple
     return _TraceInputs(curve, steady, warmups, settle, reps)
 
 
+def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sla_obj: SLA,
+               extra_q: tuple[float, ...], options: CurveOptions | None, n_boot: int, rng: np.random.Generator,
+               seed: int, level: float, estimator: str, min_share: float, metric: str, mix_by_name: dict[str, Mix],
+               pooled_runs: dict[str, list[str]], notes: list[str], progress: Progress | None,
+               ) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
+    """One input of :func:`fit_limits`: its load curve, the limit of each (run, mix) group and the groups skipped."""
+    tables = isinstance(it, LoadPointTable)
+    prep = None
+    if progress is not None:
+        progress.start(None, f"load curve and bootstrap of {it.provenance.source}")  # no count: a pulsing bar
+    if tables:
+        curve = load_curve(it, extra_quantiles=extra_q, options=options)
+        if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:
+            notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
+                         "requests form one mix 'all'")
+    else:
+        prep = _prepare_trace(it, spec, sla_obj, extra_q, options, n_boot, rng)
+        curve = prep.curve
+    recovery = {} if tables else _recovery_of(it, items, pooled_runs, sla_obj)
+    totals_df = curve.group_by("run_id", "step").agg(
+        pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
+    )
+    run_n = dict(curve.group_by("run_id").agg(pl.col("n_requests").sum()).iter_rows())
+    groups = curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True)
+    if progress is not None:
+        progress.start(len(groups), f"fitting the run x mix groups of {it.provenance.source}")
+    limits: list[MixLimit] = []
+    skipped: list[Skipped] = []
+    for (run, mix), part in groups.items():
+        n_mix = int(part["n_requests"].sum())
+        if tables:  # one mix per run; counts may be missing from a tool summary
+            share = 1.0
+        else:
+            share = n_mix / run_n[run] if run_n.get(run) else 0.0
+        if share < min_share:
+            skipped.append(Skipped(run_id=str(run), mix=str(mix), share=share, n_requests=n_mix,
+                                   reason=f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"))
+        else:
+            lim = _fit_run_mix(it, prep, run, mix, mix_by_name.get(mix, Mix(mix, {})), part, totals_df, sla_obj,
+                               n_boot, level, estimator, metric, seed, share)
+            lim.t_recover = recovery.get(str(run))
+            lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
+            _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
+            limits.append(lim)
+        if progress is not None:
+            progress.advance(1)
+    return curve, limits, skipped
+
+
+def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, run: object, mix: object,
+                 mix_obj: Mix, part: pl.DataFrame, totals_df: pl.DataFrame, sla_obj: SLA, n_boot: int, level: float,
+                 estimator: str, metric: str, seed: int, share: float) -> MixLimit:
+    """The limit of one (run, mix) group of an input (``prep`` None for a load-point table), with its failure
+    floors described, its curve enriched and each step's MSER warm-up."""
+    tables = prep is None
+    reps = None if prep is None else prep.reps
+    tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
+    lim = _fit_group(str(run), mix_obj, part.to_dicts(), sla_obj, tables,
+                     reps.get((str(run), str(mix))) if reps else None, tot, n_boot if reps else 0, level, estimator,
+                     None if prep is None else prep.settle.get((str(run), str(mix))))
+    lim.share = share
+    if prep is None:
+        _enrich(lim, part, metric, seed, None, sla_obj)
+        return lim
+    steady = prep.steady
+    if lim.failure_floors:
+        _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
+                         if isinstance(steady, pl.LazyFrame) else
+                         steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)), it)
+    _enrich(lim, part, metric, seed, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(),
+            sla_obj)
+    for st in lim.steps:
+        mser = prep.warmups.get((str(run), int(st.step)))
+        st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
+    return lim
+
+
 def fit_limits(
     data: RequestTrace | LoadPointTable | Sequence[RequestTrace | LoadPointTable],
     sla: SLA | str | Sequence[str],
@@ -1392,62 +1490,11 @@ def fit_limits(
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
     for it in fit_items:
-        tables = isinstance(it, LoadPointTable)
-        reps = None
-        if progress is not None:
-            progress.start(None, f"load curve and bootstrap of {it.provenance.source}")  # no count: a pulsing bar
-        if tables:
-            curve = load_curve(it, extra_quantiles=extra_q, options=options)
-            if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:
-                notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
-                             "requests form one mix 'all'")
-        else:
-            prep = _prepare_trace(it, spec, sla_obj, extra_q, options, n_boot, rng)
-            curve, steady, warmups, settle, reps = prep.curve, prep.steady, prep.warmups, prep.settle, prep.reps
+        curve, lims, skips = _fit_input(it, items, spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
+                                        estimator, min_share, metric, mix_by_name, pooled_runs, notes, progress)
         curves.append(curve)
-        recovery = {} if tables else _recovery_of(it, items, pooled_runs, sla_obj)
-        totals_df = curve.group_by("run_id", "step").agg(
-            pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
-        )
-        run_n = dict(curve.group_by("run_id").agg(pl.col("n_requests").sum()).iter_rows())
-        groups = curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True)
-        if progress is not None:
-            progress.start(len(groups), f"fitting the run x mix groups of {it.provenance.source}")
-        for (run, mix), part in groups.items():
-            rows = part.to_dicts()
-            n_mix = int(part["n_requests"].sum())
-            if tables:  # one mix per run; counts may be missing from a tool summary
-                share = 1.0
-            else:
-                share = n_mix / run_n[run] if run_n.get(run) else 0.0
-            mix_obj = mix_by_name.get(mix, Mix(mix, {}))
-            if share < min_share:
-                skipped.append(Skipped(run_id=str(run), mix=str(mix), share=share, n_requests=n_mix,
-                                       reason=f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"))
-                if progress is not None:
-                    progress.advance(1)
-                continue
-            tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
-            lim = _fit_group(str(run), mix_obj, rows, sla_obj, tables, reps.get((str(run), str(mix))) if reps else None,
-                             tot, n_boot if reps else 0, level, estimator,
-                             None if tables else settle.get((str(run), str(mix))))
-            lim.share = share
-            if lim.failure_floors and not tables:
-                _describe_floors(lim, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect()
-                                 if isinstance(steady, pl.LazyFrame) else
-                                 steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)), it)
-            _enrich(lim, part, metric, seed, None if tables else steady.filter(
-                (pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(), sla_obj)
-            if not tables:
-                for st in lim.steps:
-                    mser = warmups.get((str(run), int(st.step)))
-                    st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
-            lim.t_recover = recovery.get(str(run))
-            lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
-            _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
-            limits.append(lim)
-            if progress is not None:
-                progress.advance(1)
+        limits.extend(lims)
+        skipped.extend(skips)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
