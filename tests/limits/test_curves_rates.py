@@ -186,3 +186,18 @@ def test_closed_loop_throughput_is_the_tools(shared_data):
     got = sorted(curve["throughput_rps"].to_list())
     assert got == pytest.approx(sorted(d["completed"] / d["duration"] for d in raw.values()), rel=1e-12)
     assert got == pytest.approx(sorted(d["request_throughput"] for d in raw.values()), rel=1e-9)
+
+
+@pytest.mark.shared_data
+def test_the_cli_table_says_a_capped_limit_is_an_upper_hold(shared_data, tmp_path):
+    """``bearing limits`` prints the capped SGLang limit as '≤ 8.528… rps (capped)' in its table, as its statement
+    says it, and the uncapped sharegpt run without the mark."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    r = CliRunner().invoke(app, ["limits", str(shared_data(SGLANG)), "--sla", "p50(ttft) <= 300ms", "--n-boot", "100",
+                                 "--json", str(tmp_path / "l.json")],
+                           env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert "≤ 8.5276 rps (capped)" in r.output and r.output.count("(capped)") == 1
