@@ -31,8 +31,8 @@ def _table(result) -> None:
         short = est.text(4, ci=False, missing="–") if est.available else f"– {q.unit or ''}"
         if q.censored == "not_monotone":
             short += " (not monotone)"
-        if q.capped:  # held at the saturated throughput (docs/limits.md): said as the statement says it
-            short = f"≤ {short} (capped)"
+        if q.capped:  # held at the saturated throughput (docs/limits.md): the estimate is an upper bound ("≤")
+            short = f"{short} (capped)"
         t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{fmt_sig(q.ci95[0])}, {fmt_sig(q.ci95[1])}]",
                   f"[{fmt_sig(q.bracket[0])}, {fmt_sig(q.bracket[1])}]", q.achieved.text(3, ci=False, missing="–"),
                   m.binding or "–")

@@ -250,7 +250,7 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
     was = statement or f"{value:.4g} rps"
     note = (f"capped at {cap.rps:.4g} rps: the SLA crossing ({was}) lies above what the server can complete: "
             f"{cap.statement()}; an offered load above it builds a queue for as long as it lasts")
-    return cap.rps, new_ci, "none", f"≤ {cap.rps:.4g} rps (capped at the saturated throughput; SLA crossing {was})", \
+    return cap.rps, new_ci, "none", f"< {cap.rps:.4g} rps (capped at the saturated throughput; SLA crossing {was})", \
         note
 
 

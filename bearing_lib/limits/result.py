@@ -174,9 +174,11 @@ class QUlt:
 
     @property
     def estimate(self) -> Estimate:
-        """``value`` as an :class:`Estimate` on the offered-load basis (a censored value is a bound)."""
-        return Estimate.from_censored(self.value, self.censored, ci95=tuple(self.ci95), bracket=tuple(self.bracket),
-                                      unit=self.unit or "", basis="offered")
+        """``value`` as an :class:`Estimate` on the offered-load basis (a censored value is a bound; a capped one
+        is an upper bound: the most the server completed)."""
+        est = Estimate.from_censored(self.value, self.censored, ci95=tuple(self.ci95), bracket=tuple(self.bracket),
+                                     unit=self.unit or "", basis="offered")
+        return dataclasses.replace(est, bound="upper") if self.capped and est.value is not None else est
 
     @property
     def achieved(self) -> Estimate:

@@ -131,6 +131,9 @@ class Limit:
     statement: str = ""
     open_reason: str | None = None
     """Why an end of ``ci95`` is open (None when both ends are closed)."""
+    capped: bool = False
+    """The limits held the SLA crossing at the run's saturated throughput (``q_ult.capped``): the value is the
+    most the server completed, so the limit is an upper bound and every number made from it says so."""
 
     def __post_init__(self) -> None:
         if not (self.q_ult_rps > 0 and math.isfinite(self.q_ult_rps)):
@@ -156,6 +159,8 @@ class Limit:
 
     @property
     def bound(self) -> Bound:
+        if self.capped:
+            return "upper"
         return {"above": "lower", "below": "upper"}.get(self.censored, "none")  # type: ignore[return-value]
 
 
@@ -479,6 +484,9 @@ def compute_fos(
         why = {"above": "the load test never failed (limit is a lower bound)",
                "below": "the load test failed at its first step (limit is an upper bound)",
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
+        if lim.capped:
+            why = ("the limit is capped at the most the server completed when a step saturated it (an upper "
+                   "bound)")
         est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why, floor=scaled(lim.ci95, 1 / target.rps),
                         open_=lim.open_end, open_reason=lim.open_reason)
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,

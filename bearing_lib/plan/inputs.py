@@ -113,7 +113,7 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
                                "from this limit (FOS, allowable capacity, instances, tokens/s, cost) leaves that end "
                                "open, on the side its arithmetic puts it")
         try:
-            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open))
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open, capped=q.capped))
         except BadValueError as exc:
             raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
     n = result.conditions.instances

@@ -50,7 +50,7 @@ def test_completion_span_by_hand():
 def test_cap_limit_by_hand():
     cap = SaturationCap(rps=8.5, step=4, offered_load=16.0, saturated_steps=(4,))
     v, ci, cens, st, note = cap_limit(cap, 11.27, [8.07, 15.71], "none", "11.27 rps", "rps")
-    assert (v, ci, cens) == (8.5, [8.07, 8.5], "none") and st.startswith("≤ 8.5 rps") and "capped" in note
+    assert (v, ci, cens) == (8.5, [8.07, 8.5], "none") and st.startswith("< 8.5 rps") and "capped" in note
     # a lower bound above the cap becomes the cap, with an interval ending there
     v, ci, cens, _, _ = cap_limit(cap, 16.0, [None, None], "above", "≥ 16 rps", "rps")
     assert (v, ci, cens) == (8.5, [None, 8.5], "none")
@@ -117,10 +117,16 @@ def test_sglang_limit_is_capped_at_the_saturated_throughput(shared_data):
     q = lim.q_ult
     assert q.capped and q.saturated_rps == pytest.approx(cap) and q.value == pytest.approx(cap)
     assert q.ci95[1] == pytest.approx(cap) and q.ci95[0] <= cap
-    assert q.statement.startswith("≤ 8.528 rps") and any("capped at 8.528" in n for n in lim.notes)
+    assert q.statement.startswith("< 8.528 rps") and any("capped at 8.528" in n for n in lim.notes)
     # the sharegpt run never saturated: no cap
     (sg,) = [m for m in res.mixes if m.run_id.endswith("sharegpt")]
     assert not sg.q_ult.capped and sg.q_ult.saturated_rps is None
+    # an upper bound on both axes, and into the plan's input
+    assert q.estimate.bound == "upper" and q.achieved.bound == "upper"
+    from bearing_lib.plan.inputs import limits_input
+
+    (pl_lim,) = limits_input(res, run=lim.run_id).limits
+    assert pl_lim.capped and pl_lim.bound == "upper" and pl_lim.q_ult_rps == pytest.approx(q.throughput_rps)
 
 
 @pytest.mark.shared_data
@@ -190,8 +196,10 @@ def test_closed_loop_throughput_is_the_tools(shared_data):
 
 @pytest.mark.shared_data
 def test_the_cli_table_says_a_capped_limit_is_an_upper_hold(shared_data, tmp_path):
-    """``bearing limits`` prints the capped SGLang limit as '≤ 8.528… rps (capped)' in its table, as its statement
-    says it, and the uncapped sharegpt run without the mark."""
+    """``bearing limits`` prints the capped SGLang limit as '< 8.5276 rps (capped)' in its table, an upper bound as
+    its statement says it (the queue grows at the service rate itself), its completed rate '< 7.18' (interpolated
+    between 7.081 req/s at 8 rps and 8.528 at 16: 7.081 + (8.528 - 7.081) * 0.528 / 8), and the uncapped
+    sharegpt run without the mark."""
     from typer.testing import CliRunner
 
     from bearing_lib.cli.main import app
@@ -200,4 +208,7 @@ def test_the_cli_table_says_a_capped_limit_is_an_upper_hold(shared_data, tmp_pat
                                  "--json", str(tmp_path / "l.json")],
                            env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.output
-    assert "≤ 8.5276 rps (capped)" in r.output and r.output.count("(capped)") == 1
+    assert "< 8.5276 rps (capped)" in r.output and r.output.count("(capped)") == 1
+    at8, cap = 2400 / 338.956, 3200 / (383.073 - 7.819)  # the raw file's completed / send span (docs/limits.md)
+    achieved = at8 + (cap - at8) * (cap - 8) / 8
+    assert f"< {achieved:.3f} rps" in r.output

@@ -117,6 +117,20 @@ def test_censored_limits_give_bounds():
     assert v.color == "yellow" and "cannot be judged" in v.reason
 
 
+def test_a_capped_limit_is_an_upper_bound_in_the_plan():
+    """A limit held at the saturated throughput (``q_ult.capped``) is measured, not censored, but the sustained
+    limit lies below the cap: FOS 7.176 / 4 = 1.794 is said as "FOS < 1.79", its reason names the cap, and the
+    standard tier's minimum 1.5 cannot be confirmed from below."""
+    tgt = Target(4.0)
+    capped = compute_fos([Limit("r", 7.176, (7.09, 7.176), capped=True)], {"r": 1.0}, tgt)
+    (m,) = capped.per_mix
+    assert m.fos.bound == "upper" and m.fos.value == pytest.approx(7.176 / 4)
+    assert m.fos.statement.startswith("FOS < 1.79") and "capped" in m.fos.statement
+    assert capped.blended.fos.bound == "upper"
+    plain = compute_fos([Limit("r", 7.176, (7.09, 7.176))], {"r": 1.0}, tgt)
+    assert plain.per_mix[0].fos.bound == "none"
+
+
 def test_monte_carlo_ci_matches_closed_form():
     # Only the target is uncertain: FOS = 10 / T is monotone in T, so its 2.5 % / 97.5 %
     # points are 10 / 4.4 and 10 / 3.6 exactly (up to Monte Carlo error, ~0.1 % here).
