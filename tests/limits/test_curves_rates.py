@@ -212,3 +212,30 @@ def test_the_cli_table_says_a_capped_limit_is_an_upper_hold(shared_data, tmp_pat
     at8, cap = 2400 / 338.956, 3200 / (383.073 - 7.819)  # the raw file's completed / send span (docs/limits.md)
     achieved = at8 + (cap - at8) * (cap - 8) / 8
     assert f"< {achieved:.3f} rps" in r.output
+
+
+def test_a_timed_step_past_the_service_rate_is_saturated_and_caps_the_limit():
+    """SYNTHETIC M/M/1, μ = 10/s, 120 s steps at 2, 4, 6, 8 and 20 rps (the queue carries over). At 20 rps the
+    server completes about μ = 10/s (< 70 % of 20) while the typical request waits far more than 3× its unloaded
+    latency: the step is ``saturated``. At 2–8 rps every arrival is served (ρ ≤ 0.8) and no step is. With a TTFT
+    the queue does not touch (50 ms, as on a server that admits every request into its batch) the SLA
+    ``p50(ttft) <= 300ms`` never fails, so the limit would be "≥ 20 rps"; it is capped at the most the run
+    completed, below μ, as an upper bound."""
+    import polars as pl
+
+    from tests.limits.synth import make_trace, mm1_frame
+
+    f = mm1_frame([2.0, 4.0, 6.0, 8.0, 20.0], mu_rps=10.0, step_s=120.0, seed=3)
+    f = f.with_columns(pl.lit(50.0).alias("ttft_ms"))
+    curve = load_curve(make_trace(f))
+    flags = {r["offered_load"]: r["flags"] for r in curve.iter_rows(named=True)}
+    assert "saturated" in flags[20.0]
+    assert all("saturated" not in flags[x] for x in (2.0, 4.0, 6.0, 8.0))
+    thr20 = curve.filter(pl.col("offered_load") == 20.0)["throughput_rps"].sum()
+    assert thr20 == pytest.approx(10.0, rel=0.12)  # the service rate, within the Poisson noise of ~1,000 requests
+    res = fit_limits(make_trace(f), "p50(ttft) <= 300ms", mixes=None, n_boot=0)
+    (lim,) = res.mixes
+    q = lim.q_ult
+    best = max(s.throughput_rps for s in lim.steps)
+    assert q.capped and q.value == pytest.approx(best) and q.value < 10.0 * 1.12
+    assert q.estimate.bound == "upper" and q.statement.startswith(f"< {best:.4g} rps")
