@@ -205,6 +205,11 @@ class SaturationCap:
     step: int
     offered_load: float | None
     saturated_steps: tuple[int, ...]
+    rps_hi: float | None = None
+    """The upper end of ``rps``'s 95 % interval: the Garwood (exact Poisson) bound on the completions the rate
+    implies over the step's duration. A saturated server completes at its service rate, but a count over a finite
+    window is noisy (±3 % at ~1,000 completions): the cap's interval reaches this far, so "below the cap" holds
+    with the stated confidence (measured: docs/limits.md, "The saturation cap")."""
 
     def statement(self) -> str:
         at = f" at {self.offered_load:g} rps offered" if self.offered_load is not None else ""
@@ -223,16 +228,21 @@ def saturation_cap(rows: list[dict], totals: dict[int, dict[str, float]] | None 
     sat = tuple(sorted(int(r["step"]) for r in rows if "saturated" in (r.get("flags") or [])))
     if not sat:
         return None
-    best: tuple[float, int, float | None] | None = None
+    best: tuple[float, int, float | None, float | None] | None = None
     for r in rows:
         thr = (totals or {}).get(r["step"], {}).get("throughput_rps", r.get("throughput_rps"))
         if r.get("offered_load_unit") != "rps" or thr is None or not math.isfinite(thr):
             continue
         if best is None or thr > best[0]:
-            best = (float(thr), int(r["step"]), r.get("offered_load"))
+            best = (float(thr), int(r["step"]), r.get("offered_load"), r.get("duration_s"))
     if best is None:
         return None
-    return SaturationCap(rps=best[0], step=best[1], offered_load=best[2], saturated_steps=sat)
+    rps, step, offered, dur = best
+    hi = None
+    if dur is not None and math.isfinite(dur) and dur > 0 and rps > 0:
+        n = rps * dur  # the completions the rate implies over the step
+        hi = float(stats.chi2.ppf(1 - (1 - CI_LEVEL) / 2, 2 * (n + 1)) / 2 / dur)
+    return SaturationCap(rps=rps, step=step, offered_load=offered, saturated_steps=sat, rps_hi=hi)
 
 
 def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | None], censored: str,
@@ -240,14 +250,15 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
     """``(value, ci, censored, statement, note)`` with an rps limit held at or below the saturation cap.
 
     A limit whose SLA crossing lies above the highest rate the server completed cannot be sustained: the value
-    becomes the cap, the interval's ends are held at or below it, a lower bound (``≥ x``, never failed) becomes a
+    becomes the cap, the interval's ends are held at or below the cap's own 95 % upper end (``rps_hi``), a lower bound (``≥ x``, never failed) becomes a
     value, and the statement and the note say so (docs/limits.md, "The saturation cap"). Unchanged otherwise
     (``note`` None).
     """
     if cap is None or unit != "rps" or value is None or not math.isfinite(value) or value <= cap.rps:
         return value, ci, censored, statement, None
     lo, hi = ci
-    new_ci = [min(lo, cap.rps) if lo is not None else None, min(hi, cap.rps) if hi is not None else cap.rps]
+    top = max(cap.rps, cap.rps_hi) if cap.rps_hi is not None else cap.rps
+    new_ci = [min(lo, cap.rps) if lo is not None else None, min(hi, top) if hi is not None else top]
     was = statement or f"{value:.4g} rps"
     note = (f"capped at {cap.rps:.4g} rps: the SLA crossing ({was}) lies above what the server can complete: "
             f"{cap.statement()}; an offered load above it builds a queue for as long as it lasts")
