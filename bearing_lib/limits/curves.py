@@ -250,9 +250,10 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
     """``(value, ci, censored, statement, note)`` with an rps limit held at or below the saturation cap.
 
     A limit whose SLA crossing lies above the highest rate the server completed cannot be sustained: the value
-    becomes the cap, the interval's ends are held at or below the cap's own 95 % upper end (``rps_hi``), a lower bound (``≥ x``, never failed) becomes a
-    value, and the statement and the note say so (docs/limits.md, "The saturation cap"). Unchanged otherwise
-    (``note`` None).
+    becomes the cap, the interval's ends are held at or below the cap's own 95 % upper end (``rps_hi``), a lower
+    bound (``≥ x``, never failed) becomes the cap, and the statement ("< cap") and the note say so; ``q_ult.capped``
+    makes the limit an upper bound downstream (docs/limits.md, "The
+    saturation cap"). Unchanged otherwise (``note`` None).
     """
     if cap is None or unit != "rps" or value is None or not math.isfinite(value) or value <= cap.rps:
         return value, ci, censored, statement, None
