@@ -72,6 +72,13 @@ class BearingRuns:
                                             text=True, env=env, cwd=ROOT, timeout=timeout)
         return self.done[key]
 
+    def demo(self) -> tuple[subprocess.CompletedProcess, Path]:
+        """``bearing report --demo`` (the bundled real data, 200 resamples) as a user runs it, built once for the
+        session: the demo's values (tests/report/test_demo.py) and its look in Chromium (test_browser.py) read the
+        same report. Returns the run and the report folder."""
+        reports = self.work / "demo-reports"
+        return self.run("report", "--demo", "--reports-dir", str(reports), "-p", "n_boot", "200"), reports / "demo"
+
 
 @pytest.fixture(scope="session")
 def bearing_runs(tmp_path_factory: pytest.TempPathFactory) -> BearingRuns:

@@ -292,19 +292,12 @@ _AXIS_TICKS = """(cid) => {
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory) -> Path:
-    """``bearing report --demo`` as a user runs it (the bundled real data), into a temporary folder."""
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
-    out = tmp_path_factory.mktemp("demo")
-    r = subprocess.run([sys.executable, "-m", "bearing_lib.cli.main", "report", "--demo", "--reports-dir", str(out)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=900,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+def demo_report(bearing_runs) -> Path:
+    """``bearing report --demo`` as a user runs it (the bundled real data), built once for the session and shared
+    with tests/report/test_demo.py."""
+    r, folder = bearing_runs.demo()
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
-    return out / "demo" / "report.html"
+    return folder / "report.html"
 
 
 def test_demo_report_is_readable_at_a_glance(browser, demo_report):

@@ -20,9 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from markupsafe import escape
-from typer.testing import CliRunner
 
-from bearing_lib.cli.main import app
 from bearing_lib.cli.report import DEMO_PRODUCTION, DEMO_SLA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,15 +43,13 @@ def _azure_minutes(path: Path) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    reports = tmp_path_factory.mktemp("demo") / "reports"
-    r = CliRunner().invoke(app, ["report", "--demo", "--reports-dir", str(reports), "-p", "n_boot", "200"])
-    return r, reports / "demo"
+def demo(bearing_runs):
+    return bearing_runs.demo()  # built once per session, shared with tests/report/test_browser.py
 
 
 def test_demo_writes_the_report_and_prints_its_path(demo):
     r, d = demo
-    assert r.exit_code == 0, r.output  # `bearing report` exits 0 whatever the verdict
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])  # `bearing report` exits 0 whatever the verdict
     assert r.stdout.strip().splitlines()[-1] == str(d / "report.html")
     assert sorted(p.name for p in d.iterdir()) == ["exports", "limits.ipynb", "limits.json", "report.html",
                                                    "summary.json", "weekly_report.ipynb"]
