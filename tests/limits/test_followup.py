@@ -293,7 +293,10 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
     every step (1.65 req/s at 1.7): no saturation, so its plan keeps the fallback mu = 1.1 x 1.5 x 1.7 = 2.805. The
     follow-up's steps at 2.125 and 2.55 req/s completed 1.305 and 1.700 req/s in their steady windows (below 70 % of
     offered: 1.4875, 1.785) with median latencies 21.4 s and 17.8 s, over 3 x the 1.7 step's 3.14 s: saturated,
-    mu = 1.700 (the doubling alone gave 1.736 on the follow-up, 1.7 pooled); checked here on bearing's step table."""
+    so the run's highest completed rate, the 1.7 step's 1.708, is mu (the doubling alone gave 1.736 on the
+    follow-up, 1.7 pooled); checked here on bearing's step table
+    (and against GuideLLM's raw per-request timings in
+    tests/loaders/test_guidellm_roundtrip_real.py::test_followup_steps_completions_from_raw_timings)."""
     from pathlib import Path
 
     here = Path(__file__).resolve().parents[1] / "data" / "guidellm-llamacpp-roundtrip"
@@ -314,8 +317,20 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
         lat = [s["stats"]["latency_ms_p50"] / 1000 for s in mixes[name]["steps"]]
         for x in (2.125, 2.55):  # the rule by hand on the step table
             assert thr[x] < 0.7 * x and steps[x]["stats"]["latency_ms_p50"] / 1000 >= 3 * min(lat)
+        # the load curve flags those timed steps saturated (curves._timed_saturation), so the limit carries the
+        # measured rate (q_ult.saturated_rps) and the follow-up reads it there, not by its own step-table rule
+        assert all("saturated" in steps[x]["flags"] for x in (2.125, 2.55))
         sat = fu.measured_saturation(mixes[name])
-        assert sat.source == "rule" and sat.rps == max(thr.values()) == pytest.approx(1.69996, abs=1e-4)
+        # the cap is the highest rate any step of the run completed: the 1.7 req/s step's 1.708 (it kept up), just
+        # above the saturated 2.55 step's 1.700
+        best = max(s["throughput_rps"] for s in mixes[name]["steps"])
+        assert sat.source == "limit" and sat.rps == best == pytest.approx(1.70832, abs=1e-4)
+        assert mixes[name]["q_ult"]["saturated_rps"] == sat.rps and not mixes[name]["q_ult"]["capped"]
         plan = fu.design_followup(mixes[name], n_loads=3, budget_s=150)
-        assert plan.model["mu"] == sat.rps and plan.model["mu_basis"] == "doubling capped by saturation"
+        # mu: the lower of the doubling point and the measured saturation (the follow-up: doubling 1.736, capped
+        # at 1.708; pooled: the doubling's 1.7 already lies below it)
+        doubling = fu.fit_capacity(mixes[name]["steps"])[1]
+        assert doubling == pytest.approx({"second": 1.736, "pooled": 1.7}[name], abs=1e-3)
+        assert plan.model["mu"] == pytest.approx(min(doubling, sat.rps))
+        assert plan.model["mu_basis"] == ("doubling capped by saturation" if sat.rps < doubling else "doubling")
         assert plan.steps[-1].rho == 0.97

@@ -105,3 +105,35 @@ def test_bearing_next_writes_again_the_scenario_that_was_run(tmp_path):
     assert r.exit_code == 0, r.output
     (written,) = tmp_path.glob("next.*.all.json")
     assert json.loads(written.read_text())["spec"] == _raw(HERE / "followup_scenario.json")["spec"]
+
+
+def test_followup_steps_completions_from_raw_timings():
+    """The follow-up's completed rates, from GuideLLM's raw per-request timings with ``json`` only: the step spans
+    its requests' ``request_start`` (successful, errored and incomplete); its steady window trims each side by
+    max(10 % of the span, 2 mean latencies of the finished requests), at most 25 % (docs/limits.md, "Steady
+    window"); the rate is the successful requests whose ``request_end`` falls inside the window over its length.
+    2.125 req/s: 39 in 29.89 s = 1.305; 2.55 req/s: 51 in 30.0 s = 1.700: both below 70 % of the offered rate, so
+    with their queue (median latency ≥ 3 × the 1.7 req/s step's) they are ``saturated`` and 1.700 is the
+    follow-up's μ (tests/limits/test_followup.py)."""
+    from statistics import mean
+
+    from bearing_lib.limits.curves import load_curve
+
+    raw = _raw(SECOND)
+    want = {}
+    for b in raw["benchmarks"]:
+        req = b["requests"]
+        t = [r["info"]["timings"] for r in req["successful"] + req["errored"] + req["incomplete"]]
+        t0, t1 = min(x["request_start"] for x in t), max(x["request_start"] for x in t)
+        lat = [r["info"]["timings"]["request_end"] - r["info"]["timings"]["request_start"]
+               for r in req["successful"] + req["errored"]]
+        trim = min(max(0.1 * (t1 - t0), 2 * mean(lat)), 0.25 * (t1 - t0))
+        ws, we = t0 + trim, t1 - trim
+        done = sum(ws <= r["info"]["timings"]["request_end"] <= we for r in req["successful"])
+        want[b["config"]["strategy"]["rate"]] = done / (we - ws)
+    assert want[2.125] == pytest.approx(1.3049, abs=1e-4) and want[2.55] == pytest.approx(1.700, abs=1e-4)
+    curve = load_curve(load_trace(SECOND))
+    got = {r["offered_load"]: r for r in curve.iter_rows(named=True)}
+    for rate, rps in want.items():
+        assert got[rate]["throughput_rps"] == pytest.approx(rps, rel=1e-6)  # epoch seconds, read relative
+        assert ("saturated" in got[rate]["flags"]) is (rps < 0.7 * rate)
