@@ -46,6 +46,7 @@ import yaml
 
 from bearing_lib.common.errors import ParameterError, SchemaError
 from bearing_lib.common.files import read_json
+from bearing_lib.plan.fos import UPPER_BOUND_REASON
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -102,6 +103,8 @@ class PlanNumbers:
     limits_path: str | None = None
     sla: tuple[SlaClause, ...] = ()
     limit_bound: str = "none"
+    limit_bound_reason: str = UPPER_BOUND_REASON
+    """Why an upper bound is one (the plan's ``blended.upper_reason``)."""
     """``fos.blended.bound`` of the plan: ``upper`` when the limit is an upper bound (the test failed at its
     first step), ``lower`` when a lower bound (it never failed)."""
     domain_instances: int | None = None
@@ -119,9 +122,11 @@ class PlanNumbers:
     def bound_note(self) -> str | None:
         """What a bound on the limit means for every number exported from it (None for a value)."""
         if self.limit_bound == "upper":
-            return ("the plan's limit is an UPPER bound (the load test failed at its first step): the real allowable "
+            return (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
                     "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
-                    "than the service carries; test from a lower load to get a value")
+                    "than the service carries; " + ("test from a lower load to get a value"
+                                                    if self.limit_bound_reason == UPPER_BOUND_REASON else
+                                                    "test between the last passing load and the saturation"))
         if self.limit_bound == "lower":
             return ("the plan's limit is a lower bound (the load test never failed): the real allowable capacity is at "
                     "or above these numbers, so the limits here are conservative")
@@ -206,6 +211,7 @@ def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = N
         limits_path=limits_path,
         sla=sla,
         limit_bound=p.blended.bound,
+        limit_bound_reason=p.blended.upper_reason,
         domain_instances=dom.instances if dom else None,
         domain_total=dom.total if dom else None,
         zones=dom.zones if dom else None,

@@ -765,12 +765,12 @@ def plan_economics(
         for part in (tokens, money, staged):
             if not isinstance(part, NotAvailable):
                 part.limit_bound = bound
-                part.bound_note = BOUND_NOTES[bound]
+                part.bound_note = BOUND_NOTES[bound].format(why=fos.blended.upper_reason)
     return PlanEconomics(tokens, money, staged, kv)
 
 
 BOUND_NOTES = {
-    "upper": ("the plan's limit is an upper bound (the load test failed at its first step): token rates are at most "
+    "upper": ("the plan's limit is an upper bound ({why}): token rates are at most "
               "these, $ per 1M output tokens at least this, instance counts at least these"),
     "lower": ("the plan's limit is a lower bound (the load test never failed): token rates are at least these, "
               "$ per 1M output tokens at most this, instance counts at most these"),

@@ -164,6 +164,13 @@ class Limit:
         return {"above": "lower", "below": "upper"}.get(self.censored, "none")  # type: ignore[return-value]
 
 
+UPPER_BOUND_REASON = "the load test failed at its first step"
+"""Why a limit is an upper bound when the limits say ``censored: below``."""
+
+CAPPED_REASON = "the server saturated below the SLA crossing: the limit is capped at the most it completed"
+"""Why a limit is an upper bound when the limits held it at the saturated throughput (``q_ult.capped``)."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Planned load ``rps`` (requests/s; ``per_minute`` = rps × 60), with the peak estimate's 95 % CI when known."""
@@ -321,7 +328,7 @@ class BlendedFos:
     """The share-weighted (harmonic) blend of the per-mix limits and its FOS (``value`` ... ``statement``)."""
 
     __pydantic_config__ = STRICT
-    _OMIT_NONE = ("open_reason",)
+    _OMIT_NONE = ("open_reason", "bound_reason")
     q_blend_rps: float | None = None
     q_blend_ci95: Interval | None = None
     weights: dict[str, float] = field(default_factory=dict)
@@ -333,6 +340,14 @@ class BlendedFos:
     statement: str = field(kw_only=True)
     open_reason: str | None = field(default=None, kw_only=True)
     """Why an end of ``q_blend_ci95`` and ``ci95`` is open: a weighted mix's limit CI is open there."""
+    bound_reason: str | None = field(default=None, kw_only=True)
+    """Why the blend is an upper bound when a weighted limit is capped at the saturated throughput (None
+    otherwise: an upper bound then means a test that failed at its first step, :data:`UPPER_BOUND_REASON`)."""
+
+    @property
+    def upper_reason(self) -> str:
+        """Why the blend is an upper bound, in words (for the verdict, the economics and the exports)."""
+        return self.bound_reason or UPPER_BOUND_REASON
 
     @property
     def fos(self) -> FosEstimate:
@@ -485,8 +500,7 @@ def compute_fos(
                "below": "the load test failed at its first step (limit is an upper bound)",
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
         if lim.capped:
-            why = ("the limit is capped at the most the server completed when a step saturated it (an upper "
-                   "bound)")
+            why = f"{CAPPED_REASON} (an upper bound)"
         est = _estimate(v, q_draws[lim.mix] / t_draws, lim.bound, why, floor=scaled(lim.ci95, 1 / target.rps),
                         open_=lim.open_end, open_reason=lim.open_reason)
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
@@ -539,10 +553,12 @@ def compute_fos(
             qb_ci = opened((float(lo), float(hi)), blend_open)
     blended_est = _estimate(q_blend / target.rps if bound != "unbounded" else None, q_blend_draws / t_draws, bound, why,
                             floor=scaled(qb_ci, 1 / target.rps), open_=blend_open, open_reason=blend_reason)
+    capped = any(by_name[m].capped for m in weights)
     blended = BlendedFos(q_blend if bound != "unbounded" else None, qb_ci if bound != "unbounded" else None,
                          weights, coverage, uncovered, value=blended_est.value, ci95=blended_est.ci95,
                          bound=blended_est.bound, statement=blended_est.statement,
-                         open_reason=blended_est.open_reason)
+                         open_reason=blended_est.open_reason,
+                         bound_reason=CAPPED_REASON if capped and blended_est.bound == "upper" else None)
     return FosResult(per_mix, blended)
 
 
@@ -573,7 +589,7 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
     """The plan's verdict on ``fos``: :func:`verdict` of the blended FOS, with the mixes that alone would
     fall below the tier named, and yellow at best when part of production traffic has no limit."""
     b = fos.blended
-    v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps)
+    v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason)
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
@@ -622,8 +638,9 @@ def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound 
 
 
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
-            q_ult_rps: float | None = None) -> Verdict:
-    """green / yellow / red with the reason in words (rules in the module docstring)."""
+            q_ult_rps: float | None = None, upper_reason: str | None = None) -> Verdict:
+    """green / yellow / red with the reason in words (rules in the module docstring). ``upper_reason``: why an
+    upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`)."""
     band = f"the {tier.name} tier's band {tier.describe()}"
     if fos.value is None:
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
@@ -647,9 +664,12 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
         return Verdict("green", f"FOS ≥ {_n(v)} already meets {band} (the load test never failed)", None)
     if fos.bound == "upper":
         if v <= tier.fos_min:
-            return Verdict("red", f"FOS < {_n(v)} is below {band} (the load test failed at its first step)", None)
-        return Verdict("yellow", f"FOS < {_n(v)} only (the load test failed at its first step): cannot confirm "
-                       f"{band}; re-test from a lower load", None)
+            return Verdict("red", f"FOS < {_n(v)} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)
+        fix = ("re-test from a lower load" if upper_reason is None else
+               "the sustained limit lies below the saturated throughput; re-test with steps between the last "
+               "passing load and the saturation")
+        return Verdict("yellow", f"FOS < {_n(v)} only ({upper_reason or UPPER_BOUND_REASON}): cannot confirm "
+                       f"{band}; {fix}", None)
     if v < 1.0:
         what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
             target_rps and q_ult_rps) else "the target exceeds the measured limit"

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from bearing_lib.common.errors import BadValueError, ParameterError
 from bearing_lib.plan.fos import (
+    CAPPED_REASON,
     FosEstimate,
     Limit,
     Target,
@@ -127,8 +128,15 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     assert m.fos.bound == "upper" and m.fos.value == pytest.approx(7.176 / 4)
     assert m.fos.statement.startswith("FOS < 1.79") and "capped" in m.fos.statement
     assert capped.blended.fos.bound == "upper"
+    assert capped.blended.bound_reason == CAPPED_REASON and "bound_reason" in capped.blended.to_dict()
+    v = fos_verdict(capped, STANDARD, tgt)  # < 1.79 cannot confirm the standard tier's 1.5 from below
+    assert v.color == "yellow" and "saturated below the SLA crossing" in v.reason and "first step" not in v.reason
+    assert "between the last passing load and the saturation" in v.reason
     plain = compute_fos([Limit("r", 7.176, (7.09, 7.176))], {"r": 1.0}, tgt)
     assert plain.per_mix[0].fos.bound == "none"
+    assert plain.blended.bound_reason is None and "bound_reason" not in plain.blended.to_dict()
+    failed = compute_fos([Limit("b", 6.0, censored="below")], {"b": 1.0}, tgt)
+    assert "first step" in fos_verdict(failed, STANDARD, Target(3.0)).reason  # FOS < 2: the first-step wording
 
 
 def test_monte_carlo_ci_matches_closed_form():
