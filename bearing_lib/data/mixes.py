@@ -239,25 +239,41 @@ def auto_mixes(
             exprs.append(mix_output_expr(cols)[0].alias(dim))
         else:
             exprs.append((pl.col(dim).cast(pl.Float64) if dim in cols else pl.lit(None, pl.Float64)).alias(dim))
-    data = lf.select(exprs).collect()
-    total = data.height
+    # One pass: each dimension's bin among AUTO_EDGES (the count of edges at or below the value, numpy's
+    # searchsorted(side="right"): a NaN lands in the top bin, as polars orders it above every number), -1 for
+    # null, counted per combination of bins. Every box below is a union of those bins (its bounds are edges),
+    # so its counts are sums over this small table: the same numbers as filtering the requests box by box
+    # (tests/data/test_mixes_auto_table.py), at one pass over the requests instead of one per box.
+    vals = lf.select(exprs)
+    codes = [pl.when(pl.col(d).is_null()).then(pl.lit(-1, pl.Int16)).otherwise(
+        pl.sum_horizontal([(pl.col(d) >= c).cast(pl.Int16) for c in AUTO_EDGES[d]])).alias(d) for d in DIMENSIONS]
+    facts_lf = vals.select(pl.len().alias("_n"), *[pl.col(d).null_count().alias(f"_null_{d}") for d in DIMENSIONS],
+                           pl.col("cache_hit_ratio").max().alias("_hit_max"))
+    table_lf = vals.select(codes).group_by(list(DIMENSIONS)).agg(pl.len().alias("_n"))
+    facts_df, table = pl.collect_all([facts_lf, table_lf])
+    facts = facts_df.row(0, named=True)
+    total = int(facts["_n"])
     if total == 0:
         raise ParameterError("auto_mixes: no requests to segment")
     need = min_share * total
+    code = {d: table[d].to_numpy() for d in DIMENSIONS}
+    weight = table["_n"].to_numpy()
     boxes: list[dict[str, tuple[float, float]]] = [{}]
     for dim in DIMENSIONS:
-        col = data[dim]
-        if col.null_count() == total or (dim == "cache_hit_ratio" and "cached_tokens" in cols
-                                         and data.select(pl.col(dim).max()).item() == 0):
+        if facts[f"_null_{dim}"] == total or (dim == "cache_hit_ratio" and "cached_tokens" in cols
+                                               and facts["_hit_max"] == 0):
             continue
         cuts = list(AUTO_EDGES[dim])
         new_boxes = []
         for box in boxes:
-            mask = Mix("_", box).expr() if box else pl.lit(True)
-            vals = data.filter(mask)[dim].drop_nulls().to_numpy()
-            idx = np.searchsorted(np.asarray(cuts), vals, side="right")
-            counts = np.bincount(idx, minlength=len(cuts) + 1).tolist()
-            kept = _merge_bins(counts, cuts, need, max_bins_per_dim)
+            inside = code[dim] >= 0  # drop_nulls
+            for d, (lo, hi) in box.items():  # the box's bins on the dimensions already split (null: outside)
+                e = AUTO_EDGES[d]
+                first = 0 if math.isinf(lo) else list(e).index(lo) + 1
+                last = len(e) if math.isinf(hi) else list(e).index(hi)
+                inside &= (code[d] >= first) & (code[d] <= last)
+            counts = np.bincount(code[dim][inside], weights=weight[inside], minlength=len(cuts) + 1)
+            kept = _merge_bins([int(c) for c in counts], cuts, need, max_bins_per_dim)
             edges = [-math.inf, *kept, math.inf]
             for lo, hi in zip(edges[:-1], edges[1:], strict=True):
                 nb = dict(box)
