@@ -429,35 +429,33 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
             fl.append("too_short")
         flags.append(fl)
     base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
-    # the typical request's latency over the run's unloaded one (its lowest step median): the queue half of the
-    # saturation rule for timed steps, whose completions are counted per mix later (_timed_saturation)
-    base = base.with_columns(
-        (pl.col("_med_lat_s") / pl.col("_med_lat_s").min().over("run_id")).alias("queue_ratio"))
     return base.with_columns(
         pl.when(pl.col("has_times")).then(pl.col("_t0")).otherwise(None).alias("t_first_s")
     ).select(
         "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
         "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s", "rate_span_s", "send_span_s",
-        "queue_ratio",
     )
 
 
 def _timed_saturation(g: pl.DataFrame) -> pl.DataFrame:
     """``saturated`` on timed rps steps (the rows of every mix of the step): the step's completions inside its
-    steady window, all mixes together, below :data:`BELOW_OFFERED_RATIO` of the offered rate, while its median
-    latency is at least :data:`SATURATION_LATENCY_RATIO` × the run's lowest step median (``queue_ratio``). The
-    rule :func:`is_saturated` applies to untimed steps and load points, read on the completions a timed step
-    delivered in its window (docs/limits.md, "The saturation cap")."""
-    if "queue_ratio" not in g.columns:
+    steady window, all mixes together, below :data:`BELOW_OFFERED_RATIO` of the offered rate, while a queue built
+    up: in some mix of the step the median latency of successful requests is at least
+    :data:`SATURATION_LATENCY_RATIO` × that mix's lowest step median in the run. The rule :func:`is_saturated`
+    applies to untimed steps and load points, read here on what a timed step delivered in its window
+    (docs/limits.md, "The saturation cap"). Read off the curve's own P50s: no second pass over the requests."""
+    if "latency_ms_p50" not in g.columns or g["latency_ms_p50"].null_count() == g.height:
         return g
+    ratio = (pl.col("latency_ms_p50") / pl.col("latency_ms_p50").min().over("run_id", "mix")).alias("_q_ratio")
+    g = g.with_columns(ratio)
     step_thr = pl.col("throughput_rps").sum().over("run_id", "step")
     sat = (pl.col("has_times").fill_null(False) & (pl.col("offered_load_unit") == "rps")
            & pl.col("offered_load").is_finite() & (pl.col("offered_load") > 0)
            & (step_thr < BELOW_OFFERED_RATIO * pl.col("offered_load"))
-           & (pl.col("queue_ratio") >= SATURATION_LATENCY_RATIO))
+           & (pl.col("_q_ratio").max().over("run_id", "step") >= SATURATION_LATENCY_RATIO))
     return g.with_columns(
         pl.when(sat.fill_null(False)).then(pl.col("step_flags").list.concat(pl.lit(["saturated"])))
-        .otherwise(pl.col("step_flags")).alias("step_flags"))
+        .otherwise(pl.col("step_flags")).alias("step_flags")).drop("_q_ratio")
 
 
 def _finite_rate(load: float | None, unit: str | None) -> bool:
@@ -800,7 +798,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
     slim = slim.drop("_ok", "_failed", "_out", "_lat_all")
     g = groups.join(g, on="_g").join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
-                   "has_times", *[c for c in ("rate_span_s", "send_span_s", "queue_ratio") if c in win.columns]),
+                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
         on=["run_id", "step"], how="left",
     )
     d = pl.col("duration_s")
@@ -826,7 +824,6 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
         pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
     ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
-    g = _timed_saturation(g)
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     for m in METRICS:
@@ -840,6 +837,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         del sorted_m
         g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
     del slim
+    g = _timed_saturation(g)
     n_ok = g["n_ok"].to_numpy()
     too_few: list[list[str]] = [[] for _ in range(g.height)]
     for name, q in qs.items():
