@@ -1071,16 +1071,6 @@ def _load_text(load: float | None) -> str:
     return "unbounded" if load is None or not math.isfinite(load) else f"{load:g}"
 
 
-def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
-    """The limits for the report: a :class:`LimitsResult`, or a limits JSON validated once here."""
-    if isinstance(limits, LimitsResult):
-        return limits, None
-    doc, reason = _split(limits, "limits document")
-    if doc is None:
-        return None, reason
-    return LimitsResult.from_dict(doc, source="limits document"), None
-
-
 def _plan_arg(plan: Any) -> tuple[CapacityPlan | None, str | None]:
     """The plan for the report: a :class:`CapacityPlan`, or a plan JSON validated once here (a renamed or
     missing key is a :class:`SchemaError` naming it, never a "—" in the report)."""
@@ -1148,7 +1138,8 @@ def build_report(
         The passive limit of the production trace (:func:`bearing_lib.report.plan_section.passive_part`), or
         None (no trace given).
     """
-    lim, lim_reason = _limits_arg(limits)
+    lim = LimitsResult.coerce(limits, source="limits document")  # a limits JSON validated once here
+    lim_reason = None if lim is not None else _split(limits, "limits document")[1]
     prof, prof_reason = _split(profile, "production profile")
     # the profile JSON validated once here; the production section keeps the JSON, the views read the document
     prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
