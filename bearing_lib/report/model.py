@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -1020,11 +1020,8 @@ def _readable(message: str) -> str:
 
 
 def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
-           findings: list[dict[str, Any]] | None) -> list[Flag]:
-    out: list[Flag] = []
-    for f in findings or []:
-        out.append(Flag(str(f.get("source", "loader")), str(f.get("level", "warning")), str(f.get("code", "")),
-                        _readable(str(f.get("message", "")))))
+           findings: list[Flag] | None) -> list[Flag]:
+    out = [replace(f, message=_readable(f.message)) for f in findings or []]
     if limits is not None:
         several = _several_runs(limits)
         for src in limits.conditions.sources:
@@ -1089,7 +1086,7 @@ def build_report(
     plan: CapacityPlan | dict[str, Any] | Unavailable | None,
     provenance: ReportProvenance,
     previous: dict[str, Any] | Unavailable | None = None,
-    findings: list[dict[str, Any]] | None = None,
+    findings: list[Flag] | None = None,
     name: str = "report",
     title: str = "Capacity report",
     plan_run: str | None = None,
@@ -1115,7 +1112,7 @@ def build_report(
     previous
         The previous report's ``summary.json`` (for "what changed"), if any.
     findings
-        Loader/validator findings, dicts with ``source``, ``level``, ``code``, ``message``.
+        Loader/validator findings as :class:`Flag` (:func:`bearing_lib.app.pipeline.findings`).
     plan_run
         The load-test run the plan was built for (a plan covers one run); joins the
         plan's per-mix FOS to that run's rows of the limits table.
