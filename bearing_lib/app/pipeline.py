@@ -31,7 +31,7 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.report.charts import report_charts
 from bearing_lib.report.compare_section import compare_section
 from bearing_lib.report.fidelity_section import fidelity_section
-from bearing_lib.report.model import MinuteCount, ReportModel, build_report, make_provenance
+from bearing_lib.report.model import Flag, MinuteCount, ReportModel, build_report, make_provenance
 from bearing_lib.report.ops_section import load_metrics, ops_section
 from bearing_lib.report.paths import PROJECT_ROOT, portable, portable_path, resolve
 from bearing_lib.report.plan_section import passive_part
@@ -468,11 +468,10 @@ def _parse_time(text: str, what: str) -> _dt.datetime:
     return t if t.tzinfo else t.replace(tzinfo=_dt.UTC)
 
 
-def findings(dataset: Any, source: str) -> list[dict[str, Any]]:
+def findings(dataset: Any, source: str) -> list[Flag]:
     """A dataset's loader findings as report flags."""
     prov = getattr(dataset, "provenance", None)
-    return [{"source": source, "level": f.level, "code": f.code, "message": f.message}
-            for f in (prov.findings if prov else [])]
+    return [Flag(source, f.level, f.code, f.message) for f in (prov.findings if prov else [])]
 
 
 # ------------------------------------------------------------------ mixes and curves
@@ -743,7 +742,7 @@ def report(
     previous: ReportSummary | Unavailable | None,
     parameters: dict[str, Any],
     inputs: list[dict[str, Any]],
-    flags: list[dict[str, Any]] | None = None,
+    flags: list[Flag] | None = None,
     name: str = "report",
     title: str = "Capacity report",
     run: str = "",
@@ -794,7 +793,8 @@ def report(
         limits=portable(limits_doc, output_dir), profile=portable(profile_doc, output_dir),
         plan=portable(plan_doc, output_dir), previous=previous,
         provenance=make_provenance(parameters=portable(parameters, output_dir), inputs=recs),
-        findings=portable(flags, output_dir), name=name, title=title, plan_run=run or None,
+        findings=[Flag(*portable([f.source, f.level, f.code, f.message], output_dir)) for f in flags or []],
+        name=name, title=title, plan_run=run or None,
         per_minute_series=per_minute_series(traffic), twin=twin, ops=ops, fidelity=fid,
         compare=compare_section(compare or [], limits_doc=limits_doc, profile_doc=profile_doc, tier=tier),
         passive=passive_of(profile_doc, production, limits_doc),

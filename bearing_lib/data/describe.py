@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from bearing_lib.data.provenance import Finding
@@ -259,15 +260,8 @@ def describe_dataset(ds: Any) -> DatasetDescription:
     """Describe a loaded dataset (requests, load points or rates); never raises on odd values."""
     prov = ds.provenance
     f = ds.frame
-    base: dict[str, Any] = {
-        "source": str(prov.source),
-        "format": prov.format,
-        "tool": prov.tool,
-        "tool_version": prov.tool_version,
-        "kind": ds.kind,
-        "rows": f.height,
-        "sha256": prov.sha256,
-    }
+    describe = partial(DatasetDescription, source=str(prov.source), format=prov.format, tool=prov.tool,
+                       tool_version=prov.tool_version, kind=ds.kind, rows=f.height, sha256=prov.sha256)
     findings = list(prov.findings)
     if ds.kind == "requests" and f.height:
         span = _request_span(ds)
@@ -284,8 +278,7 @@ def describe_dataset(ds: Any) -> DatasetDescription:
                 StepSummary(r["run_id"], r["step"], r["offered_load"], r["offered_load_unit"], int(r["len"]))
                 for r in grouped.iter_rows(named=True)
             )
-        return DatasetDescription(
-            **base,
+        return describe(
             span=span,
             fields=tuple(c for c, o in prov.fields.items() if o != "absent"),
             derived=tuple(c for c, o in prov.fields.items() if o == "derived"),
@@ -295,8 +288,7 @@ def describe_dataset(ds: Any) -> DatasetDescription:
             findings=tuple(findings),
         )
     if ds.kind == "loadpoints":
-        return DatasetDescription(
-            **base,
+        return describe(
             fields=tuple(c for c in f.columns if f[c].is_not_null().any()),
             steps=tuple(
                 StepSummary(r["run_id"], r["step"], r["offered_load"], r["offered_load_unit"], r["n_requests"],
@@ -310,8 +302,7 @@ def describe_dataset(ds: Any) -> DatasetDescription:
         hi = _num((f["window_start_s"] + f["window_s"]).max())
         agg = ds.aggregate()
         pmfs = getattr(ds, "length_pmfs", None) or {}
-        return DatasetDescription(
-            **base,
+        return describe(
             span=TimeSpan(time_origin=prov.time_origin, timezone=prov.timezone, start_s=lo, end_s=hi,
                           window_s=_num(f["window_s"][0])),
             fields=tuple(c for c in f.columns if f[c].is_not_null().any()),
@@ -323,7 +314,7 @@ def describe_dataset(ds: Any) -> DatasetDescription:
             length_fields=tuple(sorted({n for c in pmfs.values() for w in c.values() for n in w})),
             findings=tuple(findings),
         )
-    return DatasetDescription(**base, findings=tuple(findings))
+    return describe(findings=tuple(findings))
 
 
 __all__ = [

@@ -64,6 +64,8 @@ LOADPOINT_SCHEMA: dict[str, pl.DataType] = {
 
 SendWindowBasis = Literal["measured", "config", "estimated"]
 SEND_WINDOW_BASES: tuple[str, ...] = ("measured", "config", "estimated")
+WindowCell = float | str | bool | None
+"""A value of a send-window column in a load-point row (seconds, basis, method, drain flag)."""
 
 
 @dataclass(frozen=True)
@@ -101,13 +103,13 @@ class SendWindow:
             return None
         return cls(float(seconds), basis, method)
 
-    def columns(self, *, includes_drain: bool | None = None) -> dict[str, object]:
+    def columns(self, *, includes_drain: bool | None = None) -> dict[str, WindowCell]:
         """The load-point / step columns of this window."""
         return {"send_window_s": self.seconds, "send_window_basis": self.basis, "send_window_method": self.method,
                 "duration_includes_drain": includes_drain}
 
 
-def window_columns(window: SendWindow | None, includes_drain: bool | None) -> dict[str, object]:
+def window_columns(window: SendWindow | None, includes_drain: bool | None) -> dict[str, WindowCell]:
     """The four send-window columns of a row (nulls for an unknown window)."""
     if window is None:
         return {"send_window_s": None, "send_window_basis": None, "send_window_method": None,
@@ -150,5 +152,5 @@ def conform_loadpoints(rows: list[dict[str, object]] | pl.DataFrame, *, path: st
 
 __all__ = [
     "LATENCY_METRICS", "LATENCY_STATS", "LOADPOINT_SCHEMA", "SEND_WINDOW_BASES", "LoadPointTable", "SendWindow",
-    "SendWindowBasis", "conform_loadpoints", "window_columns",
+    "SendWindowBasis", "WindowCell", "conform_loadpoints", "window_columns",
 ]

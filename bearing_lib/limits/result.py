@@ -26,6 +26,7 @@ from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
+from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
@@ -453,6 +454,17 @@ class LimitsResult:
         d["bearing_version"] = __version__
         head = {k: d.pop(k) for k in ("schema", "bearing_version", "quantile_method")}
         return {**head, **d}
+
+    @classmethod
+    def coerce(cls, doc: Any, *, source: str = "limits JSON") -> LimitsResult | None:
+        """The limits from what a caller holds: a :class:`LimitsResult` as it is; a limits JSON document validated
+        once (:meth:`from_dict`, ``source`` named in its errors); None for no limits, an :class:`Unavailable` or an
+        ``{"available": false}`` stand-in. Anything else is a :class:`SchemaError` naming ``source``."""
+        if doc is None or isinstance(doc, cls):
+            return doc
+        if isinstance(doc, Unavailable) or (isinstance(doc, dict) and doc.get("available") is False):
+            return None
+        return cls.from_dict(doc, source=source)
 
     @classmethod
     def from_dict(cls, doc: Any, *, source: str = "limits JSON") -> LimitsResult:

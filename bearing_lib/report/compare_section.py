@@ -88,15 +88,6 @@ def _available(doc: Any) -> Any:
     return doc
 
 
-def _limits(doc: Any) -> Any:
-    from bearing_lib.limits.result import LimitsResult
-
-    doc = _available(doc)
-    if doc is None or isinstance(doc, LimitsResult):
-        return doc
-    return LimitsResult.from_dict(doc, source="limits JSON")
-
-
 def _comparison_json(path: Path) -> dict | None:
     """The document when ``path`` is a comparison JSON (``bearing compare --json``), else None."""
     if not (path.is_file() and path.suffix == ".json"):
@@ -148,7 +139,9 @@ def compare_section(
         if not _path_of(item).exists():
             raise ParameterError(f"compare: {item}: no such file or folder (expected a load test, a limits JSON or "
                                  "a comparison JSON from bearing compare --json)")
-    limits = _limits(limits_doc)
+    from bearing_lib.limits.result import LimitsResult
+
+    limits = LimitsResult.coerce(limits_doc, source="limits JSON")
     report_sla = limits.sla_text if limits is not None else None
     docs = [(item, _comparison_json(_path_of(item))) for item in items]
     given = [item for item, d in docs if d is not None]

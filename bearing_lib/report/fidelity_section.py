@@ -20,16 +20,6 @@ from bearing_lib.report.model import Section
 from bearing_lib.report.paths import portable_path, resolve
 
 
-def _limits(limits_doc: Any) -> Any:
-    from bearing_lib.limits.result import LimitsResult
-
-    if isinstance(limits_doc, LimitsResult):
-        return limits_doc
-    if isinstance(limits_doc, dict) and limits_doc.get("available") is not False:
-        return LimitsResult.from_dict(limits_doc, source="limits JSON")
-    return None
-
-
 def _peak(traffic: Any) -> tuple[float | None, str]:
     """Production's peak: the profile's target load (a ``TrafficProfile``'s ``targets``), with its statement."""
     targets = getattr(traffic, "targets", None)
@@ -66,7 +56,9 @@ def fidelity_section(*, limits_doc: Any, production: Any, traffic: Any, run: str
     if production is None or isinstance(production, Unavailable):
         return Section(False, "no production traffic: the test cannot be held against it")
     try:
-        limits = _limits(limits_doc)
+        from bearing_lib.limits.result import LimitsResult
+
+        limits = LimitsResult.coerce(limits_doc, source="limits JSON")
     except BearingError as exc:
         return Section(False, f"the limits cannot be read: {exc}")
     if limits is None:

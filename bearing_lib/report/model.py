@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -1020,11 +1020,8 @@ def _readable(message: str) -> str:
 
 
 def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
-           findings: list[dict[str, Any]] | None) -> list[Flag]:
-    out: list[Flag] = []
-    for f in findings or []:
-        out.append(Flag(str(f.get("source", "loader")), str(f.get("level", "warning")), str(f.get("code", "")),
-                        _readable(str(f.get("message", "")))))
+           findings: list[Flag] | None) -> list[Flag]:
+    out = [replace(f, message=_readable(f.message)) for f in findings or []]
     if limits is not None:
         several = _several_runs(limits)
         for src in limits.conditions.sources:
@@ -1071,16 +1068,6 @@ def _load_text(load: float | None) -> str:
     return "unbounded" if load is None or not math.isfinite(load) else f"{load:g}"
 
 
-def _limits_arg(limits: Any) -> tuple[LimitsResult | None, str | None]:
-    """The limits for the report: a :class:`LimitsResult`, or a limits JSON validated once here."""
-    if isinstance(limits, LimitsResult):
-        return limits, None
-    doc, reason = _split(limits, "limits document")
-    if doc is None:
-        return None, reason
-    return LimitsResult.from_dict(doc, source="limits document"), None
-
-
 def _plan_arg(plan: Any) -> tuple[CapacityPlan | None, str | None]:
     """The plan for the report: a :class:`CapacityPlan`, or a plan JSON validated once here (a renamed or
     missing key is a :class:`SchemaError` naming it, never a "—" in the report)."""
@@ -1099,7 +1086,7 @@ def build_report(
     plan: CapacityPlan | dict[str, Any] | Unavailable | None,
     provenance: ReportProvenance,
     previous: dict[str, Any] | Unavailable | None = None,
-    findings: list[dict[str, Any]] | None = None,
+    findings: list[Flag] | None = None,
     name: str = "report",
     title: str = "Capacity report",
     plan_run: str | None = None,
@@ -1125,7 +1112,7 @@ def build_report(
     previous
         The previous report's ``summary.json`` (for "what changed"), if any.
     findings
-        Loader/validator findings, dicts with ``source``, ``level``, ``code``, ``message``.
+        Loader/validator findings as :class:`Flag` (:func:`bearing_lib.app.pipeline.findings`).
     plan_run
         The load-test run the plan was built for (a plan covers one run); joins the
         plan's per-mix FOS to that run's rows of the limits table.
@@ -1148,7 +1135,8 @@ def build_report(
         The passive limit of the production trace (:func:`bearing_lib.report.plan_section.passive_part`), or
         None (no trace given).
     """
-    lim, lim_reason = _limits_arg(limits)
+    lim = LimitsResult.coerce(limits, source="limits document")  # a limits JSON validated once here
+    lim_reason = None if lim is not None else _split(limits, "limits document")[1]
     prof, prof_reason = _split(profile, "production profile")
     # the profile JSON validated once here; the production section keeps the JSON, the views read the document
     prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None

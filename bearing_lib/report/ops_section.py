@@ -75,20 +75,14 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
     return ds
 
 
-def _limits(limits: LimitsResult | dict[str, Any] | None) -> LimitsResult | None:
-    """A limits JSON document validated once at this edge (:meth:`LimitsResult.from_dict`); a result as it is."""
-    if isinstance(limits, dict):
-        from bearing_lib.limits.result import LimitsResult
-
-        return LimitsResult.from_dict(limits, source="limits JSON")
-    return limits
-
-
 def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, *, metrics_path: str = "",
                     run: str | None = None) -> LimitBottlenecks:
     """Per mix: the limit step and the resource that binds there, or why none is named
     (:func:`bearing_lib.ops.limit_bottlenecks.limit_bottlenecks`; a limits JSON document is validated once)."""
-    return limit_bottlenecks(metrics, _limits(limits), metrics_path=metrics_path, run=run)
+    from bearing_lib.limits.result import LimitsResult
+
+    return limit_bottlenecks(metrics, LimitsResult.coerce(limits, source="limits JSON"), metrics_path=metrics_path,
+                             run=run)
 
 
 def exports_part(plan: CapacityPlan, limits: LimitsResult | None, output_dir: str | Path, *,
@@ -147,7 +141,9 @@ def ops_section(
     plan_d = plan_doc if isinstance(plan_doc, dict) and plan_doc.get("available") is not False else None
     limits_d = limits_doc if isinstance(limits_doc, dict) and limits_doc.get("available") is not False else None
     plan_d, limits_d = portable(plan_d, output_dir), portable(limits_d, output_dir)  # paths relative to the report
-    limits = _limits(limits_d)
+    from bearing_lib.limits.result import LimitsResult
+
+    limits = LimitsResult.coerce(limits_d, source="limits JSON")
     bottleneck = limit_bottlenecks(metrics, limits, metrics_path=metrics_path, run=run)
     if bottleneck.source:
         bottleneck.source = portable_path(metrics_path, output_dir)[0]

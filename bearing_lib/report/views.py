@@ -229,10 +229,6 @@ def _na(d: Any) -> str | None:
     return None
 
 
-def _d(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
 def _notes(v: Any) -> list[str]:
     return [str(x) for x in v if x not in (None, "")] if isinstance(v, list | tuple) else []
 

@@ -157,57 +157,109 @@ def simulate(
 
 
 _KERNEL: list = []
+_STEPS = ("_expire_queued", "_new_state", "_preempt")
 
 
 def _compiled():
     """The event loop compiled by numba on first use (numba is imported only then; ``cache=True``: the machine code
-    is kept beside this module, or in numba's user cache, and reloaded by the next process)."""
+    is kept beside this module, or in numba's user cache, and reloaded by the next process). Its steps (``_STEPS``)
+    are compiled with ``inline="always"``: numba inlines them into the loop's IR before the loop is compiled."""
     if not _KERNEL:
         from numba import njit
 
         global _iters_to_cover
         _iters_to_cover = njit(cache=True, nogil=True)(_iters_to_cover)  # the loop calls it compiled
+        for name in _STEPS:
+            globals()[name] = njit(inline="always")(globals()[name])
         _KERNEL.append(njit(cache=True, nogil=True)(_event_loop))
     return _KERNEL[0]
 
 
-# One function on purpose (docs/interfaces.md "Long functions"): the event loop's state is local variables, compiled
-# by numba (``_compiled``) into one machine-code loop; the queue is a ring buffer (``q``, head ``qh``, length ``ql``;
-# a preempted request goes back to its head), the completion and deadline heaps are lists of tuples (``heapq``).
+# The event loop's set-up and its rare steps (timeouts, preemption): each takes the loop's state it reads and
+# returns the scalars it changes (arrays and heaps are changed in place), with the loop's own arithmetic in the loop's
+# own order (the numbers are bit-identical). The loop calls a rare step only when it has work to do: a step takes its
+# arrays by reference, and each pass over them costs reference counting even when inlined (calling the steps of the
+# hot path, admission and the decode jump, on every iteration made a replay 2.5-3x slower).
+def _new_state(n):
+    """The per-request arrays of the loop: ``first, started, end, status, gen, it0, ver, q, running, kv_held,
+    slot_held``. ``started``: first token of a request the deadline aborted after it started; ``gen``: tokens
+    generated when last admitted (after its prefill); ``it0``: decode-iteration count at its last admission; ``ver``:
+    heap entries of an older version are stale (the request was preempted); ``q``: the queue, a ring buffer (each
+    request is in it at most once); ``kv_held``: was held at the head by the KV budget with a slot free;
+    ``slot_held``: was held at the head with every slot busy."""
+    return (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=np.int8),
+            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros(max(n, 1), dtype=np.int64), np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_),
+            np.zeros(n, dtype=np.bool_))
+
+
+def _expire_queued(a, first, started, status, end, q, qh, ql, cap, t, tmo, rto):
+    """Queued requests past their queue timeout or their request deadline leave: ``(qh, ql)``."""
+    # new arrivals are in arrival order; a preempted request at the head has started and does not time out
+    while ql > 0 and first[q[qh]] != first[q[qh]] and t - a[q[qh]] > tmo:
+        j = q[qh]
+        qh = (qh + 1) % cap
+        ql -= 1
+        status[j] = TIMEOUT
+        end[j] = a[j] + tmo
+    # the request deadline: queued (also preempted) requests at the head, in arrival order
+    while ql > 0 and t - a[q[qh]] >= rto:
+        j = q[qh]
+        qh = (qh + 1) % cap
+        ql -= 1
+        status[j] = TIMEOUT
+        end[j] = a[j] + rto
+        started[j] = first[j]
+        first[j] = math.nan
+    return qh, ql
+
+
+def _preempt(stack, running, ver, gen, it0, inp, q, qh, ql, cap, it, budget, kv, ctx, nrun, n_pre):
+    """Out of KV for the next token of every running request: preempt the newest (recomputed later), back to the
+    queue's head. ``(kv, ctx, nrun, n_pre, qh, ql)``."""
+    while nrun > 0 and kv + nrun > budget:
+        j = stack.pop()
+        if not running[j]:
+            continue
+        g = gen[j] + it - it0[j]
+        held = inp[j] + g
+        kv -= held
+        ctx -= held
+        running[j] = False
+        ver[j] += 1
+        gen[j] = g
+        nrun -= 1
+        n_pre += 1
+        qh = (qh - 1) % cap
+        q[qh] = j
+        ql += 1
+    return kv, ctx, nrun, n_pre, qh, ql
+
+
+# The loop's state is local variables, compiled by numba (``_compiled``) into one machine-code loop, the steps above
+# inlined; the queue is a ring buffer (``q``, head ``qh``, length ``ql``; a preempted request goes back to its head),
+# the completion and deadline heaps are lists of tuples (``heapq``).
 # With ``NUMBA_DISABLE_JIT=1`` the same source runs as plain Python, with the same numbers (tests/twin/test_jit.py).
 def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt, tmo, rto, paged):  # noqa: C901
     n = a.size
     timed = tmo < math.inf or rto < math.inf  # a deadline can end a decode jump (a running one is in dl)
     dl = [(0.0, 0.0, 0.0)]  # (deadline, version, request) of running requests (request timeout); typed by its seed
     dl.pop()
-    first = np.full(n, np.nan)
-    started = np.full(n, np.nan)  # first token of a request the deadline aborted after it started
-    end = np.full(n, np.nan)
-    status = np.zeros(n, dtype=np.int8)
-    gen = np.zeros(n, dtype=np.int64)  # tokens generated when last admitted (after its prefill)
-    it0 = np.zeros(n, dtype=np.int64)  # decode-iteration count at its last admission
-    ver = np.zeros(n, dtype=np.int64)  # heap entries of an older version are stale (the request was preempted)
-    cap = max(n, 1)
-    q = np.zeros(cap, dtype=np.int64)  # the queue, a ring buffer: each request is in it at most once
-    qh = 0
-    ql = 0
+    first, started, end, status, gen, it0, ver, q, running, kv_held, slot_held = _new_state(n)
+    cap = q.size
+    qh = ql = 0  # the queue's head and length
     done = [(0, 0, 0)]  # (decode-iteration count at which it finishes, version, request)
     done.pop()
     stack = [0]  # running requests in admission order (LIFO preemption; finished ones skipped)
     stack.pop()
     batch = [0]
-    running = np.zeros(n, dtype=np.bool_)
     t = 0.0 if n == 0 else a[0]
     it = 0  # decode iterations so far
     nrun = 0
     kv = 0.0  # KV tokens held under the policy
     ctx = 0.0  # context tokens (input + generated) of the running batch
     nxt = 0  # next arrival not yet queued
-    peak_run = 0
-    peak_kv = 0.0
-    n_pre = 0
-    kv_held = np.zeros(n, dtype=np.bool_)  # was held at the head by the KV budget with a slot free
-    slot_held = np.zeros(n, dtype=np.bool_)  # was held at the head with every slot busy
+    peak_run, peak_kv, n_pre = 0, 0.0, 0  # the running batch's and the KV's peaks; preemptions
 
     while nxt < n or ql > 0 or nrun > 0:
         # arrivals up to now join the queue (or are rejected outright)
@@ -219,23 +271,8 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
                 q[(qh + ql) % cap] = nxt
                 ql += 1
             nxt += 1
-        # queued requests past their timeout leave (new arrivals are in arrival order; a preempted
-        # request at the head has started and does not time out)
-        while ql > 0 and first[q[qh]] != first[q[qh]] and t - a[q[qh]] > tmo:
-            j = q[qh]
-            qh = (qh + 1) % cap
-            ql -= 1
-            status[j] = TIMEOUT
-            end[j] = a[j] + tmo
-        # the request deadline: queued (also preempted) requests at the head, in arrival order, and running ones
-        while ql > 0 and t - a[q[qh]] >= rto:
-            j = q[qh]
-            qh = (qh + 1) % cap
-            ql -= 1
-            status[j] = TIMEOUT
-            end[j] = a[j] + rto
-            started[j] = first[j]
-            first[j] = math.nan
+        if ql > 0 and (t - a[q[qh]] > tmo or t - a[q[qh]] >= rto):  # the head may leave (a cheap test first)
+            qh, ql = _expire_queued(a, first, started, status, end, q, qh, ql, cap, t, tmo, rto)
         while len(dl) > 0 and (dl[0][1] != ver[int(dl[0][2])] or not running[int(dl[0][2])] or dl[0][0] <= t):
             d, vf, jf = heapq.heappop(dl)
             j = int(jf)
@@ -254,24 +291,9 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
             first[j] = math.nan
         preempted = False
         if paged and nrun > 0 and kv + nrun > budget:
-            # out of KV for the next token of every running request: preempt the newest (recompute later)
-            while nrun > 0 and kv + nrun > budget:
-                j = stack.pop()
-                if not running[j]:
-                    continue
-                g = gen[j] + it - it0[j]
-                held = inp[j] + g
-                kv -= held
-                ctx -= held
-                running[j] = False
-                ver[j] += 1
-                gen[j] = g
-                nrun -= 1
-                n_pre += 1
-                qh = (qh - 1) % cap
-                q[qh] = j
-                ql += 1
-                preempted = True
+            kv, ctx, nrun, n_pre, qh, ql = _preempt(stack, running, ver, gen, it0, inp, q, qh, ql, cap, it, budget,
+                                                    kv, ctx, nrun, n_pre)
+            preempted = True
         # admission, head of line (none in a step that preempted, as vLLM's scheduler does)
         batch.clear()
         btok = 0.0
@@ -310,10 +332,8 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
                         heapq.heappush(dl, (a[j] + rto, float(ver[j]), float(j)))
                     ctx += inp[j] + gen[j]
                     nrun += 1
-            if nrun > peak_run:
-                peak_run = nrun
-            if kv > peak_kv:
-                peak_kv = kv
+            peak_run = max(peak_run, nrun)
+            peak_kv = max(peak_kv, kv)
             continue
         if nrun == 0:
             if ql > 0:  # cannot happen: an empty server admits any request that was not rejected (said by the caller)
@@ -331,9 +351,7 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
         k = done[0][0] - it
         if base > 0:
             if ql == 0 and nxt < n and nrun < slots:
-                kk = _iters_to_cover(a[nxt] - t, base, slope)
-                if kk < k:
-                    k = kk
+                k = min(k, _iters_to_cover(a[nxt] - t, base, slope))
             if timed:
                 deadline = math.inf
                 if ql > 0:
@@ -344,15 +362,10 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
                 if len(dl) > 0 and dl[0][0] < deadline:
                     deadline = dl[0][0]
                 if deadline < math.inf:
-                    kk = _iters_to_cover(deadline - t, base, slope)
-                    if kk < k:
-                        k = kk
+                    k = min(k, _iters_to_cover(deadline - t, base, slope))
         if paged and budget < math.inf:
-            kk = int((budget - kv) // nrun)
-            if kk < k:
-                k = kk
-        if k < 1:
-            k = 1
+            k = min(k, int((budget - kv) // nrun))
+        k = max(k, 1)
         t0 = t
         t += k * base + slope * k * (k - 1) / 2.0
         it += k
@@ -360,8 +373,7 @@ def _event_loop(a, inp, unc, need, nout, p0, p1, d0, d1, dc, slots, budget, mbt,
         ctx += kv_add
         if paged:
             kv += kv_add
-            if kv > peak_kv:
-                peak_kv = kv
+            peak_kv = max(peak_kv, kv)
         while len(done) > 0 and done[0][0] <= it:
             fin, v, j = heapq.heappop(done)
             if v != ver[j]:

@@ -42,6 +42,23 @@ def test_in_process_only_parts_say_so_after_a_round_trip(result):
     assert back.mixes[0].replicates is None and result.mixes[0].replicates is not None
 
 
+def test_coerce_passes_a_result_reads_a_document_and_names_the_source(result):
+    """One entry for what a caller holds: the result itself, a limits JSON (read back equal), or a stand-in."""
+    from bearing_lib.common.unavailable import Unavailable
+
+    assert LimitsResult.coerce(result) is result
+    doc = json.loads(json.dumps(result.to_dict()))
+    back = LimitsResult.coerce(doc, source="limits.json")
+    assert back is not None and back.to_dict() == doc
+    assert [m.q_ult.value for m in back.mixes] == [m["q_ult"]["value"] for m in doc["mixes"]]
+    for absent in (None, Unavailable("no load test"), {"available": False, "reason": "no load test"}):
+        assert LimitsResult.coerce(absent) is None
+    with pytest.raises(SchemaError, match=r"^my-limits\.json: expected a limits JSON object, found list"):
+        LimitsResult.coerce([1, 2], source="my-limits.json")
+    with pytest.raises(SchemaError, match=r"my-limits\.json"):
+        LimitsResult.coerce({"hello": [1, 2, 3]}, source="my-limits.json")
+
+
 def test_every_problem_is_reported_at_once(result):
     doc = copy.deepcopy(result.to_dict())
     doc["mixes"][0]["q_ult"]["value"] = "fast"

@@ -90,8 +90,8 @@ def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_pa
     report run failed in the notebook."""
     from bearing_lib.app import pipeline
     from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.limits.result import LimitsResult
     from bearing_lib.loaders import load
-    from bearing_lib.report.model import _limits_arg
 
     head = ("Type,Name,Request Count,Failure Count,Median Response Time,Average Response Time,Min Response Time,"
             "Max Response Time,Requests/s,50%,90%,95%,99%\n")
@@ -102,8 +102,8 @@ def test_a_locust_stats_only_run_is_step_0_and_its_limits_json_reads_back(tmp_pa
     assert lp.frame["step"].to_list() == [0] and lp.frame["offered_load"].to_list() == [None]
     assert lp.frame["n_requests"].to_list() == [200] and lp.frame["n_errors"].to_list() == [10]
     doc = pipeline.limits_document(fit_limits(lp, "error_rate <= 10%", mixes="none", n_boot=0))
-    lim, reason = _limits_arg(doc)
-    assert reason is None and lim is not None
+    lim = LimitsResult.coerce(doc, source="limits document")
+    assert lim is not None
     assert [st.step for st in lim.mixes[0].steps] == [0]
 
 

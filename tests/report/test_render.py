@@ -13,7 +13,7 @@ import pytest
 from markupsafe import escape
 
 from bearing_lib.report.charts import MAX_POINTS, downsample_max, load_curve_chart
-from bearing_lib.report.model import CurvePoint, LoadCurve, PhaseBand, build_report, make_provenance
+from bearing_lib.report.model import CurvePoint, Flag, LoadCurve, PhaseBand, build_report, make_provenance
 from bearing_lib.report.render import render_html, vega_bundle, write_report
 from tests.factories import summary_doc
 from tests.report.conftest import provenance
@@ -89,7 +89,7 @@ def _hostile_model(docs):
     docs["limits"]["mixes"][0]["mix"]["name"] = PAYLOAD
     docs["plan"]["fos"]["per_mix"][0]["mix"] = PAYLOAD
     docs["plan"]["verdict_reason"] = "see http://evil.example/x " + PAYLOAD
-    findings = [{"source": "loader", "level": "warning", "code": "bad_row", "message": "error: " + PAYLOAD}]
+    findings = [Flag("loader", "warning", "bad_row", "error: " + PAYLOAD)]
     prov = make_provenance(parameters={"note": PAYLOAD},
                            inputs=[{"role": "trace", "path": f"/data/{PAYLOAD}.csv", "sha256": "0" * 64}])
     return build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=prov,
@@ -208,7 +208,7 @@ def _every_field_hostile(docs):
     plan["fos"]["per_mix"][0]["mix"] = _evil("mix-name")
     plan["verdict_reason"] = _evil("verdict-reason")
     plan["notes"] = [_evil("plan-note")]
-    findings = [{"source": "loader", "level": "warning", "code": "bad_row", "message": _evil("error-message")}]
+    findings = [Flag("loader", "warning", "bad_row", _evil("error-message"))]
     prov = make_provenance(parameters={"note": _evil("parameter")},
                            inputs=[{"role": "trace", "path": f"/data/{_evil('file-name')}.csv", "sha256": "0" * 64}])
     return build_report(limits=lim, profile=docs["profile"], plan=plan, provenance=prov, findings=findings,

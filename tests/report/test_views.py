@@ -15,7 +15,7 @@ from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.elasticity import ReplayResult
 from bearing_lib.plan.fos import CbuResult, Target
 from bearing_lib.plan.memory import MemoryPlan
-from bearing_lib.report.model import build_report
+from bearing_lib.report.model import Flag, build_report
 from bearing_lib.report.render import render_html, vega_bundle
 from bearing_lib.report.views import (
     cbu_view,
@@ -206,8 +206,8 @@ def test_flags_grouped_by_source_and_severity_with_counts_per_code():
 
 
 def test_flags_section_in_html():
-    findings = [{"source": "production trace", "level": "info", "code": "tz_assumed", "message": "UTC assumed"},
-                {"source": "production trace", "level": "warning", "code": "dup_rows", "message": "3 duplicate rows"}]
+    findings = [Flag("production trace", "info", "tz_assumed", "UTC assumed"),
+                Flag("production trace", "warning", "dup_rows", "3 duplicate rows")]
     m = build_report(limits=None, profile=None, plan=None, provenance=provenance(), findings=findings, name="w")
     html = render_html(m).replace(vega_bundle(), "")
     sec = html[html.index('id="quality"'):html.index('id="provenance"')]
