@@ -101,7 +101,8 @@ class StepStats:
     ``groups``: run_id, step, mix and its number ``_g``; ``counts``: per ``_g`` and ``_block`` the exact
     counts (``n``, ``n_ok``, ``n_failed``, ``n_known``, ``out_tok``, ``lat_sum``, ``lat_n``, per clause ``i``
     ``_pk_i`` / ``_pn_i`` / ``_gk_i`` / ``_gn_i``, per metric ``{m}_n`` / ``{m}_sum`` / ``{m}_max``);
-    ``hist``: per ``_g``, ``_block``, metric index ``_m`` (into :data:`METRICS`) and ``_bin``: ``count``.
+    ``hist``: per ``_g``, ``_block`` (block 0 only for a metric no percentile clause reads), metric index ``_m`` (into
+    :data:`METRICS`) and ``_bin``: ``count``.
     ``windows``: the steps' steady windows (``step_windows``).
     """
 
@@ -196,10 +197,12 @@ def _count_query(steady: pl.LazyFrame, sla: SLA, n_blocks: int) -> pl.LazyFrame:
     return steady.group_by(key).agg(aggs)
 
 
-def _hist_query(steady: pl.LazyFrame, n_blocks: int) -> pl.LazyFrame:
-    base = (pl.col("_g").cast(pl.Int64) * n_blocks + pl.col("_block")) * len(METRICS)
-    codes = [((base + i) * N_BINS + bin_expr(pl.when(OK_EXPR).then(pl.col(m)))).alias(f"_c{i}")
-             for i, m in enumerate(METRICS)]
+def _hist_query(steady: pl.LazyFrame, n_blocks: int, boot_metrics: set[str]) -> pl.LazyFrame:
+    """Histogram counts by one integer code; per block only for the metrics the bootstrap reads (the SLA's
+    percentile clauses), the other metrics' blocks merged into block 0 (the curve reads their sums)."""
+    g = pl.col("_g").cast(pl.Int64) * n_blocks
+    codes = [(((g + (pl.col("_block") if m in boot_metrics else 0)) * len(METRICS) + i) * N_BINS
+              + bin_expr(pl.when(OK_EXPR).then(pl.col(m)))).alias(f"_c{i}") for i, m in enumerate(METRICS)]
     long = steady.select(codes).unpivot(on=[f"_c{i}" for i in range(len(METRICS))], value_name="_code")
     return long.select("_code").drop_nulls().group_by("_code").agg(pl.len().cast(pl.Int64).alias("count"))
 
@@ -210,7 +213,8 @@ def stat_queries(lf: pl.LazyFrame, *, windows: pl.DataFrame, spec: MixSpec, sla:
     block) and histogram counts by ``_code`` (group × block × metric × bin). Picklable through ``functools.partial``
     (``Engine.map_partitions``)."""
     steady = _steady_blocks(lf, windows, spec, groups, n_blocks)
-    return [_count_query(steady, sla, n_blocks), _hist_query(steady, n_blocks)]
+    boot = {c.metric for c in sla.clauses if c.kind == "percentile"}
+    return [_count_query(steady, sla, n_blocks), _hist_query(steady, n_blocks, boot)]
 
 
 def combine(parts: Sequence[pl.DataFrame], sla: SLA, groups: pl.DataFrame, windows: pl.DataFrame,
@@ -229,7 +233,7 @@ def combine(parts: Sequence[pl.DataFrame], sla: SLA, groups: pl.DataFrame, windo
         (code // (N_BINS * len(METRICS) * n_blocks)).alias("_g"),
         (code // (N_BINS * len(METRICS)) % n_blocks).alias("_block"),
         (code // N_BINS % len(METRICS)).alias("_m"),
-        (code % N_BINS).alias("_bin"), "count").sort("_g", "_m", "_block", "_bin")
+        (code % N_BINS).alias("_bin"), "count")
     return StepStats(groups=groups, counts=counts, hist=hist, windows=windows, n_blocks=n_blocks,
                      clauses=len(sla.clauses))
 
