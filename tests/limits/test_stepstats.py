@@ -16,7 +16,7 @@ from bearing_lib.data.engine import Engine
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.limits import stepstats as ss
 from bearing_lib.limits.curves import load_curve, step_windows
-from bearing_lib.limits.fit import _as_sla, fit_limits, fit_limits_dataset
+from bearing_lib.limits.fit import _as_sla, _n_blocks, fit_limits, fit_limits_dataset
 from tests.limits.synth import make_trace, mm1_frame
 
 SPEC = MixSpec((Mix("short", {"input_tokens": (0, 1024)}), Mix("long", {"input_tokens": (1024, float("inf"))})))
@@ -202,3 +202,17 @@ def test_tiny_steps_do_not_crash(tmp_path, sizes: list[int], timed: bool) -> Non
     assert int(res.curve["n_requests"].sum()) <= sum(sizes)
     for m in res.limits:
         assert all(s.status in ("pass", "fail", "undetermined", "excluded") for s in m.steps)
+
+
+def test_fifty_blocks_are_the_in_memory_choice_up_to_saturation() -> None:
+    """The statistics cut every step into N_BLOCKS = 50 time blocks; the in-memory path takes ``n / b`` for the
+    Politis–White block length ``b`` of the step's latencies in time order, clipped to [10, 50]: 50 as well for
+    M/M/1 steps from 40 % to 100 % load (the queue's memory is short against the step's length)."""
+    f = mm1_frame([400, 960, 990, 1000], mu_rps=1000, step_s=120, seed=5)
+    tr = make_trace(f)
+    win = step_windows(tr)
+    steady = f.join(win.select("step", "t_start_s", "t_end_s"), on="step").filter(
+        pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s"))).sort("start_s")
+    for k in range(4):
+        lat = steady.filter(pl.col("step") == k)["latency_ms"].to_numpy()
+        assert lat.size > 30_000 and _n_blocks(lat, lat.size) == ss.N_BLOCKS
