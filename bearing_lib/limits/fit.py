@@ -1789,6 +1789,8 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
 
     cols = [c for c in dict.fromkeys([*stepstats.STATS_COLUMNS, "model"])]
     trace = stepstats.scan_trace(ds.scan(cols), ds.path, origin)
+    with pl.Config(engine_affinity="streaming"):
+        check_sla_against(sla_obj, [trace])  # one error for every clause the data cannot evaluate
     win = stepstats.windows_of(trace, options, trend_metric=trend_metric)
     groups = stepstats.step_groups(win, spec.names())
     parts = eng.map_partitions(ds, cols, partial(stepstats.stat_queries, windows=win, spec=spec, sla=sla_obj,

@@ -151,6 +151,12 @@ def test_limit_from_stats_equals_in_memory_limit(synth_file) -> None:
     assert any(n.startswith("fitted from per-step statistics") for n in got.notes)
 
 
+def test_stats_path_refuses_a_metric_the_file_lacks(synth_file) -> None:
+    _, path = synth_file  # the synthetic requests carry no ITL
+    with pytest.raises(BearingError, match="itl_ms"):
+        fit_limits_dataset(path, ["p99(itl) <= 50ms"], mixes=SPEC, n_boot=0, stats=True)
+
+
 def test_stats_auto_keeps_small_datasets_in_memory(synth_file) -> None:
     _, path = synth_file
     res = fit_limits_dataset(path, SLA_TEXT, mixes=SPEC, n_boot=0)
