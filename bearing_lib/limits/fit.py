@@ -1813,9 +1813,9 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
         "T_recover, the cost anomaly index and the failure descriptions are not computed, and P_critical's "
         f"interval is the parametric one; one bootstrap generator seeded {seed} for every run, on the "
         f"{where['engine']} engine")
-    models = ds.scan(["model", "offered_load_unit"]).select(
-        pl.col("model").drop_nulls().unique().implode(), pl.col("offered_load_unit").drop_nulls().unique().implode()
-    ).collect(engine="streaming").row(0)
+    # a frame's unique() streams (a hash group-by); the expression's unique() held 100 M strings
+    models = [ds.scan([c]).drop_nulls().unique().collect(engine="streaming")[c].to_list()
+              for c in ("model", "offered_load_unit")]
     cond = Conditions(
         sources=[Source(path=ds.path, sha256=None, format="parquet-dataset", tool="bearing engine", kind="requests")],
         model=sorted(models[0]), offered_load_unit=sorted(models[1]), mixes=mode,
