@@ -1799,7 +1799,8 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
     curve, _ = stepstats.stats_curve(trace, spec, sla_obj, extra_quantiles=extra_q, windows=win, stats=st)
     rng = np.random.default_rng(seed)
-    reps = stepstats.replicates_from_stats(st, sla_obj, n_boot, rng) if n_boot > 0 else None
+    # each run's bootstrap has its own generator seeded `seed`, as when each run is fitted in a task
+    reps = stepstats.replicates_from_stats(st, sla_obj, n_boot, seed) if n_boot > 0 else None
     prep = _TraceInputs(curve, None, {}, {}, reps)
     pcs = sla_obj.percentile_clauses()
     curve, limits, skipped = _fit_input(trace, [trace], spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
@@ -1811,7 +1812,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
         f"{stepstats.REL_BIN:.1%} wide): counts exact, quantiles and their CIs within "
         f"{stepstats.TOLERANCE:.2%} of the exact ones; no request held, so the MSER warm-ups, the settling tests, "
         "T_recover, the cost anomaly index and the failure descriptions are not computed, and P_critical's "
-        f"interval is the parametric one; one bootstrap generator seeded {seed} for every run, on the "
+        f"interval is the parametric one; each run's bootstrap has its own generator seeded {seed}; on the "
         f"{where['engine']} engine")
     # a frame's unique() streams (a hash group-by); the expression's unique() held 100 M strings
     models = [ds.scan([c]).drop_nulls().unique().collect(engine="streaming")[c].to_list()

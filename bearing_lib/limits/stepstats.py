@@ -371,11 +371,12 @@ def sla_columns(stats: StepStats, sla: SLA) -> pl.DataFrame:
     return stats.groups.join(out, on="_g").drop("_g")
 
 
-def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.random.Generator,
+def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.random.Generator | int,
                           ) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
     """``{(run, mix): {step: {clause: replicate margins}}}`` as ``fit._replicates`` returns them, from the
     per-block counts and histograms: one block-weight draw per step (steps in run, step order), shared by its
-    mixes and clauses; rates exact given the blocks, quantiles within :data:`TOLERANCE`."""
+    mixes and clauses; rates exact given the blocks, quantiles within :data:`TOLERANCE`. ``rng`` an integer: each
+    run draws from its own generator seeded with it (as ``fit_limits_dataset`` fits each run)."""
     nb = stats.n_blocks
     counts = stats.counts.join(stats.groups, on="_g")
     hist = stats.hist.join(stats.groups.select("_g"), on="_g")
@@ -392,9 +393,11 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / den, np.nan)
 
+    gens: dict[object, np.random.Generator] = {}
     for (run, step), part in counts.sort("run_id", "step").partition_by(["run_id", "step"], as_dict=True,
                                                                          maintain_order=True).items():
-        wts = bs.block_weights(nb, n_boot, rng)
+        gen = rng if isinstance(rng, np.random.Generator) else gens.setdefault(run, np.random.default_rng(rng))
+        wts = bs.block_weights(nb, n_boot, gen)
         for (mix,), f in part.partition_by(["mix"], as_dict=True, maintain_order=True).items():
             gid = f["_g"][0]
             hf = hist_by.get(gid)

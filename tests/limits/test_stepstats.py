@@ -151,6 +151,25 @@ def test_limit_from_stats_equals_in_memory_limit(synth_file) -> None:
     assert any(n.startswith("fitted from per-step statistics") for n in got.notes)
 
 
+def test_two_runs_from_stats_equal_each_run_fitted_in_memory(tmp_path) -> None:
+    fa = mm1_frame([300, 600, 900, 1050], mu_rps=1000, step_s=40, seed=6, run_id="a",
+                   mix_weights={"chat": 0.5, "rag": 0.5})
+    fb = mm1_frame([350, 700, 1000, 1100], mu_rps=1000, step_s=40, seed=7, run_id="b",
+                   mix_weights={"chat": 0.5, "rag": 0.5})
+    path = tmp_path / "two.parquet"
+    make_trace(pl.concat([fa, fb])).frame.write_parquet(path)
+    got = fit_limits_dataset(path, SLA_TEXT, mixes=SPEC, n_boot=200, seed=3, stats=True)
+    for run, f in (("a", fa), ("b", fb)):
+        mem = fit_limits(make_trace(f), SLA_TEXT, mixes=SPEC, n_boot=200, seed=3)
+        mine = [m for m in got.limits if m.run_id == run]
+        assert [m.mix.name for m in mine] == [m.mix.name for m in mem.limits]
+        for a, b in zip(mem.limits, mine, strict=True):
+            assert b.q_ult.value == pytest.approx(a.q_ult.value, rel=1e-9)
+            # the pooled crossing's replicates read exact counts with the same block weights: the same interval
+            assert b.q_ult.bootstrap_ci95 == pytest.approx(a.q_ult.bootstrap_ci95, rel=1e-9)
+            assert [s.n_requests for s in b.steps] == [s.n_requests for s in a.steps]
+
+
 def test_stats_path_refuses_a_metric_the_file_lacks(synth_file) -> None:
     _, path = synth_file  # the synthetic requests carry no ITL
     with pytest.raises(BearingError, match="itl_ms"):
