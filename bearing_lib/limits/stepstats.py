@@ -125,22 +125,33 @@ class _Column:
         return self._nulls
 
 
+_NULL_COUNTED = ("step", "start_s", "end_s", "ttft_ms", "latency_ms")
+"""The columns whose null counts the window code reads (one streaming query of numeric columns; any other column
+is counted when asked for)."""
+
+
 class _ScanFrame:
-    """What ``step_windows``, ``_completions`` and ``littles_law`` read of a trace's frame, over a lazy scan:
-    ``lazy()``, ``columns``, ``height`` and each column's ``null_count()`` (one streaming query)."""
+    """What ``step_windows``, ``_completions``, ``littles_law`` and ``check_sla_against`` read of a trace's frame,
+    over a lazy scan: ``lazy()``, ``columns``, ``height`` and a column's ``null_count()``."""
 
     def __init__(self, lf: pl.LazyFrame) -> None:
         self._lf = lf
         self.columns = lf.collect_schema().names()
-        facts = lf.select(pl.len().alias("_n"), *[pl.col(c).null_count().alias(c) for c in self.columns]).collect(
+        self._nulls: dict[str, int] = {}
+        self.height = self._count([c for c in _NULL_COUNTED if c in self.columns])
+
+    def _count(self, cols: list[str]) -> int:
+        facts = self._lf.select(pl.len().alias("_n"), *[pl.col(c).null_count().alias(c) for c in cols]).collect(
             engine="streaming").row(0, named=True)
-        self.height = int(facts.pop("_n"))
-        self._nulls = {c: int(v) for c, v in facts.items()}
+        self._nulls.update({c: int(facts[c]) for c in cols})
+        return int(facts["_n"])
 
     def lazy(self) -> pl.LazyFrame:
         return self._lf
 
     def __getitem__(self, column: str) -> _Column:
+        if column not in self._nulls:
+            self._count([column])
         return _Column(self._nulls[column])
 
 
