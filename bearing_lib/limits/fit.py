@@ -1333,7 +1333,7 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
                pooled_runs: dict[str, list[str]], notes: list[str], progress: Progress | None,
                prep: _TraceInputs | None = None) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
     """One input of :func:`fit_limits`: its load curve, the limit of each (run, mix) group and the groups skipped.
-    ``prep`` given: the input's curve and replicates are already made (the statistics path, :func:`_prepare_stats`)."""
+    ``prep`` given: the input's curve and replicates are already made (the statistics path, :func:`_fit_stats`)."""
     tables = isinstance(it, LoadPointTable)
     if progress is not None:
         progress.start(None, f"load curve and bootstrap of {it.provenance.source}")  # no count: a pulsing bar
@@ -1393,7 +1393,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     lim.share = share
     if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)
-        if prep is not None:  # the statistics path (_prepare_stats): no request is held
+        if prep is not None:  # the statistics path (_fit_stats): no request is held
             lim.cost_anomaly_index = CostAnomaly(available=False, reason=STATS_NO_REQUESTS)
         return lim
     steady = prep.steady
