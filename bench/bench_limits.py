@@ -15,6 +15,8 @@ Usage::
     PYTHONPATH=. nice python bench/bench_limits.py [--rows-agg 10000000] [--rows-limits 1000000] [--out DIR]
     PYTHONPATH=. nice python bench/bench_limits.py --only-aggregate --repeat 5 --out DIR   # load curve vs (c)
     PYTHONPATH=. nice python bench/bench_limits.py --only-aggregate --kinds aggregate curve_fixed curve_dataset ...
+    PYTHONPATH=. nice python bench/bench_limits.py --stats 10000000 --kinds stats limits --repeat 2 --out DIR
+    PYTHONPATH=. nice python bench/bench_limits.py --stats 100000000 --kinds stats --repeat 1 --out DIR
 """
 
 from __future__ import annotations
@@ -46,6 +48,38 @@ def _synth(rows: int, steps: int, path: Path, seed: int) -> None:
     df = mm1_frame(rates.tolist(), mu_rps=mu, step_s=step_s, seed=seed,
                    mix_weights={"chat": 0.5, "rag": 0.3, "cached": 0.2})
     conform(df.with_columns(pl.lit("synthetic-model").alias("model"))).write_parquet(path)
+
+
+def _synth_chunked(rows: int, steps: int, path: Path, seed: int) -> None:
+    """The same stepped trace as :func:`_synth`, generated and written one step at a time (memory: one step's
+    rows; the queue starts empty at each step instead of carrying over), for traces that do not fit in memory
+    (100 M requests)."""
+    import numpy as np
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from bearing_lib.data.trace import conform
+    from tests.limits.synth import mm1_frame
+
+    mu = 1000.0
+    rates = np.linspace(0.5 * mu, 1.15 * mu, steps)
+    step_s = rows / rates.sum()
+    writer = None
+    try:
+        for k, lam in enumerate(rates):
+            df = mm1_frame([float(lam)], mu_rps=mu, step_s=step_s, seed=seed + k,
+                           mix_weights={"chat": 0.5, "rag": 0.3, "cached": 0.2}).drop("request_id")
+            df = df.with_columns(pl.col("start_s") + k * step_s, pl.col("end_s") + k * step_s,
+                                 pl.lit(k, pl.Int64).alias("step"), pl.lit("synthetic-model").alias("model"))
+            table = conform(df).to_arrow()
+            del df
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), table.schema)
+            writer.write_table(table, row_group_size=1 << 20)
+            del table
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 CURVE_COLUMNS = ["run_id", "step", "offered_load", "offered_load_unit", "start_s", "end_s", "status", "ttft_ms",
@@ -91,8 +125,25 @@ def _child_limits(path: str) -> dict:
                     Mix("long", {"input_tokens": (4096, float("inf"))})))
     res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0)
     t2 = time.perf_counter()
-    return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1,
-            "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
+    return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1, "total_s": t2 - t0,
+            "groups": res.curve.height, "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
+
+
+def _child_stats(path: str) -> dict:
+    """The same fit as ``_child_limits`` from per-step statistics (``limits.stepstats``: streaming queries over the
+    file, no request held): ``fit_limits_dataset(FILE, stats=True)``, the embedded engine."""
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from bearing_lib.limits.fit import fit_limits_dataset
+
+    t0 = time.perf_counter()
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1024)}),
+                    Mix("cached", {"input_tokens": (1024, 4096)}),
+                    Mix("long", {"input_tokens": (4096, float("inf"))})))
+    res = fit_limits_dataset(path, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0,
+                             engine="embedded", stats=True)
+    t1 = time.perf_counter()
+    return {"rows": int(res.curve["n_requests"].sum()), "fit_limits_s": t1 - t0, "total_s": t1 - t0,
+            "groups": res.curve.height, "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
 
 
 def _child_limits_dataset(path: str) -> dict:
@@ -266,16 +317,26 @@ def main() -> None:
                     help="Only the load-curve aggregation beside polars-lazy task (c), --repeat rounds alternating.")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of aggregate + reference (--only-aggregate)")
     ap.add_argument("--kinds", nargs="+", default=["aggregate", "curve_fixed"],
-                    choices=["aggregate", "curve_fixed", "curve_dataset", "before"],
+                    choices=["aggregate", "curve_fixed", "curve_dataset", "before", "stats", "limits"],
                     help="bearing's children beside task (c) (--only-aggregate): read + auto mixes + load_curve; "
                          "read + load_curve with three given mixes; load_curve_dataset on the file; "
                          "'before': the aggregate child of the checkout in --before DIR")
     ap.add_argument("--before", type=Path, default=None, help="an earlier checkout, for the 'before' child")
+    ap.add_argument("--stats", type=int, default=None, metavar="ROWS",
+                    help="the limits fit from per-step statistics ('stats') beside task (c) on a ROWS-request, "
+                         "12-step trace, --repeat rounds (with --kinds stats [limits]: limits = in memory); "
+                         "the file is written one step at a time above 10 M requests")
     args = ap.parse_args()
     global BEFORE
     BEFORE = args.before.resolve() if args.before else None
     tmp = args.out or Path(tempfile.mkdtemp(prefix="bench_limits_"))
     tmp.mkdir(parents=True, exist_ok=True)
+    if args.stats:
+        ps = tmp / f"limits-{args.stats}.parquet"
+        if not ps.exists():
+            (_synth if args.stats <= 10_000_000 else _synth_chunked)(args.stats, 12, ps, seed=1)
+        _aggregate_rounds(ps, args.repeat, tuple(k for k in args.kinds if k in ("stats", "limits")) or ("stats",))
+        return
     p1, p10 = tmp / f"limits-{args.rows_limits}.parquet", tmp / "aggregate.parquet"
     if not p1.exists():
         _synth(args.rows_limits, 12, p1, seed=1)

@@ -1302,7 +1302,7 @@ class _TraceInputs:
     requests (lazy), MSER warm-ups, the whole-step settling tests and the bootstrap replicates."""
 
     curve: pl.DataFrame
-    steady: pl.LazyFrame
+    steady: pl.LazyFrame | None
     warmups: dict
     settle: dict[tuple[str, str], dict[int, StepSettling]]
     reps: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] | None
@@ -1331,13 +1331,15 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
                extra_q: tuple[float, ...], options: CurveOptions | None, n_boot: int, rng: np.random.Generator,
                seed: int, level: float, estimator: str, min_share: float, metric: str, mix_by_name: dict[str, Mix],
                pooled_runs: dict[str, list[str]], notes: list[str], progress: Progress | None,
-               ) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
-    """One input of :func:`fit_limits`: its load curve, the limit of each (run, mix) group and the groups skipped."""
+               prep: _TraceInputs | None = None) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
+    """One input of :func:`fit_limits`: its load curve, the limit of each (run, mix) group and the groups skipped.
+    ``prep`` given: the input's curve and replicates are already made (the statistics path, :func:`_fit_stats`)."""
     tables = isinstance(it, LoadPointTable)
-    prep = None
     if progress is not None:
         progress.start(None, f"load curve and bootstrap of {it.provenance.source}")  # no count: a pulsing bar
-    if tables:
+    if prep is not None:
+        curve = prep.curve
+    elif tables:
         curve = load_curve(it, extra_quantiles=extra_q, options=options)
         if len(spec.mixes) > 1 or spec.mixes[0].name != ALL:
             notes.append(f"{it.provenance.source}: a load-point table has no per-request data; all its "
@@ -1345,7 +1347,8 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
     else:
         prep = _prepare_trace(it, spec, sla_obj, extra_q, options, n_boot, rng)
         curve = prep.curve
-    recovery = {} if tables else _recovery_of(it, items, pooled_runs, sla_obj)
+    recovery = {} if tables or (prep is not None and prep.steady is None) else _recovery_of(it, items, pooled_runs,
+                                                                                             sla_obj)
     totals_df = curve.group_by("run_id", "step").agg(
         pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
     )
@@ -1388,8 +1391,10 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
                      reps.get((str(run), str(mix))) if reps else None, tot, n_boot if reps else 0, level, estimator,
                      None if prep is None else prep.settle.get((str(run), str(mix))))
     lim.share = share
-    if prep is None:
+    if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)
+        if prep is not None:  # the statistics path (_fit_stats): no request is held
+            lim.cost_anomaly_index = CostAnomaly(available=False, reason=STATS_NO_REQUESTS)
         return lim
     steady = prep.steady
     if lim.failure_floors:
@@ -1680,8 +1685,14 @@ def fit_limits_dataset(
     min_share: float | None = None,
     level: float = 0.95,
     options: CurveOptions | None = None,
+    stats: bool | str = "auto",
 ):  # noqa: ANN201 - LimitsResult
     """``fit_limits`` over a stepped load test stored as a Parquet dataset, run by an engine.
+
+    ``stats``: ``True`` fits from per-step sufficient statistics computed in streaming passes
+    (:func:`_fit_stats`, ``limits.stepstats``: memory grows with steps × bins, not requests); ``False`` holds
+    each run's requests in a task; ``"auto"`` (default) takes the statistics from
+    :data:`STATS_MIN_REQUESTS` stepped requests on. Said in the notes and ``conditions.extra["stats"]``.
 
     The unit of work is a run (its requests are shuffled together, or read from its own
     files when the files are split by run, as for :func:`load_curve_dataset`): each task fits
@@ -1713,6 +1724,12 @@ def fit_limits_dataset(
         notes = list(sla_obj.notes())
         spec, mode = _resolve_mixes(mixes, [_mix_trace(ds, origin)] if mixes == "auto" else [], share,
                                             sla_obj, notes)
+        if stats not in (True, False, "auto"):
+            raise ParameterError(f"stats must be True, False or 'auto', got {stats!r}")
+        if stats is True or (stats == "auto" and facts["n_step"] >= STATS_MIN_REQUESTS):
+            return _fit_stats(ds, eng, sla_obj, spec, mode, notes, origin, weights, n_boot=n_boot, seed=seed,
+                              min_share=share, level=level, options=options,
+                              trend_metric="ttft_ms" if facts["n_ttft"] else "latency_ms")
         fn = functools.partial(_fit_part, time_origin=origin, source=ds.path, sla=sla_obj, spec=spec, n_boot=n_boot,
                                seed=seed, min_share=share, level=level, options=options)
         cols = list(ds.columns) + [c for c in ds.hive_columns if c not in ds.columns]
@@ -1748,6 +1765,76 @@ def fit_limits_dataset(
                        blended=blended, skipped=[s for r in results for s in r.skipped], notes=notes,
                        bearing_version=__version__)
     out.attach_curve(pl.concat([r.curve for r in results], how="diagonal_relaxed").sort("run_id", "step", "mix"))
+    out.__dict__["sla_spec"] = sla_obj
+    return out
+
+
+STATS_MIN_REQUESTS = 5_000_000
+"""``fit_limits_dataset(stats="auto")`` fits from streaming statistics from this many stepped requests on."""
+STATS_NO_REQUESTS = ("needs per-request data: the fit read per-step statistics (limits.stepstats), not the "
+                     "requests")
+
+
+def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mode: str, notes: list[str],
+               origin: str, weights: object, *, n_boot: int, seed: int, min_share: float, level: float,
+               options: CurveOptions | None, trend_metric: str):  # noqa: ANN202 - LimitsResult
+    """``fit_limits`` from per-step sufficient statistics (``limits.stepstats``): the steady windows, the counts,
+    the latency histograms and the per-block counts of the bootstrap, each a streaming query over the dataset
+    (the statistics' two queries run on the engine, one task per file on Dask, partial tables summed). No
+    request is held: the judged steps, the pooled estimate, its bootstrap and the model fits read the statistics;
+    what needs requests in time order is left out and said in the notes."""
+    from functools import partial
+
+    from bearing_lib.limits import stepstats
+
+    cols = [c for c in dict.fromkeys([*stepstats.STATS_COLUMNS, "model"])]
+    trace = stepstats.scan_trace(ds.scan(cols), ds.path, origin)
+    with pl.Config(engine_affinity="streaming"):
+        check_sla_against(sla_obj, [trace])  # one error for every clause the data cannot evaluate
+    win = stepstats.windows_of(trace, options, trend_metric=trend_metric)
+    groups = stepstats.step_groups(win, spec.names())
+    parts = eng.map_partitions(ds, cols, partial(stepstats.stat_queries, windows=win, spec=spec, sla=sla_obj,
+                                                 groups=groups))
+    st = stepstats.combine(parts, sla_obj, groups, win)
+    extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
+    curve, _ = stepstats.stats_curve(trace, spec, sla_obj, extra_quantiles=extra_q, windows=win, stats=st)
+    rng = np.random.default_rng(seed)
+    # each run's bootstrap has its own generator seeded `seed`, as when each run is fitted in a task
+    reps = stepstats.replicates_from_stats(st, sla_obj, n_boot, seed) if n_boot > 0 else None
+    prep = _TraceInputs(curve, None, {}, {}, reps)
+    pcs = sla_obj.percentile_clauses()
+    curve, limits, skipped = _fit_input(trace, [trace], spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
+                                        "pooled", min_share, pcs[0].metric if pcs else "latency_ms",
+                                        {m.name: m for m in spec.mixes}, {}, notes, None, prep=prep)
+    where = eng.describe()
+    notes.append(
+        f"fitted from per-step statistics (limits.stepstats; {stepstats.N_BLOCKS} time blocks a step, latency bins "
+        f"{stepstats.REL_BIN:.1%} wide): counts exact, quantiles and their CIs within "
+        f"{stepstats.TOLERANCE:.2%} of the exact ones; no request held, so the MSER warm-ups, the settling tests, "
+        "T_recover, the cost anomaly index and the failure descriptions are not computed, and P_critical's "
+        f"interval is the parametric one; each run's bootstrap has its own generator seeded {seed}; on the "
+        f"{where['engine']} engine")
+    # a frame's unique() streams (a hash group-by); the expression's unique() held 100 M strings
+    models = [ds.scan([c]).drop_nulls().unique().collect(engine="streaming")[c].to_list()
+              for c in ("model", "offered_load_unit")]
+    cond = Conditions(
+        sources=[Source(path=ds.path, sha256=None, format="parquet-dataset", tool="bearing engine", kind="requests")],
+        model=sorted(models[0]), offered_load_unit=sorted(models[1]), mixes=mode,
+        steady_window=f"middle {1 - 2 * (options or CurveOptions()).trim_fraction:.0%} of each step's send window",
+        bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method=(
+            f"non-overlapping block bootstrap within steps ({stepstats.N_BLOCKS} time blocks; order statistics "
+            f"from per-block latency histograms, within {stepstats.TOLERANCE:.2%})")))
+    cond.extra = {**cond.extra, "engine": where, "stats": {"n_blocks": stepstats.N_BLOCKS,
+                                                           "rel_bin": stepstats.REL_BIN,
+                                                           "tolerance": stepstats.TOLERANCE}}
+    limits.sort(key=lambda m: (m.run_id, m.mix.name))
+    blended = _blended(limits, weights, level) if weights is not None else None
+    from bearing_lib.common.version import __version__
+
+    out = LimitsResult(sla=[SlaClauseDoc(**c) for c in sla_obj.to_list()], conditions=cond,
+                       mix_spec=[MixRef.of(m) for m in spec.mixes], mixes=limits, blended=blended, skipped=skipped,
+                       notes=notes, bearing_version=__version__)
+    out.attach_curve(curve.select([k for k in curve.columns if not k.startswith("_")]).sort("run_id", "step", "mix"))
     out.__dict__["sla_spec"] = sla_obj
     return out
 
