@@ -42,7 +42,7 @@ Rules (also in ``docs/limits.md``):
   ``saturated`` (informational: completions below 70 % of the offered rate and the typical request taking
   ≥ :data:`SATURATION_LATENCY_RATIO` × the run's unloaded latency; the limit is capped at the run's highest
   completed rate, :func:`saturation_cap`; timed steps read their completions inside the steady window,
-  ``_timed_saturation``); ``too_short`` without times reads the sending period (the send
+  ``timed_saturation``); ``too_short`` without times reads the sending period (the send
   window, else ``n / rate``);
   ``no_times`` / ``no_ci`` / ``steadiness_unknown`` when a check could not run.
   ``valid`` is true when no flag other than the informational ones (``no_times``,
@@ -440,7 +440,7 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
     )
 
 
-def _timed_saturation(g: pl.DataFrame) -> pl.DataFrame:
+def timed_saturation(g: pl.DataFrame) -> pl.DataFrame:
     """``saturated`` on timed rps steps (the rows of every mix of the step): the step's completions inside its
     steady window, all mixes together, below :data:`BELOW_OFFERED_RATIO` of the offered rate, while a queue built
     up: in some mix of the step the median latency of successful requests is at least
@@ -636,7 +636,7 @@ def _trend(bins: pl.DataFrame | None, r: dict, opt: CurveOptions) -> tuple[bool 
     return bool(known) and all(known), "; ".join(notes)
 
 
-def _curve_columns(qs: dict[str, float]) -> list[str]:
+def curve_columns(qs: dict[str, float]) -> list[str]:
     cols = [
         "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
         "n_errors", "n_unknown", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
@@ -682,8 +682,8 @@ def load_curve(
     opt = options or CurveOptions()
     win = windows if windows is not None else step_windows(data, opt)
     lf = steady_requests(data, win, mixes)
-    curve = _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), _completions(data, win, mixes))
-    return _with_little(curve, littles_law(data, win))
+    curve = _aggregate(lf, win, qs, (mixes or MixSpec.single()).names(), completions_in_window(data, win, mixes))
+    return with_little(curve, littles_law(data, win))
 
 
 def littles_law(trace: RequestTrace, windows: pl.DataFrame) -> pl.DataFrame | None:
@@ -721,7 +721,7 @@ def littles_law(trace: RequestTrace, windows: pl.DataFrame) -> pl.DataFrame | No
     ).select("run_id", "step", "inflight_mean", "littles_ratio")
 
 
-def _with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFrame:
+def with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFrame:
     """The curve with ``inflight_mean`` and ``littles_ratio`` per step and the ``littles_law`` flag."""
     if little is None:
         return curve.with_columns(pl.lit(None, pl.Float64).alias("inflight_mean"),
@@ -733,7 +733,7 @@ def _with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFra
         .otherwise(pl.col("flags")).alias("flags"))
 
 
-def _completions(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:
+def completions_in_window(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:
     """Per run × step × mix: successful requests of the step that *completed* inside its steady window.
 
     Completion time is ``end_s``, else ``start_s + latency_ms``. None when the trace has no
@@ -840,7 +840,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         del sorted_m
         g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
     del slim
-    g = _timed_saturation(g)
+    g = timed_saturation(g)
     n_ok = g["n_ok"].to_numpy()
     too_few: list[list[str]] = [[] for _ in range(g.height)]
     for name, q in qs.items():
@@ -853,7 +853,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
         pl.lit(None, pl.String).alias("phase"),
     )
-    return g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+    return g.select(curve_columns(qs)).sort("run_id", "step", "mix")
 
 
 def _metric_columns(m: str, qs: dict[str, float]) -> list[str]:
@@ -1002,11 +1002,12 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
         pl.lit(None, pl.String).alias("phase"),
     )
-    return out.select(_curve_columns(qs)).sort("run_id", "step", "mix")
+    return out.select(curve_columns(qs)).sort("run_id", "step", "mix")
 
 
 __all__ = [
     "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
-    "central_latency_s", "completion_span", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks",
-    "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_windows", "wilson_interval",
+    "central_latency_s", "completion_span", "completions_in_window", "curve_columns", "is_saturated", "load_curve",
+    "min_n_supported", "order_stat_ranks", "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests",
+    "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

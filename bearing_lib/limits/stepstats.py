@@ -52,14 +52,15 @@ from bearing_lib.limits.curves import (
     INFO_FLAGS,
     METRICS,
     QUANTILES,
-    _completions,
-    _curve_columns,
-    _with_little,
+    completions_in_window,
+    curve_columns,
     littles_law,
     order_stat_ranks,
     qname,
     step_windows,
+    timed_saturation,
     wilson_interval,
+    with_little,
 )
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA
 
@@ -131,8 +132,8 @@ is counted when asked for)."""
 
 
 class _ScanFrame:
-    """What ``step_windows``, ``_completions``, ``littles_law`` and ``check_sla_against`` read of a trace's frame,
-    over a lazy scan: ``lazy()``, ``columns``, ``height`` and a column's ``null_count()``."""
+    """What ``step_windows``, ``completions_in_window``, ``littles_law`` and ``check_sla_against`` read of a
+    trace's frame, over a lazy scan: ``lazy()``, ``columns``, ``height`` and a column's ``null_count()``."""
 
     def __init__(self, lf: pl.LazyFrame) -> None:
         self._lf = lf
@@ -292,7 +293,7 @@ def _metric_columns(stats: StepStats, qs: dict[str, float]) -> pl.DataFrame:
         for k, f in hist.partition_by(["_g", "_m"], as_dict=True, maintain_order=True).items())}
     rows = []
     for r in tot.iter_rows(named=True):
-        row: dict[str, object] = {"_g": r["_g"]}
+        row: dict[str, float | int | None] = {"_g": r["_g"]}  # one frame row (pl.DataFrame(rows) below)
         for mi, m in enumerate(METRICS):
             n_m = int(r[f"{m}_n"] or 0)
             row[f"{m}_max"] = r[f"{m}_max"] if n_m else None
@@ -352,6 +353,7 @@ def curve_from_stats(stats: StepStats, *, extra_quantiles: tuple[float, ...] = (
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     g = g.join(_metric_columns(stats, qs), on="_g", how="left")
+    g = timed_saturation(g)
     n_ok = g["n_ok"].to_numpy()
     too_few: list[list[str]] = [[] for _ in range(g.height)]
     for name, q in qs.items():
@@ -363,8 +365,8 @@ def curve_from_stats(stats: StepStats, *, extra_quantiles: tuple[float, ...] = (
     g = g.with_columns(
         pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
         pl.lit(None, pl.String).alias("phase"))
-    curve = g.select(_curve_columns(qs)).sort("run_id", "step", "mix")
-    return _with_little(curve, little)
+    curve = g.select(curve_columns(qs)).sort("run_id", "step", "mix")
+    return with_little(curve, little)
 
 
 def sla_columns(stats: StepStats, sla: SLA) -> pl.DataFrame:
@@ -469,7 +471,7 @@ def stats_curve(trace: RequestTrace, spec: MixSpec, sla: SLA, *, extra_quantiles
     with pl.Config(engine_affinity="streaming"):
         win = windows if windows is not None else step_windows(trace, options)  # type: ignore[arg-type]
         st = stats if stats is not None else step_stats(trace.frame.lazy(), win, spec, sla, n_blocks=n_blocks)
-        curve = curve_from_stats(st, extra_quantiles=extra_quantiles, done=_completions(trace, win, spec),
+        curve = curve_from_stats(st, extra_quantiles=extra_quantiles, done=completions_in_window(trace, win, spec),
                                  little=littles_law(trace, win))
     return curve.join(sla_columns(st, sla), on=["run_id", "step", "mix"], how="left"), st
 

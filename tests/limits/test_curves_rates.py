@@ -237,6 +237,13 @@ def test_a_timed_step_past_the_service_rate_is_saturated_and_caps_the_limit():
     flags = {r["offered_load"]: r["flags"] for r in curve.iter_rows(named=True)}
     assert "saturated" in flags[20.0]
     assert all("saturated" not in flags[x] for x in (2.0, 4.0, 6.0, 8.0))
+    # the statistics path (large inputs, limits.stepstats) flags the same steps
+    from bearing_lib.data.mixes import MixSpec
+    from bearing_lib.limits.sla import parse_sla
+    from bearing_lib.limits.stepstats import stats_curve
+
+    st_curve, _ = stats_curve(make_trace(f), MixSpec.single(), parse_sla("p50(ttft) <= 300ms"))
+    assert {r["offered_load"]: r["flags"] for r in st_curve.iter_rows(named=True)} == flags
     thr20 = curve.filter(pl.col("offered_load") == 20.0)["throughput_rps"].sum()
     assert thr20 == pytest.approx(10.0, rel=0.12)  # the service rate, within the Poisson noise of ~1,000 requests
     res = fit_limits(make_trace(f), "p50(ttft) <= 300ms", mixes=None, n_boot=0)

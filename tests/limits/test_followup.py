@@ -317,7 +317,7 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
         lat = [s["stats"]["latency_ms_p50"] / 1000 for s in mixes[name]["steps"]]
         for x in (2.125, 2.55):  # the rule by hand on the step table
             assert thr[x] < 0.7 * x and steps[x]["stats"]["latency_ms_p50"] / 1000 >= 3 * min(lat)
-        # the load curve flags those timed steps saturated (curves._timed_saturation), so the limit carries the
+        # the load curve flags those timed steps saturated (curves.timed_saturation), so the limit carries the
         # measured rate (q_ult.saturated_rps) and the follow-up reads it there, not by its own step-table rule
         assert all("saturated" in steps[x]["flags"] for x in (2.125, 2.55))
         sat = fu.measured_saturation(mixes[name])
