@@ -72,3 +72,19 @@ def test_politis_white_longer_for_dependent_series():
     b_iid, b_ar = politis_white_block_length(iid), politis_white_block_length(ar)
     assert b_iid < 5
     assert b_ar > 5 * b_iid
+
+
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+def test_quantile_replicates_exact_on_a_saturating_step(q):
+    """A step whose latency climbs through the window (a queue building: each block's values far above the
+    previous block's) moves a replicate's quantile far from its rank, outside the dense window of ranks; those
+    replicates were the next coarse grid value above (up to a quarter too high) and are now exact."""
+    rng = np.random.default_rng(7)
+    n, nb = 20_000, 50
+    t = np.arange(n) / n
+    v = np.exp(4.0 * t) * rng.lognormal(0, 0.05, n)  # latency rising 55-fold through the step
+    b = row_blocks(n, nb)
+    w = block_weights(nb, 200, rng)
+    got = boot_quantile(w, b, v, q, nb)
+    want = [np.quantile(_explicit(v, b, row), q, method="linear") for row in w]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
