@@ -30,7 +30,9 @@ The model, per clause (``docs/limits.md``, "The estimator"):
   interval. Several clauses: the limit is the lowest crossing, the clauses taken as independent
   (``P(x* > t) = Π_c P(x*_c > t)``). A step whose queue is still growing is a hard fail (the
   **steady-state** pseudo-clause): the crossing lies between the last steady load below it and
-  the first not-steady load, uniformly in log load.
+  the next load tested above the first not-steady one, uniformly in log load (:data:`STEADY_MODE`).
+* **ceiling** (request traces): the share may saturate at ``h < 1`` (a plateau of a few %), ``μ(x) = f + (h − f) ·
+  expit(…)``; ``h = 1`` with probability 1/2, else one of :data:`CEILING_MULTIPLES` of the allowance.
 
 Every step that has evidence contributes its counts, however few (a 2-request step adds a little;
 a step with no request adds nothing). A hand-written grid rather than a sampler (PyMC, emcee):
@@ -343,7 +345,9 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
 
 def steady_posterior(name: str, xs: list[float], not_steady: list[bool], edges: np.ndarray) -> ClausePosterior:
     """The steady-state pseudo-clause: the crossing lies between the last steady load below the first
-    not-steady one and that load, uniformly in log load (a growing queue is a hard fail)."""
+    not-steady one and the next load tested above it (:data:`STEADY_MODE` ``"extend"``; ``"hard"``: that load
+    itself), uniformly in log load. A queue still rising at the end of a step is over its limit or still filling
+    toward a steady state the SLA allows; the next load up is where the data say which."""
     centres = (edges[:-1] + edges[1:]) / 2
     bad = [x for x, ns in zip(xs, not_steady, strict=True) if ns]
     if not bad:

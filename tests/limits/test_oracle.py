@@ -138,19 +138,20 @@ def test_long_steps_floors(server, mix):
     assert sum(s.covers(truth) for s in scores) >= covered, rep
 
 
-# The model of the evidence (``estimator="model"``; docs/oracle.md, "The model on request traces, round 4"): (within
-# +-10 %, covered by its own 95 % interval) of 20, recorded after the design effect (limits/evidence.py) and the wider
-# steepness and concentration ranges (limits/model.py). Not the default: kv_starved/prefix covers 16 of 20 at 120 s
-# and 17 at 1,200 s, below the 18 the pooled estimator's grid-widened interval holds.
+# The model of the evidence (``estimator="model"``; docs/oracle.md, "The model on request traces, round 5"): (within
+# +-10 %, covered by its own 95 % interval) of 20, recorded live after the ceiling on the bad share and the not-steady
+# step that bounds the crossing up to the next load (limits/model.py). Covered >= 18 everywhere at both step lengths;
+# not the default: with 120 s steps small/rag and kv_starved/prefix are within +-10 % in 17 of 20 and the median
+# half-width exceeds 12 % in five combinations (the targets).
 FLOOR_MODEL_120 = {
-    ("small", "chat"): (19, 19), ("small", "rag"): (17, 19), ("small", "prefix"): (18, 18),
+    ("small", "chat"): (19, 19), ("small", "rag"): (17, 20), ("small", "prefix"): (19, 19),
     ("large", "chat"): (20, 20), ("large", "rag"): (18, 18), ("large", "prefix"): (20, 20),
-    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (19, 20), ("kv_starved", "prefix"): (16, 16),
+    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (18, 20), ("kv_starved", "prefix"): (17, 19),
 }
 FLOOR_MODEL_1200 = {
-    ("small", "chat"): (20, 20), ("small", "rag"): (20, 18), ("small", "prefix"): (20, 18),
-    ("large", "chat"): (20, 20), ("large", "rag"): (20, 18), ("large", "prefix"): (15, 18),
-    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (20, 20), ("kv_starved", "prefix"): (20, 17),
+    ("small", "chat"): (20, 20), ("small", "rag"): (20, 18), ("small", "prefix"): (20, 19),
+    ("large", "chat"): (20, 20), ("large", "rag"): (20, 18), ("large", "prefix"): (16, 20),
+    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (20, 20), ("kv_starved", "prefix"): (20, 18),
 }
 
 
