@@ -857,7 +857,7 @@ def _model_options(c: Clause, tables: bool) -> dict[str, object]:
     if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
         return {"floor": False}
     return {"floor": True, "floor_multiples": model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
-            else model.FLOOR_MULTIPLES}
+            else model.FLOOR_MULTIPLES, "ceiling": model.CEILING}
 
 
 def _fit_group(

@@ -30,7 +30,9 @@ The model, per clause (``docs/limits.md``, "The estimator"):
   interval. Several clauses: the limit is the lowest crossing, the clauses taken as independent
   (``P(x* > t) = Π_c P(x*_c > t)``). A step whose queue is still growing is a hard fail (the
   **steady-state** pseudo-clause): the crossing lies between the last steady load below it and
-  the first not-steady load, uniformly in log load.
+  the next load tested above the first not-steady one, uniformly in log load (:data:`STEADY_MODE`).
+* **ceiling** (request traces): the share may saturate at ``h < 1`` (a plateau of a few %), ``μ(x) = f + (h − f) ·
+  expit(…)``; ``h = 1`` with probability 1/2, else one of :data:`CEILING_MULTIPLES` of the allowance.
 
 Every step that has evidence contributes its counts, however few (a 2-request step adds a little;
 a step with no request adds nothing). A hand-written grid rather than a sampler (PyMC, emcee):
@@ -78,6 +80,23 @@ past an end-to-end bound) shape the curve, while a share above the allowance at 
 logistic part's crossing below the loads tested."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
+STEADY_MODE = "extend"
+"""How a step whose queue is still rising bounds the crossing (:func:`steady_posterior`): ``"extend"``, uniformly
+in log load from the last steady load below it to the next load tested above it (round 5: near a cliff a 120 s step
+at 0.97x the limit is still filling, and the rising queue and the latency clause are one phenomenon, not two
+independent crossings whose minimum leans low); ``"hard"`` (round 4), up to the not-steady load itself; ``"off"``."""
+CEILING = True
+"""Whether a trace's clause may saturate below 1: ``μ(x) = f + (h − f) · expit(…)`` with a ceiling ``h`` (round 5). A
+server whose slow share jumps from a content floor to a plateau of a few % (oracle large/prefix: 0.6 % → 2.3 % →
+2.6 %, then 13 %) is a steep logistic between ``f`` and ``h``; without ``h`` only a shallow curve fits both, and its
+crossing spreads."""
+CEILING_MULTIPLES = np.array([1.5, 2.0, 3.0, 5.0, 10.0, 30.0])
+"""The ceiling's grid in multiples of the allowance (prior: no ceiling, ``h = 1``, with probability 1/2)."""
+LAG_CARRIES = False
+"""Off (measured, not adopted; docs/oracle.md, round 5): a step's between-step variability scaled by ``1 − lag`` (a
+step whose evidence may lie all the way back to the previous load already spans an episode longer than itself).
+With 120 s steps it brought the median half-width to 10–12 % in the TTFT mixes, but with 1,200 s steps coverage fell
+from 173 to 157 of 180 (steps just above the limit still lag fully there, and their luck is what ``c`` carries)."""
 
 
 @dataclass(frozen=True)
@@ -246,7 +265,8 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
 
 def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
                      floor: bool = False, concentrations: np.ndarray | None = None,
-                     lag: bool = True, floor_multiples: np.ndarray = FLOOR_MULTIPLES) -> ClausePosterior:
+                     lag: bool = True, floor_multiples: np.ndarray = FLOOR_MULTIPLES,
+                     ceiling: bool = False) -> ClausePosterior:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
@@ -259,17 +279,24 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     alpha = min(max(allowed, 1e-6), 1 - 1e-6)
     floors = np.minimum(np.asarray(floor_multiples) * alpha, 0.9) if floor else np.array([0.0])
     fprior = np.where(floors == 0, 0.5, 0.5 / max(len(floors) - 1, 1)) if floor else np.array([1.0])
-    th = centres[:, None, None, None]
-    be = BETAS[None, :, None, None]
+    ceilings = np.concatenate([[1.0], np.minimum(np.asarray(CEILING_MULTIPLES) * alpha, 0.99)]) if ceiling \
+        else np.array([1.0])
+    cprior = np.where(ceilings == 1.0, 0.5, 0.5 / max(len(ceilings) - 1, 1)) if ceiling else np.array([1.0])
+    th = centres[:, None, None, None, None]
+    be = BETAS[None, :, None, None, None]
     concs = CONCENTRATIONS if concentrations is None else np.asarray(concentrations, float)
-    co = concs[None, None, :, None]
-    fl = floors[None, None, None, :]
+    fl = floors[None, None, None, :, None]
+    ce = ceilings[None, None, None, None, :]
     la = logit(alpha)
     def mu_at(lxe: float | np.ndarray) -> np.ndarray:
-        return fl + (1 - fl) * expit(la + be * (lxe - th))
+        return fl + np.maximum(ce - fl, 0.0) * expit(la + be * (lxe - th))
 
-    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size))
+    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size, ceilings.size))
     for e in ev:
+        co = concs[None, None, :, None, None]
+        if LAG_CARRIES and lag and e.x_from is not None and 0 < e.x_from < e.x:
+            with np.errstate(divide="ignore"):
+                co = co / max(1.0 - e.lag, 0.0) if e.lag < 1.0 else np.full_like(co, np.inf)
         if lag and e.x_from is not None and 0 < e.x_from < e.x and e.lag > 0:
             # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
             # ``lag`` share of the way from the previous load to its own (uniform in log load)
@@ -282,15 +309,16 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
             continue
         mu = mu_at(math.log(e.x))
         ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
-    ll = ll + np.log(fprior)[None, None, None, :]
+    ll = ll + np.log(fprior)[None, None, None, :, None] + np.log(cprior)[None, None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()
     # the crossing x*: μ(x*) = α; with a floor f < α it moves above θ, with f ≥ α it is below every load
-    if floor:
+    if floor or ceiling:
+        # with a ceiling h ≤ α the share never reaches the allowance (above every load)
         with np.errstate(divide="ignore", invalid="ignore"):
-            target = np.where(fl < alpha, (alpha - fl) / (1 - fl), np.nan)
+            target = np.where((fl < alpha) & (ce > alpha), (alpha - fl) / (ce - fl), np.nan)
             shift = (logit(np.clip(target, 1e-12, 1 - 1e-12)) - la) / be
-        lx = np.where(fl < alpha, th + shift, -np.inf)
+        lx = np.where(fl < alpha, np.where(ce > alpha, th + shift, np.inf), -np.inf)
     else:
         lx = np.broadcast_to(th, w.shape)
     lx = np.broadcast_to(lx, w.shape).ravel()
@@ -301,10 +329,10 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     idx = np.searchsorted(edges, lx[inside], side="right") - 1
     pdf = np.bincount(idx, weights=wf[inside], minlength=centres.size)
     post = ClausePosterior(name, pdf, below, above, n_steps=len(ev))
-    pb = np.cumsum(w.sum(axis=(0, 2, 3)))
+    pb = np.cumsum(w.sum(axis=(0, 2, 3, 4)))
     post.beta_median = float(np.exp(np.interp(0.5, pb, np.log(BETAS))))
     if floor:
-        pf = w.sum(axis=(0, 1, 2))
+        pf = w.sum(axis=(0, 1, 2, 4))
         # a piecewise-linear CDF over the floor grid (the mass of a grid value spread down to the one below)
         cdf = np.concatenate([[0.0], np.cumsum(pf)])
         pts = np.concatenate([[0.0], floors])
@@ -317,7 +345,9 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
 
 def steady_posterior(name: str, xs: list[float], not_steady: list[bool], edges: np.ndarray) -> ClausePosterior:
     """The steady-state pseudo-clause: the crossing lies between the last steady load below the first
-    not-steady one and that load, uniformly in log load (a growing queue is a hard fail)."""
+    not-steady one and the next load tested above it (:data:`STEADY_MODE` ``"extend"``; ``"hard"``: that load
+    itself), uniformly in log load. A queue still rising at the end of a step is over its limit or still filling
+    toward a steady state the SLA allows; the next load up is where the data say which."""
     centres = (edges[:-1] + edges[1:]) / 2
     bad = [x for x, ns in zip(xs, not_steady, strict=True) if ns]
     if not bad:
@@ -327,6 +357,12 @@ def steady_posterior(name: str, xs: list[float], not_steady: list[bool], edges: 
     if not good:
         return ClausePosterior(name, np.zeros(centres.size), 1.0, 0.0)
     lo, hi = math.log(max(good)), math.log(first)
+    if STEADY_MODE == "off":
+        return ClausePosterior(name, np.zeros(centres.size), 0.0, 1.0)
+    if STEADY_MODE == "extend":
+        above = [x for x in xs if x > first]
+        if above:
+            hi = math.log(min(above))
     overlap = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0.0, None)
     return ClausePosterior(name, overlap / overlap.sum(), 0.0, 0.0)
 

@@ -1,0 +1,171 @@
+"""TEST ORACLE tool: capture every seed's ``limits.fit._model_limit`` inputs once, then replay only the model.
+
+The model (``limits.model``, ``limits.evidence``) is the only part of ``fit_limits(..., estimator="model")`` that an
+estimator change touches; simulating the stepped tests and judging their steps takes minutes per combination, the
+model milliseconds per seed. So::
+
+    python -m tests.oracle.model_replay capture [--step-s 1200] [--dir /tmp/model_replay]
+    python -m tests.oracle.model_replay replay  [--step-s 1200] [--dir /tmp/model_replay] [-v]
+
+``capture`` runs ``tests.oracle.acceptance.score_combination(..., estimator="model")`` per combination with
+``_model_limit`` wrapped to pickle its arguments (judged steps, block-bootstrap replicates); ``replay`` calls the
+current ``_model_limit`` on them and prints the acceptance table (within ±10 %, covered, median half-width, median
+and worst error). The saturation cap applied after ``_model_limit`` is not replayed: a live run
+(``python -m tests.oracle.acceptance --estimator model``) confirms a candidate. Not a test (nothing to collect).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tests.oracle.acceptance import N_SEEDS, STEP_S, load_truth, score_combination
+from tests.oracle.configs import combinations
+
+DEFAULT_DIR = Path("/tmp/model_replay")
+
+
+def _arg(name: str, default: str) -> str:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
+def _path(root: Path, step_s: float, server: str, mix: str) -> Path:
+    return root / f"{step_s:g}" / f"{server}_{mix}.pkl"
+
+
+def capture(root: Path, step_s: float, only: list[str] | None = None) -> None:
+    from bearing_lib.limits import fit
+
+    truth = load_truth()
+    original = fit._model_limit
+    calls: list[tuple[tuple, dict]] = []
+
+    def wrapped(*args, **kwargs):
+        calls.append((copy.deepcopy(args), copy.deepcopy(kwargs)))
+        return original(*args, **kwargs)
+
+    fit._model_limit = wrapped
+    try:
+        for server, mix in combinations():
+            if only and f"{server}/{mix}" not in only:
+                continue
+            t0 = time.perf_counter()
+            t = float(truth[f"{server}/{mix}"]["q_ult_rps"])
+            seeds = []
+            for seed in range(N_SEEDS):
+                calls.clear()
+                (score,) = score_combination(server, mix, t, range(seed, seed + 1), step_s, estimator="model")
+                seeds.append({"seed": seed, "calls": list(calls), "live": score})
+            p = _path(root, step_s, server, mix)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(pickle.dumps({"truth": t, "seeds": seeds}))
+            print(f"{server}/{mix}: {time.perf_counter() - t0:.0f} s", flush=True)
+    finally:
+        fit._model_limit = original
+
+
+def capture_mm1(root: Path) -> None:
+    """The SYNTHETIC M/M/1 case of ``tests/limits/test_evidence_model.py`` (8 seeds, 8 x 120 s at 2-9 rps)."""
+    from bearing_lib.limits import fit
+    from bearing_lib.limits.fit import fit_limits
+    from tests.limits.synth import make_trace, mm1_frame, mm1_limit
+
+    truth = mm1_limit(10.0, 0.99, 1000.0)
+    original = fit._model_limit
+    calls: list[tuple[tuple, dict]] = []
+
+    def wrapped(*args, **kwargs):
+        calls.append((copy.deepcopy(args), copy.deepcopy(kwargs)))
+        return original(*args, **kwargs)
+
+    fit._model_limit = wrapped
+    seeds = []
+    try:
+        for seed in range(8):
+            calls.clear()
+            tr = make_trace(mm1_frame(list(np.linspace(2, 9, 8)), mu_rps=10.0, step_s=120.0, seed=seed))
+            fit_limits(tr, "p99(latency) <= 1s", mixes="none", estimator="model", n_boot=1000)
+            seeds.append({"seed": seed, "calls": list(calls)})
+    finally:
+        fit._model_limit = original
+    p = root / "mm1.pkl"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(pickle.dumps({"truth": truth, "seeds": seeds}))
+
+
+def replay_one(args: tuple, kwargs: dict):
+    from bearing_lib.limits import fit
+
+    args = list(copy.copy(args))
+    args[12] = []  # notes (appended to)
+    return fit._model_limit(*args, **kwargs)
+
+
+def replay(root: Path, step_s: float, verbose: bool = False, only: list[str] | None = None) -> list[dict]:
+    rows = []
+    for server, mix in combinations() + [("mm1", "")]:
+        if only and f"{server}/{mix}" not in only:
+            continue
+        p = root / "mm1.pkl" if server == "mm1" else _path(root, step_s, server, mix)
+        if not p.exists():
+            continue
+        doc = pickle.loads(p.read_bytes())
+        t = doc["truth"]
+        rel, half, cov, within = [], [], 0, 0
+        for s in doc["seeds"]:
+            if not s["calls"]:
+                continue
+            args, kwargs = s["calls"][-1]
+            r = replay_one(args, kwargs)
+            lo, hi = r.ci
+            v = r.value
+            e = math.nan if v is None else v / t - 1
+            rel.append(e)
+            ok = lo is not None and hi is not None and lo <= t <= hi
+            cov += ok
+            within += abs(e) <= 0.10 if math.isfinite(e) else 0
+            if lo is not None and hi is not None and v:
+                half.append((hi - lo) / 2 / v)
+            if verbose:
+                print("   ", s["seed"], None if v is None else round(v / t, 3),
+                      [None if c is None else round(c / t, 3) for c in (lo, hi)], r.censored, r.binding,
+                      "" if ok else "MISS")
+        rel_a = np.array(rel)
+        worst = float(rel_a[np.nanargmax(np.abs(rel_a))]) if np.isfinite(rel_a).any() else math.nan
+        row = {"combination": f"{server}/{mix}", "within": within, "covered": cov, "n": len(rel),
+               "half": float(np.median(half)) if half else math.nan, "median": float(np.nanmedian(rel_a)),
+               "worst": worst}
+        rows.append(row)
+        print(f"| {row['combination']} | {within}/{row['n']} | {cov}/{row['n']} | {row['half']:.1%} "
+              f"| {row['median']:+.1%} | {worst:+.1%} |", flush=True)
+    oracle = [r for r in rows if not r["combination"].startswith("mm1")]
+    if not oracle:
+        return rows
+    print(f"all: within {sum(r['within'] for r in oracle)}, covered {sum(r['covered'] for r in oracle)}, "
+          f"min covered {min(r['covered'] for r in oracle)}, min within {min(r['within'] for r in oracle)}, "
+          f"half-width > 12 %: {sum(r['half'] > 0.12 for r in oracle)}, "
+          f"max half {max(r['half'] for r in oracle):.1%}")
+    return rows
+
+
+def main() -> int:
+    root = Path(_arg("--dir", str(DEFAULT_DIR)))
+    step_s = float(_arg("--step-s", str(STEP_S)))
+    only = _arg("--only", "").split(",") if "--only" in sys.argv else None
+    if sys.argv[1] == "capture-mm1":
+        capture_mm1(root)
+    elif sys.argv[1] == "capture":
+        capture(root, step_s, only)
+    else:
+        replay(root, step_s, "-v" in sys.argv, only)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
