@@ -257,8 +257,8 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
     source = {"path": prov.source, "sha256": prov.sha256, "format": prov.format, "tool": prov.tool,
               "kind": "metrics", "time_origin": "epoch", "timezone": "UTC", "n_rows": metrics.frame.height}
     disp = dispersion_from_gaps(minutes["requests"].to_numpy(), _NO_GRID, 0, None)
-    disp["interarrival_cv"] = None
-    disp["interarrival_cv_note"] = f"not measured: counters give requests per {step:g} s step, not arrival times"
+    disp.interarrival_cv = None
+    disp.interarrival_cv_note = f"not measured: counters give requests per {step:g} s step, not arrival times"
     prof = assemble_profile(
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
@@ -301,7 +301,7 @@ _NO_GRID = _NoGrid()
 
 def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
     from bearing_lib.data.provenance import Provenance
-    from bearing_lib.traffic.profile import profile_traffic
+    from bearing_lib.traffic.profile import Dispersion, profile_traffic
 
     step = req.step_s
     w = req.frame
@@ -315,7 +315,8 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
     prof = profile_traffic(RateWindows(frame, rp), quantile_level=quantile_level, growth=growth, burst_k=burst_k,
                            burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
     prof.parameters.update(params)
-    prof.dispersion["per_client_window_cv_note"] = "not measured: counters carry no inter-arrival times"
+    if isinstance(prof.dispersion, Dispersion):
+        prof.dispersion.per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
     prof.mixes = _one_mix(float(np.sum(prof.series.requests)))
     prof.slo = Unavailable("the request counter counts finished requests only: no failures, so no error budget")
     prof.seq_len = Unavailable("counters give token totals per step, not per-request lengths")

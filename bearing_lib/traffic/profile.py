@@ -51,6 +51,7 @@ from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
 __all__ = [
+    "Dispersion",
     "MixShares",
     "TrafficProfile",
     "binned_counts",
@@ -105,8 +106,36 @@ def _minute_block(counts: pl.DataFrame) -> dict[str, object]:
     return out
 
 
+@dataclass
+class Dispersion:
+    """How bursty the arrivals are: the index of dispersion of per-minute counts (``index_of_dispersion_bin_s``:
+    its bin, None when it was not measured from counts) and the inter-arrival CV, each with a note saying how it
+    was measured or why not; from rate windows, the source's own per-client window CVs weighted by rate
+    (``per_client_window_cv_note`` set: the figure was looked for)."""
+
+    index_of_dispersion: float | None
+    index_of_dispersion_note: str
+    interarrival_cv: float | None
+    interarrival_cv_note: str
+    index_of_dispersion_bin_s: float | None = None
+    per_client_window_cv_rate_weighted: float | None = None
+    per_client_window_cv_note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The profile JSON's ``dispersion`` (a key not measured from this source is left out)."""
+        out: dict[str, object] = {"index_of_dispersion": self.index_of_dispersion}
+        if self.index_of_dispersion_bin_s is not None:
+            out["index_of_dispersion_bin_s"] = self.index_of_dispersion_bin_s
+        out |= {"index_of_dispersion_note": self.index_of_dispersion_note, "interarrival_cv": self.interarrival_cv,
+                "interarrival_cv_note": self.interarrival_cv_note}
+        if self.per_client_window_cv_note is not None:
+            out |= {"per_client_window_cv_rate_weighted": self.per_client_window_cv_rate_weighted,
+                    "per_client_window_cv_note": self.per_client_window_cv_note}
+        return out
+
+
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
-               resolution: TimestampResolution) -> dict[str, object]:
+               resolution: TimestampResolution) -> Dispersion:
     """Index of dispersion of per-minute counts and the inter-arrival CV.
 
     Index of dispersion = sample variance / mean of the per-minute counts (1 for a
@@ -124,35 +153,22 @@ def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
 
 
 def dispersion_from_gaps(counts_per_minute: np.ndarray, resolution: TimestampResolution, n_gaps: int,
-                         cv: float | None) -> dict[str, object]:
+                         cv: float | None) -> Dispersion:
     """:func:`dispersion` from the per-minute counts and the inter-arrival CV over ``n_gaps`` gaps
     (``None``: fewer than three distinct start times); what the engines compute from aggregates."""
     c = np.asarray(counts_per_minute, dtype=float)
     iod = float(c.var(ddof=1) / c.mean()) if c.size >= 2 and c.mean() > 0 else None
-    out: dict[str, object] = {
-        "index_of_dispersion": iod,
-        "index_of_dispersion_bin_s": 60.0,
-        "index_of_dispersion_note": (
-            "sample variance / mean of requests per complete minute (1 = Poisson)" if iod is not None
-            else "fewer than two complete minutes with requests"
-        ),
-    }
+    iod_note = ("sample variance / mean of requests per complete minute (1 = Poisson)" if iod is not None
+                else "fewer than two complete minutes with requests")
     if resolution.quantized:
-        out["interarrival_cv"] = None
-        out["interarrival_cv_note"] = (
-            f"not measured: timestamps move in {resolution.quantum_s:.3g} s steps, so inter-arrival times "
-            "are artefacts of the grid"
-        )
-        return out
-    if cv is None:
-        out["interarrival_cv"] = None
-        out["interarrival_cv_note"] = "fewer than three requests with distinct start times"
+        cv, cv_note = None, (f"not measured: timestamps move in {resolution.quantum_s:.3g} s steps, so inter-arrival "
+                             "times are artefacts of the grid")
+    elif cv is None:
+        cv_note = "fewer than three requests with distinct start times"
     else:
-        out["interarrival_cv"] = cv
-        out["interarrival_cv_note"] = (
-            f"std / mean of {n_gaps:,} gaps between consecutive request starts (1 = Poisson)"
-        )
-    return out
+        cv_note = f"std / mean of {n_gaps:,} gaps between consecutive request starts (1 = Poisson)"
+    return Dispersion(index_of_dispersion=iod, index_of_dispersion_note=iod_note, interarrival_cv=cv,
+                      interarrival_cv_note=cv_note, index_of_dispersion_bin_s=60.0)
 
 
 @dataclass
@@ -264,7 +280,7 @@ class TrafficProfile:
     slots: SlotBaselines
     decomposition: Decomposition | Unavailable
     bursts: Bursts
-    dispersion: dict[str, object] | Unavailable
+    dispersion: Dispersion | Unavailable
     mixes: MixShares | Unavailable
     targets: Targets
     slo: SLOBudget | Unavailable
@@ -400,10 +416,10 @@ class TrafficProfile:
             f"bursts:      {b.count} above {b.k:g}x baseline" + (f", ~{b.per_month:.1f}/month" if b.count else "")
         )
         disp = self.dispersion
-        if isinstance(disp, dict):
+        if isinstance(disp, Dispersion):
             lines.append(
-                f"dispersion:  index {_fmt(disp['index_of_dispersion'])}, inter-arrival CV "
-                f"{_fmt(disp['interarrival_cv'])}"
+                f"dispersion:  index {_fmt(disp.index_of_dispersion)}, inter-arrival CV "
+                f"{_fmt(disp.interarrival_cv)}"
             )
         t = self.targets
         ci = f" (95% CI {t.target_ci95[0]:,.2f}–{t.target_ci95[1]:,.2f})" if t.target_ci95 else ""
@@ -552,7 +568,7 @@ def profile_traffic(
 def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: float, t_max: float,
                      resolution: TimestampResolution | Unavailable, minutes: pl.DataFrame,
                      seconds: pl.DataFrame | None,
-                     dispersion: dict[str, object], mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
+                     dispersion: Dispersion, mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
                      seq_len: SeqLenDistribution | Unavailable, params: dict[str, object], quantile_level: float,
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
                      per_second: dict[str, object] | Unavailable | None = None,
@@ -650,14 +666,14 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
         float((cv["cv"] * cv["rate_rps"]).sum() / cv["rate_rps"].sum())
         if cv.height and cv["cv"].null_count() < cv.height else None
     )
-    disp = {
-        "index_of_dispersion": None,
-        "index_of_dispersion_note": "not measured: the source gives rates per window, not request counts per minute",
-        "interarrival_cv": None,
-        "interarrival_cv_note": "not measured: no per-request times",
-        "per_client_window_cv_rate_weighted": wcv,
-        "per_client_window_cv_note": "the source's own per-client, per-window inter-arrival CVs, weighted by rate",
-    }
+    disp = Dispersion(
+        index_of_dispersion=None,
+        index_of_dispersion_note="not measured: the source gives rates per window, not request counts per minute",
+        interarrival_cv=None,
+        interarrival_cv_note="not measured: no per-request times",
+        per_client_window_cv_rate_weighted=wcv,
+        per_client_window_cv_note="the source's own per-client, per-window inter-arrival CVs, weighted by rate",
+    )
     origin_note = (
         f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
         else f"{w:g} s windows as published, seconds from the trace start (no wall-clock anchor: no time of day "
