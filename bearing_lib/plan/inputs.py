@@ -229,7 +229,8 @@ _STATS = ("mean", "p50", "p95", "p99", "max")
 
 
 def _stats_of(block: Any) -> dict[str, float]:
-    """The known rate statistics of a block (a dict of the object, or a typed document block)."""
+    """The known rate statistics of a block (a :class:`~bearing_lib.traffic.profile.RateStats`, or a typed
+    document block)."""
     if block is None:
         return {}
     get = block.get if isinstance(block, dict) else (lambda k: getattr(block, k, None))
@@ -240,7 +241,7 @@ def _stats_of(block: Any) -> dict[str, float]:
 def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
     """The plan's view of a :class:`~bearing_lib.traffic.profile.TrafficProfile`, from its attributes."""
     from bearing_lib.common.unavailable import Unavailable
-    from bearing_lib.traffic.profile import MixShares, TrafficProfile
+    from bearing_lib.traffic.profile import MixShares, RateStats, TrafficProfile
     from bearing_lib.traffic.seqlen import SeqLenDistribution
 
     if not isinstance(profile, TrafficProfile):
@@ -249,7 +250,7 @@ def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
     t = profile.targets
     target = ProfileTarget(t.target_rps, tuple(t.target_ci95) if t.target_ci95 else None, t.quantile, t.growth,
                            t.statement)
-    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, dict) else None
+    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, RateStats) else None
     shares: dict[str, float] = {}
     shares_reason = None
     if isinstance(profile.mixes, MixShares):
