@@ -491,7 +491,7 @@ class TrafficProfile:
             m = self.metrics
             lines.append(f"metrics:     {m.request_metric} every {m.step_s:g} s, {m.n_series} series, "
                          f"{m.resets} counter reset(s), {m.gaps} gap(s); per {m.mix_label}: "
-                         + ", ".join(f"{r['mix']} {r['share']:.1%}" for r in m.per_mix))
+                         + ", ".join(f"{r.mix} {r.share:.1%}" for r in m.per_mix))
         if isinstance(self.slo, SLOBudget):
             lines.append(
                 f"SLO budget:  {self.slo.consumed_fraction:.1%} of the {self.slo.objective:.2%} budget consumed, "
