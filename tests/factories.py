@@ -11,7 +11,8 @@ import polars as pl
 
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.data.provenance import Provenance
-from bearing_lib.report.summary import IDENTITY_KEYS, ReportSummary, SummaryLimit
+from bearing_lib.report.identity import ReportIdentity
+from bearing_lib.report.summary import ReportSummary, SummaryLimit
 
 
 def provenance(source: str = "test", *, format: str = "test", tool: str = "test", sha256: str = "",
@@ -52,7 +53,7 @@ def summary_doc(name: str = "report", *, run_time_utc: str | None = "2026-11-23T
     ``limits`` maps a mix name to its offered ``Q_ult`` in req/s (achieved = offered, no CI)."""
     return ReportSummary(
         name=name, verdict=verdict, headline=headline, run_time_utc=run_time_utc,
-        identity={k: None for k in IDENTITY_KEYS} | (identity or {}), limits_available=limits is not None,
+        identity=ReportIdentity.from_dict(identity or {}), limits_available=limits is not None,
         limits=[SummaryLimit(n, Estimate(v, unit="rps", basis="offered"), Estimate(v, unit="rps", basis="achieved"))
                 for n, v in (limits or {}).items()],
         blended_fos=Estimate(blended_fos, basis="ratio") if blended_fos is not None else None,

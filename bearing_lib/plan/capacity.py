@@ -31,6 +31,7 @@ from bearing_lib.plan.memory import MemoryRequirement, ModelPreset, memory_requi
 
 if TYPE_CHECKING:
     from bearing_lib.plan.elasticity import ReplayResult
+    from bearing_lib.plan.plan_step import PlanStep
 
 SEED_BUFFER = 2
 DEFAULT_MIN_BUFFER = 1
@@ -152,16 +153,16 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_threshold_ms: float
 _OPS = {"<": lambda v, t: v < t, "<=": lambda v, t: v <= t, ">": lambda v, t: v > t, ">=": lambda v, t: v >= t}
 
 
-def _broken(step: dict[str, object], clauses: Sequence[Any], latency_text: str | None) -> tuple[str, ...]:
+def _broken(step: PlanStep, clauses: Sequence[Any], latency_text: str | None) -> tuple[str, ...]:
     """The clauses other than the latency one that ``step``'s observed values break."""
-    observed = step.get("observed") or {}
+    observed = step.observed or {}
     out = []
     for c in clauses:
         if c.text == latency_text or c.threshold is None or c.op not in _OPS:
             continue
         v = observed.get(c.text) if isinstance(observed, dict) else None
         if v is None and c.kind == "error_rate":
-            v = step.get("error_rate")
+            v = step.error_rate
         if v is None:
             continue
         if not _OPS[c.op](float(v), float(c.threshold)):  # type: ignore[arg-type]
@@ -171,7 +172,7 @@ def _broken(step: dict[str, object], clauses: Sequence[Any], latency_text: str |
 
 
 def curve_from_limits_steps(
-    steps: Sequence[dict[str, object]], *, metric: str = "latency_ms", stat: str = "p99",
+    steps: Sequence[PlanStep], *, metric: str = "latency_ms", stat: str = "p99",
     clauses: Sequence[Any] = (), latency_text: str | None = None,
 ) -> list[LatencyPoint]:
     """Latency–concurrency points from a limits mix's ``steps``.
@@ -184,13 +185,13 @@ def curve_from_limits_steps(
     """
     out = []
     for s in steps:
-        conc = s.get("offered_load") if s.get("offered_load_unit") == "concurrency" else None
+        conc = s.offered_load if s.offered_load_unit == "concurrency" else None
         if conc is None:
-            conc = s.get("concurrency_mean")
+            conc = s.concurrency_mean
         if conc is None:
             continue
-        out.append(LatencyPoint(float(conc), _f(s.get(f"{metric}_p50")), _f(s.get(f"{metric}_{stat}")),
-                                _f(s.get("throughput_rps")), _broken(s, clauses, latency_text)))
+        out.append(LatencyPoint(float(conc), _f(s.stat(f"{metric}_p50")), _f(s.stat(f"{metric}_{stat}")),
+                                _f(s.throughput_rps), _broken(s, clauses, latency_text)))
     return out
 
 

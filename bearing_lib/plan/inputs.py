@@ -8,7 +8,7 @@ validated once by :class:`~bearing_lib.traffic.document.ProfileDocument`).
 :meth:`CapacityPlan.build <bearing_lib.plan.capacity_plan.CapacityPlan.build>` reads nothing else.
 
 Read from the limits: per mix ``q_ult`` on the achieved basis (completed req/s; ``ci95``
-scaled to throughput; ``censored``), ``steps`` (the plan's working rows: latency–concurrency
+scaled to throughput; ``censored``), ``steps`` (:class:`~bearing_lib.plan.plan_step.PlanStep`: latency–concurrency
 curve, single-path P95, error rate at peak, mean concurrency), ``sla``, and
 ``conditions.instances`` (1 when absent, and the plan says it assumed so).
 
@@ -30,6 +30,7 @@ from bearing_lib.plan.capacity import BurstModel
 from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, open_end
 from bearing_lib.plan.memory import SeqLenStats
+from bearing_lib.plan.plan_step import PlanStep
 from bearing_lib.traffic.forecast import TrendForecast
 
 
@@ -38,7 +39,7 @@ from bearing_lib.traffic.forecast import TrendForecast
 class LimitsInput:
     limits: list[Limit]
     skipped: dict[str, str]
-    steps: dict[str, list[dict[str, Any]]]
+    steps: dict[str, list[PlanStep]]
     sla: list[SlaClauseDoc]
     tested_instances: int
     tested_instances_basis: str
@@ -47,31 +48,6 @@ class LimitsInput:
     floors: list[str] = field(default_factory=list)
     """Per mix, a load-independent failure floor that breaks an SLA clause at every load
     (``MixLimit.failure_floors``): no instance count cures it, so the plan is red for it."""
-
-
-def _step_rows(steps: list[Any], sla: list[Any], unit: str | None) -> list[dict[str, Any]]:
-    """The plan's working rows of one mix's steps: each :class:`Step`'s fields plus flat
-    ``{metric}_{stat}`` keys (e.g. ``latency_ms_p99``) from ``observed`` and the
-    ``offered_load_unit``; the load curve's columns are added later (:func:`enrich_steps`).
-
-    These rows stay inside the plan (safe concurrency, concurrency at the limit); the
-    stage boundary is the typed :class:`LimitsResult`.
-    """
-    import dataclasses
-
-    by_text = {c.text: c for c in sla}
-    out = []
-    for st in steps:
-        row = dataclasses.asdict(st)
-        row.update(row.pop("stats") or {})
-        if unit:
-            row["offered_load_unit"] = unit
-        for text, v in (st.observed or {}).items():
-            c = by_text.get(text)
-            if c is not None and c.kind == "percentile" and c.metric and v is not None:
-                row.setdefault(f"{c.metric}_{c.stat}", v)
-        out.append(row)
-    return out
 
 
 def limits_input(result: LimitsResult, *, run: str | None = None, source: str = "limits") -> LimitsInput:
@@ -91,7 +67,7 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
         name, q = m.mix.name, m.q_ult
         floors += [f"mix {name}: {f.statement}" for f in m.failure_floors if f.breaks_clause]
         unit = (q.unit if q else None) or default_unit
-        steps[name] = _step_rows(m.steps, result.sla, unit)
+        steps[name] = [PlanStep.from_step(st, result.sla, unit) for st in m.steps]
         if q is None:
             skipped[name] = "no q_ult in the limits file"
             continue
@@ -253,7 +229,8 @@ _STATS = ("mean", "p50", "p95", "p99", "max")
 
 
 def _stats_of(block: Any) -> dict[str, float]:
-    """The known rate statistics of a block (a dict of the object, or a typed document block)."""
+    """The known rate statistics of a block (a :class:`~bearing_lib.traffic.profile.RateStats`, or a typed
+    document block)."""
     if block is None:
         return {}
     get = block.get if isinstance(block, dict) else (lambda k: getattr(block, k, None))
@@ -264,7 +241,7 @@ def _stats_of(block: Any) -> dict[str, float]:
 def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
     """The plan's view of a :class:`~bearing_lib.traffic.profile.TrafficProfile`, from its attributes."""
     from bearing_lib.common.unavailable import Unavailable
-    from bearing_lib.traffic.profile import MixShares, TrafficProfile
+    from bearing_lib.traffic.profile import MixShares, RateStats, TrafficProfile
     from bearing_lib.traffic.seqlen import SeqLenDistribution
 
     if not isinstance(profile, TrafficProfile):
@@ -273,7 +250,7 @@ def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
     t = profile.targets
     target = ProfileTarget(t.target_rps, tuple(t.target_ci95) if t.target_ci95 else None, t.quantile, t.growth,
                            t.statement)
-    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, dict) else None
+    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, RateStats) else None
     shares: dict[str, float] = {}
     shares_reason = None
     if isinstance(profile.mixes, MixShares):
@@ -571,9 +548,7 @@ def enrich_steps(lim: LimitsInput, curve: Any, run: str | None) -> None:
             part = part.filter(pl.col("run_id") == run)
         by_step = {r["step"]: r for r in part.select(cols).to_dicts()}
         for st in steps:
-            for k, v in (by_step.get(st.get("step")) or {}).items():
-                if v is not None:
-                    st.setdefault(k, v)
+            st.add_curve_columns(by_step.get(st.step) or {})
 
 
 def q_ult_of(limits: LimitsResult, mix: str, run: str | None) -> Estimate | None:

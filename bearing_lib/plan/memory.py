@@ -44,6 +44,7 @@ from bearing_lib.traffic.seqlen import seq_len_distribution
 
 if TYPE_CHECKING:
     from bearing_lib.common.estimate import Estimate
+    from bearing_lib.plan.plan_step import PlanStep
 
 GIB = 1024**3
 DEFAULT_MARGIN = 0.15
@@ -480,18 +481,18 @@ class ConcurrencyAtLimit:
         return to_json(self)
 
 
-def _step_concurrency(st: dict[str, Any]) -> tuple[float | None, bool]:
+def _step_concurrency(st: PlanStep) -> tuple[float | None, bool]:
     """A step's mean concurrency: ``concurrency_mean``, else throughput × mean latency (derived)."""
-    c = _fnum(st.get("concurrency_mean"))
+    c = _fnum(st.concurrency_mean)
     if c is not None and math.isfinite(c):
         return c, False
-    thr, lat = _fnum(st.get("throughput_rps")), _fnum(st.get("latency_ms_mean"))
+    thr, lat = _fnum(st.throughput_rps), _fnum(st.stat("latency_ms_mean"))
     if thr is not None and lat is not None and math.isfinite(thr * lat):
         return thr * lat / 1000.0, True
     return None, False
 
 
-def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
+def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
                          q_ult: Estimate | None) -> ConcurrencyAtLimit:
     """Mean concurrency (requests in the system) at the mix's Q_ult, from the load-test steps.
 
@@ -508,10 +509,10 @@ def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
     xs_main: dict[Any, float] = {}
     offered: dict[Any, Any] = {}
     for st in steps.get(mix, []):
-        x = _fnum(st.get("load_axis") if st.get("load_axis") is not None else st.get("offered_load"))
-        if x is not None and not st.get("recovery_step"):
-            xs_main[st.get("step")] = x
-            offered[st.get("step")] = st.get("offered_load")
+        x = _fnum(st.load_axis if st.load_axis is not None else st.offered_load)
+        if x is not None and not st.recovery_step:
+            xs_main[st.step] = x
+            offered[st.step] = st.offered_load
     total: dict[Any, float] = {}
     derived = False
     mixes_summed: set[str] = set()
@@ -519,11 +520,11 @@ def concurrency_at_limit(steps: dict[str, list[dict[str, Any]]], mix: str,
         for st in rows:
             # the same step of the same run: same step number and offered load (other mixes' requests
             # share the servers, so their concurrency adds, by Little's law)
-            if st.get("step") not in xs_main or st.get("offered_load") != offered[st.get("step")]:
+            if st.step not in xs_main or st.offered_load != offered[st.step]:
                 continue
             c, d = _step_concurrency(st)
             if c is not None:
-                total[st.get("step")] = total.get(st.get("step"), 0.0) + c
+                total[st.step] = total.get(st.step, 0.0) + c
                 derived = derived or d
                 mixes_summed.add(name)
     pts = sorted((xs_main[k], v) for k, v in total.items())

@@ -22,9 +22,12 @@ import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bearing_lib.plan.jsonform import STRICT, to_json
+
+if TYPE_CHECKING:
+    from bearing_lib.plan.plan_step import PlanStep
 
 Status = Literal["green", "yellow", "red", "not assessed"]
 Health = Literal["healthy", "warning", "danger", "not measured"]
@@ -163,7 +166,7 @@ def _sla_latency(sla: Sequence[Any]) -> tuple[str, float] | None:
     return None
 
 
-def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -> CheckItem:
+def single_path_p95(steps: Sequence[PlanStep], sla: Sequence[Any]) -> CheckItem:
     """P95 at the lowest measured load vs a third of the SLA's latency threshold."""
     rule = "single-path P95 < SLA / 3 (danger: near or over the SLA)"
     found = _sla_latency(sla)
@@ -171,12 +174,12 @@ def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -
         return CheckItem("single-path P95 latency", rule, "not measured", None,
                          "the limits file has no latency SLA clause to compare with")
     metric, thr = found
-    usable = [s for s in steps if s.get(f"{metric}_p95") is not None and s.get("offered_load") is not None]
+    usable = [s for s in steps if s.stat(f"{metric}_p95") is not None and s.offered_load is not None]
     if not usable:
         return CheckItem("single-path P95 latency", rule, "not measured", None,
                          f"no load step reports {metric} P95")
-    low = min(usable, key=lambda s: float(s["offered_load"]))  # type: ignore[arg-type]
-    p95 = float(low[f"{metric}_p95"])  # type: ignore[arg-type]
+    low = min(usable, key=lambda s: float(s.offered_load))  # type: ignore[arg-type]
+    p95 = float(low.stat(f"{metric}_p95"))  # type: ignore[arg-type]
     at = lowest_load_text(steps, low)
     name = "single-path P95 latency"
     if p95 < thr / 3:
@@ -188,8 +191,8 @@ def single_path_p95(steps: Sequence[Mapping[str, object]], sla: Sequence[Any]) -
     return CheckItem(name, rule, "warning", p95, f"{metric} P95 {p95:,.0f} ms ≥ SLA/3 ({thr / 3:,.0f} ms) {at}")
 
 
-def _load(step: Mapping[str, object]) -> float | None:
-    v = step.get("offered_load")
+def _load(step: PlanStep) -> float | None:
+    v = step.offered_load
     try:
         f = float(v)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -197,12 +200,12 @@ def _load(step: Mapping[str, object]) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def lowest_load_text(steps: Sequence[Mapping[str, object]], judged: Mapping[str, object]) -> str:
+def lowest_load_text(steps: Sequence[PlanStep], judged: PlanStep) -> str:
     """Where a single-path figure was read: "at the lowest tested load X" when ``judged`` is the test's
     lowest step, else "at the lowest judged load X (the test started at Y; ...)": the lowest *tested*
     load (every step) and the lowest *judged* one (the lowest step with the statistic) are two numbers
     and the text never calls one by the other's name."""
-    unit = f" {judged.get('offered_load_unit')}" if judged.get("offered_load_unit") else ""
+    unit = f" {judged.offered_load_unit}" if judged.offered_load_unit else ""
     x = _load(judged)
     tested = [v for v in (_load(s) for s in steps) if v is not None]
     lowest = min(tested) if tested else x
@@ -212,17 +215,17 @@ def lowest_load_text(steps: Sequence[Mapping[str, object]], judged: Mapping[str,
             "have no value for it)")
 
 
-def error_rate_at_peak(steps: Sequence[Mapping[str, object]], target_rps: float) -> CheckItem:
+def error_rate_at_peak(steps: Sequence[PlanStep], target_rps: float) -> CheckItem:
     """Error rate at the lowest load step whose throughput reaches the planned peak."""
     rule = "error rate at peak < 0.1% (danger > 1% sustained)"
-    usable = [s for s in steps if s.get("error_rate") is not None and s.get("throughput_rps") is not None]
-    reach = [s for s in usable if float(s["throughput_rps"]) >= target_rps]  # type: ignore[arg-type]
+    usable = [s for s in steps if s.error_rate is not None and s.throughput_rps is not None]
+    reach = [s for s in usable if float(s.throughput_rps) >= target_rps]  # type: ignore[arg-type]
     if not reach:
         return CheckItem("error rate at peak", rule, "not measured", None,
                          f"no load step reached the planned peak {target_rps:,.2f} req/s with an error rate")
-    s = min(reach, key=lambda s: float(s["throughput_rps"]))  # type: ignore[arg-type]
-    e = float(s["error_rate"])  # type: ignore[arg-type]
-    at = f"at step {s.get('step')} ({float(s['throughput_rps']):,.2f} req/s)"  # type: ignore[arg-type]
+    s = min(reach, key=lambda s: float(s.throughput_rps))  # type: ignore[arg-type]
+    e = float(s.error_rate)  # type: ignore[arg-type]
+    at = f"at step {s.step} ({float(s.throughput_rps):,.2f} req/s)"  # type: ignore[arg-type]
     if e < 0.001:
         return CheckItem("error rate at peak", rule, "healthy", e, f"{e:.3%} < 0.1% {at}")
     if e > 0.01:
@@ -266,7 +269,7 @@ def _fresh(v: object) -> tuple[Health, str]:
 
 def checklist(
     *,
-    steps: Sequence[Mapping[str, object]] = (),
+    steps: Sequence[PlanStep] = (),
     sla: Sequence[Any] = (),
     target_rps: float | None = None,
     user: Mapping[str, object] | None = None,

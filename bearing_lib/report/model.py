@@ -43,6 +43,7 @@ from bearing_lib.plan.memory import MemoryPlan
 from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.compare_section import CompareSection
+from bearing_lib.report.identity import ReportIdentity
 from bearing_lib.report.plan_section import ProductionSource, production_source
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
 from bearing_lib.report.templating import summary_block_html
@@ -391,7 +392,7 @@ class ReportModel:
     changes: Section[ChangesSection]
     flags: list[Flag]
     provenance: ReportProvenance
-    identity: dict[str, Any] = field(default_factory=dict)
+    identity: ReportIdentity = field(default_factory=ReportIdentity)
     """What makes two reports comparable: model, hardware, SLA, tier, input kinds."""
     predicted: Section[Predicted] = field(default_factory=lambda: Section(False, "the digital twin was not run"))
     """The twin's prediction for the production mix."""
@@ -419,7 +420,7 @@ class ReportModel:
         rows = self.mixes.data.rows if self.mixes.data is not None else []
         return ReportSummary(
             name=self.name, verdict=self.verdict, headline=self.headline.text,
-            run_time_utc=self.provenance.run_time_utc, identity=dict(self.identity),
+            run_time_utc=self.provenance.run_time_utc, identity=self.identity,
             limits_available=self.mixes.available,
             limits=[SummaryLimit(r.name, r.q_ult, r.achieved) for r in rows],
             blended_fos=self.fos.data.blended if self.fos.data is not None else None,
@@ -437,7 +438,7 @@ class ReportModel:
             d[key] = getattr(self, key).to_dict()
         d["flags"] = [asdict(f) for f in self.flags]
         d["provenance"] = asdict(self.provenance)
-        d["identity"] = self.identity
+        d["identity"] = self.identity.to_dict()
         d["predicted"] = self.predicted.to_dict()
         d["ops"] = self.ops.to_dict()
         d["compare"] = self.compare.to_dict()
@@ -903,30 +904,33 @@ identity ``bearing compare`` uses too) and the question asked of it (tier, produ
 written before engine, engine version and instances were part of it read them as unknown."""
 
 
-def _identity(limits: LimitsResult | None, plan: CapacityPlan | None, profile: ProfileDocument | None) -> dict:
+def _identity(limits: LimitsResult | None, plan: CapacityPlan | None,
+              profile: ProfileDocument | None) -> ReportIdentity:
     """What must match for two reports to be compared: the deployment and the question asked of it."""
-    ident: dict[str, Any] = {k: None for k in REPORT_IDENTITY_KEYS}
+    ident = ReportIdentity()
     if limits is not None:
-        ident.update(identity_fields(from_limits(limits)))
-        ident["model"] = _text(limits.conditions.model)
-        ident["sla"] = limits.sla_text
-        ident["load_test_tools"] = ", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None
+        dep = identity_fields(from_limits(limits))
+        ident = replace(
+            ident, hardware=dep["hardware"], engine=dep["engine"], engine_version=dep["engine_version"],  # type: ignore[arg-type]
+            instances=dep["instances"], model=_text(limits.conditions.model), sla=limits.sla_text,  # type: ignore[arg-type]
+            load_test_tools=", ".join(sorted({x.tool for x in limits.conditions.sources if x.tool})) or None)
     if plan is not None:
-        ident["tier"] = plan.tier.name
+        ident = replace(ident, tier=plan.tier.name)
     if profile is not None:
-        ident["production_format"] = profile.source_format
+        ident = replace(ident, production_format=profile.source_format)
     return ident
 
 
-def _comparability(prev: ReportSummary, ident: dict[str, Any]) -> Comparability:
+def _comparability(prev: ReportSummary, ident: ReportIdentity) -> Comparability:
     """The previous report against this one: a difference on any of :data:`REPORT_IDENTITY_KEYS`; a deployment
     field (:data:`DEPLOYMENT_KEYS`) unknown on a side is unknown, never equal."""
-    c = comparability(prev.identity, ident, DEPLOYMENT_KEYS)
-    rest = comparability(prev.identity, ident, [k for k in REPORT_IDENTITY_KEYS if k not in DEPLOYMENT_KEYS])
+    p, c_ = prev.identity.to_dict(), ident.to_dict()
+    c = comparability(p, c_, DEPLOYMENT_KEYS)
+    rest = comparability(p, c_, [k for k in REPORT_IDENTITY_KEYS if k not in DEPLOYMENT_KEYS])
     return Comparability(c.differ + rest.differ, c.unknown)
 
 
-def _not_comparable(prev: ReportSummary, ident: dict[str, Any]) -> str | None:
+def _not_comparable(prev: ReportSummary, ident: ReportIdentity) -> str | None:
     """Why the previous report cannot be compared with this one (a field stated on both sides differs), or
     None when it can (fields unknown on a side are labelled on each change, :func:`_changes`)."""
     c = _comparability(prev, ident)
@@ -950,7 +954,7 @@ def _previous_arg(previous: Any) -> tuple[ReportSummary | None, str]:
 
 
 def _changes(previous: Any, mixes: Section[LimitsSection], fos: Section[FosSection],
-             identity: dict[str, Any]) -> Section[ChangesSection]:
+             identity: ReportIdentity) -> Section[ChangesSection]:
     prev, reason = _previous_arg(previous)
     if prev is None:
         return Section(False, reason)

@@ -32,6 +32,7 @@ from bearing_lib.common.errors import SchemaError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.report.compare_section import CompareSection
+from bearing_lib.report.identity import ReportIdentity
 
 SUMMARY_SCHEMA = "bearing.report.summary/2"
 IDENTITY_KEYS = ("model", "hardware", "sla", "tier", "load_test_tools", "production_format")
@@ -58,7 +59,7 @@ class ReportSummary:
     verdict: str
     headline: str
     run_time_utc: str | None
-    identity: dict[str, Any]
+    identity: ReportIdentity
     limits_available: bool
     limits: list[SummaryLimit] = field(default_factory=list)
     blended_fos: Estimate | None = None
@@ -83,7 +84,7 @@ class ReportSummary:
             "provenance": {"run_time_utc": self.run_time_utc},
             "fos": {"data": {"blended": self.blended_fos.to_dict() if self.blended_fos is not None else None}},
             "limits": {"available": self.limits_available, "mixes": [x.to_dict() for x in self.limits]},
-            "identity": dict(self.identity),
+            "identity": self.identity.to_dict(),
             "compare": {"available": self.comparison is not None,
                         "reason": None if self.comparison is not None else self.compare_reason,
                         "data": self.comparison.to_dict() if self.comparison is not None else {}},
@@ -145,7 +146,8 @@ class ReportSummary:
         fid, fid_reason = _fidelity(doc.get("fidelity"), problems)
         if problems:
             raise SchemaError(f"{source}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
-        return cls(name=name, verdict=verdict, headline=text, run_time_utc=run_time, identity=identity,
+        return cls(name=name, verdict=verdict, headline=text, run_time_utc=run_time,
+                   identity=ReportIdentity.from_dict(identity),
                    limits_available=avail, limits=rows, blended_fos=blended, comparison=comparison,
                    compare_reason=compare_reason, fidelity=fid, fidelity_reason=fid_reason)
 

@@ -406,6 +406,17 @@ class MixPeaksDoc:
 
 
 @dataclass
+class MixCountsDoc:
+    """``metrics.per_mix[]``: one mix's counted requests, share and mean tokens per request."""
+
+    mix: str | None = None
+    n_requests: float | None = None
+    share: float | None = None
+    mean_input_tokens: float | None = None
+    mean_output_tokens: float | None = None
+
+
+@dataclass
 class MetricsSourceDoc:
     """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py``); only what a reader
     shows is typed."""
@@ -416,7 +427,7 @@ class MetricsSourceDoc:
     mix_label: str | None = None
     counter_resets: int | None = None
     gaps: int | None = None
-    per_mix: list[dict[str, Any]] = field(default_factory=list)
+    per_mix: list[MixCountsDoc] = field(default_factory=list)
     mix_peaks: MixPeaksDoc | None = None
     unknowable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -524,6 +535,7 @@ __all__ = [
     "MinuteBlockDoc",
     "MinuteRowDoc",
     "MinuteSeriesDoc",
+    "MixCountsDoc",
     "MixHourDoc",
     "MixPeakDoc",
     "MixPeaksDoc",

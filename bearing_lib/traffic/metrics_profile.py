@@ -79,6 +79,22 @@ class CounterWindows:
 
 
 @dataclass
+class MixCounts:
+    """One mix's requests counted by the counters over the profile's bins: its share of all, and the mean
+    tokens per request where a token counter is labelled by the mix (None otherwise)."""
+
+    mix: str
+    n_requests: float
+    share: float | None = None
+    mean_input_tokens: float | None = None
+    mean_output_tokens: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mix": self.mix, "n_requests": self.n_requests, "share": self.share,
+                "mean_input_tokens": self.mean_input_tokens, "mean_output_tokens": self.mean_output_tokens}
+
+
+@dataclass
 class MetricsSource:
     """The ``metrics`` section of a metrics profile: where the numbers come from and what is unknown."""
 
@@ -90,7 +106,7 @@ class MetricsSource:
     resets: int
     gaps: int
     token_metrics: dict[str, str | None]
-    per_mix: list[dict[str, object]]
+    per_mix: list[MixCounts]
     mix_peaks: MixPeaks | Unavailable
     unknowable: tuple[str, ...] = UNKNOWABLE
     notes: list[str] = field(default_factory=list)
@@ -100,7 +116,8 @@ class MetricsSource:
             "available": True, "request_metric": self.request_metric, "step_s": self.step_s, "bin_s": self.bin_s,
             "time_resolution_s": self.step_s, "mix_label": self.mix_label, "n_series": self.n_series,
             "counter_resets": self.resets, "gaps": self.gaps, "token_metrics": self.token_metrics,
-            "per_mix": self.per_mix, "mix_peaks": self.mix_peaks.to_dict(), "unknowable": list(self.unknowable),
+            "per_mix": [m.to_dict() for m in self.per_mix], "mix_peaks": self.mix_peaks.to_dict(),
+            "unknowable": list(self.unknowable),
             "notes": self.notes,
             "rules": "increase between consecutive evaluations of the raw counter = requests of (t - step, t]; a "
                      "drop is a counter reset (the increase is the new value); a gap's increase is spread evenly "
@@ -257,8 +274,8 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
     source = {"path": prov.source, "sha256": prov.sha256, "format": prov.format, "tool": prov.tool,
               "kind": "metrics", "time_origin": "epoch", "timezone": "UTC", "n_rows": metrics.frame.height}
     disp = dispersion_from_gaps(minutes["requests"].to_numpy(), _NO_GRID, 0, None)
-    disp["interarrival_cv"] = None
-    disp["interarrival_cv_note"] = f"not measured: counters give requests per {step:g} s step, not arrival times"
+    disp.interarrival_cv = None
+    disp.interarrival_cv_note = f"not measured: counters give requests per {step:g} s step, not arrival times"
     prof = assemble_profile(
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
@@ -301,7 +318,7 @@ _NO_GRID = _NoGrid()
 
 def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
     from bearing_lib.data.provenance import Provenance
-    from bearing_lib.traffic.profile import profile_traffic
+    from bearing_lib.traffic.profile import Dispersion, profile_traffic
 
     step = req.step_s
     w = req.frame
@@ -315,7 +332,8 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
     prof = profile_traffic(RateWindows(frame, rp), quantile_level=quantile_level, growth=growth, burst_k=burst_k,
                            burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
     prof.parameters.update(params)
-    prof.dispersion["per_client_window_cv_note"] = "not measured: counters carry no inter-arrival times"
+    if isinstance(prof.dispersion, Dispersion):
+        prof.dispersion.per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
     prof.mixes = _one_mix(float(np.sum(prof.series.requests)))
     prof.slo = Unavailable("the request counter counts finished requests only: no failures, so no error budget")
     prof.seq_len = Unavailable("counters give token totals per step, not per-request lengths")
@@ -339,17 +357,17 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
     def in_range(w: pl.DataFrame) -> pl.DataFrame:
         return w.filter((pl.col("window_start_s") >= lo) & (pl.col("window_start_s") < hi))
 
-    per: dict[str, dict[str, object]] = {}
+    per: dict[str, MixCounts] = {}
     for mix, n in in_range(req.frame).group_by("mix").agg(pl.col("increase").sum()).sort("mix").iter_rows():
-        per[mix] = {"mix": mix, "n_requests": n}
-    total = sum(float(r["n_requests"]) for r in per.values())
+        per[mix] = MixCounts(mix, n)
+    total = sum(float(r.n_requests) for r in per.values())
     for r in per.values():
-        r["share"] = float(r["n_requests"]) / total if total else None
+        r.share = float(r.n_requests) / total if total else None
     for col in ("input_tokens", "output_tokens"):
         t = dict(in_range(tok[col].frame).group_by("mix").agg(pl.col("increase").sum()).iter_rows()) if col in tok \
             else {}
         for mix, r in per.items():
-            r[f"mean_{col}"] = (t[mix] / float(r["n_requests"])) if mix in t and r["n_requests"] else None
+            setattr(r, f"mean_{col}", (t[mix] / float(r.n_requests)) if mix in t and r.n_requests else None)
     notes = []
     if req.resets:
         notes.append(f"{req.resets} counter reset(s) in {req.metric} (a restart): the increase after each is the new "
@@ -361,5 +379,5 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
                          per_mix=list(per.values()), mix_peaks=peaks, notes=notes)
 
 
-__all__ = ["REQUEST_COUNTERS", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "MetricsSource", "counter_windows",
-           "profile_metrics", "query_step"]
+__all__ = ["REQUEST_COUNTERS", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "MetricsSource", "MixCounts",
+           "counter_windows", "profile_metrics", "query_step"]

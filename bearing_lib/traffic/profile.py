@@ -22,7 +22,7 @@ traces bin from the first request and say so. Sections the data cannot support a
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -51,7 +51,10 @@ from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
 __all__ = [
+    "Dispersion",
     "MixShares",
+    "RateStats",
+    "TokenRate",
     "TrafficProfile",
     "binned_counts",
     "dispersion",
@@ -64,7 +67,57 @@ __all__ = [
 ]
 
 
-def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> dict[str, object]:
+@dataclass
+class TokenRate:
+    """Tokens per minute (input or output): mean, P95, P99, max."""
+
+    mean: float
+    p95: float
+    p99: float
+    max: float
+    unit: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mean": self.mean, "p95": self.p95, "p99": self.p99, "max": self.max, "unit": self.unit}
+
+
+@dataclass
+class RateStats:
+    """Distribution of a per-bin request count (:func:`rate_stats`): bins, empty bins, mean, P50/P95/P99, max
+    and peak/mean in requests per bin, ``rps`` the same in req/s. The per-minute block (``per_minute``) is written
+    with ``n_minutes`` and the tokens per minute (``tokens``, None for a column the trace lacks); the per-window
+    block says what its windows are (``note``)."""
+
+    n_bins: int
+    n_empty: int
+    mean: float
+    p50: float
+    p95: float
+    p99: float
+    max: float
+    peak_to_mean: float | None
+    rps: dict[str, float]
+    bin_s: float
+    unit: str = ""
+    per_minute: bool = False
+    tokens: dict[str, TokenRate | None] = field(default_factory=dict)
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The profile JSON's ``per_minute`` / ``per_second`` / ``per_window`` statistics (without the series)."""
+        out: dict[str, object] = {"available": True, "bin_s": self.bin_s,
+                                  ("n_minutes" if self.per_minute else "n_bins"): self.n_bins,
+                                  "n_empty": self.n_empty, "mean": self.mean, "p50": self.p50, "p95": self.p95,
+                                  "p99": self.p99, "max": self.max, "peak_to_mean": self.peak_to_mean,
+                                  "rps": dict(self.rps), "unit": self.unit}
+        if self.per_minute:
+            out["tokens"] = {k: None if v is None else v.to_dict() for k, v in self.tokens.items()}
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+
+def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> RateStats:
     """Distribution of a per-bin request count: n, empty bins, mean, P50/P95/P99, max, peak/mean.
 
     Values are in requests per bin (requests/min for 60 s bins); ``rps`` repeats them in
@@ -75,23 +128,16 @@ def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> dict[str, object]:
         raise InsufficientDataError("no complete bin: the trace is shorter than one bin")
     p50, p95, p99 = (float(x) for x in quantile(v, [0.5, 0.95, 0.99]))
     mean, mx = float(v.mean()), float(v.max())
-    return {
-        "n_bins": int(v.size),
-        "n_empty": int((v == 0).sum()),
-        "mean": mean,
-        "p50": p50,
-        "p95": p95,
-        "p99": p99,
-        "max": mx,
-        "peak_to_mean": mx / mean if mean > 0 else None,
-        "rps": {k: x / bin_s for k, x in (("mean", mean), ("p50", p50), ("p95", p95), ("p99", p99), ("max", mx))},
-    }
+    return RateStats(
+        n_bins=int(v.size), n_empty=int((v == 0).sum()), mean=mean, p50=p50, p95=p95, p99=p99, max=mx,
+        peak_to_mean=mx / mean if mean > 0 else None,
+        rps={k: x / bin_s for k, x in (("mean", mean), ("p50", p50), ("p95", p95), ("p99", p99), ("max", mx))},
+        bin_s=bin_s,
+    )
 
 
-def _minute_block(counts: pl.DataFrame) -> dict[str, object]:
-    out = rate_stats(counts["requests"].to_numpy(), 60.0)
-    out = {"available": True, "bin_s": 60.0, "n_minutes": out.pop("n_bins"), **out, "unit": "requests/min"}
-    tokens = {}
+def _minute_block(counts: pl.DataFrame) -> RateStats:
+    tokens: dict[str, TokenRate | None] = {}
     for col in ("input_tokens", "output_tokens"):
         s = counts[col]
         if s.null_count() == s.len():
@@ -99,14 +145,41 @@ def _minute_block(counts: pl.DataFrame) -> dict[str, object]:
             continue
         v = s.to_numpy().astype(float)
         p95, p99 = (float(x) for x in quantile(v, [0.95, 0.99]))
-        tokens[col] = {"mean": float(v.mean()), "p95": p95, "p99": p99, "max": float(v.max()),
-                       "unit": f"{col.replace('_', ' ')}/min"}
-    out["tokens"] = tokens
-    return out
+        tokens[col] = TokenRate(float(v.mean()), p95, p99, float(v.max()), f"{col.replace('_', ' ')}/min")
+    return replace(rate_stats(counts["requests"].to_numpy(), 60.0), unit="requests/min", per_minute=True,
+                   tokens=tokens)
+
+
+@dataclass
+class Dispersion:
+    """How bursty the arrivals are: the index of dispersion of per-minute counts (``index_of_dispersion_bin_s``:
+    its bin, None when it was not measured from counts) and the inter-arrival CV, each with a note saying how it
+    was measured or why not; from rate windows, the source's own per-client window CVs weighted by rate
+    (``per_client_window_cv_note`` set: the figure was looked for)."""
+
+    index_of_dispersion: float | None
+    index_of_dispersion_note: str
+    interarrival_cv: float | None
+    interarrival_cv_note: str
+    index_of_dispersion_bin_s: float | None = None
+    per_client_window_cv_rate_weighted: float | None = None
+    per_client_window_cv_note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The profile JSON's ``dispersion`` (a key not measured from this source is left out)."""
+        out: dict[str, object] = {"index_of_dispersion": self.index_of_dispersion}
+        if self.index_of_dispersion_bin_s is not None:
+            out["index_of_dispersion_bin_s"] = self.index_of_dispersion_bin_s
+        out |= {"index_of_dispersion_note": self.index_of_dispersion_note, "interarrival_cv": self.interarrival_cv,
+                "interarrival_cv_note": self.interarrival_cv_note}
+        if self.per_client_window_cv_note is not None:
+            out |= {"per_client_window_cv_rate_weighted": self.per_client_window_cv_rate_weighted,
+                    "per_client_window_cv_note": self.per_client_window_cv_note}
+        return out
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
-               resolution: TimestampResolution) -> dict[str, object]:
+               resolution: TimestampResolution) -> Dispersion:
     """Index of dispersion of per-minute counts and the inter-arrival CV.
 
     Index of dispersion = sample variance / mean of the per-minute counts (1 for a
@@ -124,35 +197,22 @@ def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
 
 
 def dispersion_from_gaps(counts_per_minute: np.ndarray, resolution: TimestampResolution, n_gaps: int,
-                         cv: float | None) -> dict[str, object]:
+                         cv: float | None) -> Dispersion:
     """:func:`dispersion` from the per-minute counts and the inter-arrival CV over ``n_gaps`` gaps
     (``None``: fewer than three distinct start times); what the engines compute from aggregates."""
     c = np.asarray(counts_per_minute, dtype=float)
     iod = float(c.var(ddof=1) / c.mean()) if c.size >= 2 and c.mean() > 0 else None
-    out: dict[str, object] = {
-        "index_of_dispersion": iod,
-        "index_of_dispersion_bin_s": 60.0,
-        "index_of_dispersion_note": (
-            "sample variance / mean of requests per complete minute (1 = Poisson)" if iod is not None
-            else "fewer than two complete minutes with requests"
-        ),
-    }
+    iod_note = ("sample variance / mean of requests per complete minute (1 = Poisson)" if iod is not None
+                else "fewer than two complete minutes with requests")
     if resolution.quantized:
-        out["interarrival_cv"] = None
-        out["interarrival_cv_note"] = (
-            f"not measured: timestamps move in {resolution.quantum_s:.3g} s steps, so inter-arrival times "
-            "are artefacts of the grid"
-        )
-        return out
-    if cv is None:
-        out["interarrival_cv"] = None
-        out["interarrival_cv_note"] = "fewer than three requests with distinct start times"
+        cv, cv_note = None, (f"not measured: timestamps move in {resolution.quantum_s:.3g} s steps, so inter-arrival "
+                             "times are artefacts of the grid")
+    elif cv is None:
+        cv_note = "fewer than three requests with distinct start times"
     else:
-        out["interarrival_cv"] = cv
-        out["interarrival_cv_note"] = (
-            f"std / mean of {n_gaps:,} gaps between consecutive request starts (1 = Poisson)"
-        )
-    return out
+        cv_note = f"std / mean of {n_gaps:,} gaps between consecutive request starts (1 = Poisson)"
+    return Dispersion(index_of_dispersion=iod, index_of_dispersion_note=iod_note, interarrival_cv=cv,
+                      interarrival_cv_note=cv_note, index_of_dispersion_bin_s=60.0)
 
 
 @dataclass
@@ -258,13 +318,13 @@ class TrafficProfile:
     resolution: TimestampResolution | Unavailable
     series: RateSeries
     per_minute: pl.DataFrame | None
-    per_minute_stats: dict[str, object] | Unavailable
-    per_second_stats: dict[str, object] | Unavailable
-    per_window_stats: dict[str, object] | None
+    per_minute_stats: RateStats | Unavailable
+    per_second_stats: RateStats | Unavailable
+    per_window_stats: RateStats | None
     slots: SlotBaselines
     decomposition: Decomposition | Unavailable
     bursts: Bursts
-    dispersion: dict[str, object] | Unavailable
+    dispersion: Dispersion | Unavailable
     mixes: MixShares | Unavailable
     targets: Targets
     slo: SLOBudget | Unavailable
@@ -333,8 +393,8 @@ class TrafficProfile:
             "parameters": self.parameters,
             "resolution": d(self.resolution),
             "per_minute": (
-                {**self.per_minute_stats, "series": self.series_dict()}
-                if include_series and isinstance(self.per_minute_stats, dict) and self.per_minute is not None
+                {**self.per_minute_stats.to_dict(), "series": self.series_dict()}
+                if include_series and isinstance(self.per_minute_stats, RateStats) and self.per_minute is not None
                 else d(self.per_minute_stats)
             ),
             "per_second": d(self.per_second_stats),
@@ -357,7 +417,8 @@ class TrafficProfile:
             out["passive_limit"] = self.passive.to_dict()
         if self.per_window_stats is not None:
             out["per_window"] = (
-                {**self.per_window_stats, "series": self.series_dict()} if include_series else self.per_window_stats
+                {**self.per_window_stats.to_dict(), "series": self.series_dict()} if include_series
+                else self.per_window_stats.to_dict()
             )
         return out
 
@@ -367,24 +428,24 @@ class TrafficProfile:
         lines.append(f"span:        {self.span_s / 3600:,.2f} h, clock {'UTC' if self.aligned else 'relative'}")
         lines.append(f"convention:  {self.convention}")
         pm = self.per_minute_stats
-        if isinstance(pm, dict):
+        if isinstance(pm, RateStats):
             lines.append(
-                f"per minute:  {pm['n_minutes']} minutes ({pm['n_empty']} empty); mean {pm['mean']:,.1f}, "
-                f"P95 {pm['p95']:,.1f}, P99 {pm['p99']:,.1f}, max {pm['max']:,.0f} requests/min; "
-                f"peak/mean {_fmt(pm['peak_to_mean'])}"
+                f"per minute:  {pm.n_bins} minutes ({pm.n_empty} empty); mean {pm.mean:,.1f}, "
+                f"P95 {pm.p95:,.1f}, P99 {pm.p99:,.1f}, max {pm.max:,.0f} requests/min; "
+                f"peak/mean {_fmt(pm.peak_to_mean)}"
             )
         else:
             lines.append(f"per minute:  not available: {pm.reason}")
         if self.per_window_stats is not None:
             pw = self.per_window_stats
             lines.append(
-                f"per window:  {pw['n_bins']} x {pw['bin_s']:g} s; mean {pw['rps']['mean']:,.1f}, "
-                f"P99 {pw['rps']['p99']:,.1f}, max {pw['rps']['max']:,.1f} req/s; peak/mean {_fmt(pw['peak_to_mean'])}"
+                f"per window:  {pw.n_bins} x {pw.bin_s:g} s; mean {pw.rps['mean']:,.1f}, "
+                f"P99 {pw.rps['p99']:,.1f}, max {pw.rps['max']:,.1f} req/s; peak/mean {_fmt(pw.peak_to_mean)}"
             )
         ps = self.per_second_stats
-        if isinstance(ps, dict):
-            lines.append(f"per second:  max {ps['max']:,.0f} req/s, P99 {ps['p99']:,.1f}, peak/mean "
-                         f"{_fmt(ps['peak_to_mean'])}")
+        if isinstance(ps, RateStats):
+            lines.append(f"per second:  max {ps.max:,.0f} req/s, P99 {ps.p99:,.1f}, peak/mean "
+                         f"{_fmt(ps.peak_to_mean)}")
         else:
             lines.append(f"per second:  not available: {ps.reason}")
         if isinstance(self.decomposition, Decomposition):
@@ -400,10 +461,10 @@ class TrafficProfile:
             f"bursts:      {b.count} above {b.k:g}x baseline" + (f", ~{b.per_month:.1f}/month" if b.count else "")
         )
         disp = self.dispersion
-        if isinstance(disp, dict):
+        if isinstance(disp, Dispersion):
             lines.append(
-                f"dispersion:  index {_fmt(disp['index_of_dispersion'])}, inter-arrival CV "
-                f"{_fmt(disp['interarrival_cv'])}"
+                f"dispersion:  index {_fmt(disp.index_of_dispersion)}, inter-arrival CV "
+                f"{_fmt(disp.interarrival_cv)}"
             )
         t = self.targets
         ci = f" (95% CI {t.target_ci95[0]:,.2f}–{t.target_ci95[1]:,.2f})" if t.target_ci95 else ""
@@ -430,7 +491,7 @@ class TrafficProfile:
             m = self.metrics
             lines.append(f"metrics:     {m.request_metric} every {m.step_s:g} s, {m.n_series} series, "
                          f"{m.resets} counter reset(s), {m.gaps} gap(s); per {m.mix_label}: "
-                         + ", ".join(f"{r['mix']} {r['share']:.1%}" for r in m.per_mix))
+                         + ", ".join(f"{r.mix} {r.share:.1%}" for r in m.per_mix))
         if isinstance(self.slo, SLOBudget):
             lines.append(
                 f"SLO budget:  {self.slo.consumed_fraction:.1%} of the {self.slo.objective:.2%} budget consumed, "
@@ -552,10 +613,10 @@ def profile_traffic(
 def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: float, t_max: float,
                      resolution: TimestampResolution | Unavailable, minutes: pl.DataFrame,
                      seconds: pl.DataFrame | None,
-                     dispersion: dict[str, object], mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
+                     dispersion: Dispersion, mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
                      seq_len: SeqLenDistribution | Unavailable, params: dict[str, object], quantile_level: float,
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
-                     per_second: dict[str, object] | Unavailable | None = None,
+                     per_second: RateStats | Unavailable | None = None,
                      mix_minutes: pl.DataFrame | None = None) -> TrafficProfile:
     """The profile of a request trace from its aggregates (per-minute and per-second counts, the
     dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
@@ -570,8 +631,7 @@ def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: floa
         pass
     elif seconds is not None:
         per_second = (
-            {"available": True, "bin_s": 1.0, **rate_stats(seconds["requests"].to_numpy(), 1.0),
-             "unit": "requests/s"}
+            replace(rate_stats(seconds["requests"].to_numpy(), 1.0), unit="requests/s")
             if seconds.height else Unavailable("no complete second")
         )
     else:
@@ -638,9 +698,8 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
     prov = rates.provenance
     series = series_from_rate_windows(rates)
     w = series.bin_s
-    stats = rate_stats(series.requests, w)
-    per_window = {"available": True, "bin_s": w, **stats, "unit": f"requests per {w:g} s window",
-                  "note": "from mean rates per window: the distribution of window means, not of minutes"}
+    per_window = replace(rate_stats(series.requests, w), unit=f"requests per {w:g} s window",
+                         note="from mean rates per window: the distribution of window means, not of minutes")
     coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)
@@ -650,14 +709,14 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
         float((cv["cv"] * cv["rate_rps"]).sum() / cv["rate_rps"].sum())
         if cv.height and cv["cv"].null_count() < cv.height else None
     )
-    disp = {
-        "index_of_dispersion": None,
-        "index_of_dispersion_note": "not measured: the source gives rates per window, not request counts per minute",
-        "interarrival_cv": None,
-        "interarrival_cv_note": "not measured: no per-request times",
-        "per_client_window_cv_rate_weighted": wcv,
-        "per_client_window_cv_note": "the source's own per-client, per-window inter-arrival CVs, weighted by rate",
-    }
+    disp = Dispersion(
+        index_of_dispersion=None,
+        index_of_dispersion_note="not measured: the source gives rates per window, not request counts per minute",
+        interarrival_cv=None,
+        interarrival_cv_note="not measured: no per-request times",
+        per_client_window_cv_rate_weighted=wcv,
+        per_client_window_cv_note="the source's own per-client, per-window inter-arrival CVs, weighted by rate",
+    )
     origin_note = (
         f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
         else f"{w:g} s windows as published, seconds from the trace start (no wall-clock anchor: no time of day "

@@ -84,6 +84,25 @@ class BurnWindow:
         }
 
 
+@dataclass(frozen=True)
+class AlertCheck:
+    """One burn-rate alert rule (``rule``, as text) replayed on the trace: whether it would have ``fired`` (None
+    with the ``reason`` when the trace is shorter than its window), at the worst window's budget share and start."""
+
+    rule: str
+    fired: bool | None
+    reason: str | None = None
+    worst_budget_fraction: float | None = None
+    window_start_s: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """The profile JSON's ``slo_budget.alerts`` entry (the reason, or the worst window: never both)."""
+        if self.reason is not None:
+            return {"rule": self.rule, "fired": self.fired, "reason": self.reason}
+        return {"rule": self.rule, "fired": self.fired, "worst_budget_fraction": self.worst_budget_fraction,
+                "window_start_s": self.window_start_s}
+
+
 @dataclass
 class SLOBudget:
     """Error-budget accounting of one trace (see module docstring)."""
@@ -99,7 +118,7 @@ class SLOBudget:
     n_bad_minutes: int
     bad_minute_ratio: float
     fastest: list[BurnWindow | tuple[float, Unavailable]]
-    alerts: list[dict[str, object]]
+    alerts: list[AlertCheck]
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -156,16 +175,16 @@ class SLOBudget:
             },
             "days_to_exhaust_at_this_burn": (self.period_days / self.burn_rate) if self.burn_rate > 0 else None,
             "fastest_burn": windows,
-            "alerts": self.alerts,
+            "alerts": [a.to_dict() for a in self.alerts],
             "notes": self.notes,
         }
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        fired = [a for a in self.alerts if a.get("fired")]
+        fired = [a for a in self.alerts if a.fired]
         return (
             f"<p><b>SLO {self.objective:.3%}</b> over {self.period_days:g} days: {self.n_bad:,} bad of "
             f"{self.n_requests:,} requests, burn rate {self.burn_rate:.3g}, {self.consumed_fraction:.2%} of the "
-            f"request budget; alerts fired: {html.escape(', '.join(str(a['rule']) for a in fired) or 'none')}</p>"
+            f"request budget; alerts fired: {html.escape(', '.join(a.rule for a in fired) or 'none')}</p>"
         )
 
 
@@ -282,15 +301,15 @@ def budget_from_minutes(
                         float(wb[i] / budget_requests) if budget_requests > 0 else math.inf)
         by_window[w_s] = bw
         fastest.append(bw)
-    alerts = []
+    alerts: list[AlertCheck] = []
     for rule in alert_rules:
         text = f"{rule.budget_fraction:.0%} of the budget within {rule.window_s / 3600:g} h -> {rule.action}"
         got = by_window.get(float(rule.window_s))
         if got is None:
-            alerts.append({"rule": text, "fired": None, "reason": "the trace is shorter than the rule's window"})
+            alerts.append(AlertCheck(text, None, reason="the trace is shorter than the rule's window"))
         else:
-            alerts.append({"rule": text, "fired": got.budget_fraction >= rule.budget_fraction,
-                           "worst_budget_fraction": got.budget_fraction, "window_start_s": got.start_s})
+            alerts.append(AlertCheck(text, got.budget_fraction >= rule.budget_fraction,
+                                     worst_budget_fraction=got.budget_fraction, window_start_s=got.start_s))
     notes = []
     if n_no_status:
         notes.append(f"{n_no_status} request(s) carry no status and are left out")

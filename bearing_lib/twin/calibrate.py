@@ -63,7 +63,7 @@ from bearing_lib.twin.replay import (
     server_groups,
     step_figures,
 )
-from bearing_lib.twin.result import Twin, TwinParam
+from bearing_lib.twin.result import ParamIdentification, Reach, Twin, TwinParam
 from bearing_lib.twin.simulate import ServerParams, simulate
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
 
@@ -901,7 +901,7 @@ def _q(x: np.ndarray, qs: list[float]) -> list[float | None]:
     return [float(v) for v in np.percentile(x, qs)] if x.size else [None] * len(qs)
 
 
-def _reach(ok: pl.DataFrame, f: RequestFeatures) -> dict[str, object]:
+def _reach(ok: pl.DataFrame, f: RequestFeatures) -> Reach:
     """What the calibration test covered, per factor a cost parameter depends on (docs/twin.md "Reach"):
     prompt, output and cached lengths and the cache-hit share (over every completed request), batch sizes
     and running context reached (time averages over each request's decode), offered loads, and the time per
@@ -912,26 +912,26 @@ def _reach(ok: pl.DataFrame, f: RequestFeatures) -> dict[str, object]:
     loads = f.load[np.isfinite(f.load)]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(f.nbar > 0, f.cbar / f.nbar, np.nan)
-    speed: dict[str, object] = {}
+    speed: dict[str, list[float | None]] = {}
     if loads.size:
         lo_l, hi_l = float(loads.min()), float(loads.max())
         for key, ld in (("tpot_lowest_load_ms", lo_l), ("tpot_highest_load_ms", hi_l)):
             sel = (f.load == ld) & np.isfinite(f.tpot_ms)
             if sel.sum() >= 10:
                 speed[key] = _q(f.tpot_ms[sel], [25, 50, 75])
-    return {
-        "input_tokens": [float(inp.min()), float(inp.max())],
-        "output_tokens": [float(out.min()), float(out.max())],
-        "total_tokens_max": float((inp + out).max()),
-        "cache_hit_share": float(np.mean(cac > 0)),
-        "cached_share": float(cac.sum() / max(inp.sum(), 1.0)),
-        "batch_p5_p95": _q(f.nbar, [5, 95]),
-        "batch_max": float(np.nanmax(f.n_at_first)),
-        "context_ktokens_p5_p95": _q(f.cbar, [5, 95]),
-        "context_per_request_ktokens": _q(ratio, [50])[0],
-        "offered_load": [float(loads.min()), float(loads.max())] if loads.size else [None, None],
+    return Reach(
+        input_tokens=[float(inp.min()), float(inp.max())],
+        output_tokens=[float(out.min()), float(out.max())],
+        total_tokens_max=float((inp + out).max()),
+        cache_hit_share=float(np.mean(cac > 0)),
+        cached_share=float(cac.sum() / max(inp.sum(), 1.0)),
+        batch_p5_p95=_q(f.nbar, [5, 95]),
+        batch_max=float(np.nanmax(f.n_at_first)),
+        context_ktokens_p5_p95=_q(f.cbar, [5, 95]),
+        context_per_request_ktokens=_q(ratio, [50])[0],
+        offered_load=[float(loads.min()), float(loads.max())] if loads.size else [None, None],
         **speed,
-    }
+    )
 
 
 FACTOR = {
@@ -947,74 +947,75 @@ FACTOR = {
 }
 
 
-def _identification(params: list[TwinParam], reach: dict, f: RequestFeatures) -> list[dict[str, object]]:
+def _identification(params: list[TwinParam], reach: Reach, f: RequestFeatures) -> list[ParamIdentification]:
     """Per cost parameter: the factor that identifies it, the range of it the test covered, whether it was
     identified, the estimate and interval, and (unidentified) the prior range a prediction that depends on it
     carries (docs/twin.md "Reach")."""
     by = {p.name: p for p in params}
     rng_of = {
         "prefill_base_ms": None,
-        "prefill_ms_per_token": reach["input_tokens"],
+        "prefill_ms_per_token": reach.input_tokens,
         "decode_base_ms": None,
-        "decode_ms_per_seq": reach["batch_p5_p95"],
-        "decode_ms_per_kctx": reach["context_ktokens_p5_p95"],
-        "max_num_seqs": [None, reach["batch_max"]],
+        "decode_ms_per_seq": reach.batch_p5_p95,
+        "decode_ms_per_kctx": reach.context_ktokens_p5_p95,
+        "max_num_seqs": [None, reach.batch_max],
         "kv_budget_tokens": None,
         "max_batched_tokens": [None, float(np.nanmax(f.batch_tokens))],
     }
-    out: list[dict[str, object]] = []
+    out: list[ParamIdentification] = []
     for name, tested in rng_of.items():
         p = by.get(name)
         if p is None:
             continue
-        out.append({"parameter": name, "factor": FACTOR[name], "tested": tested, "identified": bool(p.identified),
-                    "value": p.value, "ci95": list(p.ci95), "bound": p.bound, "prior": None,
-                    "note": p.note if p.identified or p.note.startswith("not identif")
-                    else f"not identified: {p.note}"})
+        out.append(ParamIdentification(
+            parameter=name, factor=FACTOR[name], tested=tested, identified=bool(p.identified), value=p.value,
+            ci95=list(p.ci95), bound=p.bound, prior=None,
+            note=p.note if p.identified or p.note.startswith("not identif") else f"not identified: {p.note}"))
     # the context cost: unidentified, its prior runs from 0 to the value at which the fitted batch cost would be
     # all context cost (d1 per request over the test's median context per request): more than that and the
     # test's own time per token at its largest batches would have been higher than measured
-    k = next(e for e in out if e["parameter"] == "decode_ms_per_kctx")
+    k = next(e for e in out if e.parameter == "decode_ms_per_kctx")
     d1 = by["decode_ms_per_seq"].value or 0.0
-    cpr = reach.get("context_per_request_ktokens")
-    if not k["identified"] and d1 > 0 and cpr:
-        k["prior"] = [0.0, float(d1 / cpr)]
-        k["note"] += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
+    cpr = reach.context_per_request_ktokens
+    if not k.identified and d1 > 0 and cpr:
+        k.prior = [0.0, float(d1 / cpr)]
+        k.note += (f"; prior 0–{d1 / cpr:.3g} ms/1k tokens (the fitted batch cost, {d1:.3g} ms/seq, read as "
                       f"context cost at the test's median {cpr:.3g}k tokens per request)")
     # the per-sequence decode cost, when the batch hardly varied: the time per decode iteration at the test's typical
     # batch is known (it is the base the regression fitted), its split is not; the prior runs from all of it per
     # iteration (0 per sequence, the point) to all of it per sequence (base 0), at the test's median batch n̄
-    sq = next(e for e in out if e["parameter"] == "decode_ms_per_seq")
+    sq = next(e for e in out if e.parameter == "decode_ms_per_seq")
     nb = f.nbar[np.isfinite(f.nbar) & (f.nbar > 0)]
-    if not sq["identified"] and nb.size:
+    if not sq.identified and nb.size:
         n_med = float(np.median(nb))
         it = (by["decode_base_ms"].value or 0.0) + (by["decode_ms_per_seq"].value or 0.0) * n_med
         if it > 0:
-            sq["prior"] = [0.0, float(it / n_med)]
-            sq["decode_ms_at_batch"] = [float(it), n_med]
-            sq["note"] += (f"; prior 0–{it / n_med:.3g} ms/seq (the fitted decode iteration, {it:.3g} ms at the "
+            sq.prior = [0.0, float(it / n_med)]
+            sq.decode_ms_at_batch = [float(it), n_med]
+            sq.note += (f"; prior 0–{it / n_med:.3g} ms/seq (the fitted decode iteration, {it:.3g} ms at the "
                            f"test's median batch of {n_med:.3g}, all per iteration or all per sequence)")
     # the per-token prefill cost, when the prompt hardly varied: the prefill time at the test's typical prompt is
     # known, its split is not; the prior runs from all of it per batch (0 per token) to all of it per token
     # (per-batch cost 0: a cost is never negative), at the test's median uncached tokens per prefill batch
-    pt = next(e for e in out if e["parameter"] == "prefill_ms_per_token")
+    pt = next(e for e in out if e.parameter == "prefill_ms_per_token")
     xb = f.batch_tokens[np.isfinite(f.batch_tokens)]
-    if not pt["identified"] and xb.size:
+    if not pt.identified and xb.size:
         tok = float(np.median(xb))
         p0, p1 = (by["prefill_base_ms"].value or 0.0), (by["prefill_ms_per_token"].value or 0.0)
         total = p0 + p1 * tok
         if tok > 0 and total > 0:
-            pt["prior"] = [0.0, float(total / tok)]
-            pt["prefill_ms_at_tokens"] = [float(total), tok]
-            pt["note"] += (f"; prior 0–{total / tok:.3g} ms/token (the fitted prefill time, {total:.3g} ms at the "
+            pt.prior = [0.0, float(total / tok)]
+            pt.prefill_ms_at_tokens = [float(total), tok]
+            pt.note += (f"; prior 0–{total / tok:.3g} ms/token (the fitted prefill time, {total:.3g} ms at the "
                            f"test's median {tok:,.0f} uncached tokens, all per batch or all per token)")
-    hit = float(reach["cache_hit_share"])
-    out.append({"parameter": "cache_hit_discount", "factor": FACTOR["cache_hit_discount"], "tested": [hit, hit],
-                "identified": False, "value": 1.0, "ci95": [None, None], "bound": "none", "prior": [0.0, 1.0],
-                "note": ("not identified: the test had no cache hits; the twin takes a cached token as free "
-                         "(discount 1), prior 0 (cached tokens cost a full prefill) to 1" if hit == 0 else
-                         f"not fitted: {hit:.1%} of the test's requests hit the cache; the twin takes a cached "
-                         "token as free (discount 1), prior 0–1")})
+    hit = float(reach.cache_hit_share or 0.0)
+    out.append(ParamIdentification(
+        parameter="cache_hit_discount", factor=FACTOR["cache_hit_discount"], tested=[hit, hit], identified=False,
+        value=1.0, ci95=[None, None], bound="none", prior=[0.0, 1.0],
+        note=("not identified: the test had no cache hits; the twin takes a cached token as free "
+              "(discount 1), prior 0 (cached tokens cost a full prefill) to 1" if hit == 0 else
+              f"not fitted: {hit:.1%} of the test's requests hit the cache; the twin takes a cached "
+              "token as free (discount 1), prior 0–1")))
     return out
 
 

@@ -29,7 +29,7 @@ from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.progress import Progress
 from bearing_lib.twin.calibrate import server_params
 from bearing_lib.twin.mix import RequestMix
-from bearing_lib.twin.result import Prediction, Twin
+from bearing_lib.twin.result import Prediction, Reach, Twin
 from bearing_lib.twin.search import DEFAULT_DRAWS, SearchOptions, decode_batch, margin_at, search_limit
 from bearing_lib.twin.simulate import ServerParams
 from bearing_lib.twin.timeout import KEEP, parse_request_timeout
@@ -233,19 +233,19 @@ def _flags(twin: Twin, mix: RequestMix, point: ServerParams, infos: list[dict]) 
     return out + outside_flags(twin, mix)
 
 
-def tested_ranges(twin: Twin) -> dict[str, object]:
+def tested_ranges(twin: Twin) -> Reach:
     """The ranges the calibration test covered: the twin's ``reach``, or for a twin written before it, what its
-    kept requests (``test_mix``) and validation rows show."""
-    r = dict(twin.reach or {})
+    kept requests (``test_mix``) and validation rows show (a copy: the twin is not changed)."""
+    r = replace(twin.reach) if twin.reach is not None else Reach()
     m = twin.test_mix or {}
-    if "input_tokens" not in r and m.get("input_tokens"):
+    if r.input_tokens is None and m.get("input_tokens"):
         i, o = np.asarray(m["input_tokens"], float), np.asarray(m["output_tokens"], float)
         c = np.asarray(m.get("cached_tokens") or np.zeros(i.size), float)
-        r.update({"input_tokens": [float(i.min()), float(i.max())], "output_tokens": [float(o.min()), float(o.max())],
-                  "total_tokens_max": float((i + o).max()), "cache_hit_share": float(np.mean(c > 0))})
-    if not r.get("offered_load") or r["offered_load"][0] is None:
+        r = replace(r, input_tokens=[float(i.min()), float(i.max())], output_tokens=[float(o.min()), float(o.max())],
+                    total_tokens_max=float((i + o).max()), cache_hit_share=float(np.mean(c > 0)))
+    if not r.offered_load or r.offered_load[0] is None:
         loads = [x.offered_load for x in (twin.validation.rows if twin.validation else []) if x.offered_load]
-        r["offered_load"] = [min(loads), max(loads)] if loads else [None, twin.highest_load]
+        r.offered_load = [min(loads), max(loads)] if loads else [None, twin.highest_load]
     return r
 
 
@@ -254,14 +254,14 @@ def outside_shares(twin: Twin, mix: RequestMix) -> dict[str, float]:
     than any tested, outputs longer / shorter, and the cache-hit share beyond the test's."""
     r = tested_ranges(twin)
     out: dict[str, float] = {}
-    if "input_tokens" in r:
-        lo, hi = r["input_tokens"]
+    if r.input_tokens is not None and r.output_tokens is not None:
+        lo, hi = r.input_tokens
         out["prompt_longer"] = float(np.mean(mix.input_tokens > hi))
         out["prompt_shorter"] = float(np.mean(mix.input_tokens < lo))
-        lo, hi = r["output_tokens"]
+        lo, hi = r.output_tokens
         out["output_longer"] = float(np.mean(mix.output_tokens > hi))
         out["output_shorter"] = float(np.mean(mix.output_tokens < lo))
-        out["cache_hit_beyond"] = max(float(np.mean(mix.cached_tokens > 0)) - float(r["cache_hit_share"]), 0.0)
+        out["cache_hit_beyond"] = max(float(np.mean(mix.cached_tokens > 0)) - float(r.cache_hit_share or 0.0), 0.0)
     return out
 
 
@@ -272,7 +272,7 @@ def outside_flags(twin: Twin, mix: RequestMix) -> list[str]:
     out = []
     if not sh:
         return out
-    (ilo, ihi), (olo, ohi) = r["input_tokens"], r["output_tokens"]
+    (ilo, ihi), (olo, ohi) = r.input_tokens or (0.0, 0.0), r.output_tokens or (0.0, 0.0)
     if sh["prompt_longer"] > OUTSIDE_SHARE:
         out.append(f"extrapolation: {sh['prompt_longer']:.1%} of the prompts are longer than any in the test "
                    f"({ihi:,.0f} tokens; the longest here {float(np.max(mix.input_tokens)):,.0f}): the prefill cost "
@@ -288,15 +288,15 @@ def outside_flags(twin: Twin, mix: RequestMix) -> list[str]:
         out.append(f"extrapolation: {sh['output_shorter']:.1%} of the outputs are shorter than any in the test "
                    f"({olo:,.0f} tokens)")
     if sh["cache_hit_beyond"] > OUTSIDE_SHARE:
-        hit = float(np.mean(mix.cached_tokens > 0))
-        out.append(f"extrapolation: {hit:.1%} of the requests hit the prefix cache against {r['cache_hit_share']:.1%} "
+        hit, hit_t = float(np.mean(mix.cached_tokens > 0)), r.cache_hit_share or 0.0
+        out.append(f"extrapolation: {hit:.1%} of the requests hit the prefix cache against {hit_t:.1%} "
                    "in the test: the cache-hit discount was not measured (the twin takes cached tokens as free)")
     return out
 
 
 def _load_flags(twin: Twin, per_instance: float, have: bool) -> list[str]:
     """The predicted limit (per instance) below the lowest or above the highest load the test ran."""
-    lo, hi = tested_ranges(twin).get("offered_load") or (None, None)
+    lo, hi = tested_ranges(twin).offered_load or (None, None)
     if not have or per_instance <= 0:
         return []
     k = max(int(twin.replicas or 1), 1)  # the test's loads were offered to k replicas: per replica
@@ -313,12 +313,12 @@ def _load_flags(twin: Twin, per_instance: float, have: bool) -> list[str]:
 def _speed_flags(twin: Twin, info: dict) -> list[str]:
     """The twin's median time per output token at the predicted limit outside what the test measured (P25 at
     its lowest-load step to P75 at its highest)."""
-    r = twin.reach or {}
+    r = twin.reach or Reach()
     v = info.get("tpot_p50_ms")
-    low, high = r.get("tpot_lowest_load_ms"), r.get("tpot_highest_load_ms")
+    low, high = r.tpot_lowest_load_ms, r.tpot_highest_load_ms
     if v is None or not math.isfinite(v) or not low:
         return []
-    loads = r.get("offered_load") or [None, None]
+    loads = r.offered_load or [None, None]
     if low[0] is not None and v < low[0]:
         return [f"speed: at the predicted limit the twin decodes at {v:.1f} ms/token, faster than the test measured "
                 f"at its lowest load ({low[0]:.1f}–{low[2]:.1f} ms/token, P25–P75, at {loads[0]:.3g} rps): the "
@@ -336,13 +336,13 @@ def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams,
     test's, the context cost when its requests hold more context than the test's, the cache-hit discount when it
     hits the cache more than the test did."""
     out = []
-    ident = {e.get("parameter"): e for e in (twin.identification or [])}
+    ident = {e.parameter: e for e in (twin.identification or [])}
     r = tested_ranges(twin)
     sq = ident.get("decode_ms_per_seq")
-    bp = r.get("batch_p5_p95") or [None, None]
-    if (sq and not sq.get("identified") and sq.get("prior") and sq.get("decode_ms_at_batch") and batch
+    bp = r.batch_p5_p95 or [None, None]
+    if (sq and not sq.identified and sq.prior and sq.decode_ms_at_batch and batch
             and bp[0] is not None and bp[1] is not None):
-        it, n_med = (float(v) for v in sq["decode_ms_at_batch"])
+        it, n_med = (float(v) for v in sq.decode_ms_at_batch)
         lo_b, hi_b = float(bp[0]), float(bp[1])
         if batch > BATCH_GROWTH * n_med or batch < n_med / BATCH_GROWTH:
             why = (f"at the limit the batch is {batch:.3g} requests against a median {n_med:.3g} ({lo_b:.3g}–"
@@ -355,25 +355,27 @@ def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams,
             if abs(alt.decode_ms_per_seq - point.decode_ms_per_seq) > 0.05 * it / n_med:
                 out.append(("decode_ms_per_seq", why, alt, mix))
     k = ident.get("decode_ms_per_kctx")
-    if k and not k.get("identified") and k.get("prior") and twin.test_mix.get("input_tokens"):
-        hi = float(k["prior"][1])
+    if k and not k.identified and k.prior and twin.test_mix.get("input_tokens"):
+        hi = float(k.prior[1])
         ti, to = np.asarray(twin.test_mix["input_tokens"], float), np.asarray(twin.test_mix["output_tokens"], float)
         ctx_t = float(np.mean(ti + 0.5 * to))
         ctx_m = float(np.mean(mix.input_tokens + 0.5 * mix.output_tokens))
-        beyond = float(np.mean(mix.input_tokens + mix.output_tokens > float(r.get("total_tokens_max", np.inf))))
+        top = np.inf if r.total_tokens_max is None else float(r.total_tokens_max)
+        beyond = float(np.mean(mix.input_tokens + mix.output_tokens > top))
         if hi > 0 and (ctx_m > CONTEXT_GROWTH * ctx_t or beyond > OUTSIDE_SHARE):
             why = (f"{beyond:.1%} of the requests hold more tokens than any in the test and their mean context is "
                    f"{ctx_m:,.0f} tokens against {ctx_t:,.0f}; the decode cost per context token was not identified "
                    f"(prior 0–{hi:.3g} ms/1k tokens, the batch cost read as context cost)")
             out.append(("decode_ms_per_kctx", why, replace(point, decode_ms_per_seq=0.0, decode_ms_per_kctx=hi), mix))
     pt = ident.get("prefill_ms_per_token")
-    if pt and not pt.get("identified") and pt.get("prior") and twin.test_mix.get("input_tokens"):
-        total, tok = (float(v) for v in pt["prefill_ms_at_tokens"])
+    if (pt and not pt.identified and pt.prior and pt.prefill_ms_at_tokens
+            and twin.test_mix.get("input_tokens")):
+        total, tok = (float(v) for v in pt.prefill_ms_at_tokens)
         ti = np.asarray(twin.test_mix["input_tokens"], float)
         tc = np.asarray(twin.test_mix.get("cached_tokens") or np.zeros(ti.size), float)
         u_t = float(np.mean(np.maximum(ti - tc, 0.0)))
         u_m = float(np.mean(np.maximum(mix.input_tokens - mix.cached_tokens, 0.0)))
-        lo_p, hi_p = r.get("input_tokens") or (float(ti.min()), float(ti.max()))
+        lo_p, hi_p = r.input_tokens or (float(ti.min()), float(ti.max()))
         outside = float(np.mean((mix.input_tokens > hi_p) | (mix.input_tokens < lo_p)))
         if u_t > 0 and (u_m > PROMPT_GROWTH * u_t or u_m < u_t / PROMPT_GROWTH or outside > OUTSIDE_SHARE):
             why = (f"the mean uncached prompt is {u_m:,.0f} tokens against {u_t:,.0f} in the test ({outside:.1%} "
@@ -386,7 +388,7 @@ def _unidentified_alternatives(twin: Twin, mix: RequestMix, point: ServerParams,
             for label, alt in ends:
                 if abs(alt.prefill_ms_per_token - point.prefill_ms_per_token) > 0.05 * total / tok:
                     out.append(("prefill_ms_per_token", f"{why}; {label}", alt, mix))
-    hit_t = float(r.get("cache_hit_share", 0.0))
+    hit_t = float(r.cache_hit_share or 0.0)
     hit_m = float(np.mean(mix.cached_tokens > 0))
     if hit_m > hit_t + OUTSIDE_SHARE:
         why = (f"{hit_m:.1%} of the requests hit the prefix cache against {hit_t:.1%} in the test; the discount of a "

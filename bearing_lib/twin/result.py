@@ -89,6 +89,59 @@ class Validation:
 
 
 @dataclass
+class Reach:
+    """What the calibration test covered, per factor a cost parameter depends on (docs/twin.md "Reach"): ranges
+    ``[low, high]`` (``None`` where the test had no value), the time per output token at the lowest- and
+    highest-load steps (P25, P50, P75; ``None`` when the step had fewer than 10 requests with one). A range the
+    test cannot show (a twin written before ``reach``, read through ``tested_ranges``) is ``None``."""
+
+    input_tokens: list[float] | None = None
+    output_tokens: list[float] | None = None
+    total_tokens_max: float | None = None
+    cache_hit_share: float | None = None
+    cached_share: float | None = None
+    batch_p5_p95: list[float | None] | None = None
+    batch_max: float | None = None
+    context_ktokens_p5_p95: list[float | None] | None = None
+    context_per_request_ktokens: float | None = None
+    offered_load: list[float | None] | None = None
+    tpot_lowest_load_ms: list[float | None] | None = None
+    tpot_highest_load_ms: list[float | None] | None = None
+
+    OPTIONAL = ("tpot_lowest_load_ms", "tpot_highest_load_ms")  # left out of the JSON when not measured
+
+    def to_dict(self) -> dict[str, object]:
+        d = _plain(asdict(self))
+        return {k: v for k, v in d.items() if not (k in self.OPTIONAL and v is None)}  # type: ignore[union-attr]
+
+
+@dataclass
+class ParamIdentification:
+    """Per cost parameter: the factor that identifies it, the range of it the test covered (``tested``), whether
+    it was identified, the estimate and interval, and (unidentified) the prior range a prediction that depends on
+    it carries; for a split the test could not make, the fitted total it splits (``decode_ms_at_batch``:
+    [iteration ms, median batch]; ``prefill_ms_at_tokens``: [prefill ms, median uncached tokens])."""
+
+    parameter: str
+    factor: str
+    tested: list[float | None] | None
+    identified: bool
+    value: float | None
+    ci95: list[float | None]
+    bound: str
+    prior: list[float] | None
+    note: str
+    decode_ms_at_batch: list[float] | None = None
+    prefill_ms_at_tokens: list[float] | None = None
+
+    OPTIONAL = ("decode_ms_at_batch", "prefill_ms_at_tokens")  # left out of the JSON when not set
+
+    def to_dict(self) -> dict[str, object]:
+        d = _plain(asdict(self))
+        return {k: v for k, v in d.items() if not (k in self.OPTIONAL and v is None)}  # type: ignore[union-attr]
+
+
+@dataclass
 class Twin:
     """A calibrated twin: parameters (with CIs and identification), bootstrap draws, the test's own mix."""
 
@@ -108,8 +161,8 @@ class Twin:
     given: dict[str, float | str] = field(default_factory=dict)  # engine settings given, not fitted
     # what the test covered per factor, and per cost parameter whether it identified it (docs/twin.md "Reach");
     # twins written before read as empty (predictions then take the tested ranges from test_mix)
-    reach: dict[str, object] = field(default_factory=dict)
-    identification: list[dict[str, object]] = field(default_factory=list)
+    reach: Reach | None = None
+    identification: list[ParamIdentification] = field(default_factory=list)
     replicas: int = 1  # replicas behind a round-robin router in the test; the twin is one replica's server
     kind: Literal["twin"] = "twin"  # what the document is (twins written before it read as twins)
 
@@ -132,16 +185,16 @@ class Twin:
     def summary(self) -> str:
         lines = [f"twin of {self.source} ({self.n_requests} requests, steps {self.steps})"]
         lines += ["  " + p.text() for p in self.params]
-        r = self.reach or {}
-        if r.get("input_tokens"):
-            ld = r.get("offered_load") or [None, None]
-            lines.append(f"  reach: prompts {r['input_tokens'][0]:,.0f}–{r['input_tokens'][1]:,.0f} tokens, outputs "
-                         f"{r['output_tokens'][0]:,.0f}–{r['output_tokens'][1]:,.0f}, cache hits "
-                         f"{float(r.get('cache_hit_share') or 0):.1%}"
+        r = self.reach
+        if r is not None and r.input_tokens and r.output_tokens:
+            ld = r.offered_load or [None, None]
+            lines.append(f"  reach: prompts {r.input_tokens[0]:,.0f}–{r.input_tokens[1]:,.0f} tokens, outputs "
+                         f"{r.output_tokens[0]:,.0f}–{r.output_tokens[1]:,.0f}, cache hits "
+                         f"{float(r.cache_hit_share or 0):.1%}"
                          + (f", loads {ld[0]:.3g}–{ld[1]:.3g} rps" if ld[0] is not None else ""))
         for e in self.identification:
-            if not e.get("identified") and e.get("prior"):
-                lines.append(f"  not identified: {e['parameter']} (prior {e['prior'][0]:.3g}–{e['prior'][1]:.3g})")
+            if not e.identified and e.prior:
+                lines.append(f"  not identified: {e.parameter} (prior {e.prior[0]:.3g}–{e.prior[1]:.3g})")
         if self.validation is not None:
             lines.append("  validation: " + ("trusted" if self.validation.trusted else
                                              "UNTRUSTED: " + "; ".join(self.validation.reasons)))
@@ -161,13 +214,20 @@ class Twin:
                 f"{rows}</table>")
 
     def to_dict(self) -> dict[str, object]:
-        return _plain(asdict(self))  # type: ignore[return-value]
+        d: dict[str, object] = _plain(asdict(self))  # type: ignore[assignment]
+        # reach and identification keep their JSON shape: no reach is {} (twins written before it), a figure
+        # not measured is left out rather than written null
+        d["reach"] = {} if self.reach is None else self.reach.to_dict()
+        d["identification"] = [e.to_dict() for e in self.identification]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, object]) -> Twin:
         from bearing_lib.common.schema import parse
 
         _refuse_other_kind(d, cls, ("params", "draws", "test_mix"), "bearing twin fit LOADTEST --sla ... --json OUT")
+        if isinstance(d, dict) and d.get("reach") == {}:  # a twin written before reach
+            d = {**d, "reach": None}
         return parse(cls, d, what="twin document")
 
 
@@ -266,4 +326,5 @@ class PredictionSet:
         return parse(cls, {**d, "predictions": preds}, what="twin predictions")
 
 
-__all__ = ["Prediction", "PredictionSet", "StepCheck", "Twin", "TwinParam", "Validation"]
+__all__ = ["ParamIdentification", "Prediction", "PredictionSet", "Reach", "StepCheck", "Twin", "TwinParam",
+           "Validation"]

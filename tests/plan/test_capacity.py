@@ -18,6 +18,7 @@ from bearing_lib.plan.capacity import (
     memory_for,
 )
 from bearing_lib.plan.memory import get_preset
+from bearing_lib.plan.plan_step import PlanStep
 
 CURVE = [
     LatencyPoint(1, 450, 800, 2.0),
@@ -56,10 +57,10 @@ def test_non_monotone_curve_is_flagged():
 
 
 def test_curve_from_limits_steps():
-    steps = [{"offered_load": 2, "offered_load_unit": "concurrency", "latency_ms_p50": 10, "latency_ms_p99": 20,
-              "throughput_rps": 5},
-             {"offered_load": 3, "offered_load_unit": "rps", "latency_ms_p99": 20},  # no concurrency: skipped
-             {"concurrency_mean": 3.5, "latency_ms_p99": 30}]
+    steps = [PlanStep(offered_load=2, offered_load_unit="concurrency", throughput_rps=5,
+                      stats={"latency_ms_p50": 10, "latency_ms_p99": 20}),
+             PlanStep(offered_load=3, offered_load_unit="rps", stats={"latency_ms_p99": 20}),  # no concurrency: skipped
+             PlanStep(concurrency_mean=3.5, stats={"latency_ms_p99": 30})]
     pts = curve_from_limits_steps(steps)
     assert [(p.concurrency, p.sla_ms, p.throughput_rps) for p in pts] == [(2.0, 20.0, 5.0), (3.5, 30.0, None)]
     with pytest.raises(InsufficientDataError):

@@ -26,6 +26,7 @@ from bearing_lib.plan.capacity import (
 )
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.fos import Target
+from bearing_lib.plan.plan_step import PlanStep
 from bearing_lib.plan.scorecards import lowest_load_text, single_path_p95
 from bearing_lib.traffic.binning import RateSeries
 from bearing_lib.traffic.targets import compute_targets
@@ -96,12 +97,15 @@ def test_the_cli_lines_name_one_buffer():
 # --------------------------------------------------------------------------- safe concurrency
 def test_safe_concurrency_respects_every_clause():
     # P95 holds at concurrency 5.86 and 12.58 (575, 519 ms); the error rate is 2 % and 2.5 % there (> 1 %)
-    steps = [{"offered_load": 0.5, "offered_load_unit": "rps", "concurrency_mean": 5.86, "ttft_ms_p95": 575.0,
-              "observed": {"p95(ttft) <= 1s": 575.0, "error_rate <= 1%": 0.02}, "error_rate": 0.02},
-             {"offered_load": 1.0, "offered_load_unit": "rps", "concurrency_mean": 12.58, "ttft_ms_p95": 519.0,
-              "observed": {"p95(ttft) <= 1s": 519.0, "error_rate <= 1%": 0.025}, "error_rate": 0.025},
-             {"offered_load": 1.5, "offered_load_unit": "rps", "concurrency_mean": 20.8, "ttft_ms_p95": 1780.0,
-              "observed": {"p95(ttft) <= 1s": 1780.0, "error_rate <= 1%": 0.046}, "error_rate": 0.046}]
+    steps = [PlanStep(offered_load=0.5, offered_load_unit="rps", concurrency_mean=5.86,
+                      observed={"p95(ttft) <= 1s": 575.0, "error_rate <= 1%": 0.02}, error_rate=0.02,
+                      stats={"ttft_ms_p95": 575.0}),
+             PlanStep(offered_load=1.0, offered_load_unit="rps", concurrency_mean=12.58,
+                      observed={"p95(ttft) <= 1s": 519.0, "error_rate <= 1%": 0.025}, error_rate=0.025,
+                      stats={"ttft_ms_p95": 519.0}),
+             PlanStep(offered_load=1.5, offered_load_unit="rps", concurrency_mean=20.8,
+                      observed={"p95(ttft) <= 1s": 1780.0, "error_rate <= 1%": 0.046}, error_rate=0.046,
+                      stats={"ttft_ms_p95": 1780.0})]
     pts = curve_from_limits_steps(steps, metric="ttft_ms", stat="p95", clauses=[P95_1S, ERR_1],
                                   latency_text=P95_1S.text)
     assert [p.broken for p in pts] == [("error_rate <= 1% (observed 2.00%)",), ("error_rate <= 1% (observed 2.50%)",),
@@ -113,7 +117,7 @@ def test_safe_concurrency_respects_every_clause():
     assert (sc.sla_threshold_ms, sc.sla_stat) == (1000.0, "P95")
     # with the error rate at 0.5 % at the first step only, that step is the safe one
     ok = copy.deepcopy(steps)
-    ok[0]["observed"]["error_rate <= 1%"] = 0.005
+    ok[0].observed["error_rate <= 1%"] = 0.005
     sc = max_safe_concurrency(curve_from_limits_steps(ok, metric="ttft_ms", stat="p95", clauses=[P95_1S, ERR_1],
                                                       latency_text=P95_1S.text), 1000.0, stat="P95")
     assert sc.value == pytest.approx(5.86) and sc.latency_only_value == pytest.approx(12.58)
@@ -142,9 +146,9 @@ def test_a_plan_file_with_the_old_field_name_reads_into_the_new_one():
 
 # --------------------------------------------------------------------------- lowest tested vs lowest judged
 def test_lowest_judged_load_is_not_called_the_lowest_tested():
-    steps = [{"offered_load": 0.2, "offered_load_unit": "rps"},  # no P95 here
-             {"offered_load": 1.25, "offered_load_unit": "rps", "ttft_ms_p95": 300.0},
-             {"offered_load": 2.0, "offered_load_unit": "rps", "ttft_ms_p95": 900.0}]
+    steps = [PlanStep(offered_load=0.2, offered_load_unit="rps"),  # no P95 here
+             PlanStep(offered_load=1.25, offered_load_unit="rps", stats={"ttft_ms_p95": 300.0}),
+             PlanStep(offered_load=2.0, offered_load_unit="rps", stats={"ttft_ms_p95": 900.0})]
     assert lowest_load_text(steps, steps[1]) == ("at the lowest judged load 1.25 rps (the test started at 0.2 rps; "
                                                  "the steps below have no value for it)")
     item = single_path_p95(steps, [P95_1S])

@@ -16,16 +16,17 @@ from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.plan.capacity_plan import CapacityPlan, concurrency_at_limit, read_json
 from bearing_lib.plan.memory import GIB
+from bearing_lib.plan.plan_step import PlanStep
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 
 
 def _steps():
     return {"a": [
-        {"step": 0, "offered_load": 1.0, "concurrency_mean": 2.0},
-        {"step": 1, "offered_load": 2.0, "concurrency_mean": 5.0},
-        {"step": 2, "offered_load": 3.0, "concurrency_mean": 20.0},
-        {"step": 3, "offered_load": 2.5, "concurrency_mean": 99.0, "recovery_step": True},
+        PlanStep(step=0, offered_load=1.0, concurrency_mean=2.0),
+        PlanStep(step=1, offered_load=2.0, concurrency_mean=5.0),
+        PlanStep(step=2, offered_load=3.0, concurrency_mean=20.0),
+        PlanStep(step=3, offered_load=2.5, concurrency_mean=99.0, recovery_step=True),
     ]}
 
 
@@ -47,12 +48,12 @@ def test_outside_the_tested_loads_takes_the_nearest_step_and_says_so():
 
 def test_derived_from_throughput_and_mean_latency_and_summed_over_mixes():
     steps = {
-        "a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0, "latency_ms_mean": 1500.0},
-              {"step": 1, "offered_load": 2.0, "throughput_rps": 4.0, "latency_ms_mean": 2000.0}],
+        "a": [PlanStep(step=0, offered_load=1.0, throughput_rps=2.0, stats={"latency_ms_mean": 1500.0}),
+              PlanStep(step=1, offered_load=2.0, throughput_rps=4.0, stats={"latency_ms_mean": 2000.0})],
         # same steps of the same run (same step number and offered load): concurrency adds
-        "b": [{"step": 0, "offered_load": 1.0, "concurrency_mean": 1.0},
-              {"step": 1, "offered_load": 2.0, "concurrency_mean": 2.0},
-              {"step": 7, "offered_load": 9.0, "concurrency_mean": 50.0}],
+        "b": [PlanStep(step=0, offered_load=1.0, concurrency_mean=1.0),
+              PlanStep(step=1, offered_load=2.0, concurrency_mean=2.0),
+              PlanStep(step=7, offered_load=9.0, concurrency_mean=50.0)],
     }
     at = concurrency_at_limit(steps, "a", Estimate(1.5, unit="rps"))
     # step 0: 2 × 1.5 + 1 = 4; step 1: 4 × 2.0 + 2 = 10; at 1.5: 7
@@ -62,7 +63,7 @@ def test_derived_from_throughput_and_mean_latency_and_summed_over_mixes():
 
 def test_no_concurrency_says_why():
     with pytest.raises(InsufficientDataError, match="no mean concurrency"):
-        concurrency_at_limit({"a": [{"step": 0, "offered_load": 1.0, "throughput_rps": 2.0}]}, "a", Estimate(1.0))
+        concurrency_at_limit({"a": [PlanStep(step=0, offered_load=1.0, throughput_rps=2.0)]}, "a", Estimate(1.0))
     with pytest.raises(InsufficientDataError, match="no Q_ult"):
         concurrency_at_limit(_steps(), "a", Estimate(None))
 

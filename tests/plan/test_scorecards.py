@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bearing_lib.limits.result import SlaClauseDoc
+from bearing_lib.plan.plan_step import PlanStep
 from bearing_lib.plan.scorecards import (
     budget_row,
     business_row,
@@ -17,14 +18,14 @@ from bearing_lib.plan.scorecards import (
 
 SLA = [SlaClauseDoc(text="p99(latency) < 2s", metric="latency_ms", stat="p99", op="<", threshold=2000)]
 STEPS = [
-    {"step": 0, "offered_load": 1, "offered_load_unit": "concurrency", "throughput_rps": 2.0, "latency_ms_p95": 600,
-     "error_rate": 0.0},
-    {"step": 1, "offered_load": 4, "offered_load_unit": "concurrency", "throughput_rps": 6.5, "latency_ms_p95": 900,
-     "error_rate": 0.0005},
-    {"step": 2, "offered_load": 8, "offered_load_unit": "concurrency", "throughput_rps": 12.0, "latency_ms_p95": 1500,
-     "error_rate": 0.002},
-    {"step": 3, "offered_load": 16, "offered_load_unit": "concurrency", "throughput_rps": 13.0, "latency_ms_p95": 2900,
-     "error_rate": 0.02},
+    PlanStep(step=0, offered_load=1, offered_load_unit="concurrency", throughput_rps=2.0, error_rate=0.0,
+             stats={"latency_ms_p95": 600}),
+    PlanStep(step=1, offered_load=4, offered_load_unit="concurrency", throughput_rps=6.5, error_rate=0.0005,
+             stats={"latency_ms_p95": 900}),
+    PlanStep(step=2, offered_load=8, offered_load_unit="concurrency", throughput_rps=12.0, error_rate=0.002,
+             stats={"latency_ms_p95": 1500}),
+    PlanStep(step=3, offered_load=16, offered_load_unit="concurrency", throughput_rps=13.0, error_rate=0.02,
+             stats={"latency_ms_p95": 2900}),
 ]
 
 
@@ -95,7 +96,7 @@ def test_checklist_not_measured_reasons_and_user_values():
     assert got["cold start / rolling release"] == "healthy"
     assert got["data freshness"] == "danger"
     # single-path P95 near the SLA is danger, between SLA/3 and 0.9 SLA a warning
-    near = [{"offered_load": 1, "latency_ms_p95": 1900}]
+    near = [PlanStep(offered_load=1, stats={"latency_ms_p95": 1900})]
     assert checklist(steps=near, sla=SLA)[0].status == "danger"
-    mid = [{"offered_load": 1, "latency_ms_p95": 1000}]
+    mid = [PlanStep(offered_load=1, stats={"latency_ms_p95": 1000})]
     assert checklist(steps=mid, sla=SLA)[0].status == "warning"

@@ -28,8 +28,25 @@ def test_the_report_identity_is_the_deployment_identity_of_compare(docs, full_mo
     ident = identity_fields(from_limits(LimitsResult.from_dict(docs["limits"])))
     assert ident == {"model": "meta-llama/Llama-3-70B-Instruct", "hardware": "2 replicas, 4x H100 80GB each",
                      "engine": "vllm", "engine_version": "0.6.3", "instances": 2}
-    assert {k: full_model.identity[k] for k in ident} == ident
-    assert set(DEPLOYMENT_KEYS) <= set(full_model.identity)
+    assert {k: full_model.identity.to_dict()[k] for k in ident} == ident
+    assert set(DEPLOYMENT_KEYS) <= set(full_model.identity.to_dict())
+
+
+def test_the_typed_identity_writes_every_report_identity_key_in_order(full_model):
+    """``summary.json``'s ``identity`` holds the keys of :data:`REPORT_IDENTITY_KEYS` in that order (read with json
+    directly), and a summary without engine, version and instances reads them as unknown (None)."""
+    import json
+
+    from bearing_lib.report.identity import ReportIdentity
+    from bearing_lib.report.model import REPORT_IDENTITY_KEYS
+
+    doc = json.loads(json.dumps(full_model.to_dict()))
+    assert tuple(doc["identity"]) == REPORT_IDENTITY_KEYS
+    assert doc["identity"]["tier"] == "standard" and doc["identity"]["instances"] == 2
+    old = {k: v for k, v in doc["identity"].items() if k not in ("engine", "engine_version", "instances")}
+    back = ReportIdentity.from_dict({**old, "not_a_key": 1})
+    assert (back.engine, back.engine_version, back.instances) == (None, None, None)
+    assert back.model == doc["identity"]["model"] and back.tier == "standard"
 
 
 def test_an_engine_change_is_refused_not_read_as_noise(docs, full_model):

@@ -304,7 +304,7 @@ def test_report_summary_reads_back_what_the_model_writes(docs, full_model):
     want = {m["mix"]["name"]: m["q_ult"]["value"] for m in docs["limits"]["mixes"]}
     assert {x.name: x.q_ult.value for x in back.limits} == want
     assert back.blended_fos.value == docs["plan"]["fos"]["blended"]["value"]
-    assert back.identity["tier"] == "standard"
+    assert back.identity.tier == "standard"
     assert back.to_dict()["limits"] == full_model.to_dict()["limits"]
 
 

@@ -57,6 +57,8 @@ def test_hand_made_counters_with_a_reset(tmp_path):
     m = d["metrics"]
     assert m["counter_resets"] == 1 and m["gaps"] == 0 and m["n_series"] == 2 and m["step_s"] == 15.0
     assert [(r["mix"], r["n_requests"], r["share"]) for r in m["per_mix"]] == [("m1", 96.0, 0.8), ("m2", 24.0, 0.2)]
+    keys = ["mix", "n_requests", "share", "mean_input_tokens", "mean_output_tokens"]
+    assert all(list(r) == keys for r in m["per_mix"])
     assert d["per_second"]["available"] is False and "15 s" in d["per_second"]["reason"]
     assert d["slo_budget"]["available"] is False and d["seq_len"]["available"] is False
     assert d["dispersion"]["interarrival_cv"] is None

@@ -127,12 +127,12 @@ def test_azure_per_second_and_dispersion_independent(bundled, which):
     assert ps["mean"] == pytest.approx(per_s.mean(), rel=1e-12)
     assert ps["p99"] == pytest.approx(float(np.quantile(per_s, 0.99)), rel=1e-12)
     disp = prof.dispersion
-    assert disp["index_of_dispersion"] == pytest.approx(per_m.var(ddof=1) / per_m.mean(), rel=1e-12)
+    assert disp.index_of_dispersion == pytest.approx(per_m.var(ddof=1) / per_m.mean(), rel=1e-12)
     # float64 epoch seconds resolve ~2.4e-7 s, so gaps agree to ~1e-6 relative
-    assert disp["interarrival_cv"] == pytest.approx(gaps.std(ddof=1) / gaps.mean(), rel=1e-5)
+    assert disp.interarrival_cv == pytest.approx(gaps.std(ddof=1) / gaps.mean(), rel=1e-5)
     assert prof.resolution.quantized is False
     # the README's figures (CV 13.2 code, 1.09 conv) with ddof=0; ddof=1 differs in the 4th digit
-    assert round(disp["interarrival_cv"], 1 if which == "code" else 2) == (13.2 if which == "code" else 1.09)
+    assert round(disp.interarrival_cv, 1 if which == "code" else 2) == (13.2 if which == "code" else 1.09)
 
 
 def _mooncake_independent(path: Path):

@@ -190,3 +190,37 @@ def test_profile_says_why_seq_len_is_missing():
     # requests, 22:15 holds the last request (partial): both partial minutes are left out
     assert d["per_minute"]["series"] == {"minute_start_s": [1_700_000_040.0], "requests": [60]}
     assert any(line.startswith("seq length:  not available: synthetic: only 0") for line in prof.summary_lines())
+
+
+def test_the_dispersion_keys_say_how_it_was_measured(conv):
+    """The typed dispersion writes the keys it wrote as a dict: from request times the index's bin and no
+    per-client CV; from rate windows the rate-weighted per-client CV (both clients' CV 1.0: weighted, 1.0) and no
+    bin. Read with json, not through bearing."""
+    d = conv[2]["dispersion"]  # the Azure conversation trace's profile through a JSON round trip
+    assert list(d) == ["index_of_dispersion", "index_of_dispersion_bin_s", "index_of_dispersion_note",
+                       "interarrival_cv", "interarrival_cv_note"]
+    assert d["index_of_dispersion_bin_s"] == 60.0
+    rw, _ = _rate_windows()
+    w = json.loads(json.dumps(profile_traffic(rw, n_boot=20).to_dict(), allow_nan=False))["dispersion"]
+    assert list(w) == ["index_of_dispersion", "index_of_dispersion_note", "interarrival_cv", "interarrival_cv_note",
+                       "per_client_window_cv_rate_weighted", "per_client_window_cv_note"]
+    assert w["index_of_dispersion"] is None and w["interarrival_cv"] is None
+    assert w["per_client_window_cv_rate_weighted"] == pytest.approx(1.0)
+
+
+def test_the_rate_statistics_keep_their_json_keys(conv):
+    """The typed rate statistics write the keys they wrote as dicts: the per-minute block counts ``n_minutes`` and
+    carries the tokens per minute, the per-second block ``n_bins``, the per-window block its note; ``rps`` is the
+    per-bin figure over the bin (read with json; the window totals are the synthetic ones above)."""
+    d = conv[2]
+    head = ["available", "bin_s"]
+    body = ["n_empty", "mean", "p50", "p95", "p99", "max", "peak_to_mean", "rps", "unit"]
+    assert [k for k in d["per_minute"] if k != "series"] == [*head, "n_minutes", *body, "tokens"]
+    assert list(d["per_second"]) == [*head, "n_bins", *body]
+    assert d["per_minute"]["rps"]["max"] == pytest.approx(d["per_minute"]["max"] / 60.0, rel=1e-12)
+    assert set(d["per_minute"]["tokens"]["input_tokens"]) == {"mean", "p95", "p99", "max", "unit"}
+    rw, totals = _rate_windows()
+    w = json.loads(json.dumps(profile_traffic(rw, n_boot=20).to_dict(), allow_nan=False))["per_window"]
+    assert [k for k in w if k != "series"] == [*head, "n_bins", *body, "note"]
+    assert (w["n_bins"], w["max"], w["bin_s"]) == (12, max(totals), 600.0)
+    assert w["rps"]["max"] == pytest.approx(max(totals) / 600.0)

@@ -68,6 +68,9 @@ def test_alert_does_not_fire_below_its_share_and_custom_rules():
     a1, a2 = b.to_dict()["alerts"]
     assert a1["fired"] is False and a1["worst_budget_fraction"] == pytest.approx(500 / 4_320)
     assert a2["fired"] is None and "shorter" in a2["reason"]
+    # the JSON entry holds the worst window or the reason, never both (as when the alerts were dicts)
+    assert list(a1) == ["rule", "fired", "worst_budget_fraction", "window_start_s"] and list(a2) == ["rule", "fired",
+                                                                                                     "reason"]
     assert BurnAlertRule(3600, 0.10).burn_rate_threshold == pytest.approx(72.0)
 
 

@@ -100,25 +100,25 @@ def test_reach_and_identification_of_the_llmd_sharegpt_test_match_the_raw_csv():
     raw = _raw_sharegpt()
     tw = _sharegpt_twin()
     r = tw.reach
-    assert r["input_tokens"] == [min(v["prompt_tokens"].min() for v in raw.values()),
+    assert r.input_tokens == [min(v["prompt_tokens"].min() for v in raw.values()),
                                  max(v["prompt_tokens"].max() for v in raw.values())]
-    assert r["output_tokens"][1] == max(v["generation_tokens"].max() for v in raw.values())
-    assert r["offered_load"] == [min(raw), max(raw)]
+    assert r.output_tokens[1] == max(v["generation_tokens"].max() for v in raw.values())
+    assert r.offered_load == [min(raw), max(raw)]
     low = raw[min(raw)]
     o = low["generation_tokens"]
     tpot = low["generation_time"][o > 1] * 1000.0 / (o[o > 1] - 1.0)  # generation_time = end − first token
-    assert r["tpot_lowest_load_ms"] == pytest.approx(list(np.percentile(tpot, [25, 50, 75])), abs=0.05)
-    assert r["cache_hit_share"] == 0.0
-    ident = {e["parameter"]: e for e in tw.identification}
+    assert r.tpot_lowest_load_ms == pytest.approx(list(np.percentile(tpot, [25, 50, 75])), abs=0.05)
+    assert r.cache_hit_share == 0.0
+    ident = {e.parameter: e for e in tw.identification}
     assert set(ident) >= {"prefill_ms_per_token", "decode_ms_per_seq", "decode_ms_per_kctx", "cache_hit_discount",
                           "max_num_seqs", "kv_budget_tokens", "max_batched_tokens"}
-    assert ident["prefill_ms_per_token"]["identified"] and ident["prefill_ms_per_token"]["value"] > 0
-    assert ident["prefill_ms_per_token"]["tested"] == r["input_tokens"]
-    assert not ident["cache_hit_discount"]["identified"] and ident["cache_hit_discount"]["prior"] == [0.0, 1.0]
-    assert "no cache hits" in ident["cache_hit_discount"]["note"]
+    assert ident["prefill_ms_per_token"].identified and ident["prefill_ms_per_token"].value > 0
+    assert ident["prefill_ms_per_token"].tested == r.input_tokens
+    assert not ident["cache_hit_discount"].identified and ident["cache_hit_discount"].prior == [0.0, 1.0]
+    assert "no cache hits" in ident["cache_hit_discount"].note
     k = ident["decode_ms_per_kctx"]
-    assert not k["identified"] and k["prior"][0] == 0.0 and k["prior"][1] > 0
-    assert not ident["max_num_seqs"]["identified"] and not ident["max_batched_tokens"]["identified"]
+    assert not k.identified and k.prior[0] == 0.0 and k.prior[1] > 0
+    assert not ident["max_num_seqs"].identified and not ident["max_batched_tokens"].identified
 
 
 @pytest.mark.slow
@@ -201,9 +201,9 @@ def test_a_target_beyond_the_tests_cache_hits_and_context_carries_the_priors_and
     tr = oracle_trace("small", "chat")
     tw = calibrate(tr, n_boot=40, known=engine_settings("small"))
     tw.validation = validate(tw, tr, "p99(ttft) <= 1s")
-    ident = {e["parameter"]: e for e in tw.identification}
-    assert tw.reach["cache_hit_share"] == 0.0 and not ident["cache_hit_discount"]["identified"]
-    assert not ident["decode_ms_per_kctx"]["identified"] and ident["decode_ms_per_kctx"]["prior"][1] > 0
+    ident = {e.parameter: e for e in tw.identification}
+    assert tw.reach.cache_hit_share == 0.0 and not ident["cache_hit_discount"].identified
+    assert not ident["decode_ms_per_kctx"].identified and ident["decode_ms_per_kctx"].prior[1] > 0
     truth = float(load_truth()["small/prefix"]["q_ult_rps"])
     p = predict(tw, target_mix("prefix"), "p99(latency) <= 14s", options=SearchOptions(n_draws=4, duration_s=900.0))
     un = {f.split(":")[1].strip(): f for f in p.flags if f.startswith("unidentified:")}
@@ -364,10 +364,10 @@ def test_a_fixed_prompt_test_does_not_identify_the_prefill_cost_per_token_and_ca
     assert not pt.identified and "hardly varied the prompt" in pt.note and "64–64" in pt.note
     total = pb + pt.value * 64
     assert total == pytest.approx(cfg.prefill_base_ms + cfg.prefill_ms_per_token * 64, rel=0.10)
-    ident = {e["parameter"]: e for e in tw.identification}
-    assert not ident["prefill_ms_per_token"]["identified"]
-    assert ident["prefill_ms_per_token"]["prior"] == pytest.approx([0.0, total / 64], rel=1e-9)
-    assert ident["prefill_ms_per_token"]["prior"][1] >= cfg.prefill_ms_per_token  # the truth lies in the prior
+    ident = {e.parameter: e for e in tw.identification}
+    assert not ident["prefill_ms_per_token"].identified
+    assert ident["prefill_ms_per_token"].prior == pytest.approx([0.0, total / 64], rel=1e-9)
+    assert ident["prefill_ms_per_token"].prior[1] >= cfg.prefill_ms_per_token  # the truth lies in the prior
 
     inp, out, cac = long_.draw(np.random.default_rng(3), 20_000)
     p = predict(tw, from_arrays("512-token prompts", inp, out, cac), sla,
@@ -396,8 +396,8 @@ def test_one_prompt_length_leaves_the_per_token_prefill_cost_unidentified_with_i
     assert not pt.identified and pt.ci95 == (None, None) and "100–100" in pt.note
     total = tw.param("prefill_base_ms").value + pt.value * 100
     assert total == pytest.approx(2.0, abs=0.5)  # the generator's 2 ms prefill
-    ident = {e["parameter"]: e for e in tw.identification}
-    assert ident["prefill_ms_per_token"]["prior"] == pytest.approx([0.0, total / 100], rel=1e-9)
+    ident = {e.parameter: e for e in tw.identification}
+    assert ident["prefill_ms_per_token"].prior == pytest.approx([0.0, total / 100], rel=1e-9)
     rng = np.random.default_rng(4)
     n = 5000
     out = rng.integers(2, 200, n)
@@ -480,14 +480,14 @@ def test_a_test_that_kept_the_slots_full_does_not_identify_the_decode_cost_per_s
     assert tw.param("max_num_seqs").identified and tw.param("max_num_seqs").value == 4
     sq = tw.param("decode_ms_per_seq")
     assert not sq.identified and sq.value == 0.0 and sq.ci95 == (None, None) and "hardly varied" in sq.note
-    p5, p95 = tw.reach["batch_p5_p95"]
+    p5, p95 = tw.reach.batch_p5_p95
     assert p95 < 1.5 * p5 and p95 <= 4.0 + 1e-9
-    ident = {e["parameter"]: e for e in tw.identification}
-    it, n_med = ident["decode_ms_per_seq"]["decode_ms_at_batch"]
+    ident = {e.parameter: e for e in tw.identification}
+    it, n_med = ident["decode_ms_per_seq"].decode_ms_at_batch
     assert 3.5 < n_med <= 4.0
     assert it == pytest.approx(cfg.decode_base_ms + cfg.decode_ms_per_seq * n_med, rel=0.05)  # the iteration, by hand
-    assert ident["decode_ms_per_seq"]["prior"] == pytest.approx([0.0, it / n_med], rel=1e-9)
-    assert ident["decode_ms_per_seq"]["prior"][1] >= cfg.decode_ms_per_seq  # the truth lies in the prior
+    assert ident["decode_ms_per_seq"].prior == pytest.approx([0.0, it / n_med], rel=1e-9)
+    assert ident["decode_ms_per_seq"].prior[1] >= cfg.decode_ms_per_seq  # the truth lies in the prior
 
     inp, out, cac = mix.draw(np.random.default_rng(3), 20_000)
     target = from_arrays("chat", inp, out, cac)
@@ -501,3 +501,28 @@ def test_a_test_that_kept_the_slots_full_does_not_identify_the_decode_cost_per_s
     assert lo <= truth <= hi and hi >= alt * 0.995, (p.q_ult, truth, alt)
     near = predict(tw, target, "p99(latency) <= 12s", options=SearchOptions(n_draws=0, duration_s=1200.0))
     assert not any(f.startswith("unidentified: decode_ms_per_seq") for f in near.flags)
+
+
+def test_the_twin_json_keeps_reach_and_identification_in_their_shape():
+    """The typed reach and identification write the JSON they wrote as dicts: a figure not measured is left out
+    (not null), a twin written before them (``reach: {}``) reads back and writes ``{}``. The document is read with
+    json directly, not through bearing."""
+    import json
+
+    from bearing_lib.twin import Twin
+
+    tw = _sharegpt_twin()
+    d = json.loads(json.dumps(tw.to_dict()))
+    assert d["reach"]["input_tokens"] == tw.reach.input_tokens and "tpot_lowest_load_ms" in d["reach"]
+    assert set(d["reach"]) == {"input_tokens", "output_tokens", "total_tokens_max", "cache_hit_share", "cached_share",
+                               "batch_p5_p95", "batch_max", "context_ktokens_p5_p95", "context_per_request_ktokens",
+                               "offered_load", "tpot_lowest_load_ms", "tpot_highest_load_ms"}
+    ident = {e["parameter"]: e for e in d["identification"]}
+    # a split the test made carries no fitted total: the key is absent, as before it was typed
+    assert ident["prefill_ms_per_token"]["identified"] and "prefill_ms_at_tokens" not in ident["prefill_ms_per_token"]
+    assert "decode_ms_at_batch" not in ident["cache_hit_discount"]
+    assert ident["cache_hit_discount"]["ci95"] == [None, None] and ident["cache_hit_discount"]["prior"] == [0.0, 1.0]
+    assert Twin.from_dict(d).to_dict() == d
+    old = {**d, "reach": {}, "identification": []}
+    back = Twin.from_dict(old)
+    assert back.reach is None and back.identification == [] and back.to_dict() == old

@@ -1,0 +1,71 @@
+"""One load-test step as the plan reads it: :class:`PlanStep`.
+
+The limits hand the plan judged steps (:class:`bearing_lib.limits.result.Step`); the plan reads a few of their
+fields (load, throughput, errors, mean concurrency, what each SLA clause observed) and the latency statistics
+keyed ``{metric}_{stat}`` (``ttft_ms_p95``, ``latency_ms_p99``, ``latency_ms_mean``) that the step, its observed
+percentile clauses and the load curve give (:func:`bearing_lib.plan.inputs.limits_input`,
+:func:`bearing_lib.plan.inputs.enrich_steps`). It stays inside the plan (safe concurrency, concurrency at the
+limit, the checklist); the stage boundary is the typed :class:`~bearing_lib.limits.result.LimitsResult`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from bearing_lib.limits.result import Step
+
+
+@dataclass
+class PlanStep:
+    """A step's fields the plan reads, and its statistics by ``{metric}_{stat}`` key (``stats``).
+
+    ``offered_load_unit`` is the limits' offered-load unit (``rps``, ``concurrency``) when one is known;
+    ``observed`` the value each SLA clause saw, keyed by the clause's text."""
+
+    step: int | None = None
+    offered_load: float | None = None
+    load_axis: float | None = None
+    offered_load_unit: str | None = None
+    throughput_rps: float | None = None
+    error_rate: float | None = None
+    concurrency_mean: float | None = None
+    recovery_step: bool = False
+    observed: dict[str, float | None] = field(default_factory=dict)
+    stats: dict[str, float | None] = field(default_factory=dict)
+
+    def stat(self, key: str) -> float | None:
+        """The statistic ``key`` (``ttft_ms_p95``, ``latency_ms_mean``), or None when the step has none."""
+        return self.stats.get(key)
+
+    @classmethod
+    def from_step(cls, st: Step, sla: list[Any], unit: str | None) -> PlanStep:
+        """From a judged :class:`~bearing_lib.limits.result.Step`: its ``stats``, then (where it has none) the
+        observed value of each percentile clause of the SLA (``sla``: its clauses) under ``{metric}_{stat}``."""
+        stats: dict[str, float | None] = dict(st.stats or {})
+        by_text = {c.text: c for c in sla}
+        for text, v in (st.observed or {}).items():
+            c = by_text.get(text)
+            if c is not None and c.kind == "percentile" and c.metric and v is not None:
+                stats.setdefault(f"{c.metric}_{c.stat}", v)
+        return cls(step=st.step, offered_load=st.offered_load, load_axis=st.load_axis, offered_load_unit=unit,
+                   throughput_rps=st.throughput_rps, error_rate=st.error_rate, concurrency_mean=st.concurrency_mean,
+                   recovery_step=st.recovery_step, observed=dict(st.observed or {}), stats=stats)
+
+    def add_curve_columns(self, row: dict[str, object]) -> None:
+        """The load curve's columns at this step (``row``: a curve row) where the step has no value: a field left
+        empty (a unit) is filled only when the step gave it no key at all, as the judged step's fields win; a
+        numeric column joins ``stats`` unless the step already has that key."""
+        own = {f.name for f in (*dataclasses.fields(self), *dataclasses.fields(Step))} - {"stats"}
+        for k, v in row.items():
+            if v is None:
+                continue
+            if k == "offered_load_unit":
+                if self.offered_load_unit is None:
+                    self.offered_load_unit = str(v)
+            elif k not in own and k not in self.stats and isinstance(v, int | float) and not isinstance(v, bool):
+                self.stats[k] = float(v)
+
+
+__all__ = ["PlanStep"]
