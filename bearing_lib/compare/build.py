@@ -287,9 +287,16 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     per_user = _interp(limit.value, [s.offered_load for s in steps], [s.per_user_tps for s in steps]) \
         if limit.available else None
     draws = LimitDraws(None, "none", "no draws: the deployment has no limit")
-    if q is not None and achieved.available and limit.available and limit.bound == "none":
+    # a limit capped at the saturated throughput is an upper bound with a closed interval below it (the SLA
+    # crossing's lower end up to the cap's own upper end): it is drawn from that interval, the crossing's draws
+    # held at the cap's top (docs/limits.md, "The saturation cap")
+    capped = q is not None and q.capped and q.ci95[0] is not None and q.ci95[1] is not None
+    if q is not None and achieved.available and limit.available and (limit.bound == "none" or capped):
         scale = achieved.value / limit.value / ident.instances
-        draws = limit_draws(limit.value, tuple(q.ci95), lim.replicates, rng, scale=scale)
+        reps = lim.replicates
+        if capped and reps is not None:
+            reps = np.minimum(np.asarray(reps, dtype=float), float(q.ci95[1]))
+        draws = limit_draws(limit.value, tuple(q.ci95), reps, rng, scale=scale)
     if draws.draws is None and limit.available:
         what = "is a bound" if limit.is_bound else "has a 95% interval open at one end"
         draws = LimitDraws(None, "none", f"no draws: the limit {what} ({limit.text(3)}); compared by where it can "
