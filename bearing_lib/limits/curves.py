@@ -733,6 +733,44 @@ def with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFram
         .otherwise(pl.col("flags")).alias("flags"))
 
 
+def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | None) -> pl.DataFrame:
+    """Per run × step × mix counts (``n_requests``, ``n_ok``, ``n_errors``, ``_out_tok``, ``_mean_lat_s``) with the
+    step's window columns, unknown outcomes, the error rate and its Wilson CI, the completed and send rates and the
+    mean concurrency: one rule for the in-memory curve and the statistics path (``limits.stepstats``). ``done``:
+    completions inside each timed step's steady window (:func:`completions_in_window`)."""
+    g = counts.join(
+        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
+                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
+        on=["run_id", "step"], how="left",
+    )
+    d = pl.col("duration_s")
+    # completed rates over the completion span, the send rate over the send window (both the steady window's
+    # length when the requests carry times; step_windows, completion_span)
+    thr_d = pl.coalesce(pl.col("rate_span_s"), d) if "rate_span_s" in win.columns else d
+    send_d = pl.coalesce(pl.col("send_span_s"), d) if "send_span_s" in win.columns else d
+    # throughput counts completions inside the steady window (what the server delivered then), not
+    # requests sent in it: an overloaded step's queue would otherwise be counted as served
+    if done is not None:
+        g = g.join(done, on=["run_id", "step", "mix"], how="left").with_columns(
+            pl.when(pl.col("has_times")).then(pl.col("_n_done").fill_null(0)).otherwise(pl.col("n_ok")).alias("_thr_n"),
+            pl.when(pl.col("has_times")).then(pl.col("_tok_done").fill_null(0)).otherwise(pl.col("_out_tok"))
+            .alias("_thr_tok"),
+        )
+    else:
+        g = g.with_columns(pl.col("n_ok").alias("_thr_n"), pl.col("_out_tok").alias("_thr_tok"))
+    g = g.with_columns(
+        # cancelled requests and those of unknown outcome are neither ok nor failed (sla.UNSETTLED)
+        (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
+        pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
+        pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
+        pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
+        pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
+    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
+    lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
+    g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
+    return g
+
+
 def completions_in_window(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:
     """Per run × step × mix: successful requests of the step that *completed* inside its steady window.
 
@@ -799,36 +837,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
     )
     slim = slim.drop("_ok", "_failed", "_out", "_lat_all")
-    g = groups.join(g, on="_g").join(
-        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
-                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
-        on=["run_id", "step"], how="left",
-    )
-    d = pl.col("duration_s")
-    # completed rates over the completion span, the send rate over the send window (both the steady window's
-    # length when the requests carry times; step_windows, completion_span)
-    thr_d = pl.coalesce(pl.col("rate_span_s"), d) if "rate_span_s" in win.columns else d
-    send_d = pl.coalesce(pl.col("send_span_s"), d) if "send_span_s" in win.columns else d
-    # throughput counts completions inside the steady window (what the server delivered then), not
-    # requests sent in it: an overloaded step's queue would otherwise be counted as served
-    if done is not None:
-        g = g.join(done, on=["run_id", "step", "mix"], how="left").with_columns(
-            pl.when(pl.col("has_times")).then(pl.col("_n_done").fill_null(0)).otherwise(pl.col("n_ok")).alias("_thr_n"),
-            pl.when(pl.col("has_times")).then(pl.col("_tok_done").fill_null(0)).otherwise(pl.col("_out_tok"))
-            .alias("_thr_tok"),
-        )
-    else:
-        g = g.with_columns(pl.col("n_ok").alias("_thr_n"), pl.col("_out_tok").alias("_thr_tok"))
-    g = g.with_columns(
-        # cancelled requests and those of unknown outcome are neither ok nor failed (sla.UNSETTLED)
-        (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
-        pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
-        pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
-        pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
-        pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
-    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
-    lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
-    g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
+    g = step_rates(groups.join(g, on="_g"), win, done)
     for m in METRICS:
         if slim[m].null_count() == slim.height:  # no value at all (e.g. no ITL): every statistic is null, no lists
             slim = slim.drop(m)
@@ -1009,5 +1018,5 @@ __all__ = [
     "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "completion_span", "completions_in_window", "curve_columns", "is_saturated", "load_curve",
     "min_n_supported", "order_stat_ranks", "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests",
-    "step_windows", "timed_saturation", "wilson_interval", "with_little",
+    "step_rates", "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

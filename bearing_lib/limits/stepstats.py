@@ -57,9 +57,9 @@ from bearing_lib.limits.curves import (
     littles_law,
     order_stat_ranks,
     qname,
+    step_rates,
     step_windows,
     timed_saturation,
-    wilson_interval,
     with_little,
 )
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA
@@ -329,29 +329,7 @@ def curve_from_stats(stats: StepStats, *, extra_quantiles: tuple[float, ...] = (
         pl.col("n").sum().alias("n_requests"), pl.col("n_ok").sum(), pl.col("n_failed").sum().alias("n_errors"),
         pl.col("out_tok").sum().alias("_out_tok"),
         (pl.col("lat_sum").sum() / pl.col("lat_n").sum() / 1000.0).alias("_mean_lat_s"))
-    g = stats.groups.join(g, on="_g").join(
-        win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
-                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
-        on=["run_id", "step"], how="left")
-    d = pl.col("duration_s")
-    thr_d = pl.coalesce(pl.col("rate_span_s"), d) if "rate_span_s" in win.columns else d
-    send_d = pl.coalesce(pl.col("send_span_s"), d) if "send_span_s" in win.columns else d
-    if done is not None:
-        g = g.join(done, on=["run_id", "step", "mix"], how="left").with_columns(
-            pl.when(pl.col("has_times")).then(pl.col("_n_done").fill_null(0)).otherwise(pl.col("n_ok")).alias("_thr_n"),
-            pl.when(pl.col("has_times")).then(pl.col("_tok_done").fill_null(0)).otherwise(pl.col("_out_tok"))
-            .alias("_thr_tok"))
-    else:
-        g = g.with_columns(pl.col("n_ok").alias("_thr_n"), pl.col("_out_tok").alias("_thr_tok"))
-    g = g.with_columns(
-        (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
-        pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
-        pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
-        pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
-        pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
-    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
-    lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
-    g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
+    g = step_rates(stats.groups.join(g, on="_g"), win, done)
     g = g.join(_metric_columns(stats, qs), on="_g", how="left")
     g = timed_saturation(g)
     n_ok = g["n_ok"].to_numpy()
