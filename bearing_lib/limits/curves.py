@@ -771,6 +771,25 @@ def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | Non
     return g
 
 
+def step_flags(g: pl.DataFrame, qs: dict[str, float]) -> pl.DataFrame:
+    """The curve rows' ``flags`` (the step's own, timed saturation, ``too_few_for_pNN`` where a quantile's
+    order-statistic CI has no rank), ``valid`` and an empty ``phase``: one rule for the in-memory curve and the
+    statistics path (``limits.stepstats``)."""
+    g = timed_saturation(g)
+    n_ok = g["n_ok"].to_numpy()
+    too_few: list[list[str]] = [[] for _ in range(g.height)]
+    for name, q in qs.items():
+        lo_r, hi_r = order_stat_ranks(n_ok, q)
+        for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
+            too_few[i].append(f"too_few_for_{name}")
+    flags = [list(sf or []) + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
+    g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
+    return g.with_columns(
+        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
+        pl.lit(None, pl.String).alias("phase"),
+    )
+
+
 def completions_in_window(trace: RequestTrace, windows: pl.DataFrame, mixes: MixSpec | None) -> pl.DataFrame | None:
     """Per run × step × mix: successful requests of the step that *completed* inside its steady window.
 
@@ -849,19 +868,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         del sorted_m
         g = g.with_columns(_metric_quantiles(m, g[f"_{m}"].list.len().to_numpy(), qs)).drop(f"_{m}")
     del slim
-    g = timed_saturation(g)
-    n_ok = g["n_ok"].to_numpy()
-    too_few: list[list[str]] = [[] for _ in range(g.height)]
-    for name, q in qs.items():
-        lo_r, hi_r = order_stat_ranks(n_ok, q)
-        for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
-            too_few[i].append(f"too_few_for_{name}")
-    flags = [sf + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
-    g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
-    g = g.with_columns(
-        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
-        pl.lit(None, pl.String).alias("phase"),
-    )
+    g = step_flags(g, qs)
     return g.select(curve_columns(qs)).sort("run_id", "step", "mix")
 
 
@@ -1018,5 +1025,5 @@ __all__ = [
     "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "completion_span", "completions_in_window", "curve_columns", "is_saturated", "load_curve",
     "min_n_supported", "order_stat_ranks", "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests",
-    "step_rates", "step_windows", "timed_saturation", "wilson_interval", "with_little",
+    "step_flags", "step_rates", "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

@@ -49,7 +49,6 @@ from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import pooled
 from bearing_lib.limits.curves import (
-    INFO_FLAGS,
     METRICS,
     QUANTILES,
     completions_in_window,
@@ -57,9 +56,9 @@ from bearing_lib.limits.curves import (
     littles_law,
     order_stat_ranks,
     qname,
+    step_flags,
     step_rates,
     step_windows,
-    timed_saturation,
     with_little,
 )
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA
@@ -331,18 +330,7 @@ def curve_from_stats(stats: StepStats, *, extra_quantiles: tuple[float, ...] = (
         (pl.col("lat_sum").sum() / pl.col("lat_n").sum() / 1000.0).alias("_mean_lat_s"))
     g = step_rates(stats.groups.join(g, on="_g"), win, done)
     g = g.join(_metric_columns(stats, qs), on="_g", how="left")
-    g = timed_saturation(g)
-    n_ok = g["n_ok"].to_numpy()
-    too_few: list[list[str]] = [[] for _ in range(g.height)]
-    for name, q in qs.items():
-        lo_r, hi_r = order_stat_ranks(n_ok, q)
-        for i in np.nonzero((hi_r > n_ok) | (lo_r < 1))[0]:
-            too_few[i].append(f"too_few_for_{name}")
-    flags = [list(sf or []) + tf for sf, tf in zip(g["step_flags"].to_list(), too_few, strict=True)]
-    g = g.with_columns(pl.Series("flags", flags, dtype=pl.List(pl.String)))
-    g = g.with_columns(
-        pl.col("flags").list.eval(~pl.element().is_in(list(INFO_FLAGS))).list.any().not_().alias("valid"),
-        pl.lit(None, pl.String).alias("phase"))
+    g = step_flags(g, qs)
     curve = g.select(curve_columns(qs)).sort("run_id", "step", "mix")
     return with_little(curve, little)
 
