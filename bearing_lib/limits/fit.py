@@ -94,6 +94,7 @@ from bearing_lib.limits.result import (
     BlendedLimit,
     BootstrapInfo,
     Conditions,
+    Exceedance,
     FailureFloor,
     LimitsResult,
     MixLimit,
@@ -109,7 +110,7 @@ from bearing_lib.limits.result import (
 )
 from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
-from bearing_lib.limits.steady import mser_by_step
+from bearing_lib.limits.steady import Mser5, mser_by_step
 
 ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
@@ -951,14 +952,16 @@ def _fit_group(
             "reasons": j.reasons, "sla_margin": j.sla_margin, "margins": j.margins,
             "recovery_step": bool(j.recovery), "settling": j.settling,
             "observed": _observed(r, sla),
-            "exceedances": {c.text: {"bad": r.get(f"_pk_{i}"), "of": r.get(f"_pn_{i}")}
+            "exceedances": {c.text: Exceedance(bad=r.get(f"_pk_{i}"), of=r.get(f"_pn_{i}"))
                             for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
             "pooled": any(j is p for p in pool),
             "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
         })
     if resolution is not None and resolution["coarse"]:
         _attach_followup(run_id, mix, q_ult, steps, notes)
-    steps = [Step(**jsonable(st)) for st in steps]
+    # the typed diagnostics (settling, exceedances) go in as they are; the rest is made JSON-clean (NaN -> None)
+    steps = [Step(**jsonable({k: v for k, v in st.items() if k not in _TYPED_STEP_PARTS}),
+                  **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
     q = jsonable(q_ult)
     if q["resolution"] is not None:
@@ -969,6 +972,7 @@ def _fit_group(
     return lim
 
 
+_TYPED_STEP_PARTS = ("settling", "exceedances")
 _STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
                       for q in ("p50", "p90", "p95", "p99"))
 
@@ -1303,7 +1307,7 @@ class _TraceInputs:
 
     curve: pl.DataFrame
     steady: pl.LazyFrame | None
-    warmups: dict
+    warmups: dict[tuple[str, int], Mser5]
     settle: dict[tuple[str, str], dict[int, StepSettling]]
     reps: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] | None
 
@@ -1404,8 +1408,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     _enrich(lim, part, metric, seed, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(),
             sla_obj)
     for st in lim.steps:
-        mser = prep.warmups.get((str(run), int(st.step)))
-        st.mser5 = jsonable(mser) if isinstance(mser, dict) else mser
+        st.mser5 = prep.warmups.get((str(run), int(st.step)))
     return lim
 
 

@@ -47,7 +47,7 @@ class JudgedStep:
     not_steady: bool
     """Not steady (the curve's trend test) or not settled (``limits.settling``): the steady-state pseudo-clause."""
     flags: list[str]
-    settling: dict[str, Any] | None
+    settling: StepSettling | None
     by_bound: set[str]
     """Clauses failed by a lower bound of an unsupported percentile (a failure in every bootstrap replicate)."""
     close: bool
@@ -215,7 +215,7 @@ def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str]
             row=row, x=x, status=status, margins=margins, reasons=reasons, verdicts=dict(zip(judged_names, verdicts,
                                                                                                strict=True)),
             sla_margin=min(known) if known else None, not_steady="not_steady" in flags or unsettled, flags=flags,
-            settling=st.to_dict() if st is not None else None, by_bound=by_bound, close=close,
+            settling=st, by_bound=by_bound, close=close,
             # the pooled estimator uses every step whose load is known and not blocked by a flag, whatever its
             # verdict: a step too small for a percentile still contributes its counts (a blocking flag only
             # forbids claiming a pass: a step that fails anyway keeps its counts)

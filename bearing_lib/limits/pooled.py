@@ -28,7 +28,6 @@ import math
 
 import numpy as np
 import polars as pl
-from scipy.optimize import isotonic_regression
 
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause
 
@@ -98,6 +97,8 @@ def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: b
     x, m, w = merge_ties(np.asarray(xs, float), np.asarray(margins, float), np.asarray(weights, float))
     if x.size == 0:
         return math.nan
+    from scipy.optimize import isotonic_regression  # here: importing the limits JSON's types needs no scipy
+
     fit = isotonic_regression(m, weights=w, increasing=False).x if m.size > 1 else m
     fail = fit <= 0 if strict else fit < 0
     if not fail.any():

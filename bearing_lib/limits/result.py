@@ -30,6 +30,8 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
+from bearing_lib.limits.settling import StepSettling
+from bearing_lib.limits.steady import Mser5
 
 SCHEMA = "bearing.limits/2"
 """Version 2 adds ``schema``, ``q_ult.basis`` and ``q_ult.achieved``; version-1 files (no
@@ -197,6 +199,14 @@ class QUlt:
         return est.scaled(thr / est.value, unit="rps", basis="achieved")
 
 
+@dataclass(frozen=True)
+class Exceedance:
+    """Of one clause at one step: the requests that break it (``bad``) of those that count (``of``)."""
+
+    bad: int | None
+    of: int | None
+
+
 @dataclass
 class Step:
     """One judged step of the load curve (``docs/limits.md``, "Judging a step")."""
@@ -224,13 +234,13 @@ class Step:
     phase_evidence: str | None = None
     """What decided the phase (a P99, a lower percentile, the mean, errors, throughput; docs/phases-and-fits.md)."""
     cost_anomaly_index: float | None = None
-    exceedances: dict[str, dict[str, Any]] | None = None
-    """Per clause: requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""
+    exceedances: dict[str, Exceedance] | None = None
+    """Per clause (keyed by its text): requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""
     pooled: bool = False
     """The step entered the pooled estimate."""
-    mser5: dict[str, Any] | None = None
+    mser5: Mser5 | None = None
     """MSER-5 warm-up diagnostic of the step (``bearing_lib.limits.steady``)."""
-    settling: dict[str, Any] | None = None
+    settling: StepSettling | None = None
     """Steady state on the whole step (``bearing_lib.limits.settling``): the trend test over its send window and
     its last quarter against each clause; ``unsettled`` in ``flags`` when it rises and that part breaks the SLA."""
     source_run: str | None = None
@@ -570,6 +580,7 @@ __all__ = [
     "SCHEMA",
     "BlendedLimit",
     "Conditions",
+    "Exceedance",
     "LimitsResult",
     "MixLimit",
     "MixRef",

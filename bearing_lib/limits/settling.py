@@ -42,7 +42,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.trace import RequestTrace
@@ -155,6 +154,8 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
     ``metric`` is the trend metric (``ttft_ms`` or ``latency_ms``). Steps without times, or whose
     send window has no length, are left out (nothing to test).
     """
+    from scipy import stats  # here, not at module level: the limits JSON's types import this module
+
     if "start_s" not in trace.frame.columns or trace.frame["start_s"].null_count() == trace.frame.height:
         return {}
     lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(
@@ -215,6 +216,7 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
 def _content_trend(reqs: pl.DataFrame | None) -> tuple[float | None, float | None]:
     """HAC z and one-sided p of the send-time coefficient of ``log(metric)`` given ``log(input tokens)``."""
     import statsmodels.api as sm
+    from scipy import stats
 
     if reqs is None or reqs.height < 10:
         return None, None
@@ -235,6 +237,8 @@ def _content_trend(reqs: pl.DataFrame | None) -> tuple[float | None, float | Non
 
 def _trend(bins: pl.DataFrame | None) -> tuple[float | None, float | None]:
     """Kendall's τ and its one-sided p of the bin medians against the bin order (Mann–Kendall)."""
+    from scipy import stats
+
     if bins is None:
         return None, None
     b = bins.filter(pl.col("_n") >= MIN_BIN_REQUESTS).sort("_bin")

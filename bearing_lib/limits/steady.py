@@ -26,6 +26,7 @@ still rising (a step still filling up counts as failing). Numpy only: O(k) with 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -56,11 +57,27 @@ def mser(values: np.ndarray, batch: int = BATCH) -> tuple[int, bool]:
     return best * batch, best < SETTLED_SHARE * (k // 2)
 
 
-def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple[str, int], dict[str, object]]:
-    """Per (run, step): MSER-5 on the step's ``metric`` in start order, ``{truncate_s, truncated, settled}``.
+@dataclass(frozen=True)
+class Mser5:
+    """The MSER-5 warm-up diagnostic of one step (the limits JSON's ``steps[].mser5``)."""
+
+    rule: str
+    """Always ``"MSER-5"``."""
+    truncate_s: float | None
+    """Seconds after the first steady request that MSER cuts (0 when nothing is cut)."""
+    truncated: int
+    """Requests cut (a multiple of :data:`BATCH`)."""
+    of: int
+    """Requests in the step's steady window with the metric."""
+    settled: bool
+    """The cut lies below 40 % of the window (False: the series never settled)."""
+
+
+def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple[str, int], Mser5]:
+    """Per (run, step): MSER-5 on the step's ``metric`` in start order (:class:`Mser5`).
 
     ``steady`` may be lazy: then only its four columns are collected, in one pass."""
-    out: dict[tuple[str, int], dict[str, object]] = {}
+    out: dict[tuple[str, int], Mser5] = {}
     names = steady.collect_schema().names()
     if metric not in names or "start_s" not in names:
         return out
@@ -76,9 +93,9 @@ def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple
         t = part["start_s"].to_numpy()
         d, settled = mser(part[metric].to_numpy())
         trunc_s = float(t[d] - t[0]) if 0 < d < t.size else 0.0
-        out[(str(run), int(step))] = {"rule": "MSER-5", "truncate_s": trunc_s if math.isfinite(trunc_s) else None,
-                                      "truncated": int(d), "of": int(t.size), "settled": bool(settled)}
+        out[(str(run), int(step))] = Mser5(rule="MSER-5", truncate_s=trunc_s if math.isfinite(trunc_s) else None,
+                                           truncated=int(d), of=int(t.size), settled=bool(settled))
     return out
 
 
-__all__ = ["BATCH", "mser", "mser_by_step"]
+__all__ = ["BATCH", "Mser5", "mser", "mser_by_step"]
