@@ -1512,7 +1512,7 @@ def fit_limits(
                           how="diagonal_relaxed")
     from bearing_lib.common.version import __version__
 
-    result = LimitsResult(sla=[SlaClauseDoc(**c) for c in sla_obj.to_list()], conditions=conditions,
+    result = LimitsResult(sla=[SlaClauseDoc.of(c) for c in sla_obj.clauses], conditions=conditions,
                           mix_spec=[MixRef.of(m) for m in spec.mixes], mixes=limits, blended=blended,
                           skipped=skipped, notes=notes, bearing_version=__version__)
     result.attach_curve(curve_all)
@@ -1834,7 +1834,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     blended = _blended(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__
 
-    out = LimitsResult(sla=[SlaClauseDoc(**c) for c in sla_obj.to_list()], conditions=cond,
+    out = LimitsResult(sla=[SlaClauseDoc.of(c) for c in sla_obj.clauses], conditions=cond,
                        mix_spec=[MixRef.of(m) for m in spec.mixes], mixes=limits, blended=blended, skipped=skipped,
                        notes=notes, bearing_version=__version__)
     out.attach_curve(curve.select([k for k in curve.columns if not k.startswith("_")]).sort("run_id", "step", "mix"))

@@ -31,6 +31,7 @@ from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.settling import StepSettling
+from bearing_lib.limits.sla import Bound, Clause
 from bearing_lib.limits.steady import Mser5
 
 SCHEMA = "bearing.limits/2"
@@ -52,7 +53,14 @@ class SlaClauseDoc:
     op: str = "<="
     threshold: float | None = None
     unit: str = ""
-    bounds: list[dict[str, Any]] | None = None
+    bounds: list[Bound] | None = None
+    """A goodput clause's bounds (``{metric, op, threshold_ms}`` each); None for the other kinds."""
+
+    @classmethod
+    def of(cls, c: Clause) -> SlaClauseDoc:
+        """The clause as the limits JSON writes it (the same keys as :meth:`Clause.to_dict`)."""
+        return cls(text=c.text, kind=c.kind, metric=c.metric, stat=c.stat, op=c.op, threshold=c.threshold,
+                   unit=c.unit, bounds=list(c.bounds) if c.kind == "goodput" else None)
 
 
 @dataclass
