@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
-from bearing_lib.limits.result import PCritical
+from bearing_lib.limits.result import PCritical, PCriticalEstimate
 
 ELASTIC_MAX_ERROR = 0.001
 FAILURE_MIN_ERROR = 0.05
@@ -395,8 +395,8 @@ def p_critical_2x(
     n_boot: int = 2000,
     seed: int = 0,
     requests: pl.DataFrame | None = None,
-) -> dict[str, object]:
-    """The 2x rule for one run x mix: value, CI, censoring and reason (a dict).
+) -> PCriticalEstimate:
+    """The 2x rule for one run x mix: value, CI, censoring, reason and the baseline P99.
 
     With ``requests`` (the steady-window rows of the same run and mix: ``step``,
     ``start_s``, the metric, ``status``) the CI comes from a time-block bootstrap of each
@@ -414,28 +414,17 @@ def p_critical_2x(
     y = g[p99].to_numpy().astype(float)[keep]
     sig = _sigma_log(g, p99)[keep]
     if base is None or x.size < 2:
-        return {
-            "value": None,
-            "ci95": [None, None],
-            "censored": "unavailable",
-            "reason": "fewer than 2 valid steps with a P99: no baseline to double",
-        }
+        return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
+                                 reason="fewer than 2 valid steps with a P99: no baseline to double")
     level = LATENCY_FACTOR * base
     value = _first_crossing(x, y, level)
     if value is None:
-        return {
-            "value": float(x[-1]),
-            "ci95": [float(x[-1]), None],
-            "censored": "above",
-            "reason": f"P99 never exceeded 2x baseline ({base:.4g} ms) up to {x[-1]:.4g}: P_critical >= that load",
-        }
+        return PCriticalEstimate(
+            value=float(x[-1]), ci95=(float(x[-1]), None), censored="above",
+            reason=f"P99 never exceeded 2x baseline ({base:.4g} ms) up to {x[-1]:.4g}: P_critical >= that load")
     if value == x[0] and y[0] > level:
-        return {
-            "value": float(x[0]),
-            "ci95": [None, float(x[0])],
-            "censored": "below",
-            "reason": "P99 above 2x baseline at the lowest valid load",
-        }
+        return PCriticalEstimate(value=float(x[0]), ci95=(None, float(x[0])), censored="below",
+                                 reason="P99 above 2x baseline at the lowest valid load")
     rng = np.random.default_rng(seed)
     kept = np.flatnonzero(keep)
     base_pos = [int(np.flatnonzero(kept == i)[0]) for i in base_idx]  # baseline steps among the kept ones
@@ -469,15 +458,15 @@ def p_critical_2x(
     hi_out = None if not np.isfinite(hi) else float(hi)
     x_before = x[x < value].max() if (x < value).any() else x[0]
     note = "" if requests is not None or np.isfinite(sig).all() else " (steps without a P99 CI used the widest CI seen)"
-    return {
-        "value": value,
-        "ci95": [float(lo), hi_out],
-        "censored": "none",
-        "reason": f"P99 first exceeds 2x baseline ({base:.4g} ms) between {x_before:.4g}"
+    return PCriticalEstimate(
+        value=value,
+        ci95=(float(lo), hi_out),
+        censored="none",
+        reason=f"P99 first exceeds 2x baseline ({base:.4g} ms) between {x_before:.4g}"
         f" and {x[x >= value].min():.4g}; CI by {how} ({n_boot} draws,"
         f" {never} never crossed){note}",
-        "baseline_p99_ms": base,
-    }
+        baseline_p99_ms=base,
+    )
 
 
 def p_critical_breakpoint(
@@ -485,7 +474,7 @@ def p_critical_breakpoint(
     *,
     metric: str = "latency_ms",
     n_grid: int = 400,
-) -> dict[str, object]:
+) -> PCriticalEstimate:
     """Segmented-regression breakpoint of log P99 vs load (statsmodels OLS, profile likelihood)."""
     import statsmodels.api as sm
     from scipy.stats import chi2
@@ -498,12 +487,8 @@ def p_critical_breakpoint(
     y = np.log(g[p99].to_numpy().astype(float)[keep])
     n = x.size
     if n < 5 or np.unique(x).size < 5:
-        return {
-            "value": None,
-            "ci95": [None, None],
-            "censored": "unavailable",
-            "reason": f"a broken-stick fit needs >= 5 valid steps at distinct loads; found {n}",
-        }
+        return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
+                                 reason=f"a broken-stick fit needs >= 5 valid steps at distinct loads; found {n}")
     xs = np.unique(x)
     grid = np.linspace(xs[1], xs[-2], n_grid)
     rss = np.empty(grid.size)
@@ -531,15 +516,15 @@ def p_critical_breakpoint(
         k_lo, k_hi = int(np.searchsorted(grid, c_lo)), int(np.searchsorted(grid, c_hi))
         c_lo, c_hi = float(grid[max(k_lo - 1, 0)]), float(grid[min(k_hi + 1, grid.size - 1)])
         cell = "; the likelihood interval is narrower than the search grid: the grid cell around it is given"
-    return {
-        "value": xb,
-        "ci95": [None if lo_open else c_lo, None if hi_open else c_hi],
-        "censored": "none",
-        "reason": f"hinge model on log P99, {n} steps; slope change {slope_change:+.3g} per unit load"
+    return PCriticalEstimate(
+        value=xb,
+        ci95=(None if lo_open else c_lo, None if hi_open else c_hi),
+        censored="none",
+        reason=f"hinge model on log P99, {n} steps; slope change {slope_change:+.3g} per unit load"
         + ("; CI reaches the edge of the searchable range" if (lo_open or hi_open) else "") + cell,
-        "slope_change": slope_change,
-        "r_squared": float(fit.rsquared),
-    }
+        slope_change=slope_change,
+        r_squared=float(fit.rsquared),
+    )
 
 
 def p_critical(
@@ -579,34 +564,33 @@ def p_critical(
     unit = None
     if "offered_load_unit" in curve.columns and curve.height:
         unit = curve["offered_load_unit"].drop_nulls().first()
-    alternatives = {"breakpoint": brk}
-    if two["censored"] in ("none", "above", "below"):
+    if two.censored in ("none", "above", "below"):
         reason = ("2x rule trusted: it is docs/domain.md's working definition and needs no curve model; "
-                  + str(two["reason"]))
-        if two["censored"] == "none" and brk["value"] is not None:
-            lo, hi = two["ci95"]
-            b = float(brk["value"])  # type: ignore[arg-type]
-            blo, bhi = brk["ci95"]
+                  + two.reason)
+        if two.censored == "none" and brk.value is not None:
+            lo, hi = two.ci95
+            b = float(brk.value)
+            blo, bhi = brk.ci95
             overlap = (hi is None or blo is None or blo <= hi) and (bhi is None or lo is None or bhi >= lo)
             reason += (
                 f". The breakpoint ({b:.4g}) {'agrees (CIs overlap)' if overlap else 'disagrees (CIs do not overlap)'}"
             )
         return PCritical(
-            value=two["value"],  # type: ignore[arg-type]
-            ci95=tuple(two["ci95"]),  # type: ignore[arg-type]
+            value=two.value,
+            ci95=two.ci95,
             method="2x_baseline",
-            censored=str(two["censored"]),
+            censored=two.censored,
             reason=reason,
-            alternatives=alternatives,
+            alternatives={"breakpoint": brk},
             unit=unit,
         )
-    if brk["value"] is not None:
+    if brk.value is not None:
         return PCritical(
-            value=brk["value"],  # type: ignore[arg-type]
-            ci95=tuple(brk["ci95"]),  # type: ignore[arg-type]
+            value=brk.value,
+            ci95=brk.ci95,
             method="breakpoint",
             censored="none",
-            reason=f"2x rule unavailable ({two['reason']}); breakpoint used: {brk['reason']}",
+            reason=f"2x rule unavailable ({two.reason}); breakpoint used: {brk.reason}",
             alternatives={"2x_baseline": two},
             unit=unit,
         )
@@ -615,7 +599,7 @@ def p_critical(
         ci95=(None, None),
         method="none",
         censored="unavailable",
-        reason=f"2x rule: {two['reason']}; breakpoint: {brk['reason']}",
+        reason=f"2x rule: {two.reason}; breakpoint: {brk.reason}",
         alternatives={"2x_baseline": two, "breakpoint": brk},
         unit=unit,
     )

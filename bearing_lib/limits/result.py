@@ -258,12 +258,33 @@ class Step:
     (``ttft_ms_p50`` … ``latency_ms_p99``): what the plan's latency–concurrency curve reads."""
 
 
-@dataclass
-class Alternative:
-    value: float | None = None
-    ci95: tuple[float | None, float | None] | None = None
-    censored: str | None = None
-    reason: str | None = None
+@dataclass(frozen=True)
+class PCriticalEstimate:
+    """One estimate of ``P_critical`` (``limits.phases``: the 2x rule or the breakpoint), kept in
+    :attr:`PCritical.alternatives` under its method's name.
+
+    ``censored`` is ``none``, ``above``, ``below`` or ``unavailable`` (``value`` None, ``reason`` says why); an
+    open end of ``ci95`` is None. The method's own numbers are written only when it has them.
+    """
+
+    _OMIT_NONE = ("baseline_p99_ms", "slope_change", "r_squared")
+
+    value: float | None
+    ci95: tuple[float | None, float | None]
+    censored: str
+    reason: str
+    baseline_p99_ms: float | None = None
+    """2x rule: the baseline P99 (ms) it doubles."""
+    slope_change: float | None = None
+    """Breakpoint: the change of the log-P99 slope at the hinge, per unit load."""
+    r_squared: float | None = None
+    """Breakpoint: R² of the hinge model."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ci95", (self.ci95[0], self.ci95[1]))
+
+
+PCriticalMethod = Literal["2x_baseline", "breakpoint"]
 
 
 @dataclass
@@ -284,7 +305,8 @@ class PCritical:
     censored: str | None = None
     reason: str | None = None
     unit: str | None = None
-    alternatives: dict[str, Any] = field(default_factory=dict)
+    alternatives: dict[PCriticalMethod, PCriticalEstimate] = field(default_factory=dict)
+    """The estimates by method (the one trusted and the other; both when neither gave a value)."""
     available: bool = True
 
     def __post_init__(self) -> None:
@@ -299,13 +321,13 @@ class PCritical:
     @classmethod
     def of(cls, d: dict[str, Any]) -> PCritical:
         """From a document (:meth:`to_dict`, a limits JSON) or an unavailable one (``{"available": false, ...}``)."""
+        from bearing_lib.common.schema import parse
+
         known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        return parse(cls, {k: v for k, v in d.items() if k in known}, what="p_critical")
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["ci95"] = None if self.ci95 is None else list(self.ci95)
-        return d
+        return jsonable(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         v = "n/a" if self.value is None else f"{self.value:.4g}"
@@ -593,6 +615,8 @@ __all__ = [
     "MixLimit",
     "MixRef",
     "PCritical",
+    "PCriticalEstimate",
+    "PCriticalMethod",
     "QUlt",
     "Resolution",
     "Skipped",

@@ -97,12 +97,12 @@ def test_p_critical_2x_interpolates_and_ci_covers():
     r = p_critical_2x(c, n_boot=4000, seed=1)
     # baseline 101, level 202: between (4, 150) and (5, 400), linear in log P99
     expected = 4 + (math.log(202) - math.log(150)) / (math.log(400) - math.log(150))
-    assert r["value"] == pytest.approx(expected)
-    lo, hi = r["ci95"]
+    assert r.value == pytest.approx(expected)
+    lo, hi = r.ci95
     assert 4.0 < lo < expected < hi < 5.0
     # a narrower percentile CI gives a narrower P_critical CI
     r2 = p_critical_2x(_with_ci(c.drop("latency_ms_p99_ci95_lo", "latency_ms_p99_ci95_hi"), 0.01), seed=1)
-    assert r2["ci95"][1] - r2["ci95"][0] < hi - lo
+    assert r2.ci95[1] - r2.ci95[0] < hi - lo
 
 
 def test_p_critical_censored_when_never_doubling():
@@ -120,14 +120,14 @@ def test_breakpoint_recovers_a_known_hinge():
     logy = math.log(100) + 0.02 * x + 0.6 * np.clip(x - 7.3, 0, None) + rng.normal(0, 0.02, x.size)
     c = _curve(x, np.exp(logy))
     r = p_critical_breakpoint(c)
-    assert r["value"] == pytest.approx(7.3, abs=0.3)
-    assert r["ci95"][0] <= 7.3 <= r["ci95"][1]
-    assert r["slope_change"] == pytest.approx(0.6, abs=0.1)
+    assert r.value == pytest.approx(7.3, abs=0.3)
+    assert r.ci95[0] <= 7.3 <= r.ci95[1]
+    assert r.slope_change == pytest.approx(0.6, abs=0.1)
 
 
 def test_breakpoint_needs_five_steps():
     r = p_critical_breakpoint(_curve([1, 2, 3, 4], [1, 2, 3, 4]))
-    assert r["value"] is None and "5 valid steps" in r["reason"]
+    assert r.value is None and "5 valid steps" in r.reason
 
 
 def test_p_critical_reports_both_and_trusts_2x():
@@ -138,7 +138,7 @@ def test_p_critical_reports_both_and_trusts_2x():
     # 2x level = 200 ms: on the exponential branch log-linear interpolation is exact
     assert res.value == pytest.approx(6 + math.log(2) / 0.8)
     assert res.method == "2x_baseline"
-    assert res.alternatives["breakpoint"]["value"] == pytest.approx(6.0, abs=0.1)
+    assert res.alternatives["breakpoint"].value == pytest.approx(6.0, abs=0.1)
     assert "breakpoint" in res.reason
     d = res.to_dict()
     assert set(d) >= {"value", "ci95", "method", "alternatives", "reason"}
