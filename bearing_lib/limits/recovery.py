@@ -35,18 +35,42 @@ Without a drop, or without request times, the result has ``value_s`` None and a 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import ParameterError, SchemaError
+from bearing_lib.common.files import jsonable
 
 SlaCheck = Callable[[pl.DataFrame], bool]
 
 WINDOW_SHARE = 0.5
 MIN_ROLLING_S = 2.0
 MIN_HOLD_S = 5.0
+
+
+@dataclass(frozen=True)
+class Drop:
+    """One drop from an overloaded step to a lower load, and how long the SLA took to hold again after it."""
+
+    from_step: int
+    to_step: int
+    from_load: float | None
+    to_load: float | None
+    t_drop_s: float
+    """When the lower step started (the trace's clock, s)."""
+    step_s: float
+    """How long the lower step lasted."""
+    rolling_s: float
+    """The rolling window used (scaled down for a short lower step)."""
+    hold_s: float
+    """The hold used (scaled the same way)."""
+    value_s: float | None
+    """Seconds until the rolling window was back inside the SLA and held; the step's length when it never was
+    (``above``); None when too short to tell."""
+    censored: str
+    """``none``, ``above`` or ``too_short``."""
 
 
 @dataclass
@@ -62,12 +86,12 @@ class RecoveryResult:
     value_s: float | None
     censored: str
     reason: str
-    drops: list[dict[str, object]] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
     available: bool = True
     """False when it could not be computed at all (``reason`` says why)."""
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return jsonable(self)
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         v = "n/a" if self.value_s is None else (">" if self.censored == "above" else "") + f"{self.value_s:.1f} s"
@@ -153,8 +177,7 @@ def t_recover(
             "hold_s": hold,
         }
         if roll < min(MIN_ROLLING_S, rolling_s) or hold < min(MIN_HOLD_S, hold_s):
-            d.update(value_s=None, censored="too_short")
-            details.append(d)
+            details.append(Drop(**d, value_s=None, censored="too_short"))
             continue
         ticks = np.arange(t_drop, t_stop + 1e-9, tick_s)
         ok = np.empty(ticks.size, dtype=bool)
@@ -170,33 +193,32 @@ def t_recover(
                 found = ticks[k - need_ticks]
                 break
         if found is None:
-            d.update(value_s=float(span), censored="above")
+            details.append(Drop(**d, value_s=float(span), censored="above"))
         else:
-            d.update(value_s=float(found - t_drop), censored="none")
-        details.append(d)
-    told = [d for d in details if d["censored"] != "too_short"]
+            details.append(Drop(**d, value_s=float(found - t_drop), censored="none"))
+    told = [d for d in details if d.censored != "too_short"]
     if not told:
         need = 2 * (min(MIN_ROLLING_S, rolling_s) + min(MIN_HOLD_S, hold_s))
-        short = max(details, key=lambda d: d["step_s"])
+        short = max(details, key=lambda d: d.step_s)
         return RecoveryResult(
             None, "too_short",
-            f"the lower step after the overload ({short['step_s']:.1f} s, step {short['to_step']}) is too short to "
+            f"the lower step after the overload ({short.step_s:.1f} s, step {short.to_step}) is too short to "
             f"tell: a rolling window and hold need a lower step of at least {need:g} s",
             details,
         )
-    worst = max(told, key=lambda d: (d["censored"] == "above", d["value_s"]))
-    scaled = "" if worst["rolling_s"] == rolling_s else (
-        f" (windows scaled to the {worst['step_s']:.0f} s step from {rolling_s:g} s + {hold_s:g} s)")
-    if worst["censored"] == "above":
+    worst = max(told, key=lambda d: (d.censored == "above", d.value_s))
+    scaled = "" if worst.rolling_s == rolling_s else (
+        f" (windows scaled to the {worst.step_s:.0f} s step from {rolling_s:g} s + {hold_s:g} s)")
+    if worst.censored == "above":
         reason = (
-            f"not back inside the SLA for {worst['hold_s']:g} s before step {worst['to_step']} ended: "
-            f"T_recover > {worst['value_s']:.1f} s{scaled}"
+            f"not back inside the SLA for {worst.hold_s:g} s before step {worst.to_step} ended: "
+            f"T_recover > {worst.value_s:.1f} s{scaled}"
         )
     else:
         reason = (
-            f"rolling {worst['rolling_s']:g} s window back inside the SLA and held for {worst['hold_s']:g} s, "
-            f"{worst['value_s']:.1f} s after dropping from step {worst['from_step']} to {worst['to_step']}{scaled}"
+            f"rolling {worst.rolling_s:g} s window back inside the SLA and held for {worst.hold_s:g} s, "
+            f"{worst.value_s:.1f} s after dropping from step {worst.from_step} to {worst.to_step}{scaled}"
         )
     if len(told) < len(details):
         reason += f"; {len(details) - len(told)} other drop(s) too short to tell"
-    return RecoveryResult(float(worst["value_s"]), str(worst["censored"]), reason, details)  # type: ignore[arg-type]
+    return RecoveryResult(float(worst.value_s), worst.censored, reason, details)  # type: ignore[arg-type]

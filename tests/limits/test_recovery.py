@@ -41,7 +41,7 @@ def test_recovery_time_by_hand():
     # is clean from tau = 224.9, so the first tick is 225: 25 s after the drop at 200
     assert r.value_s == pytest.approx(25.0)
     assert r.censored == "none"
-    assert r.drops[0]["from_step"] == 1 and r.drops[0]["to_step"] == 2
+    assert r.drops[0].from_step == 1 and r.drops[0].to_step == 2
     # the overloaded step was found by the check itself (default) and by the caller
     r2 = t_recover(_run(bad_until=212.0), _check, overloaded_steps=[1])
     assert r2.value_s == r.value_s
@@ -100,7 +100,7 @@ def test_a_40_s_step_that_recovered_at_once_is_not_censored():
     # 8 s after the drop, held through 223 s (< 239.9)
     assert r.censored == "none"
     assert r.value_s == pytest.approx(8.0)
-    assert r.drops[0]["rolling_s"] == pytest.approx(10 * 0.5 * 39.9 / 40)
+    assert r.drops[0].rolling_s == pytest.approx(10 * 0.5 * 39.9 / 40)
     assert "scaled to the 40 s step" in r.reason
     # the unscaled rule (10 s + 30 s on a 40 s step) could only have said "> 39.9 s (censored)"
     assert 202.9 + 10 + 30 > 239.9
