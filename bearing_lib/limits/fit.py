@@ -62,6 +62,7 @@ from bearing_lib.common.errors import BearingError, InsufficientDataError, Param
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.progress import Progress
 from bearing_lib.common.quantiles import quantile
+from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
 from bearing_lib.data.loadpoints import LoadPointTable
@@ -96,6 +97,7 @@ from bearing_lib.limits.result import (
     Conditions,
     Exceedance,
     FailureFloor,
+    FollowUpSummary,
     LimitsResult,
     MixLimit,
     MixRef,
@@ -909,8 +911,8 @@ def _fit_group(
     notes += [cap_note] if cap_note else []
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     resolution = _resolution(value, ci, censored, det)
-    if resolution is not None and resolution["coarse"]:
-        notes.append(resolution["statement"])
+    if resolution is not None and resolution.coarse:
+        notes.append(resolution.statement)
     skipped_steps = [j for j in judged if j.status in ("undetermined", "excluded")]
     if skipped_steps:
         notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
@@ -935,7 +937,6 @@ def _fit_group(
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,
         "method": _method(tables, n_boot, estimator),
-        "resolution": resolution,
         "estimator": estimator,
         "interval_method": interval,
         "bootstrap_ci95": est.bootstrap_ci,
@@ -957,16 +958,14 @@ def _fit_group(
             "pooled": any(j is p for p in pool),
             "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
         })
-    if resolution is not None and resolution["coarse"]:
-        _attach_followup(run_id, mix, q_ult, steps, notes)
+    if resolution is not None and resolution.coarse:
+        resolution.followup = _followup(run_id, mix, q_ult, steps, notes)
     # the typed diagnostics (settling, exceedances) go in as they are; the rest is made JSON-clean (NaN -> None)
     steps = [Step(**jsonable({k: v for k, v in st.items() if k not in _TYPED_STEP_PARTS}),
                   **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
     n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
-    q = jsonable(q_ult)
-    if q["resolution"] is not None:
-        q["resolution"] = Resolution(**q["resolution"])
-    lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req, q_ult=QUlt(**q),
+    lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req,
+                   q_ult=QUlt(**jsonable(q_ult), resolution=resolution),
                    binding=binding, steps=steps, notes=notes, failure_floors=floors)
     lim.attach_replicates(replicates)
     return lim
@@ -977,24 +976,22 @@ _STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "
                       for q in ("p50", "p90", "p95", "p99"))
 
 
-def _attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[JudgedStep], notes: list[str]) -> None:
-    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), in
-    ``q_ult.resolution.followup`` and as a note (the report lists a mix's notes)."""
+def _followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict],
+              notes: list[str]) -> FollowUpSummary | NotAvailable:
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), for
+    ``q_ult.resolution.followup``, and as a note (the report lists a mix's notes)."""
     from bearing_lib.limits.followup import design_followup
 
     try:
         plan = design_followup({"run_id": run_id, "mix": {"name": mix.name}, "q_ult": q_ult, "steps": steps})
     except BearingError as exc:
-        q_ult["resolution"]["followup"] = {"available": False, "reason": str(exc)}
-        return
-    d = plan.to_dict()
-    q_ult["resolution"]["followup"] = {k: d[k] for k in ("steps", "total_s", "budget_s", "expected_resolution",
-                                                         "order", "repeats")} | {"model": d["model"]["name"]}
+        return NotAvailable(str(exc))
     loads = ", ".join(f"{s.load:.4g}" for s in plan.steps)
     durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
     notes.append(f"follow-up test: loads {loads} {plan.unit} in ascending order, steps of {durs} s (total "
                  f"{plan.total_s:.0f} s), then pool both runs; expected resolution ±{plan.expected_resolution:.0%}. "
                  "`bearing next LIMITS.json --out FILE` writes it for your load-test tool")
+    return plan.summary()
 
 
 RESOLUTION_TOL = 0.10
@@ -1003,7 +1000,7 @@ OPEN_RERUN_FACTOR = 1.2
 
 
 def _resolution(value: float | None, ci: list[float | None], censored: str,
-                det: list[JudgedStep]) -> dict[str, object] | None:
+                det: list[JudgedStep]) -> Resolution | None:
     """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
 
     ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
@@ -1032,8 +1029,8 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
     )
-    return {"ci_relative": [below, above], "tolerance": RESOLUTION_TOL, "coarse": coarse,
-            "steady_window_s": step_s, "suggested_loads": suggested, "statement": statement}
+    return Resolution(ci_relative=(float(below), None if above is None else float(above)), tolerance=RESOLUTION_TOL,
+                      coarse=bool(coarse), steady_window_s=step_s, suggested_loads=suggested, statement=statement)
 
 
 def _method(tables: bool, n_boot: int, estimator: str = model.ESTIMATOR) -> str:

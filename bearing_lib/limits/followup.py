@@ -40,6 +40,7 @@ import numpy as np
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
+from bearing_lib.limits.result import FOLLOWUP_ORDER, FollowUpStep, FollowUpSummary
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -52,14 +53,33 @@ MIN_STEP_S = 60.0
 BUDGET_FACTOR = 2.0
 
 
-@dataclass
-class FollowUpStep:
-    load: float
-    duration_s: float
-    warmup_s: float
-    relaxation_s: float
-    rho: float
-    expected_requests: int
+@dataclass(frozen=True)
+class FollowUpModel:
+    """The queue model the durations come from, calibrated on the first test (the module's "Queue model")."""
+
+    w0_s: float
+    """``W0``: the light-load time in system (s)."""
+    mu: float
+    """``mu``: the capacity the relaxation time is measured against (the offered-load unit)."""
+    mu_basis: str
+    """``doubling``, ``doubling capped by saturation``, ``saturation`` or ``fallback``."""
+    saturated_rps: float | None
+    source: str
+    """How ``mu`` was found, in words."""
+    name: str = "M/G/1-style relaxation"
+    w_formula: str = "W0 / (1 - x / mu)"
+    tau_formula: str = "W0 / (1 - rho)^2"
+    rho_max: float = RHO_MAX
+    warmup: str = f"{WARMUP_TAUS:g} tau"
+    measurement: str = f"max({MEASURE_TAUS:g} tau, {MIN_REQUESTS} requests)"
+    budget: str = "durations water-filled: a step needing less keeps it, the others share the rest equally"
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``model`` of ``bearing next --json`` (keys ``W(x)``, ``tau(x)``, ``W0_s`` as written there)."""
+        return {"name": self.name, "W(x)": self.w_formula, "tau(x)": self.tau_formula, "W0_s": self.w0_s,
+                "mu": self.mu, "mu_basis": self.mu_basis, "saturated_rps": self.saturated_rps,
+                "rho_max": self.rho_max, "source": self.source, "warmup": self.warmup,
+                "measurement": self.measurement, "budget": self.budget}
 
 
 @dataclass
@@ -71,7 +91,7 @@ class FollowUp:
     unit: str
     steps: list[FollowUpStep]
     repeats: int
-    model: dict[str, object]
+    model: FollowUpModel
     budget_s: float | None
     scaled: float
     expected_resolution: float
@@ -85,11 +105,17 @@ class FollowUp:
     def to_dict(self) -> dict[str, object]:
         return {
             "run_id": self.run_id, "mix": self.mix, "unit": self.unit, "repeats": self.repeats,
-            "order": "ascending, one continuous run per repeat where the tool can (bearing next's file says how)",
+            "order": FOLLOWUP_ORDER,
             "steps": [s.__dict__ for s in self.steps], "total_s": self.total_s, "first_test_s": self.first_test_s,
-            "budget_s": self.budget_s, "scaled": self.scaled, "model": self.model,
+            "budget_s": self.budget_s, "scaled": self.scaled, "model": self.model.to_dict(),
             "expected_resolution": self.expected_resolution, "notes": self.notes,
         }
+
+    def summary(self) -> FollowUpSummary:
+        """The part the limits JSON keeps in ``q_ult.resolution.followup``."""
+        return FollowUpSummary(steps=list(self.steps), total_s=self.total_s, budget_s=self.budget_s,
+                               expected_resolution=self.expected_resolution, order=FOLLOWUP_ORDER,
+                               repeats=self.repeats, model=self.model.name)
 
 
 def _ceil10(x: float) -> float:
@@ -274,11 +300,8 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
     if sat is not None and hi > 1.01 * sat.rps:
         notes.append(f"loads above {sat.rps:.4g} rps lie beyond what the server completed while saturated "
                      "(model.source): their queue grows for as long as the step lasts")
-    model = {"name": "M/G/1-style relaxation", "W(x)": "W0 / (1 - x / mu)", "tau(x)": "W0 / (1 - rho)^2",
-             "W0_s": w0, "mu": mu, "mu_basis": basis, "saturated_rps": sat.rps if sat is not None else None,
-             "rho_max": RHO_MAX, "source": source,
-             "warmup": f"{WARMUP_TAUS:g} tau", "measurement": f"max({MEASURE_TAUS:g} tau, {MIN_REQUESTS} requests)",
-             "budget": "durations water-filled: a step needing less keeps it, the others share the rest equally"}
+    model = FollowUpModel(w0_s=w0, mu=mu, mu_basis=basis, saturated_rps=sat.rps if sat is not None else None,
+                          source=source)
     if first_test_s is None:
         durs = [float(s["duration_s"]) for s in steps if s.get("duration_s")]
         # the steady windows are ~80 % of each step (docs/limits.md): scale back to the step length
@@ -341,5 +364,5 @@ def is_coarse(mix_doc: Mapping[str, object], tolerance: float = 0.10) -> bool:
     return max(float(value) - float(lo), float(hi) - float(value)) / float(value) > tolerance
 
 
-__all__ = ["FollowUp", "FollowUpStep", "MeasuredSaturation", "design_followup", "fit_capacity", "is_coarse",
-           "measured_saturation"]
+__all__ = ["FollowUp", "FollowUpModel", "FollowUpStep", "MeasuredSaturation", "design_followup", "fit_capacity",
+           "is_coarse", "measured_saturation"]

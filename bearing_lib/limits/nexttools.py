@@ -473,7 +473,7 @@ def write_genai_perf(plan: FollowUp, w: Workload) -> str:
 
 def write_llmperf(plan: FollowUp, w: Workload) -> str:
     """One ``token_benchmark_ray.py`` per step: LLMPerf sets a concurrency, not a rate."""
-    mu, w0 = plan.model.get("mu"), plan.model.get("W0_s")
+    mu, w0 = plan.model.mu, plan.model.w0_s
     cmds, approx = [], []
     for i, s in enumerate(_all_steps(plan)):
         if _conc(plan):

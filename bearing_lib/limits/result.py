@@ -26,6 +26,7 @@ from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
+from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
@@ -135,6 +136,38 @@ class MixRef:
 
 
 @dataclass
+class FollowUpStep:
+    """One load of a follow-up test (``bearing_lib.limits.followup``): how long to run it and why."""
+
+    load: float
+    duration_s: float
+    warmup_s: float
+    relaxation_s: float
+    """The queue's relaxation time ``tau`` at this load (the model's time to settle)."""
+    rho: float
+    """The load over the modelled capacity (capped at ``RHO_MAX``)."""
+    expected_requests: int
+
+
+FOLLOWUP_ORDER = "ascending, one continuous run per repeat where the tool can (bearing next's file says how)"
+
+
+@dataclass(frozen=True)
+class FollowUpSummary:
+    """The follow-up test as the limits JSON keeps it (``q_ult.resolution.followup``; the whole plan, with its
+    model's parameters, is :class:`bearing_lib.limits.followup.FollowUp`, ``bearing next``)."""
+
+    steps: list[FollowUpStep]
+    total_s: float
+    budget_s: float | None
+    expected_resolution: float
+    order: str
+    repeats: int
+    model: str
+    """The queue model's name (``M/G/1-style relaxation``)."""
+
+
+@dataclass
 class Resolution:
     """How finely the test resolves the limit (``docs/limits.md``, "Resolution")."""
 
@@ -145,8 +178,9 @@ class Resolution:
     steady_window_s: float | None
     suggested_loads: list[float]
     statement: str
-    followup: dict[str, Any] | None = None
-    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``; ``bearing next``)."""
+    followup: FollowUpSummary | NotAvailable | None = None
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``; ``bearing next``);
+    :class:`NotAvailable` with the reason when none could be designed; None for a fine limit."""
 
 
 @dataclass
@@ -243,7 +277,8 @@ class Step:
     """What decided the phase (a P99, a lower percentile, the mean, errors, throughput; docs/phases-and-fits.md)."""
     cost_anomaly_index: float | None = None
     exceedances: dict[str, Exceedance] | None = None
-    """Per clause (keyed by its text): requests that break it (``bad``) of those that count (``of``): the pooled estimator's data."""
+    """Per clause (keyed by its text): requests that break it (``bad``) of those that count (``of``): the pooled
+    estimator's data."""
     pooled: bool = False
     """The step entered the pooled estimate."""
     mser5: Mser5 | None = None
@@ -611,6 +646,9 @@ __all__ = [
     "BlendedLimit",
     "Conditions",
     "Exceedance",
+    "FOLLOWUP_ORDER",
+    "FollowUpStep",
+    "FollowUpSummary",
     "LimitsResult",
     "MixLimit",
     "MixRef",

@@ -29,7 +29,7 @@ from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
-from bearing_lib.limits.result import LimitsResult, MixLimit, Skipped, SlaClauseDoc
+from bearing_lib.limits.result import FollowUpSummary, LimitsResult, MixLimit, Skipped, SlaClauseDoc
 from bearing_lib.ops.export_report import ExportsReport
 from bearing_lib.ops.limit_bottlenecks import LimitBottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers
@@ -589,16 +589,11 @@ def _followup(m: MixLimit) -> str | None:
     limits' own note."""
     res = m.q_ult.resolution if m.q_ult is not None else None
     f = res.followup if res is not None else None
-    if not isinstance(f, dict) or f.get("available") is False or not f.get("steps"):
+    if not isinstance(f, FollowUpSummary) or not f.steps:
         return None
-    try:
-        loads = ", ".join(f"{float(st['load']):.4g}" for st in f["steps"])
-        durs = ", ".join(f"{float(st['duration_s']):g}" for st in f["steps"])
-        total, resolution = float(f["total_s"]), float(f["expected_resolution"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadValueError(f"limits document: mix {m.name!r}: q_ult.resolution.followup: expected steps with load "
-                            f"and duration_s, total_s and expected_resolution as numbers ({exc!r})",
-                            field="q_ult.resolution.followup") from None
+    loads = ", ".join(f"{st.load:.4g}" for st in f.steps)
+    durs = ", ".join(f"{st.duration_s:g}" for st in f.steps)
+    total, resolution = f.total_s, f.expected_resolution
     return (f"follow-up test: loads {loads} {m.unit or ''} in ascending order, steps of {durs} s "
             f"(total {total:.0f} s), "
             f"then pool both runs; expected resolution ±{resolution:.0%}. `bearing next LIMITS.json --out FILE` "

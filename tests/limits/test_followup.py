@@ -166,8 +166,8 @@ def test_a_coarse_limit_carries_its_follow_up_in_the_json_and_the_notes():
     assert q.resolution.coarse
     fup = q.resolution.followup
     lo, hi = q.ci95
-    assert [s["load"] for s in fup["steps"]] == pytest.approx(list(np.linspace(lo, hi, 4)))
-    assert fup["total_s"] <= fup["budget_s"] and fup["order"].startswith("ascending")
+    assert [s.load for s in fup.steps] == pytest.approx(list(np.linspace(lo, hi, 4)))
+    assert fup.total_s <= fup.budget_s and fup.order.startswith("ascending")
     assert any(n.startswith("follow-up test: loads") and "bearing next" in n for n in m.notes)
 
 
@@ -247,8 +247,8 @@ def test_a_saturated_step_caps_the_doubling_capacity():
     sat = fu.measured_saturation(mix)
     assert (sat.rps, sat.source, sat.steps) == (8.4, "flag", (6,))
     plan = fu.design_followup(mix)
-    assert plan.model["mu"] == 8.4 and plan.model["mu_basis"] == "doubling capped by saturation"
-    assert "9 rps, capped at the measured saturation: 8.4 rps" in plan.model["source"]
+    assert plan.model.mu == 8.4 and plan.model.mu_basis == "doubling capped by saturation"
+    assert "9 rps, capped at the measured saturation: 8.4 rps" in plan.model.source
     # rho = min(8 / 8.4, 0.97) = 0.952..., tau = 1 / (1 - rho)^2 = 441 s
     assert plan.steps[0].rho == pytest.approx(8 / 8.4) and plan.steps[0].relaxation_s == pytest.approx(441.0)
     assert any("loads above 8.4 rps" in n for n in plan.notes)
@@ -259,11 +259,11 @@ def test_the_limits_saturated_rps_comes_first_and_a_saturation_above_mu_does_not
     sat = fu.measured_saturation(mix)
     assert (sat.rps, sat.source) == (8.2, "limit")
     plan = fu.design_followup(mix)
-    assert plan.model["mu"] == 8.2 and "the limit's saturated_rps" in plan.model["source"]
+    assert plan.model.mu == 8.2 and "the limit's saturated_rps" in plan.model.source
     high = fu.design_followup(_saturated_doc(9.5))
-    assert high.model["mu"] == pytest.approx(9.0) and high.model["mu_basis"] == "doubling"
-    assert "9.5 rps" in high.model["source"] and "lies above it" in high.model["source"]
-    assert high.model["saturated_rps"] == 9.5
+    assert high.model.mu == pytest.approx(9.0) and high.model.mu_basis == "doubling"
+    assert "9.5 rps" in high.model.source and "lies above it" in high.model.source
+    assert high.model.saturated_rps == 9.5
 
 
 def test_saturation_by_the_rule_is_mu_when_the_time_in_system_is_unknown():
@@ -279,8 +279,8 @@ def test_saturation_by_the_rule_is_mu_when_the_time_in_system_is_unknown():
     sat = fu.measured_saturation(mix)
     assert (sat.rps, sat.source, sat.steps) == (5.0, "rule", (3,))
     plan = fu.design_followup(mix)
-    assert plan.model["mu"] == 5.0 and plan.model["mu_basis"] == "saturation" and plan.model["W0_s"] == 1.0
-    assert plan.model["source"].startswith("measured saturation: 5 rps")
+    assert plan.model.mu == 5.0 and plan.model.mu_basis == "saturation" and plan.model.w0_s == 1.0
+    assert plan.model.source.startswith("measured saturation: 5 rps")
     assert [s.rho for s in plan.steps] == pytest.approx([0.8, 14 / 15, 0.97, 0.97])
     # in another unit nothing is read as a service rate
     mix["q_ult"]["unit"] = "concurrency"
@@ -310,7 +310,7 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
         mixes[name] = json.loads(out.read_text())["mixes"][0]
     assert fu.measured_saturation(mixes["first"]) is None
     plan = fu.design_followup(mixes["first"], n_loads=3, budget_s=150)
-    assert plan.model["mu"] == pytest.approx(2.805) and plan.model["mu_basis"] == "fallback"
+    assert plan.model.mu == pytest.approx(2.805) and plan.model.mu_basis == "fallback"
     for name in ("second", "pooled"):
         steps = {s["load_axis"]: s for s in mixes[name]["steps"] if s["load_axis"] > 2}
         thr = {x: s["throughput_rps"] for x, s in steps.items()}
@@ -331,6 +331,6 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
         # at 1.708; pooled: the doubling's 1.7 already lies below it)
         doubling = fu.fit_capacity(mixes[name]["steps"])[1]
         assert doubling == pytest.approx({"second": 1.736, "pooled": 1.7}[name], abs=1e-3)
-        assert plan.model["mu"] == pytest.approx(min(doubling, sat.rps))
-        assert plan.model["mu_basis"] == ("doubling capped by saturation" if sat.rps < doubling else "doubling")
+        assert plan.model.mu == pytest.approx(min(doubling, sat.rps))
+        assert plan.model.mu_basis == ("doubling capped by saturation" if sat.rps < doubling else "doubling")
         assert plan.steps[-1].rho == 0.97

@@ -236,7 +236,8 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
     lim["mixes"][1]["q_ult"]["resolution"] = {
         "ci_relative": [-0.2, 0.2], "tolerance": 0.1, "coarse": True, "steady_window_s": 600.0,
         "suggested_loads": [1.8, 2.0, 2.2, 2.4], "statement": "coarse",
-        "followup": {"steps": [{"load": x, "duration_s": 600.0} for x in (1.8, 2.0, 2.2, 2.4)], "total_s": 2400.0,
+        "followup": {"steps": [{"load": x, "duration_s": 600.0, "warmup_s": 60.0, "relaxation_s": 20.0, "rho": 0.5,
+                                "expected_requests": int(600 * x)} for x in (1.8, 2.0, 2.2, 2.4)], "total_s": 2400.0,
                      "budget_s": None, "expected_resolution": 0.05, "order": "ascending", "repeats": 1,
                      "model": "mm1"}}
     lim["mixes"][1]["notes"] = ["an unrelated note"]
