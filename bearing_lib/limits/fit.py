@@ -1489,7 +1489,7 @@ def fit_limits(
     rng = np.random.default_rng(seed)
     extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
     limits: list[MixLimit] = []
-    skipped: list[dict[str, object]] = []
+    skipped: list[Skipped] = []
     curves: list[pl.DataFrame] = []
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
