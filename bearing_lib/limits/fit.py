@@ -50,7 +50,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -497,9 +497,7 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
     post = None
     if ev_x or steady_x:
         edges = model.log_grid(ev_x + steady_x)
-        clause_posts = [model.clause_posterior(c.text, model.local_window(evidence[c.text], pooled.allowed_share(c)),
-                                               pooled.allowed_share(c), edges, **_model_options(c, tables))
-                        for c in sla.clauses if evidence[c.text]]
+        clause_posts = [_clause_posterior(c, evidence[c.text], edges, tables) for c in sla.clauses if evidence[c.text]]
         kept = []
         for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
             if c.text in broken_clauses:
@@ -852,15 +850,35 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     return res
 
 
-def _model_options(c: Clause, tables: bool) -> dict[str, object]:
+@dataclass(frozen=True)
+class _ModelOptions:
+    """The options of :func:`model.clause_posterior` for one clause (its defaults where not set)."""
+
+    floor: bool
+    concentrations: np.ndarray | None = None
+    floor_multiples: np.ndarray = field(default_factory=lambda: model.FLOOR_MULTIPLES)
+    ceiling: bool = False
+
+
+def _model_options(c: Clause, tables: bool) -> _ModelOptions:
     """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
     for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
     if tables:
-        return {"floor": c.kind != "percentile", "concentrations": model.TABLE_CONCENTRATIONS}
+        return _ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS)
     if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
-        return {"floor": False}
-    return {"floor": True, "floor_multiples": model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
-            else model.FLOOR_MULTIPLES, "ceiling": model.CEILING}
+        return _ModelOptions(floor=False)
+    return _ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
+                         else model.FLOOR_MULTIPLES, ceiling=model.CEILING)
+
+
+def _clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
+                      tables: bool) -> model.ClausePosterior:
+    """:func:`model.clause_posterior` of one clause over its local evidence, with its options."""
+    o = _model_options(c, tables)
+    allowed = pooled.allowed_share(c)
+    return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
+                                  concentrations=o.concentrations, floor_multiples=o.floor_multiples,
+                                  ceiling=o.ceiling)
 
 
 def _fit_group(
