@@ -143,8 +143,9 @@ def from_limits(result: Any, *, name: str = "") -> Identity:
     if cond.instances:
         ident.instances, ident.stated["instances"] = int(cond.instances), "files"
     for key in ("engine", "engine_version"):  # stated in the limits' conditions (``conditions.engine`` ...)
-        v = (cond.extra or {}).get(key)
-        if v not in (None, ""):
+        v = cond.extra.get(key)
+        # a stated value (``engine: vllm``), not where bearing's own work ran (an EngineDescription under "engine")
+        if isinstance(v, str | int | float) and v != "":
             setattr(ident, key, str(v))
             ident.stated[key] = "files"
     # a load-test tool's version is not the engine's: the engine version stays unknown unless stated

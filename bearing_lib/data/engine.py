@@ -293,6 +293,24 @@ def _apply_pandas(pdf, fn: Callable[[pl.DataFrame], pl.DataFrame | None]) -> pl.
 # --------------------------------------------------------------------------- engine
 
 
+@dataclass(frozen=True)
+class EngineDescription:
+    """Where the work ran (:meth:`Engine.description`): the profile's ``source.engine``, the limits'
+    ``conditions.extra["engine"]``."""
+
+    engine: str
+    """``embedded`` or ``dask``."""
+    scheduler: str | None
+    workers: int | None
+    partitions: int
+    """Parquet files read."""
+    detail: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"engine": self.engine, "scheduler": self.scheduler, "workers": self.workers,
+                "partitions": self.partitions, "detail": self.detail}
+
+
 class Engine:
     """Runs aggregations over a :class:`ParquetDataset`: ``embedded`` or ``dask`` (see module docstring).
 
@@ -361,15 +379,19 @@ class Engine:
         return self._client
 
     def describe(self) -> dict[str, object]:
-        """Where the work ran: ``{"engine", "scheduler", "workers", "partitions"}`` (for provenance)."""
+        """Where the work ran: ``{"engine", "scheduler", "workers", "partitions", "detail"}`` (for provenance)."""
+        return self.description().to_dict()
+
+    def description(self) -> EngineDescription:
+        """Where the work ran (:class:`EngineDescription`)."""
         if self.name == "embedded":
-            return {"engine": "embedded", "scheduler": None, "workers": 1, "partitions": self.partitions,
-                    "detail": "polars lazy query in this process"}
+            return EngineDescription(engine="embedded", scheduler=None, workers=1, partitions=self.partitions,
+                                     detail="polars lazy query in this process")
         c = self.client
         workers = len(c.scheduler_info(n_workers=-1).get("workers", {})) if hasattr(c, "scheduler_info") else None
-        return {"engine": "dask", "scheduler": self.scheduler or f"LocalCluster ({c.scheduler.address})",
-                "workers": workers, "partitions": self.partitions,
-                "detail": "one task per Parquet file; groups shuffled by key for exact percentiles"}
+        return EngineDescription(engine="dask", scheduler=self.scheduler or f"LocalCluster ({c.scheduler.address})",
+                                 workers=workers, partitions=self.partitions,
+                                 detail="one task per Parquet file; groups shuffled by key for exact percentiles")
 
     def _wait(self, futures: list) -> None:
         if self.progress:
@@ -447,5 +469,5 @@ class Engine:
         return [r for r in self.client.gather(futs) if r is not None]
 
 
-__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "ParquetDataset", "hive_values", "open_dataset",
-           "scan_files"]
+__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "EngineDescription", "ParquetDataset", "hive_values",
+           "open_dataset", "scan_files"]

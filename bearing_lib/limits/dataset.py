@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError
-from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, ParquetDataset, open_dataset
+from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, EngineDescription, ParquetDataset, open_dataset
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
@@ -92,8 +92,8 @@ def load_curve_dataset(
     scheduler: str | None = None,
     extra_quantiles: tuple[float, ...] = (),
     options: CurveOptions | None = None,
-) -> tuple[pl.DataFrame, dict[str, object]]:
-    """The load curve of a Parquet dataset and where it was computed (``Engine.describe()``).
+) -> tuple[pl.DataFrame, EngineDescription]:
+    """The load curve of a Parquet dataset and where it was computed (:meth:`Engine.description`).
 
     Same rows and numbers as ``load_curve(load(path), mixes, ...)`` (see the module
     docstring). ``engine``: ``"embedded"``, ``"dask"`` (``scheduler`` ``tcp://...`` or a
@@ -120,7 +120,7 @@ def load_curve_dataset(
         else:
             parts = eng.shuffle_apply(ds, CURVE_COLUMNS, stepped_requests, "run_id", fn)
         curve = pl.concat(parts, how="vertical_relaxed").sort("run_id", "step", "mix")
-        return curve, eng.describe()
+        return curve, eng.description()
     finally:
         if not isinstance(engine, Engine):
             eng.close()

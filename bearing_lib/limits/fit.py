@@ -108,6 +108,7 @@ from bearing_lib.limits.result import (
     SlaClauseDoc,
     Source,
     SourceFinding,
+    StatsSettings,
     Step,
 )
 from bearing_lib.limits.settling import StepSettling
@@ -1756,7 +1757,7 @@ def fit_limits_dataset(
             parts = eng.apply_file_groups(ds, cols, groups, stepped_requests, fn)
         else:
             parts = eng.shuffle_apply(ds, cols, stepped_requests, "run_id", fn)
-        where = eng.describe()
+        where = eng.description()
     finally:
         if not isinstance(engine, Engine):
             eng.close()
@@ -1767,7 +1768,7 @@ def fit_limits_dataset(
         for n in r.notes:
             if n not in notes:
                 notes.append(n)
-    notes.append(f"fitted one run per task on the {where['engine']} engine; each run's bootstrap has its own "
+    notes.append(f"fitted one run per task on the {where.engine} engine; each run's bootstrap has its own "
                  f"generator seeded {seed}")
     cond = results[0].conditions
     cond.sources = [Source(path=ds.path, sha256=None, format="parquet-dataset", tool="bearing engine",
@@ -1824,14 +1825,14 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     curve, limits, skipped = _fit_input(trace, [trace], spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
                                         "pooled", min_share, pcs[0].metric if pcs else "latency_ms",
                                         {m.name: m for m in spec.mixes}, {}, notes, None, prep=prep)
-    where = eng.describe()
+    where = eng.description()
     notes.append(
         f"fitted from per-step statistics (limits.stepstats; {stepstats.N_BLOCKS} time blocks a step, latency bins "
         f"{stepstats.REL_BIN:.1%} wide): counts exact, quantiles and their CIs within "
         f"{stepstats.TOLERANCE:.2%} of the exact ones; no request held, so the MSER warm-ups, the settling tests, "
         "T_recover, the cost anomaly index and the failure descriptions are not computed, and P_critical's "
         f"interval is the parametric one; each run's bootstrap has its own generator seeded {seed}; on the "
-        f"{where['engine']} engine")
+        f"{where.engine} engine")
     # a frame's unique() streams (a hash group-by); the expression's unique() held 100 M strings
     models = [ds.scan([c]).drop_nulls().unique().collect(engine="streaming")[c].to_list()
               for c in ("model", "offered_load_unit")]
@@ -1842,9 +1843,9 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
         bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method=(
             f"non-overlapping block bootstrap within steps ({stepstats.N_BLOCKS} time blocks; order statistics "
             f"from per-block latency histograms, within {stepstats.TOLERANCE:.2%})")))
-    cond.extra = {**cond.extra, "engine": where, "stats": {"n_blocks": stepstats.N_BLOCKS,
-                                                           "rel_bin": stepstats.REL_BIN,
-                                                           "tolerance": stepstats.TOLERANCE}}
+    cond.extra = {**cond.extra, "engine": where, "stats": StatsSettings(n_blocks=stepstats.N_BLOCKS,
+                                                                        rel_bin=stepstats.REL_BIN,
+                                                                        tolerance=stepstats.TOLERANCE)}
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = _blended(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__

@@ -28,6 +28,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
+from bearing_lib.data.engine import EngineDescription
 from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
@@ -92,6 +93,24 @@ class BootstrapInfo:
     method: str
 
 
+@dataclass(frozen=True)
+class StatsSettings:
+    """The per-step statistics path's settings (``limits.stepstats``; ``conditions.extra["stats"]``)."""
+
+    n_blocks: int
+    """Time blocks a step."""
+    rel_bin: float
+    """Relative width of the latency histogram's bins."""
+    tolerance: float
+    """How far its quantiles may lie from the exact ones (relative)."""
+
+
+StatedCondition = EngineDescription | StatsSettings | str | int | float | bool | None
+"""One entry of :attr:`Conditions.extra`: where the work ran (``engine``, :class:`EngineDescription`), the
+statistics path's settings (``stats``, :class:`StatsSettings`), or a condition an analyst or a file stated
+as a plain value (``client: fmperf``)."""
+
+
 @dataclass
 class Conditions:
     """What the limits were measured under; ``model``/``hardware``/``instances`` when stated."""
@@ -105,11 +124,12 @@ class Conditions:
     hardware: str | None = None
     instances: int | None = None
     instances_basis: str | None = None
-    pooled_runs: dict[str, Any] | list[Any] | None = None
-    """With ``--pool``: the runs pooled into one limit."""
+    pooled_runs: dict[str, list[str]] | list[str] | None = None
+    """With ``--pool``: per pooled run, the runs pooled into it."""
     window: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Other conditions the analyst or the files stated (e.g. the client), kept as given."""
+    extra: dict[str, StatedCondition] = field(default_factory=dict)
+    """Other conditions, by name: the ones the analyst or the files stated (e.g. the client), kept as given, and
+    where the work ran on a Parquet dataset (``engine``, ``stats``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.offered_load_unit, str):  # version-1 files wrote one unit as a string
@@ -661,6 +681,8 @@ __all__ = [
     "SlaClauseDoc",
     "Source",
     "SourceFinding",
+    "StatedCondition",
+    "StatsSettings",
     "Step",
     "schema_document",
 ]

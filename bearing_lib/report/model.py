@@ -535,7 +535,8 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     cond = limits.conditions
     sources = [SourceFile(x.path, x.sha256, x.format, x.tool, x.tool_version) for x in cond.sources]
     tools = sorted({f"{x.tool}{' ' + str(x.tool_version) if x.tool_version else ''}" for x in cond.sources if x.tool})
-    extra: dict[str, Any] = {**cond.extra, "load-test mixes": cond.mixes}
+    # the typed conditions (where the work ran, the statistics settings) shown as the table of their JSON keys
+    extra: dict[str, Any] = {**{k: jsonable(v) for k, v in cond.extra.items()}, "load-test mixes": cond.mixes}
     if cond.instances is not None:
         extra["instances in the load test"] = f"{cond.instances} ({cond.instances_basis or 'stated'})"
     c = ConditionsSection(

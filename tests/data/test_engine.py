@@ -149,7 +149,7 @@ def test_load_curve_on_dask_equals_in_memory(tmp_path, cluster) -> None:
     f.write_parquet(ds, partition_by=["run_id", "step"])  # run_id and step live in the folder names
     ref = load_curve(_trace(f), SPEC)
     got, where = load_curve_dataset(ds, SPEC, engine=cluster)
-    assert where["engine"] == "dask" and where["partitions"] == 10
+    assert where.engine == "dask" and where.partitions == 10
     assert got.columns == ref.columns and got.height == ref.height == 2 * 5 * 2
     for col in ref.columns:
         a, b = ref[col], got[col]
@@ -180,7 +180,7 @@ def test_embedded_curve_reads_hive_keys(tmp_path) -> None:
     assert open_dataset(ds).hive_columns == ["run_id", "step"]
     got, where = load_curve_dataset(ds, None, engine="embedded")
     ref = load_curve(_trace(f))
-    assert where["engine"] == "embedded"
+    assert where.engine == "embedded"
     assert got["n_requests"].to_list() == ref["n_requests"].to_list()
     assert np.allclose(got["ttft_ms_p99"].to_numpy(), ref["ttft_ms_p99"].to_numpy(), rtol=1e-12, equal_nan=True)
 

@@ -86,8 +86,8 @@ def test_limits_on_dask_equal_embedded_and_in_memory(tmp_path, cluster) -> None:
     emb = fit_limits(ds, SLA, mixes=SPEC, n_boot=200, engine="embedded")
     got = fit_limits_dataset(ds, SLA, mixes=SPEC, n_boot=200, engine=cluster)
     where = got.conditions.extra["engine"]
-    assert where["engine"] == "dask" and where["workers"] == 2 and where["partitions"] == 12
-    assert emb.conditions.extra["engine"]["engine"] == "embedded"
+    assert where.engine == "dask" and where.workers == 2 and where.partitions == 12
+    assert emb.conditions.extra["engine"].engine == "embedded"
     # the load curves: counts exact, floats 1e-9 relative
     a, b = emb.curve, got.curve
     assert a.columns == b.columns and a.height == b.height == 2 * 6 * 2

@@ -147,7 +147,7 @@ def test_limit_from_stats_equals_in_memory_limit(synth_file) -> None:
         for lo_hi_a, lo_hi_b in zip(a.q_ult.ci95, b.q_ult.ci95, strict=True):
             assert lo_hi_b == pytest.approx(lo_hi_a, rel=0.1)
         assert b.cost_anomaly_index.available is False and "per-step statistics" in b.cost_anomaly_index.reason
-    assert got.conditions.extra["stats"]["tolerance"] == ss.TOLERANCE
+    assert got.conditions.extra["stats"].tolerance == ss.TOLERANCE
     assert any(n.startswith("fitted from per-step statistics") for n in got.notes)
 
 
@@ -193,7 +193,7 @@ def test_dask_statistics_equal_embedded(tmp_path) -> None:
     emb = fit_limits_dataset(ds, SLA_TEXT, mixes=SPEC, n_boot=100, seed=0, stats=True)
     with Engine("dask", n_workers=2, progress=False) as eng:
         got = fit_limits_dataset(ds, SLA_TEXT, mixes=SPEC, n_boot=100, seed=0, stats=True, engine=eng)
-    assert got.conditions.extra["engine"]["engine"] == "dask"
+    assert got.conditions.extra["engine"].engine == "dask"
     for c in emb.curve.columns:
         a, b = emb.curve[c], got.curve[c]
         if a.dtype == pl.Float64:
