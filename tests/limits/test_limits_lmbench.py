@@ -78,8 +78,8 @@ def test_sharegpt_vllm_fails_where_raw_p99_breaks(results):
     assert 2.0 <= q.value <= first_fail
     # by hand from the steady-window counts: the first step whose bad share exceeds 1 % (all lower steps are
     # at or below it, so the isotonic fit is the raw shares), interpolated linearly from the step below
-    shares = [(s.offered_load, s.exceedances["p99(ttft) <= 2s"]["bad"] / s.exceedances["p99(ttft) <= 2s"]
-               ["of"]) for s in m.steps if s.pooled]
+    shares = [(s.offered_load, s.exceedances["p99(ttft) <= 2s"].bad / s.exceedances["p99(ttft) <= 2s"].of)
+              for s in m.steps if s.pooled]
     i = next(k for k, (_, p) in enumerate(shares) if p > 0.01)
     assert all(p <= shares[i - 1][1] for _, p in shares[:i])
     (x0, p0), (x1, p1) = shares[i - 1], shares[i]
@@ -110,7 +110,7 @@ def test_llm_d_sharegpt_fails_its_error_clause_from_the_first_step(results):
     # ... and at 1 rps 5 of 200: 9 of 400 at the two loads where TTFT holds with room (no request over 1 s), with
     # no rise between them: a load-independent floor of 2.25 % (Wilson 95 % 1.19-4.22 %, above the 1 % allowed)
     s1 = next(s for s in m.steps if s.offered_load == 1.0)
-    assert (s0.exceedances["error_rate <= 1%"]["bad"], s1.exceedances["error_rate <= 1%"]["bad"]) == (4, 5)
+    assert (s0.exceedances["error_rate <= 1%"].bad, s1.exceedances["error_rate <= 1%"].bad) == (4, 5)
     (floor,) = m.failure_floors
     assert floor.clause == "error_rate <= 1%" and floor.breaks_clause
     assert floor.share == pytest.approx(9 / 400)

@@ -101,11 +101,11 @@ def test_error_rate_clause_end_to_end():
     res = fit_limits(make_trace(pl.concat(frames)), "error_rate <= 1%", mixes="none", n_boot=50)
     m = res.limits[0]
     ex = {s.offered_load: s.exceedances["error_rate <= 1%"] for s in m.steps}
-    share5 = ex[5.0]["bad"] / ex[5.0]["of"]
-    share6 = ex[6.0]["bad"] / ex[6.0]["of"]
-    assert share5 == pytest.approx(0.04, abs=0.002) and ex[4.0]["bad"] == 0
+    share5 = ex[5.0].bad / ex[5.0].of
+    share6 = ex[6.0].bad / ex[6.0].of
+    assert share5 == pytest.approx(0.04, abs=0.002) and ex[4.0].bad == 0
     # the fit at 5 rps: the raw share, or pooled with 6 rps when that one is lower (PAVA)
-    fit5 = share5 if share6 >= share5 else (ex[5.0]["bad"] + ex[6.0]["bad"]) / (ex[5.0]["of"] + ex[6.0]["of"])
+    fit5 = share5 if share6 >= share5 else (ex[5.0].bad + ex[6.0].bad) / (ex[5.0].of + ex[6.0].of)
     assert m.q_ult.value == pytest.approx(4 + 0.01 / fit5, rel=1e-9)
     assert m.binding == "error_rate <= 1%"
 
@@ -127,8 +127,8 @@ def test_pool_runs_pools_repeats_into_one_limit():
     for s in m.steps:
         e = s.exceedances["p99(latency) <= 1s"]
         per_load.setdefault(s.load_axis, [0.0, 0.0])
-        per_load[s.load_axis][0] += e["bad"]
-        per_load[s.load_axis][1] += e["of"]
+        per_load[s.load_axis][0] += e.bad
+        per_load[s.load_axis][1] += e.of
     xs = np.array(sorted(per_load))
     sh = np.array([per_load[x][0] / per_load[x][1] for x in xs])
     from scipy.optimize import isotonic_regression
@@ -157,5 +157,5 @@ def test_too_few_pooled_requests_make_no_limit():
     assert one.censored == "no_data" and one.value is None
     few = fit_limits(make_trace(mm1_frame([1.0] * 9, mu_rps=10.0, step_s=40.0, seed=1)), "p99(latency) <= 1s",
                      mixes="none", n_boot=0).limits[0]
-    n = sum(s.exceedances["p99(latency) <= 1s"]["of"] for s in few.steps)
+    n = sum(s.exceedances["p99(latency) <= 1s"].of for s in few.steps)
     assert n < 368 and few.q_ult.censored == "no_data"

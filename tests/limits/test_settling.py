@@ -67,12 +67,12 @@ def test_sharegpt_step_judged_on_its_late_part(sharegpt):
     # steady window passes it is no measured failure either: undetermined
     assert s25.status == "undetermined" and "unsettled" in s25.flags
     assert s25.reasons[0].startswith("not settled") and s25.reasons[0].endswith("undetermined")
-    late = s25.settling["clauses"][0]
-    assert late["value"] == pytest.approx(raw["late_p90"], rel=1e-9)
-    assert (late["bad"], late["of"]) == (raw["late_bad"], raw["late_n"])
-    assert s25.settling["p_value"] == pytest.approx(raw["p"], rel=1e-9)
+    late = s25.settling.clauses[0]
+    assert late.value == pytest.approx(raw["late_p90"], rel=1e-9)
+    assert (late.bad, late.of) == (raw["late_bad"], raw["late_n"])
+    assert s25.settling.p_value == pytest.approx(raw["p"], rel=1e-9)
     # given the prompt lengths (they grow through every step), the rise is still there: HAC z = 5.5
-    assert s25.settling["content_z"] == pytest.approx(raw["content_z"], rel=1e-6) and raw["content_z"] > 5
+    assert s25.settling.content_z == pytest.approx(raw["content_z"], rel=1e-6) and raw["content_z"] > 5
     # the steady window alone still passes it: the rule, not the window, fails the step
     assert s25.margins["p90(ttft) <= 1s"] > 0
     # 2 rps rises too, but with the content: longer multi-round prompts late in every step (given the prompt
@@ -80,8 +80,8 @@ def test_sharegpt_step_judged_on_its_late_part(sharegpt):
     raw2 = _raw_step("2")
     assert raw2["p"] < 0.01 and raw2["late_p90"] < 1000 and raw2["content_z"] < 2.33
     assert steps[2.0].status == "pass" and "unsettled" not in steps[2.0].flags
-    assert steps[2.0].settling["rising"] is False
-    assert steps[2.0].settling["content_z"] == pytest.approx(raw2["content_z"], rel=1e-6)
+    assert steps[2.0].settling.rising is False
+    assert steps[2.0].settling.content_z == pytest.approx(raw2["content_z"], rel=1e-6)
     # the limit lies in the raw bracket [2, 2.5] (raw P90 TTFT over all requests: 623 ms at 2, 1605 ms at 2.5):
     # the steady-state pseudo-clause still binds it at the midpoint below the unsettled step ...
     assert lim.q_ult.value == pytest.approx(2.25)

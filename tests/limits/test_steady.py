@@ -39,8 +39,8 @@ def test_every_step_of_a_fit_carries_its_mser5():
     tr = make_trace(mm1_frame([2.0, 5.0, 14.0], mu_rps=10.0, step_s=300.0, seed=3))
     m = fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0]
     by = {s.offered_load: s.mser5 for s in m.steps}
-    assert all(v["rule"] == "MSER-5" and v["of"] > 0 for v in by.values())
-    assert by[2.0]["settled"]
+    assert all(v.rule == "MSER-5" and v.of > 0 for v in by.values())
+    assert by[2.0].settled
     # far above capacity (14 rps against mu = 10) the queue grows by ~4 requests/s through the step: never settles
     # (a mild overload, 11 rps, rising 1.7 -> 2.7 s over the window, is not caught by MSER-5; the trend test flags it)
-    assert not by[14.0]["settled"]
+    assert not by[14.0].settled
