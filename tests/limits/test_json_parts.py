@@ -12,6 +12,7 @@ import copy
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from bearing_lib.common.files import jsonable
@@ -27,6 +28,7 @@ from bearing_lib.limits.result import (
     PCriticalEstimate,
     SlaClauseDoc,
     StatsSettings,
+    schema_document,
 )
 from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.sla import Bound, parse_sla
@@ -111,6 +113,7 @@ def dropped():
 
 def test_recovery_drops_and_both_p_critical_estimates_round_trip(dropped):
     raw = json.loads(json.dumps(dropped.to_dict()))
+    jsonschema.Draft202012Validator(schema_document()).validate(raw)  # the exported schema knows the typed parts
     assert _same(LimitsResult.from_dict(copy.deepcopy(raw)).to_dict(), raw)
     (m,) = dropped.mixes
     (rm,) = raw["mixes"]
@@ -149,6 +152,7 @@ def test_the_conditions_keep_where_the_work_ran_the_stats_settings_and_stated_va
     stats = {"n_blocks": 8, "rel_bin": 0.005, "tolerance": 0.01}
     raw["conditions"]["extra"] = {"engine": where, "stats": stats, "client": "fmperf", "repeats": 3}
     raw["conditions"]["pooled_runs"] = {"pooled": ["run-a", "run-b"]}
+    jsonschema.Draft202012Validator(schema_document()).validate(raw)
     res = LimitsResult.from_dict(copy.deepcopy(raw))
     extra = res.conditions.extra
     assert isinstance(extra["engine"], EngineDescription) and extra["engine"].engine == "embedded"
