@@ -48,7 +48,13 @@ def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
     assert cond.model == docs["limits"]["conditions"]["model"]
     assert cond.sla == [c["text"] for c in docs["limits"]["sla"]]
     assert cond.tool == "LMBenchmark"
-    assert cond.extra["client"] == "fmperf, Poisson arrivals"
+    rows = {r.label: r for r in cond.extra}
+    assert rows["client"].value == "fmperf, Poisson arrivals" and rows["client"].parts is None
+    # the conditions the file gives beyond the named ones, in its order, then the mixes and instances
+    given = [k for k in docs["limits"]["conditions"] if k not in {
+        "sources", "model", "offered_load_unit", "mixes", "steady_window", "bootstrap", "hardware", "instances",
+        "instances_basis", "pooled_runs", "window", "extra"}]
+    assert [r.label for r in cond.extra] == [*given, "load-test mixes", "instances in the load test"]
 
 
 def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_model):
