@@ -33,7 +33,7 @@ class EngineRun:
     partitions: int | None = None
     detail: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {"engine": self.engine, "scheduler": self.scheduler, "workers": self.workers,
                 "partitions": self.partitions, "detail": self.detail}
 
@@ -77,8 +77,8 @@ class ProfileSource:
     _ALWAYS = ("path", "sha256", "format", "tool", "kind", "time_origin", "timezone", "n_rows")
     _IF_SET = ("n_files", "engine", "request_metric", "time_resolution_s", "parquet_cache")
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {k: getattr(self, k) for k in self._ALWAYS}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {k: getattr(self, k) for k in self._ALWAYS}
         for k in self._IF_SET:
             v = getattr(self, k)
             if v is not None:
@@ -111,8 +111,8 @@ class CounterParameters:
     mix_spec_ignored: str | None = None
     """Why a mix spec given with counters was not used (set only when one was given)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"request_metric": self.request_metric, "mix_label": self.mix_label}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"request_metric": self.request_metric, "mix_label": self.mix_label}
         if self.mix_spec_ignored is not None:
             out["mix_spec_ignored"] = self.mix_spec_ignored
         return out
@@ -132,8 +132,8 @@ class ProfileParameters:
     counters: CounterParameters | None = None
     """A profile from Prometheus counters: its counter and label (their keys follow the others)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"quantile": self.quantile, "growth": self.growth, "burst_k": self.burst_k,
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"quantile": self.quantile, "growth": self.growth, "burst_k": self.burst_k,
                                "burst_merge_gap_bins": self.burst_merge_gap_bins,
                                "slo_objective": self.slo_objective, "n_boot": self.n_boot, "seed": self.seed}
         if self.counters is not None:
