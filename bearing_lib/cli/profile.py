@@ -155,9 +155,9 @@ def _passive(trace: str, prof, sla: str, window_s: float, *, format: str | None,
     from bearing_lib.loaders import load
     from bearing_lib.twin.passive import passive_limit
 
-    if getattr(prof, "metrics", None) is not None or prof.source.get("kind") != "requests":
+    if getattr(prof, "metrics", None) is not None or prof.source.kind != "requests":
         raise ParameterError(f"--passive-sla needs per-request latency; {trace} gives "
-                             f"{prof.source.get('kind')} (counters and rate windows carry none)")
+                             f"{prof.source.kind} (counters and rate windows carry none)")
     ds = load(Path(trace), format=format, **options)
     return passive_limit(ds, sla, window_s=window_s)
 
@@ -209,7 +209,7 @@ def _profile_input(trace: str, *, format: str | None, mapping: Path | None, opti
             _note(("reusing the Parquet copy " if conv.reused else "converted once to Parquet (reused while the "
                    "source is unchanged): ") + f"{conv.parquet}", quiet)
             prof = profile_dataset(str(conv.parquet), engine="embedded", progress=progress, **params)
-            prof.source = conv.source_dict(prof.source)
+            prof.source = conv.profile_source(prof.source)
             return prof
     from bearing_lib.loaders import load
     from bearing_lib.traffic.profile import profile_traffic

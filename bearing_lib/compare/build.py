@@ -287,15 +287,18 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
     per_user = _interp(limit.value, [s.offered_load for s in steps], [s.per_user_tps for s in steps]) \
         if limit.available else None
     draws = LimitDraws(None, "none", "no draws: the deployment has no limit")
-    # a limit capped at the saturated throughput is an upper bound with a closed interval below it (the SLA
-    # crossing's lower end up to the cap's own upper end): it is drawn from that interval, the crossing's draws
-    # held at the cap's top (docs/limits.md, "The saturation cap")
-    capped = q is not None and q.capped and q.ci95[0] is not None and q.ci95[1] is not None
-    if q is not None and achieved.available and limit.available and (limit.bound == "none" or capped):
+    # a limit is drawn whenever its 95 % interval is closed at both ends, a bound included: a limit capped at the
+    # saturated throughput is an upper bound whose interval runs from the SLA crossing's lower end to the cap's own
+    # upper end (docs/limits.md, "The saturation cap"). A bound's draws are held on its side of the interval (an
+    # upper bound's at the interval's top, a lower bound's at its bottom); an open end gives no draws at all
+    closed = q is not None and all(e is not None and math.isfinite(e) for e in q.ci95)
+    if q is not None and achieved.available and limit.available and (limit.bound == "none" or closed):
         scale = achieved.value / limit.value / ident.instances
         reps = lim.replicates
-        if capped and reps is not None:
+        if reps is not None and limit.bound == "upper":
             reps = np.minimum(np.asarray(reps, dtype=float), float(q.ci95[1]))
+        elif reps is not None and limit.bound == "lower":
+            reps = np.maximum(np.asarray(reps, dtype=float), float(q.ci95[0]))
         draws = limit_draws(limit.value, tuple(q.ci95), reps, rng, scale=scale)
     if draws.draws is None and limit.available:
         what = "is a bound" if limit.is_bound else "has a 95% interval open at one end"

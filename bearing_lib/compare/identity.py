@@ -144,7 +144,7 @@ def from_limits(result: Any, *, name: str = "") -> Identity:
         ident.instances, ident.stated["instances"] = int(cond.instances), "files"
     for key in ("engine", "engine_version"):  # stated in the limits' conditions (``conditions.engine`` ...)
         v = cond.extra.get(key)
-        # a stated value (``engine: vllm``), not where bearing's own work ran (an EngineDescription under "engine")
+        # a stated value (``engine: vllm``), not where bearing's own work ran (an EngineRun under "engine")
         if isinstance(v, str | int | float) and v != "":
             setattr(ident, key, str(v))
             ident.stated[key] = "files"

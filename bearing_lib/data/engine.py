@@ -294,21 +294,32 @@ def _apply_pandas(pdf, fn: Callable[[pl.DataFrame], pl.DataFrame | None]) -> pl.
 
 
 @dataclass(frozen=True)
-class EngineDescription:
-    """Where the work ran (:meth:`Engine.description`): the profile's ``source.engine``, the limits'
-    ``conditions.extra["engine"]``."""
+class EngineRun:
+    """Where the work on a Parquet dataset ran (:meth:`Engine.description`): the profile JSON's ``source.engine``
+    and the limits' ``conditions.extra["engine"]``."""
 
     engine: str
     """``embedded`` or ``dask``."""
-    scheduler: str | None
-    workers: int | None
-    partitions: int
+    scheduler: str | None = None
+    workers: int | None = None
+    partitions: int | None = None
     """Parquet files read."""
-    detail: str
+    detail: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {"engine": self.engine, "scheduler": self.scheduler, "workers": self.workers,
                 "partitions": self.partitions, "detail": self.detail}
+
+    @classmethod
+    def of(cls, engine: Engine) -> EngineRun:
+        """The description of an :class:`Engine` as it stands now."""
+        return engine.description()
+
+    @classmethod
+    def from_dict(cls, d: object, *, source: str = "source.engine") -> EngineRun:
+        from bearing_lib.common.schema import parse
+
+        return parse(cls, d, what=source)
 
 
 class Engine:
@@ -382,14 +393,14 @@ class Engine:
         """Where the work ran: ``{"engine", "scheduler", "workers", "partitions", "detail"}`` (for provenance)."""
         return self.description().to_dict()
 
-    def description(self) -> EngineDescription:
-        """Where the work ran (:class:`EngineDescription`)."""
+    def description(self) -> EngineRun:
+        """Where the work ran (:class:`EngineRun`)."""
         if self.name == "embedded":
-            return EngineDescription(engine="embedded", scheduler=None, workers=1, partitions=self.partitions,
+            return EngineRun(engine="embedded", scheduler=None, workers=1, partitions=self.partitions,
                                      detail="polars lazy query in this process")
         c = self.client
         workers = len(c.scheduler_info(n_workers=-1).get("workers", {})) if hasattr(c, "scheduler_info") else None
-        return EngineDescription(engine="dask", scheduler=self.scheduler or f"LocalCluster ({c.scheduler.address})",
+        return EngineRun(engine="dask", scheduler=self.scheduler or f"LocalCluster ({c.scheduler.address})",
                                  workers=workers, partitions=self.partitions,
                                  detail="one task per Parquet file; groups shuffled by key for exact percentiles")
 
@@ -469,5 +480,5 @@ class Engine:
         return [r for r in self.client.gather(futs) if r is not None]
 
 
-__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "EngineDescription", "ParquetDataset", "hive_values",
+__all__ = ["DEFAULT_LOCAL_WORKERS", "ENGINES", "Engine", "EngineRun", "ParquetDataset", "hive_values",
            "open_dataset", "scan_files"]

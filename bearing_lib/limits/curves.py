@@ -73,6 +73,9 @@ MIN_STEADY_S = 30.0
 BEHIND_RATIO = 0.90
 BELOW_OFFERED_RATIO = 0.70
 SATURATION_LATENCY_RATIO = 3.0
+SATURATION_ALPHA = 0.01
+"""A timed step's completions count as below the offered rate only when so few are this unlikely for a server that
+kept up: the lower tail of Poisson(offered × window) at the completed count (:func:`timed_saturation`)."""
 """A step counts as **saturated** (info flag ``saturated``) when its completion rate over the completion span is
 below :data:`BELOW_OFFERED_RATIO` of the offered rate AND its typical request (median end-to-end latency, else the
 mean) took at least this many times the run's lowest such latency: a server that falls behind builds a queue, so
@@ -446,19 +449,37 @@ def timed_saturation(g: pl.DataFrame) -> pl.DataFrame:
     up: in some mix of the step the median latency of successful requests is at least
     :data:`SATURATION_LATENCY_RATIO` × that mix's lowest step median in the run. The rule :func:`is_saturated`
     applies to untimed steps and load points, read here on what a timed step delivered in its window
-    (docs/limits.md, "The saturation cap"). Read off the curve's own P50s: no second pass over the requests."""
+    (docs/limits.md, "The saturation cap"). Read off the curve's own P50s: no second pass over the requests.
+
+    Both halves must be more than chance on a small step. The queue is read on the medians' order-statistic 95 %
+    intervals: the step's lower end at least :data:`SATURATION_LATENCY_RATIO` × the mix's lowest upper end (a
+    mix of a few requests per step has medians 3× apart by chance; a median without an interval is no evidence).
+    The completed count must lie in the lower :data:`SATURATION_ALPHA` tail of Poisson(offered × window): a
+    0.2 rps step of 60 s completes 8 of 12 expected requests (below 70 %) one time in six by chance."""
     if "latency_ms_p50" not in g.columns or g["latency_ms_p50"].null_count() == g.height:
         return g
-    ratio = (pl.col("latency_ms_p50") / pl.col("latency_ms_p50").min().over("run_id", "mix")).alias("_q_ratio")
-    g = g.with_columns(ratio)
+    lo, hi = (pl.col(f"latency_ms_p50_ci95_{e}") if f"latency_ms_p50_ci95_{e}" in g.columns
+              else pl.col("latency_ms_p50") for e in ("lo", "hi"))
+    # the reference: the lowest upper end of any step of the mix (at or above its lowest median, with evidence)
+    g = g.with_columns((lo / hi.min().over("run_id", "mix")).alias("_q_ratio"))
     step_thr = pl.col("throughput_rps").sum().over("run_id", "step")
     sat = (pl.col("has_times").fill_null(False) & (pl.col("offered_load_unit") == "rps")
            & pl.col("offered_load").is_finite() & (pl.col("offered_load") > 0)
            & (step_thr < BELOW_OFFERED_RATIO * pl.col("offered_load"))
            & (pl.col("_q_ratio").max().over("run_id", "step") >= SATURATION_LATENCY_RATIO))
+    g = g.with_columns(sat.fill_null(False).alias("_sat"))
+    if g["_sat"].any():  # the completed count against Poisson(offered × window), on the candidate steps only
+        window = pl.coalesce(pl.col("rate_span_s"), pl.col("duration_s")) if "rate_span_s" in g.columns \
+            else pl.col("duration_s")
+        step = (g.filter("_sat").group_by("run_id", "step")
+                .agg(pl.col("_thr_n").sum().alias("_done"), (pl.col("offered_load") * window).first().alias("_exp")))
+        p = stats.poisson.cdf(step["_done"].to_numpy(), step["_exp"].to_numpy())
+        keep = step.select("run_id", "step").with_columns(pl.Series("_p", p < SATURATION_ALPHA))
+        g = (g.with_row_index("_row").join(keep, on=["run_id", "step"], how="left").sort("_row")
+             .with_columns((pl.col("_sat") & pl.col("_p").fill_null(False)).alias("_sat")).drop("_p", "_row"))
     return g.with_columns(
-        pl.when(sat.fill_null(False)).then(pl.col("step_flags").list.concat(pl.lit(["saturated"])))
-        .otherwise(pl.col("step_flags")).alias("step_flags")).drop("_q_ratio")
+        pl.when(pl.col("_sat")).then(pl.col("step_flags").list.concat(pl.lit(["saturated"])))
+        .otherwise(pl.col("step_flags")).alias("step_flags")).drop("_q_ratio", "_sat")
 
 
 def _finite_rate(load: float | None, unit: str | None) -> bool:

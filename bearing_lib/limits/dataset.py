@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError
-from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, EngineDescription, ParquetDataset, open_dataset
+from bearing_lib.data.engine import EPOCH_FLOOR_S, Engine, EngineRun, ParquetDataset, open_dataset
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
@@ -92,7 +92,7 @@ def load_curve_dataset(
     scheduler: str | None = None,
     extra_quantiles: tuple[float, ...] = (),
     options: CurveOptions | None = None,
-) -> tuple[pl.DataFrame, EngineDescription]:
+) -> tuple[pl.DataFrame, EngineRun]:
     """The load curve of a Parquet dataset and where it was computed (:meth:`Engine.description`).
 
     Same rows and numbers as ``load_curve(load(path), mixes, ...)`` (see the module

@@ -28,7 +28,7 @@ from bearing_lib.common.files import jsonable
 from bearing_lib.common.format import fmt_sig
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.data.engine import EngineDescription
+from bearing_lib.data.engine import EngineRun
 from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
@@ -105,10 +105,13 @@ class StatsSettings:
     """How far its quantiles may lie from the exact ones (relative)."""
 
 
-StatedCondition = EngineDescription | StatsSettings | str | int | float | bool | None
-"""One entry of :attr:`Conditions.extra`: where the work ran (``engine``, :class:`EngineDescription`), the
-statistics path's settings (``stats``, :class:`StatsSettings`), or a condition an analyst or a file stated
-as a plain value (``client: fmperf``)."""
+Scalar = str | int | float | bool | None
+
+StatedCondition = EngineRun | StatsSettings | NotAvailable | Scalar | list[Scalar]
+"""One entry of :attr:`Conditions.extra`: where the work ran (``engine``, :class:`EngineRun`), the
+statistics path's settings (``stats``, :class:`StatsSettings`), a stated part that was not available
+(``{"available": false, "reason"}``), or a condition an analyst or a file stated as a plain value or a list
+of them (``client: fmperf``, ``runs: [a, b]``)."""
 
 
 @dataclass

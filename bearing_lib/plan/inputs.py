@@ -374,7 +374,7 @@ def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> Profil
     if p.mix_spec:
         from bearing_lib.data.mixes import MixSpec
 
-        mix_spec = MixSpec.from_dict(p.mix_spec)
+        mix_spec = MixSpec(tuple(m.to_mix() for m in p.mix_spec))
     tin = sl.input_tokens if sl is not None and sl.available else None
     tout = sl.output_tokens if sl is not None and sl.available else None
     return ProfileInput(

@@ -50,6 +50,8 @@ from bearing_lib.report.templating import summary_block_html
 from bearing_lib.traffic.document import ProfileDocument
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import JsonValue
+
     from bearing_lib.twin.passive import PassiveLimit
 
 VERDICTS = ("green", "yellow", "red")
@@ -84,6 +86,29 @@ class SourceFile:
     tool_version: str | None
 
 
+@dataclass(frozen=True)
+class ConditionRow:
+    """One further row of the conditions table: its key (``label``) and what the cell shows, either the named
+    ``parts`` of a measured part (``name value; ...``, e.g. where the work ran) or one ``value`` shown as it is
+    (text, a number, or a part that was not available with its reason)."""
+
+    label: str
+    parts: tuple[tuple[str, JsonValue], ...] | None = None
+    value: JsonValue = None
+
+    @classmethod
+    def of(cls, label: str, value: JsonValue) -> ConditionRow:
+        """The row of one condition given as a JSON value (a mapping that is not ``available: false`` shows
+        its parts)."""
+        if isinstance(value, dict) and value.get("available") is not False:
+            return cls(str(label), parts=tuple((str(k), v) for k, v in value.items()))
+        return cls(str(label), value=value)
+
+    def json_value(self) -> JsonValue:
+        """The condition as the limits JSON wrote it (the parts back as a mapping)."""
+        return dict(self.parts) if self.parts is not None else self.value
+
+
 @dataclass
 class ConditionsSection:
     """What every limit is conditional on (a limit without them is not comparable)."""
@@ -95,7 +120,12 @@ class ConditionsSection:
     offered_load_unit: str | None
     sla: list[str]
     sources: list[SourceFile]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: tuple[ConditionRow, ...] = ()
+    """The limits' further conditions (``conditions.extra``), the load-test mixes and instances, as rows."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``summary.json`` form: the fields, ``extra`` as the mapping ``{label: value}``."""
+        return {**asdict(replace(self, extra=())), "extra": {r.label: r.json_value() for r in self.extra}}
 
 
 @dataclass
@@ -535,10 +565,12 @@ def _conditions(limits: LimitsResult | None, reason: str | None) -> Section:
     cond = limits.conditions
     sources = [SourceFile(x.path, x.sha256, x.format, x.tool, x.tool_version) for x in cond.sources]
     tools = sorted({f"{x.tool}{' ' + str(x.tool_version) if x.tool_version else ''}" for x in cond.sources if x.tool})
-    # the typed conditions (where the work ran, the statistics settings) shown as the table of their JSON keys
-    extra: dict[str, Any] = {**{k: jsonable(v) for k, v in cond.extra.items()}, "load-test mixes": cond.mixes}
+    # the limits' further conditions as JSON (whatever type holds them), then the mixes and instances
+    given = dict(cond.extra.to_dict() if hasattr(cond.extra, "to_dict") else jsonable(cond.extra or {}))
+    given["load-test mixes"] = cond.mixes
     if cond.instances is not None:
-        extra["instances in the load test"] = f"{cond.instances} ({cond.instances_basis or 'stated'})"
+        given["instances in the load test"] = f"{cond.instances} ({cond.instances_basis or 'stated'})"
+    extra = tuple(ConditionRow.of(k, v) for k, v in given.items())
     c = ConditionsSection(
         model=_text(cond.model),
         hardware=_text(cond.hardware),
@@ -734,13 +766,12 @@ def _phase_bands(points: list[CurvePoint]) -> list[PhaseBand]:
 
 
 def _production(profile: dict[str, Any] | None, doc: ProfileDocument | None, reason: str | None,
-                series: list[dict[str, Any]] | None) -> Section[ProductionSection]:
+                series: list[MinuteCount]) -> Section[ProductionSection]:
     if profile is None or doc is None:
         return Section(False, reason)
     skip = {"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"}
     return Section(True, data=ProductionSection(
-        document=doc, per_minute_series=[_minute(r, i) for i, r in enumerate(series or [])],
-        profile_json={k: v for k, v in profile.items() if k not in skip}))
+        document=doc, per_minute_series=series, profile_json={k: v for k, v in profile.items() if k not in skip}))
 
 
 def _minute(row: Any, i: int) -> MinuteCount:
@@ -1140,6 +1171,8 @@ def build_report(
     prof, prof_reason = _split(profile, "production profile")
     # the profile JSON validated once here; the production section keeps the JSON, the views read the document
     prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
+    # the per-minute rows checked once here (only with a profile to show them beside)
+    minutes = [_minute(r, i) for i, r in enumerate(per_minute_series or [])] if prof_doc is not None else []
     pl_, plan_reason = _plan_arg(plan)
     mixes = _mixes(lim, lim_reason, pl_, plan_run)
     curves, curves_section = _curves(lim, lim_reason)
@@ -1156,7 +1189,7 @@ def build_report(
         mixes=mixes,
         curves=curves,
         curves_section=curves_section,
-        production=_production(prof, prof_doc, prof_reason, per_minute_series),
+        production=_production(prof, prof_doc, prof_reason, minutes),
         fos=fos,
         plan=_plan(pl_, plan_reason, prof_doc, ops, passive),
         scorecards=_scorecards(pl_, plan_reason),
@@ -1221,6 +1254,7 @@ def make_provenance(
 __all__ = [
     "Change",
     "ChangesSection",
+    "ConditionRow",
     "ConditionsSection",
     "CurvesSection",
     "CurvePoint",

@@ -23,6 +23,7 @@ from typing import Any
 from bearing_lib.common.errors import BearingError
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.source import ProfileSource
 
 TOP_TENANTS = 10
 """Tenants listed in the report (the busiest first); the plan JSON holds them all."""
@@ -44,11 +45,11 @@ def production_source(doc: ProfileDocument | None) -> ProductionSource | None:
     """The profile's source in words (None without a profile)."""
     if doc is None:
         return None
-    src = doc.source if isinstance(doc.source, dict) else {}
+    resolution_s = doc.source.time_resolution_s if isinstance(doc.source, ProfileSource) else None
     fmt = doc.source_format or "unknown format"
     m = doc.metrics
     if m is not None and m.available:
-        step = m.step_s if m.step_s is not None else src.get("time_resolution_s")
+        step = m.step_s if m.step_s is not None else resolution_s
         return ProductionSource(
             "metrics", step, f"Prometheus counters ({m.request_metric or 'request counter'}, {fmt}): rates per query "
             f"step of {step:g} s, no per-request records" if step is not None else

@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from bearing_lib.traffic.source import ProfileSource
 
 #: sources at least this large (bytes) are converted; ``BEARING_PARQUET_CACHE_MIN_BYTES`` overrides it
 CONVERT_MIN_BYTES = 64 * 2**20
@@ -65,9 +67,10 @@ class Converted:
     source: dict[str, object]
     reused: bool
 
-    def source_dict(self, dataset_source: dict[str, object]) -> dict[str, object]:
+    def profile_source(self, dataset_source: ProfileSource) -> ProfileSource:
         """The profile's ``source`` with the original file's path, hash, format and tool, and the cache named."""
-        return {**dataset_source, **self.source, "parquet_cache": str(self.parquet)}
+        keep = {k: self.source[k] for k in ("path", "sha256", "format", "tool") if k in self.source}
+        return replace(dataset_source, **keep, parquet_cache=str(self.parquet))  # type: ignore[arg-type]
 
 
 def to_parquet_cache(path: Path, *, format: str | None = None, options: dict[str, object] | None = None) -> Converted:

@@ -64,6 +64,7 @@ from bearing_lib.traffic.profile import (
 )
 from bearing_lib.traffic.seqlen import seq_len_from_counts, seq_len_partials
 from bearing_lib.traffic.slo_budget import DEFAULT_BAD_STATUSES, budget_from_minutes, no_outcome_statuses
+from bearing_lib.traffic.source import EngineRun, ProfileParameters, ProfileSource
 from bearing_lib.traffic.targets import DEFAULT_SEED
 
 PROFILE_COLUMNS = ("start_s", "input_tokens", "output_tokens", "cached_tokens", "status", "step")
@@ -258,22 +259,13 @@ def _start_sha(ds: ParquetDataset) -> Future | None:
     return fut
 
 
-def _source(ds: ParquetDataset, n: int, origin: str, engine: Engine, sha: Future | None = None) -> dict[str, object]:
+def _source(ds: ParquetDataset, n: int, origin: str, engine: Engine, sha: Future | None = None) -> ProfileSource:
     if sha is None:
         sha = _start_sha(ds)
     sha = sha.result() if sha is not None else None
-    return {
-        "path": ds.path,
-        "sha256": sha,
-        "format": FORMAT,
-        "tool": "bearing-canonical Parquet dataset",
-        "kind": "requests",
-        "time_origin": origin,
-        "timezone": "UTC" if origin == "epoch" else "none",
-        "n_rows": n,
-        "n_files": len(ds.files),
-        "engine": engine.describe(),
-    }
+    return ProfileSource(path=ds.path, sha256=sha, format=FORMAT, tool="bearing-canonical Parquet dataset",
+                         kind="requests", time_origin=origin, timezone="UTC" if origin == "epoch" else "none",
+                         n_rows=n, n_files=len(ds.files), engine=EngineRun.of(engine))
 
 
 def profile_dataset(
@@ -334,8 +326,8 @@ def _origin(facts: dict[str, object], ds: ParquetDataset, time_origin: str) -> f
 def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: float, growth: float, burst_k: float,
              merge_gap: int, slo_objective: float, n_boot: int, seed: int, time_origin: str,
              progress: Progress | None = None) -> TrafficProfile:
-    params = {"quantile": quantile_level, "growth": growth, "burst_k": burst_k, "burst_merge_gap_bins": merge_gap,
-              "slo_objective": slo_objective, "n_boot": n_boot, "seed": seed}
+    params = ProfileParameters(quantile=quantile_level, growth=growth, burst_k=burst_k,
+                               burst_merge_gap_bins=merge_gap, slo_objective=slo_objective, n_boot=n_boot, seed=seed)
     if not (0 < slo_objective < 1):
         raise ParameterError(f"objective must be in (0, 1), e.g. 0.999; got {slo_objective!r}")
     if time_origin not in ("auto", "epoch", "relative"):

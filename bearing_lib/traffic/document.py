@@ -10,12 +10,17 @@ built from this document or straight from a :class:`~bearing_lib.traffic.profile
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
 
+from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.traffic.forecast import TrendForecast
+from bearing_lib.traffic.source import ProfileSource
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.data.mixes import Mix
 
 PROFILE_SCHEMA = "bearing.profile/1"
 """Version tag of the profile JSON (``schema``; ``TrafficProfile.to_dict`` writes it). Files without it (written
@@ -433,6 +438,39 @@ class MetricsSourceDoc:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class MixEntryDoc:
+    """One mix of ``mix_spec`` as written (:meth:`bearing_lib.data.mixes.Mix.to_dict`): its name, description and
+    bounds ``{dim: [lo, hi]}`` (``None``: unbounded on that side)."""
+
+    name: str
+    description: str = ""
+    bounds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+
+    def to_mix(self) -> Mix:
+        """The mix itself (``None`` bounds read as unbounded)."""
+        from bearing_lib.data.mixes import Mix
+
+        return Mix.from_dict({"name": self.name, "bounds": {k: list(v) for k, v in self.bounds.items()}})
+
+
+@dataclass
+class PassiveLimitDoc:
+    """``passive_limit`` (``bearing profile --passive-sla``): the limit production latency implies, as
+    :meth:`bearing_lib.twin.passive.PassiveLimit.to_dict` writes it (the twin's type reads it back; the profile
+    wing sits below the twin, so the document names the fields here)."""
+
+    q_ult: Estimate
+    clause: str
+    window_s: float
+    n_windows: int
+    highest_rate_rps: float
+    intercept: float
+    slope_per_rps: float
+    extrapolated: bool
+    kind: str = "passive"
+
+
 _MixShares = Annotated[
     Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
     Discriminator(lambda v: "~list" if isinstance(v, list) else "~unavailable"),
@@ -450,12 +488,14 @@ class ProfileDocument:
     ``slo_budget``). Looser on purpose where the document is heavy or open: every section
     and field is optional (an older or hand-written profile may carry only a target), keys
     not named here (``parameters``, ``decomposition.series``, the slots' extra columns, ...)
-    are accepted and not checked, and ``source`` stays a mapping.
+    are accepted and not checked.
     """
 
     schema: str | None = None
     bearing_version: str | None = None
-    source: dict[str, Any] | str | None = None
+    source: ProfileSource | str | None = None
+    """Where the profile came from (:class:`~bearing_lib.traffic.source.ProfileSource`); a hand-written profile
+    may name it in words."""
     convention: str | None = None
     span_s: float | None = None
     start_utc: str | None = None
@@ -474,13 +514,13 @@ class ProfileDocument:
     resolution: ResolutionDoc | None = None
     slo_budget: SloBudgetDoc | None = None
     seq_len: SeqLenDoc | None = None
-    mix_spec: list[dict[str, Any]] | None = None
+    mix_spec: list[MixEntryDoc] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
     mix_peaks: MixPeaksDoc | None = None
     """Each mix's own peaks (profiles with more than one mix)."""
     metrics: MetricsSourceDoc | None = None
     """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
-    passive_limit: dict[str, Any] | None = None
+    passive_limit: PassiveLimitDoc | None = None
     """``bearing profile --passive-sla``: the passive limit (``bearing_lib.twin.passive.PassiveLimit.to_dict``)."""
 
     @property
@@ -490,7 +530,7 @@ class ProfileDocument:
 
     @property
     def source_format(self) -> str | None:
-        return str(self.source.get("format")) if isinstance(self.source, dict) and self.source.get("format") else None
+        return self.source.format if isinstance(self.source, ProfileSource) and self.source.format else None
 
     @classmethod
     def from_dict(cls, doc: Any, *, source: str = "profile JSON") -> ProfileDocument:
@@ -536,11 +576,13 @@ __all__ = [
     "MinuteRowDoc",
     "MinuteSeriesDoc",
     "MixCountsDoc",
+    "MixEntryDoc",
     "MixHourDoc",
     "MixPeakDoc",
     "MixPeaksDoc",
     "MixShareDoc",
     "MixSharesPerHourDoc",
+    "PassiveLimitDoc",
     "PeakDoc",
     "ProfileDocument",
     "RateBlockDoc",

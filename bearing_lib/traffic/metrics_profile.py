@@ -37,7 +37,7 @@ Rules (``docs/operations.md``, section 0, *Production from Prometheus metrics*):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -47,6 +47,7 @@ from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
+from bearing_lib.traffic.source import CounterParameters, ProfileParameters, ProfileSource
 
 REQUEST_COUNTERS = ("vllm:request_success_total", "vllm_request_success_total", "sglang:num_requests_total")
 """Counters of finished requests, first found wins. ``vllm_...``: the same counter stored with its colon escaped,
@@ -210,11 +211,10 @@ def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None
     tokens = {col: _first_present(metrics, names) for col, names in TOKEN_COUNTERS.items()}
     tok = {col: counter_windows(metrics, m, step_s=step, mix_label=mix_label) for col, m in tokens.items() if m}
     on_minutes = 60.0 % step < 1e-9 and bool(np.all(np.abs(np.mod(times, step)) < 1e-6)) and step <= 60.0
-    params = {"quantile": quantile_level, "growth": growth, "burst_k": burst_k,
-              "burst_merge_gap_bins": burst_merge_gap_bins, "slo_objective": slo_objective, "n_boot": n_boot,
-              "seed": seed, "request_metric": metric, "mix_label": mix_label}
-    if mix_spec is not None:
-        params["mix_spec_ignored"] = "length mixes need per-request lengths, which counters do not carry"
+    ignored = "length mixes need per-request lengths, which counters do not carry" if mix_spec is not None else None
+    params = ProfileParameters(quantile=quantile_level, growth=growth, burst_k=burst_k,
+                               burst_merge_gap_bins=burst_merge_gap_bins, slo_objective=slo_objective, n_boot=n_boot,
+                               seed=seed, counters=CounterParameters(metric, mix_label, ignored))
     if on_minutes:
         prof, bins, bin_s, counts = _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k,
                                                     burst_merge_gap_bins, n_boot, seed)
@@ -222,8 +222,7 @@ def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None
         prof, bins, bin_s, counts = _window_profile(metrics, req, params, quantile_level, growth, burst_k,
                                                     burst_merge_gap_bins, n_boot, seed)
     prof.metrics = _metrics_section(req, tok, tokens, counts, bins, bin_s, mix_label, quantile_level)
-    prof.source = {**prof.source, "kind": "metrics", "request_metric": metric,
-                   "time_resolution_s": step}
+    prof.source = replace(prof.source, kind="metrics", request_metric=metric, time_resolution_s=step)
     return prof
 
 
@@ -271,8 +270,8 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
         for k, v in cols.items()
     }).with_columns(pl.col("minute_start_s").cast(pl.Float64))
     prov = metrics.provenance
-    source = {"path": prov.source, "sha256": prov.sha256, "format": prov.format, "tool": prov.tool,
-              "kind": "metrics", "time_origin": "epoch", "timezone": "UTC", "n_rows": metrics.frame.height}
+    source = ProfileSource(path=prov.source, sha256=prov.sha256, format=prov.format, tool=prov.tool, kind="metrics",
+                           time_origin="epoch", timezone="UTC", n_rows=metrics.frame.height)
     disp = dispersion_from_gaps(minutes["requests"].to_numpy(), _NO_GRID, 0, None)
     disp.interarrival_cv = None
     disp.interarrival_cv_note = f"not measured: counters give requests per {step:g} s step, not arrival times"
@@ -331,7 +330,7 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
     rp = Provenance(source=prov.source, format=prov.format, tool=prov.tool, sha256=prov.sha256, time_origin="epoch")
     prof = profile_traffic(RateWindows(frame, rp), quantile_level=quantile_level, growth=growth, burst_k=burst_k,
                            burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
-    prof.parameters.update(params)
+    prof.parameters = params
     if isinstance(prof.dispersion, Dispersion):
         prof.dispersion.per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
     prof.mixes = _one_mix(float(np.sum(prof.series.requests)))

@@ -48,6 +48,7 @@ from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
+from bearing_lib.traffic.source import ProfileParameters, ProfileSource
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
 __all__ = [
@@ -309,7 +310,7 @@ def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None
 class TrafficProfile:
     """The traffic profile of one production source (see module docstring)."""
 
-    source: dict[str, object]
+    source: ProfileSource
     convention: str
     span_s: float
     start_s: float | None
@@ -328,7 +329,7 @@ class TrafficProfile:
     mixes: MixShares | Unavailable
     targets: Targets
     slo: SLOBudget | Unavailable
-    parameters: dict[str, object] = field(default_factory=dict)
+    parameters: ProfileParameters
     seq_len: SeqLenDistribution | Unavailable = field(
         default_factory=lambda: Unavailable("sequence lengths were not computed for this profile"))
     mix_peaks: MixPeaks | Unavailable | None = None
@@ -382,7 +383,7 @@ class TrafficProfile:
             "schema": PROFILE_SCHEMA,
             "bearing_version": __version__,
             "quantile_method": QUANTILE_METHOD,
-            "source": self.source,
+            "source": self.source.to_dict(),
             "convention": self.convention,
             "span_s": self.span_s,
             "start_s": self.start_s,
@@ -390,7 +391,7 @@ class TrafficProfile:
             "start_utc": self._utc(self.start_s, self.aligned),
             "end_utc": self._utc(self.end_s, self.aligned),
             "clock": "UTC wall clock" if self.aligned else "relative (seconds from the trace start)",
-            "parameters": self.parameters,
+            "parameters": self.parameters.to_dict(),
             "resolution": d(self.resolution),
             "per_minute": (
                 {**self.per_minute_stats.to_dict(), "series": self.series_dict()}
@@ -424,7 +425,7 @@ class TrafficProfile:
 
     def summary_lines(self) -> list[str]:
         """A short human summary (the CLI prints it)."""
-        lines = [f"source:      {self.source.get('path')} ({self.source.get('format')})"]
+        lines = [f"source:      {self.source.path} ({self.source.format})"]
         lines.append(f"span:        {self.span_s / 3600:,.2f} h, clock {'UTC' if self.aligned else 'relative'}")
         lines.append(f"convention:  {self.convention}")
         pm = self.per_minute_stats
@@ -520,19 +521,6 @@ def _fmt(x: object) -> str:
     return "n/a" if x is None else f"{x:,.2f}"
 
 
-def _source_dict(prov, kind: str, n: int) -> dict[str, object]:  # noqa: ANN001
-    return {
-        "path": prov.source,
-        "sha256": prov.sha256,
-        "format": prov.format,
-        "tool": prov.tool,
-        "kind": kind,
-        "time_origin": prov.time_origin,
-        "timezone": prov.timezone,
-        "n_rows": n,
-    }
-
-
 def profile_traffic(
     data: RequestTrace | RateWindows,
     *,
@@ -563,9 +551,9 @@ def profile_traffic(
     slo_objective : float
         Availability objective for the error budget (e.g. 0.999).
     """
-    params = {"quantile": quantile_level, "growth": growth, "burst_k": burst_k,
-              "burst_merge_gap_bins": burst_merge_gap_bins, "slo_objective": slo_objective,
-              "n_boot": n_boot, "seed": seed}
+    params = ProfileParameters(quantile=quantile_level, growth=growth, burst_k=burst_k,
+                               burst_merge_gap_bins=burst_merge_gap_bins, slo_objective=slo_objective,
+                               n_boot=n_boot, seed=seed)
     if isinstance(data, RateWindows):
         return _profile_rates(data, params, quantile_level, growth, burst_k, burst_merge_gap_bins, n_boot, seed)
     if not isinstance(data, RequestTrace):
@@ -601,7 +589,7 @@ def profile_traffic(
         origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
         mix_minutes = mix_minute_counts(f, mixes.spec, origin).collect()
     return assemble_profile(
-        source=_source_dict(prov, "requests", f.height), time_origin=prov.time_origin,
+        source=ProfileSource.of(prov, "requests", f.height), time_origin=prov.time_origin,
         t_min=float(f["start_s"].min()), t_max=float(f["start_s"].max()), resolution=res, minutes=minutes,
         seconds=seconds, dispersion=dispersion(data, minutes["requests"].to_numpy(), res),
         mixes=mixes, slo=slo_budget(data, objective=slo_objective), seq_len=_seq_len(data),
@@ -610,11 +598,11 @@ def profile_traffic(
     )
 
 
-def assemble_profile(*, source: dict[str, object], time_origin: str, t_min: float, t_max: float,
+def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t_max: float,
                      resolution: TimestampResolution | Unavailable, minutes: pl.DataFrame,
                      seconds: pl.DataFrame | None,
                      dispersion: Dispersion, mixes: MixShares | Unavailable, slo: SLOBudget | Unavailable,
-                     seq_len: SeqLenDistribution | Unavailable, params: dict[str, object], quantile_level: float,
+                     seq_len: SeqLenDistribution | Unavailable, params: ProfileParameters, quantile_level: float,
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
                      per_second: RateStats | Unavailable | None = None,
                      mix_minutes: pl.DataFrame | None = None) -> TrafficProfile:
@@ -693,7 +681,7 @@ def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
         return Unavailable(str(exc))
 
 
-def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level: float, growth: float,
+def _profile_rates(rates: RateWindows, params: ProfileParameters, quantile_level: float, growth: float,
                    burst_k: float, merge_gap: int, n_boot: int, seed: int) -> TrafficProfile:
     prov = rates.provenance
     series = series_from_rate_windows(rates)
@@ -728,7 +716,7 @@ def _profile_rates(rates: RateWindows, params: dict[str, object], quantile_level
     )
     span = series.span_s
     return TrafficProfile(
-        source=_source_dict(prov, "rates", rates.frame.height),
+        source=ProfileSource.of(prov, "rates", rates.frame.height),
         convention=f"{origin_note}; missing windows count as zero; the window is the finest bin",
         span_s=span,
         start_s=float(series.start_s[0]),

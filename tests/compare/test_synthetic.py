@@ -81,3 +81,33 @@ def test_different_workloads_are_not_ranked():
                                           mix_weights={"rag": 1.0})), SLA, mixes="none", n_boot=50)
     p = compare([("a", chat), ("b", rag)], labels=LABELS, gpus=1).pair("a", "b")
     assert p.verdict == "not ranked" and "different workloads" in p.statement and "output tokens" in p.statement
+
+
+def test_a_bound_is_drawn_only_when_its_interval_is_closed():
+    """An all-passing test gives a lower bound open above: no draws, compared by where it can lie. The same bound
+    with an interval closed at both ends is drawn, every draw held at or above the bound (its side)."""
+    import dataclasses
+
+    mu = 25.0
+    passing = fit_limits(make_trace(mm1_frame([5.0, 8.0, 11.0], mu_rps=mu, step_s=60, seed=4, run_id="a")), SLA,
+                         mixes="none", n_boot=50)
+    q = passing.limits[0].q_ult
+    assert q.estimate.bound == "lower" and q.ci95[1] is None, q
+    other = _limits(mu, 5, "b")
+    c = compare([("a", passing), ("b", other)], labels=LABELS, gpus=1)
+    assert c.deployment("a").uncertainty.startswith("no draws: the limit is a bound")
+    assert c.pair("a", "b").limit_ratio is None
+    lo = q.value
+    closed_q = dataclasses.replace(q, ci95=(lo, 1.3 * lo))
+    closed = dataclasses.replace(passing, mixes=[dataclasses.replace(passing.limits[0], q_ult=closed_q)])
+    c = compare([("a", closed), ("b", other)], labels=LABELS, gpus=1)
+    d = c.deployment("a")
+    assert not d.uncertainty.startswith("no draws"), d.uncertainty
+    r = c.pair("a", "b").limit_ratio
+    assert r is not None
+    # the pair is compared on achieved throughput per instance: every draw of a is at or above its bound's achieved
+    # value, so the ratio a/b stays at or above that over b's draws (its 2.5 % point over b's 97.5 % point, b's
+    # interval top), up to the draws' sampling noise
+    a_min, b_hi = d.per_instance_rps.value, c.deployment("b").per_instance_rps.hi
+    assert r.ci95[0] >= a_min / b_hi * 0.98, (r, a_min, b_hi)
+    assert r.ci95[1] > r.ci95[0] * 1.05  # and the bound's closed interval gives the ratio a real spread

@@ -254,6 +254,32 @@ def test_a_timed_step_past_the_service_rate_is_saturated_and_caps_the_limit():
     assert q.estimate.bound == "upper" and q.statement.startswith(f"< {best:.4g} rps")
 
 
+@pytest.mark.parametrize("seed", [49, 219, 254, 295])
+def test_a_rare_mix_at_low_load_is_not_saturated_by_chance(seed):
+    """SYNTHETIC M/M/1, μ = 20/s, 60 s steps at 0.2, 0.4, 0.8, 1.6 and 40 rps, 10 % of requests in a rare mix
+    ("long": one to ten requests a step). Truth: no step below μ is saturated (ρ ≤ 0.08); the 40 rps step is
+    (it completes ~μ, half the offered rate). These are the 4 seeds of 300 where the rule read on bare medians
+    flagged a low step: a low-rate step completed below 70 % of its offered rate by Poisson chance while a mix's
+    median of a handful of requests came out 3× its lowest (exponential service times). All 300 seeds flag the
+    40 rps step under both rules. Read on the medians' order-statistic intervals and
+    a Poisson tail for the completions, no step below μ is flagged; the step past μ still is."""
+    import math
+
+    import polars as pl
+
+    from bearing_lib.data.mixes import Mix, MixSpec
+    from tests.limits.synth import make_trace, mm1_frame
+
+    spec = MixSpec((Mix("short", {"input_tokens": (0, 1000)}), Mix("long", {"input_tokens": (1000, math.inf)})))
+    f = mm1_frame([0.2, 0.4, 0.8, 1.6, 40.0], mu_rps=20.0, step_s=60.0, seed=seed,
+                  mix_weights={"chat": 0.9, "rag": 0.1})
+    curve = load_curve(make_trace(f), spec)
+    low = curve.filter(pl.col("offered_load") < 20.0)
+    assert not any("saturated" in fl for fl in low["flags"].to_list()), low.select("step", "mix", "flags")
+    top = curve.filter(pl.col("offered_load") == 40.0)
+    assert all("saturated" in fl for fl in top["flags"].to_list()), top.select("mix", "throughput_rps", "flags")
+
+
 def test_the_cap_interval_reaches_the_service_rate_in_most_seeds():
     """Coverage of the cap's interval, on a SYNTHETIC M/M/1 with known truth (μ = 10/s; 2, 4, 6, 8, 20 rps of
     120 s; a TTFT the queue does not touch, so only the cap bounds the limit). No load at or above μ can be

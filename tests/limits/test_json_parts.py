@@ -17,7 +17,7 @@ import pytest
 
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.schema import NotAvailable, parse
-from bearing_lib.data.engine import Engine, EngineDescription
+from bearing_lib.data.engine import Engine, EngineRun
 from bearing_lib.limits.fit import fit_limits
 from bearing_lib.limits.followup import FollowUpModel, design_followup
 from bearing_lib.limits.recovery import Drop
@@ -150,14 +150,16 @@ def test_the_conditions_keep_where_the_work_ran_the_stats_settings_and_stated_va
     with Engine("embedded") as eng:
         where = eng.describe()
     stats = {"n_blocks": 8, "rel_bin": 0.005, "tolerance": 0.01}
-    raw["conditions"]["extra"] = {"engine": where, "stats": stats, "client": "fmperf", "repeats": 3}
+    raw["conditions"]["extra"] = {"engine": where, "stats": stats, "client": "fmperf", "repeats": 3,
+                                  "probe": {"available": False, "reason": "no probe was run"}, "runs": ["a", "b"]}
     raw["conditions"]["pooled_runs"] = {"pooled": ["run-a", "run-b"]}
     jsonschema.Draft202012Validator(schema_document()).validate(raw)
     res = LimitsResult.from_dict(copy.deepcopy(raw))
     extra = res.conditions.extra
-    assert isinstance(extra["engine"], EngineDescription) and extra["engine"].engine == "embedded"
+    assert isinstance(extra["engine"], EngineRun) and extra["engine"].engine == "embedded"
     assert extra["stats"] == StatsSettings(8, 0.005, 0.01)
-    assert (extra["client"], extra["repeats"]) == ("fmperf", 3)
+    assert (extra["client"], extra["repeats"], extra["runs"]) == ("fmperf", 3, ["a", "b"])
+    assert extra["probe"] == NotAvailable("no probe was run")
     assert res.conditions.pooled_runs == {"pooled": ["run-a", "run-b"]}
     assert res.to_dict()["conditions"] == raw["conditions"]
     assert _same_as_written(raw)

@@ -48,7 +48,13 @@ def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
     assert cond.model == docs["limits"]["conditions"]["model"]
     assert cond.sla == [c["text"] for c in docs["limits"]["sla"]]
     assert cond.tool == "LMBenchmark"
-    assert cond.extra["client"] == "fmperf, Poisson arrivals"
+    rows = {r.label: r for r in cond.extra}
+    assert rows["client"].value == "fmperf, Poisson arrivals" and rows["client"].parts is None
+    # the conditions the file gives beyond the named ones, in its order, then the mixes and instances
+    given = [k for k in docs["limits"]["conditions"] if k not in {
+        "sources", "model", "offered_load_unit", "mixes", "steady_window", "bootstrap", "hardware", "instances",
+        "instances_basis", "pooled_runs", "window", "extra"}]
+    assert [r.label for r in cond.extra] == [*given, "load-test mixes", "instances in the load test"]
 
 
 def test_load_curves_have_sla_line_knee_and_contiguous_phase_bands(docs, full_model):
@@ -329,3 +335,30 @@ def test_report_summary_names_every_bad_field_and_the_file(tmp_path):
     assert "limits.mixes[0].q_ult: expected a value with its CI" in msg
     with pytest.raises(SchemaError, match="field 'schema' is 'bearing.report.summary/1'"):
         ReportSummary.from_dict({**summary_doc(), "schema": "bearing.report.summary/1"})
+
+
+def test_conditions_rows_give_back_the_limits_conditions_in_summary_json(docs):
+    """The conditions' further rows (``ConditionRow``): a measured part shows its named parts, a part that was not
+    available its reason, anything else its value; ``summary.json`` writes them back as the mapping the limits
+    JSON gave (compared with the raw fixture read with ``json``), the mixes and instances after them."""
+    from bearing_lib.report.model import ConditionRow
+    from bearing_lib.report.render import render_html
+
+    limits = docs["limits"]
+    extra = {"stats": {"n_blocks": 20, "rel_bin": 0.01, "tolerance": 0.005},
+             "probe": {"available": False, "reason": "no probe was run"}, "runs": ["a", "b"]}
+    limits["conditions"]["extra"] = extra
+    model = build_report(limits=limits, profile=None, plan=None, provenance=provenance())
+    rows = {r.label: r for r in model.conditions.data.extra}
+    assert rows["stats"].parts == (("n_blocks", 20), ("rel_bin", 0.01), ("tolerance", 0.005))
+    assert rows["probe"].parts is None and rows["probe"].value == extra["probe"]
+    assert rows["runs"].value == ["a", "b"]
+    for r in rows.values():
+        assert ConditionRow.of(r.label, r.json_value()) == r
+    out = json.loads(json.dumps(model.to_dict()))["conditions"]["data"]["extra"]
+    top = {k: v for k, v in limits["conditions"].items() if k in ("client", "engine", "engine_version")}
+    inst = limits["conditions"]["instances"]
+    assert out == {**extra, **top, "load-test mixes": "auto", "instances in the load test": f"{inst} (stated)"}
+    page = render_html(model)
+    assert "<th>stats</th><td>n blocks 20; rel bin 0.01; tolerance 0.005</td>" in page
+    assert "not available: no probe was run" in page
