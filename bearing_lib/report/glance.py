@@ -56,9 +56,22 @@ def _limit_row(model: ReportModel) -> GlanceRow | None:
     return GlanceRow("limit that binds", f"Q_ult {est.text()} {basis}".replace("  ", " "), what)
 
 
+def _plan_run(model: ReportModel) -> str | None:
+    """The run the plan covers when the limits hold several (the mixes joined to a FOS, else the binding mix's
+    run); None for a single run or without a plan."""
+    rows = model.mixes.data.rows if model.mixes.data is not None else []
+    if len({r.run_id for r in rows}) < 2:
+        return None
+    runs = {r.run_id for r in rows if r.fos is not None}
+    if not runs:
+        runs = {r.run_id for r in rows if r.name == model.headline.binding_mix}
+    return next(iter(runs)) if len(runs) == 1 else None
+
+
 def _load_range(model: ReportModel) -> str | None:
     """The loads the test ran (all curves of the plan's run) against the target, in one sentence."""
-    curves = model.curves
+    run = _plan_run(model)
+    curves = [c for c in model.curves if run is None or c.run_id == run]
     if not curves:
         return None
     loads = [p.offered_load for c in curves for p in c.points if p.offered_load is not None]
@@ -96,8 +109,9 @@ def _not_covered(model: ReportModel) -> list[str]:
         parts = ", ".join(f"{k} ({v:.1%})" for k, v in fos.uncovered.items())
         out.append(f"Production traffic with no measured limit: {parts}.")
     if model.mixes.data is not None:
+        run = _plan_run(model)  # other runs of the file are in the limits table; the plan covers one
         for r in model.mixes.data.rows:
-            if r.censored != "none" and r.q_ult_statement:
+            if r.censored != "none" and r.q_ult_statement and (run is None or r.run_id == run):
                 out.append(f"{r.name}: {r.q_ult_statement} (a bound, not a value).")
         for sk in model.mixes.data.skipped:
             out.append(f"Not fitted: {sk.run_id} · {sk.mix}: {sk.reason}".replace("None · ", ""))

@@ -728,7 +728,7 @@ def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadC
                 metric=stem,
                 label=f"{constraint_label(clause)} ({clause.unit or ''})".replace(" ()", ""),
                 unit=clause.unit or "",
-                offered_load_unit=unit_load,
+                offered_load_unit=m.unit or unit_load,  # the run's own (conditions join several runs')
                 threshold=clause.threshold,
                 knee=pc.value if pc is not None else None,
                 q_ult=m.q_ult.value if m.q_ult is not None else None,

@@ -24,3 +24,35 @@ def test_glance_reads_the_number_its_interval_and_the_uncovered_from_the_model(d
     assert g.not_covered[0].startswith("The test ran offered loads 0.50–10 rps")  # whole numbers without decimals
     assert "inside that range" in g.not_covered[0]  # 2.4 req/s within 0.5-10
     assert "Production traffic with no measured limit: tool-calls (5.0%)." in g.not_covered
+
+
+def test_with_several_runs_the_glance_speaks_of_the_plans_run_only(docs):
+    """A limits document with two runs (HAND-MADE: the fixture's run "main" in rps, and a run "other" of one
+    concurrency step that never failed). The plan covers "main": the load sentence reads main's loads in rps (the
+    conditions join both units, "concurrency, rps"), and other's bound is not among what the test did not cover;
+    each curve carries its own run's unit."""
+    import copy
+
+    from bearing_lib.report.glance import glance
+    from bearing_lib.report.model import build_report
+    from tests.report.conftest import provenance
+
+    limits = copy.deepcopy(docs["limits"])
+    for m in limits["mixes"]:
+        m["run_id"] = "main"
+    other = copy.deepcopy(limits["mixes"][0])
+    other["run_id"] = "other"
+    other["q_ult"] = {"value": 64.0, "unit": "concurrency", "ci95": [None, None], "bracket": [64.0, None],
+                      "censored": "above", "statement": "≥ 64 concurrency (never failed)"}
+    for st in other["steps"]:
+        st["offered_load"] = 64.0
+    limits["mixes"].append(other)
+    limits["conditions"]["offered_load_unit"] = "concurrency, rps"
+    m = build_report(limits=limits, profile=docs["profile"], plan=docs["plan"], provenance=provenance(),
+                     plan_run="main")
+    g = glance(m)
+    loads = [s["offered_load"] for mx in docs["limits"]["mixes"] for s in mx["steps"]]
+    assert (min(loads), max(loads)) == (0.5, 10)
+    assert g.not_covered[0].startswith("The test ran offered loads 0.50–10 rps"), g.not_covered
+    assert not any("64 concurrency" in line for line in g.not_covered), g.not_covered
+    assert {c.run_id: c.offered_load_unit for c in m.curves} == {"main": "rps", "other": "concurrency"}
