@@ -22,6 +22,7 @@ from bearing_lib.limits.curves import METRICS
 _QUANTILE_RE = re.compile(r"^(?P<metric>.+?)_(?P<name>p\d+(?:_\d+)?)(?:_ci95_(?P<side>lo|hi))?$")
 _COUNT_RE = re.compile(r"^_p(?P<kind>[kn])_(?P<i>\d+)$")
 _GOODPUT_RE = re.compile(r"^_goodput_(?P<i>\d+)$")
+_SIDES = {None: 0, "lo": 1, "hi": 2}
 
 
 @dataclass(frozen=True)
@@ -109,26 +110,27 @@ class CurveRow:
             raise SchemaError(f"load-curve row has no 'step' column (columns: {', '.join(sorted(row))})")
         fixed = {name: row[name] for name in _FIXED if name in row}
         flags = row.get("flags")
-        quant: dict[tuple[str, str], dict[str, object]] = {}
-        counts: dict[int, dict[str, object]] = {}
+        # the sides of a quantile (value, lo, hi) and of a count (bad, n) as they are found among the columns
+        quant: dict[tuple[str, str], list[float | None]] = {}
+        counts: dict[int, list[int | None]] = {}
         goodput: dict[int, float | None] = {}
         for col, v in row.items():
             if col in _FIXED or col == "flags":
                 continue
             if m := _COUNT_RE.match(col):
-                counts.setdefault(int(m["i"]), {})["bad" if m["kind"] == "k" else "n"] = v
+                counts.setdefault(int(m["i"]), [None, None])[0 if m["kind"] == "k" else 1] = v
             elif m := _GOODPUT_RE.match(col):
                 goodput[int(m["i"])] = v
             elif (m := _QUANTILE_RE.match(col)) and not col.startswith("_"):
-                quant.setdefault((m["metric"], m["name"]), {})[m["side"] or "value"] = v
+                quant.setdefault((m["metric"], m["name"]), [None, None, None])[_SIDES[m["side"]]] = v
         metrics = list(dict.fromkeys([*METRICS, *(k[0] for k in quant)]))
         return cls(
             **fixed,
             flags=tuple(flags or ()),
-            quantiles=MappingProxyType({k: QuantileCI(**v) for k, v in quant.items()}),
+            quantiles=MappingProxyType({k: QuantileCI(*v) for k, v in quant.items()}),
             means=MappingProxyType({m: row[f"{m}_mean"] for m in metrics if f"{m}_mean" in row}),
             maxima=MappingProxyType({m: row[f"{m}_max"] for m in metrics if f"{m}_max" in row}),
-            clause_counts=tuple(ClauseCount(**counts.get(i, {})) for i in range(max(counts, default=-1) + 1)),
+            clause_counts=tuple(ClauseCount(*counts.get(i, (None, None))) for i in range(max(counts, default=-1) + 1)),
             goodput=MappingProxyType(goodput),
         )
 
