@@ -64,10 +64,6 @@ class JudgedStep:
         return int(self.row.step)
 
 
-def clause_col(c: Clause) -> str:
-    return f"{c.metric}_{qname(c.q)}"
-
-
 def judge_clause(c: Clause, i: int, row: CurveRow, tables: bool) -> tuple[float | None, str, str | None]:
     """(margin, verdict pass|fail|undetermined, reason) of clause ``c`` on one curve row."""
     flags = row.flags
@@ -317,5 +313,5 @@ def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: Mapping[int, dict[
     return out
 
 
-__all__ = ["BLOCKING_FLAGS", "JudgedStep", "clause_col", "close_calls_by_bootstrap", "judge", "judge_clause",
+__all__ = ["BLOCKING_FLAGS", "JudgedStep", "close_calls_by_bootstrap", "judge", "judge_clause",
            "judge_steps", "mark_recovery_steps", "transient_not_steady"]
