@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import numpy as np
 
+from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
 from bearing_lib.limits.pooled import allowed_share
@@ -38,22 +40,29 @@ POOL_STEP_OFFSET = 100_000
 """Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
 
 
-def _continuity(steps: Sequence[dict]) -> dict[int, float]:
+class _Judged(Protocol):
+    """What the evidence reads of a judged step (``limits.judging.JudgedStep``): its curve row and load."""
+
+    row: CurveRow
+    x: float | None
+
+
+def _continuity(steps: Sequence[_Judged]) -> dict[int, float]:
     """``{step: load of the step run just before it}`` for steps of a continuous ascending run."""
-    timed = [s for s in steps if s.row.get("t_first_s") is not None and s.x is not None
+    timed = [s for s in steps if s.row.t_first_s is not None and s.x is not None
              and math.isfinite(s.x)]
     # pooled runs number their steps in blocks of POOL_STEP_OFFSET: a step follows the one before it in ITS run
-    timed.sort(key=lambda s: (int(s.row["step"]) // POOL_STEP_OFFSET, float(s.row["t_first_s"])))
+    timed.sort(key=lambda s: (int(s.row.step) // POOL_STEP_OFFSET, float(s.row.t_first_s)))
     out: dict[int, float] = {}
     for prev, cur in zip(timed, timed[1:], strict=False):
-        if int(prev.row["step"]) // POOL_STEP_OFFSET != int(cur.row["step"]) // POOL_STEP_OFFSET:
+        if int(prev.row.step) // POOL_STEP_OFFSET != int(cur.row.step) // POOL_STEP_OFFSET:
             continue
-        gap = float(cur.row["t_first_s"]) - float(prev.row["t_first_s"])
-        d = prev.row.get("duration_s")
+        gap = float(cur.row.t_first_s) - float(prev.row.t_first_s)
+        d = prev.row.duration_s
         if d is None or not d > 0 or cur.x <= prev.x:
             continue
         if gap <= 2.0 * float(d) + 10.0:
-            out[int(cur.row["step"])] = float(prev.x)
+            out[int(cur.row.step)] = float(prev.x)
     return out
 
 
@@ -121,26 +130,26 @@ def _borrowed_deff(x: float, none_bad: bool, known: list[tuple[float, float]]) -
     return side[0][1] if side else 1.0
 
 
-def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause],
+def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                    reps: Mapping[int, Mapping[str, np.ndarray]] | None = None) -> dict[str, list[Evidence]]:
     """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
     block-bootstrap replicates (``reps``: ``{step: {"_pooled_{i}": margins}}``, ``limits.fit._replicates``)
     deflated by their design effect (:func:`design_effect`)."""
     before = _continuity(pool)
-    thr = [float(j.row["throughput_rps"]) for j in pool if j.row.get("throughput_rps")]
+    thr = [float(j.row.throughput_rps) for j in pool if j.row.throughput_rps]
     capacity = max(thr) if thr else None
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     for i, c in enumerate(clauses):
         raw = []
         for j in pool:
             row = j.row
-            n, k = row.get(f"_pn_{i}"), row.get(f"_pk_{i}")
+            n, k = row.count(i).n, row.count(i).bad
             if not n:
                 continue
             n, k = float(n), float(k or 0)
             deff = None  # not identified: no bad request, or all bad (the share does not vary under resampling)
             if DESIGN_EFFECT and reps is not None and 0 < k < n:
-                m = reps.get(int(row["step"]), {}).get(f"_pooled_{i}")
+                m = reps.get(int(row.step), {}).get(f"_pooled_{i}")
                 if m is not None:
                     deff = design_effect((1.0 - np.asarray(m, float)) * allowed_share(c), k, n)
             raw.append((j, n, k, deff))
@@ -148,11 +157,11 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause],
             if deff is None:
                 deff = _borrowed_deff(float(j.x), k <= 0, [(float(o.x), d) for o, _, _, d in raw if d is not None])
             row = j.row
-            d = row.get("duration_s")
+            d = row.duration_s
             lag = settle_share(float(j.x), capacity, float(d) if d else None)
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
             # the count is known to lie between the bad ones seen and those plus the unknown ones
-            u = float(row.get("n_unknown") or 0)
+            u = float(row.n_unknown or 0)
             if EPISODE_TAUS and capacity and d and float(d) > 0 and j.x < capacity and lag <= EPISODE_MAX_LAG:
                 rho = float(j.x) / capacity
                 tau = 1.0 / (capacity * (1.0 - math.sqrt(rho)) ** 2)
@@ -160,15 +169,15 @@ def trace_evidence(pool: Sequence[dict], clauses: Sequence[Clause],
                 deff = max(deff, (n + u) / max(episodes, 1.0) / EPISODE_REQS)
             deff = min(max(deff, 1.0), n + u)
             out[c.text].append(Evidence(x=float(j.x), n=(n + u) / deff, k_lo=k / deff, k_hi=(k + u) / deff,
-                                        x_from=before.get(int(row["step"])), lag=lag, deff=deff))
+                                        x_from=before.get(int(row.step)), lag=lag, deff=deff))
     return out
 
 
-def _percentile_evidence(c: Clause, row: dict, x: float) -> Evidence | None:
+def _percentile_evidence(c: Clause, row: CurveRow, x: float) -> Evidence | None:
     lo, hi = 0.0, 1.0
     known = False
     for name, q in QUANTILES.items():
-        v = row.get(f"{c.metric}_{name}")
+        v = row.q(c.metric, name).value
         # a percentile the tool reported over few requests is still a statement about ranks of those requests
         if v is None or not math.isfinite(v):
             continue
@@ -178,12 +187,12 @@ def _percentile_evidence(c: Clause, row: dict, x: float) -> Evidence | None:
             lo = max(lo, 1.0 - q)
         else:
             hi = min(hi, 1.0 - q)
-    mx = row.get(f"{c.metric}_max")
+    mx = row.maxima.get(c.metric)
     if mx is not None and math.isfinite(mx):
         known = True
         if not (mx >= c.threshold if c.strict else mx > c.threshold):
             hi = 0.0
-        mean = row.get(f"{c.metric}_mean")
+        mean = row.means.get(c.metric)
         if mean is not None and math.isfinite(mean) and mx > c.threshold > 0:
             # every value is at most the maximum and those at or below T add at most T: mean <= (1 - s) T + s max,
             # so the share s above T is at least (mean - T) / (max - T); and by Markov at most mean / T
@@ -192,14 +201,14 @@ def _percentile_evidence(c: Clause, row: dict, x: float) -> Evidence | None:
             hi = min(hi, mean / c.threshold)
     if not known or lo > hi:
         return None
-    n = row.get("n_ok") or row.get("n_requests")
+    n = row.n_ok or row.n_requests
     if n:
         n = float(n)
         return Evidence(x=x, n=n, k_lo=math.floor(n * lo), k_hi=min(math.ceil(n * hi), n))
     return Evidence(x=x, s_lo=lo, s_hi=hi)
 
 
-def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[dict[str, list[Evidence]], bool]:
+def table_evidence(steps: Sequence[_Judged], clauses: Sequence[Clause]) -> tuple[dict[str, list[Evidence]], bool]:
     """Per clause text, what each step of a load-point table implies; and whether any step lacked ``n``."""
     out: dict[str, list[Evidence]] = {c.text: [] for c in clauses}
     assumed = False
@@ -211,7 +220,7 @@ def table_evidence(steps: Sequence[dict], clauses: Sequence[Clause]) -> tuple[di
                 ev = _percentile_evidence(c, row, float(x))
                 assumed |= ev is not None and ev.n is None
             elif c.kind == "error_rate":
-                err, n = row.get("error_rate"), row.get("n_requests")
+                err, n = row.error_rate, row.n_requests
                 if err is not None and n:
                     k = round(float(err) * float(n))
                     ev = Evidence(x=float(x), n=float(n), k_lo=k, k_hi=k)

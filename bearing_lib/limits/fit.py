@@ -73,6 +73,7 @@ from bearing_lib.limits import bootstrap as bs
 from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import failures, judging, model, pooled, settling
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
+from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
     QUANTILES,
@@ -89,7 +90,7 @@ from bearing_lib.limits.curves import (
 )
 from bearing_lib.limits.dataset import CURVE_COLUMNS, dataset_facts, run_file_groups, stepped_requests, time_origin_of
 from bearing_lib.limits.fits import QueueFit, UslFit
-from bearing_lib.limits.judging import JudgedStep, clause_col
+from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.result import (
     BlendedLimit,
@@ -393,7 +394,7 @@ def _pool(judged: list[JudgedStep], tables: bool) -> list[JudgedStep]:
     """The steps whose evidence the estimators use: load known, not excluded, no blocking flag (unless they
     fail anyway); a step too small for a percentile on its own still contributes its counts."""
     return [j for j in judged if j.pool_ok and j.status != "excluded"
-            and (tables or j.row.get("_pn_0") is not None)]
+            and (tables or j.row.has_counts)]
 
 
 def _floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFloor]:
@@ -429,12 +430,12 @@ def _floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFlo
         quiet = []
         for j in pool:
             r = j.row
-            if j.not_steady or r.get(f"_pn_{i}") is None:
+            if j.not_steady or r.count(i).n is None:
                 continue
-            calm = all(r.get(f"_pn_{q}") and (r.get(f"_pk_{q}") or 0) / r[f"_pn_{q}"] <= pooled.allowed_share(pc) / 2
+            calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
                        for q, pc in pct)
             if calm:
-                quiet.append(failures.QuietStep(float(j.x), int(r.get(f"_pk_{i}") or 0), int(r[f"_pn_{i}"])))
+                quiet.append(failures.QuietStep(float(j.x), int(r.count(i).bad or 0), int(r.count(i).n)))
         fl = failures.quiet_floor(quiet, pooled.allowed_share(c))
         if fl is None:
             continue
@@ -566,7 +567,7 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
                 notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
                              f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
             if contradict:
-                bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
+                bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         if broken:
@@ -591,8 +592,8 @@ def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: flo
             # pooled runs: every run gets the single-run slack in its own grid, one judged step below
             # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
             # not shrink the slack the first test needs): the CI holds every run's own grid interval
-            for b in {int(j.row["step"]) // POOL_STEP_OFFSET for j in det}:
-                run_det = [j for j in det if int(j.row["step"]) // POOL_STEP_OFFSET == b]
+            for b in {int(j.row.step) // POOL_STEP_OFFSET for j in det}:
+                run_det = [j for j in det if int(j.row.step) // POOL_STEP_OFFSET == b]
                 # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
                 # as often as one just above passes by good luck
                 ff_b = min((j.x for j in run_det if j.status == "fail"), default=None)
@@ -615,10 +616,10 @@ def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: flo
             ci[0] = grid_lo
             widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
                            + ("; the lowest over the pooled runs' own grids)"
-                              if len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
+                              if len({int(j.row.step) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
         if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
             ci[1] = grid_hi
-            several = len({int(j.row["step"]) // POOL_STEP_OFFSET for j in det}) > 1
+            several = len({int(j.row.step) // POOL_STEP_OFFSET for j in det}) > 1
             widened.append(f"high end to the first failing step ({grid_hi:.4g}"
                            + ("; of the run whose first fail is highest)" if several else ")"))
         interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
@@ -667,7 +668,7 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
         elif ci[0] is not None or ci[1] is not None:
             statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
         if contradict:
-            bad = ", ".join(f"step {j.row['step']} ({j.x:g} {u})" for j in contradict)
+            bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
             statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                          f"isotonic estimate {value:.4g} {u}, treat with caution")
         elif use_pool and last_pass is None:
@@ -690,7 +691,7 @@ def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
             if m is None:
                 continue
             if rep is not None and reps is not None:
-                rv = reps.get(j.row["step"], {}).get(c.text)
+                rv = reps.get(j.row.step, {}).get(c.text)
                 if rv is not None:
                     if math.isnan(rv[rep]):
                         continue
@@ -712,13 +713,13 @@ def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
     for i, c in enumerate(sla.clauses):
         if c.text in broken_clauses:
             continue
-        n = np.array([float(j.row.get(f"_pn_{i}") or 0) for j in pool])
-        k = np.array([float(j.row.get(f"_pk_{i}") or 0) for j in pool])
+        n = np.array([float(j.row.count(i).n or 0) for j in pool])
+        k = np.array([float(j.row.count(i).bad or 0) for j in pool])
         with np.errstate(invalid="ignore", divide="ignore"):
             m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
         if rep is not None and reps is not None:
             for t, j in enumerate(pool):
-                rv = reps.get(j.row["step"], {}).get(f"_pooled_{i}")
+                rv = reps.get(j.row.step, {}).get(f"_pooled_{i}")
                 if rv is not None:
                     m[t] = rv[rep]
         sets[c.text], wts[c.text] = m, n
@@ -751,7 +752,7 @@ def _pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) 
     for i, c in enumerate(sla.clauses):
         if c.text in broken_clauses:
             continue
-        n = sum(float(j.row.get(f"_pn_{i}") or 0) for j in pool)
+        n = sum(float(j.row.count(i).n or 0) for j in pool)
         need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
         if n < need:
             return False
@@ -772,7 +773,7 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     """
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     xs = np.array([j.x for j in det], dtype=float)
-    w = np.array([max(int(j.row["n_requests"] or 1), 1) for j in det], dtype=float)
+    w = np.array([max(int(j.row.n_requests or 1), 1) for j in det], dtype=float)
     strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
     value: float | None
     ci: list[float | None] = [None, None]
@@ -783,7 +784,7 @@ def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     interval = None
     # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
     pool = [j for j in judged if j.pool_ok and j.status != "excluded"
-            and j.row.get("_pn_0") is not None]
+            and j.row.has_counts]
     pxs = np.array([j.x for j in pool], dtype=float)
     allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
 
@@ -887,17 +888,19 @@ def _fit_group(
     totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
     settle: Mapping[int, StepSettling] | None = None,
 ) -> MixLimit:
-    rows = sorted(rows, key=lambda r: (r["offered_load"] if r["offered_load"] is not None else math.inf, r["step"]))
+    # the curve's rows typed once (limits.curve_row); the polars rows stay for saturation_cap (limits.curves)
+    typed = sorted((CurveRow.of(r) for r in rows),
+                   key=lambda r: (r.offered_load if r.offered_load is not None else math.inf, r.step))
     # steps sorted by the load the server saw (achieved send rate when the generator fell behind)
     def judge(ignore: frozenset[str]) -> list[JudgedStep]:
-        return judging.judge(rows, sla, tables, reps, level, ignore, settle)
+        return judging.judge(typed, sla, tables, reps, level, ignore, settle)
 
     judged = judge(frozenset())
     floors = _floors(judged, sla, tables)
     broken = frozenset(f.clause for f in floors if f.breaks_clause)
     if broken:  # the steps are judged on the other clauses: the floor is said once, not as every step's failure
         judged = judge(broken)
-    units = {r["offered_load_unit"] for r in rows if r["offered_load_unit"]}
+    units = {r.offered_load_unit for r in typed if r.offered_load_unit}
     unit = units.pop() if len(units) == 1 else None
     notes: list[str] = []
     if len(units) > 0:
@@ -918,7 +921,7 @@ def _fit_group(
         est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
                            first_fail, last_pass, notes)
         if est is None:
-            n_pool = sum(int(j.row.get("n_requests") or 0) for j in _pool(judged, tables))
+            n_pool = sum(int(j.row.n_requests or 0) for j in _pool(judged, tables))
             notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
                          "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
                          "step's counts (limits.model) gives the limit and its interval")
@@ -937,10 +940,10 @@ def _fit_group(
         notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
     xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
-    thr_mix = np.array([j.row["throughput_rps"] if j.row["throughput_rps"] is not None else np.nan
+    thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan
                         for j in judged])
-    tot_rps = np.array([totals.get(j.row["step"], {}).get("throughput_rps", np.nan) for j in judged], float)
-    tot_tok = np.array([totals.get(j.row["step"], {}).get("output_tokens_per_s", np.nan) for j in judged], float)
+    tot_rps = np.array([totals.get(j.row.step, {}).get("throughput_rps", np.nan) for j in judged], float)
+    tot_tok = np.array([totals.get(j.row.step, {}).get("output_tokens_per_s", np.nan) for j in judged], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
     q_ult = {
         "value": value,
@@ -964,25 +967,25 @@ def _fit_group(
     for j in judged:
         r = j.row
         steps.append({
-            "step": r["step"], "offered_load": r["offered_load"], "load_axis": j.x,
-            "throughput_rps": r["throughput_rps"], "concurrency_mean": r.get("concurrency_mean"),
-            "output_tokens_per_s": r["output_tokens_per_s"], "n_requests": r["n_requests"], "n_ok": r["n_ok"],
-            "error_rate": r["error_rate"], "duration_s": r["duration_s"], "phase": r.get("phase"),
+            "step": r.step, "offered_load": r.offered_load, "load_axis": j.x,
+            "throughput_rps": r.throughput_rps, "concurrency_mean": r.concurrency_mean,
+            "output_tokens_per_s": r.output_tokens_per_s, "n_requests": r.n_requests, "n_ok": r.n_ok,
+            "error_rate": r.error_rate, "duration_s": r.duration_s, "phase": r.phase,
             "valid": _valid_for_sla(j.flags, sla), "status": j.status, "flags": list(j.flags),
             "reasons": j.reasons, "sla_margin": j.sla_margin, "margins": j.margins,
             "recovery_step": bool(j.recovery), "settling": j.settling,
             "observed": _observed(r, sla),
-            "exceedances": {c.text: Exceedance(bad=r.get(f"_pk_{i}"), of=r.get(f"_pn_{i}"))
-                            for i, c in enumerate(sla.clauses)} if r.get("_pn_0") is not None else None,
+            "exceedances": {c.text: Exceedance(bad=r.count(i).bad, of=r.count(i).n)
+                            for i, c in enumerate(sla.clauses)} if r.has_counts else None,
             "pooled": any(j is p for p in pool),
-            "stats": {k: r.get(k) for k in _STAT_COLUMNS if r.get(k) is not None},
+            "stats": {f"{m}_{q}": r.q(m, q).value for m, q in _STAT_COLUMNS if r.q(m, q).value is not None},
         })
     if resolution is not None and resolution.coarse:
         resolution.followup = _followup(run_id, mix, q_ult, steps, notes)
     # the typed diagnostics (settling, exceedances) go in as they are; the rest is made JSON-clean (NaN -> None)
     steps = [Step(**jsonable({k: v for k, v in st.items() if k not in _TYPED_STEP_PARTS}),
                   **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
-    n_req = int(sum(int(r["n_requests"] or 0) for r in rows))
+    n_req = int(sum(int(r.n_requests or 0) for r in typed))
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req,
                    q_ult=QUlt(**jsonable(q_ult), resolution=resolution),
                    binding=binding, steps=steps, notes=notes, failure_floors=floors)
@@ -991,7 +994,7 @@ def _fit_group(
 
 
 _TYPED_STEP_PARTS = ("settling", "exceedances")
-_STAT_COLUMNS = tuple(f"{m}_{q}" for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
+_STAT_COLUMNS = tuple((m, q) for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
                       for q in ("p50", "p90", "p95", "p99"))
 
 
@@ -1035,7 +1038,7 @@ def _resolution(value: float | None, ci: list[float | None], censored: str,
     below = lo / value - 1.0
     above = None if hi is None else hi / value - 1.0
     coarse = below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
-    durations = [float(j.row["duration_s"]) for j in det if j.row.get("duration_s")]
+    durations = [float(j.row.duration_s) for j in det if j.row.duration_s]
     step_s = float(np.median(durations)) if durations else None
     suggested = [float(x) for x in np.linspace(lo, top, RESOLUTION_RERUN_LOADS)]
     span = (f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})" if above is not None
@@ -1076,15 +1079,15 @@ def _valid_for_sla(flags: list[str] | None, sla: SLA) -> bool:
     )
 
 
-def _observed(r: dict, sla: SLA) -> dict[str, float | None]:
+def _observed(r: CurveRow, sla: SLA) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for i, c in enumerate(sla.clauses):
         if c.kind == "percentile":
-            out[c.text] = r.get(clause_col(c))
+            out[c.text] = r.q(c.metric, qname(c.q)).value
         elif c.kind == "error_rate":
-            out[c.text] = r.get("error_rate")
+            out[c.text] = r.error_rate
         else:
-            out[c.text] = r.get(f"_goodput_{i}")
+            out[c.text] = r.goodput_share(i)
     return out
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.limits import pooled
+from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES, min_n_supported, qname, wilson_interval
 from bearing_lib.limits.evidence import POOL_STEP_OFFSET
 from bearing_lib.limits.settling import StepSettling
@@ -31,11 +31,11 @@ BLOCKING_FLAGS = frozenset({"generator_behind", "too_short", "throughput_below_o
 class JudgedStep:
     """One step of a run × mix judged against the SLA.
 
-    ``row`` is the load curve's row (``limits.curves``; with the pooled counts ``_pk_i`` / ``_pn_i``);
+    ``row`` is the load curve's row, typed (``limits.curve_row``; with the pooled counts ``_pk_i`` / ``_pn_i``);
     ``x`` the load the server saw (the achieved send rate when the generator fell behind).
     """
 
-    row: dict[str, Any]
+    row: CurveRow
     x: float | None
     status: str
     """``pass``, ``fail``, ``undetermined`` or ``excluded``."""
@@ -61,48 +61,44 @@ class JudgedStep:
 
     @property
     def step(self) -> int:
-        return int(self.row["step"])
+        return int(self.row.step)
 
 
-def clause_col(c: Clause) -> str:
-    return f"{c.metric}_{qname(c.q)}"
-
-
-def judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | None, str, str | None]:
+def judge_clause(c: Clause, i: int, row: CurveRow, tables: bool) -> tuple[float | None, str, str | None]:
     """(margin, verdict pass|fail|undetermined, reason) of clause ``c`` on one curve row."""
-    flags = row["flags"] or []
+    flags = row.flags
     if c.kind == "percentile":
-        col = clause_col(c)
-        v = row.get(col)
+        qc = row.q(c.metric, qname(c.q))
+        v = qc.value
         supported = v is not None and f"too_few_for_{qname(c.q)}" not in flags
         if supported:
             m = c.observed_to_margin(v)
             if not c.passes(m):
                 return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
-            hi = row.get(f"{col}_ci95_hi")
+            hi = qc.hi
             if hi is not None and not c.passes(c.observed_to_margin(hi)):
                 return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
                                     "does not: too close to call")
             return m, "pass", None
         # unsupported: a failure can still be proven by a lower bound
         evidence: list[tuple[float, str]] = []
-        lo = row.get(f"{col}_ci95_lo")
+        lo = qc.lo
         if lo is not None:
             evidence.append((lo, f"its 95% lower bound {lo:.4g} ms"))
         if tables:
             for name, q in QUANTILES.items():
-                lv = row.get(f"{c.metric}_{name}")
+                lv = row.q(c.metric, name).value
                 if q < c.q and lv is not None and f"too_few_for_{name}" not in flags:
                     evidence.append((lv, f"the reported {name} {lv:.4g} ms"))
         for val, what in evidence:
             m = c.observed_to_margin(val)
             if not c.passes(m):
-                return m, "fail", f"{c.text}: {c.stat} unsupported by {row['n_ok']} requests, but {what} already fails"
+                return m, "fail", f"{c.text}: {c.stat} unsupported by {row.n_ok} requests, but {what} already fails"
 
-        n = row.get("n_ok")
+        n = row.n_ok
         if tables and v is None:
-            mx = row.get(f"{c.metric}_max")
-            n_any = n if n is not None else row.get("n_requests")
+            mx = row.maxima.get(c.metric)
+            n_any = n if n is not None else row.n_requests
             if mx is not None and n_any and n_any >= min_n_supported(c.q) and c.passes(c.observed_to_margin(mx)):
                 # with n >= min_n_supported the maximum x(n) is at or above the upper order-statistic
                 # bound of the percentile's 95% CI, so it proves a pass; with fewer requests it does not
@@ -112,11 +108,11 @@ def judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | No
             return None, "undetermined", f"{c.text}: no successful request carries {c.metric}"
         return None, "undetermined", f"{c.text}: too few requests for a {c.stat} ({n} successful)"
     # requests of unknown outcome (cancelled, or the tool stopped waiting) are neither ok nor failed
-    n = (row.get("n_requests") or 0) - (row.get("n_unknown") or 0) if row.get("n_requests") is not None else None
+    n = (row.n_requests or 0) - (row.n_unknown or 0) if row.n_requests is not None else None
     if c.kind == "error_rate":
-        v = row.get("error_rate")
+        v = row.error_rate
     else:
-        v = row.get(f"_goodput_{i}")
+        v = row.goodput_share(i)
         if v is None:
             return None, "undetermined", f"{c.text}: goodput needs per-request data"
     if v is None or not n:
@@ -138,24 +134,24 @@ def judge_clause(c: Clause, i: int, row: dict, tables: bool) -> tuple[float | No
     return m, "pass", None
 
 
-def judge_steps(rows: list[dict], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset(),
+def judge_steps(rows: list[CurveRow], sla: SLA, tables: bool, ignore: frozenset[str] = frozenset(),
                  settle: Mapping[int, StepSettling] | None = None) -> list[JudgedStep]:
     """Judge every step against the SLA's clauses (``ignore``: clauses broken at every load by a failure floor,
     left out of each step's verdict and said in its reasons; ``settle``: the whole-step trend test per step,
     ``limits.settling``: a step rising through its send window whose late part breaks a clause is not steady)."""
     out = []
     for row in rows:
-        st = (settle or {}).get(row["step"])
+        st = (settle or {}).get(row.step)
         unsettled = st is not None and st.unsettled(ignore)
-        x = row["offered_load"]
+        x = row.offered_load
         load_note = None
-        if ("generator_behind" in (row["flags"] or []) and row.get("send_rate_rps") is not None
+        if ("generator_behind" in row.flags and row.send_rate_rps is not None
                 and x is not None and math.isfinite(x)):
             # the server saw the achieved send rate, not the nominal one: place the step there
-            load_note = (f"load axis: achieved send rate {row['send_rate_rps']:.4g} rps (offered {x:g}; "
+            load_note = (f"load axis: achieved send rate {row.send_rate_rps:.4g} rps (offered {x:g}; "
                          "generator behind)")
-            x = float(row["send_rate_rps"])
-        flags = list(row["flags"] or [])
+            x = float(row.send_rate_rps)
+        flags = list(row.flags)
         margins: dict[str, float | None] = {}
         verdicts, reasons, by_bound = [], [], set()
         judged_names: list[str] = []
@@ -256,7 +252,7 @@ def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: Mapping[i
         for c in sla.clauses:
             if c.text in ignore:
                 continue
-            rv = reps.get(j.row["step"], {}).get(c.text)
+            rv = reps.get(j.row.step, {}).get(c.text)
             if rv is None or np.isnan(rv).all():
                 continue
             lo = float(quantile(rv[~np.isnan(rv)], a))
@@ -277,25 +273,25 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
     compares the offered (requested) load, not the achieved send rate, so a step whose
     achieved rate dipped while the requested load rose is not a recovery step.
     """
-    timed = all(j.row.get("t_first_s") is not None for j in judged)
+    timed = all(j.row.t_first_s is not None for j in judged)
 
     def order(j: JudgedStep) -> float:
-        return float(j.row["t_first_s"]) if timed else float(j.row["step"])
+        return float(j.row.t_first_s) if timed else float(j.row.step)
 
     def requested(j: JudgedStep) -> float | None:
-        x = j.row.get("offered_load")
+        x = j.row.offered_load
         x = j.x if x is None or not math.isfinite(x) else x
         return None if x is None or not math.isfinite(x) else float(x)
 
     # a step whose queue was still rising (not steady: undetermined for the limit) overloaded the server as much as
     # a failing one: the lower steps run after it measure recovery too
-    failed = [(order(j), j.row["step"], requested(j)) for j in judged
+    failed = [(order(j), j.row.step, requested(j)) for j in judged
               if (j.status == "fail" or j.not_steady) and requested(j) is not None]
     for j in judged:
         x = requested(j)
         if x is None or j.status == "excluded":
             continue
-        me = j.row["step"]
+        me = j.row.step
         before = sorted((t, st, xf) for t, st, xf in failed if t < order(j) and xf > x
                         and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET)  # the same run (pooled runs)
         if before:
@@ -306,7 +302,7 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
                                    " a recovery step, used for T_recover, not for the limit")
 
 
-def judge(rows: list[dict], sla: SLA, tables: bool, reps: Mapping[int, dict[str, np.ndarray]] | None, level: float,
+def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: Mapping[int, dict[str, np.ndarray]] | None, level: float,
           ignore: frozenset[str] = frozenset(), settle: Mapping[int, StepSettling] | None = None) -> list[JudgedStep]:
     """Every step judged, sorted by load (then step), with the close-call and recovery passes applied."""
     out = judge_steps(rows, sla, tables, ignore, settle)
@@ -317,5 +313,5 @@ def judge(rows: list[dict], sla: SLA, tables: bool, reps: Mapping[int, dict[str,
     return out
 
 
-__all__ = ["BLOCKING_FLAGS", "JudgedStep", "clause_col", "close_calls_by_bootstrap", "judge", "judge_clause",
+__all__ = ["BLOCKING_FLAGS", "JudgedStep", "close_calls_by_bootstrap", "judge", "judge_clause",
            "judge_steps", "mark_recovery_steps", "transient_not_steady"]

@@ -230,6 +230,7 @@ def test_steps_that_cannot_show_a_design_effect_borrow_it():
     # every request bad that of the nearest step below; the counts are divided by it (Rao-Scott)
     from types import SimpleNamespace
 
+    from bearing_lib.limits.curve_row import CurveRow
     from bearing_lib.limits.sla import parse_sla
 
     sla = parse_sla("p99(ttft) <= 1s")
@@ -240,7 +241,8 @@ def test_steps_that_cannot_show_a_design_effect_borrow_it():
     reps_share = _block_share_reps(bad, 40)
     margins = 1.0 - reps_share / 0.01  # limits.fit keeps the pooled share as a margin 1 - share / allowed
     steps = [(0, 2.0, 1000, 0), (1, 3.0, 2000, 100), (2, 4.0, 1500, 1500)]
-    pool = [SimpleNamespace(x=x, row={"step": s, "_pn_0": n, "_pk_0": k, "duration_s": None, "t_first_s": None})
+    pool = [SimpleNamespace(x=x, row=CurveRow.of({"step": s, "_pn_0": n, "_pk_0": k, "duration_s": None,
+                                                        "t_first_s": None}))
             for s, x, n, k in steps]
     reps = {1: {"_pooled_0": margins}, 0: {"_pooled_0": np.ones(2000)}, 2: {"_pooled_0": np.full(2000, -99.0)}}
     evs = ev_mod.trace_evidence(pool, sla.clauses, reps)["p99(ttft) <= 1s"]

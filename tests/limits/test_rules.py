@@ -11,6 +11,7 @@ import pytest
 
 from bearing_lib.limits import fit as F
 from bearing_lib.limits import judging as J
+from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.sla import parse_sla
 from tests.limits.synth import make_trace, mm1_frame
 from tests.limits.test_limits import _table
@@ -18,9 +19,10 @@ from tests.limits.test_limits import _table
 SLA = parse_sla("p99(ttft) <= 500ms")
 
 
-def _row(step: int, x: float, p99: float | None, hi: float | None = None, flags=None, n: int = 1000) -> dict:
-    return {"step": step, "offered_load": x, "flags": flags or [], "ttft_ms_p99": p99, "ttft_ms_p99_ci95_hi": hi,
-            "ttft_ms_p99_ci95_lo": None, "n_ok": n, "n_requests": n, "send_rate_rps": x}
+def _row(step: int, x: float, p99: float | None, hi: float | None = None, flags=None, n: int = 1000) -> CurveRow:
+    return CurveRow.of({"step": step, "offered_load": x, "flags": flags or [], "ttft_ms_p99": p99,
+                        "ttft_ms_p99_ci95_hi": hi, "ttft_ms_p99_ci95_lo": None, "n_ok": n, "n_requests": n,
+                        "send_rate_rps": x})
 
 
 def test_close_call_by_the_order_statistic_upper_bound():
