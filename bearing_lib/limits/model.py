@@ -44,7 +44,7 @@ broadcasts over the grid (the same formula).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import betainc, betaln, expit, logit
@@ -97,12 +97,6 @@ LAG_CARRIES = False
 step whose evidence may lie all the way back to the previous load already spans an episode longer than itself).
 With 120 s steps it brought the median half-width to 10–12 % in the TTFT mixes, but with 1,200 s steps coverage fell
 from 173 to 157 of 180 (steps just above the limit still lag fully there, and their luck is what ``c`` carries)."""
-
-CONC_SCALE = "none"
-CONC_REF_N = 100.0
-LAG_SCALE = 1.0
-LAG_CARRIES_SIDE = "all"
-KAPPAS = np.array([np.inf, 30.0, 10.0, 3.0, 1.0, 0.3])
 
 
 @dataclass(frozen=True)
@@ -234,13 +228,6 @@ def _loglik_exact(n: float, k: float, mu: np.ndarray, conc: np.ndarray) -> np.nd
     """Beta-binomial log-pmf of ``k`` of ``n`` up to a constant in the parameters (binomial where ``conc``
     is infinite); ``conc`` broadcasts along axis 2 of ``mu``'s grid."""
     mu = np.clip(mu, _EPS, 1 - _EPS)
-    if conc.ndim and conc.shape[0] != 1:
-        # a concentration per grid cell (CONC_SCALE "share": κ / μ)
-        mu_b, c_b = np.broadcast_arrays(mu, conc)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            a, b = mu_b * c_b, (1 - mu_b) * c_b
-            bb = betaln(k + a, n - k + b) - betaln(a, b)
-        return np.where(np.isinf(c_b), k * np.log(mu_b) + (n - k) * np.log1p(-mu_b), bb)
     inf = np.isinf(conc).ravel()
     out = np.empty(np.broadcast_shapes(mu.shape, conc.shape))
     mu_b = np.broadcast_to(mu, out.shape)
@@ -297,8 +284,7 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     cprior = np.where(ceilings == 1.0, 0.5, 0.5 / max(len(ceilings) - 1, 1)) if ceiling else np.array([1.0])
     th = centres[:, None, None, None, None]
     be = BETAS[None, :, None, None, None]
-    concs = (KAPPAS if CONC_SCALE == "share" else CONCENTRATIONS) if concentrations is None \
-        else np.asarray(concentrations, float)
+    concs = CONCENTRATIONS if concentrations is None else np.asarray(concentrations, float)
     fl = floors[None, None, None, :, None]
     ce = ceilings[None, None, None, None, :]
     la = logit(alpha)
@@ -306,37 +292,23 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
         return fl + np.maximum(ce - fl, 0.0) * expit(la + be * (lxe - th))
 
     ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size, ceilings.size))
-    share_scaled = CONC_SCALE == "share" and concentrations is None
-
-    def _ll(e: Evidence, mu: np.ndarray, co: np.ndarray) -> np.ndarray:
-        if share_scaled:
-            with np.errstate(divide="ignore"):
-                co = co / np.clip(mu, _EPS, 1 - _EPS)
-        return _loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co)
-
     for e in ev:
-        if LAG_SCALE != 1.0:
-            e = replace(e, lag=min(1.0, e.lag * LAG_SCALE))
         co = concs[None, None, :, None, None]
-        if CONC_SCALE == "lag" and e.lag > 0:
-            co = co / min(e.lag, 1.0)
-        elif CONC_SCALE == "neff" and e.n:
-            co = co * e.n / CONC_REF_N
-        lc_side = LAG_CARRIES_SIDE == "all" or (
-            e.n is not None and e.n > 0 and (e.k_lo / e.n > allowed) == (LAG_CARRIES_SIDE == "fail"))
-        if LAG_CARRIES and lc_side and lag and e.x_from is not None and 0 < e.x_from < e.x:
+        if LAG_CARRIES and lag and e.x_from is not None and 0 < e.x_from < e.x:
             with np.errstate(divide="ignore"):
                 co = co / max(1.0 - e.lag, 0.0) if e.lag < 1.0 else np.full_like(co, np.inf)
         if lag and e.x_from is not None and 0 < e.x_from < e.x and e.lag > 0:
             # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
             # ``lag`` share of the way from the previous load to its own (uniform in log load)
             pts = math.log(e.x) - e.lag * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
-            parts = [_ll(e, mu_at(p), co) for p in pts]
+            parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
+                     for p in pts]
             stack = np.stack(parts)
             mx = stack.max(axis=0)
             ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
             continue
-        ll = ll + _ll(e, mu_at(math.log(e.x)), co)
+        mu = mu_at(math.log(e.x))
+        ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
     ll = ll + np.log(fprior)[None, None, None, :, None] + np.log(cprior)[None, None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()
