@@ -6,6 +6,7 @@ model milliseconds per seed. So::
 
     python -m tests.oracle.model_replay capture [--step-s 1200] [--dir /tmp/model_replay]
     python -m tests.oracle.model_replay replay  [--step-s 1200] [--dir /tmp/model_replay] [-v]
+        [--set model.LAG_CARRIES=True,evidence.SETTLE_TIMES=15.0]
 
 ``capture`` runs ``tests.oracle.acceptance.score_combination(..., estimator="model")`` per combination with
 ``_model_limit`` wrapped to pickle its arguments (judged steps, block-bootstrap replicates); ``replay`` calls the
@@ -99,6 +100,23 @@ def capture_mm1(root: Path) -> None:
     p.write_bytes(pickle.dumps({"truth": truth, "seeds": seeds}))
 
 
+def apply_settings(spec: str) -> None:
+    """``--set``: module constants of a variant to replay, ``module.NAME=literal`` comma-separated (``module`` one of
+    ``model``, ``evidence``, ``fit`` under ``bearing_lib.limits``; the value a Python literal)."""
+    import ast
+    import importlib
+
+    for item in filter(None, spec.split(",")):
+        target, _, value = item.partition("=")
+        mod, _, name = target.strip().partition(".")
+        if mod not in ("model", "evidence", "fit") or not name:
+            raise SystemExit(f"--set {item!r}: expected model.NAME=VALUE, evidence.NAME=VALUE or fit.NAME=VALUE")
+        module = importlib.import_module(f"bearing_lib.limits.{mod}")
+        if not hasattr(module, name):
+            raise SystemExit(f"--set {item!r}: bearing_lib.limits.{mod} has no constant {name}")
+        setattr(module, name, ast.literal_eval(value.strip()))
+
+
 def replay_one(args: tuple, kwargs: dict):
     from bearing_lib.limits import fit
 
@@ -158,6 +176,7 @@ def main() -> int:
     root = Path(_arg("--dir", str(DEFAULT_DIR)))
     step_s = float(_arg("--step-s", str(STEP_S)))
     only = _arg("--only", "").split(",") if "--only" in sys.argv else None
+    apply_settings(_arg("--set", ""))
     if sys.argv[1] == "capture-mm1":
         capture_mm1(root)
     elif sys.argv[1] == "capture":
