@@ -1035,7 +1035,7 @@ def section_views(model: ReportModel) -> SectionViews:
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
         skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
         views.production = SectionView(g, leftover_caveats(
-            {k: v for k, v in prod.profile_json.items() if k not in skip}, g))
+            {k: v for k, v in prod.to_dict().items() if k not in skip}, g))
     f = model.fos.data
     if f is not None:
         cbu = cbu_view(f.cbu, prod is not None and prod.document.relative)
