@@ -486,6 +486,7 @@ class MixPeakDoc(_Part):
     """One row of ``mix_peaks.rows``: a mix's own rate distribution (req/s) and the share method beside it."""
 
     mix: str
+    n_requests: float | None = None
     share: float | None = None
     mean_rps: float | None = None
     p95_rps: float | None = None
@@ -505,8 +506,12 @@ class MixPeaksDoc(_Part):
     available: bool = True
     reason: str | None = None
     bin_s: float | None = None
+    n_bins: int | None = None
     quantile: float | None = None
     overall_target_rps: float | None = None
+    basis: str | None = None
+    understated_ratio: float | None = None
+    """A mix is understated when its own target exceeds its share of the overall by more than this ratio."""
     statement: str | None = None
     rows: list[MixPeakDoc] = field(default_factory=list)
 
