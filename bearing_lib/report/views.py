@@ -484,17 +484,19 @@ def budget_group(p: ProfileDocument) -> Group:
                           f"over {num(slo.period_days, 0)} days" if slo.period_days else ""))
         if slo.n_requests is not None:
             g.rows.append(Row("Bad requests", f"{num(slo.n_bad)} of {num(slo.n_requests)}",
-                              f"budget {num(slo.budget_requests)} requests; bad statuses "
+                              f"budget {num(slo.budget.requests if slo.budget else None)} requests; bad statuses "
                               f"{', '.join(map(str, slo.bad_statuses)) or '—'}"))
-        for v, label in ((slo.budget_used, "Budget used"), (slo.bad_minute_ratio, "Minutes with a bad request")):
+        used = slo.consumed
+        for v, label in ((used.fraction if used else None, "Budget used"),
+                         (used.bad_minute_ratio if used else None, "Minutes with a bad request")):
             if v is not None:
                 g.rows.append(Row(label, pct(v)))
-        if slo.fastest:
+        if slo.fastest_burn:
             g.tables.append(Table("Fastest burn windows", ["window", "requests", "bad", "burn rate", "budget used"],
                                   [[duration(w.window_s), num(w.n_requests), num(w.n_bad), num(w.burn_rate),
                                     pct(w.budget_fraction)] if w.available else
                                    [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
-                                   for w in slo.fastest]))
+                                   for w in slo.fastest_burn]))
         g.notes += _notes(slo.notes)
     return g
 

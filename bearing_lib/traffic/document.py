@@ -2,7 +2,10 @@
 
 ``docs/interfaces.md`` §5. What a reader downstream of ``bearing profile`` needs from the
 document (the capacity plan: target, shares, the rate series, bursts, sequence lengths; the
-report: the clock and the source) is typed here; the descriptive parts are kept as written.
+report: every section it shows) is typed here, every key ``bearing profile`` writes, and
+:meth:`_Part.to_dict` writes it back as read (``ProfileDocument.from_dict(j).to_dict() == j``, the JSON
+text equal: the keys the JSON gave in its order, integers kept), so the report's ``summary.json`` is
+written from the document.
 The plan's own view of a profile is :class:`bearing_lib.plan.inputs.ProfileInput`,
 built from this document or straight from a :class:`~bearing_lib.traffic.profile.TrafficProfile`.
 """
@@ -419,28 +422,72 @@ class ResolutionDoc(_Part):
 
 @dataclass
 class BurnWindowDoc(_Part):
+    """``slo_budget.fastest_burn[]``: the worst window of one length (or why it does not fit the trace)."""
+
+    window_s: float | None = None
     available: bool = True
     reason: str | None = None
-    window_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
     n_requests: int | None = None
     n_bad: int | None = None
+    error_ratio: float | None = None
     burn_rate: float | None = None
     budget_fraction: float | None = None
 
 
 @dataclass
+class BudgetDoc(_Part):
+    """``slo_budget.budget``: the period's error budget in minutes, as a share of requests, and in requests."""
+
+    minutes: float | None = None
+    request_fraction: float | None = None
+    requests: float | None = None
+    requests_basis: str | None = None
+
+
+@dataclass
+class ConsumedDoc(_Part):
+    """``slo_budget.consumed``: what the trace's bad requests and bad minutes spent of the budget."""
+
+    requests: int | None = None
+    fraction: float | None = None
+    bad_minutes: int | None = None
+    bad_minute_ratio: float | None = None
+    minutes_fraction: float | None = None
+
+
+@dataclass
+class AlertDoc(_Part):
+    """``slo_budget.alerts[]``: a burn-rate alert rule replayed on the trace (the reason, or the worst window)."""
+
+    rule: str | None = None
+    fired: bool | None = None
+    reason: str | None = None
+    worst_budget_fraction: float | None = None
+    window_start_s: float | None = None
+
+
+@dataclass
 class SloBudgetDoc(_Part):
+    """``slo_budget`` (``traffic/slo_budget.py`` ``SLOBudget.to_dict``)."""
+
     available: bool = True
     reason: str | None = None
     objective: float | None = None
     period_days: float | None = None
+    bad_statuses: list[str] = field(default_factory=list)
     n_requests: int | None = None
     n_bad: int | None = None
-    budget_requests: float | None = None
-    bad_statuses: list[Any] = field(default_factory=list)
-    budget_used: float | None = None
-    bad_minute_ratio: float | None = None
-    fastest: list[BurnWindowDoc] = field(default_factory=list)
+    n_no_status: int | None = None
+    span_s: float | None = None
+    error_ratio: float | None = None
+    burn_rate: float | None = None
+    budget: BudgetDoc | None = None
+    consumed: ConsumedDoc | None = None
+    days_to_exhaust_at_this_burn: float | None = None
+    fastest_burn: list[BurnWindowDoc] = field(default_factory=list)
+    alerts: list[AlertDoc] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -528,6 +575,14 @@ class MixCountsDoc(_Part):
 
 
 @dataclass
+class MetricTokensDoc(_Part):
+    """``metrics.token_metrics``: the token counters read (None: not found)."""
+
+    input_tokens: str | None = None
+    output_tokens: str | None = None
+
+
+@dataclass
 class MetricsSourceDoc(_Part):
     """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py``); only what a reader
     shows is typed."""
@@ -535,13 +590,19 @@ class MetricsSourceDoc(_Part):
     available: bool = True
     request_metric: str | None = None
     step_s: float | None = None
+    bin_s: float | None = None
+    time_resolution_s: float | None = None
     mix_label: str | None = None
+    n_series: int | None = None
     counter_resets: int | None = None
     gaps: int | None = None
+    token_metrics: MetricTokensDoc | None = None
     per_mix: list[MixCountsDoc] = field(default_factory=list)
     mix_peaks: MixPeaksDoc | None = None
     unknowable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rules: str | None = None
+    """How the counters were turned into requests per bin (increases, resets, gaps)."""
 
 
 @dataclass
@@ -576,6 +637,13 @@ class PassiveLimitDoc(_Part):
     extrapolated: bool
     kind: str = "passive"
 
+    def to_dict(self) -> dict[str, Any]:
+        """As ``PassiveLimit.to_dict`` writes it: the estimate carries the limit's kind too."""
+        d = super().to_dict()
+        if isinstance(d.get("q_ult"), dict):
+            d["q_ult"] = {**d["q_ult"], "kind": self.kind}
+        return d
+
 
 _MixShares = Annotated[
     Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
@@ -591,10 +659,9 @@ class ProfileDocument(_Part):
     ``bursts``, ``seq_len``, ``mix_shares``, ``span_s`` and ``clock``; the report's production
     section reads those and the descriptive parts (``per_second``, ``slots``,
     ``decomposition``, ``dispersion``, ``mix_shares_per_hour``, ``resolution``,
-    ``slo_budget``). Looser on purpose where the document is heavy or open: every section
-    and field is optional (an older or hand-written profile may carry only a target), keys
-    not named here (``parameters``, ``decomposition.series``, the slots' extra columns, ...)
-    are accepted and not checked.
+    ``slo_budget``). Every section and field is optional (an older or hand-written profile may carry
+    only a target); every key bearing writes is named here (``tests/traffic/test_document_roundtrip.py``);
+    a key not named (a hand-written ``_comment``) is dropped on reading.
     """
 
     schema: str | None = None
@@ -678,13 +745,17 @@ def profile_schema_document() -> dict[str, Any]:
 
 __all__ = [
     "PROFILE_SCHEMA",
+    "AlertDoc",
+    "BudgetDoc",
     "BurnWindowDoc",
     "BurstsDoc",
     "ComponentDoc",
+    "ConsumedDoc",
     "DecompositionDoc",
     "DispersionDoc",
     "EpisodeDoc",
     "ForecastDoc",
+    "MetricTokensDoc",
     "MetricsSourceDoc",
     "MinuteBlockDoc",
     "MinuteRowDoc",
