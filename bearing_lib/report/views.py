@@ -486,9 +486,9 @@ def budget_group(p: ProfileDocument) -> Group:
             g.rows.append(Row("Bad requests", f"{num(slo.n_bad)} of {num(slo.n_requests)}",
                               f"budget {num(slo.budget.requests if slo.budget else None)} requests; bad statuses "
                               f"{', '.join(map(str, slo.bad_statuses)) or '—'}"))
-        used = slo.consumed
+        used = slo.consumed  # shares of the period's request budget and minute budget spent by the trace
         for v, label in ((used.fraction if used else None, "Budget used"),
-                         (used.bad_minute_ratio if used else None, "Minutes with a bad request")):
+                         (used.minutes_fraction if used else None, "Minute budget used")):
             if v is not None:
                 g.rows.append(Row(label, pct(v)))
         if slo.fastest_burn:
