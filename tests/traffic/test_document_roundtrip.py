@@ -2,7 +2,8 @@
 
 ``j`` is the profile JSON bearing writes for the real shared traces (Azure code and conversation, Mooncake
 conversation and synthetic, the three ServeGen aggregates, a mix spec, a wall-clock trace over two weeks so
-that the slot tables are filled), read back by ``json`` alone. Equality is checked on the JSON text: every
+that the slot tables are filled) and for the bundled Prometheus counters (``metrics``), read back by
+``json`` alone. Equality is checked on the JSON text: every
 key, in the writer's order, every number with its JSON type (``201``, not ``201.0``), the nulls where the
 writer wrote null and no key where it wrote none.
 """
@@ -93,3 +94,16 @@ def test_wall_clock_slots_round_trip(shared_data):
     assert doc.slots is not None and doc.slots.hour_of_day is not None
     assert [(r.hour, r.p95_rps, r.baseline_rps) for r in doc.slots.hour_of_day.rows] == [
         (r["hour"], r["p95_rps"], r["baseline_rps"]) for r in rows]
+
+
+@pytest.mark.parametrize("step", [15, 45])
+def test_metrics_profile_round_trip(step):
+    """A profile from Prometheus counters (the bundled range-query fixture): ``metrics`` and, at 45 s, windows."""
+    from pathlib import Path
+
+    from bearing_lib.traffic.metrics_profile import profile_metrics
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / f"vllm-counters-step{step}.json"
+    j = _json_of(profile_metrics(load(fix), n_boot=0))
+    assert j["metrics"]["token_metrics"] and j["metrics"]["rules"]
+    _round_trip(j)
