@@ -29,6 +29,7 @@ from bearing_lib.report.compare_section import CHART_TITLE, pareto_spec
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
 from bearing_lib.report.wording import words as _words
+from bearing_lib.traffic.document import SlotRowDoc, SlotsDoc
 
 MAX_POINTS = 5000
 LOG_SPAN = 10.0
@@ -261,40 +262,36 @@ def _finish(chart: Any, height: int | None = None) -> dict[str, Any]:
     return scrub(spec)
 
 
-def slots_chart(slots: Any) -> ChartSpec | None:
+def slots_chart(slots: SlotsDoc | None) -> ChartSpec | None:
     """Daily (hour-of-day) or weekly (weekday × hour) profile: P95 rate per slot.
 
-    Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``, each
-    ``{"available", "rows": [{"hour", ["weekday"], "p95_rps", ...}]}``), or a plain list of
-    slot rows.
+    Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``): each slot's
+    ``p95_rps`` (or, for a hand-written table without it, its first rate given).
     """
-    rows_in: list[dict[str, Any]] = []
-    if isinstance(slots, dict):
-        for key in ("hour_weekday", "hour_of_day"):
-            part = slots.get(key)
-            if isinstance(part, dict) and part.get("available") and isinstance(part.get("rows"), list):
-                rows_in = part["rows"]
+    rows_in: list[SlotRowDoc] = []
+    if slots is not None:
+        for part in (slots.hour_weekday, slots.hour_of_day):
+            if part is not None and part.available and part.rows:
+                rows_in = part.rows
                 break
-    elif isinstance(slots, list):
-        rows_in = slots
-    if not rows_in or not isinstance(rows_in[0], dict) or "hour" not in rows_in[0]:
+    if not rows_in or rows_in[0].hour is None:
         return None
     first = rows_in[0]
-    vkey = "p95_rps" if "p95_rps" in first else next(
-        (k for k, v in first.items() if k not in ("weekday", "hour", "day") and isinstance(v, int | float)), None)
+    vkey = next((k for k in ("p95_rps", "mean_rps", "p50_rps", "max_rps", "baseline_rps")
+                 if getattr(first, k) is not None), None)
     if vkey is None:
         return None
-    day = "weekday" if "weekday" in first else None
+    weekly = first.weekday is not None
     names = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    rows = [{"hour": r["hour"], "value": r.get(vkey), "day": _day_name(r.get(day) if day else None, names)}
+    rows = [{"hour": r.hour, "value": getattr(r, vkey), "day": _day_name(r.weekday if weekly else None, names)}
             for r in rows_in]
     shown = downsample_max(rows, "value")
     enc = {"x": alt.X("hour:Q", title="hour of day (UTC)", scale=alt.Scale(domain=[0, 23])),
            "y": alt.Y("value:Q", title=_SLOT_VALUE.get(vkey, vkey.replace("_", " "))),
            "tooltip": ["day:N", "hour:Q", alt.Tooltip("value:Q", format=",.2f")]}
-    if day:
+    if weekly:
         enc["color"] = alt.Color("day:N", sort=names, title="weekday")
-    title = "Weekly profile" if day else "Daily profile"
+    title = "Weekly profile" if weekly else "Daily profile"
     chart = alt.Chart(alt.Data(values=shown)).mark_line(point=True).encode(**enc).properties(
         title=alt.Title(title, subtitle=_subtitle(len(rows), len(shown),
                                                   _SLOT_VALUE.get(vkey, vkey.replace("_", " ")) + " per slot")))
@@ -526,7 +523,7 @@ def report_charts(model: ReportModel) -> list[ChartSpec]:
         out.append(ChartSpec("chart-twin", "The twin's replay of the load test",
                              scrub(log_load_axis(dict(tw.chart_spec))), n, n))
     if prod is not None and not relative:  # no time of day on a relative clock
-        c = slots_chart(prod.profile_json.get("slots"))
+        c = slots_chart(prod.document.slots)
         if c:
             out.append(c)
     if fos is not None:

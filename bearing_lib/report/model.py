@@ -281,15 +281,19 @@ class MinuteCount:
 
 @dataclass
 class ProductionSection:
-    """The production profile (``model.production.data``): the typed document the views read, the
-    per-minute series for the peak chart, and the profile JSON as given (its ``summary.json`` form)."""
+    """The production profile (``model.production.data``): the typed document the views read and the
+    per-minute series for the peak chart."""
 
     document: ProfileDocument
     per_minute_series: list[MinuteCount]
-    profile_json: dict[str, Any] = field(repr=False)
+
+    SUMMARY_SKIP = frozenset({"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"})
+    """Keys of the profile JSON left out of ``summary.json`` (how it was computed, not what it found)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.profile_json, "per_minute_series": [m.to_dict() for m in self.per_minute_series]}
+        """The ``summary.json`` form: the document as written, less :attr:`SUMMARY_SKIP`, and the series."""
+        doc = {k: v for k, v in self.document.to_dict().items() if k not in self.SUMMARY_SKIP}
+        return {**doc, "per_minute_series": [m.to_dict() for m in self.per_minute_series]}
 
 
 @dataclass
@@ -765,13 +769,11 @@ def _phase_bands(points: list[CurvePoint]) -> list[PhaseBand]:
     return bands
 
 
-def _production(profile: dict[str, Any] | None, doc: ProfileDocument | None, reason: str | None,
+def _production(doc: ProfileDocument | None, reason: str | None,
                 series: list[MinuteCount]) -> Section[ProductionSection]:
-    if profile is None or doc is None:
+    if doc is None:
         return Section(False, reason)
-    skip = {"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"}
-    return Section(True, data=ProductionSection(
-        document=doc, per_minute_series=series, profile_json={k: v for k, v in profile.items() if k not in skip}))
+    return Section(True, data=ProductionSection(document=doc, per_minute_series=series))
 
 
 def _minute(row: Any, i: int) -> MinuteCount:
@@ -1169,7 +1171,7 @@ def build_report(
     lim = LimitsResult.coerce(limits, source="limits document")  # a limits JSON validated once here
     lim_reason = None if lim is not None else _split(limits, "limits document")[1]
     prof, prof_reason = _split(profile, "production profile")
-    # the profile JSON validated once here; the production section keeps the JSON, the views read the document
+    # the profile JSON validated once here into its document, the one form the report keeps
     prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
     # the per-minute rows checked once here (only with a profile to show them beside)
     minutes = [_minute(r, i) for i, r in enumerate(per_minute_series or [])] if prof_doc is not None else []
@@ -1189,7 +1191,7 @@ def build_report(
         mixes=mixes,
         curves=curves,
         curves_section=curves_section,
-        production=_production(prof, prof_doc, prof_reason, minutes),
+        production=_production(prof_doc, prof_reason, minutes),
         fos=fos,
         plan=_plan(pl_, plan_reason, prof_doc, ops, passive),
         scorecards=_scorecards(pl_, plan_reason),

@@ -484,17 +484,19 @@ def budget_group(p: ProfileDocument) -> Group:
                           f"over {num(slo.period_days, 0)} days" if slo.period_days else ""))
         if slo.n_requests is not None:
             g.rows.append(Row("Bad requests", f"{num(slo.n_bad)} of {num(slo.n_requests)}",
-                              f"budget {num(slo.budget_requests)} requests; bad statuses "
+                              f"budget {num(slo.budget.requests if slo.budget else None)} requests; bad statuses "
                               f"{', '.join(map(str, slo.bad_statuses)) or '—'}"))
-        for v, label in ((slo.budget_used, "Budget used"), (slo.bad_minute_ratio, "Minutes with a bad request")):
+        used = slo.consumed  # shares of the period's request budget and minute budget spent by the trace
+        for v, label in ((used.fraction if used else None, "Budget used"),
+                         (used.minutes_fraction if used else None, "Minute budget used")):
             if v is not None:
                 g.rows.append(Row(label, pct(v)))
-        if slo.fastest:
+        if slo.fastest_burn:
             g.tables.append(Table("Fastest burn windows", ["window", "requests", "bad", "burn rate", "budget used"],
                                   [[duration(w.window_s), num(w.n_requests), num(w.n_bad), num(w.burn_rate),
                                     pct(w.budget_fraction)] if w.available else
                                    [duration(w.window_s), f"not available: {w.reason}", "", "", ""]
-                                   for w in slo.fastest]))
+                                   for w in slo.fastest_burn]))
         g.notes += _notes(slo.notes)
     return g
 
@@ -1035,7 +1037,7 @@ def section_views(model: ReportModel) -> SectionViews:
         # a relative clock has no time-of-day slots: their reasons are not caveats of this report
         skip = ("per_minute_series", "slots") if doc.relative else ("per_minute_series",)
         views.production = SectionView(g, leftover_caveats(
-            {k: v for k, v in prod.profile_json.items() if k not in skip}, g))
+            {k: v for k, v in prod.to_dict().items() if k not in skip}, g))
     f = model.fos.data
     if f is not None:
         cbu = cbu_view(f.cbu, prod is not None and prod.document.relative)

@@ -2,22 +2,26 @@
 
 ``docs/interfaces.md`` §5. What a reader downstream of ``bearing profile`` needs from the
 document (the capacity plan: target, shares, the rate series, bursts, sequence lengths; the
-report: the clock and the source) is typed here; the descriptive parts are kept as written.
+report: every section it shows) is typed here, every key ``bearing profile`` writes, and
+:meth:`_Part.to_dict` writes it back as read (``ProfileDocument.from_dict(j).to_dict() == j``, the JSON
+text equal: the keys the JSON gave in its order, integers kept), so the report's ``summary.json`` is
+written from the document.
 The plan's own view of a profile is :class:`bearing_lib.plan.inputs.ProfileInput`,
 built from this document or straight from a :class:`~bearing_lib.traffic.profile.TrafficProfile`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Discriminator, Field, Tag
+from pydantic_core import core_schema
 
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.traffic.forecast import TrendForecast
-from bearing_lib.traffic.source import ProfileSource
+from bearing_lib.traffic.source import ProfileParameters, ProfileSource
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.data.mixes import Mix
@@ -33,8 +37,63 @@ _Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
+def _same_numbers(raw: Any, parsed: Any) -> Any:
+    """``parsed`` with the JSON's integers kept as integers (pydantic reads ``201`` into a ``float`` field as
+    ``201.0``; the number is the same, its JSON text is not)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and isinstance(parsed, float) and parsed == raw:
+        return raw
+    if isinstance(raw, list | tuple) and isinstance(parsed, list | tuple) and len(raw) == len(parsed):
+        return type(parsed)(_same_numbers(r, v) for r, v in zip(raw, parsed, strict=True))
+    if isinstance(raw, dict) and isinstance(parsed, dict):
+        return {k: _same_numbers(raw.get(k), v) for k, v in parsed.items()}
+    return parsed
+
+
+def _plain(v: Any) -> Any:
+    """A typed value as JSON values (a part with its own ``to_dict`` writes itself)."""
+    if isinstance(v, NotAvailable):
+        return {"available": False, "reason": v.reason}
+    if hasattr(v, "to_dict"):
+        return v.to_dict()
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+class _Part:
+    """A part of the profile JSON that writes itself back as it was read: the keys the JSON gave, in its order
+    (pydantic's "fields set", kept by the validator below), each value from the typed field. A part built in
+    code writes its fields in declaration order, those that are None left out."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        def keep(raw: Any, validate: Any) -> Any:
+            obj = validate(raw)
+            if isinstance(raw, dict) and isinstance(obj, _Part):
+                names = {f.name for f in fields(obj)}  # type: ignore[arg-type]
+                given = tuple(k for k in raw if k in names)
+                for k in given:
+                    object.__setattr__(obj, k, _same_numbers(raw[k], getattr(obj, k)))
+                object.__setattr__(obj, "_given", given)
+            return obj
+
+        inner = handler(source)
+        ref = inner.pop("ref", None) if inner.get("type") != "definition-ref" else None
+        # the class's ref on the wrapper, so a part met twice (input and output tokens) is kept both times
+        return core_schema.no_info_wrap_validator_function(keep, inner, ref=ref)
+
+    def to_dict(self) -> dict[str, Any]:
+        """This part as JSON values (``ProfileDocument.from_dict(j).to_dict() == j`` for a profile bearing wrote)."""
+        given: tuple[str, ...] | None = getattr(self, "_given", None)
+        if given is None:
+            given = tuple(f.name for f in fields(self) if getattr(self, f.name) is not None)  # type: ignore[arg-type]
+        return {k: _plain(getattr(self, k)) for k in given}
+
+
 @dataclass
-class MinuteSeriesDoc:
+class MinuteSeriesDoc(_Part):
     """``per_minute.series`` as columns: requests per minute and, optionally, each minute's start (s)."""
 
     requests: list[_Count]
@@ -47,7 +106,7 @@ class MinuteSeriesDoc:
 
 
 @dataclass
-class MinuteRowDoc:
+class MinuteRowDoc(_Part):
     """One row of ``per_minute.series`` in the row form ``[{"minute_start_s", "requests"}, ...]``."""
 
     requests: _Count
@@ -55,7 +114,7 @@ class MinuteRowDoc:
 
 
 @dataclass
-class WindowSeriesDoc:
+class WindowSeriesDoc(_Part):
     """``per_window.series``: requests per ``bin_s`` window and each window's start (s)."""
 
     bin_s: _Positive
@@ -75,11 +134,21 @@ _MinuteSeries = Annotated[
 
 
 @dataclass
-class RateBlockDoc:
+class RateStatsDoc(_Part):
+    """``per_minute.rps`` / ``per_second.rps`` / ``per_window.rps``: the block's distribution in req/s."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass
+class RateBlockDoc(_Part):
     """``per_minute`` / ``per_window``: the rate distribution (requests per bin) and, optionally, its series.
 
-    Only what the plan reads is typed; the block's other keys (``rps``, ``tokens``, ``note``,
-    ...) are accepted as written and not checked here.
+    The counts are per bin; ``rps`` is the same distribution in req/s.
     """
 
     available: bool = True
@@ -100,10 +169,11 @@ class RateBlockDoc:
     peak_to_mean: float | None = None
     unit: str | None = None
     note: str | None = None
+    rps: RateStatsDoc | None = None
 
 
 @dataclass
-class TokenRateDoc:
+class TokenRateDoc(_Part):
     """Tokens per minute (``per_minute.tokens.input_tokens`` / ``output_tokens``)."""
 
     available: bool = True
@@ -116,7 +186,7 @@ class TokenRateDoc:
 
 
 @dataclass
-class MinuteTokensDoc:
+class MinuteTokensDoc(_Part):
     input_tokens: TokenRateDoc | None = None
     output_tokens: TokenRateDoc | None = None
 
@@ -133,13 +203,15 @@ class WindowBlockDoc(RateBlockDoc):
 
 
 @dataclass
-class TargetDoc:
+class TargetDoc(_Part):
     """The target load: ``rps`` (or ``target_rps``) with ``ci95`` (or ``target_ci95``), the quantile and growth."""
 
     available: bool = True
     reason: str | None = None
     rps: float | None = None
     target_rps: float | None = None
+    basis_rps: float | None = None
+    """The rate quantile before growth (``rps`` is ``basis_rps`` × ``growth``)."""
     ci95: list[float | None] | None = None
     target_ci95: list[float | None] | None = None
     quantile: float | None = None
@@ -152,13 +224,13 @@ class TargetDoc:
 
 
 @dataclass
-class PeakDoc:
+class PeakDoc(_Part):
     rps: float | None = None
     bin_s: float | None = None
 
 
 @dataclass
-class ForecastDoc:
+class ForecastDoc(_Part):
     """``targets.near_term`` / ``targets.mid_term``: a planning load, its factor and basis, or why there is none;
     the mid term's ``trend`` is the forecast itself, read here into its one type
     (:class:`~bearing_lib.traffic.forecast.TrendForecast`), the object the plan uses."""
@@ -184,7 +256,7 @@ class TargetsDoc(TargetDoc):
 
 
 @dataclass
-class EpisodeDoc:
+class EpisodeDoc(_Part):
     """One burst episode (``bursts.episodes[]``); times in s on the trace's clock."""
 
     start_s: float | None = None
@@ -199,9 +271,12 @@ class EpisodeDoc:
 
 
 @dataclass
-class BurstsDoc:
+class BurstsDoc(_Part):
     available: bool = True
     reason: str | None = None
+    k: float | None = None
+    """A burst is a run of bins with rate > ``k`` × baseline."""
+    bin_s: float | None = None
     episodes: list[EpisodeDoc] = field(default_factory=list)
     count: int | None = None
     per_month: float | None = None
@@ -217,34 +292,45 @@ class BurstsDoc:
 
 
 @dataclass
-class SlotPeakDoc:
+class SlotPeakDoc(_Part):
     slot: str | int | None = None
     p95_rps: float | None = None
 
 
 @dataclass
-class SlotRowDoc:
+class SlotRowDoc(_Part):
+    """One slot (``traffic/seasonality.py``): its bins, the rate's mean, P50, P95 and max (req/s), the periods
+    seen (``n_days`` / ``n_weeks``) and the robust baseline (median over periods of each period's P95)."""
+
     hour: int | None = None
     weekday: int | None = None
+    n_bins: int | None = None
+    mean_rps: float | None = None
+    p50_rps: float | None = None
     p95_rps: float | None = None
+    max_rps: float | None = None
+    n_days: int | None = None
+    n_weeks: int | None = None
+    baseline_rps: float | None = None
 
 
 @dataclass
-class SlotTableDoc:
+class SlotTableDoc(_Part):
     """``slots.hour_of_day`` / ``slots.hour_weekday``: the P95 rate per slot, its peak and trough."""
 
     available: bool = True
     reason: str | None = None
+    repeated: bool = True
+    n_periods: int | None = None
     rows: list[SlotRowDoc] = field(default_factory=list)
     peak: SlotPeakDoc | None = None
     trough: SlotPeakDoc | None = None
     peak_to_trough: float | None = None
     statistic: str | None = None
-    repeated: bool = True
 
 
 @dataclass
-class SlotsDoc:
+class SlotsDoc(_Part):
     available: bool = True
     reason: str | None = None
     basis: str | None = None
@@ -254,7 +340,7 @@ class SlotsDoc:
 
 
 @dataclass
-class ComponentDoc:
+class ComponentDoc(_Part):
     name: str | None = None
     period_h: float | None = None
     amplitude_rps: float | None = None
@@ -262,10 +348,12 @@ class ComponentDoc:
     cycle_correlation: float | None = None
     peak_phase_h: float | None = None
     trough_phase_h: float | None = None
+    average_cycle_rps: list[float | None] | None = None
+    """The component's average cycle, one value per hour of its period (req/s)."""
 
 
 @dataclass
-class TrendDoc:
+class TrendDoc(_Part):
     start_rps: float | None = None
     end_rps: float | None = None
     min_rps: float | None = None
@@ -273,28 +361,37 @@ class TrendDoc:
 
 
 @dataclass
-class DecompositionDoc:
+class DecompositionDoc(_Part):
     available: bool = True
     reason: str | None = None
     method: str | None = None
+    input: str | None = None
+    """What was decomposed (the hourly series, its clock)."""
     components: list[ComponentDoc] = field(default_factory=list)
     trend: TrendDoc | None = None
     resid_std_rps: float | None = None
     notes: list[str] = field(default_factory=list)
+    series: dict[str, list[float | None]] | None = None
+    """The hourly series as columns (``hour_start_s``, ``observed_rps``, ``trend_rps``, ``seasonal_<name>_rps``,
+    ``resid_rps``): one column per component, so keyed by name."""
 
 
 @dataclass
-class DispersionDoc:
+class DispersionDoc(_Part):
     available: bool = True
     reason: str | None = None
     index_of_dispersion: float | None = None
+    index_of_dispersion_bin_s: float | None = None
     index_of_dispersion_note: str | None = None
     interarrival_cv: float | None = None
     interarrival_cv_note: str | None = None
+    per_client_window_cv_rate_weighted: float | None = None
+    """Rate-weighted per-client, per-window inter-arrival CV (sources that give it, e.g. ServeGen)."""
+    per_client_window_cv_note: str | None = None
 
 
 @dataclass
-class MixHourDoc:
+class MixHourDoc(_Part):
     hour_start_s: float | None = None
     mix: str | None = None
     share: float | None = None
@@ -302,7 +399,7 @@ class MixHourDoc:
 
 
 @dataclass
-class MixSharesPerHourDoc:
+class MixSharesPerHourDoc(_Part):
     available: bool = True
     reason: str | None = None
     basis: str | None = None
@@ -311,42 +408,91 @@ class MixSharesPerHourDoc:
 
 
 @dataclass
-class ResolutionDoc:
+class ResolutionDoc(_Part):
     available: bool = True
     reason: str | None = None
+    n_requests: int | None = None
+    n_distinct_start_times: int | None = None
+    smallest_gap_s: float | None = None
     quantized: bool | None = None
+    quantum_s: float | None = None
+    finest_bin_s: float | None = None
     statement: str | None = None
 
 
 @dataclass
-class BurnWindowDoc:
+class BurnWindowDoc(_Part):
+    """``slo_budget.fastest_burn[]``: the worst window of one length (or why it does not fit the trace)."""
+
+    window_s: float | None = None
     available: bool = True
     reason: str | None = None
-    window_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
     n_requests: int | None = None
     n_bad: int | None = None
+    error_ratio: float | None = None
     burn_rate: float | None = None
     budget_fraction: float | None = None
 
 
 @dataclass
-class SloBudgetDoc:
+class BudgetDoc(_Part):
+    """``slo_budget.budget``: the period's error budget in minutes, as a share of requests, and in requests."""
+
+    minutes: float | None = None
+    request_fraction: float | None = None
+    requests: float | None = None
+    requests_basis: str | None = None
+
+
+@dataclass
+class ConsumedDoc(_Part):
+    """``slo_budget.consumed``: what the trace's bad requests and bad minutes spent of the budget."""
+
+    requests: int | None = None
+    fraction: float | None = None
+    bad_minutes: int | None = None
+    bad_minute_ratio: float | None = None
+    minutes_fraction: float | None = None
+
+
+@dataclass
+class AlertDoc(_Part):
+    """``slo_budget.alerts[]``: a burn-rate alert rule replayed on the trace (the reason, or the worst window)."""
+
+    rule: str | None = None
+    fired: bool | None = None
+    reason: str | None = None
+    worst_budget_fraction: float | None = None
+    window_start_s: float | None = None
+
+
+@dataclass
+class SloBudgetDoc(_Part):
+    """``slo_budget`` (``traffic/slo_budget.py`` ``SLOBudget.to_dict``)."""
+
     available: bool = True
     reason: str | None = None
     objective: float | None = None
     period_days: float | None = None
+    bad_statuses: list[str] = field(default_factory=list)
     n_requests: int | None = None
     n_bad: int | None = None
-    budget_requests: float | None = None
-    bad_statuses: list[Any] = field(default_factory=list)
-    budget_used: float | None = None
-    bad_minute_ratio: float | None = None
-    fastest: list[BurnWindowDoc] = field(default_factory=list)
+    n_no_status: int | None = None
+    span_s: float | None = None
+    error_ratio: float | None = None
+    burn_rate: float | None = None
+    budget: BudgetDoc | None = None
+    consumed: ConsumedDoc | None = None
+    days_to_exhaust_at_this_burn: float | None = None
+    fastest_burn: list[BurnWindowDoc] = field(default_factory=list)
+    alerts: list[AlertDoc] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 @dataclass
-class TokenStatsDoc:
+class TokenStatsDoc(_Part):
     n: int | None = None
     mean: float | None = None
     p50: float | None = None
@@ -356,7 +502,7 @@ class TokenStatsDoc:
 
 
 @dataclass
-class SeqLenDoc:
+class SeqLenDoc(_Part):
     """``seq_len``: input + output tokens per request (n, mean, P50, P99, max), or why there is none."""
 
     available: bool = True
@@ -369,22 +515,25 @@ class SeqLenDoc:
     max: float | None = None
     n_without_counts: int | None = None
     definition: str | None = None
+    quantile_method: str | None = None
+    unit: str | None = None
     input_tokens: TokenStatsDoc | None = None
     output_tokens: TokenStatsDoc | None = None
 
 
 @dataclass
-class MixShareDoc:
+class MixShareDoc(_Part):
     mix: str | None = None
     share: float | None = None
     n_requests: int | None = None
 
 
 @dataclass
-class MixPeakDoc:
+class MixPeakDoc(_Part):
     """One row of ``mix_peaks.rows``: a mix's own rate distribution (req/s) and the share method beside it."""
 
     mix: str
+    n_requests: float | None = None
     share: float | None = None
     mean_rps: float | None = None
     p95_rps: float | None = None
@@ -398,20 +547,24 @@ class MixPeakDoc:
 
 
 @dataclass
-class MixPeaksDoc:
+class MixPeaksDoc(_Part):
     """``mix_peaks`` (``traffic/mix_peaks.py``): per-mix peaks at the profile's bin and target quantile."""
 
     available: bool = True
     reason: str | None = None
     bin_s: float | None = None
+    n_bins: int | None = None
     quantile: float | None = None
     overall_target_rps: float | None = None
+    basis: str | None = None
+    understated_ratio: float | None = None
+    """A mix is understated when its own target exceeds its share of the overall by more than this ratio."""
     statement: str | None = None
     rows: list[MixPeakDoc] = field(default_factory=list)
 
 
 @dataclass
-class MixCountsDoc:
+class MixCountsDoc(_Part):
     """``metrics.per_mix[]``: one mix's counted requests, share and mean tokens per request."""
 
     mix: str | None = None
@@ -422,24 +575,38 @@ class MixCountsDoc:
 
 
 @dataclass
-class MetricsSourceDoc:
+class MetricTokensDoc(_Part):
+    """``metrics.token_metrics``: the token counters read (None: not found)."""
+
+    input_tokens: str | None = None
+    output_tokens: str | None = None
+
+
+@dataclass
+class MetricsSourceDoc(_Part):
     """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py``); only what a reader
     shows is typed."""
 
     available: bool = True
     request_metric: str | None = None
     step_s: float | None = None
+    bin_s: float | None = None
+    time_resolution_s: float | None = None
     mix_label: str | None = None
+    n_series: int | None = None
     counter_resets: int | None = None
     gaps: int | None = None
+    token_metrics: MetricTokensDoc | None = None
     per_mix: list[MixCountsDoc] = field(default_factory=list)
     mix_peaks: MixPeaksDoc | None = None
     unknowable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rules: str | None = None
+    """How the counters were turned into requests per bin (increases, resets, gaps)."""
 
 
 @dataclass
-class MixEntryDoc:
+class MixEntryDoc(_Part):
     """One mix of ``mix_spec`` as written (:meth:`bearing_lib.data.mixes.Mix.to_dict`): its name, description and
     bounds ``{dim: [lo, hi]}`` (``None``: unbounded on that side)."""
 
@@ -455,7 +622,7 @@ class MixEntryDoc:
 
 
 @dataclass
-class PassiveLimitDoc:
+class PassiveLimitDoc(_Part):
     """``passive_limit`` (``bearing profile --passive-sla``): the limit production latency implies, as
     :meth:`bearing_lib.twin.passive.PassiveLimit.to_dict` writes it (the twin's type reads it back; the profile
     wing sits below the twin, so the document names the fields here)."""
@@ -470,6 +637,13 @@ class PassiveLimitDoc:
     extrapolated: bool
     kind: str = "passive"
 
+    def to_dict(self) -> dict[str, Any]:
+        """As ``PassiveLimit.to_dict`` writes it: the estimate carries the limit's kind too."""
+        d = super().to_dict()
+        if isinstance(d.get("q_ult"), dict):
+            d["q_ult"] = {**d["q_ult"], "kind": self.kind}
+        return d
+
 
 _MixShares = Annotated[
     Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
@@ -478,29 +652,34 @@ _MixShares = Annotated[
 
 
 @dataclass
-class ProfileDocument:
+class ProfileDocument(_Part):
     """The profile JSON (``docs/interfaces.md`` §5), typed for its readers downstream.
 
     The plan reads ``targets``, ``per_minute`` / ``per_window`` (statistics and series),
     ``bursts``, ``seq_len``, ``mix_shares``, ``span_s`` and ``clock``; the report's production
     section reads those and the descriptive parts (``per_second``, ``slots``,
     ``decomposition``, ``dispersion``, ``mix_shares_per_hour``, ``resolution``,
-    ``slo_budget``). Looser on purpose where the document is heavy or open: every section
-    and field is optional (an older or hand-written profile may carry only a target), keys
-    not named here (``parameters``, ``decomposition.series``, the slots' extra columns, ...)
-    are accepted and not checked.
+    ``slo_budget``). Every section and field is optional (an older or hand-written profile may carry
+    only a target); every key bearing writes is named here (``tests/traffic/test_document_roundtrip.py``);
+    a key not named (a hand-written ``_comment``) is dropped on reading.
     """
 
     schema: str | None = None
     bearing_version: str | None = None
+    quantile_method: str | None = None
+    """How the quantiles were computed (``numpy``'s method name)."""
     source: ProfileSource | str | None = None
     """Where the profile came from (:class:`~bearing_lib.traffic.source.ProfileSource`); a hand-written profile
     may name it in words."""
     convention: str | None = None
     span_s: float | None = None
+    start_s: float | None = None
+    end_s: float | None = None
     start_utc: str | None = None
     end_utc: str | None = None
     clock: str | None = None
+    parameters: ProfileParameters | None = None
+    """How the profile was computed (:class:`~bearing_lib.traffic.source.ProfileParameters`)."""
     targets: TargetsDoc | None = None
     per_minute: MinuteBlockDoc | None = None
     per_second: RateBlockDoc | None = None
@@ -550,6 +729,8 @@ class ProfileDocument:
                   "decomposition", "dispersion", "mix_shares_per_hour", "resolution", "slo_budget"):
             if k in d and not d[k]:
                 d[k] = None  # an empty section says nothing
+        if isinstance(d.get("parameters"), dict):  # the counters' keys are flattened into it
+            d["parameters"] = ProfileParameters.from_dict(d["parameters"], source=f"{source}: parameters")
         if d.get("schema") not in (None, PROFILE_SCHEMA):
             raise SchemaError(f"{source}: schema {d['schema']!r} is not {PROFILE_SCHEMA!r}", field="schema")
         return parse(cls, d, what=source)
@@ -564,13 +745,17 @@ def profile_schema_document() -> dict[str, Any]:
 
 __all__ = [
     "PROFILE_SCHEMA",
+    "AlertDoc",
+    "BudgetDoc",
     "BurnWindowDoc",
     "BurstsDoc",
     "ComponentDoc",
+    "ConsumedDoc",
     "DecompositionDoc",
     "DispersionDoc",
     "EpisodeDoc",
     "ForecastDoc",
+    "MetricTokensDoc",
     "MetricsSourceDoc",
     "MinuteBlockDoc",
     "MinuteRowDoc",
@@ -586,6 +771,7 @@ __all__ = [
     "PeakDoc",
     "ProfileDocument",
     "RateBlockDoc",
+    "RateStatsDoc",
     "ResolutionDoc",
     "SeqLenDoc",
     "SloBudgetDoc",

@@ -228,3 +228,32 @@ def test_no_placeholder_values_in_the_curated_production_rows():
     assert "Longest burst" not in rows and rows["Burst episodes"].value == "2"
     # hour-of-day rows without a stored peak: the extreme slots are read from the rows (peak 1.833 at 10:00)
     assert rows["Hour-of-day profile"].value.startswith("peak 10:00 at 1.83 req/s")
+
+
+def test_budget_group_reads_the_slo_budget_as_the_profile_writes_it():
+    """``slo_budget`` in ``SLOBudget.to_dict``'s shape (``budget``, ``consumed``, ``fastest_burn``): the group shows
+    the request budget, the shares spent and the burn windows (values set here, strings worked out by hand)."""
+    from bearing_lib.report.views import budget_group
+    from bearing_lib.traffic.document import ProfileDocument
+
+    slo = {"available": True, "objective": 0.999, "period_days": 30.0, "bad_statuses": ["error"],
+           "n_requests": 4000, "n_bad": 2, "n_no_status": 0, "span_s": 3600.0, "error_ratio": 0.0005,
+           "burn_rate": 0.5, "budget": {"minutes": 43.2, "request_fraction": 0.001, "requests": 1200.0,
+                                        "requests_basis": "(1 - objective) x the period's requests"},
+           "consumed": {"requests": 2, "fraction": 2 / 1200, "bad_minutes": 1, "bad_minute_ratio": 0.001,
+                        "minutes_fraction": 1 / 43.2},
+           "days_to_exhaust_at_this_burn": 60.0,
+           "fastest_burn": [{"available": True, "window_s": 300.0, "start_s": 0.0, "end_s": 300.0, "n_requests": 40,
+                             "n_bad": 2, "error_ratio": 0.05, "burn_rate": 50.0, "budget_fraction": 2 / 1200},
+                            {"window_s": 21600.0, "available": False, "reason": "a 360-minute window does not fit"}],
+           "alerts": [], "notes": []}
+    doc = ProfileDocument.from_dict({"slo_budget": slo})
+    assert doc.to_dict() == {"slo_budget": slo}
+    g = budget_group(doc)
+    rows = {r.label: (r.value, r.note) for r in g.rows}
+    assert rows["Bad requests"] == ("2 of 4,000", "budget 1,200 requests; bad statuses error")
+    assert rows["Budget used"][0] == "0.2%"  # 2 of 1,200
+    assert rows["Minute budget used"][0] == "2.3%"  # 1 of 43.2 minutes
+    (t,) = g.tables
+    assert t.rows == [["5.0 min", "40", "2", "50.00", "0.2%"],
+                      ["6.0 h", "not available: a 360-minute window does not fit", "", "", ""]]
