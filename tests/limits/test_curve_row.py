@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bearing_lib import load
-from bearing_lib.common.errors import SchemaError
+from bearing_lib.common.errors import ParameterError, SchemaError
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.limits.curve_row import ClauseCount, CurveRow, QuantileCI
 from bearing_lib.limits.curves import load_curve
@@ -84,6 +84,9 @@ def test_every_row_of_a_load_point_table_curve():
     typed = [_check(r, ("p50", "p90", "p95", "p99"), 0, ()) for r in rows]
     assert not any(t.has_counts for t in typed) and all(t.clause_counts == () for t in typed)
     assert sorted(t.offered_load for t in typed) == [1, 2, 4, 8, 16, 32, 64]
+    # a table holds no request to count against the SLA: the trace's curve with the SLA's columns refuses it
+    with pytest.raises(ParameterError, match="expected a RequestTrace .* got LoadPointTable"):
+        sla_curve(it, "p99(ttft) <= 1s")
 
 
 def test_nan_and_null_are_kept_and_a_row_without_step_is_refused():
