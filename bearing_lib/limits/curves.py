@@ -63,6 +63,7 @@ from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import OTHER, MixSpec
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR
+from bearing_lib.limits.steptotals import StepTotals
 
 METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
@@ -222,18 +223,19 @@ class SaturationCap:
                 f"≥ {SATURATION_LATENCY_RATIO:g}× its unloaded latency)")
 
 
-def saturation_cap(rows: list[dict], totals: dict[int, dict[str, float]] | None = None) -> SaturationCap | None:
+def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> SaturationCap | None:
     """The run's :class:`SaturationCap` from its load-curve rows (one run × mix), or None when no step saturated.
 
-    The rate is the step's total ``throughput_rps`` (all mixes; ``totals[step]`` when given), the one an offered
-    load is compared with.
+    The rate is the step's total ``throughput_rps`` (all mixes, ``totals``; the row's own for a step it does not
+    hold, or without ``totals``), the one an offered load is compared with.
     """
     sat = tuple(sorted(int(r["step"]) for r in rows if "saturated" in (r.get("flags") or [])))
     if not sat:
         return None
     best: tuple[float, int, float | None, float | None] | None = None
     for r in rows:
-        thr = (totals or {}).get(r["step"], {}).get("throughput_rps", r.get("throughput_rps"))
+        tot = None if totals is None else totals.total(r["step"])
+        thr = r.get("throughput_rps") if tot is None else tot.throughput_rps
         if r.get("offered_load_unit") != "rps" or thr is None or not math.isfinite(thr):
             continue
         if best is None or thr > best[0]:

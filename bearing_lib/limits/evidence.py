@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -31,6 +31,7 @@ from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
 from bearing_lib.limits.pooled import allowed_share
+from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.sla import Clause
 
 SETTLE_TIMES = 3.0
@@ -131,9 +132,9 @@ def _borrowed_deff(x: float, none_bad: bool, known: list[tuple[float, float]]) -
 
 
 def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
-                   reps: Mapping[int, Mapping[str, np.ndarray]] | None = None) -> dict[str, list[Evidence]]:
+                   reps: ReplicateTable | None = None) -> dict[str, list[Evidence]]:
     """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
-    block-bootstrap replicates (``reps``: ``{step: {"_pooled_{i}": margins}}``, ``limits.fit._replicates``)
+    block-bootstrap replicates (``reps``: the (run, mix) group's table, ``limits.replicates``; its bad shares)
     deflated by their design effect (:func:`design_effect`)."""
     before = _continuity(pool)
     thr = [float(j.row.throughput_rps) for j in pool if j.row.throughput_rps]
@@ -149,9 +150,9 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
             n, k = float(n), float(k or 0)
             deff = None  # not identified: no bad request, or all bad (the share does not vary under resampling)
             if DESIGN_EFFECT and reps is not None and 0 < k < n:
-                m = reps.get(int(row.step), {}).get(f"_pooled_{i}")
-                if m is not None:
-                    deff = design_effect((1.0 - np.asarray(m, float)) * allowed_share(c), k, n)
+                share = reps.share(int(row.step), i, allowed_share(c))
+                if share is not None:  # None: the step was not resampled; it borrows a design effect below
+                    deff = design_effect(share, k, n)
             raw.append((j, n, k, deff))
         for j, n, k, deff in raw:
             if deff is None:

@@ -92,6 +92,7 @@ from bearing_lib.limits.dataset import CURVE_COLUMNS, dataset_facts, run_file_gr
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.recovery import RecoveryResult
+from bearing_lib.limits.replicates import ReplicateTable, StepReplicates, TraceReplicates
 from bearing_lib.limits.result import (
     BlendedLimit,
     BootstrapInfo,
@@ -115,6 +116,7 @@ from bearing_lib.limits.result import (
 from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
 from bearing_lib.limits.steady import Mser5, mser_by_step
+from bearing_lib.limits.steptotals import StepTotals
 
 ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
@@ -475,7 +477,7 @@ class _ModelLimit:
 def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
                  floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                  fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                 notes: list[str], reps: Mapping[int, dict[str, np.ndarray]] | None = None) -> _ModelLimit:
+                 notes: list[str], reps: ReplicateTable | None = None) -> _ModelLimit:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
@@ -678,11 +680,11 @@ def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid:
 
 
 def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
-                      reps: dict[int, dict[str, np.ndarray]] | None, rep: int | None) -> dict[str, np.ndarray]:
+                      reps: ReplicateTable | None, rep: int | None) -> dict[str, np.ndarray]:
     """Each unbroken clause's margin per judged step (bootstrap replicate ``rep``, or the point values for None),
     and the steady pseudo-clause when a step is not steady: the step-wise estimator's input."""
     sets: dict[str, np.ndarray] = {}
-    for c in sla.clauses:
+    for i, c in enumerate(sla.clauses):
         if c.text in broken_clauses:
             continue
         arr = np.full(len(det), np.nan)
@@ -691,8 +693,8 @@ def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
             if m is None:
                 continue
             if rep is not None and reps is not None:
-                rv = reps.get(j.row.step, {}).get(c.text)
-                if rv is not None:
+                rv = reps.margin(j.row.step, i)
+                if rv is not None:  # None: the step was not resampled, its point value stands
                     if math.isnan(rv[rep]):
                         continue
                     # a failure proven by a lower bound stays a failure in every replicate
@@ -705,7 +707,7 @@ def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
 
 
 def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
-                 reps: dict[int, dict[str, np.ndarray]] | None, rep: int | None,
+                 reps: ReplicateTable | None, rep: int | None,
                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Each unbroken clause's pooled margin and request count per pooled step (replicate ``rep`` or None)."""
     sets: dict[str, np.ndarray] = {}
@@ -719,8 +721,8 @@ def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
             m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
         if rep is not None and reps is not None:
             for t, j in enumerate(pool):
-                rv = reps.get(j.row.step, {}).get(f"_pooled_{i}")
-                if rv is not None:
+                rv = reps.pooled(j.row.step, i)
+                if rv is not None:  # None: the step was not resampled, its point value stands
                     m[t] = rv[rep]
         sets[c.text], wts[c.text] = m, n
     if any(j.not_steady for j in pool):
@@ -729,7 +731,7 @@ def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
 
 
 def _pooled_estimate(pool: list[JudgedStep], pxs: np.ndarray, sla: SLA, broken_clauses: set[str],
-                     reps: dict[int, dict[str, np.ndarray]] | None, strict: dict[str, bool],
+                     reps: ReplicateTable | None, strict: dict[str, bool],
                      allowed: dict[str, float], rep: int | None) -> tuple[float, str | None]:
     """The pooled estimator's limit and binding clause (replicate ``rep`` or None); NaN when no clause has data."""
     sets, wts = _pooled_sets(pool, sla, broken_clauses, reps, rep)
@@ -760,7 +762,7 @@ def _pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) 
 
 
 def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
-                 reps: dict[int, dict[str, np.ndarray]] | None,
+                 reps: ReplicateTable | None,
                  floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
                  passes: list[float], fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
                  last_pass: float | None, notes: list[str]) -> _ModelLimit | None:
@@ -884,8 +886,8 @@ def _clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarr
 
 
 def _fit_group(
-    run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: dict[int, dict[str, np.ndarray]] | None,
-    totals: dict[int, dict[str, float]], n_boot: int, level: float, estimator: str = "pooled",
+    run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: ReplicateTable | None,
+    totals: StepTotals, n_boot: int, level: float, estimator: str = "pooled",
     settle: Mapping[int, StepSettling] | None = None,
 ) -> MixLimit:
     # the curve's rows typed once (limits.curve_row); the polars rows stay for saturation_cap (limits.curves)
@@ -942,8 +944,9 @@ def _fit_group(
     keep = ~np.isnan(xs_all)
     thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan
                         for j in judged])
-    tot_rps = np.array([totals.get(j.row.step, {}).get("throughput_rps", np.nan) for j in judged], float)
-    tot_tok = np.array([totals.get(j.row.step, {}).get("output_tokens_per_s", np.nan) for j in judged], float)
+    step_tot = [totals.total(j.row.step) for j in judged]  # None (a step not in the run's curve): NaN
+    tot_rps = np.array([np.nan if t is None else t.throughput_rps for t in step_tot], float)
+    tot_tok = np.array([np.nan if t is None else t.output_tokens_per_s for t in step_tot], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
     q_ult = {
         "value": value,
@@ -1110,12 +1113,12 @@ def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
 
 def _replicates(
     steady: pl.DataFrame | pl.LazyFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
-) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
-    """``{(run, mix): {step: {clause: replicate values}}}`` via the block bootstrap.
+) -> TraceReplicates:
+    """Every (run, mix) group's replicates per step and clause (``limits.replicates``) via the block bootstrap.
 
     Memory: only the columns the statistics read are collected (from a lazy ``steady``), and
     each step's rows are gathered from one sort order in turn."""
-    out: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] = {}
+    out: list[tuple[object, object, int, StepReplicates]] = []
     good_exprs = []
     for i, c in enumerate(sla.clauses):
         if c.kind == "goodput":
@@ -1163,7 +1166,8 @@ def _replicates(
         for mix in np.unique(mixes):
             sel = mixes == mix
             b = blocks[sel]
-            res: dict[str, np.ndarray] = {}
+            margins: list[np.ndarray] = []
+            shares: list[np.ndarray] = []
             for i, c in enumerate(sla.clauses):
                 if c.kind == "percentile":
                     vals = part[c.metric].to_numpy()[sel]
@@ -1175,12 +1179,12 @@ def _replicates(
                 else:
                     kn = known[sel]
                     v = bs.boot_rate(wts, b[kn], part[f"_good_{i}"].to_numpy()[sel][kn].astype(float), nb)
-                res[c.text] = c.observed_to_margin(v)
+                margins.append(c.observed_to_margin(v))
                 # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
-                res[f"_pooled_{i}"] = pooled.share_to_margin(
-                    c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb))
-            out.setdefault((str(run), str(mix)), {})[int(step)] = res
-    return out
+                shares.append(pooled.share_to_margin(
+                    c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb)))
+            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares))))
+    return TraceReplicates.collect(out)
 
 
 def _goodput_columns(steady: pl.DataFrame | pl.LazyFrame, sla: SLA) -> pl.DataFrame | None:
@@ -1328,7 +1332,38 @@ class _TraceInputs:
     steady: pl.LazyFrame | None
     warmups: dict[tuple[str, int], Mser5]
     settle: dict[tuple[str, str], dict[int, StepSettling]]
-    reps: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] | None
+    reps: TraceReplicates | None  # None: no bootstrap (n_boot 0)
+
+
+def sla_curve(trace: RequestTrace, sla: SLA | str | Sequence[str], mixes: MixSpec | None = None, *,
+              options: CurveOptions | None = None) -> pl.DataFrame:
+    """The load curve of a request trace as :func:`fit_limits` judges it: :func:`~bearing_lib.limits.curves.load_curve`
+    with the SLA's own quantiles added and, per clause ``i`` of the SLA, the pooled counts ``_pk_{i}`` (bad) /
+    ``_pn_{i}`` (eligible; ``limits.pooled``) and for a goodput clause its observed share ``_goodput_{i}``
+    (docs/interfaces.md §3; ``CurveRow.of`` reads a row). ``mixes`` None: one mix of every request."""
+    if not isinstance(trace, RequestTrace):
+        raise ParameterError(f"sla_curve: expected a RequestTrace (per-request data to count against the SLA), got "
+                             f"{type(trace).__name__}; a load-point table's curve is curves.load_curve(table)")
+    sla_obj = _as_sla(sla)
+    spec = mixes if mixes is not None else MixSpec.single()
+    check_sla_against(sla_obj, [trace], mixes=spec)  # one error for every clause the trace cannot evaluate
+    windows = step_windows(trace, options)
+    curve = load_curve(trace, spec, extra_quantiles=_extra_quantiles(sla_obj), options=options, windows=windows)
+    return _with_sla_columns(curve, steady_requests(trace, windows, spec).drop(STEADY_UNUSED, strict=False),
+                             sla_obj)
+
+
+def _extra_quantiles(sla_obj: SLA) -> tuple[float, ...]:
+    """The SLA's percentile levels the load curve does not carry by default (``curves.QUANTILES``)."""
+    return tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
+
+
+def _with_sla_columns(curve: pl.DataFrame, steady: pl.DataFrame | pl.LazyFrame, sla_obj: SLA) -> pl.DataFrame:
+    """The curve joined with the SLA's goodput shares and pooled counts per (run, step, mix)."""
+    gp = _goodput_columns(steady, sla_obj)
+    if gp is not None:
+        curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
+    return curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
 
 
 def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple[float, ...],
@@ -1338,10 +1373,7 @@ def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple
     # memory: only the columns the request-level steps read (goodput, pooled counts, MSER, bootstrap,
     # P_critical, cost index); the send window's other columns stay in the trace
     steady = steady_requests(it, windows, spec).drop(STEADY_UNUSED, strict=False)
-    gp = _goodput_columns(steady, sla_obj)
-    if gp is not None:
-        curve = curve.join(gp, on=["run_id", "step", "mix"], how="left")
-    curve = curve.join(pooled.count_columns(steady, sla_obj), on=["run_id", "step", "mix"], how="left")
+    curve = _with_sla_columns(curve, steady, sla_obj)
     has_ttft = bool(steady.select(pl.col("ttft_ms").is_not_null().any()).collect().item())
     m_metric = "ttft_ms" if has_ttft else "latency_ms"
     warmups = mser_by_step(steady, m_metric)
@@ -1408,11 +1440,13 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     """The limit of one (run, mix) group of an input (``prep`` None for a load-point table), with its failure
     floors described, its curve enriched and each step's MSER warm-up."""
     tables = prep is None
-    reps = None if prep is None else prep.reps
-    tot = {r["step"]: r for r in totals_df.filter(pl.col("run_id") == run).to_dicts()}
+    # no bootstrap when none was asked for (n_boot 0) or the input has no steady request to resample; a group
+    # the bootstrap did not reach (no steady request of it) has no table
+    reps = None if prep is None or prep.reps is None or prep.reps.empty else prep.reps
+    tot = StepTotals.of_frame(totals_df.filter(pl.col("run_id") == run))
     lim = _fit_group(str(run), mix_obj, part.to_dicts(), sla_obj, tables,
-                     reps.get((str(run), str(mix))) if reps else None, tot, n_boot if reps else 0, level, estimator,
-                     None if prep is None else prep.settle.get((str(run), str(mix))))
+                     None if reps is None else reps.table(run, mix), tot, 0 if reps is None else n_boot, level,
+                     estimator, None if prep is None else prep.settle.get((str(run), str(mix))))
     lim.share = share
     if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)
@@ -1509,7 +1543,7 @@ def fit_limits(
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)
-    extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
+    extra_q = _extra_quantiles(sla_obj)
     limits: list[MixLimit] = []
     skipped: list[Skipped] = []
     curves: list[pl.DataFrame] = []
@@ -1818,7 +1852,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     parts = eng.map_partitions(ds, cols, partial(stepstats.stat_queries, windows=win, spec=spec, sla=sla_obj,
                                                  groups=groups))
     st = stepstats.combine(parts, sla_obj, groups, win)
-    extra_q = tuple(c.q for c in sla_obj.percentile_clauses() if qname(c.q) not in QUANTILES)
+    extra_q = _extra_quantiles(sla_obj)
     curve, _ = stepstats.stats_curve(trace, spec, sla_obj, extra_quantiles=extra_q, windows=win, stats=st)
     rng = np.random.default_rng(seed)
     # each run's bootstrap has its own generator seeded `seed`, as when each run is fitted in a task
@@ -1861,4 +1895,4 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     return out
 
 
-__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits", "fit_limits_dataset"]
+__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits", "fit_limits_dataset", "sla_curve"]

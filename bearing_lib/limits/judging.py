@@ -20,6 +20,7 @@ from bearing_lib.limits import pooled
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES, min_n_supported, qname, wilson_interval
 from bearing_lib.limits.evidence import POOL_STEP_OFFSET
+from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.settling import StepSettling
 from bearing_lib.limits.sla import SLA, Clause
 
@@ -238,7 +239,7 @@ def transient_not_steady(judged: list[JudgedStep]) -> None:
             j.status = "fail" if not all(j.clause_ok) else "undetermined"
 
 
-def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: Mapping[int, dict[str, np.ndarray]],
+def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: ReplicateTable,
                               level: float, ignore: frozenset[str] = frozenset()) -> None:
     """A passing step whose block-bootstrap margin (lower 2.5 %) breaks a clause is too close to call.
 
@@ -249,11 +250,11 @@ def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: Mapping[i
     for j in judged:
         if j.status != "pass":
             continue
-        for c in sla.clauses:
+        for i, c in enumerate(sla.clauses):
             if c.text in ignore:
                 continue
-            rv = reps.get(j.row.step, {}).get(c.text)
-            if rv is None or np.isnan(rv).all():
+            rv = reps.margin(j.row.step, i)
+            if rv is None or np.isnan(rv).all():  # the step not resampled, or no resample defines the statistic
                 continue
             lo = float(quantile(rv[~np.isnan(rv)], a))
             if not c.passes(lo):
@@ -302,7 +303,7 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
                                    " a recovery step, used for T_recover, not for the limit")
 
 
-def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: Mapping[int, dict[str, np.ndarray]] | None, level: float,
+def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: ReplicateTable | None, level: float,
           ignore: frozenset[str] = frozenset(), settle: Mapping[int, StepSettling] | None = None) -> list[JudgedStep]:
     """Every step judged, sorted by load (then step), with the close-call and recovery passes applied."""
     out = judge_steps(rows, sla, tables, ignore, settle)

@@ -61,6 +61,7 @@ from bearing_lib.limits.curves import (
     step_windows,
     with_little,
 )
+from bearing_lib.limits.replicates import StepReplicates, TraceReplicates
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA
 
 REL_BIN = 0.005
@@ -351,8 +352,8 @@ def sla_columns(stats: StepStats, sla: SLA) -> pl.DataFrame:
 
 
 def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.random.Generator | int,
-                          ) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
-    """``{(run, mix): {step: {clause: replicate margins}}}`` as ``fit._replicates`` returns them, from the
+                          ) -> TraceReplicates:
+    """Every (run, mix) group's replicates per step and clause as ``fit._replicates`` returns them, from the
     per-block counts and histograms: one block-weight draw per step (steps in run, step order), shared by its
     mixes and clauses; rates exact given the blocks, quantiles within :data:`TOLERANCE`. ``rng`` an integer: each
     run draws from its own generator seeded with it (as ``fit_limits_dataset`` fits each run)."""
@@ -360,7 +361,7 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
     counts = stats.counts.join(stats.groups, on="_g")
     hist = stats.hist.join(stats.groups.select("_g"), on="_g")
     hist_by = {k[0]: f for k, f in hist.partition_by(["_g"], as_dict=True).items()}
-    out: dict[tuple[str, str], dict[int, dict[str, np.ndarray]]] = {}
+    out: list[tuple[object, object, int, StepReplicates]] = []
 
     def per_block(f: pl.DataFrame, col: str) -> np.ndarray:
         v = np.zeros(nb)
@@ -380,7 +381,8 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
         for (mix,), f in part.partition_by(["mix"], as_dict=True, maintain_order=True).items():
             gid = f["_g"][0]
             hf = hist_by.get(gid)
-            res: dict[str, np.ndarray] = {}
+            margins: list[np.ndarray] = []
+            shares: list[np.ndarray] = []
             for i, c in enumerate(sla.clauses):
                 if c.kind == "percentile":
                     v = _boot_hist_quantile(wts, hf, METRICS.index(c.metric), c.q, nb)
@@ -388,11 +390,11 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
                     v = rate(wts, per_block(f, "n_failed"), per_block(f, "n_known"))
                 else:
                     v = rate(wts, per_block(f, f"_gk_{i}"), per_block(f, "n_known"))
-                res[c.text] = c.observed_to_margin(v)
-                res[f"_pooled_{i}"] = pooled.share_to_margin(
-                    c, rate(wts, per_block(f, f"_pk_{i}"), per_block(f, f"_pn_{i}")))
-            out.setdefault((str(run), str(mix)), {})[int(step)] = res
-    return out
+                margins.append(c.observed_to_margin(v))
+                shares.append(pooled.share_to_margin(
+                    c, rate(wts, per_block(f, f"_pk_{i}"), per_block(f, f"_pn_{i}"))))
+            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares))))
+    return TraceReplicates.collect(out)
 
 
 def _boot_hist_quantile(w: np.ndarray, hf: pl.DataFrame | None, mi: int, q: float, nb: int) -> np.ndarray:

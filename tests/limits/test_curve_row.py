@@ -12,15 +12,14 @@ import math
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from bearing_lib import load
-from bearing_lib.common.errors import SchemaError
+from bearing_lib.common.errors import ParameterError, SchemaError
 from bearing_lib.data.mixes import MixSpec
-from bearing_lib.limits import fit as F
 from bearing_lib.limits.curve_row import ClauseCount, CurveRow, QuantileCI
 from bearing_lib.limits.curves import load_curve
+from bearing_lib.limits.fit import sla_curve
 from bearing_lib.limits.sla import parse_sla
 
 LMB = Path(__file__).resolve().parents[2] / "data" / "loadtests" / "lmbenchmark-llm-d-exp2" / "vllm-70b-2replicas"
@@ -65,9 +64,9 @@ def test_every_row_of_a_trace_curve_with_counts_and_goodput():
     sla = parse_sla(["p75(tpot) <= 60ms", "goodput(ttft<=1s, tpot<=100ms) >= 90%", "error_rate <= 1%",
                      "p99.9(ttft) <= 5s"])
     it = load(LMB)
-    prep = F._prepare_trace(it, MixSpec.single(), sla, (0.75, 0.999), None, 0, np.random.default_rng(0))
-    rows = prep.curve.to_dicts()
-    assert len(rows) == prep.curve.height > 10
+    curve = sla_curve(it, sla, MixSpec.single())
+    rows = curve.to_dicts()
+    assert len(rows) == curve.height > 10
     typed = [_check(r, ("p50", "p75", "p90", "p95", "p99", "p99_9"), 4, (1,)) for r in rows]
     # not hollow: the SLA-dependent parts hold real numbers
     assert all(t.has_counts and t.count(2).n == t.n_ok + t.n_errors for t in typed if t.count(2).n is not None)
@@ -85,6 +84,9 @@ def test_every_row_of_a_load_point_table_curve():
     typed = [_check(r, ("p50", "p90", "p95", "p99"), 0, ()) for r in rows]
     assert not any(t.has_counts for t in typed) and all(t.clause_counts == () for t in typed)
     assert sorted(t.offered_load for t in typed) == [1, 2, 4, 8, 16, 32, 64]
+    # a table holds no request to count against the SLA: the trace's curve with the SLA's columns refuses it
+    with pytest.raises(ParameterError, match="expected a RequestTrace .* got LoadPointTable"):
+        sla_curve(it, "p99(ttft) <= 1s")
 
 
 def test_nan_and_null_are_kept_and_a_row_without_step_is_refused():

@@ -231,6 +231,7 @@ def test_steps_that_cannot_show_a_design_effect_borrow_it():
     from types import SimpleNamespace
 
     from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.replicates import ReplicateTable, StepReplicates
     from bearing_lib.limits.sla import parse_sla
 
     sla = parse_sla("p99(ttft) <= 1s")
@@ -244,7 +245,9 @@ def test_steps_that_cannot_show_a_design_effect_borrow_it():
     pool = [SimpleNamespace(x=x, row=CurveRow.of({"step": s, "_pn_0": n, "_pk_0": k, "duration_s": None,
                                                         "t_first_s": None}))
             for s, x, n, k in steps]
-    reps = {1: {"_pooled_0": margins}, 0: {"_pooled_0": np.ones(2000)}, 2: {"_pooled_0": np.full(2000, -99.0)}}
+    unused = (np.full(2000, np.nan),)  # the clause margins: not read by the evidence
+    reps = ReplicateTable({1: StepReplicates(unused, (margins,)), 0: StepReplicates(unused, (np.ones(2000),)),
+                           2: StepReplicates(unused, (np.full(2000, -99.0),))})
     evs = ev_mod.trace_evidence(pool, sla.clauses, reps)["p99(ttft) <= 1s"]
     d_mid = float(np.var(reps_share[np.isfinite(reps_share)], ddof=1) / (0.05 * 0.95 / 2000))
     assert [round(e.deff, 6) for e in evs] == [round(d_mid, 6)] * 3

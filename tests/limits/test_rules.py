@@ -12,6 +12,7 @@ import pytest
 from bearing_lib.limits import fit as F
 from bearing_lib.limits import judging as J
 from bearing_lib.limits.curve_row import CurveRow
+from bearing_lib.limits.replicates import ReplicateTable, StepReplicates
 from bearing_lib.limits.sla import parse_sla
 from tests.limits.synth import make_trace, mm1_frame
 from tests.limits.test_limits import _table
@@ -37,8 +38,9 @@ def test_close_call_by_the_block_bootstrap():
     judged = J.judge_steps([_row(0, 1.0, 400.0, hi=450.0), _row(1, 2.0, 400.0, hi=450.0)], SLA, tables=False)
     # step 0: 10 % of the replicates fail (margin < 0) -> its 2.5 % quantile fails: too close to call;
     # step 1: every replicate passes
-    reps = {0: {SLA.clauses[0].text: np.r_[np.full(10, -0.05), np.full(90, 0.2)]},
-            1: {SLA.clauses[0].text: np.full(100, 0.2)}}
+    unused = (np.full(100, np.nan),)  # the pooled margins: not read by the close-call rule
+    reps = ReplicateTable({0: StepReplicates((np.r_[np.full(10, -0.05), np.full(90, 0.2)],), unused),
+                           1: StepReplicates((np.full(100, 0.2),), unused)})
     J.close_calls_by_bootstrap(judged, SLA, reps, 0.95)
     assert [j.status for j in judged] == ["undetermined", "pass"]
     assert judged[0].close and "block-bootstrap" in judged[0].reasons[-1]
