@@ -122,6 +122,8 @@ ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
 grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
+STEADY_READS_POOL = True
+"""The model's steady-state pseudo-clause reads the usable steps too thin to judge as well as the judged ones."""
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
 STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
@@ -497,7 +499,12 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
     else:
         evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
     ev_x = [e.x for evs in evidence.values() for e in evs]
-    steady_x = [j.x for j in det] if any(j.not_steady for j in det) else []
+    # the steady-state pseudo-clause reads every step whose queue was watched: the judged ones and the usable
+    # ones too thin for a percentile on their own (a 60 s step of 150 requests whose queue settled says the
+    # crossing of steadiness lies above it; without it a run whose only judged steps fail unsteady put the
+    # crossing below the lowest load tested; docs/oracle.md, "round 7")
+    watched = list({id(j): j for j in [*det, *(pool if STEADY_READS_POOL else [])]}.values())
+    steady_x = [j.x for j in watched] if any(j.not_steady for j in watched) else []
     post = None
     if ev_x or steady_x:
         edges = model.log_grid(ev_x + steady_x)
@@ -508,8 +515,8 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
                 continue  # the floor alone breaks it at every load: no number of instances helps; said below
             kept.append(cp)
         if steady_x:
-            kept.append(model.steady_posterior(STEADY_CLAUSE, [j.x for j in det], [j.not_steady for j in det],
-                                               edges))
+            kept.append(model.steady_posterior(STEADY_CLAUSE, [j.x for j in watched],
+                                               [j.not_steady for j in watched], edges))
         if kept:
             post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
     broken = [f for f in floors if f.breaks_clause]

@@ -272,3 +272,23 @@ def test_model_on_an_mm1_queue_far_from_saturation_at_its_limit():
         covered += q.ci95[0] is not None and q.ci95[1] is not None and q.ci95[0] <= truth <= q.ci95[1]
     assert abs(float(np.median(rel))) <= 0.05, rel
     assert covered >= 7, (covered, rel)
+
+
+@pytest.mark.parametrize("reads_pool", [True, False])
+def test_thin_steady_steps_bound_the_steady_crossing(monkeypatch, reads_pool):
+    """SIMULATED oracle small/rag, seed 1, 10 x 60 s: the six steps below the truth hold 100-190 requests each,
+    too few for a P99 (undetermined), none slow and every queue settled; the steps from 1.3x the truth fail, their
+    queues still rising. The model's steady-state pseudo-clause must read the thin steady steps: with only the
+    judged (failing, unsteady) steps it put the crossing of steadiness below the lowest load tested and answered
+    "< 2.61 rps (failed at the lowest load judged)", half the truth (docs/oracle.md, "round 7")."""
+    from bearing_lib.limits import fit
+    from tests.oracle.acceptance import load_truth, score_combination
+
+    monkeypatch.setattr(fit, "STEADY_READS_POOL", reads_pool)
+    truth = float(load_truth()["small/rag"]["q_ult_rps"])
+    (s,) = score_combination("small", "rag", truth, range(1, 2), step_s=60.0, estimator="model")
+    if reads_pool:
+        assert s.censored == "none" and s.covers(truth), (s.value, s.ci95)
+        assert abs(s.rel(truth)) < 0.2
+    else:  # the rule the test guards against: the answer it gave
+        assert s.censored == "below" and s.value < 0.55 * truth

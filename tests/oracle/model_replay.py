@@ -18,10 +18,12 @@ and worst error). The saturation cap applied after ``_model_limit`` is not repla
 from __future__ import annotations
 
 import copy
+import copyreg
 import math
 import pickle
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +32,12 @@ from tests.oracle.acceptance import N_SEEDS, STEP_S, load_truth, score_combinati
 from tests.oracle.configs import combinations
 
 DEFAULT_DIR = Path("/tmp/model_replay")
+# the typed curve rows (limits.curve_row) hold read-only mappings: copied and pickled as dicts, rebuilt read-only
+def _proxy(d: dict) -> types.MappingProxyType:
+    return types.MappingProxyType(d)
+
+
+copyreg.pickle(types.MappingProxyType, lambda m: (_proxy, (dict(m),)))
 
 
 def _arg(name: str, default: str) -> str:
