@@ -1,6 +1,6 @@
 """The traffic profile of a Parquet dataset, aggregated by an engine (embedded polars-lazy or Dask).
 
-``profile_dataset(path, engine=...)`` computes the same :class:`TrafficProfile` as
+``profile_dataset(path, engine=...)`` computes the same :class:`~bearing_lib.traffic.document.TrafficProfile` as
 ``profile_traffic(load(path))`` without loading the requests into one frame: every
 figure comes from aggregates that add up across partitions. The embedded engine computes
 all of them in one streaming read (:mod:`bearing_lib.traffic.onepass`: dense counts with
@@ -51,10 +51,10 @@ from bearing_lib.traffic.binning import (
     finish_bins,
     resolution_from_gaps,
 )
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.onepass import gap_summary, one_pass
 from bearing_lib.traffic.profile import (
     MixShares,
-    TrafficProfile,
     assemble_profile,
     dispersion_from_gaps,
     hour_basis,

@@ -1,13 +1,14 @@
-"""The profile JSON at the edge: :class:`ProfileDocument`, validated once (pydantic, every problem together).
+"""The traffic profile: :class:`TrafficProfile`, one type, built by ``profile_traffic`` and read from its JSON.
 
-``docs/interfaces.md`` §5. What a reader downstream of ``bearing profile`` needs from the
-document (the capacity plan: target, shares, the rate series, bursts, sequence lengths; the
-report: every section it shows) is typed here, every key ``bearing profile`` writes, and
-:meth:`_Part.to_dict` writes it back as read (``ProfileDocument.from_dict(j).to_dict() == j``, the JSON
-text equal: the keys the JSON gave in its order, integers kept), so the report's ``summary.json`` is
-written from the document.
-The plan's own view of a profile is :class:`bearing_lib.plan.inputs.ProfileInput`,
-built from this document or straight from a :class:`~bearing_lib.traffic.profile.TrafficProfile`.
+``docs/interfaces.md`` §5. The builders (:func:`bearing_lib.traffic.profile.profile_traffic`,
+:func:`~bearing_lib.traffic.dataset.profile_dataset`, :func:`~bearing_lib.traffic.metrics_profile.profile_metrics`)
+return it, and :meth:`TrafficProfile.from_dict` reads a profile JSON into it, validated once (pydantic, every
+problem together). Every key ``bearing profile`` writes is typed here (what a reader downstream needs: the capacity
+plan's target, shares, rate series, bursts, sequence lengths; the report's every section), and
+:meth:`_Part.to_dict` writes it back as read (``TrafficProfile.from_dict(j).to_dict() == j``, the JSON text equal:
+the keys the JSON gave in its order, integers kept), so the profile JSON and the report's ``summary.json`` are
+written from this one object. The plan's own view of a profile is :class:`bearing_lib.plan.inputs.ProfileInput`,
+built from it. This module needs no polars (reading a profile stays light).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.data.mixes import Mix
 
 PROFILE_SCHEMA = "bearing.profile/1"
-"""Version tag of the profile JSON (``schema``; ``TrafficProfile.to_dict`` writes it). Files without it (written
-before the tag) read the same. Defined here, not in ``traffic/profile.py``, so reading a document needs no polars."""
+"""Version tag of the profile JSON (``schema``; the builders write it). Files without it (written before the tag)
+read the same."""
 
 UnavailableDoc = NotAvailable
 """A section the data could not support (``{"available": false, "reason": ...}``)."""
@@ -85,7 +86,7 @@ class _Part:
         return core_schema.no_info_wrap_validator_function(keep, inner, ref=ref)
 
     def to_dict(self) -> dict[str, Any]:
-        """This part as JSON values (``ProfileDocument.from_dict(j).to_dict() == j`` for a profile bearing wrote)."""
+        """This part as JSON values (``TrafficProfile.from_dict(j).to_dict() == j`` for a profile bearing wrote)."""
         given: tuple[str, ...] | None = getattr(self, "_given", None)
         if given is None:
             given = tuple(f.name for f in fields(self) if getattr(self, f.name) is not None)  # type: ignore[arg-type]
@@ -562,6 +563,13 @@ class MixPeaksDoc(_Part):
     statement: str | None = None
     rows: list[MixPeakDoc] = field(default_factory=list)
 
+    def row(self, mix: str) -> MixPeakDoc:
+        """The row of ``mix`` (KeyError naming the mixes when there is none)."""
+        for r in self.rows:
+            if r.mix == mix:
+                return r
+        raise KeyError(f"no mix {mix!r} in the mix peaks (mixes: {', '.join(r.mix for r in self.rows)})")
+
 
 @dataclass
 class MixCountsDoc(_Part):
@@ -622,10 +630,11 @@ class MixEntryDoc(_Part):
 
 
 @dataclass
-class PassiveLimitDoc(_Part):
-    """``passive_limit`` (``bearing profile --passive-sla``): the limit production latency implies, as
-    :meth:`bearing_lib.twin.passive.PassiveLimit.to_dict` writes it (the twin's type reads it back; the profile
-    wing sits below the twin, so the document names the fields here)."""
+class PassiveLimit(_Part):
+    """``passive_limit`` (``bearing profile --passive-sla``): the limit production telemetry implies, from latency
+    against load: an estimate, the fit and the extrapolation flag. Computed by
+    :func:`bearing_lib.twin.passive.passive_limit`; defined here, in the profile's wing (below the twin), because the
+    profile carries it."""
 
     q_ult: Estimate
     clause: str
@@ -633,16 +642,41 @@ class PassiveLimitDoc(_Part):
     n_windows: int
     highest_rate_rps: float
     intercept: float
+    """Of ``1 / P`` (1/ms)."""
     slope_per_rps: float
     extrapolated: bool
     kind: str = "passive"
 
+    _ORDER = ("kind", "q_ult", "clause", "window_s", "n_windows", "highest_rate_rps", "intercept", "slope_per_rps",
+              "extrapolated")
+
+    def text(self) -> str:
+        s = f"passive (from production latency vs load) limit under {self.clause}: {self.q_ult.text()}"
+        if self.extrapolated:
+            s += f" — EXTRAPOLATED beyond the highest observed load ({self.highest_rate_rps:.3g} rps)"
+        return s
+
     def to_dict(self) -> dict[str, Any]:
-        """As ``PassiveLimit.to_dict`` writes it: the estimate carries the limit's kind too."""
-        d = super().to_dict()
+        """The JSON form (read back as it was read; built in code: ``kind`` first); the estimate carries the
+        limit's kind too."""
+        given: tuple[str, ...] = getattr(self, "_given", None) or self._ORDER
+        d = {k: _plain(getattr(self, k)) for k in given}
         if isinstance(d.get("q_ult"), dict):
             d["q_ult"] = {**d["q_ult"], "kind": self.kind}
         return d
+
+    @classmethod
+    def from_dict(cls, d: object, *, source: str = "passive limit") -> PassiveLimit:
+        """The ``to_dict`` form read back (the profile JSON's ``passive_limit``), validated once: a
+        :class:`~bearing_lib.common.errors.SchemaError` naming ``source`` and every field."""
+        from bearing_lib.common.errors import SchemaError
+        from bearing_lib.common.schema import parse
+
+        if not isinstance(d, dict):
+            raise SchemaError(f"{source}: expected an object, found {type(d).__name__}")
+        q = d.get("q_ult")
+        body = {**d, "q_ult": {k: v for k, v in q.items() if k != "kind"} if isinstance(q, dict) else q}
+        return parse(cls, body, what=source)
 
 
 _MixShares = Annotated[
@@ -652,8 +686,9 @@ _MixShares = Annotated[
 
 
 @dataclass
-class ProfileDocument(_Part):
-    """The profile JSON (``docs/interfaces.md`` §5), typed for its readers downstream.
+class TrafficProfile(_Part):
+    """The traffic profile of one production source (``docs/interfaces.md`` §5, ``docs/traffic-profile.md``): what
+    ``profile_traffic`` builds and what its JSON reads back into.
 
     The plan reads ``targets``, ``per_minute`` / ``per_window`` (statistics and series),
     ``bursts``, ``seq_len``, ``mix_shares``, ``span_s`` and ``clock``; the report's production
@@ -661,7 +696,8 @@ class ProfileDocument(_Part):
     ``decomposition``, ``dispersion``, ``mix_shares_per_hour``, ``resolution``,
     ``slo_budget``). Every section and field is optional (an older or hand-written profile may carry
     only a target); every key bearing writes is named here (``tests/traffic/test_document_roundtrip.py``);
-    a key not named (a hand-written ``_comment``) is dropped on reading.
+    a key not named (a hand-written ``_comment``) is dropped on reading. A section set after reading or building
+    (``passive_limit``, by ``bearing profile --passive-sla``) is written after the others.
     """
 
     schema: str | None = None
@@ -699,7 +735,7 @@ class ProfileDocument(_Part):
     """Each mix's own peaks (profiles with more than one mix)."""
     metrics: MetricsSourceDoc | None = None
     """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
-    passive_limit: PassiveLimitDoc | None = None
+    passive_limit: PassiveLimit | None = None
     """``bearing profile --passive-sla``: the passive limit (``bearing_lib.twin.passive.PassiveLimit.to_dict``)."""
 
     @property
@@ -711,8 +747,55 @@ class ProfileDocument(_Part):
     def source_format(self) -> str | None:
         return self.source.format if isinstance(self.source, ProfileSource) and self.source.format else None
 
+    def to_dict(self, *, include_series: bool = True) -> dict[str, Any]:
+        """The profile JSON: the keys as read (or as built), then any section set since (``passive_limit``).
+
+        ``include_series=False`` leaves out ``per_minute.series`` / ``per_window.series``
+        (one row per minute: 20,160 for a 14-day trace); the plan then needs the trace
+        for CBU and the elasticity replay.
+        """
+        out = super().to_dict()
+        for f in fields(self):
+            if f.name not in out and getattr(self, f.name) is not None:
+                out[f.name] = _plain(getattr(self, f.name))
+        if not include_series:
+            for k in ("per_minute", "per_window"):
+                if isinstance(out.get(k), dict):
+                    out[k] = {key: v for key, v in out[k].items() if key != "series"}
+        return out
+
+    def minute_counts(self) -> list[tuple[float, float, float]]:
+        """The rate series as ``(start_s, requests, bin_s)`` rows: requests per minute, or for rate windows
+        requests per window with the window's length; [] when the profile carries no series (or no start times)."""
+        pm, pw = self.per_minute, self.per_window
+        if pm is not None and isinstance(pm.series, MinuteSeriesDoc) and pm.series.minute_start_s is not None:
+            return [(t, n, 60.0) for t, n in zip(pm.series.minute_start_s, pm.series.requests, strict=True)
+                    if t is not None]
+        if pm is not None and isinstance(pm.series, list):
+            return [(r.minute_start_s, r.requests, 60.0) for r in pm.series if r.minute_start_s is not None]
+        if pw is not None and pw.series is not None and pw.series.window_start_s is not None:
+            return [(float(t), float(n), float(pw.series.bin_s))
+                    for t, n in zip(pw.series.window_start_s, pw.series.requests, strict=True) if t is not None]
+        return []
+
+    def summary_lines(self) -> list[str]:
+        """A short human summary (the CLI prints it)."""
+        from bearing_lib.traffic.summary import summary_lines
+
+        return summary_lines(self)
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(line.split(':', 1)[0])}</th>"
+            f"<td style='text-align:left'>{html.escape(line.split(':', 1)[1].strip())}</td></tr>"
+            for line in self.summary_lines()
+        )
+        return f"<p><b>TrafficProfile</b></p><table>{rows}</table>"
+
     @classmethod
-    def from_dict(cls, doc: Any, *, source: str = "profile JSON") -> ProfileDocument:
+    def from_dict(cls, doc: Any, *, source: str = "profile JSON") -> TrafficProfile:
         """Validate a profile JSON document once (every problem together, with its path); the input is not
         modified. Alternative shapes accepted here only: ``tokens.seq_len`` for ``seq_len``; an empty
         ``bursts`` object for none."""
@@ -740,7 +823,7 @@ def profile_schema_document() -> dict[str, Any]:
     """The JSON Schema of the profile JSON (``bearing schema profile``); looser for the descriptive parts."""
     from bearing_lib.common.schema import json_schema
 
-    return json_schema(ProfileDocument, title="bearing profile JSON", schema_id=PROFILE_SCHEMA)
+    return json_schema(TrafficProfile, title="bearing profile JSON", schema_id=PROFILE_SCHEMA)
 
 
 __all__ = [
@@ -767,9 +850,9 @@ __all__ = [
     "MixPeaksDoc",
     "MixShareDoc",
     "MixSharesPerHourDoc",
-    "PassiveLimitDoc",
+    "PassiveLimit",
     "PeakDoc",
-    "ProfileDocument",
+    "TrafficProfile",
     "RateBlockDoc",
     "RateStatsDoc",
     "ResolutionDoc",

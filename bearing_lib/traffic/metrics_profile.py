@@ -3,7 +3,7 @@
 Most fleets keep Prometheus, not request logs. ``profile_metrics(metrics)`` reads the range
 query of a serving engine's cumulative counters (``/api/v1/query_range`` JSON, loaded as
 :class:`~bearing_lib.data.servermetrics.ServerMetrics` by ``loaders/prometheus.py``) and builds
-the same :class:`~bearing_lib.traffic.profile.TrafficProfile` a trace gives, marked as coming
+the same :class:`~bearing_lib.traffic.document.TrafficProfile` a trace gives, marked as coming
 from metrics (``source.kind`` ``metrics``, section ``metrics``).
 
 Query the raw counters, not ``rate(...)``: e.g.
@@ -37,7 +37,9 @@ Rules (``docs/operations.md``, section 0, *Production from Prometheus metrics*):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -46,6 +48,7 @@ from bearing_lib.common.errors import InputError, InsufficientDataError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.source import CounterParameters, ProfileParameters, ProfileSource
 
@@ -191,7 +194,7 @@ def _integral(v: np.ndarray) -> bool:
 def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None, mix_label: str = "model_name",
                     quantile_level: float = 0.99, growth: float = 1.0, burst_k: float = 3.0,
                     burst_merge_gap_bins: int = 0, n_boot: int = 1000, seed: int | None = None,
-                    slo_objective: float = 0.999, mix_spec: object = None):  # noqa: ANN201 - TrafficProfile
+                    slo_objective: float = 0.999, mix_spec: object = None) -> TrafficProfile:
     """The traffic profile of a Prometheus range query of request (and token) counters (module docstring)."""
     from bearing_lib.traffic.targets import DEFAULT_SEED
 
@@ -215,15 +218,12 @@ def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None
     params = ProfileParameters(quantile=quantile_level, growth=growth, burst_k=burst_k,
                                burst_merge_gap_bins=burst_merge_gap_bins, slo_objective=slo_objective, n_boot=n_boot,
                                seed=seed, counters=CounterParameters(metric, mix_label, ignored))
-    if on_minutes:
-        prof, bins, bin_s, counts = _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k,
-                                                    burst_merge_gap_bins, n_boot, seed)
-    else:
-        prof, bins, bin_s, counts = _window_profile(metrics, req, params, quantile_level, growth, burst_k,
-                                                    burst_merge_gap_bins, n_boot, seed)
-    prof.metrics = _metrics_section(req, tok, tokens, counts, bins, bin_s, mix_label, quantile_level)
-    prof.source = replace(prof.source, kind="metrics", request_metric=metric, time_resolution_s=step)
-    return prof
+
+    def section(bins: np.ndarray, bin_s: float, counts: pl.DataFrame) -> MetricsSource:
+        return _metrics_section(req, tok, tokens, counts, bins, bin_s, mix_label, quantile_level)
+
+    build = _minute_profile if on_minutes else _window_profile
+    return build(metrics, req, tok, params, metric, section)
 
 
 def _per_bin(w: pl.DataFrame, bin_s: float, per_bin: int | None) -> pl.DataFrame:
@@ -234,7 +234,9 @@ def _per_bin(w: pl.DataFrame, bin_s: float, per_bin: int | None) -> pl.DataFrame
             .group_by("bin_start_s", "mix").agg(pl.col("increase").sum()))
 
 
-def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
+def _minute_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, CounterWindows],
+                    params: ProfileParameters, metric: str,
+                    section: Callable[[np.ndarray, float, pl.DataFrame], MetricsSource]) -> TrafficProfile:
     from bearing_lib.traffic.profile import assemble_profile, dispersion_from_gaps
 
     step = req.step_s
@@ -271,11 +273,19 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
     }).with_columns(pl.col("minute_start_s").cast(pl.Float64))
     prov = metrics.provenance
     source = ProfileSource(path=prov.source, sha256=prov.sha256, format=prov.format, tool=prov.tool, kind="metrics",
-                           time_origin="epoch", timezone="UTC", n_rows=metrics.frame.height)
+                           time_origin="epoch", timezone="UTC", n_rows=metrics.frame.height, request_metric=metric,
+                           time_resolution_s=step)
     disp = dispersion_from_gaps(minutes["requests"].to_numpy(), _NO_GRID, 0, None)
     disp.interarrival_cv = None
     disp.interarrival_cv_note = f"not measured: counters give requests per {step:g} s step, not arrival times"
-    prof = assemble_profile(
+    convention = (f"per-minute requests from counter increases over {step:g} s query steps summed into UTC "
+                  "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes left out")
+    metrics_part = section(full, 60.0, by_mix.rename({"increase": "requests"}))
+
+    def amend(sections: dict[str, Any]) -> None:
+        sections |= {"convention": convention, "metrics": metrics_part}
+
+    return assemble_profile(
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
         minutes=minutes, seconds=None, dispersion=disp,
@@ -283,14 +293,10 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
         slo=Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
         seq_len=Unavailable("counters give token totals per step, not per-request lengths (mean tokens per "
                             "request are in the metrics section)"),
-        params=params, quantile_level=quantile_level, growth=growth, burst_k=burst_k,
-        burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed,
-        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"),
+        params=params, quantile_level=params.quantile, growth=params.growth, burst_k=params.burst_k,
+        burst_merge_gap_bins=params.burst_merge_gap_bins, n_boot=params.n_boot, seed=params.seed,
+        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"), amend=amend,
     )
-    prof.convention = (f"per-minute requests from counter increases over {step:g} s query steps summed into UTC "
-                       "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes "
-                       "left out")
-    return prof, full, 60.0, by_mix.rename({"increase": "requests"})
 
 
 def _one_mix(n: float):  # noqa: ANN202 - MixShares
@@ -315,9 +321,11 @@ class _NoGrid:
 _NO_GRID = _NoGrid()
 
 
-def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
+def _window_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, CounterWindows],  # noqa: ARG001
+                    params: ProfileParameters, metric: str,
+                    section: Callable[[np.ndarray, float, pl.DataFrame], MetricsSource]) -> TrafficProfile:
     from bearing_lib.data.provenance import Provenance
-    from bearing_lib.traffic.profile import Dispersion, profile_traffic
+    from bearing_lib.traffic.profile import Dispersion, profile_rate_windows
 
     step = req.step_s
     w = req.frame
@@ -328,18 +336,23 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
         "shape": [None] * w.height, "scale": [None] * w.height,
     }, schema=RATE_SCHEMA)
     rp = Provenance(source=prov.source, format=prov.format, tool=prov.tool, sha256=prov.sha256, time_origin="epoch")
-    prof = profile_traffic(RateWindows(frame, rp), quantile_level=quantile_level, growth=growth, burst_k=burst_k,
-                           burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
-    prof.parameters = params
-    if isinstance(prof.dispersion, Dispersion):
-        prof.dispersion.per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
-    prof.mixes = _one_mix(float(np.sum(prof.series.requests)))
-    prof.slo = Unavailable("the request counter counts finished requests only: no failures, so no error budget")
-    prof.seq_len = Unavailable("counters give token totals per step, not per-request lengths")
-    prof.convention = (f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
-                       "from counter increases; the window is the finest bin")
-    bins = np.asarray(prof.series.start_s, dtype=float)
-    return prof, bins, step, w.rename({"window_start_s": "bin_start_s", "increase": "requests"})
+
+    def amend(sections: dict[str, Any]) -> None:
+        series = sections["series"]
+        if isinstance(sections["dispersion"], Dispersion):
+            sections["dispersion"].per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
+        sections |= {
+            "mixes": _one_mix(float(np.sum(series.requests))),
+            "slo": Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
+            "seq_len": Unavailable("counters give token totals per step, not per-request lengths"),
+            "convention": (f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
+                           "from counter increases; the window is the finest bin"),
+            "metrics": section(np.asarray(series.start_s, dtype=float), step,
+                               w.rename({"window_start_s": "bin_start_s", "increase": "requests"})),
+            "source": replace(sections["source"], kind="metrics", request_metric=metric, time_resolution_s=step),
+        }
+
+    return profile_rate_windows(RateWindows(frame, rp), params, amend=amend)
 
 
 def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names: dict[str, str | None],
