@@ -736,7 +736,7 @@ class TrafficProfile(_Part):
     metrics: MetricsSourceDoc | None = None
     """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
     passive_limit: PassiveLimit | None = None
-    """``bearing profile --passive-sla``: the passive limit (``bearing_lib.twin.passive.PassiveLimit.to_dict``)."""
+    """``bearing profile --passive-sla``: the passive limit (computed by ``bearing_lib.twin.passive.passive_limit``)."""
 
     @property
     def relative(self) -> bool:

@@ -23,7 +23,7 @@ from bearing_lib.limits.fit import fit_limits
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import SCHEMA, CapacityPlan, profile_input, profile_input_from_dict, schema_document
 from bearing_lib.plan.memory import MemoryPlan
-from bearing_lib.traffic.document import ProfileDocument, profile_schema_document
+from bearing_lib.traffic.document import TrafficProfile, profile_schema_document
 from bearing_lib.traffic.profile import profile_traffic
 from tests.conftest import BUNDLED
 from tests.report.conftest import hand_made
@@ -159,7 +159,7 @@ def test_profile_document_paths_and_schema(azure):
     bad = {**doc, "targets": {"target": {"rps": "many"}}, "mix_shares": [{"mix": "all", "share": None},
                                                                         {"mix": 3, "share": "half"}]}
     with pytest.raises(SchemaError) as e:
-        ProfileDocument.from_dict(bad, source="prof.json")
+        TrafficProfile.from_dict(bad, source="prof.json")
     assert "prof.json: 3 problem(s)" in str(e.value)
     assert "mix_shares.1.mix: Input should be a valid string" in str(e.value)
     assert "targets.target.rps: Input should be a valid number" in str(e.value)

@@ -1,4 +1,4 @@
-"""The profile document is complete: ``ProfileDocument.from_dict(j).to_dict()`` gives ``j`` back.
+"""The profile document is complete: ``TrafficProfile.from_dict(j).to_dict()`` gives ``j`` back.
 
 ``j`` is the profile JSON bearing writes for the real shared traces (Azure code and conversation, Mooncake
 conversation and synthetic, the three ServeGen aggregates, a mix spec, a wall-clock trace over two weeks so
@@ -18,7 +18,7 @@ import pytest
 
 from bearing_lib import load, load_trace
 from bearing_lib.data.mixes import Mix, MixSpec
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.profile import profile_traffic
 from tests.factories import request_trace
 
@@ -36,7 +36,7 @@ def _json_of(prof) -> dict:
 
 
 def _round_trip(j: dict) -> None:
-    back = ProfileDocument.from_dict(j).to_dict()
+    back = TrafficProfile.from_dict(j).to_dict()
     assert json.dumps(back) == json.dumps(j)
 
 
@@ -60,7 +60,7 @@ def test_rate_windows_round_trip(shared_data, path):
 @pytest.mark.shared_data
 def test_servegen_decomposition_series_and_cycles_are_kept(shared_data):
     j = _json_of(profile_traffic(load(shared_data(SERVEGEN[0])), n_boot=200))
-    doc = ProfileDocument.from_dict(j)
+    doc = TrafficProfile.from_dict(j)
     dec = j["decomposition"]
     assert doc.decomposition is not None and doc.decomposition.series == dec["series"]
     assert doc.decomposition.input == dec["input"]
@@ -89,7 +89,7 @@ def test_wall_clock_slots_round_trip(shared_data):
     j = _json_of(profile_traffic(request_trace(days, source="azure conv x15"), n_boot=200))
     assert j["slots"]["available"] and j["slots"]["hour_weekday"]["available"]
     _round_trip(j)
-    doc = ProfileDocument.from_dict(j)
+    doc = TrafficProfile.from_dict(j)
     rows = j["slots"]["hour_of_day"]["rows"]
     assert doc.slots is not None and doc.slots.hour_of_day is not None
     assert [(r.hour, r.p95_rps, r.baseline_rps) for r in doc.slots.hour_of_day.rows] == [
