@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -282,9 +281,6 @@ def _minute_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, 
                   "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes left out")
     metrics_part = section(full, 60.0, by_mix.rename({"increase": "requests"}))
 
-    def amend(sections: dict[str, Any]) -> None:
-        sections |= {"convention": convention, "metrics": metrics_part}
-
     return assemble_profile(
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
@@ -295,7 +291,8 @@ def _minute_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, 
                             "request are in the metrics section)"),
         params=params, quantile_level=params.quantile, growth=params.growth, burst_k=params.burst_k,
         burst_merge_gap_bins=params.burst_merge_gap_bins, n_boot=params.n_boot, seed=params.seed,
-        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"), amend=amend,
+        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"), convention=convention,
+        metrics=metrics_part,
     )
 
 
@@ -325,7 +322,8 @@ def _window_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, 
                     params: ProfileParameters, metric: str,
                     section: Callable[[np.ndarray, float, pl.DataFrame], MetricsSource]) -> TrafficProfile:
     from bearing_lib.data.provenance import Provenance
-    from bearing_lib.traffic.profile import Dispersion, profile_rate_windows
+    from bearing_lib.traffic.binning import series_from_rate_windows
+    from bearing_lib.traffic.profile import profile_rate_windows
 
     step = req.step_s
     w = req.frame
@@ -337,22 +335,21 @@ def _window_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, 
     }, schema=RATE_SCHEMA)
     rp = Provenance(source=prov.source, format=prov.format, tool=prov.tool, sha256=prov.sha256, time_origin="epoch")
 
-    def amend(sections: dict[str, Any]) -> None:
-        series = sections["series"]
-        if isinstance(sections["dispersion"], Dispersion):
-            sections["dispersion"].per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
-        sections |= {
-            "mixes": _one_mix(float(np.sum(series.requests))),
-            "slo": Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
-            "seq_len": Unavailable("counters give token totals per step, not per-request lengths"),
-            "convention": (f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
-                           "from counter increases; the window is the finest bin"),
-            "metrics": section(np.asarray(series.start_s, dtype=float), step,
-                               w.rename({"window_start_s": "bin_start_s", "increase": "requests"})),
-            "source": replace(sections["source"], kind="metrics", request_metric=metric, time_resolution_s=step),
-        }
-
-    return profile_rate_windows(RateWindows(frame, rp), params, amend=amend)
+    rates = RateWindows(frame, rp)
+    series = series_from_rate_windows(rates)
+    return profile_rate_windows(
+        rates, params,
+        source=replace(ProfileSource.of(rp, "rates", frame.height), kind="metrics", request_metric=metric,
+                       time_resolution_s=step),
+        convention=(f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
+                    "from counter increases; the window is the finest bin"),
+        mixes=_one_mix(float(np.sum(series.requests))),
+        slo=Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
+        seq_len=Unavailable("counters give token totals per step, not per-request lengths"),
+        metrics=section(np.asarray(series.start_s, dtype=float), step,
+                        w.rename({"window_start_s": "bin_start_s", "increase": "requests"})),
+        cv_note="not measured: counters carry no inter-arrival times",
+    )
 
 
 def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names: dict[str, str | None],

@@ -21,10 +21,8 @@ traces bin from the first request and say so. Sections the data cannot support a
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -471,15 +469,15 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
                      seq_len: SeqLenDistribution | Unavailable, params: ProfileParameters, quantile_level: float,
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
                      per_second: RateStats | Unavailable | None = None,
-                     mix_minutes: pl.DataFrame | None = None,
-                     amend: Callable[[dict[str, Any]], None] | None = None) -> TrafficProfile:
+                     mix_minutes: pl.DataFrame | None = None, convention: str | None = None,
+                     metrics: object | None = None) -> TrafficProfile:
     """The profile of a request trace from its aggregates (per-minute and per-second counts, the
     dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
     (``bearing_lib.traffic.dataset``) both end here, so everything after aggregation is shared.
     ``seconds`` None: the timestamps' grid is coarser than 1 s (or ``per_second`` says why there are no
     seconds); ``mix_minutes`` (``bin_start_s``, ``mix``, ``requests``): requests per minute and mix, for the
-    per-mix peaks; ``amend`` edits the computed sections (keyword arguments of the writer) before they are
-    written (the counters' profile: its convention and ``metrics``)."""
+    per-mix peaks. A profile from Prometheus counters states its own ``convention`` and ``metrics`` section
+    (:class:`~bearing_lib.traffic.metrics_profile.MetricsSource`)."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
                         0.0 if aligned else t_min)
@@ -499,9 +497,10 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
     base, how = burst_baseline_rps(series, slots)
     bursts = find_bursts(series.rate_rps, base, series.start_s, 60.0, k=burst_k,
                          merge_gap_bins=burst_merge_gap_bins, baseline=how)
-    sections: dict[str, Any] = dict(
+    return _write(
         source=source,
-        convention=convention_text(time_origin, 60.0) + " (per-second rates: the same rule with 1 s bins)",
+        convention=convention or (convention_text(time_origin, 60.0)
+                                  + " (per-second rates: the same rule with 1 s bins)"),
         span_s=float(t_max - t_min),
         start_s=t_min,
         end_s=t_max,
@@ -523,10 +522,8 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         seq_len=seq_len,
         mix_peaks=(mix_peaks(mix_minutes, minutes["minute_start_s"].to_numpy(), 60.0, quantile_level=quantile_level,
                              basis=_mix_basis(mixes)) if mix_minutes is not None else None),
+        metrics=metrics,
     )
-    if amend is not None:
-        amend(sections)
-    return _write(**sections)
 
 
 def _mix_basis(mixes: MixShares | Unavailable) -> str:
@@ -552,10 +549,13 @@ def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
         return Unavailable(str(exc))
 
 
-def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *,
-                         amend: Callable[[dict[str, Any]], None] | None = None) -> TrafficProfile:
-    """The coarser profile of rate windows (``profile_traffic`` of a :class:`RateWindows`); ``amend`` edits the
-    computed sections before they are written (the counters' profile of windows that do not divide a minute)."""
+def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, source: ProfileSource | None = None,
+                         convention: str | None = None, mixes: MixShares | None = None,
+                         slo: Unavailable | None = None, seq_len: Unavailable | None = None,
+                         metrics: object | None = None, cv_note: str | None = None) -> TrafficProfile:
+    """The coarser profile of rate windows (``profile_traffic`` of a :class:`RateWindows`). A profile from
+    Prometheus counters whose query step does not divide a minute states its own ``source``, ``convention``,
+    ``mixes``, ``slo`` and ``seq_len`` reasons, ``metrics`` section and per-client CV note (``cv_note``)."""
     quantile_level, growth, burst_k = params.quantile, params.growth, params.burst_k
     merge_gap, n_boot, seed = params.burst_merge_gap_bins, params.n_boot, params.seed
     prov = rates.provenance
@@ -578,7 +578,8 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *,
         interarrival_cv=None,
         interarrival_cv_note="not measured: no per-request times",
         per_client_window_cv_rate_weighted=wcv,
-        per_client_window_cv_note="the source's own per-client, per-window inter-arrival CVs, weighted by rate",
+        per_client_window_cv_note=(cv_note or "the source's own per-client, per-window inter-arrival CVs, weighted "
+                                   "by rate"),
     )
     origin_note = (
         f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
@@ -590,9 +591,9 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *,
         f"the target comes from {w:g} s window means: per-minute peaks are higher and are not in the source"
     )
     span = series.span_s
-    sections: dict[str, Any] = dict(
-        source=ProfileSource.of(prov, "rates", rates.frame.height),
-        convention=f"{origin_note}; missing windows count as zero; the window is the finest bin",
+    return _write(
+        source=source if source is not None else ProfileSource.of(prov, "rates", rates.frame.height),
+        convention=convention or f"{origin_note}; missing windows count as zero; the window is the finest bin",
         span_s=span,
         start_s=float(series.start_s[0]),
         end_s=float(series.start_s[0] + span),
@@ -607,14 +608,15 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *,
         decomposition=decompose(series),
         bursts=bursts,
         dispersion=disp,
-        mixes=Unavailable("the source gives rates, not requests with token counts, so mix shares cannot be counted"),
+        mixes=mixes if mixes is not None else Unavailable("the source gives rates, not requests with token counts, "
+                                                          "so mix shares cannot be counted"),
         targets=targets,
-        slo=Unavailable("the source gives rates only: no request outcomes, so no error budget"),
+        slo=slo if slo is not None else Unavailable("the source gives rates only: no request outcomes, so no error "
+                                                    "budget"),
         parameters=params,
-        seq_len=Unavailable("the source gives rates, not requests with token counts"),
+        seq_len=seq_len if seq_len is not None else Unavailable("the source gives rates, not requests with token "
+                                                                "counts"),
+        metrics=metrics,
     )
-    if amend is not None:
-        amend(sections)
-    return _write(**sections)
 
 
