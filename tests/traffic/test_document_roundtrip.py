@@ -107,3 +107,42 @@ def test_metrics_profile_round_trip(step):
     j = _json_of(profile_metrics(load(fix), n_boot=0))
     assert j["metrics"]["token_metrics"] and j["metrics"]["rules"]
     _round_trip(j)
+
+
+@pytest.mark.shared_data
+def test_the_builder_result_is_the_document(shared_data):
+    """One type: ``profile_traffic`` returns the ``TrafficProfile`` its JSON reads back into, equal field for field,
+    with the same summary; the JSON's numbers are the per-minute counts of the raw CSV (counted here)."""
+    import csv
+    from datetime import datetime
+
+    from bearing_lib.common.estimate import Estimate
+    from bearing_lib.traffic.document import PassiveLimit
+
+    path = shared_data(AZURE_CONV)
+    prof = profile_traffic(load_trace(path), n_boot=50)
+    assert type(prof) is TrafficProfile
+    j = _json_of(prof)
+    back = TrafficProfile.from_dict(j)
+    assert back == prof and back.summary_lines() == prof.summary_lines()
+    # the series is the raw file's complete UTC minutes, empty ones 0 (first and last, partial, left out)
+    with open(path) as fh:
+        t = [datetime.fromisoformat(r["TIMESTAMP"][:26] + "+00:00").timestamp() for r in csv.DictReader(fh)]
+    first, last = math.floor(min(t) / 60) + 1, math.floor(max(t) / 60)
+    counts = [0] * (last - first)
+    for x in t:
+        if first <= math.floor(x / 60) < last:
+            counts[math.floor(x / 60) - first] += 1
+    assert j["per_minute"]["series"]["requests"] == counts == prof.per_minute.series.requests
+    assert prof.per_minute.series.minute_start_s == [60.0 * m for m in range(first, last)]
+    assert prof.minute_counts()[0] == (60.0 * first, counts[0], 60.0)
+    # a section set after building (bearing profile --passive-sla) is written after the others, in its own order
+    prof.passive_limit = PassiveLimit(Estimate(7.25, (6.5, 8.75), unit="rps", basis="offered"),
+                                      "p99(latency) <= 20s", 300.0, 17, 3.5, 0.0021, -0.00028, True)
+    d = prof.to_dict()
+    assert list(d)[:-1] == list(j) and list(d)[-1] == "passive_limit"
+    assert list(d["passive_limit"])[:3] == ["kind", "q_ult", "clause"] and d["passive_limit"]["q_ult"]["kind"] == \
+        "passive"
+    assert TrafficProfile.from_dict(json.loads(json.dumps(d))).passive_limit == prof.passive_limit
+    assert "passive:     passive (from production latency vs load) limit under p99(latency) <= 20s" in \
+        "\n".join(prof.summary_lines())
