@@ -85,12 +85,15 @@ class _Part:
         # the class's ref on the wrapper, so a part met twice (input and output tokens) is kept both times
         return core_schema.no_info_wrap_validator_function(keep, inner, ref=ref)
 
+    def _keys(self) -> tuple[str, ...]:
+        """The keys a part built in code writes, in order: its fields in declaration order, those that are None
+        left out (a part whose builder writes another order, or a null, says so by overriding this)."""
+        return tuple(f.name for f in fields(self) if getattr(self, f.name) is not None)  # type: ignore[arg-type]
+
     def to_dict(self) -> dict[str, Any]:
         """This part as JSON values (``TrafficProfile.from_dict(j).to_dict() == j`` for a profile bearing wrote)."""
         given: tuple[str, ...] | None = getattr(self, "_given", None)
-        if given is None:
-            given = tuple(f.name for f in fields(self) if getattr(self, f.name) is not None)  # type: ignore[arg-type]
-        return {k: _plain(getattr(self, k)) for k in given}
+        return {k: _plain(getattr(self, k)) for k in (self._keys() if given is None else given)}
 
 
 @dataclass
@@ -174,8 +177,9 @@ class RateBlockDoc(_Part):
 
 
 @dataclass
-class TokenRateDoc(_Part):
-    """Tokens per minute (``per_minute.tokens.input_tokens`` / ``output_tokens``)."""
+class TokenRate(_Part):
+    """Tokens per minute, input or output (``per_minute.tokens.input_tokens`` / ``output_tokens``): mean, P95,
+    P99, max; built by ``traffic/profile.py`` (``_minute_block``)."""
 
     available: bool = True
     reason: str | None = None
@@ -185,11 +189,14 @@ class TokenRateDoc(_Part):
     max: float | None = None
     unit: str | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("mean", "p95", "p99", "max", "unit") if self.available else ("available", "reason")
+
 
 @dataclass
 class MinuteTokensDoc(_Part):
-    input_tokens: TokenRateDoc | None = None
-    output_tokens: TokenRateDoc | None = None
+    input_tokens: TokenRate | None = None
+    output_tokens: TokenRate | None = None
 
 
 @dataclass
@@ -949,7 +956,7 @@ __all__ = [
     "SlotRowDoc",
     "SlotTableDoc",
     "SlotsDoc",
-    "TokenRateDoc",
+    "TokenRate",
     "TokenStatsDoc",
     "TrendDoc",
     "TargetDoc",

@@ -43,7 +43,7 @@ from bearing_lib.traffic.binning import (
     timestamp_resolution,
 )
 from bearing_lib.traffic.bursts import Bursts, find_bursts
-from bearing_lib.traffic.document import PROFILE_SCHEMA, TrafficProfile
+from bearing_lib.traffic.document import PROFILE_SCHEMA, TokenRate, TrafficProfile
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
@@ -55,7 +55,6 @@ __all__ = [
     "Dispersion",
     "MixShares",
     "RateStats",
-    "TokenRate",
     "assemble_profile",
     "binned_counts",
     "dispersion",
@@ -67,20 +66,6 @@ __all__ = [
     "rate_stats",
     "timestamp_resolution",
 ]
-
-
-@dataclass
-class TokenRate:
-    """Tokens per minute (input or output): mean, P95, P99, max."""
-
-    mean: float
-    p95: float
-    p99: float
-    max: float
-    unit: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"mean": self.mean, "p95": self.p95, "p99": self.p99, "max": self.max, "unit": self.unit}
 
 
 @dataclass
@@ -147,7 +132,8 @@ def _minute_block(counts: pl.DataFrame) -> RateStats:
             continue
         v = s.to_numpy().astype(float)
         p95, p99 = (float(x) for x in quantile(v, [0.95, 0.99]))
-        tokens[col] = TokenRate(float(v.mean()), p95, p99, float(v.max()), f"{col.replace('_', ' ')}/min")
+        tokens[col] = TokenRate(mean=float(v.mean()), p95=p95, p99=p99, max=float(v.max()),
+                                unit=f"{col.replace('_', ' ')}/min")
     return replace(rate_stats(counts["requests"].to_numpy(), 60.0), unit="requests/min", per_minute=True,
                    tokens=tokens)
 
