@@ -385,7 +385,13 @@ class DecompositionDoc(_Part):
 
 
 @dataclass
-class DispersionDoc(_Part):
+class Dispersion(_Part):
+    """``dispersion``: how bursty the arrivals are (``traffic/profile.py`` ``dispersion`` builds it): the index
+    of dispersion of per-minute counts (``index_of_dispersion_bin_s``: its bin, None when it was not measured
+    from counts) and the inter-arrival CV, each with a note saying how it was measured or why not; from rate
+    windows, the source's own per-client window CVs weighted by rate (``per_client_window_cv_note`` set: the
+    figure was looked for). A key not measured from the source is left out."""
+
     available: bool = True
     reason: str | None = None
     index_of_dispersion: float | None = None
@@ -396,6 +402,15 @@ class DispersionDoc(_Part):
     per_client_window_cv_rate_weighted: float | None = None
     """Rate-weighted per-client, per-window inter-arrival CV (sources that give it, e.g. ServeGen)."""
     per_client_window_cv_note: str | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("index_of_dispersion",
+                *(("index_of_dispersion_bin_s",) if self.index_of_dispersion_bin_s is not None else ()),
+                "index_of_dispersion_note", "interarrival_cv", "interarrival_cv_note",
+                *(("per_client_window_cv_rate_weighted", "per_client_window_cv_note")
+                  if self.per_client_window_cv_note is not None else ()))
 
 
 @dataclass
@@ -500,7 +515,10 @@ class SloBudgetDoc(_Part):
 
 
 @dataclass
-class TokenStatsDoc(_Part):
+class TokenStats(_Part):
+    """Mean, linear P50/P90/P99 and max of a per-request token count (tokens), over ``n`` requests
+    (``seq_len.input_tokens`` / ``output_tokens``; the total's are ``seq_len``'s own)."""
+
     n: int | None = None
     mean: float | None = None
     p50: float | None = None
@@ -508,10 +526,47 @@ class TokenStatsDoc(_Part):
     p99: float | None = None
     max: float | None = None
 
+    @classmethod
+    def of(cls, values: Any) -> TokenStats:
+        """The statistics of ``values`` (an array of token counts)."""
+        import numpy as np
+
+        from bearing_lib.common.quantiles import quantile
+
+        v = np.asarray(values, dtype=float)
+        p50, p90, p99 = (float(x) for x in quantile(v, [0.5, 0.9, 0.99]))
+        return cls(n=int(v.size), mean=float(v.mean()), p50=p50, p90=p90, p99=p99, max=float(v.max()))
+
+    @classmethod
+    def of_counts(cls, values: Any, counts: Any) -> TokenStats:
+        """The same statistics from a value -> count table of integer token counts (what the
+        engines aggregate): exact, since the linear quantile only needs two order statistics."""
+        import numpy as np
+
+        order = np.argsort(values, kind="stable")
+        v = np.asarray(values, dtype=np.int64)[order]
+        c = np.asarray(counts, dtype=np.int64)[order]
+        n = int(c.sum())
+        cum = np.cumsum(c)
+
+        def at(rank: Any) -> Any:  # 0-based order statistic
+            return v[np.searchsorted(cum, rank, side="right")].astype(float)
+
+        h = (n - 1) * np.array([0.5, 0.9, 0.99])
+        j = np.floor(h)
+        a, b = at(j.astype(np.int64)), at(np.minimum(j + 1, n - 1).astype(np.int64))
+        t = h - j
+        # numpy's linear interpolation, term for term (its _lerp switches form at t >= 0.5)
+        qv = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+        mean = float(int((v * c).sum()) / n)
+        return cls(n=n, mean=mean, p50=float(qv[0]), p90=float(qv[1]), p99=float(qv[2]), max=float(v[-1]))
+
 
 @dataclass
-class SeqLenDoc(_Part):
-    """``seq_len``: input + output tokens per request (n, mean, P50, P99, max), or why there is none."""
+class SeqLenDistribution(_Part):
+    """``seq_len``: sequence length (input + output tokens per request: n, mean, P50/P90/P99, max) and its two
+    parts over the same requests, or why there is none; built by ``traffic/seqlen.py``
+    (``seq_len_distribution``); the memory plan reads it."""
 
     available: bool = True
     reason: str | None = None
@@ -525,8 +580,19 @@ class SeqLenDoc(_Part):
     definition: str | None = None
     quantile_method: str | None = None
     unit: str | None = None
-    input_tokens: TokenStatsDoc | None = None
-    output_tokens: TokenStatsDoc | None = None
+    input_tokens: TokenStats | None = None
+    output_tokens: TokenStats | None = None
+
+    @property
+    def total(self) -> TokenStats:
+        """The sequence length's own statistics (input + output tokens)."""
+        return TokenStats(n=self.n, mean=self.mean, p50=self.p50, p90=self.p90, p99=self.p99, max=self.max)
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("available", "definition", "unit", "quantile_method", "n", "mean", "p50", "p90", "p99", "max",
+                "n_without_counts", "input_tokens", "output_tokens")
 
 
 @dataclass
@@ -730,12 +796,12 @@ class TrafficProfile(_Part):
     slots: SlotsDoc | None = None
     decomposition: DecompositionDoc | None = None
     bursts: BurstsDoc | None = None
-    dispersion: DispersionDoc | None = None
+    dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
     mix_shares_per_hour: MixSharesPerHourDoc | None = None
     resolution: ResolutionDoc | None = None
     slo_budget: SloBudgetDoc | None = None
-    seq_len: SeqLenDoc | None = None
+    seq_len: SeqLenDistribution | None = None
     mix_spec: list[MixEntryDoc] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
     mix_peaks: MixPeaksDoc | None = None
@@ -929,7 +995,7 @@ __all__ = [
     "ComponentDoc",
     "ConsumedDoc",
     "DecompositionDoc",
-    "DispersionDoc",
+    "Dispersion",
     "EpisodeDoc",
     "ForecastDoc",
     "MetricTokensDoc",
@@ -950,14 +1016,14 @@ __all__ = [
     "RateBlockDoc",
     "RateStatsDoc",
     "ResolutionDoc",
-    "SeqLenDoc",
+    "SeqLenDistribution",
     "SloBudgetDoc",
     "SlotPeakDoc",
     "SlotRowDoc",
     "SlotTableDoc",
     "SlotsDoc",
     "TokenRate",
-    "TokenStatsDoc",
+    "TokenStats",
     "TrendDoc",
     "TargetDoc",
     "TargetsDoc",

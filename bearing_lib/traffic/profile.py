@@ -43,7 +43,7 @@ from bearing_lib.traffic.binning import (
     timestamp_resolution,
 )
 from bearing_lib.traffic.bursts import Bursts, find_bursts
-from bearing_lib.traffic.document import PROFILE_SCHEMA, TokenRate, TrafficProfile
+from bearing_lib.traffic.document import PROFILE_SCHEMA, Dispersion, TokenRate, TrafficProfile
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
@@ -52,7 +52,6 @@ from bearing_lib.traffic.source import ProfileParameters, ProfileSource
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
 __all__ = [
-    "Dispersion",
     "MixShares",
     "RateStats",
     "assemble_profile",
@@ -136,34 +135,6 @@ def _minute_block(counts: pl.DataFrame) -> RateStats:
                                 unit=f"{col.replace('_', ' ')}/min")
     return replace(rate_stats(counts["requests"].to_numpy(), 60.0), unit="requests/min", per_minute=True,
                    tokens=tokens)
-
-
-@dataclass
-class Dispersion:
-    """How bursty the arrivals are: the index of dispersion of per-minute counts (``index_of_dispersion_bin_s``:
-    its bin, None when it was not measured from counts) and the inter-arrival CV, each with a note saying how it
-    was measured or why not; from rate windows, the source's own per-client window CVs weighted by rate
-    (``per_client_window_cv_note`` set: the figure was looked for)."""
-
-    index_of_dispersion: float | None
-    index_of_dispersion_note: str
-    interarrival_cv: float | None
-    interarrival_cv_note: str
-    index_of_dispersion_bin_s: float | None = None
-    per_client_window_cv_rate_weighted: float | None = None
-    per_client_window_cv_note: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The profile JSON's ``dispersion`` (a key not measured from this source is left out)."""
-        out: dict[str, object] = {"index_of_dispersion": self.index_of_dispersion}
-        if self.index_of_dispersion_bin_s is not None:
-            out["index_of_dispersion_bin_s"] = self.index_of_dispersion_bin_s
-        out |= {"index_of_dispersion_note": self.index_of_dispersion_note, "interarrival_cv": self.interarrival_cv,
-                "interarrival_cv_note": self.interarrival_cv_note}
-        if self.per_client_window_cv_note is not None:
-            out |= {"per_client_window_cv_rate_weighted": self.per_client_window_cv_rate_weighted,
-                    "per_client_window_cv_note": self.per_client_window_cv_note}
-        return out
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
