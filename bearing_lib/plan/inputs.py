@@ -31,7 +31,13 @@ from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, open_end
 from bearing_lib.plan.memory import SeqLenStats
 from bearing_lib.plan.plan_step import PlanStep
-from bearing_lib.traffic.document import PROFILE_SCHEMA, MinuteSeriesDoc, TrafficProfile, UnavailableDoc
+from bearing_lib.traffic.document import (
+    PROFILE_SCHEMA,
+    MinuteSeriesDoc,
+    MixPeaks,
+    TrafficProfile,
+    UnavailableDoc,
+)
 from bearing_lib.traffic.forecast import TrendForecast
 
 
@@ -237,10 +243,10 @@ def _stats_of(block: Any) -> dict[str, float]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def own_peaks_of(peaks: Any) -> list[OwnPeak]:
-    """The per-mix peaks of a profile (its :class:`~bearing_lib.traffic.document.MixPeaksDoc`, or a
-    :class:`~bearing_lib.traffic.mix_peaks.MixPeaks` as computed) as :class:`OwnPeak` rows; [] for none."""
-    if peaks is None or getattr(peaks, "available", True) is False or not hasattr(peaks, "rows"):
+def own_peaks_of(peaks: MixPeaks | None) -> list[OwnPeak]:
+    """The per-mix peaks of a profile (its :class:`~bearing_lib.traffic.document.MixPeaks`) as :class:`OwnPeak`
+    rows; [] for none."""
+    if peaks is None or not peaks.available:
         return []
     q, b, overall = peaks.quantile, peaks.bin_s, peaks.overall_target_rps
     if q is None or b is None or overall is None:

@@ -603,8 +603,10 @@ class MixShareDoc(_Part):
 
 
 @dataclass
-class MixPeakDoc(_Part):
-    """One row of ``mix_peaks.rows``: a mix's own rate distribution (req/s) and the share method beside it."""
+class MixPeak(_Part):
+    """One row of ``mix_peaks.rows``: a mix's own rate distribution over the profile's bins (req/s) and the share
+    method beside it (``own_over_share``: its own peak at the target quantile / its share x the overall one;
+    ``understated`` when that is above ``mix_peaks.understated_ratio``)."""
 
     mix: str
     n_requests: float | None = None
@@ -619,10 +621,14 @@ class MixPeakDoc(_Part):
     own_over_share: float | None = None
     understated: bool = False
 
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
 
 @dataclass
-class MixPeaksDoc(_Part):
-    """``mix_peaks`` (``traffic/mix_peaks.py``): per-mix peaks at the profile's bin and target quantile."""
+class MixPeaks(_Part):
+    """``mix_peaks``: per-mix peaks over ``n_bins`` bins of ``bin_s`` seconds at the profile's target quantile
+    (0.99 = P99); built by ``traffic/mix_peaks.py`` (``mix_peaks``)."""
 
     available: bool = True
     reason: str | None = None
@@ -634,9 +640,9 @@ class MixPeaksDoc(_Part):
     understated_ratio: float | None = None
     """A mix is understated when its own target exceeds its share of the overall by more than this ratio."""
     statement: str | None = None
-    rows: list[MixPeakDoc] = field(default_factory=list)
+    rows: list[MixPeak] = field(default_factory=list)
 
-    def row(self, mix: str) -> MixPeakDoc:
+    def row(self, mix: str) -> MixPeak:
         """The row of ``mix`` (KeyError naming the mixes when there is none)."""
         for r in self.rows:
             if r.mix == mix:
@@ -679,7 +685,7 @@ class MetricsSourceDoc(_Part):
     gaps: int | None = None
     token_metrics: MetricTokensDoc | None = None
     per_mix: list[MixCountsDoc] = field(default_factory=list)
-    mix_peaks: MixPeaksDoc | None = None
+    mix_peaks: MixPeaks | None = None
     unknowable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     rules: str | None = None
@@ -804,7 +810,7 @@ class TrafficProfile(_Part):
     seq_len: SeqLenDistribution | None = None
     mix_spec: list[MixEntryDoc] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
-    mix_peaks: MixPeaksDoc | None = None
+    mix_peaks: MixPeaks | None = None
     """Each mix's own peaks (profiles with more than one mix)."""
     metrics: MetricsSourceDoc | None = None
     """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
@@ -1006,8 +1012,8 @@ __all__ = [
     "MixCountsDoc",
     "MixEntryDoc",
     "MixHourDoc",
-    "MixPeakDoc",
-    "MixPeaksDoc",
+    "MixPeak",
+    "MixPeaks",
     "MixShareDoc",
     "MixSharesPerHourDoc",
     "PassiveLimit",
