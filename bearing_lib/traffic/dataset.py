@@ -50,6 +50,7 @@ from bearing_lib.traffic.binning import (
     empty_bins,
     finish_bins,
     resolution_from_gaps,
+    resolution_of,
 )
 from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.onepass import gap_summary, one_pass
@@ -233,9 +234,9 @@ def _combine_blocks(t: pl.DataFrame, n: int, distinct) -> tuple[TimestampResolut
         # a coarse grid: the distinct start times are few (at most one per ms); test the grid exactly
         res = resolution_from_gaps(n, np.diff(distinct()))
     elif npos == 0:
-        res = TimestampResolution(n, 1, None, None, None)
+        res = resolution_of(n, 1, None, None, None)
     else:
-        res = TimestampResolution(n, npos + 1, dmin, None, None)
+        res = resolution_of(n, npos + 1, dmin, None, None)
     cv = None
     if n_gaps >= 2:
         mean = (float(t["gsum"].sum()) + float(bd.sum())) / n_gaps

@@ -430,8 +430,20 @@ class MixSharesPerHourDoc(_Part):
     notes: list[str] = field(default_factory=list)
 
 
+#: A bin may be this much finer than the timestamps' grid step (the grid's own tolerance).
+GRID_TOLERANCE = 0.05
+
+
 @dataclass
-class ResolutionDoc(_Part):
+class TimestampResolution(_Part):
+    """``resolution``: the time grid of a trace's start times (``traffic/binning.py`` measures it).
+
+    ``quantum_s`` is the grid step when the timestamps are quantized (all gaps between distinct times are whole
+    multiples of one step of at least 1 ms), else None; ``smallest_gap_s`` the smallest gap between distinct
+    times; ``finest_bin_s`` the finest bin a rate may use (the quantum, or None when there is no limit);
+    ``grid_fit_share`` the share of gaps on the grid (measured; the statement gives it, the JSON does not).
+    """
+
     available: bool = True
     reason: str | None = None
     n_requests: int | None = None
@@ -441,6 +453,17 @@ class ResolutionDoc(_Part):
     quantum_s: float | None = None
     finest_bin_s: float | None = None
     statement: str | None = None
+    grid_fit_share: float | None = None
+
+    def allows_bin(self, bin_s: float) -> bool:
+        """Whether bins of ``bin_s`` seconds are no finer than the timestamps' grid."""
+        return self.quantum_s is None or bin_s >= self.quantum_s * (1 - GRID_TOLERANCE)
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("n_requests", "n_distinct_start_times", "smallest_gap_s", "quantized", "quantum_s", "finest_bin_s",
+                "statement")
 
 
 @dataclass
@@ -805,7 +828,7 @@ class TrafficProfile(_Part):
     dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
     mix_shares_per_hour: MixSharesPerHourDoc | None = None
-    resolution: ResolutionDoc | None = None
+    resolution: TimestampResolution | None = None
     slo_budget: SloBudgetDoc | None = None
     seq_len: SeqLenDistribution | None = None
     mix_spec: list[MixEntryDoc] | None = None
@@ -993,6 +1016,7 @@ def profile_schema_document() -> dict[str, Any]:
 
 
 __all__ = [
+    "GRID_TOLERANCE",
     "PROFILE_SCHEMA",
     "AlertDoc",
     "BudgetDoc",
@@ -1021,7 +1045,7 @@ __all__ = [
     "TrafficProfile",
     "RateBlockDoc",
     "RateStatsDoc",
-    "ResolutionDoc",
+    "TimestampResolution",
     "SeqLenDistribution",
     "SloBudgetDoc",
     "SlotPeakDoc",
