@@ -35,7 +35,7 @@ from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.model import Flag, ReportModel, as_float
 from bearing_lib.report.plan_section import TOP_TENANTS, ProductionSource
-from bearing_lib.traffic.document import EpisodeDoc, SlotPeakDoc, SlotRowDoc, TrafficProfile
+from bearing_lib.traffic.document import BurstEpisode, SlotPeakDoc, SlotRowDoc, TrafficProfile
 
 
 @dataclass
@@ -411,7 +411,7 @@ def bursts_group(p: TrafficProfile) -> Group:
             g.notes.append(f"{num(b.n_unjudged_bins)} bins could not be judged (no baseline for their slot)")
         g.notes += _notes(b.notes)
         if b.episodes:
-            cols = [f.name for f in dataclasses.fields(EpisodeDoc)
+            cols = [f.name for f in dataclasses.fields(BurstEpisode)
                     if any(getattr(e, f.name) is not None for e in b.episodes)]
             g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
                                   [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],

@@ -264,8 +264,9 @@ class TargetsDoc(TargetDoc):
 
 
 @dataclass
-class EpisodeDoc(_Part):
-    """One burst episode (``bursts.episodes[]``); times in s on the trace's clock."""
+class BurstEpisode(_Part):
+    """One burst episode (``bursts.episodes[]``): where it starts, how long, how high; times in s on the trace's
+    clock, rates in req/s (``traffic/bursts.py`` ``find_bursts`` finds it)."""
 
     start_s: float | None = None
     end_s: float | None = None
@@ -279,13 +280,16 @@ class EpisodeDoc(_Part):
 
 
 @dataclass
-class BurstsDoc(_Part):
+class Bursts(_Part):
+    """``bursts``: the burst episodes found in a rate series (``traffic/bursts.py`` ``find_bursts``), with the rule
+    and the figures over them (``per_month``: episodes per 30 days, ``per_month_note`` how it was obtained)."""
+
     available: bool = True
     reason: str | None = None
     k: float | None = None
     """A burst is a run of bins with rate > ``k`` × baseline."""
     bin_s: float | None = None
-    episodes: list[EpisodeDoc] = field(default_factory=list)
+    episodes: list[BurstEpisode] = field(default_factory=list)
     count: int | None = None
     per_month: float | None = None
     per_month_note: str | None = None
@@ -297,6 +301,25 @@ class BurstsDoc(_Part):
     baseline: str | None = None
     n_unjudged_bins: int | None = None
     notes: list[str] = field(default_factory=list)
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("k", "bin_s", "baseline", "rule", "count", "total_duration_s", "max_duration_s",
+                "max_peak_multiplier", "per_month", "per_month_note", "n_unjudged_bins", "episodes", "notes")
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        rows = "".join(
+            f"<tr><td>{e.start_s:.0f}</td><td>{e.duration_s:.0f}</td><td>{e.peak_rps:.2f}</td>"
+            f"<td>{e.peak_multiplier:.2f}</td></tr>"
+            for e in self.episodes
+        )
+        return (
+            f"<p><b>{self.count} burst(s)</b> above {self.k:g}x baseline ({html.escape(self.baseline or '')})</p>"
+            f"<table><tr><th>start_s</th><th>duration_s</th><th>peak_rps</th><th>peak ×</th></tr>{rows}</table>"
+        )
 
 
 @dataclass
@@ -824,7 +847,7 @@ class TrafficProfile(_Part):
     per_window: WindowBlockDoc | None = None
     slots: SlotsDoc | None = None
     decomposition: DecompositionDoc | None = None
-    bursts: BurstsDoc | None = None
+    bursts: Bursts | None = None
     dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
     mix_shares_per_hour: MixSharesPerHourDoc | None = None
@@ -1021,12 +1044,12 @@ __all__ = [
     "AlertDoc",
     "BudgetDoc",
     "BurnWindowDoc",
-    "BurstsDoc",
+    "BurstEpisode",
+    "Bursts",
     "ComponentDoc",
     "ConsumedDoc",
     "DecompositionDoc",
     "Dispersion",
-    "EpisodeDoc",
     "ForecastDoc",
     "MetricTokensDoc",
     "MetricsSourceDoc",
