@@ -108,6 +108,9 @@ class MinuteSeriesDoc(_Part):
             raise ValueError(f"'minute_start_s' has {len(self.minute_start_s)} values but 'requests' has "
                              f"{len(self.requests)}")
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("requests",) if self.minute_start_s is None else ("minute_start_s", "requests")
+
 
 @dataclass
 class MinuteRowDoc(_Part):
@@ -130,6 +133,9 @@ class WindowSeriesDoc(_Part):
             raise ValueError(f"'window_start_s' has {len(self.window_start_s)} values but 'requests' has "
                              f"{len(self.requests)}")
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("bin_s", "requests") if self.window_start_s is None else ("bin_s", "window_start_s", "requests")
+
 
 _MinuteSeries = Annotated[
     Annotated[MinuteSeriesDoc, Tag("~columns")] | Annotated[list[MinuteRowDoc], Tag("~rows")],
@@ -138,7 +144,7 @@ _MinuteSeries = Annotated[
 
 
 @dataclass
-class RateStatsDoc(_Part):
+class RpsStats(_Part):
     """``per_minute.rps`` / ``per_second.rps`` / ``per_window.rps``: the block's distribution in req/s."""
 
     mean: float | None = None
@@ -149,10 +155,11 @@ class RateStatsDoc(_Part):
 
 
 @dataclass
-class RateBlockDoc(_Part):
-    """``per_minute`` / ``per_window``: the rate distribution (requests per bin) and, optionally, its series.
-
-    The counts are per bin; ``rps`` is the same distribution in req/s.
+class RateStats(_Part):
+    """``per_second`` (and the base of ``per_minute`` / ``per_window``): the distribution of a per-bin request
+    count (``traffic/profile.py`` ``rate_stats``): bins (``n_minutes`` for minutes, else ``n_bins``), empty bins,
+    mean, P50/P95/P99, max and peak/mean in requests per bin; ``rps`` the same in req/s; ``note`` what the bins
+    are when they are not counted requests.
     """
 
     available: bool = True
@@ -173,7 +180,14 @@ class RateBlockDoc(_Part):
     peak_to_mean: float | None = None
     unit: str | None = None
     note: str | None = None
-    rps: RateStatsDoc | None = None
+    rps: RpsStats | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        opt = tuple(k for k in ("tokens", "note", "series") if getattr(self, k, None) is not None)
+        return ("available", "bin_s", "n_minutes" if self.n_minutes is not None else "n_bins", "n_empty", "mean",
+                "p50", "p95", "p99", "max", "peak_to_mean", "rps", "unit", *opt)
 
 
 @dataclass
@@ -194,19 +208,28 @@ class TokenRate(_Part):
 
 
 @dataclass
-class MinuteTokensDoc(_Part):
+class MinuteTokens(_Part):
+    """``per_minute.tokens``: input and output tokens per minute (null: the trace has no such column)."""
+
     input_tokens: TokenRate | None = None
     output_tokens: TokenRate | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("input_tokens", "output_tokens")
+
 
 @dataclass
-class MinuteBlockDoc(RateBlockDoc):
+class MinuteRateStats(RateStats):
+    """``per_minute``: requests per minute (:class:`RateStats`), tokens per minute and the series itself."""
+
     series: _MinuteSeries | None = None
-    tokens: MinuteTokensDoc | None = None
+    tokens: MinuteTokens | None = None
 
 
 @dataclass
-class WindowBlockDoc(RateBlockDoc):
+class WindowRateStats(RateStats):
+    """``per_window``: requests per rate window (:class:`RateStats`) and the series itself."""
+
     series: WindowSeriesDoc | None = None
 
 
@@ -842,9 +865,9 @@ class TrafficProfile(_Part):
     parameters: ProfileParameters | None = None
     """How the profile was computed (:class:`~bearing_lib.traffic.source.ProfileParameters`)."""
     targets: TargetsDoc | None = None
-    per_minute: MinuteBlockDoc | None = None
-    per_second: RateBlockDoc | None = None
-    per_window: WindowBlockDoc | None = None
+    per_minute: MinuteRateStats | None = None
+    per_second: RateStats | None = None
+    per_window: WindowRateStats | None = None
     slots: SlotsDoc | None = None
     decomposition: DecompositionDoc | None = None
     bursts: Bursts | None = None
@@ -1053,8 +1076,9 @@ __all__ = [
     "ForecastDoc",
     "MetricTokensDoc",
     "MetricsSourceDoc",
-    "MinuteBlockDoc",
+    "MinuteRateStats",
     "MinuteRowDoc",
+    "MinuteTokens",
     "MinuteSeriesDoc",
     "MixCountsDoc",
     "MixEntryDoc",
@@ -1066,8 +1090,8 @@ __all__ = [
     "PassiveLimit",
     "PeakDoc",
     "TrafficProfile",
-    "RateBlockDoc",
-    "RateStatsDoc",
+    "RateStats",
+    "RpsStats",
     "TimestampResolution",
     "SeqLenDistribution",
     "SloBudgetDoc",
@@ -1081,7 +1105,7 @@ __all__ = [
     "TargetDoc",
     "TargetsDoc",
     "UnavailableDoc",
-    "WindowBlockDoc",
+    "WindowRateStats",
     "WindowSeriesDoc",
     "profile_schema_document",
 ]

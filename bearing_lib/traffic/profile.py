@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -43,7 +44,19 @@ from bearing_lib.traffic.binning import (
     timestamp_resolution,
 )
 from bearing_lib.traffic.bursts import Bursts, find_bursts
-from bearing_lib.traffic.document import PROFILE_SCHEMA, Dispersion, TokenRate, TrafficProfile
+from bearing_lib.traffic.document import (
+    PROFILE_SCHEMA,
+    Dispersion,
+    MinuteRateStats,
+    MinuteSeriesDoc,
+    MinuteTokens,
+    RateStats,
+    RpsStats,
+    TokenRate,
+    TrafficProfile,
+    WindowRateStats,
+    WindowSeriesDoc,
+)
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
@@ -51,9 +64,10 @@ from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
 from bearing_lib.traffic.source import ProfileParameters, ProfileSource
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
+_S = TypeVar("_S", bound=RateStats)
+
 __all__ = [
     "MixShares",
-    "RateStats",
     "assemble_profile",
     "binned_counts",
     "dispersion",
@@ -67,62 +81,28 @@ __all__ = [
 ]
 
 
-@dataclass
-class RateStats:
-    """Distribution of a per-bin request count (:func:`rate_stats`): bins, empty bins, mean, P50/P95/P99, max
-    and peak/mean in requests per bin, ``rps`` the same in req/s. The per-minute block (``per_minute``) is written
-    with ``n_minutes`` and the tokens per minute (``tokens``, None for a column the trace lacks); the per-window
-    block says what its windows are (``note``)."""
-
-    n_bins: int
-    n_empty: int
-    mean: float
-    p50: float
-    p95: float
-    p99: float
-    max: float
-    peak_to_mean: float | None
-    rps: dict[str, float]
-    bin_s: float
-    unit: str = ""
-    per_minute: bool = False
-    tokens: dict[str, TokenRate | None] = field(default_factory=dict)
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The profile JSON's ``per_minute`` / ``per_second`` / ``per_window`` statistics (without the series)."""
-        out: dict[str, object] = {"available": True, "bin_s": self.bin_s,
-                                  ("n_minutes" if self.per_minute else "n_bins"): self.n_bins,
-                                  "n_empty": self.n_empty, "mean": self.mean, "p50": self.p50, "p95": self.p95,
-                                  "p99": self.p99, "max": self.max, "peak_to_mean": self.peak_to_mean,
-                                  "rps": dict(self.rps), "unit": self.unit}
-        if self.per_minute:
-            out["tokens"] = {k: None if v is None else v.to_dict() for k, v in self.tokens.items()}
-        if self.note is not None:
-            out["note"] = self.note
-        return out
-
-
-def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> RateStats:
+def rate_stats(requests_per_bin: np.ndarray, bin_s: float, *, unit: str = "", note: str | None = None,
+               kind: type[_S] = RateStats) -> _S:  # type: ignore[assignment]
     """Distribution of a per-bin request count: n, empty bins, mean, P50/P95/P99, max, peak/mean.
 
     Values are in requests per bin (requests/min for 60 s bins); ``rps`` repeats them in
-    req/s. Quantiles are linear (``bearing_lib.common.quantiles``).
+    req/s. Quantiles are linear (``bearing_lib.common.quantiles``). ``kind``: the block it makes
+    (:class:`~bearing_lib.traffic.document.RateStats` or the per-minute / per-window one).
     """
     v = np.asarray(requests_per_bin, dtype=float)
     if v.size == 0:
         raise InsufficientDataError("no complete bin: the trace is shorter than one bin")
     p50, p95, p99 = (float(x) for x in quantile(v, [0.5, 0.95, 0.99]))
     mean, mx = float(v.mean()), float(v.max())
-    return RateStats(
-        n_bins=int(v.size), n_empty=int((v == 0).sum()), mean=mean, p50=p50, p95=p95, p99=p99, max=mx,
+    return kind(
+        bin_s=bin_s, n_bins=int(v.size), n_empty=int((v == 0).sum()), mean=mean, p50=p50, p95=p95, p99=p99, max=mx,
         peak_to_mean=mx / mean if mean > 0 else None,
-        rps={k: x / bin_s for k, x in (("mean", mean), ("p50", p50), ("p95", p95), ("p99", p99), ("max", mx))},
-        bin_s=bin_s,
+        rps=RpsStats(mean=mean / bin_s, p50=p50 / bin_s, p95=p95 / bin_s, p99=p99 / bin_s, max=mx / bin_s),
+        unit=unit, note=note,
     )
 
 
-def _minute_block(counts: pl.DataFrame) -> RateStats:
+def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
     tokens: dict[str, TokenRate | None] = {}
     for col in ("input_tokens", "output_tokens"):
         s = counts[col]
@@ -133,8 +113,10 @@ def _minute_block(counts: pl.DataFrame) -> RateStats:
         p95, p99 = (float(x) for x in quantile(v, [0.95, 0.99]))
         tokens[col] = TokenRate(mean=float(v.mean()), p95=p95, p99=p99, max=float(v.max()),
                                 unit=f"{col.replace('_', ' ')}/min")
-    return replace(rate_stats(counts["requests"].to_numpy(), 60.0), unit="requests/min", per_minute=True,
-                   tokens=tokens)
+    block = rate_stats(counts["requests"].to_numpy(), 60.0, unit="requests/min", kind=MinuteRateStats)
+    return replace(block, n_minutes=block.n_bins, n_bins=None, tokens=MinuteTokens(**tokens),
+                   series=MinuteSeriesDoc(minute_start_s=counts["minute_start_s"].to_list(),
+                                          requests=counts["requests"].to_list()))
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
@@ -270,19 +252,10 @@ def _utc(t: float | None, aligned: bool) -> str | None:
     return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _series_json(per_minute: pl.DataFrame | None, series: RateSeries) -> dict[str, object]:
-    """The rate series as JSON columns: per minute ``{"minute_start_s", "requests"}``, or for
-    rate windows ``{"bin_s", "window_start_s", "requests"}`` (requests per window)."""
-    if per_minute is not None:
-        return {"minute_start_s": per_minute["minute_start_s"].to_list(), "requests": per_minute["requests"].to_list()}
-    return {"bin_s": float(series.bin_s), "window_start_s": [float(x) for x in series.start_s],
-            "requests": [float(x) for x in series.requests]}
-
-
 def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: float | None, end_s: float | None,
-           aligned: bool, resolution: TimestampResolution | Unavailable, series: RateSeries,
-           per_minute: pl.DataFrame | None, per_minute_stats: RateStats | Unavailable,
-           per_second_stats: RateStats | Unavailable, per_window_stats: RateStats | None, slots: SlotBaselines,
+           aligned: bool, resolution: TimestampResolution | Unavailable,
+           per_minute_stats: MinuteRateStats | Unavailable, per_second_stats: RateStats | Unavailable,
+           per_window_stats: WindowRateStats | None, slots: SlotBaselines,
            decomposition: Decomposition | Unavailable, bursts: Bursts, dispersion: Dispersion | Unavailable,
            mixes: MixShares | Unavailable, targets: Targets, slo: SLOBudget | Unavailable,
            parameters: ProfileParameters, seq_len: SeqLenDistribution | Unavailable,
@@ -318,9 +291,7 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
         "clock": "UTC wall clock" if aligned else "relative (seconds from the trace start)",
         "parameters": parameters.to_dict(),
         "resolution": d(resolution),
-        "per_minute": ({**per_minute_stats.to_dict(), "series": _series_json(per_minute, series)}
-                       if isinstance(per_minute_stats, RateStats) and per_minute is not None
-                       else d(per_minute_stats)),
+        "per_minute": d(per_minute_stats),
         "per_second": d(per_second_stats),
         "slots": slots.to_dict(),
         "decomposition": d(decomposition),
@@ -338,7 +309,7 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
     if metrics is not None:
         out["metrics"] = d(metrics)
     if per_window_stats is not None:
-        out["per_window"] = {**per_window_stats.to_dict(), "series": _series_json(None, series)}
+        out["per_window"] = per_window_stats.to_dict()
     return TrafficProfile.from_dict(out, source=f"the profile of {source.path}")
 
 
@@ -442,7 +413,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         pass
     elif seconds is not None:
         per_second = (
-            replace(rate_stats(seconds["requests"].to_numpy(), 1.0), unit="requests/s")
+            rate_stats(seconds["requests"].to_numpy(), 1.0, unit="requests/s")
             if seconds.height else Unavailable("no complete second")
         )
     else:
@@ -463,8 +434,6 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         end_s=t_max,
         aligned=aligned,
         resolution=resolution,
-        series=series,
-        per_minute=minutes,
         per_minute_stats=_minute_block(minutes),
         per_second_stats=per_second,
         per_window_stats=None,
@@ -518,8 +487,11 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, sourc
     prov = rates.provenance
     series = series_from_rate_windows(rates)
     w = series.bin_s
-    per_window = replace(rate_stats(series.requests, w), unit=f"requests per {w:g} s window",
-                         note="from mean rates per window: the distribution of window means, not of minutes")
+    per_window = replace(
+        rate_stats(series.requests, w, unit=f"requests per {w:g} s window", kind=WindowRateStats,
+                   note="from mean rates per window: the distribution of window means, not of minutes"),
+        series=WindowSeriesDoc(bin_s=float(series.bin_s), window_start_s=[float(x) for x in series.start_s],
+                               requests=[float(x) for x in series.requests]))
     coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)
@@ -556,8 +528,6 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, sourc
         end_s=float(series.start_s[0] + span),
         aligned=series.aligned,
         resolution=Unavailable(f"no per-request times: the source gives {w:g} s windows"),
-        series=series,
-        per_minute=None,
         per_minute_stats=Unavailable(coarse),
         per_second_stats=Unavailable(coarse.replace("per-minute", "per-second")),
         per_window_stats=per_window,
