@@ -711,6 +711,9 @@ class MixPeaks(_Part):
     statement: str | None = None
     rows: list[MixPeak] = field(default_factory=list)
 
+    def _keys(self) -> tuple[str, ...]:
+        return super()._keys() if self.available else ("available", "reason")
+
     def row(self, mix: str) -> MixPeak:
         """The row of ``mix`` (KeyError naming the mixes when there is none)."""
         for r in self.rows:
@@ -720,8 +723,9 @@ class MixPeaks(_Part):
 
 
 @dataclass
-class MixCountsDoc(_Part):
-    """``metrics.per_mix[]``: one mix's counted requests, share and mean tokens per request."""
+class MixCounts(_Part):
+    """``metrics.per_mix[]``: one mix's requests counted by the counters over the profile's bins, its share of all,
+    and the mean tokens per request where a token counter is labelled by the mix (None otherwise)."""
 
     mix: str | None = None
     n_requests: float | None = None
@@ -729,19 +733,25 @@ class MixCountsDoc(_Part):
     mean_input_tokens: float | None = None
     mean_output_tokens: float | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))
+
 
 @dataclass
-class MetricTokensDoc(_Part):
+class MetricTokens(_Part):
     """``metrics.token_metrics``: the token counters read (None: not found)."""
 
     input_tokens: str | None = None
     output_tokens: str | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("input_tokens", "output_tokens")
+
 
 @dataclass
-class MetricsSourceDoc(_Part):
-    """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py``); only what a reader
-    shows is typed."""
+class MetricsSource(_Part):
+    """``metrics``: a profile made from Prometheus counters (``traffic/metrics_profile.py`` builds it): the
+    counter, step, resets, gaps, per-label shares and own peaks, and what counters cannot tell."""
 
     available: bool = True
     request_metric: str | None = None
@@ -752,8 +762,8 @@ class MetricsSourceDoc(_Part):
     n_series: int | None = None
     counter_resets: int | None = None
     gaps: int | None = None
-    token_metrics: MetricTokensDoc | None = None
-    per_mix: list[MixCountsDoc] = field(default_factory=list)
+    token_metrics: MetricTokens | None = None
+    per_mix: list[MixCounts] = field(default_factory=list)
     mix_peaks: MixPeaks | None = None
     unknowable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -881,7 +891,7 @@ class TrafficProfile(_Part):
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
     mix_peaks: MixPeaks | None = None
     """Each mix's own peaks (profiles with more than one mix)."""
-    metrics: MetricsSourceDoc | None = None
+    metrics: MetricsSource | None = None
     """A profile from Prometheus counters: the counter, step, resets, per-label shares and what is unknowable."""
     passive_limit: PassiveLimit | None = None
     """``bearing profile --passive-sla``: the passive limit (computed by ``bearing_lib.twin.passive.passive_limit``)."""
@@ -1074,13 +1084,13 @@ __all__ = [
     "DecompositionDoc",
     "Dispersion",
     "ForecastDoc",
-    "MetricTokensDoc",
-    "MetricsSourceDoc",
+    "MetricTokens",
+    "MetricsSource",
     "MinuteRateStats",
     "MinuteRowDoc",
     "MinuteTokens",
     "MinuteSeriesDoc",
-    "MixCountsDoc",
+    "MixCounts",
     "MixEntryDoc",
     "MixHourDoc",
     "MixPeak",

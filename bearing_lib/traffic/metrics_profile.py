@@ -38,7 +38,7 @@ Rules (``docs/operations.md``, section 0, *Production from Prometheus metrics*):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -47,8 +47,8 @@ from bearing_lib.common.errors import InputError, InsufficientDataError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
-from bearing_lib.traffic.document import TrafficProfile
-from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
+from bearing_lib.traffic.document import MetricsSource, MetricTokens, MixCounts, MixPeaks, TrafficProfile
+from bearing_lib.traffic.mix_peaks import mix_peaks
 from bearing_lib.traffic.source import CounterParameters, ProfileParameters, ProfileSource
 
 REQUEST_COUNTERS = ("vllm:request_success_total", "vllm_request_success_total", "sglang:num_requests_total")
@@ -81,51 +81,9 @@ class CounterWindows:
     gaps: int
 
 
-@dataclass
-class MixCounts:
-    """One mix's requests counted by the counters over the profile's bins: its share of all, and the mean
-    tokens per request where a token counter is labelled by the mix (None otherwise)."""
-
-    mix: str
-    n_requests: float
-    share: float | None = None
-    mean_input_tokens: float | None = None
-    mean_output_tokens: float | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {"mix": self.mix, "n_requests": self.n_requests, "share": self.share,
-                "mean_input_tokens": self.mean_input_tokens, "mean_output_tokens": self.mean_output_tokens}
-
-
-@dataclass
-class MetricsSource:
-    """The ``metrics`` section of a metrics profile: where the numbers come from and what is unknown."""
-
-    request_metric: str
-    step_s: float
-    bin_s: float
-    mix_label: str
-    n_series: int
-    resets: int
-    gaps: int
-    token_metrics: dict[str, str | None]
-    per_mix: list[MixCounts]
-    mix_peaks: MixPeaks | Unavailable
-    unknowable: tuple[str, ...] = UNKNOWABLE
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": True, "request_metric": self.request_metric, "step_s": self.step_s, "bin_s": self.bin_s,
-            "time_resolution_s": self.step_s, "mix_label": self.mix_label, "n_series": self.n_series,
-            "counter_resets": self.resets, "gaps": self.gaps, "token_metrics": self.token_metrics,
-            "per_mix": [m.to_dict() for m in self.per_mix], "mix_peaks": self.mix_peaks.to_dict(),
-            "unknowable": list(self.unknowable),
-            "notes": self.notes,
-            "rules": "increase between consecutive evaluations of the raw counter = requests of (t - step, t]; a "
-                     "drop is a counter reset (the increase is the new value); a gap's increase is spread evenly "
-                     "over its steps",
-        }
+#: How the counters become requests per bin (``metrics.rules``).
+RULES = ("increase between consecutive evaluations of the raw counter = requests of (t - step, t]; a drop is a "
+         "counter reset (the increase is the new value); a gap's increase is spread evenly over its steps")
 
 
 def _label(labels: str | None, name: str) -> str | None:
@@ -356,10 +314,10 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
                      counts: pl.DataFrame, bins: np.ndarray, bin_s: float, mix_label: str,
                      quantile_level: float) -> MetricsSource:
     counted = counts.filter(pl.col("bin_start_s").is_in(bins.tolist()))
-    peaks: MixPeaks | Unavailable = (
+    peaks = (
         mix_peaks(counted, bins, bin_s, quantile_level=quantile_level,
                   basis=f"values of the label {mix_label} of {req.metric}")
-        if counted.height else Unavailable("no complete bin")
+        if counted.height else MixPeaks(available=False, reason="no complete bin")
     )
     lo, hi = float(bins.min()), float(bins.max() + bin_s)
 
@@ -368,7 +326,7 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
 
     per: dict[str, MixCounts] = {}
     for mix, n in in_range(req.frame).group_by("mix").agg(pl.col("increase").sum()).sort("mix").iter_rows():
-        per[mix] = MixCounts(mix, n)
+        per[mix] = MixCounts(mix=mix, n_requests=n)
     total = sum(float(r.n_requests) for r in per.values())
     for r in per.values():
         r.share = float(r.n_requests) / total if total else None
@@ -383,10 +341,11 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
                      "value; requests between the last scrape before a restart and the restart are not seen")
     if req.gaps:
         notes.append(f"{req.gaps} gap(s) in {req.metric} series: each increase spread evenly over the missing steps")
-    return MetricsSource(request_metric=req.metric, step_s=req.step_s, bin_s=bin_s, mix_label=mix_label,
-                         n_series=req.n_series, resets=req.resets, gaps=req.gaps, token_metrics=names,
-                         per_mix=list(per.values()), mix_peaks=peaks, notes=notes)
+    return MetricsSource(request_metric=req.metric, step_s=req.step_s, bin_s=bin_s, time_resolution_s=req.step_s,
+                         mix_label=mix_label, n_series=req.n_series, counter_resets=req.resets, gaps=req.gaps,
+                         token_metrics=MetricTokens(**names), per_mix=list(per.values()), mix_peaks=peaks,
+                         unknowable=list(UNKNOWABLE), notes=notes, rules=RULES)
 
 
-__all__ = ["REQUEST_COUNTERS", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "MetricsSource", "MixCounts",
-           "counter_windows", "profile_metrics", "query_step"]
+__all__ = ["REQUEST_COUNTERS", "RULES", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "counter_windows",
+           "profile_metrics", "query_step"]

@@ -47,6 +47,7 @@ from bearing_lib.traffic.bursts import Bursts, find_bursts
 from bearing_lib.traffic.document import (
     PROFILE_SCHEMA,
     Dispersion,
+    MetricsSource,
     MinuteRateStats,
     MinuteSeriesDoc,
     MinuteTokens,
@@ -259,11 +260,11 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
            decomposition: Decomposition | Unavailable, bursts: Bursts, dispersion: Dispersion | Unavailable,
            mixes: MixShares | Unavailable, targets: Targets, slo: SLOBudget | Unavailable,
            parameters: ProfileParameters, seq_len: SeqLenDistribution | Unavailable,
-           mix_peaks: MixPeaks | Unavailable | None = None, metrics: object | None = None) -> TrafficProfile:
+           mix_peaks: MixPeaks | Unavailable | None = None, metrics: MetricsSource | None = None) -> TrafficProfile:
     """The :class:`~bearing_lib.traffic.document.TrafficProfile` of the computed sections: each section written
     in the profile JSON's layout (``docs/interfaces.md`` §5; ``docs/traffic-profile.md``) and read into the one
     profile type, validated once. ``mix_peaks`` None: not computed (rate windows); ``metrics`` the
-    :class:`~bearing_lib.traffic.metrics_profile.MetricsSource` of a profile from Prometheus counters."""
+    :class:`~bearing_lib.traffic.document.MetricsSource` of a profile from Prometheus counters."""
     from bearing_lib.common.version import __version__
 
     def d(x: object) -> object:
@@ -398,14 +399,14 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
                      per_second: RateStats | Unavailable | None = None,
                      mix_minutes: pl.DataFrame | None = None, convention: str | None = None,
-                     metrics: object | None = None) -> TrafficProfile:
+                     metrics: MetricsSource | None = None) -> TrafficProfile:
     """The profile of a request trace from its aggregates (per-minute and per-second counts, the
     dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
     (``bearing_lib.traffic.dataset``) both end here, so everything after aggregation is shared.
     ``seconds`` None: the timestamps' grid is coarser than 1 s (or ``per_second`` says why there are no
     seconds); ``mix_minutes`` (``bin_start_s``, ``mix``, ``requests``): requests per minute and mix, for the
     per-mix peaks. A profile from Prometheus counters states its own ``convention`` and ``metrics`` section
-    (:class:`~bearing_lib.traffic.metrics_profile.MetricsSource`)."""
+    (:class:`~bearing_lib.traffic.document.MetricsSource`)."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
                         0.0 if aligned else t_min)
@@ -478,7 +479,7 @@ def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
 def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, source: ProfileSource | None = None,
                          convention: str | None = None, mixes: MixShares | None = None,
                          slo: Unavailable | None = None, seq_len: Unavailable | None = None,
-                         metrics: object | None = None, cv_note: str | None = None) -> TrafficProfile:
+                         metrics: MetricsSource | None = None, cv_note: str | None = None) -> TrafficProfile:
     """The coarser profile of rate windows (``profile_traffic`` of a :class:`RateWindows`). A profile from
     Prometheus counters whose query step does not divide a minute states its own ``source``, ``convention``,
     ``mixes``, ``slo`` and ``seq_len`` reasons, ``metrics`` section and per-client CV note (``cv_note``)."""
