@@ -513,8 +513,9 @@ class TimestampResolution(_Part):
 
 
 @dataclass
-class BurnWindowDoc(_Part):
-    """``slo_budget.fastest_burn[]``: the worst window of one length (or why it does not fit the trace)."""
+class BurnWindow(_Part):
+    """``slo_budget.fastest_burn[]``: the fastest burn over windows of one length (or why it does not fit the
+    trace)."""
 
     window_s: float | None = None
     available: bool = True
@@ -526,6 +527,12 @@ class BurnWindowDoc(_Part):
     error_ratio: float | None = None
     burn_rate: float | None = None
     budget_fraction: float | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("window_s", "available", "reason")
+        return ("available", "window_s", "start_s", "end_s", "n_requests", "n_bad", "error_ratio", "burn_rate",
+                "budget_fraction")
 
 
 @dataclass
@@ -550,8 +557,10 @@ class ConsumedDoc(_Part):
 
 
 @dataclass
-class AlertDoc(_Part):
-    """``slo_budget.alerts[]``: a burn-rate alert rule replayed on the trace (the reason, or the worst window)."""
+class AlertCheck(_Part):
+    """``slo_budget.alerts[]``: a burn-rate alert rule (``rule``, as text) replayed on the trace: whether it would
+    have ``fired`` (None with the ``reason`` when the trace is shorter than its window), at the worst window's
+    budget share and start (the reason, or the worst window: never both)."""
 
     rule: str | None = None
     fired: bool | None = None
@@ -559,10 +568,17 @@ class AlertDoc(_Part):
     worst_budget_fraction: float | None = None
     window_start_s: float | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        if self.reason is not None:
+            return ("rule", "fired", "reason")
+        return ("rule", "fired", "worst_budget_fraction", "window_start_s")
+
 
 @dataclass
-class SloBudgetDoc(_Part):
-    """``slo_budget`` (``traffic/slo_budget.py`` ``SLOBudget.to_dict``)."""
+class SLOBudget(_Part):
+    """``slo_budget``: error-budget accounting of one trace (``traffic/slo_budget.py`` builds it): the
+    objective, the requests and bad ones, the burn rate, the period's budget and what the trace consumed of it,
+    the fastest burn per window length and the alert rules replayed."""
 
     available: bool = True
     reason: str | None = None
@@ -578,9 +594,25 @@ class SloBudgetDoc(_Part):
     budget: BudgetDoc | None = None
     consumed: ConsumedDoc | None = None
     days_to_exhaust_at_this_burn: float | None = None
-    fastest_burn: list[BurnWindowDoc] = field(default_factory=list)
-    alerts: list[AlertDoc] = field(default_factory=list)
+    fastest_burn: list[BurnWindow] = field(default_factory=list)
+    alerts: list[AlertCheck] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return tuple(f.name for f in fields(self) if f.name != "reason")
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        fired = [a for a in self.alerts if a.fired]
+        frac = self.consumed.fraction if self.consumed is not None else None
+        return (
+            f"<p><b>SLO {self.objective or 0:.3%}</b> over {self.period_days or 0:g} days: {self.n_bad or 0:,} bad "
+            f"of {self.n_requests or 0:,} requests, burn rate {self.burn_rate or 0:.3g}, {frac or 0:.2%} of the "
+            f"request budget; alerts fired: {html.escape(', '.join(a.rule or '' for a in fired) or 'none')}</p>"
+        )
 
 
 @dataclass
@@ -885,7 +917,7 @@ class TrafficProfile(_Part):
     mix_shares: _MixShares | None = None
     mix_shares_per_hour: MixSharesPerHourDoc | None = None
     resolution: TimestampResolution | None = None
-    slo_budget: SloBudgetDoc | None = None
+    slo_budget: SLOBudget | None = None
     seq_len: SeqLenDistribution | None = None
     mix_spec: list[MixEntryDoc] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
@@ -1074,9 +1106,9 @@ def profile_schema_document() -> dict[str, Any]:
 __all__ = [
     "GRID_TOLERANCE",
     "PROFILE_SCHEMA",
-    "AlertDoc",
+    "AlertCheck",
     "BudgetDoc",
-    "BurnWindowDoc",
+    "BurnWindow",
     "BurstEpisode",
     "Bursts",
     "ComponentDoc",
@@ -1104,7 +1136,7 @@ __all__ = [
     "RpsStats",
     "TimestampResolution",
     "SeqLenDistribution",
-    "SloBudgetDoc",
+    "SLOBudget",
     "SlotPeakDoc",
     "SlotRowDoc",
     "SlotTableDoc",

@@ -53,6 +53,7 @@ from bearing_lib.traffic.document import (
     MinuteTokens,
     RateStats,
     RpsStats,
+    SLOBudget,
     TokenRate,
     TrafficProfile,
     WindowRateStats,
@@ -61,7 +62,7 @@ from bearing_lib.traffic.document import (
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
-from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
+from bearing_lib.traffic.slo_budget import slo_budget
 from bearing_lib.traffic.source import ProfileParameters, ProfileSource
 from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
 
