@@ -273,6 +273,17 @@ class ForecastDoc(_Part):
     basis: str | None = None
     statement: str | None = None
     trend: TrendForecast | None = None
+    method: str | None = None
+    """The mid term's forecast method (``traffic/targets.py`` ``MidTermForecast.to_dict``); the figures below
+    repeat the trend's, as the mid term writes them."""
+    trend_significant: bool | None = None
+    trend_test: str | None = None
+    horizon_days: float | None = None
+    n_days: int | None = None
+    slope_rps_per_day: float | None = None
+    slope_ci95: list[float] | None = None
+    forecast_rps: float | None = None
+    forecast_pi95: list[float] | None = None
 
 
 @dataclass

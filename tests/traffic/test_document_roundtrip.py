@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -146,3 +147,26 @@ def test_the_builder_result_is_the_document(shared_data):
     assert TrafficProfile.from_dict(json.loads(json.dumps(d))).passive_limit == prof.passive_limit
     assert "passive:     passive (from production latency vs load) limit under p99(latency) <= 20s" in \
         "\n".join(prof.summary_lines())
+
+
+def test_mid_term_forecast_keeps_every_key_it_writes():
+    """SYNTHETIC: 35 days of 600 s windows rising 0.072 req/s a day: the mid-term forecast is made, and the profile
+    keeps all of it (method, test, horizon, the slope and forecast with their intervals), not only rps and trend."""
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
+
+    w, n = 600.0, 35 * 144
+    starts = 1_700_006_400.0 + w * np.arange(n)  # a UTC midnight: 35 complete days
+    rate = 10 + 0.5 * np.sin(np.arange(n) * 2 * np.pi / 144) + np.arange(n) * 0.0005
+    frame = pl.DataFrame({"client": ["a"] * n, "window_start_s": starts, "window_s": [w] * n, "rate_rps": rate,
+                          "cv": [None] * n, "pattern": [None] * n, "shape": [None] * n, "scale": [None] * n},
+                         schema=RATE_SCHEMA)
+    prov = Provenance(source="synthetic", format="synthetic", tool="test", sha256="", time_origin="epoch")
+    j = _json_of(profile_traffic(RateWindows(frame, prov), n_boot=20))
+    mid = j["targets"]["mid_term"]
+    assert mid["available"] is True and mid["n_days"] == 35 and mid["horizon_days"] == 182.5
+    assert mid["trend_significant"] is True and mid["method"].startswith("OLS")
+    assert mid["slope_rps_per_day"] == pytest.approx(0.0005 * 144, rel=1e-3)
+    assert mid["forecast_rps"] == mid["trend"]["value"] and mid["rps"] == pytest.approx(1.5 * mid["forecast_rps"])
+    assert mid["forecast_pi95"] == [mid["trend"]["lower"], mid["trend"]["upper"]]
+    _round_trip(j)
