@@ -234,8 +234,9 @@ class WindowRateStats(RateStats):
 
 
 @dataclass
-class TargetDoc(_Part):
-    """The target load: ``rps`` (or ``target_rps``) with ``ci95`` (or ``target_ci95``), the quantile and growth."""
+class TargetLoad(_Part):
+    """``targets.target``: the target load ``rps`` (or ``target_rps``) with ``ci95`` (or ``target_ci95``), the
+    quantile and growth, the quantile before growth (``basis_rps``), the bins and how the CI was made."""
 
     available: bool = True
     reason: str | None = None
@@ -253,15 +254,22 @@ class TargetDoc(_Part):
     n_bins: int | None = None
     ci_method: str | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("rps", "quantile", "growth", "basis_rps", "bin_s", "n_bins", "ci95", "ci_method", "statement")
+
 
 @dataclass
-class PeakDoc(_Part):
+class PeakLoad(_Part):
+    """``targets.peak``: the busiest bin's rate (shown; not the current peak)."""
+
     rps: float | None = None
     bin_s: float | None = None
 
 
 @dataclass
-class ForecastDoc(_Part):
+class Reservation(_Part):
     """``targets.near_term`` / ``targets.mid_term``: a planning load, its factor and basis, or why there is none;
     the mid term's ``trend`` is the forecast itself, read here into its one type
     (:class:`~bearing_lib.traffic.forecast.TrendForecast`), the object the plan uses."""
@@ -285,16 +293,30 @@ class ForecastDoc(_Part):
     forecast_rps: float | None = None
     forecast_pi95: list[float] | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        if self.trend_test is None:  # the near term
+            return ("rps", "factor", "basis")
+        return ("available", "method", "trend_significant", "trend_test", "horizon_days", "n_days",
+                "slope_rps_per_day", "slope_ci95", "forecast_rps", "forecast_pi95", "factor", "rps", "statement",
+                *(("trend",) if self.trend is not None else ()))
+
 
 @dataclass
-class TargetsDoc(TargetDoc):
-    """``targets``: ``targets.target`` (what ``bearing profile`` writes) or the flat form (``targets.rps``)."""
+class Targets(TargetLoad):
+    """``targets``: the target load, its CI, the busiest bin and the staged reservation, all in req/s
+    (``traffic/targets.py`` ``compute_targets`` builds it): ``targets.target`` (what ``bearing profile`` writes) or
+    the flat form (``targets.rps``) of a hand-written profile."""
 
-    target: TargetDoc | None = None
-    peak: PeakDoc | None = None
-    near_term: ForecastDoc | None = None
-    mid_term: ForecastDoc | None = None
+    target: TargetLoad | None = None
+    peak: PeakLoad | None = None
+    near_term: Reservation | None = None
+    mid_term: Reservation | None = None
     notes: list[str] = field(default_factory=list)
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("target", "peak", "near_term", "mid_term", "notes")
 
 
 @dataclass
@@ -917,7 +939,7 @@ class TrafficProfile(_Part):
     clock: str | None = None
     parameters: ProfileParameters | None = None
     """How the profile was computed (:class:`~bearing_lib.traffic.source.ProfileParameters`)."""
-    targets: TargetsDoc | None = None
+    targets: Targets | None = None
     per_minute: MinuteRateStats | None = None
     per_second: RateStats | None = None
     per_window: WindowRateStats | None = None
@@ -1126,7 +1148,6 @@ __all__ = [
     "ConsumedDoc",
     "DecompositionDoc",
     "Dispersion",
-    "ForecastDoc",
     "MetricTokens",
     "MetricsSource",
     "MinuteRateStats",
@@ -1141,9 +1162,10 @@ __all__ = [
     "MixShareDoc",
     "MixSharesPerHourDoc",
     "PassiveLimit",
-    "PeakDoc",
+    "PeakLoad",
     "TrafficProfile",
     "RateStats",
+    "Reservation",
     "RpsStats",
     "TimestampResolution",
     "SeqLenDistribution",
@@ -1155,8 +1177,8 @@ __all__ = [
     "TokenRate",
     "TokenStats",
     "TrendDoc",
-    "TargetDoc",
-    "TargetsDoc",
+    "TargetLoad",
+    "Targets",
     "UnavailableDoc",
     "WindowRateStats",
     "WindowSeriesDoc",

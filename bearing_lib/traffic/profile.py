@@ -54,6 +54,7 @@ from bearing_lib.traffic.document import (
     RateStats,
     RpsStats,
     SLOBudget,
+    Targets,
     TokenRate,
     TrafficProfile,
     WindowRateStats,
@@ -64,7 +65,7 @@ from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
 from bearing_lib.traffic.slo_budget import slo_budget
 from bearing_lib.traffic.source import ProfileParameters, ProfileSource
-from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
+from bearing_lib.traffic.targets import DEFAULT_SEED, compute_targets
 
 _S = TypeVar("_S", bound=RateStats)
 
