@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "LoadPointTable": "bearing_lib.data.loadpoints",
     "MixLimit": "bearing_lib.limits.result",
     "RequestTrace": "bearing_lib.data.trace",
-    "TrafficProfile": "bearing_lib.traffic.profile",
+    "TrafficProfile": "bearing_lib.traffic.document",
     # errors: every class of bearing_lib.common.errors (tests/test_exported_members.py checks)
     "BadValueError": "bearing_lib.common.errors",
     "BearingError": "bearing_lib.common.errors",
@@ -137,4 +137,5 @@ if _typing.TYPE_CHECKING:  # for type checkers and IDEs; never executed
     from bearing_lib.plan.capacity_plan import CapacityPlan
     from bearing_lib.report.model import build_report
     from bearing_lib.report.render import render_html, write_report
-    from bearing_lib.traffic.profile import TrafficProfile, profile_traffic
+    from bearing_lib.traffic.document import TrafficProfile
+    from bearing_lib.traffic.profile import profile_traffic

@@ -107,8 +107,7 @@ def child(task: str, engine: str, path: str) -> dict:
         from bearing_lib.traffic.dataset import profile_dataset
 
         p = profile_dataset(path, engine=engine, mix_spec=spec)
-        out = {"n": p.source["n_rows"], "minutes": p.per_minute_stats["n_minutes"],
-               "p99_per_min": p.per_minute_stats["p99"]}
+        out = {"n": p.source.n_rows, "minutes": p.per_minute.n_minutes, "p99_per_min": p.per_minute.p99}
     elif task == "profile" and engine == "agg":
         import functools
 

@@ -700,14 +700,12 @@ def per_minute_series(traffic: Any) -> list[MinuteCount]:
     :class:`~bearing_lib.report.model.MinuteCount` rows with ``minute_start_s`` the window start, ``requests``
     the requests in the window and ``bin_s`` its length, so that the chart draws their rate (requests / ``bin_s``).
     """
-    frame = getattr(traffic, "per_minute", None)
-    if isinstance(frame, pl.DataFrame) and {"minute_start_s", "requests"} <= set(frame.columns):
-        return [MinuteCount(t, n) for t, n in frame.select("minute_start_s", "requests").iter_rows()]
-    series = getattr(traffic, "series", None)
-    if series is not None and hasattr(series, "bin_s") and hasattr(series, "start_s"):
-        return [MinuteCount(float(t), float(r), float(series.bin_s))
-                for t, r in zip(series.start_s, series.requests, strict=True)]
-    return []
+    from bearing_lib.traffic.document import TrafficProfile
+
+    if not isinstance(traffic, TrafficProfile):
+        return []
+    windows = traffic.per_window is not None
+    return [MinuteCount(t, n, b if windows else None) for t, n, b in traffic.minute_counts()]
 
 
 def document(obj: Any) -> Doc:
@@ -803,12 +801,12 @@ def report(
 
 def passive_of(profile_doc: Any, production: Any, limits_doc: Any) -> Any:
     """The passive limit the report shows: the profile's own (``passive_limit``, written by ``bearing profile
-    --passive-sla``, read back as a :class:`~bearing_lib.twin.passive.PassiveLimit`) when the profile document
+    --passive-sla``, read back as a :class:`~bearing_lib.traffic.document.PassiveLimit`) when the profile document
     carries one, else the production trace's under the limits' SLA
     (:func:`bearing_lib.report.plan_section.passive_part`), else None (not computed)."""
     given = profile_doc.get("passive_limit") if isinstance(profile_doc, dict) else None
     if given is not None:
-        from bearing_lib.twin.passive import PassiveLimit
+        from bearing_lib.traffic.document import PassiveLimit
 
         return PassiveLimit.from_dict(given, source="the production profile's passive_limit")
     return passive_part(production, limits_doc) if production is not None else None

@@ -137,7 +137,8 @@ def register(app: typer.Typer) -> None:
                                       scheduler=scheduler, params=params, progress=bar, quiet=to_stdout,
                                       metric_params=metric_params)
             if passive_sla is not None:
-                prof.passive = _passive(trace, prof, passive_sla, passive_window_s, format=format, options=options)
+                prof.passive_limit = _passive(trace, prof, passive_sla, passive_window_s, format=format,
+                                              options=options)
             text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
             if to_stdout:
                 typer.echo(text, nl=False)

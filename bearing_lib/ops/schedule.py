@@ -114,10 +114,10 @@ def schedule_from_profile(profile_path: str | Path, numbers: PlanNumbers) -> Dai
     allowable load and failure domains); a profile without hour slots is refused with its own reason."""
     from bearing_lib.common.errors import SchemaError
     from bearing_lib.common.files import read_json
-    from bearing_lib.traffic.document import ProfileDocument
+    from bearing_lib.traffic.document import TrafficProfile
 
     path = Path(profile_path)
-    doc = ProfileDocument.from_dict(read_json(path, "profile JSON"), source=f"profile JSON {path}")
+    doc = TrafficProfile.from_dict(read_json(path, "profile JSON"), source=f"profile JSON {path}")
     hod = doc.slots.hour_of_day if doc.slots is not None else None
     if hod is None or not hod.available:
         why = hod.reason if hod is not None else "the profile has no slots section"

@@ -29,7 +29,7 @@ from bearing_lib.ops.schedule import DailySchedule, daily_schedule
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
     from bearing_lib.ops.exports import ExportTarget, PlanNumbers
-    from bearing_lib.traffic.document import ProfileDocument
+    from bearing_lib.traffic.document import TrafficProfile
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def rate_trigger(numbers: PlanNumbers) -> RateTrigger:
                        "replica")
 
 
-def schedule_part(doc: ProfileDocument | None, numbers: PlanNumbers) -> DailySchedule | NotAvailable:
+def schedule_part(doc: TrafficProfile | None, numbers: PlanNumbers) -> DailySchedule | NotAvailable:
     """The daily schedule from the profile's hour-of-day slots, or why there is none."""
     if doc is None:
         return NotAvailable("no production profile")
@@ -112,7 +112,7 @@ def binding_part(metrics: Any, limits: LimitsResult | None, *, metrics_path: str
     return NotAvailable(trig.reason) if isinstance(trig, Unavailable) else trig
 
 
-def scaling_triggers(numbers: PlanNumbers, *, profile: ProfileDocument | None = None, metrics: Any = None,
+def scaling_triggers(numbers: PlanNumbers, *, profile: TrafficProfile | None = None, metrics: Any = None,
                      limits: LimitsResult | None = None, metrics_path: str = "",
                      run: str | None = None) -> ScalingTriggers:
     """The plan's triggers (module docstring); the replica bounds are the KEDA ScaledObject's."""

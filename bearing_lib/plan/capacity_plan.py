@@ -222,9 +222,9 @@ def _read_inputs(limits: Any, profile: Any, opt: PlanOptions) -> _Inputs:
         lim.tested_instances = opt.tested_instances
         lim.tested_instances_basis = "given (--tested-instances, or the parameter tested_instances)"
     notes = [f"{m}: {why}" for m, why in lim.skipped.items()] + list(lim.notes)
-    # where the series note goes among the notes is as before the typed hop: first for a TrafficProfile,
-    # after the mix-share note for a profile JSON
-    from_json = isinstance(profile, dict)
+    # where the series note goes among the notes: after the mix-share note for a profile (a TrafficProfile or its
+    # JSON), first for a ProfileInput given as such
+    from_json = not isinstance(profile, ProfileInput)
     if prof.series_note and not from_json:
         notes.append(prof.series_note)
     if not lim.limits:
@@ -516,7 +516,7 @@ class CapacityPlan:
 
         ``limits`` is a limits JSON dict or a ``LimitsResult`` (whose load curve then adds
         P50/P95 latencies and mean concurrency to the steps); ``profile`` a profile JSON
-        dict, a ``TrafficProfile`` (whose rate series then feeds CBU and the replay) or a
+        dict, a ``TrafficProfile`` (``profile_traffic``; its rate series feeds CBU and the replay) or a
         :class:`ProfileInput`. ``options`` the settings (:class:`PlanOptions`); any of its fields
         may also be given as a keyword (``tier="critical"``), which replaces the one in ``options``.
         ``trace`` (a RequestTrace) supplies the per-minute series and sequence lengths when the

@@ -3,8 +3,8 @@
 Both hops into the plan are typed: the limits arrive as a
 :class:`~bearing_lib.limits.result.LimitsResult` (read by :func:`limits_input` into a
 :class:`LimitsInput`), the profile as a :class:`ProfileInput` (built by :func:`profile_input`
-from a ``TrafficProfile`` or by :func:`profile_input_from_dict` from the profile JSON,
-validated once by :class:`~bearing_lib.traffic.document.ProfileDocument`).
+from the one profile type, :class:`~bearing_lib.traffic.document.TrafficProfile`, which ``profile_traffic``
+returns and :func:`profile_input_from_dict` reads a profile JSON into, validated once).
 :meth:`CapacityPlan.build <bearing_lib.plan.capacity_plan.CapacityPlan.build>` reads nothing else.
 
 Read from the limits: per mix ``q_ult`` on the achieved basis (completed req/s; ``ci95``
@@ -31,6 +31,13 @@ from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, open_end
 from bearing_lib.plan.memory import SeqLenStats
 from bearing_lib.plan.plan_step import PlanStep
+from bearing_lib.traffic.document import (
+    PROFILE_SCHEMA,
+    MinuteSeriesDoc,
+    MixPeaks,
+    TrafficProfile,
+    UnavailableDoc,
+)
 from bearing_lib.traffic.forecast import TrendForecast
 
 
@@ -178,9 +185,8 @@ class BurstFacts:
 class ProfileInput:
     """What the plan needs from a traffic profile, typed: the plan's body reads only this.
 
-    Built by :func:`profile_input` from a :class:`~bearing_lib.traffic.profile.TrafficProfile`
-    (its attributes, no JSON in between) or by :func:`profile_input_from_dict` from a profile
-    JSON document (validated once, :class:`~bearing_lib.traffic.document.ProfileDocument`).
+    Built by :func:`profile_input` from a :class:`~bearing_lib.traffic.document.TrafficProfile` (what
+    ``profile_traffic`` returns; :func:`profile_input_from_dict` reads a profile JSON into one first).
     ``per_minute`` / ``per_window`` hold the rate statistics the profile gives (``mean``,
     ``p50``, ``p95``, ``p99``, ``max``; requests per bin); ``series`` the requests per
     minute with their ``series_labels`` (rate windows spread evenly over their minutes,
@@ -229,8 +235,7 @@ _STATS = ("mean", "p50", "p95", "p99", "max")
 
 
 def _stats_of(block: Any) -> dict[str, float]:
-    """The known rate statistics of a block (a :class:`~bearing_lib.traffic.profile.RateStats`, or a typed
-    document block)."""
+    """The known rate statistics of a profile's rate block (``per_minute`` / ``per_window``)."""
     if block is None:
         return {}
     get = block.get if isinstance(block, dict) else (lambda k: getattr(block, k, None))
@@ -238,63 +243,10 @@ def _stats_of(block: Any) -> dict[str, float]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def profile_input(profile: Any, *, source: str = "profile") -> ProfileInput:
-    """The plan's view of a :class:`~bearing_lib.traffic.profile.TrafficProfile`, from its attributes."""
-    from bearing_lib.common.unavailable import Unavailable
-    from bearing_lib.traffic.profile import MixShares, RateStats, TrafficProfile
-    from bearing_lib.traffic.seqlen import SeqLenDistribution
-
-    if not isinstance(profile, TrafficProfile):
-        raise ParameterError(f"profile: expected a TrafficProfile (profile_traffic) or a profile JSON document, "
-                             f"got {type(profile).__name__}")
-    t = profile.targets
-    target = ProfileTarget(t.target_rps, tuple(t.target_ci95) if t.target_ci95 else None, t.quantile, t.growth,
-                           t.statement)
-    pm = profile.per_minute_stats if isinstance(profile.per_minute_stats, RateStats) else None
-    shares: dict[str, float] = {}
-    shares_reason = None
-    if isinstance(profile.mixes, MixShares):
-        for row in profile.mixes.to_list():
-            if row.get("mix") is not None and row.get("share") is not None:
-                shares[str(row["mix"])] = float(row["share"])  # type: ignore[arg-type]
-    elif isinstance(profile.mixes, Unavailable):
-        shares_reason = profile.mixes.reason
-    series = labels = note = None
-    got = _series_from_profile_object(profile)
-    if got is not None:
-        (series, labels), note = got[:2], got[2]
-    b = profile.bursts
-    bursts = BurstFacts([float(e.peak_rps) for e in b.episodes], b.count, b.per_month, b.per_month_note,
-                        max((e.duration_s for e in b.episodes), default=None), b.rule)
-    seq, seq_why = None, None
-    mean_in = mean_out = None
-    if isinstance(profile.seq_len, SeqLenDistribution):
-        s = profile.seq_len.total
-        seq = SeqLenStats(int(s.n or 0), float(s.mean), float(s.p50), float(s.p99), float(s.max),
-                          source="profile JSON seq_len")
-        mean_in, mean_out = profile.seq_len.input_tokens.mean, profile.seq_len.output_tokens.mean
-    else:
-        seq_why = profile.seq_len.reason
-    starts = (profile.per_minute["minute_start_s"].cast(float).to_list()
-              if pm is not None and profile.per_minute is not None else None)
-    return ProfileInput(
-        source=source, target=target,
-        clock="UTC wall clock" if profile.aligned else "relative (seconds from the trace start)",
-        span_s=profile.span_s, per_minute=_stats_of(pm), per_window=_stats_of(profile.per_window_stats),
-        shares=shares, shares_reason=shares_reason, series=series, series_labels=labels, series_note=note,
-        bursts=bursts, seq_len=seq, seq_len_reason=seq_why, series_start_s=starts,
-        mean_input_tokens=_fnum(mean_in), mean_output_tokens=_fnum(mean_out),
-        mix_spec=profile.mixes.spec if isinstance(profile.mixes, MixShares) else None,
-        own_peaks=own_peaks_of(profile.mix_peaks if profile.mix_peaks is not None
-                               else getattr(profile.metrics, "mix_peaks", None)),
-        forecast=getattr(t.mid_term, "trend", None),
-    )
-
-
-def own_peaks_of(peaks: Any) -> list[OwnPeak]:
-    """The per-mix peaks of a profile (a :class:`~bearing_lib.traffic.mix_peaks.MixPeaks` or its document
-    :class:`~bearing_lib.traffic.document.MixPeaksDoc`) as :class:`OwnPeak` rows; [] for none."""
-    if peaks is None or getattr(peaks, "available", True) is False or not hasattr(peaks, "rows"):
+def own_peaks_of(peaks: MixPeaks | None) -> list[OwnPeak]:
+    """The per-mix peaks of a profile (its :class:`~bearing_lib.traffic.document.MixPeaks`) as :class:`OwnPeak`
+    rows; [] for none."""
+    if peaks is None or not peaks.available:
         return []
     q, b, overall = peaks.quantile, peaks.bin_s, peaks.overall_target_rps
     if q is None or b is None or overall is None:
@@ -309,15 +261,21 @@ def _fnum(x: Any) -> float | None:
 
 def profile_input_from_dict(doc: Any, *, source: str = "profile JSON") -> ProfileInput:
     """:func:`profile_input` of a profile JSON document (§5), validated once
-    (:meth:`ProfileDocument.from_dict <bearing_lib.traffic.document.ProfileDocument.from_dict>`:
-    every problem together, with its field path). The documented alternative shapes
-    (``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``; ``ci95`` /
-    ``target_ci95``; a series as columns or rows) are resolved here and nowhere else."""
-    from bearing_lib.traffic.document import PROFILE_SCHEMA, MinuteSeriesDoc, ProfileDocument, UnavailableDoc
-
+    (:meth:`TrafficProfile.from_dict <bearing_lib.traffic.document.TrafficProfile.from_dict>`:
+    every problem together, with its field path); a document of another kind is refused as such."""
     refuse_other_kind(doc, kind="profile", schema=PROFILE_SCHEMA, keys=PROFILE_KEYS, source=source,
                       writer="bearing profile TRACE --json OUT")
-    p = ProfileDocument.from_dict(doc, source=source)
+    return profile_input(TrafficProfile.from_dict(doc, source=source), source=source)
+
+
+def profile_input(p: TrafficProfile, *, source: str = "profile") -> ProfileInput:
+    """The plan's view of a :class:`~bearing_lib.traffic.document.TrafficProfile` (what ``profile_traffic`` returns
+    and a profile JSON reads into), from its attributes. The documented alternative shapes
+    (``targets.target_rps`` / ``targets.target.rps`` / ``targets.rps``; ``ci95`` /
+    ``target_ci95``; a series as columns or rows) are resolved here and nowhere else."""
+    if not isinstance(p, TrafficProfile):
+        raise ParameterError(f"profile: expected a TrafficProfile (profile_traffic) or a profile JSON document, "
+                             f"got {type(p).__name__}")
     t = p.targets
     inner = t.target if t is not None and t.target is not None else t
     if inner is None:
@@ -556,18 +514,6 @@ def q_ult_of(limits: LimitsResult, mix: str, run: str | None) -> Estimate | None
         if m.mix.name == mix and (run is None or m.run_id == run):
             return m.q_ult.estimate
     return None
-
-
-def _series_from_profile_object(profile: Any) -> tuple[list[float], list[str], str | None] | None:
-    """Requests per minute from a TrafficProfile's rate series.
-
-    Bins longer than a minute (e.g. ServeGen's 600 s windows) are spread evenly over
-    their minutes, which smooths any peak inside a window (the plan notes it).
-    """
-    s = getattr(profile, "series", None)
-    if s is None or len(s) == 0:
-        return None
-    return spread_windows(s.start_s.tolist(), s.requests.tolist(), s.bin_s, s.aligned)
 
 
 def series_from_trace(trace: Any) -> tuple[list[float], list[str]] | None:

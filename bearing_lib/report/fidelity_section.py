@@ -21,12 +21,15 @@ from bearing_lib.report.paths import portable_path, resolve
 
 
 def _peak(traffic: Any) -> tuple[float | None, str]:
-    """Production's peak: the profile's target load (a ``TrafficProfile``'s ``targets``), with its statement."""
-    targets = getattr(traffic, "targets", None)
-    rps = getattr(targets, "target_rps", None)
-    if rps is None:
+    """Production's peak: the profile's target load (a ``TrafficProfile``'s ``targets.target``), with its
+    statement."""
+    from bearing_lib.traffic.document import TrafficProfile
+
+    targets = traffic.targets if isinstance(traffic, TrafficProfile) else None
+    target = targets.target if targets is not None else None
+    if target is None or target.rps is None:
         return None, ""
-    return float(rps), f"the target load: {targets.statement}"
+    return float(target.rps), f"the target load: {target.statement}"
 
 
 def load_test_of(limits: Any) -> tuple[Any, str] | Unavailable:

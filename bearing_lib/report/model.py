@@ -47,12 +47,12 @@ from bearing_lib.report.identity import ReportIdentity
 from bearing_lib.report.plan_section import ProductionSource, production_source
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
 from bearing_lib.report.templating import summary_block_html
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import JsonValue
 
-    from bearing_lib.twin.passive import PassiveLimit
+    from bearing_lib.traffic.document import PassiveLimit
 
 VERDICTS = ("green", "yellow", "red")
 
@@ -284,7 +284,7 @@ class ProductionSection:
     """The production profile (``model.production.data``): the typed document the views read and the
     per-minute series for the peak chart."""
 
-    document: ProfileDocument
+    document: TrafficProfile
     per_minute_series: list[MinuteCount]
 
     SUMMARY_SKIP = frozenset({"bearing_version", "quantile_method", "start_s", "end_s", "parameters", "mix_spec"})
@@ -445,7 +445,7 @@ class ReportModel:
         return self.headline.verdict
 
     @property
-    def profile_doc(self) -> ProfileDocument | None:
+    def profile_doc(self) -> TrafficProfile | None:
         """The production profile as its typed document (None when the section is not available)."""
         return self.production.data.document if self.production.data is not None else None
 
@@ -769,7 +769,7 @@ def _phase_bands(points: list[CurvePoint]) -> list[PhaseBand]:
     return bands
 
 
-def _production(doc: ProfileDocument | None, reason: str | None,
+def _production(doc: TrafficProfile | None, reason: str | None,
                 series: list[MinuteCount]) -> Section[ProductionSection]:
     if doc is None:
         return Section(False, reason)
@@ -820,7 +820,7 @@ def _mean_tokens_per_mix(plan: CapacityPlan) -> dict[str, float]:
             if row.mean_input_tokens + row.mean_output_tokens > 0}
 
 
-def _plan(plan: CapacityPlan | None, reason: str | None, profile: ProfileDocument | None = None,
+def _plan(plan: CapacityPlan | None, reason: str | None, profile: TrafficProfile | None = None,
           ops: Section[OpsSection] | None = None, passive: PassiveLimit | NotAvailable | None = None
           ) -> Section[PlanSection]:
     if plan is None:
@@ -848,7 +848,7 @@ def quantile_label(q: Any) -> str:
     return str(q or "").upper()
 
 
-def _target_bin_s(profile: ProfileDocument | None) -> float | None:
+def _target_bin_s(profile: TrafficProfile | None) -> float | None:
     """The bin of the profile's target rate in seconds (60 for a request trace, 600 for ServeGen windows)."""
     t = profile.targets.target if profile is not None and profile.targets is not None else None
     return t.bin_s if t is not None else None
@@ -934,7 +934,7 @@ written before engine, engine version and instances were part of it read them as
 
 
 def _identity(limits: LimitsResult | None, plan: CapacityPlan | None,
-              profile: ProfileDocument | None) -> ReportIdentity:
+              profile: TrafficProfile | None) -> ReportIdentity:
     """What must match for two reports to be compared: the deployment and the question asked of it."""
     ident = ReportIdentity()
     if limits is not None:
@@ -1052,7 +1052,7 @@ def _readable(message: str) -> str:
     return message
 
 
-def _flags(limits: LimitsResult | None, profile: ProfileDocument | None,
+def _flags(limits: LimitsResult | None, profile: TrafficProfile | None,
            findings: list[Flag] | None) -> list[Flag]:
     out = [replace(f, message=_readable(f.message)) for f in findings or []]
     if limits is not None:
@@ -1172,7 +1172,7 @@ def build_report(
     lim_reason = None if lim is not None else _split(limits, "limits document")[1]
     prof, prof_reason = _split(profile, "production profile")
     # the profile JSON validated once here into its document, the one form the report keeps
-    prof_doc = ProfileDocument.from_dict(prof, source="production profile") if prof is not None else None
+    prof_doc = TrafficProfile.from_dict(prof, source="production profile") if prof is not None else None
     # the per-minute rows checked once here (only with a profile to show them beside)
     minutes = [_minute(r, i) for i, r in enumerate(per_minute_series or [])] if prof_doc is not None else []
     pl_, plan_reason = _plan_arg(plan)

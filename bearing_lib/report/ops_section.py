@@ -41,7 +41,7 @@ from bearing_lib.ops.limit_bottlenecks import HOW_TO_GIVE_METRICS, LimitBottlene
 from bearing_lib.ops.triggers import ScalingTriggers, scaling_triggers
 from bearing_lib.report.model import OpsSection, Section
 from bearing_lib.report.paths import portable, portable_path
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -174,13 +174,13 @@ def _reason(doc: Any) -> str | None:
     return why
 
 
-def _profile(profile_doc: Any) -> ProfileDocument | None:
+def _profile(profile_doc: Any) -> TrafficProfile | None:
     """The profile JSON as its typed document (None when there is none)."""
-    if isinstance(profile_doc, ProfileDocument):
+    if isinstance(profile_doc, TrafficProfile):
         return profile_doc
     if not isinstance(profile_doc, dict) or profile_doc.get("available") is False:
         return None
-    return ProfileDocument.from_dict(profile_doc, source="production profile")
+    return TrafficProfile.from_dict(profile_doc, source="production profile")
 
 
 __all__ = ["EXPORTS_DIR", "HOW_TO_GIVE_METRICS", "bottleneck_part", "exports_part", "load_metrics", "ops_section"]

@@ -9,7 +9,7 @@ Typed parts, each said when the inputs cannot give it (never a made-up number):
 * **scaling triggers** (:class:`~bearing_lib.ops.triggers.ScalingTriggers`, built with the exports);
 * **where production came from** (:class:`ProductionSource`): Prometheus counters (time resolution = the query
   step, per-request facts unknowable) or request logs (per-request times, binned per minute);
-* **the passive limit** (:class:`~bearing_lib.twin.passive.PassiveLimit`) when the production trace carries the
+* **the passive limit** (:class:`~bearing_lib.traffic.document.PassiveLimit`) when the production trace carries the
   SLA's latency metric (:func:`passive_part`).
 
 :func:`plan_groups` turns them into the curated :class:`~bearing_lib.report.views.Group` tables the template shows.
@@ -22,7 +22,7 @@ from typing import Any
 
 from bearing_lib.common.errors import BearingError
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.source import ProfileSource
 
 TOP_TENANTS = 10
@@ -41,7 +41,7 @@ class ProductionSource:
     unknowable: list[str] = field(default_factory=list)
 
 
-def production_source(doc: ProfileDocument | None) -> ProductionSource | None:
+def production_source(doc: TrafficProfile | None) -> ProductionSource | None:
     """The profile's source in words (None without a profile)."""
     if doc is None:
         return None

@@ -35,7 +35,7 @@ from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.model import Flag, ReportModel, as_float
 from bearing_lib.report.plan_section import TOP_TENANTS, ProductionSource
-from bearing_lib.traffic.document import EpisodeDoc, ProfileDocument, SlotPeakDoc, SlotRowDoc
+from bearing_lib.traffic.document import BurstEpisode, SlotPeakDoc, SlotRowDoc, TrafficProfile
 
 
 @dataclass
@@ -173,8 +173,8 @@ def elapsed(seconds: Any) -> str:
 
 def is_relative(profile: Any) -> bool:
     """Whether a profile's clock is relative (seconds from the trace start, no dates): a
-    :class:`ProfileDocument`, or the profile JSON (its ``clock``)."""
-    if isinstance(profile, ProfileDocument):
+    :class:`TrafficProfile`, or the profile JSON (its ``clock``)."""
+    if isinstance(profile, TrafficProfile):
         return profile.relative
     return isinstance(profile, dict) and str(profile.get("clock") or "").startswith("relative")
 
@@ -184,7 +184,7 @@ def moment(t: Any, relative: bool) -> str:
     return elapsed(t) if relative else utc(t)
 
 
-def window_line(profile: ProfileDocument | dict[str, Any] | None, run_time_utc: str | None,
+def window_line(profile: TrafficProfile | dict[str, Any] | None, run_time_utc: str | None,
                 series: list[dict[str, Any]] | None = None) -> str:
     """The date of the report and the traffic window it judged, for the line under the verdict.
 
@@ -198,7 +198,7 @@ def window_line(profile: ProfileDocument | dict[str, Any] | None, run_time_utc: 
         bits.append(f"Report of {str(run_time_utc)[:10]} ({str(run_time_utc)[11:16]} UTC)")
     if isinstance(profile, dict):
         series = series if series is not None else profile.get("per_minute_series")
-        profile = ProfileDocument.from_dict(profile, source="production profile")
+        profile = TrafficProfile.from_dict(profile, source="production profile")
     if profile is None:
         return " · ".join(bits)
     span = duration(profile.span_s) if _f(profile.span_s) is not None else ""
@@ -243,7 +243,7 @@ def _off(x: Any) -> str | None:
     return None
 
 
-def target_group(p: ProfileDocument) -> Group:
+def target_group(p: TrafficProfile) -> Group:
     """Target load: the target, the observed peak, near- and mid-term forecasts."""
     t = p.targets
     g = Group("Target load")
@@ -279,7 +279,7 @@ def target_group(p: ProfileDocument) -> Group:
     return g
 
 
-def per_minute_group(p: ProfileDocument) -> Group:
+def per_minute_group(p: TrafficProfile) -> Group:
     """Per-minute rates and tokens per minute."""
     rel = p.relative
     pm = p.per_minute
@@ -307,7 +307,7 @@ def per_minute_group(p: ProfileDocument) -> Group:
     return g
 
 
-def per_second_group(p: ProfileDocument) -> Group:
+def per_second_group(p: TrafficProfile) -> Group:
     """Per-second rates (bursts inside a minute)."""
     ps = p.per_second
     g = Group("Per-second rate (bursts inside a minute)")
@@ -326,7 +326,7 @@ def per_second_group(p: ProfileDocument) -> Group:
     return g
 
 
-def per_window_group(p: ProfileDocument) -> Group | None:
+def per_window_group(p: TrafficProfile) -> Group | None:
     """Per-window rates (sources with coarse windows only); None without them."""
     pw = p.per_window
     if pw is None:
@@ -344,7 +344,7 @@ def per_window_group(p: ProfileDocument) -> Group | None:
     return g
 
 
-def seasonality_group(p: ProfileDocument) -> Group:
+def seasonality_group(p: TrafficProfile) -> Group:
     """Daily / weekly profile and the seasonal decomposition."""
     rel = p.relative
     g = Group("Daily / weekly profile and seasonality")
@@ -389,7 +389,7 @@ def seasonality_group(p: ProfileDocument) -> Group:
     return g
 
 
-def bursts_group(p: ProfileDocument) -> Group:
+def bursts_group(p: TrafficProfile) -> Group:
     """Burst episodes."""
     rel = p.relative
     b = p.bursts
@@ -411,7 +411,7 @@ def bursts_group(p: ProfileDocument) -> Group:
             g.notes.append(f"{num(b.n_unjudged_bins)} bins could not be judged (no baseline for their slot)")
         g.notes += _notes(b.notes)
         if b.episodes:
-            cols = [f.name for f in dataclasses.fields(EpisodeDoc)
+            cols = [f.name for f in dataclasses.fields(BurstEpisode)
                     if any(getattr(e, f.name) is not None for e in b.episodes)]
             g.tables.append(Table(f"{len(b.episodes)} burst episode(s)", [c.replace("_", " ") for c in cols],
                                   [[_cell(getattr(e, c), c, rel) for c in cols] for e in b.episodes],
@@ -419,7 +419,7 @@ def bursts_group(p: ProfileDocument) -> Group:
     return g
 
 
-def mix_group(p: ProfileDocument) -> Group:
+def mix_group(p: TrafficProfile) -> Group:
     """Burstiness (dispersion) and the request mix."""
     rel = p.relative
     dsp = p.dispersion
@@ -449,7 +449,7 @@ def mix_group(p: ProfileDocument) -> Group:
     return g
 
 
-def seq_len_group(p: ProfileDocument) -> Group:
+def seq_len_group(p: TrafficProfile) -> Group:
     """Sequence lengths (input + output tokens per request)."""
     sq = p.seq_len
     g = Group("Sequence length (input + output tokens per request)")
@@ -467,7 +467,7 @@ def seq_len_group(p: ProfileDocument) -> Group:
     return g
 
 
-def budget_group(p: ProfileDocument) -> Group:
+def budget_group(p: TrafficProfile) -> Group:
     """Timestamp resolution and the SLO error budget."""
     g = Group("Timestamps and error budget")
     res = p.resolution
@@ -515,10 +515,10 @@ PRODUCTION_GROUPS = (
 """The production section's groups, in page order."""
 
 
-def production_view(p: ProfileDocument) -> list[Group]:
+def production_view(p: TrafficProfile) -> list[Group]:
     """Production traffic: target, per-minute and per-second rates, tokens, forecasts, shape.
 
-    Reads the typed profile document (``bearing_lib.traffic.document.ProfileDocument``). A
+    Reads the typed profile document (``bearing_lib.traffic.document.TrafficProfile``). A
     relative clock (Mooncake, ServeGen) is shown as elapsed time from the trace's origin:
     no UTC minutes, no dates, no hour-of-day or weekday slots. One view per group
     (:data:`PRODUCTION_GROUPS`); empty groups are left out.

@@ -27,6 +27,7 @@ import polars as pl
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.ratewindows import RateWindows
 from bearing_lib.data.trace import RequestTrace
+from bearing_lib.traffic.document import GRID_TOLERANCE, TimestampResolution
 
 COUNT_COLUMNS = ("minute_start_s", "requests", "input_tokens", "output_tokens")
 
@@ -34,7 +35,6 @@ COUNT_COLUMNS = ("minute_start_s", "requests", "input_tokens", "output_tokens")
 FINE_RESOLUTION_S = 1e-3
 #: A grid fits when at least this share of gaps lies within 5 % of a whole number of steps.
 GRID_FIT_SHARE = 0.99
-GRID_TOLERANCE = 0.05
 
 
 def convention_text(time_origin: str, bin_s: float = 60.0) -> str:
@@ -186,61 +186,27 @@ def per_minute_counts(trace: RequestTrace) -> pl.DataFrame:
     return binned_counts(trace, 60.0).rename({"bin_start_s": "minute_start_s"})
 
 
-@dataclass(frozen=True)
-class TimestampResolution:
-    """The time grid of a trace's start times.
-
-    ``quantum_s`` is the grid step when the timestamps are quantized (all gaps between
-    distinct times are whole multiples of one step of at least 1 ms), else ``None``;
-    ``smallest_gap_s`` is the smallest gap between distinct times; ``finest_bin_s`` the
-    finest bin a rate may use (the quantum, or ``None`` when there is no limit).
-    """
-
-    n_requests: int
-    n_distinct: int
-    smallest_gap_s: float | None
-    quantum_s: float | None
-    grid_fit_share: float | None
-
-    @property
-    def quantized(self) -> bool:
-        return self.quantum_s is not None
-
-    @property
-    def finest_bin_s(self) -> float | None:
-        return self.quantum_s
-
-    def allows_bin(self, bin_s: float) -> bool:
-        """Whether bins of ``bin_s`` seconds are no finer than the timestamps' grid."""
-        return self.quantum_s is None or bin_s >= self.quantum_s * (1 - GRID_TOLERANCE)
-
-    @property
-    def statement(self) -> str:
-        if self.n_distinct < 2:
-            return f"all {self.n_requests:,} requests share one start time; no time grid can be measured"
-        if self.quantum_s is None:
-            return (
-                f"timestamps resolve finely: {self.n_distinct:,} distinct start times for {self.n_requests:,} "
-                f"requests, smallest gap {self.smallest_gap_s:.3g} s; no grid coarser than "
-                f"{FINE_RESOLUTION_S * 1e3:g} ms"
-            )
-        return (
-            f"timestamps are quantized: {self.n_distinct:,} distinct start times for {self.n_requests:,} "
-            f"requests, every gap a whole number of {self.quantum_s:.3f} s steps "
-            f"({self.grid_fit_share:.1%} of gaps within {GRID_TOLERANCE:.0%} of the grid); "
-            f"bins finer than {self.quantum_s:.3g} s are refused"
+def resolution_of(n_requests: int, n_distinct: int, smallest_gap_s: float | None, quantum_s: float | None,
+                  grid_fit_share: float | None) -> TimestampResolution:
+    """The :class:`~bearing_lib.traffic.document.TimestampResolution` of what was measured, with its statement."""
+    if n_distinct < 2:
+        statement = f"all {n_requests:,} requests share one start time; no time grid can be measured"
+    elif quantum_s is None:
+        statement = (
+            f"timestamps resolve finely: {n_distinct:,} distinct start times for {n_requests:,} "
+            f"requests, smallest gap {smallest_gap_s:.3g} s; no grid coarser than "
+            f"{FINE_RESOLUTION_S * 1e3:g} ms"
         )
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "n_requests": self.n_requests,
-            "n_distinct_start_times": self.n_distinct,
-            "smallest_gap_s": self.smallest_gap_s,
-            "quantized": self.quantized,
-            "quantum_s": self.quantum_s,
-            "finest_bin_s": self.finest_bin_s,
-            "statement": self.statement,
-        }
+    else:
+        statement = (
+            f"timestamps are quantized: {n_distinct:,} distinct start times for {n_requests:,} "
+            f"requests, every gap a whole number of {quantum_s:.3f} s steps "
+            f"({grid_fit_share:.1%} of gaps within {GRID_TOLERANCE:.0%} of the grid); "
+            f"bins finer than {quantum_s:.3g} s are refused"
+        )
+    return TimestampResolution(n_requests=n_requests, n_distinct_start_times=n_distinct,
+                               smallest_gap_s=smallest_gap_s, quantized=quantum_s is not None, quantum_s=quantum_s,
+                               finest_bin_s=quantum_s, statement=statement, grid_fit_share=grid_fit_share)
 
 
 def timestamp_resolution(trace: RequestTrace) -> TimestampResolution:
@@ -263,17 +229,17 @@ def resolution_from_gaps(n_requests: int, gaps: np.ndarray) -> TimestampResoluti
     """:func:`timestamp_resolution` from the gaps between consecutive distinct start times (in time order)."""
     n_distinct = int(gaps.size) + 1
     if gaps.size == 0:
-        return TimestampResolution(n_requests, 1, None, None, None)
+        return resolution_of(n_requests, 1, None, None, None)
     dmin = float(gaps.min())
     if dmin < FINE_RESOLUTION_S or gaps.size < 10:
-        return TimestampResolution(n_requests, n_distinct, dmin, None, None)
+        return resolution_of(n_requests, n_distinct, dmin, None, None)
     q0 = float(np.median(gaps[gaps < 1.5 * dmin]))
     steps = np.maximum(np.rint(gaps / q0), 1.0)
     q = float(gaps.sum() / steps.sum())
     fit = float(np.mean(np.abs(gaps - np.rint(gaps / q) * q) <= GRID_TOLERANCE * q))
     if fit < GRID_FIT_SHARE:
-        return TimestampResolution(n_requests, n_distinct, dmin, None, fit)
-    return TimestampResolution(n_requests, n_distinct, dmin, q, fit)
+        return resolution_of(n_requests, n_distinct, dmin, None, fit)
+    return resolution_of(n_requests, n_distinct, dmin, q, fit)
 
 
 @dataclass

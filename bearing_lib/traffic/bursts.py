@@ -10,108 +10,12 @@ a trace shorter than 30 days it is an extrapolation, and the result says so.
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from bearing_lib.common.errors import ParameterError
+from bearing_lib.traffic.document import BurstEpisode, Bursts
 
 MONTH_DAYS = 30.0
-
-
-@dataclass(frozen=True)
-class BurstEpisode:
-    """One burst: where it starts, how long, how high (rates in req/s)."""
-
-    start_s: float
-    duration_s: float
-    n_bins: int
-    peak_rps: float
-    baseline_at_peak_rps: float
-    peak_multiplier: float
-    mean_multiplier: float
-    excess_requests: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "start_s": self.start_s,
-            "end_s": self.start_s + self.duration_s,
-            "duration_s": self.duration_s,
-            "n_bins": self.n_bins,
-            "peak_rps": self.peak_rps,
-            "baseline_at_peak_rps": self.baseline_at_peak_rps,
-            "peak_multiplier": self.peak_multiplier,
-            "mean_multiplier": self.mean_multiplier,
-            "excess_requests": self.excess_requests,
-        }
-
-
-@dataclass
-class Bursts:
-    """Burst episodes found in a rate series, with the parameters that found them."""
-
-    k: float
-    bin_s: float
-    span_s: float
-    baseline: str
-    episodes: list[BurstEpisode]
-    n_unjudged_bins: int = 0
-    merge_gap_bins: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.episodes)
-
-    @property
-    def per_month(self) -> float | None:
-        """Estimated episodes per 30 days (None for an empty span)."""
-        days = self.span_s / 86_400.0
-        return self.count / days * MONTH_DAYS if days > 0 else None
-
-    @property
-    def rule(self) -> str:
-        """The burst rule in words (``bursts.rule`` in the JSON)."""
-        return (f"a burst is a run of {self.bin_s:g} s bins with rate > {self.k:g} x baseline"
-                + (f", runs at most {self.merge_gap_bins} bin(s) apart merged" if self.merge_gap_bins else ""))
-
-    @property
-    def per_month_note(self) -> str:
-        """How :attr:`per_month` was obtained (``bursts.per_month_note`` in the JSON)."""
-        days = self.span_s / 86_400.0
-        return (f"estimated from {days:.2f} days: an extrapolation to 30 days" if days < MONTH_DAYS
-                else f"observed over {days:.1f} days")
-
-    def to_dict(self) -> dict[str, object]:
-        durations = [e.duration_s for e in self.episodes]
-        freq_note = self.per_month_note
-        return {
-            "k": self.k,
-            "bin_s": self.bin_s,
-            "baseline": self.baseline,
-            "rule": self.rule,
-            "count": self.count,
-            "total_duration_s": float(sum(durations)),
-            "max_duration_s": max(durations) if durations else None,
-            "max_peak_multiplier": max((e.peak_multiplier for e in self.episodes), default=None),
-            "per_month": self.per_month,
-            "per_month_note": freq_note,
-            "n_unjudged_bins": self.n_unjudged_bins,
-            "episodes": [e.to_dict() for e in self.episodes],
-            "notes": self.notes,
-        }
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        rows = "".join(
-            f"<tr><td>{e.start_s:.0f}</td><td>{e.duration_s:.0f}</td><td>{e.peak_rps:.2f}</td>"
-            f"<td>{e.peak_multiplier:.2f}</td></tr>"
-            for e in self.episodes
-        )
-        return (
-            f"<p><b>{self.count} burst(s)</b> above {self.k:g}x baseline ({html.escape(self.baseline)})</p>"
-            f"<table><tr><th>start_s</th><th>duration_s</th><th>peak_rps</th><th>peak ×</th></tr>{rows}</table>"
-        )
 
 
 def find_bursts(
@@ -166,6 +70,7 @@ def find_bursts(
         episodes.append(
             BurstEpisode(
                 start_s=float(starts[a]),
+                end_s=float(starts[a]) + float((b - a + 1) * bin_s),
                 duration_s=float((b - a + 1) * bin_s),
                 n_bins=b - a + 1,
                 peak_rps=float(rate[seg].max()),
@@ -175,12 +80,21 @@ def find_bursts(
                 excess_requests=float(np.sum(np.clip(rate[seg] - np.nan_to_num(base[seg]), 0, None)) * bin_s),
             )
         )
+    days = rate.size * bin_s / 86_400.0
+    durations = [e.duration_s for e in episodes]
     return Bursts(
         k=k,
         bin_s=bin_s,
-        span_s=rate.size * bin_s,
         baseline=baseline,
-        episodes=episodes,
+        rule=(f"a burst is a run of {bin_s:g} s bins with rate > {k:g} x baseline"
+              + (f", runs at most {merge_gap_bins} bin(s) apart merged" if merge_gap_bins else "")),
+        count=len(episodes),
+        total_duration_s=float(sum(durations)),
+        max_duration_s=max(durations) if durations else None,
+        max_peak_multiplier=max((e.peak_multiplier for e in episodes), default=None),
+        per_month=len(episodes) / days * MONTH_DAYS if days > 0 else None,
+        per_month_note=(f"estimated from {days:.2f} days: an extrapolation to 30 days" if days < MONTH_DAYS
+                        else f"observed over {days:.1f} days"),
         n_unjudged_bins=int((~judged).sum()),
-        merge_gap_bins=merge_gap_bins,
+        episodes=episodes,
     )

@@ -1,6 +1,6 @@
 """The traffic profile of a Parquet dataset, aggregated by an engine (embedded polars-lazy or Dask).
 
-``profile_dataset(path, engine=...)`` computes the same :class:`TrafficProfile` as
+``profile_dataset(path, engine=...)`` computes the same :class:`~bearing_lib.traffic.document.TrafficProfile` as
 ``profile_traffic(load(path))`` without loading the requests into one frame: every
 figure comes from aggregates that add up across partitions. The embedded engine computes
 all of them in one streaming read (:mod:`bearing_lib.traffic.onepass`: dense counts with
@@ -50,11 +50,12 @@ from bearing_lib.traffic.binning import (
     empty_bins,
     finish_bins,
     resolution_from_gaps,
+    resolution_of,
 )
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.onepass import gap_summary, one_pass
 from bearing_lib.traffic.profile import (
     MixShares,
-    TrafficProfile,
     assemble_profile,
     dispersion_from_gaps,
     hour_basis,
@@ -233,9 +234,9 @@ def _combine_blocks(t: pl.DataFrame, n: int, distinct) -> tuple[TimestampResolut
         # a coarse grid: the distinct start times are few (at most one per ms); test the grid exactly
         res = resolution_from_gaps(n, np.diff(distinct()))
     elif npos == 0:
-        res = TimestampResolution(n, 1, None, None, None)
+        res = resolution_of(n, 1, None, None, None)
     else:
-        res = TimestampResolution(n, npos + 1, dmin, None, None)
+        res = resolution_of(n, npos + 1, dmin, None, None)
     cv = None
     if n_gaps >= 2:
         mean = (float(t["gsum"].sum()) + float(bd.sum())) / n_gaps

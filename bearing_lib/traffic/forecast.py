@@ -2,7 +2,7 @@
 
 :func:`bearing_lib.traffic.targets.trend_forecast` makes it (statsmodels OLS, the trend used only when
 significant); the profile JSON carries it whole as ``targets.mid_term.trend`` (``to_dict``), which
-:class:`~bearing_lib.traffic.document.ProfileDocument` reads back into this class when the document is
+:class:`~bearing_lib.traffic.document.TrafficProfile` reads back into this class when the document is
 validated (the JSON edge; a key renamed or missing is named there with its path), and the plan's staged
 reservation uses that object (:attr:`bearing_lib.plan.inputs.ProfileInput.forecast`). Kept apart from
 ``targets.py`` so that reading a profile document needs neither numpy nor polars.

@@ -3,7 +3,7 @@
 Most fleets keep Prometheus, not request logs. ``profile_metrics(metrics)`` reads the range
 query of a serving engine's cumulative counters (``/api/v1/query_range`` JSON, loaded as
 :class:`~bearing_lib.data.servermetrics.ServerMetrics` by ``loaders/prometheus.py``) and builds
-the same :class:`~bearing_lib.traffic.profile.TrafficProfile` a trace gives, marked as coming
+the same :class:`~bearing_lib.traffic.document.TrafficProfile` a trace gives, marked as coming
 from metrics (``source.kind`` ``metrics``, section ``metrics``).
 
 Query the raw counters, not ``rate(...)``: e.g.
@@ -37,7 +37,8 @@ Rules (``docs/operations.md``, section 0, *Production from Prometheus metrics*):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -46,7 +47,8 @@ from bearing_lib.common.errors import InputError, InsufficientDataError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
-from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
+from bearing_lib.traffic.document import MetricsSource, MetricTokens, MixCounts, MixPeaks, TrafficProfile
+from bearing_lib.traffic.mix_peaks import mix_peaks
 from bearing_lib.traffic.source import CounterParameters, ProfileParameters, ProfileSource
 
 REQUEST_COUNTERS = ("vllm:request_success_total", "vllm_request_success_total", "sglang:num_requests_total")
@@ -79,51 +81,9 @@ class CounterWindows:
     gaps: int
 
 
-@dataclass
-class MixCounts:
-    """One mix's requests counted by the counters over the profile's bins: its share of all, and the mean
-    tokens per request where a token counter is labelled by the mix (None otherwise)."""
-
-    mix: str
-    n_requests: float
-    share: float | None = None
-    mean_input_tokens: float | None = None
-    mean_output_tokens: float | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {"mix": self.mix, "n_requests": self.n_requests, "share": self.share,
-                "mean_input_tokens": self.mean_input_tokens, "mean_output_tokens": self.mean_output_tokens}
-
-
-@dataclass
-class MetricsSource:
-    """The ``metrics`` section of a metrics profile: where the numbers come from and what is unknown."""
-
-    request_metric: str
-    step_s: float
-    bin_s: float
-    mix_label: str
-    n_series: int
-    resets: int
-    gaps: int
-    token_metrics: dict[str, str | None]
-    per_mix: list[MixCounts]
-    mix_peaks: MixPeaks | Unavailable
-    unknowable: tuple[str, ...] = UNKNOWABLE
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": True, "request_metric": self.request_metric, "step_s": self.step_s, "bin_s": self.bin_s,
-            "time_resolution_s": self.step_s, "mix_label": self.mix_label, "n_series": self.n_series,
-            "counter_resets": self.resets, "gaps": self.gaps, "token_metrics": self.token_metrics,
-            "per_mix": [m.to_dict() for m in self.per_mix], "mix_peaks": self.mix_peaks.to_dict(),
-            "unknowable": list(self.unknowable),
-            "notes": self.notes,
-            "rules": "increase between consecutive evaluations of the raw counter = requests of (t - step, t]; a "
-                     "drop is a counter reset (the increase is the new value); a gap's increase is spread evenly "
-                     "over its steps",
-        }
+#: How the counters become requests per bin (``metrics.rules``).
+RULES = ("increase between consecutive evaluations of the raw counter = requests of (t - step, t]; a drop is a "
+         "counter reset (the increase is the new value); a gap's increase is spread evenly over its steps")
 
 
 def _label(labels: str | None, name: str) -> str | None:
@@ -191,7 +151,7 @@ def _integral(v: np.ndarray) -> bool:
 def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None, mix_label: str = "model_name",
                     quantile_level: float = 0.99, growth: float = 1.0, burst_k: float = 3.0,
                     burst_merge_gap_bins: int = 0, n_boot: int = 1000, seed: int | None = None,
-                    slo_objective: float = 0.999, mix_spec: object = None):  # noqa: ANN201 - TrafficProfile
+                    slo_objective: float = 0.999, mix_spec: object = None) -> TrafficProfile:
     """The traffic profile of a Prometheus range query of request (and token) counters (module docstring)."""
     from bearing_lib.traffic.targets import DEFAULT_SEED
 
@@ -215,15 +175,12 @@ def profile_metrics(metrics: ServerMetrics, *, request_metric: str | None = None
     params = ProfileParameters(quantile=quantile_level, growth=growth, burst_k=burst_k,
                                burst_merge_gap_bins=burst_merge_gap_bins, slo_objective=slo_objective, n_boot=n_boot,
                                seed=seed, counters=CounterParameters(metric, mix_label, ignored))
-    if on_minutes:
-        prof, bins, bin_s, counts = _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k,
-                                                    burst_merge_gap_bins, n_boot, seed)
-    else:
-        prof, bins, bin_s, counts = _window_profile(metrics, req, params, quantile_level, growth, burst_k,
-                                                    burst_merge_gap_bins, n_boot, seed)
-    prof.metrics = _metrics_section(req, tok, tokens, counts, bins, bin_s, mix_label, quantile_level)
-    prof.source = replace(prof.source, kind="metrics", request_metric=metric, time_resolution_s=step)
-    return prof
+
+    def section(bins: np.ndarray, bin_s: float, counts: pl.DataFrame) -> MetricsSource:
+        return _metrics_section(req, tok, tokens, counts, bins, bin_s, mix_label, quantile_level)
+
+    build = _minute_profile if on_minutes else _window_profile
+    return build(metrics, req, tok, params, metric, section)
 
 
 def _per_bin(w: pl.DataFrame, bin_s: float, per_bin: int | None) -> pl.DataFrame:
@@ -234,7 +191,9 @@ def _per_bin(w: pl.DataFrame, bin_s: float, per_bin: int | None) -> pl.DataFrame
             .group_by("bin_start_s", "mix").agg(pl.col("increase").sum()))
 
 
-def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
+def _minute_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, CounterWindows],
+                    params: ProfileParameters, metric: str,
+                    section: Callable[[np.ndarray, float, pl.DataFrame], MetricsSource]) -> TrafficProfile:
     from bearing_lib.traffic.profile import assemble_profile, dispersion_from_gaps
 
     step = req.step_s
@@ -271,11 +230,16 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
     }).with_columns(pl.col("minute_start_s").cast(pl.Float64))
     prov = metrics.provenance
     source = ProfileSource(path=prov.source, sha256=prov.sha256, format=prov.format, tool=prov.tool, kind="metrics",
-                           time_origin="epoch", timezone="UTC", n_rows=metrics.frame.height)
+                           time_origin="epoch", timezone="UTC", n_rows=metrics.frame.height, request_metric=metric,
+                           time_resolution_s=step)
     disp = dispersion_from_gaps(minutes["requests"].to_numpy(), _NO_GRID, 0, None)
     disp.interarrival_cv = None
     disp.interarrival_cv_note = f"not measured: counters give requests per {step:g} s step, not arrival times"
-    prof = assemble_profile(
+    convention = (f"per-minute requests from counter increases over {step:g} s query steps summed into UTC "
+                  "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes left out")
+    metrics_part = section(full, 60.0, by_mix.rename({"increase": "requests"}))
+
+    return assemble_profile(
         source=source, time_origin="epoch", t_min=float(starts.min()), t_max=float(starts.max() + step),
         resolution=Unavailable(f"no per-request times: the counters were evaluated every {step:g} s"),
         minutes=minutes, seconds=None, dispersion=disp,
@@ -283,14 +247,11 @@ def _minute_profile(metrics, req, tok, params, quantile_level, growth, burst_k, 
         slo=Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
         seq_len=Unavailable("counters give token totals per step, not per-request lengths (mean tokens per "
                             "request are in the metrics section)"),
-        params=params, quantile_level=quantile_level, growth=growth, burst_k=burst_k,
-        burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed,
-        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"),
+        params=params, quantile_level=params.quantile, growth=params.growth, burst_k=params.burst_k,
+        burst_merge_gap_bins=params.burst_merge_gap_bins, n_boot=params.n_boot, seed=params.seed,
+        per_second=Unavailable(f"counters resolve {step:g} s steps, not seconds"), convention=convention,
+        metrics=metrics_part,
     )
-    prof.convention = (f"per-minute requests from counter increases over {step:g} s query steps summed into UTC "
-                       "wall-clock minutes; minutes with all their steps kept, the partial first and last minutes "
-                       "left out")
-    return prof, full, 60.0, by_mix.rename({"increase": "requests"})
 
 
 def _one_mix(n: float):  # noqa: ANN202 - MixShares
@@ -315,9 +276,12 @@ class _NoGrid:
 _NO_GRID = _NoGrid()
 
 
-def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge_gap, n_boot, seed):  # noqa: ANN001, ANN202, PLR0913
+def _window_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, CounterWindows],  # noqa: ARG001
+                    params: ProfileParameters, metric: str,
+                    section: Callable[[np.ndarray, float, pl.DataFrame], MetricsSource]) -> TrafficProfile:
     from bearing_lib.data.provenance import Provenance
-    from bearing_lib.traffic.profile import Dispersion, profile_traffic
+    from bearing_lib.traffic.binning import series_from_rate_windows
+    from bearing_lib.traffic.profile import profile_rate_windows
 
     step = req.step_s
     w = req.frame
@@ -328,28 +292,32 @@ def _window_profile(metrics, req, params, quantile_level, growth, burst_k, merge
         "shape": [None] * w.height, "scale": [None] * w.height,
     }, schema=RATE_SCHEMA)
     rp = Provenance(source=prov.source, format=prov.format, tool=prov.tool, sha256=prov.sha256, time_origin="epoch")
-    prof = profile_traffic(RateWindows(frame, rp), quantile_level=quantile_level, growth=growth, burst_k=burst_k,
-                           burst_merge_gap_bins=merge_gap, n_boot=n_boot, seed=seed)
-    prof.parameters = params
-    if isinstance(prof.dispersion, Dispersion):
-        prof.dispersion.per_client_window_cv_note = "not measured: counters carry no inter-arrival times"
-    prof.mixes = _one_mix(float(np.sum(prof.series.requests)))
-    prof.slo = Unavailable("the request counter counts finished requests only: no failures, so no error budget")
-    prof.seq_len = Unavailable("counters give token totals per step, not per-request lengths")
-    prof.convention = (f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
-                       "from counter increases; the window is the finest bin")
-    bins = np.asarray(prof.series.start_s, dtype=float)
-    return prof, bins, step, w.rename({"window_start_s": "bin_start_s", "increase": "requests"})
+
+    rates = RateWindows(frame, rp)
+    series = series_from_rate_windows(rates)
+    return profile_rate_windows(
+        rates, params,
+        source=replace(ProfileSource.of(rp, "rates", frame.height), kind="metrics", request_metric=metric,
+                       time_resolution_s=step),
+        convention=(f"{step:g} s windows (the query step, which does not divide a minute on the epoch grid) "
+                    "from counter increases; the window is the finest bin"),
+        mixes=_one_mix(float(np.sum(series.requests))),
+        slo=Unavailable("the request counter counts finished requests only: no failures, so no error budget"),
+        seq_len=Unavailable("counters give token totals per step, not per-request lengths"),
+        metrics=section(np.asarray(series.start_s, dtype=float), step,
+                        w.rename({"window_start_s": "bin_start_s", "increase": "requests"})),
+        cv_note="not measured: counters carry no inter-arrival times",
+    )
 
 
 def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names: dict[str, str | None],
                      counts: pl.DataFrame, bins: np.ndarray, bin_s: float, mix_label: str,
                      quantile_level: float) -> MetricsSource:
     counted = counts.filter(pl.col("bin_start_s").is_in(bins.tolist()))
-    peaks: MixPeaks | Unavailable = (
+    peaks = (
         mix_peaks(counted, bins, bin_s, quantile_level=quantile_level,
                   basis=f"values of the label {mix_label} of {req.metric}")
-        if counted.height else Unavailable("no complete bin")
+        if counted.height else MixPeaks(available=False, reason="no complete bin")
     )
     lo, hi = float(bins.min()), float(bins.max() + bin_s)
 
@@ -358,7 +326,7 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
 
     per: dict[str, MixCounts] = {}
     for mix, n in in_range(req.frame).group_by("mix").agg(pl.col("increase").sum()).sort("mix").iter_rows():
-        per[mix] = MixCounts(mix, n)
+        per[mix] = MixCounts(mix=mix, n_requests=n)
     total = sum(float(r.n_requests) for r in per.values())
     for r in per.values():
         r.share = float(r.n_requests) / total if total else None
@@ -373,10 +341,11 @@ def _metrics_section(req: CounterWindows, tok: dict[str, CounterWindows], names:
                      "value; requests between the last scrape before a restart and the restart are not seen")
     if req.gaps:
         notes.append(f"{req.gaps} gap(s) in {req.metric} series: each increase spread evenly over the missing steps")
-    return MetricsSource(request_metric=req.metric, step_s=req.step_s, bin_s=bin_s, mix_label=mix_label,
-                         n_series=req.n_series, resets=req.resets, gaps=req.gaps, token_metrics=names,
-                         per_mix=list(per.values()), mix_peaks=peaks, notes=notes)
+    return MetricsSource(request_metric=req.metric, step_s=req.step_s, bin_s=bin_s, time_resolution_s=req.step_s,
+                         mix_label=mix_label, n_series=req.n_series, counter_resets=req.resets, gaps=req.gaps,
+                         token_metrics=MetricTokens(**names), per_mix=list(per.values()), mix_peaks=peaks,
+                         unknowable=list(UNKNOWABLE), notes=notes, rules=RULES)
 
 
-__all__ = ["REQUEST_COUNTERS", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "MetricsSource", "MixCounts",
-           "counter_windows", "profile_metrics", "query_step"]
+__all__ = ["REQUEST_COUNTERS", "RULES", "TOKEN_COUNTERS", "UNKNOWABLE", "CounterWindows", "counter_windows",
+           "profile_metrics", "query_step"]

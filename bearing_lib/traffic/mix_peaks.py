@@ -11,80 +11,23 @@ with ``understated`` set where the share method is more than 10 % below the mix'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.quantiles import quantile
+from bearing_lib.traffic.document import MixPeak, MixPeaks
 
 #: The share method "matters" when it is this much below the mix's own peak.
 UNDERSTATED_RATIO = 1.10
 
 
-@dataclass(frozen=True)
-class MixPeak:
-    """One mix's rate distribution over the profile's bins, in req/s."""
-
-    mix: str
-    n_requests: float
-    share: float
-    mean_rps: float
-    p95_rps: float
-    p99_rps: float
-    max_rps: float
-    target_rps: float
-    share_method_rps: float
-
-    @property
-    def peak_to_mean(self) -> float | None:
-        return self.max_rps / self.mean_rps if self.mean_rps > 0 else None
-
-    @property
-    def own_over_share(self) -> float | None:
-        """The mix's own peak at the target quantile / (its share x the overall one)."""
-        return self.target_rps / self.share_method_rps if self.share_method_rps > 0 else None
-
-    @property
-    def understated(self) -> bool:
-        r = self.own_over_share
-        return r is not None and r > UNDERSTATED_RATIO
-
-    def to_dict(self) -> dict[str, object]:
-        return {"mix": self.mix, "n_requests": self.n_requests, "share": self.share, "mean_rps": self.mean_rps,
-                "p95_rps": self.p95_rps, "p99_rps": self.p99_rps, "max_rps": self.max_rps,
-                "peak_to_mean": self.peak_to_mean, "target_rps": self.target_rps,
-                "share_method_rps": self.share_method_rps, "own_over_share": self.own_over_share,
-                "understated": self.understated}
-
-
-@dataclass(frozen=True)
-class MixPeaks:
-    """Per-mix peaks over ``n_bins`` bins of ``bin_s`` seconds; ``quantile`` is the target's (0.99 = P99)."""
-
-    bin_s: float
-    n_bins: int
-    quantile: float
-    overall_target_rps: float
-    basis: str
-    rows: tuple[MixPeak, ...]
-
-    def row(self, mix: str) -> MixPeak:
-        return next(r for r in self.rows if r.mix == mix)
-
-    def statement(self) -> str:
-        under = [r for r in self.rows if r.understated]
-        q = f"P{self.quantile * 100:g}"
-        if not under:
-            return f"every mix's own {q} is within 10 % of its share of the overall {q}"
-        return "; ".join(f"{r.mix}: own {q} {r.target_rps:.3g} req/s vs share x overall {r.share_method_rps:.3g} "
-                         f"({r.own_over_share:.2f}x)" for r in under)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"available": True, "bin_s": self.bin_s, "n_bins": self.n_bins, "quantile": self.quantile,
-                "overall_target_rps": self.overall_target_rps, "basis": self.basis,
-                "understated_ratio": UNDERSTATED_RATIO, "statement": self.statement(),
-                "rows": [r.to_dict() for r in self.rows]}
+def _statement(rows: list[MixPeak], quantile_level: float) -> str:
+    under = [r for r in rows if r.understated]
+    q = f"P{quantile_level * 100:g}"
+    if not under:
+        return f"every mix's own {q} is within 10 % of its share of the overall {q}"
+    return "; ".join(f"{r.mix}: own {q} {r.target_rps:.3g} req/s vs share x overall {r.share_method_rps:.3g} "
+                     f"({r.own_over_share:.2f}x)" for r in under)
 
 
 def mix_peaks(counts: pl.DataFrame, bin_start_s: np.ndarray, bin_s: float, *, quantile_level: float,
@@ -124,11 +67,15 @@ def mix_peaks(counts: pl.DataFrame, bin_start_s: np.ndarray, bin_s: float, *, qu
             continue
         p95, p99, pq = (float(x) / bin_s for x in quantile(v, [0.95, 0.99, quantile_level]))
         share = float(v.sum()) / grand
-        rows.append(MixPeak(mix=m, n_requests=float(v.sum()), share=share, mean_rps=float(v.mean()) / bin_s,
-                            p95_rps=p95, p99_rps=p99, max_rps=float(v.max()) / bin_s, target_rps=pq,
-                            share_method_rps=share * overall_q))
+        mean, mx, by_share = float(v.mean()) / bin_s, float(v.max()) / bin_s, share * overall_q
+        own_over = pq / by_share if by_share > 0 else None
+        rows.append(MixPeak(mix=m, n_requests=float(v.sum()), share=share, mean_rps=mean, p95_rps=p95, p99_rps=p99,
+                            max_rps=mx, peak_to_mean=mx / mean if mean > 0 else None, target_rps=pq,
+                            share_method_rps=by_share, own_over_share=own_over,
+                            understated=own_over is not None and own_over > UNDERSTATED_RATIO))
     return MixPeaks(bin_s=bin_s, n_bins=int(bins.size), quantile=quantile_level, overall_target_rps=overall_q,
-                    basis=basis, rows=tuple(rows))
+                    basis=basis, understated_ratio=UNDERSTATED_RATIO, statement=_statement(rows, quantile_level),
+                    rows=rows)
 
 
 __all__ = ["UNDERSTATED_RATIO", "MixPeak", "MixPeaks", "mix_peaks"]

@@ -28,7 +28,7 @@ import polars as pl
 from bearing_lib.data.engine import ParquetDataset
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES
-from bearing_lib.traffic.binning import FINE_RESOLUTION_S, TimestampResolution, resolution_from_gaps
+from bearing_lib.traffic.binning import FINE_RESOLUTION_S, TimestampResolution, resolution_from_gaps, resolution_of
 
 #: rows per batch of the streaming read
 BATCH_ROWS = 1 << 20
@@ -282,7 +282,7 @@ def gap_summary(starts: np.ndarray, n_requests: int) -> tuple[TimestampResolutio
         if dmin >= FINE_RESOLUTION_S and n_pos >= 10:
             res = resolution_from_gaps(n_requests, g[g > 0])
         else:
-            res = TimestampResolution(n_requests, n_pos + 1, dmin, None, None)
+            res = resolution_of(n_requests, n_pos + 1, dmin, None, None)
     n_gaps = int(g.size)
     if n_gaps < 2:
         return res, n_gaps, None

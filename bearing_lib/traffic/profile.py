@@ -2,7 +2,7 @@
 
 ``profile_traffic(trace)`` reads a :class:`~bearing_lib.data.trace.RequestTrace` (per-request
 start times) or, as a coarser profile, :class:`~bearing_lib.data.ratewindows.RateWindows`
-(e.g. ServeGen's 600 s windows) and returns a :class:`TrafficProfile`: the per-minute
+(e.g. ServeGen's 600 s windows) and returns the :class:`~bearing_lib.traffic.document.TrafficProfile`: the per-minute
 rate distribution (mean, P50/P95/P99/max, peak/mean; linear quantiles), per-second rates
 where the timestamps allow, hour-of-day and weekday x hour baselines, an MSTL
 decomposition, burst episodes, the index of dispersion and inter-arrival CV, mix shares
@@ -21,9 +21,9 @@ traces bin from the first request and say so. Sections the data cannot support a
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -44,100 +44,68 @@ from bearing_lib.traffic.binning import (
     timestamp_resolution,
 )
 from bearing_lib.traffic.bursts import Bursts, find_bursts
+from bearing_lib.traffic.document import (
+    PROFILE_SCHEMA,
+    Dispersion,
+    MetricsSource,
+    MinuteRateStats,
+    MinuteSeriesDoc,
+    MinuteTokens,
+    RateStats,
+    RpsStats,
+    SLOBudget,
+    Targets,
+    TokenRate,
+    TrafficProfile,
+    WindowRateStats,
+    WindowSeriesDoc,
+)
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
 from bearing_lib.traffic.seqlen import SeqLenDistribution, seq_len_distribution
-from bearing_lib.traffic.slo_budget import SLOBudget, slo_budget
+from bearing_lib.traffic.slo_budget import slo_budget
 from bearing_lib.traffic.source import ProfileParameters, ProfileSource
-from bearing_lib.traffic.targets import DEFAULT_SEED, Targets, compute_targets
+from bearing_lib.traffic.targets import DEFAULT_SEED, compute_targets
+
+_S = TypeVar("_S", bound=RateStats)
 
 __all__ = [
-    "Dispersion",
     "MixShares",
-    "RateStats",
-    "TokenRate",
-    "TrafficProfile",
+    "assemble_profile",
     "binned_counts",
     "dispersion",
     "hour_basis",
     "mix_shares",
     "per_minute_counts",
+    "profile_rate_windows",
     "profile_traffic",
     "rate_stats",
     "timestamp_resolution",
 ]
 
 
-@dataclass
-class TokenRate:
-    """Tokens per minute (input or output): mean, P95, P99, max."""
-
-    mean: float
-    p95: float
-    p99: float
-    max: float
-    unit: str
-
-    def to_dict(self) -> dict[str, object]:
-        return {"mean": self.mean, "p95": self.p95, "p99": self.p99, "max": self.max, "unit": self.unit}
-
-
-@dataclass
-class RateStats:
-    """Distribution of a per-bin request count (:func:`rate_stats`): bins, empty bins, mean, P50/P95/P99, max
-    and peak/mean in requests per bin, ``rps`` the same in req/s. The per-minute block (``per_minute``) is written
-    with ``n_minutes`` and the tokens per minute (``tokens``, None for a column the trace lacks); the per-window
-    block says what its windows are (``note``)."""
-
-    n_bins: int
-    n_empty: int
-    mean: float
-    p50: float
-    p95: float
-    p99: float
-    max: float
-    peak_to_mean: float | None
-    rps: dict[str, float]
-    bin_s: float
-    unit: str = ""
-    per_minute: bool = False
-    tokens: dict[str, TokenRate | None] = field(default_factory=dict)
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The profile JSON's ``per_minute`` / ``per_second`` / ``per_window`` statistics (without the series)."""
-        out: dict[str, object] = {"available": True, "bin_s": self.bin_s,
-                                  ("n_minutes" if self.per_minute else "n_bins"): self.n_bins,
-                                  "n_empty": self.n_empty, "mean": self.mean, "p50": self.p50, "p95": self.p95,
-                                  "p99": self.p99, "max": self.max, "peak_to_mean": self.peak_to_mean,
-                                  "rps": dict(self.rps), "unit": self.unit}
-        if self.per_minute:
-            out["tokens"] = {k: None if v is None else v.to_dict() for k, v in self.tokens.items()}
-        if self.note is not None:
-            out["note"] = self.note
-        return out
-
-
-def rate_stats(requests_per_bin: np.ndarray, bin_s: float) -> RateStats:
+def rate_stats(requests_per_bin: np.ndarray, bin_s: float, *, unit: str = "", note: str | None = None,
+               kind: type[_S] = RateStats) -> _S:  # type: ignore[assignment]
     """Distribution of a per-bin request count: n, empty bins, mean, P50/P95/P99, max, peak/mean.
 
     Values are in requests per bin (requests/min for 60 s bins); ``rps`` repeats them in
-    req/s. Quantiles are linear (``bearing_lib.common.quantiles``).
+    req/s. Quantiles are linear (``bearing_lib.common.quantiles``). ``kind``: the block it makes
+    (:class:`~bearing_lib.traffic.document.RateStats` or the per-minute / per-window one).
     """
     v = np.asarray(requests_per_bin, dtype=float)
     if v.size == 0:
         raise InsufficientDataError("no complete bin: the trace is shorter than one bin")
     p50, p95, p99 = (float(x) for x in quantile(v, [0.5, 0.95, 0.99]))
     mean, mx = float(v.mean()), float(v.max())
-    return RateStats(
-        n_bins=int(v.size), n_empty=int((v == 0).sum()), mean=mean, p50=p50, p95=p95, p99=p99, max=mx,
+    return kind(
+        bin_s=bin_s, n_bins=int(v.size), n_empty=int((v == 0).sum()), mean=mean, p50=p50, p95=p95, p99=p99, max=mx,
         peak_to_mean=mx / mean if mean > 0 else None,
-        rps={k: x / bin_s for k, x in (("mean", mean), ("p50", p50), ("p95", p95), ("p99", p99), ("max", mx))},
-        bin_s=bin_s,
+        rps=RpsStats(mean=mean / bin_s, p50=p50 / bin_s, p95=p95 / bin_s, p99=p99 / bin_s, max=mx / bin_s),
+        unit=unit, note=note,
     )
 
 
-def _minute_block(counts: pl.DataFrame) -> RateStats:
+def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
     tokens: dict[str, TokenRate | None] = {}
     for col in ("input_tokens", "output_tokens"):
         s = counts[col]
@@ -146,37 +114,12 @@ def _minute_block(counts: pl.DataFrame) -> RateStats:
             continue
         v = s.to_numpy().astype(float)
         p95, p99 = (float(x) for x in quantile(v, [0.95, 0.99]))
-        tokens[col] = TokenRate(float(v.mean()), p95, p99, float(v.max()), f"{col.replace('_', ' ')}/min")
-    return replace(rate_stats(counts["requests"].to_numpy(), 60.0), unit="requests/min", per_minute=True,
-                   tokens=tokens)
-
-
-@dataclass
-class Dispersion:
-    """How bursty the arrivals are: the index of dispersion of per-minute counts (``index_of_dispersion_bin_s``:
-    its bin, None when it was not measured from counts) and the inter-arrival CV, each with a note saying how it
-    was measured or why not; from rate windows, the source's own per-client window CVs weighted by rate
-    (``per_client_window_cv_note`` set: the figure was looked for)."""
-
-    index_of_dispersion: float | None
-    index_of_dispersion_note: str
-    interarrival_cv: float | None
-    interarrival_cv_note: str
-    index_of_dispersion_bin_s: float | None = None
-    per_client_window_cv_rate_weighted: float | None = None
-    per_client_window_cv_note: str | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The profile JSON's ``dispersion`` (a key not measured from this source is left out)."""
-        out: dict[str, object] = {"index_of_dispersion": self.index_of_dispersion}
-        if self.index_of_dispersion_bin_s is not None:
-            out["index_of_dispersion_bin_s"] = self.index_of_dispersion_bin_s
-        out |= {"index_of_dispersion_note": self.index_of_dispersion_note, "interarrival_cv": self.interarrival_cv,
-                "interarrival_cv_note": self.interarrival_cv_note}
-        if self.per_client_window_cv_note is not None:
-            out |= {"per_client_window_cv_rate_weighted": self.per_client_window_cv_rate_weighted,
-                    "per_client_window_cv_note": self.per_client_window_cv_note}
-        return out
+        tokens[col] = TokenRate(mean=float(v.mean()), p95=p95, p99=p99, max=float(v.max()),
+                                unit=f"{col.replace('_', ' ')}/min")
+    block = rate_stats(counts["requests"].to_numpy(), 60.0, unit="requests/min", kind=MinuteRateStats)
+    return replace(block, n_minutes=block.n_bins, n_bins=None, tokens=MinuteTokens(**tokens),
+                   series=MinuteSeriesDoc(minute_start_s=counts["minute_start_s"].to_list(),
+                                          requests=counts["requests"].to_list()))
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
@@ -306,219 +249,71 @@ def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None
     return MixShares(spec, overall, per_hour, basis, notes)
 
 
-@dataclass
-class TrafficProfile:
-    """The traffic profile of one production source (see module docstring)."""
-
-    source: ProfileSource
-    convention: str
-    span_s: float
-    start_s: float | None
-    end_s: float | None
-    aligned: bool
-    resolution: TimestampResolution | Unavailable
-    series: RateSeries
-    per_minute: pl.DataFrame | None
-    per_minute_stats: RateStats | Unavailable
-    per_second_stats: RateStats | Unavailable
-    per_window_stats: RateStats | None
-    slots: SlotBaselines
-    decomposition: Decomposition | Unavailable
-    bursts: Bursts
-    dispersion: Dispersion | Unavailable
-    mixes: MixShares | Unavailable
-    targets: Targets
-    slo: SLOBudget | Unavailable
-    parameters: ProfileParameters
-    seq_len: SeqLenDistribution | Unavailable = field(
-        default_factory=lambda: Unavailable("sequence lengths were not computed for this profile"))
-    mix_peaks: MixPeaks | Unavailable | None = None
-    """Each mix's own peaks (``traffic/mix_peaks.py``); None: not computed (rate windows, engines)."""
-    metrics: object | None = None
-    """For a profile from Prometheus counters, the :class:`~bearing_lib.traffic.metrics_profile.MetricsSource`."""
-    passive: object | None = None
-    """The passive limit from the trace's own latency (:class:`~bearing_lib.twin.passive.PassiveLimit`), when asked."""
-
-    @staticmethod
-    def _utc(t: float | None, aligned: bool) -> str | None:
-        if t is None or not aligned:
-            return None
-        return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
-
-    def series_dict(self) -> dict[str, object]:
-        """The rate series as JSON columns: per minute ``{"minute_start_s", "requests"}``, or for
-        rate windows ``{"bin_s", "window_start_s", "requests"}`` (requests per window)."""
-        if self.per_minute is not None:
-            return {"minute_start_s": self.per_minute["minute_start_s"].to_list(),
-                    "requests": self.per_minute["requests"].to_list()}
-        return {"bin_s": float(self.series.bin_s), "window_start_s": [float(x) for x in self.series.start_s],
-                "requests": [float(x) for x in self.series.requests]}
-
-    def to_dict(self, *, include_series: bool = True) -> dict[str, object]:
-        """JSON-ready dict (``docs/interfaces.md`` section 5; ``docs/traffic-profile.md``).
-
-        ``include_series=False`` leaves out ``per_minute.series`` / ``per_window.series``
-        (one row per minute: 20,160 for a 14-day trace); the plan then needs the trace
-        for CBU and the elasticity replay.
-        """
-        from bearing_lib.common.version import __version__
-        from bearing_lib.traffic.document import PROFILE_SCHEMA
-
-        def d(x: object) -> object:
-            return x.to_dict() if hasattr(x, "to_dict") else x
-
-        mixes: object
-        if isinstance(self.mixes, MixShares):
-            mixes = self.mixes.to_list()
-            mixes_hour: object = {
-                "available": True,
-                "basis": self.mixes.hour_basis,
-                "rows": self.mixes.per_hour.to_dicts(),
-                "notes": self.mixes.notes,
-            }
-            spec: object = self.mixes.spec.to_dict()
-        else:
-            mixes, mixes_hour, spec = self.mixes.to_dict(), self.mixes.to_dict(), None
-        out = {
-            "schema": PROFILE_SCHEMA,
-            "bearing_version": __version__,
-            "quantile_method": QUANTILE_METHOD,
-            "source": self.source.to_dict(),
-            "convention": self.convention,
-            "span_s": self.span_s,
-            "start_s": self.start_s,
-            "end_s": self.end_s,
-            "start_utc": self._utc(self.start_s, self.aligned),
-            "end_utc": self._utc(self.end_s, self.aligned),
-            "clock": "UTC wall clock" if self.aligned else "relative (seconds from the trace start)",
-            "parameters": self.parameters.to_dict(),
-            "resolution": d(self.resolution),
-            "per_minute": (
-                {**self.per_minute_stats.to_dict(), "series": self.series_dict()}
-                if include_series and isinstance(self.per_minute_stats, RateStats) and self.per_minute is not None
-                else d(self.per_minute_stats)
-            ),
-            "per_second": d(self.per_second_stats),
-            "slots": self.slots.to_dict(),
-            "decomposition": d(self.decomposition),
-            "bursts": self.bursts.to_dict(),
-            "dispersion": d(self.dispersion),
-            "mix_spec": spec,
-            "mix_shares": mixes,
-            "mix_shares_per_hour": mixes_hour,
-            "targets": self.targets.to_dict(),
-            "slo_budget": d(self.slo),
-            "seq_len": d(self.seq_len),
-        }
-        if self.mix_peaks is not None:
-            out["mix_peaks"] = self.mix_peaks.to_dict()
-        if self.metrics is not None:
-            out["metrics"] = self.metrics.to_dict()
-        if self.passive is not None:
-            out["passive_limit"] = self.passive.to_dict()
-        if self.per_window_stats is not None:
-            out["per_window"] = (
-                {**self.per_window_stats.to_dict(), "series": self.series_dict()} if include_series
-                else self.per_window_stats.to_dict()
-            )
-        return out
-
-    def summary_lines(self) -> list[str]:
-        """A short human summary (the CLI prints it)."""
-        lines = [f"source:      {self.source.path} ({self.source.format})"]
-        lines.append(f"span:        {self.span_s / 3600:,.2f} h, clock {'UTC' if self.aligned else 'relative'}")
-        lines.append(f"convention:  {self.convention}")
-        pm = self.per_minute_stats
-        if isinstance(pm, RateStats):
-            lines.append(
-                f"per minute:  {pm.n_bins} minutes ({pm.n_empty} empty); mean {pm.mean:,.1f}, "
-                f"P95 {pm.p95:,.1f}, P99 {pm.p99:,.1f}, max {pm.max:,.0f} requests/min; "
-                f"peak/mean {_fmt(pm.peak_to_mean)}"
-            )
-        else:
-            lines.append(f"per minute:  not available: {pm.reason}")
-        if self.per_window_stats is not None:
-            pw = self.per_window_stats
-            lines.append(
-                f"per window:  {pw.n_bins} x {pw.bin_s:g} s; mean {pw.rps['mean']:,.1f}, "
-                f"P99 {pw.rps['p99']:,.1f}, max {pw.rps['max']:,.1f} req/s; peak/mean {_fmt(pw.peak_to_mean)}"
-            )
-        ps = self.per_second_stats
-        if isinstance(ps, RateStats):
-            lines.append(f"per second:  max {ps.max:,.0f} req/s, P99 {ps.p99:,.1f}, peak/mean "
-                         f"{_fmt(ps.peak_to_mean)}")
-        else:
-            lines.append(f"per second:  not available: {ps.reason}")
-        if isinstance(self.decomposition, Decomposition):
-            comps = ", ".join(
-                f"{n} (amplitude {self.decomposition.amplitude_rps(n):,.1f} req/s, cycle-to-cycle correlation "
-                f"{_fmt(self.decomposition.cycle_correlation(n))})" for n in self.decomposition.periods_h
-            )
-            lines.append(f"cycles:      {comps}")
-        else:
-            lines.append(f"cycles:      not available: {self.decomposition.reason}")
-        b = self.bursts
-        lines.append(
-            f"bursts:      {b.count} above {b.k:g}x baseline" + (f", ~{b.per_month:.1f}/month" if b.count else "")
-        )
-        disp = self.dispersion
-        if isinstance(disp, Dispersion):
-            lines.append(
-                f"dispersion:  index {_fmt(disp.index_of_dispersion)}, inter-arrival CV "
-                f"{_fmt(disp.interarrival_cv)}"
-            )
-        t = self.targets
-        ci = f" (95% CI {t.target_ci95[0]:,.2f}–{t.target_ci95[1]:,.2f})" if t.target_ci95 else ""
-        lines.append(
-            f"target:      {t.target_rps:,.2f} req/s = P{t.quantile * 100:g} x growth {t.growth:g}{ci}; "
-            f"near term {t.near_term_rps:,.2f} req/s"
-        )
-        mt = t.mid_term
-        lines.append(
-            f"mid term:    {mt.reservation_rps:,.2f} req/s" if not isinstance(mt, Unavailable)
-            else f"mid term:    not available: {mt.reason}"
-        )
-        if isinstance(self.mixes, MixShares):
-            shares = ", ".join(f"{r['mix']} {r['share']:.1%}" for r in self.mixes.to_list())
-            lines.append(f"mixes:       {shares}")
-        if isinstance(self.mix_peaks, MixPeaks) and len(self.mix_peaks.rows) > 1:
-            q = f"P{self.mix_peaks.quantile * 100:g}"
-            own = ", ".join(f"{r.mix} {r.target_rps:,.2f} (share x overall {r.share_method_rps:,.2f})"
-                            for r in self.mix_peaks.rows)
-            lines.append(f"mix peaks:   own {q} req/s per {self.mix_peaks.bin_s:g} s: {own}")
-        if self.passive is not None:
-            lines.append(f"passive:     {self.passive.text()}")
-        if self.metrics is not None:
-            m = self.metrics
-            lines.append(f"metrics:     {m.request_metric} every {m.step_s:g} s, {m.n_series} series, "
-                         f"{m.resets} counter reset(s), {m.gaps} gap(s); per {m.mix_label}: "
-                         + ", ".join(f"{r.mix} {r.share:.1%}" for r in m.per_mix))
-        if isinstance(self.slo, SLOBudget):
-            lines.append(
-                f"SLO budget:  {self.slo.consumed_fraction:.1%} of the {self.slo.objective:.2%} budget consumed, "
-                f"burn rate {self.slo.burn_rate:.3g}"
-            )
-        else:
-            lines.append(f"SLO budget:  not available: {self.slo.reason}")
-        if isinstance(self.seq_len, SeqLenDistribution):
-            t = self.seq_len.total
-            lines.append(f"seq length:  input+output tokens P50 {t.p50:,.0f}, P90 {t.p90:,.0f}, P99 {t.p99:,.0f}, "
-                         f"max {t.max:,.0f} ({t.n:,} requests)")
-        else:
-            lines.append(f"seq length:  not available: {self.seq_len.reason}")
-        return lines
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(line.split(':', 1)[0])}</th>"
-            f"<td style='text-align:left'>{html.escape(line.split(':', 1)[1].strip())}</td></tr>"
-            for line in self.summary_lines()
-        )
-        return f"<p><b>TrafficProfile</b></p><table>{rows}</table>"
+def _utc(t: float | None, aligned: bool) -> str | None:
+    if t is None or not aligned:
+        return None
+    return datetime.fromtimestamp(t, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _fmt(x: object) -> str:
-    return "n/a" if x is None else f"{x:,.2f}"
+def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: float | None, end_s: float | None,
+           aligned: bool, resolution: TimestampResolution | Unavailable,
+           per_minute_stats: MinuteRateStats | Unavailable, per_second_stats: RateStats | Unavailable,
+           per_window_stats: WindowRateStats | None, slots: SlotBaselines,
+           decomposition: Decomposition | Unavailable, bursts: Bursts, dispersion: Dispersion | Unavailable,
+           mixes: MixShares | Unavailable, targets: Targets, slo: SLOBudget | Unavailable,
+           parameters: ProfileParameters, seq_len: SeqLenDistribution | Unavailable,
+           mix_peaks: MixPeaks | Unavailable | None = None, metrics: MetricsSource | None = None) -> TrafficProfile:
+    """The :class:`~bearing_lib.traffic.document.TrafficProfile` of the computed sections: each section written
+    in the profile JSON's layout (``docs/interfaces.md`` §5; ``docs/traffic-profile.md``) and read into the one
+    profile type, validated once. ``mix_peaks`` None: not computed (rate windows); ``metrics`` the
+    :class:`~bearing_lib.traffic.document.MetricsSource` of a profile from Prometheus counters."""
+    from bearing_lib.common.version import __version__
+
+    def d(x: object) -> object:
+        return x.to_dict() if hasattr(x, "to_dict") else x
+
+    mixes_json: object
+    if isinstance(mixes, MixShares):
+        mixes_json = mixes.to_list()
+        mixes_hour: object = {"available": True, "basis": mixes.hour_basis, "rows": mixes.per_hour.to_dicts(),
+                              "notes": mixes.notes}
+        spec: object = mixes.spec.to_dict()
+    else:
+        mixes_json, mixes_hour, spec = mixes.to_dict(), mixes.to_dict(), None
+    out = {
+        "schema": PROFILE_SCHEMA,
+        "bearing_version": __version__,
+        "quantile_method": QUANTILE_METHOD,
+        "source": source.to_dict(),
+        "convention": convention,
+        "span_s": span_s,
+        "start_s": start_s,
+        "end_s": end_s,
+        "start_utc": _utc(start_s, aligned),
+        "end_utc": _utc(end_s, aligned),
+        "clock": "UTC wall clock" if aligned else "relative (seconds from the trace start)",
+        "parameters": parameters.to_dict(),
+        "resolution": d(resolution),
+        "per_minute": d(per_minute_stats),
+        "per_second": d(per_second_stats),
+        "slots": slots.to_dict(),
+        "decomposition": d(decomposition),
+        "bursts": bursts.to_dict(),
+        "dispersion": d(dispersion),
+        "mix_spec": spec,
+        "mix_shares": mixes_json,
+        "mix_shares_per_hour": mixes_hour,
+        "targets": targets.to_dict(),
+        "slo_budget": d(slo),
+        "seq_len": d(seq_len),
+    }
+    if mix_peaks is not None:
+        out["mix_peaks"] = mix_peaks.to_dict()
+    if metrics is not None:
+        out["metrics"] = d(metrics)
+    if per_window_stats is not None:
+        out["per_window"] = per_window_stats.to_dict()
+    return TrafficProfile.from_dict(out, source=f"the profile of {source.path}")
 
 
 def profile_traffic(
@@ -555,7 +350,7 @@ def profile_traffic(
                                burst_merge_gap_bins=burst_merge_gap_bins, slo_objective=slo_objective,
                                n_boot=n_boot, seed=seed)
     if isinstance(data, RateWindows):
-        return _profile_rates(data, params, quantile_level, growth, burst_k, burst_merge_gap_bins, n_boot, seed)
+        return profile_rate_windows(data, params)
     if not isinstance(data, RequestTrace):
         raise ParameterError(f"expected a RequestTrace or RateWindows, got {type(data).__name__}")
     prov = data.provenance
@@ -605,13 +400,15 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
                      seq_len: SeqLenDistribution | Unavailable, params: ProfileParameters, quantile_level: float,
                      growth: float, burst_k: float, burst_merge_gap_bins: int, n_boot: int, seed: int,
                      per_second: RateStats | Unavailable | None = None,
-                     mix_minutes: pl.DataFrame | None = None) -> TrafficProfile:
+                     mix_minutes: pl.DataFrame | None = None, convention: str | None = None,
+                     metrics: MetricsSource | None = None) -> TrafficProfile:
     """The profile of a request trace from its aggregates (per-minute and per-second counts, the
     dispersion, mix shares, budget and sequence lengths): the in-memory path and the engines
     (``bearing_lib.traffic.dataset``) both end here, so everything after aggregation is shared.
     ``seconds`` None: the timestamps' grid is coarser than 1 s (or ``per_second`` says why there are no
     seconds); ``mix_minutes`` (``bin_start_s``, ``mix``, ``requests``): requests per minute and mix, for the
-    per-mix peaks."""
+    per-mix peaks. A profile from Prometheus counters states its own ``convention`` and ``metrics`` section
+    (:class:`~bearing_lib.traffic.document.MetricsSource`)."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
                         0.0 if aligned else t_min)
@@ -619,7 +416,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         pass
     elif seconds is not None:
         per_second = (
-            replace(rate_stats(seconds["requests"].to_numpy(), 1.0), unit="requests/s")
+            rate_stats(seconds["requests"].to_numpy(), 1.0, unit="requests/s")
             if seconds.height else Unavailable("no complete second")
         )
     else:
@@ -631,16 +428,15 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
     base, how = burst_baseline_rps(series, slots)
     bursts = find_bursts(series.rate_rps, base, series.start_s, 60.0, k=burst_k,
                          merge_gap_bins=burst_merge_gap_bins, baseline=how)
-    return TrafficProfile(
+    return _write(
         source=source,
-        convention=convention_text(time_origin, 60.0) + " (per-second rates: the same rule with 1 s bins)",
+        convention=convention or (convention_text(time_origin, 60.0)
+                                  + " (per-second rates: the same rule with 1 s bins)"),
         span_s=float(t_max - t_min),
         start_s=t_min,
         end_s=t_max,
         aligned=aligned,
         resolution=resolution,
-        series=series,
-        per_minute=minutes,
         per_minute_stats=_minute_block(minutes),
         per_second_stats=per_second,
         per_window_stats=None,
@@ -655,6 +451,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         seq_len=seq_len,
         mix_peaks=(mix_peaks(mix_minutes, minutes["minute_start_s"].to_numpy(), 60.0, quantile_level=quantile_level,
                              basis=_mix_basis(mixes)) if mix_minutes is not None else None),
+        metrics=metrics,
     )
 
 
@@ -681,13 +478,23 @@ def _seq_len(trace: RequestTrace) -> SeqLenDistribution | Unavailable:
         return Unavailable(str(exc))
 
 
-def _profile_rates(rates: RateWindows, params: ProfileParameters, quantile_level: float, growth: float,
-                   burst_k: float, merge_gap: int, n_boot: int, seed: int) -> TrafficProfile:
+def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, source: ProfileSource | None = None,
+                         convention: str | None = None, mixes: MixShares | None = None,
+                         slo: Unavailable | None = None, seq_len: Unavailable | None = None,
+                         metrics: MetricsSource | None = None, cv_note: str | None = None) -> TrafficProfile:
+    """The coarser profile of rate windows (``profile_traffic`` of a :class:`RateWindows`). A profile from
+    Prometheus counters whose query step does not divide a minute states its own ``source``, ``convention``,
+    ``mixes``, ``slo`` and ``seq_len`` reasons, ``metrics`` section and per-client CV note (``cv_note``)."""
+    quantile_level, growth, burst_k = params.quantile, params.growth, params.burst_k
+    merge_gap, n_boot, seed = params.burst_merge_gap_bins, params.n_boot, params.seed
     prov = rates.provenance
     series = series_from_rate_windows(rates)
     w = series.bin_s
-    per_window = replace(rate_stats(series.requests, w), unit=f"requests per {w:g} s window",
-                         note="from mean rates per window: the distribution of window means, not of minutes")
+    per_window = replace(
+        rate_stats(series.requests, w, unit=f"requests per {w:g} s window", kind=WindowRateStats,
+                   note="from mean rates per window: the distribution of window means, not of minutes"),
+        series=WindowSeriesDoc(bin_s=float(series.bin_s), window_start_s=[float(x) for x in series.start_s],
+                               requests=[float(x) for x in series.requests]))
     coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)
@@ -703,7 +510,8 @@ def _profile_rates(rates: RateWindows, params: ProfileParameters, quantile_level
         interarrival_cv=None,
         interarrival_cv_note="not measured: no per-request times",
         per_client_window_cv_rate_weighted=wcv,
-        per_client_window_cv_note="the source's own per-client, per-window inter-arrival CVs, weighted by rate",
+        per_client_window_cv_note=(cv_note or "the source's own per-client, per-window inter-arrival CVs, weighted "
+                                   "by rate"),
     )
     origin_note = (
         f"{w:g} s windows as published, UTC wall clock" if prov.time_origin == "epoch"
@@ -715,16 +523,14 @@ def _profile_rates(rates: RateWindows, params: ProfileParameters, quantile_level
         f"the target comes from {w:g} s window means: per-minute peaks are higher and are not in the source"
     )
     span = series.span_s
-    return TrafficProfile(
-        source=ProfileSource.of(prov, "rates", rates.frame.height),
-        convention=f"{origin_note}; missing windows count as zero; the window is the finest bin",
+    return _write(
+        source=source if source is not None else ProfileSource.of(prov, "rates", rates.frame.height),
+        convention=convention or f"{origin_note}; missing windows count as zero; the window is the finest bin",
         span_s=span,
         start_s=float(series.start_s[0]),
         end_s=float(series.start_s[0] + span),
         aligned=series.aligned,
         resolution=Unavailable(f"no per-request times: the source gives {w:g} s windows"),
-        series=series,
-        per_minute=None,
         per_minute_stats=Unavailable(coarse),
         per_second_stats=Unavailable(coarse.replace("per-minute", "per-second")),
         per_window_stats=per_window,
@@ -732,11 +538,15 @@ def _profile_rates(rates: RateWindows, params: ProfileParameters, quantile_level
         decomposition=decompose(series),
         bursts=bursts,
         dispersion=disp,
-        mixes=Unavailable("the source gives rates, not requests with token counts, so mix shares cannot be counted"),
+        mixes=mixes if mixes is not None else Unavailable("the source gives rates, not requests with token counts, "
+                                                          "so mix shares cannot be counted"),
         targets=targets,
-        slo=Unavailable("the source gives rates only: no request outcomes, so no error budget"),
+        slo=slo if slo is not None else Unavailable("the source gives rates only: no request outcomes, so no error "
+                                                    "budget"),
         parameters=params,
-        seq_len=Unavailable("the source gives rates, not requests with token counts"),
+        seq_len=seq_len if seq_len is not None else Unavailable("the source gives rates, not requests with token "
+                                                                "counts"),
+        metrics=metrics,
     )
 
 

@@ -9,86 +9,16 @@ requests) and counted in ``n_without_counts``. Quantiles are linear
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
-import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError
-from bearing_lib.common.quantiles import QUANTILE_METHOD, quantile
+from bearing_lib.common.quantiles import QUANTILE_METHOD
+from bearing_lib.traffic.document import SeqLenDistribution, TokenStats
 
 #: fewest requests with both token counts for which a P99 is reported
 MIN_REQUESTS = 100
 
 DEFINITION = "input_tokens + output_tokens per request, over requests that carry both counts"
-
-
-@dataclass(frozen=True)
-class TokenStats:
-    """Mean, linear P50/P90/P99 and max of a per-request token count (tokens)."""
-
-    n: int
-    mean: float
-    p50: float
-    p90: float
-    p99: float
-    max: float
-
-    @classmethod
-    def of(cls, values: np.ndarray) -> TokenStats:
-        v = np.asarray(values, dtype=float)
-        p50, p90, p99 = (float(x) for x in quantile(v, [0.5, 0.9, 0.99]))
-        return cls(int(v.size), float(v.mean()), p50, p90, p99, float(v.max()))
-
-    @classmethod
-    def of_counts(cls, values: np.ndarray, counts: np.ndarray) -> TokenStats:
-        """The same statistics from a value -> count table of integer token counts (what the
-        engines aggregate): exact, since the linear quantile only needs two order statistics."""
-        order = np.argsort(values, kind="stable")
-        v = np.asarray(values, dtype=np.int64)[order]
-        c = np.asarray(counts, dtype=np.int64)[order]
-        n = int(c.sum())
-        cum = np.cumsum(c)
-
-        def at(rank: np.ndarray) -> np.ndarray:  # 0-based order statistic
-            return v[np.searchsorted(cum, rank, side="right")].astype(float)
-
-        h = (n - 1) * np.array([0.5, 0.9, 0.99])
-        j = np.floor(h)
-        a, b = at(j.astype(np.int64)), at(np.minimum(j + 1, n - 1).astype(np.int64))
-        t = h - j
-        # numpy's linear interpolation, term for term (its _lerp switches form at t >= 0.5)
-        qv = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
-        mean = float(int((v * c).sum()) / n)
-        return cls(n, mean, float(qv[0]), float(qv[1]), float(qv[2]), float(v[-1]))
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class SeqLenDistribution:
-    """Sequence length (``total``) and its two parts, over the same requests."""
-
-    total: TokenStats
-    input_tokens: TokenStats
-    output_tokens: TokenStats
-    n_without_counts: int
-    source: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        """``{"available": true, "definition", "unit", "quantile_method", "n", "mean", "p50", "p90", "p99",
-        "max", "n_without_counts", "input_tokens": {...}, "output_tokens": {...}}``."""
-        return {
-            "available": True,
-            "definition": DEFINITION,
-            "unit": "tokens",
-            "quantile_method": QUANTILE_METHOD,
-            **self.total.to_dict(),
-            "n_without_counts": self.n_without_counts,
-            "input_tokens": self.input_tokens.to_dict(),
-            "output_tokens": self.output_tokens.to_dict(),
-        }
 
 
 def seq_len_distribution(frame: pl.DataFrame, *, source: str = "") -> SeqLenDistribution:
@@ -112,8 +42,7 @@ def seq_len_distribution(frame: pl.DataFrame, *, source: str = "") -> SeqLenDist
         )
     inp = both["input_tokens"].to_numpy().astype(float)
     out = both["output_tokens"].to_numpy().astype(float)
-    return SeqLenDistribution(TokenStats.of(inp + out), TokenStats.of(inp), TokenStats.of(out),
-                              frame.height - both.height, source)
+    return _distribution(TokenStats.of(inp + out), TokenStats.of(inp), TokenStats.of(out), frame.height - both.height)
 
 
 def seq_len_partials(lf: pl.LazyFrame) -> list[pl.LazyFrame]:
@@ -137,7 +66,13 @@ def seq_len_from_counts(tables: list[pl.DataFrame], n_rows: int, *, source: str 
             f"a P99 sequence length needs at least {MIN_REQUESTS}"
         )
     stats = [TokenStats.of_counts(t["v"].to_numpy(), t["n"].to_numpy()) for t in merged]
-    return SeqLenDistribution(stats[0], stats[1], stats[2], n_rows - n_both, source)
+    return _distribution(stats[0], stats[1], stats[2], n_rows - n_both)
+
+
+def _distribution(total: TokenStats, inp: TokenStats, out: TokenStats, n_without_counts: int) -> SeqLenDistribution:
+    return SeqLenDistribution(n=total.n, mean=total.mean, p50=total.p50, p90=total.p90, p99=total.p99,
+                              max=total.max, n_without_counts=n_without_counts, definition=DEFINITION,
+                              quantile_method=QUANTILE_METHOD, unit="tokens", input_tokens=inp, output_tokens=out)
 
 
 __all__ = ["DEFINITION", "MIN_REQUESTS", "SeqLenDistribution", "TokenStats", "seq_len_distribution",

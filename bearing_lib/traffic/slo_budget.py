@@ -26,10 +26,9 @@ first request.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -37,6 +36,7 @@ import polars as pl
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES, RequestTrace
+from bearing_lib.traffic.document import AlertCheck, BudgetDoc, BurnWindow, ConsumedDoc, SLOBudget
 
 DEFAULT_BAD_STATUSES: tuple[str, ...] = ("error", "timeout", "rejected")
 DEFAULT_WINDOWS_S: tuple[float, ...] = (300.0, 3600.0, 6 * 3600.0, 86_400.0)
@@ -57,135 +57,6 @@ class BurnAlertRule:
 
 
 DEFAULT_ALERT_RULES: tuple[BurnAlertRule, ...] = (BurnAlertRule(3600.0, 0.10, "ticket"),)
-
-
-@dataclass(frozen=True)
-class BurnWindow:
-    """The fastest burn over windows of one length."""
-
-    window_s: float
-    start_s: float
-    n_requests: int
-    n_bad: int
-    burn_rate: float
-    budget_fraction: float
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": True,
-            "window_s": self.window_s,
-            "start_s": self.start_s,
-            "end_s": self.start_s + self.window_s,
-            "n_requests": self.n_requests,
-            "n_bad": self.n_bad,
-            "error_ratio": self.n_bad / self.n_requests if self.n_requests else 0.0,
-            "burn_rate": self.burn_rate,
-            "budget_fraction": self.budget_fraction,
-        }
-
-
-@dataclass(frozen=True)
-class AlertCheck:
-    """One burn-rate alert rule (``rule``, as text) replayed on the trace: whether it would have ``fired`` (None
-    with the ``reason`` when the trace is shorter than its window), at the worst window's budget share and start."""
-
-    rule: str
-    fired: bool | None
-    reason: str | None = None
-    worst_budget_fraction: float | None = None
-    window_start_s: float | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        """The profile JSON's ``slo_budget.alerts`` entry (the reason, or the worst window: never both)."""
-        if self.reason is not None:
-            return {"rule": self.rule, "fired": self.fired, "reason": self.reason}
-        return {"rule": self.rule, "fired": self.fired, "worst_budget_fraction": self.worst_budget_fraction,
-                "window_start_s": self.window_start_s}
-
-
-@dataclass
-class SLOBudget:
-    """Error-budget accounting of one trace (see module docstring)."""
-
-    objective: float
-    period_days: float
-    bad_statuses: tuple[str, ...]
-    n_requests: int
-    n_bad: int
-    n_no_status: int
-    span_s: float
-    budget_requests: float
-    n_bad_minutes: int
-    bad_minute_ratio: float
-    fastest: list[BurnWindow | tuple[float, Unavailable]]
-    alerts: list[AlertCheck]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def budget_minutes(self) -> float:
-        return (1 - self.objective) * self.period_days * 1440
-
-    @property
-    def error_ratio(self) -> float:
-        return self.n_bad / self.n_requests if self.n_requests else 0.0
-
-    @property
-    def burn_rate(self) -> float:
-        return self.error_ratio / (1 - self.objective)
-
-    @property
-    def consumed_fraction(self) -> float:
-        """Share of the period's request budget spent by the trace's bad requests."""
-        return self.n_bad / self.budget_requests if self.budget_requests > 0 else math.inf
-
-    @property
-    def consumed_minutes_fraction(self) -> float:
-        return self.n_bad_minutes / self.budget_minutes
-
-    def to_dict(self) -> dict[str, object]:
-        windows = []
-        for w in self.fastest:
-            if isinstance(w, BurnWindow):
-                windows.append(w.to_dict())
-            else:
-                windows.append({"window_s": w[0], **w[1].to_dict()})
-        return {
-            "available": True,
-            "objective": self.objective,
-            "period_days": self.period_days,
-            "bad_statuses": list(self.bad_statuses),
-            "n_requests": self.n_requests,
-            "n_bad": self.n_bad,
-            "n_no_status": self.n_no_status,
-            "span_s": self.span_s,
-            "error_ratio": self.error_ratio,
-            "burn_rate": self.burn_rate,
-            "budget": {
-                "minutes": self.budget_minutes,
-                "request_fraction": 1 - self.objective,
-                "requests": self.budget_requests,
-                "requests_basis": "(1 - objective) x the period's requests at the trace's mean rate",
-            },
-            "consumed": {
-                "requests": self.n_bad,
-                "fraction": self.consumed_fraction,
-                "bad_minutes": self.n_bad_minutes,
-                "bad_minute_ratio": self.bad_minute_ratio,
-                "minutes_fraction": self.consumed_minutes_fraction,
-            },
-            "days_to_exhaust_at_this_burn": (self.period_days / self.burn_rate) if self.burn_rate > 0 else None,
-            "fastest_burn": windows,
-            "alerts": [a.to_dict() for a in self.alerts],
-            "notes": self.notes,
-        }
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        fired = [a for a in self.alerts if a.fired]
-        return (
-            f"<p><b>SLO {self.objective:.3%}</b> over {self.period_days:g} days: {self.n_bad:,} bad of "
-            f"{self.n_requests:,} requests, burn rate {self.burn_rate:.3g}, {self.consumed_fraction:.2%} of the "
-            f"request budget; alerts fired: {html.escape(', '.join(a.rule for a in fired) or 'none')}</p>"
-        )
 
 
 def slo_budget(
@@ -284,21 +155,23 @@ def budget_from_minutes(
     n_bad_minutes = int((minute_ratio > ratio).sum())
     c_bad = np.concatenate([[0], np.cumsum(bad)])
     c_tot = np.concatenate([[0], np.cumsum(total)])
-    fastest: list[BurnWindow | tuple[float, Unavailable]] = []
+    fastest: list[BurnWindow] = []
     by_window: dict[float, BurnWindow] = {}
     for w_s in sorted({float(w) for w in windows_s} | {float(r.window_s) for r in alert_rules}):
         w = int(round(w_s / 60.0))
         if w < 1 or w > n_min:
-            fastest.append(
-                (w_s, Unavailable(f"the trace covers {n_min} minute(s); a {w_s / 60:g}-minute window does not fit"))
-            )
+            fastest.append(BurnWindow(
+                window_s=w_s, available=False,
+                reason=f"the trace covers {n_min} minute(s); a {w_s / 60:g}-minute window does not fit"))
             continue
         wb = c_bad[w:] - c_bad[:-w]
         wt = c_tot[w:] - c_tot[:-w]
         i = int(np.argmax(wb))
         burn = (wb[i] / wt[i]) / (1 - objective) if wt[i] else 0.0
-        bw = BurnWindow(w_s, origin + (k0 + i) * 60.0, int(wt[i]), int(wb[i]), float(burn),
-                        float(wb[i] / budget_requests) if budget_requests > 0 else math.inf)
+        start = origin + (k0 + i) * 60.0
+        bw = BurnWindow(window_s=w_s, start_s=start, end_s=start + w_s, n_requests=int(wt[i]), n_bad=int(wb[i]),
+                        error_ratio=int(wb[i]) / int(wt[i]) if int(wt[i]) else 0.0, burn_rate=float(burn),
+                        budget_fraction=float(wb[i] / budget_requests) if budget_requests > 0 else math.inf)
         by_window[w_s] = bw
         fastest.append(bw)
     alerts: list[AlertCheck] = []
@@ -306,10 +179,11 @@ def budget_from_minutes(
         text = f"{rule.budget_fraction:.0%} of the budget within {rule.window_s / 3600:g} h -> {rule.action}"
         got = by_window.get(float(rule.window_s))
         if got is None:
-            alerts.append(AlertCheck(text, None, reason="the trace is shorter than the rule's window"))
+            alerts.append(AlertCheck(rule=text, fired=None, reason="the trace is shorter than the rule's window"))
         else:
-            alerts.append(AlertCheck(text, got.budget_fraction >= rule.budget_fraction,
-                                     worst_budget_fraction=got.budget_fraction, window_start_s=got.start_s))
+            frac = float(got.budget_fraction)  # type: ignore[arg-type]
+            alerts.append(AlertCheck(rule=text, fired=frac >= rule.budget_fraction, worst_budget_fraction=frac,
+                                     window_start_s=got.start_s))
     notes = []
     if n_no_status:
         notes.append(f"{n_no_status} request(s) carry no status and are left out")
@@ -318,5 +192,17 @@ def budget_from_minutes(
             f"the trace covers {span_s / 3600:.2f} h of a {period_days:g}-day period: consumption is what this "
             "stretch spent; the request budget assumes the trace's mean rate holds over the period"
         )
-    return SLOBudget(objective, period_days, tuple(bad_statuses), n_req, n_bad, n_no_status, span_s,
-                     budget_requests, n_bad_minutes, ratio, fastest, alerts, notes)
+    error_ratio = n_bad / n_req if n_req else 0.0
+    burn_rate = error_ratio / (1 - objective)
+    budget_minutes = (1 - objective) * period_days * 1440
+    return SLOBudget(
+        objective=objective, period_days=period_days, bad_statuses=list(bad_statuses), n_requests=n_req, n_bad=n_bad,
+        n_no_status=n_no_status, span_s=span_s, error_ratio=error_ratio, burn_rate=burn_rate,
+        budget=BudgetDoc(minutes=budget_minutes, request_fraction=1 - objective, requests=budget_requests,
+                         requests_basis="(1 - objective) x the period's requests at the trace's mean rate"),
+        consumed=ConsumedDoc(requests=n_bad, fraction=n_bad / budget_requests if budget_requests > 0 else math.inf,
+                             bad_minutes=n_bad_minutes, bad_minute_ratio=ratio,
+                             minutes_fraction=n_bad_minutes / budget_minutes),
+        days_to_exhaust_at_this_burn=(period_days / burn_rate) if burn_rate > 0 else None,
+        fastest_burn=fastest, alerts=alerts, notes=notes,
+    )

@@ -9,7 +9,7 @@ bootstrap), with the counters' extra settings for a profile from Prometheus metr
 
 Both are written by ``to_dict`` with exactly the keys the producers wrote before they were typed (a key
 a producer does not set is left out, never written as ``null``) and read back by ``from_dict``
-(validated once, ``bearing_lib.common.schema``). :class:`~bearing_lib.traffic.document.ProfileDocument`
+(validated once, ``bearing_lib.common.schema``). :class:`~bearing_lib.traffic.document.TrafficProfile`
 reads ``source`` as a :class:`ProfileSource`: every field is optional there (a hand-written or older
 profile may name only its path or format), and keys no producer writes are not kept.
 """

@@ -23,16 +23,14 @@
 
 from __future__ import annotations
 
-import html
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.quantiles import QUANTILE_METHOD, quantile
-from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.document import PeakLoad, Reservation, TargetLoad, Targets
 from bearing_lib.traffic.forecast import TREND_TEST, TrendForecast
 
 DAY_S = 86_400.0
@@ -107,112 +105,6 @@ def trend_forecast(days: np.ndarray, peaks: np.ndarray, *, horizon_days: float =
                          float(horizon_days), value, lo, hi, level, clipped, method, text)
 
 
-@dataclass(frozen=True)
-class MidTermForecast:
-    """A linear-trend forecast of the daily peak rate ``horizon_days`` after the series ends."""
-
-    horizon_days: float
-    n_days: int
-    slope_rps_per_day: float
-    slope_ci95: tuple[float, float]
-    forecast_rps: float
-    forecast_pi95: tuple[float, float]
-    factor: float
-    statement: str
-    trend: TrendForecast | None = None
-
-    @property
-    def reservation_rps(self) -> float:
-        return self.forecast_rps * self.factor
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": True,
-            "method": (self.trend.method if self.trend is not None
-                       else "OLS of the daily peak per-bin rate on the day index (statsmodels), extrapolated"),
-            "trend_significant": self.trend.significant if self.trend is not None else None,
-            "trend_test": TREND_TEST,
-            "horizon_days": self.horizon_days,
-            "n_days": self.n_days,
-            "slope_rps_per_day": self.slope_rps_per_day,
-            "slope_ci95": list(self.slope_ci95),
-            "forecast_rps": self.forecast_rps,
-            "forecast_pi95": list(self.forecast_pi95),
-            "factor": self.factor,
-            "rps": self.reservation_rps,
-            "statement": self.statement,
-            **({"trend": self.trend.to_dict()} if self.trend is not None else {}),
-        }
-
-
-@dataclass
-class Targets:
-    """Target load, its CI, and the staged reservation (all in req/s)."""
-
-    quantile: float
-    growth: float
-    bin_s: float
-    n_bins: int
-    basis_rps: float
-    target_rps: float
-    target_ci95: tuple[float, float] | None
-    ci_method: str
-    peak_rps: float
-    near_term_factor: float
-    mid_term: MidTermForecast | Unavailable
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def current_peak_rps(self) -> float:
-        """The current peak: the target's quantile of the per-bin rate, before growth (module docstring)."""
-        return self.basis_rps
-
-    @property
-    def near_term_rps(self) -> float:
-        return self.current_peak_rps * self.near_term_factor
-
-    @property
-    def statement(self) -> str:
-        """How the target was computed, in one sentence (``targets.target.statement`` in the JSON)."""
-        return (f"Q_target = P{self.quantile * 100:g} of the {self.bin_s:g} s rate ({self.basis_rps:.4g} req/s) "
-                f"x growth {self.growth:g} = {self.target_rps:.4g} req/s")
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "target": {
-                "rps": self.target_rps,
-                "quantile": self.quantile,
-                "growth": self.growth,
-                "basis_rps": self.basis_rps,
-                "bin_s": self.bin_s,
-                "n_bins": self.n_bins,
-                "ci95": list(self.target_ci95) if self.target_ci95 else None,
-                "ci_method": self.ci_method,
-                "statement": self.statement,
-            },
-            "peak": {"rps": self.peak_rps, "bin_s": self.bin_s},
-            "near_term": {
-                "rps": self.near_term_rps,
-                "factor": self.near_term_factor,
-                "basis": (f"current peak {self.current_peak_rps:.4g} req/s: the P{self.quantile * 100:g} of the "
-                          f"{self.bin_s:g} s rate"),
-            },
-            "mid_term": self.mid_term.to_dict(),
-            "notes": self.notes,
-        }
-
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        ci = f" (95% CI {self.target_ci95[0]:.3g}–{self.target_ci95[1]:.3g})" if self.target_ci95 else ""
-        mid = (
-            f"{self.mid_term.reservation_rps:.3g} req/s" if isinstance(self.mid_term, MidTermForecast)
-            else f"<i>{html.escape(self.mid_term.reason)}</i>"
-        )
-        return (
-            f"<p><b>Target</b> {self.target_rps:.4g} req/s{ci}; near term {self.near_term_rps:.4g} req/s; "
-            f"mid term {mid}</p>"
-        )
-
-
 def bootstrap_quantile_ci(
     values: np.ndarray,
     q: float,
@@ -256,25 +148,27 @@ def mid_term_forecast(
     horizon_days: float = 182.5,
     factor: float = 1.5,
     min_weeks: float = 4.0,
-) -> MidTermForecast | Unavailable:
+) -> Reservation:
     """Linear-trend forecast of the daily peak ``horizon_days`` ahead, or why it cannot be made."""
     span_days = series.span_s / DAY_S
     if span_days < 7 * min_weeks:
-        return Unavailable(
+        return Reservation(available=False, reason=(
             f"the series spans {span_days:.2f} days; a {horizon_days:g}-day trend forecast needs at least "
-            f"{min_weeks:g} weeks of traffic"
-        )
+            f"{min_weeks:g} weeks of traffic"))
     if series.bin_s > DAY_S:
-        return Unavailable(f"bins of {series.bin_s:g} s are longer than a day")
+        return Reservation(available=False, reason=f"bins of {series.bin_s:g} s are longer than a day")
     x, y = _daily_peaks(series)
     if x.size < 7 * min_weeks:
-        return Unavailable(f"only {x.size} complete days; a trend forecast needs {7 * min_weeks:g}")
+        return Reservation(available=False,
+                           reason=f"only {x.size} complete days; a trend forecast needs {7 * min_weeks:g}")
     fc = trend_forecast(x, y, horizon_days=horizon_days, min_days=max(3, math.ceil(7 * min_weeks)))
     statement = (f"daily peak rate: {fc.statement}; reservation x{factor:g}. "
                  + ("A straight-line extrapolation: treat it as a planning input, not a prediction"
                     if fc.significant else "No growth is extrapolated"))
-    return MidTermForecast(horizon_days, fc.n_days, fc.slope_rps_per_day, fc.slope_ci95, fc.value,
-                           (fc.lower, fc.upper), factor, statement, fc)
+    return Reservation(method=fc.method, trend_significant=fc.significant, trend_test=TREND_TEST,
+                       horizon_days=horizon_days, n_days=fc.n_days, slope_rps_per_day=fc.slope_rps_per_day,
+                       slope_ci95=list(fc.slope_ci95), forecast_rps=fc.value, forecast_pi95=[fc.lower, fc.upper],
+                       factor=factor, rps=fc.value * factor, statement=statement, trend=fc)
 
 
 def compute_targets(
@@ -327,17 +221,16 @@ def compute_targets(
             notes.append("the series spans less than two days: the CI resamples 10-minute blocks, not days")
     except InsufficientDataError as exc:
         ci, method = None, f"no CI: {exc}"
+    target = basis * growth
     return Targets(
-        quantile=quantile_level,
-        growth=growth,
-        bin_s=series.bin_s,
-        n_bins=int(rate.size),
-        basis_rps=basis,
-        target_rps=basis * growth,
-        target_ci95=ci,
-        ci_method=method,
-        peak_rps=float(rate.max()),
-        near_term_factor=near_term_factor,
+        target=TargetLoad(rps=target, quantile=quantile_level, growth=growth, basis_rps=basis, bin_s=series.bin_s,
+                          n_bins=int(rate.size), ci95=list(ci) if ci else None, ci_method=method,
+                          statement=(f"Q_target = P{quantile_level * 100:g} of the {series.bin_s:g} s rate "
+                                     f"({basis:.4g} req/s) x growth {growth:g} = {target:.4g} req/s")),
+        peak=PeakLoad(rps=float(rate.max()), bin_s=series.bin_s),
+        near_term=Reservation(rps=basis * near_term_factor, factor=near_term_factor,
+                              basis=(f"current peak {basis:.4g} req/s: the P{quantile_level * 100:g} of the "
+                                     f"{series.bin_s:g} s rate")),
         mid_term=mid_term_forecast(series, horizon_days=horizon_days, factor=mid_term_factor, min_weeks=min_weeks),
         notes=notes,
     )

@@ -13,59 +13,23 @@ windows. It is an **extrapolation** whenever it lies above the highest rate obse
 case for a healthy service, and is flagged so. A server whose latency has a large
 load-independent part (long decodes) bends the line; the twin (``calibrate``) models that, this
 relation does not.
+
+The result type, :class:`~bearing_lib.traffic.document.PassiveLimit`, lives with the traffic profile that carries it
+(``passive_limit``), a floor below the twin.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.traffic.document import PassiveLimit
 
 MIN_WINDOWS = 10
-
-
-@dataclass
-class PassiveLimit:
-    """The limit implied by production telemetry: an estimate, the fit and the extrapolation flag."""
-
-    q_ult: Estimate
-    clause: str
-    window_s: float
-    n_windows: int
-    highest_rate_rps: float
-    intercept: float  # of 1 / P (1/ms)
-    slope_per_rps: float
-    extrapolated: bool
-    kind: str = "passive"
-
-    def text(self) -> str:
-        s = f"passive (from production latency vs load) limit under {self.clause}: {self.q_ult.text()}"
-        if self.extrapolated:
-            s += f" — EXTRAPOLATED beyond the highest observed load ({self.highest_rate_rps:.3g} rps)"
-        return s
-
-    def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "q_ult": {**self.q_ult.to_dict(), "kind": "passive"}, "clause": self.clause,
-                "window_s": self.window_s, "n_windows": self.n_windows, "highest_rate_rps": self.highest_rate_rps,
-                "intercept": self.intercept, "slope_per_rps": self.slope_per_rps, "extrapolated": self.extrapolated}
-
-    @classmethod
-    def from_dict(cls, d: object, *, source: str = "passive limit") -> PassiveLimit:
-        """The ``to_dict`` form read back (the profile JSON's ``passive_limit``), validated once: a
-        :class:`~bearing_lib.common.errors.SchemaError` naming ``source`` and every field."""
-        from bearing_lib.common.errors import SchemaError
-        from bearing_lib.common.schema import parse
-
-        if not isinstance(d, dict):
-            raise SchemaError(f"{source}: expected an object, found {type(d).__name__}")
-        q = d.get("q_ult")
-        body = {**d, "q_ult": {k: v for k, v in q.items() if k != "kind"} if isinstance(q, dict) else q}
-        return parse(cls, body, what=source)
 
 
 def _fit(x: np.ndarray, y: np.ndarray, q: float) -> tuple[float, float]:
@@ -151,4 +115,4 @@ def passive_limit(trace, sla, *, window_s: float = 60.0, smooth: int = 5, n_boot
                         intercept=a, slope_per_rps=b, extrapolated=v is None or v > hi_obs)
 
 
-__all__ = ["PassiveLimit", "passive_limit"]
+__all__ = ["passive_limit"]

@@ -44,6 +44,28 @@ def test_section_holds_the_raw_figures(section):
     assert fid.verdict == "differs"
 
 
+def test_production_peak_is_the_profile_target():
+    # the rate dimension holds the profile's target against the tested rates: P99 of the per-minute counts of the
+    # code trace (complete UTC minutes, empty ones 0), counted here from the raw CSV
+    from bearing_lib.traffic.profile import profile_traffic
+
+    limits = hand_made("limits")
+    limits["conditions"]["sources"][0].update(path=str(LMB), format="lmbench-csv")
+    prod = load(AZ_CODE)
+    raw = pl.read_csv(AZ_CODE).select(pl.col("TIMESTAMP").str.to_datetime(time_zone="UTC"))
+    t = raw["TIMESTAMP"].dt.epoch("ns").to_numpy() / 1e9
+    first, last = np.floor(t.min() / 60) + 1, np.floor(t.max() / 60)  # the partial first and last minutes left out
+    minute = np.floor(t / 60)
+    counts = np.bincount((minute[(minute >= first) & (minute < last)] - first).astype(int),
+                         minlength=int(last - first))
+    p99 = float(np.quantile(counts, 0.99, method="linear")) / 60.0
+    sec = fidelity_section(limits_doc=limits, production=prod, traffic=profile_traffic(prod, n_boot=0),
+                           run="llm-d-70b-2replicas/short_input", production_source="code.csv")
+    rate = sec.data.dimension("rate")
+    assert rate.production.peak_rps == pytest.approx(p99, rel=1e-9)
+    assert rate.production.basis.startswith("the target load: Q_target = P99") and rate.verdict != "unknown"
+
+
 def test_rendered_section_headline_and_summary(section, tmp_path):
     docs = {n: hand_made(n) for n in ("limits", "profile", "plan")}
     import altair as alt

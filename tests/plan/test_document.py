@@ -23,7 +23,7 @@ from bearing_lib.limits.fit import fit_limits
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import SCHEMA, CapacityPlan, profile_input, profile_input_from_dict, schema_document
 from bearing_lib.plan.memory import MemoryPlan
-from bearing_lib.traffic.document import ProfileDocument, profile_schema_document
+from bearing_lib.traffic.document import TrafficProfile, profile_schema_document
 from bearing_lib.traffic.profile import profile_traffic
 from tests.conftest import BUNDLED
 from tests.report.conftest import hand_made
@@ -142,14 +142,16 @@ def test_limits_of_another_kind_are_refused_at_the_plans_edge():
 
 
 def test_profile_input_from_the_object_and_from_its_json_agree(azure):
+    j = _json(azure.to_dict())
     a = profile_input(azure, source="p")
-    b = profile_input_from_dict(_json(azure.to_dict()), source="p")
+    b = profile_input_from_dict(j, source="p")
     assert a == b
-    # what the plan reads, by hand from the object's own attributes
-    assert a.target.rps == azure.targets.target_rps and a.target.ci95 == tuple(azure.targets.target_ci95)
-    assert a.series == [float(x) for x in azure.per_minute["requests"].to_list()]
-    assert a.shares == {r["mix"]: r["share"] for r in azure.mixes.to_list()}
-    assert a.seq_len.p99 == azure.seq_len.total.p99 and a.peak_known and a.mean_known
+    # what the plan reads, by hand from the JSON text (json.loads, no bearing reader)
+    t = j["targets"]["target"]
+    assert a.target.rps == t["rps"] and a.target.ci95 == tuple(t["ci95"])
+    assert a.series == [float(x) for x in j["per_minute"]["series"]["requests"]]
+    assert a.shares == {r["mix"]: r["share"] for r in j["mix_shares"]}
+    assert a.seq_len.p99 == j["seq_len"]["p99"] and a.peak_known and a.mean_known
 
 
 def test_profile_document_paths_and_schema(azure):
@@ -159,7 +161,7 @@ def test_profile_document_paths_and_schema(azure):
     bad = {**doc, "targets": {"target": {"rps": "many"}}, "mix_shares": [{"mix": "all", "share": None},
                                                                         {"mix": 3, "share": "half"}]}
     with pytest.raises(SchemaError) as e:
-        ProfileDocument.from_dict(bad, source="prof.json")
+        TrafficProfile.from_dict(bad, source="prof.json")
     assert "prof.json: 3 problem(s)" in str(e.value)
     assert "mix_shares.1.mix: Input should be a valid string" in str(e.value)
     assert "targets.target.rps: Input should be a valid number" in str(e.value)

@@ -55,9 +55,9 @@ def test_traffic_near_term_is_the_p99_not_the_busiest_minute():
     counts = np.array([60.0] * 99 + [600.0])
     series = RateSeries(60.0, np.arange(100) * 60.0 + 1_700_000_000, counts, aligned=True)
     t = compute_targets(series, n_boot=20)
-    assert t.current_peak_rps == pytest.approx(1.09)
-    assert t.near_term_rps == pytest.approx(1.09 * 1.5)
-    assert t.peak_rps == pytest.approx(10.0)  # the busiest minute: shown, but not the current peak
+    assert t.target.basis_rps == pytest.approx(1.09)
+    assert t.near_term.rps == pytest.approx(1.09 * 1.5)
+    assert t.peak.rps == pytest.approx(10.0)  # the busiest minute: shown, but not the current peak
     d = t.to_dict()
     assert d["near_term"]["rps"] == pytest.approx(1.635)
     assert d["near_term"]["basis"] == "current peak 1.09 req/s: the P99 of the 60 s rate"

@@ -353,7 +353,7 @@ def test_one_forecast_shared_by_the_profile_and_the_plan_and_no_trend_said(with_
     assert not fc.significant and s.fleet_runs_out.weeks_after_last is None
     assert s.fleet_runs_out.statement.startswith("no trend detected over 35 days")
     assert "no date at which" in s.fleet_runs_out.statement and "runs out in" not in s.fleet_runs_out.statement
-    assert s.mid_term.rps == pytest.approx(prof_mid.reservation_rps)
+    assert s.mid_term.rps == pytest.approx(prof_mid.rps)
     assert (s.daily_peaks_rps == pytest.approx(peaks)) if with_series else s.daily_peaks_rps is None
 
 

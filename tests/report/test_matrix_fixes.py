@@ -17,7 +17,7 @@ from bearing_lib.plan.fos import Limit, Target, compute_fos, fos_verdict, get_ti
 from bearing_lib.report.model import _load_text, _target_bin_s, _target_text
 from bearing_lib.report.views import target_row
 from bearing_lib.traffic.binning import RateSeries
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.seasonality import slot_baselines
 
 
@@ -61,7 +61,7 @@ def test_a_rate_window_profile_is_not_called_per_minute():
     """ServeGen's 600 s windows: the headline said "the P99 per-minute peak", the FOS target row
     "P99 of the per-minute rate"."""
     plan = SimpleNamespace(target=_target(407.7))  # the typed plan's target
-    profile = ProfileDocument.from_dict({"targets": {"target": {"rps": 407.7, "bin_s": 600.0}}})
+    profile = TrafficProfile.from_dict({"targets": {"target": {"rps": 407.7, "bin_s": 600.0}}})
     assert _target_bin_s(profile) == 600.0
     assert _target_text(plan, 600.0) == "the P99 per-window (600 s) peak of 408 req/s"
     assert _target_text(plan, 60.0) == "the P99 per-minute peak of 408 req/s"

@@ -210,10 +210,10 @@ def test_production_from_metrics_says_the_query_step_and_what_counters_cannot_te
     from bearing_lib.common.schema import NotAvailable
     from bearing_lib.report.plan_section import production_source
     from bearing_lib.report.views import production_source_view
-    from bearing_lib.traffic.document import ProfileDocument
+    from bearing_lib.traffic.document import TrafficProfile
     from bearing_lib.traffic.metrics_profile import UNKNOWABLE
 
-    doc = ProfileDocument.from_dict({
+    doc = TrafficProfile.from_dict({
         "source": {"format": "prometheus-query-json", "kind": "metrics", "time_resolution_s": 30.0},
         "targets": {"target": {"rps": 2.0}},
         "metrics": {"request_metric": "vllm:request_success_total", "step_s": 30.0, "unknowable": list(UNKNOWABLE)}})

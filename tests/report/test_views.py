@@ -26,14 +26,14 @@ from bearing_lib.report.views import (
     production_view,
     target_row,
 )
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from tests.report.conftest import hand_made, provenance
 
 PAYLOAD = "</script><img src=x onerror=alert(1)>"
 
 
 def _view(doc):
-    return production_view(ProfileDocument.from_dict(doc, source="profile"))
+    return production_view(TrafficProfile.from_dict(doc, source="profile"))
 
 
 def _rows(groups):
@@ -234,7 +234,7 @@ def test_budget_group_reads_the_slo_budget_as_the_profile_writes_it():
     """``slo_budget`` in ``SLOBudget.to_dict``'s shape (``budget``, ``consumed``, ``fastest_burn``): the group shows
     the request budget, the shares spent and the burn windows (values set here, strings worked out by hand)."""
     from bearing_lib.report.views import budget_group
-    from bearing_lib.traffic.document import ProfileDocument
+    from bearing_lib.traffic.document import TrafficProfile
 
     slo = {"available": True, "objective": 0.999, "period_days": 30.0, "bad_statuses": ["error"],
            "n_requests": 4000, "n_bad": 2, "n_no_status": 0, "span_s": 3600.0, "error_ratio": 0.0005,
@@ -247,7 +247,7 @@ def test_budget_group_reads_the_slo_budget_as_the_profile_writes_it():
                              "n_bad": 2, "error_ratio": 0.05, "burn_rate": 50.0, "budget_fraction": 2 / 1200},
                             {"window_s": 21600.0, "available": False, "reason": "a 360-minute window does not fit"}],
            "alerts": [], "notes": []}
-    doc = ProfileDocument.from_dict({"slo_budget": slo})
+    doc = TrafficProfile.from_dict({"slo_budget": slo})
     assert doc.to_dict() == {"slo_budget": slo}
     g = budget_group(doc)
     rows = {r.label: (r.value, r.note) for r in g.rows}

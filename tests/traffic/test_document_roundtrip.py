@@ -1,4 +1,4 @@
-"""The profile document is complete: ``ProfileDocument.from_dict(j).to_dict()`` gives ``j`` back.
+"""The profile document is complete: ``TrafficProfile.from_dict(j).to_dict()`` gives ``j`` back.
 
 ``j`` is the profile JSON bearing writes for the real shared traces (Azure code and conversation, Mooncake
 conversation and synthetic, the three ServeGen aggregates, a mix spec, a wall-clock trace over two weeks so
@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
 from bearing_lib import load, load_trace
 from bearing_lib.data.mixes import Mix, MixSpec
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.profile import profile_traffic
 from tests.factories import request_trace
 
@@ -36,7 +37,7 @@ def _json_of(prof) -> dict:
 
 
 def _round_trip(j: dict) -> None:
-    back = ProfileDocument.from_dict(j).to_dict()
+    back = TrafficProfile.from_dict(j).to_dict()
     assert json.dumps(back) == json.dumps(j)
 
 
@@ -60,7 +61,7 @@ def test_rate_windows_round_trip(shared_data, path):
 @pytest.mark.shared_data
 def test_servegen_decomposition_series_and_cycles_are_kept(shared_data):
     j = _json_of(profile_traffic(load(shared_data(SERVEGEN[0])), n_boot=200))
-    doc = ProfileDocument.from_dict(j)
+    doc = TrafficProfile.from_dict(j)
     dec = j["decomposition"]
     assert doc.decomposition is not None and doc.decomposition.series == dec["series"]
     assert doc.decomposition.input == dec["input"]
@@ -89,7 +90,7 @@ def test_wall_clock_slots_round_trip(shared_data):
     j = _json_of(profile_traffic(request_trace(days, source="azure conv x15"), n_boot=200))
     assert j["slots"]["available"] and j["slots"]["hour_weekday"]["available"]
     _round_trip(j)
-    doc = ProfileDocument.from_dict(j)
+    doc = TrafficProfile.from_dict(j)
     rows = j["slots"]["hour_of_day"]["rows"]
     assert doc.slots is not None and doc.slots.hour_of_day is not None
     assert [(r.hour, r.p95_rps, r.baseline_rps) for r in doc.slots.hour_of_day.rows] == [
@@ -106,4 +107,66 @@ def test_metrics_profile_round_trip(step):
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" / f"vllm-counters-step{step}.json"
     j = _json_of(profile_metrics(load(fix), n_boot=0))
     assert j["metrics"]["token_metrics"] and j["metrics"]["rules"]
+    _round_trip(j)
+
+
+@pytest.mark.shared_data
+def test_the_builder_result_is_the_document(shared_data):
+    """One type: ``profile_traffic`` returns the ``TrafficProfile`` its JSON reads back into, equal field for field,
+    with the same summary; the JSON's numbers are the per-minute counts of the raw CSV (counted here)."""
+    import csv
+    from datetime import datetime
+
+    from bearing_lib.common.estimate import Estimate
+    from bearing_lib.traffic.document import PassiveLimit
+
+    path = shared_data(AZURE_CONV)
+    prof = profile_traffic(load_trace(path), n_boot=50)
+    assert type(prof) is TrafficProfile
+    j = _json_of(prof)
+    back = TrafficProfile.from_dict(j)
+    assert back == prof and back.summary_lines() == prof.summary_lines()
+    # the series is the raw file's complete UTC minutes, empty ones 0 (first and last, partial, left out)
+    with open(path) as fh:
+        t = [datetime.fromisoformat(r["TIMESTAMP"][:26] + "+00:00").timestamp() for r in csv.DictReader(fh)]
+    first, last = math.floor(min(t) / 60) + 1, math.floor(max(t) / 60)
+    counts = [0] * (last - first)
+    for x in t:
+        if first <= math.floor(x / 60) < last:
+            counts[math.floor(x / 60) - first] += 1
+    assert j["per_minute"]["series"]["requests"] == counts == prof.per_minute.series.requests
+    assert prof.per_minute.series.minute_start_s == [60.0 * m for m in range(first, last)]
+    assert prof.minute_counts()[0] == (60.0 * first, counts[0], 60.0)
+    # a section set after building (bearing profile --passive-sla) is written after the others, in its own order
+    prof.passive_limit = PassiveLimit(Estimate(7.25, (6.5, 8.75), unit="rps", basis="offered"),
+                                      "p99(latency) <= 20s", 300.0, 17, 3.5, 0.0021, -0.00028, True)
+    d = prof.to_dict()
+    assert list(d)[:-1] == list(j) and list(d)[-1] == "passive_limit"
+    assert list(d["passive_limit"])[:3] == ["kind", "q_ult", "clause"] and d["passive_limit"]["q_ult"]["kind"] == \
+        "passive"
+    assert TrafficProfile.from_dict(json.loads(json.dumps(d))).passive_limit == prof.passive_limit
+    assert "passive:     passive (from production latency vs load) limit under p99(latency) <= 20s" in \
+        "\n".join(prof.summary_lines())
+
+
+def test_mid_term_forecast_keeps_every_key_it_writes():
+    """SYNTHETIC: 35 days of 600 s windows rising 0.072 req/s a day: the mid-term forecast is made, and the profile
+    keeps all of it (method, test, horizon, the slope and forecast with their intervals), not only rps and trend."""
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
+
+    w, n = 600.0, 35 * 144
+    starts = 1_700_006_400.0 + w * np.arange(n)  # a UTC midnight: 35 complete days
+    rate = 10 + 0.5 * np.sin(np.arange(n) * 2 * np.pi / 144) + np.arange(n) * 0.0005
+    frame = pl.DataFrame({"client": ["a"] * n, "window_start_s": starts, "window_s": [w] * n, "rate_rps": rate,
+                          "cv": [None] * n, "pattern": [None] * n, "shape": [None] * n, "scale": [None] * n},
+                         schema=RATE_SCHEMA)
+    prov = Provenance(source="synthetic", format="synthetic", tool="test", sha256="", time_origin="epoch")
+    j = _json_of(profile_traffic(RateWindows(frame, prov), n_boot=20))
+    mid = j["targets"]["mid_term"]
+    assert mid["available"] is True and mid["n_days"] == 35 and mid["horizon_days"] == 182.5
+    assert mid["trend_significant"] is True and mid["method"].startswith("OLS")
+    assert mid["slope_rps_per_day"] == pytest.approx(0.0005 * 144, rel=1e-3)
+    assert mid["forecast_rps"] == mid["trend"]["value"] and mid["rps"] == pytest.approx(1.5 * mid["forecast_rps"])
+    assert mid["forecast_pi95"] == [mid["trend"]["lower"], mid["trend"]["upper"]]
     _round_trip(j)

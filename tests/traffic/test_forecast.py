@@ -13,7 +13,7 @@ import pytest
 
 from bearing_lib.common.errors import SchemaError
 from bearing_lib.plan.inputs import profile_input_from_dict
-from bearing_lib.traffic.document import ProfileDocument
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.forecast import TrendForecast
 from bearing_lib.traffic.targets import trend_forecast
 
@@ -28,7 +28,7 @@ def _profile_json() -> tuple[dict, float]:
 
 def test_the_profile_documents_trend_is_a_trend_forecast():
     raw, truth = _profile_json()
-    doc = ProfileDocument.from_dict(raw)
+    doc = TrafficProfile.from_dict(raw)
     trend = doc.targets.mid_term.trend
     assert isinstance(trend, TrendForecast)
     assert trend.significant and trend.slope_rps_per_day == pytest.approx(2.0)
@@ -45,7 +45,7 @@ def test_a_bad_trend_is_named_with_its_path_when_the_profile_is_read():
     raw["targets"]["mid_term"]["trend"]["value"] = "high"
     raw["targets"]["mid_term"]["trend"]["slope_per_day"] = 2.0  # a renamed key
     with pytest.raises(SchemaError) as exc:
-        ProfileDocument.from_dict(raw, source="profile JSON p.json")
+        TrafficProfile.from_dict(raw, source="profile JSON p.json")
     fields = sorted(p.field for p in exc.value.problems)
     assert fields == ["targets.mid_term.trend.slope_per_day", "targets.mid_term.trend.value"]
     assert str(exc.value).startswith("profile JSON p.json: 2 problem(s)")

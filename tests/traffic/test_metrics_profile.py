@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from bearing_lib import load
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import InputError, InsufficientDataError
-from bearing_lib.traffic.document import ProfileDocument, profile_schema_document
+from bearing_lib.traffic.document import TrafficProfile, profile_schema_document
 from bearing_lib.traffic.metrics_profile import profile_metrics
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "prometheus"
@@ -197,7 +197,7 @@ def test_cli_profile_of_the_fixture_feeds_the_plan(tmp_path):
     lim.pop("blended", None)
     (tmp_path / "limits.json").write_text(json.dumps(lim))
     doc = json.loads(out.read_text())
-    typed = ProfileDocument.from_dict(doc)  # the new sections are typed for the readers downstream
+    typed = TrafficProfile.from_dict(doc)  # the new sections are typed for the readers downstream
     assert typed.metrics.counter_resets == 4 and typed.metrics.step_s == 15.0
     assert {r.mix for r in typed.metrics.mix_peaks.rows} == {"llama-8b", "llama-70b"}
     jsonschema.Draft202012Validator(profile_schema_document()).validate(doc)

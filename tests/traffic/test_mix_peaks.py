@@ -63,7 +63,7 @@ def test_hand_made_mixes_peak_in_different_minutes():
         assert r.share_method_rps == pytest.approx(share_long * p99_overall)  # 25 req/min against its own 37.6
         assert r.own_over_share == pytest.approx(own / (share_long * p99_overall))
         assert r.understated
-    assert "short: own P99" in peaks.statement()
+    assert "short: own P99" in peaks.statement
 
 
 def _azure_code_per_mix(path) -> tuple[list[int], Counter, Counter]:  # noqa: ANN001

@@ -24,11 +24,12 @@ import pytest
 
 from bearing_lib import load, load_trace
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
-from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
-from bearing_lib.traffic.profile import TrafficProfile, per_minute_counts, profile_traffic
+from bearing_lib.traffic.binning import timestamp_resolution
+from bearing_lib.traffic.document import TrafficProfile
+from bearing_lib.traffic.profile import per_minute_counts, profile_traffic
 
 AZURE = {
     "code": "traces/azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
@@ -155,10 +156,11 @@ def test_mooncake_quantum_and_relative_minutes(bundled):
     assert tr.provenance.time_origin == "relative"
     prof = profile_traffic(tr)
     res = prof.resolution
-    assert res.quantized and res.n_distinct == 1180
+    assert res.quantized and res.n_distinct_start_times == 1180
     assert res.quantum_s == pytest.approx(float(gaps.sum() / gaps.size), abs=1e-9)
     assert res.quantum_s == pytest.approx(3.0, abs=0.005)
-    assert not res.allows_bin(1.0) and res.allows_bin(60.0)
+    grid = timestamp_resolution(tr)
+    assert grid.quantum_s == res.quantum_s and not grid.allows_bin(1.0) and grid.allows_bin(60.0)
     d = prof.to_dict()
     assert d["per_second"]["available"] is False and "3 s steps" in d["per_second"]["reason"]
     assert d["dispersion"]["interarrival_cv"] is None and "grid" in d["dispersion"]["interarrival_cv_note"]
@@ -232,8 +234,8 @@ def test_servegen_weekly_cycle_slots_and_decomposition(shared_data):
 
 
 def _detrended_daily_means(prof: TrafficProfile) -> np.ndarray:
-    dec = prof.decomposition
-    x = dec.observed - dec.trend
+    hourly = prof.decomposition.series  # the hourly series the profile decomposed, as written
+    x = np.array(hourly["observed_rps"]) - np.array(hourly["trend_rps"])
     return x.reshape(14, 24).mean(axis=1)
 
 
@@ -265,7 +267,7 @@ def test_mix_bounded_on_absent_field_is_unavailable(bundled):
     tr = load_trace(bundled(AZURE["conv"]))
     tr2 = RequestTrace(tr.frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("output_tokens")), tr.provenance)
     prof = profile_traffic(tr2, mix_spec=MixSpec((Mix("x", {"output_tokens": (0, 100)}),)))
-    assert isinstance(prof.mixes, Unavailable) and "output_tokens" in prof.mixes.reason
+    assert prof.mix_shares.available is False and "output_tokens" in prof.mix_shares.reason
     assert per_minute_counts(tr2)["output_tokens"].null_count() == per_minute_counts(tr2).height
 
 

@@ -196,7 +196,7 @@ def test_gap_summary_is_numpys_arithmetic():
     g = np.diff(s)
     res, n_gaps, cv = gap_summary(s.copy(), s.size)
     assert n_gaps == g.size and cv == float(g.std(ddof=1) / g.mean())
-    assert res.n_distinct == int((g > 0).sum()) + 1 and res.smallest_gap_s == float(g[g > 0].min())
+    assert res.n_distinct_start_times == int((g > 0).sum()) + 1 and res.smallest_gap_s == float(g[g > 0].min())
     q = np.sort(np.repeat(np.arange(0, 300.0, 3.0), 5))  # a 3 s grid
     res, _, _ = gap_summary(q.copy(), q.size)
     assert res.quantized and res.quantum_s == pytest.approx(3.0)

@@ -21,7 +21,6 @@ import pytest
 
 from bearing_lib import load_trace
 from bearing_lib.common.errors import InsufficientDataError, SchemaError
-from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.mixes import MixSpec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
@@ -182,7 +181,7 @@ def test_profile_says_why_seq_len_is_missing():
     frame = pl.DataFrame({"start_s": [1_700_000_000.0 + i for i in range(150)], "input_tokens": [100] * 150})
     prov = Provenance(source="synthetic", format="synthetic", tool="test", sha256="")
     prof = profile_traffic(RequestTrace(validate(conform(frame), prov), prov), n_boot=20)
-    assert isinstance(prof.seq_len, Unavailable)
+    assert prof.seq_len.available is False
     d = json.loads(json.dumps(prof.to_dict(), allow_nan=False))
     assert d["seq_len"] == {"available": False, "reason": "synthetic: only 0 request(s) carry input and output "
                                                           "token counts; a P99 sequence length needs at least 100"}

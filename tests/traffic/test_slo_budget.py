@@ -22,7 +22,8 @@ import pytest
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform, validate
-from bearing_lib.traffic.slo_budget import BurnAlertRule, SLOBudget, slo_budget
+from bearing_lib.traffic.document import SLOBudget
+from bearing_lib.traffic.slo_budget import BurnAlertRule, slo_budget
 
 T0 = 1_704_067_200.0
 
@@ -43,13 +44,13 @@ def test_budget_consumption_and_burn_by_hand():
     b = slo_budget(_trace(), objective=0.999, period_days=30)
     assert isinstance(b, SLOBudget)
     assert (b.n_requests, b.n_bad, b.span_s) == (12_000, 500, 7_200.0)
-    assert b.budget_requests == pytest.approx(4_320.0, rel=1e-12)
-    assert b.consumed_fraction == pytest.approx(500 / 4_320, rel=1e-12)
+    assert b.budget.requests == pytest.approx(4_320.0, rel=1e-12)
+    assert b.consumed.fraction == pytest.approx(500 / 4_320, rel=1e-12)
     assert b.error_ratio == pytest.approx(1 / 24)
     assert b.burn_rate == pytest.approx(1000 / 24, rel=1e-9)
-    assert b.budget_minutes == pytest.approx(43.2)
-    assert b.n_bad_minutes == 10
-    assert b.consumed_minutes_fraction == pytest.approx(10 / 43.2)
+    assert b.budget.minutes == pytest.approx(43.2)
+    assert b.consumed.bad_minutes == 10
+    assert b.consumed.minutes_fraction == pytest.approx(10 / 43.2)
     d = b.to_dict()
     assert d["days_to_exhaust_at_this_burn"] == pytest.approx(30 / (1000 / 24))
     win = {w["window_s"]: w for w in d["fastest_burn"]}
@@ -126,7 +127,7 @@ def test_rolling_windows_match_a_brute_force_scan():
     minute = [int((t - T0) // 60) for t in times]
     bad = np.bincount(minute, weights=[s == "timeout" for s in status], minlength=90)
     best = max(bad[i : i + 10].sum() for i in range(81))
-    (w,) = b.fastest
+    (w,) = b.fastest_burn
     assert w.n_bad == best
 
 

@@ -22,7 +22,7 @@ from bearing_lib.common.estimate import Estimate
 from bearing_lib.data.mixes import MixSpec, auto_mixes
 from bearing_lib.loaders.canonical import write_trace
 from bearing_lib.traffic.dataset import profile_dataset
-from bearing_lib.traffic.document import PassiveLimitDoc, ProfileDocument
+from bearing_lib.traffic.document import PassiveLimit, TrafficProfile
 from bearing_lib.traffic.metrics_profile import profile_metrics
 from bearing_lib.traffic.profile import profile_traffic
 from bearing_lib.traffic.source import CounterParameters, EngineRun, ProfileParameters, ProfileSource
@@ -72,7 +72,7 @@ def test_the_parameters_are_the_arguments_and_read_back(conv):
 
 def test_the_document_reads_the_same_source_and_mix_spec(conv):
     prof, spec = conv
-    doc = ProfileDocument.from_dict(_json(prof.to_dict()))
+    doc = TrafficProfile.from_dict(_json(prof.to_dict()))
     assert doc.source == prof.source and doc.source_format == "azure-llm-inference"
     assert len(spec.mixes) > 1  # the automatic mixes of the real trace: several, with open-ended bounds
     assert MixSpec(tuple(m.to_mix() for m in doc.mix_spec)) == spec
@@ -115,21 +115,19 @@ def test_counters_add_their_keys_after_the_generators(conv):
 
 
 def test_a_passive_limit_in_the_document_is_typed():
-    from bearing_lib.twin.passive import PassiveLimit
-
     lim = PassiveLimit(Estimate(7.25, (6.5, 8.75), unit="rps", basis="offered"), "p99(latency) <= 20s", 300.0, 17,
                        3.5, 0.0021, -0.00028, True)
-    doc = ProfileDocument.from_dict({"passive_limit": _json(lim.to_dict())})
+    doc = TrafficProfile.from_dict({"passive_limit": _json(lim.to_dict())})
     p = doc.passive_limit
-    assert isinstance(p, PassiveLimitDoc)
+    assert isinstance(p, PassiveLimit) and p == lim and p.to_dict() == lim.to_dict()
     assert (p.q_ult, p.clause, p.window_s, p.n_windows, p.highest_rate_rps, p.intercept, p.slope_per_rps,
             p.extrapolated, p.kind) == (lim.q_ult, lim.clause, 300.0, 17, 3.5, 0.0021, -0.00028, True, "passive")
 
 
 def test_a_source_of_the_wrong_shape_is_named():
     with pytest.raises(SchemaError) as exc:
-        ProfileDocument.from_dict({"source": {"path": "x.csv", "n_rows": "many"}})
+        TrafficProfile.from_dict({"source": {"path": "x.csv", "n_rows": "many"}})
     assert any(p.field.startswith("source") and "n_rows" in p.field for p in exc.value.problems)
-    assert ProfileDocument.from_dict({"source": "a CSV from the gateway"}).source == "a CSV from the gateway"
+    assert TrafficProfile.from_dict({"source": "a CSV from the gateway"}).source == "a CSV from the gateway"
     with pytest.raises(SchemaError, match="profile source: expected an object"):
         ProfileSource.from_dict(["x"])
