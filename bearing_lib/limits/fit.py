@@ -113,9 +113,9 @@ from bearing_lib.limits.result import (
     StatsSettings,
     Step,
 )
-from bearing_lib.limits.settling import StepSettling
+from bearing_lib.limits.settling import StepSettling, StepSettlings
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
-from bearing_lib.limits.steady import Mser5, mser_by_step
+from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
 ESTIMATORS = ("pooled", "model")
@@ -1337,8 +1337,8 @@ class _TraceInputs:
 
     curve: pl.DataFrame
     steady: pl.LazyFrame | None
-    warmups: dict[tuple[str, int], Mser5]
-    settle: dict[tuple[str, str], dict[int, StepSettling]]
+    warmups: StepWarmups
+    settle: StepSettlings
     reps: TraceReplicates | None  # None: no bootstrap (n_boot 0)
 
 
@@ -1453,7 +1453,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     tot = StepTotals.of_frame(totals_df.filter(pl.col("run_id") == run))
     lim = _fit_group(str(run), mix_obj, part.to_dicts(), sla_obj, tables,
                      None if reps is None else reps.table(run, mix), tot, 0 if reps is None else n_boot, level,
-                     estimator, None if prep is None else prep.settle.get((str(run), str(mix))))
+                     estimator, None if prep is None else prep.settle.of(run, mix))
     lim.share = share
     if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)
@@ -1468,7 +1468,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     _enrich(lim, part, metric, seed, steady.filter((pl.col("run_id") == run) & (pl.col("mix") == mix)).collect(),
             sla_obj)
     for st in lim.steps:
-        st.mser5 = prep.warmups.get((str(run), int(st.step)))
+        st.mser5 = prep.warmups.of(run, st.step)
     return lim
 
 
@@ -1864,7 +1864,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     rng = np.random.default_rng(seed)
     # each run's bootstrap has its own generator seeded `seed`, as when each run is fitted in a task
     reps = stepstats.replicates_from_stats(st, sla_obj, n_boot, seed) if n_boot > 0 else None
-    prep = _TraceInputs(curve, None, {}, {}, reps)
+    prep = _TraceInputs(curve, None, StepWarmups(), StepSettlings(), reps)
     pcs = sla_obj.percentile_clauses()
     curve, limits, skipped = _fit_input(trace, [trace], spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
                                         "pooled", min_share, pcs[0].metric if pcs else "latency_ms",

@@ -38,7 +38,8 @@ state on the whole step").
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import polars as pl
@@ -147,9 +148,22 @@ def _late_value_exprs(sla: SLA) -> list[pl.Expr]:
     return out
 
 
-def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
-                     metric: str) -> dict[tuple[str, str], dict[int, StepSettling]]:
-    """``{(run, mix): {step: StepSettling}}`` for every step of a trace with per-request times.
+@dataclass(frozen=True)
+class StepSettlings:
+    """The whole-step settling test of every step of a trace, by (run, mix) and step (:func:`settling_by_step`)."""
+
+    by_group: Mapping[tuple[str, str], Mapping[int, StepSettling]] = field(default_factory=dict)
+
+    def of(self, run: object, mix: object) -> Mapping[int, StepSettling] | None:
+        """The settling tests of the steps of ``mix`` in ``run`` by step, or None when none was made."""
+        return self.by_group.get((str(run), str(mix)))
+
+    def __len__(self) -> int:
+        return len(self.by_group)
+
+
+def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA, metric: str) -> StepSettlings:
+    """The settling test of every step of a trace with per-request times, by (run, mix) and step.
 
     ``metric`` is the trend metric (``ttft_ms`` or ``latency_ms``). Steps without times, or whose
     send window has no length, are left out (nothing to test).
@@ -157,7 +171,7 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
     from scipy import stats  # here, not at module level: the limits JSON's types import this module
 
     if "start_s" not in trace.frame.columns or trace.frame["start_s"].null_count() == trace.frame.height:
-        return {}
+        return StepSettlings()
     lf = trace.frame.lazy().with_columns(pl.col("run_id").fill_null("run")).filter(
         pl.col("step").is_not_null() & pl.col("start_s").is_not_null())
     keys = ["run_id", "step"]
@@ -210,7 +224,7 @@ def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA,
             rising=p is not None and p < TREND_ALPHA and cp is not None and cp < TREND_ALPHA,
             late_start_s=t1 - LATE_FRACTION * (t1 - t0), late_end_s=t1, late_n=int(row["_late_n"] or 0),
             clauses=tuple(clauses))
-    return out
+    return StepSettlings(out)
 
 
 def _content_trend(reqs: pl.DataFrame | None) -> tuple[float | None, float | None]:
@@ -253,4 +267,4 @@ def _trend(bins: pl.DataFrame | None) -> tuple[float | None, float | None]:
 
 
 __all__ = ["LATE_ALPHA", "LATE_FRACTION", "TREND_ALPHA", "TREND_BINS", "LateClause", "StepSettling",
-           "settling_by_step"]
+           "StepSettlings", "settling_by_step"]

@@ -26,7 +26,8 @@ still rising (a step still filling up counts as failing). Numpy only: O(k) with 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -73,18 +74,33 @@ class Mser5:
     """The cut lies below 40 % of the window (False: the series never settled)."""
 
 
-def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple[str, int], Mser5]:
+@dataclass(frozen=True)
+class StepWarmups:
+    """The MSER-5 warm-up of each (run, step) of a trace (:func:`mser_by_step`); a step without one (no start
+    times, no value of the metric) is not held."""
+
+    by_step: Mapping[tuple[str, int], Mser5] = field(default_factory=dict)
+
+    def of(self, run: object, step: object) -> Mser5 | None:
+        """The warm-up of ``step`` of ``run``, or None when the step has none."""
+        return self.by_step.get((str(run), int(step)))  # type: ignore[call-overload]
+
+    def __len__(self) -> int:
+        return len(self.by_step)
+
+
+def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> StepWarmups:
     """Per (run, step): MSER-5 on the step's ``metric`` in start order (:class:`Mser5`).
 
     ``steady`` may be lazy: then only its four columns are collected, in one pass."""
     out: dict[tuple[str, int], Mser5] = {}
     names = steady.collect_schema().names()
     if metric not in names or "start_s" not in names:
-        return out
+        return StepWarmups(out)
     f = steady.lazy().select(pl.col("run_id").fill_null("run"), "step", "start_s", metric).drop_nulls().sort(
         "run_id", "step", "start_s").collect()
     if f.height == 0:
-        return out
+        return StepWarmups(out)
     # memory: each step is a zero-copy slice of the sorted frame, not a partition_by copy
     spans = f.select("run_id", "step").with_row_index("_i").group_by("run_id", "step", maintain_order=True).agg(
         pl.col("_i").first().alias("_at"), pl.len().alias("_n"))
@@ -95,7 +111,7 @@ def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> dict[tuple
         trunc_s = float(t[d] - t[0]) if 0 < d < t.size else 0.0
         out[(str(run), int(step))] = Mser5(rule="MSER-5", truncate_s=trunc_s if math.isfinite(trunc_s) else None,
                                            truncated=int(d), of=int(t.size), settled=bool(settled))
-    return out
+    return StepWarmups(out)
 
 
-__all__ = ["BATCH", "Mser5", "mser", "mser_by_step"]
+__all__ = ["BATCH", "Mser5", "StepWarmups", "mser", "mser_by_step"]

@@ -37,7 +37,7 @@ def rates(sla_text: str, seeds: range, step_s: float = 120.0,
     out = {f: {"runs": 0, "rising": 0, "late_breaks": 0, "unsettled": 0} for f in fractions}
     for seed in seeds:
         frame = mm1_frame([f * limit for f in fractions], mu_rps=MU, step_s=step_s, seed=seed)
-        res = settling_by_step(make_trace(frame), MixSpec.single(), sla, "ttft_ms")[("run", "all")]
+        res = settling_by_step(make_trace(frame), MixSpec.single(), sla, "ttft_ms").of("run", "all")
         for k, f in enumerate(fractions):
             st = res.get(k)
             if st is None:

@@ -109,7 +109,7 @@ def test_trend_and_late_part_by_hand():
     rising = [(float(t), 10.0 + t) for t in range(120)]
     flat = [(float(t), 50.0 + (t % 7)) for t in range(120)]
     res = settling_by_step(_trace([rising, flat]), MixSpec.single(), parse_sla("p90(ttft) <= 100ms"),
-                           "ttft_ms")[("run", "all")]
+                           "ttft_ms").of("run", "all")
     r, f = res[0], res[1]
     exp = stats.kendalltau(np.arange(12), np.arange(12), alternative="greater").pvalue
     assert r.tau == pytest.approx(1.0) and r.p_value == pytest.approx(exp) and r.rising
@@ -125,7 +125,7 @@ def test_tiny_steps_do_not_crash():
     """Steps of 1 and 2 requests (and one whose requests share a start) have no trend test."""
     res = settling_by_step(_trace([[(0.0, 5.0)], [(0.0, 5.0), (1.0, 500.0)], [(3.0, 5.0), (3.0, 6.0)]]),
                            MixSpec.single(), parse_sla("p90(ttft) <= 100ms"), "ttft_ms")
-    got = res.get(("run", "all"), {})
+    got = res.of("run", "all") or {}
     assert all(not st.rising and st.p_value is None for st in got.values())
 
 
