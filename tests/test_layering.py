@@ -130,3 +130,27 @@ def test_the_private_import_check_finds_one(tmp_path):
     (lib / "w").mkdir(parents=True)
     (lib / "w" / "a.py").write_text("def f():\n    from bearing_lib.w.b import _g, h\n")
     assert private_imports(lib) == ["w/a.py imports bearing_lib.w.b._g"]
+
+
+def repeated_class_names(lib: Path = LIB) -> list[str]:
+    """Module-level class names defined in more than one module of the package (one name per concept,
+    issue #26), as ``Name: a/x.py, b/y.py``."""
+    where: dict[str, list[str]] = {}
+    for f in sorted(lib.rglob("*.py")):
+        for n in ast.parse(f.read_text(encoding="utf-8")).body:
+            if isinstance(n, ast.ClassDef):
+                where.setdefault(n.name, []).append(str(f.relative_to(lib)))
+    return [f"{name}: {', '.join(fs)}" for name, fs in sorted(where.items()) if len(fs) > 1]
+
+
+def test_one_class_name_per_concept():
+    assert repeated_class_names() == []
+
+
+def test_the_class_name_check_finds_one(tmp_path):
+    lib = tmp_path / "bearing_lib"
+    (lib / "a").mkdir(parents=True)
+    (lib / "b").mkdir()
+    (lib / "a" / "x.py").write_text("class Bound:\n    pass\n")
+    (lib / "b" / "y.py").write_text("def f():\n    class Local:\n        pass\n\n\nclass Bound:\n    pass\n")
+    assert repeated_class_names(lib) == ["Bound: a/x.py, b/y.py"]

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import polars as pl
 
-from bearing_lib.fidelity.result import Dimension, Dispersion, TimeScale
+from bearing_lib.fidelity.result import CountDispersion, Dimension, TimeScale
 from bearing_lib.fidelity.result import missing_sides as _missing
 from bearing_lib.fidelity.thresholds import DEFAULT_TIME_SCALE_S, IOD_ABS, IOD_RATIO, IOD_RULE
 
@@ -92,15 +92,15 @@ def burstiness_dimension(test: pl.DataFrame | None, production: pl.DataFrame | N
         missing = _missing(t_iod is None, p_iod is None, f"request start times over ≥ {MIN_BINS} bins of {tau:g} s")
         return Dimension("burstiness", label, "unknown", f"{missing}: the index of dispersion cannot be compared",
                          IOD_RULE,
-                         test=None if t_iod is None else Dispersion(t_iod),
-                         production=None if p_iod is None else Dispersion(p_iod), unit="", extra=extra)
+                         test=None if t_iod is None else CountDispersion(t_iod),
+                         production=None if p_iod is None else CountDispersion(p_iod), unit="", extra=extra)
     lo, hi = sorted((t_iod, p_iod))
     differs = (hi > IOD_RATIO * lo) and (hi - lo > IOD_ABS)
     more = "burstier" if p_iod > t_iod else "smoother"
     statement = (f"index of dispersion at {tau:g} s: {t_iod:.2f} in the test (median over {len(per_step)} step(s)), "
                  f"{p_iod:.2f} in production" + (f": production is {more} than the test" if differs else ""))
     return Dimension("burstiness", label, "differs" if differs else "represents", statement, IOD_RULE,
-                     test=Dispersion(t_iod), production=Dispersion(p_iod),
+                     test=CountDispersion(t_iod), production=CountDispersion(p_iod),
                      distance={"ratio": hi / lo if lo > 0 else float("inf")}, extra=extra)
 
 

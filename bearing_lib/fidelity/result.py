@@ -57,7 +57,7 @@ class CacheRates:
 
 
 @dataclass(frozen=True)
-class Dispersion:
+class CountDispersion:
     """The index of dispersion (var / mean) of request counts at the SLA's time scale."""
 
     index_of_dispersion: float
@@ -94,9 +94,9 @@ class Endpoint:
     endpoint: str
 
 
-Side = Quantiles | Mean | CacheRates | Dispersion | RateRange | Peak | Names | Endpoint
+Side = Quantiles | Mean | CacheRates | CountDispersion | RateRange | Peak | Names | Endpoint
 """What a dimension holds of one side (the test or production): one type per kind of figure."""
-SIDES: tuple[type, ...] = (Quantiles, Mean, CacheRates, Dispersion, RateRange, Peak, Names, Endpoint)
+SIDES: tuple[type, ...] = (Quantiles, Mean, CacheRates, CountDispersion, RateRange, Peak, Names, Endpoint)
 
 
 @dataclass(frozen=True)
@@ -241,8 +241,8 @@ __all__ = [
     "SIDES",
     "VERDICTS",
     "CacheRates",
+    "CountDispersion",
     "Dimension",
-    "Dispersion",
     "Endpoint",
     "Extra",
     "Fidelity",
