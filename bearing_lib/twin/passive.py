@@ -12,7 +12,8 @@ the rate where the fitted percentile meets the threshold; the CI comes from a bo
 windows. It is an **extrapolation** whenever it lies above the highest rate observed, the usual
 case for a healthy service, and is flagged so. A server whose latency has a large
 load-independent part (long decodes) bends the line; the twin (``calibrate``) models that, this
-relation does not.
+relation does not. A line that meets the threshold at no load (or below it) is a server that breaks the SLA at
+every rate production ran at: the limit is then an upper bound, below the lowest rate observed.
 
 The result type, :class:`~bearing_lib.traffic.document.PassiveLimit`, lives with the traffic profile that carries it
 (``passive_limit``), a floor below the twin.
@@ -98,16 +99,22 @@ def passive_limit(trace, sla, *, window_s: float = 60.0, smooth: int = 5, n_boot
             continue
         r = cross(*_fit(x[i], y[i], qq))
         reps.append(math.inf if r is None else r)
-    hi_obs = float(np.max(x))
+    hi_obs, lo_obs = float(np.max(x)), float(np.min(x))
     if v is None:
         est = Estimate(hi_obs, bound="lower", unit="rps", basis="offered")
+    elif v <= 0:
+        # the fitted percentile is above the threshold even at no load: the SLA fails at every rate production
+        # ran at, so the limit lies below the lowest of them; nothing in the data says how far below (a line
+        # crossing at a negative rate is not a limit, and its resamples' interval would be one of negative rates)
+        est = Estimate(lo_obs, bound="upper", unit="rps", basis="offered")
     else:
         r_ = np.sort(np.asarray(reps, dtype=float))  # inf: a resample whose line never reaches the threshold
         if r_.size >= 20:
             lo_i, hi_i = 0.025 * (r_.size - 1), 0.975 * (r_.size - 1)
             lo = float(r_[int(math.floor(lo_i))])
             hi_v = r_[int(math.ceil(hi_i))]
-            ci = (max(lo, 0.0) if math.isfinite(lo) else None, float(hi_v) if math.isfinite(hi_v) else None)
+            # a resample whose line crosses at a negative rate says the limit is at no load: 0
+            ci = (max(lo, 0.0) if math.isfinite(lo) else None, max(float(hi_v), 0.0) if math.isfinite(hi_v) else None)
         else:
             ci = (None, None)
         est = Estimate(max(v, 0.0), ci95=ci, unit="rps", basis="offered")

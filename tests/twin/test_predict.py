@@ -117,6 +117,22 @@ def test_passive_limit_of_mm1_telemetry_near_the_closed_form(seed):
     assert "EXTRAPOLATED" in res.text() and res.to_dict()["q_ult"]["kind"] == "passive"
 
 
+def test_a_passive_limit_below_every_observed_rate_is_an_upper_bound():
+    """The same server under an SLA it breaks at no load: its sojourn is ~Exp(μ), so even as λ → 0 the P99 is
+    ln(100) / μ ≈ 4.6 s > 2 s (the closed-form crossing μ − ln(100) / 2 ≈ −1.3 rps is no rate). The limit is "below
+    the lowest rate production ran at", never a value of 0 with an interval of negative rates."""
+    rates = list(np.linspace(0.2, 0.7, 12))
+    tr = mm1_trace(1.0, rates, 1200.0, seed=5, noise_ms=1.0)
+    o1 = tr.frame["output_tokens"].to_numpy() - 1.0
+    mu = 1.0 / (0.002 + 0.010 * o1.mean())
+    assert mu - math.log(100.0) / 2.0 < 0  # the truth: no rate meets the SLA
+    res = passive_limit(tr, "p99(latency) <= 2s", window_s=300.0, n_boot=60)
+    q = res.q_ult
+    assert q.bound == "upper" and q.ci95 is None
+    assert 0.15 < q.value < 0.3  # the lowest window rate: 0.2 rps plus a window's rate noise
+    assert q.text().startswith("< ") and "-" not in q.text()
+
+
 def test_production_section_in_one_call(tmp_path):
     """Calibrate on a RAG test of the oracle's small server, predict a prefix-cache 'production' trace."""
     from bearing_lib.loaders.canonical import write_trace
