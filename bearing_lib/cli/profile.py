@@ -137,7 +137,9 @@ def register(app: typer.Typer) -> None:
                                       scheduler=scheduler, params=params, progress=bar, quiet=to_stdout,
                                       metric_params=metric_params)
             if passive_sla is not None:
-                prof.passive_limit = _passive(trace, prof, passive_sla, passive_window_s, format=format,
+                # read as the profile read it: --mapping implies the generic format (_profile_input)
+                prof.passive_limit = _passive(trace, prof, passive_sla, passive_window_s,
+                                              format=format or ("generic" if mapping is not None else None),
                                               options=options)
             text = json.dumps(_finite(prof.to_dict()), indent=1, default=_json_default) + "\n"
             if to_stdout:

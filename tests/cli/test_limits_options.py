@@ -15,6 +15,7 @@ import csv
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -108,6 +109,35 @@ def test_profile_mapping_implies_the_generic_format(log, tmp_path):
     assert starts == [1_700_000_040.0] and counts == [600]
     r = runner.invoke(app, ["profile", str(p), "--mapping", str(log[1]), "--json", str(out), "--force"])
     assert r.exit_code == 1 and "Use `bearing limits` for load-test results" in r.output
+
+
+def test_profile_passive_sla_reads_the_trace_with_its_mapping(tmp_path):
+    """A JMeter results file (its header is detected as JMeter) read as production through --mapping: the passive
+    limit re-reads it with the same mapping (it used to detect JMeter and refuse the mapping option)."""
+    from bearing_lib.loaders import load
+    from bearing_lib.twin.passive import passive_limit
+
+    rng = np.random.default_rng(3)
+    rows, t0 = [], 1_786_714_400_000
+    for minute in range(16):  # 16 minutes at 0.5-2 rps; latency ~ 100 / (3 - rate) ms with noise
+        rate = 0.5 + 1.5 * (minute % 8) / 7
+        for ts in np.sort(rng.uniform(0, 60_000, rng.poisson(rate * 60))):
+            ms = 100.0 / (3.0 - rate) * rng.lognormal(0.0, 0.3)
+            rows.append(f"{t0 + minute * 60_000 + int(ts)},{int(ms)},req,200,OK,tg 1-1,text,true,,1,1,1,1,"
+                        f"http://x/,{int(ms)},0,0")
+    p = tmp_path / "results.jtl"
+    p.write_text("timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,"
+                 "bytes,sentBytes,grpThreads,allThreads,URL,Latency,IdleTime,Connect\n" + "\n".join(rows) + "\n")
+    m = tmp_path / "map.yaml"
+    m.write_text("columns: {start_s: timeStamp, latency_ms: elapsed, status: success}\n"
+                 "units: {timeStamp: ms, elapsed: ms}\ntime_origin: epoch\nstatus_map: {'true': ok, 'false': error}\n")
+    out = tmp_path / "profile.json"
+    r = runner.invoke(app, ["profile", str(p), "--mapping", str(m), "--passive-sla", "p99(latency) <= 400ms",
+                            "--json", str(out), "--mixes", "none"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(out.read_text())["passive_limit"]
+    lib = passive_limit(load(p, format="generic", mapping=m), "p99(latency) <= 400ms")
+    assert got["kind"] == "passive" and got["q_ult"]["value"] == lib.q_ult.value
 
 
 def test_not_judged_lines_group_steps_by_reason():
