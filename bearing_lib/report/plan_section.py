@@ -55,7 +55,9 @@ def production_source(doc: TrafficProfile | None) -> ProductionSource | None:
             f"step of {step:g} s, no per-request records" if step is not None else
             f"Prometheus counters ({m.request_metric or 'request counter'}, {fmt}), no per-request records",
             m.request_metric, list(m.unknowable))
-    if doc.per_window is not None and doc.per_window.available and doc.per_minute is None:
+    # a rate-window profile writes per_minute as {"available": false} (no per-request arrivals to bin by minute)
+    if doc.per_window is not None and doc.per_window.available and (doc.per_minute is None
+                                                                    or not doc.per_minute.available):
         b = doc.per_window.bin_s
         return ProductionSource("rate windows", b, f"aggregated rate windows ({fmt}) of {b:g} s: no per-request "
                                 "arrival times" if b else f"aggregated rate windows ({fmt})")

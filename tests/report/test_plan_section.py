@@ -225,3 +225,25 @@ def test_production_from_metrics_says_the_query_step_and_what_counters_cannot_te
     assert rows["Time resolution"].value == "30 s" and "query step" in rows["Time resolution"].note
     assert g.notes == [f"Not knowable from counters: {u}" for u in UNKNOWABLE]
     assert g.unavailable == ["passive limit not available: no per-request records"]
+
+
+@pytest.mark.shared_data
+def test_production_from_rate_windows_is_not_called_a_request_log(shared_data):
+    """ServeGen's deepseek-r1 aggregates (per its README: one row per 600 s window, no per-request arrival times)
+    are described as rate windows of 600 s, as the raw file's window column says, not as a per-request log."""
+    import csv
+    import gzip
+
+    from bearing_lib import load
+    from bearing_lib.report.plan_section import production_source
+    from bearing_lib.traffic.profile import profile_traffic
+
+    path = shared_data("traces/servegen-aggregates/reason/deepseek-r1")
+    doc = profile_traffic(load(path), n_boot=0)
+    ps = production_source(doc)
+    assert ps.kind == "rate windows" and ps.resolution_s == 600.0
+    assert "no per-request arrival times" in ps.statement and "per-request log" not in ps.statement
+    # the raw windows are 600 s apart: the first column of a chunk's trace CSV (read with gzip and csv alone)
+    with gzip.open(path / "chunk-0-trace.csv.gz", "rt") as fh:
+        starts = [float(r[0]) for r in csv.reader(fh)]
+    assert {b - a for a, b in zip(starts, starts[1:], strict=False)} == {600.0}
