@@ -400,10 +400,18 @@ class SlotRowDoc(_Part):
     n_weeks: int | None = None
     baseline_rps: float | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        # the slot's keys first (weekday before hour), as the slot table's rows are written
+        order = ("weekday", "hour", "n_bins", "mean_rps", "p50_rps", "p95_rps", "max_rps", "n_days", "n_weeks",
+                 "baseline_rps")
+        return tuple(k for k in order if getattr(self, k) is not None)
+
 
 @dataclass
-class SlotTableDoc(_Part):
-    """``slots.hour_of_day`` / ``slots.hour_weekday``: the P95 rate per slot, its peak and trough."""
+class SlotTable(_Part):
+    """``slots.hour_of_day`` / ``slots.hour_weekday``: one slot layout (hour of day, or weekday x hour) of the
+    per-bin rate, its rows (:class:`SlotRowDoc`), the extreme slots by P95 and their ratio, or why there is none;
+    ``traffic/seasonality.py`` (``slot_baselines``) builds it."""
 
     available: bool = True
     reason: str | None = None
@@ -415,15 +423,42 @@ class SlotTableDoc(_Part):
     peak_to_trough: float | None = None
     statistic: str | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("available", "repeated", "n_periods", "statistic", "rows", "peak", "trough", "peak_to_trough")
+
+    @property
+    def table(self) -> Any:
+        """The rows as a polars frame (one row per slot; the columns the rows carry)."""
+        import polars as pl
+
+        return pl.DataFrame([r.to_dict() for r in self.rows])
+
 
 @dataclass
-class SlotsDoc(_Part):
+class SlotBaselines(_Part):
+    """``slots``: hour-of-day and weekday x hour baselines of a rate series (``traffic/seasonality.py``
+    ``slot_baselines`` builds them): the clock they use (``basis``), the bin, and each layout, or why it is not
+    available (``available`` / ``reason``: the hour-of-day layout's)."""
+
     available: bool = True
     reason: str | None = None
     basis: str | None = None
     bin_s: float | None = None
-    hour_of_day: SlotTableDoc | None = None
-    hour_weekday: SlotTableDoc | None = None
+    hour_of_day: SlotTable | None = None
+    hour_weekday: SlotTable | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("available", "reason", "basis", "bin_s", "hour_of_day", "hour_weekday")
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        hod = self.hour_of_day
+        if hod is None or not hod.available:
+            return f"<p><i>not available:</i> {html.escape(self.reason or '')}</p>"
+        return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis or '')})</p>" + hod.table._repr_html_()
 
 
 @dataclass
@@ -943,7 +978,7 @@ class TrafficProfile(_Part):
     per_minute: MinuteRateStats | None = None
     per_second: RateStats | None = None
     per_window: WindowRateStats | None = None
-    slots: SlotsDoc | None = None
+    slots: SlotBaselines | None = None
     decomposition: DecompositionDoc | None = None
     bursts: Bursts | None = None
     dispersion: Dispersion | None = None
@@ -1170,10 +1205,10 @@ __all__ = [
     "TimestampResolution",
     "SeqLenDistribution",
     "SLOBudget",
+    "SlotBaselines",
     "SlotPeakDoc",
     "SlotRowDoc",
-    "SlotTableDoc",
-    "SlotsDoc",
+    "SlotTable",
     "TokenRate",
     "TokenStats",
     "TrendDoc",

@@ -16,7 +16,6 @@ hours and days from the trace start, which is said in ``basis``.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +24,7 @@ import polars as pl
 from bearing_lib.common.quantiles import quantile_expr
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.document import SlotBaselines, SlotPeakDoc, SlotRowDoc, SlotTable
 from bearing_lib.traffic.mstl import mstl
 
 DAY_S = 86_400.0
@@ -67,63 +67,38 @@ def _slot_table(frame: pl.DataFrame, keys: list[str], period: str) -> pl.DataFra
     return stats.join(robust, on=keys).sort(keys)
 
 
-@dataclass
-class SlotTable:
-    """One slot layout (hour of day, or weekday x hour) with its extreme slots."""
-
-    name: str
-    table: pl.DataFrame
-    repeated: bool
-    n_periods: int
-    aligned: bool = True
-
-    def _label(self, row: dict[str, object]) -> str:
-        h = f"{int(row['hour']):02d}:00"
-        if "weekday" not in row:
-            return h if self.aligned else f"hour {int(row['hour'])}"
-        day = WEEKDAYS[int(row["weekday"])] if self.aligned else f"day {int(row['weekday'])}"
-        return f"{day} {h}" if self.aligned else f"{day} hour {int(row['hour'])}"
-
-    def to_dict(self) -> dict[str, object]:
-        rows = self.table.to_dicts()
-        peak = max(rows, key=lambda r: r["p95_rps"])
-        trough = min(rows, key=lambda r: r["p95_rps"])
-        return {
-            "available": True,
-            "repeated": self.repeated,
-            "n_periods": self.n_periods,
-            "statistic": "P95 of the per-bin rate in the slot, req/s; baseline_rps = median over periods "
-            "of each period's P95 in the slot",
-            "rows": rows,
-            "peak": {"slot": self._label(peak), "p95_rps": peak["p95_rps"]},
-            "trough": {"slot": self._label(trough), "p95_rps": trough["p95_rps"]},
-            "peak_to_trough": (peak["p95_rps"] / trough["p95_rps"]) if trough["p95_rps"] > 0 else None,
-        }
+STATISTIC = ("P95 of the per-bin rate in the slot, req/s; baseline_rps = median over periods of each period's P95 "
+             "in the slot")
 
 
-@dataclass
-class SlotBaselines:
-    """Hour-of-day and weekday x hour baselines of a rate series (see module docstring)."""
+def _label(row: SlotRowDoc, aligned: bool) -> str:
+    h = f"{row.hour:02d}:00"
+    if row.weekday is None:
+        return h if aligned else f"hour {row.hour}"
+    day = WEEKDAYS[row.weekday] if aligned else f"day {row.weekday}"
+    return f"{day} {h}" if aligned else f"{day} hour {row.hour}"
 
-    basis: str
-    bin_s: float
-    hour_of_day: SlotTable | Unavailable
-    hour_weekday: SlotTable | Unavailable
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": bool(self.hour_of_day),
-            "reason": None if self.hour_of_day else self.hour_of_day.reason,
-            "basis": self.basis,
-            "bin_s": self.bin_s,
-            "hour_of_day": self.hour_of_day.to_dict(),
-            "hour_weekday": self.hour_weekday.to_dict(),
-        }
+def _slot_part(table: pl.DataFrame, repeated: bool, n_periods: int, aligned: bool) -> SlotTable:
+    """The slot layout of a computed slot table: its rows, the extreme slots by P95 and their ratio."""
+    rows = [SlotRowDoc(**r) for r in table.to_dicts()]
+    peak = max(rows, key=lambda r: r.p95_rps)
+    trough = min(rows, key=lambda r: r.p95_rps)
+    return SlotTable(
+        repeated=repeated, n_periods=n_periods, statistic=STATISTIC, rows=rows,
+        peak=SlotPeakDoc(slot=_label(peak, aligned), p95_rps=peak.p95_rps),
+        trough=SlotPeakDoc(slot=_label(trough, aligned), p95_rps=trough.p95_rps),
+        peak_to_trough=(peak.p95_rps / trough.p95_rps) if trough.p95_rps > 0 else None,
+    )
 
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        if not self.hour_of_day:
-            return self.hour_of_day._repr_html_()
-        return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis)})</p>" + self.hour_of_day.table._repr_html_()
+
+def _unavailable(why: str) -> SlotTable:
+    return SlotTable(available=False, reason=why)
+
+
+def _baselines(series: RateSeries, hod: SlotTable, how: SlotTable) -> SlotBaselines:
+    return SlotBaselines(available=hod.available, reason=hod.reason, basis=_basis(series), bin_s=series.bin_s,
+                         hour_of_day=hod, hour_weekday=how)
 
 
 RELATIVE_CLOCK = ("relative clock (seconds from the trace start): the trace has no time of day or weekday, so "
@@ -136,34 +111,28 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
     A relative clock has no time of day or weekday: both layouts are unavailable whatever the span
     (hours counted from an arbitrary origin are not a time of day)."""
     span_days = series.span_s / DAY_S
-    basis = _basis(series)
     if not series.aligned:
-        why = RELATIVE_CLOCK
-        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
+        return _baselines(series, _unavailable(RELATIVE_CLOCK), _unavailable(RELATIVE_CLOCK))
     if series.bin_s > 3600:
         why = f"bins of {series.bin_s:g} s are longer than an hour"
-        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
+        return _baselines(series, _unavailable(why), _unavailable(why))
     frame = _slot_frame(series)
     if series.span_s < DAY_S:
-        why = (
+        hod = _unavailable(
             f"the series spans {series.span_s / 3600:.2f} h ({span_days:.2f} days); hour-of-day baselines "
             "need at least one full day (two for a repeated pattern)"
         )
-        hod: SlotTable | Unavailable = Unavailable(why)
     else:
-        n_days = frame["day"].n_unique()
-        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days, series.aligned)
+        hod = _slot_part(_slot_table(frame, ["hour"], "day"), span_days >= 2, frame["day"].n_unique(), series.aligned)
     if series.span_s < WEEK_S:
-        how: SlotTable | Unavailable = Unavailable(
+        how = _unavailable(
             f"the series spans {span_days:.2f} days; weekday x hour baselines need at least one full week "
             "(two for a repeated pattern)"
         )
     else:
-        n_weeks = frame["week"].n_unique()
-        how = SlotTable(
-            "hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks, series.aligned
-        )
-    return SlotBaselines(basis, series.bin_s, hod, how)
+        how = _slot_part(_slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, frame["week"].n_unique(),
+                         series.aligned)
+    return _baselines(series, hod, how)
 
 
 def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.ndarray, str]:
@@ -172,22 +141,24 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
     With hour-of-day slots: the slot's robust baseline (median over days of each day's
     P95 in that hour). Shorter series are one slot: the P95 of the whole series.
     """
-    periodic = slots.hour_of_day
+    table: pl.DataFrame | None = None
+    n_periods = 0
     if not series.aligned and series.bin_s <= 3600 and series.span_s >= DAY_S:
         # no time-of-day slots are published on a relative clock, but 24 h periods counted from the
         # trace start still give a burst baseline that one burst period cannot raise
-        periodic = SlotTable("periodic_24h", _slot_table(_slot_frame(series), ["hour"], "day"),
-                             series.span_s >= 2 * DAY_S, _slot_frame(series)["day"].n_unique(), False)
-    if isinstance(periodic, SlotTable):
+        table, n_periods = _slot_table(_slot_frame(series), ["hour"], "day"), _slot_frame(series)["day"].n_unique()
+    elif slots.hour_of_day is not None and slots.hour_of_day.available:
+        table, n_periods = slots.hour_of_day.table, slots.hour_of_day.n_periods or 0
+    if table is not None:
         frame = _slot_frame(series).select("hour").join(
-            periodic.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
+            table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
         how = ("hour-of-day slot baseline: median over days of each day's P95 rate in that hour" if series.aligned
                else "24-hour periodic slot baseline (hours counted from the trace start: the clock is relative, "
                "no time of day): median over 24 h periods of each period's P95 rate in that hour")
-        if periodic.n_periods < 3:
+        if n_periods < 3:
             how += (
-                f" (only {periodic.n_periods} day(s): a burst day can still raise its own baseline; "
+                f" (only {n_periods} day(s): a burst day can still raise its own baseline; "
                 "three or more days make it robust)"
             )
         return frame["baseline_rps"].to_numpy(), how

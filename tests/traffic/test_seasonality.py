@@ -9,6 +9,7 @@ import pytest
 
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.document import TrafficProfile
 from bearing_lib.traffic.seasonality import Decomposition, burst_baseline_rps, decompose, hourly_rates, slot_baselines
 
 T0 = 1_704_067_200.0  # Monday 2024-01-01 00:00 UTC
@@ -45,6 +46,13 @@ def test_slots_match_numpy_and_use_utc_weekdays():
     assert rows[(5, 13)]["p95_rps"] == pytest.approx(float(np.quantile(vals, 0.95)), rel=1e-12)
     assert d["hour_of_day"]["peak"]["slot"] in ("05:00", "06:00")  # sine peaks at 06:00
     assert d["hour_weekday"]["trough"]["slot"].startswith(("Sat", "Sun"))
+    # the builder's result is the profile's slots part: its JSON reads back into the same object
+    assert TrafficProfile.from_dict({"slots": d}).slots == slots
+    # the table is the rows as a frame: the robust baseline of 13:00, median over days of each day's P95
+    hod = slots.hour_of_day.table
+    assert hod.columns == ["hour", "n_bins", "mean_rps", "p50_rps", "p95_rps", "max_rps", "n_days", "baseline_rps"]
+    expect = float(np.median([np.quantile(by_hour[day, 13, :], 0.95) for day in range(14)]))
+    assert hod.filter(hod["hour"] == 13)["baseline_rps"].item() == pytest.approx(expect, rel=1e-12)
 
 
 def test_mstl_recovers_daily_and_weekly_amplitudes():
@@ -72,7 +80,7 @@ def test_short_spans_say_why():
     s = RateSeries(60.0, T0 + np.arange(rate.size) * 60.0, rate * 60.0, aligned=True)
     slots = slot_baselines(s)
     assert slots.to_dict()["hour_of_day"]["repeated"] is False
-    assert isinstance(slots.hour_weekday, Unavailable) and "one full week" in slots.hour_weekday.reason
+    assert slots.hour_weekday.available is False and "one full week" in slots.hour_weekday.reason
     dec = decompose(s)
     assert isinstance(dec, Unavailable) and "34 complete hours" in dec.reason and "two full days" in dec.reason
     ten_days = _cycles(10)
@@ -90,7 +98,7 @@ def test_relative_clock_has_no_slots_but_a_periodic_burst_baseline_from_the_star
     d = slots.to_dict()
     assert "from the trace start" in d["basis"] and d["available"] is False
     for key in ("hour_of_day", "hour_weekday"):
-        assert isinstance(getattr(slots, key), Unavailable)
+        assert getattr(slots, key).available is False
         assert d[key]["available"] is False and "relative clock" in d[key]["reason"]
     base, how = burst_baseline_rps(s, slots)
     assert "24-hour periodic" in how and "relative" in how
