@@ -463,6 +463,10 @@ class SlotBaselines(_Part):
 
 @dataclass
 class ComponentDoc(_Part):
+    """One seasonal component of ``decomposition.components``: its period (h), the average cycle's peak-to-trough
+    (req/s), its strength (None when the residual is degenerate), the fit-free cycle-to-cycle correlation (None with
+    fewer than two cycles), the phases (h) of the average cycle's peak and trough, and the average cycle itself."""
+
     name: str | None = None
     period_h: float | None = None
     amplitude_rps: float | None = None
@@ -473,9 +477,14 @@ class ComponentDoc(_Part):
     average_cycle_rps: list[float | None] | None = None
     """The component's average cycle, one value per hour of its period (req/s)."""
 
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))  # a strength or correlation not measured is written as null
+
 
 @dataclass
 class TrendDoc(_Part):
+    """``decomposition.trend``: the MSTL trend's first, last, lowest and highest value (req/s)."""
+
     start_rps: float | None = None
     end_rps: float | None = None
     min_rps: float | None = None
@@ -483,7 +492,11 @@ class TrendDoc(_Part):
 
 
 @dataclass
-class DecompositionDoc(_Part):
+class Decomposition(_Part):
+    """``decomposition``: MSTL of the hourly mean rates (``traffic/seasonality.py`` ``decompose`` builds it): the
+    components with their figures, the trend's range, the residual's spread and the hourly series itself, or why
+    there are too few cycles."""
+
     available: bool = True
     reason: str | None = None
     method: str | None = None
@@ -496,6 +509,20 @@ class DecompositionDoc(_Part):
     series: dict[str, list[float | None]] | None = None
     """The hourly series as columns (``hour_start_s``, ``observed_rps``, ``trend_rps``, ``seasonal_<name>_rps``,
     ``resid_rps``): one column per component, so keyed by name."""
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("available", "method", "input", "components", "trend", "resid_std_rps", "notes",
+                *(("series",) if self.series is not None else ()))
+
+    def component(self, name: str) -> ComponentDoc:
+        """The component ``name`` (``daily`` / ``weekly``; KeyError naming the components when there is none)."""
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(f"no {name!r} component in the decomposition (components: "
+                       f"{', '.join(str(c.name) for c in self.components) or 'none'})")
 
 
 @dataclass
@@ -979,7 +1006,7 @@ class TrafficProfile(_Part):
     per_second: RateStats | None = None
     per_window: WindowRateStats | None = None
     slots: SlotBaselines | None = None
-    decomposition: DecompositionDoc | None = None
+    decomposition: Decomposition | None = None
     bursts: Bursts | None = None
     dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
@@ -1181,7 +1208,7 @@ __all__ = [
     "Bursts",
     "ComponentDoc",
     "ConsumedDoc",
-    "DecompositionDoc",
+    "Decomposition",
     "Dispersion",
     "MetricTokens",
     "MetricsSource",

@@ -259,7 +259,7 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
            aligned: bool, resolution: TimestampResolution | Unavailable,
            per_minute_stats: MinuteRateStats | Unavailable, per_second_stats: RateStats | Unavailable,
            per_window_stats: WindowRateStats | None, slots: SlotBaselines,
-           decomposition: Decomposition | Unavailable, bursts: Bursts, dispersion: Dispersion | Unavailable,
+           decomposition: Decomposition, bursts: Bursts, dispersion: Dispersion | Unavailable,
            mixes: MixShares | Unavailable, targets: Targets, slo: SLOBudget | Unavailable,
            parameters: ProfileParameters, seq_len: SeqLenDistribution | Unavailable,
            mix_peaks: MixPeaks | Unavailable | None = None, metrics: MetricsSource | None = None) -> TrafficProfile:

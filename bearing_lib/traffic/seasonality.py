@@ -11,20 +11,27 @@
   least two full weeks.
 
 Wall-clock series use UTC hours and weekdays (Monday = 0); relative-clock series count
-hours and days from the trace start, which is said in ``basis``.
+hours and days from the trace start, which is said in ``basis``. Both results are the profile's own parts
+(:class:`~bearing_lib.traffic.document.SlotBaselines`, :class:`~bearing_lib.traffic.document.Decomposition`): the
+frames and arrays they are computed from stay in this module.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.quantiles import quantile_expr
-from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
-from bearing_lib.traffic.document import SlotBaselines, SlotPeakDoc, SlotRowDoc, SlotTable
+from bearing_lib.traffic.document import (
+    ComponentDoc,
+    Decomposition,
+    SlotBaselines,
+    SlotPeakDoc,
+    SlotRowDoc,
+    SlotTable,
+    TrendDoc,
+)
 from bearing_lib.traffic.mstl import mstl
 
 DAY_S = 86_400.0
@@ -169,113 +176,75 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
     )
 
 
-@dataclass
-class Decomposition:
-    """MSTL of hourly mean rates: trend, daily/weekly components, residual."""
+METHOD = ("MSTL as statsmodels computes it (STL per period, 2 iterations; bearing_lib/traffic/mstl.py) on hourly "
+          "mean rates")
+DEGENERATE = ("the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so seasonal "
+              "strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat")
 
-    hour_start_s: np.ndarray
-    observed: np.ndarray
-    trend: np.ndarray
-    seasonal: dict[str, np.ndarray]
-    periods_h: dict[str, int]
-    resid: np.ndarray
-    basis: str
-    notes: list[str] = field(default_factory=list)
 
-    @property
-    def resid_is_degenerate(self) -> bool:
-        """True when MSTL fits every point (exactly two cycles of the longest period leave no residual)."""
-        return float(np.var(self.resid)) <= 1e-12 * max(float(np.var(self.observed)), 1e-300)
+def _strength(seasonal: np.ndarray, resid: np.ndarray) -> float:
+    """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006)."""
+    v = np.var(seasonal + resid)
+    return float(max(0.0, 1.0 - np.var(resid) / v)) if v > 0 else 0.0
 
-    def strength(self, name: str) -> float | None:
-        """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006).
 
-        ``None`` when the residual is degenerate (see :attr:`resid_is_degenerate`).
-        """
-        if self.resid_is_degenerate:
-            return None
-        s = self.seasonal[name]
-        v = np.var(s + self.resid)
-        return float(max(0.0, 1.0 - np.var(self.resid) / v)) if v > 0 else 0.0
+def _cycle_correlation(observed: np.ndarray, trend: np.ndarray, name: str, period: int) -> float | None:
+    """Mean Pearson correlation between consecutive cycles of the de-trended observations.
 
-    def cycle_correlation(self, name: str) -> float | None:
-        """Mean Pearson correlation between consecutive cycles of the de-trended observations.
+    A fit-free check that the cycle repeats: daily = consecutive days of hourly
+    ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
+    daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
+    """
+    x = observed - trend
+    if name == "weekly":
+        n_days = x.size // 24
+        x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
+    n = (x.size // period) * period
+    cycles = x[:n].reshape(-1, period)
+    if cycles.shape[0] < 2:
+        return None
+    rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
+    rs = [r for r in rs if np.isfinite(r)]
+    return float(np.mean(rs)) if rs else None
 
-        A fit-free check that the cycle repeats: daily = consecutive days of hourly
-        ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
-        daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
-        """
-        x = self.observed - self.trend
-        period = self.periods_h[name]
-        if name == "weekly":
-            n_days = x.size // 24
-            x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
-        n = (x.size // period) * period
-        cycles = x[:n].reshape(-1, period)
-        if cycles.shape[0] < 2:
-            return None
-        rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
-        rs = [r for r in rs if np.isfinite(r)]
-        return float(np.mean(rs)) if rs else None
 
-    def profile(self, name: str) -> np.ndarray:
-        """The component's mean value at each phase of its period (the average cycle)."""
-        p = self.periods_h[name]
-        s = self.seasonal[name]
-        n = (s.size // p) * p
-        return s[:n].reshape(-1, p).mean(axis=0)
+def _average_cycle(seasonal: np.ndarray, period: int) -> np.ndarray:
+    """The component's mean value at each phase of its period (the average cycle)."""
+    n = (seasonal.size // period) * period
+    return seasonal[:n].reshape(-1, period).mean(axis=0)
 
-    def amplitude_rps(self, name: str) -> float:
-        """Peak-to-trough of the average cycle, req/s."""
-        prof = self.profile(name)
-        return float(prof.max() - prof.min())
 
-    def to_dict(self, *, series: bool = True) -> dict[str, object]:
-        comps = []
-        for name, period in self.periods_h.items():
-            prof = self.profile(name)
-            comps.append(
-                {
-                    "name": name,
-                    "period_h": period,
-                    "amplitude_rps": self.amplitude_rps(name),
-                    "strength": self.strength(name),
-                    "cycle_correlation": self.cycle_correlation(name),
-                    "peak_phase_h": int(np.argmax(prof)),
-                    "trough_phase_h": int(np.argmin(prof)),
-                    "average_cycle_rps": prof.tolist(),
-                }
-            )
-        out: dict[str, object] = {
-            "available": True,
-            "method": "MSTL as statsmodels computes it (STL per period, 2 iterations; bearing_lib/traffic/mstl.py) on "
-                      "hourly mean rates",
-            "input": f"{self.observed.size} hourly mean rates (req/s), {self.basis}",
-            "components": comps,
-            "trend": {
-                "start_rps": float(self.trend[0]),
-                "end_rps": float(self.trend[-1]),
-                "min_rps": float(self.trend.min()),
-                "max_rps": float(self.trend.max()),
-            },
-            "resid_std_rps": float(np.std(self.resid, ddof=1)),
-            "notes": self.notes
-            + (
-                ["the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so "
-                 "seasonal strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat"]
-                if self.resid_is_degenerate
-                else []
-            ),
-        }
-        if series:
-            out["series"] = {
-                "hour_start_s": self.hour_start_s.tolist(),
-                "observed_rps": self.observed.tolist(),
-                "trend_rps": self.trend.tolist(),
-                **{f"seasonal_{k}_rps": v.tolist() for k, v in self.seasonal.items()},
-                "resid_rps": self.resid.tolist(),
-            }
-        return out
+def _decomposition(starts: np.ndarray, observed: np.ndarray, trend: np.ndarray, seasonal: dict[str, np.ndarray],
+                   periods_h: dict[str, int], resid: np.ndarray, basis: str, notes: list[str]) -> Decomposition:
+    """The profile's decomposition part of an MSTL fit: each component's figures, the trend's range, the residual's
+    spread and the hourly series. With a degenerate residual (exactly two cycles of the longest period: MSTL fits
+    every point) the strengths are None and a note says why."""
+    degenerate = float(np.var(resid)) <= 1e-12 * max(float(np.var(observed)), 1e-300)
+    comps = []
+    for name, period in periods_h.items():
+        prof = _average_cycle(seasonal[name], period)
+        comps.append(ComponentDoc(
+            name=name, period_h=period, amplitude_rps=float(prof.max() - prof.min()),
+            strength=None if degenerate else _strength(seasonal[name], resid),
+            cycle_correlation=_cycle_correlation(observed, trend, name, period),
+            peak_phase_h=int(np.argmax(prof)), trough_phase_h=int(np.argmin(prof)), average_cycle_rps=prof.tolist(),
+        ))
+    return Decomposition(
+        method=METHOD,
+        input=f"{observed.size} hourly mean rates (req/s), {basis}",
+        components=comps,
+        trend=TrendDoc(start_rps=float(trend[0]), end_rps=float(trend[-1]), min_rps=float(trend.min()),
+                       max_rps=float(trend.max())),
+        resid_std_rps=float(np.std(resid, ddof=1)),
+        notes=notes + ([DEGENERATE] if degenerate else []),
+        series={
+            "hour_start_s": starts.tolist(),
+            "observed_rps": observed.tolist(),
+            "trend_rps": trend.tolist(),
+            **{f"seasonal_{k}_rps": v.tolist() for k, v in seasonal.items()},
+            "resid_rps": resid.tolist(),
+        },
+    )
 
 
 def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +270,7 @@ def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
     return h * 3600.0 + offset, frame["r"].to_numpy()
 
 
-def decompose(series: RateSeries) -> Decomposition | Unavailable:
+def decompose(series: RateSeries) -> Decomposition:
     """MSTL of the series' hourly mean rates, or the reason there are too few cycles.
 
     A daily component needs at least 48 complete hours, a weekly one at least 336.
@@ -311,17 +280,18 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     statsmodels subclass used before :mod:`bearing_lib.traffic.mstl` did).
     """
     if series.bin_s > 3600:
-        return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
+        return Decomposition(available=False, reason=f"bins of {series.bin_s:g} s are longer than an hour")
     per_hour = 3600.0 / series.bin_s
     if abs(per_hour - round(per_hour)) > 1e-9:
-        return Unavailable(f"bins of {series.bin_s:g} s do not divide an hour, so hourly rates cannot be formed")
+        return Decomposition(available=False, reason=f"bins of {series.bin_s:g} s do not divide an hour, so hourly "
+                             "rates cannot be formed")
     starts, obs = hourly_rates(series)
     n = obs.size
     if n < 48:
-        return Unavailable(
+        return Decomposition(available=False, reason=(
             f"the series holds {n} complete hours ({series.span_s / DAY_S:.2f} days); a daily cycle needs at least "
             "two full days (48 h) to be separated from trend and noise"
-        )
+        ))
     periods = {"daily": 24}
     notes = []
     if n >= 336:
@@ -332,5 +302,4 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     res = mstl(obs, tuple(periods.values()))
     seas = res.seasonal
     seasonal = {name: seas[i] for i, name in enumerate(periods)}
-    return Decomposition(starts, obs, res.trend, seasonal, periods, res.resid,
-                         _basis(series), notes)
+    return _decomposition(starts, obs, res.trend, seasonal, periods, res.resid, _basis(series), notes)
