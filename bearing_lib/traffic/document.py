@@ -556,19 +556,30 @@ class Dispersion(_Part):
 
 @dataclass
 class MixHourDoc(_Part):
+    """One row of ``mix_shares_per_hour.rows``: a mix's requests in one hour and its share of that hour's."""
+
     hour_start_s: float | None = None
     mix: str | None = None
     share: float | None = None
     n_requests: int | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("hour_start_s", "mix", "share", "n_requests")
+
 
 @dataclass
 class MixSharesPerHourDoc(_Part):
+    """``mix_shares_per_hour``: each mix's share per hour (``traffic/profile.py`` ``mix_shares`` builds it), what
+    the hours are (``basis``), and notes on requests no mix could take; or why there are no shares."""
+
     available: bool = True
     reason: str | None = None
     basis: str | None = None
     rows: list[MixHourDoc] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("available", "basis", "rows", "notes") if self.available else ("available", "reason")
 
 
 #: A bin may be this much finer than the timestamps' grid step (the grid's own tolerance).
@@ -793,9 +804,14 @@ class SeqLenDistribution(_Part):
 
 @dataclass
 class MixShareDoc(_Part):
+    """One row of ``mix_shares``: a mix's requests and its share of all (``traffic/profile.py`` ``mix_shares``)."""
+
     mix: str | None = None
     share: float | None = None
     n_requests: int | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("mix", "share", "n_requests")
 
 
 @dataclass

@@ -21,7 +21,7 @@ traces bin from the first request and say so. Sections the data cannot support a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -51,6 +51,9 @@ from bearing_lib.traffic.document import (
     MinuteRateStats,
     MinuteSeriesDoc,
     MinuteTokens,
+    MixHourDoc,
+    MixShareDoc,
+    MixSharesPerHourDoc,
     RateStats,
     RpsStats,
     SLOBudget,
@@ -161,19 +164,20 @@ def dispersion_from_gaps(counts_per_minute: np.ndarray, resolution: TimestampRes
 
 @dataclass
 class MixShares:
-    """Request shares per mix, overall and per hour."""
+    """The mix shares of a profile, as its own parts: the spec they were counted with (written as ``mix_spec``),
+    each mix's share of all requests (``mix_shares``) and per hour (``mix_shares_per_hour``, with the hours' basis
+    and the notes)."""
 
     spec: MixSpec
-    overall: pl.DataFrame
-    per_hour: pl.DataFrame
-    hour_basis: str
-    notes: list[str] = field(default_factory=list)
-
-    def to_list(self) -> list[dict[str, object]]:
-        return self.overall.to_dicts()
+    overall: list[MixShareDoc]
+    per_hour: MixSharesPerHourDoc
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return "<p><b>Mix shares</b></p>" + self.overall._repr_html_()
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(r.mix))}</td><td>{r.share:.1%}</td><td>{r.n_requests:,}</td></tr>"
+                       for r in self.overall)
+        return f"<p><b>Mix shares</b></p><table><tr><th>mix</th><th>share</th><th>requests</th></tr>{rows}</table>"
 
 
 def mix_shares(trace: RequestTrace, spec: MixSpec | None = None) -> MixShares | Unavailable:
@@ -238,15 +242,15 @@ def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None
         .select("mix", "share", "n_requests")
     )
     if origin is None:
-        per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
-                                        "n_requests": pl.Int64})
+        per_hour: list[MixHourDoc] = []
     else:
-        per_hour = (
+        per_hour = [MixHourDoc(**r) for r in (
             counts.with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
             .select((pl.col("h") * 3600.0 + origin).alias("hour_start_s"), "mix", "share", "n_requests")
             .sort("hour_start_s", "mix")
-        )
-    return MixShares(spec, overall, per_hour, basis, notes)
+        ).to_dicts()]
+    return MixShares(spec, [MixShareDoc(**r) for r in overall.to_dicts()],
+                     MixSharesPerHourDoc(basis=basis, rows=per_hour, notes=notes))
 
 
 def _utc(t: float | None, aligned: bool) -> str | None:
@@ -274,9 +278,8 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
 
     mixes_json: object
     if isinstance(mixes, MixShares):
-        mixes_json = mixes.to_list()
-        mixes_hour: object = {"available": True, "basis": mixes.hour_basis, "rows": mixes.per_hour.to_dicts(),
-                              "notes": mixes.notes}
+        mixes_json = [r.to_dict() for r in mixes.overall]
+        mixes_hour: object = mixes.per_hour.to_dict()
         spec: object = mixes.spec.to_dict()
     else:
         mixes_json, mixes_hour, spec = mixes.to_dict(), mixes.to_dict(), None
@@ -380,7 +383,7 @@ def profile_traffic(
     f = data.frame
     mixes = mix_shares(data, mix_spec)
     mix_minutes = None
-    if isinstance(mixes, MixShares) and mixes.overall.height > 1:
+    if isinstance(mixes, MixShares) and len(mixes.overall) > 1:
         origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
         mix_minutes = mix_minute_counts(f, mixes.spec, origin).collect()
     return assemble_profile(
