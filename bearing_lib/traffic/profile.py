@@ -49,7 +49,6 @@ from bearing_lib.traffic.document import (
     Dispersion,
     MetricsSource,
     MinuteRateStats,
-    MinuteSeriesDoc,
     MinuteTokens,
     MixHourDoc,
     MixShareDoc,
@@ -61,7 +60,6 @@ from bearing_lib.traffic.document import (
     TokenRate,
     TrafficProfile,
     WindowRateStats,
-    WindowSeriesDoc,
 )
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
@@ -108,7 +106,7 @@ def rate_stats(requests_per_bin: np.ndarray, bin_s: float, *, unit: str = "", no
     )
 
 
-def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
+def _minute_block(counts: pl.DataFrame, series: RateSeries) -> MinuteRateStats:
     tokens: dict[str, TokenRate | None] = {}
     for col in ("input_tokens", "output_tokens"):
         s = counts[col]
@@ -121,8 +119,7 @@ def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
                                 unit=f"{col.replace('_', ' ')}/min")
     block = rate_stats(counts["requests"].to_numpy(), 60.0, unit="requests/min", kind=MinuteRateStats)
     return replace(block, n_minutes=block.n_bins, n_bins=None, tokens=MinuteTokens(**tokens),
-                   series=MinuteSeriesDoc(minute_start_s=counts["minute_start_s"].to_list(),
-                                          requests=counts["requests"].to_list()))
+                   series=series.minute_series())
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
@@ -414,7 +411,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
     (:class:`~bearing_lib.traffic.document.MetricsSource`)."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
-                        0.0 if aligned else t_min)
+                        0.0 if aligned else t_min, counts_are_integers=minutes["requests"].dtype.is_integer())
     if per_second is not None:
         pass
     elif seconds is not None:
@@ -440,7 +437,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         end_s=t_max,
         aligned=aligned,
         resolution=resolution,
-        per_minute_stats=_minute_block(minutes),
+        per_minute_stats=_minute_block(minutes, series),
         per_second_stats=per_second,
         per_window_stats=None,
         slots=slots,
@@ -496,8 +493,7 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, sourc
     per_window = replace(
         rate_stats(series.requests, w, unit=f"requests per {w:g} s window", kind=WindowRateStats,
                    note="from mean rates per window: the distribution of window means, not of minutes"),
-        series=WindowSeriesDoc(bin_s=float(series.bin_s), window_start_s=[float(x) for x in series.start_s],
-                               requests=[float(x) for x in series.requests]))
+        series=series.window_series())
     coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)
