@@ -29,7 +29,7 @@ from bearing_lib.report.compare_section import CHART_TITLE, pareto_spec
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
 from bearing_lib.report.wording import words as _words
-from bearing_lib.traffic.document import SlotRowDoc, SlotsDoc
+from bearing_lib.traffic.document import SlotBaselines, SlotRowDoc
 
 MAX_POINTS = 5000
 LOG_SPAN = 10.0
@@ -262,7 +262,7 @@ def _finish(chart: Any, height: int | None = None) -> dict[str, Any]:
     return scrub(spec)
 
 
-def slots_chart(slots: SlotsDoc | None) -> ChartSpec | None:
+def slots_chart(slots: SlotBaselines | None) -> ChartSpec | None:
     """Daily (hour-of-day) or weekly (weekday × hour) profile: P95 rate per slot.
 
     Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``): each slot's

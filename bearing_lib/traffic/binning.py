@@ -27,7 +27,7 @@ import polars as pl
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.ratewindows import RateWindows
 from bearing_lib.data.trace import RequestTrace
-from bearing_lib.traffic.document import GRID_TOLERANCE, TimestampResolution
+from bearing_lib.traffic.document import GRID_TOLERANCE, MinuteSeriesDoc, TimestampResolution, WindowSeriesDoc
 
 COUNT_COLUMNS = ("minute_start_s", "requests", "input_tokens", "output_tokens")
 
@@ -249,7 +249,12 @@ class RateSeries:
     ``start_s`` are bin starts (epoch seconds when ``aligned``, else seconds on the
     source's relative clock), ``requests`` the requests per bin (a float: rate windows
     give mean rates, so ``rate * window`` need not be whole), ``origin_s`` the start of
-    the relative clock (the first request, or 0 for rate windows).
+    the relative clock (the first request, or 0 for rate windows), ``counts_are_integers``
+    whether the counts are whole requests (written as integers).
+
+    The computation's series, with its clock (``aligned``, ``origin_s``), not a part of the
+    profile JSON: the profile writes its bins with :meth:`minute_series` (``per_minute.series``)
+    or :meth:`window_series` (``per_window.series``).
     """
 
     bin_s: float
@@ -280,6 +285,21 @@ class RateSeries:
         """Bin starts on the clock that hour/day slots use: epoch seconds when aligned (UTC hours and
         weekdays), else seconds from the series' origin (hours and days counted from the start)."""
         return self.start_s if self.aligned else self.start_s - self.origin_s
+
+    def _counts(self) -> list[float] | list[int]:
+        return [int(x) for x in self.requests] if self.counts_are_integers else [float(x) for x in self.requests]
+
+    def minute_series(self) -> MinuteSeriesDoc:
+        """The series as the profile writes it in ``per_minute.series``: each minute's start and requests."""
+        if self.bin_s != 60.0:
+            raise ParameterError(f"bins of {self.bin_s:g} s are not minutes: write them as a window series")
+        return MinuteSeriesDoc(minute_start_s=[float(x) for x in self.start_s], requests=self._counts())
+
+    def window_series(self) -> WindowSeriesDoc:
+        """The series as the profile writes it in ``per_window.series``: the window, each window's start and
+        requests."""
+        return WindowSeriesDoc(bin_s=float(self.bin_s), window_start_s=[float(x) for x in self.start_s],
+                               requests=self._counts())
 
 
 def series_from_trace(trace: RequestTrace, bin_s: float = 60.0) -> RateSeries:

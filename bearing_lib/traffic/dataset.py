@@ -431,7 +431,7 @@ def _profile(ds: ParquetDataset, eng: Engine, spec: MixSpec, quantile_level: flo
     if progress is not None:
         progress.step("slots, MSTL, bursts, bootstrap targets")
     mix_minutes = None
-    if isinstance(mixes, MixShares) and mixes.overall.height > 1:  # one more read, only with several mixes
+    if isinstance(mixes, MixShares) and len(mixes.overall) > 1:  # one more read, only with several mixes
         mix_minutes = eng.map_partitions(ds, PROFILE_COLUMNS, functools.partial(_mix_minutes, origin=origin,
                                                                                   spec=spec))[0]
     return assemble_profile(

@@ -400,10 +400,18 @@ class SlotRowDoc(_Part):
     n_weeks: int | None = None
     baseline_rps: float | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        # the slot's keys first (weekday before hour), as the slot table's rows are written
+        order = ("weekday", "hour", "n_bins", "mean_rps", "p50_rps", "p95_rps", "max_rps", "n_days", "n_weeks",
+                 "baseline_rps")
+        return tuple(k for k in order if getattr(self, k) is not None)
+
 
 @dataclass
-class SlotTableDoc(_Part):
-    """``slots.hour_of_day`` / ``slots.hour_weekday``: the P95 rate per slot, its peak and trough."""
+class SlotTable(_Part):
+    """``slots.hour_of_day`` / ``slots.hour_weekday``: one slot layout (hour of day, or weekday x hour) of the
+    per-bin rate, its rows (:class:`SlotRowDoc`), the extreme slots by P95 and their ratio, or why there is none;
+    ``traffic/seasonality.py`` (``slot_baselines``) builds it."""
 
     available: bool = True
     reason: str | None = None
@@ -415,19 +423,50 @@ class SlotTableDoc(_Part):
     peak_to_trough: float | None = None
     statistic: str | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("available", "repeated", "n_periods", "statistic", "rows", "peak", "trough", "peak_to_trough")
+
+    @property
+    def table(self) -> Any:
+        """The rows as a polars frame (one row per slot; the columns the rows carry)."""
+        import polars as pl
+
+        return pl.DataFrame([r.to_dict() for r in self.rows])
+
 
 @dataclass
-class SlotsDoc(_Part):
+class SlotBaselines(_Part):
+    """``slots``: hour-of-day and weekday x hour baselines of a rate series (``traffic/seasonality.py``
+    ``slot_baselines`` builds them): the clock they use (``basis``), the bin, and each layout, or why it is not
+    available (``available`` / ``reason``: the hour-of-day layout's)."""
+
     available: bool = True
     reason: str | None = None
     basis: str | None = None
     bin_s: float | None = None
-    hour_of_day: SlotTableDoc | None = None
-    hour_weekday: SlotTableDoc | None = None
+    hour_of_day: SlotTable | None = None
+    hour_weekday: SlotTable | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("available", "reason", "basis", "bin_s", "hour_of_day", "hour_weekday")
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
+        import html
+
+        hod = self.hour_of_day
+        if hod is None or not hod.available:
+            return f"<p><i>not available:</i> {html.escape(self.reason or '')}</p>"
+        return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis or '')})</p>" + hod.table._repr_html_()
 
 
 @dataclass
 class ComponentDoc(_Part):
+    """One seasonal component of ``decomposition.components``: its period (h), the average cycle's peak-to-trough
+    (req/s), its strength (None when the residual is degenerate), the fit-free cycle-to-cycle correlation (None with
+    fewer than two cycles), the phases (h) of the average cycle's peak and trough, and the average cycle itself."""
+
     name: str | None = None
     period_h: float | None = None
     amplitude_rps: float | None = None
@@ -438,9 +477,14 @@ class ComponentDoc(_Part):
     average_cycle_rps: list[float | None] | None = None
     """The component's average cycle, one value per hour of its period (req/s)."""
 
+    def _keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(self))  # a strength or correlation not measured is written as null
+
 
 @dataclass
 class TrendDoc(_Part):
+    """``decomposition.trend``: the MSTL trend's first, last, lowest and highest value (req/s)."""
+
     start_rps: float | None = None
     end_rps: float | None = None
     min_rps: float | None = None
@@ -448,7 +492,11 @@ class TrendDoc(_Part):
 
 
 @dataclass
-class DecompositionDoc(_Part):
+class Decomposition(_Part):
+    """``decomposition``: MSTL of the hourly mean rates (``traffic/seasonality.py`` ``decompose`` builds it): the
+    components with their figures, the trend's range, the residual's spread and the hourly series itself, or why
+    there are too few cycles."""
+
     available: bool = True
     reason: str | None = None
     method: str | None = None
@@ -461,6 +509,20 @@ class DecompositionDoc(_Part):
     series: dict[str, list[float | None]] | None = None
     """The hourly series as columns (``hour_start_s``, ``observed_rps``, ``trend_rps``, ``seasonal_<name>_rps``,
     ``resid_rps``): one column per component, so keyed by name."""
+
+    def _keys(self) -> tuple[str, ...]:
+        if not self.available:
+            return ("available", "reason")
+        return ("available", "method", "input", "components", "trend", "resid_std_rps", "notes",
+                *(("series",) if self.series is not None else ()))
+
+    def component(self, name: str) -> ComponentDoc:
+        """The component ``name`` (``daily`` / ``weekly``; KeyError naming the components when there is none)."""
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(f"no {name!r} component in the decomposition (components: "
+                       f"{', '.join(str(c.name) for c in self.components) or 'none'})")
 
 
 @dataclass
@@ -494,19 +556,30 @@ class Dispersion(_Part):
 
 @dataclass
 class MixHourDoc(_Part):
+    """One row of ``mix_shares_per_hour.rows``: a mix's requests in one hour and its share of that hour's."""
+
     hour_start_s: float | None = None
     mix: str | None = None
     share: float | None = None
     n_requests: int | None = None
 
+    def _keys(self) -> tuple[str, ...]:
+        return ("hour_start_s", "mix", "share", "n_requests")
+
 
 @dataclass
 class MixSharesPerHourDoc(_Part):
+    """``mix_shares_per_hour``: each mix's share per hour (``traffic/profile.py`` ``mix_shares`` builds it), what
+    the hours are (``basis``), and notes on requests no mix could take; or why there are no shares."""
+
     available: bool = True
     reason: str | None = None
     basis: str | None = None
     rows: list[MixHourDoc] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("available", "basis", "rows", "notes") if self.available else ("available", "reason")
 
 
 #: A bin may be this much finer than the timestamps' grid step (the grid's own tolerance).
@@ -731,9 +804,14 @@ class SeqLenDistribution(_Part):
 
 @dataclass
 class MixShareDoc(_Part):
+    """One row of ``mix_shares``: a mix's requests and its share of all (``traffic/profile.py`` ``mix_shares``)."""
+
     mix: str | None = None
     share: float | None = None
     n_requests: int | None = None
+
+    def _keys(self) -> tuple[str, ...]:
+        return ("mix", "share", "n_requests")
 
 
 @dataclass
@@ -943,8 +1021,8 @@ class TrafficProfile(_Part):
     per_minute: MinuteRateStats | None = None
     per_second: RateStats | None = None
     per_window: WindowRateStats | None = None
-    slots: SlotsDoc | None = None
-    decomposition: DecompositionDoc | None = None
+    slots: SlotBaselines | None = None
+    decomposition: Decomposition | None = None
     bursts: Bursts | None = None
     dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
@@ -1146,7 +1224,7 @@ __all__ = [
     "Bursts",
     "ComponentDoc",
     "ConsumedDoc",
-    "DecompositionDoc",
+    "Decomposition",
     "Dispersion",
     "MetricTokens",
     "MetricsSource",
@@ -1170,10 +1248,10 @@ __all__ = [
     "TimestampResolution",
     "SeqLenDistribution",
     "SLOBudget",
+    "SlotBaselines",
     "SlotPeakDoc",
     "SlotRowDoc",
-    "SlotTableDoc",
-    "SlotsDoc",
+    "SlotTable",
     "TokenRate",
     "TokenStats",
     "TrendDoc",

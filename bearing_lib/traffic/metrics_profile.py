@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -47,9 +48,20 @@ from bearing_lib.common.errors import InputError, InsufficientDataError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.ratewindows import RATE_SCHEMA, RateWindows
 from bearing_lib.data.servermetrics import ServerMetrics
-from bearing_lib.traffic.document import MetricsSource, MetricTokens, MixCounts, MixPeaks, TrafficProfile
+from bearing_lib.traffic.document import (
+    MetricsSource,
+    MetricTokens,
+    MixCounts,
+    MixPeaks,
+    MixShareDoc,
+    MixSharesPerHourDoc,
+    TrafficProfile,
+)
 from bearing_lib.traffic.mix_peaks import mix_peaks
 from bearing_lib.traffic.source import CounterParameters, ProfileParameters, ProfileSource
+
+if TYPE_CHECKING:  # pragma: no cover
+    from bearing_lib.traffic.profile import MixShares
 
 REQUEST_COUNTERS = ("vllm:request_success_total", "vllm_request_success_total", "sglang:num_requests_total")
 """Counters of finished requests, first found wins. ``vllm_...``: the same counter stored with its colon escaped,
@@ -254,18 +266,16 @@ def _minute_profile(metrics: ServerMetrics, req: CounterWindows, tok: dict[str, 
     )
 
 
-def _one_mix(n: float):  # noqa: ANN202 - MixShares
+def _one_mix(n: float) -> MixShares:
     """Every request in the one mix ``all`` (what a plan with ``--mixes none`` limits blends); length mixes cannot
     be counted from counters, and the note says where the per-label shares are."""
     from bearing_lib.data.mixes import MixSpec
     from bearing_lib.traffic.profile import MixShares
 
-    overall = pl.DataFrame({"mix": ["all"], "share": [1.0], "n_requests": [round(n)]})
-    per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
-                                    "n_requests": pl.Int64})
-    return MixShares(MixSpec.single(), overall, per_hour, "no per-hour shares from counters",
-                     ["counters carry no per-request lengths: every request is in the one mix 'all'; the shares per "
-                      "label value are in the metrics section"])
+    return MixShares(MixSpec.single(), [MixShareDoc(mix="all", share=1.0, n_requests=round(n))],
+                     MixSharesPerHourDoc(basis="no per-hour shares from counters", notes=[
+                         "counters carry no per-request lengths: every request is in the one mix 'all'; the shares "
+                         "per label value are in the metrics section"]))
 
 
 class _NoGrid:

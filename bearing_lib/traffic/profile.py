@@ -21,7 +21,7 @@ traces bin from the first request and say so. Sections the data cannot support a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -49,8 +49,10 @@ from bearing_lib.traffic.document import (
     Dispersion,
     MetricsSource,
     MinuteRateStats,
-    MinuteSeriesDoc,
     MinuteTokens,
+    MixHourDoc,
+    MixShareDoc,
+    MixSharesPerHourDoc,
     RateStats,
     RpsStats,
     SLOBudget,
@@ -58,7 +60,6 @@ from bearing_lib.traffic.document import (
     TokenRate,
     TrafficProfile,
     WindowRateStats,
-    WindowSeriesDoc,
 )
 from bearing_lib.traffic.mix_peaks import MixPeaks, mix_peaks
 from bearing_lib.traffic.seasonality import Decomposition, SlotBaselines, burst_baseline_rps, decompose, slot_baselines
@@ -105,7 +106,7 @@ def rate_stats(requests_per_bin: np.ndarray, bin_s: float, *, unit: str = "", no
     )
 
 
-def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
+def _minute_block(counts: pl.DataFrame, series: RateSeries) -> MinuteRateStats:
     tokens: dict[str, TokenRate | None] = {}
     for col in ("input_tokens", "output_tokens"):
         s = counts[col]
@@ -118,8 +119,7 @@ def _minute_block(counts: pl.DataFrame) -> MinuteRateStats:
                                 unit=f"{col.replace('_', ' ')}/min")
     block = rate_stats(counts["requests"].to_numpy(), 60.0, unit="requests/min", kind=MinuteRateStats)
     return replace(block, n_minutes=block.n_bins, n_bins=None, tokens=MinuteTokens(**tokens),
-                   series=MinuteSeriesDoc(minute_start_s=counts["minute_start_s"].to_list(),
-                                          requests=counts["requests"].to_list()))
+                   series=series.minute_series())
 
 
 def dispersion(trace: RequestTrace, counts_per_minute: np.ndarray,
@@ -161,19 +161,20 @@ def dispersion_from_gaps(counts_per_minute: np.ndarray, resolution: TimestampRes
 
 @dataclass
 class MixShares:
-    """Request shares per mix, overall and per hour."""
+    """The mix shares of a profile, as its own parts: the spec they were counted with (written as ``mix_spec``),
+    each mix's share of all requests (``mix_shares``) and per hour (``mix_shares_per_hour``, with the hours' basis
+    and the notes)."""
 
     spec: MixSpec
-    overall: pl.DataFrame
-    per_hour: pl.DataFrame
-    hour_basis: str
-    notes: list[str] = field(default_factory=list)
-
-    def to_list(self) -> list[dict[str, object]]:
-        return self.overall.to_dicts()
+    overall: list[MixShareDoc]
+    per_hour: MixSharesPerHourDoc
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        return "<p><b>Mix shares</b></p>" + self.overall._repr_html_()
+        import html
+
+        rows = "".join(f"<tr><td>{html.escape(str(r.mix))}</td><td>{r.share:.1%}</td><td>{r.n_requests:,}</td></tr>"
+                       for r in self.overall)
+        return f"<p><b>Mix shares</b></p><table><tr><th>mix</th><th>share</th><th>requests</th></tr>{rows}</table>"
 
 
 def mix_shares(trace: RequestTrace, spec: MixSpec | None = None) -> MixShares | Unavailable:
@@ -238,15 +239,15 @@ def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None
         .select("mix", "share", "n_requests")
     )
     if origin is None:
-        per_hour = pl.DataFrame(schema={"hour_start_s": pl.Float64, "mix": pl.String, "share": pl.Float64,
-                                        "n_requests": pl.Int64})
+        per_hour: list[MixHourDoc] = []
     else:
-        per_hour = (
+        per_hour = [MixHourDoc(**r) for r in (
             counts.with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
             .select((pl.col("h") * 3600.0 + origin).alias("hour_start_s"), "mix", "share", "n_requests")
             .sort("hour_start_s", "mix")
-        )
-    return MixShares(spec, overall, per_hour, basis, notes)
+        ).to_dicts()]
+    return MixShares(spec, [MixShareDoc(**r) for r in overall.to_dicts()],
+                     MixSharesPerHourDoc(basis=basis, rows=per_hour, notes=notes))
 
 
 def _utc(t: float | None, aligned: bool) -> str | None:
@@ -259,7 +260,7 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
            aligned: bool, resolution: TimestampResolution | Unavailable,
            per_minute_stats: MinuteRateStats | Unavailable, per_second_stats: RateStats | Unavailable,
            per_window_stats: WindowRateStats | None, slots: SlotBaselines,
-           decomposition: Decomposition | Unavailable, bursts: Bursts, dispersion: Dispersion | Unavailable,
+           decomposition: Decomposition, bursts: Bursts, dispersion: Dispersion | Unavailable,
            mixes: MixShares | Unavailable, targets: Targets, slo: SLOBudget | Unavailable,
            parameters: ProfileParameters, seq_len: SeqLenDistribution | Unavailable,
            mix_peaks: MixPeaks | Unavailable | None = None, metrics: MetricsSource | None = None) -> TrafficProfile:
@@ -274,9 +275,8 @@ def _write(*, source: ProfileSource, convention: str, span_s: float, start_s: fl
 
     mixes_json: object
     if isinstance(mixes, MixShares):
-        mixes_json = mixes.to_list()
-        mixes_hour: object = {"available": True, "basis": mixes.hour_basis, "rows": mixes.per_hour.to_dicts(),
-                              "notes": mixes.notes}
+        mixes_json = [r.to_dict() for r in mixes.overall]
+        mixes_hour: object = mixes.per_hour.to_dict()
         spec: object = mixes.spec.to_dict()
     else:
         mixes_json, mixes_hour, spec = mixes.to_dict(), mixes.to_dict(), None
@@ -380,7 +380,7 @@ def profile_traffic(
     f = data.frame
     mixes = mix_shares(data, mix_spec)
     mix_minutes = None
-    if isinstance(mixes, MixShares) and mixes.overall.height > 1:
+    if isinstance(mixes, MixShares) and len(mixes.overall) > 1:
         origin = 0.0 if prov.time_origin == "epoch" else float(f["start_s"].min())
         mix_minutes = mix_minute_counts(f, mixes.spec, origin).collect()
     return assemble_profile(
@@ -411,7 +411,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
     (:class:`~bearing_lib.traffic.document.MetricsSource`)."""
     aligned = time_origin == "epoch"
     series = RateSeries(60.0, minutes["minute_start_s"].to_numpy(), minutes["requests"].to_numpy(), aligned,
-                        0.0 if aligned else t_min)
+                        0.0 if aligned else t_min, counts_are_integers=minutes["requests"].dtype.is_integer())
     if per_second is not None:
         pass
     elif seconds is not None:
@@ -437,7 +437,7 @@ def assemble_profile(*, source: ProfileSource, time_origin: str, t_min: float, t
         end_s=t_max,
         aligned=aligned,
         resolution=resolution,
-        per_minute_stats=_minute_block(minutes),
+        per_minute_stats=_minute_block(minutes, series),
         per_second_stats=per_second,
         per_window_stats=None,
         slots=slots,
@@ -493,8 +493,7 @@ def profile_rate_windows(rates: RateWindows, params: ProfileParameters, *, sourc
     per_window = replace(
         rate_stats(series.requests, w, unit=f"requests per {w:g} s window", kind=WindowRateStats,
                    note="from mean rates per window: the distribution of window means, not of minutes"),
-        series=WindowSeriesDoc(bin_s=float(series.bin_s), window_start_s=[float(x) for x in series.start_s],
-                               requests=[float(x) for x in series.requests]))
+        series=series.window_series())
     coarse = f"the source gives mean request rates per {w:g} s window; per-minute rates cannot be recovered"
     slots = slot_baselines(series)
     base, how = burst_baseline_rps(series, slots)

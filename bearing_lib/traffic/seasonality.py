@@ -11,20 +11,27 @@
   least two full weeks.
 
 Wall-clock series use UTC hours and weekdays (Monday = 0); relative-clock series count
-hours and days from the trace start, which is said in ``basis``.
+hours and days from the trace start, which is said in ``basis``. Both results are the profile's own parts
+(:class:`~bearing_lib.traffic.document.SlotBaselines`, :class:`~bearing_lib.traffic.document.Decomposition`): the
+frames and arrays they are computed from stay in this module.
 """
 
 from __future__ import annotations
-
-import html
-from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from bearing_lib.common.quantiles import quantile_expr
-from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.traffic.binning import RateSeries
+from bearing_lib.traffic.document import (
+    ComponentDoc,
+    Decomposition,
+    SlotBaselines,
+    SlotPeakDoc,
+    SlotRowDoc,
+    SlotTable,
+    TrendDoc,
+)
 from bearing_lib.traffic.mstl import mstl
 
 DAY_S = 86_400.0
@@ -67,63 +74,38 @@ def _slot_table(frame: pl.DataFrame, keys: list[str], period: str) -> pl.DataFra
     return stats.join(robust, on=keys).sort(keys)
 
 
-@dataclass
-class SlotTable:
-    """One slot layout (hour of day, or weekday x hour) with its extreme slots."""
-
-    name: str
-    table: pl.DataFrame
-    repeated: bool
-    n_periods: int
-    aligned: bool = True
-
-    def _label(self, row: dict[str, object]) -> str:
-        h = f"{int(row['hour']):02d}:00"
-        if "weekday" not in row:
-            return h if self.aligned else f"hour {int(row['hour'])}"
-        day = WEEKDAYS[int(row["weekday"])] if self.aligned else f"day {int(row['weekday'])}"
-        return f"{day} {h}" if self.aligned else f"{day} hour {int(row['hour'])}"
-
-    def to_dict(self) -> dict[str, object]:
-        rows = self.table.to_dicts()
-        peak = max(rows, key=lambda r: r["p95_rps"])
-        trough = min(rows, key=lambda r: r["p95_rps"])
-        return {
-            "available": True,
-            "repeated": self.repeated,
-            "n_periods": self.n_periods,
-            "statistic": "P95 of the per-bin rate in the slot, req/s; baseline_rps = median over periods "
-            "of each period's P95 in the slot",
-            "rows": rows,
-            "peak": {"slot": self._label(peak), "p95_rps": peak["p95_rps"]},
-            "trough": {"slot": self._label(trough), "p95_rps": trough["p95_rps"]},
-            "peak_to_trough": (peak["p95_rps"] / trough["p95_rps"]) if trough["p95_rps"] > 0 else None,
-        }
+STATISTIC = ("P95 of the per-bin rate in the slot, req/s; baseline_rps = median over periods of each period's P95 "
+             "in the slot")
 
 
-@dataclass
-class SlotBaselines:
-    """Hour-of-day and weekday x hour baselines of a rate series (see module docstring)."""
+def _label(row: SlotRowDoc, aligned: bool) -> str:
+    h = f"{row.hour:02d}:00"
+    if row.weekday is None:
+        return h if aligned else f"hour {row.hour}"
+    day = WEEKDAYS[row.weekday] if aligned else f"day {row.weekday}"
+    return f"{day} {h}" if aligned else f"{day} hour {row.hour}"
 
-    basis: str
-    bin_s: float
-    hour_of_day: SlotTable | Unavailable
-    hour_weekday: SlotTable | Unavailable
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "available": bool(self.hour_of_day),
-            "reason": None if self.hour_of_day else self.hour_of_day.reason,
-            "basis": self.basis,
-            "bin_s": self.bin_s,
-            "hour_of_day": self.hour_of_day.to_dict(),
-            "hour_weekday": self.hour_weekday.to_dict(),
-        }
+def _slot_part(table: pl.DataFrame, repeated: bool, n_periods: int, aligned: bool) -> SlotTable:
+    """The slot layout of a computed slot table: its rows, the extreme slots by P95 and their ratio."""
+    rows = [SlotRowDoc(**r) for r in table.to_dicts()]
+    peak = max(rows, key=lambda r: r.p95_rps)
+    trough = min(rows, key=lambda r: r.p95_rps)
+    return SlotTable(
+        repeated=repeated, n_periods=n_periods, statistic=STATISTIC, rows=rows,
+        peak=SlotPeakDoc(slot=_label(peak, aligned), p95_rps=peak.p95_rps),
+        trough=SlotPeakDoc(slot=_label(trough, aligned), p95_rps=trough.p95_rps),
+        peak_to_trough=(peak.p95_rps / trough.p95_rps) if trough.p95_rps > 0 else None,
+    )
 
-    def _repr_html_(self) -> str:  # pragma: no cover - notebook display
-        if not self.hour_of_day:
-            return self.hour_of_day._repr_html_()
-        return f"<p><b>Hour-of-day baselines</b> ({html.escape(self.basis)})</p>" + self.hour_of_day.table._repr_html_()
+
+def _unavailable(why: str) -> SlotTable:
+    return SlotTable(available=False, reason=why)
+
+
+def _baselines(series: RateSeries, hod: SlotTable, how: SlotTable) -> SlotBaselines:
+    return SlotBaselines(available=hod.available, reason=hod.reason, basis=_basis(series), bin_s=series.bin_s,
+                         hour_of_day=hod, hour_weekday=how)
 
 
 RELATIVE_CLOCK = ("relative clock (seconds from the trace start): the trace has no time of day or weekday, so "
@@ -136,34 +118,28 @@ def slot_baselines(series: RateSeries) -> SlotBaselines:
     A relative clock has no time of day or weekday: both layouts are unavailable whatever the span
     (hours counted from an arbitrary origin are not a time of day)."""
     span_days = series.span_s / DAY_S
-    basis = _basis(series)
     if not series.aligned:
-        why = RELATIVE_CLOCK
-        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
+        return _baselines(series, _unavailable(RELATIVE_CLOCK), _unavailable(RELATIVE_CLOCK))
     if series.bin_s > 3600:
         why = f"bins of {series.bin_s:g} s are longer than an hour"
-        return SlotBaselines(basis, series.bin_s, Unavailable(why), Unavailable(why))
+        return _baselines(series, _unavailable(why), _unavailable(why))
     frame = _slot_frame(series)
     if series.span_s < DAY_S:
-        why = (
+        hod = _unavailable(
             f"the series spans {series.span_s / 3600:.2f} h ({span_days:.2f} days); hour-of-day baselines "
             "need at least one full day (two for a repeated pattern)"
         )
-        hod: SlotTable | Unavailable = Unavailable(why)
     else:
-        n_days = frame["day"].n_unique()
-        hod = SlotTable("hour_of_day", _slot_table(frame, ["hour"], "day"), span_days >= 2, n_days, series.aligned)
+        hod = _slot_part(_slot_table(frame, ["hour"], "day"), span_days >= 2, frame["day"].n_unique(), series.aligned)
     if series.span_s < WEEK_S:
-        how: SlotTable | Unavailable = Unavailable(
+        how = _unavailable(
             f"the series spans {span_days:.2f} days; weekday x hour baselines need at least one full week "
             "(two for a repeated pattern)"
         )
     else:
-        n_weeks = frame["week"].n_unique()
-        how = SlotTable(
-            "hour_weekday", _slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, n_weeks, series.aligned
-        )
-    return SlotBaselines(basis, series.bin_s, hod, how)
+        how = _slot_part(_slot_table(frame, ["weekday", "hour"], "week"), span_days >= 14, frame["week"].n_unique(),
+                         series.aligned)
+    return _baselines(series, hod, how)
 
 
 def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.ndarray, str]:
@@ -172,22 +148,24 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
     With hour-of-day slots: the slot's robust baseline (median over days of each day's
     P95 in that hour). Shorter series are one slot: the P95 of the whole series.
     """
-    periodic = slots.hour_of_day
+    table: pl.DataFrame | None = None
+    n_periods = 0
     if not series.aligned and series.bin_s <= 3600 and series.span_s >= DAY_S:
         # no time-of-day slots are published on a relative clock, but 24 h periods counted from the
         # trace start still give a burst baseline that one burst period cannot raise
-        periodic = SlotTable("periodic_24h", _slot_table(_slot_frame(series), ["hour"], "day"),
-                             series.span_s >= 2 * DAY_S, _slot_frame(series)["day"].n_unique(), False)
-    if isinstance(periodic, SlotTable):
+        table, n_periods = _slot_table(_slot_frame(series), ["hour"], "day"), _slot_frame(series)["day"].n_unique()
+    elif slots.hour_of_day is not None and slots.hour_of_day.available:
+        table, n_periods = slots.hour_of_day.table, slots.hour_of_day.n_periods or 0
+    if table is not None:
         frame = _slot_frame(series).select("hour").join(
-            periodic.table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
+            table.select("hour", "baseline_rps"), on="hour", how="left", maintain_order="left"
         )
         how = ("hour-of-day slot baseline: median over days of each day's P95 rate in that hour" if series.aligned
                else "24-hour periodic slot baseline (hours counted from the trace start: the clock is relative, "
                "no time of day): median over 24 h periods of each period's P95 rate in that hour")
-        if periodic.n_periods < 3:
+        if n_periods < 3:
             how += (
-                f" (only {periodic.n_periods} day(s): a burst day can still raise its own baseline; "
+                f" (only {n_periods} day(s): a burst day can still raise its own baseline; "
                 "three or more days make it robust)"
             )
         return frame["baseline_rps"].to_numpy(), how
@@ -198,113 +176,75 @@ def burst_baseline_rps(series: RateSeries, slots: SlotBaselines) -> tuple[np.nda
     )
 
 
-@dataclass
-class Decomposition:
-    """MSTL of hourly mean rates: trend, daily/weekly components, residual."""
+METHOD = ("MSTL as statsmodels computes it (STL per period, 2 iterations; bearing_lib/traffic/mstl.py) on hourly "
+          "mean rates")
+DEGENERATE = ("the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so seasonal "
+              "strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat")
 
-    hour_start_s: np.ndarray
-    observed: np.ndarray
-    trend: np.ndarray
-    seasonal: dict[str, np.ndarray]
-    periods_h: dict[str, int]
-    resid: np.ndarray
-    basis: str
-    notes: list[str] = field(default_factory=list)
 
-    @property
-    def resid_is_degenerate(self) -> bool:
-        """True when MSTL fits every point (exactly two cycles of the longest period leave no residual)."""
-        return float(np.var(self.resid)) <= 1e-12 * max(float(np.var(self.observed)), 1e-300)
+def _strength(seasonal: np.ndarray, resid: np.ndarray) -> float:
+    """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006)."""
+    v = np.var(seasonal + resid)
+    return float(max(0.0, 1.0 - np.var(resid) / v)) if v > 0 else 0.0
 
-    def strength(self, name: str) -> float | None:
-        """Seasonal strength max(0, 1 - Var(R) / Var(S + R)) (Wang, Smith & Hyndman 2006).
 
-        ``None`` when the residual is degenerate (see :attr:`resid_is_degenerate`).
-        """
-        if self.resid_is_degenerate:
-            return None
-        s = self.seasonal[name]
-        v = np.var(s + self.resid)
-        return float(max(0.0, 1.0 - np.var(self.resid) / v)) if v > 0 else 0.0
+def _cycle_correlation(observed: np.ndarray, trend: np.ndarray, name: str, period: int) -> float | None:
+    """Mean Pearson correlation between consecutive cycles of the de-trended observations.
 
-    def cycle_correlation(self, name: str) -> float | None:
-        """Mean Pearson correlation between consecutive cycles of the de-trended observations.
+    A fit-free check that the cycle repeats: daily = consecutive days of hourly
+    ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
+    daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
+    """
+    x = observed - trend
+    if name == "weekly":
+        n_days = x.size // 24
+        x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
+    n = (x.size // period) * period
+    cycles = x[:n].reshape(-1, period)
+    if cycles.shape[0] < 2:
+        return None
+    rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
+    rs = [r for r in rs if np.isfinite(r)]
+    return float(np.mean(rs)) if rs else None
 
-        A fit-free check that the cycle repeats: daily = consecutive days of hourly
-        ``observed - trend``; weekly = consecutive weeks of daily means of it (so the
-        daily shape does not count as weekly agreement). ``None`` with fewer than 2 cycles.
-        """
-        x = self.observed - self.trend
-        period = self.periods_h[name]
-        if name == "weekly":
-            n_days = x.size // 24
-            x, period = x[: n_days * 24].reshape(n_days, 24).mean(axis=1), 7
-        n = (x.size // period) * period
-        cycles = x[:n].reshape(-1, period)
-        if cycles.shape[0] < 2:
-            return None
-        rs = [np.corrcoef(cycles[i], cycles[i + 1])[0, 1] for i in range(cycles.shape[0] - 1)]
-        rs = [r for r in rs if np.isfinite(r)]
-        return float(np.mean(rs)) if rs else None
 
-    def profile(self, name: str) -> np.ndarray:
-        """The component's mean value at each phase of its period (the average cycle)."""
-        p = self.periods_h[name]
-        s = self.seasonal[name]
-        n = (s.size // p) * p
-        return s[:n].reshape(-1, p).mean(axis=0)
+def _average_cycle(seasonal: np.ndarray, period: int) -> np.ndarray:
+    """The component's mean value at each phase of its period (the average cycle)."""
+    n = (seasonal.size // period) * period
+    return seasonal[:n].reshape(-1, period).mean(axis=0)
 
-    def amplitude_rps(self, name: str) -> float:
-        """Peak-to-trough of the average cycle, req/s."""
-        prof = self.profile(name)
-        return float(prof.max() - prof.min())
 
-    def to_dict(self, *, series: bool = True) -> dict[str, object]:
-        comps = []
-        for name, period in self.periods_h.items():
-            prof = self.profile(name)
-            comps.append(
-                {
-                    "name": name,
-                    "period_h": period,
-                    "amplitude_rps": self.amplitude_rps(name),
-                    "strength": self.strength(name),
-                    "cycle_correlation": self.cycle_correlation(name),
-                    "peak_phase_h": int(np.argmax(prof)),
-                    "trough_phase_h": int(np.argmin(prof)),
-                    "average_cycle_rps": prof.tolist(),
-                }
-            )
-        out: dict[str, object] = {
-            "available": True,
-            "method": "MSTL as statsmodels computes it (STL per period, 2 iterations; bearing_lib/traffic/mstl.py) on "
-                      "hourly mean rates",
-            "input": f"{self.observed.size} hourly mean rates (req/s), {self.basis}",
-            "components": comps,
-            "trend": {
-                "start_rps": float(self.trend[0]),
-                "end_rps": float(self.trend[-1]),
-                "min_rps": float(self.trend.min()),
-                "max_rps": float(self.trend.max()),
-            },
-            "resid_std_rps": float(np.std(self.resid, ddof=1)),
-            "notes": self.notes
-            + (
-                ["the residual is zero: with exactly two cycles of the longest period MSTL fits every point, so "
-                 "seasonal strength cannot be measured; cycle_correlation (fit-free) says whether the cycles repeat"]
-                if self.resid_is_degenerate
-                else []
-            ),
-        }
-        if series:
-            out["series"] = {
-                "hour_start_s": self.hour_start_s.tolist(),
-                "observed_rps": self.observed.tolist(),
-                "trend_rps": self.trend.tolist(),
-                **{f"seasonal_{k}_rps": v.tolist() for k, v in self.seasonal.items()},
-                "resid_rps": self.resid.tolist(),
-            }
-        return out
+def _decomposition(starts: np.ndarray, observed: np.ndarray, trend: np.ndarray, seasonal: dict[str, np.ndarray],
+                   periods_h: dict[str, int], resid: np.ndarray, basis: str, notes: list[str]) -> Decomposition:
+    """The profile's decomposition part of an MSTL fit: each component's figures, the trend's range, the residual's
+    spread and the hourly series. With a degenerate residual (exactly two cycles of the longest period: MSTL fits
+    every point) the strengths are None and a note says why."""
+    degenerate = float(np.var(resid)) <= 1e-12 * max(float(np.var(observed)), 1e-300)
+    comps = []
+    for name, period in periods_h.items():
+        prof = _average_cycle(seasonal[name], period)
+        comps.append(ComponentDoc(
+            name=name, period_h=period, amplitude_rps=float(prof.max() - prof.min()),
+            strength=None if degenerate else _strength(seasonal[name], resid),
+            cycle_correlation=_cycle_correlation(observed, trend, name, period),
+            peak_phase_h=int(np.argmax(prof)), trough_phase_h=int(np.argmin(prof)), average_cycle_rps=prof.tolist(),
+        ))
+    return Decomposition(
+        method=METHOD,
+        input=f"{observed.size} hourly mean rates (req/s), {basis}",
+        components=comps,
+        trend=TrendDoc(start_rps=float(trend[0]), end_rps=float(trend[-1]), min_rps=float(trend.min()),
+                       max_rps=float(trend.max())),
+        resid_std_rps=float(np.std(resid, ddof=1)),
+        notes=notes + ([DEGENERATE] if degenerate else []),
+        series={
+            "hour_start_s": starts.tolist(),
+            "observed_rps": observed.tolist(),
+            "trend_rps": trend.tolist(),
+            **{f"seasonal_{k}_rps": v.tolist() for k, v in seasonal.items()},
+            "resid_rps": resid.tolist(),
+        },
+    )
 
 
 def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +270,7 @@ def hourly_rates(series: RateSeries) -> tuple[np.ndarray, np.ndarray]:
     return h * 3600.0 + offset, frame["r"].to_numpy()
 
 
-def decompose(series: RateSeries) -> Decomposition | Unavailable:
+def decompose(series: RateSeries) -> Decomposition:
     """MSTL of the series' hourly mean rates, or the reason there are too few cycles.
 
     A daily component needs at least 48 complete hours, a weekly one at least 336.
@@ -340,17 +280,18 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     statsmodels subclass used before :mod:`bearing_lib.traffic.mstl` did).
     """
     if series.bin_s > 3600:
-        return Unavailable(f"bins of {series.bin_s:g} s are longer than an hour")
+        return Decomposition(available=False, reason=f"bins of {series.bin_s:g} s are longer than an hour")
     per_hour = 3600.0 / series.bin_s
     if abs(per_hour - round(per_hour)) > 1e-9:
-        return Unavailable(f"bins of {series.bin_s:g} s do not divide an hour, so hourly rates cannot be formed")
+        return Decomposition(available=False, reason=f"bins of {series.bin_s:g} s do not divide an hour, so hourly "
+                             "rates cannot be formed")
     starts, obs = hourly_rates(series)
     n = obs.size
     if n < 48:
-        return Unavailable(
+        return Decomposition(available=False, reason=(
             f"the series holds {n} complete hours ({series.span_s / DAY_S:.2f} days); a daily cycle needs at least "
             "two full days (48 h) to be separated from trend and noise"
-        )
+        ))
     periods = {"daily": 24}
     notes = []
     if n >= 336:
@@ -361,5 +302,4 @@ def decompose(series: RateSeries) -> Decomposition | Unavailable:
     res = mstl(obs, tuple(periods.values()))
     seas = res.seasonal
     seasonal = {name: seas[i] for i, name in enumerate(periods)}
-    return Decomposition(starts, obs, res.trend, seasonal, periods, res.resid,
-                         _basis(series), notes)
+    return _decomposition(starts, obs, res.trend, seasonal, periods, res.resid, _basis(series), notes)

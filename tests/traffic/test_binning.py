@@ -12,7 +12,14 @@ from bearing_lib import load_trace
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform, validate
-from bearing_lib.traffic.binning import binned_counts, convention_text, per_minute_counts, timestamp_resolution
+from bearing_lib.traffic.binning import (
+    RateSeries,
+    binned_counts,
+    convention_text,
+    per_minute_counts,
+    series_from_trace,
+    timestamp_resolution,
+)
 from bearing_lib.traffic.profile import profile_traffic
 
 T0 = 1_704_067_200.0
@@ -85,3 +92,23 @@ def test_profile_html_escapes_untrusted_text():
     tr = _trace(times, source="<script>alert(1)</script>.csv")
     html = profile_traffic(tr, n_boot=20)._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_the_series_is_written_as_the_profile_writes_its_bins():
+    """A RateSeries (the computation's series, with its clock) writes itself as the profile's per_minute.series
+    (whole requests as integers) or per_window.series (mean rates x window, as floats)."""
+    rng = np.random.default_rng(4)
+    times = T0 + 30.0 + np.sort(rng.uniform(0, 5 * 60, 400))  # five minutes after a partial first one
+    tr = _trace(times)
+    series = series_from_trace(tr)
+    minute = series.minute_series()
+    counted = np.histogram(times, bins=T0 + 60.0 * np.arange(1, 6))[0]  # the four complete minutes, by hand
+    assert minute.minute_start_s == [T0 + 60.0 * k for k in range(1, 5)]
+    assert minute.requests == counted.tolist() and all(type(n) is int for n in minute.requests)
+    assert profile_traffic(tr, n_boot=0).per_minute.series == minute
+    rates = RateSeries(600.0, [0.0, 600.0], [1.25 * 600, 0.5 * 600], aligned=False, counts_are_integers=False)
+    window = rates.window_series()
+    assert (window.bin_s, window.window_start_s, window.requests) == (600.0, [0.0, 600.0], [750.0, 300.0])
+    assert window.to_dict() == {"bin_s": 600.0, "window_start_s": [0.0, 600.0], "requests": [750.0, 300.0]}
+    with pytest.raises(ParameterError, match="not minutes"):
+        rates.minute_series()

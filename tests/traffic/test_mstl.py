@@ -69,8 +69,8 @@ def test_profile_decomposition_does_not_import_statsmodels() -> None:
         "r = _cycles(14)\n"
         "d = decompose(RateSeries(60.0, T0 + np.arange(r.size) * 60.0, r * 60.0, aligned=True))\n"
         "print(json.dumps({'mods': sorted(m for m in ('statsmodels', 'pandas', 'scipy') if m in sys.modules),\n"
-        "                  'trend': d.trend.tolist(), 'daily': d.seasonal['daily'].tolist(),\n"
-        "                  'weekly': d.seasonal['weekly'].tolist()}))\n"
+        "                  'trend': d.series['trend_rps'], 'daily': d.series['seasonal_daily_rps'],\n"
+        "                  'weekly': d.series['seasonal_weekly_rps']}))\n"
     )
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                     cwd=str(Path(__file__).resolve().parents[2])).stdout)

@@ -29,7 +29,7 @@ from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.traffic.binning import timestamp_resolution
 from bearing_lib.traffic.document import TrafficProfile
-from bearing_lib.traffic.profile import per_minute_counts, profile_traffic
+from bearing_lib.traffic.profile import MixShares, mix_shares, per_minute_counts, profile_traffic
 
 AZURE = {
     "code": "traces/azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
@@ -261,6 +261,12 @@ def test_mix_shares_overall_and_per_hour(bundled):
     assert got == dict(per_hour)
     for h in {k[0] for k in per_hour}:
         assert sum(r["share"] for r in rows_h if int(r["hour_start_s"] // 3600) == h) == pytest.approx(1.0)
+    # the builder's result holds the profile's own parts: the same shares, typed
+    ms = mix_shares(load_trace(path), spec)
+    assert isinstance(ms, MixShares) and ms.spec == spec
+    assert [(r.mix, r.n_requests) for r in ms.overall] == [("short", short), ("long", long_), ("other", other)]
+    assert ms.overall == prof.mix_shares and ms.per_hour == prof.mix_shares_per_hour
+    assert {(int(r.hour_start_s // 3600), r.mix): r.n_requests for r in ms.per_hour.rows} == dict(per_hour)
 
 
 def test_mix_bounded_on_absent_field_is_unavailable(bundled):
