@@ -33,7 +33,7 @@ from bearing_lib.plan.memory import SeqLenStats
 from bearing_lib.plan.plan_step import PlanStep
 from bearing_lib.traffic.document import (
     PROFILE_SCHEMA,
-    MinuteSeriesDoc,
+    MinuteSeries,
     MixPeaks,
     TrafficProfile,
     UnavailableDoc,
@@ -301,7 +301,7 @@ def profile_input(p: TrafficProfile, *, source: str = "profile") -> ProfileInput
     series = labels = note = minute_starts = None
     if pm is not None and pm.series:
         s = pm.series
-        if isinstance(s, MinuteSeriesDoc):
+        if isinstance(s, MinuteSeries):
             starts_raw, counts = s.minute_start_s, list(s.requests)
         else:
             starts_raw, counts = [r.minute_start_s for r in s], [r.requests for r in s]

@@ -29,7 +29,7 @@ from bearing_lib.report.compare_section import CHART_TITLE, pareto_spec
 from bearing_lib.report.defang import defang_tree
 from bearing_lib.report.model import LoadCurve, ReportModel, quantile_label
 from bearing_lib.report.wording import words as _words
-from bearing_lib.traffic.document import SlotBaselines, SlotRowDoc
+from bearing_lib.traffic.document import SlotBaselines, SlotRow
 
 MAX_POINTS = 5000
 LOG_SPAN = 10.0
@@ -268,7 +268,7 @@ def slots_chart(slots: SlotBaselines | None) -> ChartSpec | None:
     Reads the profile's ``slots`` (``hour_weekday`` preferred, else ``hour_of_day``): each slot's
     ``p95_rps`` (or, for a hand-written table without it, its first rate given).
     """
-    rows_in: list[SlotRowDoc] = []
+    rows_in: list[SlotRow] = []
     if slots is not None:
         for part in (slots.hour_weekday, slots.hour_of_day):
             if part is not None and part.available and part.rows:

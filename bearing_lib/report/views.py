@@ -35,7 +35,7 @@ from bearing_lib.plan.scorecards import Scorecards
 from bearing_lib.plan.tenants import Tenants
 from bearing_lib.report.model import Flag, ReportModel, as_float
 from bearing_lib.report.plan_section import TOP_TENANTS, ProductionSource
-from bearing_lib.traffic.document import BurstEpisode, SlotPeakDoc, SlotRowDoc, TrafficProfile
+from bearing_lib.traffic.document import BurstEpisode, SlotPeak, SlotRow, TrafficProfile
 
 
 @dataclass
@@ -363,7 +363,7 @@ def seasonality_group(p: TrafficProfile) -> Group:
             rows = [r for r in x.rows if _f(r.p95_rps) is not None]
             if pk_ is None and rows:  # older documents: the extreme slots from the rows
                 hi, lo = max(rows, key=lambda r: r.p95_rps), min(rows, key=lambda r: r.p95_rps)  # type: ignore
-                pk_, tr_ = SlotPeakDoc(_slot(hi), hi.p95_rps), SlotPeakDoc(_slot(lo), lo.p95_rps)
+                pk_, tr_ = SlotPeak(_slot(hi), hi.p95_rps), SlotPeak(_slot(lo), lo.p95_rps)
             if pk_ is not None:
                 ratio = f"peak/trough {num(x.peak_to_trough)}; " if x.peak_to_trough is not None else ""
                 g.rows.append(Row(label, f"peak {pk_.slot} at {num(pk_.p95_rps)} req/s; trough "
@@ -535,7 +535,7 @@ def _phase(h: float | None) -> str:
     return str(int(h)) if float(h).is_integer() else str(h)
 
 
-def _slot(row: SlotRowDoc) -> str:
+def _slot(row: SlotRow) -> str:
     weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
     h = f"{int(row.hour or 0):02d}:00"
     return f"{weekdays[int(row.weekday) % 7]} {h}" if row.weekday is not None else h

@@ -27,7 +27,7 @@ import polars as pl
 from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.data.ratewindows import RateWindows
 from bearing_lib.data.trace import RequestTrace
-from bearing_lib.traffic.document import GRID_TOLERANCE, MinuteSeriesDoc, TimestampResolution, WindowSeriesDoc
+from bearing_lib.traffic.document import GRID_TOLERANCE, MinuteSeries, TimestampResolution, WindowSeries
 
 COUNT_COLUMNS = ("minute_start_s", "requests", "input_tokens", "output_tokens")
 
@@ -289,16 +289,16 @@ class RateSeries:
     def _counts(self) -> list[float] | list[int]:
         return [int(x) for x in self.requests] if self.counts_are_integers else [float(x) for x in self.requests]
 
-    def minute_series(self) -> MinuteSeriesDoc:
+    def minute_series(self) -> MinuteSeries:
         """The series as the profile writes it in ``per_minute.series``: each minute's start and requests."""
         if self.bin_s != 60.0:
             raise ParameterError(f"bins of {self.bin_s:g} s are not minutes: write them as a window series")
-        return MinuteSeriesDoc(minute_start_s=[float(x) for x in self.start_s], requests=self._counts())
+        return MinuteSeries(minute_start_s=[float(x) for x in self.start_s], requests=self._counts())
 
-    def window_series(self) -> WindowSeriesDoc:
+    def window_series(self) -> WindowSeries:
         """The series as the profile writes it in ``per_window.series``: the window, each window's start and
         requests."""
-        return WindowSeriesDoc(bin_s=float(self.bin_s), window_start_s=[float(x) for x in self.start_s],
+        return WindowSeries(bin_s=float(self.bin_s), window_start_s=[float(x) for x in self.start_s],
                                requests=self._counts())
 
 

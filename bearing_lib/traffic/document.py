@@ -97,7 +97,7 @@ class _Part:
 
 
 @dataclass
-class MinuteSeriesDoc(_Part):
+class MinuteSeries(_Part):
     """``per_minute.series`` as columns: requests per minute and, optionally, each minute's start (s)."""
 
     requests: list[_Count]
@@ -113,7 +113,7 @@ class MinuteSeriesDoc(_Part):
 
 
 @dataclass
-class MinuteRowDoc(_Part):
+class MinuteRow(_Part):
     """One row of ``per_minute.series`` in the row form ``[{"minute_start_s", "requests"}, ...]``."""
 
     requests: _Count
@@ -121,7 +121,7 @@ class MinuteRowDoc(_Part):
 
 
 @dataclass
-class WindowSeriesDoc(_Part):
+class WindowSeries(_Part):
     """``per_window.series``: requests per ``bin_s`` window and each window's start (s)."""
 
     bin_s: _Positive
@@ -138,7 +138,7 @@ class WindowSeriesDoc(_Part):
 
 
 _MinuteSeries = Annotated[
-    Annotated[MinuteSeriesDoc, Tag("~columns")] | Annotated[list[MinuteRowDoc], Tag("~rows")],
+    Annotated[MinuteSeries, Tag("~columns")] | Annotated[list[MinuteRow], Tag("~rows")],
     Discriminator(lambda v: "~rows" if isinstance(v, list) else "~columns"),
 ]
 
@@ -230,7 +230,7 @@ class MinuteRateStats(RateStats):
 class WindowRateStats(RateStats):
     """``per_window``: requests per rate window (:class:`RateStats`) and the series itself."""
 
-    series: WindowSeriesDoc | None = None
+    series: WindowSeries | None = None
 
 
 @dataclass
@@ -379,13 +379,13 @@ class Bursts(_Part):
 
 
 @dataclass
-class SlotPeakDoc(_Part):
+class SlotPeak(_Part):
     slot: str | int | None = None
     p95_rps: float | None = None
 
 
 @dataclass
-class SlotRowDoc(_Part):
+class SlotRow(_Part):
     """One slot (``traffic/seasonality.py``): its bins, the rate's mean, P50, P95 and max (req/s), the periods
     seen (``n_days`` / ``n_weeks``) and the robust baseline (median over periods of each period's P95)."""
 
@@ -410,16 +410,16 @@ class SlotRowDoc(_Part):
 @dataclass
 class SlotTable(_Part):
     """``slots.hour_of_day`` / ``slots.hour_weekday``: one slot layout (hour of day, or weekday x hour) of the
-    per-bin rate, its rows (:class:`SlotRowDoc`), the extreme slots by P95 and their ratio, or why there is none;
+    per-bin rate, its rows (:class:`SlotRow`), the extreme slots by P95 and their ratio, or why there is none;
     ``traffic/seasonality.py`` (``slot_baselines``) builds it."""
 
     available: bool = True
     reason: str | None = None
     repeated: bool = True
     n_periods: int | None = None
-    rows: list[SlotRowDoc] = field(default_factory=list)
-    peak: SlotPeakDoc | None = None
-    trough: SlotPeakDoc | None = None
+    rows: list[SlotRow] = field(default_factory=list)
+    peak: SlotPeak | None = None
+    trough: SlotPeak | None = None
     peak_to_trough: float | None = None
     statistic: str | None = None
 
@@ -462,7 +462,7 @@ class SlotBaselines(_Part):
 
 
 @dataclass
-class ComponentDoc(_Part):
+class SeasonalComponent(_Part):
     """One seasonal component of ``decomposition.components``: its period (h), the average cycle's peak-to-trough
     (req/s), its strength (None when the residual is degenerate), the fit-free cycle-to-cycle correlation (None with
     fewer than two cycles), the phases (h) of the average cycle's peak and trough, and the average cycle itself."""
@@ -482,7 +482,7 @@ class ComponentDoc(_Part):
 
 
 @dataclass
-class TrendDoc(_Part):
+class DecompositionTrend(_Part):
     """``decomposition.trend``: the MSTL trend's first, last, lowest and highest value (req/s)."""
 
     start_rps: float | None = None
@@ -502,8 +502,8 @@ class Decomposition(_Part):
     method: str | None = None
     input: str | None = None
     """What was decomposed (the hourly series, its clock)."""
-    components: list[ComponentDoc] = field(default_factory=list)
-    trend: TrendDoc | None = None
+    components: list[SeasonalComponent] = field(default_factory=list)
+    trend: DecompositionTrend | None = None
     resid_std_rps: float | None = None
     notes: list[str] = field(default_factory=list)
     series: dict[str, list[float | None]] | None = None
@@ -516,7 +516,7 @@ class Decomposition(_Part):
         return ("available", "method", "input", "components", "trend", "resid_std_rps", "notes",
                 *(("series",) if self.series is not None else ()))
 
-    def component(self, name: str) -> ComponentDoc:
+    def component(self, name: str) -> SeasonalComponent:
         """The component ``name`` (``daily`` / ``weekly``; KeyError naming the components when there is none)."""
         for c in self.components:
             if c.name == name:
@@ -555,7 +555,7 @@ class Dispersion(_Part):
 
 
 @dataclass
-class MixHourDoc(_Part):
+class MixHour(_Part):
     """One row of ``mix_shares_per_hour.rows``: a mix's requests in one hour and its share of that hour's."""
 
     hour_start_s: float | None = None
@@ -568,14 +568,14 @@ class MixHourDoc(_Part):
 
 
 @dataclass
-class MixSharesPerHourDoc(_Part):
+class MixSharesPerHour(_Part):
     """``mix_shares_per_hour``: each mix's share per hour (``traffic/profile.py`` ``mix_shares`` builds it), what
     the hours are (``basis``), and notes on requests no mix could take; or why there are no shares."""
 
     available: bool = True
     reason: str | None = None
     basis: str | None = None
-    rows: list[MixHourDoc] = field(default_factory=list)
+    rows: list[MixHour] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def _keys(self) -> tuple[str, ...]:
@@ -642,7 +642,7 @@ class BurnWindow(_Part):
 
 
 @dataclass
-class BudgetDoc(_Part):
+class ErrorBudget(_Part):
     """``slo_budget.budget``: the period's error budget in minutes, as a share of requests, and in requests."""
 
     minutes: float | None = None
@@ -652,7 +652,7 @@ class BudgetDoc(_Part):
 
 
 @dataclass
-class ConsumedDoc(_Part):
+class BudgetConsumed(_Part):
     """``slo_budget.consumed``: what the trace's bad requests and bad minutes spent of the budget."""
 
     requests: int | None = None
@@ -697,8 +697,8 @@ class SLOBudget(_Part):
     span_s: float | None = None
     error_ratio: float | None = None
     burn_rate: float | None = None
-    budget: BudgetDoc | None = None
-    consumed: ConsumedDoc | None = None
+    budget: ErrorBudget | None = None
+    consumed: BudgetConsumed | None = None
     days_to_exhaust_at_this_burn: float | None = None
     fastest_burn: list[BurnWindow] = field(default_factory=list)
     alerts: list[AlertCheck] = field(default_factory=list)
@@ -803,7 +803,7 @@ class SeqLenDistribution(_Part):
 
 
 @dataclass
-class MixShareDoc(_Part):
+class MixShare(_Part):
     """One row of ``mix_shares``: a mix's requests and its share of all (``traffic/profile.py`` ``mix_shares``)."""
 
     mix: str | None = None
@@ -915,7 +915,7 @@ class MetricsSource(_Part):
 
 
 @dataclass
-class MixEntryDoc(_Part):
+class MixEntry(_Part):
     """One mix of ``mix_spec`` as written (:meth:`bearing_lib.data.mixes.Mix.to_dict`): its name, description and
     bounds ``{dim: [lo, hi]}`` (``None``: unbounded on that side)."""
 
@@ -981,7 +981,7 @@ class PassiveLimit(_Part):
 
 
 _MixShares = Annotated[
-    Annotated[list[MixShareDoc], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
+    Annotated[list[MixShare], Tag("~list")] | Annotated[UnavailableDoc, Tag("~unavailable")],
     Discriminator(lambda v: "~list" if isinstance(v, list) else "~unavailable"),
 ]
 
@@ -1026,11 +1026,11 @@ class TrafficProfile(_Part):
     bursts: Bursts | None = None
     dispersion: Dispersion | None = None
     mix_shares: _MixShares | None = None
-    mix_shares_per_hour: MixSharesPerHourDoc | None = None
+    mix_shares_per_hour: MixSharesPerHour | None = None
     resolution: TimestampResolution | None = None
     slo_budget: SLOBudget | None = None
     seq_len: SeqLenDistribution | None = None
-    mix_spec: list[MixEntryDoc] | None = None
+    mix_spec: list[MixEntry] | None = None
     """The mix spec the shares were computed with (``bearing_lib.data.mixes.MixSpec.to_dict``)."""
     mix_peaks: MixPeaks | None = None
     """Each mix's own peaks (profiles with more than one mix)."""
@@ -1069,7 +1069,7 @@ class TrafficProfile(_Part):
         """The rate series as ``(start_s, requests, bin_s)`` rows: requests per minute, or for rate windows
         requests per window with the window's length; [] when the profile carries no series (or no start times)."""
         pm, pw = self.per_minute, self.per_window
-        if pm is not None and isinstance(pm.series, MinuteSeriesDoc) and pm.series.minute_start_s is not None:
+        if pm is not None and isinstance(pm.series, MinuteSeries) and pm.series.minute_start_s is not None:
             return [(t, n, 60.0) for t, n in zip(pm.series.minute_start_s, pm.series.requests, strict=True)
                     if t is not None]
         if pm is not None and isinstance(pm.series, list):
@@ -1218,27 +1218,27 @@ __all__ = [
     "GRID_TOLERANCE",
     "PROFILE_SCHEMA",
     "AlertCheck",
-    "BudgetDoc",
+    "ErrorBudget",
     "BurnWindow",
     "BurstEpisode",
     "Bursts",
-    "ComponentDoc",
-    "ConsumedDoc",
+    "SeasonalComponent",
+    "BudgetConsumed",
     "Decomposition",
     "Dispersion",
     "MetricTokens",
     "MetricsSource",
     "MinuteRateStats",
-    "MinuteRowDoc",
+    "MinuteRow",
     "MinuteTokens",
-    "MinuteSeriesDoc",
+    "MinuteSeries",
     "MixCounts",
-    "MixEntryDoc",
-    "MixHourDoc",
+    "MixEntry",
+    "MixHour",
     "MixPeak",
     "MixPeaks",
-    "MixShareDoc",
-    "MixSharesPerHourDoc",
+    "MixShare",
+    "MixSharesPerHour",
     "PassiveLimit",
     "PeakLoad",
     "TrafficProfile",
@@ -1249,16 +1249,16 @@ __all__ = [
     "SeqLenDistribution",
     "SLOBudget",
     "SlotBaselines",
-    "SlotPeakDoc",
-    "SlotRowDoc",
+    "SlotPeak",
+    "SlotRow",
     "SlotTable",
     "TokenRate",
     "TokenStats",
-    "TrendDoc",
+    "DecompositionTrend",
     "TargetLoad",
     "Targets",
     "UnavailableDoc",
     "WindowRateStats",
-    "WindowSeriesDoc",
+    "WindowSeries",
     "profile_schema_document",
 ]

@@ -53,8 +53,8 @@ from bearing_lib.traffic.document import (
     MetricTokens,
     MixCounts,
     MixPeaks,
-    MixShareDoc,
-    MixSharesPerHourDoc,
+    MixShare,
+    MixSharesPerHour,
     TrafficProfile,
 )
 from bearing_lib.traffic.mix_peaks import mix_peaks
@@ -272,8 +272,8 @@ def _one_mix(n: float) -> MixShares:
     from bearing_lib.data.mixes import MixSpec
     from bearing_lib.traffic.profile import MixShares
 
-    return MixShares(MixSpec.single(), [MixShareDoc(mix="all", share=1.0, n_requests=round(n))],
-                     MixSharesPerHourDoc(basis="no per-hour shares from counters", notes=[
+    return MixShares(MixSpec.single(), [MixShare(mix="all", share=1.0, n_requests=round(n))],
+                     MixSharesPerHour(basis="no per-hour shares from counters", notes=[
                          "counters carry no per-request lengths: every request is in the one mix 'all'; the shares "
                          "per label value are in the metrics section"]))
 

@@ -50,9 +50,9 @@ from bearing_lib.traffic.document import (
     MetricsSource,
     MinuteRateStats,
     MinuteTokens,
-    MixHourDoc,
-    MixShareDoc,
-    MixSharesPerHourDoc,
+    MixHour,
+    MixShare,
+    MixSharesPerHour,
     RateStats,
     RpsStats,
     SLOBudget,
@@ -166,8 +166,8 @@ class MixShares:
     and the notes)."""
 
     spec: MixSpec
-    overall: list[MixShareDoc]
-    per_hour: MixSharesPerHourDoc
+    overall: list[MixShare]
+    per_hour: MixSharesPerHour
 
     def _repr_html_(self) -> str:  # pragma: no cover - notebook display
         import html
@@ -239,15 +239,15 @@ def shares_from_counts(spec: MixSpec, counts: pl.DataFrame, origin: float | None
         .select("mix", "share", "n_requests")
     )
     if origin is None:
-        per_hour: list[MixHourDoc] = []
+        per_hour: list[MixHour] = []
     else:
-        per_hour = [MixHourDoc(**r) for r in (
+        per_hour = [MixHour(**r) for r in (
             counts.with_columns((pl.col("n_requests") / pl.col("n_requests").sum().over("h")).alias("share"))
             .select((pl.col("h") * 3600.0 + origin).alias("hour_start_s"), "mix", "share", "n_requests")
             .sort("hour_start_s", "mix")
         ).to_dicts()]
-    return MixShares(spec, [MixShareDoc(**r) for r in overall.to_dicts()],
-                     MixSharesPerHourDoc(basis=basis, rows=per_hour, notes=notes))
+    return MixShares(spec, [MixShare(**r) for r in overall.to_dicts()],
+                     MixSharesPerHour(basis=basis, rows=per_hour, notes=notes))
 
 
 def _utc(t: float | None, aligned: bool) -> str | None:

@@ -24,13 +24,13 @@ import polars as pl
 from bearing_lib.common.quantiles import quantile_expr
 from bearing_lib.traffic.binning import RateSeries
 from bearing_lib.traffic.document import (
-    ComponentDoc,
     Decomposition,
+    DecompositionTrend,
+    SeasonalComponent,
     SlotBaselines,
-    SlotPeakDoc,
-    SlotRowDoc,
+    SlotPeak,
+    SlotRow,
     SlotTable,
-    TrendDoc,
 )
 from bearing_lib.traffic.mstl import mstl
 
@@ -78,7 +78,7 @@ STATISTIC = ("P95 of the per-bin rate in the slot, req/s; baseline_rps = median 
              "in the slot")
 
 
-def _label(row: SlotRowDoc, aligned: bool) -> str:
+def _label(row: SlotRow, aligned: bool) -> str:
     h = f"{row.hour:02d}:00"
     if row.weekday is None:
         return h if aligned else f"hour {row.hour}"
@@ -88,13 +88,13 @@ def _label(row: SlotRowDoc, aligned: bool) -> str:
 
 def _slot_part(table: pl.DataFrame, repeated: bool, n_periods: int, aligned: bool) -> SlotTable:
     """The slot layout of a computed slot table: its rows, the extreme slots by P95 and their ratio."""
-    rows = [SlotRowDoc(**r) for r in table.to_dicts()]
+    rows = [SlotRow(**r) for r in table.to_dicts()]
     peak = max(rows, key=lambda r: r.p95_rps)
     trough = min(rows, key=lambda r: r.p95_rps)
     return SlotTable(
         repeated=repeated, n_periods=n_periods, statistic=STATISTIC, rows=rows,
-        peak=SlotPeakDoc(slot=_label(peak, aligned), p95_rps=peak.p95_rps),
-        trough=SlotPeakDoc(slot=_label(trough, aligned), p95_rps=trough.p95_rps),
+        peak=SlotPeak(slot=_label(peak, aligned), p95_rps=peak.p95_rps),
+        trough=SlotPeak(slot=_label(trough, aligned), p95_rps=trough.p95_rps),
         peak_to_trough=(peak.p95_rps / trough.p95_rps) if trough.p95_rps > 0 else None,
     )
 
@@ -223,7 +223,7 @@ def _decomposition(starts: np.ndarray, observed: np.ndarray, trend: np.ndarray, 
     comps = []
     for name, period in periods_h.items():
         prof = _average_cycle(seasonal[name], period)
-        comps.append(ComponentDoc(
+        comps.append(SeasonalComponent(
             name=name, period_h=period, amplitude_rps=float(prof.max() - prof.min()),
             strength=None if degenerate else _strength(seasonal[name], resid),
             cycle_correlation=_cycle_correlation(observed, trend, name, period),
@@ -233,7 +233,7 @@ def _decomposition(starts: np.ndarray, observed: np.ndarray, trend: np.ndarray, 
         method=METHOD,
         input=f"{observed.size} hourly mean rates (req/s), {basis}",
         components=comps,
-        trend=TrendDoc(start_rps=float(trend[0]), end_rps=float(trend[-1]), min_rps=float(trend.min()),
+        trend=DecompositionTrend(start_rps=float(trend[0]), end_rps=float(trend[-1]), min_rps=float(trend.min()),
                        max_rps=float(trend.max())),
         resid_std_rps=float(np.std(resid, ddof=1)),
         notes=notes + ([DEGENERATE] if degenerate else []),

@@ -36,7 +36,7 @@ import polars as pl
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.data.trace import OUTCOME_UNKNOWN, STATUSES, RequestTrace
-from bearing_lib.traffic.document import AlertCheck, BudgetDoc, BurnWindow, ConsumedDoc, SLOBudget
+from bearing_lib.traffic.document import AlertCheck, BudgetConsumed, BurnWindow, ErrorBudget, SLOBudget
 
 DEFAULT_BAD_STATUSES: tuple[str, ...] = ("error", "timeout", "rejected")
 DEFAULT_WINDOWS_S: tuple[float, ...] = (300.0, 3600.0, 6 * 3600.0, 86_400.0)
@@ -198,9 +198,9 @@ def budget_from_minutes(
     return SLOBudget(
         objective=objective, period_days=period_days, bad_statuses=list(bad_statuses), n_requests=n_req, n_bad=n_bad,
         n_no_status=n_no_status, span_s=span_s, error_ratio=error_ratio, burn_rate=burn_rate,
-        budget=BudgetDoc(minutes=budget_minutes, request_fraction=1 - objective, requests=budget_requests,
+        budget=ErrorBudget(minutes=budget_minutes, request_fraction=1 - objective, requests=budget_requests,
                          requests_basis="(1 - objective) x the period's requests at the trace's mean rate"),
-        consumed=ConsumedDoc(requests=n_bad, fraction=n_bad / budget_requests if budget_requests > 0 else math.inf,
+        consumed=BudgetConsumed(requests=n_bad, fraction=n_bad / budget_requests if budget_requests > 0 else math.inf,
                              bad_minutes=n_bad_minutes, bad_minute_ratio=ratio,
                              minutes_fraction=n_bad_minutes / budget_minutes),
         days_to_exhaust_at_this_burn=(period_days / burn_rate) if burn_rate > 0 else None,
