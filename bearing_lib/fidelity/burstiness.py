@@ -52,7 +52,7 @@ def sla_time_scale_s(sla: object | None) -> tuple[float, str]:
     """The bin width (s) and where it comes from: the largest latency threshold of the SLA's percentile clauses.
 
     ``sla`` is a parsed :class:`~bearing_lib.limits.sla.SLA` (``.clauses``) or the limits' clause list
-    (:class:`~bearing_lib.limits.result.SlaClauseDoc`); a threshold is read in its clause's ``unit``."""
+    (:class:`~bearing_lib.limits.sla.Clause`); a threshold is read in its clause's ``unit``."""
     clauses = getattr(sla, "clauses", sla) or []
     secs = []
     for c in clauses:

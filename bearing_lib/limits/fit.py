@@ -107,7 +107,6 @@ from bearing_lib.limits.result import (
     QUlt,
     Resolution,
     Skipped,
-    SlaClauseDoc,
     Source,
     SourceFinding,
     StatsSettings,
@@ -1130,7 +1129,7 @@ def _replicates(
     for i, c in enumerate(sla.clauses):
         if c.kind == "goodput":
             g = OK_EXPR
-            for b in c.bounds:
+            for b in c.bounds or ():
                 g = g & b.holds()
             good_exprs.append(g.alias(f"_good_{i}"))
     cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
@@ -1572,7 +1571,7 @@ def fit_limits(
                           how="diagonal_relaxed")
     from bearing_lib.common.version import __version__
 
-    result = LimitsResult(sla=[SlaClauseDoc.of(c) for c in sla_obj.clauses], conditions=conditions,
+    result = LimitsResult(sla=list(sla_obj.clauses), conditions=conditions,
                           mix_spec=[MixRef.of(m) for m in spec.mixes], mixes=limits, blended=blended,
                           skipped=skipped, notes=notes, bearing_version=__version__)
     result.attach_curve(curve_all)
@@ -1894,7 +1893,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     blended = _blended(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__
 
-    out = LimitsResult(sla=[SlaClauseDoc.of(c) for c in sla_obj.clauses], conditions=cond,
+    out = LimitsResult(sla=list(sla_obj.clauses), conditions=cond,
                        mix_spec=[MixRef.of(m) for m in spec.mixes], mixes=limits, blended=blended, skipped=skipped,
                        notes=notes, bearing_version=__version__)
     out.attach_curve(curve.select([k for k in curve.columns if not k.startswith("_")]).sort("run_id", "step", "mix"))

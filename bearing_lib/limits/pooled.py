@@ -53,7 +53,7 @@ def bad_expr(c: Clause) -> tuple[pl.Expr, pl.Expr]:
     if c.kind == "error_rate":
         return FAILED_EXPR, KNOWN_EXPR
     good = OK_EXPR
-    for b in c.bounds:
+    for b in c.bounds or ():
         good = good & b.holds()
     return (~good.fill_null(False)) & KNOWN_EXPR, KNOWN_EXPR
 

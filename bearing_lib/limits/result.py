@@ -33,7 +33,7 @@ from bearing_lib.limits.cost import CostAnomaly
 from bearing_lib.limits.fits import QueueFit, UslFit
 from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.settling import StepSettling
-from bearing_lib.limits.sla import Bound, Clause
+from bearing_lib.limits.sla import Clause
 from bearing_lib.limits.steady import Mser5
 
 SCHEMA = "bearing.limits/2"
@@ -42,27 +42,6 @@ SCHEMA = "bearing.limits/2"
 
 Censored = Literal["none", "above", "below", "not_monotone", "no_data"]
 StepStatus = Literal["pass", "fail", "undetermined", "excluded"]
-
-
-@dataclass
-class SlaClauseDoc:
-    """One SLA clause as written in the limits JSON (parsed form of ``text``)."""
-
-    text: str
-    kind: str = "percentile"  # percentile | error_rate | goodput (others are kept and ignored)
-    metric: str | None = None
-    stat: str = ""
-    op: str = "<="
-    threshold: float | None = None
-    unit: str = ""
-    bounds: list[Bound] | None = None
-    """A goodput clause's bounds (``{metric, op, threshold_ms}`` each); None for the other kinds."""
-
-    @classmethod
-    def of(cls, c: Clause) -> SlaClauseDoc:
-        """The clause as the limits JSON writes it (the same keys as :meth:`Clause.to_dict`)."""
-        return cls(text=c.text, kind=c.kind, metric=c.metric, stat=c.stat, op=c.op, threshold=c.threshold,
-                   unit=c.unit, bounds=list(c.bounds) if c.kind == "goodput" else None)
 
 
 @dataclass
@@ -488,7 +467,8 @@ class LimitsResult:
     """Limits for one SLA over one or more load tests: the limits JSON as objects (§4)."""
 
     mixes: list[MixLimit]
-    sla: list[SlaClauseDoc] = field(default_factory=list)
+    sla: list[Clause] = field(default_factory=list)
+    """The SLA's clauses (:class:`~bearing_lib.limits.sla.Clause`; the JSON's ``sla`` entries are their fields)."""
     conditions: Conditions = field(default_factory=Conditions)
     mix_spec: list[MixRef] | None = None
     blended: BlendedLimit | None = None
@@ -634,7 +614,11 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         if extra:
             out["conditions"] = {**{k: v for k, v in cond.items() if k in known},
                                  "extra": {**(cond.get("extra") or {}), **extra}}
-    if doc.get("schema") == SCHEMA or not isinstance(doc.get("mixes"), list):
+    if doc.get("schema") == SCHEMA:
+        return out
+    if isinstance(doc.get("sla"), list):  # version 1 could leave out a clause's kind, op, unit
+        out["sla"] = [_upgrade_clause(c) if isinstance(c, dict) else c for c in doc["sla"]]
+    if not isinstance(doc.get("mixes"), list):
         return out
     mixes = []
     for m in doc["mixes"]:
@@ -655,6 +639,13 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
         mixes.append(m)
     out["mixes"] = mixes
     return out
+
+
+def _upgrade_clause(c: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 ``sla`` entry with the keys version 1 could leave out: ``kind`` (``error_rate`` when its
+    metric or stat says so, else ``percentile``), ``stat`` and ``unit`` (empty), ``op`` (``<=``)."""
+    kind = c.get("kind") or ("error_rate" if "error_rate" in (c.get("metric"), c.get("stat")) else "percentile")
+    return {"stat": "", "op": "<=", "unit": "", **c, "kind": kind}
 
 
 def schema_document() -> dict[str, Any]:
@@ -681,7 +672,6 @@ __all__ = [
     "QUlt",
     "Resolution",
     "Skipped",
-    "SlaClauseDoc",
     "Source",
     "SourceFinding",
     "StatedCondition",

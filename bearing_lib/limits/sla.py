@@ -50,8 +50,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -121,24 +122,34 @@ class Bound:
         return f"{_SHORT[self.metric]}{self.op}{_fmt_ms(self.threshold_ms)}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Clause:
-    """One parsed SLA clause.
+    """One parsed SLA clause, and one entry of the limits JSON's ``sla`` list (its fields, in this order).
 
-    ``kind`` is ``percentile`` | ``error_rate`` | ``goodput``; ``stat`` is ``p99`` etc.,
-    ``error_rate`` or ``goodput``; ``q`` the quantile level (percentile clauses);
-    ``threshold`` is in ms for percentiles and a fraction for the rates; ``op`` as written.
+    ``kind`` is ``percentile`` | ``error_rate`` | ``goodput``; ``metric`` the canonical column of a
+    percentile clause (None for the rates); ``stat`` is ``p99`` etc., ``error_rate`` or ``goodput``;
+    ``threshold`` is in ms for percentiles and a fraction for the rates (``unit`` ``ms`` | ``fraction``);
+    ``op`` as written; ``bounds`` a goodput clause's bounds (None for the other kinds).
     """
 
     text: str
-    kind: str
+    kind: Literal["percentile", "error_rate", "goodput"]
+    metric: str | None = None
     stat: str
     op: str
     threshold: float
     unit: str
-    metric: str | None = None
-    q: float | None = None
-    bounds: tuple[Bound, ...] = field(default_factory=tuple)
+    bounds: tuple[Bound, ...] | None = None
+
+    @property
+    def q(self) -> float | None:
+        """The quantile level of a percentile clause (``p99`` → 0.99); None for the other kinds."""
+        if self.kind != "percentile" or self.stat[:1] not in ("p", "P"):
+            return None
+        try:
+            return float(self.stat[1:]) / 100.0
+        except ValueError:
+            return None
 
     @property
     def strict(self) -> bool:
@@ -181,7 +192,7 @@ class Clause:
             return failed | over.fill_null(False)
         if self.kind == "goodput":
             good = pl.lit(True)
-            for b in self.bounds:
+            for b in self.bounds or ():
                 good = good & b.holds()
             return failed | ~good
         return failed
@@ -193,23 +204,15 @@ class Clause:
         if self.kind == "error_rate":
             return FAILED_EXPR.cast(pl.Float64).filter(KNOWN_EXPR).mean()
         good = OK_EXPR
-        for b in self.bounds:
+        for b in self.bounds or ():
             good = good & b.holds()
         return good.cast(pl.Float64).filter(KNOWN_EXPR).mean()
 
     def to_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {
-            "text": self.text,
-            "kind": self.kind,
-            "metric": self.metric,
-            "stat": self.stat,
-            "op": self.op,
-            "threshold": self.threshold,
-            "unit": self.unit,
-        }
-        if self.kind == "goodput":
-            d["bounds"] = [{"metric": b.metric, "op": b.op, "threshold_ms": b.threshold_ms} for b in self.bounds]
-        return d
+        """The clause as the limits JSON writes it (its fields in order; ``bounds`` null but for goodput)."""
+        from bearing_lib.common.files import jsonable
+
+        return jsonable(self)
 
 
 @dataclass(frozen=True)
@@ -230,7 +233,7 @@ class SLA:
         """Canonical latency columns the SLA reads (percentile clauses and goodput bounds)."""
         out: list[str] = []
         for c in self.clauses:
-            for m in ([c.metric] if c.metric else []) + [b.metric for b in c.bounds]:
+            for m in ([c.metric] if c.metric else []) + [b.metric for b in c.bounds or ()]:
                 if m not in out:
                     out.append(m)
         return out
@@ -243,7 +246,7 @@ class SLA:
         out: dict[str, tuple[str, float]] = {}
         for c in self.clauses:
             pairs = [(c.metric, c.op, c.threshold)] if c.kind == "percentile" else [
-                (b.metric, b.op, b.threshold_ms) for b in c.bounds
+                (b.metric, b.op, b.threshold_ms) for b in c.bounds or ()
             ]
             for m, op, thr in pairs:
                 if m not in out or thr < out[m][1] or (thr == out[m][1] and op == "<"):
@@ -274,7 +277,7 @@ class SLA:
         names = lf.collect_schema().names()
         aggs = []
         for i, c in enumerate(self.clauses):
-            needed = [m for m in ([c.metric] if c.metric else []) + [b.metric for b in c.bounds]]
+            needed = [m for m in ([c.metric] if c.metric else []) + [b.metric for b in c.bounds or ()]]
             missing = [m for m in needed + ["status"] if m not in names]
             if missing:
                 from bearing_lib.common.errors import SchemaError
@@ -392,7 +395,7 @@ def parse_clause(text: str) -> Clause:
         thr = _parse_duration(clause, value)
         stat = f"p{m['pct']}"
         return Clause(text=clause, kind="percentile", stat=stat, op=op, threshold=thr, unit="ms",
-                      metric=metric, q=pct / 100.0)
+                      metric=metric)
     if m := _ERR_RE.match(clause):
         op, value = _parse_op(clause, m["rest"], ("<=", "<"), "error_rate")
         return Clause(text=clause, kind="error_rate", stat="error_rate", op=op,
@@ -516,7 +519,7 @@ e.g. latency)
         tables = isinstance(ds, LoadPointTable)
         keys = [k for k in ("run_id", "step") if k in frame.columns]
         for c in sla.clauses:
-            needed = ([c.metric] if c.metric else []) + [b.metric for b in c.bounds]
+            needed = ([c.metric] if c.metric else []) + [b.metric for b in c.bounds or ()]
             for metric in dict.fromkeys(needed):
                 # a table without the exact percentile may still bound it (a max over enough
                 # requests): any statistic of the metric counts as having it

@@ -198,7 +198,7 @@ def _count_query(steady: pl.LazyFrame, sla: SLA, n_blocks: int) -> pl.LazyFrame:
         aggs += [bad.cast(pl.Int64).sum().alias(f"_pk_{i}"), elig.cast(pl.Int64).sum().alias(f"_pn_{i}")]
         if c.kind == "goodput":
             good = OK_EXPR
-            for b in c.bounds:
+            for b in c.bounds or ():
                 good = good & b.holds()
             good = good.filter(KNOWN_EXPR)
             aggs += [good.cast(pl.Int64).sum().alias(f"_gk_{i}"), good.count().cast(pl.Int64).alias(f"_gn_{i}")]

@@ -112,7 +112,7 @@ def _reported(steps: list, metric: str | None, stat: str) -> bool:
         st.observed.get(key) is not None for st in steps)
 
 
-def _requirement(clause, steps: list) -> Requirement | None:  # noqa: ANN001 - a SlaClauseDoc
+def _requirement(clause, steps: list) -> Requirement | None:  # noqa: ANN001 - a sla.Clause
     from bearing_lib.limits.curves import min_n_supported
 
     if clause.kind == "percentile" and clause.stat.startswith("p"):

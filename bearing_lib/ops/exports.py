@@ -50,6 +50,7 @@ from bearing_lib.plan.fos import UPPER_BOUND_REASON
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.limits.sla import Clause
     from bearing_lib.plan.capacity_plan import CapacityPlan
 
 FORMATS = ("prometheus", "hpa", "keda", "envoy", "nginx")
@@ -73,18 +74,6 @@ ERROR_MATCHER = 'status=~"5..|5xx"'
 
 
 @dataclass(frozen=True)
-class SlaClause:
-    """One SLA clause from the limits JSON."""
-
-    text: str
-    kind: str
-    metric: str | None
-    stat: str
-    threshold: float
-    unit: str
-
-
-@dataclass(frozen=True)
 class PlanNumbers:
     """The numbers the exports use, each read from a named plan key."""
 
@@ -101,7 +90,7 @@ class PlanNumbers:
     verdict: str
     target_rps: float
     limits_path: str | None = None
-    sla: tuple[SlaClause, ...] = ()
+    sla: tuple[Clause, ...] = ()
     limit_bound: str = "none"
     limit_bound_reason: str = UPPER_BOUND_REASON
     """Why an upper bound is one (the plan's ``blended.upper_reason``)."""
@@ -177,7 +166,7 @@ def read_plan(plan_path: str | Path, *, limits_path: str | Path | None = None) -
 
 
 def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = None,
-                 sla: tuple[SlaClause, ...] = ()) -> PlanNumbers:
+                 sla: tuple[Clause, ...] = ()) -> PlanNumbers:
     """The numbers the exports need, read from the typed plan ``p`` (``plan_path`` / ``limits_path`` name the files
     the exports cite); a plan without an instance count or a CBU cannot be exported (:class:`SchemaError` naming
     the field)."""
@@ -232,38 +221,17 @@ def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = N
     return numbers
 
 
-def sla_clauses(limits: LimitsResult) -> tuple[SlaClause, ...]:
-    """The SLA clauses of a typed limits result that carry a numeric threshold (the ones that give alerts)."""
-    return tuple(SlaClause(c.text, c.kind, c.metric, c.stat, float(c.threshold), c.unit or "")
-                 for c in limits.sla if isinstance(c.threshold, int | float))
+def sla_clauses(limits: LimitsResult) -> tuple[Clause, ...]:
+    """The SLA clauses of a typed limits result (:class:`~bearing_lib.limits.sla.Clause`, each with its threshold)."""
+    return tuple(limits.sla)
 
 
-def read_sla(limits_path: Path) -> tuple[SlaClause, ...]:
-    """The SLA clauses of a limits JSON (``sla`` list, §4)."""
+def read_sla(limits_path: Path) -> tuple[Clause, ...]:
+    """The SLA clauses of a limits JSON (``sla`` list, §4), read through the one typed limits reader."""
+    from bearing_lib.limits.result import LimitsResult
+
     doc = read_json(limits_path, "limits JSON")
-    raw = doc.get("sla")
-    if not isinstance(raw, list):
-        raise SchemaError("the limits JSON has no `sla` list", path=limits_path, field="sla")
-    out = []
-    for i, c in enumerate(raw):
-        missing = [k for k in ("text", "stat", "threshold") if not isinstance(c, dict) or k not in c]
-        if missing:
-            raise SchemaError(f"sla[{i}] lacks {missing}", path=limits_path, field=f"sla[{i}]")
-        if not isinstance(c["threshold"], (int, float)):
-            continue  # a clause without a numeric threshold gives no alert
-        kind = c.get("kind") or _kind_of(c)
-        out.append(SlaClause(str(c["text"]), str(kind), c.get("metric"), str(c["stat"]), float(c["threshold"]),
-                             str(c.get("unit") or "")))
-    return tuple(out)
-
-
-def _kind_of(clause: dict[str, Any]) -> str:
-    """The clause kind for limits JSON written before ``sla[].kind`` existed."""
-    if "error_rate" in (clause.get("metric"), clause.get("stat")):
-        return "error_rate"
-    if _quantile(str(clause.get("stat"))) is not None:
-        return "percentile"
-    return "other"
+    return sla_clauses(LimitsResult.from_dict(doc, source=f"limits JSON {limits_path}"))
 
 
 # --------------------------------------------------------------------------- options

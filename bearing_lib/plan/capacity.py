@@ -179,7 +179,7 @@ def curve_from_limits_steps(
 
     Concurrency is the offered load when it is a concurrency, else ``concurrency_mean``
     (Little's law on the step); the SLA statistic ``{metric}_{stat}`` is the point's ``sla_ms``.
-    ``clauses`` (the SLA's clauses, :class:`~bearing_lib.limits.result.SlaClauseDoc`) other than the
+    ``clauses`` (the SLA's clauses, :class:`~bearing_lib.limits.sla.Clause`) other than the
     latency one (``latency_text``) are checked against each step's observed values: the ones a step
     breaks are the point's ``broken``.
     """

@@ -28,7 +28,8 @@ from typing import Any, Literal
 from bearing_lib.common.errors import InsufficientDataError, ParameterError, SchemaError
 from bearing_lib.common.files import read_json
 from bearing_lib.common.schema import NotAvailable, read_document
-from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
+from bearing_lib.limits.result import LimitsResult
+from bearing_lib.limits.sla import Clause
 from bearing_lib.plan.capacity import (
     BurstModel,
     InstancePlan,
@@ -197,7 +198,7 @@ class _Inputs:
     from_json: bool
     notes: list[str]
     main_mix: str | None = None
-    sla_latency: SlaClauseDoc | None = None
+    sla_latency: Clause | None = None
     series: tuple[list[float], list[str]] | None = None
 
 

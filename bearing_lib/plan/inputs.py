@@ -25,7 +25,8 @@ from typing import Any
 from bearing_lib.common.errors import BadValueError, ParameterError, SchemaError
 from bearing_lib.common.estimate import Estimate
 from bearing_lib.common.schema import refuse_other_kind
-from bearing_lib.limits.result import LimitsResult, SlaClauseDoc
+from bearing_lib.limits.result import LimitsResult
+from bearing_lib.limits.sla import Clause
 from bearing_lib.plan.capacity import BurstModel
 from bearing_lib.plan.fos import Limit, OwnPeak, Target
 from bearing_lib.plan.interval import OPEN_ABOVE, OPEN_BELOW, Interval, open_end
@@ -47,7 +48,7 @@ class LimitsInput:
     limits: list[Limit]
     skipped: dict[str, str]
     steps: dict[str, list[PlanStep]]
-    sla: list[SlaClauseDoc]
+    sla: list[Clause]
     tested_instances: int
     tested_instances_basis: str
     source: str

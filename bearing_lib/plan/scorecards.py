@@ -159,7 +159,7 @@ def budget_row(inputs: Mapping[str, object] | None) -> ScoreRow:
 
 # --------------------------------------------------------------------------- checklist
 def _sla_latency(sla: Sequence[Any]) -> tuple[str, float] | None:
-    """The first latency bound of the SLA's clauses (``SlaClauseDoc`` of the limits result)."""
+    """The first latency bound of the SLA's clauses (:class:`~bearing_lib.limits.sla.Clause` of the limits result)."""
     for c in sla or []:
         if c.metric in LATENCY_METRICS and c.op in ("<", "<=") and c.threshold is not None:
             return str(c.metric), float(c.threshold)

@@ -29,7 +29,8 @@ from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
 from bearing_lib.compare.identity import DEPLOYMENT_KEYS, Comparability, comparability, from_limits, identity_fields
 from bearing_lib.fidelity.result import Fidelity
-from bearing_lib.limits.result import FollowUpSummary, LimitsResult, MixLimit, Skipped, SlaClauseDoc
+from bearing_lib.limits.result import FollowUpSummary, LimitsResult, MixLimit, Skipped
+from bearing_lib.limits.sla import Clause
 from bearing_lib.ops.export_report import ExportsReport
 from bearing_lib.ops.limit_bottlenecks import LimitBottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers
@@ -539,7 +540,7 @@ def constraint_label(clause: Any) -> str | None:
     if clause is None:
         return None
     metric = stat = None
-    if isinstance(clause, SlaClauseDoc):
+    if isinstance(clause, Clause):
         clause = {"metric": clause.metric, "stat": clause.stat, "text": clause.text}
     if isinstance(clause, dict):
         metric, stat = clause.get("metric"), clause.get("stat")
@@ -745,7 +746,7 @@ def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadC
     return curves, Section(True, data=CurvesSection(missing))
 
 
-def _binding_clause(binding: Any, clauses: list[SlaClauseDoc]) -> SlaClauseDoc | None:
+def _binding_clause(binding: Any, clauses: list[Clause]) -> Clause | None:
     if not clauses:
         return None
     label = constraint_label(binding)

@@ -26,12 +26,11 @@ from bearing_lib.limits.result import (
     FollowUpSummary,
     LimitsResult,
     PCriticalEstimate,
-    SlaClauseDoc,
     StatsSettings,
     schema_document,
 )
 from bearing_lib.limits.settling import StepSettling
-from bearing_lib.limits.sla import Bound, parse_sla
+from bearing_lib.limits.sla import Bound, Clause, parse_sla
 from bearing_lib.limits.steady import Mser5
 from tests.limits.synth import make_trace, mm1_frame
 
@@ -131,18 +130,20 @@ def test_recovery_drops_and_both_p_critical_estimates_round_trip(dropped):
     assert m.p_critical.to_dict() == rm["p_critical"]
 
 
-def test_a_goodput_clause_writes_its_bounds_as_the_clause_did():
+def test_a_goodput_clause_writes_its_bounds_and_reads_back_as_the_same_clause():
     c = parse_sla(["goodput(ttft<=500ms, tpot<=50ms) >= 95%"]).clauses[0]
-    doc = SlaClauseDoc.of(c)
-    assert doc.bounds == [Bound("ttft_ms", "<=", 500.0), Bound("tpot_ms", "<=", 50.0)]
-    assert jsonable(doc) == c.to_dict() == {
+    assert c.bounds == (Bound("ttft_ms", "<=", 500.0), Bound("tpot_ms", "<=", 50.0))
+    assert jsonable(c) == c.to_dict() == {
         "text": "goodput(ttft<=500ms, tpot<=50ms) >= 95%", "kind": "goodput", "metric": None, "stat": "goodput",
         "op": ">=", "threshold": 0.95, "unit": "fraction",
         "bounds": [{"metric": "ttft_ms", "op": "<=", "threshold_ms": 500.0},
                    {"metric": "tpot_ms", "op": "<=", "threshold_ms": 50.0}]}
-    assert parse(SlaClauseDoc, jsonable(doc), what="sla") == doc
-    percentile = SlaClauseDoc.of(parse_sla(["p99(ttft) <= 2s"]).clauses[0])
-    assert jsonable(percentile)["bounds"] is None
+    assert parse(Clause, jsonable(c), what="sla") == c
+    percentile = parse_sla(["p99(ttft) <= 2s"]).clauses[0]
+    assert jsonable(percentile) == {"text": "p99(ttft) <= 2s", "kind": "percentile", "metric": "ttft_ms",
+                                    "stat": "p99", "op": "<=", "threshold": 2000.0, "unit": "ms", "bounds": None}
+    back = parse(Clause, jsonable(percentile), what="sla")
+    assert back == percentile and back.q == 0.99
 
 
 def test_the_conditions_keep_where_the_work_ran_the_stats_settings_and_stated_values():

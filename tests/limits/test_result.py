@@ -71,6 +71,28 @@ def test_every_problem_is_reported_at_once(result):
     assert "mixes.0.q_ult.value" in text and "mixes.0.steps.1.status" in text and "mixes.1.mix: Field required" in text
 
 
+def test_the_sla_reads_back_as_the_parsed_clauses_and_an_unknown_kind_is_refused_by_its_path(result):
+    back = LimitsResult.from_dict(result.to_dict())
+    assert back.sla == list(result.sla_spec.clauses)
+    assert back.sla[0].q == 0.95 and back.sla[0].threshold == 1000.0 and back.sla[1].bounds is None
+    doc = copy.deepcopy(result.to_dict())
+    doc["sla"][0]["kind"] = "ratio"
+    doc["sla"][0]["threshold"] = None
+    with pytest.raises(SchemaError) as err:
+        LimitsResult.from_dict(doc, source="limits.json")
+    assert err.value.field == "sla.0.kind"
+    assert "sla.0.kind: Input should be 'percentile', 'error_rate' or 'goodput' (found 'ratio')" in str(err.value)
+    assert "sla.0.threshold" in str(err.value)
+
+
+def test_a_version_1_clause_without_a_kind_is_an_error_rate_when_its_metric_says_so():
+    doc = {"mixes": [], "sla": [{"text": "error_rate <= 1%", "metric": "error_rate", "stat": "mean",
+                                 "threshold": 0.01},
+                                {"text": "p99(ttft) <= 1s", "metric": "ttft_ms", "stat": "p99", "threshold": 1000.0}]}
+    sla = LimitsResult.from_dict(doc).sla
+    assert [(c.kind, c.op, c.unit) for c in sla] == [("error_rate", "<=", ""), ("percentile", "<=", "")]
+
+
 def test_a_version_1_file_reads_and_is_not_modified():
     doc = {"mixes": [{"mix": {"name": "a"}, "q_ult": {"value": 2.0, "unit": "rps", "ci95": [1.5, 2.5],
                                                        "throughput_rps": 1.8, "censored": "none"},

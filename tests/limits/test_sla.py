@@ -41,7 +41,8 @@ def test_several_clauses_and_and():
     assert [c.text for c in sla.clauses] == [
         "p99(ttft) <= 500ms", "error_rate <= 0.5%", "p99(tpot) <= 50ms", "p50(itl) <= 30ms"]
     assert sla.to_list()[1] == {"text": "error_rate <= 0.5%", "kind": "error_rate", "metric": None,
-                                "stat": "error_rate", "op": "<=", "threshold": 0.005, "unit": "fraction"}
+                                "stat": "error_rate", "op": "<=", "threshold": 0.005, "unit": "fraction",
+                                "bounds": None}
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bearing_lib.common.files import read_json
-from bearing_lib.limits.result import SlaClauseDoc
+from bearing_lib.limits.sla import Clause
 from bearing_lib.plan.capacity import (
     BufferPlan,
     BurstModel,
@@ -35,10 +35,10 @@ DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
 LIMITS = DATA / "limits_handmade.json"
 PROFILE = DATA / "profile_handmade.json"
 
-P95_1S = SlaClauseDoc(text="p95(ttft) <= 1s", kind="percentile", metric="ttft_ms", stat="p95", op="<=",
-                      threshold=1000.0, unit="ms")
-ERR_1 = SlaClauseDoc(text="error_rate <= 1%", kind="error_rate", metric=None, stat="error_rate", op="<=",
-                     threshold=0.01, unit="fraction")
+P95_1S = Clause(text="p95(ttft) <= 1s", kind="percentile", metric="ttft_ms", stat="p95", op="<=",
+                threshold=1000.0, unit="ms")
+ERR_1 = Clause(text="error_rate <= 1%", kind="error_rate", metric=None, stat="error_rate", op="<=",
+               threshold=0.01, unit="fraction")
 
 
 # --------------------------------------------------------------------------- current peak and near term

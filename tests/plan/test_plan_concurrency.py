@@ -72,8 +72,8 @@ def _limits_without_latency_clause():
     d = read_json(DATA / "limits_handmade.json", "limits")
     d = copy.deepcopy(d)
     # an error-rate-only SLA: no latency–concurrency curve, so no max safe concurrency
-    d["sla"] = [{"text": "error_rate <= 1%", "metric": "error_rate", "stat": "ratio", "op": "<=", "threshold": 0.01,
-                 "kind": "ratio"}]
+    d["sla"] = [{"text": "error_rate <= 1%", "metric": None, "stat": "error_rate", "op": "<=",
+                 "threshold": 0.01, "kind": "error_rate", "unit": "fraction"}]
     short = d["mixes"][0]
     short["q_ult"]["value"] = 6
     short["steps"][1]["concurrency_mean"] = 5

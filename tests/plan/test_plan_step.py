@@ -3,15 +3,16 @@ the load curve each give one. The expected values are the literals put in, by ha
 
 from __future__ import annotations
 
-from bearing_lib.limits.result import SlaClauseDoc, Step
+from bearing_lib.limits.result import Step
+from bearing_lib.limits.sla import Clause
 from bearing_lib.plan.plan_step import PlanStep
 
-P95 = SlaClauseDoc(text="p95(ttft) <= 1s", kind="percentile", metric="ttft_ms", stat="p95", op="<=", threshold=1000.0,
-                   unit="ms")
-P99 = SlaClauseDoc(text="p99(latency) <= 9s", kind="percentile", metric="latency_ms", stat="p99", op="<=",
-                   threshold=9000.0, unit="ms")
-ERR = SlaClauseDoc(text="error_rate <= 1%", kind="error_rate", stat="error_rate", op="<=", threshold=0.01,
-                   unit="fraction")
+P95 = Clause(text="p95(ttft) <= 1s", kind="percentile", metric="ttft_ms", stat="p95", op="<=", threshold=1000.0,
+             unit="ms")
+P99 = Clause(text="p99(latency) <= 9s", kind="percentile", metric="latency_ms", stat="p99", op="<=",
+             threshold=9000.0, unit="ms")
+ERR = Clause(text="error_rate <= 1%", kind="error_rate", stat="error_rate", op="<=", threshold=0.01,
+             unit="fraction")
 
 
 def _step() -> Step:

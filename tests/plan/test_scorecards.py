@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bearing_lib.limits.result import SlaClauseDoc
+from bearing_lib.limits.sla import Clause
 from bearing_lib.plan.plan_step import PlanStep
 from bearing_lib.plan.scorecards import (
     budget_row,
@@ -16,7 +16,8 @@ from bearing_lib.plan.scorecards import (
     scorecard,
 )
 
-SLA = [SlaClauseDoc(text="p99(latency) < 2s", metric="latency_ms", stat="p99", op="<", threshold=2000)]
+SLA = [Clause(text="p99(latency) < 2s", kind="percentile", metric="latency_ms", stat="p99", op="<", threshold=2000,
+              unit="ms")]
 STEPS = [
     PlanStep(step=0, offered_load=1, offered_load_unit="concurrency", throughput_rps=2.0, error_rate=0.0,
              stats={"latency_ms_p95": 600}),
