@@ -1,4 +1,4 @@
-"""Scaling on what binds (ops/binding.py): the autoscalers' extra trigger on the bottleneck's signal.
+"""Scaling on what binds (servers/binding.py): the autoscalers' extra trigger on the bottleneck's signal.
 
 By hand on step-signal tables, and on the real KubeCon NA 2025 inference-perf run `vllm` (engine
 queue binds at stage 4), whose queue figures are read here from the raw stage JSON with `json`;
@@ -15,10 +15,10 @@ import yaml
 
 from bearing_lib import load
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.ops.binding import binding_trigger
-from bearing_lib.ops.bottleneck import Bottleneck, Fired, bottleneck_at_limit, find_limit_step
 from bearing_lib.ops.exports import ExportTarget, export, read_plan
-from bearing_lib.ops.metrics import step_signals
+from bearing_lib.servers.binding import binding_trigger
+from bearing_lib.servers.bottleneck import Bottleneck, Fired, bottleneck_at_limit, find_limit_step
+from bearing_lib.servers.metrics import step_signals
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECON = ROOT / "tests" / "fixtures" / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
