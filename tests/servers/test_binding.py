@@ -1,8 +1,8 @@
 """Scaling on what binds (servers/binding.py): the autoscalers' extra trigger on the bottleneck's signal.
 
 By hand on step-signal tables, and on the real KubeCon NA 2025 inference-perf run `vllm` (engine
-queue binds at stage 4), whose queue figures are read here from the raw stage JSON with `json`;
-the HPA and ScaledObject carrying the trigger still pass their validators."""
+queue binds at stage 4), whose queue figures are read here from the raw stage JSON with `json`.
+The HPA and ScaledObject carrying the trigger are tested with the exports (tests/ops/test_triggers.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-import yaml
 
 from bearing_lib import load
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.ops.exports import ExportTarget, export, read_plan
 from bearing_lib.servers.binding import binding_trigger
 from bearing_lib.servers.bottleneck import Bottleneck, Fired, bottleneck_at_limit, find_limit_step
 from bearing_lib.servers.metrics import step_signals
@@ -45,61 +43,24 @@ def test_thresholds_by_hand():
     assert isinstance(mem, Unavailable) and "request rate" in mem.reason
 
 
-def _raw_queue(stage: int) -> float:
+def raw_queue(stage: int) -> float:
+    """Stage ``stage``'s mean engine queue, read from the raw stage JSON with ``json``."""
     doc = json.loads((KUBECON / f"stage_{stage}_prometheus_metrics.json").read_text())
     return float(doc["successes"]["queue_len"]["mean"])
 
 
-def test_kubecon_engine_queue_gives_a_queue_trigger_that_validates(tmp_path):
+def test_kubecon_engine_queue_binds_at_stage_4_and_gives_a_queue_trigger():
     ds = load(KUBECON, format="inference-perf-prometheus")
     table = step_signals(ds)
     step = find_limit_step(None, metrics_path=KUBECON, metrics_format="inference-perf-prometheus").step
     assert step == 4
     trig = binding_trigger(table, bottleneck_at_limit(table, limit_step=step))
     assert trig.rule == "CMP-2" and trig.signal == "requests_waiting"
-    assert trig.passing_value == _raw_queue(3) == 0.0 and trig.failing_value == _raw_queue(4) == 210.0
+    assert trig.passing_value == raw_queue(3) == 0.0 and trig.failing_value == raw_queue(4) == 210.0
     assert trig.threshold == 1.0 and "queue was empty" in trig.evidence
-    numbers = read_plan(ROOT / "tests" / "fixtures" / "report" / "plan.json")
-    w = export(numbers, ["hpa", "keda"], tmp_path, ExportTarget(namespace="llm", binding=trig), check=True)
-    keda = yaml.safe_load((tmp_path / "keda-scaledobject.yaml").read_text())
-    hpa = yaml.safe_load((tmp_path / "hpa.yaml").read_text())
-    assert {"type": "prometheus", "metricType": "AverageValue", "metadata": {
-        "serverAddress": ExportTarget().prometheus_url, "query": 'sum(vllm:num_requests_waiting{namespace="llm"})',
-        "threshold": "1"}} in keda["spec"]["triggers"]
-    assert {"type": "Pods", "pods": {"metric": {"name": "vllm_num_requests_waiting"},
-                                     "target": {"type": "AverageValue", "averageValue": "1000m"}}} \
-        in hpa["spec"]["metrics"]
-    for c in w.checks:
-        assert c.ok in (True, None), c
-    # the user's --queue-target wins over the bottleneck's queue threshold, and says so
-    w2 = export(numbers, ["keda"], tmp_path / "q", ExportTarget(binding=trig, queue_target=5.0), check=False)
-    assert sum("num_requests_waiting" in t["metadata"]["query"] for t in
-               yaml.safe_load((tmp_path / "q" / "keda-scaledobject.yaml").read_text())["spec"]["triggers"]) == 1
-    assert w2 is not None
 
 
 @pytest.mark.parametrize("rule", ["KV-2"])
 def test_kv_from_preemptions_uses_the_kv_gauge(rule):
     t = binding_trigger(_table("kv_cache_usage", {6: 0.41, 7: 0.88}), _bn(rule, "KV cache", step=7))
     assert t.threshold == 0.41 and t.passing_step == 6
-
-
-def test_bearing_export_server_metrics_names_the_same_trigger_the_report_derives(tmp_path):
-    """`bearing export --server-metrics` and the report's triggers share one orchestration
-    (`ops.triggers.binding_part`): on the KubeCon `vllm` run the KEDA file scales on the waiting queue at the
-    threshold read from the raw stage JSON (stage 3's queue 0 → 1 request, as above)."""
-    from typer.testing import CliRunner
-
-    from bearing_lib.cli.main import app
-    from bearing_lib.ops.triggers import binding_part
-
-    plan = ROOT / "tests" / "fixtures" / "report" / "plan.json"
-    r = CliRunner().invoke(app, ["export", str(tmp_path / "x"), "--plan", str(plan), "--format", "keda",
-                                 "--server-metrics", str(KUBECON), "--metrics-format", "inference-perf-prometheus"])
-    assert r.exit_code == 0, r.output
-    assert "binding signal:" in r.output and "requests_waiting" in r.output
-    keda = yaml.safe_load((tmp_path / "x" / "keda-scaledobject.yaml").read_text())
-    queries = [t["metadata"]["query"] for t in keda["spec"]["triggers"] if t["type"] == "prometheus"]
-    assert any("num_requests_waiting" in q for q in queries)
-    trig = binding_part(load(KUBECON, format="inference-perf-prometheus"), None, metrics_path=str(KUBECON))
-    assert trig.threshold == 1.0 and _raw_queue(3) == 0.0 and trig.failing_value == _raw_queue(4)
