@@ -73,7 +73,7 @@ def main() -> None:
     ref_s = time.perf_counter() - t
 
     from bearing_lib.loaders import load
-    from bearing_lib.ops.metrics import align_to_steps, step_signals
+    from bearing_lib.servers.metrics import align_to_steps, step_signals
 
     t = time.perf_counter()
     ds = load(OUT)

@@ -19,14 +19,15 @@ FLOW: dict[str, int] = {
     "loaders": 2,
     "limits": 3,
     "traffic": 3,
-    "twin": 4,
-    "plan": 4,
-    "fidelity": 4,
-    "compare": 5,
-    "ops": 5,
-    "report": 6,
-    "app": 7,
-    "cli": 8,
+    "servers": 4,
+    "twin": 5,
+    "plan": 5,
+    "fidelity": 5,
+    "compare": 6,
+    "ops": 6,
+    "report": 7,
+    "app": 8,
+    "cli": 9,
 }
 
 

@@ -666,8 +666,8 @@ def plan(limits_doc: Doc, traffic: Any, trace: RequestTrace | None = None, *, ti
     unjudged = no_limit_reason(limits_doc, run)
     if unjudged is not None:
         return unjudged
-    from bearing_lib.ops.kv_check import kv_gauge
     from bearing_lib.plan.capacity_plan import CapacityPlan, PlanOptions
+    from bearing_lib.servers.kv_check import kv_gauge
 
     options = PlanOptions(tier=tier, run=run or None, model=memory_preset or None, served_model=model or None,
                           gpu_mem_gib=gpu_mem_gib or None,

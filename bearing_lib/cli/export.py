@@ -151,8 +151,8 @@ def bottleneck_cmd(
 
         from bearing_lib.common.errors import ParameterError
         from bearing_lib.loaders import load, load_trace
-        from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
-        from bearing_lib.ops.metrics import align_to_steps, step_signals, step_windows
+        from bearing_lib.servers.bottleneck import bottleneck_at_limit, find_limit_step
+        from bearing_lib.servers.metrics import align_to_steps, step_signals, step_windows
 
         ds = load(metrics, format=fmt)
         if ds.kind != "metrics":

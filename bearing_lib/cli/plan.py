@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
             gauge = None
             if server_metrics is not None:
                 from bearing_lib.loaders import load
-                from bearing_lib.ops.kv_check import kv_gauge
+                from bearing_lib.servers.kv_check import kv_gauge
 
                 metrics = load(server_metrics, format=metrics_format)
                 if metrics.kind != "metrics":

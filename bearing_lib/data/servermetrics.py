@@ -9,7 +9,7 @@ inference-perf's per-stage summaries of the same. One row per
 sample (or per window statistic), columns:
 
 - ``run_id`` (String), ``step`` (Int64; the load step when the file says so, e.g. an
-  inference-perf stage, else null until :func:`bearing_lib.ops.metrics.align_to_steps`
+  inference-perf stage, else null until :func:`bearing_lib.servers.metrics.align_to_steps`
   assigns one by time);
 - ``time_s`` (Float64; sample time in epoch seconds, or seconds from the file's own origin;
   null for a window statistic that has no instant);

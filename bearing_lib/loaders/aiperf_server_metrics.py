@@ -13,7 +13,7 @@ per folder ordered by the offered load of its profiling phase, ``input_config.ph
 per-request sweep is: step *k* of both is the same run). Names map to signals through
 :data:`bearing_lib.data.servermetrics.METRIC_NAMES` (vLLM, llama.cpp, SGLang, TGI, DCGM):
 gauges as window statistics (``mean``, ``median``, ``p90``, ``p99``, ``max``), a counter's
-``total`` as the stat ``increase`` (what :func:`~bearing_lib.ops.metrics.step_signals`
+``total`` as the stat ``increase`` (what :func:`~bearing_lib.servers.metrics.step_signals`
 reports as the step's increase). The GPU telemetry AIPerf wrote in the same artefact folder
 (``telemetry_data`` of ``profile_export_aiperf.json``, else ``*gpu_telemetry.jsonl``) joins each
 step (:mod:`bearing_lib.loaders.gpu_telemetry`).

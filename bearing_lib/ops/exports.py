@@ -262,7 +262,8 @@ class ExportTarget:
     schedule: Any = None
     """A :class:`~bearing_lib.ops.schedule.DailySchedule` (``--profile``): KEDA cron triggers per UTC hour slot."""
     binding: Any = None
-    """A :class:`~bearing_lib.ops.binding.BindingTrigger` (``--server-metrics``): scale on the binding signal too."""
+    """A :class:`~bearing_lib.servers.binding.BindingTrigger` (``--server-metrics``): scale on the binding signal
+    too."""
 
     @property
     def matchers(self) -> str:

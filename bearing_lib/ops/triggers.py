@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from bearing_lib.common.errors import BearingError
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.unavailable import Unavailable
-from bearing_lib.ops.binding import BindingTrigger
 from bearing_lib.ops.schedule import DailySchedule, daily_schedule
+from bearing_lib.servers.binding import BindingTrigger
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -96,9 +96,9 @@ def binding_part(metrics: Any, limits: LimitsResult | None, *, metrics_path: str
     raises a run or mix that cannot be chosen instead of saying it."""
     if metrics is None:
         return NotAvailable("no server metrics given: the autoscalers scale on the request rate only")
-    from bearing_lib.ops.binding import binding_trigger
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit, find_limit_step
-    from bearing_lib.ops.metrics import step_signals
+    from bearing_lib.servers.binding import binding_trigger
+    from bearing_lib.servers.bottleneck import bottleneck_at_limit, find_limit_step
+    from bearing_lib.servers.metrics import step_signals
 
     try:
         found = find_limit_step(limits, run_id=run, metrics_path=metrics_path,

@@ -85,7 +85,6 @@ from bearing_lib.plan.memory import (
     DEFAULT_MARGIN,
     ConcurrencyAtLimit,
     GpuNeed,
-    KvGauge,
     MemoryPlan,
     ModelPreset,
     SeqLenStats,
@@ -98,6 +97,7 @@ from bearing_lib.plan.memory import (
 )
 from bearing_lib.plan.scorecards import Scorecards, checklist, scorecard
 from bearing_lib.plan.tenants import Tenants, tenant_labels, tenant_quotas
+from bearing_lib.servers.kv_check import KvGauge
 
 SCHEMA = "bearing.plan/1"
 """Version 1 adds the ``schema`` key; plan files written before it (no ``schema``) read the same."""
@@ -522,7 +522,7 @@ class CapacityPlan:
         may also be given as a keyword (``tier="critical"``), which replaces the one in ``options``.
         ``trace`` (a RequestTrace) supplies the per-minute series and sequence lengths when the
         profile does not; ``kv_gauge`` what the engine reported about its KV cache
-        (``bearing_lib.ops.kv_check.kv_gauge`` of server metrics) for the KV check.
+        (``bearing_lib.servers.kv_check.kv_gauge`` of server metrics) for the KV check.
         """
         opt = PlanOptions.of(options, changes)
         tier = opt.tier_bands

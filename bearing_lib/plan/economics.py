@@ -60,8 +60,9 @@ from bearing_lib.plan.interval import (
     scaled,
 )
 from bearing_lib.plan.jsonform import STRICT, available, section, to_json
-from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, kv_metrics_check
+from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
 from bearing_lib.plan.scorecards import ScoreRow
+from bearing_lib.servers.kv_check import KvGauge
 from bearing_lib.traffic.targets import MIN_FORECAST_DAYS, TrendForecast, daily_peaks, trend_forecast
 
 HOURS_PER_MONTH = 730.0
@@ -721,7 +722,7 @@ def plan_economics(
     with the production mean tokens, per mix at its Q_ult and Q_ult / design FOS with that
     mix's mean tokens; money with ``price_per_hour`` (:func:`money_for`); the staged plan
     (:func:`staged_for`) with the profile's forecast when it spans >= 28 complete days, in failure-domain
-    units with ``domains``; with ``kv_gauge`` (what the engine reported, ``bearing_lib.ops.kv_check.kv_gauge``)
+    units with ``domains``; with ``kv_gauge`` (what the engine reported, ``bearing_lib.servers.kv_check.kv_gauge``)
     the memory section's KV arithmetic checked against the engine's gauge
     (:func:`bearing_lib.plan.memory.kv_metrics_check`). A bound on the limit is said in each part.
     ``current_peak`` (the plan's :class:`~bearing_lib.plan.fos.Target`) gives the staged plan its current

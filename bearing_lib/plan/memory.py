@@ -40,6 +40,7 @@ from bearing_lib.common.errors import InsufficientDataError, ParameterError
 from bearing_lib.common.quantiles import QUANTILE_METHOD
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.plan.jsonform import STRICT, to_json
+from bearing_lib.servers.kv_check import KvGauge
 from bearing_lib.traffic.seqlen import seq_len_distribution
 
 if TYPE_CHECKING:
@@ -718,19 +719,6 @@ def memory_plan(
 
 # --------------------------------------------------------------------------- KV check against the engine
 @dataclass(frozen=True)
-class KvGauge:
-    """What the engine reported about its KV cache during the load test, as the KV check needs it: the pool
-    (``num_gpu_blocks`` × ``block_size`` tokens, vLLM's ``cache_config_info``; ``pool_reason`` says why it is
-    unknown) and, per load step, the means of its signals (``requests_running``, ``kv_cache_usage``,
-    ``prefix_cache_hit_rate``). Built from server metrics by ``bearing_lib.ops.kv_check.kv_gauge``."""
-
-    num_gpu_blocks: int | None
-    block_size: int | None
-    step_means: dict[int, dict[str, float]]
-    pool_reason: str | None = None
-
-
-@dataclass(frozen=True)
 class KvMetricsCheck:
     """Predicted against measured KV-cache usage in one step (the plan's ``economics.kv_metrics_check``).
 
@@ -831,7 +819,6 @@ def kv_metrics_check(
 __all__ = [
     "ConcurrencyAtLimit",
     "GpuNeed",
-    "KvGauge",
     "MODEL_ALIASES",
     "ModelChoice",
     "KvMetricsCheck",

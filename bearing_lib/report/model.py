@@ -32,7 +32,6 @@ from bearing_lib.fidelity.result import Fidelity
 from bearing_lib.limits.result import FollowUpSummary, LimitsResult, MixLimit, Skipped
 from bearing_lib.limits.sla import Clause
 from bearing_lib.ops.export_report import ExportsReport
-from bearing_lib.ops.limit_bottlenecks import LimitBottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
@@ -48,6 +47,7 @@ from bearing_lib.report.identity import ReportIdentity
 from bearing_lib.report.plan_section import ProductionSource, production_source
 from bearing_lib.report.summary import IDENTITY_KEYS, SUMMARY_SCHEMA, ReportSummary, SummaryLimit
 from bearing_lib.report.templating import summary_block_html
+from bearing_lib.servers.limit_bottlenecks import LimitBottlenecks
 from bearing_lib.traffic.document import TrafficProfile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -387,7 +387,7 @@ class Flag:
 class OpsSection:
     """Bottleneck at the limit, exported settings, tokens and money (``model.ops.data``; built by
     :func:`bearing_lib.report.ops_section.ops_section`), each typed: the bottleneck per mix
-    (:class:`~bearing_lib.ops.limit_bottlenecks.LimitBottlenecks`), the exported files
+    (:class:`~bearing_lib.servers.limit_bottlenecks.LimitBottlenecks`), the exported files
     (:class:`~bearing_lib.ops.export_report.ExportsReport`) and the plan's economics (:class:`PlanEconomics`, or
     None without one)."""
 

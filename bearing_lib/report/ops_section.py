@@ -2,7 +2,7 @@
 
 Three parts, each said when it cannot be given (never a made-up number):
 
-* **bottleneck at the limit, per mix** (:mod:`bearing_lib.ops.bottleneck`'s documented rules)
+* **bottleneck at the limit, per mix** (:mod:`bearing_lib.servers.bottleneck`'s documented rules)
   from the server metrics given with the report parameter ``server_metrics`` (a folder of
   inference-perf per-stage Prometheus reports, or any metrics input whose samples carry
   their load step); the limit step of a mix is its first failing step in the limits JSON,
@@ -19,7 +19,7 @@ Three parts, each said when it cannot be given (never a made-up number):
 * **tokens and money, staged plan, KV check**: the plan's ``economics`` section
   (:class:`~bearing_lib.plan.economics.PlanEconomics`), shown as it is.
 
-Each part is typed (:class:`~bearing_lib.ops.limit_bottlenecks.LimitBottlenecks`,
+Each part is typed (:class:`~bearing_lib.servers.limit_bottlenecks.LimitBottlenecks`,
 :class:`~bearing_lib.ops.export_report.ExportsReport`, :class:`~bearing_lib.plan.economics.PlanEconomics`); the
 JSON documents (plan, limits, profile) are validated once where they enter, in :func:`ops_section`.
 :func:`ops_section` returns the :class:`~bearing_lib.report.model.Section` the report model
@@ -37,10 +37,10 @@ from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.files import jsonable, write_text_atomic
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.ops.export_report import ExportedFile, ExportsReport, export_report
-from bearing_lib.ops.limit_bottlenecks import HOW_TO_GIVE_METRICS, LimitBottlenecks, limit_bottlenecks
 from bearing_lib.ops.triggers import ScalingTriggers, scaling_triggers
 from bearing_lib.report.model import OpsSection, Section
 from bearing_lib.report.paths import portable, portable_path
+from bearing_lib.servers.limit_bottlenecks import HOW_TO_GIVE_METRICS, LimitBottlenecks, limit_bottlenecks
 from bearing_lib.traffic.document import TrafficProfile
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,14 +55,14 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
     """The server metrics at ``path`` (``None`` for an empty path). A folder that is detected as
     inference-perf lifecycle reports is read as its per-stage Prometheus reports. With ``trace``
     (the load test's per-request trace) timed samples are put in the step whose window holds
-    them (:func:`bearing_lib.ops.metrics.align_to_steps`; ``offset_s`` is added to the trace's times)."""
+    them (:func:`bearing_lib.servers.metrics.align_to_steps`; ``offset_s`` is added to the trace's times)."""
     if not str(path):
         return None
     from bearing_lib.loaders import load
 
     if str(trace):
         from bearing_lib.loaders import load_trace
-        from bearing_lib.ops.metrics import align_to_steps, step_windows
+        from bearing_lib.servers.metrics import align_to_steps, step_windows
 
         return align_to_steps(load_metrics(path, metrics_format), step_windows(load_trace(trace), offset_s=offset_s))
 
@@ -78,7 +78,7 @@ def load_metrics(path: str | Path, metrics_format: str = "", *, trace: str | Pat
 def bottleneck_part(metrics: Any, limits: LimitsResult | dict[str, Any] | None, *, metrics_path: str = "",
                     run: str | None = None) -> LimitBottlenecks:
     """Per mix: the limit step and the resource that binds there, or why none is named
-    (:func:`bearing_lib.ops.limit_bottlenecks.limit_bottlenecks`; a limits JSON document is validated once)."""
+    (:func:`bearing_lib.servers.limit_bottlenecks.limit_bottlenecks`; a limits JSON document is validated once)."""
     from bearing_lib.limits.result import LimitsResult
 
     return limit_bottlenecks(metrics, LimitsResult.coerce(limits, source="limits JSON"), metrics_path=metrics_path,

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from bearing_lib.cli.main import app
 from bearing_lib.common.errors import BadValueError, InputError, SchemaError
 from bearing_lib.loaders import load
-from bearing_lib.ops.metrics import step_signals
+from bearing_lib.servers.metrics import step_signals
 
 GENAI = "loadtests/genai-perf/wellflat-k8s-dev/v_2025-09-30_e17e8f5_with_telemetry/profile_export_genai_perf.json"
 AIPERF = "loadtests/aiperf/wellflat-k8s-dev/profile_export_aiperf.json"

@@ -21,13 +21,13 @@ from bearing_lib.cli.main import app
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
-from bearing_lib.ops.kv_check import kv_gauge
 from bearing_lib.plan.capacity import InstancePlan
 from bearing_lib.plan.capacity_plan import CapacityPlan
 from bearing_lib.plan.economics import WEEK_S, Money, plan_economics, weekly_peaks
 from bearing_lib.plan.fos import get_tier
 from bearing_lib.plan.inputs import profile_input_from_dict
 from bearing_lib.plan.memory import KvMetricsCheck, kv_metrics_check
+from bearing_lib.servers.kv_check import kv_gauge
 from tests.factories import provenance
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "plan"

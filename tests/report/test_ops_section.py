@@ -281,9 +281,9 @@ def _scrapes_and_trace(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_timed_scrapes_are_put_in_the_load_tests_steps_for_the_bottleneck_and_the_kv_check(tmp_path):
-    from bearing_lib.ops.kv_check import kv_gauge
     from bearing_lib.plan.memory import kv_metrics_check
     from bearing_lib.report.ops_section import bottleneck_part
+    from bearing_lib.servers.kv_check import kv_gauge
 
     series, trace = _scrapes_and_trace(tmp_path)
     metrics = load_metrics(str(series), trace=str(trace))
@@ -354,7 +354,7 @@ def test_bottleneck_at_limit_picks_the_run_or_names_the_runs():
     import polars as pl
 
     from bearing_lib.common.errors import ParameterError
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit
+    from bearing_lib.servers.bottleneck import bottleneck_at_limit
 
     def rows(run: str, kv_at_2: float) -> list[dict]:
         return [{"run_id": run, "step": s, "signal": "kv_cache_usage", "mean": v, "high": v, "first": v, "last": v,

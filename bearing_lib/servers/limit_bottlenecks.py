@@ -1,13 +1,13 @@
 """The bottleneck at the limit, per mix: the limit step of each mix and the resource that binds there.
 
-One orchestration of :func:`~bearing_lib.ops.bottleneck.find_limit_step` and
-:func:`~bearing_lib.ops.bottleneck.bottleneck_at_limit` over the mixes of a limits result (the report's ops
+One orchestration of :func:`~bearing_lib.servers.bottleneck.find_limit_step` and
+:func:`~bearing_lib.servers.bottleneck.bottleneck_at_limit` over the mixes of a limits result (the report's ops
 section shows it; ``bearing bottleneck`` runs the same two for one mix). The limit step of a mix is its first
 failing step in the limits, else (inference-perf) the first stage whose achieved rate fell > 10 % short of the
 requested one; without limits, one row for the whole test.
 
 :class:`LimitBottlenecks` is the result and its JSON (``to_dict`` / ``from_dict`` at the edge); each mix is a
-:class:`LimitBottleneck` whose ``rules`` are the :class:`~bearing_lib.ops.bottleneck.Fired` rules.
+:class:`LimitBottleneck` whose ``rules`` are the :class:`~bearing_lib.servers.bottleneck.Fired` rules.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bearing_lib.common.errors import ParameterError
 from bearing_lib.common.files import jsonable
-from bearing_lib.ops.bottleneck import Fired
+from bearing_lib.servers.bottleneck import Fired
 
 if TYPE_CHECKING:  # pragma: no cover
     from bearing_lib.limits.result import LimitsResult
@@ -74,7 +74,7 @@ class LimitBottlenecks:
 
 
 def _limit_steps(limits: LimitsResult | None, metrics_path: str, fmt: str, run: str | None) -> list[LimitBottleneck]:
-    from bearing_lib.ops.bottleneck import find_limit_step
+    from bearing_lib.servers.bottleneck import find_limit_step
 
     mixes = [m for m in (limits.mixes if limits is not None else []) if not run or m.run_id in (None, run)]
     rows = []
@@ -93,8 +93,8 @@ def limit_bottlenecks(metrics: Any, limits: LimitsResult | None, *, metrics_path
     why none is named). ``metrics`` the loaded :class:`~bearing_lib.data.servermetrics.ServerMetrics` or None."""
     if metrics is None:
         return LimitBottlenecks(False, "no server metrics given", how=HOW_TO_GIVE_METRICS)
-    from bearing_lib.ops.bottleneck import bottleneck_at_limit
-    from bearing_lib.ops.metrics import step_signals
+    from bearing_lib.servers.bottleneck import bottleneck_at_limit
+    from bearing_lib.servers.metrics import step_signals
 
     table = step_signals(metrics)
     fmt = str(metrics.provenance.format)

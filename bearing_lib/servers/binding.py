@@ -1,8 +1,8 @@
 """Scaling on what binds: an autoscaler trigger on the resource the bottleneck names.
 
 For LLM serving the binding resource is often the KV cache or the engine's queue, not the request
-rate. Given the per-step server signals of the load test (``ops/metrics.step_signals``) and the
-bottleneck at the limit step (``ops/bottleneck.py``), :func:`binding_trigger` picks the signal
+rate. Given the per-step server signals of the load test (``servers/metrics.step_signals``) and the
+bottleneck at the limit step (``servers/bottleneck.py``), :func:`binding_trigger` picks the signal
 (KV-1 / KV-2: ``kv_cache_usage``; CMP-1 / CMP-2: ``requests_waiting``) and the threshold: the
 signal's ``high`` at the **last step that held the SLA** (the step before the limit step), which is
 the value at the limit's load, with the bracket up to the first failing step's value (the limit

@@ -14,20 +14,37 @@ log; 25 % by default here, since the half-output term is itself an average). Pre
 shares blocks between requests, so the engine may use less than predicted: the statement says
 so when the measured value is lower and a prefix-cache hit rate above zero was seen.
 
-The arithmetic itself (:class:`KvMetricsCheck`, :func:`check_kv_usage`,
-:func:`~bearing_lib.plan.memory.kv_metrics_check`)
+The arithmetic itself (:class:`~bearing_lib.plan.memory.KvMetricsCheck`,
+:func:`~bearing_lib.plan.memory.check_kv_usage`, :func:`~bearing_lib.plan.memory.kv_metrics_check`)
 lives in the plan (``plan/memory.py``), which must not read server metrics itself: this module
-turns server metrics into what the check needs (:func:`kv_gauge`: the pool and the step means)
-and the caller hands that to the plan (``CapacityPlan.build(kv_gauge=...)``).
+turns server metrics into what the check needs (:class:`KvGauge`, built by :func:`kv_gauge`: the
+pool and the step means) and the caller hands that to the plan (``CapacityPlan.build(kv_gauge=...)``).
+The servers wing stands below the plan, so the plan imports :class:`KvGauge` from here, never the
+other way round.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import polars as pl
 
 from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.data.servermetrics import ServerMetrics
-from bearing_lib.plan.memory import KvGauge, KvMetricsCheck, check_kv_usage
+
+
+@dataclass(frozen=True)
+class KvGauge:
+    """What the engine reported about its KV cache during the load test, as the KV check needs it: the pool
+    (``num_gpu_blocks`` × ``block_size`` tokens, vLLM's ``cache_config_info``; ``pool_reason`` says why it is
+    unknown) and, per load step, the means of its signals (``requests_running``, ``kv_cache_usage``,
+    ``prefix_cache_hit_rate``). Built from server metrics by :func:`kv_gauge`; read by the plan's KV check
+    (:func:`bearing_lib.plan.memory.kv_metrics_check`)."""
+
+    num_gpu_blocks: int | None
+    block_size: int | None
+    step_means: dict[int, dict[str, float]]
+    pool_reason: str | None = None
 
 
 def kv_pool(metrics: ServerMetrics) -> tuple[int, int]:
@@ -46,9 +63,9 @@ def kv_pool(metrics: ServerMetrics) -> tuple[int, int]:
 
 def kv_gauge(metrics: ServerMetrics) -> KvGauge:
     """What the engine reported about its KV cache, for the plan's KV check: the pool (:func:`kv_pool`; the
-    reason when it is unknown) and each step's mean of every signal (:func:`bearing_lib.ops.metrics.step_signals`).
+    reason when it is unknown) and each step's mean of every signal (:func:`bearing_lib.servers.metrics.step_signals`).
     ``metrics`` must have steps (aligned, or per-stage reports)."""
-    from bearing_lib.ops.metrics import step_signals
+    from bearing_lib.servers.metrics import step_signals
 
     try:
         blocks, block_size, why = *kv_pool(metrics), None
@@ -60,4 +77,4 @@ def kv_gauge(metrics: ServerMetrics) -> KvGauge:
     return KvGauge(blocks, block_size, by_step, why)
 
 
-__all__ = ["KvGauge", "KvMetricsCheck", "check_kv_usage", "kv_gauge", "kv_pool"]
+__all__ = ["KvGauge", "kv_gauge", "kv_pool"]

@@ -1,6 +1,6 @@
 """Which resource binds at the limit: documented rules over the per-step server signals.
 
-The rules read :func:`bearing_lib.ops.metrics.step_signals` at the *limit step* (the first
+The rules read :func:`bearing_lib.servers.metrics.step_signals` at the *limit step* (the first
 step past the limit: the first failing step of the limits JSON, or the first saturated
 stage) and at the step before it. They are tried in this order; every rule that fires is
 reported with its evidence, and the first one names the bottleneck:
@@ -275,7 +275,7 @@ def find_limit_step(limits: LimitsResult | None, *, run_id: str | None = None,
 
 def bottleneck_at_limit(table: pl.DataFrame, *, limit_step: int | None, run_id: str | None = None,
                         metrics: ServerMetrics | None = None) -> Bottleneck:
-    """The bottleneck at ``limit_step`` of the per-step signals ``table`` (:func:`~bearing_lib.ops.metrics.
+    """The bottleneck at ``limit_step`` of the per-step signals ``table`` (:func:`~bearing_lib.servers.metrics.
     step_signals`): the one run the metrics hold, else the run ``run_id``; raises :class:`ParameterError`
     naming the runs when the metrics hold several and none is ``run_id``. Used by ``bearing bottleneck``
     and the report's ops section alike. ``metrics`` (the table's source) lets an empty table say why

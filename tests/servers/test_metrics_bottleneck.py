@@ -17,8 +17,8 @@ from bearing_lib.common.errors import InputError, ParameterError, SchemaError
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.servermetrics import ServerMetrics, conform_metrics
 from bearing_lib.loaders import load
-from bearing_lib.ops.bottleneck import first_failing_step, first_saturated_step, name_bottleneck
-from bearing_lib.ops.metrics import align_to_steps, step_signals, step_windows
+from bearing_lib.servers.bottleneck import first_failing_step, first_saturated_step, name_bottleneck
+from bearing_lib.servers.metrics import align_to_steps, step_signals, step_windows
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KUBECON_VLLM = FIXTURES / "inference-perf" / "k8s-sigs-kubecon-na-2025" / "vllm"
@@ -191,7 +191,8 @@ def test_kubecon_v0_engine_kv_cache_stays_low_at_its_limit(shared_data):
 
 
 def test_kv_check_against_the_engine_gauge():
-    from bearing_lib.ops.kv_check import check_kv_usage, kv_pool
+    from bearing_lib.plan.memory import check_kv_usage
+    from bearing_lib.servers.kv_check import kv_pool
 
     # 8 running × ceil((200 + 64/2) / 16) = ceil(14.5) = 15 blocks → 120 of 1,000 blocks = 0.12
     c = check_kv_usage(requests_running=8, input_tokens=200, output_tokens=64, num_gpu_blocks=1000, block_size=16,
