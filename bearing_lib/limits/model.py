@@ -37,7 +37,7 @@ The model, per clause (``docs/limits.md``, "The estimator"):
 Every step that has evidence contributes its counts, however few (a 2-request step adds a little;
 a step with no request adds nothing). A hand-written grid rather than a sampler (PyMC, emcee):
 four parameters, ten steps, a deterministic answer in milliseconds, no extra dependency; the
-beta-binomial is ``scipy.stats.betabinom``'s log-pmf written with ``scipy.special.betaln`` so it
+beta-binomial is ``scipy.stats.betabinom``'s log-pmf written with ``scipy.special.gammaln`` so it
 broadcasts over the grid (the same formula).
 """
 
@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betainc, betaln, expit, logit
+from scipy.special import betainc, expit, gammaln, logit
 
 ESTIMATOR = "exceedance model (beta-binomial bad share, logistic in log load; Bayesian grid)"
 INTERVAL = ("95% credible interval of the crossing: posterior over crossing, steepness, step-to-step "
@@ -235,10 +235,17 @@ def _loglik_exact(n: float, k: float, mu: np.ndarray, conc: np.ndarray) -> np.nd
         m = mu_b[:, :, inf]
         out[:, :, inf] = k * np.log(m) + (n - k) * np.log1p(-m)
     if (~inf).any():
-        m = mu_b[:, :, ~inf]
-        c = np.broadcast_to(conc, out.shape)[:, :, ~inf]
-        a, b = m * c, (1 - m) * c
-        out[:, :, ~inf] = betaln(k + a, n - k + b) - betaln(a, b)
+        # betaln(k + a, n - k + b) - betaln(a, b) with a + b = c, written as three log-gamma differences: the
+        # last depends on c alone, the first vanishes when k = 0 (most steps below the limit) and the second when
+        # k = n; two to four gammaln per cell instead of betaln's six (same value to ~1e-11 in the log-likelihood)
+        c = np.asarray(conc, float).ravel()[~inf].reshape((1, 1, -1) + (1,) * (mu.ndim - 3))
+        a, b = mu * c, (1 - mu) * c
+        r = gammaln(c) - gammaln(n + c)
+        if k > 0:
+            r = r + (gammaln(k + a) - gammaln(a))
+        if n - k > 0:
+            r = r + (gammaln(n - k + b) - gammaln(b))
+        out[:, :, ~inf] = r
     return out
 
 
