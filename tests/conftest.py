@@ -72,6 +72,17 @@ class BearingRuns:
                                             text=True, env=env, cwd=ROOT, timeout=timeout)
         return self.done[key]
 
+    def run_all(self, commands: list[tuple[str, ...]], workers: int = 2) -> list[subprocess.CompletedProcess]:
+        """:meth:`run` for independent command lines, ``workers`` at a time (each is a separate ``bearing``
+        process: the machine's two cores both work while a report's notebook kernels start or wait). The
+        results come back in the order given; a command line already run is not run again."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        todo = list(dict.fromkeys(tuple(str(a) for a in c) for c in commands))
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, os.cpu_count() or 1))) as pool:
+            list(pool.map(lambda key: self.run(*key), todo))
+        return [self.run(*c) for c in commands]
+
     def demo(self) -> tuple[subprocess.CompletedProcess, Path]:
         """``bearing report --demo`` (the bundled real data, 200 resamples) as a user runs it, built once for the
         session: the demo's values (tests/report/test_demo.py) and its look in Chromium (test_browser.py) read the

@@ -120,18 +120,17 @@ def build_matrix(runs, root: Path) -> dict[tuple[str, str], Cell]:
             pytest.fail(f"{ENV}={root} is set but {rel} is missing there")
     work = runs.work / "matrix"
     work.mkdir(exist_ok=True)
-    limits: dict[str, Path] = {}
-    for key, lt in ALL_TESTS.items():
-        if lt.refusal:
-            continue
-        out = work / f"limits-{key}.json"
-        r = runs.run("limits", str(root / "loadtests" / lt.path), "--sla", lt.sla, "--n-boot", "200",
-                     "--json", str(out))
+    # three stages, each run two bearing processes at a time (BearingRuns.run_all): the limits, then the reports on
+    # the Azure trace, then the others (each reads its load test's Azure report as "what changed"'s previous one)
+    limits = {key: work / f"limits-{key}.json" for key, lt in ALL_TESTS.items() if not lt.refusal}
+    done = runs.run_all([("limits", str(root / "loadtests" / ALL_TESTS[key].path), "--sla", ALL_TESTS[key].sla,
+                          "--n-boot", "200", "--json", str(out)) for key, out in limits.items()])
+    for key, r in zip(limits, done, strict=True):
         assert r.returncode == 0, (key, r.stdout[-2000:], r.stderr[-2000:])
-        limits[key] = out
     cells: dict[tuple[str, str], Cell] = {}
     reports = work / "reports"
-    for lt_key, tr_key in CELLS:
+
+    def command(lt_key: str, tr_key: str) -> tuple[str, ...]:
         lt = ALL_TESTS[lt_key]
         args = ["report", "--name", f"{lt_key}-{tr_key}", "--reports-dir", str(reports),
                 "-p", "production_trace", str(root / "traces" / TRACES[tr_key]), "-p", "n_boot", "200"]
@@ -144,12 +143,16 @@ def build_matrix(runs, root: Path) -> dict[tuple[str, str], Cell]:
         if tr_key != "azure" and (lt_key, "azure") in cells and cells[(lt_key, "azure")].directory is not None:
             # "what changed" against the same load test's report on another trace
             args += ["-p", "previous_summary", str(cells[(lt_key, "azure")].directory / "summary.json")]
-        r = runs.run(*args)
-        cell = Cell(lt_key, tr_key, r.returncode, r.stdout, r.stderr)
-        if r.returncode == 0:
-            cell.directory = reports / f"{lt_key}-{tr_key}"
-            cell.summary = json.loads((cell.directory / "summary.json").read_text())
-        cells[(lt_key, tr_key)] = cell
+        return tuple(args)
+
+    for stage in ([c for c in CELLS if c[1] == "azure"], [c for c in CELLS if c[1] != "azure"]):
+        for (lt_key, tr_key), r in zip(stage, runs.run_all([command(*c) for c in stage]), strict=True):
+            cell = Cell(lt_key, tr_key, r.returncode, r.stdout, r.stderr)
+            if r.returncode == 0:
+                cell.directory = reports / f"{lt_key}-{tr_key}"
+                cell.summary = json.loads((cell.directory / "summary.json").read_text())
+            cells[(lt_key, tr_key)] = cell
+    return {c: cells[c] for c in CELLS}
     return cells
 
 
