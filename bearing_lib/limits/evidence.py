@@ -27,6 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
+from bearing_lib.limits.bootstrap import block_sums
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
@@ -111,6 +112,43 @@ def design_effect(share_reps: np.ndarray | None, k: float, n: float) -> float:
     return float(min(max(float(np.var(r, ddof=1)) / var_bin, 1.0), n))
 
 
+OWN_TAIL = True
+"""Whether a step with no bad request takes the design effect of its own latency tail (:func:`tail_design_effect`)
+instead of borrowing the nearest failing step's (:func:`_borrowed_deff`); percentile clauses of request traces."""
+TAIL_Q = 0.9
+"""The step's own quantile whose exceedances measure how its tail clusters in time (10 % of its requests)."""
+
+
+def tail_design_effect(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, n_blocks: int,
+                       q: float | None = None) -> float | None:
+    """The block-bootstrap design effect (:func:`design_effect`) of the share of a step's values above the step's
+    own ``q`` quantile (default :data:`TAIL_Q`; linear interpolation).
+
+    A step with no request past the SLA's threshold cannot show how its slow requests cluster, but its own tail
+    can: requests above the step's P90 come in the same queue episodes, only smaller ones. ``w`` and ``blocks`` are
+    the step's resampling (``limits.bootstrap``). None with too few values for a tail (fewer than 20 above it).
+    """
+    v = np.asarray(values, float)
+    if v.size < 2:
+        return None
+    thr = float(np.quantile(v, TAIL_Q if q is None else q, method="linear"))
+    hit = (v > thr).astype(float)
+    return tail_design_effect_of_blocks(w, block_sums(blocks, hit, n_blocks),
+                                        np.bincount(blocks, minlength=n_blocks).astype(float))
+
+
+def tail_design_effect_of_blocks(w: np.ndarray, hits: np.ndarray, n: np.ndarray) -> float | None:
+    """:func:`tail_design_effect` from per-block counts: ``hits`` of the tail among ``n`` values per block (an
+    engine's per-block histograms give them, ``limits.stepstats``). None below 20 tail values or without a rest."""
+    k, total = float(np.sum(hits)), float(np.sum(n))
+    if k < 20 or k >= total:
+        return None
+    num, den = w @ hits, w @ n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = np.where(den > 0, num / den, np.nan)
+    return design_effect(reps, k, total)
+
+
 BORROW = "above"
 EPISODE_TAUS = 0.0
 """Off (measured, not adopted; docs/limits.md): a cap of a step's effective count at ``duration / (EPISODE_TAUS ·
@@ -155,6 +193,8 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                     deff = design_effect(share, k, n)
             raw.append((j, n, k, deff))
         for j, n, k, deff in raw:
+            if deff is None and OWN_TAIL and k <= 0 and reps is not None:
+                deff = reps.tail_deff(int(j.row.step), i)
             if deff is None:
                 deff = _borrowed_deff(float(j.x), k <= 0, [(float(o.x), d) for o, _, _, d in raw if d is not None])
             row = j.row
@@ -230,4 +270,5 @@ def table_evidence(steps: Sequence[_Judged], clauses: Sequence[Clause]) -> tuple
     return out, assumed
 
 
-__all__ = ["DESIGN_EFFECT", "SETTLE_TIMES", "design_effect", "settle_share", "table_evidence", "trace_evidence"]
+__all__ = ["DESIGN_EFFECT", "SETTLE_TIMES", "design_effect", "settle_share", "table_evidence", "tail_design_effect",
+           "tail_design_effect_of_blocks", "trace_evidence"]

@@ -1174,11 +1174,14 @@ def _replicates(
             b = blocks[sel]
             margins: list[np.ndarray] = []
             shares: list[np.ndarray] = []
+            tails: list[float | None] = []
             for i, c in enumerate(sla.clauses):
+                tails.append(None)
                 if c.kind == "percentile":
                     vals = part[c.metric].to_numpy()[sel]
                     keep = ok[sel] & ~np.isnan(vals)
                     v = bs.boot_quantile(wts, b[keep], vals[keep], c.q, nb)
+                    tails[-1] = ev_mod.tail_design_effect(wts, b[keep], vals[keep], nb)
                 elif c.kind == "error_rate":
                     kn = known[sel]
                     v = bs.boot_rate(wts, b[kn], failed[sel][kn].astype(float), nb)
@@ -1189,7 +1192,7 @@ def _replicates(
                 # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
                 shares.append(pooled.share_to_margin(
                     c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb)))
-            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares))))
+            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares), tuple(tails))))
     return TraceReplicates.collect(out)
 
 

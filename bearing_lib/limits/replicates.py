@@ -30,11 +30,18 @@ class StepReplicates:
 
     margins: tuple[np.ndarray, ...]
     pooled: tuple[np.ndarray, ...]
+    tail_deffs: tuple[float | None, ...] = ()
+    """Per clause, the design effect of the step's own latency tail (``limits.evidence.tail_design_effect``): a
+    percentile clause's share above the step's own :data:`limits.evidence.TAIL_Q` quantile, which has events in
+    every step; None for other clauses. Empty when the replicates came from per-block statistics (an engine)."""
 
     def __post_init__(self) -> None:
         if len(self.margins) != len(self.pooled):
             raise ParameterError(f"StepReplicates: {len(self.margins)} clause margin(s) but {len(self.pooled)} pooled "
                              "margin(s); expected one of each per SLA clause")
+        if self.tail_deffs and len(self.tail_deffs) != len(self.margins):
+            raise ParameterError(f"StepReplicates: {len(self.tail_deffs)} tail design effect(s) for "
+                                 f"{len(self.margins)} clause(s); expected one per SLA clause, or none")
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +60,12 @@ class ReplicateTable:
         the step was not resampled."""
         st = self.steps.get(int(step))
         return None if st is None else st.pooled[clause]
+
+    def tail_deff(self, step: int, clause: int) -> float | None:
+        """The design effect of clause ``clause``'s own latency tail in ``step`` (:attr:`StepReplicates.tail_deffs`);
+        None when the step was not resampled or has none."""
+        st = self.steps.get(int(step))
+        return None if st is None or not st.tail_deffs else st.tail_deffs[clause]
 
     def share(self, step: int, clause: int, allowed: float) -> np.ndarray | None:
         """Clause ``clause``'s bad share in each resample of ``step`` (its pooled margin turned back with the

@@ -158,9 +158,6 @@ class StepSettlings:
         """The settling tests of the steps of ``mix`` in ``run`` by step, or None when none was made."""
         return self.by_group.get((str(run), str(mix)))
 
-    def __len__(self) -> int:
-        return len(self.by_group)
-
 
 def settling_by_step(trace: RequestTrace, mixes: MixSpec | None, sla: SLA, metric: str) -> StepSettlings:
     """The settling test of every step of a trace with per-request times, by (run, mix) and step.

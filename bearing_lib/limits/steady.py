@@ -85,9 +85,6 @@ class StepWarmups:
         """The warm-up of ``step`` of ``run``, or None when the step has none."""
         return self.by_step.get((str(run), int(step)))  # type: ignore[call-overload]
 
-    def __len__(self) -> int:
-        return len(self.by_step)
-
 
 def mser_by_step(steady: pl.DataFrame | pl.LazyFrame, metric: str) -> StepWarmups:
     """Per (run, step): MSER-5 on the step's ``metric`` in start order (:class:`Mser5`).

@@ -47,6 +47,7 @@ from bearing_lib.data.mixes import OTHER, MixSpec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace
 from bearing_lib.limits import bootstrap as bs
+from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import pooled
 from bearing_lib.limits.curves import (
     METRICS,
@@ -383,9 +384,12 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
             hf = hist_by.get(gid)
             margins: list[np.ndarray] = []
             shares: list[np.ndarray] = []
+            tails: list[float | None] = []
             for i, c in enumerate(sla.clauses):
+                tails.append(None)
                 if c.kind == "percentile":
                     v = _boot_hist_quantile(wts, hf, METRICS.index(c.metric), c.q, nb)
+                    tails[-1] = _hist_tail_deff(wts, hf, METRICS.index(c.metric), nb)
                 elif c.kind == "error_rate":
                     v = rate(wts, per_block(f, "n_failed"), per_block(f, "n_known"))
                 else:
@@ -393,8 +397,29 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
                 margins.append(c.observed_to_margin(v))
                 shares.append(pooled.share_to_margin(
                     c, rate(wts, per_block(f, f"_pk_{i}"), per_block(f, f"_pn_{i}"))))
-            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares))))
+            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares), tuple(tails))))
     return TraceReplicates.collect(out)
+
+
+def _hist_tail_deff(w: np.ndarray, hf: pl.DataFrame | None, mi: int, nb: int) -> float | None:
+    """``limits.evidence.tail_design_effect`` from the per-block histograms: the tail is every bin above the one
+    that holds the step's own :data:`limits.evidence.TAIL_Q` quantile (so within the histogram's resolution of the
+    in-memory path's tail)."""
+    if hf is None:
+        return None
+    f = hf.filter(pl.col("_m") == mi)
+    if f.height == 0:
+        return None
+    bins, inv = np.unique(f["_bin"].to_numpy(), return_inverse=True)
+    cnt = np.zeros((nb, bins.size))
+    np.add.at(cnt, (f["_block"].to_numpy(), inv), f["count"].to_numpy().astype(np.float64))
+    cum = np.cumsum(cnt.sum(axis=0))
+    n = cum[-1]
+    if n < 2:
+        return None
+    rank = (n - 1.0) * ev_mod.TAIL_Q  # the linear quantile's lower order statistic (0-based)
+    at = int(np.searchsorted(cum, rank + 1.0, side="left"))
+    return ev_mod.tail_design_effect_of_blocks(w, cnt[:, at + 1:].sum(axis=1), cnt.sum(axis=1))
 
 
 def _boot_hist_quantile(w: np.ndarray, hf: pl.DataFrame | None, mi: int, q: float, nb: int) -> np.ndarray:

@@ -256,6 +256,57 @@ def test_steps_that_cannot_show_a_design_effect_borrow_it():
     assert evs[1].k_lo == pytest.approx(100 / d_mid) and evs[2].k_lo == pytest.approx(1500 / d_mid)
 
 
+def test_own_tail_design_effect_of_clustered_and_independent_latencies():
+    # the tail above a step's own P90 (limits.evidence.tail_design_effect): latencies whose top 10 % come in runs of
+    # m = 25 consecutive requests (queue episodes) have a design effect of about m, independent ones about 1 (Kish,
+    # as test_design_effect_of_clustered_and_independent_bad_requests); 10,000 requests in 50 blocks of 200
+    from bearing_lib.limits import bootstrap as bs
+
+    n, m, nb = 10_000, 25, 50
+    rng = np.random.default_rng(3)
+    lat = rng.uniform(100.0, 200.0, n)
+    for s in rng.choice(np.arange(0, n, m), size=n // 10 // m, replace=False):
+        lat[s:s + m] = rng.uniform(1000.0, 2000.0, m)  # 1,000 slow requests in 40 episodes
+    w = bs.block_weights(nb, 2000, np.random.default_rng(0))
+    blocks = bs.row_blocks(n, nb)
+    d = ev_mod.tail_design_effect(w, blocks, lat, nb)
+    assert 0.6 * m <= d <= 1.4 * m, d
+    d1 = ev_mod.tail_design_effect(w, blocks, rng.permutation(lat), nb)
+    assert 1.0 <= d1 <= 1.6, d1
+    # fewer than 20 values above the P90: no tail to measure
+    assert ev_mod.tail_design_effect(w[:, :5], bs.row_blocks(150, 5), lat[:150], 5) is None
+
+
+def test_a_step_with_no_bad_request_takes_its_own_tail_design_effect(monkeypatch):
+    # with OWN_TAIL a step that read no slow request is deflated by its own tail's design effect (kept in its
+    # replicates), not by the failing step's above it; without a tail of its own it still borrows
+    from types import SimpleNamespace
+
+    from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.replicates import ReplicateTable, StepReplicates
+    from bearing_lib.limits.sla import parse_sla
+
+    monkeypatch.setattr(ev_mod, "OWN_TAIL", True)
+    sla = parse_sla("p99(ttft) <= 1s")
+    rng = np.random.default_rng(0)
+    bad = np.zeros(2000, bool)
+    for s in rng.choice(np.arange(0, 2000, 20), size=5, replace=False):
+        bad[s:s + 20] = True
+    reps_share = _block_share_reps(bad, 40)
+    d_mid = float(np.var(reps_share[np.isfinite(reps_share)], ddof=1) / (0.05 * 0.95 / 2000))
+    unused = (np.full(2000, np.nan),)
+    reps = ReplicateTable({0: StepReplicates(unused, (np.ones(2000),), (3.0,)),
+                           1: StepReplicates(unused, (1.0 - reps_share / 0.01,), (4.0,)),
+                           2: StepReplicates(unused, (np.ones(2000),))})
+    steps = [(0, 2.0, 1000, 0), (1, 3.0, 2000, 100), (2, 1.0, 500, 0)]
+    pool = [SimpleNamespace(x=x, row=CurveRow.of({"step": s, "_pn_0": n, "_pk_0": k, "duration_s": None,
+                                                        "t_first_s": None}))
+            for s, x, n, k in steps]
+    evs = ev_mod.trace_evidence(pool, sla.clauses, reps)["p99(ttft) <= 1s"]
+    assert [round(e.deff, 6) for e in evs] == [3.0, round(d_mid, 6), round(d_mid, 6)]
+    assert evs[0].n == pytest.approx(1000 / 3.0) and evs[2].n == pytest.approx(500 / d_mid)
+
+
 def test_model_on_an_mm1_queue_far_from_saturation_at_its_limit():
     # SYNTHETIC M/M/1, mu = 10/s, p99(latency) <= 1s: truth mu + ln(0.01) / 1 = 5.395 rps (closed form), 8 steps of
     # 120 s from 2 to 9 rps, 8 seeds. Before the design effect and the wider steepness range the model leaned low

@@ -51,6 +51,15 @@ def test_the_groups_are_keyed_by_run_and_mix_as_strings():
     assert TraceReplicates.collect([]).empty
 
 
+def test_tail_design_effects_are_one_per_clause_or_none():
+    step = StepReplicates((np.zeros(2), np.zeros(2)), (np.zeros(2), np.zeros(2)), (2.5, None))
+    table = ReplicateTable({0: step, 1: StepReplicates((np.zeros(2),), (np.zeros(2),))})
+    assert table.tail_deff(0, 0) == 2.5 and table.tail_deff(0, 1) is None
+    assert table.tail_deff(1, 0) is None and table.tail_deff(2, 0) is None  # none kept; not resampled
+    with pytest.raises(ParameterError, match="1 tail design effect"):
+        StepReplicates((np.zeros(2), np.zeros(2)), (np.zeros(2), np.zeros(2)), (2.5,))
+
+
 def _known_trace() -> pl.DataFrame:
     """Run r: step 0 has 400 short requests, all ok; step 1 has 300 short requests, all failed, and 200 long ones,
     all ok. Every successful request's TTFT is 10 ms."""
