@@ -192,6 +192,9 @@ def test_cli_limits_on_an_existing_scheduler(small, cluster, tmp_path) -> None:
     from bearing_lib.cli.main import app
 
     f, ds = small
+    # the module's cluster may have lost a worker to a heartbeat timeout on a loaded machine (seen once: 0 workers
+    # recorded while another job ran); the engine's record of its workers is what is tested, so wait for both
+    cluster.client.wait_for_workers(2, timeout=120)
     address = cluster.client.scheduler.address
     out = tmp_path / "l.json"
     res = CliRunner().invoke(app, ["limits", str(ds), "--engine", "dask", "--scheduler", address, "--sla", SLA[0],
