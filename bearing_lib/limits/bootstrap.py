@@ -39,12 +39,17 @@ def block_sums(blocks: np.ndarray, values: np.ndarray, n_blocks: int) -> np.ndar
     return np.bincount(blocks, weights=values.astype(np.float64), minlength=n_blocks)
 
 
-def boot_rate(w: np.ndarray, blocks: np.ndarray, hits: np.ndarray, n_blocks: int) -> np.ndarray:
-    """Replicates of the mean of a 0/1 array (NaN where a replicate holds no rows)."""
-    num = w @ block_sums(blocks, hits, n_blocks)
-    den = w @ np.bincount(blocks, minlength=n_blocks).astype(np.float64)
+def block_rate(w: np.ndarray, hits: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Replicates of a rate from per-block counts: ``hits`` of ``n`` per block (NaN where a replicate holds none)."""
+    num, den = w @ hits, w @ n
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, np.nan)
+
+
+def boot_rate(w: np.ndarray, blocks: np.ndarray, hits: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Replicates of the mean of a 0/1 array (NaN where a replicate holds no rows)."""
+    return block_rate(w, block_sums(blocks, hits, n_blocks),
+                      np.bincount(blocks, minlength=n_blocks).astype(np.float64))
 
 
 def boot_quantile(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, q: float, n_blocks: int) -> np.ndarray:

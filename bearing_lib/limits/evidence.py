@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from bearing_lib.limits.bootstrap import block_sums
+from bearing_lib.limits.bootstrap import block_rate, block_sums
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import QUANTILES
 from bearing_lib.limits.model import Evidence
@@ -119,10 +119,9 @@ TAIL_Q = 0.9
 """The step's own quantile whose exceedances measure how its tail clusters in time (10 % of its requests)."""
 
 
-def tail_design_effect(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, n_blocks: int,
-                       q: float | None = None) -> float | None:
+def tail_design_effect(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, n_blocks: int) -> float | None:
     """The block-bootstrap design effect (:func:`design_effect`) of the share of a step's values above the step's
-    own ``q`` quantile (default :data:`TAIL_Q`; linear interpolation).
+    own :data:`TAIL_Q` quantile (linear interpolation).
 
     A step with no request past the SLA's threshold cannot show how its slow requests cluster, but its own tail
     can: requests above the step's P90 come in the same queue episodes, only smaller ones. ``w`` and ``blocks`` are
@@ -131,8 +130,7 @@ def tail_design_effect(w: np.ndarray, blocks: np.ndarray, values: np.ndarray, n_
     v = np.asarray(values, float)
     if v.size < 2:
         return None
-    thr = float(np.quantile(v, TAIL_Q if q is None else q, method="linear"))
-    hit = (v > thr).astype(float)
+    hit = (v > float(np.quantile(v, TAIL_Q, method="linear"))).astype(float)
     return tail_design_effect_of_blocks(w, block_sums(blocks, hit, n_blocks),
                                         np.bincount(blocks, minlength=n_blocks).astype(float))
 
@@ -143,10 +141,7 @@ def tail_design_effect_of_blocks(w: np.ndarray, hits: np.ndarray, n: np.ndarray)
     k, total = float(np.sum(hits)), float(np.sum(n))
     if k < 20 or k >= total:
         return None
-    num, den = w @ hits, w @ n
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = np.where(den > 0, num / den, np.nan)
-    return design_effect(reps, k, total)
+    return design_effect(block_rate(w, hits, n), k, total)
 
 
 BORROW = "above"

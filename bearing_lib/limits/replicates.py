@@ -33,7 +33,8 @@ class StepReplicates:
     tail_deffs: tuple[float | None, ...] = ()
     """Per clause, the design effect of the step's own latency tail (``limits.evidence.tail_design_effect``): a
     percentile clause's share above the step's own :data:`limits.evidence.TAIL_Q` quantile, which has events in
-    every step; None for other clauses. Empty when the replicates came from per-block statistics (an engine)."""
+    every step; None for other clauses (an engine's per-block histograms give it within their resolution,
+    ``limits.stepstats``). Empty where no one computed it (a hand-built table)."""
 
     def __post_init__(self) -> None:
         if len(self.margins) != len(self.pooled):

@@ -369,11 +369,6 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
         np.add.at(v, f["_block"].to_numpy(), f[col].fill_null(0).to_numpy().astype(np.float64))
         return v
 
-    def rate(w: np.ndarray, hits: np.ndarray, n: np.ndarray) -> np.ndarray:
-        num, den = w @ hits, w @ n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num / den, np.nan)
-
     gens: dict[object, np.random.Generator] = {}
     for (run, step), part in counts.sort("run_id", "step").partition_by(["run_id", "step"], as_dict=True,
                                                                          maintain_order=True).items():
@@ -388,23 +383,22 @@ def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.rando
             for i, c in enumerate(sla.clauses):
                 tails.append(None)
                 if c.kind == "percentile":
-                    v = _boot_hist_quantile(wts, hf, METRICS.index(c.metric), c.q, nb)
-                    tails[-1] = _hist_tail_deff(wts, hf, METRICS.index(c.metric), nb)
+                    hist = _block_hist(hf, METRICS.index(c.metric), nb)
+                    v = _boot_hist_quantile(wts, hist, c.q)
+                    tails[-1] = _hist_tail_deff(wts, hist)
                 elif c.kind == "error_rate":
-                    v = rate(wts, per_block(f, "n_failed"), per_block(f, "n_known"))
+                    v = bs.block_rate(wts, per_block(f, "n_failed"), per_block(f, "n_known"))
                 else:
-                    v = rate(wts, per_block(f, f"_gk_{i}"), per_block(f, "n_known"))
+                    v = bs.block_rate(wts, per_block(f, f"_gk_{i}"), per_block(f, "n_known"))
                 margins.append(c.observed_to_margin(v))
                 shares.append(pooled.share_to_margin(
-                    c, rate(wts, per_block(f, f"_pk_{i}"), per_block(f, f"_pn_{i}"))))
+                    c, bs.block_rate(wts, per_block(f, f"_pk_{i}"), per_block(f, f"_pn_{i}"))))
             out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares), tuple(tails))))
     return TraceReplicates.collect(out)
 
 
-def _hist_tail_deff(w: np.ndarray, hf: pl.DataFrame | None, mi: int, nb: int) -> float | None:
-    """``limits.evidence.tail_design_effect`` from the per-block histograms: the tail is every bin above the one
-    that holds the step's own :data:`limits.evidence.TAIL_Q` quantile (so within the histogram's resolution of the
-    in-memory path's tail)."""
+def _block_hist(hf: pl.DataFrame | None, mi: int, nb: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Metric ``mi``'s histogram per block: (its bins, an ``(nb, bins)`` count matrix); None without a value."""
     if hf is None:
         return None
     f = hf.filter(pl.col("_m") == mi)
@@ -413,6 +407,16 @@ def _hist_tail_deff(w: np.ndarray, hf: pl.DataFrame | None, mi: int, nb: int) ->
     bins, inv = np.unique(f["_bin"].to_numpy(), return_inverse=True)
     cnt = np.zeros((nb, bins.size))
     np.add.at(cnt, (f["_block"].to_numpy(), inv), f["count"].to_numpy().astype(np.float64))
+    return bins, cnt
+
+
+def _hist_tail_deff(w: np.ndarray, hist: tuple[np.ndarray, np.ndarray] | None) -> float | None:
+    """``limits.evidence.tail_design_effect`` from the per-block histogram (:func:`_block_hist`): the tail is every
+    bin above the one that holds the step's own :data:`limits.evidence.TAIL_Q` quantile (so within the histogram's
+    resolution of the in-memory path's tail)."""
+    if hist is None:
+        return None
+    cnt = hist[1]
     cum = np.cumsum(cnt.sum(axis=0))
     n = cum[-1]
     if n < 2:
@@ -422,17 +426,12 @@ def _hist_tail_deff(w: np.ndarray, hf: pl.DataFrame | None, mi: int, nb: int) ->
     return ev_mod.tail_design_effect_of_blocks(w, cnt[:, at + 1:].sum(axis=1), cnt.sum(axis=1))
 
 
-def _boot_hist_quantile(w: np.ndarray, hf: pl.DataFrame | None, mi: int, q: float, nb: int) -> np.ndarray:
+def _boot_hist_quantile(w: np.ndarray, hist: tuple[np.ndarray, np.ndarray] | None, q: float) -> np.ndarray:
     """Replicates of the linear quantile of the histogram ``W @ per-block counts`` (``bootstrap.boot_quantile``'s
     order-statistic search, on bins instead of values)."""
-    if hf is None:
+    if hist is None:
         return np.full(w.shape[0], np.nan)
-    f = hf.filter(pl.col("_m") == mi)
-    if f.height == 0:
-        return np.full(w.shape[0], np.nan)
-    bins, inv = np.unique(f["_bin"].to_numpy(), return_inverse=True)
-    cnt = np.zeros((nb, bins.size))
-    np.add.at(cnt, (f["_block"].to_numpy(), inv), f["count"].to_numpy().astype(np.float64))
+    bins, cnt = hist
     c = w @ np.cumsum(cnt, axis=1)
     grid = bin_value(bins)
     big_n = c[:, -1]

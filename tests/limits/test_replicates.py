@@ -100,6 +100,38 @@ def test_replicates_of_a_trace_whose_every_request_is_known():
     assert reps.table("r", "other") is None and reps.table("s", "short") is None
 
 
+def test_engine_tail_design_effect_sees_clustered_tails():
+    # SYNTHETIC: one step of 12,000 requests over 600 s whose slowest 10 % come in runs of 30 consecutive requests
+    # (queue episodes): the engine's per-block histograms (limits.stepstats) give a tail design effect of about 30
+    # (Kish, as limits.evidence.tail_design_effect in memory: tests/limits/test_evidence_model.py); the same
+    # latencies shuffled about 1
+    from bearing_lib.limits.sla import parse_sla
+
+    sla = parse_sla("p99(ttft) <= 5s")
+    n, m = 12_000, 30
+    rng = np.random.default_rng(5)
+    ttft = rng.uniform(100.0, 200.0, n)
+    for s in rng.choice(np.arange(0, n, m), size=n // 10 // m, replace=False):
+        ttft[s:s + m] = rng.uniform(1000.0, 2000.0, m)
+    start = np.sort(rng.uniform(0.0, 600.0, n))
+
+    def deff(values: np.ndarray) -> float | None:
+        frame = pl.DataFrame({"run_id": "r", "step": 0, "offered_load": 20.0, "offered_load_unit": "rps",
+                              "start_s": start, "end_s": start + values / 1000.0 + 1.0, "latency_ms": values + 1000.0,
+                              "ttft_ms": values, "input_tokens": 100, "output_tokens": 20, "cached_tokens": 0,
+                              "status": "ok"})
+        tr = make_trace(frame)
+        spec = MixSpec.single()
+        reps = ss.replicates_from_stats(ss.step_stats(tr.frame.lazy(), step_windows(tr), spec, sla), sla, 2000, 0)
+        (table,) = reps.groups.values()
+        return table.tail_deff(0, 0)
+
+    clustered = deff(ttft)
+    assert clustered is not None and 0.6 * m <= clustered <= 1.4 * m, clustered
+    shuffled = deff(rng.permutation(ttft))
+    assert shuffled is not None and 1.0 <= shuffled <= 1.6, shuffled
+
+
 def test_step_totals_and_the_saturation_cap_they_feed():
     totals = StepTotals.of_frame(pl.DataFrame({"run_id": ["r", "r"], "step": [0, 1],
                                                "throughput_rps": [20.0, 9.0], "output_tokens_per_s": [400.0, None]}))
