@@ -214,6 +214,10 @@ class SaturationCap:
     implies over the step's duration. A saturated server completes at its service rate, but a count over a finite
     window is noisy (±3 % at ~1,000 completions): the cap's interval reaches this far, so "below the cap" holds
     with the stated confidence (measured: docs/limits.md, "The saturation cap")."""
+    rps_lo: float | None = None
+    """The lower end of the same Garwood interval: where the whole SLA crossing's interval lies above the cap, the
+    capped limit's interval starts here rather than at the cap itself (an interval with one end at its value would
+    claim the measured service rate exactly)."""
 
     def statement(self) -> str:
         at = f" at {self.offered_load:g} rps offered" if self.offered_load is not None else ""
@@ -243,11 +247,13 @@ def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> Satura
     if best is None:
         return None
     rps, step, offered, dur = best
-    hi = None
+    lo = hi = None
     if dur is not None and math.isfinite(dur) and dur > 0 and rps > 0:
         n = rps * dur  # the completions the rate implies over the step
-        hi = float(stats.chi2.ppf(1 - (1 - CI_LEVEL) / 2, 2 * (n + 1)) / 2 / dur)
-    return SaturationCap(rps=rps, step=step, offered_load=offered, saturated_steps=sat, rps_hi=hi)
+        a = (1 - CI_LEVEL) / 2
+        lo = float(stats.chi2.ppf(a, 2 * n) / 2 / dur)
+        hi = float(stats.chi2.ppf(1 - a, 2 * (n + 1)) / 2 / dur)
+    return SaturationCap(rps=rps, step=step, offered_load=offered, saturated_steps=sat, rps_hi=hi, rps_lo=lo)
 
 
 def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | None], censored: str,
@@ -255,7 +261,8 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
     """``(value, ci, censored, statement, note)`` with an rps limit held at or below the saturation cap.
 
     A limit whose SLA crossing lies above the highest rate the server completed cannot be sustained: the value
-    becomes the cap, the interval's ends are held at or below the cap's own 95 % upper end (``rps_hi``), a lower
+    becomes the cap, the interval's ends are held at or below the cap's own 95 % upper end (``rps_hi``; the lower
+    end at or below its lower end, ``rps_lo``, so it never sits on the value), a lower
     bound (``≥ x``, never failed) becomes the cap, and the statement ("< cap") and the note say so; ``q_ult.capped``
     makes the limit an upper bound downstream (docs/limits.md, "The
     saturation cap"). Unchanged otherwise (``note`` None).
@@ -264,7 +271,8 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
         return value, ci, censored, statement, None
     lo, hi = ci
     top = max(cap.rps, cap.rps_hi) if cap.rps_hi is not None else cap.rps
-    new_ci = [min(lo, cap.rps) if lo is not None else None, min(hi, top) if hi is not None else top]
+    bottom = min(cap.rps, cap.rps_lo) if cap.rps_lo is not None else cap.rps
+    new_ci = [min(lo, bottom) if lo is not None else None, min(hi, top) if hi is not None else top]
     was = statement or f"{value:.4g} rps"
     note = (f"capped at {cap.rps:.4g} rps: the SLA crossing ({was}) lies above what the server can complete: "
             f"{cap.statement()}; an offered load above it builds a queue for as long as it lasts")

@@ -58,6 +58,37 @@ def test_cap_limit_by_hand():
     assert cap_limit(cap, 8.0, [7.0, 9.0], "none", "8 rps", "rps")[4] is None
     assert cap_limit(cap, 11.0, [7.0, 12.0], "none", "x", "concurrency")[0] == 11.0
     assert cap_limit(None, 11.0, [7.0, 12.0], "none", "x", "rps")[0] == 11.0
+    # the whole crossing interval above the cap: the interval is the cap's own (Garwood) one, not [cap, ...]
+    cap = SaturationCap(rps=8.5, step=4, offered_load=16.0, saturated_steps=(4,), rps_hi=8.8, rps_lo=8.2)
+    assert cap_limit(cap, 11.27, [9.0, 15.71], "none", "11.27 rps", "rps")[1] == [8.2, 8.8]
+    assert cap_limit(cap, 11.27, [8.07, 15.71], "none", "11.27 rps", "rps")[1] == [8.07, 8.8]
+
+
+@pytest.mark.shared_data
+def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared_data):
+    """SGLang llama-3.1-405B, random 1,024/1,024: ``p50(ttft) <= 1s`` holds at 4 rps (602 ms) and breaks at 8
+    (123.7 s), so the crossing's interval lies above the 8 rps line's completion rate, 2,400 / (669.50 − 24.87) =
+    3.723 req/s (24.87 s: the 1 rps line's median E2E, the run's lowest). The capped limit's interval is the exact
+    Poisson (Garwood) interval of that rate's completions over the step's duration (scipy's chi2, by hand), both
+    ends, not one end sitting on the value."""
+    from scipy.stats import chi2
+
+    path = shared_data(SGLANG.replace("llama_3_3_70b_online", "llama_405b_online"))
+    raw = _sglang_raw(path)
+    l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
+    assert l0 == pytest.approx(24.871694, rel=1e-6)
+    top = raw[-1]
+    assert top["request_rate"] == 8.0 and top["median_ttft_ms"] > 1000 > raw[-2]["median_ttft_ms"]
+    cap = top["completed"] / (top["duration"] - l0)
+    assert round(cap, 3) == 3.723
+    res = fit_limits(load(path), "p50(ttft) <= 1s", mixes=None, n_boot=0)
+    (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
+    q = lim.q_ult
+    assert q.capped and q.value == pytest.approx(cap)
+    n = cap * top["duration"]
+    assert q.ci95[0] == pytest.approx(chi2.ppf(0.025, 2 * n) / 2 / top["duration"])
+    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / top["duration"])
+    assert q.ci95[0] < q.value < q.ci95[1]
 
 
 def test_repeat_means_and_spread_by_hand():
