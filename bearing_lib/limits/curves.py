@@ -211,7 +211,8 @@ class SaturationCap:
     saturated_steps: tuple[int, ...]
     rps_hi: float | None = None
     """The upper end of ``rps``'s 95 % interval: the Garwood (exact Poisson) bound on the completions the rate
-    implies over the step's duration. A saturated server completes at its service rate, but a count over a finite
+    counted, over the span it divided them by (a summary row: its ``n_ok`` over the completion span, not the tool's
+    whole duration). A saturated server completes at its service rate, but a count over a finite
     window is noisy (±3 % at ~1,000 completions): the cap's interval reaches this far, so "below the cap" holds
     with the stated confidence (measured: docs/limits.md, "The saturation cap")."""
     rps_lo: float | None = None
@@ -225,6 +226,19 @@ class SaturationCap:
                 f"{', '.join(str(s) for s in self.saturated_steps)} saturated it (completions below "
                 f"{BELOW_OFFERED_RATIO:.0%} of the offered rate with the typical request taking "
                 f"≥ {SATURATION_LATENCY_RATIO:g}× its unloaded latency)")
+
+
+def _rate_span(row: dict) -> float | None:
+    """The seconds a curve row's ``throughput_rps`` divided its completions by: the steady window
+    (``duration_s``) for a step with per-request times; the completion span ``n_ok / throughput_rps``
+    (:func:`completion_span`, shorter than the tool's ``duration_s`` by the unloaded latency) for a summary row,
+    whose rate counts its ``n_ok`` completions. None without a duration."""
+    dur, thr, n_ok = row.get("duration_s"), row.get("throughput_rps"), row.get("n_ok")
+    if dur is None or not math.isfinite(dur) or not dur > 0:
+        return None
+    if thr and thr > 0 and n_ok:
+        return min(float(dur), float(n_ok) / float(thr))
+    return float(dur)
 
 
 def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> SaturationCap | None:
@@ -243,16 +257,16 @@ def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> Satura
         if r.get("offered_load_unit") != "rps" or thr is None or not math.isfinite(thr):
             continue
         if best is None or thr > best[0]:
-            best = (float(thr), int(r["step"]), r.get("offered_load"), r.get("duration_s"))
+            best = (float(thr), int(r["step"]), r.get("offered_load"), _rate_span(r))
     if best is None:
         return None
-    rps, step, offered, dur = best
+    rps, step, offered, span = best
     lo = hi = None
-    if dur is not None and math.isfinite(dur) and dur > 0 and rps > 0:
-        n = rps * dur  # the completions the rate implies over the step
+    if span is not None and rps > 0:
+        n = rps * span  # the completions the rate counted, over the span it divided them by
         a = (1 - CI_LEVEL) / 2
-        lo = float(stats.chi2.ppf(a, 2 * n) / 2 / dur)
-        hi = float(stats.chi2.ppf(1 - a, 2 * (n + 1)) / 2 / dur)
+        lo = float(stats.chi2.ppf(a, 2 * n) / 2 / span)
+        hi = float(stats.chi2.ppf(1 - a, 2 * (n + 1)) / 2 / span)
     return SaturationCap(rps=rps, step=step, offered_load=offered, saturated_steps=sat, rps_hi=hi, rps_lo=lo)
 
 

@@ -69,7 +69,7 @@ def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared
     """SGLang llama-3.1-405B, random 1,024/1,024: ``p50(ttft) <= 1s`` holds at 4 rps (602 ms) and breaks at 8
     (123.7 s), so the crossing's interval lies above the 8 rps line's completion rate, 2,400 / (669.50 − 24.87) =
     3.723 req/s (24.87 s: the 1 rps line's median E2E, the run's lowest). The capped limit's interval is the exact
-    Poisson (Garwood) interval of that rate's completions over the step's duration (scipy's chi2, by hand), both
+    Poisson (Garwood) interval of that rate's 2,400 completions over its span (scipy's chi2, by hand), both
     ends, not one end sitting on the value."""
     from scipy.stats import chi2
 
@@ -85,9 +85,13 @@ def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared
     (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
     q = lim.q_ult
     assert q.capped and q.value == pytest.approx(cap)
-    n = cap * top["duration"]
-    assert q.ci95[0] == pytest.approx(chi2.ppf(0.025, 2 * n) / 2 / top["duration"])
-    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / top["duration"])
+    # the 2,400 completions the rate counted, over the span it divided them by (not 3.723 x 669.50 = 2,493 over
+    # the whole duration: that would count the drain's seconds as completions)
+    n, span = top["completed"], top["duration"] - l0
+    assert n == 2400
+    assert q.ci95[0] == pytest.approx(chi2.ppf(0.025, 2 * n) / 2 / span)
+    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / span)
+    assert (round(q.ci95[0], 3), round(q.ci95[1], 3)) == (3.576, 3.875)
     assert q.ci95[0] < q.value < q.ci95[1]
 
 
@@ -147,13 +151,14 @@ def test_sglang_limit_is_capped_at_the_saturated_throughput(shared_data):
     (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
     q = lim.q_ult
     assert q.capped and q.saturated_rps == pytest.approx(cap) and q.value == pytest.approx(cap)
-    # the interval's top: the exact Poisson (Garwood) 97.5 % bound on the completions the cap implies over the
-    # 16 rps step's 383.073 s (scipy's chi2, by hand here)
+    # the interval's top: the exact Poisson (Garwood) 97.5 % bound on the 16 rps step's 3,200 completions over the
+    # span the rate divided them by, 383.073 - 7.819 s (scipy's chi2, by hand here)
     from scipy.stats import chi2
 
-    n = cap * raw[4]["duration"]
-    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / raw[4]["duration"]) and q.ci95[0] <= cap
-    assert 1.03 < q.ci95[1] / cap < 1.04  # ~3,270 completions: +3.4 %
+    n, span = raw[4]["completed"], raw[4]["duration"] - l0
+    assert n == 3200
+    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / span) and q.ci95[0] <= cap
+    assert 1.03 < q.ci95[1] / cap < 1.04  # 3,200 completions: +3.5 %
     assert q.statement.startswith("< 8.528 rps") and any("capped at 8.528" in n for n in lim.notes)
     # the sharegpt run never saturated: no cap
     (sg,) = [m for m in res.mixes if m.run_id.endswith("sharegpt")]
