@@ -64,6 +64,9 @@ class CurveRow:
     offered_load: float | None = None
     offered_load_unit: str | None = None
     duration_s: float | None = None
+    rate_span_s: float | None = None
+    """The seconds ``throughput_rps`` divided its completions by (``limits.curves``: the steady window of a step
+    with per-request times; the completion span of a tool's summary, shorter than its duration by the drain)."""
     n_requests: int | None = None
     n_ok: int | None = None
     n_errors: int | None = None

@@ -228,19 +228,6 @@ class SaturationCap:
                 f"≥ {SATURATION_LATENCY_RATIO:g}× its unloaded latency)")
 
 
-def _rate_span(row: dict) -> float | None:
-    """The seconds a curve row's ``throughput_rps`` divided its completions by: the steady window
-    (``duration_s``) for a step with per-request times; the completion span ``n_ok / throughput_rps``
-    (:func:`completion_span`, shorter than the tool's ``duration_s`` by the unloaded latency) for a summary row,
-    whose rate counts its ``n_ok`` completions. None without a duration."""
-    dur, thr, n_ok = row.get("duration_s"), row.get("throughput_rps"), row.get("n_ok")
-    if dur is None or not math.isfinite(dur) or not dur > 0:
-        return None
-    if thr and thr > 0 and n_ok:
-        return min(float(dur), float(n_ok) / float(thr))
-    return float(dur)
-
-
 def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> SaturationCap | None:
     """The run's :class:`SaturationCap` from its load-curve rows (one run × mix), or None when no step saturated.
 
@@ -257,7 +244,9 @@ def saturation_cap(rows: list[dict], totals: StepTotals | None = None) -> Satura
         if r.get("offered_load_unit") != "rps" or thr is None or not math.isfinite(thr):
             continue
         if best is None or thr > best[0]:
-            best = (float(thr), int(r["step"]), r.get("offered_load"), _rate_span(r))
+            span = r.get("rate_span_s")
+            best = (float(thr), int(r["step"]), r.get("offered_load"),
+                    float(span) if span is not None and math.isfinite(span) and span > 0 else None)
     if best is None:
         return None
     rps, step, offered, span = best
@@ -683,7 +672,7 @@ def _trend(bins: pl.DataFrame | None, r: dict, opt: CurveOptions) -> tuple[bool 
 
 def curve_columns(qs: dict[str, float]) -> list[str]:
     cols = [
-        "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "n_requests", "n_ok",
+        "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "rate_span_s", "n_requests", "n_ok",
         "n_errors", "n_unknown", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
         "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s",
     ]
@@ -807,6 +796,7 @@ def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | Non
         # cancelled requests and those of unknown outcome are neither ok nor failed (sla.UNSETTLED)
         (pl.col("n_requests") - pl.col("n_ok") - pl.col("n_errors")).alias("n_unknown"),
         pl.col("n_errors").truediv(pl.col("n_ok") + pl.col("n_errors")).alias("error_rate"),
+        thr_d.alias("rate_span_s"),
         pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
         pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
         pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
@@ -964,7 +954,7 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
     f = f.with_columns(
         pl.coalesce(pl.col("latency_ms_p50"), pl.col("latency_ms_mean"), built).truediv(1000.0).alias("_lat_s"))
     f = f.with_columns(pl.col("_lat_s").min().over("run_id").alias("_first_lat_s"))
-    thr, tok = [], []
+    thr, tok, spans = [], [], []
     for r in f.iter_rows(named=True):
         open_loop = r["duration_includes_drain"] and _finite_rate(r["offered_load"], r["offered_load_unit"])
         span = completion_span(r["duration_s"], r["send_window_s"], open_loop, r["_first_lat_s"], r["_lat_s"])
@@ -972,16 +962,30 @@ def _loadpoint_rates(f: pl.DataFrame) -> pl.DataFrame:
             thr.append(r["n_ok"] / span)
             t = r["output_tokens_per_s"]
             tok.append(t * r["duration_s"] / span if t is not None and r["duration_s"] else t)
+            spans.append(span)
         else:
             thr.append(r["throughput_rps"])
             tok.append(r["output_tokens_per_s"])
+            spans.append(_tool_rate_span(r["duration_s"], r["throughput_rps"], r["n_ok"]))
     sent = pl.coalesce(pl.col("n_requests"), pl.col("n_ok"))
     return f.with_columns(
         pl.Series("throughput_rps", thr, dtype=pl.Float64),
         pl.Series("output_tokens_per_s", tok, dtype=pl.Float64),
+        pl.Series("rate_span_s", spans, dtype=pl.Float64),
         pl.when(pl.col("send_window_s") > 0).then(sent / pl.col("send_window_s"))
         .otherwise(pl.col("achieved_rate_rps")).alias("send_rate_rps"),
     )
+
+
+def _tool_rate_span(duration_s: float | None, throughput_rps: float | None, n_ok: int | None) -> float | None:
+    """The seconds a tool's own completed rate divides its ``n_ok`` completions by: ``n_ok / throughput_rps``, at most
+    the tool's ``duration_s`` (a tool that reports completed over its whole duration gives ``duration_s``); the
+    duration without a rate or a count; None without either."""
+    dur = duration_s if duration_s is not None and math.isfinite(duration_s) and duration_s > 0 else None
+    if throughput_rps and throughput_rps > 0 and n_ok:
+        span = float(n_ok) / float(throughput_rps)
+        return span if dur is None else min(float(dur), span)
+    return None if dur is None else float(dur)
 
 
 def _loadpoint_rate_flags(r: dict, behind_ratio: float = BEHIND_RATIO) -> list[str]:

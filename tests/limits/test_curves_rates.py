@@ -125,6 +125,7 @@ def test_sglang_achieved_throughput_over_the_completion_span(shared_data):
     for d, r in zip(raw, curve.iter_rows(named=True), strict=True):
         span = _span(d["duration"], d["completed"] / d["request_rate"], l0, d["median_e2e_latency_ms"] / 1000)
         assert r["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-12)
+        assert r["rate_span_s"] == pytest.approx(span, rel=1e-12)  # the span the rate divided by, kept in the row
         assert r["output_tokens_per_s"] == pytest.approx(d["total_output_tokens"] / span, rel=1e-9)
         assert r["send_rate_rps"] == pytest.approx(d["request_rate"])
         sat = (d["completed"] / span < 0.7 * d["request_rate"] and d["median_e2e_latency_ms"] / 1000 >= 3 * l0)
@@ -234,6 +235,9 @@ def test_closed_loop_throughput_is_the_tools(shared_data):
     got = sorted(curve["throughput_rps"].to_list())
     assert got == pytest.approx(sorted(d["completed"] / d["duration"] for d in raw.values()), rel=1e-12)
     assert got == pytest.approx(sorted(d["request_throughput"] for d in raw.values()), rel=1e-9)
+    # the tool's rate divides its completions by its whole duration: that is the row's rate span
+    assert sorted(curve["rate_span_s"].to_list()) == pytest.approx(sorted(d["duration"] for d in raw.values()),
+                                                                   rel=1e-9)
 
 
 @pytest.mark.shared_data
@@ -280,6 +284,9 @@ def test_a_timed_step_past_the_service_rate_is_saturated_and_caps_the_limit():
 
     st_curve, _ = stats_curve(make_trace(f), MixSpec.single(), parse_sla("p50(ttft) <= 300ms"))
     assert {r["offered_load"]: r["flags"] for r in st_curve.iter_rows(named=True)} == flags
+    # a timed step's completed rate divides its completions inside the steady window by that window, on both paths
+    for c in (curve, st_curve):
+        assert c["rate_span_s"].to_list() == c["duration_s"].to_list()
     thr20 = curve.filter(pl.col("offered_load") == 20.0)["throughput_rps"].sum()
     assert thr20 == pytest.approx(10.0, rel=0.12)  # the service rate, within the Poisson noise of ~1,000 requests
     res = fit_limits(make_trace(f), "p50(ttft) <= 300ms", mixes=None, n_boot=0)
