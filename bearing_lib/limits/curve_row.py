@@ -65,8 +65,11 @@ class CurveRow:
     offered_load_unit: str | None = None
     duration_s: float | None = None
     rate_span_s: float | None = None
-    """The seconds ``throughput_rps`` divided its completions by (``limits.curves``: the steady window of a step
-    with per-request times; the completion span of a tool's summary, shorter than its duration by the drain)."""
+    """The seconds ``throughput_rps`` divided its completions by (``limits.curves``): the steady window of a step
+    with per-request times; for a tool's summary of an open-loop rate step, the completion span
+    (``curves.completion_span``: the send window, or the duration less the unloaded latency where it includes the
+    drain); where bearing keeps the tool's own rate (a closed loop, a tool without the drain), ``n_ok / rate``
+    capped at the tool's duration."""
     n_requests: int | None = None
     n_ok: int | None = None
     n_errors: int | None = None
