@@ -14,10 +14,13 @@ the shape is known; the difference to bearing's interval is what not knowing the
   the truth, shifted by a uniform draw within a step's spacing), with seeds disjoint from the judged ones.
 * **Likelihood**: steps are taken as independent given the truth. A step's bad share at hypothesised ratio
   ``r`` is scored by a kernel estimate of its density among the bank's steps near ``r`` (Gaussian kernels:
-  ``H_RATIO`` in the ratio, ``H_Z`` in the empirical logit of the share). With ``pattern=True`` only whether a
-  step passed (bad share ≤ the allowance) is scored: what a grid-based interval reads.
-* **Prior and interval**: flat in log truth (the scale-invariant prior, under which the interval's average
-  coverage over the acceptance's random shift is its level), equal-tailed on a log grid from 0.7× to 1.4×.
+  ``H_RATIO`` in the ratio, ``H_Z`` in the empirical logit of the share; a step with none or all of its requests
+  bad is a category of its own, ``share_logit``). With ``pattern=True`` only whether a step passed (bad share ≤
+  the allowance) is scored: what a grid-based interval reads.
+* **Prior and interval**: flat in log truth (the scale-invariant prior: nothing known of the scale), equal-tailed
+  on a log grid from 0.7× to 1.4×. The loads' own spacing, which in this design would give the truth away
+  (0.133 × truth), is not used. Steps taken as independent and the kernel estimates make the level approximate:
+  the coverage is measured (``main`` prints it), not assumed.
 
 ``python -m tests.oracle.yardstick small rag [--bank 400] [--extra 100] [--step-s 120] [--pattern]`` prints, for
 the acceptance's 20 seeds and ``extra`` fresh ones, how many 95 % intervals cover the truth, their median
@@ -40,7 +43,7 @@ from tests.oracle.simulator import poisson_arrivals, simulate
 H_RATIO = 0.012
 """Kernel bandwidth in load / truth (the acceptance's steps are 0.133 apart)."""
 H_Z = 0.35
-"""Kernel bandwidth in the logit of a step's bad share (``log((k + ½) / (n − k + ½))``)."""
+"""Kernel bandwidth in the logit of a step's bad share (``share_logit``)."""
 T_GRID = np.exp(np.linspace(np.log(0.7), np.log(1.4), 701))
 """Hypothesised truth / actual truth."""
 BANK_SEED = 900_000
@@ -98,9 +101,23 @@ def step_counts(server: str, mix: str, rates: list[float], seed: int, step_s: fl
     return StepCounts(np.asarray(rates, dtype=float), n, b)
 
 
+EDGE_Z = 12.0
+"""The score of a step with no bad request (``−EDGE_Z``) or with every request bad (``+EDGE_Z``): fixed categories,
+far from any empirical logit with 0 < k < n (at most ``log((2n − 1) / 3)`` in size, 7.2 for n = 2,000), so that how
+many requests a zero or all-bad step held does not score it."""
+
+
 def share_logit(bad: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """The empirical logit of a bad share (finite at 0 and at n)."""
-    return np.log((bad + 0.5) / (n - bad + 0.5))
+    """The empirical logit of a bad share, ``log((k + ½) / (n − k + ½))``, for 0 < k < n; ∓``EDGE_Z`` at k = 0 / n.
+
+    Scored as logits, ``k = 0`` would read ``−log(2n + 1)``: the step's size, which grows with its load, would
+    then tell the likelihood the load's scale. As fixed categories they say only "none" and "all".
+    """
+    bad = np.asarray(bad, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.log((bad + 0.5) / (n - bad + 0.5))
+    return np.where(bad <= 0, -EDGE_Z, np.where(bad >= n, EDGE_Z, z))
 
 
 def pass_code(bad: np.ndarray, n: np.ndarray, allowed: float) -> np.ndarray:
@@ -135,8 +152,10 @@ def posterior(bank: Bank, counts: StepCounts, scale: float, *, pattern: bool = F
               t_grid: np.ndarray = T_GRID) -> np.ndarray:
     """The posterior over ``t_grid`` (hypothesised truth = ``scale`` × t), flat in log t, steps independent.
 
-    A step whose hypothesised ratio lies outside the bank (fewer than three kernel-weighted neighbours) scores
-    its mean likelihood over the grid: it carries no information there.
+    Where a step's hypothesised ratio lies outside the bank (kernel weights summing to three or less), its
+    likelihood is imputed by its mean over the grid points where the ratio lies inside: a step wholly outside
+    the bank is flat (carries no information); one partly outside is flat at that mean on the outside part, an
+    imputation, not a flat prior over the whole grid.
     """
     logp = np.zeros(t_grid.size)
     for x, n, b in zip(counts.loads, counts.n, counts.bad, strict=True):
