@@ -475,6 +475,24 @@ class _ModelLimit:
     bootstrap_ci: list[float | None] | None = None
 
 
+def _unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
+    """Why a limit could not be placed, and what would place it (the requests a clause needs to pass at 95 %)."""
+    where = (f"its 95% interval reaches from below the only load tested ({x_lo:.4g} {u}) to above it"
+             if x_hi <= x_lo else
+             f"its 95% interval reaches from below the lowest load tested ({x_lo:.4g} {u}) to above the highest "
+             f"({x_hi:.4g} {u})")
+    need = [(min_n_supported(c.q), c.stat.upper()) for c in sla.clauses if c.kind == "percentile" and c.q]
+    if need:
+        n, stat = max(need)
+        what = (f"more requests per step would place it (a {stat} needs about {n:,} requests at a load for a 95% "
+                "interval)")
+    else:
+        what = "more requests per step would place it"
+    if x_hi <= x_lo:
+        what += ", and a second load would bracket it"
+    return f"{where}; {what}"
+
+
 def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
                  floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                  fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
@@ -545,9 +563,7 @@ def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tabl
             # the requests judged cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            statement = (f"the {n_ev} requests judged cannot place the limit: its 95% interval reaches from below "
-                         f"the lowest load tested ({x_lo:.4g} {u}) to above the highest ({x_hi:.4g} {u}); more "
-                         "requests per step (a P99 needs about 368 without an exceedance) would")
+            statement = f"the {n_ev} requests judged cannot place the limit: " + _unplaced_statement(x_lo, x_hi, u, sla)
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)

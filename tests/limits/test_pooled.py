@@ -159,3 +159,16 @@ def test_too_few_pooled_requests_make_no_limit():
                      mixes="none", n_boot=0).limits[0]
     n = sum(s.exceedances["p99(latency) <= 1s"].of for s in few.steps)
     assert n < 368 and few.q_ult.censored == "no_data"
+
+
+def test_a_limit_the_requests_cannot_place_says_what_would():
+    # two 40 s steps at 1 and 2 rps (~30 and ~60 requests in their windows): neither clause can be judged at
+    # either load, so the interval spans both; the statement names the loads and the requests the strictest
+    # clause needs: 0 of n above the threshold supports a P99 at 95 % once 0.99^n <= 0.025, n >= 368 (P95: 72)
+    q = fit_limits(make_trace(mm1_frame([1.0, 2.0], mu_rps=10.0, step_s=40.0, seed=1)),
+                   ["p95(latency) <= 1s", "p99(latency) <= 2s"], mixes="none", n_boot=0).limits[0].q_ult
+    assert math.ceil(math.log(0.025) / math.log(0.99)) == 368
+    assert q.censored == "no_data" and q.value is None
+    assert "from below the lowest load tested (1 rps) to above the highest (2 rps)" in q.statement
+    assert q.statement.endswith("more requests per step would place it (a P99 needs about 368 requests at a load "
+                                "for a 95% interval)")

@@ -120,3 +120,21 @@ def test_aiperf_sweep_mean_and_max_bound_the_share(shared_data):
     res = fit_limits(load(path), ["p90(ttft) <= 1s"], mixes="none", n_boot=0)
     (m,) = res.limits
     assert m.q_ult.censored == "none" and lo <= m.q_ult.value <= hi, m.q_ult.statement
+
+
+@pytest.mark.shared_data
+def test_a_single_load_point_too_small_for_its_p99_says_what_would_place_it(shared_data):
+    # AIPerf at concurrency 1, 100 requests, TTFT max 102 ms (the raw JSON's request_count.avg and
+    # time_to_first_token.max): none of 100 above 1 s still allows a share above 1 % (0.99^100 = 0.37), so the
+    # limit cannot be placed; a P99 needs 368 requests (0.99^368 <= 0.025) and the one load a second to bracket it
+    import json
+
+    path = shared_data("loadtests/aiperf/wellflat-k8s-dev/profile_export_aiperf.json")
+    raw = json.loads(path.read_text())
+    assert raw["request_count"]["avg"] == 100 and raw["time_to_first_token"]["max"] < 1000.0
+    (m,) = fit_limits(load(path), ["p99(ttft) <= 1s"], mixes="none", n_boot=0).limits
+    assert m.q_ult.censored == "no_data" and m.q_ult.value is None
+    assert m.q_ult.statement == (
+        "the 100 requests judged cannot place the limit: its 95% interval reaches from below the only load tested "
+        "(1 concurrency) to above it; more requests per step would place it (a P99 needs about 368 requests at a "
+        "load for a 95% interval), and a second load would bracket it")
