@@ -19,6 +19,11 @@ allowance and the queue is steady: there the server has spare capacity, so failu
   (docs/limits.md, "False breaks"). The SLA then fails at every load, and more instances do not fix it;
   the limit is given for the other clauses.
 
+Per clause (:func:`clause_floors`, what the estimators read): an error-rate or goodput clause's floor from a
+trace's quiet steps as above, or, for a load-point table (no requests to count), the model's floor ``f``
+(``limits.model``) fitted to the reported error rates (:func:`table_floor`); either becomes a typed
+``FailureFloor`` with its statement.
+
 What the failed requests share (:func:`describe_failures`): a latency ceiling (no request of the run
 completed later than a sharp maximum: a deadline), prompt or requested output lengths longer than
 most successful requests, a common error text.
@@ -33,7 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from bearing_lib.limits import evidence as ev_mod
+from bearing_lib.limits import model, pooled
 from bearing_lib.limits.curves import wilson_interval
+from bearing_lib.limits.judging import JudgedStep, usable_steps
+from bearing_lib.limits.result import FailureFloor
+from bearing_lib.limits.sla import SLA, Clause
 
 TREND_ALPHA = 0.05
 BREAK_ALPHA = 0.05
@@ -174,4 +184,96 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
     return "; ".join(parts) or None
 
 
-__all__ = ["Floor", "QuietStep", "describe_failures", "dispersion", "quiet_floor"]
+FLOOR_BREAKS = 0.9
+"""A clause is broken by its load-independent floor when the posterior probability that the floor alone
+exceeds the allowance is at least this (and the floor's 95 % interval excludes zero): a claim that no
+number of instances helps needs strong evidence."""
+
+
+def table_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.Evidence]) -> FailureFloor | None:
+    """The clause's load-independent floor, when the data show one (its 95 % interval excludes zero)."""
+    if post.floor_ci is None or post.floor_median is None:
+        return None
+    lo, hi = post.floor_ci
+    if post.p_no_floor >= 0.05:  # a floor is claimed only when the data exclude none at 95 %
+        return None
+    breaks = post.p_floor_breaks >= FLOOR_BREAKS
+    allowed = pooled.allowed_share(c)
+    what = {"percentile": f"of requests above the clause's threshold ({c.text})",
+            "error_rate": "of requests fail", "goodput": "of requests fail or miss a bound"}[c.kind]
+    loads = sorted(e.x for e in evidence)
+    share = post.floor_median
+    if breaks:
+        statement = (f"the SLA fails at every tested load ({loads[0]:.4g}–{loads[-1]:.4g}) because about {share:.1%} "
+                     f"{what} independently of load (floor 95% CI {lo:.2%}–{hi:.2%}, above the {allowed:.2%} "
+                     f"{c.text} allows): more instances do not fix it; find and fix what those requests share")
+    else:
+        statement = (f"a load-independent floor of about {share:.2%} {what} (95% CI {lo:.2%}–{hi:.2%}), within the "
+                     f"{allowed:.2%} allowed; the limit is where the load-dependent part adds the rest")
+    return FailureFloor(clause=c.text, share=share, ci95=(lo, hi), allowed=allowed,
+                        p_breaks=post.p_floor_breaks, breaks_clause=breaks, statement=statement)
+
+
+def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFloor]:
+    """Load-independent failure floors per failure clause (error rate, goodput).
+
+    A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
+    no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
+    """
+    pool = usable_steps(judged, tables)
+    clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
+    if not clauses or not pool:
+        return []
+    out = []
+    if tables:
+        evidence, _ = ev_mod.table_evidence(pool, sla.clauses)
+        xs = [e.x for c in clauses for e in evidence[c.text]]
+        if not xs:
+            return []
+        edges = model.log_grid(xs)
+        for c in clauses:
+            if not evidence[c.text]:
+                continue
+            post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
+                                          concentrations=model.TABLE_CONCENTRATIONS)
+            fl = table_floor(c, post, evidence[c.text])
+            if fl is not None:
+                out.append(fl)
+        return out
+    pct = [(i, c) for i, c in enumerate(sla.clauses) if c.kind == "percentile"]
+    for i, c in enumerate(sla.clauses):
+        if c not in clauses:
+            continue
+        quiet = []
+        for j in pool:
+            r = j.row
+            if j.not_steady or r.count(i).n is None:
+                continue
+            calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
+                       for q, pc in pct)
+            if calm:
+                quiet.append(QuietStep(float(j.x), int(r.count(i).bad or 0), int(r.count(i).n)))
+        fl = quiet_floor(quiet, pooled.allowed_share(c))
+        if fl is None:
+            continue
+        allowed = pooled.allowed_share(c)
+        what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
+        loads = sorted(q.x for q in quiet)
+        trend = ("no rise across them" if fl.trend_p is None or fl.n_steps < 2
+                 else f"no rise across them: one-sided p = {fl.trend_p:.2g}")
+        where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
+                 f"({loads[0]:.4g}–{loads[-1]:.4g}; {trend})")
+        if fl.breaks:
+            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
+                         f"load ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
+                         f"{c.text} allows): more instances do not fix it")
+        else:
+            statement = (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; 95% CI "
+                         f"{fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); the {allowed:.2%} allowed is not exceeded by it alone")
+        out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,
+                                breaks_clause=fl.breaks, statement=statement))
+    return out
+
+
+__all__ = ["FLOOR_BREAKS", "Floor", "QuietStep", "clause_floors", "describe_failures", "dispersion", "quiet_floor",
+           "table_floor"]

@@ -15,34 +15,38 @@ against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per st
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
 The **bracket** is ``[last passing load, first (judged) failing load]``. The **point estimate** of a
-request trace is the **pooled exceedance estimator** (``bearing_lib.limits.pooled``): per
-clause the share of requests counting against it, over every usable step (a step too small
-for a percentile on its own still contributes its counts), fitted non-decreasing in load by
-weighted isotonic regression, crossing the allowed share; when the pooled requests could not
-support a clause on their own, or for a load-point table (no requests to count), the
-step-wise estimator: per clause the judged steps' margins after an isotonic (monotone
-non-increasing in load, weighted by requests) fit — ``scipy.optimize.isotonic_regression`` —
-interpolated to zero. The lowest crossing is taken; the clause that crosses first is **binding**;
-``q_ult.estimator`` names the estimator used. A
-not-steady step enters as a pseudo-clause ``steady state`` that is never pooled: its
-crossing is the midpoint between the first not-steady step and the judged step below it.
-The estimate is kept within ``[judged step below the last pass, first fail]``. (A local
-log-percentile line averaged in, tried in an earlier version, made 120 s oracle tests look
-better and 600–1200 s ones far worse: docs/oracle.md.)
+request trace is, by default (``estimator="pooled"``), the **pooled exceedance estimator**
+(``bearing_lib.limits.pooled``): per clause the share of requests counting against it, over every usable
+step (a step too small for a percentile on its own still contributes its counts), fitted non-decreasing in
+load by weighted isotonic regression, crossing the allowed share; when the pooled requests could not support a
+clause on their own, the step-wise estimator: per clause the judged steps' margins after the same isotonic fit
+(``limits.pooled.crossing``, ``scipy.optimize.isotonic_regression``), interpolated to zero; when neither can
+answer (the pool is too thin and no step passes on its own), the model. The lowest crossing is taken; the
+clause that crosses first is **binding**; ``q_ult.estimator`` names the estimator used. A not-steady step
+enters as a pseudo-clause ``steady state`` that is never pooled: its crossing is the midpoint between the first
+not-steady step and the judged step below it. The estimate is kept within ``[judged step below the last pass,
+first fail]``. (A local log-percentile line averaged in, tried in an earlier version, made 120 s oracle tests
+look better and 600–1200 s ones far worse: docs/oracle.md.)
+
+A **load-point table** (no requests to count) and a trace with ``estimator="model"`` get the **model** of every
+step's evidence (``bearing_lib.limits.model``: the bad share as a logistic in log load with step-to-step
+variability and a load-independent floor, on a grid); its interval is the posterior's.
 
 **Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
 lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
 one (the isotonic estimate is still given, with that warning), ``no_data`` when no step
-can be judged.
+can be judged or the requests cannot place the limit (said with what would).
 
-The **95 % CI** is a percentile block bootstrap (``bearing_lib.limits.bootstrap``): requests
-are resampled within steps, in blocks of time, with a fixed seed; the steps' judgement
-(which are usable, which are not steady) is held fixed and only the margins and shares vary.
-It is widened to the step grid around the limit (one judged step below the last pass, up to
-the first fail; with pooled runs, every run's own); ``q_ult.interval_method`` says so and
-``q_ult.bootstrap_ci95`` keeps the bootstrap interval. Load-point tables hold no requests: no
-bootstrap, no CI (said in the result). ``fit_limits(..., pool_runs=True)`` pools runs
-(:func:`_pool_runs`).
+The pooled and step-wise **95 % CI** is a percentile block bootstrap (``bearing_lib.limits.bootstrap``):
+requests are resampled within steps, in blocks of time, with a fixed seed; the steps' judgement (which are
+usable, which are not steady) is held fixed and only the margins and shares vary. It is widened to the step
+grid around the limit (one judged step below the last pass, up to the first fail; with pooled runs, every
+run's own); ``q_ult.interval_method`` says so and ``q_ult.bootstrap_ci95`` keeps the bootstrap interval.
+``fit_limits(..., pool_runs=True)`` pools runs (:func:`_pool_runs`).
+
+This module reads the inputs, judges (``limits.judging``) and assembles the result; the estimators live in
+``limits.estimators`` (their interval in ``limits.interval``, their words in ``limits.statement``) and the
+load-independent failure floors in ``limits.failures``.
 """
 
 from __future__ import annotations
@@ -50,18 +54,16 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy.optimize import isotonic_regression
 
 from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.progress import Progress
-from bearing_lib.common.quantiles import quantile
 from bearing_lib.common.schema import NotAvailable
 from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
@@ -70,8 +72,8 @@ from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
 from bearing_lib.limits import bootstrap as bs
+from bearing_lib.limits import estimators, failures, judging, model, pooled, settling
 from bearing_lib.limits import evidence as ev_mod
-from bearing_lib.limits import failures, judging, model, pooled, settling
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import (
@@ -90,6 +92,7 @@ from bearing_lib.limits.curves import (
 )
 from bearing_lib.limits.dataset import CURVE_COLUMNS, dataset_facts, run_file_groups, stepped_requests, time_origin_of
 from bearing_lib.limits.fits import QueueFit, UslFit
+from bearing_lib.limits.interval import equal_tailed
 from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.replicates import ReplicateTable, StepReplicates, TraceReplicates
@@ -98,7 +101,6 @@ from bearing_lib.limits.result import (
     BootstrapInfo,
     Conditions,
     Exceedance,
-    FailureFloor,
     FollowUpSummary,
     LimitsResult,
     MixLimit,
@@ -113,49 +115,16 @@ from bearing_lib.limits.result import (
     Step,
 )
 from bearing_lib.limits.settling import StepSettling, StepSettlings
-from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause, check_sla_against, parse_sla
+from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
 ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
 grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
-STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
-STEADY_READS_POOL = True
-"""The model's steady-state pseudo-clause reads the usable steps too thin to judge as well as the judged ones."""
 MIN_BLOCKS, MAX_BLOCKS = 10, 50
 STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
-_BIG = 1e300
-
-
-def _fmt(v: object) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _below_statement(x0: float, u: str, judged: list[JudgedStep]) -> str:
-    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
-    statement = f"< {x0:g} {u} (failed at the lowest load judged)"
-    lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]
-    if lower:
-        statement += (f"; the {len(lower)} lower step(s) could not be judged ("
-                      f"{lower[0].reasons[0] if lower[0].reasons else 'see steps'})")
-    return statement
-
-
-def _ci_text(lo: float | None, hi: float | None) -> str:
-    """``95% CI a–b``; an end the data cannot bound (beyond the loads tested) said in words."""
-    if lo is not None and hi is not None:
-        return f"95% CI {lo:.4g}–{hi:.4g}"
-    if lo is not None:
-        return f"95% CI from {lo:.4g}, upper end above the loads tested"
-    if hi is not None:
-        return f"95% CI up to {hi:.4g}, lower end below the loads tested"
-    return "95% CI beyond the loads tested on both sides"
 
 
 # --------------------------------------------------------------------------------------
@@ -307,53 +276,6 @@ def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
 # the estimator
 
 
-def _crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool) -> float:
-    """Zero crossing of the isotonic (non-increasing) fit of ``margins`` over sorted ``xs``.
-
-    +inf when the fit never fails, −inf when it fails at the first point.
-    """
-    ok = ~np.isnan(margins)
-    if not ok.any():
-        return math.nan
-    x, m, w = xs[ok], margins[ok], weights[ok]
-    fit = isotonic_regression(m, weights=w, increasing=False).x if m.size > 1 else m
-    fail = fit <= 0 if strict else fit < 0
-    if not fail.any():
-        return math.inf
-    i = int(np.argmax(fail))
-    if i == 0:
-        return -math.inf
-    a, b = fit[i - 1], fit[i]
-    return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
-
-
-
-def _estimate(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
-              strict: dict[str, bool]) -> tuple[float, str | None]:
-    """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
-    best, binding = math.inf, None
-    for name, m in margin_sets.items():
-        if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
-            i = int(np.argmax(m < 0))
-            c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
-        else:
-            c = _crossing(xs, m, weights, strict[name])
-        if not math.isnan(c) and c < best:
-            best, binding = c, name
-    return best, binding
-
-
-
-def _ci(draws: np.ndarray, level: float) -> list[float | None]:
-    """Equal-tailed interval of draws of a limit (an infinite end is not bounded: None)."""
-    r = draws[~np.isnan(draws)]
-    if r.size == 0:
-        return [None, None]
-    a = (1 - level) / 2
-    lo, hi = (float(v) for v in quantile(np.clip(r, -_BIG, _BIG), [a, 1 - a]))
-    return [None if abs(lo) >= _BIG / 10 else lo, None if abs(hi) >= _BIG / 10 else hi]
-
-
 def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     if x is None or not math.isfinite(x):
         return None
@@ -361,550 +283,6 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     if not ux.size:
         return None
     return float(np.interp(x, ux, mean))
-
-
-FLOOR_BREAKS = 0.9
-"""A clause is broken by its load-independent floor when the posterior probability that the floor alone
-exceeds the allowance is at least this (and the floor's 95 % interval excludes zero): a claim that no
-number of instances helps needs strong evidence."""
-
-
-def _failure_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.Evidence]) -> FailureFloor | None:
-    """The clause's load-independent floor, when the data show one (its 95 % interval excludes zero)."""
-    if post.floor_ci is None or post.floor_median is None:
-        return None
-    lo, hi = post.floor_ci
-    if post.p_no_floor >= 0.05:  # a floor is claimed only when the data exclude none at 95 %
-        return None
-    breaks = post.p_floor_breaks >= FLOOR_BREAKS
-    allowed = pooled.allowed_share(c)
-    what = {"percentile": f"of requests above the clause's threshold ({c.text})",
-            "error_rate": "of requests fail", "goodput": "of requests fail or miss a bound"}[c.kind]
-    loads = sorted(e.x for e in evidence)
-    share = post.floor_median
-    if breaks:
-        statement = (f"the SLA fails at every tested load ({loads[0]:.4g}–{loads[-1]:.4g}) because about {share:.1%} "
-                     f"{what} independently of load (floor 95% CI {lo:.2%}–{hi:.2%}, above the {allowed:.2%} "
-                     f"{c.text} allows): more instances do not fix it; find and fix what those requests share")
-    else:
-        statement = (f"a load-independent floor of about {share:.2%} {what} (95% CI {lo:.2%}–{hi:.2%}), within the "
-                     f"{allowed:.2%} allowed; the limit is where the load-dependent part adds the rest")
-    return FailureFloor(clause=c.text, share=share, ci95=(lo, hi), allowed=allowed,
-                        p_breaks=post.p_floor_breaks, breaks_clause=breaks, statement=statement)
-
-
-def _pool(judged: list[JudgedStep], tables: bool) -> list[JudgedStep]:
-    """The steps whose evidence the estimators use: load known, not excluded, no blocking flag (unless they
-    fail anyway); a step too small for a percentile on its own still contributes its counts."""
-    return [j for j in judged if j.pool_ok and j.status != "excluded"
-            and (tables or j.row.has_counts)]
-
-
-def _floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFloor]:
-    """Load-independent failure floors per failure clause (error rate, goodput).
-
-    A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
-    no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
-    """
-    pool = _pool(judged, tables)
-    clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
-    if not clauses or not pool:
-        return []
-    out = []
-    if tables:
-        evidence, _ = ev_mod.table_evidence(pool, sla.clauses)
-        xs = [e.x for c in clauses for e in evidence[c.text]]
-        if not xs:
-            return []
-        edges = model.log_grid(xs)
-        for c in clauses:
-            if not evidence[c.text]:
-                continue
-            post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
-                                          concentrations=model.TABLE_CONCENTRATIONS)
-            fl = _failure_floor(c, post, evidence[c.text])
-            if fl is not None:
-                out.append(fl)
-        return out
-    pct = [(i, c) for i, c in enumerate(sla.clauses) if c.kind == "percentile"]
-    for i, c in enumerate(sla.clauses):
-        if c not in clauses:
-            continue
-        quiet = []
-        for j in pool:
-            r = j.row
-            if j.not_steady or r.count(i).n is None:
-                continue
-            calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
-                       for q, pc in pct)
-            if calm:
-                quiet.append(failures.QuietStep(float(j.x), int(r.count(i).bad or 0), int(r.count(i).n)))
-        fl = failures.quiet_floor(quiet, pooled.allowed_share(c))
-        if fl is None:
-            continue
-        allowed = pooled.allowed_share(c)
-        what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
-        loads = sorted(q.x for q in quiet)
-        trend = ("no rise across them" if fl.trend_p is None or fl.n_steps < 2
-                 else f"no rise across them: one-sided p = {fl.trend_p:.2g}")
-        where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
-                 f"({loads[0]:.4g}–{loads[-1]:.4g}; {trend})")
-        if fl.breaks:
-            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
-                         f"load ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
-                         f"{c.text} allows): more instances do not fix it")
-        else:
-            statement = (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; 95% CI "
-                         f"{fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); the {allowed:.2%} allowed is not exceeded by it alone")
-        out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,
-                                breaks_clause=fl.breaks, statement=statement))
-    return out
-
-
-@dataclass
-class _ModelLimit:
-    value: float | None
-    ci: list[float | None]
-    censored: str
-    statement: str
-    binding: str | None
-    replicates: np.ndarray | None
-    interval: str | None
-    estimator: str
-    pool: list[JudgedStep]
-    bootstrap_ci: list[float | None] | None = None
-
-
-def _unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
-    """Why a limit could not be placed, and what would place it (the requests a clause needs to pass at 95 %)."""
-    where = (f"its 95% interval reaches from below the only load tested ({x_lo:.4g} {u}) to above it"
-             if x_hi <= x_lo else
-             f"its 95% interval reaches from below the lowest load tested ({x_lo:.4g} {u}) to above the highest "
-             f"({x_hi:.4g} {u})")
-    need = [(min_n_supported(c.q), c.stat.upper()) for c in sla.clauses if c.kind == "percentile" and c.q]
-    if need:
-        n, stat = max(need)
-        what = (f"more requests per step would place it (a {stat} needs about {n:,} requests at a load for a 95% "
-                "interval)")
-    else:
-        what = "more requests per step would place it"
-    if x_hi <= x_lo:
-        what += ", and a second load would bracket it"
-    return f"{where}; {what}"
-
-
-def _model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
-                 floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
-                 fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                 notes: list[str], reps: ReplicateTable | None = None) -> _ModelLimit:
-    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
-    broken_clauses = {f.clause for f in floors if f.breaks_clause}
-    unit = u if u != "load" else None
-    estimator = model.ESTIMATOR
-    value: float | None
-    ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    interval = None
-    # every usable step's evidence (a step too small for a percentile on its own still counts)
-    pool = _pool(judged, tables)
-    if tables:
-        evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
-        if assumed_n:
-            notes.append("load-point table without request counts: the reported percentiles are taken as the "
-                         "steps' exact quantiles (the interval assumes many requests per step)")
-    else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
-    ev_x = [e.x for evs in evidence.values() for e in evs]
-    # the steady-state pseudo-clause reads every step whose queue was watched: the judged ones and the usable
-    # ones too thin for a percentile on their own (a 60 s step of 150 requests whose queue settled says the
-    # crossing of steadiness lies above it; without it a run whose only judged steps fail unsteady put the
-    # crossing below the lowest load tested; docs/oracle.md, "round 7")
-    watched = list({id(j): j for j in [*det, *(pool if STEADY_READS_POOL else [])]}.values())
-    steady_x = [j.x for j in watched] if any(j.not_steady for j in watched) else []
-    post = None
-    if ev_x or steady_x:
-        edges = model.log_grid(ev_x + steady_x)
-        clause_posts = [_clause_posterior(c, evidence[c.text], edges, tables) for c in sla.clauses if evidence[c.text]]
-        kept = []
-        for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
-            if c.text in broken_clauses:
-                continue  # the floor alone breaks it at every load: no number of instances helps; said below
-            kept.append(cp)
-        if steady_x:
-            kept.append(model.steady_posterior(STEADY_CLAUSE, [j.x for j in watched],
-                                               [j.not_steady for j in watched], edges))
-        if kept:
-            post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
-    broken = [f for f in floors if f.breaks_clause]
-    if unit is None and (det or pool):
-        censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif post is None and not broken:
-        censored, value = "no_data", None
-        why = sorted({r for j in judged for r in j.reasons})
-        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-    elif post is None:
-        censored, value = "no_data", None
-        statement = "; ".join(f.statement for f in broken)
-    else:
-        med = post.median()
-        lo, hi = post.interval(level)
-        x_lo, x_hi = post.x_min, post.x_max
-        binding = post.binding()
-        estimator = model.ESTIMATOR
-        interval = model.INTERVAL.format(floor=", load-independent floor")
-        deffs = [e.deff for evs in evidence.values() for e in evs if e.deff > 1.0]
-        if deffs:
-            interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
-                         "slow requests come in queue episodes)")
-        rng = np.random.default_rng(0)
-        replicates = post.draws(max(n_boot, 1000), rng)
-        if lo < x_lo and hi > x_hi and not det:
-            # the requests judged cannot place the limit anywhere in (or near) the loads tested
-            censored, value = "no_data", None
-            n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            statement = f"the {n_ev} requests judged cannot place the limit: " + _unplaced_statement(x_lo, x_hi, u, sla)
-            binding = None
-        elif med >= x_hi or not math.isfinite(med) and med > 0:
-            censored, value = "above", float(max(passes) if passes else x_hi)
-            statement = f"≥ {value:g} {u} (never failed)" if not fails else (
-                f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
-            ci = [lo if math.isfinite(lo) and lo < value else None, None]
-            binding = None
-        elif med <= x_lo or not math.isfinite(med):
-            censored, value = "below", float(x_lo)
-            statement = _below_statement(value, u, judged)
-            ci = [None, hi if math.isfinite(hi) and hi > value else None]
-        else:
-            censored = "not_monotone" if contradict else "none"
-            value = med
-            last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
-            if tables and last_pass is not None and first_fail is not None and not contradict:
-                # a table's pass and fail are the tool's own verdicts of whole runs: the value stays between them
-                value = min(max(med, last_pass), first_fail)
-            # an interval end beyond the loads tested is not bounded by the data
-            ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
-            statement = f"{value:.4g} {u} ({_ci_text(ci[0], ci[1])})"
-            beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
-                                       ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
-            if beyond:
-                notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
-                             f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
-            if contradict:
-                bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
-                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                             f"model estimate {value:.4g} {u}, treat with caution")
-        if broken:
-            statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
-    for f in floors:
-        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-    return _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
-
-
-def _widen_to_grid(ci: list[float | None], det: list[JudgedStep], last_pass: float | None,
-                    first_fail: float | None, floor: float | None, use_pool: bool, est: float,
-                    grid: np.ndarray, n_boot: int) -> str | None:
-    """Widen a bootstrap CI (in place) to the step grid around the limit; the interval's method, or None."""
-    interval = None
-    if ci[0] is not None or ci[1] is not None:
-        # A step's verdict within a few % of the limit is close to a coin flip (queue episodes
-        # outlast a step; docs/oracle.md), which resampling within steps cannot see: the CI
-        # always spans the step grid around the limit, [one judged step below the last clean
-        # pass, first fail].
-        grid_lo, grid_hi = floor, first_fail
-        if last_pass is not None and grid_lo is not None:
-            # pooled runs: every run gets the single-run slack in its own grid, one judged step below
-            # ITS last pass (any run's last pass may be the lucky one, and a follow-up's dense grid must
-            # not shrink the slack the first test needs): the CI holds every run's own grid interval
-            for b in {int(j.row.step) // POOL_STEP_OFFSET for j in det}:
-                run_det = [j for j in det if int(j.row.step) // POOL_STEP_OFFSET == b]
-                # ... and up to ITS first fail: a follow-up step just below the limit fails by bad luck
-                # as often as one just above passes by good luck
-                ff_b = min((j.x for j in run_det if j.status == "fail"), default=None)
-                if ff_b is not None and grid_hi is not None:
-                    grid_hi = max(grid_hi, ff_b)
-                lp_b = max((j.x for j in run_det if j.status == "pass"
-                            and (first_fail is None or j.x < first_fail)), default=None)
-                if lp_b is None:
-                    continue
-                below_b = [j.x for j in run_det if j.x < lp_b]
-                grid_lo = min(grid_lo, max(below_b) if below_b else lp_b)
-        if use_pool and last_pass is None and math.isfinite(est) and grid.size:
-            # no supported pass: the grid cell of the pooled crossing, one step of slack below
-            under = grid[grid <= est]
-            grid_lo = float(under[-2]) if under.size >= 2 else float(grid[0])
-            over = grid[grid > est]
-            grid_hi = first_fail if first_fail is not None else (float(over[0]) if over.size else None)
-        widened = []
-        if ci[0] is not None and grid_lo is not None and grid_lo < ci[0]:
-            ci[0] = grid_lo
-            widened.append(f"low end to the step below the last pass ({grid_lo:.4g}"
-                           + ("; the lowest over the pooled runs' own grids)"
-                              if len({int(j.row.step) // POOL_STEP_OFFSET for j in det}) > 1 else ")"))
-        if ci[1] is not None and grid_hi is not None and grid_hi > ci[1]:
-            ci[1] = grid_hi
-            several = len({int(j.row.step) // POOL_STEP_OFFSET for j in det}) > 1
-            widened.append(f"high end to the first failing step ({grid_hi:.4g}"
-                           + ("; of the run whose first fail is highest)" if several else ")"))
-        interval = (f"percentile block bootstrap ({n_boot} resamples) of the "
-                    f"{'pooled' if use_pool else 'step-wise'} crossing")
-        if widened:
-            interval += ("; widened to the step grid (" + ", ".join(widened) + "): a step near the limit "
-                         "passes or fails partly by chance, which resampling within steps cannot see")
-    return interval
-
-
-def _trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
-                     passes: list[float], fails: list[float], contradict: list[JudgedStep],
-                     last_pass: float | None, first_fail: float | None, floor: float | None,
-                     ci: list[float | None], u: str, binding: str | None,
-                     ) -> tuple[str, float | None, str, str | None]:
-    """Censoring, value (kept within [floor, first fail]), statement and binding clause of a trace's limit."""
-    pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
-    if use_pool and est == math.inf:
-        censored, value = "above", float(grid[-1])
-        statement = f"≥ {value:g} {u} (never failed)"
-        binding = None
-    elif not use_pool and not fails and not any(j.not_steady for j in judged):
-        censored, value = "above", max(passes)
-        statement = f"≥ {value:g} {u} (never failed)"
-        binding = None
-    elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
-                                                                and not contradict):
-        # no judged failure but a not-steady step: the lowest such step bounds the step-wise estimate
-        lowest_ns = min((j.x for j in judged if j.not_steady and j.x is not None), default=None)
-        x0 = float(grid[0]) if use_pool and grid.size else first_fail if first_fail is not None else lowest_ns
-        censored, value = "below", x0
-        statement = _below_statement(x0, u, judged)
-    else:
-        censored = "not_monotone" if contradict else "none"
-        value = est
-        if floor is not None and first_fail is not None and not contradict:
-            value = min(max(est, floor), first_fail)
-        elif floor is not None and not contradict and math.isfinite(est):
-            value = max(est, floor)
-        if not math.isfinite(value):
-            value = last_pass if last_pass is not None else first_fail
-        statement = f"{value:.4g} {u}"
-        if ci[0] is not None and ci[1] is None and fails == [] and any(j.not_steady for j in judged):
-            statement += (f" (95% CI from {ci[0]:.4g}, open above: no step above the limit failed a clause, the "
-                          "steps there only kept rising)")
-        elif ci[0] is not None or ci[1] is not None:
-            statement += f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1])})"
-        if contradict:
-            bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
-            statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
-                         f"isotonic estimate {value:.4g} {u}, treat with caution")
-        elif use_pool and last_pass is None:
-            statement += (" (pooled over all requests: no step on its own holds enough requests for the "
-                          "SLA's percentile below the first failing load)")
-    return censored, value, statement, binding
-
-
-def _step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
-                      reps: ReplicateTable | None, rep: int | None) -> dict[str, np.ndarray]:
-    """Each unbroken clause's margin per judged step (bootstrap replicate ``rep``, or the point values for None),
-    and the steady pseudo-clause when a step is not steady: the step-wise estimator's input."""
-    sets: dict[str, np.ndarray] = {}
-    for i, c in enumerate(sla.clauses):
-        if c.text in broken_clauses:
-            continue
-        arr = np.full(len(det), np.nan)
-        for k, j in enumerate(det):
-            m = j.margins[c.text]
-            if m is None:
-                continue
-            if rep is not None and reps is not None:
-                rv = reps.margin(j.row.step, i)
-                if rv is not None:  # None: the step was not resampled, its point value stands
-                    if math.isnan(rv[rep]):
-                        continue
-                    # a failure proven by a lower bound stays a failure in every replicate
-                    m = min(rv[rep], -1e-9) if c.text in j.by_bound else rv[rep]
-            arr[k] = m
-        sets[c.text] = arr
-    if any(j.not_steady for j in det):
-        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in det])
-    return sets
-
-
-def _pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
-                 reps: ReplicateTable | None, rep: int | None,
-                 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Each unbroken clause's pooled margin and request count per pooled step (replicate ``rep`` or None)."""
-    sets: dict[str, np.ndarray] = {}
-    wts: dict[str, np.ndarray] = {}
-    for i, c in enumerate(sla.clauses):
-        if c.text in broken_clauses:
-            continue
-        n = np.array([float(j.row.count(i).n or 0) for j in pool])
-        k = np.array([float(j.row.count(i).bad or 0) for j in pool])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
-        if rep is not None and reps is not None:
-            for t, j in enumerate(pool):
-                rv = reps.pooled(j.row.step, i)
-                if rv is not None:  # None: the step was not resampled, its point value stands
-                    m[t] = rv[rep]
-        sets[c.text], wts[c.text] = m, n
-    if any(j.not_steady for j in pool):
-        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in pool])
-    return sets, wts
-
-
-def _pooled_estimate(pool: list[JudgedStep], pxs: np.ndarray, sla: SLA, broken_clauses: set[str],
-                     reps: ReplicateTable | None, strict: dict[str, bool],
-                     allowed: dict[str, float], rep: int | None) -> tuple[float, str | None]:
-    """The pooled estimator's limit and binding clause (replicate ``rep`` or None); NaN when no clause has data."""
-    sets, wts = _pooled_sets(pool, sla, broken_clauses, reps, rep)
-    best, bind = math.inf, None
-    for name, m in sets.items():
-        if name == STEADY_CLAUSE:
-            c = _estimate(pxs, {name: m}, np.ones(len(pool)), strict)[0]
-        else:
-            c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
-        if not math.isnan(c) and c < best:
-            best, bind = c, name
-    if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
-        return math.nan, None
-    return best, bind
-
-
-def _pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> bool:
-    """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-    a single 24-request step does not make a limit."""
-    for i, c in enumerate(sla.clauses):
-        if c.text in broken_clauses:
-            continue
-        n = sum(float(j.row.count(i).n or 0) for j in pool)
-        need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-        if n < need:
-            return False
-    return True
-
-
-def _trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
-                 reps: ReplicateTable | None,
-                 floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
-                 passes: list[float], fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                 last_pass: float | None, notes: list[str]) -> _ModelLimit | None:
-    """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
-    the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
-
-    The model of ``limits.model`` is measured against the oracle for traces too (docs/oracle.md, "The model on
-    request traces"): it covers better on the simulator's LLM servers and worse on an M/M/1 queue whose queue
-    settles in seconds; it answers load-point tables, failure floors and a unknown outcome's interval here.
-    """
-    broken_clauses = {f.clause for f in floors if f.breaks_clause}
-    xs = np.array([j.x for j in det], dtype=float)
-    w = np.array([max(int(j.row.n_requests or 1), 1) for j in det], dtype=float)
-    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
-    value: float | None
-    ci: list[float | None] = [None, None]
-    boot_ci: list[float | None] = [None, None]
-    binding = None
-    replicates = None
-    estimator = "isotonic step margins"
-    interval = None
-    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-    pool = [j for j in judged if j.pool_ok and j.status != "excluded"
-            and j.row.has_counts]
-    pxs = np.array([j.x for j in pool], dtype=float)
-    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
-
-    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
-        return _step_margin_sets(det, sla, broken_clauses, reps, rep)
-
-    def pooled_estimate(rep: int | None) -> tuple[float, str | None]:
-        return _pooled_estimate(pool, pxs, sla, broken_clauses, reps, strict, allowed, rep)
-
-    def pool_supported() -> bool:
-        return _pool_supported(pool, sla, broken_clauses)
-
-    if pool and not pool_supported() and last_pass is None and len({j.x for j in pool}) >= 2:
-        # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
-        # estimator could only say "< the first fail"; the model of every step's counts answers instead
-        return None
-    est_p, bind_p = pooled_estimate(None) if pool and pool_supported() else (math.nan, None)
-    if unit is None and (det or pool):
-        censored, value, statement = "no_data", None, "steps use different offered-load units"
-    elif not det and math.isnan(est_p):
-        censored, value = "no_data", None
-        why = sorted({r for j in judged for r in j.reasons})
-        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
-    else:
-        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
-        # "never failed": the step-wise estimator answers then
-        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
-        if use_pool:
-            est, binding = est_p, bind_p
-            estimator = pooled.ESTIMATOR
-        else:
-            est, binding = _estimate(xs, margin_sets(None), w, strict)
-        if reps is not None and n_boot > 0:
-            if use_pool:
-                replicates = np.array([pooled_estimate(r)[0] for r in range(n_boot)])
-            else:
-                replicates = np.array([_estimate(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
-            ci = _ci(replicates, level)
-            boot_ci = list(ci)
-        grid = np.unique(pxs) if use_pool else np.unique(xs)
-        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
-        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
-        below = [j.x for j in det if last_pass is not None and j.x < last_pass]
-        floor = (max(below) if below else last_pass) if last_pass is not None else (
-            float(grid[0]) if grid.size else None)
-        interval = _widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
-        # the CI's high end is the first judged failure: a not-steady step above the last pass is undetermined (its
-        # queue was still rising: the limit may lie above it), so without a judged failure the interval is open
-        rising = [j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)]
-        if first_fail is None and rising and ci[1] is not None:
-            ci[1] = None
-            interval = (interval or "") + (f"; high end open: no step above the limit failed a clause (the steps at "
-                                           f"{', '.join(f'{x:.4g}' for x in sorted(rising))} were still rising, "
-                                           "neither a pass nor a measured failure)")
-        censored, value, statement, binding = _trace_statement(judged, use_pool, est, grid, passes, fails,
-                                                               contradict, last_pass, first_fail, floor,
-                                                               ci, u, binding)
-    if broken_clauses:
-        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
-                     + f"; the other clauses hold to {statement}")
-    for f in floors:
-        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-    res = _ModelLimit(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
-    res.bootstrap_ci = boot_ci
-    return res
-
-
-@dataclass(frozen=True)
-class _ModelOptions:
-    """The options of :func:`model.clause_posterior` for one clause (its defaults where not set)."""
-
-    floor: bool
-    concentrations: np.ndarray | None = None
-    floor_multiples: np.ndarray = field(default_factory=lambda: model.FLOOR_MULTIPLES)
-    ceiling: bool = False
-
-
-def _model_options(c: Clause, tables: bool) -> _ModelOptions:
-    """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
-    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
-    if tables:
-        return _ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS)
-    if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
-        return _ModelOptions(floor=False)
-    return _ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
-                         else model.FLOOR_MULTIPLES, ceiling=model.CEILING)
-
-
-def _clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
-                      tables: bool) -> model.ClausePosterior:
-    """:func:`model.clause_posterior` of one clause over its local evidence, with its options."""
-    o = _model_options(c, tables)
-    allowed = pooled.allowed_share(c)
-    return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
-                                  concentrations=o.concentrations, floor_multiples=o.floor_multiples,
-                                  ceiling=o.ceiling)
 
 
 def _fit_group(
@@ -920,7 +298,7 @@ def _fit_group(
         return judging.judge(typed, sla, tables, reps, level, ignore, settle)
 
     judged = judge(frozenset())
-    floors = _floors(judged, sla, tables)
+    floors = failures.clause_floors(judged, sla, tables)
     broken = frozenset(f.clause for f in floors if f.breaks_clause)
     if broken:  # the steps are judged on the other clauses: the floor is said once, not as every step's failure
         judged = judge(broken)
@@ -939,18 +317,18 @@ def _fit_group(
     contradict = [j for j in det if j.status == "pass" and first_fail is not None and j.x > first_fail]
     u = unit or "load"
     if tables or estimator == "model":
-        est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict, first_fail,
-                           notes, reps)
+        est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
+                                     first_fail, notes, reps)
     else:
-        est = _trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails, contradict,
-                           first_fail, last_pass, notes)
+        est = estimators.trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails,
+                                     contradict, first_fail, last_pass, notes)
         if est is None:
-            n_pool = sum(int(j.row.n_requests or 0) for j in _pool(judged, tables))
+            n_pool = sum(int(j.row.n_requests or 0) for j in judging.usable_steps(judged, tables))
             notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
                          "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
                          "step's counts (limits.model) gives the limit and its interval")
-            est = _model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                               first_fail, notes, reps)
+            est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails,
+                                         contradict, first_fail, notes, reps)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
@@ -1701,7 +1079,7 @@ def _blended(limits: list[MixLimit], weights: Mapping[str, float] | str | Path, 
             inv = np.where(np.isposinf(mat), 0.0, wv[:, None] / mat)
             b = 1.0 / inv.sum(axis=0)
         b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
-        ci = _ci(b, level)
+        ci = equal_tailed(b, level)
     unit = units.pop()
     if cens == {"none"}:
         censored, statement = "none", f"{value:.4g} {unit}"

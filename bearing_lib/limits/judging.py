@@ -314,5 +314,12 @@ def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: ReplicateTable | N
     return out
 
 
+def usable_steps(judged: list[JudgedStep], tables: bool) -> list[JudgedStep]:
+    """The steps whose evidence the estimators use: load known, not excluded, no blocking flag (unless they
+    fail anyway); a step too small for a percentile on its own still contributes its counts."""
+    return [j for j in judged if j.pool_ok and j.status != "excluded"
+            and (tables or j.row.has_counts)]
+
+
 __all__ = ["BLOCKING_FLAGS", "JudgedStep", "close_calls_by_bootstrap", "judge", "judge_clause",
-           "judge_steps", "mark_recovery_steps", "transient_not_steady"]
+           "judge_steps", "mark_recovery_steps", "transient_not_steady", "usable_steps"]

@@ -13,11 +13,11 @@ The bad share ``p = k / n`` is fitted as a **non-decreasing** function of load b
 isotonic regression (weights ``n``: every request counts once, whatever its step's size;
 steps at the same load are merged first), and the limit is the load where the fit crosses
 the allowed share, linearly interpolated between the two steps around the crossing. The fit
-is written as the margin ``1 − p / allowed`` so the crossing rule is the step-wise one
-(``bearing_lib.limits.fit._crossing``). A step with 150 requests cannot support a P99 on its
-own (368 are needed, docs/limits.md) and is left out of the step-wise bracket, but its 150
-requests, none above ``T``, still pull the fit: that is the evidence the step-wise judgement
-throws away.
+is written as the margin ``1 − p / allowed`` so that one crossing (:func:`crossing`) serves the
+step-wise estimator's margins too (``bearing_lib.limits.estimators.stepwise_crossing``). A step
+with 150 requests cannot support a P99 on its own (368 are needed, docs/limits.md) and is left out
+of the step-wise bracket, but its 150 requests, none above ``T``, still pull the fit: that is the
+evidence the step-wise judgement throws away.
 
 Scipy's ``isotonic_regression`` (pool-adjacent-violators) does the fit; the counting is polars.
 """
@@ -90,9 +90,11 @@ def merge_ties(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray) -> tupl
 
 def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool,
              allowed: float = 0.01) -> float:
-    """Zero crossing of the weighted isotonic (non-increasing in load) fit of the count margins.
+    """Zero crossing of the weighted isotonic (non-increasing in load) fit of margins: bearing's one isotonic crossing.
 
-    +inf when the fit never fails, −inf when it fails at the lowest load, NaN without data.
+    The pooled estimator's count margins and the step-wise estimator's step margins both cross here. Steps at one
+    load are one point (their weighted mean margin, summed weight: :func:`merge_ties`), in load order, whatever
+    order they come in. +inf when the fit never fails, −inf when it fails at the lowest load, NaN without data.
     """
     x, m, w = merge_ties(np.asarray(xs, float), np.asarray(margins, float), np.asarray(weights, float))
     if x.size == 0:

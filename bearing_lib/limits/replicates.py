@@ -5,7 +5,7 @@ statistics on an engine, ``limits.stepstats.replicates_from_stats``) and keeps, 
 order), two arrays of one value per resample:
 
 * the clause's **margin** (``Clause.observed_to_margin`` of the step's statistic): the close-call test of
-  ``limits.judging`` and the step-wise estimator of ``limits.fit`` read it;
+  ``limits.judging`` and the step-wise estimator of ``limits.estimators`` read it;
 * the clause's **pooled margin** (``limits.pooled.share_to_margin`` of the step's bad share): the pooled
   estimator's interval and the design effect of ``limits.evidence`` read it.
 

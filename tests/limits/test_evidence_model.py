@@ -332,10 +332,10 @@ def test_thin_steady_steps_bound_the_steady_crossing(monkeypatch, reads_pool):
     queues still rising. The model's steady-state pseudo-clause must read the thin steady steps: with only the
     judged (failing, unsteady) steps it put the crossing of steadiness below the lowest load tested and answered
     "< 2.61 rps (failed at the lowest load judged)", half the truth (docs/oracle.md, "round 7")."""
-    from bearing_lib.limits import fit
+    from bearing_lib.limits import estimators
     from tests.oracle.acceptance import load_truth, score_combination
 
-    monkeypatch.setattr(fit, "STEADY_READS_POOL", reads_pool)
+    monkeypatch.setattr(estimators, "STEADY_READS_POOL", reads_pool)
     truth = float(load_truth()["small/rag"]["q_ult_rps"])
     (s,) = score_combination("small", "rag", truth, range(1, 2), step_s=60.0, estimator="model")
     if reads_pool:

@@ -279,25 +279,46 @@ def test_table_maximum_proves_a_pass():
 def test_point_estimate_is_the_isotonic_interpolation_by_hand():
     # P99 / threshold = exp(0.5 (x - 3.4)) at x = 1..5: margins already decreasing, so the isotonic fit is
     # the margins themselves and the crossing is the straight interpolation between x = 3 and 4
-    from bearing_lib.limits.fit import _estimate
+    from bearing_lib.limits.estimators import stepwise_crossing
 
     xs = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     m = np.array([1 - math.exp(0.5 * (x - 3.4)) for x in xs])
     iso = 3 + (1 - math.exp(-0.2)) / ((1 - math.exp(-0.2)) - (1 - math.exp(0.3)))
-    assert _estimate(xs, {"c": m}, np.ones(5), {"c": False}) == (pytest.approx(iso), "c")
+    assert stepwise_crossing(xs, {"c": m}, np.ones(5), {"c": False}) == (pytest.approx(iso), "c")
 
 
 def test_isotonic_fit_pools_a_violation_before_interpolating():
     # margins 0.5, 0.2, 0.3 (a rise: pooled to 0.25, 0.25 with equal weights), -0.5: the crossing lies
     # between x = 3 (fit 0.25) and x = 4 (fit -0.5): 3 + 0.25 / 0.75
-    from bearing_lib.limits.fit import _estimate
+    from bearing_lib.limits.estimators import stepwise_crossing
 
     xs = np.array([1.0, 2.0, 3.0, 4.0])
-    est, _ = _estimate(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.ones(4), {"c": False})
+    est, _ = stepwise_crossing(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.ones(4), {"c": False})
     assert est == pytest.approx(3 + 0.25 / 0.75)
     # with weights 1, 3 on the pooled pair the pool is (0.2 * 1 + 0.3 * 3) / 4 = 0.275
-    est_w, _ = _estimate(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.array([1.0, 1.0, 3.0, 1.0]), {"c": False})
+    est_w, _ = stepwise_crossing(xs, {"c": np.array([0.5, 0.2, 0.3, -0.5])}, np.array([1.0, 1.0, 3.0, 1.0]),
+                                 {"c": False})
     assert est_w == pytest.approx(3 + 0.275 / 0.775)
+
+
+def test_steps_at_one_load_are_one_point_of_the_isotonic_fit():
+    # two runs pooled, both with a step at load 2: margins 0.3 (100 requests) and -0.1 (300 requests) there merge
+    # to (0.3 * 100 - 0.1 * 300) / 400 = 0.0, a pass for a non-strict clause; the fit is then 0.5 at 1, 0.0 at 2,
+    # -0.4 at 3 and crosses at 2 + 0 / 0.4 = 2 (non-strict: a zero margin holds, the first failing point is 3:
+    # 2 + 0.0 / (0.0 + 0.4) * 1 = 2.0). Listed in the other order, the same. Before the estimators shared
+    # limits.pooled.crossing, the step-wise one read the two steps as separate points in their listed order.
+    from bearing_lib.limits.estimators import stepwise_crossing
+
+    xs = np.array([1.0, 2.0, 2.0, 3.0])
+    w = np.array([100.0, 100.0, 300.0, 100.0])
+    m = np.array([0.5, 0.3, -0.1, -0.4])
+    assert stepwise_crossing(xs, {"c": m}, w, {"c": False}) == (pytest.approx(2.0), "c")
+    swapped = [0, 2, 1, 3]
+    assert stepwise_crossing(xs[swapped], {"c": m[swapped]}, w[swapped], {"c": False})[0] == pytest.approx(2.0)
+    # one more request reading slow at load 2 tips the merged point below zero: the crossing moves below 2
+    m2 = np.array([0.5, 0.3, -0.11, -0.4])
+    merged = (0.3 * 100 - 0.11 * 300) / 400
+    assert stepwise_crossing(xs, {"c": m2}, w, {"c": False})[0] == pytest.approx(1 + 0.5 / (0.5 - merged))
 
 
 def test_step_validity_counts_only_the_percentiles_the_sla_uses():

@@ -1,4 +1,4 @@
-"""TEST ORACLE tool: capture every seed's ``limits.fit._model_limit`` inputs once, then replay only the model.
+"""TEST ORACLE tool: capture every seed's ``limits.estimators.model_limit`` inputs once, then replay only the model.
 
 The model (``limits.model``, ``limits.evidence``) is the only part of ``fit_limits(..., estimator="model")`` that an
 estimator change touches; simulating the stepped tests and judging their steps takes minutes per combination, the
@@ -49,17 +49,17 @@ def _path(root: Path, step_s: float, server: str, mix: str) -> Path:
 
 
 def capture(root: Path, step_s: float, only: list[str] | None = None) -> None:
-    from bearing_lib.limits import fit
+    from bearing_lib.limits import estimators
 
     truth = load_truth()
-    original = fit._model_limit
+    original = estimators.model_limit
     calls: list[tuple[tuple, dict]] = []
 
     def wrapped(*args, **kwargs):
         calls.append((copy.deepcopy(args), copy.deepcopy(kwargs)))
         return original(*args, **kwargs)
 
-    fit._model_limit = wrapped
+    estimators.model_limit = wrapped
     try:
         for server, mix in combinations():
             if only and f"{server}/{mix}" not in only:
@@ -76,24 +76,24 @@ def capture(root: Path, step_s: float, only: list[str] | None = None) -> None:
             p.write_bytes(pickle.dumps({"truth": t, "seeds": seeds}))
             print(f"{server}/{mix}: {time.perf_counter() - t0:.0f} s", flush=True)
     finally:
-        fit._model_limit = original
+        estimators.model_limit = original
 
 
 def capture_mm1(root: Path) -> None:
     """The SYNTHETIC M/M/1 case of ``tests/limits/test_evidence_model.py`` (8 seeds, 8 x 120 s at 2-9 rps)."""
-    from bearing_lib.limits import fit
+    from bearing_lib.limits import estimators
     from bearing_lib.limits.fit import fit_limits
     from tests.limits.synth import make_trace, mm1_frame, mm1_limit
 
     truth = mm1_limit(10.0, 0.99, 1000.0)
-    original = fit._model_limit
+    original = estimators.model_limit
     calls: list[tuple[tuple, dict]] = []
 
     def wrapped(*args, **kwargs):
         calls.append((copy.deepcopy(args), copy.deepcopy(kwargs)))
         return original(*args, **kwargs)
 
-    fit._model_limit = wrapped
+    estimators.model_limit = wrapped
     seeds = []
     try:
         for seed in range(8):
@@ -102,7 +102,7 @@ def capture_mm1(root: Path) -> None:
             fit_limits(tr, "p99(latency) <= 1s", mixes="none", estimator="model", n_boot=1000)
             seeds.append({"seed": seed, "calls": list(calls)})
     finally:
-        fit._model_limit = original
+        estimators.model_limit = original
     p = root / "mm1.pkl"
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_bytes(pickle.dumps({"truth": truth, "seeds": seeds}))
@@ -110,15 +110,16 @@ def capture_mm1(root: Path) -> None:
 
 def apply_settings(spec: str) -> None:
     """``--set``: module constants of a variant to replay, ``module.NAME=literal`` comma-separated (``module`` one of
-    ``model``, ``evidence``, ``fit`` under ``bearing_lib.limits``; the value a Python literal)."""
+    ``model``, ``evidence``, ``estimators``, ``fit`` under ``bearing_lib.limits``; the value a Python literal)."""
     import ast
     import importlib
 
     for item in filter(None, spec.split(",")):
         target, _, value = item.partition("=")
         mod, _, name = target.strip().partition(".")
-        if mod not in ("model", "evidence", "fit") or not name:
-            raise SystemExit(f"--set {item!r}: expected model.NAME=VALUE, evidence.NAME=VALUE or fit.NAME=VALUE")
+        if mod not in ("model", "evidence", "estimators", "fit") or not name:
+            raise SystemExit(f"--set {item!r}: expected model.NAME=VALUE, evidence.NAME=VALUE, estimators.NAME=VALUE "
+                             "or fit.NAME=VALUE")
         module = importlib.import_module(f"bearing_lib.limits.{mod}")
         if not hasattr(module, name):
             raise SystemExit(f"--set {item!r}: bearing_lib.limits.{mod} has no constant {name}")
@@ -126,11 +127,11 @@ def apply_settings(spec: str) -> None:
 
 
 def replay_one(args: tuple, kwargs: dict):
-    from bearing_lib.limits import fit
+    from bearing_lib.limits import estimators
 
     args = list(copy.copy(args))
     args[12] = []  # notes (appended to)
-    return fit._model_limit(*args, **kwargs)
+    return estimators.model_limit(*args, **kwargs)
 
 
 def replay(root: Path, step_s: float, verbose: bool = False, only: list[str] | None = None) -> list[dict]:

@@ -1,0 +1,398 @@
+"""The estimators: from a run and mix's judged steps to its limit, interval and statement.
+
+* :func:`trace_limit`: a request trace's default, the **pooled exceedance estimator** (``limits.pooled``: every
+  usable step's request counts, isotonic in load) or, when the pool cannot support a clause on its own, the
+  **step-wise** one (:func:`stepwise_crossing`: the judged steps' margins); the interval is the block bootstrap's,
+  widened to the step grid (``limits.interval``). It returns None where neither can answer (no step passes on
+  its own and the pool is too thin): the model answers then.
+* :func:`model_limit`: the **model** of every step's evidence (``limits.model``): load-point tables, a trace with
+  ``estimator="model"``, and the case above; its interval is the posterior's.
+
+Both say load-independent failure floors (``limits.failures``) that break a clause before their own statement.
+The one isotonic crossing both use is ``limits.pooled.crossing``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bearing_lib.limits import evidence as ev_mod
+from bearing_lib.limits import model, pooled
+from bearing_lib.limits.curves import min_n_supported
+from bearing_lib.limits.interval import equal_tailed, widen_to_grid
+from bearing_lib.limits.judging import JudgedStep, usable_steps
+from bearing_lib.limits.replicates import ReplicateTable
+from bearing_lib.limits.result import FailureFloor
+from bearing_lib.limits.sla import SLA, Clause
+from bearing_lib.limits.statement import below_statement, ci_text, trace_statement, unplaced_statement
+
+STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
+
+
+STEADY_READS_POOL = True
+"""The model's steady-state pseudo-clause reads the usable steps too thin to judge as well as the judged ones."""
+
+
+@dataclass
+class LimitEstimate:
+    """What an estimator says of one run and mix's limit, before the saturation cap and the result's assembly."""
+
+    value: float | None
+    ci: list[float | None]
+    censored: str
+    statement: str
+    binding: str | None
+    replicates: np.ndarray | None
+    interval: str | None
+    estimator: str
+    pool: list[JudgedStep]
+    bootstrap_ci: list[float | None] | None = None
+
+
+def stepwise_crossing(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
+                      strict: dict[str, bool]) -> tuple[float, str | None]:
+    """Lowest crossing over the clauses (isotonic interpolation), and the clause that makes it (binding)."""
+    best, binding = math.inf, None
+    for name, m in margin_sets.items():
+        if name == STEADY_CLAUSE:  # a hard fail, never pooled away: midpoint before the first not-steady step
+            i = int(np.argmax(m < 0))
+            c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
+        else:
+            c = pooled.crossing(xs, m, weights, strict[name])
+        if not math.isnan(c) and c < best:
+            best, binding = c, name
+    return best, binding
+
+
+def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
+                floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
+                fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
+                notes: list[str], reps: ReplicateTable | None = None) -> LimitEstimate:
+    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    unit = u if u != "load" else None
+    estimator = model.ESTIMATOR
+    value: float | None
+    ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    interval = None
+    # every usable step's evidence (a step too small for a percentile on its own still counts)
+    pool = usable_steps(judged, tables)
+    if tables:
+        evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
+        if assumed_n:
+            notes.append("load-point table without request counts: the reported percentiles are taken as the "
+                         "steps' exact quantiles (the interval assumes many requests per step)")
+    else:
+        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
+    ev_x = [e.x for evs in evidence.values() for e in evs]
+    # the steady-state pseudo-clause reads every step whose queue was watched: the judged ones and the usable
+    # ones too thin for a percentile on their own (a 60 s step of 150 requests whose queue settled says the
+    # crossing of steadiness lies above it; without it a run whose only judged steps fail unsteady put the
+    # crossing below the lowest load tested; docs/oracle.md, "round 7")
+    watched = list({id(j): j for j in [*det, *(pool if STEADY_READS_POOL else [])]}.values())
+    steady_x = [j.x for j in watched] if any(j.not_steady for j in watched) else []
+    post = None
+    if ev_x or steady_x:
+        edges = model.log_grid(ev_x + steady_x)
+        clause_posts = [clause_posterior(c, evidence[c.text], edges, tables) for c in sla.clauses if evidence[c.text]]
+        kept = []
+        for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
+            if c.text in broken_clauses:
+                continue  # the floor alone breaks it at every load: no number of instances helps; said below
+            kept.append(cp)
+        if steady_x:
+            kept.append(model.steady_posterior(STEADY_CLAUSE, [j.x for j in watched],
+                                               [j.not_steady for j in watched], edges))
+        if kept:
+            post = model.combine(kept, edges, min(ev_x + steady_x), max(ev_x + steady_x))
+    broken = [f for f in floors if f.breaks_clause]
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif post is None and not broken:
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j.reasons})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    elif post is None:
+        censored, value = "no_data", None
+        statement = "; ".join(f.statement for f in broken)
+    else:
+        med = post.median()
+        lo, hi = post.interval(level)
+        x_lo, x_hi = post.x_min, post.x_max
+        binding = post.binding()
+        estimator = model.ESTIMATOR
+        interval = model.INTERVAL.format(floor=", load-independent floor")
+        deffs = [e.deff for evs in evidence.values() for e in evs if e.deff > 1.0]
+        if deffs:
+            interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
+                         "slow requests come in queue episodes)")
+        rng = np.random.default_rng(0)
+        replicates = post.draws(max(n_boot, 1000), rng)
+        if lo < x_lo and hi > x_hi and not det:
+            # the requests judged cannot place the limit anywhere in (or near) the loads tested
+            censored, value = "no_data", None
+            n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
+            statement = f"the {n_ev} requests judged cannot place the limit: " + unplaced_statement(x_lo, x_hi, u, sla)
+            binding = None
+        elif med >= x_hi or not math.isfinite(med) and med > 0:
+            censored, value = "above", float(max(passes) if passes else x_hi)
+            statement = f"≥ {value:g} {u} (never failed)" if not fails else (
+                f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
+            ci = [lo if math.isfinite(lo) and lo < value else None, None]
+            binding = None
+        elif med <= x_lo or not math.isfinite(med):
+            censored, value = "below", float(x_lo)
+            statement = below_statement(value, u, judged)
+            ci = [None, hi if math.isfinite(hi) and hi > value else None]
+        else:
+            censored = "not_monotone" if contradict else "none"
+            value = med
+            last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
+            if tables and last_pass is not None and first_fail is not None and not contradict:
+                # a table's pass and fail are the tool's own verdicts of whole runs: the value stays between them
+                value = min(max(med, last_pass), first_fail)
+            # an interval end beyond the loads tested is not bounded by the data
+            ci = [lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None]
+            statement = f"{value:.4g} {u} ({ci_text(ci[0], ci[1])})"
+            beyond = [w for w, out in (("lower", ci[0] is not None and ci[0] < x_lo),
+                                       ("upper", ci[1] is not None and ci[1] > x_hi)) if out]
+            if beyond:
+                notes.append(f"the interval's {' and '.join(beyond)} end lies beyond the loads tested "
+                             f"({x_lo:.4g}–{x_hi:.4g}): there it rests on the model's shape (logistic in log load)")
+            if contradict:
+                bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
+                statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                             f"model estimate {value:.4g} {u}, treat with caution")
+        if broken:
+            statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+
+
+def step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
+                     reps: ReplicateTable | None, rep: int | None) -> dict[str, np.ndarray]:
+    """Each unbroken clause's margin per judged step (bootstrap replicate ``rep``, or the point values for None),
+    and the steady pseudo-clause when a step is not steady: the step-wise estimator's input."""
+    sets: dict[str, np.ndarray] = {}
+    for i, c in enumerate(sla.clauses):
+        if c.text in broken_clauses:
+            continue
+        arr = np.full(len(det), np.nan)
+        for k, j in enumerate(det):
+            m = j.margins[c.text]
+            if m is None:
+                continue
+            if rep is not None and reps is not None:
+                rv = reps.margin(j.row.step, i)
+                if rv is not None:  # None: the step was not resampled, its point value stands
+                    if math.isnan(rv[rep]):
+                        continue
+                    # a failure proven by a lower bound stays a failure in every replicate
+                    m = min(rv[rep], -1e-9) if c.text in j.by_bound else rv[rep]
+            arr[k] = m
+        sets[c.text] = arr
+    if any(j.not_steady for j in det):
+        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in det])
+    return sets
+
+
+def pooled_sets(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str],
+                reps: ReplicateTable | None, rep: int | None,
+                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each unbroken clause's pooled margin and request count per pooled step (replicate ``rep`` or None)."""
+    sets: dict[str, np.ndarray] = {}
+    wts: dict[str, np.ndarray] = {}
+    for i, c in enumerate(sla.clauses):
+        if c.text in broken_clauses:
+            continue
+        n = np.array([float(j.row.count(i).n or 0) for j in pool])
+        k = np.array([float(j.row.count(i).bad or 0) for j in pool])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            m = np.where(n > 0, pooled.share_to_margin(c, k / np.where(n > 0, n, 1.0)), np.nan)
+        if rep is not None and reps is not None:
+            for t, j in enumerate(pool):
+                rv = reps.pooled(j.row.step, i)
+                if rv is not None:  # None: the step was not resampled, its point value stands
+                    m[t] = rv[rep]
+        sets[c.text], wts[c.text] = m, n
+    if any(j.not_steady for j in pool):
+        sets[STEADY_CLAUSE] = np.array([-1.0 if j.not_steady else 1.0 for j in pool])
+    return sets, wts
+
+
+def pooled_estimate(pool: list[JudgedStep], pxs: np.ndarray, sla: SLA, broken_clauses: set[str],
+                    reps: ReplicateTable | None, strict: dict[str, bool],
+                    allowed: dict[str, float], rep: int | None) -> tuple[float, str | None]:
+    """The pooled estimator's limit and binding clause (replicate ``rep`` or None); NaN when no clause has data."""
+    sets, wts = pooled_sets(pool, sla, broken_clauses, reps, rep)
+    best, bind = math.inf, None
+    for name, m in sets.items():
+        if name == STEADY_CLAUSE:
+            c = stepwise_crossing(pxs, {name: m}, np.ones(len(pool)), strict)[0]
+        else:
+            c = pooled.crossing(pxs, m, wts[name], strict[name], allowed[name])
+        if not math.isnan(c) and c < best:
+            best, bind = c, name
+    if best == math.inf and all(np.isnan(v).all() for k, v in sets.items() if k != STEADY_CLAUSE):
+        return math.nan, None
+    return best, bind
+
+
+def pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> bool:
+    """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
+    a single 24-request step does not make a limit."""
+    for i, c in enumerate(sla.clauses):
+        if c.text in broken_clauses:
+            continue
+        n = sum(float(j.row.count(i).n or 0) for j in pool)
+        need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
+        if n < need:
+            return False
+    return True
+
+
+def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
+                reps: ReplicateTable | None,
+                floors: list[FailureFloor], level: float, n_boot: int, unit: str | None, u: str,
+                passes: list[float], fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
+                last_pass: float | None, notes: list[str]) -> LimitEstimate | None:
+    """The limit of a request trace: the pooled exceedance estimator (``limits.pooled``; the step-wise one when
+    the pool cannot support a clause), with the block-bootstrap interval widened to the step grid.
+
+    The model of ``limits.model`` is measured against the oracle for traces too (docs/oracle.md, "The model on
+    request traces"): it covers better on the simulator's LLM servers and worse on an M/M/1 queue whose queue
+    settles in seconds; it answers load-point tables, failure floors and a unknown outcome's interval here.
+    """
+    broken_clauses = {f.clause for f in floors if f.breaks_clause}
+    xs = np.array([j.x for j in det], dtype=float)
+    w = np.array([max(int(j.row.n_requests or 1), 1) for j in det], dtype=float)
+    strict = {c.text: c.strict for c in sla.clauses} | {STEADY_CLAUSE: False}
+    value: float | None
+    ci: list[float | None] = [None, None]
+    boot_ci: list[float | None] = [None, None]
+    binding = None
+    replicates = None
+    estimator = "isotonic step margins"
+    interval = None
+    # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
+    pool = [j for j in judged if j.pool_ok and j.status != "excluded"
+            and j.row.has_counts]
+    pxs = np.array([j.x for j in pool], dtype=float)
+    allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
+
+    def margin_sets(rep: int | None) -> dict[str, np.ndarray]:
+        return step_margin_sets(det, sla, broken_clauses, reps, rep)
+
+    def pooled_at(rep: int | None) -> tuple[float, str | None]:
+        return pooled_estimate(pool, pxs, sla, broken_clauses, reps, strict, allowed, rep)
+
+    def supported() -> bool:
+        return pool_supported(pool, sla, broken_clauses)
+
+    if pool and not supported() and last_pass is None and len({j.x for j in pool}) >= 2:
+        # the pooled requests cannot support a clause on their own and no step passes on its own: the step-wise
+        # estimator could only say "< the first fail"; the model of every step's counts answers instead
+        return None
+    est_p, bind_p = pooled_at(None) if pool and supported() else (math.nan, None)
+    if unit is None and (det or pool):
+        censored, value, statement = "no_data", None, "steps use different offered-load units"
+    elif not det and math.isnan(est_p):
+        censored, value = "no_data", None
+        why = sorted({r for j in judged for r in j.reasons})
+        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+    else:
+        # a pooled fit that never crosses although a step fails (pooled away by passes above it) is not
+        # "never failed": the step-wise estimator answers then
+        use_pool = not math.isnan(est_p) and not (est_p == math.inf and fails)
+        if use_pool:
+            est, binding = est_p, bind_p
+            estimator = pooled.ESTIMATOR
+        else:
+            est, binding = stepwise_crossing(xs, margin_sets(None), w, strict)
+        if reps is not None and n_boot > 0:
+            if use_pool:
+                replicates = np.array([pooled_at(r)[0] for r in range(n_boot)])
+            else:
+                replicates = np.array([stepwise_crossing(xs, margin_sets(r), w, strict)[0] for r in range(n_boot)])
+            ci = equal_tailed(replicates, level)
+            boot_ci = list(ci)
+        grid = np.unique(pxs) if use_pool else np.unique(xs)
+        # the lowest load a value may take: the judged step below the last pass (the last pass may itself
+        # lie above the limit: a lucky step, docs/oracle.md), else the lowest step the pooled fit uses
+        below = [j.x for j in det if last_pass is not None and j.x < last_pass]
+        floor = (max(below) if below else last_pass) if last_pass is not None else (
+            float(grid[0]) if grid.size else None)
+        interval = widen_to_grid(ci, det, last_pass, first_fail, floor, use_pool, est, grid, n_boot) or interval
+        # the CI's high end is the first judged failure: a not-steady step above the last pass is undetermined (its
+        # queue was still rising: the limit may lie above it), so without a judged failure the interval is open
+        rising = [j.x for j in det if j.not_steady and (last_pass is None or j.x > last_pass)]
+        if first_fail is None and rising and ci[1] is not None:
+            ci[1] = None
+            interval = (interval or "") + (f"; high end open: no step above the limit failed a clause (the steps at "
+                                           f"{', '.join(f'{x:.4g}' for x in sorted(rising))} were still rising, "
+                                           "neither a pass nor a measured failure)")
+        censored, value, statement, binding = trace_statement(judged, use_pool, est, grid, passes, fails,
+                                                               contradict, last_pass, first_fail, floor,
+                                                               ci, u, binding)
+    if broken_clauses:
+        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
+                     + f"; the other clauses hold to {statement}")
+    for f in floors:
+        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    res = LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+    res.bootstrap_ci = boot_ci
+    return res
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The options of :func:`model.clause_posterior` for one clause (its defaults where not set)."""
+
+    floor: bool
+    concentrations: np.ndarray | None = None
+    floor_multiples: np.ndarray = field(default_factory=lambda: model.FLOOR_MULTIPLES)
+    ceiling: bool = False
+
+
+def model_options(c: Clause, tables: bool) -> ModelOptions:
+    """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
+    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
+    if tables:
+        return ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS)
+    if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
+        return ModelOptions(floor=False)
+    return ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
+                         else model.FLOOR_MULTIPLES, ceiling=model.CEILING)
+
+
+def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
+                     tables: bool) -> model.ClausePosterior:
+    """:func:`model.clause_posterior` of one clause over its local evidence, with its options."""
+    o = model_options(c, tables)
+    allowed = pooled.allowed_share(c)
+    return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
+                                  concentrations=o.concentrations, floor_multiples=o.floor_multiples,
+                                  ceiling=o.ceiling)
+
+
+__all__ = [
+    "LimitEstimate",
+    "ModelOptions",
+    "STEADY_CLAUSE",
+    "STEADY_READS_POOL",
+    "clause_posterior",
+    "model_limit",
+    "model_options",
+    "pool_supported",
+    "pooled_estimate",
+    "pooled_sets",
+    "step_margin_sets",
+    "stepwise_crossing",
+    "trace_limit",
+]

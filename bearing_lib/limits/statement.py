@@ -1,0 +1,113 @@
+"""The words of a limit: its value, interval and censoring said as a reviewer reads them.
+
+``limits.estimators`` decides the numbers; this module only says them (``q_ult.statement``): a value with its
+interval (an end the data cannot bound said in words), a limit below the lowest load judged, one the requests
+cannot place (and what would place it), and the pooled estimator's censoring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bearing_lib.limits.curves import min_n_supported
+from bearing_lib.limits.judging import JudgedStep
+from bearing_lib.limits.sla import SLA
+
+
+def fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def below_statement(x0: float, u: str, judged: list[JudgedStep]) -> str:
+    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
+    statement = f"< {x0:g} {u} (failed at the lowest load judged)"
+    lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]
+    if lower:
+        statement += (f"; the {len(lower)} lower step(s) could not be judged ("
+                      f"{lower[0].reasons[0] if lower[0].reasons else 'see steps'})")
+    return statement
+
+
+def ci_text(lo: float | None, hi: float | None) -> str:
+    """``95% CI a–b``; an end the data cannot bound (beyond the loads tested) said in words."""
+    if lo is not None and hi is not None:
+        return f"95% CI {lo:.4g}–{hi:.4g}"
+    if lo is not None:
+        return f"95% CI from {lo:.4g}, upper end above the loads tested"
+    if hi is not None:
+        return f"95% CI up to {hi:.4g}, lower end below the loads tested"
+    return "95% CI beyond the loads tested on both sides"
+
+
+def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
+    """Why a limit could not be placed, and what would place it (the requests a clause needs to pass at 95 %)."""
+    where = (f"its 95% interval reaches from below the only load tested ({x_lo:.4g} {u}) to above it"
+             if x_hi <= x_lo else
+             f"its 95% interval reaches from below the lowest load tested ({x_lo:.4g} {u}) to above the highest "
+             f"({x_hi:.4g} {u})")
+    need = [(min_n_supported(c.q), c.stat.upper()) for c in sla.clauses if c.kind == "percentile" and c.q]
+    if need:
+        n, stat = max(need)
+        what = (f"more requests per step would place it (a {stat} needs about {n:,} requests at a load for a 95% "
+                "interval)")
+    else:
+        what = "more requests per step would place it"
+    if x_hi <= x_lo:
+        what += ", and a second load would bracket it"
+    return f"{where}; {what}"
+
+
+def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
+                    passes: list[float], fails: list[float], contradict: list[JudgedStep],
+                    last_pass: float | None, first_fail: float | None, floor: float | None,
+                    ci: list[float | None], u: str, binding: str | None,
+                    ) -> tuple[str, float | None, str, str | None]:
+    """Censoring, value (kept within [floor, first fail]), statement and binding clause of a trace's limit."""
+    pool_below = use_pool and math.isfinite(est) and est > 0 and grid.size > 0 and est > grid[0]
+    if use_pool and est == math.inf:
+        censored, value = "above", float(grid[-1])
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif not use_pool and not fails and not any(j.not_steady for j in judged):
+        censored, value = "above", max(passes)
+        statement = f"≥ {value:g} {u} (never failed)"
+        binding = None
+    elif (use_pool and not pool_below and not contradict) or (not use_pool and last_pass is None
+                                                                and not contradict):
+        # no judged failure but a not-steady step: the lowest such step bounds the step-wise estimate
+        lowest_ns = min((j.x for j in judged if j.not_steady and j.x is not None), default=None)
+        x0 = float(grid[0]) if use_pool and grid.size else first_fail if first_fail is not None else lowest_ns
+        censored, value = "below", x0
+        statement = below_statement(x0, u, judged)
+    else:
+        censored = "not_monotone" if contradict else "none"
+        value = est
+        if floor is not None and first_fail is not None and not contradict:
+            value = min(max(est, floor), first_fail)
+        elif floor is not None and not contradict and math.isfinite(est):
+            value = max(est, floor)
+        if not math.isfinite(value):
+            value = last_pass if last_pass is not None else first_fail
+        statement = f"{value:.4g} {u}"
+        if ci[0] is not None and ci[1] is None and fails == [] and any(j.not_steady for j in judged):
+            statement += (f" (95% CI from {ci[0]:.4g}, open above: no step above the limit failed a clause, the "
+                          "steps there only kept rising)")
+        elif ci[0] is not None or ci[1] is not None:
+            statement += f" (95% CI {fmt(ci[0])}–{fmt(ci[1])})"
+        if contradict:
+            bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
+            statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
+                         f"isotonic estimate {value:.4g} {u}, treat with caution")
+        elif use_pool and last_pass is None:
+            statement += (" (pooled over all requests: no step on its own holds enough requests for the "
+                          "SLA's percentile below the first failing load)")
+    return censored, value, statement, binding
+
+
+__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement"]
