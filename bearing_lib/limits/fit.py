@@ -64,16 +64,14 @@ from bearing_lib.common.blend import blended_capacity
 from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.progress import Progress
-from bearing_lib.common.schema import NotAvailable
-from bearing_lib.common.yamlfile import read_yaml
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
 from bearing_lib.data.loadpoints import LoadPointTable
 from bearing_lib.data.mixes import ALL, Mix, MixSpec, auto_mixes, load_mix_spec
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import REQUEST_SCHEMA, RequestTrace
-from bearing_lib.limits import bootstrap as bs
-from bearing_lib.limits import estimators, failures, judging, model, pooled, settling
+from bearing_lib.limits import estimators, failures, followup, judging, model, pooled, settling
 from bearing_lib.limits import evidence as ev_mod
+from bearing_lib.limits.blended import blended_limit
 from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import (
@@ -92,22 +90,19 @@ from bearing_lib.limits.curves import (
 )
 from bearing_lib.limits.dataset import CURVE_COLUMNS, dataset_facts, run_file_groups, stepped_requests, time_origin_of
 from bearing_lib.limits.fits import QueueFit, UslFit
-from bearing_lib.limits.interval import equal_tailed
 from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.recovery import RecoveryResult
-from bearing_lib.limits.replicates import ReplicateTable, StepReplicates, TraceReplicates
+from bearing_lib.limits.replicates import ReplicateTable, TraceReplicates
+from bearing_lib.limits.resample import trace_replicates
 from bearing_lib.limits.result import (
-    BlendedLimit,
     BootstrapInfo,
     Conditions,
     Exceedance,
-    FollowUpSummary,
     LimitsResult,
     MixLimit,
     MixRef,
     PCritical,
     QUlt,
-    Resolution,
     Skipped,
     Source,
     SourceFinding,
@@ -115,14 +110,13 @@ from bearing_lib.limits.result import (
     Step,
 )
 from bearing_lib.limits.settling import StepSettling, StepSettlings
-from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
+from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
 ESTIMATORS = ("pooled", "model")
 """A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
 grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
-MIN_BLOCKS, MAX_BLOCKS = 10, 50
 STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
 
@@ -334,7 +328,7 @@ def _fit_group(
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
     notes += [cap_note] if cap_note else []
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
-    resolution = _resolution(value, ci, censored, det)
+    resolution = followup.resolution_of(value, ci, censored, det)
     if resolution is not None and resolution.coarse:
         notes.append(resolution.statement)
     skipped_steps = [j for j in judged if j.status in ("undetermined", "excluded")]
@@ -384,7 +378,7 @@ def _fit_group(
             "stats": {f"{m}_{q}": r.q(m, q).value for m, q in _STAT_COLUMNS if r.q(m, q).value is not None},
         })
     if resolution is not None and resolution.coarse:
-        resolution.followup = _followup(run_id, mix, q_ult, steps, notes)
+        resolution.followup = followup.attach_followup(run_id, mix, q_ult, steps, notes)
     # the typed diagnostics (settling, exceedances) go in as they are; the rest is made JSON-clean (NaN -> None)
     steps = [Step(**jsonable({k: v for k, v in st.items() if k not in _TYPED_STEP_PARTS}),
                   **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
@@ -399,63 +393,6 @@ def _fit_group(
 _TYPED_STEP_PARTS = ("settling", "exceedances")
 _STAT_COLUMNS = tuple((m, q) for m in ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
                       for q in ("p50", "p90", "p95", "p99"))
-
-
-def _followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict],
-              notes: list[str]) -> FollowUpSummary | NotAvailable:
-    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), for
-    ``q_ult.resolution.followup``, and as a note (the report lists a mix's notes)."""
-    from bearing_lib.limits.followup import design_followup
-
-    try:
-        plan = design_followup({"run_id": run_id, "mix": {"name": mix.name}, "q_ult": q_ult, "steps": steps})
-    except BearingError as exc:
-        return NotAvailable(str(exc))
-    loads = ", ".join(f"{s.load:.4g}" for s in plan.steps)
-    durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
-    notes.append(f"follow-up test: loads {loads} {plan.unit} in ascending order, steps of {durs} s (total "
-                 f"{plan.total_s:.0f} s), then pool both runs; expected resolution ±{plan.expected_resolution:.0%}. "
-                 "`bearing next LIMITS.json --out FILE` writes it for your load-test tool")
-    return plan.summary()
-
-
-RESOLUTION_TOL = 0.10
-RESOLUTION_RERUN_LOADS = 4
-OPEN_RERUN_FACTOR = 1.2
-
-
-def _resolution(value: float | None, ci: list[float | None], censored: str,
-                det: list[JudgedStep]) -> Resolution | None:
-    """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
-
-    ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
-    estimate; the statement then says why and what to re-run. None without an interior
-    estimate and a two-sided CI.
-    """
-    lo, hi = ci
-    if censored != "none" or value is None or not value > 0 or lo is None:
-        return None
-    # a CI open above (no judged failure above the limit: the steps there only kept rising) is as coarse as it
-    # gets; the loads to re-run reach 1.2x the value, as bearing next's follow-up does without an upper end
-    top = hi if hi is not None else OPEN_RERUN_FACTOR * value
-    below = lo / value - 1.0
-    above = None if hi is None else hi / value - 1.0
-    coarse = below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
-    durations = [float(j.row.duration_s) for j in det if j.row.duration_s]
-    step_s = float(np.median(durations)) if durations else None
-    suggested = [float(x) for x in np.linspace(lo, top, RESOLUTION_RERUN_LOADS)]
-    span = (f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})" if above is not None
-            else f"{below:+.0%} / open above (95% CI from {lo:.4g}: no step above it failed a clause)")
-    statement = (
-        f"this test resolves the limit to {span}: "
-        "near a queue's capacity a step of "
-        + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
-        + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
-        "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
-        f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
-    )
-    return Resolution(ci_relative=(float(below), None if above is None else float(above)), tolerance=RESOLUTION_TOL,
-                      coarse=bool(coarse), steady_window_s=step_s, suggested_loads=suggested, statement=statement)
 
 
 def _method(tables: bool, n_boot: int, estimator: str = model.ESTIMATOR) -> str:
@@ -492,102 +429,6 @@ def _observed(r: CurveRow, sla: SLA) -> dict[str, float | None]:
         else:
             out[c.text] = r.goodput_share(i)
     return out
-
-
-# --------------------------------------------------------------------------------------
-# bootstrap replicates per step
-
-
-def _n_blocks(latency_in_time_order: np.ndarray, n: int) -> int:
-    """Blocks per step: ``n / b`` for the Politis–White block length ``b`` of the latency series.
-
-    Clipped to [:data:`MIN_BLOCKS`, :data:`MAX_BLOCKS`] (and to ``n``): near capacity a
-    queue's memory is long and blocks must outlast it; at low load blocks are short.
-    """
-    if n <= 1:
-        return 1
-    b = bs.politis_white_block_length(latency_in_time_order) if latency_in_time_order.size >= 20 else 1.0
-    target = int(n / max(b, 1.0))
-    return int(max(1, min(n, max(MIN_BLOCKS, min(MAX_BLOCKS, target)))))
-
-
-def _replicates(
-    steady: pl.DataFrame | pl.LazyFrame, windows: pl.DataFrame, sla: SLA, n_boot: int, rng: np.random.Generator,
-) -> TraceReplicates:
-    """Every (run, mix) group's replicates per step and clause (``limits.replicates``) via the block bootstrap.
-
-    Memory: only the columns the statistics read are collected (from a lazy ``steady``), and
-    each step's rows are gathered from one sort order in turn."""
-    out: list[tuple[object, object, int, StepReplicates]] = []
-    good_exprs = []
-    for i, c in enumerate(sla.clauses):
-        if c.kind == "goodput":
-            g = OK_EXPR
-            for b in c.bounds or ():
-                g = g & b.holds()
-            good_exprs.append(g.alias(f"_good_{i}"))
-    cols = ["run_id", "step", "mix", "start_s", "status"] + sla.metrics()
-    pooled_exprs = []
-    for i, c in enumerate(sla.clauses):
-        b_expr, e_expr = pooled.bad_expr(c)
-        pooled_exprs += [b_expr.alias(f"_pb_{i}"), e_expr.alias(f"_pe_{i}")]
-    present = steady.collect_schema().names()
-    order = [c for c in ("run_id", "step", "start_s", "source_row", "request_id") if c in present]
-    frame = steady.lazy().select([c for c in dict.fromkeys(cols) if c in present] + good_exprs + pooled_exprs + [
-        OK_EXPR.alias("_ok"), KNOWN_EXPR.alias("_known"), pl.col("latency_ms").alias("_lat")]
-        + [pl.col(c).alias(f"_o_{c}") for c in order[3:]]
-    ).collect()
-    # memory: the sort order only (4 bytes a request), and each step's rows gathered from it in turn; a
-    # sorted copy of the frame and a partition_by copy of it cost ~0.3 GB per million requests
-    idx = frame.select(pl.arg_sort_by(["run_id", "step", "start_s"] + [f"_o_{c}" for c in order[3:]],
-                                      nulls_last=True)).to_series()
-    spans = frame.group_by("run_id", "step").len().sort("run_id", "step")
-    wmap = {(r["run_id"], r["step"]): r for r in windows.iter_rows(named=True)}
-    at = 0
-    for run, step, length in spans.iter_rows():
-        part = frame[idx.slice(at, length)]
-        at += length
-        win = wmap.get((run, step))
-        n = part.height
-        lat = part["_lat"].to_numpy()  # rows are in start-time order within a step
-        lat = lat[~np.isnan(lat)] if lat.dtype.kind == "f" else np.zeros(0)
-        nb = _n_blocks(lat, n)
-        if win and win["has_times"] and part["start_s"].null_count() == 0:
-            blocks = bs.time_blocks(part["start_s"].to_numpy(), win["t_start_s"], win["t_end_s"], nb)
-        else:
-            blocks = bs.row_blocks(n, nb)
-        wts = bs.block_weights(nb, n_boot, rng)
-        mixes = part["mix"].to_numpy()
-        ok = part["_ok"].to_numpy()
-        known = part["_known"].to_numpy()
-        failed = known & ~ok
-        bad = [part[f"_pb_{i}"].to_numpy() for i in range(len(sla.clauses))]
-        elig = [part[f"_pe_{i}"].to_numpy() for i in range(len(sla.clauses))]
-        for mix in np.unique(mixes):
-            sel = mixes == mix
-            b = blocks[sel]
-            margins: list[np.ndarray] = []
-            shares: list[np.ndarray] = []
-            tails: list[float | None] = []
-            for i, c in enumerate(sla.clauses):
-                tails.append(None)
-                if c.kind == "percentile":
-                    vals = part[c.metric].to_numpy()[sel]
-                    keep = ok[sel] & ~np.isnan(vals)
-                    v = bs.boot_quantile(wts, b[keep], vals[keep], c.q, nb)
-                    tails[-1] = ev_mod.tail_design_effect(wts, b[keep], vals[keep], nb)
-                elif c.kind == "error_rate":
-                    kn = known[sel]
-                    v = bs.boot_rate(wts, b[kn], failed[sel][kn].astype(float), nb)
-                else:
-                    kn = known[sel]
-                    v = bs.boot_rate(wts, b[kn], part[f"_good_{i}"].to_numpy()[sel][kn].astype(float), nb)
-                margins.append(c.observed_to_margin(v))
-                # the pooled estimator's input: the step's bad share (bearing_lib.limits.pooled)
-                shares.append(pooled.share_to_margin(
-                    c, bs.boot_rate(wts, b[elig[i][sel]], bad[i][sel][elig[i][sel]].astype(float), nb)))
-            out.append((run, mix, int(step), StepReplicates(tuple(margins), tuple(shares), tuple(tails))))
-    return TraceReplicates.collect(out)
 
 
 def _goodput_columns(steady: pl.DataFrame | pl.LazyFrame, sla: SLA) -> pl.DataFrame | None:
@@ -781,7 +622,7 @@ def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple
     m_metric = "ttft_ms" if has_ttft else "latency_ms"
     warmups = mser_by_step(steady, m_metric)
     settle = settling.settling_by_step(it, spec, sla_obj, m_metric)
-    reps = _replicates(steady, windows, sla_obj, n_boot, rng) if n_boot > 0 else None
+    reps = trace_replicates(steady, windows, sla_obj, n_boot, rng) if n_boot > 0 else None
     return _TraceInputs(curve, steady, warmups, settle, reps)
 
 
@@ -960,7 +801,7 @@ def fit_limits(
         limits.extend(lims)
         skipped.extend(skips)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
-    blended = _blended(limits, weights, level) if weights is not None else None
+    blended = blended_limit(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
     if pooled_runs:
         conditions.pooled_runs = pooled_runs
@@ -998,98 +839,6 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
         bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method="non-overlapping block bootstrap within steps "
                                 "(time blocks; exact order statistics from per-block counts)"),
     )
-
-
-def _load_weights(weights: Mapping[str, float] | str | Path) -> dict[str, float]:
-    if isinstance(weights, (str, Path)):
-        p = Path(weights)
-        doc = read_yaml(p, "the weights file")
-        if isinstance(doc, dict) and "weights" in doc:
-            doc = doc["weights"]
-        if isinstance(doc, list):  # [{mix, share}] as in a profile's mix_shares
-            try:
-                doc = {str(d["mix"]): d.get("share", d.get("weight")) for d in doc}
-            except (KeyError, TypeError) as exc:
-                raise ParameterError(f"{p}: expected a list of {{mix, share}} entries") from exc
-        weights = doc
-    if not isinstance(weights, Mapping) or not weights:
-        raise ParameterError(f"weights: expected a mapping mix -> weight, got {weights!r}")
-    out = {}
-    for k, v in weights.items():
-        try:
-            fv = float(v)
-        except (TypeError, ValueError):
-            raise ParameterError(f"weights: the weight of {k!r} must be a number, got {v!r}") from None
-        if fv < 0 or not math.isfinite(fv):
-            raise ParameterError(f"weights: the weight of {k!r} must be ≥ 0, got {v!r}")
-        out[str(k)] = fv
-    if sum(out.values()) <= 0:
-        raise ParameterError("weights: all weights are zero")
-    total = sum(out.values())
-    if max(out.values()) <= 1 and abs(total - 1) > WEIGHT_SUM_TOLERANCE:
-        # All weights <= 1 read as shares: a sum off 1 is a forgotten mix or a typo, and
-        # renormalising would hide it. Weights above 1 (counts) are relative: normalised.
-        listed = ", ".join(f"{k}: {v:g}" for k, v in out.items())
-        raise ParameterError(
-            f"weights: shares must sum to 1 (within {WEIGHT_SUM_TOLERANCE:g}), found {total:.4g} ({listed}); add the "
-            "missing mix, fix the typo, or give relative weights such as request counts (any weight > 1), which "
-            "are normalised"
-        )
-    return out
-
-
-WEIGHT_SUM_TOLERANCE = 0.01
-
-
-def _blended(limits: list[MixLimit], weights: Mapping[str, float] | str | Path, level: float) -> BlendedLimit:
-    wts = _load_weights(weights)
-    chosen: list[tuple[MixLimit, float]] = []
-    for key, wv in wts.items():
-        if wv == 0:
-            continue
-        if "/" in key and any(f"{m.run_id}/{m.mix.name}" == key for m in limits):
-            hits = [m for m in limits if f"{m.run_id}/{m.mix.name}" == key]
-        else:
-            hits = [m for m in limits if m.mix.name == key]
-        if not hits:
-            known = sorted({m.mix.name for m in limits})
-            raise ParameterError(f"weights: no limit for mix {key!r}; mixes with a limit: {known}")
-        if len(hits) > 1:
-            raise ParameterError(f"weights: mix {key!r} has a limit in several runs "
-                                 f"({[m.run_id for m in hits]}); key the weight as 'run/mix'")
-        chosen.append((hits[0], wv))
-    units = {m.unit for m, _ in chosen}
-    if len(units) != 1 or None in units:
-        raise ParameterError(f"weights: the weighted mixes' limits use different units {sorted(map(str, units))}")
-    total = sum(w for _, w in chosen)
-    norm = {f"{m.run_id}/{m.mix.name}": w / total for m, w in chosen}
-    cens = {m.q_ult.censored for m, _ in chosen}
-    if any(m.q_ult.value is None for m, _ in chosen) or "no_data" in cens:
-        return BlendedLimit(value=None, ci95=(None, None), weights=norm, censored="no_data",
-                            statement="not available: a weighted mix has no limit")
-    qs = [float(m.q_ult.value) for m, _ in chosen]
-    value = blended_capacity(qs, [w for _, w in chosen])
-    ci: list[float | None] = [None, None]
-    reps = [m.replicates for m, _ in chosen]
-    if all(r is not None for r in reps):
-        n = min(len(r) for r in reps)
-        wv = np.array([w for _, w in chosen]) / total
-        mat = np.vstack([np.asarray(r[:n], float) for r in reps])  # (M, R)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.where(np.isposinf(mat), 0.0, wv[:, None] / mat)
-            b = 1.0 / inv.sum(axis=0)
-        b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
-        ci = equal_tailed(b, level)
-    unit = units.pop()
-    if cens == {"none"}:
-        censored, statement = "none", f"{value:.4g} {unit}"
-    elif cens <= {"none", "above"}:
-        censored, statement = "above", f"≥ {value:.4g} {unit} (a weighted mix never failed)"
-    elif cens <= {"none", "below"}:
-        censored, statement = "below", f"< {value:.4g} {unit} (a weighted mix failed at its lowest load)"
-    else:
-        censored, statement = "mixed", f"{value:.4g} {unit}, built from censored and not-monotone limits"
-    return BlendedLimit(value=value, unit=unit, ci95=tuple(ci), weights=norm, censored=censored, statement=statement)
 
 
 # --------------------------------------------------------------------------- limits of a Parquet dataset
@@ -1217,7 +966,7 @@ def fit_limits_dataset(
     cond.offered_load_unit = sorted({u for r in results for u in r.conditions.offered_load_unit})
     cond.mixes = mode
     cond.extra = {**cond.extra, "engine": where}
-    blended = _blended(limits, weights, level) if weights is not None else None
+    blended = blended_limit(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__
 
     out = LimitsResult(sla=results[0].sla, conditions=cond, mix_spec=results[0].mix_spec, mixes=limits,
@@ -1287,7 +1036,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
                                                                         rel_bin=stepstats.REL_BIN,
                                                                         tolerance=stepstats.TOLERANCE)}
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
-    blended = _blended(limits, weights, level) if weights is not None else None
+    blended = blended_limit(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__
 
     out = LimitsResult(sla=list(sla_obj.clauses), conditions=cond,

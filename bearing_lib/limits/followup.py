@@ -26,6 +26,10 @@ From one mix of a limits document (docs/interfaces.md §4) :func:`design_followu
 * **Expected resolution**: the spacing of the loads relative to the CI's centre (the
   follow-up's bracket), which is what the pooled estimate's widened CI is at worst.
 
+Whether a test resolves its limit finely enough to need none (:func:`resolution_of`: the 95 % CI within
+``RESOLUTION_TOL`` of the value on both sides) and the follow-up attached to a coarse one
+(:func:`attach_followup`) are decided here too, as ``fit_limits`` assembles each limit.
+
 The writers that render the plan in the first test's own tool, with the workload measured from
 the first test's own file, are in :mod:`bearing_lib.limits.nexttools`.
 """
@@ -38,9 +42,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.errors import BearingError, ParameterError
+from bearing_lib.common.schema import NotAvailable
+from bearing_lib.data.mixes import Mix
 from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
-from bearing_lib.limits.result import FOLLOWUP_ORDER, FollowUpStep, FollowUpSummary
+from bearing_lib.limits.judging import JudgedStep
+from bearing_lib.limits.result import FOLLOWUP_ORDER, FollowUpStep, FollowUpSummary, Resolution
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -51,6 +58,11 @@ MEASURE_TAUS = 10.0
 MIN_REQUESTS = 1000
 MIN_STEP_S = 60.0
 BUDGET_FACTOR = 2.0
+RESOLUTION_TOL = 0.10
+"""A limit is coarse when its 95 % CI reaches more than this (relative) from its value on either side."""
+RESOLUTION_RERUN_LOADS = 4
+OPEN_RERUN_FACTOR = 1.2
+"""With a CI open above, the loads to re-run reach this multiple of the value."""
 
 
 @dataclass(frozen=True)
@@ -344,7 +356,7 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
                     first_test_s=first_test_s, notes=notes)
 
 
-def is_coarse(mix_doc: Mapping[str, object], tolerance: float = 0.10) -> bool:
+def is_coarse(mix_doc: Mapping[str, object], tolerance: float = RESOLUTION_TOL) -> bool:
     """Whether a mix's limit calls for a follow-up: coarse by ``q_ult.resolution.coarse``, censored
     (``above``, ``below``, ``not_monotone``), or, where the limit carries no resolution (a
     load-point table's model interval), a 95 % CI reaching more than ``tolerance`` (±10 %) from the value.
@@ -364,5 +376,56 @@ def is_coarse(mix_doc: Mapping[str, object], tolerance: float = 0.10) -> bool:
     return max(float(value) - float(lo), float(hi) - float(value)) / float(value) > tolerance
 
 
-__all__ = ["FollowUp", "FollowUpModel", "FollowUpStep", "MeasuredSaturation", "design_followup", "fit_capacity",
-           "is_coarse", "measured_saturation"]
+def attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict],
+              notes: list[str]) -> FollowUpSummary | NotAvailable:
+    """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), for
+    ``q_ult.resolution.followup``, and as a note (the report lists a mix's notes)."""
+    try:
+        plan = design_followup({"run_id": run_id, "mix": {"name": mix.name}, "q_ult": q_ult, "steps": steps})
+    except BearingError as exc:
+        return NotAvailable(str(exc))
+    loads = ", ".join(f"{s.load:.4g}" for s in plan.steps)
+    durs = ", ".join(f"{s.duration_s:g}" for s in plan.steps)
+    notes.append(f"follow-up test: loads {loads} {plan.unit} in ascending order, steps of {durs} s (total "
+                 f"{plan.total_s:.0f} s), then pool both runs; expected resolution ±{plan.expected_resolution:.0%}. "
+                 "`bearing next LIMITS.json --out FILE` writes it for your load-test tool")
+    return plan.summary()
+
+
+def resolution_of(value: float | None, ci: list[float | None], censored: str,
+                det: list[JudgedStep]) -> Resolution | None:
+    """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
+
+    ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
+    estimate; the statement then says why and what to re-run. None without an interior
+    estimate and a two-sided CI.
+    """
+    lo, hi = ci
+    if censored != "none" or value is None or not value > 0 or lo is None:
+        return None
+    # a CI open above (no judged failure above the limit: the steps there only kept rising) is as coarse as it
+    # gets; the loads to re-run reach 1.2x the value, as bearing next's follow-up does without an upper end
+    top = hi if hi is not None else OPEN_RERUN_FACTOR * value
+    below = lo / value - 1.0
+    above = None if hi is None else hi / value - 1.0
+    coarse = below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
+    durations = [float(j.row.duration_s) for j in det if j.row.duration_s]
+    step_s = float(np.median(durations)) if durations else None
+    suggested = [float(x) for x in np.linspace(lo, top, RESOLUTION_RERUN_LOADS)]
+    span = (f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})" if above is not None
+            else f"{below:+.0%} / open above (95% CI from {lo:.4g}: no step above it failed a clause)")
+    statement = (
+        f"this test resolves the limit to {span}: "
+        "near a queue's capacity a step of "
+        + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
+        + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
+        "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
+        f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
+    )
+    return Resolution(ci_relative=(float(below), None if above is None else float(above)), tolerance=RESOLUTION_TOL,
+                      coarse=bool(coarse), steady_window_s=step_s, suggested_loads=suggested, statement=statement)
+
+
+__all__ = ["OPEN_RERUN_FACTOR", "RESOLUTION_RERUN_LOADS", "RESOLUTION_TOL", "FollowUp", "FollowUpModel", "FollowUpStep",
+           "MeasuredSaturation", "attach_followup", "design_followup", "fit_capacity", "is_coarse",
+           "measured_saturation", "resolution_of"]

@@ -354,7 +354,7 @@ def sla_columns(stats: StepStats, sla: SLA) -> pl.DataFrame:
 
 def replicates_from_stats(stats: StepStats, sla: SLA, n_boot: int, rng: np.random.Generator | int,
                           ) -> TraceReplicates:
-    """Every (run, mix) group's replicates per step and clause as ``fit._replicates`` returns them, from the
+    """Every (run, mix) group's replicates per step and clause as ``resample.trace_replicates`` returns them, from the
     per-block counts and histograms: one block-weight draw per step (steps in run, step order), shared by its
     mixes and clauses; rates exact given the blocks, quantiles within :data:`TOLERANCE`. ``rng`` an integer: each
     run draws from its own generator seeded with it (as ``fit_limits_dataset`` fits each run)."""

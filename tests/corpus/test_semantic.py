@@ -15,7 +15,8 @@ from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
 from bearing_lib.data.mixes import Mix, MixSpec, check_spec_matches
 from bearing_lib.data.provenance import Provenance
 from bearing_lib.data.trace import RequestTrace, conform
-from bearing_lib.limits.fit import _load_weights, fit_limits
+from bearing_lib.limits.blended import load_weights
+from bearing_lib.limits.fit import fit_limits
 from bearing_lib.limits.sla import check_sla_against, parse_sla
 
 
@@ -92,7 +93,7 @@ def test_mix_spec_matching_nothing_and_one_empty_mix():
 ])
 def test_weights_sum_rule(weights, ok):
     if ok:
-        assert _load_weights(weights) == {k: float(v) for k, v in weights.items()}
+        assert load_weights(weights) == {k: float(v) for k, v in weights.items()}
     else:
         with pytest.raises(ParameterError, match=r"shares must sum to 1 \(within 0.01\), found"):
-            _load_weights(weights)
+            load_weights(weights)

@@ -16,7 +16,8 @@ from bearing_lib.data.engine import Engine
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.limits import stepstats as ss
 from bearing_lib.limits.curves import load_curve, step_windows
-from bearing_lib.limits.fit import _as_sla, _n_blocks, fit_limits, fit_limits_dataset
+from bearing_lib.limits.fit import _as_sla, fit_limits, fit_limits_dataset
+from bearing_lib.limits.resample import n_blocks
 from tests.limits.synth import make_trace, mm1_frame
 
 SPEC = MixSpec((Mix("short", {"input_tokens": (0, 1024)}), Mix("long", {"input_tokens": (1024, float("inf"))})))
@@ -240,4 +241,4 @@ def test_fifty_blocks_are_the_in_memory_choice_up_to_saturation() -> None:
         pl.col("start_s").is_between(pl.col("t_start_s"), pl.col("t_end_s"))).sort("start_s")
     for k in range(4):
         lat = steady.filter(pl.col("step") == k)["latency_ms"].to_numpy()
-        assert lat.size > 30_000 and _n_blocks(lat, lat.size) == ss.N_BLOCKS
+        assert lat.size > 30_000 and n_blocks(lat, lat.size) == ss.N_BLOCKS

@@ -238,7 +238,7 @@ def test_a_coarse_limit_shows_its_follow_up_test_in_the_limits_table(docs):
     note = ("follow-up test: loads 1.8, 2, 2.2, 2.4 rps in ascending order, steps of 600, 600, 600, 600 s "
             "(total 2400 s), then pool both runs; expected resolution ±5%. `bearing next LIMITS.json --out FILE` "
             "writes it for your load-test tool")
-    # the typed field the limits write (bearing_lib.limits.fit._attach_followup), not the note's text
+    # the typed field the limits write (bearing_lib.limits.followup.attach_followup), not the note's text
     lim["mixes"][1]["q_ult"]["resolution"] = {
         "ci_relative": [-0.2, 0.2], "tolerance": 0.1, "coarse": True, "steady_window_s": 600.0,
         "suggested_loads": [1.8, 2.0, 2.2, 2.4], "statement": "coarse",
