@@ -9,7 +9,7 @@
   ``estimator="model"``, and the case above; its interval is the posterior's.
 
 Both say load-independent failure floors (``limits.failures``) that break a clause before their own statement.
-The one isotonic crossing both use is ``limits.pooled.crossing``.
+The pooled and step-wise estimators share one isotonic crossing, ``limits.pooled.crossing``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def stepwise_crossing(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weight
             i = int(np.argmax(m < 0))
             c = -math.inf if i == 0 else float((xs[i - 1] + xs[i]) / 2)
         else:
-            c = pooled.crossing(xs, m, weights, strict[name])
+            c = pooled.crossing(xs, m, weights, strict[name], interpolation="linear")
         if not math.isnan(c) and c < best:
             best, binding = c, name
     return best, binding

@@ -39,15 +39,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.data.mixes import Mix
 from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
-from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.result import FOLLOWUP_ORDER, FollowUpStep, FollowUpSummary, Resolution
+
+if TYPE_CHECKING:  # annotations only: `bearing next` reads a limits document and needs neither at run time
+    from bearing_lib.data.mixes import Mix
+    from bearing_lib.limits.judging import JudgedStep
 
 N_LOADS = 4
 RHO_MAX = 0.97
@@ -377,7 +380,7 @@ def is_coarse(mix_doc: Mapping[str, object], tolerance: float = RESOLUTION_TOL) 
 
 
 def attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict],
-              notes: list[str]) -> FollowUpSummary | NotAvailable:
+                    notes: list[str]) -> FollowUpSummary | NotAvailable:
     """The follow-up test that would resolve a coarse limit (``bearing_lib.limits.followup``), for
     ``q_ult.resolution.followup``, and as a note (the report lists a mix's notes)."""
     try:
@@ -393,7 +396,7 @@ def attach_followup(run_id: str, mix: Mix, q_ult: dict, steps: list[dict],
 
 
 def resolution_of(value: float | None, ci: list[float | None], censored: str,
-                det: list[JudgedStep]) -> Resolution | None:
+                  det: list[JudgedStep]) -> Resolution | None:
     """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
 
     ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the

@@ -89,12 +89,15 @@ def merge_ties(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray) -> tupl
 
 
 def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: bool,
-             allowed: float = 0.01) -> float:
+             allowed: float = 0.01, interpolation: str | None = None) -> float:
     """Zero crossing of the weighted isotonic (non-increasing in load) fit of margins: bearing's one isotonic crossing.
 
     The pooled estimator's count margins and the step-wise estimator's step margins both cross here. Steps at one
     load are one point (their weighted mean margin, summed weight: :func:`merge_ties`), in load order, whatever
     order they come in. +inf when the fit never fails, −inf when it fails at the lowest load, NaN without data.
+    ``interpolation`` (``"linear"`` or ``"log"``; None: :data:`INTERPOLATION`) says how the crossing is placed
+    between the two points around it; ``"log"`` reads ``1 − margin`` as a bad share (relative to ``allowed``),
+    which only the pooled estimator's count margins are, so the step-wise estimator always passes ``"linear"``.
     """
     x, m, w = merge_ties(np.asarray(xs, float), np.asarray(margins, float), np.asarray(weights, float))
     if x.size == 0:
@@ -109,7 +112,7 @@ def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: b
     if i == 0:
         return -math.inf
     a, b = fit[i - 1], fit[i]
-    if INTERPOLATION == "log":
+    if (interpolation or INTERPOLATION) == "log":
         # the bad share near capacity grows roughly geometrically with load: interpolate log(share), a zero
         # share counted as half a request, (0.5 / (n + 1)), so it stays finite (shares are 1 − margin)
         s0 = max(1.0 - a, 0.5 / (w[i - 1] + 1.0) / allowed)

@@ -1,6 +1,6 @@
 """The block-bootstrap replicates of a request trace's steps, per (run, mix) group, step and SLA clause.
 
-``limits.fit`` resamples each step's steady requests in blocks of time (``limits.bootstrap``; from per-block
+``limits.resample`` resamples each step's steady requests in blocks of time (``limits.bootstrap``; from per-block
 statistics on an engine, ``limits.stepstats.replicates_from_stats``) and keeps, per SLA clause ``i`` (the SLA's
 order), two arrays of one value per resample:
 

@@ -34,7 +34,7 @@ from bearing_lib.limits.result import LimitsResult, MixLimit
 
 MIN_STEP_S = 60.0
 REACH = 4.0  # the follow-up reaches 4x the highest tested load (doublings)
-_PREFIX = "no step can be judged against the SLA: "  # limits.fit's statement of a mix without a judged step
+_PREFIX = "no step can be judged against the SLA: "  # limits.estimators' statement of a mix without a judged step
 
 
 @dataclass(frozen=True)

@@ -170,5 +170,5 @@ def test_a_limit_the_requests_cannot_place_says_what_would():
     assert math.ceil(math.log(0.025) / math.log(0.99)) == 368
     assert q.censored == "no_data" and q.value is None
     assert "from below the lowest load tested (1 rps) to above the highest (2 rps)" in q.statement
-    assert q.statement.endswith("more requests per step would place it (a P99 needs about 368 requests at a load "
-                                "for a 95% interval)")
+    assert q.statement.endswith("more requests per step would place it (p99(latency) <= 2s needs about 368 requests "
+                                "at a load for a 95% interval)")

@@ -136,5 +136,5 @@ def test_a_single_load_point_too_small_for_its_p99_says_what_would_place_it(shar
     assert m.q_ult.censored == "no_data" and m.q_ult.value is None
     assert m.q_ult.statement == (
         "the 100 requests judged cannot place the limit: its 95% interval reaches from below the only load tested "
-        "(1 concurrency) to above it; more requests per step would place it (a P99 needs about 368 requests at a "
-        "load for a 95% interval), and a second load would bracket it")
+        "(1 concurrency) to above it; more requests per step would place it (p99(ttft) <= 1s needs about 368 "
+        "requests at a load for a 95% interval), and a second load would bracket it")

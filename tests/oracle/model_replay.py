@@ -9,9 +9,9 @@ model milliseconds per seed. So::
         [--set model.LAG_CARRIES=True,evidence.SETTLE_TIMES=15.0]
 
 ``capture`` runs ``tests.oracle.acceptance.score_combination(..., estimator="model")`` per combination with
-``_model_limit`` wrapped to pickle its arguments (judged steps, block-bootstrap replicates); ``replay`` calls the
-current ``_model_limit`` on them and prints the acceptance table (within ±10 %, covered, median half-width, median
-and worst error). The saturation cap applied after ``_model_limit`` is not replayed: a live run
+``estimators.model_limit`` wrapped to pickle its arguments (judged steps, block-bootstrap replicates); ``replay``
+calls the current ``estimators.model_limit`` on them and prints the acceptance table (within ±10 %, covered, median
+half-width, median and worst error). The saturation cap applied after it (``limits.fit``) is not replayed: a live run
 (``python -m tests.oracle.acceptance --estimator model``) confirms a candidate. Not a test (nothing to collect).
 """
 
@@ -110,16 +110,15 @@ def capture_mm1(root: Path) -> None:
 
 def apply_settings(spec: str) -> None:
     """``--set``: module constants of a variant to replay, ``module.NAME=literal`` comma-separated (``module`` one of
-    ``model``, ``evidence``, ``estimators``, ``fit`` under ``bearing_lib.limits``; the value a Python literal)."""
+    ``model``, ``evidence``, ``estimators`` under ``bearing_lib.limits``; the value a Python literal)."""
     import ast
     import importlib
 
     for item in filter(None, spec.split(",")):
         target, _, value = item.partition("=")
         mod, _, name = target.strip().partition(".")
-        if mod not in ("model", "evidence", "estimators", "fit") or not name:
-            raise SystemExit(f"--set {item!r}: expected model.NAME=VALUE, evidence.NAME=VALUE, estimators.NAME=VALUE "
-                             "or fit.NAME=VALUE")
+        if mod not in ("model", "evidence", "estimators") or not name:
+            raise SystemExit(f"--set {item!r}: expected model.NAME=VALUE, evidence.NAME=VALUE or estimators.NAME=VALUE")
         module = importlib.import_module(f"bearing_lib.limits.{mod}")
         if not hasattr(module, name):
             raise SystemExit(f"--set {item!r}: bearing_lib.limits.{mod} has no constant {name}")
