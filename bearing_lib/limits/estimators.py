@@ -21,7 +21,6 @@ import numpy as np
 
 from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import model, pooled
-from bearing_lib.limits.curves import min_n_supported
 from bearing_lib.limits.interval import equal_tailed, widen_to_grid
 from bearing_lib.limits.judging import JudgedStep, usable_steps
 from bearing_lib.limits.replicates import ReplicateTable
@@ -244,17 +243,24 @@ def pooled_estimate(pool: list[JudgedStep], pxs: np.ndarray, sla: SLA, broken_cl
     return best, bind
 
 
-def pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> bool:
-    """The pooled requests could support every clause on their own (a P99 needs 368, a 1 % error rate 100):
-    a single 24-request step does not make a limit."""
+def pool_shortfall(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> list[tuple[str, int, int]]:
+    """The clauses whose pooled requests could not judge them on their own, as (clause, requests, needed):
+    ``pooled.requests_needed``, the count that judges a clause at 95 % with none bad (a P99 or ``error_rate <=
+    1%``: 368). A single 24-request step does not make a limit."""
+    short = []
     for i, c in enumerate(sla.clauses):
         if c.text in broken_clauses:
             continue
-        n = sum(float(j.row.count(i).n or 0) for j in pool)
-        need = min_n_supported(c.q) if c.kind == "percentile" else math.ceil(1.0 / c.allowed)
-        if n < need:
-            return False
-    return True
+        n = int(sum(float(j.row.count(i).n or 0) for j in pool))
+        need = pooled.requests_needed(c)
+        if need is not None and n < need:
+            short.append((c.text, n, need))
+    return short
+
+
+def pool_supported(pool: list[JudgedStep], sla: SLA, broken_clauses: set[str]) -> bool:
+    """The pooled requests could judge every clause on their own (:func:`pool_shortfall` is empty)."""
+    return not pool_shortfall(pool, sla, broken_clauses)
 
 
 def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
@@ -389,6 +395,7 @@ __all__ = [
     "clause_posterior",
     "model_limit",
     "model_options",
+    "pool_shortfall",
     "pool_supported",
     "pooled_estimate",
     "pooled_sets",

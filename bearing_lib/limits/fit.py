@@ -317,10 +317,13 @@ def _fit_group(
         est = estimators.trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails,
                                      contradict, first_fail, last_pass, notes)
         if est is None:
-            n_pool = sum(int(j.row.n_requests or 0) for j in judging.usable_steps(judged, tables))
-            notes.append(f"the {n_pool} requests of the usable steps cannot support every clause on their own (a "
-                         "P99 needs 368, a 1 % error rate 100) and no step passes on its own: the model of every "
-                         "step's counts (limits.model) gives the limit and its interval")
+            usable = judging.usable_steps(judged, tables)
+            short = "; ".join(f"{text} has {have:,} of the {need:,} that would judge it at 95% with none bad"
+                              for text, have, need
+                              in estimators.pool_shortfall(usable, sla, {f.clause for f in floors if f.breaks_clause}))
+            notes.append(f"the requests of the usable steps cannot judge every clause on their own ({short}) and no "
+                         "step passes on its own: the model of every step's counts (limits.model) gives the limit and "
+                         "its interval")
             est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails,
                                          contradict, first_fail, notes, reps)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement

@@ -29,6 +29,7 @@ import math
 import numpy as np
 import polars as pl
 
+from bearing_lib.limits.curves import min_n_supported
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause
 
 ESTIMATOR = "pooled exceedance (isotonic bad share over all steps' requests)"
@@ -40,6 +41,17 @@ def allowed_share(c: Clause) -> float:
     if c.kind == "percentile":
         return 1.0 - float(c.q)
     return float(c.allowed)
+
+
+def requests_needed(c: Clause) -> int | None:
+    """The requests one load needs for ``c`` to be judged at 95 % with none of them bad: the smallest ``n`` whose
+    upper order statistic bounds the clause's quantile (a percentile ``pQ``: ``Q``; an error-rate or goodput
+    clause: 1 − its allowed share, ``sla.ZERO_ALLOWANCE`` for a zero one), e.g. 368 for a P99 or
+    ``error_rate <= 1%``, 72 for a P95. None where that quantile is not inside (0, 1)."""
+    q = c.q if c.kind == "percentile" else 1.0 - allowed_share(c)
+    if q is None or not 0.0 < q < 1.0:
+        return None
+    return min_n_supported(q)
 
 
 def bad_expr(c: Clause) -> tuple[pl.Expr, pl.Expr]:
@@ -122,4 +134,5 @@ def crossing(xs: np.ndarray, margins: np.ndarray, weights: np.ndarray, strict: b
     return float(x[i - 1] + a / (a - b) * (x[i] - x[i - 1])) if a != b else float(x[i])
 
 
-__all__ = ["ESTIMATOR", "allowed_share", "bad_expr", "count_columns", "crossing", "merge_ties", "share_to_margin"]
+__all__ = ["ESTIMATOR", "allowed_share", "bad_expr", "count_columns", "crossing", "merge_ties", "requests_needed",
+           "share_to_margin"]

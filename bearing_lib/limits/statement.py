@@ -11,10 +11,9 @@ import math
 
 import numpy as np
 
-from bearing_lib.limits import pooled
-from bearing_lib.limits.curves import min_n_supported
 from bearing_lib.limits.judging import JudgedStep
-from bearing_lib.limits.sla import SLA, Clause
+from bearing_lib.limits.pooled import requests_needed
+from bearing_lib.limits.sla import SLA
 
 
 def fmt(v: object) -> str:
@@ -46,20 +45,9 @@ def ci_text(lo: float | None, hi: float | None) -> str:
     return "95% CI beyond the loads tested on both sides"
 
 
-def requests_needed(c: Clause) -> int | None:
-    """The requests one load needs for ``c`` to be judged at 95 % with none of them bad: the smallest ``n`` whose
-    upper order statistic bounds the clause's quantile (a percentile ``pQ``: ``Q``; an error-rate or goodput
-    clause: 1 − its allowed share, ``sla.ZERO_ALLOWANCE`` for a zero one), e.g. 368 for a P99 or
-    ``error_rate <= 1%``, 72 for a P95. None where that quantile is not inside (0, 1)."""
-    q = c.q if c.kind == "percentile" else 1.0 - pooled.allowed_share(c)
-    if q is None or not 0.0 < q < 1.0:
-        return None
-    return min_n_supported(q)
-
-
 def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
     """Why a limit could not be placed, and what would place it (the requests its most demanding clause needs at
-    a load, :func:`requests_needed`)."""
+    a load, ``pooled.requests_needed``)."""
     where = (f"its 95% interval reaches from below the only load tested ({x_lo:.4g} {u}) to above it"
              if x_hi <= x_lo else
              f"its 95% interval reaches from below the lowest load tested ({x_lo:.4g} {u}) to above the highest "
@@ -122,4 +110,4 @@ def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: 
     return censored, value, statement, binding
 
 
-__all__ = ["below_statement", "ci_text", "fmt", "requests_needed", "trace_statement", "unplaced_statement"]
+__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement"]

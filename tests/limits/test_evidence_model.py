@@ -62,7 +62,11 @@ def test_guidellm_like_thin_steps_get_a_value_and_an_interval_in_the_raw_bracket
     assert lo is not None and hi is not None and lo < q.value < hi
     assert lo <= 1.25 and hi >= 1.05  # the interval meets the naive bracket
     assert q.estimator == model.ESTIMATOR
-    assert any("cannot support every clause on their own" in n for n in m.notes)
+    # the note says which clause the pool cannot judge and by how much: fewer than the 368 of the 307 sent (the
+    # steady windows keep part of each step), against 0.99^368 <= 0.025
+    (note,) = [n for n in m.notes if "cannot judge every clause on their own" in n]
+    have = int(note.split("p99(ttft) <= 1s has ")[1].split(" of the 368 that would judge it")[0].replace(",", ""))
+    assert 0 < have < 307
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,11 +1,13 @@
-"""limits.statement: the words of a limit, against counts worked out by hand."""
+"""limits.statement: the words of a limit, and pooled.requests_needed, the count they quote, against counts worked out
+by hand."""
 
 import math
 
 import pytest
 
+from bearing_lib.limits.pooled import requests_needed
 from bearing_lib.limits.sla import parse_clause, parse_sla
-from bearing_lib.limits.statement import ci_text, requests_needed, unplaced_statement
+from bearing_lib.limits.statement import ci_text, unplaced_statement
 
 
 def _by_hand(q: float) -> int:
