@@ -53,6 +53,10 @@ ESTIMATOR = "exceedance model (beta-binomial bad share, logistic in log load; Ba
 INTERVAL = ("95% credible interval of the crossing: posterior over crossing, steepness, step-to-step "
             "variability{floor} on a grid")
 LEVEL = 0.95
+INTERVAL_KIND = "equal-tailed"
+"""How the 95 % interval is cut from the crossing's posterior: ``"equal-tailed"`` (2.5 % each side; the default)
+or ``"shortest"`` (the shortest interval in log load holding 95 %: the highest-density interval of a unimodal
+posterior). docs/oracle.md, round 12, measures both."""
 
 # the grid (module constants, so a change is one edit and shows in the docs)
 N_THETA = 161
@@ -178,8 +182,27 @@ class CrossingPosterior:
         return self.quantile(0.5)
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
+        """The ``level`` interval of the limit (:data:`INTERVAL_KIND` says which)."""
+        if INTERVAL_KIND == "shortest":
+            return self.shortest(level)
         a = (1 - level) / 2
         return self.quantile(a), self.quantile(1 - a)
+
+    def shortest(self, level: float = LEVEL, n: int = 201) -> tuple[float, float]:
+        """The shortest interval in log load holding ``level`` of the posterior (the lower tail's share scanned on
+        ``n`` points from 0 to ``1 − level``); an end off the grid is ±inf, so a finite interval wins where one
+        holds ``level``."""
+        best, out = math.inf, (-math.inf, math.inf)
+        for a in np.linspace(0.0, 1.0 - level, n):
+            lo, hi = self.quantile(float(a) + 1e-12), self.quantile(min(float(a) + level, 1.0))
+            if lo > 0 and math.isfinite(lo) and math.isfinite(hi):
+                w = math.log(hi) - math.log(lo)
+                if w < best:
+                    best, out = w, (lo, hi)
+        if math.isinf(best):
+            a = (1 - level) / 2
+            return self.quantile(a), self.quantile(1 - a)
+        return out
 
     def draws(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Posterior draws of the limit (inverse CDF; ±inf outside the grid)."""

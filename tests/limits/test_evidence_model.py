@@ -347,3 +347,23 @@ def test_thin_steady_steps_bound_the_steady_crossing(monkeypatch, reads_pool):
         assert abs(s.rel(truth)) < 0.2
     else:  # the rule the test guards against: the answer it gave
         assert s.censored == "below" and s.value < 0.55 * truth
+
+
+def test_the_shortest_interval_of_a_skewed_posterior_against_the_exponential_closed_form(monkeypatch):
+    # the crossing's log load exponential with rate 1 above log 1: the shortest 95 % interval is [1, e^{ln 20}] =
+    # [1, 20] (the density falls from its lower end), the equal-tailed one [e^{-ln 0.975}, e^{-ln 0.025}] =
+    # [1.0253, 40]; a symmetric (normal) posterior gives the same interval both ways
+    t = np.linspace(0.0, 12.0, 120_001)
+    post = model.CrossingPosterior(log_grid=t, cdf=1.0 - np.exp(-t))
+    lo, hi = post.shortest(0.95)
+    assert lo == pytest.approx(1.0, rel=1e-3) and hi == pytest.approx(20.0, rel=2e-3)
+    e_lo, e_hi = post.interval(0.95)
+    assert e_lo == pytest.approx(1 / 0.975, rel=1e-3) and e_hi == pytest.approx(40.0, rel=1e-3)
+    monkeypatch.setattr(model, "INTERVAL_KIND", "shortest")
+    assert post.interval(0.95) == (lo, hi)
+    from scipy.stats import norm
+
+    g = np.linspace(-5.0, 5.0, 20_001)
+    sym = model.CrossingPosterior(log_grid=g, cdf=norm.cdf(g, scale=0.5))
+    s_lo, s_hi = sym.shortest(0.95)
+    assert s_lo == pytest.approx(math.exp(-0.98 * 1.0), rel=5e-3) and s_hi == pytest.approx(math.exp(0.98), rel=5e-3)
