@@ -189,16 +189,19 @@ class CrossingPosterior:
         return self.quantile(a), self.quantile(1 - a)
 
     def shortest(self, level: float = LEVEL, n: int = 201) -> tuple[float, float]:
-        """The shortest interval in log load holding ``level`` of the posterior (the lower tail's share scanned on
-        ``n`` points from 0 to ``1 − level``); an end off the grid is ±inf, so a finite interval wins where one
-        holds ``level``."""
+        """The shortest interval in log load holding ``level`` of the posterior: the share below its lower end
+        scanned on ``n`` points over the range where both ends lie on the grid (from the mass below the grid to
+        1 − ``level`` − the mass above it). Where no interval on the grid holds ``level`` (more than 1 − ``level``
+        off the grid), the equal-tailed interval, with its open end(s) at ±inf."""
+        a0, a1 = float(self.cdf[0]), float(self.cdf[-1]) - level
         best, out = math.inf, (-math.inf, math.inf)
-        for a in np.linspace(0.0, 1.0 - level, n):
-            lo, hi = self.quantile(float(a) + 1e-12), self.quantile(min(float(a) + level, 1.0))
-            if lo > 0 and math.isfinite(lo) and math.isfinite(hi):
-                w = math.log(hi) - math.log(lo)
-                if w < best:
-                    best, out = w, (lo, hi)
+        if a1 >= a0:
+            for a in np.linspace(a0, a1, n):
+                lo, hi = self.quantile(float(a) + 1e-12), self.quantile(float(a) + level - 1e-12)
+                if lo > 0 and math.isfinite(lo) and math.isfinite(hi):
+                    w = math.log(hi) - math.log(lo)
+                    if w < best:
+                        best, out = w, (lo, hi)
         if math.isinf(best):
             a = (1 - level) / 2
             return self.quantile(a), self.quantile(1 - a)

@@ -352,7 +352,7 @@ def test_thin_steady_steps_bound_the_steady_crossing(monkeypatch, reads_pool):
 def test_the_shortest_interval_of_a_skewed_posterior_against_the_exponential_closed_form(monkeypatch):
     # the crossing's log load exponential with rate 1 above log 1: the shortest 95 % interval is [1, e^{ln 20}] =
     # [1, 20] (the density falls from its lower end), the equal-tailed one [e^{-ln 0.975}, e^{-ln 0.025}] =
-    # [1.0253, 40]; a symmetric (normal) posterior gives the same interval both ways
+    # [1.0256, 40]; a symmetric (normal) posterior gives the same interval both ways
     t = np.linspace(0.0, 12.0, 120_001)
     post = model.CrossingPosterior(log_grid=t, cdf=1.0 - np.exp(-t))
     lo, hi = post.shortest(0.95)
@@ -367,3 +367,16 @@ def test_the_shortest_interval_of_a_skewed_posterior_against_the_exponential_clo
     sym = model.CrossingPosterior(log_grid=g, cdf=norm.cdf(g, scale=0.5))
     s_lo, s_hi = sym.shortest(0.95)
     assert s_lo == pytest.approx(math.exp(-0.98 * 1.0), rel=5e-3) and s_hi == pytest.approx(math.exp(0.98), rel=5e-3)
+    monkeypatch.setattr(model, "INTERVAL_KIND", "equal-tailed")
+    e_lo, e_hi = sym.interval(0.95)
+    assert (s_lo, s_hi) == (pytest.approx(e_lo, rel=1e-3), pytest.approx(e_hi, rel=1e-3))
+    # mass off the grid: 3 % below it (the exponential above, shifted) leaves one finite interval holding 95 %, whose
+    # lower end is the grid's start (the density falls from there): the 95 % of the 97 % on the grid, [1, x] with
+    # 0.03 + 0.97 (1 - e^{-ln x}) = 0.98 -> x = 0.97 / 0.02 = 48.5; with 10 % below, none on the grid holds 95 %:
+    # the equal-tailed interval, open below
+    off = model.CrossingPosterior(log_grid=t, cdf=0.03 + 0.97 * (1.0 - np.exp(-t)))
+    o_lo, o_hi = off.shortest(0.95)
+    assert o_lo == pytest.approx(1.0, rel=1e-3) and o_hi == pytest.approx(48.5, rel=2e-3)
+    far = model.CrossingPosterior(log_grid=t, cdf=0.10 + 0.90 * (1.0 - np.exp(-t)))
+    f_lo, f_hi = far.shortest(0.95)
+    assert f_lo == -math.inf and f_hi == pytest.approx(math.exp(-math.log(1 - (0.975 - 0.10) / 0.90)), rel=2e-3)
