@@ -29,7 +29,6 @@ import math
 import numpy as np
 import polars as pl
 
-from bearing_lib.limits.curves import min_n_supported
 from bearing_lib.limits.sla import FAILED_EXPR, KNOWN_EXPR, OK_EXPR, SLA, Clause
 
 ESTIMATOR = "pooled exceedance (isotonic bad share over all steps' requests)"
@@ -51,6 +50,9 @@ def requests_needed(c: Clause) -> int | None:
     q = c.q if c.kind == "percentile" else 1.0 - allowed_share(c)
     if q is None or not 0.0 < q < 1.0:
         return None
+    # here: importing the limits JSON's types (result -> settling -> pooled) must not load curves and scipy.stats
+    from bearing_lib.limits.curves import min_n_supported
+
     return min_n_supported(q)
 
 

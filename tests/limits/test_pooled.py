@@ -172,3 +172,14 @@ def test_a_limit_the_requests_cannot_place_says_what_would():
     assert "from below the lowest load tested (1 rps) to above the highest (2 rps)" in q.statement
     assert q.statement.endswith("more requests per step would place it (p99(latency) <= 2s needs about 368 requests "
                                 "at a load for a 95% interval)")
+
+
+def test_the_limits_json_types_load_without_scipy_stats():
+    # result -> settling -> pooled: pooled.requests_needed imports curves (and scipy.stats) only when called
+    import subprocess
+    import sys
+
+    code = ("import sys, bearing_lib.limits.result; "
+            "print('scipy.stats' in sys.modules, 'bearing_lib.limits.curves' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
