@@ -90,6 +90,10 @@ def register(app: typer.Typer) -> None:
         estimator: str = typer.Option(
             "pooled", "--estimator", help="For request traces: pooled (default: the pooled exceedance crossing) or "
             "model (the beta-binomial exceedance model load-point tables use; docs/oracle.md compares them)."),
+        shape_from: Path | None = typer.Option(
+            None, "--shape-from", help="The limits JSON of an earlier test of the same service (written by the "
+            "model): its steepness and step-to-step variability become this test's prior where these steps favour "
+            "them (a narrower interval; docs/limits.md). Request traces need --estimator model."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.common.progress import progress_for, progress_wanted
@@ -120,7 +124,8 @@ def register(app: typer.Typer) -> None:
             with progress_for("limits", enabled=show) as bar:
                 result = _fit(traces, sla_obj, mix_arg, weights=weights, n_boot=n_boot, seed=seed,
                               min_share=min_share, format=format, mapping=mapping, option=option, pool=pool,
-                              engine=engine, scheduler=scheduler, estimator=estimator, progress=bar)
+                              engine=engine, scheduler=scheduler, estimator=estimator, progress=bar,
+                              shape_from=shape_from)
             stated_conditions(result, model=model, hardware=hardware, tested_instances=tested_instances)
             doc = relative_sources(result.to_dict(), json_out)  # read back from the JSON's folder
             json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,13 +138,19 @@ def register(app: typer.Typer) -> None:
 
 def _fit(traces: list[str], sla_obj, mix_arg: object, *, weights: Path | None, n_boot: int, seed: int,  # noqa: ANN001
          min_share: float, format: str | None, mapping: Path | None, option: list[str], pool: bool,
-         engine: str | None, scheduler: str | None, estimator: str, progress):  # noqa: ANN001, ANN202
+         engine: str | None, scheduler: str | None, estimator: str, progress,  # noqa: ANN001
+         shape_from: Path | None = None):  # noqa: ANN202
     """Read the inputs and fit the limits (``progress``: a terminal bar or None, advanced per file read
     and per run x mix group fitted)."""
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.loaders import load
 
+    if shape_from is not None and not shape_from.is_file():
+        raise ParameterError(f"--shape-from: {shape_from} is not a file (expected the limits JSON of an earlier test)")
     if engine is not None:
+        if shape_from is not None:
+            raise ParameterError("--shape-from informs the model estimator, which runs in memory; it does not combine "
+                                 "with --engine")
         if len(traces) != 1 or format is not None or option or mapping is not None or pool:
             raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
                                  "combine with several inputs, --format, --option, --mapping or --pool")
@@ -167,7 +178,8 @@ def _fit(traces: list[str], sla_obj, mix_arg: object, *, weights: Path | None, n
         reqs = [d for d in datasets if d.kind == "requests"]
         unchecked = check_pool(reqs) if len(reqs) > 1 else []
     result = fit_limits(datasets, sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                        min_share=min_share, pool_runs=pool, estimator=estimator, progress=progress)
+                        min_share=min_share, pool_runs=pool, estimator=estimator, progress=progress,
+                        shape_from=shape_from)
     result.notes.extend(unchecked)
     return result
 

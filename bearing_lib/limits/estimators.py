@@ -15,16 +15,18 @@ The pooled and step-wise estimators share one isotonic crossing, ``limits.pooled
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import model, pooled
+from bearing_lib.limits import shapes as shape_mod
 from bearing_lib.limits.interval import equal_tailed, widen_to_grid
 from bearing_lib.limits.judging import JudgedStep, usable_steps
 from bearing_lib.limits.replicates import ReplicateTable
-from bearing_lib.limits.result import FailureFloor
+from bearing_lib.limits.result import ClauseShape, FailureFloor
 from bearing_lib.limits.sla import SLA, Clause
 from bearing_lib.limits.statement import below_statement, ci_text, trace_statement, unplaced_statement
 
@@ -49,6 +51,8 @@ class LimitEstimate:
     estimator: str
     pool: list[JudgedStep]
     bootstrap_ci: list[float | None] | None = None
+    shapes: list[ClauseShape] = field(default_factory=list)
+    """The model's: each clause's own shape posterior (``limits.shapes``), for a later test."""
 
 
 def stepwise_crossing(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weights: np.ndarray,
@@ -69,8 +73,12 @@ def stepwise_crossing(xs: np.ndarray, margin_sets: dict[str, np.ndarray], weight
 def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, tables: bool,
                 floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                 fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
-                notes: list[str], reps: ReplicateTable | None = None) -> LimitEstimate:
-    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md)."""
+                notes: list[str], reps: ReplicateTable | None = None,
+                earlier: Mapping[str, ClauseShape] | None = None, earlier_source: str | None = None) -> LimitEstimate:
+    """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md).
+
+    ``earlier``: an earlier test's shape per clause text (``limits.shapes``), the prior of each clause's steepness
+    and step-to-step variability where this test's steps favour it."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
     estimator = model.ESTIMATOR
@@ -96,9 +104,27 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     watched = list({id(j): j for j in [*det, *(pool if STEADY_READS_POOL else [])]}.values())
     steady_x = [j.x for j in watched] if any(j.not_steady for j in watched) else []
     post = None
+    shapes: list[ClauseShape] = []
     if ev_x or steady_x:
         edges = model.log_grid(ev_x + steady_x)
-        clause_posts = [clause_posterior(c, evidence[c.text], edges, tables) for c in sla.clauses if evidence[c.text]]
+        earlier = earlier or {}
+        clause_posts = []
+        for c in sla.clauses:
+            if not evidence[c.text]:
+                if c.text in earlier:
+                    notes.append(f"{c.text}: no step holds evidence of it; the earlier test's shape was not used")
+                continue
+            concs = _concentrations(c, tables)
+            offered = earlier.get(c.text)
+            prior = None if offered is None else shape_mod.prior_array(offered, model.BETAS, concs)
+            cp = clause_posterior(c, evidence[c.text], edges, tables, prior)
+            clause_posts.append(cp)
+            if offered is not None:
+                notes.append(shape_mod.shape_note(c.text, cp if prior is not None else None, offered,
+                                                  earlier_source or "an earlier test", model.SHAPE_GATE))
+            sh = shape_mod.clause_shape(cp, model.BETAS, concs, offered, earlier_source)
+            if sh is not None:
+                shapes.append(sh)
         kept = []
         for cp, c in zip(clause_posts, [c for c in sla.clauses if evidence[c.text]], strict=True):
             if c.text in broken_clauses:
@@ -130,6 +156,9 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         if deffs:
             interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
                          "slow requests come in queue episodes)")
+        took = [s.clause for s in shapes if s.prior_used]
+        if took:
+            interval += f"; the shape (steepness, step-to-step variability) of {', '.join(took)} from an earlier test"
         rng = np.random.default_rng(0)
         replicates = post.draws(max(n_boot, 1000), rng)
         if lo < x_lo and hi > x_hi and not det:
@@ -171,7 +200,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
     for f in floors:
         notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-    return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
+    return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
+                         shapes=shapes)
 
 
 def step_margin_sets(det: list[JudgedStep], sla: SLA, broken_clauses: set[str],
@@ -377,14 +407,20 @@ def model_options(c: Clause, tables: bool) -> ModelOptions:
                          else model.FLOOR_MULTIPLES, ceiling=model.CEILING)
 
 
+def _concentrations(c: Clause, tables: bool) -> np.ndarray:
+    o = model_options(c, tables)
+    return model.CONCENTRATIONS if o.concentrations is None else np.asarray(o.concentrations, float)
+
+
 def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
-                     tables: bool) -> model.ClausePosterior:
-    """:func:`model.clause_posterior` of one clause over its local evidence, with its options."""
+                     tables: bool, shape_prior: np.ndarray | None = None) -> model.ClausePosterior:
+    """:func:`model.clause_posterior` of one clause over its local evidence, with its options (and an earlier
+    test's shape as the prior of its own, ``limits.shapes``)."""
     o = model_options(c, tables)
     allowed = pooled.allowed_share(c)
     return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
                                   concentrations=o.concentrations, floor_multiples=o.floor_multiples,
-                                  ceiling=o.ceiling)
+                                  ceiling=o.ceiling, shape_prior=shape_prior)
 
 
 __all__ = [

@@ -110,6 +110,7 @@ from bearing_lib.limits.result import (
     Step,
 )
 from bearing_lib.limits.settling import StepSettling, StepSettlings
+from bearing_lib.limits.shapes import ShapePriors
 from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
@@ -282,7 +283,7 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: ReplicateTable | None,
     totals: StepTotals, n_boot: int, level: float, estimator: str = "pooled",
-    settle: Mapping[int, StepSettling] | None = None,
+    settle: Mapping[int, StepSettling] | None = None, shapes: ShapePriors | None = None,
 ) -> MixLimit:
     # the curve's rows typed once (limits.curve_row); the polars rows stay for saturation_cap (limits.curves)
     typed = sorted((CurveRow.of(r) for r in rows),
@@ -310,9 +311,14 @@ def _fit_group(
     last_pass = max((x for x in passes if first_fail is None or x < first_fail), default=None)
     contradict = [j for j in det if j.status == "pass" and first_fail is not None and j.x > first_fail]
     u = unit or "load"
+    earlier, earlier_source = None, None
+    if shapes is not None:
+        found, why = shapes.match(run_id, mix.name)
+        earlier, earlier_source = dict(found), shapes.source
+        notes += [why] if why else []
     if tables or estimator == "model":
         est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                                     first_fail, notes, reps)
+                                     first_fail, notes, reps, earlier, earlier_source)
     else:
         est = estimators.trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails,
                                      contradict, first_fail, last_pass, notes)
@@ -325,7 +331,7 @@ def _fit_group(
                          "step passes on its own: the model of every step's counts (limits.model) gives the limit and "
                          "its interval")
             est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails,
-                                         contradict, first_fail, notes, reps)
+                                         contradict, first_fail, notes, reps, earlier, earlier_source)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
@@ -388,7 +394,7 @@ def _fit_group(
     n_req = int(sum(int(r.n_requests or 0) for r in typed))
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req,
                    q_ult=QUlt(**jsonable(q_ult), resolution=resolution),
-                   binding=binding, steps=steps, notes=notes, failure_floors=floors)
+                   binding=binding, steps=steps, notes=notes, failure_floors=floors, shapes=est.shapes)
     lim.attach_replicates(replicates)
     return lim
 
@@ -629,11 +635,18 @@ def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple
     return _TraceInputs(curve, steady, warmups, settle, reps)
 
 
+def _all_tables(data: object) -> bool:
+    """True when every input is a load-point table (the model is their estimator whatever ``estimator`` says)."""
+    items = data if isinstance(data, Sequence) and not isinstance(data, str) else [data]
+    return bool(items) and all(isinstance(i, LoadPointTable) for i in items)
+
+
 def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sla_obj: SLA,
                extra_q: tuple[float, ...], options: CurveOptions | None, n_boot: int, rng: np.random.Generator,
                seed: int, level: float, estimator: str, min_share: float, metric: str, mix_by_name: dict[str, Mix],
                pooled_runs: dict[str, list[str]], notes: list[str], progress: Progress | None,
-               prep: _TraceInputs | None = None) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
+               prep: _TraceInputs | None = None,
+               shapes: ShapePriors | None = None) -> tuple[pl.DataFrame, list[MixLimit], list[Skipped]]:
     """One input of :func:`fit_limits`: its load curve, the limit of each (run, mix) group and the groups skipped.
     ``prep`` given: the input's curve and replicates are already made (the statistics path, :func:`_fit_stats`)."""
     tables = isinstance(it, LoadPointTable)
@@ -671,7 +684,7 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
                                    reason=f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"))
         else:
             lim = _fit_run_mix(it, prep, run, mix, mix_by_name.get(mix, Mix(mix, {})), part, totals_df, sla_obj,
-                               n_boot, level, estimator, metric, seed, share)
+                               n_boot, level, estimator, metric, seed, share, shapes)
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
             _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
@@ -683,7 +696,8 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
 
 def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, run: object, mix: object,
                  mix_obj: Mix, part: pl.DataFrame, totals_df: pl.DataFrame, sla_obj: SLA, n_boot: int, level: float,
-                 estimator: str, metric: str, seed: int, share: float) -> MixLimit:
+                 estimator: str, metric: str, seed: int, share: float,
+                 shapes: ShapePriors | None = None) -> MixLimit:
     """The limit of one (run, mix) group of an input (``prep`` None for a load-point table), with its failure
     floors described, its curve enriched and each step's MSER warm-up."""
     tables = prep is None
@@ -693,7 +707,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     tot = StepTotals.of_frame(totals_df.filter(pl.col("run_id") == run))
     lim = _fit_group(str(run), mix_obj, part.to_dicts(), sla_obj, tables,
                      None if reps is None else reps.table(run, mix), tot, 0 if reps is None else n_boot, level,
-                     estimator, None if prep is None else prep.settle.of(run, mix))
+                     estimator, None if prep is None else prep.settle.of(run, mix), shapes)
     lim.share = share
     if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)
@@ -728,6 +742,7 @@ def fit_limits(
     scheduler: str | None = None,
     estimator: str = "pooled",
     progress: Progress | None = None,
+    shape_from: LimitsResult | str | Path | None = None,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -761,6 +776,11 @@ def fit_limits(
         A terminal bar (:class:`bearing_lib.common.progress.Progress`) or None: per input, a bar without a
         count while its load curve and bootstrap replicates are computed, then one tick per (run, mix) group
         fitted or skipped.
+    shape_from
+        An earlier test of the same service (its :class:`LimitsResult` or limits JSON, from the model: a load-point
+        table or ``estimator="model"``): each mix's clauses take that test's steepness and step-to-step variability
+        as the prior of their own, where this test's steps favour it (``limits.shapes``; docs/oracle.md, round 13).
+        Needs the model: with request traces, ``estimator="model"``.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -773,6 +793,9 @@ def fit_limits(
         raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
         raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
+    if shape_from is not None and estimator != "model" and not _all_tables(data):
+        raise ParameterError("shape_from informs the model's shape: with request traces pass estimator='model' "
+                             "(the pooled estimator has no shape to take)")
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
         if pool_runs:
             raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
@@ -797,9 +820,13 @@ def fit_limits(
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
+    shapes = None if shape_from is None else ShapePriors.of(shape_from)
+    if shapes is not None:
+        shapes.check_not_self([it.provenance.sha256 for it in items])
     for it in fit_items:
         curve, lims, skips = _fit_input(it, items, spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
-                                        estimator, min_share, metric, mix_by_name, pooled_runs, notes, progress)
+                                        estimator, min_share, metric, mix_by_name, pooled_runs, notes, progress,
+                                        shapes=shapes)
         curves.append(curve)
         limits.extend(lims)
         skipped.extend(skips)

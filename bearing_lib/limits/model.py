@@ -96,6 +96,12 @@ server whose slow share jumps from a content floor to a plateau of a few % (orac
 crossing spreads."""
 CEILING_MULTIPLES = np.array([1.5, 2.0, 3.0, 5.0, 10.0, 30.0])
 """The ceiling's grid in multiples of the allowance (prior: no ceiling, ``h = 1``, with probability 1/2)."""
+SHAPE_GATE = 1.0
+"""An earlier test's shape (its posterior over steepness and step-to-step variability, :attr:`ClausePosterior.shape`)
+is the prior of a later test's clause only when the later test's steps favour it over the flat prior: Bayes factor
+at least this (docs/oracle.md, round 13: with it, 10 × 120 s steps meet the width target in every combination;
+without the check, tests whose share rises differently took a shape that was not theirs)."""
+
 LAG_CARRIES = False
 """Off (measured, not adopted; docs/oracle.md, round 5): a step's between-step variability scaled by ``1 − lag`` (a
 step whose evidence may lie all the way back to the previous load already spans an episode longer than itself).
@@ -155,6 +161,15 @@ class ClausePosterior:
     n_steps: int = 0
     beta_median: float | None = None
     """Posterior median of the steepness ``β`` (d logit share / d log load)."""
+    shape: np.ndarray | None = None
+    """This test's own posterior over the shape, steepness × concentration (``BETAS`` × the concentrations used;
+    sums to 1; from the flat prior even when an earlier test's shape was used): how the clause's bad share rises
+    with load, for a later test of the same service (:data:`SHAPE_GATE`)."""
+    shape_bayes_factor: float | None = None
+    """With an earlier test's shape given: the Bayes factor of that shape against the flat prior on this test's
+    steps (below :data:`SHAPE_GATE` it is not used)."""
+    shape_used: bool = False
+    """True when the earlier test's shape was the prior of this posterior."""
 
 
 @dataclass
@@ -299,7 +314,7 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
 def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
                      floor: bool = False, concentrations: np.ndarray | None = None,
                      lag: bool = True, floor_multiples: np.ndarray = FLOOR_MULTIPLES,
-                     ceiling: bool = False) -> ClausePosterior:
+                     ceiling: bool = False, shape_prior: np.ndarray | None = None) -> ClausePosterior:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
@@ -345,6 +360,21 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     ll = ll + np.log(fprior)[None, None, None, :, None] + np.log(cprior)[None, None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()
+    shape = w.sum(axis=(0, 3, 4))  # this test's own say on the shape (flat prior), for a later test
+    bf, used = None, False
+    if shape_prior is not None:
+        prior = np.asarray(shape_prior, float)
+        if prior.shape != shape.shape or not np.isfinite(prior).all() or (prior < 0).any() or prior.sum() <= 0:
+            raise ValueError(f"shape prior of {name}: expected {shape.shape[0]} x {shape.shape[1]} non-negative "
+                             f"weights (steepness x concentration), got shape {prior.shape}")
+        prior = prior / prior.sum()
+        # the Bayes factor of the earlier shape against the flat prior: this test's marginal likelihood under the
+        # earlier test's posterior over the shape, over its marginal likelihood under the flat grid prior
+        bf = float((shape * prior).sum() * prior.size)
+        if bf >= SHAPE_GATE:
+            used = True
+            w = w * prior[None, :, :, None, None]
+            w /= w.sum()
     # the crossing x*: μ(x*) = α; with a floor f < α it moves above θ, with f ≥ α it is below every load
     if floor or ceiling:
         # with a ceiling h ≤ α the share never reaches the allowance (above every load)
@@ -361,7 +391,8 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     inside = (lx >= edges[0]) & (lx < edges[-1])
     idx = np.searchsorted(edges, lx[inside], side="right") - 1
     pdf = np.bincount(idx, weights=wf[inside], minlength=centres.size)
-    post = ClausePosterior(name, pdf, below, above, n_steps=len(ev))
+    post = ClausePosterior(name, pdf, below, above, n_steps=len(ev), shape=shape, shape_bayes_factor=bf,
+                           shape_used=used)
     pb = np.cumsum(w.sum(axis=(0, 2, 3, 4)))
     post.beta_median = float(np.exp(np.interp(0.5, pb, np.log(BETAS))))
     if floor:

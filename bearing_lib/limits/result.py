@@ -389,6 +389,27 @@ class FailureFloor:
     """What the requests behind the floor have in common (lengths, a latency ceiling, an error text)."""
 
 
+@dataclass(frozen=True)
+class ClauseShape:
+    """How one clause's bad share rises with load in this test: the model's posterior over its steepness and its
+    step-to-step variability (``limits.model``), written for a later test of the same service to read
+    (``fit_limits(..., shape_from=...)``; docs/limits.md, "An earlier test's shape")."""
+
+    clause: str
+    steepness: list[float]
+    """The steepness grid ``β`` (d logit bad share / d log load)."""
+    concentration: list[float | None]
+    """The step-to-step concentration grid ``c`` of the beta-binomial; None is the binomial (none)."""
+    weights: list[list[float]]
+    """This test's own posterior mass (from the flat prior) per steepness (rows) × concentration (columns)."""
+    prior_from: str | None = None
+    """Where the earlier test's shape offered to this one came from (None: none offered)."""
+    bayes_factor: float | None = None
+    """The Bayes factor of the earlier test's shape against the flat prior on this test's steps."""
+    prior_used: bool = False
+    """True when the earlier shape was this limit's prior (``bayes_factor`` at least ``model.SHAPE_GATE``)."""
+
+
 @dataclass
 class MixLimit:
     """The limit of one mix in one run, with the steps it was judged on and the fits around it."""
@@ -412,6 +433,8 @@ class MixLimit:
     cost_anomaly_index: CostAnomaly | None = None
     failure_floors: list[FailureFloor] = field(default_factory=list)
     """Load-independent floors found per clause; one that breaks its clause is left out of the limit."""
+    shapes: list[ClauseShape] = field(default_factory=list)
+    """Per clause the model read (``limits.model``; none for the pooled estimator): how its bad share rises."""
 
     @property
     def unit(self) -> str | None:
@@ -658,6 +681,7 @@ def schema_document() -> dict[str, Any]:
 __all__ = [
     "SCHEMA",
     "BlendedLimit",
+    "ClauseShape",
     "Conditions",
     "Exceedance",
     "FOLLOWUP_ORDER",

@@ -96,44 +96,71 @@ class SeedScore:
         return lo is not None and hi is not None and lo <= truth <= hi
 
 
+def _seed_trace(server: str, mix: str, truth_rps: float, seed: int, step_s: float):
+    """One seed's SIMULATED stepped test as a request trace (its own sha256, so tests tell the seeds apart)."""
+    import hashlib
+
+    from bearing_lib.data.provenance import Provenance
+    from bearing_lib.data.trace import RequestTrace, conform, validate
+
+    df = stepped_run(
+        SERVERS[server], MIXES[mix], rates_for(truth_rps, seed), step_s, seed=SEED_BASE + seed, run_id=f"s{seed}"
+    )
+    prov = Provenance(
+        source=f"SIMULATED oracle {server}/{mix} seed {seed}",
+        format="oracle",
+        tool="tests.oracle.simulator",
+        sha256=hashlib.sha256(f"{server}/{mix}/{seed}/{step_s:g}".encode()).hexdigest(),
+        time_origin="relative",
+    )
+    return RequestTrace(frame=validate(conform(df), prov), provenance=prov)
+
+
+def _seed_score(seed: int, res) -> SeedScore:  # noqa: ANN001 - a LimitsResult
+    (lim,) = res.limits
+    q = lim.q_ult
+    return SeedScore(
+        seed=seed,
+        value=None if q.value is None else float(q.value),
+        ci95=(q.ci95[0], q.ci95[1]),
+        bracket=(q.bracket[0], q.bracket[1]),
+        censored=str(q.censored),
+        binding=lim.binding,
+        boot_ci95=tuple(q.bootstrap_ci95 or (None, None)),
+        coarse=bool(q.resolution is not None and q.resolution.coarse),
+    )
+
+
 def score_combination(server: str, mix: str, truth_rps: float, seeds: range | None = None,
                       step_s: float = STEP_S, estimator: str = "pooled") -> list[SeedScore]:
     """Run bearing's ``fit_limits`` on the stepped tests of one combination (steps of ``step_s`` seconds)."""
-    from bearing_lib.data.provenance import Provenance
-    from bearing_lib.data.trace import RequestTrace, conform, validate
     from bearing_lib.limits.fit import fit_limits
 
     out = []
     for seed in seeds if seeds is not None else range(N_SEEDS):
-        df = stepped_run(
-            SERVERS[server], MIXES[mix], rates_for(truth_rps, seed), step_s, seed=SEED_BASE + seed, run_id=f"s{seed}"
-        )
-        prov = Provenance(
-            source=f"SIMULATED oracle {server}/{mix} seed {seed}",
-            format="oracle",
-            tool="tests.oracle.simulator",
-            sha256="0" * 64,
-            time_origin="relative",
-        )
-        trace = RequestTrace(frame=validate(conform(df), prov), provenance=prov)
-        res = fit_limits(trace, SLAS[(server, mix)], mixes="none", estimator=estimator)
-        (lim,) = res.limits
-        q = lim.q_ult
-        ci = q.ci95
-        br = q.bracket
-        out.append(
-            SeedScore(
-                seed=seed,
-                value=None if q.value is None else float(q.value),
-                ci95=(ci[0], ci[1]),
-                bracket=(br[0], br[1]),
-                censored=str(q.censored),
-                binding=lim.binding,
-                boot_ci95=tuple(q.bootstrap_ci95 or (None, None)),
-                coarse=bool(q.resolution is not None and q.resolution.coarse),
-            )
-        )
+        trace = _seed_trace(server, mix, truth_rps, seed, step_s)
+        out.append(_seed_score(seed, fit_limits(trace, SLAS[(server, mix)], mixes="none", estimator=estimator)))
     return out
+
+
+SHAPE_OFFSETS = (1,)
+"""Which earlier test each seed's shape comes from: seed ``(s + offset) % N_SEEDS`` (another test of the same
+service, its limit moved by the grid's random shift)."""
+
+
+def score_with_earlier_shape(server: str, mix: str, truth_rps: float, step_s: float = STEP_S,
+                             offsets: tuple[int, ...] = SHAPE_OFFSETS) -> tuple[list[SeedScore], list[SeedScore]]:
+    """The model on every seed alone, and again with an earlier test's shape (``fit_limits(..., shape_from=...)``;
+    issue 23, round 13): (own, with the shape of seed ``s + offset``, one score per seed and offset)."""
+    from bearing_lib.limits.fit import fit_limits
+
+    sla = SLAS[(server, mix)]
+    traces = [_seed_trace(server, mix, truth_rps, seed, step_s) for seed in range(N_SEEDS)]
+    own = [fit_limits(t, sla, mixes="none", estimator="model") for t in traces]
+    shared = [_seed_score(s, fit_limits(traces[s], sla, mixes="none", estimator="model",
+                                        shape_from=own[(s + off) % N_SEEDS]))
+              for off in offsets for s in range(N_SEEDS)]
+    return [_seed_score(s, r) for s, r in enumerate(own)], shared
 
 
 def _trace(df, label: str):
@@ -206,6 +233,14 @@ def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None
     return out
 
 
+def median_half_width(scores: list[SeedScore]) -> float:
+    """The issue's width measure: the median over seeds of the 95 % interval's half-width relative to the value
+    (seeds with both ends and a value; NaN when none has)."""
+    h = [(s.ci95[1] - s.ci95[0]) / 2 / s.value for s in scores
+         if s.value and s.ci95[0] is not None and s.ci95[1] is not None]
+    return float(np.median(h)) if h else math.nan
+
+
 def summary_row(server: str, mix: str, truth: float, scores: list[SeedScore]) -> dict[str, object]:
     rel = np.array([s.rel(truth) if s.value is not None else math.nan for s in scores])
     width = np.array(
@@ -222,6 +257,7 @@ def summary_row(server: str, mix: str, truth: float, scores: list[SeedScore]) ->
         "median_rel_error": float(np.nanmedian(rel)),
         "worst_rel_error": float(rel[np.nanargmax(np.abs(rel))]) if np.isfinite(rel).any() else math.nan,
         "median_ci_width_rel": float(np.nanmedian(width)) if np.isfinite(width).any() else math.nan,
+        "median_half_width": median_half_width(scores),
         "n_censored": sum(s.censored != "none" for s in scores),
         "n_boot_covered": sum(s.boot_covers(truth) for s in scores),
         "n_off_not_coarse": sum(not s.within(truth) and not s.coarse for s in scores),
@@ -242,7 +278,19 @@ def main() -> int:
     t0 = time.perf_counter()
     for server, mix in combinations():
         t = float(truth[f"{server}/{mix}"]["q_ult_rps"])
-        if "--two-stage" in sys.argv:  # issue 14 (b): the test, then the follow-up bearing designs, pooled
+        if "--earlier-shape" in sys.argv:  # issue 23, round 13: each seed with another seed's shape
+            offs = tuple(int(o) for o in sys.argv[sys.argv.index("--offsets") + 1].split(",")) \
+                if "--offsets" in sys.argv else SHAPE_OFFSETS
+            own, scores = score_with_earlier_shape(server, mix, t, step_s, offs)
+            o = summary_row(server, mix, t, own)
+            print(f"| {o['combination']} (own) | | | {o['n_within_10pct']}/{o['n']} | {o['n_covered']}/{o['n']} "
+                  f"| {o['median_rel_error']:+.1%} | | half-width {o['median_half_width']:.1%} |", flush=True)
+            for k, off in enumerate(offs):
+                part = summary_row(server, mix, t, scores[k * N_SEEDS:(k + 1) * N_SEEDS])
+                print(f"|   offset {off} | | | {part['n_within_10pct']}/{part['n']} | {part['n_covered']}/{part['n']} "
+                      f"| {part['median_rel_error']:+.1%} | | half-width {part['median_half_width']:.1%} |",
+                      flush=True)
+        elif "--two-stage" in sys.argv:  # issue 14 (b): the test, then the follow-up bearing designs, pooled
             scores = score_two_stage(server, mix, t, seeds, step_s, n_boot=200)
         else:
             est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"

@@ -7,6 +7,7 @@ model milliseconds per seed. So::
     python -m tests.oracle.model_replay capture [--step-s 1200] [--dir /tmp/model_replay]
     python -m tests.oracle.model_replay replay  [--step-s 1200] [--dir /tmp/model_replay] [-v]
         [--set model.LAG_CARRIES=True,evidence.SETTLE_TIMES=15.0]
+    python -m tests.oracle.model_replay replay-shape [--step-s 1200] [--offsets 1,5,9,13] [--gate 3]
 
 ``capture`` runs ``tests.oracle.acceptance.score_combination(..., estimator="model")`` per combination with
 ``estimators.model_limit`` wrapped to pickle its arguments (judged steps, block-bootstrap replicates); ``replay``
@@ -180,6 +181,77 @@ def replay(root: Path, step_s: float, verbose: bool = False, only: list[str] | N
     return rows
 
 
+def replay_shape(root: Path, step_s: float, offsets: list[int], gate: float | None = None,
+                 only: list[str] | None = None) -> list[dict]:
+    """Round 13 (docs/oracle.md): each seed's model again with another seed's shape as its prior (seed ``s + offset``
+    of the same combination: another test of the same service). Pass 1 replays every seed alone and keeps each
+    clause's own shape (``ClausePosterior.shape``); pass 2 replays seed ``s`` with seed ``s + offset``'s, through
+    ``model.clause_posterior``'s ``shape_prior`` (its gate, ``model.SHAPE_GATE``, decides; ``gate`` above it drops
+    priors whose Bayes factor is below ``gate`` first)."""
+    from bearing_lib.limits import model
+
+    original = model.clause_posterior
+    state: dict[str, dict | None] = {"record": None, "prior": None}
+
+    def wrapped(name, *args, **kwargs):
+        if state["prior"] is not None and name in state["prior"]:
+            kwargs["shape_prior"] = state["prior"][name]
+        post = original(name, *args, **kwargs)
+        if state["record"] is not None:
+            state["record"][name] = (post.shape, post.shape_bayes_factor)
+        return post
+
+    model.clause_posterior = wrapped
+    rows = []
+    try:
+        for server, mix in combinations():
+            if only and f"{server}/{mix}" not in only:
+                continue
+            p = _path(root, step_s, server, mix)
+            if not p.exists():
+                continue
+            doc = pickle.loads(p.read_bytes())
+            t = doc["truth"]
+            seeds = [s for s in doc["seeds"] if s["calls"]]
+            shapes = []
+            for s in seeds:
+                state["record"], state["prior"] = {}, None
+                replay_one(*s["calls"][-1])
+                shapes.append({k: v[0] for k, v in state["record"].items()})
+            rel, half, cov, within, used = [], [], 0, 0, 0
+            for off in offsets:
+                for i, s in enumerate(seeds):
+                    prior = {k: v for k, v in shapes[(i + off) % len(seeds)].items() if v is not None}
+                    state["record"], state["prior"] = {}, prior
+                    r = replay_one(*s["calls"][-1])
+                    bfs = [bf for _, bf in state["record"].values() if bf is not None]
+                    if gate is not None and any(bf < gate for bf in bfs):  # a stricter gate: replay without
+                        state["prior"] = {}
+                        r = replay_one(*s["calls"][-1])
+                    else:
+                        used += any(bf >= model.SHAPE_GATE for bf in bfs)
+                    lo, hi = r.ci
+                    v = r.value
+                    e = math.nan if v is None else v / t - 1
+                    rel.append(e)
+                    cov += lo is not None and hi is not None and lo <= t <= hi
+                    within += abs(e) <= 0.10 if math.isfinite(e) else 0
+                    if lo is not None and hi is not None and v:
+                        half.append((hi - lo) / 2 / v)
+            n = len(rel)
+            row = {"combination": f"{server}/{mix}", "within": within, "covered": cov, "n": n, "used": used,
+                   "half": float(np.median(half)) if half else math.nan, "median": float(np.nanmedian(rel))}
+            rows.append(row)
+            print(f"| {row['combination']} | {used}/{n} | {within}/{n} | {cov}/{n} | {row['half']:.1%} "
+                  f"| {row['median']:+.1%} |", flush=True)
+    finally:
+        model.clause_posterior = original
+    if rows:
+        print(f"all: within {sum(r['within'] for r in rows)}, covered {sum(r['covered'] for r in rows)} of "
+              f"{sum(r['n'] for r in rows)}; max half {max(r['half'] for r in rows):.1%}")
+    return rows
+
+
 def main() -> int:
     root = Path(_arg("--dir", str(DEFAULT_DIR)))
     step_s = float(_arg("--step-s", str(STEP_S)))
@@ -189,6 +261,9 @@ def main() -> int:
         capture_mm1(root)
     elif sys.argv[1] == "capture":
         capture(root, step_s, only)
+    elif sys.argv[1] == "replay-shape":
+        offsets = [int(o) for o in _arg("--offsets", "1,5,9,13").split(",")]
+        replay_shape(root, step_s, offsets, float(_arg("--gate", "nan")) if "--gate" in sys.argv else None, only)
     else:
         replay(root, step_s, "-v" in sys.argv, only)
     return 0
