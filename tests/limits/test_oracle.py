@@ -165,10 +165,11 @@ FLOOR_MODEL_1200 = {
 # round 13 (docs/oracle.md): each seed again with the shape of another test of the same service, seed s + 1
 # (``fit_limits(..., shape_from=...)``, limits/shapes.py), recorded live: (within, covered) of 20. The width
 # target holds here in every combination: median half-width <= 12 % (MAX_HALF_WIDTH).
+# (median half-width 8.4-11.8 %, kv_starved/rag the widest; own 9.9-24.2 %)
 FLOOR_SHAPE_120 = {
-    ("small", "chat"): (20, 19), ("small", "rag"): (17, 20), ("small", "prefix"): (19, 19),
+    ("small", "chat"): (20, 19), ("small", "rag"): (18, 20), ("small", "prefix"): (20, 19),
     ("large", "chat"): (20, 20), ("large", "rag"): (18, 18), ("large", "prefix"): (20, 20),
-    ("kv_starved", "chat"): (20, 20), ("kv_starved", "rag"): (17, 20), ("kv_starved", "prefix"): (17, 19),
+    ("kv_starved", "chat"): (20, 19), ("kv_starved", "rag"): (18, 20), ("kv_starved", "prefix"): (18, 18),
 }
 MAX_HALF_WIDTH = 0.12
 
