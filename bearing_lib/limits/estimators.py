@@ -108,6 +108,11 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     if ev_x or steady_x:
         edges = model.log_grid(ev_x + steady_x)
         earlier = earlier or {}
+        durations = [j.row.duration_s for j in pool if j.row.duration_s is not None and j.row.duration_s > 0]
+        step_s = float(np.median(durations)) if durations else None
+        if earlier and not any(c.text in earlier for c in sla.clauses):
+            notes.append(f"the earlier test's shapes ({earlier_source or 'an earlier test'}) are for "
+                         f"{', '.join(sorted(earlier))}; none is a clause of this SLA, so none was used")
         clause_posts = []
         for c in sla.clauses:
             if not evidence[c.text]:
@@ -116,13 +121,14 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 continue
             concs = _concentrations(c, tables)
             offered = earlier.get(c.text)
-            prior = None if offered is None else shape_mod.prior_array(offered, model.BETAS, concs)
+            why_not = None if offered is None else shape_mod.mismatch(offered, unit, step_s)
+            prior = None if offered is None or why_not else shape_mod.prior_array(offered, model.BETAS, concs)
             cp = clause_posterior(c, evidence[c.text], edges, tables, prior)
             clause_posts.append(cp)
             if offered is not None:
                 notes.append(shape_mod.shape_note(c.text, cp if prior is not None else None, offered,
-                                                  earlier_source or "an earlier test", model.SHAPE_GATE))
-            sh = shape_mod.clause_shape(cp, model.BETAS, concs, offered, earlier_source)
+                                                  earlier_source or "an earlier test", model.SHAPE_GATE, why_not))
+            sh = shape_mod.clause_shape(cp, model.BETAS, concs, offered, earlier_source, unit, step_s)
             if sh is not None:
                 shapes.append(sh)
         kept = []

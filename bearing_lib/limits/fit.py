@@ -793,9 +793,12 @@ def fit_limits(
         raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
         raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
+    if shape_from is not None and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
+        raise ParameterError("shape_from (--shape-from) informs the model, which runs in memory; it does not combine "
+                             "with an engine")
     if shape_from is not None and estimator != "model" and not _all_tables(data):
-        raise ParameterError("shape_from informs the model's shape: with request traces pass estimator='model' "
-                             "(the pooled estimator has no shape to take)")
+        raise ParameterError("shape_from (--shape-from) informs the model's shape: with request traces pass "
+                             "estimator='model' (--estimator model); the pooled estimator has no shape to take")
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
         if pool_runs:
             raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")

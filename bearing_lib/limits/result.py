@@ -408,6 +408,10 @@ class ClauseShape:
     """The Bayes factor of the earlier test's shape against the flat prior on this test's steps."""
     prior_used: bool = False
     """True when the earlier shape was this limit's prior (``bayes_factor`` at least ``model.SHAPE_GATE``)."""
+    unit: str | None = None
+    """The load unit of the test (``rps``, ``concurrency`` ...): ``β`` is per log load of that unit's axis."""
+    step_s: float | None = None
+    """The median duration of the test's steps: the step-to-step variability ``c`` is that of steps this long."""
 
 
 @dataclass

@@ -3,7 +3,7 @@
 The model (``limits.model``) learns two things from a stepped test: **where** the bad share crosses its allowance
 (the limit) and **how** it gets there (the steepness ``β`` of the logistic in log load, and the step-to-step
 variability ``c``). From one 10 × 120 s test the "how" is poorly known, and that is most of the interval's width
-(docs/oracle.md, round 11: knowing the shape narrows it three- to fourfold). A service tested before has told us
+(docs/oracle.md, round 11: knowing the shape narrows it two- to fourfold). A service tested before has told us
 the "how" already: its limits JSON holds each clause's posterior over ``(β, c)`` (:class:`ClauseShape`), and a later
 test can take it as the prior of its own shape while learning its limit from its own steps alone.
 
@@ -13,7 +13,8 @@ Two guards keep that honest:
   :data:`~bearing_lib.limits.model.SHAPE_GATE`): a service whose share now rises differently (another engine
   version, another request mix) keeps its own, wider interval, and the note says so;
 * the earlier shape must be on the same grid (same steepness and concentration values: the same kind of input and
-  a bearing that writes the same grid), else it is not used, said in the note.
+  a bearing that writes the same grid), on the same load axis (unit) and from steps of about the same length (within
+  :data:`STEP_RATIO`: the step-to-step variability is that of steps so long), else it is not used, said in the note.
 
 Each limit writes its **own** shape (from the flat prior), never the one combined with the earlier test's: a chain
 of tests does not count the first test twice. docs/oracle.md, round 13, measures coverage and width.
@@ -35,6 +36,10 @@ from bearing_lib.limits.result import ClauseShape, LimitsResult
 if TYPE_CHECKING:
     from bearing_lib.limits.model import ClausePosterior
 
+STEP_RATIO = 1.5
+"""The longest ratio of the two tests' median step durations for which an earlier shape is offered (only same-length
+pairs were measured: docs/oracle.md, round 13)."""
+
 
 @dataclass(frozen=True)
 class ShapePriors:
@@ -53,7 +58,8 @@ class ShapePriors:
 
             path = Path(earlier)
             source = source or str(path)
-            earlier = LimitsResult.from_dict(read_json(path, "limits JSON"), source=f"limits JSON {path}")
+            earlier = LimitsResult.from_dict(read_json(path, "shape_from limits JSON"),
+                                             source=f"shape_from limits JSON {path}")
         source = source or "an earlier limits result"
         by: dict[tuple[str, str], dict[str, ClauseShape]] = {}
         for m in earlier.mixes:
@@ -107,8 +113,20 @@ def prior_array(shape: ClauseShape, betas: np.ndarray, concentrations: np.ndarra
     return w
 
 
+def mismatch(shape: ClauseShape, unit: str | None, step_s: float | None) -> str | None:
+    """Why an earlier shape does not fit this test's design (another load axis, steps of another length); None when
+    it does or the earlier file does not say (written before these were recorded)."""
+    if shape.unit and unit and shape.unit != unit:
+        return f"its load axis is {shape.unit}, this test's {unit} (the steepness is per log load of the axis)"
+    if shape.step_s and step_s and max(shape.step_s, step_s) / min(shape.step_s, step_s) > STEP_RATIO:
+        return (f"its steps lasted {shape.step_s:.4g} s, this test's {step_s:.4g} s (the step-to-step variability is "
+                f"that of steps so long; only pairs within a factor {STEP_RATIO:g} were measured)")
+    return None
+
+
 def clause_shape(post: ClausePosterior, betas: np.ndarray, concentrations: np.ndarray,
-                 offered: ClauseShape | None, source: str | None) -> ClauseShape | None:
+                 offered: ClauseShape | None, source: str | None, unit: str | None = None,
+                 step_s: float | None = None) -> ClauseShape | None:
     """The shape a limit writes: this test's own posterior, and what became of an earlier shape offered to it."""
     if post.shape is None:
         return None
@@ -118,23 +136,27 @@ def clause_shape(post: ClausePosterior, betas: np.ndarray, concentrations: np.nd
                        concentration=concentration_key(concentrations),
                        weights=[[float(f"{x:.6g}") for x in row] for row in w],
                        prior_from=source if offered is not None else None,
-                       bayes_factor=None if bf is None else float(f"{bf:.4g}"),
-                       prior_used=post.shape_used)
+                       bayes_factor=bf, prior_used=post.shape_used, unit=unit,
+                       step_s=None if step_s is None else float(f"{step_s:.6g}"))
 
 
-def shape_note(clause: str, post: ClausePosterior | None, offered: ClauseShape, source: str, gate: float) -> str:
+def shape_note(clause: str, post: ClausePosterior | None, offered: ClauseShape, source: str, gate: float,
+               why_not: str | None = None) -> str:
     """One clause's line in the notes: whether the earlier test's shape was used, and why."""
+    if why_not is not None:
+        return f"{clause}: the earlier test's shape ({source}) was not used: {why_not}"
     if post is None or post.shape_bayes_factor is None:
         return (f"{clause}: the earlier test's shape ({source}) is on another grid (another kind of input or "
                 "bearing version) and was not used")
     bf = post.shape_bayes_factor
+    shown = f"{bf:.6g}" if abs(bf - gate) < 0.01 * gate else f"{bf:.3g}"  # never "1 ... below 1"
     if post.shape_used:
         return (f"{clause}: steepness and step-to-step variability taken from the earlier test ({source}); its shape "
-                f"fits these steps (Bayes factor {bf:.3g} against the flat prior, at least {gate:g}), so the interval "
+                f"fits these steps (Bayes factor {shown} against the flat prior, at least {gate:g}), so the interval "
                 "rests on both tests' shape and on this test's steps for the limit")
-    return (f"{clause}: the earlier test's shape ({source}) does not fit these steps (Bayes factor {bf:.3g} against "
+    return (f"{clause}: the earlier test's shape ({source}) does not fit these steps (Bayes factor {shown} against "
             f"the flat prior, below {gate:g}): not used; the share rises differently now (another engine, version "
             "or mix?), and the interval is this test's own")
 
 
-__all__ = ["ShapePriors", "clause_shape", "concentration_key", "prior_array", "shape_note"]
+__all__ = ["STEP_RATIO", "ShapePriors", "clause_shape", "concentration_key", "mismatch", "prior_array", "shape_note"]

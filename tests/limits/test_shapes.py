@@ -96,9 +96,13 @@ def test_a_shape_the_steps_speak_against_is_not_used():
     np.testing.assert_array_equal(post.pdf, flat.pdf)
 
 
-def test_a_prior_of_the_wrong_size_is_refused():
+def test_a_prior_of_the_wrong_size_or_values_is_refused():
     with pytest.raises(ValueError, match="expected 16 x 3"):
         _post(_counts(5.0, 8.0, 0), np.ones((model.BETAS.size, 2)))
+    bad = np.ones((model.BETAS.size, CONCS.size))
+    bad[0, 0], bad[1, 1] = np.nan, -1.0
+    with pytest.raises(ValueError, match="1 non-finite, 1 negative"):
+        _post(_counts(5.0, 8.0, 0), bad)
 
 
 def test_with_a_shared_shape_the_interval_narrows_and_still_covers_the_known_truth():
@@ -146,23 +150,45 @@ def test_fit_limits_reads_an_earlier_tests_shape_and_says_so(tmp_path):
     p.write_text(json.dumps(earlier.to_dict()))
     back = LimitsResult.from_dict(json.loads(p.read_text()))
     assert back.limits[0].shapes == [sh]
+    assert sh.unit == "rps" and sh.step_s is not None
+    # the same steps under another name: their own shape scores at least 1 (Cauchy-Schwarz) and is used
+    again = _mm1_limits(1, "c" * 64, shape_from=p)
+    (sh1,) = again.limits[0].shapes
+    assert sh1.prior_used and sh1.bayes_factor >= 1.0 and sh1.prior_from == str(p)
+    assert sh1.weights == sh.weights  # each limit writes its own shape, not the product
+    assert "from an earlier test" in again.limits[0].q_ult.interval_method
     later = _mm1_limits(2, "b" * 64, shape_from=p)
     (m2,) = later.limits
     (sh2,) = m2.shapes
     assert sh2.prior_from == str(p) and sh2.bayes_factor is not None
     note = next(n for n in m2.notes if n.startswith("p99(latency) <= 1s: "))
-    if sh2.prior_used:
-        assert sh2.bayes_factor >= model.SHAPE_GATE and "taken from the earlier test" in note
-        assert "from an earlier test" in m2.q_ult.interval_method
-    else:
-        assert "does not fit these steps" in note
+    assert sh2.prior_used and sh2.bayes_factor >= model.SHAPE_GATE, sh2.bayes_factor
+    assert "taken from the earlier test" in note and "from an earlier test" in m2.q_ult.interval_method
+    # steps of another length: not offered (only same-length pairs were measured)
+    d = earlier.to_dict()
+    d["mixes"][0]["shapes"][0]["step_s"] = sh.step_s * 4
+    other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
+    (sh3,) = other.limits[0].shapes
+    assert not sh3.prior_used and sh3.bayes_factor is None
+    assert any("was not used: its steps lasted" in n for n in other.limits[0].notes)
+    # another load axis
+    d["mixes"][0]["shapes"][0].update(step_s=sh.step_s, unit="concurrency")
+    other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
+    assert any("its load axis is concurrency, this test's rps" in n for n in other.limits[0].notes)
+    # a shape for a clause this SLA does not have
+    d["mixes"][0]["shapes"][0].update(unit="rps", clause="p99(latency) <= 2s")
+    other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
+    assert any("are for p99(latency) <= 2s; none is a clause of this SLA" in n for n in other.limits[0].notes)
+    assert not other.limits[0].shapes[0].prior_used
     # the same steps fitted again are this test's own shape offered back: refused, they would count twice
     with pytest.raises(ParameterError, match="same file"):
         _mm1_limits(1, "a" * 64, shape_from=earlier)
     # the pooled estimator has no shape to take
-    with pytest.raises(ParameterError, match="estimator='model'"):
+    with pytest.raises(ParameterError, match="--estimator model"):
         fit_limits(make_trace(mm1_frame([2.0, 5.0], mu_rps=10.0, step_s=60.0, seed=0)), "p99(latency) <= 1s",
                    mixes="none", n_boot=0, shape_from=earlier)
+    with pytest.raises(ParameterError, match="does not combine with an engine"):
+        fit_limits("x.parquet", "p99(latency) <= 1s", estimator="model", shape_from=earlier)
 
 
 def _with_runs(res: LimitsResult, runs: list[str]) -> LimitsResult:
@@ -197,6 +223,26 @@ def test_a_shape_on_another_grid_is_not_used():
 
 
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "loadtests" / "lmbenchmark-llm-d-exp2"
+
+
+def test_cli_shape_from_another_deployment_of_the_same_model(tmp_path):
+    # real files: the sharegpt sweep of vLLM (earlier) and of llm-d (later), both Llama-70B on 2 replicas, each put in
+    # a folder of the same name so their runs match; the later steps favour the earlier shape (Bayes factor about 3)
+    runner = CliRunner()
+    for side, dep in (("e", "vllm-70b-2replicas"), ("l", "llm-d-70b-2replicas")):
+        (tmp_path / side / "x").mkdir(parents=True)
+        for f in (BUNDLED / dep).glob("LMBench_sharegpt_*.csv"):
+            (tmp_path / side / "x" / f.name).symlink_to(f)
+    args = ["--sla", "p99(ttft) <= 2s", "--mixes", "none", "--n-boot", "20", "--estimator", "model"]
+    e, b = tmp_path / "e.json", tmp_path / "b.json"
+    assert runner.invoke(app, ["limits", str(tmp_path / "e" / "x"), *args, "--json", str(e)]).exit_code == 0
+    res = runner.invoke(app, ["limits", str(tmp_path / "l" / "x"), *args, "--shape-from", str(e), "--json", str(b)])
+    assert res.exit_code == 0, res.output
+    (m,) = json.loads(b.read_text())["mixes"]
+    (sh,) = m["shapes"]
+    assert sh["prior_used"] and sh["bayes_factor"] >= 1.0 and sh["prior_from"] == str(e)
+    assert "steepness and step-to-step variability taken from the earlier test" in res.output
+    assert "from an earlier test" in m["q_ult"]["interval_method"]
 
 
 def test_cli_shape_from(tmp_path):

@@ -297,6 +297,9 @@ def main() -> int:
             scores = score_combination(server, mix, t, seeds, step_s, estimator=est)
         rows.append(summary_row(server, mix, t, scores))
         r = rows[-1]
+        if "--earlier-shape" in sys.argv:
+            print(f"|   all offsets | | | {r['n_within_10pct']}/{r['n']} | {r['n_covered']}/{r['n']} "
+                  f"| {r['median_rel_error']:+.1%} | | half-width {r['median_half_width']:.1%} |", flush=True)
         print(
             f"| {r['combination']} | `{r['sla']}` | {t:.2f} | {r['n_within_10pct']}/{r['n']} "
             f"| {r['n_covered']}/{r['n']} "

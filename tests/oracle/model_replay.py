@@ -186,8 +186,8 @@ def replay_shape(root: Path, step_s: float, offsets: list[int], gate: float | No
     """Round 13 (docs/oracle.md): each seed's model again with another seed's shape as its prior (seed ``s + offset``
     of the same combination: another test of the same service). Pass 1 replays every seed alone and keeps each
     clause's own shape (``ClausePosterior.shape``); pass 2 replays seed ``s`` with seed ``s + offset``'s, through
-    ``model.clause_posterior``'s ``shape_prior`` (its gate, ``model.SHAPE_GATE``, decides; ``gate`` above it drops
-    priors whose Bayes factor is below ``gate`` first)."""
+    ``model.clause_posterior``'s ``shape_prior`` (its gate, ``model.SHAPE_GATE``, decides; ``gate`` above it: a
+    clause whose Bayes factor is below ``gate`` is replayed again without its prior, clause by clause)."""
     from bearing_lib.limits import model
 
     original = model.clause_posterior
@@ -224,12 +224,12 @@ def replay_shape(root: Path, step_s: float, offsets: list[int], gate: float | No
                     prior = {k: v for k, v in shapes[(i + off) % len(seeds)].items() if v is not None}
                     state["record"], state["prior"] = {}, prior
                     r = replay_one(*s["calls"][-1])
-                    bfs = [bf for _, bf in state["record"].values() if bf is not None]
-                    if gate is not None and any(bf < gate for bf in bfs):  # a stricter gate: replay without
-                        state["prior"] = {}
+                    bfs = {k: bf for k, (_, bf) in state["record"].items() if bf is not None}
+                    low = {k for k, bf in bfs.items() if gate is not None and bf < gate}
+                    if low:  # a stricter gate: those clauses replayed without their prior
+                        state["prior"] = {k: v for k, v in prior.items() if k not in low}
                         r = replay_one(*s["calls"][-1])
-                    else:
-                        used += any(bf >= model.SHAPE_GATE for bf in bfs)
+                    used += any(bf >= max(model.SHAPE_GATE, gate or 0.0) for bf in bfs.values())
                     lo, hi = r.ci
                     v = r.value
                     e = math.nan if v is None else v / t - 1
