@@ -148,16 +148,14 @@ def _fit(traces: list[str], sla_obj, mix_arg: object, *, weights: Path | None, n
     if shape_from is not None and not shape_from.is_file():
         raise ParameterError(f"--shape-from: {shape_from} is not a file (expected the limits JSON of an earlier test)")
     if engine is not None:
-        if shape_from is not None:
-            raise ParameterError("--shape-from informs the model estimator, which runs in memory; it does not combine "
-                                 "with --engine")
         if len(traces) != 1 or format is not None or option or mapping is not None or pool:
             raise ParameterError("--engine reads one Parquet dataset of canonical columns; it does not "
                                  "combine with several inputs, --format, --option, --mapping or --pool")
         if progress is not None:
             progress.step(f"fitting {traces[0]} on the {engine} engine")
         return fit_limits(traces[0], sla_obj, mixes=mix_arg, weights=weights, n_boot=n_boot, seed=seed,
-                          min_share=min_share, engine=engine, scheduler=scheduler, estimator=estimator)
+                          min_share=min_share, engine=engine, scheduler=scheduler, estimator=estimator,
+                          shape_from=shape_from)  # fit_limits refuses the pair with an engine, in one place
     options = merge_loader_options(parse_loader_options(option), mapping=mapping)
     fmt = format or ("generic" if mapping is not None else None)
     datasets = []

@@ -102,20 +102,22 @@ def concentration_key(concentrations: np.ndarray) -> list[float | None]:
 
 
 def prior_array(shape: ClauseShape, betas: np.ndarray, concentrations: np.ndarray) -> np.ndarray | None:
-    """The earlier shape as prior weights on this model's grid; None when the grids differ."""
+    """The earlier shape as prior weights on this model's grid; None when the grids differ (:func:`mismatch` has
+    already refused weights that are no distribution)."""
     if len(shape.steepness) != len(betas) or not np.allclose(shape.steepness, betas, rtol=1e-9):
         return None
     if shape.concentration != concentration_key(concentrations):
         return None
     w = np.asarray(shape.weights, float)
-    if w.shape != (len(betas), len(concentrations)) or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
-        return None
-    return w
+    return w if w.shape == (len(betas), len(concentrations)) else None
 
 
 def mismatch(shape: ClauseShape, unit: str | None, step_s: float | None) -> str | None:
     """Why an earlier shape does not fit this test's design (another load axis, steps of another length); None when
     it does or the earlier file does not say (written before these were recorded)."""
+    w = np.asarray(shape.weights, float)
+    if w.size == 0 or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        return "its weights are not a distribution (finite, non-negative, a positive sum): an edited or damaged file?"
     if shape.unit and unit and shape.unit != unit:
         return f"its load axis is {shape.unit}, this test's {unit} (the steepness is per log load of the axis)"
     if shape.step_s and step_s and max(shape.step_s, step_s) / min(shape.step_s, step_s) > STEP_RATIO:

@@ -175,6 +175,12 @@ def test_fit_limits_reads_an_earlier_tests_shape_and_says_so(tmp_path):
     d["mixes"][0]["shapes"][0].update(step_s=sh.step_s, unit="concurrency")
     other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
     assert any("its load axis is concurrency, this test's rps" in n for n in other.limits[0].notes)
+    # weights that are no distribution (an edited file): not used, said as such rather than as another grid
+    d["mixes"][0]["shapes"][0].update(unit="rps", weights=[[-1.0] * 6] * 16)
+    other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
+    assert any("its weights are not a distribution" in n for n in other.limits[0].notes)
+    assert not other.limits[0].shapes[0].prior_used
+    d["mixes"][0]["shapes"][0]["weights"] = sh.weights
     # a shape for a clause this SLA does not have
     d["mixes"][0]["shapes"][0].update(unit="rps", clause="p99(latency) <= 2s")
     other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
