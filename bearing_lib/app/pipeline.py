@@ -175,6 +175,7 @@ def load_test(path: str | Path, format: str = "", engine: str = "", *, mapping: 
 # Notebook parameters that name inputs: (kind, what it is, the parameter giving its format).
 INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "limits_json": ("json", "limits JSON", None),
+    "shape_from": ("json", "limits JSON of an earlier test (shape_from)", None),
     "plan_json": ("json", "plan JSON", None),
     "profile_json": ("json", "profile JSON", None),
     "production_trace": ("data", "production trace", "production_format"),
@@ -230,6 +231,8 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
             continue
         if kind == "mixes" and value in ("auto", "none"):
             continue
+        if name == "shape_from" and value.strip() == SHAPE_FROM_PREVIOUS:
+            continue  # bearing report / weekly resolve it; pipeline.limits says when there was none
         p = resolve(value)
         if not p.exists():
             raise InputError(f"the {what} (parameter {name}{where}) does not exist", path=p)
@@ -239,6 +242,10 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
                 from bearing_lib.plan.capacity_plan import CapacityPlan
 
                 CapacityPlan.from_dict(doc, source=f"{what} {p}")
+            if name == "shape_from" and parameters.get("shape_required", True) is not False:
+                from bearing_lib.limits.shapes import ShapePriors  # no shape in it: refused before the run
+
+                ShapePriors.of(p)
         elif kind == "mixes":
             mix_spec(str(p))
         elif kind == "mapping":
@@ -257,6 +264,11 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         from bearing_lib.limits.sla import parse_sla
 
         parse_sla(sla_texts(parameters["sla"]))
+    if isinstance(parameters.get("estimator"), str) and parameters["estimator"]:
+        from bearing_lib.limits.fit import ESTIMATORS
+
+        if parameters["estimator"] not in ESTIMATORS:
+            raise ParameterError(f"estimator: expected {' or '.join(ESTIMATORS)}, got {parameters['estimator']!r}")
     if isinstance(parameters.get("tier"), str) and parameters["tier"]:
         from bearing_lib.plan.fos import get_tier
 
@@ -521,19 +533,46 @@ def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float 
 # ------------------------------------------------------------------ limits, profile, plan
 
 
+SHAPE_FROM_PREVIOUS = "previous"
+"""``shape_from``'s word for the limits JSON of the newest earlier report (``bearing report`` / ``weekly`` resolve
+it, :func:`bearing_lib.app.runner.previous_limits`; it reaches :func:`limits` only when there was none)."""
+
+
 def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0, *,
-           engine: str = "", scheduler: str = "") -> Any:
+           engine: str = "", scheduler: str = "", estimator: str = "pooled", shape_from: str = "",
+           shape_required: bool = True) -> Any:
     """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit.fit_limits` (a ``LimitsResult``).
 
     ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
     ``engine`` (``embedded`` or ``dask``, with ``scheduler``) fits a Parquet dataset from
     :func:`load_test` on that engine; empty: the loaded ``trace`` in this process.
+    ``estimator`` is a request trace's (``pooled`` or ``model``; load-point tables always use the model).
+    ``shape_from`` is the limits JSON of an earlier test of the same service, whose shape the model may take
+    (docs/limits.md, "An earlier test's shape"); with ``shape_required`` False one that offers none (no shape in it,
+    this test's own files) is left out with a note, and :data:`SHAPE_FROM_PREVIOUS` here means no earlier report
+    held a limits JSON (said in a note too).
     """
     from bearing_lib.limits.fit import fit_limits
 
     spec = mixes if mixes in ("auto", "none") else resolve(mixes)
-    return fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed, engine=engine or None,
-                      scheduler=scheduler or None)
+    shape_from = (shape_from or "").strip()
+    if shape_from and (estimator or "pooled") == "pooled" and isinstance(trace, RequestTrace):
+        raise ParameterError("shape_from informs the model's shape, and this load test is a request trace fitted "
+                             "with the pooled estimator, which has none: add estimator model (-p estimator model; "
+                             "bearing report --estimator model), or leave shape_from empty")
+    none_found = shape_from == SHAPE_FROM_PREVIOUS
+    if none_found and shape_required:
+        raise ParameterError("shape_from 'previous' is resolved by bearing report / bearing weekly (the limits.json of "
+                             "the newest earlier report); in a notebook run give the earlier limits JSON's path")
+    earlier = resolve(shape_from) if shape_from and not none_found else None
+    result = fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed, engine=engine or None,
+                        scheduler=scheduler or None, estimator=estimator or "pooled", shape_from=earlier,
+                        shape_required=shape_required)
+    if none_found:
+        result.notes.append("no earlier shape was used: shape_from 'previous' asked for the limits of the newest "
+                            "earlier report, and no earlier report in the reports folder fitted limits (holds a "
+                            "limits.json); every limit's interval is this test's own")
+    return result
 
 
 def limits_chart(result: Any) -> alt.Chart | str:
@@ -867,6 +906,7 @@ __all__ = [
     "LOADER_PARAMETERS",
     "MAX_TEXT_INPUT_BYTES",
     "PROJECT_ROOT",
+    "SHAPE_FROM_PREVIOUS",
     "STATED",
     "check_input_size",
     "check_inputs",

@@ -279,6 +279,16 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
     With ``before_week`` (weekly runs) only ISO-week reports of earlier weeks count, so an
     ad-hoc report never becomes "last week".
     """
+    return _previous(reports_dir, exclude, before_week, "summary.json")
+
+
+def previous_limits(reports_dir: Path, exclude: str, *, before_week: str | None = None) -> Path | None:
+    """The ``limits.json`` of the newest other report that fitted its limits (a load test given, not a limits JSON),
+    by its run time, as for :func:`previous_summary`: the earlier test whose shape ``--shape-from previous`` offers."""
+    return _previous(reports_dir, exclude, before_week, "limits.json")
+
+
+def _previous(reports_dir: Path, exclude: str, before_week: str | None, file: str) -> Path | None:
     best: tuple[str, Path] | None = None
     if not reports_dir.is_dir():
         return None
@@ -287,15 +297,16 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
             continue
         if before_week is not None and not (_WEEK.match(d.name) and d.name < before_week):
             continue
-        s = d / "summary.json"
+        if not (d / file).is_file():
+            continue
         try:
-            t = ReportSummary.read(s).run_time_utc
+            t = ReportSummary.read(d / "summary.json").run_time_utc
         except (OSError, SchemaError):  # no summary, or one this bearing cannot compare with: not a candidate
             continue
         if t is None:
             continue
         if best is None or t > best[0]:
-            best = (t, s)
+            best = (t, d / file)
     return best[1] if best else None
 
 
@@ -754,6 +765,7 @@ __all__ = [
     "notebook_parameters",
     "parameters_help",
     "prepare_reports_dir",
+    "previous_limits",
     "previous_summary",
     "refresh_index",
     "run_report",

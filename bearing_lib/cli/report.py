@@ -125,6 +125,8 @@ class RunOptions:
     model: str | None = None
     hardware: str | None = None
     tested_instances: int | None = None
+    estimator: str | None = None
+    shape_from: str | None = None
 
     def flag_parameters(self) -> dict[str, Any]:
         """The notebook parameters the flags set (``--run X`` is ``-p run X``); a flag not given sets none."""
@@ -132,7 +134,7 @@ class RunOptions:
         if self.tested_instances is not None and self.tested_instances < 1:
             raise ParameterError(f"--tested-instances: expected an integer >= 1, got {self.tested_instances}")
         for key in ("format", "mapping", "production_format", "production_mapping", "run", "model", "hardware",
-                    "tested_instances"):
+                    "tested_instances", "estimator", "shape_from"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = str(value) if isinstance(value, Path) else value
@@ -179,6 +181,15 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "tested_instances": (int | None, typer.Option(None, "--tested-instances", help="Serving instances (replicas) "
                                                   "the load test drove; the plan sizes in this unit. Same as -p "
                                                   "tested_instances.")),
+    "estimator": (str | None, typer.Option(None, "--estimator", help="A request trace's estimator: pooled (the "
+                                           "default) or model (one model of every step's counts; load-point tables "
+                                           "always use it). Same as -p estimator (docs/limits.md).")),
+    "shape_from": (str | None, typer.Option(None, "--shape-from", help="The limits JSON of an earlier, separate test "
+                                            "of the same service: the model takes its shape where this test's steps "
+                                            "favour it (a narrower interval). 'previous': the limits.json of the "
+                                            "newest earlier report that fitted limits; one that offers no shape "
+                                            "(none in it, the same load-test files) is left out with a note. Needs "
+                                            "--estimator model with a request trace. Same as -p shape_from.")),
 }
 """The options both report commands take, declared once: ``name -> (type, typer.Option)``; the names are
 :class:`RunOptions`' fields."""
@@ -232,6 +243,7 @@ def _steps(given: dict[str, Any], notebooks: Path, out_hint: str) -> list[runner
 def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, weekly: bool) -> int:
     prev = runner.previous_summary(options.reports_dir, exclude=name, before_week=name if weekly else None)
     given.setdefault("previous_summary", str(prev) if prev else "")
+    _earlier_shape(given, options.reports_dir, name, weekly)
     given.setdefault("report_name", name)
     # The limits JSON goes into the run's own (temporary, then published) folder: the
     # runner substitutes the placeholder once it has created that folder.
@@ -247,6 +259,22 @@ def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, 
         typer.echo(line, err=True)
     typer.echo(str(result.html))
     return result.exit_code(weekly=weekly)
+
+
+def _earlier_shape(given: dict[str, Any], reports_dir: Path, name: str, weekly: bool) -> None:
+    """``shape_from previous``: the limits.json of the newest earlier report that fitted limits (for a weekly run,
+    of an earlier week), offered, not required (``shape_required`` False: last week's limits may be of the same
+    files, or carry no shape); with none, ``previous`` stays and the limits say so in a note."""
+    from bearing_lib.app.pipeline import SHAPE_FROM_PREVIOUS
+
+    if str(given.get("shape_from") or "").strip() != SHAPE_FROM_PREVIOUS:
+        return
+    if "shape_required" in given:
+        raise ParameterError("shape_from previous decides shape_required itself (an earlier report's limits are "
+                             "offered, not required); leave shape_required out, or give the earlier file's path")
+    found = runner.previous_limits(reports_dir, exclude=name, before_week=name if weekly else None)
+    given["shape_from"] = str(found.resolve()) if found else SHAPE_FROM_PREVIOUS
+    given["shape_required"] = False
 
 
 def _said(summary: Path) -> list[str]:

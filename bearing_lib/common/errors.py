@@ -11,6 +11,7 @@
     │   └── UnsupportedVersionError  a tool's output in a version bearing does not know
     ├── SLAParseError              an SLA clause cannot be parsed
     ├── ParameterError             a parameter (CLI, notebook, config) is unknown or invalid
+    │   └── ShapeUnusable          an earlier test's limits offer no shape to this one (none in them, same files)
     ├── InsufficientDataError      the data cannot support the number asked for
     └── ReportError                a report run (bearing report / weekly) could not publish
         ├── RunFailed              a notebook raised; its executed copy is kept (exit 4)
@@ -121,6 +122,12 @@ class SLAParseError(BearingError):
 
 class ParameterError(BearingError):
     """A parameter is unknown, missing or of the wrong type."""
+
+
+class ShapeUnusable(ParameterError):
+    """An earlier limits result (``shape_from``) offers no shape to this test: none in it (the pooled estimator, or
+    no judged step), or it was fitted on this test's own files. ``fit_limits(..., shape_required=False)`` (a
+    scheduled report offered last week's limits, whatever they were) says so in a note instead."""
 
 
 class InsufficientDataError(BearingError):

@@ -323,8 +323,7 @@ def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
     estimator = "isotonic step margins"
     interval = None
     # the pooled estimator (bearing_lib.limits.pooled): every usable step's request counts
-    pool = [j for j in judged if j.pool_ok and j.status != "excluded"
-            and j.row.has_counts]
+    pool = usable_steps(judged, False)
     pxs = np.array([j.x for j in pool], dtype=float)
     allowed = {c.text: pooled.allowed_share(c) for c in sla.clauses}
 
@@ -387,9 +386,8 @@ def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
                      + f"; the other clauses hold to {statement}")
     for f in floors:
         notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
-    res = LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool)
-    res.bootstrap_ci = boot_ci
-    return res
+    return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
+                         bootstrap_ci=boot_ci)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.blend import blended_capacity
-from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError
+from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError, ShapeUnusable
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.progress import Progress
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
@@ -743,6 +743,7 @@ def fit_limits(
     estimator: str = "pooled",
     progress: Progress | None = None,
     shape_from: LimitsResult | str | Path | None = None,
+    shape_required: bool = True,
 ) -> LimitsResult:
     """The highest load each mix carries while the SLA holds, with a 95 % CI.
 
@@ -781,6 +782,10 @@ def fit_limits(
         table or ``estimator="model"``): each mix's clauses take that test's steepness and step-to-step variability
         as the prior of their own, where this test's steps favour it (``limits.shapes``; docs/oracle.md, round 13).
         Needs the model: with request traces, ``estimator="model"``.
+    shape_required
+        True (default): an earlier result that carries no shape, or that was fitted on the same files as this test,
+        is a :class:`ParameterError`. False (a scheduled report offered last week's limits, whatever they were):
+        it is left out, this test's shape is its own, and the result's notes say why.
     engine, scheduler
         Read ``data`` (then a Parquet dataset: a file, folder, glob or fsspec URL of canonical
         columns) on an engine, ``"embedded"`` or ``"dask"`` (``scheduler`` ``tcp://...``, else a
@@ -823,9 +828,7 @@ def fit_limits(
     mix_by_name = {m.name: m for m in spec.mixes}
     pcs = sla_obj.percentile_clauses()
     metric = pcs[0].metric if pcs else "latency_ms"
-    shapes = None if shape_from is None else ShapePriors.of(shape_from)
-    if shapes is not None:
-        shapes.check_not_self([it.provenance.sha256 for it in items])
+    shapes = _earlier_shapes(shape_from, [it.provenance.sha256 for it in items], shape_required, notes)
     for it in fit_items:
         curve, lims, skips = _fit_input(it, items, spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
                                         estimator, min_share, metric, mix_by_name, pooled_runs, notes, progress,
@@ -848,6 +851,23 @@ def fit_limits(
     result.attach_curve(curve_all)
     result.__dict__["sla_spec"] = sla_obj  # the parsed SLA itself (cached_property slot)
     return result
+
+
+def _earlier_shapes(shape_from: LimitsResult | str | Path | None, sha256s: list[str | None], required: bool,
+                    notes: list[str]) -> ShapePriors | None:
+    """The earlier test's shapes (``shape_from``); not ``required``: None and a note where they cannot be used (no
+    shape in them, or this test's own files), instead of the :class:`ParameterError`."""
+    if shape_from is None:
+        return None
+    try:
+        shapes = ShapePriors.of(shape_from)
+        shapes.check_not_self(sha256s)
+    except ParameterError as exc:
+        if required or not isinstance(exc, ShapeUnusable):
+            raise
+        notes.append(f"no earlier shape was used: {exc}; every limit's interval is this test's own")
+        return None
+    return shapes
 
 
 def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, opt: CurveOptions) -> Conditions:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bearing_lib.common.errors import ParameterError
+from bearing_lib.common.errors import ShapeUnusable
 from bearing_lib.limits.result import ClauseShape, LimitsResult
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class ShapePriors:
             if m.shapes:
                 by[(m.run_id, m.mix.name)] = {s.clause: s for s in m.shapes}
         if not by:
-            raise ParameterError(f"shape_from {source}: no limit in it carries a shape (the model writes one per "
+            raise ShapeUnusable(f"shape_from {source}: no limit in it carries a shape (the model writes one per "
                                  "clause that some step held evidence of, for a load-point table or a request trace "
                                  "fitted with estimator='model'; a limit of the pooled estimator, or one whose steps "
                                  "could not be judged, has none)")
@@ -77,7 +77,7 @@ class ShapePriors:
         count twice (once in the prior, once in the likelihood) and the interval would claim more than they hold."""
         same = sorted({x for x in sha256s if x} & self.sha256s)
         if same:
-            raise ParameterError(f"shape_from {self.source}: it was fitted on the same file(s) as this test (sha256 "
+            raise ShapeUnusable(f"shape_from {self.source}: it was fitted on the same file(s) as this test (sha256 "
                                  f"{', '.join(x[:12] for x in same)}): its shape is this test's own, and would count "
                                  "these steps twice; give the limits of an earlier, separate test")
 

@@ -249,6 +249,14 @@ def _data_dict(data: Any) -> Any:
 
 
 @dataclass
+class IntervalMethod:
+    """How the 95 % intervals of some mixes' limits were made (``q_ult.interval_method``), and which mixes."""
+
+    method: str
+    mixes: list[str]
+
+
+@dataclass
 class LimitsSection:
     """The per-mix limits table (``model.mixes.data``)."""
 
@@ -256,6 +264,8 @@ class LimitsSection:
     blended_q_ult: Estimate | None
     skipped: list[Skipped]
     notes: list[str]
+    intervals: list[IntervalMethod] = field(default_factory=list)
+    """Each distinct interval method with the mixes it made, in table order: a reviewer reads what the CI is."""
 
 
 @dataclass
@@ -683,8 +693,14 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan |
     if not rows:
         return Section(False, "the limits document lists no mixes")
     blended = limits.blended.estimate if limits.blended is not None and limits.blended.value is not None else None
+    intervals: dict[str, list[str]] = {}
+    for m, r in zip(limits.mixes, rows, strict=True):
+        method = m.q_ult.interval_method if m.q_ult is not None else None
+        if method:
+            intervals.setdefault(method, []).append(r.name)
     return Section(True, data=LimitsSection(rows=rows, blended_q_ult=blended, skipped=list(limits.skipped),
-                                            notes=list(limits.notes)))
+                                            notes=list(limits.notes),
+                                            intervals=[IntervalMethod(k, v) for k, v in intervals.items()]))
 
 
 def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadCurve], Section[CurvesSection]]:

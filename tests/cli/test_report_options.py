@@ -17,7 +17,7 @@ from bearing_lib.cli.main import app, load_module_commands
 OWN = {"report": {"name", "demo", "force", "compare"}, "weekly": {"week", "force", "demo", "window"}}
 SHARED = {"params_file", "reports_dir", "notebooks", "timeout", "kernel", "format", "mapping", "option",
           "production_format", "production_mapping", "production_option", "run", "model", "hardware",
-          "tested_instances"}
+          "tested_instances", "estimator", "shape_from"}
 
 
 def _options(command) -> dict[str, object]:
@@ -44,7 +44,8 @@ ARGS = ["--params-file", "P.yaml", "--reports-dir", "out", "--notebooks", "nb", 
         "--format", "vllm", "--mapping", "m.yaml", "--option", "ttfb_as_ttft=true", "--option", "n=[1, 2]",
         "--production-format", "generic", "--production-mapping", "pm.yaml", "--production-option",
         "time_unit=ms", "--run", "a/b", "--model", "Llama-3-70B", "--hardware", "2 x H100",
-        "--tested-instances", "3", "-p", "sla", "p99(ttft) <= 1s"]
+        "--tested-instances", "3", "--estimator", "model", "--shape-from", "w47/limits.json", "-p", "sla",
+        "p99(ttft) <= 1s"]
 
 
 @pytest.mark.parametrize("command", ["report", "weekly"])
@@ -64,13 +65,15 @@ def test_one_command_line_gives_both_commands_the_same_options_and_parameters(co
         params_file=Path("P.yaml"), reports_dir=Path("out"), notebooks=Path("nb"), timeout=5.0, kernel="k2",
         format="vllm", mapping=Path("m.yaml"), option=("ttfb_as_ttft=true", "n=[1, 2]"),
         production_format="generic", production_mapping=Path("pm.yaml"), production_option=("time_unit=ms",),
-        run="a/b", model="Llama-3-70B", hardware="2 x H100", tested_instances=3)
+        run="a/b", model="Llama-3-70B", hardware="2 x H100", tested_instances=3, estimator="model",
+        shape_from="w47/limits.json")
     given = dict(seen["given"])
     assert given.pop("week", None) == (runner.iso_week(None) if command == "weekly" else None)
     assert given == {"tier": "critical", "sla": "p99(ttft) <= 1s", "format": "vllm", "mapping": "m.yaml",
                      "options": {"ttfb_as_ttft": True, "n": [1, 2]}, "production_format": "generic",
                      "production_mapping": "pm.yaml", "production_options": {"time_unit": "ms"}, "run": "a/b",
-                     "model": "Llama-3-70B", "hardware": "2 x H100", "tested_instances": 3}
+                     "model": "Llama-3-70B", "hardware": "2 x H100", "tested_instances": 3, "estimator": "model",
+                     "shape_from": "w47/limits.json"}
     assert seen["weekly"] is (command == "weekly")
 
 
