@@ -91,6 +91,9 @@ def register(app: typer.Typer) -> None:
         n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for load tests fitted here."),
         seed: int = typer.Option(0, "--seed", help="Seed of every random draw."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and read load tests in this format."),
+        estimator: str = typer.Option("pooled", "--estimator", help="The estimator of request traces fitted here: "
+                                      "pooled (default) or model, as bearing limits --estimator (limits JSON files "
+                                      "carry their own)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the comparison JSON here."),
         html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML page here."),
     ) -> None:
@@ -112,7 +115,7 @@ def register(app: typer.Typer) -> None:
             c = compare(inputs, sla=sla_obj, mix=mix, labels=labels or None,
                         hardware=per_name(hardware, "--hardware", str), gpus=per_name(gpus, "--gpus", int),
                         price_per_hour=per_name(price_per_hour, "--price-per-hour", float), profile=profile,
-                        tier=tier, n_boot=n_boot, seed=seed, format=format)
+                        tier=tier, n_boot=n_boot, seed=seed, format=format, estimator=estimator)
             _print(c)
             if json_out is not None:
                 json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -94,7 +94,7 @@ def _is_limits_json(path: Path) -> dict | None:
 
 
 def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int, seed: int,
-                format: str | None = None) -> list[_Input]:
+                format: str | None = None, estimator: str = "pooled") -> list[_Input]:
     """Each input as one deployment per run: a limits JSON read as it is, a load test fitted here."""
     out: list[_Input] = []
     for item in items:
@@ -115,7 +115,7 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
             if doc is not None:
                 res, origin = LimitsResult.from_dict(doc, source=str(path)), "limits JSON"
             else:
-                res, inputs_by_run = _fit(path, sla, n_boot=n_boot, seed=seed, format=format)
+                res, inputs_by_run = _fit(path, sla, n_boot=n_boot, seed=seed, format=format, estimator=estimator)
                 origin = "load test"
             name = name or (path.name.removesuffix(".json").removesuffix(".gz") if path.is_file() else path.name)
         for run in res.runs:
@@ -142,7 +142,7 @@ def _run_part(run: str) -> str:
     return run.rsplit("/", 1)[-1]
 
 
-def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None
+def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, estimator: str = "pooled"
          ) -> tuple[LimitsResult, dict[str, float]]:
     """The limits of a load test (one mix) and its mean input tokens per successful request, by run."""
     from bearing_lib.limits.fit import fit_limits
@@ -154,7 +154,7 @@ def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None
     ds = load(path, format=format)
     if ds.kind not in ("requests", "loadpoints"):
         raise ParameterError(f"{path}: a {ds.kind} dataset holds no load test")
-    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed), _input_tokens(ds)
+    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed, estimator=estimator), _input_tokens(ds)
 
 
 def _input_tokens(ds: Any) -> dict[str, float]:
@@ -569,6 +569,7 @@ def compare(
     seed: int = 0,
     workload_tolerance: float = WORKLOAD_TOLERANCE,
     format: str | None = None,
+    estimator: str = "pooled",
 ) -> Comparison:
     """Compare deployments under one SLA: limits, per-GPU and per-user throughput, cost, fleet, verdicts.
 
@@ -591,6 +592,9 @@ def compare(
         A profile JSON (path or document): the fleet that carries its target at the ``tier``'s design FOS.
     n_boot, seed
         Bootstrap resamples for load tests fitted here, and the seed of every random draw.
+    estimator
+        The estimator of request traces fitted here (``pooled`` or ``model``, as ``fit_limits``); limits JSON
+        files carry their own.
 
     Examples
     --------
@@ -598,8 +602,12 @@ def compare(
     >>> c = compare(["a=runs/a", "b=runs/b"], sla="p90(ttft) <= 500ms", gpus=8)  # doctest: +SKIP
     >>> c.answer[0]                                                   # doctest: +SKIP
     """
+    from bearing_lib.limits.fit import ESTIMATORS
+
+    if estimator not in ESTIMATORS:
+        raise ParameterError(f"estimator (--estimator): expected {' or '.join(ESTIMATORS)}, got {estimator!r}")
     rng = np.random.default_rng(seed)
-    read = read_inputs(inputs, sla=sla, mix=mix, n_boot=n_boot, seed=seed, format=format)
+    read = read_inputs(inputs, sla=sla, mix=mix, n_boot=n_boot, seed=seed, format=format, estimator=estimator)
     names = {i.name for i in read} | {i.group for i in read if i.group}
     for flag, m in (("--label", labels), ("--hardware", hardware), ("--gpus", gpus), ("--price-per-hour",
                                                                                        price_per_hour)):

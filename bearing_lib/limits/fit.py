@@ -839,6 +839,7 @@ def fit_limits(
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = blended_limit(limits, weights, level) if weights is not None else None
     conditions = _conditions(items, spec, mode, n_boot, seed, options or CurveOptions())
+    conditions.estimator = estimator
     if pooled_runs:
         conditions.pooled_runs = pooled_runs
     curve_all = pl.concat([c.select([k for k in c.columns if not k.startswith("_")]) for c in curves],
@@ -1088,6 +1089,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     cond.extra = {**cond.extra, "engine": where, "stats": StatsSettings(n_blocks=stepstats.N_BLOCKS,
                                                                         rel_bin=stepstats.REL_BIN,
                                                                         tolerance=stepstats.TOLERANCE)}
+    cond.estimator = "pooled"  # the engines run the pooled estimator only (fit_limits refuses the model there)
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = blended_limit(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__

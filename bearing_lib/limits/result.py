@@ -109,6 +109,9 @@ class Conditions:
     pooled_runs: dict[str, list[str]] | list[str] | None = None
     """With ``--pool``: per pooled run, the runs pooled into it."""
     window: str | None = None
+    estimator: str | None = None
+    """The estimator asked for request traces (``pooled`` or ``model``; load-point tables always use the model); None
+    in files written before it was recorded. A comparison in the report fits its load tests with the same one."""
     extra: dict[str, StatedCondition] = field(default_factory=dict)
     """Other conditions, by name: the ones the analyst or the files stated (e.g. the client), kept as given, and
     where the work ran on a Parquet dataset (``engine``, ``stats``)."""

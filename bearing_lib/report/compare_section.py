@@ -161,9 +161,13 @@ def compare_section(
         if profile is None:
             notes.append("no production profile: no fleet for the production peak (the report's production section "
                          "says why)")
-        c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed)
+        # the report's limits' estimator, so that a load test compared here is fitted as the report's own was
+        estimator = (limits.conditions.estimator if limits is not None else None) or "pooled"
+        c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed, estimator=estimator)
         source = (f"{len(c.deployments)} deployment(s) fitted in this report under the report's SLA "
                   f"({report_sla or 'none: limits JSON inputs carry their own'})"
+                  + (f" with its estimator ({estimator})" if limits is not None and limits.conditions.estimator
+                     else "")
                   + (f", the production profile's target and the {tier} tier" if profile is not None else ""))
     if len(c.deployments) < 2:
         return Unavailable(f"a comparison needs two deployments or more; the inputs gave {len(c.deployments)} "

@@ -160,3 +160,37 @@ def test_the_pareto_chart_draws_every_deployment_in_chromium(report, browser, sh
     assert page.locator("#compare-table tbody tr").count() == len(folders)
     assert not requests and not problems, (requests, problems)
     page.close()
+
+
+def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(tmp_path):
+    """The report's limits record their estimator (``conditions.estimator``); a load test compared in that report is
+    fitted with it, so the report's own test reads the same limit in both sections. Bundled LMBenchmark sharegpt
+    sweeps of vLLM and llm-d (Llama-70B, two replicas)."""
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+    from tests.conftest import ROOT
+
+    bundled = ROOT / "data" / "loadtests" / "lmbenchmark-llm-d-exp2"
+    paths = {}
+    for dep in ("vllm-70b-2replicas", "llm-d-70b-2replicas"):
+        (tmp_path / dep).mkdir()
+        for f in (bundled / dep).glob("LMBench_sharegpt_*.csv"):
+            (tmp_path / dep / f.name).symlink_to(f)
+        paths[dep] = tmp_path / dep
+    sla = "p99(ttft) <= 2s"
+    fits = {e: fit_limits(load(paths["llm-d-70b-2replicas"]), sla, mixes="none", n_boot=50, estimator=e)
+            for e in ("pooled", "model")}
+    assert {e: r.conditions.estimator for e, r in fits.items()} == {"pooled": "pooled", "model": "model"}
+    own = {e: r.mixes[0].q_ult.value for e, r in fits.items()}
+    assert abs(own["model"] - own["pooled"]) > 0.01 * own["pooled"]  # the two estimators differ on this sweep
+    for e, r in fits.items():
+        section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=r.to_dict(), n_boot=50)
+        (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
+        assert llmd.limit.value == pytest.approx(own[e], rel=1e-12), e
+        assert (f"with its estimator ({e})" in section.source) is True
+    # a limits JSON written before the estimator was recorded: the default (pooled), and the source does not claim one
+    old = fits["model"].to_dict()
+    del old["conditions"]["estimator"]
+    section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=old, n_boot=50)
+    (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
+    assert llmd.limit.value == pytest.approx(own["pooled"], rel=1e-12) and "with its estimator" not in section.source
