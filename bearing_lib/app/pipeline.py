@@ -175,7 +175,7 @@ def load_test(path: str | Path, format: str = "", engine: str = "", *, mapping: 
 # Notebook parameters that name inputs: (kind, what it is, the parameter giving its format).
 INPUT_PARAMETERS: dict[str, tuple[str, str, str | None]] = {
     "limits_json": ("json", "limits JSON", None),
-    "shape_from": ("json", "limits JSON of an earlier test (shape_from)", None),
+    "shape_from": ("json", "limits JSON of an earlier test", None),
     "plan_json": ("json", "plan JSON", None),
     "profile_json": ("json", "profile JSON", None),
     "production_trace": ("data", "production trace", "production_format"),
@@ -232,7 +232,9 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         if kind == "mixes" and value in ("auto", "none"):
             continue
         if name == "shape_from" and value.strip() == SHAPE_FROM_PREVIOUS:
-            continue  # bearing report / weekly resolve it; pipeline.limits says when there was none
+            if parameters.get("shape_required", True) is not False:
+                raise ParameterError(_PREVIOUS_UNRESOLVED)
+            continue  # bearing report / weekly resolved it to none found: pipeline.limits says so
         p = resolve(value)
         if not p.exists():
             raise InputError(f"the {what} (parameter {name}{where}) does not exist", path=p)
@@ -268,7 +270,11 @@ def check_inputs(parameters: dict[str, Any], *, notebook: str = "") -> None:
         from bearing_lib.limits.fit import ESTIMATORS
 
         if parameters["estimator"] not in ESTIMATORS:
-            raise ParameterError(f"estimator: expected {' or '.join(ESTIMATORS)}, got {parameters['estimator']!r}")
+            raise ParameterError(f"estimator (--estimator): expected {' or '.join(ESTIMATORS)}, got "
+                                 f"{parameters['estimator']!r}")
+    if str(parameters.get("shape_from") or "").strip() and str(parameters.get("engine") or "").strip():
+        raise ParameterError("shape_from (--shape-from) informs the model, which runs in memory; it does not combine "
+                             "with engine (the load test read as a Parquet dataset): leave one of them empty")
     if isinstance(parameters.get("tier"), str) and parameters["tier"]:
         from bearing_lib.plan.fos import get_tier
 
@@ -533,6 +539,8 @@ def curve_chart(frame: pl.DataFrame, metric: str = "ttft_ms_p99", sla_ms: float 
 # ------------------------------------------------------------------ limits, profile, plan
 
 
+_PREVIOUS_UNRESOLVED = ("shape_from 'previous' is resolved by bearing report / bearing weekly (the limits.json of the "
+                        "newest earlier report); in a notebook run give the earlier limits JSON's path")
 SHAPE_FROM_PREVIOUS = "previous"
 """``shape_from``'s word for the limits JSON of the newest earlier report (``bearing report`` / ``weekly`` resolve
 it, :func:`bearing_lib.app.runner.previous_limits`; it reaches :func:`limits` only when there was none)."""
@@ -552,26 +560,23 @@ def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 
     this test's own files) is left out with a note, and :data:`SHAPE_FROM_PREVIOUS` here means no earlier report
     held a limits JSON (said in a note too).
     """
-    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.limits.fit import check_shape_from, fit_limits
 
     spec = mixes if mixes in ("auto", "none") else resolve(mixes)
     shape_from = (shape_from or "").strip()
-    if shape_from and (estimator or "pooled") == "pooled" and isinstance(trace, RequestTrace):
-        raise ParameterError("shape_from informs the model's shape, and this load test is a request trace fitted "
-                             "with the pooled estimator, which has none: add estimator model (-p estimator model; "
-                             "bearing report --estimator model), or leave shape_from empty")
+    if shape_from:  # whether or not an earlier report was found: a run that passes once passes every week
+        check_shape_from(trace, estimator or "pooled", engine or None)
     none_found = shape_from == SHAPE_FROM_PREVIOUS
     if none_found and shape_required:
-        raise ParameterError("shape_from 'previous' is resolved by bearing report / bearing weekly (the limits.json of "
-                             "the newest earlier report); in a notebook run give the earlier limits JSON's path")
+        raise ParameterError(_PREVIOUS_UNRESOLVED)
     earlier = resolve(shape_from) if shape_from and not none_found else None
     result = fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed, engine=engine or None,
                         scheduler=scheduler or None, estimator=estimator or "pooled", shape_from=earlier,
                         shape_required=shape_required)
     if none_found:
         result.notes.append("no earlier shape was used: shape_from 'previous' asked for the limits of the newest "
-                            "earlier report, and no earlier report in the reports folder fitted limits (holds a "
-                            "limits.json); every limit's interval is this test's own")
+                            "earlier report (for bearing weekly, of an earlier ISO week), and none in the reports "
+                            "folder fitted limits (holds a limits.json); every limit's interval is this test's own")
     return result
 
 

@@ -276,8 +276,8 @@ def validate_name(name: str) -> str:
 def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None = None) -> Path | None:
     """The newest other report's ``summary.json`` (by its run time), for "what changed".
 
-    With ``before_week`` (weekly runs) only ISO-week reports of earlier weeks count, so an
-    ad-hoc report never becomes "last week".
+    With ``before_week`` (weekly runs) only ISO-week reports of earlier weeks count, the latest week first, so an
+    ad-hoc report, or an older week re-run since, never becomes "last week".
     """
     return _previous(reports_dir, exclude, before_week, "summary.json")
 
@@ -289,6 +289,8 @@ def previous_limits(reports_dir: Path, exclude: str, *, before_week: str | None 
 
 
 def _previous(reports_dir: Path, exclude: str, before_week: str | None, file: str) -> Path | None:
+    """The newest other report folder holding ``file`` and a readable summary: by its run time, or for a weekly run
+    (``before_week``) the latest ISO week before it (a week re-run later with --force is still that week)."""
     best: tuple[str, Path] | None = None
     if not reports_dir.is_dir():
         return None
@@ -305,8 +307,9 @@ def _previous(reports_dir: Path, exclude: str, before_week: str | None, file: st
             continue
         if t is None:
             continue
-        if best is None or t > best[0]:
-            best = (t, d / file)
+        key = d.name if before_week is not None else t
+        if best is None or key > best[0]:
+            best = (key, d / file)
     return best[1] if best else None
 
 

@@ -267,13 +267,20 @@ def _earlier_shape(given: dict[str, Any], reports_dir: Path, name: str, weekly: 
     files, or carry no shape); with none, ``previous`` stays and the limits say so in a note."""
     from bearing_lib.app.pipeline import SHAPE_FROM_PREVIOUS
 
+    fitting = [k for k in ("estimator", "shape_from", "shape_required") if k in given]
+    if fitting and "loadtest" not in given:
+        raise ParameterError(f"{', '.join('--' + k.replace('_', '-') for k in fitting)}: how this run fits the "
+                             "limits, and it fits none: a limits JSON is given (limits_json); give the load test "
+                             "instead (-p loadtest PATH -p sla TEXT), or leave them out")
     if str(given.get("shape_from") or "").strip() != SHAPE_FROM_PREVIOUS:
         return
     if "shape_required" in given:
         raise ParameterError("shape_from previous decides shape_required itself (an earlier report's limits are "
                              "offered, not required); leave shape_required out, or give the earlier file's path")
     found = runner.previous_limits(reports_dir, exclude=name, before_week=name if weekly else None)
-    given["shape_from"] = str(found.resolve()) if found else SHAPE_FROM_PREVIOUS
+    # as the reports folder was given (relative to the working directory, which the notebooks share): the limits
+    # name it so in prior_from and their notes
+    given["shape_from"] = str(found) if found else SHAPE_FROM_PREVIOUS
     given["shape_required"] = False
 
 

@@ -162,9 +162,10 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         if deffs:
             interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
                          "slow requests come in queue episodes)")
-        took = [s.clause for s in shapes if s.prior_used]
+        took = [s for s in shapes if s.prior_used]
         if took:
-            interval += f"; the shape (steepness, step-to-step variability) of {', '.join(took)} from an earlier test"
+            interval += (f"; the shape (steepness, step-to-step variability) of {', '.join(s.clause for s in took)} "
+                         f"from an earlier test ({took[0].prior_from})")
         rng = np.random.default_rng(0)
         replicates = post.draws(max(n_boot, 1000), rng)
         if lo < x_lo and hi > x_hi and not det:

@@ -61,7 +61,7 @@ import numpy as np
 import polars as pl
 
 from bearing_lib.common.blend import blended_capacity
-from bearing_lib.common.errors import BearingError, InsufficientDataError, ParameterError, ShapeUnusable
+from bearing_lib.common.errors import BearingError, InputError, InsufficientDataError, ParameterError, ShapeUnusable
 from bearing_lib.common.files import jsonable
 from bearing_lib.common.progress import Progress
 from bearing_lib.data.engine import Engine, ParquetDataset, open_dataset
@@ -635,6 +635,18 @@ def _prepare_trace(it: RequestTrace, spec: MixSpec, sla_obj: SLA, extra_q: tuple
     return _TraceInputs(curve, steady, warmups, settle, reps)
 
 
+def check_shape_from(data: object, estimator: str, engine: str | None) -> None:
+    """A :class:`ParameterError` when an earlier test's shape cannot inform this fit, whatever the shape: ``data``
+    read on an engine (the model runs in memory), or request traces fitted with the pooled estimator (no shape)."""
+    if engine or isinstance(data, (str, Path, ParquetDataset)):
+        raise ParameterError("shape_from (--shape-from) informs the model, which runs in memory; it does not combine "
+                             "with an engine")
+    if estimator != "model" and not _all_tables(data):
+        raise ParameterError("shape_from (--shape-from) informs the model's shape, and request traces fitted with "
+                             "the pooled estimator have none: add the model estimator (--estimator model; "
+                             "estimator='model' in Python), or leave shape_from out")
+
+
 def _all_tables(data: object) -> bool:
     """True when every input is a load-point table (the model is their estimator whatever ``estimator`` says)."""
     items = data if isinstance(data, Sequence) and not isinstance(data, str) else [data]
@@ -798,12 +810,8 @@ def fit_limits(
         raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
         raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
-    if shape_from is not None and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
-        raise ParameterError("shape_from (--shape-from) informs the model, which runs in memory; it does not combine "
-                             "with an engine")
-    if shape_from is not None and estimator != "model" and not _all_tables(data):
-        raise ParameterError("shape_from (--shape-from) informs the model's shape: with request traces pass "
-                             "estimator='model' (--estimator model); the pooled estimator has no shape to take")
+    if shape_from is not None:
+        check_shape_from(data, estimator, engine)
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
         if pool_runs:
             raise ParameterError("pool_runs pools runs held in memory; it does not combine with an engine")
@@ -857,14 +865,14 @@ def fit_limits(
 def _earlier_shapes(shape_from: LimitsResult | str | Path | None, sha256s: list[str | None], required: bool,
                     notes: list[str]) -> ShapePriors | None:
     """The earlier test's shapes (``shape_from``); not ``required``: None and a note where they cannot be used (no
-    shape in them, or this test's own files), instead of the :class:`ParameterError`."""
+    shape in them, this test's own files, a file that does not read as limits), instead of the error."""
     if shape_from is None:
         return None
     try:
         shapes = ShapePriors.of(shape_from)
         shapes.check_not_self(sha256s)
-    except ParameterError as exc:
-        if required or not isinstance(exc, ShapeUnusable):
+    except (ShapeUnusable, InputError) as exc:  # InputError: unreadable, or not a limits JSON of this bearing
+        if required:
             raise
         notes.append(f"no earlier shape was used: {exc}; every limit's interval is this test's own")
         return None
@@ -1102,4 +1110,5 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     return out
 
 
-__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "fit_limits", "fit_limits_dataset", "sla_curve"]
+__all__ = ["LimitsResult", "MixLimit", "blended_capacity", "check_shape_from", "fit_limits", "fit_limits_dataset",
+           "sla_curve"]

@@ -67,9 +67,9 @@ class ShapePriors:
                 by[(m.run_id, m.mix.name)] = {s.clause: s for s in m.shapes}
         if not by:
             raise ShapeUnusable(f"shape_from {source}: no limit in it carries a shape (the model writes one per "
-                                 "clause that some step held evidence of, for a load-point table or a request trace "
-                                 "fitted with estimator='model'; a limit of the pooled estimator, or one whose steps "
-                                 "could not be judged, has none)")
+                                "clause that some step held evidence of, for a load-point table or a request trace "
+                                "fitted with the model estimator, --estimator model; a limit of the pooled "
+                                "estimator, or one whose steps could not be judged, has none)")
         return cls(by, source, frozenset(x.sha256 for x in earlier.conditions.sources if x.sha256))
 
     def check_not_self(self, sha256s: list[str | None]) -> None:

@@ -1292,6 +1292,7 @@ __all__ = [
     "Predicted",
     "Headline",
     "Interval",
+    "IntervalMethod",
     "LoadCurve",
     "MixRow",
     "ReportModel",
