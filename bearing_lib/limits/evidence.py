@@ -38,6 +38,11 @@ from bearing_lib.limits.sla import Clause
 SETTLE_TIMES = 3.0
 """A queue is taken as settled after three relaxation times (e^-3 ≈ 5 % of the initial gap left)."""
 
+RISING_AS_BOUND = False
+"""A step whose queue was still rising through its window (``JudgedStep.not_steady``) read as a **lower bound** of its
+own load's bad share (``k`` or more of ``n``: a queue still filling reads fewer slow requests than its steady state)
+instead of as a count read anywhere back to the previous load (the lag). Measured in docs/oracle.md, round 14."""
+
 POOL_STEP_OFFSET = 100_000
 """Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
 
@@ -204,6 +209,12 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                 episodes = max(1.0, float(d) / (EPISODE_TAUS * tau))
                 deff = max(deff, (n + u) / max(episodes, 1.0) / EPISODE_REQS)
             deff = min(max(deff, 1.0), n + u)
+            if RISING_AS_BOUND and j.not_steady and (RISING_AS_BOUND != "over" or k > allowed_share(c) * n):
+                lagged = RISING_AS_BOUND == "lagged"
+                out[c.text].append(Evidence(x=float(j.x), n=(n + u) / deff, k_lo=k / deff, k_hi=(n + u) / deff,
+                                            x_from=before.get(int(row.step)) if lagged else None,
+                                            lag=lag if lagged else 0.0, deff=deff, rising=True))
+                continue
             out[c.text].append(Evidence(x=float(j.x), n=(n + u) / deff, k_lo=k / deff, k_hi=(k + u) / deff,
                                         x_from=before.get(int(row.step)), lag=lag, deff=deff))
     return out

@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betainc, expit, gammaln, logit
+from scipy.special import betainc, betaincc, expit, gammaln, logit
 
 ESTIMATOR = "exceedance model (beta-binomial bad share, logistic in log load; Bayesian grid)"
 INTERVAL = ("95% credible interval of the crossing: posterior over crossing, steepness, step-to-step "
@@ -133,6 +133,9 @@ class Evidence:
     """The share of the way back to ``x_from`` the step's evidence may lie (``limits.evidence.LAG_S``)."""
     deff: float = 1.0
     """The design effect the counts were divided by (``limits.evidence.design_effect``; 1: raw counts)."""
+    rising: bool = False
+    """A step whose queue was still rising: ``k_lo`` of ``n`` is a lower bound of its load's share
+    (``limits.evidence.RISING_AS_BOUND``; ``k_hi`` is then ``n``)."""
 
     @property
     def exact(self) -> bool:
@@ -251,7 +254,7 @@ def local_window(evidence: list[Evidence], allowed: float) -> list[Evidence]:
     from scipy.optimize import isotonic_regression
 
     ev = sorted(evidence, key=lambda e: e.x)
-    if len(ev) <= LOCAL_BELOW + LOCAL_ABOVE or not all(e.exact for e in ev):
+    if len(ev) <= LOCAL_BELOW + LOCAL_ABOVE or not all(e.exact or (e.rising and e.n) for e in ev):
         return ev
     n = np.array([e.n for e in ev], float)
     share = np.array([e.k_lo for e in ev], float) / n
@@ -308,7 +311,10 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
         inv = np.where(np.isinf(conc), 1e-6, 1.0 / (conc + 1.0))
     ceff = np.maximum(1.0 / inv - 1.0, 1e-3)
     a, b = mu * ceff, (1 - mu) * ceff
-    p_hi = betainc(a, b, min(hi, 1.0)) if hi < 1 else np.ones_like(a)
+    if hi >= 1:  # an upper tail: betaincc keeps its precision where 1 - betainc would round to 0 (below ~1e-16)
+        p = betaincc(a, b, lo) if lo > 0 else np.ones_like(a)
+        return np.log(np.maximum(p, 1e-300))
+    p_hi = betainc(a, b, hi)
     p_lo = betainc(a, b, lo) if lo > 0 else np.zeros_like(a)
     return np.log(np.maximum(p_hi - p_lo, 1e-300))
 

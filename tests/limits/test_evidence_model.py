@@ -380,3 +380,45 @@ def test_the_shortest_interval_of_a_skewed_posterior_against_the_exponential_clo
     far = model.CrossingPosterior(log_grid=t, cdf=0.10 + 0.90 * (1.0 - np.exp(-t)))
     f_lo, f_hi = far.shortest(0.95)
     assert f_lo == -math.inf and f_hi == pytest.approx(math.exp(-math.log(1 - (0.975 - 0.10) / 0.90)), rel=2e-3)
+
+
+@pytest.mark.parametrize("mode", [False, True, "over", "lagged"])
+def test_a_rising_step_can_be_read_as_a_lower_bound_of_its_share(monkeypatch, mode):
+    # evidence.RISING_AS_BOUND (round 14, measured, off): a step whose queue was still rising reads k or more bad of
+    # n at its own load (a queue still filling reads fewer slow requests than its steady state); "over" only when it
+    # reads above the allowance, "lagged" keeps the lag back to the previous load; off, its count is exact and lagged
+    from types import SimpleNamespace
+
+    from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.sla import parse_sla
+
+    monkeypatch.setattr(ev_mod, "RISING_AS_BOUND", mode)
+    sla = parse_sla("p99(ttft) <= 1s")
+    steps = [(0, 2.0, 1000, 0, False), (1, 3.0, 1000, 5, True), (2, 4.0, 1000, 300, True)]
+    pool = [SimpleNamespace(x=x, not_steady=rising,
+                            row=CurveRow.of({"step": s, "_pn_0": n, "_pk_0": k, "duration_s": 120.0,
+                                             "t_first_s": 120.0 * s}))
+            for s, x, n, k, rising in steps]
+    evs = ev_mod.trace_evidence(pool, sla.clauses)["p99(ttft) <= 1s"]
+    assert [e.x_from for e in evs] == {False: [None, 2.0, 3.0], True: [None, None, None], "over": [None, 2.0, None],
+                                       "lagged": [None, 2.0, 3.0]}[mode]
+    bound = {False: [], True: [1, 2], "over": [2], "lagged": [1, 2]}[mode]
+    for i, e in enumerate(evs):
+        assert e.k_lo == steps[i][3] and e.n == 1000
+        assert (e.k_hi, e.rising) == ((1000, True) if i in bound else (steps[i][3], False))
+    assert not evs[0].rising and evs[0].exact
+    # the bound's likelihood is the Beta tail above the observed share (closed form, binomial concentration)
+    from scipy.stats import beta
+
+    from bearing_lib.limits import model
+
+    e = model.Evidence(x=4.0, n=1000.0, k_lo=300.0, k_hi=1000.0, rising=True)
+    for mu in (0.1, 0.3, 0.5):
+        got = model._loglik_interval(e, np.array([mu]), np.array([np.inf]))[0]
+        assert got == pytest.approx(np.log(beta.sf(0.3, mu * 999.0, (1 - mu) * 999.0)), rel=1e-9)
+    # and it keeps the local window of exact counts (an interval of unknown outcomes would not)
+    ev = [model.Evidence(x=float(x), n=1000.0, k_lo=k, k_hi=k) for x, k in enumerate([0, 0, 1, 2, 3, 5, 8, 20], 1)]
+    ev.append(model.Evidence(x=9.0, n=1000.0, k_lo=300.0, k_hi=1000.0, rising=True))
+    assert len(model.local_window(ev, 0.01)) < len(ev)
+    ev[-1] = model.Evidence(x=9.0, n=1000.0, k_lo=300.0, k_hi=400.0)
+    assert len(model.local_window(ev, 0.01)) == len(ev)
