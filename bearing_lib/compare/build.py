@@ -624,7 +624,8 @@ def compare(
     mark_front(deps, groups={s.dep.name: (s.sla_key, s.dep.identity.model) for s in sides})
     basis = common_basis(sides)
     ranking = rank(sides, basis, pairs)
-    notes = _notes(read, fleet_inputs) + _workload_notes(deps, prof, workload_tolerance)
+    notes = _notes(read, fleet_inputs) + _estimator_notes(read, estimator) + _workload_notes(deps, prof,
+                                                                                               workload_tolerance)
     if sla is not None:
         notes += [f"{i.name}: a limits JSON under its own SLA ({i.result.sla_text}); --sla applies to load tests only"
                   for i in read if i.origin == "limits JSON"]
@@ -666,6 +667,18 @@ def _notes(read: list[_Input], fleet_inputs: Any) -> list[str]:
         notes.append("fleet: instances = ceil(target × design FOS / per-instance achieved limit), without the plan's "
                      "burst buffer; monthly cost = instances × price × 730 h")
     return notes
+
+
+def _estimator_notes(read: list[_Input], estimator: str) -> list[str]:
+    """A note when the deployments' limits come from different estimators (limits JSON files carry their own,
+    ``conditions.estimator``; load tests fitted here use ``estimator``): compared as given, said."""
+    used = {i.name: (i.result.conditions.estimator if i.origin != "load test" else estimator) for i in read}
+    known = {n: e for n, e in used.items() if e}
+    if len(set(known.values())) <= 1:
+        return []
+    return [f"the limits come from different estimators ({', '.join(f'{n}: {e}' for n, e in known.items())}): "
+            "compared as given; the model's and the pooled estimator's values of one test can differ by a few %, "
+            "and their intervals are made differently (docs/limits.md, \"The estimator\")"]
 
 
 __all__ = ["BASES", "NOT_DISTINGUISHABLE", "WORKLOAD_TOLERANCE", "answer_lines", "compare", "describe", "identify",

@@ -254,7 +254,8 @@ def local_window(evidence: list[Evidence], allowed: float) -> list[Evidence]:
     from scipy.optimize import isotonic_regression
 
     ev = sorted(evidence, key=lambda e: e.x)
-    if len(ev) <= LOCAL_BELOW + LOCAL_ABOVE or not all(e.exact or (e.rising and e.n) for e in ev):
+    # a rising step's lower bound places the window only when it read some bad request (a bound of 0 says nothing)
+    if len(ev) <= LOCAL_BELOW + LOCAL_ABOVE or not all(e.exact or (e.rising and e.n and e.k_lo > 0) for e in ev):
         return ev
     n = np.array([e.n for e in ev], float)
     share = np.array([e.k_lo for e in ev], float) / n

@@ -161,13 +161,20 @@ def compare_section(
         if profile is None:
             notes.append("no production profile: no fleet for the production peak (the report's production section "
                          "says why)")
-        # the report's limits' estimator, so that a load test compared here is fitted as the report's own was
+        # the report's limits' estimator, so that a load test compared here is fitted with the estimator the report's
+        # own limits came from (its own SLA and mix, its own resamples, no earlier shape: values may differ a little)
+        from bearing_lib.limits.fit import ESTIMATORS
+
         estimator = (limits.conditions.estimator if limits is not None else None) or "pooled"
+        if estimator not in ESTIMATORS:
+            notes.append(f"the report's limits name an estimator bearing does not know ({estimator!r}): the load "
+                         "tests compared here are fitted with the pooled estimator")
+            estimator = "pooled"
         c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed, estimator=estimator)
         source = (f"{len(c.deployments)} deployment(s) fitted in this report under the report's SLA "
                   f"({report_sla or 'none: limits JSON inputs carry their own'})"
-                  + (f" with its estimator ({estimator})" if limits is not None and limits.conditions.estimator
-                     else "")
+                  + (f" with its estimator ({estimator})" if limits is not None
+                     and limits.conditions.estimator in ESTIMATORS else "")
                   + (f", the production profile's target and the {tier} tier" if profile is not None else ""))
     if len(c.deployments) < 2:
         return Unavailable(f"a comparison needs two deployments or more; the inputs gave {len(c.deployments)} "

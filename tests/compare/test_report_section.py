@@ -194,3 +194,18 @@ def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(t
     section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=old, n_boot=50)
     (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
     assert llmd.limit.value == pytest.approx(own["pooled"], rel=1e-12) and "with its estimator" not in section.source
+    # an estimator this bearing does not know: the pooled one, said; never a failed report
+    old["conditions"]["estimator"] = "bayes"
+    section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=old, n_boot=50)
+    (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
+    assert llmd.limit.value == pytest.approx(own["pooled"], rel=1e-12) and "with its estimator" not in section.source
+    assert any("an estimator bearing does not know ('bayes')" in n for n in section.notes)
+    # a limits JSON of the model beside a load test fitted with the pooled estimator: compared as given, said
+    model_json = tmp_path / "model.json"
+    model_json.write_text(json.dumps(fits["model"].to_dict()))
+    c = compare([f"m={model_json}", f"v={paths['vllm-70b-2replicas']}"], sla=sla, n_boot=50)
+    (m,) = [d for d in c.deployments if d.name == "m"]
+    assert m.limit.value == pytest.approx(own["model"], rel=1e-12)
+    assert any(n.startswith("the limits come from different estimators (m: model, v: pooled)") for n in c.notes)
+    c = compare([f"m={model_json}", f"v={paths['vllm-70b-2replicas']}"], sla=sla, n_boot=50, estimator="model")
+    assert not any("different estimators" in n for n in c.notes)

@@ -406,6 +406,8 @@ def test_a_rising_step_can_be_read_as_a_lower_bound_of_its_share(monkeypatch, mo
     for i, e in enumerate(evs):
         assert e.k_lo == steps[i][3] and e.n == 1000
         assert (e.k_hi, e.rising) == ((1000, True) if i in bound else (steps[i][3], False))
+        if i in bound and mode != "lagged":
+            assert e.lag == 0.0  # read at its own load
     assert not evs[0].rising and evs[0].exact
     # the bound's likelihood is the Beta tail above the observed share (closed form, binomial concentration)
     from scipy.stats import beta

@@ -207,11 +207,13 @@ def _score(seed: int, lim, followup_s: float = 0.0) -> SeedScore:
 
 
 def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None = None,
-                    step_s: float = STEP_S, n_boot: int = 1000, keep: list | None = None) -> list[SeedScore]:
+                    step_s: float = STEP_S, n_boot: int = 1000, keep: list | None = None,
+                    estimator: str = "pooled") -> list[SeedScore]:
     """Stage 1: the 10-step test; stage 2: the follow-up ``bearing next`` designs from its limits
     (``bearing_lib.limits.followup.design_followup``, defaults: 4 loads across the CI, durations from the
     relaxation model, at most 2x the first test), simulated as a second continuous run with fresh random
-    numbers; both runs pooled (``fit_limits(..., pool_runs=True)``)."""
+    numbers; both runs pooled (``fit_limits(..., pool_runs=True)``), fitted with ``estimator`` (the follow-up is
+    designed from the first test's default fit, as in rounds 7-14 of docs/oracle.md)."""
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.limits.followup import design_followup
 
@@ -225,7 +227,8 @@ def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None
         durs = [s.duration_s for s in plan.steps] * plan.repeats
         t2 = _trace(run_steps(server, mix, loads, durs, SEED_BASE + FOLLOWUP_SEED_OFFSET + seed, f"f{seed}"),
                     f"{server}/{mix} follow-up seed {seed}")
-        res = fit_limits([t1, t2], SLAS[(server, mix)], mixes="none", n_boot=n_boot, pool_runs=True)
+        res = fit_limits([t1, t2], SLAS[(server, mix)], mixes="none", n_boot=n_boot, pool_runs=True,
+                         estimator=estimator)
         (lim,) = res.limits
         if keep is not None:
             keep.append(lim.to_dict())
@@ -266,6 +269,10 @@ def summary_row(server: str, mix: str, truth: float, scores: list[SeedScore]) ->
 
 
 def main() -> int:
+    if "--set" in sys.argv:  # module constants of a variant, as tests.oracle.model_replay --set
+        from tests.oracle.model_replay import apply_settings
+
+        apply_settings(sys.argv[sys.argv.index("--set") + 1])
     truth = load_truth()
     step_s = float(sys.argv[sys.argv.index("--step-s") + 1]) if "--step-s" in sys.argv else STEP_S
     seeds = range(100, 100 + N_SEEDS) if "--held-out" in sys.argv else None
@@ -291,7 +298,8 @@ def main() -> int:
                       f"| {part['median_rel_error']:+.1%} | | half-width {part['median_half_width']:.1%} |",
                       flush=True)
         elif "--two-stage" in sys.argv:  # issue 14 (b): the test, then the follow-up bearing designs, pooled
-            scores = score_two_stage(server, mix, t, seeds, step_s, n_boot=200)
+            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"
+            scores = score_two_stage(server, mix, t, seeds, step_s, n_boot=200, estimator=est)
         else:
             est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"
             scores = score_combination(server, mix, t, seeds, step_s, estimator=est)
