@@ -284,7 +284,8 @@ def previous_summary(reports_dir: Path, exclude: str, *, before_week: str | None
 
 def previous_limits(reports_dir: Path, exclude: str, *, before_week: str | None = None) -> Path | None:
     """The ``limits.json`` of the newest other report that fitted its limits (a load test given, not a limits JSON),
-    by its run time, as for :func:`previous_summary`: the earlier test whose shape ``--shape-from previous`` offers."""
+    chosen as :func:`previous_summary` chooses (by run time; for a weekly run the latest earlier ISO week): the
+    earlier test whose shape ``--shape-from previous`` offers."""
     return _previous(reports_dir, exclude, before_week, "limits.json")
 
 

@@ -270,8 +270,8 @@ def _earlier_shape(given: dict[str, Any], reports_dir: Path, name: str, weekly: 
     fitting = [k for k in ("estimator", "shape_from", "shape_required") if k in given]
     if fitting and "loadtest" not in given:
         raise ParameterError(f"{', '.join('--' + k.replace('_', '-') for k in fitting)}: how this run fits the "
-                             "limits, and it fits none: a limits JSON is given (limits_json); give the load test "
-                             "instead (-p loadtest PATH -p sla TEXT), or leave them out")
+                             "limits, and it fits none: no load test is given (the limits come from limits_json); "
+                             "give the load test instead (-p loadtest PATH -p sla TEXT), or leave them out")
     if str(given.get("shape_from") or "").strip() != SHAPE_FROM_PREVIOUS:
         return
     if "shape_required" in given:
