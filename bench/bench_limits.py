@@ -108,7 +108,7 @@ def _child_reference(path: str) -> dict:
     return {"rows": None, "total_s": time.perf_counter() - t0, "groups": out.height}
 
 
-def _child_limits(path: str) -> dict:
+def _child_limits(path: str, estimator: str = "pooled") -> dict:
     import polars as pl
 
     from bearing_lib.data.mixes import Mix, MixSpec
@@ -123,10 +123,16 @@ def _child_limits(path: str) -> dict:
     spec = MixSpec((Mix("short", {"input_tokens": (0, 1024)}),
                     Mix("cached", {"input_tokens": (1024, 4096)}),
                     Mix("long", {"input_tokens": (4096, float("inf"))})))
-    res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0)
+    res = fit_limits(tr, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0,
+                     estimator=estimator)
     t2 = time.perf_counter()
     return {"rows": frame.height, "read_s": t1 - t0, "fit_limits_s": t2 - t1, "total_s": t2 - t0,
             "groups": res.curve.height, "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
+
+
+def _child_limits_model(path: str) -> dict:
+    """``_child_limits`` with ``estimator="model"`` (the per-clause posterior on a grid; ``--only-limits``)."""
+    return _child_limits(path, estimator="model")
 
 
 def _child_stats(path: str) -> dict:
@@ -312,7 +318,8 @@ def main() -> None:
     ap.add_argument("--rows-agg", type=int, default=10_000_000)
     ap.add_argument("--out", type=Path, default=None, help="Keep the generated Parquet files here.")
     ap.add_argument("--only-limits", action="store_true",
-                    help="Only the limits fit: from one file (in memory) and from a step-partitioned dataset.")
+                    help="Only the limits fit: from one file (in memory; the pooled estimator and the model) and from "
+                         "a step-partitioned dataset.")
     ap.add_argument("--only-aggregate", action="store_true",
                     help="Only the load-curve aggregation beside polars-lazy task (c), --repeat rounds alternating.")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of aggregate + reference (--only-aggregate)")
@@ -349,9 +356,11 @@ def main() -> None:
             f.drop([c for c in f.columns if f[c].null_count() == f.height]).write_parquet(ds, partition_by=["step"])
             del f
         lim = _run_child("limits", p1)
+        mod = _run_child("limits_model", p1)
         dsr = _run_child("limits_dataset", ds)
-        print(json.dumps({"limits": lim, "limits_dataset": dsr}, indent=2))
-        for name, r in (("in memory (one file)", lim), ("dataset, embedded engine", dsr)):
+        print(json.dumps({"limits": lim, "limits_model": mod, "limits_dataset": dsr}, indent=2))
+        for name, r in (("in memory (one file)", lim), ("in memory, estimator model", mod),
+                        ("dataset, embedded engine", dsr)):
             print(f"limits {name}: {r['rows']:,} rows, fit_limits {r['fit_limits_s']:.2f} s, "
                   f"peak {r['peak_rss_mib']:.0f} MiB, process {r['process_wall_s']:.1f} s")
         return

@@ -49,6 +49,10 @@ BASES: tuple[Basis, ...] = ("cost per 1M output tokens", "output tokens/s per GP
 NOT_DISTINGUISHABLE = "not distinguishable at this test length"
 
 
+OWN_FIT = "load test (its limits are the report's own, fitted on these same files)"
+"""The origin of a load test whose limits are reused (``compare(own=...)``) rather than fitted again."""
+
+
 @dataclass
 class _Input:
     """One deployment as read: its limits, the chosen mix's limit and where it came from."""
@@ -57,7 +61,7 @@ class _Input:
     result: LimitsResult
     limit: MixLimit
     paths: list[str]
-    origin: str  # "limits JSON" | "load test"
+    origin: str  # "limits JSON" | "limits (in process)" | "load test" | OWN_FIT
     input_tokens_per_request: float | None = None
     """Mean input tokens per successful request of the run (load tests read here only)."""
     group: str | None = None
@@ -94,8 +98,10 @@ def _is_limits_json(path: Path) -> dict | None:
 
 
 def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int, seed: int,
-                format: str | None = None, estimator: str = "pooled") -> list[_Input]:
-    """Each input as one deployment per run: a limits JSON read as it is, a load test fitted here."""
+                format: str | None = None, estimator: str = "pooled", own: LimitsResult | None = None
+                ) -> list[_Input]:
+    """Each input as one deployment per run: a limits JSON read as it is, a load test fitted here (or, when ``own``
+    stands for its one-mix fit, :meth:`LimitsResult.stands_for_one_mix_fit_of`, those limits)."""
     out: list[_Input] = []
     for item in items:
         name, res, paths, origin, inputs_by_run = None, None, [], "limits", {}
@@ -115,8 +121,9 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
             if doc is not None:
                 res, origin = LimitsResult.from_dict(doc, source=str(path)), "limits JSON"
             else:
-                res, inputs_by_run = _fit(path, sla, n_boot=n_boot, seed=seed, format=format, estimator=estimator)
-                origin = "load test"
+                res, inputs_by_run, reused = _fit(path, sla, n_boot=n_boot, seed=seed, format=format,
+                                                  estimator=estimator, own=own)
+                origin = OWN_FIT if reused else "load test"
             name = name or (path.name.removesuffix(".json").removesuffix(".gz") if path.is_file() else path.name)
         for run in res.runs:
             lim = _choose_mix(res.for_run(run), mix, f"{name or run}")
@@ -142,9 +149,10 @@ def _run_part(run: str) -> str:
     return run.rsplit("/", 1)[-1]
 
 
-def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, estimator: str = "pooled"
-         ) -> tuple[LimitsResult, dict[str, float]]:
-    """The limits of a load test (one mix) and its mean input tokens per successful request, by run."""
+def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, estimator: str = "pooled",
+         own: LimitsResult | None = None) -> tuple[LimitsResult, dict[str, float], bool]:
+    """The limits of a load test (one mix), its mean input tokens per successful request by run, and whether the
+    limits are ``own`` (fitted before on the same files under the same SLA, one mix per run) rather than a new fit."""
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.loaders import load
 
@@ -154,7 +162,17 @@ def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, es
     ds = load(path, format=format)
     if ds.kind not in ("requests", "loadpoints"):
         raise ParameterError(f"{path}: a {ds.kind} dataset holds no load test")
-    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed, estimator=estimator), _input_tokens(ds)
+    if (own is not None and own.sla_text == _sla_text(sla)
+            and own.stands_for_one_mix_fit_of([it.provenance.sha256 for it in (ds if isinstance(ds, list) else [ds])])):
+        return own, _input_tokens(ds), True
+    return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed, estimator=estimator), _input_tokens(ds), False
+
+
+def _sla_text(sla: Any) -> str:
+    """The SLA as the limits JSON writes it (its clauses' text joined by ``and``)."""
+    from bearing_lib.limits.sla import SLA, parse_sla
+
+    return " and ".join(c.text for c in (sla if isinstance(sla, SLA) else parse_sla(sla)).clauses)
 
 
 def _input_tokens(ds: Any) -> dict[str, float]:
@@ -570,6 +588,7 @@ def compare(
     workload_tolerance: float = WORKLOAD_TOLERANCE,
     format: str | None = None,
     estimator: str = "pooled",
+    own: LimitsResult | None = None,
 ) -> Comparison:
     """Compare deployments under one SLA: limits, per-GPU and per-user throughput, cost, fleet, verdicts.
 
@@ -595,6 +614,9 @@ def compare(
     estimator
         The estimator of request traces fitted here (``pooled`` or ``model``, as ``fit_limits``); limits JSON
         files carry their own.
+    own
+        Limits fitted before under ``sla`` (a report's own): a load test whose files they were fitted on, one mix per
+        run (:meth:`LimitsResult.stands_for_one_mix_fit_of`), takes them instead of a new fit, and a note says so.
 
     Examples
     --------
@@ -607,7 +629,8 @@ def compare(
     if estimator not in ESTIMATORS:
         raise ParameterError(f"estimator (--estimator): expected {' or '.join(ESTIMATORS)}, got {estimator!r}")
     rng = np.random.default_rng(seed)
-    read = read_inputs(inputs, sla=sla, mix=mix, n_boot=n_boot, seed=seed, format=format, estimator=estimator)
+    read = read_inputs(inputs, sla=sla, mix=mix, n_boot=n_boot, seed=seed, format=format, estimator=estimator,
+                       own=own)
     names = {i.name for i in read} | {i.group for i in read if i.group}
     for flag, m in (("--label", labels), ("--hardware", hardware), ("--gpus", gpus), ("--price-per-hour",
                                                                                        price_per_hour)):

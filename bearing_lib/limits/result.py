@@ -553,6 +553,20 @@ class LimitsResult:
                                  "deployments or tests; choose one with run= (--run)")
         return list(self.mixes)
 
+    def stands_for_one_mix_fit_of(self, sha256s: list[str | None]) -> bool:
+        """Whether these limits are what a one-mix fit (``mixes="none"``) of the files with ``sha256s`` under this SLA
+        would give: fitted on exactly those files (every sha256 known), one mix per run covering every request (no
+        bounds: ``none``, or ``auto`` that found one mix), runs not pooled, and no run skipped. A comparison then
+        reuses them instead of a new fit (``bearing_lib.compare.compare(own=...)``), so a report's own test reads one
+        limit in both of its sections."""
+        mine = [s.sha256 for s in self.conditions.sources]
+        if not mine or not sha256s or not all(mine) or not all(sha256s) or sorted(mine) != sorted(sha256s):
+            return False
+        if self.conditions.pooled_runs or self.skipped or not self.mixes:
+            return False
+        per_run = [m.run_id for m in self.mixes]
+        return len(per_run) == len(set(per_run)) and all(not m.mix.bounds for m in self.mixes)
+
     # ------------------------------------------------------------------ JSON edge
     def to_dict(self) -> dict[str, Any]:
         """The limits JSON (``docs/interfaces.md`` §4): field order as documented."""

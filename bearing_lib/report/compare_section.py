@@ -6,7 +6,8 @@ the report the deployments to compare:
 * **load tests or limits JSON files** (``NAME=PATH`` names one): compared here with
   :func:`bearing_lib.compare.compare` under **the report's SLA** (the limits' own), with **the
   report's production profile** (the fleet that carries its target) and **its tier** (the design
-  FOS). Identity comes from the files and folder names; what they do not say (GPU counts,
+  FOS). The report's own load test, when it is one of them, takes the report's limits (same files, one mix per
+  run) rather than a second fit. Identity comes from the files and folder names; what they do not say (GPU counts,
   prices, labels) is given by running ``bearing compare`` yourself and passing its JSON;
 * **one comparison JSON** (``bearing compare --json``, schema ``bearing.compare/1``): shown as it
   is, validated once; a note says when its SLA differs from the report's.
@@ -162,7 +163,7 @@ def compare_section(
             notes.append("no production profile: no fleet for the production peak (the report's production section "
                          "says why)")
         # the report's limits' estimator, so that a load test compared here is fitted with the estimator the report's
-        # own limits came from (its own SLA and mix, its own resamples, no earlier shape: values may differ a little)
+        # own limits came from (one mix, n_boot resamples, no earlier shape: the deployments are not this one)
         from bearing_lib.limits.fit import ESTIMATORS
 
         estimator = (limits.conditions.estimator if limits is not None else None) or "pooled"
@@ -170,7 +171,10 @@ def compare_section(
             notes.append(f"the report's limits name an estimator bearing does not know ({estimator!r}): the load "
                          "tests compared here are fitted with the pooled estimator")
             estimator = "pooled"
-        c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed, estimator=estimator)
+        # the report's own load test, when compared, takes the report's limits (same files, SLA, one mix per run) rather
+        # than a second fit with fewer resamples and no earlier shape that may read a little differently
+        c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed, estimator=estimator,
+                    own=limits)
         source = (f"{len(c.deployments)} deployment(s) fitted in this report under the report's SLA "
                   f"({report_sla or 'none: limits JSON inputs carry their own'})"
                   + (f" with its estimator ({estimator})" if limits is not None

@@ -162,12 +162,8 @@ def test_the_pareto_chart_draws_every_deployment_in_chromium(report, browser, sh
     page.close()
 
 
-def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(tmp_path):
-    """The report's limits record their estimator (``conditions.estimator``); a load test compared in that report is
-    fitted with it, so the report's own test reads the same limit in both sections. Bundled LMBenchmark sharegpt
-    sweeps of vLLM and llm-d (Llama-70B, two replicas)."""
-    from bearing_lib.limits.fit import fit_limits
-    from bearing_lib.loaders import load
+def _lmbench_pair(tmp_path) -> dict[str, Path]:
+    """The bundled LMBenchmark sharegpt sweeps of vLLM and llm-d (Llama-70B, two replicas), one run each."""
     from tests.conftest import ROOT
 
     bundled = ROOT / "data" / "loadtests" / "lmbenchmark-llm-d-exp2"
@@ -177,28 +173,47 @@ def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(t
         for f in (bundled / dep).glob("LMBench_sharegpt_*.csv"):
             (tmp_path / dep / f.name).symlink_to(f)
         paths[dep] = tmp_path / dep
+    return paths
+
+
+def _dep(section, name):
+    (d,) = [d for d in section.comparison.deployments if d.name == name]
+    return d
+
+
+def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(tmp_path):
+    """The report's limits record their estimator (``conditions.estimator``); another load test compared in that
+    report is fitted with it (the vLLM sweep here; the llm-d sweep is the report's own and takes its limits)."""
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+
+    paths = _lmbench_pair(tmp_path)
     sla = "p99(ttft) <= 2s"
     fits = {e: fit_limits(load(paths["llm-d-70b-2replicas"]), sla, mixes="none", n_boot=50, estimator=e)
             for e in ("pooled", "model")}
+    other = {e: fit_limits(load(paths["vllm-70b-2replicas"]), sla, mixes="none", n_boot=50, estimator=e)
+             .mixes[0].q_ult.value for e in ("pooled", "model")}
     assert {e: r.conditions.estimator for e, r in fits.items()} == {"pooled": "pooled", "model": "model"}
     own = {e: r.mixes[0].q_ult.value for e, r in fits.items()}
     assert abs(own["model"] - own["pooled"]) > 0.01 * own["pooled"]  # the two estimators differ on this sweep
+    assert abs(other["model"] - other["pooled"]) > 0.01 * other["pooled"]
+    items = [f"{d}={p}" for d, p in paths.items()]
     for e, r in fits.items():
-        section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=r.to_dict(), n_boot=50)
-        (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
-        assert llmd.limit.value == pytest.approx(own[e], rel=1e-12), e
+        section = compare_section(items, limits_doc=r.to_dict(), n_boot=50)
+        assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other[e], rel=1e-12), e
+        assert _dep(section, "llm-d-70b-2replicas").limit.value == pytest.approx(own[e], rel=1e-12), e
         assert (f"with its estimator ({e})" in section.source) is True
     # a limits JSON written before the estimator was recorded: the default (pooled), and the source does not claim one
     old = fits["model"].to_dict()
     del old["conditions"]["estimator"]
-    section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=old, n_boot=50)
-    (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
-    assert llmd.limit.value == pytest.approx(own["pooled"], rel=1e-12) and "with its estimator" not in section.source
+    section = compare_section(items, limits_doc=old, n_boot=50)
+    assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other["pooled"], rel=1e-12)
+    assert "with its estimator" not in section.source
     # an estimator this bearing does not know: the pooled one, said; never a failed report
     old["conditions"]["estimator"] = "bayes"
-    section = compare_section([f"{d}={p}" for d, p in paths.items()], limits_doc=old, n_boot=50)
-    (llmd,) = [d for d in section.comparison.deployments if d.name == "llm-d-70b-2replicas"]
-    assert llmd.limit.value == pytest.approx(own["pooled"], rel=1e-12) and "with its estimator" not in section.source
+    section = compare_section(items, limits_doc=old, n_boot=50)
+    assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other["pooled"], rel=1e-12)
+    assert "with its estimator" not in section.source
     assert any("an estimator bearing does not know ('bayes')" in n for n in section.notes)
     # a limits JSON of the model beside a load test fitted with the pooled estimator: compared as given, said
     model_json = tmp_path / "model.json"
@@ -209,3 +224,52 @@ def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(t
     assert any(n.startswith("the limits come from different estimators (m: model, v: pooled)") for n in c.notes)
     c = compare([f"m={model_json}", f"v={paths['vllm-70b-2replicas']}"], sla=sla, n_boot=50, estimator="model")
     assert not any("different estimators" in n for n in c.notes)
+
+
+def test_the_reports_own_load_test_takes_the_reports_limits(tmp_path):
+    """The report's own load test, compared, reads the report's limit and interval (its 1,000 resamples, its seed, its
+    earlier shape), not a second fit's: one value in both sections. Not when the files differ (a copy with one byte
+    changed), nor when the report's limits are per mix (a second fit is one mix)."""
+    from bearing_lib.compare.build import OWN_FIT
+    from bearing_lib.limits.fit import fit_limits
+    from bearing_lib.loaders import load
+
+    paths = _lmbench_pair(tmp_path)
+    sla = "p99(ttft) <= 2s"
+    llmd = paths["llm-d-70b-2replicas"]
+    # the model: its value and interval move with the resamples' design effect, so the two fits can be told apart
+    report_own = fit_limits(load(llmd), sla, mixes="none", n_boot=100, seed=7, estimator="model")
+    fresh = fit_limits(load(llmd), sla, mixes="none", n_boot=20, seed=0, estimator="model")
+    r, f = report_own.mixes[0].q_ult, fresh.mixes[0].q_ult
+    assert abs(r.value - f.value) > 1e-3 * r.value and r.ci95 != pytest.approx(f.ci95, rel=1e-6)
+    # the other deployment as a limits JSON (read as it is: no fit of its own in this test)
+    vllm = tmp_path / "vllm.json"
+    vllm.write_text(json.dumps(fit_limits(load(paths["vllm-70b-2replicas"]), sla, mixes="none", n_boot=0,
+                                          estimator="model").to_dict()))
+    items = [f"vllm-70b-2replicas={vllm}", f"llm-d-70b-2replicas={llmd}"]
+    section = compare_section(items, limits_doc=report_own.to_dict(), n_boot=20, seed=0)
+    d = _dep(section, "llm-d-70b-2replicas")
+    assert (d.limit.value, d.limit.ci95) == (pytest.approx(r.value, rel=1e-12), pytest.approx(r.ci95, rel=1e-12))
+    assert any(n.startswith(f"llm-d-70b-2replicas: {OWN_FIT} ") for n in section.comparison.notes)
+    assert not any(n.startswith(f"vllm-70b-2replicas: {OWN_FIT}") for n in section.comparison.notes)
+    # the same folder with one file's line ends written CRLF: other bytes (sha256), the same rows; fitted again
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    for p in llmd.iterdir():
+        (changed / p.name).write_bytes(p.read_bytes())
+    victim = sorted(changed.iterdir())[0]
+    victim.write_bytes(victim.read_bytes().replace(b"\n", b"\r\n"))
+    section = compare_section([f"llm-d-70b-2replicas={changed}", items[0]], limits_doc=report_own.to_dict(),
+                              n_boot=20, seed=0)
+    d = _dep(section, "llm-d-70b-2replicas")
+    assert (d.limit.value, d.limit.ci95) == (pytest.approx(f.value, rel=1e-12), pytest.approx(f.ci95, rel=1e-12))
+    assert not any(OWN_FIT in n for n in section.comparison.notes)
+    # limits per mix (two mixes by output length): not what a one-mix fit gives, so fitted again
+    from bearing_lib.data.mixes import Mix, MixSpec
+
+    spec = MixSpec((Mix("short", {"output_tokens": (0, 200)}), Mix("long", {"output_tokens": (200, math.inf)})))
+    per_mix = fit_limits(load(llmd), sla, mixes=spec, n_boot=0, estimator="model")
+    assert len(per_mix.mixes) == 2
+    section = compare_section(items, limits_doc=per_mix.to_dict(), n_boot=20, seed=0)
+    assert _dep(section, "llm-d-70b-2replicas").limit.value == pytest.approx(f.value, rel=1e-12)
+    assert not any(OWN_FIT in n for n in section.comparison.notes)
