@@ -71,15 +71,14 @@ def test_previous_limits_is_the_newest_earlier_report_that_fitted_limits(tmp_pat
 def test_shape_from_previous_is_resolved_and_offered_not_required(tmp_path):
     _report(tmp_path, "2026-W47", "2026-11-23T06:00:00Z", "limits.json")
     given = {"loadtest": "t", "shape_from": "previous"}
-    _earlier_shape(given, tmp_path, "2026-W48", weekly=True)
-    assert given == {"loadtest": "t", "shape_from": str(tmp_path / "2026-W47" / "limits.json"),
-                     "shape_required": False}
-    given = {"loadtest": "t", "shape_from": "previous"}
-    _earlier_shape(given, tmp_path, "2026-W47", weekly=True)  # nothing earlier: the notebook says so
-    assert given == {"loadtest": "t", "shape_from": "previous", "shape_required": False}
-    given = {"loadtest": "t", "shape_from": "w47.json"}
-    _earlier_shape(given, tmp_path, "2026-W48", weekly=True)  # a path is the user's: required, untouched
-    assert given == {"loadtest": "t", "shape_from": "w47.json"}
+    assert _earlier_shape(given, tmp_path, "2026-W48", weekly=True) == {
+        "shape_from": str(tmp_path / "2026-W47" / "limits.json"), "shape_required": False}
+    assert given == {"loadtest": "t", "shape_from": "previous"}  # the caller's parameters are not changed
+    # nothing earlier: the notebook says so
+    assert _earlier_shape(given, tmp_path, "2026-W47", weekly=True) == {"shape_from": "previous",
+                                                                         "shape_required": False}
+    # a path is the user's: required, untouched
+    assert _earlier_shape({"loadtest": "t", "shape_from": "w47.json"}, tmp_path, "2026-W48", weekly=True) == {}
     with pytest.raises(ParameterError, match="shape_from previous decides shape_required itself"):
         _earlier_shape({"loadtest": "t", "shape_from": "previous", "shape_required": True}, tmp_path, "2026-W48",
                        weekly=True)
