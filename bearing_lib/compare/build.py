@@ -49,7 +49,8 @@ BASES: tuple[Basis, ...] = ("cost per 1M output tokens", "output tokens/s per GP
 NOT_DISTINGUISHABLE = "not distinguishable at this test length"
 
 
-OWN_FIT = "load test (its limits are the report's own, fitted on these same files)"
+OWN_FIT = ("load test not fitted again, its limits being the report's own (the same files by sha256, with the "
+           "report's resamples and any earlier shape):")
 """The origin of a load test whose limits are reused (``compare(own=...)``) rather than fitted again."""
 
 
@@ -162,8 +163,11 @@ def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, es
     ds = load(path, format=format)
     if ds.kind not in ("requests", "loadpoints"):
         raise ParameterError(f"{path}: a {ds.kind} dataset holds no load test")
+    items = ds if isinstance(ds, list) else [ds]
     if (own is not None and own.sla_text == _sla_text(sla)
-            and own.stands_for_one_mix_fit_of([it.provenance.sha256 for it in (ds if isinstance(ds, list) else [ds])])):
+            and own.stands_for_one_mix_fit_of([it.provenance.sha256 for it in items],
+                                              [str(r) for it in items for r in it.frame["run_id"].unique()],
+                                              estimator)):
         return own, _input_tokens(ds), True
     return fit_limits(ds, sla, mixes="none", n_boot=n_boot, seed=seed, estimator=estimator), _input_tokens(ds), False
 
@@ -615,8 +619,10 @@ def compare(
         The estimator of request traces fitted here (``pooled`` or ``model``, as ``fit_limits``); limits JSON
         files carry their own.
     own
-        Limits fitted before under ``sla`` (a report's own): a load test whose files they were fitted on, one mix per
-        run (:meth:`LimitsResult.stands_for_one_mix_fit_of`), takes them instead of a new fit, and a note says so.
+        Limits fitted before under ``sla`` (a report's own): a load test whose files and runs they were fitted on, with
+        ``estimator``, one mix per run (:meth:`LimitsResult.stands_for_one_mix_fit_of`), takes them instead of a new
+        fit, and a note says so (their resamples and any earlier shape are the report's: the interval may be narrower
+        than a new fit's).
 
     Examples
     --------

@@ -9,6 +9,7 @@ loader reported (sorted rows, duplicate ids, skipped lines ...). Reports print i
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -54,12 +55,28 @@ class Provenance:
         return asdict(self)
 
 
+def _files_under(folder: Path) -> list[Path]:
+    """Every file under ``folder``, through symlinked subfolders as the loaders read them (``Path.rglob`` does not
+    enter those: a folder whose data sit behind ``latest -> run-7`` would hash as an empty one), each real folder
+    once (a link back up is not followed again)."""
+    seen: set[str] = set()
+    out: list[Path] = []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        out.extend(Path(root) / f for f in files if (Path(root) / f).is_file())
+    return out
+
+
 def sha256_of(path: str | Path) -> str:
     """sha256 of a file's raw bytes, or of a folder as the sorted ``<relpath> <sha256>`` lines."""
     p = Path(path)
     if p.is_dir():
         h = hashlib.sha256()
-        for child in sorted(q for q in p.rglob("*") if q.is_file()):
+        for child in sorted(_files_under(p)):
             h.update(f"{child.relative_to(p).as_posix()} {sha256_of(child)}\n".encode())
         return h.hexdigest()
     h = hashlib.sha256()

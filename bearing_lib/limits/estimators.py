@@ -162,6 +162,9 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         if deffs:
             interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
                          "slow requests come in queue episodes)")
+        if not tables and model.LOAD_JITTER > 0:
+            interval += (f"; each step read at a load jittered by {model.LOAD_JITTER:.0%} (log-normal: queue episodes "
+                         "make a step's verdict near capacity partly luck)")
         took = [s for s in shapes if s.prior_used]
         if took:
             interval += (f"; the shape (steepness, step-to-step variability) of {', '.join(s.clause for s in took)} "
@@ -399,13 +402,15 @@ class ModelOptions:
     concentrations: np.ndarray | None = None
     floor_multiples: np.ndarray = field(default_factory=lambda: model.FLOOR_MULTIPLES)
     ceiling: bool = False
+    jitter: float | None = None
+    """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
 
 
 def model_options(c: Clause, tables: bool) -> ModelOptions:
     """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
     for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
     if tables:
-        return ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS)
+        return ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS, jitter=0.0)
     if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
         return ModelOptions(floor=False)
     return ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
@@ -425,7 +430,7 @@ def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarra
     allowed = pooled.allowed_share(c)
     return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
                                   concentrations=o.concentrations, floor_multiples=o.floor_multiples,
-                                  ceiling=o.ceiling, shape_prior=shape_prior)
+                                  ceiling=o.ceiling, shape_prior=shape_prior, jitter=o.jitter)
 
 
 __all__ = [

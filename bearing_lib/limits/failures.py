@@ -235,7 +235,7 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
             if not evidence[c.text]:
                 continue
             post = model.clause_posterior(c.text, evidence[c.text], pooled.allowed_share(c), edges, floor=True,
-                                          concentrations=model.TABLE_CONCENTRATIONS)
+                                          concentrations=model.TABLE_CONCENTRATIONS, jitter=0.0)
             fl = table_floor(c, post, evidence[c.text])
             if fl is not None:
                 out.append(fl)

@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import betainc, expit, gammaln, logit
+from scipy.special import betainc, betaincc, expit, gammaln, logit
 
 ESTIMATOR = "exceedance model (beta-binomial bad share, logistic in log load; Bayesian grid)"
 INTERVAL = ("95% credible interval of the crossing: posterior over crossing, steepness, step-to-step "
@@ -109,6 +109,16 @@ LAG_CARRIES = False
 step whose evidence may lie all the way back to the previous load already spans an episode longer than itself).
 With 120 s steps it brought the median half-width to 10–12 % in the TTFT mixes, but with 1,200 s steps coverage fell
 from 173 to 157 of 180 (steps just above the limit still lag fully there, and their luck is what ``c`` carries)."""
+
+LOAD_JITTER = 0.0
+"""Off (measured, not adopted; docs/oracle.md, round 15): each step read at a load jittered by ``exp(ε)``, ``ε ~ N(0,
+σ²)`` in log load with this ``σ`` (Gauss-Hermite, :data:`JITTER_NODES` nodes). Queue episodes that outlast a step make
+its verdict partly luck *near capacity*, where the share is steep in load: a location jitter is variability that
+grows toward the crossing (the beta-binomial's ``c`` spreads a share alike at every load). Round 14's remaining
+misses were steady long steps at 0.97-0.99x the truth failing by chance. Five nodes integrate the jitter where
+``β σ`` is a few units (4 % off at ``β σ`` = 1.5, converging with more nodes; ``tests/limits/test_evidence_model.py``);
+for the steepest curves they are a five-point mixture of shifted loads rather than the integral."""
+JITTER_NODES = 5
 
 
 @dataclass(frozen=True)
@@ -315,23 +325,38 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
     if hi >= 1:
         # an upper tail, as I_{1-lo}(b, a) = 1 - I_lo(a, b): it keeps its precision where 1 - betainc would round to 0
         # (below ~1e-16), as scipy's betaincc does, and runs ~10x faster than betaincc in scipy 1.17 (which made
-        # the model 8x slower on a 17-step sweep); the two agree to 1e-10 in the log above the 1e-300 floor
-        p = betainc(b, a, 1.0 - lo) if lo > 0 else np.ones_like(a)
+        # the model 8x slower on a 17-step sweep); the two agree to 1e-10 in the log above the 1e-300 floor for
+        # lo >= 1e-6. Below it 1 - lo loses lo's digits (a table's share without n can be that small): betaincc
+        p = (betainc(b, a, 1.0 - lo) if lo >= 1e-6 else betaincc(a, b, lo)) if lo > 0 else np.ones_like(a)
         return np.log(np.maximum(p, 1e-300))
     p_hi = betainc(a, b, hi)
     p_lo = betainc(a, b, lo) if lo > 0 else np.zeros_like(a)
     return np.log(np.maximum(p_hi - p_lo, 1e-300))
 
 
+def _jittered(pts: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The log loads a step's evidence is read at and their log weights (summing to 1): ``pts`` equally weighted
+    (the lag's spread), each jittered by ``sigma`` (:data:`LOAD_JITTER`) on Gauss-Hermite nodes when it is > 0."""
+    if sigma <= 0:
+        return pts, np.full(pts.size, -math.log(pts.size))
+    t, w = np.polynomial.hermite.hermgauss(JITTER_NODES)
+    out = (pts[:, None] + math.sqrt(2.0) * sigma * t[None, :]).ravel()
+    logw = np.log(np.broadcast_to(w / math.sqrt(math.pi) / pts.size, (pts.size, t.size)).ravel())
+    return out, logw
+
+
 def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges: np.ndarray,
                      floor: bool = False, concentrations: np.ndarray | None = None,
                      lag: bool = True, floor_multiples: np.ndarray = FLOOR_MULTIPLES,
-                     ceiling: bool = False, shape_prior: np.ndarray | None = None) -> ClausePosterior:
+                     ceiling: bool = False, shape_prior: np.ndarray | None = None,
+                     jitter: float | None = None) -> ClausePosterior:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
-    a load-point table uses :data:`TABLE_CONCENTRATIONS` (see there).
+    a load-point table uses :data:`TABLE_CONCENTRATIONS` (see there). ``jitter``: the steps' load jitter in log load
+    (default :data:`LOAD_JITTER`; a load-point table's separate runs take none).
     """
+    sigma = LOAD_JITTER if jitter is None else float(jitter)
     ev = [e for e in evidence if e.x > 0 and math.isfinite(e.x) and (e.n is None or e.n > 0)]
     centres = (edges[:-1] + edges[1:]) / 2
     if not ev:
@@ -361,14 +386,18 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
             # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
             # ``lag`` share of the way from the previous load to its own (uniform in log load)
             pts = math.log(e.x) - e.lag * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
-            parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
-                     for p in pts]
-            stack = np.stack(parts)
-            mx = stack.max(axis=0)
-            ll = ll + mx + np.log(np.exp(stack - mx).mean(axis=0))
+        else:
+            pts = np.array([math.log(e.x)])
+        pts, logw = _jittered(pts, sigma)
+        if pts.size == 1:
+            mu = mu_at(float(pts[0]))
+            ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
             continue
-        mu = mu_at(math.log(e.x))
-        ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
+        parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
+                 for p in pts]
+        stack = np.stack(parts) + logw.reshape((-1,) + (1,) * ll.ndim)
+        mx = stack.max(axis=0)
+        ll = ll + mx + np.log(np.exp(stack - mx).sum(axis=0))
     ll = ll + np.log(fprior)[None, None, None, :, None] + np.log(cprior)[None, None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()

@@ -492,6 +492,10 @@ class Skipped:
     reason: str
 
 
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+"""The sha256 of no bytes (an empty file, or a folder with no file in it): never a match of two inputs."""
+
+
 @dataclass
 class LimitsResult:
     """Limits for one SLA over one or more load tests: the limits JSON as objects (§4)."""
@@ -553,16 +557,23 @@ class LimitsResult:
                                  "deployments or tests; choose one with run= (--run)")
         return list(self.mixes)
 
-    def stands_for_one_mix_fit_of(self, sha256s: list[str | None]) -> bool:
-        """Whether these limits are what a one-mix fit (``mixes="none"``) of the files with ``sha256s`` under this SLA
-        would give: fitted on exactly those files (every sha256 known), one mix per run covering every request (no
-        bounds: ``none``, or ``auto`` that found one mix), runs not pooled, and no run skipped. A comparison then
-        reuses them instead of a new fit (``bearing_lib.compare.compare(own=...)``), so a report's own test reads one
-        limit in both of its sections."""
+    def stands_for_one_mix_fit_of(self, sha256s: list[str | None], runs: list[str], estimator: str) -> bool:
+        """Whether these limits stand for a one-mix fit (``mixes="none"``) with ``estimator`` of the files with
+        ``sha256s`` holding ``runs``, under this SLA: fitted on exactly those files (every sha256 known, none of an
+        empty input), the same runs, with that estimator, one mix per run covering every request (no bounds:
+        ``none``, or ``auto`` that found one mix), runs not pooled, and none skipped. A comparison then reuses them
+        instead of a new fit (``bearing_lib.compare.compare(own=...)``), so a report's own test reads one limit in
+        both of its sections: with the report's resamples and earlier shape, if any, so its interval may be
+        narrower than a new fit's."""
         mine = [s.sha256 for s in self.conditions.sources]
-        if not mine or not sha256s or not all(mine) or not all(sha256s) or sorted(mine) != sorted(sha256s):
+        if (not mine or not sha256s or not all(mine) or not all(sha256s) or sorted(mine) != sorted(sha256s)
+                or EMPTY_SHA256 in mine):
+            return False
+        if (self.conditions.estimator or "pooled") != estimator or sorted(set(runs)) != self.runs:
             return False
         if self.conditions.pooled_runs or self.skipped or not self.mixes:
+            return False
+        if self.mix_spec is not None and (len(self.mix_spec) != 1 or self.mix_spec[0].bounds):
             return False
         per_run = [m.run_id for m in self.mixes]
         return len(per_run) == len(set(per_run)) and all(not m.mix.bounds for m in self.mixes)

@@ -227,9 +227,10 @@ def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(t
 
 
 def test_the_reports_own_load_test_takes_the_reports_limits(tmp_path):
-    """The report's own load test, compared, reads the report's limit and interval (its 1,000 resamples, its seed, its
-    earlier shape), not a second fit's: one value in both sections. Not when the files differ (a copy with one byte
-    changed), nor when the report's limits are per mix (a second fit is one mix)."""
+    """The report's own load test, compared, reads the report's limit and interval (its resamples and seed), not a
+    second fit's: one value in both sections, its input tokens per request kept. Not when the files differ (line ends
+    rewritten), nor the runs (the same files in a folder of another name), nor the estimator, nor when the report's
+    limits are per mix (a second fit is one mix)."""
     from bearing_lib.compare.build import OWN_FIT
     from bearing_lib.limits.fit import fit_limits
     from bearing_lib.loaders import load
@@ -252,9 +253,24 @@ def test_the_reports_own_load_test_takes_the_reports_limits(tmp_path):
     assert (d.limit.value, d.limit.ci95) == (pytest.approx(r.value, rel=1e-12), pytest.approx(r.ci95, rel=1e-12))
     assert any(n.startswith(f"llm-d-70b-2replicas: {OWN_FIT} ") for n in section.comparison.notes)
     assert not any(n.startswith(f"vllm-70b-2replicas: {OWN_FIT}") for n in section.comparison.notes)
+    tokens = d.input_tokens_per_request
+    assert tokens is not None and tokens > 0
+    # the estimator the comparison fits with is not the limits' own: fitted again
+    c = compare(items, sla=sla, n_boot=20, seed=0, estimator="pooled", own=report_own)
+    assert not any(OWN_FIT in n for n in c.notes)
+    # the same files (links) in a folder of another name: other runs (run ids name the folder), fitted again
+    other = tmp_path / "renamed"
+    other.mkdir()
+    for p in llmd.iterdir():
+        (other / p.name).symlink_to(p.resolve())
+    section = compare_section([items[0], f"llm-d-70b-2replicas={other}"], limits_doc=report_own.to_dict(),
+                              n_boot=20, seed=0)
+    d = _dep(section, "llm-d-70b-2replicas")
+    assert d.limit.value == pytest.approx(f.value, rel=1e-12) and d.input_tokens_per_request == tokens
+    assert not any(OWN_FIT in n for n in section.comparison.notes)
     # the same folder with one file's line ends written CRLF: other bytes (sha256), the same rows; fitted again
-    changed = tmp_path / "changed"
-    changed.mkdir()
+    changed = tmp_path / "changed" / "llm-d-70b-2replicas"
+    changed.mkdir(parents=True)
     for p in llmd.iterdir():
         (changed / p.name).write_bytes(p.read_bytes())
     victim = sorted(changed.iterdir())[0]

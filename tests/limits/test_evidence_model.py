@@ -418,9 +418,53 @@ def test_a_rising_step_can_be_read_as_a_lower_bound_of_its_share(monkeypatch, mo
     for mu in (0.1, 0.3, 0.5):
         got = model._loglik_interval(e, np.array([mu]), np.array([np.inf]))[0]
         assert got == pytest.approx(np.log(beta.sf(0.3, mu * 999.0, (1 - mu) * 999.0)), rel=1e-9)
+    # a share without n (a table's) may start anywhere above 0, also below the last digit of 1 - lo: the tail stays
+    # the Beta's (scipy's beta.sf) there too, as where 1 - lo is exact
+    for lo, mu in ((1e-17, 1e-9), (6e-17, 1e-6), (1e-8, 1e-9), (0.2, 0.1)):
+        e = model.Evidence(x=1.0, s_lo=lo, s_hi=1.0)
+        got = model._loglik_interval(e, np.array([mu]), np.array([1e-3]))[0]
+        ceff = max(1.0 / (1.0 / 1.001) - 1.0, 1e-3)  # c = 1e-3 without n: 1/(c_eff + 1) = 1/(c + 1)
+        assert got == pytest.approx(np.log(beta.sf(lo, mu * ceff, (1 - mu) * ceff)), rel=1e-9, abs=1e-12), lo
     # and it keeps the local window of exact counts (an interval of unknown outcomes would not)
     ev = [model.Evidence(x=float(x), n=1000.0, k_lo=k, k_hi=k) for x, k in enumerate([0, 0, 1, 2, 3, 5, 8, 20], 1)]
     ev.append(model.Evidence(x=9.0, n=1000.0, k_lo=300.0, k_hi=1000.0, rising=True))
     assert len(model.local_window(ev, 0.01)) < len(ev)
     ev[-1] = model.Evidence(x=9.0, n=1000.0, k_lo=300.0, k_hi=400.0)
     assert len(model.local_window(ev, 0.01)) == len(ev)
+
+
+def test_load_jitter_reads_each_step_over_a_normal_spread_of_its_log_load(monkeypatch):
+    """``model.LOAD_JITTER`` (round 15, off): each point a step is read at is spread by N(0, σ²) in log load on
+    Gauss-Hermite nodes: the weights sum to 1, the mean is the points' mean and the variance the points' own plus σ²
+    (exact for polynomials to degree 9 with 5 nodes); and a step's likelihood is the normal average of the binomial
+    likelihood, checked against a 20,001-point quadrature of the same integral."""
+    from scipy.special import expit
+    from scipy.stats import binom, norm
+
+    pts = np.log(np.array([0.8, 0.9, 1.0]))
+    same, w0 = model._jittered(pts, 0.0)
+    assert same.tolist() == pts.tolist() and np.exp(w0).tolist() == pytest.approx([1 / 3] * 3, rel=1e-15)
+    sigma = 0.05
+    monkeypatch.setattr(model, "LOAD_JITTER", sigma)
+    x, lw = model._jittered(pts, sigma)
+    w = np.exp(lw)
+    assert x.size == 3 * model.JITTER_NODES and w.sum() == pytest.approx(1.0, rel=1e-13)
+    assert (w * x).sum() == pytest.approx(pts.mean(), abs=1e-14)
+    assert (w * (x - pts.mean()) ** 2).sum() == pytest.approx(pts.var() + sigma ** 2, rel=1e-12)
+    # one exact step (3 of 200 slow at load 1.0, no lag): the posterior's log-likelihood at each crossing θ, steepness
+    # β (binomial: infinite concentration) is log ∫ Binom(3; 200, expit(logit α + β (ε − θ))) φ(ε; σ) dε, which the
+    # nodes converge to (41 nodes: 5e-5; the default 5: 4 % at β = 30, and for the steepest curves, β σ ~ 150, a
+    # five-point mixture of shifted loads rather than the integral: said at LOAD_JITTER)
+    monkeypatch.setattr(model, "BETAS", np.geomspace(1.0, 30.0, 4))
+    monkeypatch.setattr(model, "JITTER_NODES", 41)
+    alpha, n, k = 0.01, 200, 3
+    edges = np.linspace(-0.3, 0.3, 7)
+    post = model.clause_posterior("p99", [model.Evidence(x=1.0, n=n, k_lo=k, k_hi=k)], alpha, edges,
+                                  concentrations=np.array([np.inf]), ceiling=False)
+    eps = np.linspace(-12 * sigma, 12 * sigma, 20001)
+    centres = (edges[:-1] + edges[1:]) / 2
+    lik = np.array([[np.trapezoid(binom.pmf(k, n, np.clip(expit(math.log(alpha / (1 - alpha)) + b * (eps - th)),
+                                                           1e-12, 1 - 1e-12))
+                                  * norm.pdf(eps, scale=sigma), eps) for b in model.BETAS] for th in centres])
+    expected = lik.sum(axis=1) / lik.sum()
+    assert post.pdf / post.pdf.sum() == pytest.approx(expected, rel=1e-3, abs=1e-12)
