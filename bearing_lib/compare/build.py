@@ -129,7 +129,9 @@ def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int,
         for run in res.runs:
             lim = _choose_mix(res.for_run(run), mix, f"{name or run}")
             dname = (name or run) if len(res.runs) == 1 else f"{name}:{_run_part(run)}" if name else run
-            sources = [s.path for s in res.conditions.sources if s.path not in paths]
+            # the limits' own source paths, each file once (a reused fit names it as the report resolved it)
+            given = {Path(p).resolve() for p in paths}
+            sources = [s.path for s in res.conditions.sources if Path(s.path).resolve() not in given]
             out.append(_Input(dname, res, lim, paths + sources, origin, inputs_by_run.get(run),
                               group=name if len(res.runs) > 1 else None))
     names = [i.name for i in out]

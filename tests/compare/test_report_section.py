@@ -247,11 +247,16 @@ def test_the_reports_own_load_test_takes_the_reports_limits(tmp_path):
     vllm = tmp_path / "vllm.json"
     vllm.write_text(json.dumps(fit_limits(load(paths["vllm-70b-2replicas"]), sla, mixes="none", n_boot=0,
                                           estimator="model").to_dict()))
-    items = [f"vllm-70b-2replicas={vllm}", f"llm-d-70b-2replicas={llmd}"]
+    # the folder spelled otherwise than the report's limits name it: the same files and runs
+    (tmp_path / "x").mkdir()
+    spelled = f"{tmp_path}/x/../{llmd.name}"
+    items = [f"vllm-70b-2replicas={vllm}", f"llm-d-70b-2replicas={spelled}"]
     section = compare_section(items, limits_doc=report_own.to_dict(), n_boot=20, seed=0)
     d = _dep(section, "llm-d-70b-2replicas")
     assert (d.limit.value, d.limit.ci95) == (pytest.approx(r.value, rel=1e-12), pytest.approx(r.ci95, rel=1e-12))
-    assert any(n.startswith(f"llm-d-70b-2replicas: {OWN_FIT} ") for n in section.comparison.notes)
+    (own_note,) = [n for n in section.comparison.notes if n.startswith(f"llm-d-70b-2replicas: {OWN_FIT} ")]
+    # the folder is named once, as given, not again as the limits resolved it
+    assert f"{OWN_FIT} {spelled}, mix 'all'" in own_note and f"{llmd}," not in own_note
     assert not any(n.startswith(f"vllm-70b-2replicas: {OWN_FIT}") for n in section.comparison.notes)
     tokens = d.input_tokens_per_request
     assert tokens is not None and tokens > 0
