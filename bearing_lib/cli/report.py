@@ -244,7 +244,9 @@ def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, 
     # the notebooks' parameters (papermill's edge: names to plain values), built here without changing the caller's
     prev = runner.previous_summary(options.reports_dir, exclude=name, before_week=name if weekly else None)
     given = {"previous_summary": str(prev) if prev else "", "report_name": name, **given}
-    given.update(_earlier_shape(given, options.reports_dir, name, weekly))
+    earlier = _earlier_shape(given, options.reports_dir, name, weekly)
+    if earlier is not None:
+        given = {**given, **earlier.parameters()}
     # The limits JSON goes into the run's own (temporary, then published) folder: the
     # runner substitutes the placeholder once it has created that folder.
     steps = _steps(given, options.notebooks, runner.OUTPUT_DIR_PLACEHOLDER)
@@ -261,11 +263,28 @@ def _run(*, name: str, given: dict[str, Any], options: RunOptions, force: bool, 
     return result.exit_code(weekly=weekly)
 
 
-def _earlier_shape(given: Mapping[str, Any], reports_dir: Path, name: str, weekly: bool) -> dict[str, Any]:
-    """The parameters ``shape_from previous`` resolves to (none for anything else): the limits.json of the newest
-    earlier report that fitted limits (for a weekly run, of an earlier week), offered, not required
-    (``shape_required`` False: last week's limits may be of the same files, or carry no shape); with none,
-    ``previous`` stays and the limits say so in a note. Checks first that the fitting parameters have limits to fit."""
+@dataclass(frozen=True)
+class EarlierShape:
+    """What ``shape_from previous`` resolves to: the limits.json of the newest earlier report that fitted limits
+    (``None``: there is none, and the limits say so in a note), offered, not required (last week's limits may be of
+    the same files, or carry no shape)."""
+
+    path: Path | None
+
+    def parameters(self) -> dict[str, Any]:
+        """The notebook parameters it sets (papermill's edge: names to plain values). The path as the reports
+        folder was given (relative to the working directory, which the notebooks share): the limits name it so in
+        ``prior_from`` and their notes."""
+        from bearing_lib.app.pipeline import SHAPE_FROM_PREVIOUS
+
+        return {"shape_from": str(self.path) if self.path is not None else SHAPE_FROM_PREVIOUS,
+                "shape_required": False}
+
+
+def _earlier_shape(given: Mapping[str, Any], reports_dir: Path, name: str, weekly: bool) -> EarlierShape | None:
+    """What ``shape_from previous`` resolves to (``None`` for any other ``shape_from``, or none): the newest earlier
+    report's limits (for a weekly run, of an earlier week). Checks first that the fitting parameters have limits to
+    fit."""
     from bearing_lib.app.pipeline import SHAPE_FROM_PREVIOUS
 
     fitting = [k for k in ("estimator", "shape_from", "shape_required") if k in given]
@@ -274,14 +293,11 @@ def _earlier_shape(given: Mapping[str, Any], reports_dir: Path, name: str, weekl
                              "limits, and it fits none: no load test is given (the limits come from limits_json); "
                              "give the load test instead (-p loadtest PATH -p sla TEXT), or leave them out")
     if str(given.get("shape_from") or "").strip() != SHAPE_FROM_PREVIOUS:
-        return {}
+        return None
     if "shape_required" in given:
         raise ParameterError("shape_from previous decides shape_required itself (an earlier report's limits are "
                              "offered, not required); leave shape_required out, or give the earlier file's path")
-    found = runner.previous_limits(reports_dir, exclude=name, before_week=name if weekly else None)
-    # as the reports folder was given (relative to the working directory, which the notebooks share): the limits
-    # name it so in prior_from and their notes
-    return {"shape_from": str(found) if found else SHAPE_FROM_PREVIOUS, "shape_required": False}
+    return EarlierShape(runner.previous_limits(reports_dir, exclude=name, before_week=name if weekly else None))
 
 
 def _said(summary: Path) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from bearing_lib.app import pipeline, runner
-from bearing_lib.cli.report import _earlier_shape
+from bearing_lib.cli.report import EarlierShape, _earlier_shape
 from bearing_lib.common.errors import InputError, ParameterError, ShapeUnusable
 from tests.conftest import ROOT
 from tests.factories import summary_doc
@@ -71,14 +71,16 @@ def test_previous_limits_is_the_newest_earlier_report_that_fitted_limits(tmp_pat
 def test_shape_from_previous_is_resolved_and_offered_not_required(tmp_path):
     _report(tmp_path, "2026-W47", "2026-11-23T06:00:00Z", "limits.json")
     given = {"loadtest": "t", "shape_from": "previous"}
-    assert _earlier_shape(given, tmp_path, "2026-W48", weekly=True) == {
-        "shape_from": str(tmp_path / "2026-W47" / "limits.json"), "shape_required": False}
+    found = _earlier_shape(given, tmp_path, "2026-W48", weekly=True)
+    assert found == EarlierShape(tmp_path / "2026-W47" / "limits.json")
+    assert found.parameters() == {"shape_from": str(tmp_path / "2026-W47" / "limits.json"), "shape_required": False}
     assert given == {"loadtest": "t", "shape_from": "previous"}  # the caller's parameters are not changed
     # nothing earlier: the notebook says so
-    assert _earlier_shape(given, tmp_path, "2026-W47", weekly=True) == {"shape_from": "previous",
-                                                                         "shape_required": False}
+    none = _earlier_shape(given, tmp_path, "2026-W47", weekly=True)
+    assert none == EarlierShape(None)
+    assert none.parameters() == {"shape_from": "previous", "shape_required": False}
     # a path is the user's: required, untouched
-    assert _earlier_shape({"loadtest": "t", "shape_from": "w47.json"}, tmp_path, "2026-W48", weekly=True) == {}
+    assert _earlier_shape({"loadtest": "t", "shape_from": "w47.json"}, tmp_path, "2026-W48", weekly=True) is None
     with pytest.raises(ParameterError, match="shape_from previous decides shape_required itself"):
         _earlier_shape({"loadtest": "t", "shape_from": "previous", "shape_required": True}, tmp_path, "2026-W48",
                        weekly=True)
