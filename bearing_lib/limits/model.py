@@ -119,6 +119,17 @@ misses were steady long steps at 0.97-0.99x the truth failing by chance. Five no
 ``β σ`` is a few units (4 % off at ``β σ`` = 1.5, converging with more nodes; ``tests/limits/test_evidence_model.py``);
 for the steepest curves they are a five-point mixture of shifted loads rather than the integral."""
 JITTER_NODES = 5
+JITTER_RULE_NODES = 0
+"""How a jittered step's lag points and its jitter are integrated: ``0`` (round 15), every lag point on its own
+:data:`JITTER_NODES` Gauss-Hermite nodes (``N_EFFECTIVE × JITTER_NODES`` evaluations per step); ``k > 0`` (round 16),
+one ``k``-point Gauss rule of the whole mixture (the lag points, each spread by the jitter: exact for its moments up
+to ``2k − 1``; as ``σ → 0`` it is the lag points themselves), so the jitter costs ``k`` evaluations per step instead
+of 15 (:func:`_gauss_rule`)."""
+JITTER_LEVELS = 1
+"""``1``: every step jittered by :data:`LOAD_JITTER` itself. ``L > 1`` (round 16): the jitter is a dimension of the
+grid, ``σ ∈ {0, σ₀, …, (L − 1) σ₀}`` with ``σ₀`` = :data:`LOAD_JITTER`, no jitter with prior probability 1/2 and the
+others sharing the rest: each clause's steps say how much their verdicts stray near the crossing (the crossing does
+not depend on ``σ``, so the likelihoods are summed over it once all steps are in)."""
 
 
 @dataclass(frozen=True)
@@ -334,11 +345,46 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
     return np.log(np.maximum(p_hi - p_lo, 1e-300))
 
 
+def _gauss_rule(x: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k``-point Gauss rule (nodes, weights summing to 1) of the discrete measure ``Σ w_i δ(x_i)``: the
+    eigenvalues of its Jacobi matrix, built by the Lanczos process with full re-orthogonalisation (Golub-Welsch;
+    Gautschi, *Orthogonal Polynomials*, 2004, §2.2.3). Exact for the measure's moments up to ``2k − 1``; a measure of
+    fewer than ``k`` distinct points gives them back. Hand-written: numpy and scipy ship rules for the classical
+    weights only (Hermite, Legendre, …), not for a given discrete measure."""
+    w = np.asarray(w, float) / np.sum(w)
+    x = np.asarray(x, float)
+    centre = float(np.dot(w, x))
+    scale = float(np.sqrt(np.dot(w, (x - centre) ** 2)))
+    if scale <= 1e-12 * max(1.0, abs(centre)):
+        return np.array([centre]), np.array([1.0])
+    z = (x - centre) / scale
+    q = np.sqrt(w)
+    basis, diag, off = [q], [], []
+    for j in range(k):
+        v = z * basis[j]
+        diag.append(float(np.dot(basis[j], v)))
+        for b in basis:  # full re-orthogonalisation: a few dozen points, up to ten nodes
+            v = v - np.dot(b, v) * b
+        norm = float(np.linalg.norm(v))
+        if j == k - 1 or norm < 1e-10:
+            break
+        off.append(norm)
+        basis.append(v / norm)
+    nodes, vectors = np.linalg.eigh(np.diag(diag) + np.diag(off, 1) + np.diag(off, -1))
+    return centre + scale * nodes, vectors[0] ** 2
+
+
 def _jittered(pts: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
     """The log loads a step's evidence is read at and their log weights (summing to 1): ``pts`` equally weighted
-    (the lag's spread), each jittered by ``sigma`` (:data:`LOAD_JITTER`) on Gauss-Hermite nodes when it is > 0."""
+    (the lag's spread), each jittered by ``sigma`` (:data:`LOAD_JITTER`) on Gauss-Hermite nodes when it is > 0, or
+    with :data:`JITTER_RULE_NODES` the whole mixture on one Gauss rule of that many nodes."""
     if sigma <= 0:
         return pts, np.full(pts.size, -math.log(pts.size))
+    if JITTER_RULE_NODES > 0:
+        t, w = np.polynomial.hermite.hermgauss(20)  # each point's normal, exact to degree 39
+        x = (pts[:, None] + math.sqrt(2.0) * sigma * t[None, :]).ravel()
+        nodes, weights = _gauss_rule(x, np.broadcast_to(w, (pts.size, t.size)).ravel(), JITTER_RULE_NODES)
+        return nodes, np.log(np.maximum(weights, 1e-300))
     t, w = np.polynomial.hermite.hermgauss(JITTER_NODES)
     out = (pts[:, None] + math.sqrt(2.0) * sigma * t[None, :]).ravel()
     logw = np.log(np.broadcast_to(w / math.sqrt(math.pi) / pts.size, (pts.size, t.size)).ravel())
@@ -376,28 +422,40 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     def mu_at(lxe: float | np.ndarray) -> np.ndarray:
         return fl + np.maximum(ce - fl, 0.0) * expit(la + be * (lxe - th))
 
-    ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size, ceilings.size))
-    for e in ev:
-        co = concs[None, None, :, None, None]
-        if LAG_CARRIES and lag and e.x_from is not None and 0 < e.x_from < e.x:
-            with np.errstate(divide="ignore"):
-                co = co / max(1.0 - e.lag, 0.0) if e.lag < 1.0 else np.full_like(co, np.inf)
-        if lag and e.x_from is not None and 0 < e.x_from < e.x and e.lag > 0:
-            # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
-            # ``lag`` share of the way from the previous load to its own (uniform in log load)
-            pts = math.log(e.x) - e.lag * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
-        else:
-            pts = np.array([math.log(e.x)])
-        pts, logw = _jittered(pts, sigma)
-        if pts.size == 1:
-            mu = mu_at(float(pts[0]))
-            ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
-            continue
-        parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
-                 for p in pts]
-        stack = np.stack(parts) + logw.reshape((-1,) + (1,) * ll.ndim)
-        mx = stack.max(axis=0)
-        ll = ll + mx + np.log(np.exp(stack - mx).sum(axis=0))
+    def loglik(sig: float) -> np.ndarray:
+        ll = np.zeros((centres.size, BETAS.size, concs.size, floors.size, ceilings.size))
+        for e in ev:
+            co = concs[None, None, :, None, None]
+            if LAG_CARRIES and lag and e.x_from is not None and 0 < e.x_from < e.x:
+                with np.errstate(divide="ignore"):
+                    co = co / max(1.0 - e.lag, 0.0) if e.lag < 1.0 else np.full_like(co, np.inf)
+            if lag and e.x_from is not None and 0 < e.x_from < e.x and e.lag > 0:
+                # the step's queue starts from the previous load's state: its evidence lies anywhere in the last
+                # ``lag`` share of the way from the previous load to its own (uniform in log load)
+                pts = math.log(e.x) - e.lag * np.linspace(0.0, 1.0, N_EFFECTIVE) * (math.log(e.x) - math.log(e.x_from))
+            else:
+                pts = np.array([math.log(e.x)])
+            pts, logw = _jittered(pts, sig)
+            if pts.size == 1:
+                mu = mu_at(float(pts[0]))
+                ll = ll + (_loglik_exact(e.n, e.k_lo, mu, co) if e.exact else _loglik_interval(e, mu, co))
+                continue
+            parts = [_loglik_exact(e.n, e.k_lo, mu_at(p), co) if e.exact else _loglik_interval(e, mu_at(p), co)
+                     for p in pts]
+            stack = np.stack(parts) + logw.reshape((-1,) + (1,) * ll.ndim)
+            mx = stack.max(axis=0)
+            ll = ll + mx + np.log(np.exp(stack - mx).sum(axis=0))
+        return ll
+
+    if sigma > 0 and JITTER_LEVELS > 1:
+        # σ on the grid: the crossing does not depend on it, so each level's likelihood of all steps is summed with
+        # its prior weight (no jitter 1/2, the others sharing the rest)
+        levels = [loglik(j * sigma) + math.log(0.5 if j == 0 else 0.5 / (JITTER_LEVELS - 1))
+                  for j in range(JITTER_LEVELS)]
+        mx = np.maximum.reduce(levels)
+        ll = mx + np.log(sum(np.exp(v - mx) for v in levels))
+    else:
+        ll = loglik(sigma)
     ll = ll + np.log(fprior)[None, None, None, :, None] + np.log(cprior)[None, None, None, None, :]
     w = np.exp(ll - ll.max())
     w /= w.sum()

@@ -468,3 +468,69 @@ def test_load_jitter_reads_each_step_over_a_normal_spread_of_its_log_load(monkey
                                   * norm.pdf(eps, scale=sigma), eps) for b in model.BETAS] for th in centres])
     expected = lik.sum(axis=1) / lik.sum()
     assert post.pdf / post.pdf.sum() == pytest.approx(expected, rel=1e-3, abs=1e-12)
+
+
+def test_one_gauss_rule_for_the_lag_points_and_their_jitter_keeps_the_mixtures_moments(monkeypatch):
+    """``model.JITTER_RULE_NODES`` (round 16): the lag points, each spread by N(0, σ²), on one k-point Gauss rule:
+    its moments up to 2k − 1 are the mixture's, computed in closed form (E[(m + σZ)^j] = Σ_i C(j, i) m^(j−i) σ^i
+    E[Z^i], E[Z^i] = (i − 1)!! for even i); a rule is exact no further (degree 2k is not), and without jitter it is
+    the points themselves."""
+    pts = np.log(np.array([0.9, 0.95, 1.0]))
+    sigma = 0.03
+
+    def moment(j: int) -> float:
+        z = [0 if i % 2 else math.prod(range(1, i, 2)) for i in range(j + 1)]  # E[Z^i]
+        return float(np.mean([sum(math.comb(j, i) * m ** (j - i) * sigma ** i * z[i] for i in range(j + 1))
+                              for m in pts]))
+
+    for k in (3, 5):
+        monkeypatch.setattr(model, "JITTER_RULE_NODES", k)
+        x, lw = model._jittered(pts, sigma)
+        w = np.exp(lw)
+        assert x.size == k and (w > 0).all()
+        for j in range(2 * k):
+            assert (w * x ** j).sum() == pytest.approx(moment(j), rel=1e-10, abs=1e-15), (k, j)
+        assert (w * x ** (2 * k)).sum() != pytest.approx(moment(2 * k), rel=1e-6, abs=0)
+    same, w0 = model._jittered(pts, 0.0)
+    assert same.tolist() == pts.tolist()
+    # one point: the Gauss-Hermite rule itself
+    x, lw = model._jittered(np.array([0.2]), sigma)
+    t, w = np.polynomial.hermite.hermgauss(5)
+    assert x == pytest.approx(0.2 + math.sqrt(2) * sigma * t, abs=1e-12)
+    assert np.exp(lw) == pytest.approx(w / math.sqrt(math.pi), rel=1e-9)
+
+
+def test_the_jitter_on_the_grid_is_one_level_for_every_step(monkeypatch):
+    """``model.JITTER_LEVELS`` (round 16): σ ∈ {0, σ₀} with prior 1/2 each is shared by every step of a clause: the
+    likelihood at (θ, β) is ½ Π_steps L(σ = 0) + ½ Π_steps L(σ₀), not a product of per-step mixtures. Checked for two
+    exact steps against the binomial integrated over the jitter by a 20,001-point quadrature."""
+    from scipy.special import expit
+    from scipy.stats import binom, norm
+
+    sigma, alpha = 0.05, 0.01
+    monkeypatch.setattr(model, "LOAD_JITTER", sigma)
+    monkeypatch.setattr(model, "JITTER_LEVELS", 2)
+    monkeypatch.setattr(model, "JITTER_NODES", 41)
+    monkeypatch.setattr(model, "BETAS", np.geomspace(1.0, 30.0, 4))
+    steps = [(0.9, 400, 1), (1.0, 200, 6)]
+    edges = np.linspace(-0.4, 0.3, 8)
+    post = model.clause_posterior("p99", [model.Evidence(x=x, n=n, k_lo=k, k_hi=k) for x, n, k in steps], alpha,
+                                  edges, concentrations=np.array([np.inf]), ceiling=False)
+    eps = np.linspace(-12 * sigma, 12 * sigma, 20001)
+    centres = (edges[:-1] + edges[1:]) / 2
+    la = math.log(alpha / (1 - alpha))
+
+    def lik(x, n, k, b, th, jittered):
+        if not jittered:
+            return binom.pmf(k, n, expit(la + b * (math.log(x) - th)))
+        return np.trapezoid(binom.pmf(k, n, expit(la + b * (math.log(x) + eps - th))) * norm.pdf(eps, scale=sigma),
+                            eps)
+
+    grid = np.array([[0.5 * math.prod(lik(*s, b, th, False) for s in steps)
+                      + 0.5 * math.prod(lik(*s, b, th, True) for s in steps) for b in model.BETAS] for th in centres])
+    expected = grid.sum(axis=1) / grid.sum()
+    assert post.pdf / post.pdf.sum() == pytest.approx(expected, rel=1e-3, abs=1e-12)
+    # a per-step mixture would differ here by more than the tolerance
+    mixed = np.array([[math.prod(0.5 * lik(*s, b, th, False) + 0.5 * lik(*s, b, th, True) for s in steps)
+                       for b in model.BETAS] for th in centres])
+    assert not (mixed.sum(axis=1) / mixed.sum()) == pytest.approx(expected, rel=1e-3, abs=1e-12)
