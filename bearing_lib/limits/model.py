@@ -348,9 +348,9 @@ def _loglik_interval(e: Evidence, mu: np.ndarray, conc: np.ndarray) -> np.ndarra
 def _gauss_rule(x: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k``-point Gauss rule (nodes, weights summing to 1) of the discrete measure ``Σ w_i δ(x_i)``: the
     eigenvalues of its Jacobi matrix, built by the Lanczos process with full re-orthogonalisation (Golub-Welsch;
-    Gautschi, *Orthogonal Polynomials*, 2004, §2.2.3). Exact for the measure's moments up to ``2k − 1``; a measure of
-    fewer than ``k`` distinct points gives them back. Hand-written: numpy and scipy ship rules for the classical
-    weights only (Hermite, Legendre, …), not for a given discrete measure."""
+    Gautschi, *Orthogonal Polynomials*, 2004, §2.2.3). Exact for the measure's moments up to ``2k − 1``; a measure
+    of fewer than ``k`` distinct points (farther apart than ~1e-8 of its spread) gives them back. Hand-written:
+    numpy and scipy ship rules for the classical weights only (Hermite, Legendre, …), not for a given measure."""
     w = np.asarray(w, float) / np.sum(w)
     x = np.asarray(x, float)
     centre = float(np.dot(w, x))
@@ -363,10 +363,11 @@ def _gauss_rule(x: np.ndarray, w: np.ndarray, k: int) -> tuple[np.ndarray, np.nd
     for j in range(k):
         v = z * basis[j]
         diag.append(float(np.dot(basis[j], v)))
-        for b in basis:  # full re-orthogonalisation: a few dozen points, up to ten nodes
-            v = v - np.dot(b, v) * b
+        for _ in range(2):  # full re-orthogonalisation, twice (a few dozen points, up to ten nodes)
+            for b in basis:
+                v = v - np.dot(b, v) * b
         norm = float(np.linalg.norm(v))
-        if j == k - 1 or norm < 1e-10:
+        if j == k - 1 or norm < 1e-8:  # the measure's points are exhausted (z has unit variance)
             break
         off.append(norm)
         basis.append(v / norm)

@@ -491,8 +491,12 @@ def test_one_gauss_rule_for_the_lag_points_and_their_jitter_keeps_the_mixtures_m
         for j in range(2 * k):
             assert (w * x ** j).sum() == pytest.approx(moment(j), rel=1e-10, abs=1e-15), (k, j)
         assert (w * x ** (2 * k)).sum() != pytest.approx(moment(2 * k), rel=1e-6, abs=0)
-    same, w0 = model._jittered(pts, 0.0)
+    same, _ = model._jittered(pts, 0.0)
     assert same.tolist() == pts.tolist()
+    # a tiny jitter: the rule tends to the lag points themselves (three nodes carry the weight, a third each)
+    x, lw = model._jittered(pts, 1e-9)
+    heavy = np.exp(lw) > 1e-6
+    assert x[heavy] == pytest.approx(pts, abs=1e-8) and np.exp(lw[heavy]) == pytest.approx([1 / 3] * 3, rel=1e-6)
     # one point: the Gauss-Hermite rule itself
     x, lw = model._jittered(np.array([0.2]), sigma)
     t, w = np.polynomial.hermite.hermgauss(5)
@@ -501,17 +505,19 @@ def test_one_gauss_rule_for_the_lag_points_and_their_jitter_keeps_the_mixtures_m
 
 
 def test_the_jitter_on_the_grid_is_one_level_for_every_step(monkeypatch):
-    """``model.JITTER_LEVELS`` (round 16): σ ∈ {0, σ₀} with prior 1/2 each is shared by every step of a clause: the
-    likelihood at (θ, β) is ½ Π_steps L(σ = 0) + ½ Π_steps L(σ₀), not a product of per-step mixtures. Checked for two
-    exact steps against the binomial integrated over the jitter by a 20,001-point quadrature."""
+    """``model.JITTER_LEVELS`` (round 16): σ ∈ {0, σ₀, 2σ₀} with prior 1/2, 1/4, 1/4 is shared by every step of a
+    clause: the likelihood at (θ, β) is ½ Π_steps L(0) + ¼ Π_steps L(σ₀) + ¼ Π_steps L(2σ₀), not a product of
+    per-step mixtures. Checked for two exact steps against the binomial integrated over the jitter by a 20,001-point
+    quadrature (a uniform prior over the levels, or levels spaced otherwise, would move it by more than the
+    tolerance)."""
     from scipy.special import expit
     from scipy.stats import binom, norm
 
     sigma, alpha = 0.05, 0.01
     monkeypatch.setattr(model, "LOAD_JITTER", sigma)
-    monkeypatch.setattr(model, "JITTER_LEVELS", 2)
+    monkeypatch.setattr(model, "JITTER_LEVELS", 3)
     monkeypatch.setattr(model, "JITTER_NODES", 41)
-    monkeypatch.setattr(model, "BETAS", np.geomspace(1.0, 30.0, 4))
+    monkeypatch.setattr(model, "BETAS", np.geomspace(1.0, 10.0, 4))
     steps = [(0.9, 400, 1), (1.0, 200, 6)]
     edges = np.linspace(-0.4, 0.3, 8)
     post = model.clause_posterior("p99", [model.Evidence(x=x, n=n, k_lo=k, k_hi=k) for x, n, k in steps], alpha,
@@ -520,17 +526,25 @@ def test_the_jitter_on_the_grid_is_one_level_for_every_step(monkeypatch):
     centres = (edges[:-1] + edges[1:]) / 2
     la = math.log(alpha / (1 - alpha))
 
-    def lik(x, n, k, b, th, jittered):
-        if not jittered:
+    def lik(x, n, k, b, th, sd):
+        if sd == 0:
             return binom.pmf(k, n, expit(la + b * (math.log(x) - th)))
-        return np.trapezoid(binom.pmf(k, n, expit(la + b * (math.log(x) + eps - th))) * norm.pdf(eps, scale=sigma),
-                            eps)
+        e = eps * sd / sigma
+        return np.trapezoid(binom.pmf(k, n, expit(la + b * (math.log(x) + e - th))) * norm.pdf(e, scale=sd), e)
 
-    grid = np.array([[0.5 * math.prod(lik(*s, b, th, False) for s in steps)
-                      + 0.5 * math.prod(lik(*s, b, th, True) for s in steps) for b in model.BETAS] for th in centres])
-    expected = grid.sum(axis=1) / grid.sum()
+    def posterior(prior, levels, per_step=False):
+        if per_step:
+            g = np.array([[math.prod(sum(p * lik(*s, b, th, sd) for p, sd in zip(prior, levels, strict=True))
+                                     for s in steps) for b in model.BETAS] for th in centres])
+        else:
+            g = np.array([[sum(p * math.prod(lik(*s, b, th, sd) for s in steps) for p, sd in
+                               zip(prior, levels, strict=True)) for b in model.BETAS] for th in centres])
+        return g.sum(axis=1) / g.sum()
+
+    expected = posterior((0.5, 0.25, 0.25), (0.0, sigma, 2 * sigma))
     assert post.pdf / post.pdf.sum() == pytest.approx(expected, rel=1e-3, abs=1e-12)
-    # a per-step mixture would differ here by more than the tolerance
-    mixed = np.array([[math.prod(0.5 * lik(*s, b, th, False) + 0.5 * lik(*s, b, th, True) for s in steps)
-                       for b in model.BETAS] for th in centres])
-    assert not (mixed.sum(axis=1) / mixed.sum()) == pytest.approx(expected, rel=1e-3, abs=1e-12)
+    # a per-step mixture, a uniform prior over the levels or levels spaced otherwise differ by more than the tolerance
+    for other in (posterior((0.5, 0.25, 0.25), (0.0, sigma, 2 * sigma), per_step=True),
+                  posterior((1 / 3, 1 / 3, 1 / 3), (0.0, sigma, 2 * sigma)),
+                  posterior((0.5, 0.25, 0.25), (0.0, sigma / 2, sigma))):
+        assert not other == pytest.approx(expected, rel=1e-3, abs=1e-12)
