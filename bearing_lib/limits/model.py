@@ -111,20 +111,21 @@ With 120 s steps it brought the median half-width to 10–12 % in the TTFT mixes
 from 173 to 157 of 180 (steps just above the limit still lag fully there, and their luck is what ``c`` carries)."""
 
 LOAD_JITTER = 0.0
-"""Off (measured, not adopted; docs/oracle.md, round 15): each step read at a load jittered by ``exp(ε)``, ``ε ~ N(0,
-σ²)`` in log load with this ``σ`` (Gauss-Hermite, :data:`JITTER_NODES` nodes). Queue episodes that outlast a step make
-its verdict partly luck *near capacity*, where the share is steep in load: a location jitter is variability that
-grows toward the crossing (the beta-binomial's ``c`` spreads a share alike at every load). Round 14's remaining
-misses were steady long steps at 0.97-0.99x the truth failing by chance. Five nodes integrate the jitter where
-``β σ`` is a few units (4 % off at ``β σ`` = 1.5, converging with more nodes; ``tests/limits/test_evidence_model.py``);
-for the steepest curves they are a five-point mixture of shifted loads rather than the integral."""
+"""Off (measured, not adopted; docs/oracle.md, rounds 15-16): each step read at a load jittered by ``exp(ε)``, ``ε ~
+N(0, σ²)`` in log load with this ``σ`` (with the lag's spread on one Gauss rule, :data:`JITTER_RULE_NODES`). Queue
+episodes that outlast a step make its verdict partly luck *near capacity*, where the share is steep in load: a
+location jitter is variability that grows toward the crossing (the beta-binomial's ``c`` spreads a share alike at
+every load). Round 14's remaining misses were steady long steps at 0.97-0.99x the truth failing by chance. A few nodes
+integrate the jitter where ``β σ`` is a few units (round 15's five Gauss-Hermite nodes: 4 % off at ``β σ`` = 1.5,
+converging with more nodes; ``tests/limits/test_evidence_model.py``); for the steepest curves they are a mixture of
+a few shifted loads rather than the integral."""
 JITTER_NODES = 5
-JITTER_RULE_NODES = 0
-"""How a jittered step's lag points and its jitter are integrated: ``0`` (round 15), every lag point on its own
-:data:`JITTER_NODES` Gauss-Hermite nodes (``N_EFFECTIVE × JITTER_NODES`` evaluations per step); ``k > 0`` (round 16),
-one ``k``-point Gauss rule of the whole mixture (the lag points, each spread by the jitter: exact for its moments up
-to ``2k − 1``; as ``σ → 0`` it is the lag points themselves), so the jitter costs ``k`` evaluations per step instead
-of 15 (:func:`_gauss_rule`)."""
+JITTER_RULE_NODES = 5
+"""How a jittered step's lag points and its jitter are integrated (with :data:`LOAD_JITTER` on): ``k > 0`` (round
+16), one ``k``-point Gauss rule of the whole mixture (the lag points, each spread by the jitter: exact for its moments
+up to ``2k − 1``; as ``σ → 0`` it is the lag points themselves), so the jitter costs ``k`` evaluations per step
+instead of 15 (:func:`_gauss_rule`): the oracle's replay as accurate as round 15's rule and 3x faster; ``0`` (round
+15), every lag point on its own :data:`JITTER_NODES` Gauss-Hermite nodes (``N_EFFECTIVE × JITTER_NODES``)."""
 JITTER_LEVELS = 1
 """``1``: every step jittered by :data:`LOAD_JITTER` itself. ``L > 1`` (round 16): the jitter is a dimension of the
 grid, ``σ ∈ {0, σ₀, …, (L − 1) σ₀}`` with ``σ₀`` = :data:`LOAD_JITTER`, no jitter with prior probability 1/2 and the

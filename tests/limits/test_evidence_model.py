@@ -444,6 +444,7 @@ def test_load_jitter_reads_each_step_over_a_normal_spread_of_its_log_load(monkey
     pts = np.log(np.array([0.8, 0.9, 1.0]))
     same, w0 = model._jittered(pts, 0.0)
     assert same.tolist() == pts.tolist() and np.exp(w0).tolist() == pytest.approx([1 / 3] * 3, rel=1e-15)
+    monkeypatch.setattr(model, "JITTER_RULE_NODES", 0)  # round 15's rule: each point on its own nodes
     sigma = 0.05
     monkeypatch.setattr(model, "LOAD_JITTER", sigma)
     x, lw = model._jittered(pts, sigma)
@@ -516,6 +517,7 @@ def test_the_jitter_on_the_grid_is_one_level_for_every_step(monkeypatch):
     sigma, alpha = 0.05, 0.01
     monkeypatch.setattr(model, "LOAD_JITTER", sigma)
     monkeypatch.setattr(model, "JITTER_LEVELS", 3)
+    monkeypatch.setattr(model, "JITTER_RULE_NODES", 0)
     monkeypatch.setattr(model, "JITTER_NODES", 41)
     monkeypatch.setattr(model, "BETAS", np.geomspace(1.0, 10.0, 4))
     steps = [(0.9, 400, 1), (1.0, 200, 6)]
