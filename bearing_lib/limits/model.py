@@ -124,8 +124,9 @@ JITTER_RULE_NODES = 5
 """How a jittered step's lag points and its jitter are integrated (with :data:`LOAD_JITTER` on): ``k > 0`` (round
 16), one ``k``-point Gauss rule of the whole mixture (the lag points, each spread by the jitter: exact for its moments
 up to ``2k − 1``; as ``σ → 0`` it is the lag points themselves), so the jitter costs ``k`` evaluations per step
-instead of 15 (:func:`_gauss_rule`): the oracle's replay as accurate as round 15's rule and 3x faster; ``0`` (round
-15), every lag point on its own :data:`JITTER_NODES` Gauss-Hermite nodes (``N_EFFECTIVE × JITTER_NODES``)."""
+instead of 15 where the lag spreads a step (:func:`_gauss_rule`; a step without lag, e.g. a separate run, takes the
+same five Gauss-Hermite nodes as before): the oracle's replay as accurate as round 15's rule and ~3x faster; ``0``
+(round 15), every lag point on its own :data:`JITTER_NODES` nodes (``N_EFFECTIVE × JITTER_NODES``)."""
 JITTER_LEVELS = 1
 """``1``: every step jittered by :data:`LOAD_JITTER` itself. ``L > 1`` (round 16): the jitter is a dimension of the
 grid, ``σ ∈ {0, σ₀, …, (L − 1) σ₀}`` with ``σ₀`` = :data:`LOAD_JITTER`, no jitter with prior probability 1/2 and the
