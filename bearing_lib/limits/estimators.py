@@ -89,6 +89,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     interval = None
     # every usable step's evidence (a step too small for a percentile on its own still counts)
     pool = usable_steps(judged, tables)
+    several_runs = not tables and ev_mod.runs_pooled(pool) > 1
     if tables:
         evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
         if assumed_n:
@@ -123,7 +124,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             offered = earlier.get(c.text)
             why_not = None if offered is None else shape_mod.mismatch(offered, unit, step_s)
             prior = None if offered is None or why_not else shape_mod.prior_array(offered, model.BETAS, concs)
-            cp = clause_posterior(c, evidence[c.text], edges, tables, prior)
+            cp = clause_posterior(c, evidence[c.text], edges, tables, prior, pooled_runs=several_runs)
             clause_posts.append(cp)
             if offered is not None:
                 notes.append(shape_mod.shape_note(c.text, cp if prior is not None else None, offered,
@@ -162,9 +163,11 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         if deffs:
             interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
                          "slow requests come in queue episodes)")
-        if not tables and model.LOAD_JITTER > 0:
-            interval += (f"; each step read at a load jittered by {model.LOAD_JITTER:.0%} (log-normal: queue episodes "
-                         "make a step's verdict near capacity partly luck)")
+        jitter = max(model.LOAD_JITTER, model.POOLED_JITTER if several_runs else 0.0) if not tables else 0.0
+        if jitter > 0:
+            interval += (f"; each step read at a load jittered by {jitter:.0%} (log-normal: "
+                         + ("separate runs pooled, " if several_runs and jitter > model.LOAD_JITTER else "")
+                         + "queue episodes make a step's verdict near capacity partly luck)")
         took = [s for s in shapes if s.prior_used]
         if took:
             interval += (f"; the shape (steepness, step-to-step variability) of {', '.join(s.clause for s in took)} "
@@ -406,15 +409,17 @@ class ModelOptions:
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
 
 
-def model_options(c: Clause, tables: bool) -> ModelOptions:
+def model_options(c: Clause, tables: bool, pooled_runs: bool = False) -> ModelOptions:
     """How the model reads one clause: a table's steps are separate runs summarised by percentiles (no floor
-    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance."""
+    for a percentile, sampling noise only); a trace's percentile floor stays below the allowance; the steps of
+    pooled runs (``pooled_runs``) take :data:`model.POOLED_JITTER` where it exceeds :data:`model.LOAD_JITTER`."""
     if tables:
         return ModelOptions(floor=c.kind != "percentile", concentrations=model.TABLE_CONCENTRATIONS, jitter=0.0)
+    jitter = max(model.LOAD_JITTER, model.POOLED_JITTER) if pooled_runs else None
     if c.kind == "percentile" and not model.PERCENTILE_FLOOR:
-        return ModelOptions(floor=False)
+        return ModelOptions(floor=False, jitter=jitter)
     return ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES if c.kind == "percentile"
-                         else model.FLOOR_MULTIPLES, ceiling=model.CEILING)
+                         else model.FLOOR_MULTIPLES, ceiling=model.CEILING, jitter=jitter)
 
 
 def _concentrations(c: Clause, tables: bool) -> np.ndarray:
@@ -423,10 +428,11 @@ def _concentrations(c: Clause, tables: bool) -> np.ndarray:
 
 
 def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
-                     tables: bool, shape_prior: np.ndarray | None = None) -> model.ClausePosterior:
+                     tables: bool, shape_prior: np.ndarray | None = None,
+                     pooled_runs: bool = False) -> model.ClausePosterior:
     """:func:`model.clause_posterior` of one clause over its local evidence, with its options (and an earlier
     test's shape as the prior of its own, ``limits.shapes``)."""
-    o = model_options(c, tables)
+    o = model_options(c, tables, pooled_runs)
     allowed = pooled.allowed_share(c)
     return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
                                   concentrations=o.concentrations, floor_multiples=o.floor_multiples,

@@ -43,8 +43,18 @@ RISING_AS_BOUND = False
 own load's bad share (``k`` or more of ``n``: a queue still filling reads fewer slow requests than its steady state)
 instead of as a count read anywhere back to the previous load (the lag). Measured in docs/oracle.md, round 14."""
 
+POOLED_RISING_AS_BOUND = True
+""":data:`RISING_AS_BOUND` for the steps of **pooled runs** only (a test and its follow-up, ``fit_limits(...,
+pool_runs=True)``), with :data:`limits.model.POOLED_JITTER`: adopted in round 16 (docs/oracle.md; a single run's
+fit keeps the lag reading, which round 14 measured more accurate at 120 s)."""
+
 POOL_STEP_OFFSET = 100_000
 """Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
+
+
+def runs_pooled(steps: Sequence[_Judged]) -> int:
+    """How many pooled runs these steps come from (1: one run; step numbers in blocks of :data:`POOL_STEP_OFFSET`)."""
+    return len({int(j.row.step) // POOL_STEP_OFFSET for j in steps}) or 1
 
 
 class _Judged(Protocol):
@@ -173,7 +183,9 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                    reps: ReplicateTable | None = None) -> dict[str, list[Evidence]]:
     """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
     block-bootstrap replicates (``reps``: the (run, mix) group's table, ``limits.replicates``; its bad shares)
-    deflated by their design effect (:func:`design_effect`)."""
+    deflated by their design effect (:func:`design_effect`). A step whose queue still rose is a lower bound with
+    :data:`RISING_AS_BOUND`, or with :data:`POOLED_RISING_AS_BOUND` where the steps come from pooled runs."""
+    rising_as_bound = RISING_AS_BOUND or (POOLED_RISING_AS_BOUND if runs_pooled(pool) > 1 else False)
     before = _continuity(pool)
     thr = [float(j.row.throughput_rps) for j in pool if j.row.throughput_rps]
     capacity = max(thr) if thr else None
@@ -209,8 +221,8 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                 episodes = max(1.0, float(d) / (EPISODE_TAUS * tau))
                 deff = max(deff, (n + u) / max(episodes, 1.0) / EPISODE_REQS)
             deff = min(max(deff, 1.0), n + u)
-            if RISING_AS_BOUND and j.not_steady and (RISING_AS_BOUND != "over" or k > allowed_share(c) * n):
-                lagged = RISING_AS_BOUND == "lagged"
+            if rising_as_bound and j.not_steady and (rising_as_bound != "over" or k > allowed_share(c) * n):
+                lagged = rising_as_bound == "lagged"
                 out[c.text].append(Evidence(x=float(j.x), n=(n + u) / deff, k_lo=k / deff, k_hi=(n + u) / deff,
                                             x_from=before.get(int(row.step)) if lagged else None,
                                             lag=lag if lagged else 0.0, deff=deff, rising=True))

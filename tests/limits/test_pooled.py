@@ -183,3 +183,33 @@ def test_the_limits_json_types_load_without_scipy_stats():
             "print('scipy.stats' in sys.modules, 'bearing_lib.limits.curves' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_pooled_runs_take_their_own_jitter_and_bound_and_a_single_run_does_not(monkeypatch):
+    """``model.POOLED_JITTER`` and ``evidence.POOLED_RISING_AS_BOUND`` (docs/oracle.md, round 16) act on the model's
+    fit of pooled runs only: it is then the fit with the global switches (``LOAD_JITTER``, ``RISING_AS_BOUND``) set
+    alike, and a single run's fit is the fit with every switch off, to the last digit."""
+    from bearing_lib.limits import evidence, model
+
+    rates = [2.0, 4.0, 5.0, 6.0, 8.0]
+    t1 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=1, run_id="a"))
+    t2 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=2, run_id="b"))
+
+    def q(items, pool):
+        lim = fit_limits(items, "p99(latency) <= 1s", mixes="none", n_boot=0, pool_runs=pool,
+                         estimator="model").limits[0]
+        return lim.q_ult.value, tuple(lim.q_ult.ci95), lim.q_ult.interval_method
+
+    assert (model.POOLED_JITTER, evidence.POOLED_RISING_AS_BOUND) == (0.03, True)  # the defaults (round 16)
+    pooled_runs, single = q([t1, t2], True), q([t1], False)
+    monkeypatch.setattr(model, "POOLED_JITTER", 0.0)
+    monkeypatch.setattr(evidence, "POOLED_RISING_AS_BOUND", False)
+    off_pooled, off_single = q([t1, t2], True), q([t1], False)
+    assert single == off_single
+    assert pooled_runs[:2] != off_pooled[:2]
+    assert "jittered by 3% (log-normal: separate runs pooled" in pooled_runs[2]
+    monkeypatch.setattr(model, "LOAD_JITTER", 0.03)
+    monkeypatch.setattr(evidence, "RISING_AS_BOUND", True)
+    both = q([t1, t2], True)
+    assert both[:2] == pooled_runs[:2]
+    assert "separate runs pooled" not in both[2] and "jittered by 3%" in both[2]
