@@ -74,11 +74,14 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 floors: list[FailureFloor], level: float, n_boot: int, u: str, passes: list[float],
                 fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
                 notes: list[str], reps: ReplicateTable | None = None,
-                earlier: Mapping[str, ClauseShape] | None = None, earlier_source: str | None = None) -> LimitEstimate:
+                earlier: Mapping[str, ClauseShape] | None = None, earlier_source: str | None = None,
+                pooled_runs: bool = False) -> LimitEstimate:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md).
 
     ``earlier``: an earlier test's shape per clause text (``limits.shapes``), the prior of each clause's steepness
-    and step-to-step variability where this test's steps favour it."""
+    and step-to-step variability where this test's steps favour it. ``pooled_runs``: the steps are those of several
+    runs pooled (``fit_limits(..., pool_runs=True)``), read with :data:`model.POOLED_JITTER` and
+    :data:`evidence.POOLED_RISING_AS_BOUND`."""
     broken_clauses = {f.clause for f in floors if f.breaks_clause}
     unit = u if u != "load" else None
     estimator = model.ESTIMATOR
@@ -89,14 +92,16 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     interval = None
     # every usable step's evidence (a step too small for a percentile on its own still counts)
     pool = usable_steps(judged, tables)
-    several_runs = not tables and ev_mod.runs_pooled(pool) > 1
+    several_runs = pooled_runs and not tables
+    # the load jitter the steps are read at (model_options): a shape learned at one is offered only at the same
+    jitter = 0.0 if tables else max(model.LOAD_JITTER, model.POOLED_JITTER if several_runs else 0.0)
     if tables:
         evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
         if assumed_n:
             notes.append("load-point table without request counts: the reported percentiles are taken as the "
                          "steps' exact quantiles (the interval assumes many requests per step)")
     else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps)
+        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps, pooled_runs=several_runs)
     ev_x = [e.x for evs in evidence.values() for e in evs]
     # the steady-state pseudo-clause reads every step whose queue was watched: the judged ones and the usable
     # ones too thin for a percentile on their own (a 60 s step of 150 requests whose queue settled says the
@@ -122,14 +127,14 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 continue
             concs = _concentrations(c, tables)
             offered = earlier.get(c.text)
-            why_not = None if offered is None else shape_mod.mismatch(offered, unit, step_s)
+            why_not = None if offered is None else shape_mod.mismatch(offered, unit, step_s, jitter)
             prior = None if offered is None or why_not else shape_mod.prior_array(offered, model.BETAS, concs)
             cp = clause_posterior(c, evidence[c.text], edges, tables, prior, pooled_runs=several_runs)
             clause_posts.append(cp)
             if offered is not None:
                 notes.append(shape_mod.shape_note(c.text, cp if prior is not None else None, offered,
                                                   earlier_source or "an earlier test", model.SHAPE_GATE, why_not))
-            sh = shape_mod.clause_shape(cp, model.BETAS, concs, offered, earlier_source, unit, step_s)
+            sh = shape_mod.clause_shape(cp, model.BETAS, concs, offered, earlier_source, unit, step_s, jitter)
             if sh is not None:
                 shapes.append(sh)
         kept = []
@@ -163,7 +168,6 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         if deffs:
             interval += (f"; each step's counts divided by its block-bootstrap design effect (up to {max(deffs):.3g}: "
                          "slow requests come in queue episodes)")
-        jitter = max(model.LOAD_JITTER, model.POOLED_JITTER if several_runs else 0.0) if not tables else 0.0
         if jitter > 0:
             interval += (f"; each step read at a load jittered by {jitter:.0%} (log-normal: "
                          + ("separate runs pooled, " if several_runs and jitter > model.LOAD_JITTER else "")

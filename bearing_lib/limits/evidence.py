@@ -52,11 +52,6 @@ POOL_STEP_OFFSET = 100_000
 """Pooled runs number their steps ``run index × POOL_STEP_OFFSET + step`` (``limits.fit``)."""
 
 
-def runs_pooled(steps: Sequence[_Judged]) -> int:
-    """How many pooled runs these steps come from (1: one run; step numbers in blocks of :data:`POOL_STEP_OFFSET`)."""
-    return len({int(j.row.step) // POOL_STEP_OFFSET for j in steps}) or 1
-
-
 class _Judged(Protocol):
     """What the evidence reads of a judged step (``limits.judging.JudgedStep``): its curve row and load."""
 
@@ -180,12 +175,13 @@ def _borrowed_deff(x: float, none_bad: bool, known: list[tuple[float, float]]) -
 
 
 def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
-                   reps: ReplicateTable | None = None) -> dict[str, list[Evidence]]:
+                   reps: ReplicateTable | None = None, pooled_runs: bool = False) -> dict[str, list[Evidence]]:
     """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
     block-bootstrap replicates (``reps``: the (run, mix) group's table, ``limits.replicates``; its bad shares)
     deflated by their design effect (:func:`design_effect`). A step whose queue still rose is a lower bound with
-    :data:`RISING_AS_BOUND`, or with :data:`POOLED_RISING_AS_BOUND` where the steps come from pooled runs."""
-    rising_as_bound = RISING_AS_BOUND or (POOLED_RISING_AS_BOUND if runs_pooled(pool) > 1 else False)
+    :data:`RISING_AS_BOUND`, or with :data:`POOLED_RISING_AS_BOUND` where the steps are those of several runs pooled
+    (``pooled_runs``)."""
+    rising_as_bound = RISING_AS_BOUND or (POOLED_RISING_AS_BOUND if pooled_runs else False)
     before = _continuity(pool)
     thr = [float(j.row.throughput_rps) for j in pool if j.row.throughput_rps]
     capacity = max(thr) if thr else None

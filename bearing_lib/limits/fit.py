@@ -283,7 +283,7 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: ReplicateTable | None,
     totals: StepTotals, n_boot: int, level: float, estimator: str = "pooled",
-    settle: Mapping[int, StepSettling] | None = None, shapes: ShapePriors | None = None,
+    settle: Mapping[int, StepSettling] | None = None, shapes: ShapePriors | None = None, pooled: bool = False,
 ) -> MixLimit:
     # the curve's rows typed once (limits.curve_row); the polars rows stay for saturation_cap (limits.curves)
     typed = sorted((CurveRow.of(r) for r in rows),
@@ -318,7 +318,7 @@ def _fit_group(
         notes += [why] if why else []
     if tables or estimator == "model":
         est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                                     first_fail, notes, reps, earlier, earlier_source)
+                                     first_fail, notes, reps, earlier, earlier_source, pooled)
     else:
         est = estimators.trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails,
                                      contradict, first_fail, last_pass, notes)
@@ -331,7 +331,7 @@ def _fit_group(
                          "step passes on its own: the model of every step's counts (limits.model) gives the limit and "
                          "its interval")
             est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails,
-                                         contradict, first_fail, notes, reps, earlier, earlier_source)
+                                         contradict, first_fail, notes, reps, earlier, earlier_source, pooled)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
@@ -696,7 +696,8 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
                                    reason=f"holds {share:.1%} of the run's requests (< min_share {min_share:.0%})"))
         else:
             lim = _fit_run_mix(it, prep, run, mix, mix_by_name.get(mix, Mix(mix, {})), part, totals_df, sla_obj,
-                               n_boot, level, estimator, metric, seed, share, shapes)
+                               n_boot, level, estimator, metric, seed, share, shapes,
+                               pooled=str(run) in pooled_runs)
             lim.t_recover = recovery.get(str(run))
             lim.t_recover_s = lim.t_recover.value_s if lim.t_recover else None
             _run_notes(lim, part.height, totals_df.filter(pl.col("run_id") == run).height, pooled_runs)
@@ -709,7 +710,7 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
 def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, run: object, mix: object,
                  mix_obj: Mix, part: pl.DataFrame, totals_df: pl.DataFrame, sla_obj: SLA, n_boot: int, level: float,
                  estimator: str, metric: str, seed: int, share: float,
-                 shapes: ShapePriors | None = None) -> MixLimit:
+                 shapes: ShapePriors | None = None, pooled: bool = False) -> MixLimit:
     """The limit of one (run, mix) group of an input (``prep`` None for a load-point table), with its failure
     floors described, its curve enriched and each step's MSER warm-up."""
     tables = prep is None
@@ -719,7 +720,7 @@ def _fit_run_mix(it: RequestTrace | LoadPointTable, prep: _TraceInputs | None, r
     tot = StepTotals.of_frame(totals_df.filter(pl.col("run_id") == run))
     lim = _fit_group(str(run), mix_obj, part.to_dicts(), sla_obj, tables,
                      None if reps is None else reps.table(run, mix), tot, 0 if reps is None else n_boot, level,
-                     estimator, None if prep is None else prep.settle.of(run, mix), shapes)
+                     estimator, None if prep is None else prep.settle.of(run, mix), shapes, pooled)
     lim.share = share
     if prep is None or prep.steady is None:
         _enrich(lim, part, metric, seed, None, sla_obj)

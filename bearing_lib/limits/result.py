@@ -415,6 +415,9 @@ class ClauseShape:
     """The load unit of the test (``rps``, ``concurrency`` ...): ``β`` is per log load of that unit's axis."""
     step_s: float | None = None
     """The median duration of the test's steps: the step-to-step variability ``c`` is that of steps this long."""
+    jitter: float | None = None
+    """The load jitter the steps were read at (``limits.model``: σ in log load; 0 for a single run, 0.03 for runs
+    pooled since round 16); a shape is offered only to a test read at the same; None: not recorded (an older file)."""
 
 
 @dataclass

@@ -112,9 +112,10 @@ def prior_array(shape: ClauseShape, betas: np.ndarray, concentrations: np.ndarra
     return w if w.shape == (len(betas), len(concentrations)) else None
 
 
-def mismatch(shape: ClauseShape, unit: str | None, step_s: float | None) -> str | None:
-    """Why an earlier shape does not fit this test's design (another load axis, steps of another length); None when
-    it does or the earlier file does not say (written before these were recorded)."""
+def mismatch(shape: ClauseShape, unit: str | None, step_s: float | None, jitter: float | None = None) -> str | None:
+    """Why an earlier shape does not fit this test's design (another load axis, steps of another length, steps read
+    at another load jitter); None when it does or the earlier file does not say (written before these were
+    recorded)."""
     w = np.asarray(shape.weights, float)
     if w.size == 0 or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
         return "its weights are not a distribution (finite, non-negative, a positive sum): an edited or damaged file?"
@@ -123,12 +124,16 @@ def mismatch(shape: ClauseShape, unit: str | None, step_s: float | None) -> str 
     if shape.step_s and step_s and max(shape.step_s, step_s) / min(shape.step_s, step_s) > STEP_RATIO:
         return (f"its steps lasted {shape.step_s:.4g} s, this test's {step_s:.4g} s (the step-to-step variability is "
                 f"that of steps so long; only pairs within a factor {STEP_RATIO:g} were measured)")
+    if shape.jitter is not None and jitter is not None and abs(shape.jitter - jitter) > 1e-9:
+        return (f"its steps were read at a load jitter of {shape.jitter:.0%}, this test's at {jitter:.0%} (separate "
+                "runs pooled are read with one, a single run without: the steepness and step-to-step variability "
+                "of one reading are not those of the other)")
     return None
 
 
 def clause_shape(post: ClausePosterior, betas: np.ndarray, concentrations: np.ndarray,
                  offered: ClauseShape | None, source: str | None, unit: str | None = None,
-                 step_s: float | None = None) -> ClauseShape | None:
+                 step_s: float | None = None, jitter: float | None = None) -> ClauseShape | None:
     """The shape a limit writes: this test's own posterior, and what became of an earlier shape offered to it."""
     if post.shape is None:
         return None
@@ -139,7 +144,7 @@ def clause_shape(post: ClausePosterior, betas: np.ndarray, concentrations: np.nd
                        weights=[[float(f"{x:.6g}") for x in row] for row in w],
                        prior_from=source if offered is not None else None,
                        bayes_factor=bf, prior_used=post.shape_used, unit=unit,
-                       step_s=None if step_s is None else float(f"{step_s:.6g}"))
+                       step_s=None if step_s is None else float(f"{step_s:.6g}"), jitter=jitter)
 
 
 def shape_note(clause: str, post: ClausePosterior | None, offered: ClauseShape, source: str, gate: float,

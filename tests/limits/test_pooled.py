@@ -191,9 +191,10 @@ def test_pooled_runs_take_their_own_jitter_and_bound_and_a_single_run_does_not(m
     alike, and a single run's fit is the fit with every switch off, to the last digit."""
     from bearing_lib.limits import evidence, model
 
-    rates = [2.0, 4.0, 5.0, 6.0, 8.0]
-    t1 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=1, run_id="a"))
-    t2 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=2, run_id="b"))
+    # 60 s steps, two above the service rate 10/s: three steps' queues still rise there, so the bound acts
+    rates = [2.0, 4.0, 5.0, 6.0, 8.0, 11.0, 14.0]
+    t1 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=60.0, seed=1, run_id="a"))
+    t2 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=60.0, seed=2, run_id="b"))
 
     def q(items, pool):
         lim = fit_limits(items, "p99(latency) <= 1s", mixes="none", n_boot=0, pool_runs=pool,
@@ -202,9 +203,11 @@ def test_pooled_runs_take_their_own_jitter_and_bound_and_a_single_run_does_not(m
 
     assert (model.POOLED_JITTER, evidence.POOLED_RISING_AS_BOUND) == (0.03, True)  # the defaults (round 16)
     pooled_runs, single = q([t1, t2], True), q([t1], False)
-    monkeypatch.setattr(model, "POOLED_JITTER", 0.0)
     monkeypatch.setattr(evidence, "POOLED_RISING_AS_BOUND", False)
+    jitter_alone = q([t1, t2], True)
+    monkeypatch.setattr(model, "POOLED_JITTER", 0.0)
     off_pooled, off_single = q([t1, t2], True), q([t1], False)
+    assert jitter_alone[:2] != pooled_runs[:2] and jitter_alone[:2] != off_pooled[:2]  # each switch acts
     assert single == off_single
     assert pooled_runs[:2] != off_pooled[:2]
     assert "jittered by 3% (log-normal: separate runs pooled" in pooled_runs[2]

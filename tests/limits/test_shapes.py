@@ -171,8 +171,15 @@ def test_fit_limits_reads_an_earlier_tests_shape_and_says_so(tmp_path):
     (sh3,) = other.limits[0].shapes
     assert not sh3.prior_used and sh3.bayes_factor is None
     assert any("was not used: its steps lasted" in n for n in other.limits[0].notes)
+    # steps read at another load jitter (a shape of pooled runs offered to a single run)
+    assert sh.jitter == 0.0
+    d["mixes"][0]["shapes"][0].update(step_s=sh.step_s, jitter=0.03)
+    other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
+    assert not other.limits[0].shapes[0].prior_used
+    assert any("was not used: its steps were read at a load jitter of 3%, this test's at 0%" in n
+               for n in other.limits[0].notes)
     # another load axis
-    d["mixes"][0]["shapes"][0].update(step_s=sh.step_s, unit="concurrency")
+    d["mixes"][0]["shapes"][0].update(step_s=sh.step_s, unit="concurrency", jitter=0.0)
     other = _mm1_limits(2, "b" * 64, shape_from=LimitsResult.from_dict(d))
     assert any("its load axis is concurrency, this test's rps" in n for n in other.limits[0].notes)
     # weights that are no distribution (an edited file): not used, said as such rather than as another grid
