@@ -172,6 +172,9 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             interval += (f"; each step read at a load jittered by {jitter:.0%} (log-normal: "
                          + ("separate runs pooled, " if several_runs and jitter > model.LOAD_JITTER else "")
                          + "queue episodes make a step's verdict near capacity partly luck)")
+        if any(e.rising for evs in evidence.values() for e in evs):
+            interval += ("; a step whose queue still rose read as a lower bound of its own load's bad share"
+                         + (" (separate runs pooled)" if several_runs and not ev_mod.RISING_AS_BOUND else ""))
         took = [s for s in shapes if s.prior_used]
         if took:
             interval += (f"; the shape (steepness, step-to-step variability) of {', '.join(s.clause for s in took)} "

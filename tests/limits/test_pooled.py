@@ -211,8 +211,10 @@ def test_pooled_runs_take_their_own_jitter_and_bound_and_a_single_run_does_not(m
     assert single == off_single
     assert pooled_runs[:2] != off_pooled[:2]
     assert "jittered by 3% (log-normal: separate runs pooled" in pooled_runs[2]
+    assert "a step whose queue still rose read as a lower bound of its own load's bad share (separate runs pooled)" \
+        in pooled_runs[2] and "lower bound" not in single[2]
     monkeypatch.setattr(model, "LOAD_JITTER", 0.03)
     monkeypatch.setattr(evidence, "RISING_AS_BOUND", True)
     both = q([t1, t2], True)
-    assert both[:2] == pooled_runs[:2]
+    assert both[:2] == pooled_runs[:2] and "read as a lower bound of its own load's bad share;" in both[2] + ";"
     assert "separate runs pooled" not in both[2] and "jittered by 3%" in both[2]
