@@ -135,7 +135,7 @@ def _child_limits_model(path: str) -> dict:
     return _child_limits(path, estimator="model")
 
 
-def _child_stats(path: str) -> dict:
+def _child_stats(path: str, estimator: str = "pooled") -> dict:
     """The same fit as ``_child_limits`` from per-step statistics (``limits.stepstats``: streaming queries over the
     file, no request held): ``fit_limits_dataset(FILE, stats=True)``, the embedded engine."""
     from bearing_lib.data.mixes import Mix, MixSpec
@@ -146,13 +146,18 @@ def _child_stats(path: str) -> dict:
                     Mix("cached", {"input_tokens": (1024, 4096)}),
                     Mix("long", {"input_tokens": (4096, float("inf"))})))
     res = fit_limits_dataset(path, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0,
-                             engine="embedded", stats=True)
+                             engine="embedded", stats=True, estimator=estimator)
     t1 = time.perf_counter()
     return {"rows": int(res.curve["n_requests"].sum()), "fit_limits_s": t1 - t0, "total_s": t1 - t0,
             "groups": res.curve.height, "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
 
 
-def _child_limits_dataset(path: str) -> dict:
+def _child_stats_model(path: str) -> dict:
+    """``_child_stats`` with ``estimator="model"`` (``--only-limits``)."""
+    return _child_stats(path, estimator="model")
+
+
+def _child_limits_dataset(path: str, estimator: str = "pooled") -> dict:
     """The same fit as ``_child_limits`` on the same requests stored as a ``step=`` partitioned Parquet
     dataset, through the embedded engine (``bearing limits DATASET --engine embedded``)."""
     from bearing_lib.data.mixes import Mix, MixSpec
@@ -163,9 +168,14 @@ def _child_limits_dataset(path: str) -> dict:
                     Mix("cached", {"input_tokens": (1024, 4096)}),
                     Mix("long", {"input_tokens": (4096, float("inf"))})))
     res = fit_limits(path, ["p99(ttft) <= 50ms", "error_rate <= 1%"], mixes=spec, n_boot=1000, seed=0,
-                     engine="embedded")
+                     engine="embedded", estimator=estimator)
     return {"rows": int(res.curve["n_requests"].sum()), "fit_limits_s": time.perf_counter() - t0,
             "limits": [(m.mix.name, m.q_ult.statement) for m in res.limits]}
+
+
+def _child_limits_dataset_model(path: str) -> dict:
+    """``_child_limits_dataset`` with ``estimator="model"`` (``--only-limits``)."""
+    return _child_limits_dataset(path, estimator="model")
 
 
 def _child_aggregate(path: str) -> dict:
@@ -355,14 +365,20 @@ def main() -> None:
             f = pl.read_parquet(p1)
             f.drop([c for c in f.columns if f[c].null_count() == f.height]).write_parquet(ds, partition_by=["step"])
             del f
-        lim = _run_child("limits", p1)
-        mod = _run_child("limits_model", p1)
-        dsr = _run_child("limits_dataset", ds)
-        print(json.dumps({"limits": lim, "limits_model": mod, "limits_dataset": dsr}, indent=2))
-        for name, r in (("in memory (one file)", lim), ("in memory, estimator model", mod),
-                        ("dataset, embedded engine", dsr)):
+        runs = {k: _run_child(k, p) for k, p in (("limits", p1), ("limits_model", p1), ("limits_dataset", ds),
+                                                  ("limits_dataset_model", ds), ("stats", p1), ("stats_model", p1),
+                                                  ("reference", p1))}
+        print(json.dumps(runs, indent=2))
+        for name, r in (("in memory (one file)", runs["limits"]), ("in memory, estimator model", runs["limits_model"]),
+                        ("dataset, embedded engine", runs["limits_dataset"]),
+                        ("dataset, embedded engine, estimator model", runs["limits_dataset_model"]),
+                        ("per-step statistics (one file)", runs["stats"]),
+                        ("per-step statistics, estimator model", runs["stats_model"])):
             print(f"limits {name}: {r['rows']:,} rows, fit_limits {r['fit_limits_s']:.2f} s, "
                   f"peak {r['peak_rss_mib']:.0f} MiB, process {r['process_wall_s']:.1f} s")
+        ref = runs["reference"]
+        print(f"reference, polars-lazy task (c) on the same file: {ref['total_s']:.2f} s, "
+              f"peak {ref['peak_rss_mib']:.0f} MiB, process {ref['process_wall_s']:.1f} s")
         return
     if not p10.exists():
         _synth(args.rows_agg, 20, p10, seed=2)

@@ -271,7 +271,7 @@ class EarlierShape:
 
     path: Path | None
 
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> dict[str, str | bool]:
         """The notebook parameters it sets (papermill's edge: names to plain values). The path as the reports
         folder was given (relative to the working directory, which the notebooks share): the limits name it so in
         ``prior_from`` and their notes."""

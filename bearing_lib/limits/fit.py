@@ -809,8 +809,6 @@ def fit_limits(
 
     if estimator not in ESTIMATORS:
         raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    if estimator != "pooled" and (engine is not None or isinstance(data, (str, Path, ParquetDataset))):
-        raise ParameterError("estimator='model' runs in memory; it does not combine with an engine (yet)")
     if shape_from is not None:
         check_shape_from(data, estimator, engine)
     if engine is not None or isinstance(data, (str, Path, ParquetDataset)):
@@ -820,7 +818,8 @@ def fit_limits(
             raise ParameterError(f"engine={engine!r} reads a Parquet dataset: pass its path (file, folder, glob or "
                                  f"URL), got {type(data).__name__}")
         return fit_limits_dataset(data, sla, mixes, weights, n_boot, seed, engine=engine or "embedded",
-                                  scheduler=scheduler, min_share=min_share, level=level, options=options)
+                                  scheduler=scheduler, min_share=min_share, level=level, options=options,
+                                  estimator=estimator)
     sla_obj = _as_sla(sla)
     items = _unique_runs(_as_items(data))
     notes = list(sla_obj.notes())
@@ -910,7 +909,8 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
 
 
 def _fit_part(frame: pl.DataFrame, *, time_origin: str, source: str, sla: object, spec: MixSpec, n_boot: int,
-              seed: int, min_share: float, level: float, options: CurveOptions | None) -> list | None:
+              seed: int, min_share: float, level: float, options: CurveOptions | None,
+              estimator: str = "pooled") -> list | None:
     """One partition's whole runs -> one :class:`LimitsResult` per run (``fit_limits`` on the run's requests).
 
     The run is the smallest unit that needs no request on the client: the bootstrap replicates,
@@ -930,7 +930,7 @@ def _fit_part(frame: pl.DataFrame, *, time_origin: str, source: str, sla: object
         trace = RequestTrace(part, Provenance(source=source, format="parquet-dataset", tool="bearing engine",
                                               sha256="", time_origin=time_origin))  # type: ignore[arg-type]
         out.append((str(run), fit_limits(trace, sla, mixes=spec, n_boot=n_boot, seed=seed, min_share=min_share,
-                                         level=level, options=options)))
+                                         level=level, options=options, estimator=estimator)))
     return out or None
 
 
@@ -957,6 +957,7 @@ def fit_limits_dataset(
     level: float = 0.95,
     options: CurveOptions | None = None,
     stats: bool | str = "auto",
+    estimator: str = "pooled",
 ):  # noqa: ANN201 - LimitsResult
     """``fit_limits`` over a stepped load test stored as a Parquet dataset, run by an engine.
 
@@ -974,9 +975,13 @@ def fit_limits_dataset(
     one-run test they equal ``fit_limits(load(file), ...)`` exactly). ``mixes="auto"`` is
     resolved once, over the token columns of every stepped request, in this process.
     ``conditions.extra["engine"]`` records where the work ran (engine, scheduler,
-    workers, partitions).
+    workers, partitions). ``estimator`` is :func:`fit_limits`' (``pooled`` or ``model``): the model reads each
+    step's counts and its bootstrap's design effects, which both paths compute (from the statistics, the per-block
+    counts of the histograms: within their resolution).
     """
 
+    if estimator not in ESTIMATORS:
+        raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
     sla_obj = _as_sla(sla)
     share = DEFAULT_MIN_SHARE if min_share is None else min_share
     if n_boot < 0:
@@ -1000,9 +1005,9 @@ def fit_limits_dataset(
         if stats is True or (stats == "auto" and facts["n_step"] >= STATS_MIN_REQUESTS):
             return _fit_stats(ds, eng, sla_obj, spec, mode, notes, origin, weights, n_boot=n_boot, seed=seed,
                               min_share=share, level=level, options=options,
-                              trend_metric="ttft_ms" if facts["n_ttft"] else "latency_ms")
+                              trend_metric="ttft_ms" if facts["n_ttft"] else "latency_ms", estimator=estimator)
         fn = functools.partial(_fit_part, time_origin=origin, source=ds.path, sla=sla_obj, spec=spec, n_boot=n_boot,
-                               seed=seed, min_share=share, level=level, options=options)
+                               seed=seed, min_share=share, level=level, options=options, estimator=estimator)
         cols = list(ds.columns) + [c for c in ds.hive_columns if c not in ds.columns]
         groups = run_file_groups(ds, tab)
         if groups is not None:
@@ -1048,7 +1053,8 @@ STATS_NO_REQUESTS = ("needs per-request data: the fit read per-step statistics (
 
 def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mode: str, notes: list[str],
                origin: str, weights: object, *, n_boot: int, seed: int, min_share: float, level: float,
-               options: CurveOptions | None, trend_metric: str):  # noqa: ANN202 - LimitsResult
+               options: CurveOptions | None, trend_metric: str,
+               estimator: str = "pooled"):  # noqa: ANN202 - LimitsResult
     """``fit_limits`` from per-step sufficient statistics (``limits.stepstats``): the steady windows, the counts,
     the latency histograms and the per-block counts of the bootstrap, each a streaming query over the dataset
     (the statistics' two queries run on the engine, one task per file on Dask, partial tables summed). No
@@ -1075,7 +1081,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     prep = _TraceInputs(curve, None, StepWarmups(), StepSettlings(), reps)
     pcs = sla_obj.percentile_clauses()
     curve, limits, skipped = _fit_input(trace, [trace], spec, sla_obj, extra_q, options, n_boot, rng, seed, level,
-                                        "pooled", min_share, pcs[0].metric if pcs else "latency_ms",
+                                        estimator, min_share, pcs[0].metric if pcs else "latency_ms",
                                         {m.name: m for m in spec.mixes}, {}, notes, None, prep=prep)
     where = eng.description()
     notes.append(
@@ -1098,7 +1104,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     cond.extra = {**cond.extra, "engine": where, "stats": StatsSettings(n_blocks=stepstats.N_BLOCKS,
                                                                         rel_bin=stepstats.REL_BIN,
                                                                         tolerance=stepstats.TOLERANCE)}
-    cond.estimator = "pooled"  # the engines run the pooled estimator only (fit_limits refuses the model there)
+    cond.estimator = estimator
     limits.sort(key=lambda m: (m.run_id, m.mix.name))
     blended = blended_limit(limits, weights, level) if weights is not None else None
     from bearing_lib.common.version import __version__

@@ -226,3 +226,63 @@ def test_limits_notebook_passes_the_engine(small, tmp_path) -> None:
     assert doc["conditions"]["extra"]["engine"]["engine"] == "embedded"
     mem = fit_limits(_trace(f), SLA[:1], mixes="none", n_boot=30)
     assert doc["mixes"][0]["q_ult"]["value"] == mem.limits[0].q_ult.value
+
+
+@pytest.fixture(scope="module")
+def mm1_one_mix(tmp_path_factory):
+    """One run of a pure M/M/1 queue (mu = 1000/s, 6 × 40 s steps): ``p99(ttft) <= 15ms`` is a sojourn P99 of
+    75 ms, whose steady-state limit is ``mu + ln(0.01) / 0.075`` = 938.6 rps (``synth.mm1_limit``)."""
+    f = conform(mm1_frame(RATES, mu_rps=1000.0, step_s=40.0, seed=11, run_id="run-a", error_prob=0.002))
+    ds = tmp_path_factory.mktemp("mm1") / "lt"
+    _write(f, ds, ["step"])
+    return f, ds
+
+
+def test_model_on_an_engine_equals_the_model_in_memory(mm1_one_mix, tmp_path) -> None:
+    """``estimator="model"`` on a Parquet dataset: the embedded engine's task fits the run in memory (the same
+    limit to the last digit), the statistics path reads each step's counts exactly and its design effects from the
+    per-block histogram counts (within 1e-4 relative here), and both cover the closed-form truth."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+    from tests.limits.synth import mm1_limit
+
+    f, ds = mm1_one_mix
+    truth = mm1_limit(1000.0, 0.99, 75.0)
+    assert truth == pytest.approx(938.598, abs=1e-3)
+    mem = fit_limits(_trace(f), SLA, mixes="none", n_boot=100, estimator="model")
+    emb = fit_limits(ds, SLA, mixes="none", n_boot=100, estimator="model")
+    stats = fit_limits_dataset(ds, SLA, mixes="none", n_boot=100, estimator="model", stats=True)
+    pooled = fit_limits(ds, SLA, mixes="none", n_boot=100)
+    assert [r.conditions.estimator for r in (mem, emb, stats, pooled)] == ["model", "model", "model", "pooled"]
+    q = mem.limits[0].q_ult
+    assert q.estimator.startswith("exceedance model") and "credible interval" in q.interval_method
+    assert q.ci95[0] < truth < q.ci95[1] and q.bracket == (900.0, 1000.0)
+    # the pooled estimator's interval is the step grid here, the model's its own posterior, narrower
+    assert pooled.limits[0].q_ult.ci95 == (800.0, 1000.0) and q.ci95[1] - q.ci95[0] < 0.7 * 200.0
+    assert [m.to_dict()["q_ult"] for m in emb.limits] == [m.to_dict()["q_ult"] for m in mem.limits]
+    s = stats.limits[0].q_ult
+    assert s.bracket == q.bracket and s.estimator == q.estimator
+    assert s.value == pytest.approx(q.value, rel=1e-4)
+    assert s.ci95 == pytest.approx(q.ci95, rel=1e-4)
+    out = tmp_path / "l.json"
+    res = CliRunner().invoke(app, ["limits", str(ds), "--engine", "embedded", "--estimator", "model", "--sla", SLA[0],
+                                   "--sla", SLA[1], "--mixes", "none", "--n-boot", "100", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["conditions"]["estimator"] == "model"
+    assert doc["mixes"][0]["q_ult"]["value"] == q.value
+    with pytest.raises(ParameterError, match="estimator must be"):
+        fit_limits_dataset(ds, SLA, mixes="none", n_boot=0, estimator="isotonic")
+
+
+@pytest.mark.slow
+def test_model_on_dask_equals_embedded(mm1_one_mix, cluster) -> None:
+    """The model's limit of a dataset is the same on a Dask LocalCluster as on the embedded engine, whole runs per
+    task and from per-step statistics."""
+    _, ds = mm1_one_mix
+    for stats in (False, True):
+        emb = fit_limits_dataset(ds, SLA, mixes="none", n_boot=100, estimator="model", stats=stats)
+        got = fit_limits_dataset(ds, SLA, mixes="none", n_boot=100, estimator="model", stats=stats, engine=cluster)
+        assert got.conditions.extra["engine"].engine == "dask" and got.conditions.estimator == "model"
+        assert [m.to_dict()["q_ult"] for m in got.limits] == [m.to_dict()["q_ult"] for m in emb.limits], stats

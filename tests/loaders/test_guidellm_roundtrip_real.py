@@ -89,6 +89,32 @@ def test_pooling_both_runs_brackets_the_limit_the_raw_percentiles_show(tmp_path)
     assert 0.9 <= lo <= q["value"] <= hi <= 1.7
 
 
+def test_the_model_on_both_runs_pooled_stays_in_the_raw_bracket(tmp_path):
+    """``--pool --estimator model`` on the same two runs. From the raw JSON: the first run passes at 0.9, 1.3 and
+    1.7 req/s and the follow-up fails at 1.7, 2.125 and 2.55 (p90 TTFT > 500 ms), so the highest load passing below
+    the first failure is 1.3 and the value lies in [1.3, 1.7]. The two runs contradict each other at 1.7: the model
+    reads each step of pooled runs at a load jittered by 3 % (docs/limits.md, round 16), so its interval may reach
+    past 1.7, but not to the next load that failed (2.125), and not below the lowest load tested (0.9)."""
+    from typer.testing import CliRunner
+
+    from bearing_lib.cli.main import app
+
+    steps = [(b["config"]["strategy"]["rate"], _p90_ttft(b) <= 500) for f in (FIRST, SECOND)
+             for b in _raw(f)["benchmarks"]]
+    first_fail = min(x for x, ok in steps if not ok)
+    last_pass = max(x for x, ok in steps if ok and x < first_fail)
+    next_fail = min(x for x, ok in steps if not ok and x > first_fail)
+    assert (last_pass, first_fail, next_fail) == (1.3, 1.7, 2.125)
+    out = tmp_path / "model.json"
+    r = CliRunner().invoke(app, ["limits", str(FIRST), str(SECOND), "--pool", "--estimator", "model", "--sla",
+                                 "p90(ttft) <= 500ms", "--n-boot", "200", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    q = json.loads(out.read_text())["mixes"][0]["q_ult"]
+    lo, hi = q["ci95"]
+    assert last_pass <= q["value"] <= first_fail and 0.9 <= lo < q["value"] < hi < next_fail
+    assert q["estimator"].startswith("exceedance model") and "separate runs pooled" in q["interval_method"]
+
+
 def test_bearing_next_writes_again_the_scenario_that_was_run(tmp_path):
     """``bearing limits`` then ``bearing next --tool guidellm`` on the first report give back, field for field, the
     scenario GuideLLM ran for the follow-up (target, model and tokenizer taken from the report's config.spec)."""
