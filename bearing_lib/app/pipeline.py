@@ -547,31 +547,32 @@ it, :func:`bearing_lib.app.runner.previous_limits`; it reaches :func:`limits` on
 
 
 def limits(trace: Any, sla: str | list[str], mixes: str = "auto", n_boot: int = 1000, seed: int = 0, *,
-           engine: str = "", scheduler: str = "", estimator: str = "pooled", shape_from: str = "",
+           engine: str = "", scheduler: str = "", estimator: str = "", shape_from: str = "",
            shape_required: bool = True) -> Any:
     """Per-mix limits with 95% CIs: :func:`bearing_lib.limits.fit.fit_limits` (a ``LimitsResult``).
 
     ``mixes`` is ``auto``, ``none`` or a YAML/JSON mix file (relative paths as :func:`resolve`).
     ``engine`` (``embedded`` or ``dask``, with ``scheduler``) fits a Parquet dataset from
     :func:`load_test` on that engine; empty: the loaded ``trace`` in this process.
-    ``estimator`` is a request trace's (``pooled`` or ``model``; load-point tables always use the model).
+    ``estimator`` is a request trace's (``model``, the default when empty, or ``pooled``; load-point tables always
+    use the model).
     ``shape_from`` is the limits JSON of an earlier test of the same service, whose shape the model may take
     (docs/limits.md, "An earlier test's shape"); with ``shape_required`` False one that offers none (no shape in it,
     this test's own files) is left out with a note, and :data:`SHAPE_FROM_PREVIOUS` here means no earlier report
     held a limits JSON (said in a note too).
     """
-    from bearing_lib.limits.fit import check_shape_from, fit_limits
+    from bearing_lib.limits.fit import DEFAULT_ESTIMATOR, check_shape_from, fit_limits
 
     spec = mixes if mixes in ("auto", "none") else resolve(mixes)
     shape_from = (shape_from or "").strip()
     if shape_from:  # whether or not an earlier report was found: a run that passes once passes every week
-        check_shape_from(trace, estimator or "pooled", engine or None)
+        check_shape_from(trace, estimator or DEFAULT_ESTIMATOR, engine or None)
     none_found = shape_from == SHAPE_FROM_PREVIOUS
     if none_found and shape_required:
         raise ParameterError(_PREVIOUS_UNRESOLVED)
     earlier = resolve(shape_from) if shape_from and not none_found else None
     result = fit_limits(trace, sla_texts(sla), mixes=spec, n_boot=n_boot, seed=seed, engine=engine or None,
-                        scheduler=scheduler or None, estimator=estimator or "pooled", shape_from=earlier,
+                        scheduler=scheduler or None, estimator=estimator or DEFAULT_ESTIMATOR, shape_from=earlier,
                         shape_required=shape_required)
     if none_found:
         result.notes.append("no earlier shape was used: shape_from 'previous' asked for the limits of the newest "

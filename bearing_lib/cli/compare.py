@@ -91,8 +91,8 @@ def register(app: typer.Typer) -> None:
         n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap resamples for load tests fitted here."),
         seed: int = typer.Option(0, "--seed", help="Seed of every random draw."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and read load tests in this format."),
-        estimator: str = typer.Option("pooled", "--estimator", help="The estimator of request traces fitted here: "
-                                      "pooled (default) or model, as bearing limits --estimator (limits JSON files "
+        estimator: str = typer.Option("model", "--estimator", help="The estimator of request traces fitted here: "
+                                      "model (default) or pooled, as bearing limits --estimator (limits JSON files "
                                       "carry their own)."),
         json_out: Path | None = typer.Option(None, "--json", help="Write the comparison JSON here."),
         html_out: Path | None = typer.Option(None, "--html", help="Write a self-contained HTML page here."),

@@ -62,7 +62,9 @@ def register(app: typer.Typer) -> None:
         mixes: str = typer.Option("auto", "--mixes", help="auto | none | a YAML/JSON file of mix definitions."),
         weights: Path | None = typer.Option(None, "--weights", help="YAML/JSON production weights per mix."),
         json_out: Path = typer.Option(..., "--json", help="Where to write the limits JSON."),
-        n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples (0 = none)."),
+        n_boot: int = typer.Option(1000, "--n-boot", help="Block-bootstrap resamples: the close-call tests, the "
+                                   "model's design effects (0 = none: the model then reads each step's requests as "
+                                   "independent) and the pooled estimator's interval."),
         seed: int = typer.Option(0, "--seed", help="Random seed of the bootstrap."),
         min_share: float = typer.Option(0.05, "--min-share", help="Skip run×mix groups below this share."),
         format: str | None = typer.Option(None, "--format", help="Skip detection and use this format."),
@@ -88,12 +90,13 @@ def register(app: typer.Typer) -> None:
             None, "--scheduler", help="Dask scheduler address (tcp://host:8786) for --engine dask; without it a "
             "LocalCluster starts here."),
         estimator: str = typer.Option(
-            "pooled", "--estimator", help="For request traces: pooled (default: the pooled exceedance crossing) or "
-            "model (the beta-binomial exceedance model load-point tables use; docs/oracle.md compares them)."),
+            "model", "--estimator", help="For request traces: model (default: the beta-binomial exceedance model "
+            "load-point tables use, its interval the posterior's) or pooled (the pooled exceedance crossing, its "
+            "interval widened to the step grid; docs/oracle.md compares them)."),
         shape_from: Path | None = typer.Option(
             None, "--shape-from", help="The limits JSON of an earlier test of the same service (written by the "
             "model): its steepness and step-to-step variability become this test's prior where these steps favour "
-            "them (a narrower interval; docs/limits.md). Request traces need --estimator model."),
+            "them (a narrower interval; docs/limits.md). Not with --estimator pooled."),
     ) -> None:
         """Fit the highest load each request mix carries while the SLA holds, with a 95% CI."""
         from bearing_lib.common.progress import progress_for, progress_wanted

@@ -181,15 +181,16 @@ RUN_OPTIONS: dict[str, tuple[Any, Any]] = {
     "tested_instances": (int | None, typer.Option(None, "--tested-instances", help="Serving instances (replicas) "
                                                   "the load test drove; the plan sizes in this unit. Same as -p "
                                                   "tested_instances.")),
-    "estimator": (str | None, typer.Option(None, "--estimator", help="A request trace's estimator: pooled (the "
-                                           "default) or model (one model of every step's counts; load-point tables "
-                                           "always use it). Same as -p estimator (docs/limits.md).")),
+    "estimator": (str | None, typer.Option(None, "--estimator", help="A request trace's estimator: model (the "
+                                           "default: one model of every step's counts; load-point tables always use "
+                                           "it) or pooled (the pooled exceedance crossing, its interval widened to "
+                                           "the step grid). Same as -p estimator (docs/limits.md).")),
     "shape_from": (str | None, typer.Option(None, "--shape-from", help="The limits JSON of an earlier, separate test "
                                             "of the same service: the model takes its shape where this test's steps "
                                             "favour it (a narrower interval). 'previous': the limits.json of the "
                                             "newest earlier report that fitted limits; one that offers no shape "
-                                            "(none in it, the same load-test files) is left out with a note. Needs "
-                                            "--estimator model with a request trace. Same as -p shape_from.")),
+                                            "(none in it, the same load-test files) is left out with a note. Not "
+                                            "with --estimator pooled. Same as -p shape_from.")),
 }
 """The options both report commands take, declared once: ``name -> (type, typer.Option)``; the names are
 :class:`RunOptions`' fields."""

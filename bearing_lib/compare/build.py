@@ -39,7 +39,7 @@ from bearing_lib.compare.uncertainty import (
     ratio_interval,
     verdict_of,
 )
-from bearing_lib.limits.result import LimitsResult, MixLimit
+from bearing_lib.limits.result import DEFAULT_ESTIMATOR, LimitsResult, MixLimit
 
 WORKLOAD_TOLERANCE = 0.25
 """Deployments whose mean output tokens per request differ by more than this share were tested with different
@@ -99,7 +99,7 @@ def _is_limits_json(path: Path) -> dict | None:
 
 
 def read_inputs(items: Sequence[Any], *, sla: Any, mix: str | None, n_boot: int, seed: int,
-                format: str | None = None, estimator: str = "pooled", own: LimitsResult | None = None
+                format: str | None = None, estimator: str = DEFAULT_ESTIMATOR, own: LimitsResult | None = None
                 ) -> list[_Input]:
     """Each input as one deployment per run: a limits JSON read as it is, a load test fitted here (or, when ``own``
     stands for its one-mix fit, :meth:`LimitsResult.stands_for_one_mix_fit_of`, those limits)."""
@@ -152,7 +152,7 @@ def _run_part(run: str) -> str:
     return run.rsplit("/", 1)[-1]
 
 
-def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, estimator: str = "pooled",
+def _fit(path: Path, sla: Any, *, n_boot: int, seed: int, format: str | None, estimator: str = DEFAULT_ESTIMATOR,
          own: LimitsResult | None = None) -> tuple[LimitsResult, dict[str, float], bool]:
     """The limits of a load test (one mix), its mean input tokens per successful request by run, and whether the
     limits are ``own`` (fitted before on the same files under the same SLA, one mix per run) rather than a new fit."""
@@ -593,7 +593,7 @@ def compare(
     seed: int = 0,
     workload_tolerance: float = WORKLOAD_TOLERANCE,
     format: str | None = None,
-    estimator: str = "pooled",
+    estimator: str = DEFAULT_ESTIMATOR,
     own: LimitsResult | None = None,
 ) -> Comparison:
     """Compare deployments under one SLA: limits, per-GPU and per-user throughput, cost, fleet, verdicts.

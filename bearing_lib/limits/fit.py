@@ -15,7 +15,9 @@ against the SLA (``bearing_lib.limits.judging``: one typed ``JudgedStep`` per st
 * **undetermined** otherwise (the reasons are listed); such steps are left out.
 
 The **bracket** is ``[last passing load, first (judged) failing load]``. The **point estimate** of a
-request trace is, by default (``estimator="pooled"``), the **pooled exceedance estimator**
+request trace is, by default (``estimator="model"``), the **model** of every step's evidence
+(``bearing_lib.limits.model``, below), as for a load-point table. With ``estimator="pooled"`` it is the **pooled
+exceedance estimator**
 (``bearing_lib.limits.pooled``): per clause the share of requests counting against it, over every usable
 step (a step too small for a percentile on its own still contributes its counts), fitted non-decreasing in
 load by weighted isotonic regression, crossing the allowed share; when the pooled requests could not support a
@@ -28,9 +30,9 @@ not-steady step and the judged step below it. The estimate is kept within ``[jud
 first fail]``. (A local log-percentile line averaged in, tried in an earlier version, made 120 s oracle tests
 look better and 600–1200 s ones far worse: docs/oracle.md.)
 
-A **load-point table** (no requests to count) and a trace with ``estimator="model"`` get the **model** of every
-step's evidence (``bearing_lib.limits.model``: the bad share as a logistic in log load with step-to-step
-variability and a load-independent floor, on a grid); its interval is the posterior's.
+A **load-point table** (no requests to count) and a trace with ``estimator="model"`` (the default) get the
+**model** of every step's evidence (``bearing_lib.limits.model``: the bad share as a logistic in log load with
+step-to-step variability and a load-independent floor, on a grid); its interval is the posterior's.
 
 **Censoring** is said as such: ``≥ X (never failed)`` (``above``), ``< Y (failed at the
 lowest load)`` (``below``), ``not_monotone`` when a passing step lies above a failing
@@ -95,6 +97,8 @@ from bearing_lib.limits.recovery import RecoveryResult
 from bearing_lib.limits.replicates import ReplicateTable, TraceReplicates
 from bearing_lib.limits.resample import trace_replicates
 from bearing_lib.limits.result import (
+    DEFAULT_ESTIMATOR,
+    ESTIMATORS,
     BootstrapInfo,
     Conditions,
     Exceedance,
@@ -115,9 +119,6 @@ from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR, SLA, check_sla_against,
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
-ESTIMATORS = ("pooled", "model")
-"""A request trace's estimator: ``pooled`` (the pooled exceedance crossing, block bootstrap widened to the step
-grid; the default) or ``model`` (the model of ``limits.model``; docs/oracle.md compares them)."""
 STEADY_UNUSED = ("end_s", "error", "model", "offered_load", "offered_load_unit")
 DEFAULT_MIN_SHARE = 0.05
 
@@ -282,7 +283,7 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
 
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: ReplicateTable | None,
-    totals: StepTotals, n_boot: int, level: float, estimator: str = "pooled",
+    totals: StepTotals, n_boot: int, level: float, estimator: str = DEFAULT_ESTIMATOR,
     settle: Mapping[int, StepSettling] | None = None, shapes: ShapePriors | None = None, pooled: bool = False,
 ) -> MixLimit:
     # the curve's rows typed once (limits.curve_row); the polars rows stay for saturation_cap (limits.curves)
@@ -643,8 +644,8 @@ def check_shape_from(data: object, estimator: str, engine: str | None) -> None:
                              "with an engine")
     if estimator != "model" and not _all_tables(data):
         raise ParameterError("shape_from (--shape-from) informs the model's shape, and request traces fitted with "
-                             "the pooled estimator have none: add the model estimator (--estimator model; "
-                             "estimator='model' in Python), or leave shape_from out")
+                             "the pooled estimator have none: use the model estimator (the default: leave out "
+                             "--estimator pooled; estimator='model' in Python), or leave shape_from out")
 
 
 def _all_tables(data: object) -> bool:
@@ -753,7 +754,7 @@ def fit_limits(
     pool_runs: bool = False,
     engine: str | None = None,
     scheduler: str | None = None,
-    estimator: str = "pooled",
+    estimator: str = DEFAULT_ESTIMATOR,
     progress: Progress | None = None,
     shape_from: LimitsResult | str | Path | None = None,
     shape_required: bool = True,
@@ -784,8 +785,8 @@ def fit_limits(
         one limit per mix: steps at the same load pooled, each run's steps bootstrapped on
         their own (:func:`_pool_runs`); said in the mix's notes.
     estimator
-        For request traces: ``"pooled"`` (default) or ``"model"`` (see :data:`ESTIMATORS`); load-point
-        tables always use the model.
+        For request traces: ``"model"`` (default, :data:`DEFAULT_ESTIMATOR`) or ``"pooled"`` (see
+        :data:`ESTIMATORS`); load-point tables always use the model.
     progress
         A terminal bar (:class:`bearing_lib.common.progress.Progress`) or None: per input, a bar without a
         count while its load curve and bootstrap replicates are computed, then one tick per (run, mix) group
@@ -794,7 +795,7 @@ def fit_limits(
         An earlier test of the same service (its :class:`LimitsResult` or limits JSON, from the model: a load-point
         table or ``estimator="model"``): each mix's clauses take that test's steepness and step-to-step variability
         as the prior of their own, where this test's steps favour it (``limits.shapes``; docs/oracle.md, round 13).
-        Needs the model: with request traces, ``estimator="model"``.
+        Needs the model: with request traces, ``estimator="model"`` (the default).
     shape_required
         True (default): an earlier result that carries no shape, or that was fitted on the same files as this test,
         is a :class:`ParameterError`. False (a scheduled report offered last week's limits, whatever they were):
@@ -910,7 +911,7 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
 
 def _fit_part(frame: pl.DataFrame, *, time_origin: str, source: str, sla: object, spec: MixSpec, n_boot: int,
               seed: int, min_share: float, level: float, options: CurveOptions | None,
-              estimator: str = "pooled") -> list | None:
+              estimator: str = DEFAULT_ESTIMATOR) -> list | None:
     """One partition's whole runs -> one :class:`LimitsResult` per run (``fit_limits`` on the run's requests).
 
     The run is the smallest unit that needs no request on the client: the bootstrap replicates,
@@ -957,7 +958,7 @@ def fit_limits_dataset(
     level: float = 0.95,
     options: CurveOptions | None = None,
     stats: bool | str = "auto",
-    estimator: str = "pooled",
+    estimator: str = DEFAULT_ESTIMATOR,
 ):  # noqa: ANN201 - LimitsResult
     """``fit_limits`` over a stepped load test stored as a Parquet dataset, run by an engine.
 
@@ -1054,7 +1055,7 @@ STATS_NO_REQUESTS = ("needs per-request data: the fit read per-step statistics (
 def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mode: str, notes: list[str],
                origin: str, weights: object, *, n_boot: int, seed: int, min_share: float, level: float,
                options: CurveOptions | None, trend_metric: str,
-               estimator: str = "pooled"):  # noqa: ANN202 - LimitsResult
+               estimator: str = DEFAULT_ESTIMATOR):  # noqa: ANN202 - LimitsResult
     """``fit_limits`` from per-step sufficient statistics (``limits.stepstats``): the steady windows, the counts,
     the latency histograms and the per-block counts of the bootstrap, each a streaming query over the dataset
     (the statistics' two queries run on the engine, one task per file on Dask, partial tables summed). No

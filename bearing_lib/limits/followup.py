@@ -279,9 +279,14 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
     elif cens == "below" and value is not None:
         lo, hi = 0.5 * float(value), float(value)
         notes.append(f"the first test failed at its lowest load: the follow-up extends downwards from {value:g}")
-    elif lo is None or hi is None:
+    elif lo is None and hi is None:  # no interval at all: the bracket, else 0.8-1.2 x the value
         lo = bracket[0] if bracket[0] is not None else (0.8 * value if value else None)
         hi = bracket[1] if bracket[1] is not None else (1.2 * value if value else None)
+    elif (lo is None or hi is None) and value:
+        # a CI open at one end keeps its other end; the open one reaches 1.2 x the value up or value / 1.2 down, as
+        # the resolution's suggested loads do (resolution_of), so the note and the plan name the same range
+        lo = float(lo) if lo is not None else float(value) / OPEN_RERUN_FACTOR
+        hi = float(hi) if hi is not None else OPEN_RERUN_FACTOR * float(value)
     if lo is None or hi is None or not hi > lo > 0:
         raise ParameterError(f"{run}/{mix}: the limits give no range to design a follow-up in "
                              f"(value {value}, 95% CI {ci}, bracket {bracket}, censored {cens})")
@@ -400,23 +405,29 @@ def resolution_of(value: float | None, ci: list[float | None], censored: str,
     """How finely this test resolves the limit: the 95 % CI relative to the point estimate.
 
     ``coarse`` when either side of the CI lies more than :data:`RESOLUTION_TOL` from the
-    estimate; the statement then says why and what to re-run. None without an interior
-    estimate and a two-sided CI.
+    estimate, or is open; the statement then says why and what to re-run. None without an interior
+    estimate, or with a CI open at both ends.
     """
     lo, hi = ci
-    if censored != "none" or value is None or not value > 0 or lo is None:
+    if censored != "none" or value is None or not value > 0 or (lo is None and hi is None):
         return None
-    # a CI open above (no judged failure above the limit: the steps there only kept rising) is as coarse as it
-    # gets; the loads to re-run reach 1.2x the value, as bearing next's follow-up does without an upper end
+    # a CI open above (no judged failure above the limit: the steps there only kept rising) or below (the model's
+    # posterior reaching below the loads tested) is as coarse as it gets; the loads to re-run reach 1.2x the value
+    # (or down to it divided by 1.2), as bearing next's follow-up does without that end
     top = hi if hi is not None else OPEN_RERUN_FACTOR * value
-    below = lo / value - 1.0
+    bottom = lo if lo is not None else value / OPEN_RERUN_FACTOR
+    below = None if lo is None else lo / value - 1.0
     above = None if hi is None else hi / value - 1.0
-    coarse = below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
+    coarse = below is None or below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
     durations = [float(j.row.duration_s) for j in det if j.row.duration_s]
     step_s = float(np.median(durations)) if durations else None
-    suggested = [float(x) for x in np.linspace(lo, top, RESOLUTION_RERUN_LOADS)]
-    span = (f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})" if above is not None
-            else f"{below:+.0%} / open above (95% CI from {lo:.4g}: no step above it failed a clause)")
+    suggested = [float(x) for x in np.linspace(bottom, top, RESOLUTION_RERUN_LOADS)]
+    if below is not None and above is not None:
+        span = f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})"
+    elif above is None:
+        span = f"{below:+.0%} / open above (95% CI from {lo:.4g}: no step above it failed a clause)"
+    else:
+        span = f"open below / {above:+.0%} (95% CI up to {hi:.4g}: its lower end lies below the loads tested)"
     statement = (
         f"this test resolves the limit to {span}: "
         "near a queue's capacity a step of "
@@ -425,7 +436,8 @@ def resolution_of(value: float | None, ci: list[float | None], censored: str,
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"
     )
-    return Resolution(ci_relative=(float(below), None if above is None else float(above)), tolerance=RESOLUTION_TOL,
+    return Resolution(ci_relative=(None if below is None else float(below), None if above is None else float(above)),
+                      tolerance=RESOLUTION_TOL,
                       coarse=bool(coarse), steady_window_s=step_s, suggested_loads=suggested, statement=statement)
 
 

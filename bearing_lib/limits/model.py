@@ -71,6 +71,11 @@ binomial; 10: a step's share at 1 % strays by about 3 points, as 120 s windows n
 the crossing may read no slow request or many, as a 1,200 s step above the limit whose queue did not break out
 does), each equally likely a priori. The counts they act on are already deflated by each step's design effect
 (``limits.evidence.design_effect``): within-step bursts there, between-step luck here."""
+ERROR_CONCENTRATIONS = np.array([np.inf, 1e3, 100.0])
+"""A request trace's error-rate clause: sampling noise and mild overdispersion (a step's 1 % share strays by about
+a point at ``c`` = 100). The latency shares' :data:`CONCENTRATIONS` down to 3 were measured on queue episodes (the
+oracle); failures have no such measure, and a test without any failure cannot show their variability: at ``c`` = 3
+its successes count for little and the crossing stays unplaced (issue 23, round 17: docs/limits.md)."""
 TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 """A load-point table's steps are interval-censored summaries of separate runs: they cannot show how much
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an

@@ -40,6 +40,16 @@ SCHEMA = "bearing.limits/2"
 """Version 2 adds ``schema``, ``q_ult.basis`` and ``q_ult.achieved``; version-1 files (no
 ``schema`` key) read the same, their achieved estimate derived from ``throughput_rps``."""
 
+ESTIMATORS = ("model", "pooled")
+"""A request trace's estimator (``limits.fit``): ``model`` (the model of every step's counts, ``limits.model``: its
+interval is the posterior's) or ``pooled`` (the pooled exceedance crossing, its block bootstrap widened to the step
+grid). docs/oracle.md compares them."""
+DEFAULT_ESTIMATOR = "model"
+"""The estimator of a request trace when none is named (``fit_limits``, ``bearing limits``/``compare``/``report``,
+the notebooks): the model since issue 23's round 17 (docs/oracle.md), before it the pooled estimator."""
+UNRECORDED_ESTIMATOR = "pooled"
+"""The estimator of limits written before ``conditions.estimator`` was recorded: the default then."""
+
 Censored = Literal["none", "above", "below", "not_monotone", "no_data"]
 StepStatus = Literal["pass", "fail", "undetermined", "excluded"]
 
@@ -110,8 +120,9 @@ class Conditions:
     """With ``--pool``: per pooled run, the runs pooled into it."""
     window: str | None = None
     estimator: str | None = None
-    """The estimator asked for request traces (``pooled`` or ``model``; load-point tables always use the model); None
-    in files written before it was recorded. A comparison in the report fits its load tests with the same one."""
+    """The estimator asked for request traces (:data:`ESTIMATORS`; load-point tables always use the model); None in
+    files written before it was recorded (their estimator was :data:`UNRECORDED_ESTIMATOR`). A comparison in the
+    report fits its load tests with the same one."""
     extra: dict[str, StatedCondition] = field(default_factory=dict)
     """Other conditions, by name: the ones the analyst or the files stated (e.g. the client), kept as given, and
     where the work ran on a Parquet dataset (``engine``, ``stats``)."""
@@ -176,8 +187,9 @@ class FollowUpSummary:
 class Resolution:
     """How finely the test resolves the limit (``docs/limits.md``, "Resolution")."""
 
-    ci_relative: tuple[float, float | None]
-    """The CI's ends relative to the value; the upper None when the CI is open above (no judged failure)."""
+    ci_relative: tuple[float | None, float | None]
+    """The CI's ends relative to the value; the upper None when the CI is open above (no judged failure), the lower
+    None when it is open below (the model's posterior reaching below the loads tested)."""
     tolerance: float
     coarse: bool
     steady_window_s: float | None
@@ -572,7 +584,7 @@ class LimitsResult:
         if (not mine or not sha256s or not all(mine) or not all(sha256s) or sorted(mine) != sorted(sha256s)
                 or EMPTY_SHA256 in mine):
             return False
-        if (self.conditions.estimator or "pooled") != estimator or sorted(set(runs)) != self.runs:
+        if (self.conditions.estimator or UNRECORDED_ESTIMATOR) != estimator or sorted(set(runs)) != self.runs:
             return False
         if self.conditions.pooled_runs or self.skipped or not self.mixes:
             return False
@@ -714,7 +726,10 @@ def schema_document() -> dict[str, Any]:
 
 
 __all__ = [
+    "DEFAULT_ESTIMATOR",
+    "ESTIMATORS",
     "SCHEMA",
+    "UNRECORDED_ESTIMATOR",
     "BlendedLimit",
     "ClauseShape",
     "Conditions",

@@ -68,8 +68,8 @@ class ShapePriors:
         if not by:
             raise ShapeUnusable(f"shape_from {source}: no limit in it carries a shape (the model writes one per "
                                 "clause that some step held evidence of, for a load-point table or a request trace "
-                                "fitted with the model estimator, --estimator model; a limit of the pooled "
-                                "estimator, or one whose steps could not be judged, has none)")
+                                "fitted with the model estimator, the default; a limit of the pooled estimator "
+                                "(--estimator pooled), or one whose steps could not be judged, has none)")
         return cls(by, source, frozenset(x.sha256 for x in earlier.conditions.sources if x.sha256))
 
     def check_not_self(self, sha256s: list[str | None]) -> None:

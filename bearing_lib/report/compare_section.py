@@ -164,13 +164,13 @@ def compare_section(
                          "says why)")
         # the report's limits' estimator, so that a load test compared here is fitted with the estimator the report's
         # own limits came from (one mix, n_boot resamples, no earlier shape: the deployments are not this one)
-        from bearing_lib.limits.fit import ESTIMATORS
+        from bearing_lib.limits.result import DEFAULT_ESTIMATOR, ESTIMATORS, UNRECORDED_ESTIMATOR
 
-        estimator = (limits.conditions.estimator if limits is not None else None) or "pooled"
+        estimator = DEFAULT_ESTIMATOR if limits is None else limits.conditions.estimator or UNRECORDED_ESTIMATOR
         if estimator not in ESTIMATORS:
             notes.append(f"the report's limits name an estimator bearing does not know ({estimator!r}): the load "
-                         "tests compared here are fitted with the pooled estimator")
-            estimator = "pooled"
+                         f"tests compared here are fitted with the default estimator ({DEFAULT_ESTIMATOR})")
+            estimator = DEFAULT_ESTIMATOR
         # the report's own load test, when compared, takes the report's limits (same files, SLA, one mix per run) rather
         # than a second fit with fewer resamples and no earlier shape that may read a little differently
         c = compare(items, sla=report_sla, profile=profile, tier=tier, n_boot=n_boot, seed=seed, estimator=estimator,

@@ -63,7 +63,7 @@ def test_compare_needs_an_sla_for_load_tests_and_two_deployments(tmp_path):
     r = runner.invoke(app, ["compare", str(d), "--gpus", "a=1", "--gpus", "2"])
     assert r.exit_code == 1
     r = runner.invoke(app, ["compare", str(d), str(d), "--sla", "p99(ttft) <= 1s", "--estimator", "bayes"])
-    assert r.exit_code == 1 and "--estimator" in r.output and "expected pooled or model, got 'bayes'" in r.output
+    assert r.exit_code == 1 and "--estimator" in r.output and "expected model or pooled, got 'bayes'" in r.output
 
 
 def test_report_takes_deployments_to_compare_as_one_list_parameter(tmp_path, monkeypatch):

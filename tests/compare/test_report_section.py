@@ -203,22 +203,23 @@ def test_load_tests_compared_in_a_report_are_fitted_with_the_reports_estimator(t
         assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other[e], rel=1e-12), e
         assert _dep(section, "llm-d-70b-2replicas").limit.value == pytest.approx(own[e], rel=1e-12), e
         assert (f"with its estimator ({e})" in section.source) is True
-    # a limits JSON written before the estimator was recorded: the default (pooled), and the source does not claim one
+    # a limits JSON written before the estimator was recorded: the default then (pooled), and the source does not
+    # claim one
     old = fits["model"].to_dict()
     del old["conditions"]["estimator"]
     section = compare_section(items, limits_doc=old, n_boot=50)
     assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other["pooled"], rel=1e-12)
     assert "with its estimator" not in section.source
-    # an estimator this bearing does not know: the pooled one, said; never a failed report
+    # an estimator this bearing does not know: the default one (the model), said; never a failed report
     old["conditions"]["estimator"] = "bayes"
     section = compare_section(items, limits_doc=old, n_boot=50)
-    assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other["pooled"], rel=1e-12)
+    assert _dep(section, "vllm-70b-2replicas").limit.value == pytest.approx(other["model"], rel=1e-12)
     assert "with its estimator" not in section.source
     assert any("an estimator bearing does not know ('bayes')" in n for n in section.notes)
     # a limits JSON of the model beside a load test fitted with the pooled estimator: compared as given, said
     model_json = tmp_path / "model.json"
     model_json.write_text(json.dumps(fits["model"].to_dict()))
-    c = compare([f"m={model_json}", f"v={paths['vllm-70b-2replicas']}"], sla=sla, n_boot=50)
+    c = compare([f"m={model_json}", f"v={paths['vllm-70b-2replicas']}"], sla=sla, n_boot=50, estimator="pooled")
     (m,) = [d for d in c.deployments if d.name == "m"]
     assert m.limit.value == pytest.approx(own["model"], rel=1e-12)
     assert any(n.startswith("the limits come from different estimators (m: model, v: pooled)") for n in c.notes)

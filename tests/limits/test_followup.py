@@ -334,3 +334,33 @@ def test_real_llama_server_runs_the_first_shows_no_saturation_the_follow_up_does
         assert plan.model.mu == pytest.approx(min(doubling, sat.rps))
         assert plan.model.mu_basis == ("doubling capped by saturation" if sat.rps < doubling else "doubling")
         assert plan.steps[-1].rho == 0.97
+
+
+def test_a_ci_open_below_is_coarse_and_reruns_down_to_the_value_over_1_2():
+    """The model's interval may reach below the loads tested (its lower end None): as coarse as a CI open above,
+    with the loads to re-run from value / 1.2 up to the upper end (by hand: 10 / 1.2 = 8.333 ... 10.5, four loads
+    evenly spaced); before round 17 such a limit had no resolution and no follow-up."""
+    from bearing_lib.limits.followup import resolution_of
+
+    res = resolution_of(10.0, [None, 10.5], "none", [])
+    assert res is not None and res.coarse and res.ci_relative[0] is None
+    assert res.ci_relative[1] == pytest.approx(0.05)
+    assert res.suggested_loads == pytest.approx([10 / 1.2, 10 / 1.2 + (10.5 - 10 / 1.2) / 3,
+                                                 10 / 1.2 + 2 * (10.5 - 10 / 1.2) / 3, 10.5])
+    assert "open below / +5% (95% CI up to 10.5" in res.statement
+    assert resolution_of(10.0, [None, None], "none", []) is None  # open at both ends: nothing to resolve within
+    fine = resolution_of(10.0, [9.5, 10.5], "none", [])
+    assert fine is not None and not fine.coarse
+
+
+def test_a_followup_of_a_ci_open_at_one_end_keeps_the_other_end():
+    """The follow-up of a limit whose CI is open below (the model's posterior below the loads tested) or above
+    runs from value / 1.2 to its upper end, or from its lower end to 1.2 x the value: the loads its resolution note
+    suggests (by hand: value 10, CI [None, 10.5] -> 8.333 ... 10.5; CI [9.2, None] -> 9.2 ... 12)."""
+    doc = _doc()["mixes"][0]
+    for ci, want in (([None, 10.5], [10 / 1.2, 10.5]), ([9.2, None], [9.2, 12.0])):
+        mix = {**doc, "q_ult": {**doc["q_ult"], "value": 10.0, "ci95": ci, "censored": "none"}}
+        plan = fu.design_followup(mix)
+        assert [plan.steps[0].load, plan.steps[-1].load] == pytest.approx(want)
+        res = fu.resolution_of(10.0, ci, "none", [])
+        assert [s.load for s in plan.steps] == pytest.approx(res.suggested_loads)

@@ -253,7 +253,7 @@ def test_model_on_an_engine_equals_the_model_in_memory(mm1_one_mix, tmp_path) ->
     mem = fit_limits(_trace(f), SLA, mixes="none", n_boot=100, estimator="model")
     emb = fit_limits(ds, SLA, mixes="none", n_boot=100, estimator="model")
     stats = fit_limits_dataset(ds, SLA, mixes="none", n_boot=100, estimator="model", stats=True)
-    pooled = fit_limits(ds, SLA, mixes="none", n_boot=100)
+    pooled = fit_limits(ds, SLA, mixes="none", n_boot=100, estimator="pooled")
     assert [r.conditions.estimator for r in (mem, emb, stats, pooled)] == ["model", "model", "model", "pooled"]
     q = mem.limits[0].q_ult
     assert q.estimator.startswith("exceedance model") and "credible interval" in q.interval_method

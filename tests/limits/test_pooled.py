@@ -1,4 +1,5 @@
-"""The pooled exceedance estimator (bearing_lib.limits.pooled) and run pooling (fit_limits(pool_runs=True)).
+"""The pooled exceedance estimator (bearing_lib.limits.pooled; ``estimator="pooled"``, the model being the
+default) and run pooling (fit_limits(pool_runs=True)).
 
 Expected values come from closed forms (the isotonic fit of hand-made shares, the M/M/1 limit
 ``mu + ln(1 - q) / L``) computed here, not from bearing.
@@ -57,7 +58,7 @@ def test_thin_steps_give_a_value_not_below():
     hits = 0
     for seed in range(6):
         res = fit_limits(make_trace(mm1_frame(rates, mu_rps=10.0, step_s=40.0, seed=seed)), "p99(latency) <= 1s",
-                         mixes="none", n_boot=100)
+                         mixes="none", n_boot=100, estimator="pooled")
         q = res.limits[0].q_ult
         assert q.bracket[0] is None  # no step passes on its own
         assert q.censored == "none" and q.estimator == pooled.ESTIMATOR
@@ -78,7 +79,7 @@ def _good(rates, seed):
 ])
 def test_each_clause_kind_end_to_end(sla, truth):
     rates = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
-    res = fit_limits(_good(rates, 3), sla, mixes="none", n_boot=100)
+    res = fit_limits(_good(rates, 3), sla, mixes="none", n_boot=100, estimator="pooled")
     q = res.limits[0].q_ult
     assert q.censored == "none" and res.limits[0].binding == sla
     assert q.value == pytest.approx(truth, rel=0.10)
@@ -98,7 +99,7 @@ def test_error_rate_clause_end_to_end():
         frames.append(f.with_columns(pl.lit(k).alias("step"), pl.Series("status", np.where(bad, "error", "ok")),
                                      (pl.col("start_s") + 400.0 * k).alias("start_s"),
                                      (pl.col("end_s") + 400.0 * k).alias("end_s")))
-    res = fit_limits(make_trace(pl.concat(frames)), "error_rate <= 1%", mixes="none", n_boot=50)
+    res = fit_limits(make_trace(pl.concat(frames)), "error_rate <= 1%", mixes="none", n_boot=50, estimator="pooled")
     m = res.limits[0]
     ex = {s.offered_load: s.exceedances["error_rate <= 1%"] for s in m.steps}
     share5 = ex[5.0].bad / ex[5.0].of
@@ -115,8 +116,8 @@ def test_pool_runs_pools_repeats_into_one_limit():
     rates = [2.0, 4.0, 5.0, 6.0, 8.0]
     t1 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=1, run_id="a"))
     t2 = make_trace(mm1_frame(rates, mu_rps=10.0, step_s=200.0, seed=2, run_id="b"))
-    sep = fit_limits([t1, t2], "p99(latency) <= 1s", mixes="none", n_boot=50)
-    res = fit_limits([t1, t2], "p99(latency) <= 1s", mixes="none", n_boot=50, pool_runs=True)
+    sep = fit_limits([t1, t2], "p99(latency) <= 1s", mixes="none", n_boot=50, estimator="pooled")
+    res = fit_limits([t1, t2], "p99(latency) <= 1s", mixes="none", n_boot=50, pool_runs=True, estimator="pooled")
     assert len(sep.limits) == 2 and len(res.limits) == 1
     m = res.limits[0]
     assert m.run_id == "pooled(a+b)" and res.conditions.pooled_runs == {"pooled(a+b)": ["a", "b"]}

@@ -4,6 +4,7 @@ transient not-steady rule and the clamp of the estimate (issue 14, item 7)."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -75,36 +76,40 @@ def test_transient_not_steady_below_a_clean_pass():
 
 
 def test_the_estimate_is_clamped_to_the_step_grid(monkeypatch):
-    # an estimator crossing below the step under the last pass (here 2.5 rps; last pass 5, the step under it 4)
-    # is clamped to that step
+    # the pooled estimator (asked for; the model is the default): a crossing below the step under the last pass
+    # (here 2.5 rps; last pass 5, the step under it 4) is clamped to that step
     tr = make_trace(mm1_frame([2.0, 4.0, 5.0, 6.0, 8.0], mu_rps=10.0, step_s=300.0, seed=4))
-    base = F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
+    fit = functools.partial(F.fit_limits, estimator="pooled")
+    base = fit(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
     lp, ff = base.bracket
     assert lp is not None and ff is not None
     below = max(x for x in (2.0, 4.0, 5.0, 6.0, 8.0) if x < lp)
     assert below > 2.5
     monkeypatch.setattr(F.pooled, "crossing", lambda *a, **k: 2.5)
-    low = F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
+    low = fit(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
     assert low.value == below and low.censored == "none"
     monkeypatch.setattr(F.pooled, "crossing", lambda *a, **k: 50.0)
-    high = F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
+    high = fit(tr, "p99(latency) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
     assert high.value == ff
 
 
-def test_crash_in_the_estimator_is_not_hidden(monkeypatch):
-    # the oracle acceptance carries no xfail: a crash in fit_limits fails it. Here: the error propagates
+@pytest.mark.parametrize("estimator,where", [("pooled", "pooled.crossing"), ("model", "estimators.model.combine")])
+def test_crash_in_the_estimator_is_not_hidden(monkeypatch, estimator, where):
+    # the oracle acceptance carries no xfail: a crash in fit_limits fails it. Here: the error propagates, from
+    # either estimator
     def boom(*a, **k):
         raise RuntimeError("injected")
 
-    monkeypatch.setattr(F.pooled, "crossing", boom)
+    module, name = where.rsplit(".", 1)
+    monkeypatch.setattr(functools.reduce(getattr, module.split("."), F), name, boom)
     tr = make_trace(mm1_frame([2.0, 4.0], mu_rps=10.0, step_s=100.0, seed=1))
     with pytest.raises(RuntimeError, match="injected"):
-        F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0)
+        F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=0, estimator=estimator)
 
 
 def test_interval_method_says_when_the_grid_widened_it():
     tr = make_trace(mm1_frame([2.0, 4.0, 5.0, 6.0, 8.0], mu_rps=10.0, step_s=300.0, seed=4))
-    q = F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=100).limits[0].q_ult
+    q = F.fit_limits(tr, "p99(latency) <= 1s", mixes="none", n_boot=100, estimator="pooled").limits[0].q_ult
     b_lo, b_hi = q.bootstrap_ci95
     assert q.ci95[0] <= b_lo <= q.value <= b_hi <= q.ci95[1]
     assert q.interval_method.startswith("percentile block bootstrap (100 resamples) of the pooled crossing")

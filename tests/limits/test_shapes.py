@@ -196,10 +196,10 @@ def test_fit_limits_reads_an_earlier_tests_shape_and_says_so(tmp_path):
     # the same steps fitted again are this test's own shape offered back: refused, they would count twice
     with pytest.raises(ParameterError, match="same file"):
         _mm1_limits(1, "a" * 64, shape_from=earlier)
-    # the pooled estimator has no shape to take
-    with pytest.raises(ParameterError, match="--estimator model"):
+    # the pooled estimator (asked for: the model is the default) has no shape to take
+    with pytest.raises(ParameterError, match="use the model estimator"):
         fit_limits(make_trace(mm1_frame([2.0, 5.0], mu_rps=10.0, step_s=60.0, seed=0)), "p99(latency) <= 1s",
-                   mixes="none", n_boot=0, shape_from=earlier)
+                   mixes="none", n_boot=0, shape_from=earlier, estimator="pooled")
     with pytest.raises(ParameterError, match="does not combine with an engine"):
         fit_limits("x.parquet", "p99(latency) <= 1s", estimator="model", shape_from=earlier)
 

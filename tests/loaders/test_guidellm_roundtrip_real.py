@@ -64,7 +64,8 @@ def _p90_ttft(b: dict) -> float:
 
 
 def test_pooling_both_runs_brackets_the_limit_the_raw_percentiles_show(tmp_path):
-    """First run alone: GuideLLM's own p90 TTFT stays under 500 ms at every load (0.9-1.7 req/s), so the limit is
+    """The pooled estimator (``--estimator pooled``; the model's reading of the same runs is the next test).
+    First run alone: GuideLLM's own p90 TTFT stays under 500 ms at every load (0.9-1.7 req/s), so the limit is
     only a lower bound; the follow-up fails at 1.7 req/s (its 60 s step queues up: p90 ≈ 2.1 s). Pooled, the limit
     is bracketed: at most the follow-up's failing 1.7, at least the lowest passing load of the first run."""
     from typer.testing import CliRunner
@@ -79,7 +80,8 @@ def test_pooling_both_runs_brackets_the_limit_the_raw_percentiles_show(tmp_path)
     for name, paths in (("first", [FIRST]), ("pooled", [FIRST, SECOND])):
         out[name] = tmp_path / f"{name}.json"
         r = CliRunner().invoke(app, ["limits", *map(str, paths), "--sla", "p90(ttft) <= 500ms", "--n-boot", "200",
-                                     "--json", str(out[name]), *(["--pool"] if name == "pooled" else [])])
+                                     "--estimator", "pooled", "--json", str(out[name]),
+                                     *(["--pool"] if name == "pooled" else [])])
         assert r.exit_code == 0, r.output
     q1 = json.loads(out["first"].read_text())["mixes"][0]["q_ult"]
     assert q1["censored"] == "above" and q1["bracket"] == [1.7, None]  # ≥ 1.7 rps, never failed

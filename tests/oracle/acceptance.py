@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bearing_lib.limits.result import DEFAULT_ESTIMATOR
 from tests.oracle.configs import MIXES, SERVERS, SLAS, combinations, definitions_hash, simulator_hash
 from tests.oracle.simulator import stepped_run
 
@@ -132,7 +133,7 @@ def _seed_score(seed: int, res) -> SeedScore:  # noqa: ANN001 - a LimitsResult
 
 
 def score_combination(server: str, mix: str, truth_rps: float, seeds: range | None = None,
-                      step_s: float = STEP_S, estimator: str = "pooled") -> list[SeedScore]:
+                      step_s: float = STEP_S, estimator: str = DEFAULT_ESTIMATOR) -> list[SeedScore]:
     """Run bearing's ``fit_limits`` on the stepped tests of one combination (steps of ``step_s`` seconds)."""
     from bearing_lib.limits.fit import fit_limits
 
@@ -208,7 +209,7 @@ def _score(seed: int, lim, followup_s: float = 0.0) -> SeedScore:
 
 def score_two_stage(server: str, mix: str, truth_rps: float, seeds: range | None = None,
                     step_s: float = STEP_S, n_boot: int = 1000, keep: list | None = None,
-                    estimator: str = "pooled") -> list[SeedScore]:
+                    estimator: str = DEFAULT_ESTIMATOR) -> list[SeedScore]:
     """Stage 1: the 10-step test; stage 2: the follow-up ``bearing next`` designs from its limits
     (``bearing_lib.limits.followup.design_followup``, defaults: 4 loads across the CI, durations from the
     relaxation model, at most 2x the first test), simulated as a second continuous run with fresh random
@@ -298,10 +299,10 @@ def main() -> int:
                       f"| {part['median_rel_error']:+.1%} | | half-width {part['median_half_width']:.1%} |",
                       flush=True)
         elif "--two-stage" in sys.argv:  # issue 14 (b): the test, then the follow-up bearing designs, pooled
-            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"
+            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else DEFAULT_ESTIMATOR
             scores = score_two_stage(server, mix, t, seeds, step_s, n_boot=200, estimator=est)
         else:
-            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else "pooled"
+            est = sys.argv[sys.argv.index("--estimator") + 1] if "--estimator" in sys.argv else DEFAULT_ESTIMATOR
             scores = score_combination(server, mix, t, seeds, step_s, estimator=est)
         rows.append(summary_row(server, mix, t, scores))
         r = rows[-1]

@@ -149,8 +149,9 @@ def test_censored_real_limits_give_bounds(bundled, tmp_path):
     # REAL load tests (LMBenchmark QPS sweeps of Llama-3-70B on vLLM, 2 replicas; Apache-2.0, bundled)
     # judged against p99(ttft) <= 2 s: short_input never fails (a lower bound: the plan must say "≥",
     # never a number). The sharegpt workload fails at its lowest step that can be judged alone; the
-    # pooled estimator uses the thin lower steps' requests too and gives it a value (issue: limits that
-    # use every request), so its plan is a plain FOS.
+    # model (the default estimator) reads the thin lower steps' requests too and gives it a value (issue: limits
+    # that use every request), so its plan is a plain FOS, whose interval holds the limit's over the target (and the
+    # target's own uncertainty besides).
     limits_json = tmp_path / "limits.json"
     r = CliRunner().invoke(app, ["limits", str(bundled(LMBENCH)), "--sla", "p99(ttft) <= 2000ms", "--mixes", "none",
                                  "--n-boot", "50", "--seed", "1", "--json", str(limits_json)])
@@ -158,7 +159,7 @@ def test_censored_real_limits_give_bounds(bundled, tmp_path):
     lim = {m["run_id"]: m["q_ult"] for m in json.loads(limits_json.read_text())["mixes"]}
     share, short = lim["vllm-70b-2replicas/sharegpt"], lim["vllm-70b-2replicas/short_input"]
     assert (share["censored"], short["censored"]) == ("none", "above")
-    assert share["estimator"].startswith("pooled")
+    assert share["estimator"].startswith("exceedance model")
 
     path = bundled(CONV)
     counts = _per_minute_counts(path)
@@ -188,4 +189,6 @@ def test_censored_real_limits_give_bounds(bundled, tmp_path):
     d = json.loads(out.read_text())
     b = d["fos"]["blended"]
     assert b["bound"] == "none" and b["value"] == pytest.approx(share["throughput_rps"] / target, rel=1e-9)
+    k = share["throughput_rps"] / share["value"] / target  # limit (offered) -> FOS, on the achieved basis
+    assert b["ci95"][0] <= share["ci95"][0] * k * (1 + 1e-9) and b["ci95"][1] >= share["ci95"][1] * k * (1 - 1e-9)
     assert d["verdict"] == "red"  # far below the standard minimum 1.5

@@ -92,7 +92,7 @@ def test_shape_from_previous_is_resolved_and_offered_not_required(tmp_path):
 
 
 def test_inputs_are_checked_before_any_kernel(tmp_path):
-    with pytest.raises(ParameterError, match=r"estimator \(--estimator\): expected pooled or model, got 'bayes'"):
+    with pytest.raises(ParameterError, match=r"estimator \(--estimator\): expected model or pooled, got 'bayes'"):
         pipeline.check_inputs({"estimator": "bayes"})
     pooled = ROOT / "tests/fixtures/report/limits.json"  # hand-made limits with no shape in them
     with pytest.raises(ShapeUnusable, match="no limit in it carries a shape"):
@@ -117,8 +117,8 @@ def sweeps(tmp_path_factory):
     pipeline.write_json(pipeline.limits_document(pipeline.limits(earlier, SLA, "none", 20, estimator="model"),
                                                  output_json=str(e)), str(e))
     p = tmp / "pooled.json"
-    pipeline.write_json(pipeline.limits_document(pipeline.limits(earlier, SLA, "none", 20), output_json=str(p)),
-                        str(p))
+    pipeline.write_json(pipeline.limits_document(pipeline.limits(earlier, SLA, "none", 20, estimator="pooled"),
+                                                 output_json=str(p)), str(p))
     return earlier, later, e, p
 
 
@@ -134,9 +134,12 @@ def test_the_model_and_an_earlier_shape_through_the_pipeline(sweeps):
     # the prior changed the posterior (on this real run the interval rests on its thin low steps more than on the
     # shape, so it barely moves: docs/limits.md, "An earlier test's shape")
     assert m.q_ult.ci95 != own.mixes[0].q_ult.ci95 and m.q_ult.value != own.mixes[0].q_ult.value
-    # the pooled estimator on a request trace has no shape to take: refused, naming the parameter to add
-    with pytest.raises(ParameterError, match="add the model estimator"):
-        pipeline.limits(later, SLA, "none", 20, shape_from=str(e))
+    # the pooled estimator on a request trace has no shape to take: refused, naming the fix
+    with pytest.raises(ParameterError, match="use the model estimator"):
+        pipeline.limits(later, SLA, "none", 20, estimator="pooled", shape_from=str(e))
+    # the model is the default: no estimator named takes the shape as estimator="model" does
+    default = pipeline.limits(later, SLA, "none", 20, shape_from=str(e))
+    assert default.mixes[0].q_ult.value == m.q_ult.value and default.conditions.estimator == "model"
 
 
 def test_an_earlier_shape_that_offers_none_is_an_error_unless_offered(sweeps):
@@ -161,8 +164,8 @@ def test_an_offered_shape_is_checked_the_same_whether_or_not_a_report_was_found(
     earlier file that does not read as limits, only offered, is noted, not fatal."""
     earlier, later, e, pooled = sweeps
     for shape in ("previous", str(e)):
-        with pytest.raises(ParameterError, match="add the model estimator"):
-            pipeline.limits(later, SLA, "none", 20, shape_from=shape, shape_required=False)
+        with pytest.raises(ParameterError, match="use the model estimator"):
+            pipeline.limits(later, SLA, "none", 20, estimator="pooled", shape_from=shape, shape_required=False)
         with pytest.raises(ParameterError, match="does not combine with an engine"):
             pipeline.limits(str(tmp_path / "x.parquet"), SLA, "none", 20, engine="embedded", shape_from=shape,
                             shape_required=False)
@@ -202,10 +205,10 @@ def test_weekly_runs_take_last_weeks_shape(tmp_path):
     assert sh["prior_used"] and sh["prior_from"] == str(reports / "2026-W47" / "limits.json")
     html = (reports / "2026-W48" / "report.html").read_text()
     assert 'id="interval-methods"' in html and "from an earlier test" in html
-    # the pooled default and a shape: refused in the notebook with the fix, exit 1, nothing published
+    # the pooled estimator and a shape: refused in the notebook with the fix, exit 1, nothing published
     bad = _bearing("weekly", "--week", "2026-W49", "-p", "loadtest", str(tmp_path / "llm-d-70b-2replicas" / "x"),
-                   "--shape-from", "previous", *common)
-    assert bad.returncode == 1 and "add the model estimator" in bad.stderr and not (reports / "2026-W49").exists()
+                   "--estimator", "pooled", "--shape-from", "previous", *common)
+    assert bad.returncode == 1 and "use the model estimator" in bad.stderr and not (reports / "2026-W49").exists()
 
 
 def test_the_limits_section_says_how_each_interval_was_made(docs):
