@@ -435,15 +435,14 @@ def model_options(c: Clause, tables: bool, pooled_runs: bool = False) -> ModelOp
     # runs (the clause is then set aside). Let into the model, a floor above the allowance explained a test's quiet
     # low steps as luck and left the limit's low end open (M/M/1, 8 x 300 s: goodput(latency <= 1s) >= 95% read
     # 19 % low against p95(latency) <= 1s's 3 %, the same requests; docs/limits.md)
-    if c.kind == "error_rate":
-        # failed requests stray from step to step by sampling noise and mild overdispersion only (ERROR_CONCENTRATIONS):
-        # a test with no failure at all shows nothing of their step-to-step variability, and the latency shares'
-        # concentrations down to 3 (queue episodes, measured on the oracle) read its thousands of successes as luck
-        # (the bundled llm-d short_input run: no failure in 19 steps, its limit's low end below the loads tested)
-        return ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES, ceiling=model.CEILING,
-                            jitter=jitter, concentrations=model.ERROR_CONCENTRATIONS)
+    # an error-rate clause's failed requests stray from step to step by sampling noise and mild overdispersion only
+    # (ERROR_CONCENTRATIONS): a test with no failure at all shows nothing of their step-to-step variability, and the
+    # latency shares' concentrations down to 3 (queue episodes, measured on the oracle) read its thousands of
+    # successes as luck (the bundled llm-d short_input run: no failure in 19 steps, its limit's low end below the
+    # loads tested)
+    concentrations = model.ERROR_CONCENTRATIONS if c.kind == "error_rate" else None
     return ModelOptions(floor=True, floor_multiples=model.PERCENTILE_FLOOR_MULTIPLES, ceiling=model.CEILING,
-                        jitter=jitter)
+                        jitter=jitter, concentrations=concentrations)
 
 
 def _concentrations(c: Clause, tables: bool) -> np.ndarray:

@@ -81,12 +81,15 @@ TABLE_CONCENTRATIONS = np.array([np.inf, 1e3])
 one step's share strays from the curve, so only sampling noise and mild overdispersion are allowed (an
 assumption, said in the result): this is what narrows a table's interval below its bracket's edges."""
 FLOOR_MULTIPLES = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0])
-"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing)."""
+"""The floor's grid, in multiples of the clause's allowance (fine where it decides the crossing). The whole grid
+serves the error-rate and goodput clauses of load-point tables only; a request trace's clauses, every kind, take
+:data:`PERCENTILE_FLOOR_MULTIPLES` (round 17, ``estimators.model_options``)."""
 PERCENTILE_FLOOR = True
 PERCENTILE_FLOOR_MULTIPLES = FLOOR_MULTIPLES[FLOOR_MULTIPLES < 1.0]
-"""A percentile clause's floor stays below its allowance: latency exceedances at every load (long outputs
-past an end-to-end bound) shape the curve, while a share above the allowance at the lowest load is the
-logistic part's crossing below the loads tested."""
+"""A request trace's floor stays below its allowance (named for the percentile clauses that first took it; every
+clause kind of a trace since round 17): latency exceedances at every load (long outputs past an end-to-end bound)
+shape the curve, while a share above the allowance at the lowest load is the logistic part's crossing below the
+loads tested, or, for failures and goodput, the load-independent floor ``limits.failures`` states first."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
 STEADY_MODE = "extend"
