@@ -137,7 +137,7 @@ def synth_file(tmp_path_factory) -> tuple[object, object]:
 def test_limit_from_stats_equals_in_memory_limit(synth_file) -> None:
     tr, path = synth_file
     # the pooled estimator reads the counts alone (the model, the default, reads the design effects too, which the
-    # statistics give within their resolution: tests/limits/test_limits_dataset.py)
+    # statistics give within their resolution: test_model_from_stats_equals_the_model_in_memory_per_mix below)
     mem = fit_limits(tr, SLA_TEXT, mixes=SPEC, n_boot=300, seed=0, estimator="pooled")
     got = fit_limits_dataset(path, SLA_TEXT, mixes=SPEC, n_boot=300, seed=0, stats=True, estimator="pooled")
     assert [m.mix.name for m in got.limits] == [m.mix.name for m in mem.limits] == ["long", "short"]
@@ -152,6 +152,28 @@ def test_limit_from_stats_equals_in_memory_limit(synth_file) -> None:
         assert b.cost_anomaly_index.available is False and "per-step statistics" in b.cost_anomaly_index.reason
     assert got.conditions.extra["stats"].tolerance == ss.TOLERANCE
     assert any(n.startswith("fitted from per-step statistics") for n in got.notes)
+
+
+def test_model_from_stats_equals_the_model_in_memory_per_mix(synth_file) -> None:
+    """The model (the default estimator) on several mixes: the embedded engine's task fits each run in memory (the
+    same limit to the last digit); from per-step statistics its design effects come from the per-block histogram
+    counts, within their resolution (here within 1e-5 of the value and of each interval end, every mix)."""
+    tr, path = synth_file
+    mem = fit_limits(tr, SLA_TEXT, mixes=SPEC, n_boot=300, seed=0)
+    emb = fit_limits(path, SLA_TEXT, mixes=SPEC, n_boot=300, seed=0)
+    got = fit_limits_dataset(path, SLA_TEXT, mixes=SPEC, n_boot=300, seed=0, stats=True)
+    assert [r.conditions.estimator for r in (mem, emb, got)] == ["model"] * 3
+    assert [m.mix.name for m in got.limits] == [m.mix.name for m in emb.limits] == [m.mix.name for m in mem.limits]
+    for a, e, b in zip(mem.limits, emb.limits, got.limits, strict=True):
+        assert e.q_ult.value == a.q_ult.value and e.q_ult.ci95 == a.q_ult.ci95
+        assert b.q_ult.value == pytest.approx(a.q_ult.value, rel=1e-5)
+        assert b.q_ult.ci95 == pytest.approx(a.q_ult.ci95, rel=1e-5)
+        assert b.binding == a.binding and b.q_ult.bracket == a.q_ult.bracket
+        assert [s.n_requests for s in b.steps] == [s.n_requests for s in a.steps]
+        # the interval's method names the largest design effect, which the histograms give within their resolution
+        # (283 against 284 here)
+        assert b.q_ult.estimator == a.q_ult.estimator
+        assert b.q_ult.interval_method.split("(up to")[0] == a.q_ult.interval_method.split("(up to")[0]
 
 
 def test_two_runs_from_stats_equal_each_run_fitted_in_memory(tmp_path) -> None:
