@@ -221,7 +221,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         if broken:
-            statement = "; ".join(f.statement for f in broken) + f"; the other clauses hold to {statement}"
+            statement = "; ".join(f.statement for f in broken) + _other_clauses(statement)
     for f in floors:
         notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
     return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
@@ -400,8 +400,7 @@ def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
                                                                contradict, last_pass, first_fail, floor,
                                                                ci, u, binding)
     if broken_clauses:
-        statement = ("; ".join(f.statement for f in floors if f.breaks_clause)
-                     + f"; the other clauses hold to {statement}")
+        statement = "; ".join(f.statement for f in floors if f.breaks_clause) + _other_clauses(statement)
     for f in floors:
         notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
     return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
@@ -418,6 +417,14 @@ class ModelOptions:
     ceiling: bool = False
     jitter: float | None = None
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
+
+
+def _other_clauses(statement: str) -> str:
+    """The limit of the clauses a failure floor does not break, after the floor's statement: "hold to" a load or a
+    bound on one, else the statement itself (the data cannot place it, it is not monotone, ...)."""
+    if statement[:1].isdigit() or statement[:1] in "<>≤≥":
+        return f"; the other clauses hold to {statement}"
+    return f"; for the other clauses: {statement}"
 
 
 def model_options(c: Clause, tables: bool, pooled_runs: bool = False) -> ModelOptions:

@@ -166,6 +166,26 @@ def test_a_floor_is_told_apart_and_the_other_clause_gives_the_limit():
     assert m.q_ult.statement.startswith("the SLA fails at every tested load because about")
 
 
+def test_failures_at_one_load_are_not_called_load_independent():
+    # one step at 1 rps, 200 requests, every 5th failing (20 %), TTFT far inside its bound: the clause is broken at
+    # the only load tested, but one load cannot show whether the failures grow with load (a real case: the vegeta
+    # TGI trial's Ray run, one load, 39 of 48 failing with status 500)
+    df = _stepped([200], [1.0], 200.0, lambda k, i, rng: rng.uniform(100, 300),
+                  status=lambda k, i: "error" if i % 5 == 0 else "ok")
+    res = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=50)
+    (fl,) = res.limits[0].failure_floors
+    assert fl.breaks_clause and fl.share == pytest.approx(0.2, abs=0.03)  # the judged (steady) window's share
+    assert "with one load, whether the failures grow with load cannot be tested" in fl.statement
+    assert "a test at a second, lower load would tell" in fl.statement
+    assert "independently of load" not in fl.statement and "no rise across them" not in fl.statement
+    # two loads with the same share: load-independent, with the trend test's p-value
+    df2 = _stepped([200, 200], [1.0, 2.0], 200.0, lambda k, i, rng: rng.uniform(100, 300),
+                   status=lambda k, i: "error" if i % 5 == 0 else "ok")
+    (fl2,) = fit_limits(make_trace(df2), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none",
+                        n_boot=50).limits[0].failure_floors
+    assert "independently of load" in fl2.statement and "no rise across them: one-sided p = " in fl2.statement
+
+
 def test_table_interval_holds_the_truth_of_a_known_share_curve():
     # load-point tables drawn from a known share curve (logistic in log load, 1 % at 10 rps): the reported P95 and
     # P99 of 1,000 requests per step are the exact order statistics of a sample; the model's interval covers the
