@@ -422,7 +422,7 @@ class ModelOptions:
 def _other_clauses(statement: str) -> str:
     """The limit of the clauses a failure floor does not break, after the floor's statement: "hold to" a load or a
     bound on one, else the statement itself (the data cannot place it, it is not monotone, ...)."""
-    if statement[:1].isdigit() or statement[:1] in "<>≤≥":
+    if statement[:1].isdigit() or (statement[:1] and statement[:1] in "<>≤≥"):
         return f"; the other clauses hold to {statement}"
     return f"; for the other clauses: {statement}"
 

@@ -70,7 +70,8 @@ class Floor:
     """1 − the one-sided binomial p-value of 'the floor exceeds the allowance'."""
     breaks: bool
     trend_p: float | None
-    """One-sided p-value of a rising failure share across the quiet steps (None: one quiet step)."""
+    """One-sided p-value of a rising failure share across the quiet steps (None: one quiet load, in one step or
+    several)."""
     n_steps: int
     failed: int
     known: int
@@ -258,7 +259,7 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
             continue
         allowed = pooled.allowed_share(c)
         what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
-        loads = sorted(q.x for q in quiet)
+        loads = sorted(q.x for q in quiet if q.known > 0)
         if fl.trend_p is None:
             # one load (or steps all at one load): a share that does not change with load is not shown, only that
             # it is there; the statement says what a second load would settle
@@ -273,7 +274,8 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
                 statement = (f"about {fl.share:.2%} {what} ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); "
                              f"the {allowed:.2%} allowed is not exceeded by it alone")
             out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed,
-                                    p_breaks=fl.p_breaks, breaks_clause=fl.breaks, statement=statement))
+                                    p_breaks=fl.p_breaks, breaks_clause=fl.breaks, statement=statement,
+                                    one_load=True))
             continue
         trend = f"no rise across them: one-sided p = {fl.trend_p:.2g}"
         where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "

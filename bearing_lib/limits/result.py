@@ -402,6 +402,9 @@ class FailureFloor:
     statement: str
     shared_by: str | None = None
     """What the requests behind the floor have in common (lengths, a latency ceiling, an error text)."""
+    one_load: bool = False
+    """The floor rests on one quiet load: the share is there, but whether it grows with load (which more instances
+    would cure) is not tested (``limits.failures``)."""
 
 
 @dataclass(frozen=True)

@@ -469,6 +469,15 @@ def _scorecards(io: _Inputs, fos: FosResult, target: Target, memory: MemoryPlan 
 
 
 # --------------------------------------------------------------------------- the plan
+def floor_reason(floors: list[str], one_load: bool, reason: str) -> str:
+    """The verdict's reason where failure floors break the SLA (``LimitsInput.floors``): a failure that does not
+    grow with load breaks it at every load, whatever the instance count; one seen at a single quiet load breaks it
+    there, and whether more instances would help is not tested. The instances are sized on the other clauses."""
+    head = ("the SLA fails at every tested load, and with one quiet load the test cannot show whether more "
+            "instances would help: " if one_load else "the SLA fails at every load, whatever the instance count: ")
+    return head + "; ".join(floors) + f". Sized on the other clauses: {reason}"
+
+
 @dataclass
 class CapacityPlan:
     """The capacity plan, and its JSON document (§6): ``verdict`` is the badge colour, ``notes`` what the
@@ -559,11 +568,7 @@ class CapacityPlan:
 
         color, reason = verdict.color, verdict.reason
         if io.lim.floors:
-            # a failure that does not grow with load breaks the SLA at every load: the instances below carry the
-            # other clauses' limit, and the verdict says what would fix the rest
-            color = "red"
-            reason = ("the SLA fails at every load, whatever the instance count: " + "; ".join(io.lim.floors)
-                      + f". Sized on the other clauses: {reason}")
+            color, reason = "red", floor_reason(io.lim.floors, io.lim.floors_one_load, reason)
         if no_fit:
             color, reason = "red", f"the model does not fit the GPU memory: {no_fit}. Besides: {reason}"
         return cls(tier=tier, target=target, fos=fos, verdict=color, verdict_reason=reason,
@@ -746,6 +751,7 @@ __all__ = [
     "profile_input_from_dict",
     "ConcurrencyAtLimit",
     "concurrency_at_limit",
+    "floor_reason",
     "read_json",
     "schema_document",
     "seq_len_from_profile",

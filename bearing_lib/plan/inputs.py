@@ -56,6 +56,9 @@ class LimitsInput:
     floors: list[str] = field(default_factory=list)
     """Per mix, a load-independent failure floor that breaks an SLA clause at every load
     (``MixLimit.failure_floors``): no instance count cures it, so the plan is red for it."""
+    floors_one_load: bool = False
+    """Every floor in :attr:`floors` rests on one quiet load (``FailureFloor.one_load``): whether more instances
+    would cure it is not tested, and the verdict says so instead of "whatever the instance count"."""
 
 
 def limits_input(result: LimitsResult, *, run: str | None = None, source: str = "limits") -> LimitsInput:
@@ -71,9 +74,11 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
     limits, skipped, steps = [], {}, {}
     notes_extra: list[str] = []
     floors: list[str] = []
+    one_load: list[bool] = []
     for i, m in enumerate(entries):
         name, q = m.mix.name, m.q_ult
         floors += [f"mix {name}: {f.statement}" for f in m.failure_floors if f.breaks_clause]
+        one_load += [f.one_load for f in m.failure_floors if f.breaks_clause]
         unit = (q.unit if q else None) or default_unit
         steps[name] = [PlanStep.from_step(st, result.sla, unit) for st in m.steps]
         if q is None:
@@ -107,7 +112,8 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
         if n < 1:
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
         basis = result.conditions.instances_basis or "conditions.instances in the limits file"
-    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra, floors)
+    return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra, floors,
+                       floors_one_load=bool(one_load) and all(one_load))
 
 
 def _limit_ci(a: Estimate, interval_method: str | None) -> tuple[Interval | None, str | None]:

@@ -6,6 +6,7 @@ crossing bracket), a closed form, or a simulation whose truth is known.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -178,12 +179,26 @@ def test_failures_at_one_load_are_not_called_load_independent():
     assert "with one load, whether the failures grow with load cannot be tested" in fl.statement
     assert "a test at a second, lower load would tell" in fl.statement
     assert "independently of load" not in fl.statement and "no rise across them" not in fl.statement
+    assert fl.one_load
+    # through JSON to the plan: its verdict does not say "whatever the instance count" for a floor at one load
+    from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.plan.capacity_plan import floor_reason, limits_input
+
+    back = LimitsResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.limits[0].failure_floors[0].one_load
+    lim = limits_input(back)
+    assert lim.floors_one_load and len(lim.floors) == 1
+    why = floor_reason(lim.floors, lim.floors_one_load, "FOS 2")
+    assert why.startswith("the SLA fails at every tested load, and with one quiet load the test cannot show whether")
+    assert "whatever the instance count" not in why and why.endswith("Sized on the other clauses: FOS 2")
     # two loads with the same share: load-independent, with the trend test's p-value
     df2 = _stepped([200, 200], [1.0, 2.0], 200.0, lambda k, i, rng: rng.uniform(100, 300),
                    status=lambda k, i: "error" if i % 5 == 0 else "ok")
     (fl2,) = fit_limits(make_trace(df2), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none",
                         n_boot=50).limits[0].failure_floors
     assert "independently of load" in fl2.statement and "no rise across them: one-sided p = " in fl2.statement
+    assert not fl2.one_load
+    assert floor_reason(["mix all: x"], False, "r").startswith("the SLA fails at every load, whatever the instance")
 
 
 def test_table_interval_holds_the_truth_of_a_known_share_curve():
