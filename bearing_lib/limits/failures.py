@@ -10,7 +10,9 @@ allowance and the queue is steady: there the server has spare capacity, so failu
   a **quasi-binomial** GLM of failures on log load (``statsmodels`` ``GLM(...).fit(scale="X2")``: the
   binomial variance times the Pearson χ² / residual df, at least 1), one-sided p ≥ 0.05 for a rising slope
   (with one quiet step the trend cannot be tested, said so; with two there is no residual df to estimate the
-  dispersion, and the plain binomial GLM is used);
+  dispersion, and the plain binomial GLM is used); where a quiet step has no failure (or only failures) the slope's
+  estimate runs off toward the separation and its Wald test loses its power, so the score test of the slope at zero
+  is used instead (statsmodels ``GLM.score_test``; Cochran–Armitage's trend test), scaled alike;
 * it **breaks** the clause when a one-sided exact binomial test at 5 % (``scipy.stats.binomtest``) puts it
   above the allowance, on the **effective counts** ``k / φ`` of ``n / φ`` (Rao–Scott), ``φ`` the steps'
   dispersion: Pearson χ² of the steps' counts around the pooled share over ``m − 1`` df, at least 1.
@@ -136,12 +138,44 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
                 # point on the residual df): the Wald test takes the dispersion in; otherwise the binomial's stands
                 if fit.pearson_chi2 > chi2.ppf(1 - DISPERSION_ALPHA, fit.df_resid):
                     fit = quasi
-    except Exception:  # noqa: BLE001 - perfect separation or a singular design: no trend can be shown
-        return 1.0
+    except Exception:  # noqa: BLE001 - a singular design: the score test below needs no fit
+        fit = None
+    k = y * n
+    if fit is None or ((k <= 0) | (k >= n)).any():
+        # a step with no failure (or only failures): the slope's maximum-likelihood estimate runs off toward the
+        # separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200 then 40 of 200 read p = 0.50);
+        # the score test of the slope at zero needs no estimate: Cochran–Armitage's trend test (Agresti 2013,
+        # §5.3.5 / §3.4.6), one-sided, scaled as the Wald test is when the steps scatter beyond the binomial's
+        scale = float(fit.scale) if fit is not None and math.isfinite(float(fit.scale)) else 1.0
+        return _score_trend_p(x, k, n, max(scale, 1.0))
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
     if not math.isfinite(b) or not math.isfinite(p2):
         return 1.0
     return p2 / 2 if b > 0 else 1.0 - p2 / 2
+
+
+def _score_trend_p(x: np.ndarray, k: np.ndarray, n: np.ndarray, scale: float = 1.0) -> float:
+    """One-sided p-value of the score test that the failure share rises with ``x`` (log load): statsmodels'
+    ``GLM.score_test`` of the slope at zero from the intercept-only binomial fit, its χ² divided by ``scale`` (a
+    quasi-binomial dispersion, at least 1), signed by ``U = Σ (x_i − x̄) k_i`` (for a 2 × m table, Cochran–Armitage's
+    trend test). 1 when the pooled share is 0 or 1 or the loads do not vary."""
+    import warnings
+
+    import statsmodels.api as sm
+    from scipy.stats import norm
+
+    p = float(k.sum() / n.sum())
+    xb = float((n * x).sum() / n.sum())
+    if not 0.0 < p < 1.0 or float((n * (x - xb) ** 2).sum()) <= 0.0:
+        return 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        null = sm.GLM(k / n, np.ones((len(n), 1)), family=sm.families.Binomial(), var_weights=n)
+        stat = float(np.asarray(null.score_test(null.fit().params, exog_extra=x[:, None])[0]).ravel()[0])
+    if not math.isfinite(stat) or stat < 0.0:
+        return 1.0
+    u = float(((x - xb) * k).sum())
+    return float(norm.sf(math.copysign(math.sqrt(stat / scale), u)))
 
 
 def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> str | None:

@@ -146,6 +146,22 @@ def test_quiet_floor_overdispersed_by_hand():
     assert failures.dispersion([failures.QuietStep(0.5, 4, 200), failures.QuietStep(1.0, 5, 200)]) == 1.0
 
 
+def test_a_rise_from_no_failure_is_a_rise_not_a_floor():
+    """0 of 200 failed at 1 rps, 40 of 200 at 2 rps: the logistic slope's Wald test reads p = 0.50 there (the
+    estimate runs off toward the separation), and the rise was called a floor. The score test, by hand: pooled p =
+    0.1, x̄ = log 2 / 2, U = 40 · log 2 / 2 = 13.86, V = 0.09 · 400 · (log 2 / 2)² = 4.324, z = U / √V = 6.667."""
+    from scipy.stats import norm
+
+    steps = [failures.QuietStep(1.0, 0, 200), failures.QuietStep(2.0, 40, 200)]
+    z = (40 * math.log(2) / 2) / math.sqrt(0.09 * 400 * (math.log(2) / 2) ** 2)
+    assert z == pytest.approx(6.667, abs=1e-3)
+    assert failures._rising_p(steps) == pytest.approx(norm.sf(z), rel=1e-6)
+    assert failures.quiet_floor(steps, 0.01) is None
+    # falling from failures to none is no rise (one-sided): 3 of 200 then 0 of 200
+    down = [failures.QuietStep(1.0, 3, 200), failures.QuietStep(2.0, 0, 200)]
+    assert failures._rising_p(down) > 0.9 and failures.quiet_floor(down, 0.01) is not None
+
+
 def test_a_floor_is_told_apart_and_the_other_clause_gives_the_limit():
     # errors at every load at 3 % (every 33rd request), latency rising with load: the error clause fails at every
     # load whatever the instances; the limit is the latency clause's, inside its raw bracket
