@@ -29,7 +29,13 @@ from bearing_lib.limits.judging import JudgedStep, usable_steps
 from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.result import ClauseShape, FailureFloor
 from bearing_lib.limits.sla import SLA, Clause
-from bearing_lib.limits.statement import below_statement, ci_text, trace_statement, unplaced_statement
+from bearing_lib.limits.statement import (
+    below_statement,
+    ci_text,
+    trace_statement,
+    unplaced_statement,
+    unreported_statement,
+)
 
 STEADY_CLAUSE = "steady state (latency and in-flight requests not rising)"
 
@@ -157,7 +163,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     elif post is None:
         censored, value = "no_data", None
-        statement = "; ".join(f.statement for f in broken)
+        statement = _floors_first(None, floors)
     else:
         med = post.median()
         lo, hi = post.interval(level)
@@ -189,7 +195,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             # the requests judged cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            statement = f"the {n_ev} requests judged cannot place the limit: " + unplaced_statement(x_lo, x_hi, u, sla)
+            statement = (tables and unreported_statement(pool, sla, broken_clauses)) or (
+                f"the {n_ev} requests judged cannot place the limit: " + unplaced_statement(x_lo, x_hi, u, sla))
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)
@@ -220,10 +227,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 bad = ", ".join(f"step {j.row.step} ({j.x:g} {u})" for j in contradict)
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
-        if broken:
-            statement = "; ".join(f.statement for f in broken) + _other_clauses(statement)
-    for f in floors:
-        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+        statement = _floors_first(statement, floors)
+    notes.extend(_floor_notes(floors))
     return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
                          shapes=shapes)
 
@@ -399,10 +404,8 @@ def trace_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA,
         censored, value, statement, binding = trace_statement(judged, use_pool, est, grid, passes, fails,
                                                                contradict, last_pass, first_fail, floor,
                                                                ci, u, binding)
-    if broken_clauses:
-        statement = "; ".join(f.statement for f in floors if f.breaks_clause) + _other_clauses(statement)
-    for f in floors:
-        notes.append(f.statement if f.breaks_clause else f"{f.clause}: {f.statement}")
+    statement = _floors_first(statement, floors)
+    notes.extend(_floor_notes(floors))
     return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
                          bootstrap_ci=boot_ci)
 
@@ -417,6 +420,20 @@ class ModelOptions:
     ceiling: bool = False
     jitter: float | None = None
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
+
+
+def _floors_first(statement: str | None, floors: list[FailureFloor]) -> str:
+    """A limit's statement after the failure floors that break a clause (both estimators): the floors' statements,
+    then the limit of the other clauses (:func:`_other_clauses`); the statement itself when no floor breaks one."""
+    broken = [f.statement for f in floors if f.breaks_clause]
+    if not broken:
+        return statement or ""
+    return "; ".join(broken) + (_other_clauses(statement) if statement else "")
+
+
+def _floor_notes(floors: list[FailureFloor]) -> list[str]:
+    """Every floor's statement as a note (a floor within the allowance named by its clause)."""
+    return [f.statement if f.breaks_clause else f"{f.clause}: {f.statement}" for f in floors]
 
 
 def _other_clauses(statement: str) -> str:

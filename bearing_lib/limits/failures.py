@@ -294,35 +294,27 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
         allowed = pooled.allowed_share(c)
         what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
         loads = sorted(q.x for q in quiet if q.known > 0)
+        ci = f"95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}"
         if fl.trend_p is None:
             # one load (or steps all at one load): a share that does not change with load is not shown, only that
             # it is there; the statement says what a second load would settle
             where = (f"{fl.failed} of {fl.known} at {loads[0]:.4g}, the only load where the latency clauses hold "
                      "with room; with one load, whether the failures grow with load cannot be tested")
-            if fl.breaks:
-                statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} there "
-                             f"({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
-                             f"{c.text} allows): a test at a second, lower load would tell a floor that more "
-                             "instances do not fix from failures that come with load")
-            else:
-                statement = (f"about {fl.share:.2%} {what} ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); "
-                             f"the {allowed:.2%} allowed is not exceeded by it alone")
-            out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed,
-                                    p_breaks=fl.p_breaks, breaks_clause=fl.breaks, statement=statement,
-                                    one_load=True))
-            continue
-        trend = f"no rise across them: one-sided p = {fl.trend_p:.2g}"
-        where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
-                 f"({loads[0]:.4g}–{loads[-1]:.4g}; {trend})")
-        if fl.breaks:
-            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
-                         f"load ({where}; 95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}, above the {allowed:.2%} "
-                         f"{c.text} allows): more instances do not fix it")
+            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} there ({where}; "
+                         f"{ci}, above the {allowed:.2%} {c.text} allows): a test at a second, lower load would tell "
+                         "a floor that more instances do not fix from failures that come with load") if fl.breaks \
+                else (f"about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} allowed is not exceeded by it "
+                      "alone")
         else:
-            statement = (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; 95% CI "
-                         f"{fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}); the {allowed:.2%} allowed is not exceeded by it alone")
+            where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
+                     f"({loads[0]:.4g}–{loads[-1]:.4g}; no rise across them: one-sided p = {fl.trend_p:.2g})")
+            statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
+                         f"load ({where}; {ci}, above the {allowed:.2%} {c.text} allows): more instances do not fix "
+                         "it") if fl.breaks \
+                else (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} "
+                      "allowed is not exceeded by it alone")
         out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,
-                                breaks_clause=fl.breaks, statement=statement))
+                                breaks_clause=fl.breaks, statement=statement, one_load=fl.trend_p is None))
     return out
 
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from bearing_lib.limits.curves import QUANTILES, qname
 from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.pooled import requests_needed
 from bearing_lib.limits.sla import SLA
@@ -63,6 +64,31 @@ def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
     return f"{where}; {what}"
 
 
+def unreported_statement(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> str | None:
+    """Why a load-point table cannot place the limit when no load reports the percentile a clause reads: what the
+    tool does report only bounds the share above the threshold (a P50 below it says at most half the requests are
+    above), and what would place it is a run whose tool reports that percentile, not more requests. None when
+    every percentile clause has its own percentile at some load."""
+    def reported(metric: str, name: str) -> bool:
+        return any(j.row.q(metric, name).value is not None for j in steps)
+
+    missing = [c for c in sla.clauses if c.kind == "percentile" and c.text not in ignore and c.metric is not None
+               and not reported(c.metric, qname(c.q))]
+    if not missing:
+        return None
+    parts = []
+    for c in missing:
+        have = [n for n in QUANTILES if reported(c.metric, n)]
+        have += [w for w, m in (("mean", "means"), ("max", "maxima"))
+                 if any(getattr(j.row, m).get(c.metric) is not None for j in steps)]
+        told = (f"what it reports ({', '.join(have)}) bounds the share of requests above the clause's threshold too "
+                "loosely to place it" if have else "it reports nothing of that metric")
+        parts.append(f"no load reports the {c.stat} of {c.metric} that {c.text} reads, and {told}")
+    wanted = ", ".join(dict.fromkeys(f"the {c.stat} of {c.metric}" for c in missing))
+    return (f"the tool's reported percentiles cannot place the limit: {'; '.join(parts)}; a run whose tool reports "
+            f"{wanted} (or its per-request results) would place it")
+
+
 def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
                     passes: list[float], fails: list[float], contradict: list[JudgedStep],
                     last_pass: float | None, first_fail: float | None, floor: float | None,
@@ -110,4 +136,4 @@ def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: 
     return censored, value, statement, binding
 
 
-__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement"]
+__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement", "unreported_statement"]

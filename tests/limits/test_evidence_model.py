@@ -215,6 +215,19 @@ def test_failures_at_one_load_are_not_called_load_independent():
     assert "independently of load" in fl2.statement and "no rise across them: one-sided p = " in fl2.statement
     assert not fl2.one_load
     assert floor_reason(["mix all: x"], False, "r").startswith("the SLA fails at every load, whatever the instance")
+    # mixed: one mix's floor at one quiet load, another's at two loads with no rise. The two-load floor alone shows
+    # a failure no instance count cures, so the plan's verdict says so, and lists both floors with their own words
+    one, two = res.to_dict(), json.loads(json.dumps(fit_limits(make_trace(df2), "p99(ttft) <= 1s and error_rate <= 1%",
+                                                                   mixes="none", n_boot=50).to_dict()))
+    one["mixes"][0]["mix"]["name"], two["mixes"][0]["mix"]["name"] = "short", "long"
+    one["mixes"].append(two["mixes"][0])
+    mixed = limits_input(LimitsResult.from_dict(json.loads(json.dumps(one))))
+    assert not mixed.floors_one_load and len(mixed.floors) == 2
+    assert mixed.floors[0].startswith("mix short: ") and "cannot be tested" in mixed.floors[0]
+    assert mixed.floors[1].startswith("mix long: ") and "independently of load" in mixed.floors[1]
+    why = floor_reason(mixed.floors, mixed.floors_one_load, "FOS 2")
+    assert why.startswith("the SLA fails at every load, whatever the instance count: mix short: ")
+    assert "; mix long: the SLA fails at every tested load because about" in why
 
 
 def test_table_interval_holds_the_truth_of_a_known_share_curve():
@@ -622,3 +635,32 @@ def test_the_jitter_on_the_grid_is_one_level_for_every_step(monkeypatch):
                   posterior((1 / 3, 1 / 3, 1 / 3), (0.0, sigma, 2 * sigma)),
                   posterior((0.5, 0.25, 0.25), (0.0, sigma / 2, sigma))):
         assert not other == pytest.approx(expected, rel=1e-3, abs=1e-12)
+
+
+def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit():
+    # a real case: SGLang's bench_serving (an older version) writes median_ttft_ms and no p99 (the datacrunch H200
+    # benchmarks): a P50 below 2 s says at most half the requests are above it, which cannot place a 1 % clause at
+    # any load; the limit is not placed, and what would place it is a P99, not "more requests per step"
+    from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+    from bearing_lib.data.provenance import Provenance
+
+    def table(with_p99: bool) -> LoadPointTable:
+        rows = []
+        for k, x in enumerate([1.0, 2.0, 4.0, 8.0]):
+            row = {"run_id": "t", "step": k, "offered_load": x, "offered_load_unit": "rps", "duration_s": 300.0,
+                   "n_requests": 300 * int(x), "n_ok": 300 * int(x), "n_errors": 0, "throughput_rps": x,
+                   "achieved_rate_rps": x, "ttft_ms_p50": 80.0 * x}
+            if with_p99:
+                row["ttft_ms_p99"] = 500.0 * x  # above 2 s from 8 rps on: placed between 4 and 8
+            rows.append(row)
+        return LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+
+    q = fit_limits(table(False), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
+    assert q.value is None and q.censored == "no_data"
+    assert q.statement == (
+        "the tool's reported percentiles cannot place the limit: no load reports the p99 of ttft_ms that "
+        "p99(ttft) <= 2s reads, and what it reports (p50) bounds the share of requests above the clause's threshold "
+        "too loosely to place it; a run whose tool reports the p99 of ttft_ms (or its per-request results) would "
+        "place it")
+    placed = fit_limits(table(True), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
+    assert placed.value is not None and 4.0 <= placed.value <= 8.0 and "cannot place" not in placed.statement
