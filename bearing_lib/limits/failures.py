@@ -44,6 +44,7 @@ from bearing_lib.limits import evidence as ev_mod
 from bearing_lib.limits import model, pooled
 from bearing_lib.limits.curves import wilson_interval
 from bearing_lib.limits.judging import JudgedStep, usable_steps
+from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.result import FailureFloor
 from bearing_lib.limits.sla import SLA, Clause
 
@@ -62,6 +63,9 @@ class QuietStep:
     x: float
     failed: int
     known: int
+    deff: float = 1.0
+    """The step's block-bootstrap design effect of its failure share (``evidence.design_effect``: failures that
+    come in bursts within the step); 1 without replicates. Read only where the floor rests on one load."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,10 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     if trend_p is not None and trend_p < TREND_ALPHA:
         return None  # failures rise with load even where the latency clauses hold: not a floor
     phi = dispersion(steps)
+    if trend_p is None:
+        # one load: no step to compare with, so the clustering the steps' scatter measures elsewhere is the step's
+        # own, over its time blocks (the requests-weighted design effect; 1 without replicates)
+        phi = max(phi, sum(s.deff * s.known for s in steps) / n)
     # Rao–Scott: the pooled count carries the information of k / φ failures in n / φ independent requests
     k_eff, n_eff = k / phi, n / phi
     lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
@@ -249,11 +257,13 @@ def table_floor(c: Clause, post: model.ClausePosterior, evidence: list[model.Evi
                         p_breaks=post.p_floor_breaks, breaks_clause=breaks, statement=statement)
 
 
-def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[FailureFloor]:
+def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
+                  reps: ReplicateTable | None = None) -> list[FailureFloor]:
     """Load-independent failure floors per failure clause (error rate, goodput).
 
-    A request trace: the failures of the quiet steps (``limits.failures``). A load-point table has
-    no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
+    A request trace: the failures of the quiet steps (``limits.failures``), each step with its block-bootstrap
+    design effect from ``reps`` (the group's replicates; read where the floor rests on one load). A load-point
+    table has no per-request data: the model's floor ``f`` (``limits.model``) fitted to the reported error rates.
     """
     pool = usable_steps(judged, tables)
     clauses = [c for c in sla.clauses if c.kind in ("error_rate", "goodput")]
@@ -287,7 +297,10 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
             calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
                        for q, pc in pct)
             if calm:
-                quiet.append(QuietStep(float(j.x), int(r.count(i).bad or 0), int(r.count(i).n)))
+                k, n = int(r.count(i).bad or 0), int(r.count(i).n)
+                deff = 1.0 if reps is None else ev_mod.design_effect(
+                    reps.share(int(r.step), i, pooled.allowed_share(c)), k, n)
+                quiet.append(QuietStep(float(j.x), k, n, deff))
         fl = quiet_floor(quiet, pooled.allowed_share(c))
         if fl is None:
             continue
@@ -299,7 +312,10 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool) -> list[Fail
             # one load (or steps all at one load): a share that does not change with load is not shown, only that
             # it is there; the statement says what a second load would settle
             where = (f"{fl.failed} of {fl.known} at {loads[0]:.4g}, the only load where the latency clauses hold "
-                     "with room; with one load, whether the failures grow with load cannot be tested")
+                     "with room; with one load, whether the failures grow with load cannot be tested"
+                     + (f"; they come in bursts within the step and count as {fl.failed / fl.dispersion:.3g} of "
+                        f"{fl.known / fl.dispersion:.3g} independent requests (design effect {fl.dispersion:.3g})"
+                        if fl.dispersion > 1.0 else ""))
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} there ({where}; "
                          f"{ci}, above the {allowed:.2%} {c.text} allows): a test at a second, lower load would tell "
                          "a floor that more instances do not fix from failures that come with load") if fl.breaks \

@@ -294,7 +294,7 @@ def _fit_group(
         return judging.judge(typed, sla, tables, reps, level, ignore, settle)
 
     judged = judge(frozenset())
-    floors = failures.clause_floors(judged, sla, tables)
+    floors = failures.clause_floors(judged, sla, tables, reps)
     broken = frozenset(f.clause for f in floors if f.breaks_clause)
     if broken:  # the steps are judged on the other clauses: the floor is said once, not as every step's failure
         judged = judge(broken)

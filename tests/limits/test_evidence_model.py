@@ -664,3 +664,42 @@ def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit()
         "place it")
     placed = fit_limits(table(True), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
     assert placed.value is not None and 4.0 <= placed.value <= 8.0 and "cannot place" not in placed.statement
+
+
+def test_a_one_load_floor_of_bursty_failures_covers_its_long_run_share():
+    # SYNTHETIC: one step of 600 requests at 3 rps; failures come in bursts (a bad replica for a moment): burst starts
+    # at Poisson(0.01) per request index, each failing 5 consecutive requests. A request fails unless no burst starts
+    # in the 5 indices up to it: the long-run share is 1 - exp(-0.05) = 4.877 % (closed form). One load has no second
+    # step to show the clustering, so the floor reads the step's block-bootstrap design effect: its interval covers
+    # the truth about as often as it says; the binomial (Wilson) interval of the raw counts does not
+    from statsmodels.stats.proportion import proportion_confint
+
+    truth = 1.0 - math.exp(-0.05)
+    covered = raw_covered = with_floor = 0
+    for seed in range(60):
+        rng = np.random.default_rng(1000 + seed)
+        bad = {s + d for s in np.flatnonzero(rng.poisson(0.01, 600)) for d in range(5)}
+        df = _stepped([600], [3.0], 200.0, lambda k, i, r: r.uniform(100, 300), seed=seed,
+                      status=lambda k, i, bad=bad: "error" if i in bad else "ok")
+        res = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=200)
+        floors = res.limits[0].failure_floors
+        if not floors:  # no failure in the judged window, or the step read as still settling: no floor to score
+            continue
+        (fl,) = floors
+        assert fl.one_load
+        with_floor += 1
+        covered += fl.ci95[0] <= truth <= fl.ci95[1]
+        k, n = round(fl.share * res.limits[0].steps[0].n_requests), res.limits[0].steps[0].n_requests
+        lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+        raw_covered += lo <= truth <= hi
+    assert with_floor >= 50
+    assert covered >= 0.83 * with_floor  # measured 51 of 59 (88 of 98 over 100 draws)
+    assert raw_covered <= 0.75 * with_floor  # measured 37 of 59 (66 of 98 over 100 draws)
+    # independent failures (every 20th request): no design effect, the interval is the raw counts' Wilson interval
+    df = _stepped([600], [3.0], 200.0, lambda k, i, r: r.uniform(100, 300),
+                  status=lambda k, i: "error" if i % 20 == 0 else "ok")
+    res = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=200)
+    (fl,) = res.limits[0].failure_floors
+    n = res.limits[0].steps[0].n_requests
+    assert fl.ci95 == pytest.approx(proportion_confint(round(fl.share * n), n, alpha=0.05, method="wilson"), rel=1e-9)
+    assert "bursts" not in fl.statement
