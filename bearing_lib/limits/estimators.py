@@ -34,6 +34,7 @@ from bearing_lib.limits.statement import (
     ci_text,
     trace_statement,
     unplaced_statement,
+    unreported_clauses,
     unreported_statement,
 )
 
@@ -97,6 +98,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     binding = None
     replicates = None
     interval = None
+    said = None  # the statement of a table that reports no percentile a clause reads (statement.unreported_statement)
     # every usable step's evidence (a step too small for a percentile on its own still counts)
     pool = usable_steps(judged, tables)
     several_runs = pooled_runs and not tables
@@ -195,8 +197,9 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             # the requests judged cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            statement = (tables and unreported_statement(pool, sla, broken_clauses)) or (
-                f"the {n_ev} requests judged cannot place the limit: " + unplaced_statement(x_lo, x_hi, u, sla))
+            said = unreported_statement(pool, sla, broken_clauses) if tables else None
+            statement = said or (f"the {n_ev} requests judged cannot place the limit: "
+                                 + unplaced_statement(x_lo, x_hi, u, sla))
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)
@@ -228,6 +231,14 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         statement = _floors_first(statement, floors)
+    if tables and not said:
+        # a clause whose own percentile no load reports is read only through the bounds other reported figures put
+        # on its share (a P50 below the threshold: at most half above): said, as the steps say "not judged"
+        for c, have in unreported_clauses(pool, sla, broken_clauses):
+            notes.append(f"{c.text}: no load reports its {c.stat} of {c.metric}; " + (
+                f"it is read only through the bounds the reported {', '.join(have)} put on the share above its "
+                "threshold, so its part of the limit rests on the model's shape between them" if have
+                else "it adds nothing to the limit"))
     notes.extend(_floor_notes(floors))
     return LimitEstimate(value, ci, censored, statement, binding, replicates, interval, estimator, pool,
                          shapes=shapes)

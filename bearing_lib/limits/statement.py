@@ -14,7 +14,7 @@ import numpy as np
 from bearing_lib.limits.curves import QUANTILES, qname
 from bearing_lib.limits.judging import JudgedStep
 from bearing_lib.limits.pooled import requests_needed
-from bearing_lib.limits.sla import SLA
+from bearing_lib.limits.sla import SLA, Clause
 
 
 def fmt(v: object) -> str:
@@ -64,29 +64,46 @@ def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
     return f"{where}; {what}"
 
 
-def unreported_statement(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> str | None:
-    """Why a load-point table cannot place the limit when no load reports the percentile a clause reads: what the
-    tool does report only bounds the share above the threshold (a P50 below it says at most half the requests are
-    above), and what would place it is a run whose tool reports that percentile, not more requests. None when
-    every percentile clause has its own percentile at some load."""
+def unreported_clauses(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> list[tuple[Clause, list[str]]]:
+    """A load-point table's percentile clauses (not in ``ignore``) whose own percentile no load reports, each with
+    what is reported of its metric that bounds the share above its threshold (``evidence._percentile_evidence``:
+    the table's percentiles, and a mean only with a maximum)."""
     def reported(metric: str, name: str) -> bool:
         return any(j.row.q(metric, name).value is not None for j in steps)
 
-    missing = [c for c in sla.clauses if c.kind == "percentile" and c.text not in ignore and c.metric is not None
-               and not reported(c.metric, qname(c.q))]
+    out = []
+    for c in sla.clauses:
+        if c.kind != "percentile" or c.text in ignore or c.metric is None or reported(c.metric, qname(c.q)):
+            continue
+        have = [n for n in QUANTILES if reported(c.metric, n)]
+        if any(j.row.maxima.get(c.metric) is not None for j in steps):
+            have += ["mean", "max"] if any(j.row.means.get(c.metric) is not None for j in steps) else ["max"]
+        out.append((c, have))
+    return out
+
+
+def unreported_statement(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> str | None:
+    """Why a load-point table cannot place the limit when no load reports the percentile a clause reads: what is
+    reported only bounds the share above the threshold (a P50 below it says at most half the requests are above),
+    and what would place it is that percentile (or, for a level a table does not hold, the per-request results),
+    not more requests. None when every percentile clause has its own percentile at some load."""
+    missing = unreported_clauses(steps, sla, ignore)
     if not missing:
         return None
-    parts = []
-    for c in missing:
-        have = [n for n in QUANTILES if reported(c.metric, n)]
-        have += [w for w, m in (("mean", "means"), ("max", "maxima"))
-                 if any(getattr(j.row, m).get(c.metric) is not None for j in steps)]
-        told = (f"what it reports ({', '.join(have)}) bounds the share of requests above the clause's threshold too "
-                "loosely to place it" if have else "it reports nothing of that metric")
+    parts, wanted = [], []
+    for c, have in missing:
+        told = (f"what is reported ({', '.join(have)}) bounds the share of requests above the clause's threshold too "
+                "loosely to place it" if have else "nothing of that metric is reported")
         parts.append(f"no load reports the {c.stat} of {c.metric} that {c.text} reads, and {told}")
-    wanted = ", ".join(dict.fromkeys(f"the {c.stat} of {c.metric}" for c in missing))
-    return (f"the tool's reported percentiles cannot place the limit: {'; '.join(parts)}; a run whose tool reports "
-            f"{wanted} (or its per-request results) would place it")
+        if qname(c.q) in QUANTILES:
+            wanted.append(f"a run that reports the {c.stat} of {c.metric}")
+        else:  # a level a load-point table does not hold (p75, p99.9): only the requests themselves
+            wanted.append(f"the per-request results (a load-point table holds {', '.join(QUANTILES)} only)")
+    wanted = list(dict.fromkeys(wanted))
+    if all(w.startswith("a run") for w in wanted):
+        wanted.append("the per-request results")
+    return (f"the reported percentiles cannot place the limit: {'; '.join(parts)}; {' or '.join(wanted)} would "
+            "place it")
 
 
 def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: np.ndarray,
@@ -136,4 +153,5 @@ def trace_statement(judged: list[JudgedStep], use_pool: bool, est: float, grid: 
     return censored, value, statement, binding
 
 
-__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement", "unreported_statement"]
+__all__ = ["below_statement", "ci_text", "fmt", "trace_statement", "unplaced_statement", "unreported_clauses",
+           "unreported_statement"]

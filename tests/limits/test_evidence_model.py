@@ -658,12 +658,22 @@ def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit()
     q = fit_limits(table(False), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
     assert q.value is None and q.censored == "no_data"
     assert q.statement == (
-        "the tool's reported percentiles cannot place the limit: no load reports the p99 of ttft_ms that "
-        "p99(ttft) <= 2s reads, and what it reports (p50) bounds the share of requests above the clause's threshold "
-        "too loosely to place it; a run whose tool reports the p99 of ttft_ms (or its per-request results) would "
-        "place it")
-    placed = fit_limits(table(True), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
-    assert placed.value is not None and 4.0 <= placed.value <= 8.0 and "cannot place" not in placed.statement
+        "the reported percentiles cannot place the limit: no load reports the p99 of ttft_ms that p99(ttft) <= 2s "
+        "reads, and what is reported (p50) bounds the share of requests above the clause's threshold too loosely to "
+        "place it; a run that reports the p99 of ttft_ms or the per-request results would place it")
+    # a level a load-point table does not hold: only the requests themselves would place it
+    q999 = fit_limits(table(False), "p99.9(ttft) <= 2s", mixes="none", n_boot=0).limits[0].q_ult
+    assert q999.statement.endswith("the per-request results (a load-point table holds p50, p90, p95, p99 only) "
+                                   "would place it")
+    placed = fit_limits(table(True), "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0]
+    assert placed.q_ult.value is not None and 4.0 <= placed.q_ult.value <= 8.0
+    assert "cannot place" not in placed.q_ult.statement and not any("no load reports" in n for n in placed.notes)
+    # placed on a clause whose own percentile is reported, with another read only through bounds: a note says so
+    both = fit_limits(table(True), "p99(ttft) <= 2s and p95(ttft) <= 3s", mixes="none", n_boot=0).limits[0]
+    assert both.q_ult.value is not None
+    assert ("p95(ttft) <= 3s: no load reports its p95 of ttft_ms; it is read only through the bounds the reported "
+            "p50, p99 put on the share above its threshold, so its part of the limit rests on the model's shape "
+            "between them") in both.notes
 
 
 def test_a_one_load_floor_of_bursty_failures_covers_its_long_run_share():
