@@ -99,6 +99,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     replicates = None
     interval = None
     said = None  # the statement of a table that reports no percentile a clause reads (statement.unreported_statement)
+    silent: set[str] = set()  # a table's clauses whose reported figures say nothing of their crossing
     # every usable step's evidence (a step too small for a percentile on its own still counts)
     pool = usable_steps(judged, tables)
     several_runs = pooled_runs and not tables
@@ -106,6 +107,13 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     jitter = 0.0 if tables else max(model.LOAD_JITTER, model.POOLED_JITTER if several_runs else 0.0)
     if tables:
         evidence, assumed_n = ev_mod.table_evidence(pool, sla.clauses)
+        # a clause whose own percentile no load reports, and whose reported figures allow its share on either side
+        # of its allowance at every load (a P50 below and a P99 above the threshold of a P95 clause), says nothing
+        # of where it crosses: the model would return its prior as a limit; left out, and said
+        for c, _ in unreported_clauses(pool, sla, broken_clauses):
+            if evidence[c.text] and all(_straddles(e, pooled.allowed_share(c)) for e in evidence[c.text]):
+                evidence[c.text] = []
+                silent.add(c.text)
         if assumed_n:
             notes.append("load-point table without request counts: the reported percentiles are taken as the "
                          "steps' exact quantiles (the interval assumes many requests per step)")
@@ -161,8 +169,9 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         censored, value, statement = "no_data", None, "steps use different offered-load units"
     elif post is None and not broken:
         censored, value = "no_data", None
+        said = unreported_statement(pool, sla, broken_clauses) if tables and silent else None
         why = sorted({r for j in judged for r in j.reasons})
-        statement = "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
+        statement = said or "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     elif post is None:
         censored, value = "no_data", None
         statement = _floors_first(None, floors)
@@ -236,6 +245,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         # on its share (a P50 below the threshold: at most half above): said, as the steps say "not judged"
         for c, have in unreported_clauses(pool, sla, broken_clauses):
             notes.append(f"{c.text}: no load reports its {c.stat} of {c.metric}; " + (
+                f"it adds nothing to the limit: at every load the reported {', '.join(have)} allow its share on "
+                "either side of its allowance" if c.text in silent else
                 f"it is read only through the bounds the reported {', '.join(have)} put on the share above its "
                 "threshold, so its part of the limit rests on the model's shape between them" if have
                 else "it adds nothing to the limit"))
@@ -431,6 +442,13 @@ class ModelOptions:
     ceiling: bool = False
     jitter: float | None = None
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
+
+
+def _straddles(e: model.Evidence, allowed: float) -> bool:
+    """A step's evidence allows the clause's share strictly on either side of its allowance (no pass, no fail)."""
+    if e.n:
+        return e.k_lo < allowed * e.n < e.k_hi
+    return e.s_lo < allowed < e.s_hi
 
 
 def _floors_first(statement: str | None, floors: list[FailureFloor]) -> str:

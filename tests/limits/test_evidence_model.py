@@ -674,6 +674,24 @@ def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit()
     assert ("p95(ttft) <= 3s: no load reports its p95 of ttft_ms; it is read only through the bounds the reported "
             "p50, p99 put on the share above its threshold, so its part of the limit rests on the model's shape "
             "between them") in both.notes
+    # a P95 clause with a P50 below and a P99 above its threshold at every load: the share may lie on either side
+    # of 5 % everywhere, so the clause says nothing of where it crosses (it returned its prior, "1.7 rps (0.54–6.6)",
+    # the reviewer's case): left out and said; with another clause the limit is that clause's
+    rows = [{"run_id": "t", "step": k, "offered_load": x, "offered_load_unit": "rps", "duration_s": 300.0,
+             "n_requests": 300 * int(x), "n_ok": 300 * int(x), "n_errors": 0, "throughput_rps": x,
+             "achieved_rate_rps": x, "ttft_ms_p50": 80.0 * x, "ttft_ms_p99": 5000.0}
+            for k, x in enumerate([1.0, 2.0, 4.0, 8.0])]
+    wide = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+    alone = fit_limits(wide, "p95(ttft) <= 1s", mixes="none", n_boot=0).limits[0].q_ult
+    assert alone.value is None and alone.statement.startswith(
+        "the reported percentiles cannot place the limit: no load reports the p95 of ttft_ms that p95(ttft) <= 1s "
+        "reads, and what is reported (p50, p99) bounds")
+    other = fit_limits(wide, "p95(ttft) <= 1s and p50(ttft) <= 300ms", mixes="none", n_boot=0).limits[0]
+    by_p50 = fit_limits(wide, "p50(ttft) <= 300ms", mixes="none", n_boot=0).limits[0].q_ult
+    assert other.q_ult.value == pytest.approx(by_p50.value) and other.q_ult.ci95 == pytest.approx(by_p50.ci95)
+    assert 2.0 <= other.q_ult.value <= 4.0  # raw: the P50 80 x load passes 300 ms at 2 rps, fails at 4
+    assert ("p95(ttft) <= 1s: no load reports its p95 of ttft_ms; it adds nothing to the limit: at every load the "
+            "reported p50, p99 allow its share on either side of its allowance") in other.notes
 
 
 def test_a_one_load_floor_of_bursty_failures_covers_its_long_run_share():
