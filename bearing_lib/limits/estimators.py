@@ -240,6 +240,11 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         statement = _floors_first(statement, floors)
+    if silent and value is not None:
+        # the limit is the other clauses': the statement says which clause it does not judge (a reviewer reads
+        # "never failed" as every clause)
+        statement += "; " + "; ".join(f"{c.text} not judged: no load reports its {c.stat}" for c in sla.clauses
+                                      if c.text in silent)
     if tables and not said:
         # a clause whose own percentile no load reports is read only through the bounds other reported figures put
         # on its share (a P50 below the threshold: at most half above): said, as the steps say "not judged"

@@ -690,6 +690,7 @@ def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit()
     by_p50 = fit_limits(wide, "p50(ttft) <= 300ms", mixes="none", n_boot=0).limits[0].q_ult
     assert other.q_ult.value == pytest.approx(by_p50.value) and other.q_ult.ci95 == pytest.approx(by_p50.ci95)
     assert 2.0 <= other.q_ult.value <= 4.0  # raw: the P50 80 x load passes 300 ms at 2 rps, fails at 4
+    assert other.q_ult.statement.endswith("; p95(ttft) <= 1s not judged: no load reports its p95")
     assert ("p95(ttft) <= 1s: no load reports its p95 of ttft_ms; it adds nothing to the limit: at every load the "
             "reported p50, p99 allow its share on either side of its allowance") in other.notes
 
