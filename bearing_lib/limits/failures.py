@@ -49,6 +49,10 @@ from bearing_lib.limits.result import FailureFloor
 from bearing_lib.limits.sla import SLA, Clause
 
 TREND_ALPHA = 0.05
+RISE_SAID = 1.5
+"""A floor's statement names the largest rise of the failure odds per doubling of load its quiet steps do not exclude
+(:func:`rise_bound`) when it is at least this: "no rise shown" from a few failures at two loads is weak evidence of
+"independent of load", and the reviewer is told how weak."""
 BREAK_ALPHA = 0.05
 DISPERSION_ALPHA = 0.05
 """The rise-with-load test is quasi-binomial only when the steps scatter around the fitted trend beyond binomial
@@ -83,6 +87,9 @@ class Floor:
     known: int
     dispersion: float = 1.0
     """φ: the steps' failure counts' variance over the binomial's (Pearson χ² / (steps − 1), at least 1)."""
+    rise_hi: float | None = None
+    """The largest rise of the failure odds per doubling of load the quiet steps do not exclude (:func:`rise_bound`;
+    None for one load or a step with no failure)."""
 
 
 def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
@@ -107,7 +114,8 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
     p = float(binomtest(round(k_eff), max(round(n_eff), 1), allowed, alternative="greater").pvalue)
     return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA, trend_p=trend_p,
-                 n_steps=len(steps), failed=k, known=n, dispersion=phi)
+                 n_steps=len(steps), failed=k, known=n, dispersion=phi,
+                 rise_hi=None if trend_p is None else rise_bound(steps))
 
 
 def dispersion(steps: Sequence[QuietStep]) -> float:
@@ -122,9 +130,11 @@ def dispersion(steps: Sequence[QuietStep]) -> float:
     return max(1.0, x2 / (len(steps) - 1))
 
 
-def _rising_p(steps: Sequence[QuietStep]) -> float:
-    """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
-    variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
+def _trend_fit(steps: Sequence[QuietStep]):  # noqa: ANN202 - a statsmodels GLMResults, or None
+    """The binomial GLM of the steps' failure shares on log load (the requests as variance weights), quasi-binomial
+    when the steps scatter around the trend beyond binomial noise; None when the design is singular."""
+    import warnings
+
     import statsmodels.api as sm
     from scipy.stats import chi2
 
@@ -133,33 +143,56 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
     # shares with the requests as variance weights: the same binomial fit as (failed, ok) counts, and the form
     # whose scale="X2" is Pearson χ² / residual df (with a two-column endog statsmodels' X2 scale is not that)
     y = np.array([s.failed for s in steps], float) / n
-    import warnings
-
     try:
-        with warnings.catch_warnings():  # separation (no failure at one load) is answered below, not warned
+        with warnings.catch_warnings():  # separation (no failure at one load) is answered by the callers
             warnings.simplefilter("ignore")
             model = sm.GLM(y, sm.add_constant(x), family=sm.families.Binomial(), var_weights=n)
             fit = model.fit()
-            if len(steps) > 2:
-                quasi = model.fit(scale="X2")
-                # the steps' scatter around the fitted trend exceeds the binomial's (Pearson χ² above its 95 %
-                # point on the residual df): the Wald test takes the dispersion in; otherwise the binomial's stands
-                if fit.pearson_chi2 > chi2.ppf(1 - DISPERSION_ALPHA, fit.df_resid):
-                    fit = quasi
-    except Exception:  # noqa: BLE001 - a singular design: the score test below needs no fit
-        fit = None
-    k = y * n
-    if fit is None or ((k <= 0) | (k >= n)).any():
+            # the steps' scatter around the fitted trend exceeds the binomial's (Pearson χ² above its 95 % point on
+            # the residual df): the Wald test takes the dispersion in; otherwise the binomial's stands
+            if len(steps) > 2 and fit.pearson_chi2 > chi2.ppf(1 - DISPERSION_ALPHA, fit.df_resid):
+                fit = model.fit(scale="X2")
+    except Exception:  # noqa: BLE001 - a singular design: the score test needs no fit
+        return None
+    return fit
+
+
+def _separated(steps: Sequence[QuietStep]) -> bool:
+    """A step with no failure or only failures: the slope's estimate runs off toward the separation."""
+    return any(s.failed <= 0 or s.failed >= s.known for s in steps)
+
+
+def _rising_p(steps: Sequence[QuietStep]) -> float:
+    """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
+    variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
+    fit = _trend_fit(steps)
+    if fit is None or _separated(steps):
         # a step with no failure (or only failures): the slope's maximum-likelihood estimate runs off toward the
         # separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200 then 40 of 200 read p = 0.50);
         # the score test of the slope at zero needs no estimate: Cochran–Armitage's trend test (Agresti 2013,
         # §5.3.5 / §3.4.6), one-sided, scaled as the Wald test is when the steps scatter beyond the binomial's
+        x = np.log(np.array([s.x for s in steps], float))
+        n = np.array([s.known for s in steps], float)
+        k = np.array([s.failed for s in steps], float)
         scale = float(fit.scale) if fit is not None and math.isfinite(float(fit.scale)) else 1.0
         return _score_trend_p(x, k, n, max(scale, 1.0))
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
     if not math.isfinite(b) or not math.isfinite(p2):
         return 1.0
     return p2 / 2 if b > 0 else 1.0 - p2 / 2
+
+
+def rise_bound(steps: Sequence[QuietStep]) -> float | None:
+    """The largest rise of the failure odds per doubling of load the quiet steps do not exclude: ``2 ** b_hi``, with
+    ``b_hi`` the one-sided 95 % upper bound of the trend fit's slope on log load (its Wald interval, quasi-binomial as
+    the rise test). None for one load, or where a step has no failure or only failures (no finite estimate)."""
+    if len({s.x for s in steps}) < 2 or _separated(steps):
+        return None
+    fit = _trend_fit(steps)
+    if fit is None:
+        return None
+    hi = float(np.asarray(fit.conf_int(alpha=2 * TREND_ALPHA))[1][1])
+    return float(2.0**hi) if math.isfinite(hi) else None
 
 
 def _score_trend_p(x: np.ndarray, k: np.ndarray, n: np.ndarray, scale: float = 1.0) -> float:
@@ -323,7 +356,9 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
                       "alone")
         else:
             where = (f"{fl.failed} of {fl.known} at the {fl.n_steps} load(s) where the latency clauses hold with room "
-                     f"({loads[0]:.4g}–{loads[-1]:.4g}; no rise across them: one-sided p = {fl.trend_p:.2g})")
+                     f"({loads[0]:.4g}–{loads[-1]:.4g}; no rise across them: one-sided p = {fl.trend_p:.2g}"
+                     + (f", though failure odds up to {fl.rise_hi:.2g}× per doubling of load are not excluded (95%)"
+                        if fl.rise_hi is not None and fl.rise_hi >= RISE_SAID else "") + ")")
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
                          f"load ({where}; {ci}, above the {allowed:.2%} {c.text} allows): more instances do not fix "
                          "it") if fl.breaks \
@@ -334,5 +369,5 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
     return out
 
 
-__all__ = ["FLOOR_BREAKS", "Floor", "QuietStep", "clause_floors", "describe_failures", "dispersion", "quiet_floor",
-           "table_floor"]
+__all__ = ["FLOOR_BREAKS", "RISE_SAID", "Floor", "QuietStep", "clause_floors", "describe_failures", "dispersion",
+           "quiet_floor", "rise_bound", "table_floor"]

@@ -732,3 +732,34 @@ def test_a_one_load_floor_of_bursty_failures_covers_its_long_run_share():
     n = res.limits[0].steps[0].n_requests
     assert fl.ci95 == pytest.approx(proportion_confint(round(fl.share * n), n, alpha=0.05, method="wilson"), rel=1e-9)
     assert "bursts" not in fl.statement
+
+
+def test_a_floor_says_how_large_a_rise_its_quiet_steps_cannot_exclude():
+    # the demo's floor: 4 of 200 failed at 0.5 rps, 5 of 200 at 1 rps (llm-d sharegpt). With two groups the logistic
+    # slope on log load and its Wald SE are closed forms: b = log odds ratio / log 2, SE = sqrt(sum 1 / cells) / log 2;
+    # the one-sided 95 % upper bound b + 1.645 SE gives failure odds up to 2 ** (b + 1.645 SE) = 3.8 per doubling
+    from scipy.stats import norm
+
+    steps = [failures.QuietStep(0.5, 4, 200), failures.QuietStep(1.0, 5, 200)]
+    b = math.log((5 / 195) / (4 / 196)) / math.log(2)
+    se = math.sqrt(1 / 4 + 1 / 196 + 1 / 5 + 1 / 195) / math.log(2)
+    expected = 2 ** (b + norm.ppf(0.95) * se)
+    assert expected == pytest.approx(3.83, abs=0.01)
+    assert failures.rise_bound(steps) == pytest.approx(expected, rel=1e-6)
+    fl = failures.quiet_floor(steps, 0.01)
+    assert fl is not None and fl.rise_hi == pytest.approx(expected, rel=1e-6)
+    # many failures at both loads pin the rise down: 100 of 2,000 at each, the bound is 2 ** (1.645 SE), SE from the
+    # same closed form; below RISE_SAID, so the statement does not name it
+    tight = [failures.QuietStep(1.0, 100, 2000), failures.QuietStep(2.0, 100, 2000)]
+    se_t = math.sqrt(2 * (1 / 100 + 1 / 1900)) / math.log(2)
+    assert failures.rise_bound(tight) == pytest.approx(2 ** (norm.ppf(0.95) * se_t), rel=1e-6)
+    assert failures.rise_bound(tight) < failures.RISE_SAID
+    # one load, or a load without failures: no finite bound
+    assert failures.rise_bound(steps[:1]) is None
+    assert failures.rise_bound([failures.QuietStep(0.5, 0, 200), failures.QuietStep(1.0, 5, 200)]) is None
+    # through the fit: 200 and 400 requests at 1 and 2 rps, every 40th failing (2.5 %), TTFT far inside its bound
+    df = _stepped([200, 400], [1.0, 2.0], 200.0, lambda k, i, rng: rng.uniform(100, 300),
+                  status=lambda k, i: "error" if i % 40 == 0 else "ok")
+    (fl2,) = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none",
+                        n_boot=0).limits[0].failure_floors
+    assert "× per doubling of load are not excluded (95%))" in fl2.statement
