@@ -110,7 +110,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         # a clause whose own percentile no load reports, and whose reported figures allow its share on either side
         # of its allowance at every load (a P50 below and a P99 above the threshold of a P95 clause), says nothing
         # of where it crosses: the model would return its prior as a limit; left out, and said
-        for c, _ in unreported_clauses(pool, sla, broken_clauses):
+        for c, _ in unreported_clauses(judged, sla, broken_clauses):
             if evidence[c.text] and all(_straddles(e, pooled.allowed_share(c)) for e in evidence[c.text]):
                 evidence[c.text] = []
                 silent.add(c.text)
@@ -169,7 +169,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         censored, value, statement = "no_data", None, "steps use different offered-load units"
     elif post is None and not broken:
         censored, value = "no_data", None
-        said = unreported_statement(pool, sla, broken_clauses) if tables and silent else None
+        said = unreported_statement(judged, sla, broken_clauses) if tables and silent else None
         why = sorted({r for j in judged for r in j.reasons})
         statement = said or "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     elif post is None:
@@ -206,7 +206,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             # the requests judged cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            said = unreported_statement(pool, sla, broken_clauses) if tables else None
+            said = unreported_statement(judged, sla, broken_clauses) if tables else None
             statement = said or (f"the {n_ev} requests judged cannot place the limit: "
                                  + unplaced_statement(x_lo, x_hi, u, sla))
             binding = None
@@ -240,15 +240,15 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 statement = (f"not monotone: {bad} pass(es) above the failing load {first_fail:g} {u}; "
                              f"model estimate {value:.4g} {u}, treat with caution")
         statement = _floors_first(statement, floors)
-    if silent and value is not None:
+    unjudged = [c for c in sla.clauses if c.text not in broken_clauses and not evidence[c.text]]
+    if unjudged and value is not None:
         # the limit is the other clauses': the statement says which clause it does not judge (a reviewer reads
-        # "never failed" as every clause)
-        statement += "; " + "; ".join(f"{c.text} not judged: no load reports its {c.stat}" for c in sla.clauses
-                                      if c.text in silent)
+        # "never failed" or a bare value as every clause)
+        statement += "; " + "; ".join(f"{c.text} not judged: {_why_unjudged(c, c.text in silent)}" for c in unjudged)
     if tables and not said:
         # a clause whose own percentile no load reports is read only through the bounds other reported figures put
         # on its share (a P50 below the threshold: at most half above): said, as the steps say "not judged"
-        for c, have in unreported_clauses(pool, sla, broken_clauses):
+        for c, have in unreported_clauses(judged, sla, broken_clauses):
             notes.append(f"{c.text}: no load reports its {c.stat} of {c.metric}; " + (
                 f"it adds nothing to the limit: at every load the reported {', '.join(have)} allow its share on "
                 "either side of its allowance" if c.text in silent else
@@ -447,6 +447,15 @@ class ModelOptions:
     ceiling: bool = False
     jitter: float | None = None
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
+
+
+def _why_unjudged(c: Clause, silent: bool) -> str:
+    """Why no step holds evidence of clause ``c`` (a load-point table's figures), in a few words."""
+    if c.kind == "percentile":
+        return f"no load reports its {c.stat}" + ("" if silent else " or a bound on it")
+    if c.kind == "error_rate":
+        return "no load reports request and error counts"
+    return "goodput needs per-request data"
 
 
 def _straddles(e: model.Evidence, allowed: float) -> bool:

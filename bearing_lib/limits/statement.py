@@ -65,13 +65,16 @@ def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
 
 
 def unreported_clauses(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> list[tuple[Clause, list[str]]]:
-    """A load-point table's percentile clauses (not in ``ignore``) whose own percentile no load reports, each with
+    """A load-point table's percentile clauses (not in ``ignore``) whose own percentile no step reports (every step,
+    judged or not: a percentile over too few requests is reported, and its step says why it is not judged), each with
     what is reported of its metric that bounds the share above its threshold (``evidence._percentile_evidence``:
     the table's percentiles, and a mean only with a maximum)."""
     def reported(metric: str, name: str) -> bool:
         return any(j.row.q(metric, name).value is not None for j in steps)
 
-    out = []
+    out: list[tuple[Clause, list[str]]] = []
+    if not steps:
+        return out
     for c in sla.clauses:
         if c.kind != "percentile" or c.text in ignore or c.metric is None or reported(c.metric, qname(c.q)):
             continue

@@ -691,6 +691,21 @@ def test_a_table_without_the_clause_percentile_says_what_would_place_the_limit()
     assert other.q_ult.value == pytest.approx(by_p50.value) and other.q_ult.ci95 == pytest.approx(by_p50.ci95)
     assert 2.0 <= other.q_ult.value <= 4.0  # raw: the P50 80 x load passes 300 ms at 2 rps, fails at 4
     assert other.q_ult.statement.endswith("; p95(ttft) <= 1s not judged: no load reports its p95")
+    # a table without error counts (an AIPerf sweep CSV): the limit is the latency clause's, and says so
+    no_err = [{k: v for k, v in r.items() if k not in ("n_errors", "n_ok")} for r in rows]
+    lat = fit_limits(LoadPointTable(conform_loadpoints(no_err), Provenance(source="SYNTHETIC", format="t", tool="t",
+                                                                            sha256="")),
+                     "p50(ttft) <= 300ms and error_rate <= 1%", mixes="none", n_boot=0).limits[0].q_ult
+    assert lat.value == pytest.approx(by_p50.value)
+    assert lat.statement.endswith("; error_rate <= 1% not judged: no load reports request and error counts")
+    # a P99 over too few requests is reported all the same (a vLLM sweep of 8 prompts a run; found in the golden
+    # outputs): its steps say why they are not judged, and no note says the P99 is not reported
+    few = [{**r, "n_requests": 8, "n_ok": 8, "ttft_ms_p99": 700.0, "duration_s": 5.0} for r in rows]
+    thin = fit_limits(LoadPointTable(conform_loadpoints(few), Provenance(source="SYNTHETIC", format="t", tool="t",
+                                                                          sha256="")),
+                      "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0]
+    assert thin.q_ult.value is None and "too few requests for a p99" in thin.q_ult.statement
+    assert not any("no load reports" in n for n in thin.notes) and "no load reports" not in thin.q_ult.statement
     assert ("p95(ttft) <= 1s: no load reports its p95 of ttft_ms; it adds nothing to the limit: at every load the "
             "reported p50, p99 allow its share on either side of its allowance") in other.notes
 
