@@ -22,6 +22,10 @@ first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in 
 - Load level: ``allThreads`` (active threads in all thread groups) = concurrency. Thread
   ramps are cut into steps at plateaus (see ``cut_plateaus``: the per-second modal thread
   count held ≥ ``min_plateau_s``, 10 s by default); requests outside a plateau have no step.
+- Several invocations appended to one file (``jmeter -l results.jtl`` appends): a silence of at least
+  ``IDLE_RUN_BREAK_S`` (120 s) with no sample in flight (no sample started, none still running) splits the
+  file into runs, ``<folder>``, ``<folder>#2``, … (a finding lists them), and each run is cut into steps on its
+  own: a plateau never spans the silence, and a later invocation is not read as a recovery step of an earlier one.
 - A truncated last line (a test killed mid-write) is dropped with a finding.
 
 Files without a header (e.g. the legacy pipe-delimited layout of 2015) are recognised by
@@ -53,6 +57,7 @@ import io
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -68,7 +73,12 @@ from bearing_lib.loaders._http_loadtest import (
 from bearing_lib.loaders.registry import FormatSpec, register
 from bearing_lib.loaders.source import InputSource
 
+if TYPE_CHECKING:
+    import numpy as np
+
 TOOL = "Apache JMeter"
+IDLE_RUN_BREAK_S = 120.0
+"""A silence this long with no sample in flight splits a JTL into runs (invocations appended to one file)."""
 REQUIRED = ("timeStamp", "elapsed", "label", "success")
 KNOWN = (
     "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType", "success",
@@ -279,12 +289,36 @@ def _finish(
         top = non_numeric["code"].value_counts(sort=True).head(3).rows()
         prov.add("non_numeric_response_code", f"{non_numeric.height} failed samples have a non-numeric responseCode, "
                  f"e.g. {top}", level="info", count=non_numeric.height)
-    # steps from allThreads plateaus
-    plateaus = []
+    import numpy as np  # here, not at import: `bearing inspect` of a small file loads no numpy (tests/cli)
+
+    # runs: invocations appended to one file, split at silences with no sample in flight
+    name = source.path.parent.name
+    seg = _idle_runs(frame["start_s"].to_numpy(), frame["end_s"].to_numpy())
+    runs = [name if k == 0 else f"{name}#{k + 1}" for k in range(int(seg.max()) + 1)] if seg.size else [name]
+    frame = frame.with_columns(pl.Series("run_id", [runs[k] for k in seg], dtype=pl.String))
+    if len(runs) > 1:
+        spans = frame.group_by("run_id", maintain_order=True).agg(pl.col("start_s").min().alias("a"),
+                                                                  pl.col("end_s").max().alias("b"), pl.len())
+        t0 = float(frame["start_s"].min())
+        prov.add("appended_runs",
+                 f"{len(runs)} runs in one file: silences of ≥ {IDLE_RUN_BREAK_S:g} s with no sample in flight "
+                 "(JMeter appends each invocation to the same .jtl) split it: "
+                 + "; ".join(f"{r} {a - t0:.0f}–{b - t0:.0f} s ({n} samples)" for r, a, b, n in spans.rows()),
+                 count=len(runs))
+    # steps from allThreads plateaus, per run
+    all_steps: list[dict[str, object]] = []
     if frame["threads"].is_not_null().any():
-        plateaus = cut_plateaus(frame["start_s"].to_numpy(), frame["threads"].cast(pl.Float64).to_numpy(),
-                                min_hold_s=min_plateau_s, skip_levels=(0,))
-        step, lvl = assign_steps(frame["start_s"].to_numpy(), plateaus)
+        step = np.full(frame.height, -1, dtype=np.int64)
+        lvl = np.full(frame.height, np.nan)
+        said = []
+        for k, run in enumerate(runs):
+            m = seg == k
+            plateaus = cut_plateaus(frame["start_s"].to_numpy()[m], frame["threads"].cast(pl.Float64).to_numpy()[m],
+                                    min_hold_s=min_plateau_s, skip_levels=(0,))
+            step[m], lvl[m] = assign_steps(frame["start_s"].to_numpy()[m], plateaus)
+            all_steps += plateau_steps(plateaus, run_id=run, unit="concurrency", source_file=str(source.path))
+            said += [(f"{run}: " if len(runs) > 1 else "") + f"{p.level:g} threads for {p.duration_s:g} s"
+                     for p in plateaus]
         frame = frame.with_columns(
             pl.Series("step", step).replace(-1, None).cast(pl.Int64),
             pl.Series("offered_load", lvl).fill_nan(None),
@@ -292,10 +326,9 @@ def _finish(
         n_out = int(frame["step"].is_null().sum())
         prov.add(
             "steps",
-            f"allThreads plateaus held ≥ {min_plateau_s:g} s: "
-            + (", ".join(f"{p.level:g} threads for {p.duration_s:g} s" for p in plateaus) or "none")
+            f"allThreads plateaus held ≥ {min_plateau_s:g} s: " + (", ".join(said) or "none")
             + f"; {n_out} of {frame.height} samples are in no step (ramps)",
-            level="info" if plateaus else "warning",
+            level="info" if said else "warning",
         )
     else:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"), pl.lit(None, dtype=pl.Float64)
@@ -303,7 +336,6 @@ def _finish(
         prov.add("no_thread_counts", "no allThreads column: the load level is unknown")
     frame = frame.with_columns(
         pl.when(pl.col("step").is_not_null()).then(pl.lit("concurrency")).otherwise(None).alias("offered_load_unit"),
-        pl.lit(source.path.parent.name).alias("run_id"),
     )
     cols = ["request_id", "start_s", "end_s", "latency_ms", "status", "error", "run_id", "step", "offered_load",
             "offered_load_unit", "source_row"]
@@ -326,9 +358,25 @@ def _finish(
         timezone="UTC (epoch ms)", provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s, "timestamp": timestamp,
                  **({"columns": list(columns)} if columns else {})},
-        steps=plateau_steps(plateaus, run_id=source.path.parent.name, unit="concurrency",
-                            source_file=str(source.path)) or None,
+        steps=all_steps or None,
     )
+
+
+def _idle_runs(start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
+    """Each sample's run index (in the samples' order): a new run begins where the next sample starts at least
+    :data:`IDLE_RUN_BREAK_S` after every earlier sample ended (nothing in flight for that long)."""
+    import numpy as np
+
+    start = np.asarray(start_s, float)
+    end = np.fmax(np.asarray(end_s, float), start)
+    out = np.zeros(start.size, dtype=np.int64)
+    if start.size == 0:
+        return out
+    order = np.argsort(start, kind="stable")
+    busy = np.maximum.accumulate(np.nan_to_num(end[order], nan=-np.inf))
+    gap = start[order][1:] - busy[:-1]
+    out[order] = np.concatenate([[0], np.cumsum(gap >= IDLE_RUN_BREAK_S)])
+    return out
 
 
 def load_header(
@@ -359,10 +407,12 @@ def load_noheader(
     if not columns:
         hint = f" A likely map for this 13-column pipe layout: columns={LEGACY_HINT.split('|')}" if (
             sep == "|" and n == 13) else ""
+        cli_sep, py_sep = ("", "") if sep == "," else (f" --option delimiter={sep!r}", f", delimiter={sep!r}")
         raise ParameterError(
             f"{source.path}: a JMeter JTL without a header ({n} fields separated by {sep!r}); bearing does not guess "
-            f"which column is which: load it with bearing_lib.load(path, columns=[...]) (JMeter field names in file "
-            "order; add delimiter=... if needed)."
+            "which column is which: name them in file order (JMeter field names), on the command line "
+            f"`--option 'columns=[\"timeStamp\",\"elapsed\",...]'{cli_sep}`, in Python "
+            f"bearing_lib.load(path, columns=[...]{py_sep})."
             + hint
         )
     if len(columns) != n:

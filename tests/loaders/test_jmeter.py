@@ -119,6 +119,7 @@ def test_legacy_pipe_file_needs_a_column_map(shared_data):
     with pytest.raises(ParameterError, match="does not guess") as exc:
         load_trace(p)
     assert "timeStamp" in str(exc.value)  # the likely map is suggested, not applied
+    assert "on the command line `--option 'columns=[" in str(exc.value) and "--option delimiter='|'" in str(exc.value)
     rows = list(csv.reader(open(p, newline=""), delimiter="|"))
     tr = load_trace(p, columns=LEGACY_MAP, min_plateau_s=5)
     assert tr.provenance.format == "jmeter-jtl-noheader"
@@ -170,3 +171,49 @@ def test_plateau_steps_are_reported(shared_data):
     for row in s.iter_rows(named=True):
         starts = tr.frame.filter(tr.frame["step"] == row["step"])["start_s"]
         assert starts.max() - starts.min() <= row["duration_s"]
+
+
+def test_invocations_appended_to_one_file_are_separate_runs(tmp_path):
+    # JMeter appends each invocation to the same -l file: two runs of 1 thread for 30 s (one sample a second), ten
+    # minutes apart. Without the split one "1 threads" plateau spanned the silence; now two runs, each its own step
+    rows = ["timeStamp,elapsed,label,success,allThreads"]
+    t0 = 1_700_000_000_000
+    for start in (0, 630_000):
+        rows += [f"{t0 + start + 1000 * i},200,a,true,1" for i in range(31)]
+    p = tmp_path / "results.jtl"
+    p.write_text("\n".join(rows) + "\n")
+    tr = load_trace(p)
+    f = tr.frame
+    assert sorted(set(f["run_id"])) == [tmp_path.name, f"{tmp_path.name}#2"]
+    assert f.group_by("run_id").len().sort("run_id")["len"].to_list() == [31, 31]
+    s = tr.steps.sort("run_id")
+    assert s["run_id"].to_list() == [tmp_path.name, f"{tmp_path.name}#2"] and s["step"].to_list() == [0, 0]
+    assert all(d <= 31.0 for d in s["duration_s"])  # each plateau is its own 30 s, not 660 s
+    finding = next(x for x in tr.provenance.findings if x.code == "appended_runs")
+    assert "2 runs in one file" in finding.message
+    # a sample still running through a long pause keeps one run: a 200 s request, then the next after it ends
+    p2 = tmp_path / "long.jtl"
+    p2.write_text("timeStamp,elapsed,label,success,allThreads\n"
+                  f"{t0},200000,a,true,1\n{t0 + 200_500},1000,a,true,1\n")
+    assert set(load_trace(p2).frame["run_id"]) == {tmp_path.name}
+
+
+@pytest.mark.shared_data
+def test_the_ssl_errors_file_holds_five_invocations(shared_data):
+    # raw (no bearing): sorted by timeStamp, the gaps between one sample's end and the next start exceed 120 s four
+    # times, at 348, 609, 1172 and 4872 s from the first sample: 200, 50, 50, 50, 50 samples
+    p = shared_data(SSL)
+    rows = sorted(_rows(p), key=lambda r: int(r["timeStamp"]))
+    t = [(int(r["timeStamp"]) / 1000, (int(r["timeStamp"]) + int(r["elapsed"])) / 1000) for r in rows]
+    sizes, busy, n = [], t[0][1], 1
+    for a, b in t[1:]:
+        if a - busy >= 120:
+            sizes.append(n)
+            n = 0
+        n += 1
+        busy = max(busy, b)
+    sizes.append(n)
+    assert sizes == [200, 50, 50, 50, 50]
+    f = load_trace(p).frame
+    got = f.group_by("run_id").len()
+    assert sorted(got["len"].to_list(), reverse=True) == sorted(sizes, reverse=True) and got.height == 5
