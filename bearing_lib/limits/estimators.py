@@ -208,7 +208,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
             said = unreported_statement(judged, sla, broken_clauses) if tables else None
             statement = said or (f"the {n_ev} requests judged cannot place the limit: "
-                                 + unplaced_statement(x_lo, x_hi, u, sla))
+                                 + unplaced_statement(x_lo, x_hi, u, sla, _unread(judged, pool, x_lo, x_hi)))
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)
@@ -447,6 +447,14 @@ class ModelOptions:
     ceiling: bool = False
     jitter: float | None = None
     """The steps' load jitter (None: :data:`model.LOAD_JITTER`; a table's separate runs: 0)."""
+
+
+def _unread(judged: list[JudgedStep], pool: list[JudgedStep], x_lo: float, x_hi: float) -> list[JudgedStep]:
+    """Tested steps at a finite load outside the loads the model read (``[x_lo, x_hi]``) whose evidence it did not
+    read (too short, excluded), in load order."""
+    read = {id(j) for j in pool}
+    return sorted((j for j in judged if id(j) not in read and j.x is not None and math.isfinite(j.x)
+                   and (j.x > x_hi or j.x < x_lo)), key=lambda j: j.x)
 
 
 def _why_unjudged(c: Clause, silent: bool) -> str:

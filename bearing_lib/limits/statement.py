@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from bearing_lib.limits.curves import QUANTILES, qname
-from bearing_lib.limits.judging import JudgedStep
+from bearing_lib.limits.judging import BLOCKING_FLAGS, JudgedStep
 from bearing_lib.limits.pooled import requests_needed
 from bearing_lib.limits.sla import SLA, Clause
 
@@ -26,7 +26,13 @@ def fmt(v: object) -> str:
 
 
 def below_statement(x0: float, u: str, judged: list[JudgedStep]) -> str:
-    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why."""
+    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why. Where the
+    steps at ``x0`` were not judged on their own (the model read what their figures bound), that is said instead."""
+    at = [j for j in judged if j.x is not None and j.x == x0]
+    if at and not any(j.status == "fail" for j in at):
+        why = next((r for j in at for r in j.reasons), "see steps[].reasons")
+        return (f"< {x0:g} {u} (the crossing lies below the lowest load read, from what its figures bound; that step "
+                f"was not judged on its own: {why})")
     statement = f"< {x0:g} {u} (failed at the lowest load judged)"
     lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]
     if lower:
@@ -46,13 +52,21 @@ def ci_text(lo: float | None, hi: float | None) -> str:
     return "95% CI beyond the loads tested on both sides"
 
 
-def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA) -> str:
+def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA, unread: list[JudgedStep] | None = None) -> str:
     """Why a limit could not be placed, and what would place it (the requests its most demanding clause needs at
-    a load, ``pooled.requests_needed``)."""
-    where = (f"its 95% interval reaches from below the only load tested ({x_lo:.4g} {u}) to above it"
+    a load, ``pooled.requests_needed``). ``unread``: tested steps outside ``[x_lo, x_hi]`` whose evidence was not
+    read (too short, excluded): said, so that "the highest load" is not taken for the highest tested."""
+    what_load = "load read" if unread else "load tested"
+    where = (f"its 95% interval reaches from below the only {what_load} ({x_lo:.4g} {u}) to above it"
              if x_hi <= x_lo else
-             f"its 95% interval reaches from below the lowest load tested ({x_lo:.4g} {u}) to above the highest "
+             f"its 95% interval reaches from below the lowest {what_load} ({x_lo:.4g} {u}) to above the highest "
              f"({x_hi:.4g} {u})")
+    if unread:
+        blocking = sorted(set(unread[0].row.flags or []) & BLOCKING_FLAGS)
+        first = (f"flag {', '.join(blocking)}" if blocking else
+                 unread[0].reasons[0] if unread[0].reasons else "see steps[].reasons")
+        where += (f" (the step(s) at {', '.join(f'{j.x:.4g}' for j in unread)} {u} were tested but not read: "
+                  f"{first})")
     need = [(n, -i, c.text) for i, c in enumerate(sla.clauses) if (n := requests_needed(c)) is not None]
     if need:
         n, _, text = max(need)

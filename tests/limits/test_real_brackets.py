@@ -138,3 +138,40 @@ def test_a_single_load_point_too_small_for_its_p99_says_what_would_place_it(shar
         "the 100 requests judged cannot place the limit: its 95% interval reaches from below the only load tested "
         "(1 concurrency) to above it; more requests per step would place it (p99(ttft) <= 1s needs about 368 "
         "requests at a load for a 95% interval), and a second load would bracket it")
+
+
+@pytest.mark.shared_data
+def test_an_unplaced_limit_names_the_tested_steps_it_did_not_read(shared_data):
+    # surajssd llama 01_tp8_pp1: 200 requests at 1, 4 and 16 rps (and inf). The 16 rps step sent its 200 in 12.5 s
+    # (num_prompts / request_rate in the raw JSON) and is too short to judge; the statement said "to above the
+    # highest (4 rps)" as if 16 had not been tested. Raw: the step's file holds num_prompts 200 at request_rate 16
+    import gzip
+    import json
+
+    path = shared_data(f"{SU}/llama-3.3-70b/01_tp8_pp1")
+    raw = json.loads(gzip.open(next(path.glob("*qps_16.json.gz"))).read())
+    assert raw["num_prompts"] == 200 and raw["request_rate"] == 16
+    (m,) = fit_limits(load(path), ["p99(ttft) <= 300ms"], mixes="none", n_boot=0).limits
+    assert m.q_ult.value is None
+    assert ("to above the highest (4 rps) (the step(s) at 16 rps were tested but not read: flag too_short)"
+            in m.q_ult.statement)
+    assert "below the lowest load read (1 rps)" in m.q_ult.statement
+
+
+@pytest.mark.shared_data
+def test_a_limit_below_a_step_not_judged_on_its_own_says_so(shared_data):
+    # Locust against a Modal vLLM deployment: one 40-user plateau, TTFT as a custom metric row with a mean and a max
+    # (Locust's percentiles are rolling windows, not the plateau's). Raw, the run's own totals in locust_stats.csv:
+    # TTFT mean 16.9 s, max 96.7 s, so at least (16.9 - 10) / (96.7 - 10) = 7.9 % of TTFTs exceed 10 s, above the 1 %
+    # a p99 allows: the limit lies below 40 users. The step has no p99 of its own, so it is "not judged", and the
+    # statement said "(failed at the lowest load judged)"
+    import csv
+
+    path = shared_data("loadtests/locust/rishabhpoddar-llm-inference-modal-vllm")
+    ttft = next(r for r in csv.DictReader(open(path / "locust_stats.csv")) if r["Name"] == "TTFT")
+    mean, mx = float(ttft["Average Response Time"]), float(ttft["Max Response Time"])
+    assert (mean - 10_000) / (mx - 10_000) > 0.01
+    (m,) = fit_limits(load(path), ["p99(ttft) <= 10s"], mixes="none", n_boot=0).limits
+    assert m.q_ult.censored == "below" and m.q_ult.statement.startswith(
+        "< 40 concurrency (the crossing lies below the lowest load read, from what its figures bound; that step was "
+        "not judged on its own: p99(ttft) <= 10s: the source reports no p99 of ttft_ms)")
