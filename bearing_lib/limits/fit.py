@@ -677,8 +677,11 @@ def _fit_input(it: RequestTrace | LoadPointTable, items: list, spec: MixSpec, sl
         curve = prep.curve
     recovery = {} if tables or (prep is not None and prep.steady is None) else _recovery_of(it, items, pooled_runs,
                                                                                              sla_obj)
+    # a rate no mix of the step knows stays unknown (polars' sum of nulls is 0: a Locust step without token counts
+    # read 0 tokens/s at the limit)
     totals_df = curve.group_by("run_id", "step").agg(
-        pl.col("throughput_rps").sum(), pl.col("output_tokens_per_s").sum(), pl.col("n_requests").sum()
+        *[pl.when(pl.col(c).is_not_null().any()).then(pl.col(c).sum()).alias(c)
+          for c in ("throughput_rps", "output_tokens_per_s")], pl.col("n_requests").sum()
     )
     run_n = dict(curve.group_by("run_id").agg(pl.col("n_requests").sum()).iter_rows())
     groups = curve.partition_by(["run_id", "mix"], as_dict=True, maintain_order=True)
@@ -827,6 +830,12 @@ def fit_limits(
     spec, mode = _resolve_mixes(mixes, items, min_share, sla_obj, notes)
     check_sla_against(sla_obj, items, mixes=spec)  # one error for every clause the data cannot evaluate
     fit_items, pooled_runs = _pool_runs(items) if pool_runs else (items, {})
+    if pool_runs and not pooled_runs:
+        tables = sum(isinstance(it, LoadPointTable) for it in items)
+        notes.append("pool_runs: nothing was pooled: " + (
+            f"{tables} load-point table(s) hold the tool's summaries per load, not requests, and their runs are "
+            "fitted each on its own (pooling needs per-request data)" if tables else
+            "one run only"))
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)

@@ -15,7 +15,7 @@ import polars as pl
 
 @dataclass(frozen=True)
 class StepTotal:
-    """One step's rates summed over the mixes of its run (polars' sum: 0 when every mix's rate is null)."""
+    """One step's rates summed over the mixes of its run (None when no mix knows the rate)."""
 
     throughput_rps: float | None
     output_tokens_per_s: float | None

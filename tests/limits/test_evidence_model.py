@@ -778,3 +778,21 @@ def test_a_floor_says_how_large_a_rise_its_quiet_steps_cannot_exclude():
     (fl2,) = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none",
                         n_boot=0).limits[0].failure_floors
     assert "× per doubling of load are not excluded (95%))" in fl2.statement
+
+
+def test_pooling_load_point_tables_says_nothing_was_pooled():
+    # --pool on two k6 summary runs (a new user's case): a table holds the tool's summaries per load, so its runs
+    # cannot be pooled; the result said nothing and fitted each on its own
+    from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+    from bearing_lib.data.provenance import Provenance
+
+    def table(run: str) -> LoadPointTable:
+        rows = [{"run_id": run, "step": k, "offered_load": x, "offered_load_unit": "rps", "duration_s": 300.0,
+                 "n_requests": 1000, "n_ok": 1000, "n_errors": 0, "throughput_rps": x, "achieved_rate_rps": x,
+                 "ttft_ms_p99": 300.0 * x} for k, x in enumerate([1.0, 2.0, 4.0, 8.0])]
+        return LoadPointTable(conform_loadpoints(rows), Provenance(source=run, format="t", tool="t", sha256=run))
+
+    res = fit_limits([table("a"), table("b")], "p99(ttft) <= 1s", mixes="none", n_boot=0, pool_runs=True)
+    assert sorted(m.run_id for m in res.limits) == ["a", "b"]
+    assert ("pool_runs: nothing was pooled: 2 load-point table(s) hold the tool's summaries per load, not requests, "
+            "and their runs are fitted each on its own (pooling needs per-request data)") in res.notes

@@ -175,3 +175,4 @@ def test_a_limit_below_a_step_not_judged_on_its_own_says_so(shared_data):
     assert m.q_ult.censored == "below" and m.q_ult.statement.startswith(
         "< 40 concurrency (the crossing lies below the lowest load read, from what its figures bound; that step was "
         "not judged on its own: p99(ttft) <= 10s: the source reports no p99 of ttft_ms)")
+    assert m.q_ult.tokens_per_s is None  # Locust counts no tokens (polars' sum of nulls read 0 tokens/s)
