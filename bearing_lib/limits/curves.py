@@ -787,7 +787,10 @@ def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | Non
     if done is not None:
         g = g.join(done, on=["run_id", "step", "mix"], how="left").with_columns(
             pl.when(pl.col("has_times")).then(pl.col("_n_done").fill_null(0)).otherwise(pl.col("n_ok")).alias("_thr_n"),
-            pl.when(pl.col("has_times")).then(pl.col("_tok_done").fill_null(0)).otherwise(pl.col("_out_tok"))
+            # no completion in the window: 0 tokens where the step's requests carry token counts, else unknown
+            pl.when(pl.col("has_times")).then(
+                pl.when(pl.col("_n_done").is_null() & pl.col("_out_tok").is_not_null()).then(0)
+                .otherwise(pl.col("_tok_done"))).otherwise(pl.col("_out_tok"))
             .alias("_thr_tok"),
         )
     else:
@@ -847,7 +850,9 @@ def completions_in_window(trace: RequestTrace, windows: pl.DataFrame, mixes: Mix
         OK_EXPR & pl.col("_done").is_between(pl.col("_ws"), pl.col("_we")))
     lf = (mixes or MixSpec.single()).assign(lf)
     return lf.group_by("run_id", "step", "mix").agg(
-        pl.len().cast(pl.Int64).alias("_n_done"), pl.col("output_tokens").sum().alias("_tok_done"),
+        pl.len().cast(pl.Int64).alias("_n_done"),
+        # a step whose requests carry no token count has no token rate (polars' sum of nulls is 0)
+        pl.when(pl.col("output_tokens").is_not_null().any()).then(pl.col("output_tokens").sum()).alias("_tok_done"),
     ).collect(engine="streaming")
 
 
@@ -887,7 +892,7 @@ def _aggregate(lf: pl.LazyFrame, win: pl.DataFrame, qs: dict[str, float], mix_na
         pl.len().alias("n_requests"),
         pl.col("_ok").sum().cast(pl.Int64).alias("n_ok"),
         pl.col("_failed").sum().cast(pl.Int64).alias("n_errors"),
-        pl.col("_out").sum().alias("_out_tok"),
+        pl.when(pl.col("_out").is_not_null().any()).then(pl.col("_out").sum()).alias("_out_tok"),
         (pl.col("_lat_all").mean() / 1000.0).alias("_mean_lat_s"),
     )
     slim = slim.drop("_ok", "_failed", "_out", "_lat_all")

@@ -218,7 +218,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             binding = None
         elif med <= x_lo or not math.isfinite(med):
             censored, value = "below", float(x_lo)
-            statement = below_statement(value, u, judged)
+            statement = below_statement(value, u, judged, tables)
             ci = [None, hi if math.isfinite(hi) and hi > value else None]
         else:
             censored = "not_monotone" if contradict else "none"

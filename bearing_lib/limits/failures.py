@@ -49,6 +49,9 @@ from bearing_lib.limits.result import FailureFloor
 from bearing_lib.limits.sla import SLA, Clause
 
 TREND_ALPHA = 0.05
+NEAR_SEPARATION = 1e-6
+"""A trend fit whose fitted share at a step lies this close to 0 or 1 (where the step has both outcomes) is read as
+separated: the rise test is the score test (:func:`_rising_p`)."""
 RISE_SAID = 1.5
 """A floor's statement names the largest rise of the failure odds per doubling of load its quiet steps do not exclude
 (:func:`rise_bound`) when it is at least this: "no rise shown" from a few failures at two loads is weak evidence of
@@ -157,25 +160,56 @@ def _trend_fit(steps: Sequence[QuietStep]):  # noqa: ANN202 - a statsmodels GLMR
     return fit
 
 
-def _separated(steps: Sequence[QuietStep]) -> bool:
-    """A step with no failure or only failures: the slope's estimate runs off toward the separation."""
-    return any(s.failed <= 0 or s.failed >= s.known for s in steps)
+def _separated(steps: Sequence[QuietStep], fit=None) -> bool:  # noqa: ANN001 - a statsmodels GLMResults
+    """The slope's estimate runs off toward a separation: a step with no failure or only failures, or (``fit``) a
+    fitted share within 1e-6 of 0 or 1 where the step has both (near separation: one step's residual then swamps the
+    Pearson χ², the quasi scale and the Wald test; 6 of 60 at a quarter of the load fitted at 5e-9 read p = 0.50 for a
+    share rising to 99 %), or a fit that is missing or not finite."""
+    if any(s.failed <= 0 or s.failed >= s.known for s in steps):
+        return True
+    if fit is None:
+        return False
+    mu = np.asarray(fit.mu, float)
+    return (not np.all(np.isfinite(np.asarray(fit.params, float))) or not math.isfinite(float(fit.scale))
+            or bool(((mu < NEAR_SEPARATION) | (mu > 1.0 - NEAR_SEPARATION)).any()))
+
+
+def _monotone_dispersion(steps: Sequence[QuietStep]) -> float:
+    """The steps' scatter beyond any rising trend: Pearson χ² of their failure counts around the weighted isotonic
+    (non-decreasing in load) fit of their shares (scipy ``isotonic_regression``), over the steps less the fit's
+    levels, at least 1, and only where it exceeds the binomial's at 5 % (1 with two steps or no residual df, as
+    :func:`_trend_fit`'s quasi scale). The scale of the score test where the logistic fit is degenerate:
+    its own Pearson χ² is then the separation's, not the steps' variability."""
+    from scipy.optimize import isotonic_regression
+    from scipy.stats import chi2
+
+    order = sorted(range(len(steps)), key=lambda i: steps[i].x)
+    k = np.array([steps[i].failed for i in order], float)
+    n = np.array([steps[i].known for i in order], float)
+    fitted = np.clip(isotonic_regression(k / n, weights=n, increasing=True).x, 1e-12, 1 - 1e-12)
+    df = len(steps) - len(np.unique(np.round(fitted, 12)))
+    if df <= 0 or len(steps) <= 2:
+        return 1.0
+    x2 = float((((k - n * fitted) ** 2) / (n * fitted * (1 - fitted))).sum())
+    # as the trend fit's quasi scale: taken only where the scatter exceeds the binomial's (Pearson χ² above its 95 %
+    # point), and never with two steps (no residual df beyond the trend)
+    return max(1.0, x2 / df) if x2 > chi2.ppf(1 - DISPERSION_ALPHA, df) else 1.0
 
 
 def _rising_p(steps: Sequence[QuietStep]) -> float:
     """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
     variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
     fit = _trend_fit(steps)
-    if fit is None or _separated(steps):
-        # a step with no failure (or only failures): the slope's maximum-likelihood estimate runs off toward the
-        # separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200 then 40 of 200 read p = 0.50);
-        # the score test of the slope at zero needs no estimate: Cochran–Armitage's trend test (Agresti 2013,
-        # §5.3.5 / §3.4.6), one-sided, scaled as the Wald test is when the steps scatter beyond the binomial's
+    if fit is None or _separated(steps, fit):
+        # a step with no failure (or only failures), or a fitted share at 0 or 1: the slope's maximum-likelihood
+        # estimate runs off toward the separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200
+        # then 40 of 200 read p = 0.50); the score test of the slope at zero needs no estimate: Cochran–Armitage's
+        # trend test (Agresti 2013, §5.3.5 / §3.4.6), one-sided, scaled by the steps' scatter beyond a monotone trend
+        # (the degenerate fit's own Pearson χ² measures the separation, not the steps)
         x = np.log(np.array([s.x for s in steps], float))
         n = np.array([s.known for s in steps], float)
         k = np.array([s.failed for s in steps], float)
-        scale = float(fit.scale) if fit is not None and math.isfinite(float(fit.scale)) else 1.0
-        return _score_trend_p(x, k, n, max(scale, 1.0))
+        return _score_trend_p(x, k, n, _monotone_dispersion(steps))
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
     if not math.isfinite(b) or not math.isfinite(p2):
         return 1.0
@@ -185,14 +219,14 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
 def rise_bound(steps: Sequence[QuietStep]) -> float | None:
     """The largest rise of the failure odds per doubling of load the quiet steps do not exclude: ``2 ** b_hi``, with
     ``b_hi`` the one-sided 95 % upper bound of the trend fit's slope on log load (its Wald interval, quasi-binomial as
-    the rise test). None for one load, or where a step has no failure or only failures (no finite estimate)."""
+    the rise test). None for one load, where the fit is (near) separated (no finite estimate), or beyond 2^30."""
     if len({s.x for s in steps}) < 2 or _separated(steps):
         return None
     fit = _trend_fit(steps)
-    if fit is None:
+    if fit is None or _separated(steps, fit):
         return None
     hi = float(np.asarray(fit.conf_int(alpha=2 * TREND_ALPHA))[1][1])
-    return float(2.0**hi) if math.isfinite(hi) else None
+    return float(2.0**hi) if math.isfinite(hi) and hi <= 30.0 else None
 
 
 def _score_trend_p(x: np.ndarray, k: np.ndarray, n: np.ndarray, scale: float = 1.0) -> float:

@@ -217,7 +217,11 @@ def _unique_runs(items: list) -> list:
         runs = set(it.frame["run_id"].fill_null("run").unique().to_list())
         clash = runs & seen
         if clash:
-            suffix = f"#{i + 1}"
+            # a suffix none of the earlier runs already carries (a JMeter file's appended runs are named run#2, …)
+            k = i + 1
+            while any(r + f"#{k}" in seen for r in runs):
+                k += 1
+            suffix = f"#{k}"
             frame = it.frame.with_columns(pl.col("run_id").fill_null("run") + suffix)
             if isinstance(it, RequestTrace):
                 steps = it.steps.with_columns(pl.col("run_id").fill_null("run") + suffix) if it.steps is not None \
@@ -830,12 +834,15 @@ def fit_limits(
     spec, mode = _resolve_mixes(mixes, items, min_share, sla_obj, notes)
     check_sla_against(sla_obj, items, mixes=spec)  # one error for every clause the data cannot evaluate
     fit_items, pooled_runs = _pool_runs(items) if pool_runs else (items, {})
+    n_tables = sum(isinstance(it, LoadPointTable) for it in items) if pool_runs else 0
     if pool_runs and not pooled_runs:
-        tables = sum(isinstance(it, LoadPointTable) for it in items)
         notes.append("pool_runs: nothing was pooled: " + (
-            f"{tables} load-point table(s) hold the tool's summaries per load, not requests, and their runs are "
-            "fitted each on its own (pooling needs per-request data)" if tables else
+            f"{n_tables} load-point table(s) hold the tool's summaries per load, not requests, and their runs are "
+            "fitted each on its own (pooling needs per-request data)" if n_tables else
             "one run only"))
+    elif n_tables:
+        notes.append(f"pool_runs: the request traces' runs were pooled; {n_tables} load-point table(s) hold the "
+                     "tool's summaries per load, not requests, and were fitted each on its own")
     if n_boot < 0:
         raise ParameterError(f"n_boot must be ≥ 0, got {n_boot}")
     rng = np.random.default_rng(seed)

@@ -25,14 +25,20 @@ def fmt(v: object) -> str:
     return str(v)
 
 
-def below_statement(x0: float, u: str, judged: list[JudgedStep]) -> str:
-    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why. Where the
-    steps at ``x0`` were not judged on their own (the model read what their figures bound), that is said instead."""
+def below_statement(x0: float, u: str, judged: list[JudgedStep], tables: bool = False) -> str:
+    """``< x0 (failed at the lowest load judged)``, with how many lower steps could not be judged and why. Where no
+    step at ``x0`` failed on its own (a table's step read through the bounds its figures put on the share, a thin
+    or not-steady step of a trace), the words say the model places the crossing below it, and why the step alone
+    does not."""
     at = [j for j in judged if j.x is not None and j.x == x0]
     if at and not any(j.status == "fail" for j in at):
+        how = ", from what its figures bound" if tables else ""
+        if any(j.status == "pass" for j in at):
+            return (f"< {x0:g} {u} (the crossing lies below the lowest load read{how}, although a step there passed on "
+                    "its own: the steps read together place it lower)")
         why = next((r for j in at for r in j.reasons), "see steps[].reasons")
-        return (f"< {x0:g} {u} (the crossing lies below the lowest load read, from what its figures bound; that step "
-                f"was not judged on its own: {why})")
+        return (f"< {x0:g} {u} (the crossing lies below the lowest load read{how}; that step was not judged on its "
+                f"own: {why})")
     statement = f"< {x0:g} {u} (failed at the lowest load judged)"
     lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]
     if lower:

@@ -101,7 +101,8 @@ class StepStats:
     """The statistics of one stepped load test (or of the runs of one partition).
 
     ``groups``: run_id, step, mix and its number ``_g``; ``counts``: per ``_g`` and ``_block`` the exact
-    counts (``n``, ``n_ok``, ``n_failed``, ``n_known``, ``out_tok``, ``lat_sum``, ``lat_n``, per clause ``i``
+    counts (``n``, ``n_ok``, ``n_failed``, ``n_known``, ``out_tok`` and ``out_tok_n`` (the successful requests with
+    a token count), ``lat_sum``, ``lat_n``, per clause ``i``
     ``_pk_i`` / ``_pn_i`` / ``_gk_i`` / ``_gn_i``, per metric ``{m}_n`` / ``{m}_sum`` / ``{m}_max``);
     ``hist``: per ``_g``, ``_block`` (block 0 only for a metric no percentile clause reads), metric index ``_m`` (into
     :data:`METRICS`) and ``_bin``: ``count``.
@@ -193,6 +194,7 @@ def _count_query(steady: pl.LazyFrame, sla: SLA, n_blocks: int) -> pl.LazyFrame:
     aggs = [pl.len().cast(pl.Int64).alias("n"), OK_EXPR.cast(pl.Int64).sum().alias("n_ok"),
             FAILED_EXPR.cast(pl.Int64).sum().alias("n_failed"), KNOWN_EXPR.cast(pl.Int64).sum().alias("n_known"),
             pl.when(OK_EXPR).then(pl.col("output_tokens")).sum().alias("out_tok"),
+            pl.when(OK_EXPR).then(pl.col("output_tokens")).count().cast(pl.Int64).alias("out_tok_n"),
             pl.col("latency_ms").sum().alias("lat_sum"), pl.col("latency_ms").count().cast(pl.Int64).alias("lat_n")]
     for i, c in enumerate(sla.clauses):
         bad, elig = pooled.bad_expr(c)
@@ -328,7 +330,8 @@ def curve_from_stats(stats: StepStats, *, extra_quantiles: tuple[float, ...] = (
     win = stats.windows
     g = stats.counts.group_by("_g").agg(
         pl.col("n").sum().alias("n_requests"), pl.col("n_ok").sum(), pl.col("n_failed").sum().alias("n_errors"),
-        pl.col("out_tok").sum().alias("_out_tok"),
+        # no successful request with a token count: unknown, as in memory (polars' sum of nulls is 0)
+        pl.when(pl.col("out_tok_n").sum() > 0).then(pl.col("out_tok").sum()).alias("_out_tok"),
         (pl.col("lat_sum").sum() / pl.col("lat_n").sum() / 1000.0).alias("_mean_lat_s"))
     g = step_rates(stats.groups.join(g, on="_g"), win, done)
     g = g.join(_metric_columns(stats, qs), on="_g", how="left")

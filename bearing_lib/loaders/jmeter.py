@@ -23,7 +23,9 @@ first byte; → ``ttft_ms`` only with ``ttfb_as_ttft=True``) and ``Connect`` in 
   ramps are cut into steps at plateaus (see ``cut_plateaus``: the per-second modal thread
   count held ≥ ``min_plateau_s``, 10 s by default); requests outside a plateau have no step.
 - Several invocations appended to one file (``jmeter -l results.jtl`` appends): a silence of at least
-  ``IDLE_RUN_BREAK_S`` (120 s) with no sample in flight (no sample started, none still running) splits the
+  ``IDLE_RUN_BREAK_S`` (120 s), and 10 times the median time between sample starts (a test's own think time does
+  not split it), with no sample in flight (no sample started, none still running; ``split_runs=False`` keeps
+  one run) splits the
   file into runs, ``<folder>``, ``<folder>#2``, … (a finding lists them), and each run is cut into steps on its
   own: a plateau never spans the silence, and a later invocation is not read as a recovery step of an earlier one.
 - A truncated last line (a test killed mid-write) is dropped with a finding.
@@ -79,6 +81,8 @@ if TYPE_CHECKING:
 TOOL = "Apache JMeter"
 IDLE_RUN_BREAK_S = 120.0
 """A silence this long with no sample in flight splits a JTL into runs (invocations appended to one file)."""
+IDLE_TYPICAL_MULTIPLE = 10.0
+"""... and this many times the median time between sample starts (a test's own think time or slow schedule)."""
 REQUIRED = ("timeStamp", "elapsed", "label", "success")
 KNOWN = (
     "timeStamp", "elapsed", "label", "responseCode", "responseMessage", "threadName", "dataType", "success",
@@ -186,6 +190,7 @@ def _load(
     ttfb_as_ttft: bool,
     min_plateau_s: float,
     timestamp: str,
+    split_runs: bool = True,
 ) -> RequestTrace:
     if timestamp not in ("start", "end"):
         raise ParameterError(f"timestamp must be 'start' or 'end', got {timestamp!r}")
@@ -195,7 +200,7 @@ def _load(
         prov.add("truncated_last_line", "the last line has fewer fields than the header (the file was cut while "
                  "JMeter wrote it): dropped", count=1)
     return _finish(source, raw, prov, fmt=fmt, ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s,
-                   timestamp=timestamp, columns=columns)
+                   timestamp=timestamp, columns=columns, split_runs=split_runs)
 
 
 def _finish(
@@ -208,6 +213,7 @@ def _finish(
     min_plateau_s: float,
     timestamp: str,
     columns: Sequence[str] | None = None,
+    split_runs: bool = True,
 ) -> RequestTrace:
     """Samples as JTL CSV columns (text; ``_line`` = the row or sample number) → request trace."""
     if timestamp not in ("start", "end"):
@@ -293,7 +299,8 @@ def _finish(
 
     # runs: invocations appended to one file, split at silences with no sample in flight
     name = source.path.parent.name
-    seg = _idle_runs(frame["start_s"].to_numpy(), frame["end_s"].to_numpy())
+    seg = _idle_runs(frame["start_s"].to_numpy(), frame["end_s"].to_numpy()) if split_runs else \
+        np.zeros(frame.height, dtype=np.int64)
     runs = [name if k == 0 else f"{name}#{k + 1}" for k in range(int(seg.max()) + 1)] if seg.size else [name]
     frame = frame.with_columns(pl.Series("run_id", [runs[k] for k in seg], dtype=pl.String))
     if len(runs) > 1:
@@ -310,7 +317,8 @@ def _finish(
     if frame["threads"].is_not_null().any():
         step = np.full(frame.height, -1, dtype=np.int64)
         lvl = np.full(frame.height, np.nan)
-        said = []
+        said: list[str] = []
+        bare: list[str] = []
         for k, run in enumerate(runs):
             m = seg == k
             plateaus = cut_plateaus(frame["start_s"].to_numpy()[m], frame["threads"].cast(pl.Float64).to_numpy()[m],
@@ -319,6 +327,8 @@ def _finish(
             all_steps += plateau_steps(plateaus, run_id=run, unit="concurrency", source_file=str(source.path))
             said += [(f"{run}: " if len(runs) > 1 else "") + f"{p.level:g} threads for {p.duration_s:g} s"
                      for p in plateaus]
+            if not plateaus and len(runs) > 1:
+                bare.append(run)
         frame = frame.with_columns(
             pl.Series("step", step).replace(-1, None).cast(pl.Int64),
             pl.Series("offered_load", lvl).fill_nan(None),
@@ -327,7 +337,8 @@ def _finish(
         prov.add(
             "steps",
             f"allThreads plateaus held ≥ {min_plateau_s:g} s: " + (", ".join(said) or "none")
-            + f"; {n_out} of {frame.height} samples are in no step (ramps)",
+            + f"; {n_out} of {frame.height} samples are in no step (ramps"
+            + (f"; and the runs {', '.join(bare)}, whose thread count held no level that long)" if bare else ")"),
             level="info" if said else "warning",
         )
     else:
@@ -357,6 +368,7 @@ def _finish(
         out, source, format=fmt, tool=TOOL, derived=tuple(derived),
         timezone="UTC (epoch ms)", provenance=prov,
         options={"ttfb_as_ttft": ttfb_as_ttft, "min_plateau_s": min_plateau_s, "timestamp": timestamp,
+                 "split_runs": split_runs,
                  **({"columns": list(columns)} if columns else {})},
         steps=all_steps or None,
     )
@@ -364,7 +376,8 @@ def _finish(
 
 def _idle_runs(start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
     """Each sample's run index (in the samples' order): a new run begins where the next sample starts at least
-    :data:`IDLE_RUN_BREAK_S` after every earlier sample ended (nothing in flight for that long)."""
+    :data:`IDLE_RUN_BREAK_S` after every earlier sample ended (nothing in flight for that long) and at least
+    :data:`IDLE_TYPICAL_MULTIPLE` times the file's median time between sample starts."""
     import numpy as np
 
     start = np.asarray(start_s, float)
@@ -375,7 +388,11 @@ def _idle_runs(start_s: np.ndarray, end_s: np.ndarray) -> np.ndarray:
     order = np.argsort(start, kind="stable")
     busy = np.maximum.accumulate(np.nan_to_num(end[order], nan=-np.inf))
     gap = start[order][1:] - busy[:-1]
-    out[order] = np.concatenate([[0], np.cumsum(gap >= IDLE_RUN_BREAK_S)])
+    # a test's own pauses (think time, a low-rate schedule) repeat: a silence splits only where it is also far
+    # longer than the file's typical time between sample starts
+    starts = np.diff(start[order])
+    typical = float(np.median(starts[starts > 0])) if (starts > 0).any() else 0.0
+    out[order] = np.concatenate([[0], np.cumsum(gap >= max(IDLE_RUN_BREAK_S, IDLE_TYPICAL_MULTIPLE * typical))])
     return out
 
 
@@ -385,11 +402,12 @@ def load_header(
     ttfb_as_ttft: bool = False,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
     timestamp: str = "start",
+    split_runs: bool = True,
 ) -> RequestTrace:
     """A JTL CSV with a header row → request trace (see the module docstring)."""
     sep = _delimiter(source.first_line) or ","
     return _load(source, sep=sep, columns=None, has_header=True, fmt="jmeter-jtl-csv",
-                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp)
+                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp, split_runs=split_runs)
 
 
 def load_noheader(
@@ -400,6 +418,7 @@ def load_noheader(
     ttfb_as_ttft: bool = False,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
     timestamp: str = "start",
+    split_runs: bool = True,
 ) -> RequestTrace:
     """A JTL without a header → request trace; ``columns`` (JMeter field names in file order) is required."""
     sep = delimiter or _noheader_delimiter(source.first_line) or ","
@@ -418,7 +437,7 @@ def load_noheader(
     if len(columns) != n:
         raise ParameterError(f"{source.path}: columns names {len(columns)} fields but the file has {n}")
     return _load(source, sep=sep, columns=columns, has_header=False, fmt="jmeter-jtl-noheader",
-                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp)
+                 ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s, timestamp=timestamp, split_runs=split_runs)
 
 
 # --------------------------------------------------------------------------- XML JTL
@@ -500,6 +519,7 @@ def load_xml(
     ttfb_as_ttft: bool = False,
     min_plateau_s: float = DEFAULT_MIN_PLATEAU_S,
     timestamp: str = "start",
+    split_runs: bool = True,
 ) -> RequestTrace:
     """An XML JTL (``<testResults>``) → request trace (see the module docstring)."""
     rows, n_parents, truncated = _read_xml(source)
@@ -524,7 +544,7 @@ def load_xml(
                  f"{n_parents} Transaction Controller parent samples were left out; their child samples are the "
                  "requests", count=n_parents)
     return _finish(source, raw, prov, fmt="jmeter-jtl-xml", ttfb_as_ttft=ttfb_as_ttft, min_plateau_s=min_plateau_s,
-                   timestamp=timestamp)
+                   timestamp=timestamp, split_runs=split_runs)
 
 
 register(FormatSpec(name="jmeter-jtl-csv", tool=TOOL, kind="requests",

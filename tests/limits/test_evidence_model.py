@@ -796,3 +796,23 @@ def test_pooling_load_point_tables_says_nothing_was_pooled():
     assert sorted(m.run_id for m in res.limits) == ["a", "b"]
     assert ("pool_runs: nothing was pooled: 2 load-point table(s) hold the tool's summaries per load, not requests, "
             "and their runs are fitted each on its own (pooling needs per-request data)") in res.notes
+
+
+def test_a_near_separated_rise_is_a_rise_and_its_bound_is_not_read():
+    # review finding: 6 of 60 at 0.25 rps, 48 of 386 at 2, 367 of 368 at 3, 469 of 475 at 4. The logistic fit puts
+    # 5e-9 at 0.25 rps, whose Pearson residual swamps the quasi scale (6.6e7): the Wald test read p = 0.50 and called
+    # a share rising to 99 % a floor, and the rise bound 2 ** b_hi overflowed. Near separation now takes the score
+    # test, scaled by the steps' scatter around their isotonic fit (here the shares rise but for the last, 99.7 % ->
+    # 98.7 %: pooled, no scatter beyond the binomial's), so binomial: Cochran–Armitage by hand
+    from scipy.stats import norm
+
+    steps = [failures.QuietStep(0.25, 6, 60), failures.QuietStep(2.0, 48, 386), failures.QuietStep(3.0, 367, 368),
+             failures.QuietStep(4.0, 469, 475)]
+    x = np.log([s.x for s in steps])
+    k = np.array([s.failed for s in steps], float)
+    n = np.array([s.known for s in steps], float)
+    p, xb = k.sum() / n.sum(), (n * x).sum() / n.sum()
+    z = ((x - xb) * k).sum() / math.sqrt(p * (1 - p) * (n * (x - xb) ** 2).sum())
+    assert failures._monotone_dispersion(steps) == pytest.approx(1.0)
+    assert failures._rising_p(steps) == pytest.approx(norm.sf(z), rel=1e-6) and norm.sf(z) < 1e-40
+    assert failures.quiet_floor(steps, 0.01) is None and failures.rise_bound(steps) is None

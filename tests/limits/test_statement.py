@@ -52,3 +52,27 @@ def test_ci_text_says_an_open_end_in_words():
     assert ci_text(1.0, None) == "95% CI from 1, upper end above the loads tested"
     assert ci_text(None, 2.5) == "95% CI up to 2.5, lower end below the loads tested"
     assert ci_text(None, None) == "95% CI beyond the loads tested on both sides"
+
+
+def test_below_a_step_not_failed_on_its_own_the_words_say_why():
+    # review finding: the "figures bound" wording is a table's; a trace's thin or not-steady step gets its reason,
+    # and a step that passed on its own is not called "failed at the lowest load judged"
+    from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.judging import JudgedStep
+    from bearing_lib.limits.statement import below_statement
+
+    def step(status: str, reasons: list[str]) -> JudgedStep:
+        return JudgedStep(row=CurveRow(step=0), x=2.0, status=status, margins={}, reasons=reasons, verdicts={},
+                          sla_margin=None, not_steady=False, flags=[], settling=None, by_bound=set(), close=False,
+                          pool_ok=True, clause_ok=[], window="steady")
+
+    thin = [step("undetermined", ["p99(ttft) <= 1s: too few requests for a p99 (40 successful)"])]
+    assert below_statement(2.0, "rps", thin) == (
+        "< 2 rps (the crossing lies below the lowest load read; that step was not judged on its own: p99(ttft) <= 1s: "
+        "too few requests for a p99 (40 successful))")
+    assert below_statement(2.0, "rps", thin, tables=True).startswith(
+        "< 2 rps (the crossing lies below the lowest load read, from what its figures bound; that step")
+    assert below_statement(2.0, "rps", [step("pass", [])]) == (
+        "< 2 rps (the crossing lies below the lowest load read, although a step there passed on its own: the steps "
+        "read together place it lower)")
+    assert below_statement(2.0, "rps", [step("fail", ["x"])]) == "< 2 rps (failed at the lowest load judged)"

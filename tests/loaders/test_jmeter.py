@@ -196,6 +196,16 @@ def test_invocations_appended_to_one_file_are_separate_runs(tmp_path):
     p2.write_text("timeStamp,elapsed,label,success,allThreads\n"
                   f"{t0},200000,a,true,1\n{t0 + 200_500},1000,a,true,1\n")
     assert set(load_trace(p2).frame["run_id"]) == {tmp_path.name}
+    # a test's own think time (review finding): 1 thread, 40 s requests, 130 s think, for 40 samples: every silence is
+    # 130 s, the file's usual time between starts is 170 s, so nothing splits (it made 40 runs of one sample)
+    p3 = tmp_path / "think.jtl"
+    p3.write_text("timeStamp,elapsed,label,success,allThreads\n"
+                  + "".join(f"{t0 + 170_000 * i},40000,a,true,1\n" for i in range(40)))
+    tr3 = load_trace(p3)
+    assert set(tr3.frame["run_id"]) == {tmp_path.name} and tr3.steps.height == 1
+    assert not any(x.code == "appended_runs" for x in tr3.provenance.findings)
+    # and the split can be switched off
+    assert set(load_trace(p, split_runs=False).frame["run_id"]) == {tmp_path.name}
 
 
 @pytest.mark.shared_data
@@ -217,3 +227,21 @@ def test_the_ssl_errors_file_holds_five_invocations(shared_data):
     f = load_trace(p).frame
     got = f.group_by("run_id").len()
     assert sorted(got["len"].to_list(), reverse=True) == sorted(sizes, reverse=True) and got.height == 5
+
+
+def test_a_second_file_does_not_take_the_name_of_an_appended_run(tmp_path):
+    # review finding: a.jtl holds two appended runs (named after the folder: G and G#2); b.jtl in the same folder is
+    # run G too and was renamed G#2, so two limits shared one run id. fit_limits gives it a suffix no run carries
+    from bearing_lib.limits.fit import fit_limits
+
+    d = tmp_path / "G"
+    d.mkdir()
+    t0 = 1_700_000_000_000
+    head = "timeStamp,elapsed,label,success,allThreads\n"
+    (d / "a.jtl").write_text(head + "".join(f"{t0 + 1000 * i},200,a,true,1\n" for i in range(31))
+                             + "".join(f"{t0 + 630_000 + 1000 * i},200,a,true,1\n" for i in range(31)))
+    (d / "b.jtl").write_text(head + "".join(f"{t0 + 1000 * i},200,a,true,1\n" for i in range(31)))
+    res = fit_limits([load_trace(d / "a.jtl"), load_trace(d / "b.jtl")], "p99(latency) <= 1s", mixes="none",
+                     n_boot=0)
+    runs = [m.run_id for m in res.limits]
+    assert sorted(runs) == ["G", "G#2", "G#3"] and len(set(runs)) == len(runs)
