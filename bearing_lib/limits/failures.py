@@ -160,15 +160,17 @@ def _trend_fit(steps: Sequence[QuietStep]):  # noqa: ANN202 - a statsmodels GLMR
     return fit
 
 
-def _separated(steps: Sequence[QuietStep], fit=None) -> bool:  # noqa: ANN001 - a statsmodels GLMResults
-    """The slope's estimate runs off toward a separation: a step with no failure or only failures, or (``fit``) a
-    fitted share within 1e-6 of 0 or 1 where the step has both (near separation: one step's residual then swamps the
-    Pearson χ², the quasi scale and the Wald test; 6 of 60 at a quarter of the load fitted at 5e-9 read p = 0.50 for a
-    share rising to 99 %), or a fit that is missing or not finite."""
-    if any(s.failed <= 0 or s.failed >= s.known for s in steps):
-        return True
+def _separated(steps: Sequence[QuietStep]) -> bool:
+    """A step with no failure or only failures: the slope's estimate runs off toward the separation."""
+    return any(s.failed <= 0 or s.failed >= s.known for s in steps)
+
+
+def _degenerate(fit) -> bool:  # noqa: ANN001 - a statsmodels GLMResults, or None
+    """A trend fit that is missing or not finite, or (near separation) puts a step's share within
+    :data:`NEAR_SEPARATION` of 0 or 1: one step's residual then swamps the Pearson χ², the quasi scale and the Wald
+    test (6 of 60 at a quarter of the load fitted at 5e-9 read p = 0.50 for a share rising to 99 %)."""
     if fit is None:
-        return False
+        return True
     mu = np.asarray(fit.mu, float)
     return (not np.all(np.isfinite(np.asarray(fit.params, float))) or not math.isfinite(float(fit.scale))
             or bool(((mu < NEAR_SEPARATION) | (mu > 1.0 - NEAR_SEPARATION)).any()))
@@ -200,16 +202,19 @@ def _rising_p(steps: Sequence[QuietStep]) -> float:
     """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
     variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
     fit = _trend_fit(steps)
-    if fit is None or _separated(steps, fit):
+    degenerate = _degenerate(fit)
+    if degenerate or _separated(steps):
         # a step with no failure (or only failures), or a fitted share at 0 or 1: the slope's maximum-likelihood
         # estimate runs off toward the separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200
         # then 40 of 200 read p = 0.50); the score test of the slope at zero needs no estimate: Cochran–Armitage's
-        # trend test (Agresti 2013, §5.3.5 / §3.4.6), one-sided, scaled by the steps' scatter beyond a monotone trend
-        # (the degenerate fit's own Pearson χ² measures the separation, not the steps)
+        # trend test (Agresti 2013, §5.3.5 / §3.4.6), one-sided, scaled as the Wald test is when the steps scatter
+        # beyond the binomial's; where the fit is degenerate its own Pearson χ² measures the separation, not the
+        # steps, and the scale is their scatter around a monotone trend instead
         x = np.log(np.array([s.x for s in steps], float))
         n = np.array([s.known for s in steps], float)
         k = np.array([s.failed for s in steps], float)
-        return _score_trend_p(x, k, n, _monotone_dispersion(steps))
+        scale = _monotone_dispersion(steps) if degenerate else max(float(fit.scale), 1.0)
+        return _score_trend_p(x, k, n, scale)
     b, p2 = float(fit.params[1]), float(fit.pvalues[1])
     if not math.isfinite(b) or not math.isfinite(p2):
         return 1.0
@@ -223,7 +228,7 @@ def rise_bound(steps: Sequence[QuietStep]) -> float | None:
     if len({s.x for s in steps}) < 2 or _separated(steps):
         return None
     fit = _trend_fit(steps)
-    if fit is None or _separated(steps, fit):
+    if _degenerate(fit):
         return None
     hi = float(np.asarray(fit.conf_int(alpha=2 * TREND_ALPHA))[1][1])
     return float(2.0**hi) if math.isfinite(hi) and hi <= 30.0 else None
