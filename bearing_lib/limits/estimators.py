@@ -100,6 +100,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     interval = None
     said = None  # the statement of a table that reports no percentile a clause reads (statement.unreported_statement)
     silent: set[str] = set()  # a table's clauses whose reported figures say nothing of their crossing
+    # a table's percentile clauses whose own percentile no step reports (statement.unreported_clauses), once
+    unreported = unreported_clauses(judged, sla, broken_clauses) if tables else []
     # every usable step's evidence (a step too small for a percentile on its own still counts)
     pool = usable_steps(judged, tables)
     several_runs = pooled_runs and not tables
@@ -110,7 +112,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         # a clause whose own percentile no load reports, and whose reported figures allow its share on either side
         # of its allowance at every load (a P50 below and a P99 above the threshold of a P95 clause), says nothing
         # of where it crosses: the model would return its prior as a limit; left out, and said
-        for c, _ in unreported_clauses(judged, sla, broken_clauses):
+        for c, _ in unreported:
             if evidence[c.text] and all(_straddles(e, pooled.allowed_share(c)) for e in evidence[c.text]):
                 evidence[c.text] = []
                 silent.add(c.text)
@@ -169,7 +171,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         censored, value, statement = "no_data", None, "steps use different offered-load units"
     elif post is None and not broken:
         censored, value = "no_data", None
-        said = unreported_statement(judged, sla, broken_clauses) if tables and silent else None
+        said = unreported_statement(unreported) if silent else None
         why = sorted({r for j in judged for r in j.reasons})
         statement = said or "no step can be judged against the SLA: " + ("; ".join(why[:4]) or "no steps")
     elif post is None:
@@ -206,7 +208,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             # the requests judged cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
-            said = unreported_statement(judged, sla, broken_clauses) if tables else None
+            said = unreported_statement(unreported)
             statement = said or (f"the {n_ev} requests judged cannot place the limit: "
                                  + unplaced_statement(x_lo, x_hi, u, sla, _unread(judged, pool, x_lo, x_hi)))
             binding = None
@@ -248,7 +250,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     if tables and not said:
         # a clause whose own percentile no load reports is read only through the bounds other reported figures put
         # on its share (a P50 below the threshold: at most half above): said, as the steps say "not judged"
-        for c, have in unreported_clauses(judged, sla, broken_clauses):
+        for c, have in unreported:
             notes.append(f"{c.text}: no load reports its {c.stat} of {c.metric}; " + (
                 f"it adds nothing to the limit: at every load the reported {', '.join(have)} allow its share on "
                 "either side of its allowance" if c.text in silent else

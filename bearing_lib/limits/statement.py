@@ -105,12 +105,11 @@ def unreported_clauses(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> l
     return out
 
 
-def unreported_statement(steps: list[JudgedStep], sla: SLA, ignore: set[str]) -> str | None:
+def unreported_statement(missing: list[tuple[Clause, list[str]]]) -> str | None:
     """Why a load-point table cannot place the limit when no load reports the percentile a clause reads: what is
     reported only bounds the share above the threshold (a P50 below it says at most half the requests are above),
     and what would place it is that percentile (or, for a level a table does not hold, the per-request results),
-    not more requests. None when every percentile clause has its own percentile at some load."""
-    missing = unreported_clauses(steps, sla, ignore)
+    not more requests. ``missing``: :func:`unreported_clauses`' answer; None when it is empty."""
     if not missing:
         return None
     parts, wanted = [], []
