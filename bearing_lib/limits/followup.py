@@ -419,8 +419,15 @@ def resolution_of(value: float | None, ci: list[float | None], censored: str,
     below = None if lo is None else lo / value - 1.0
     above = None if hi is None else hi / value - 1.0
     coarse = below is None or below < -RESOLUTION_TOL or above is None or above > RESOLUTION_TOL
-    durations = [float(j.row.duration_s) for j in det if j.row.duration_s]
+    # a step with per-request times is judged on its steady window (duration_s); a tool's summary has no window:
+    # its duration_s is the tool's own (vLLM's includes the drain), so the time under load is the span its rate
+    # divides by (rate_span_s: the send window, or the duration less the unloaded latency)
+    untimed = [("no_times" in j.row.flags) for j in det]
+    durations = [float(s) for j, u in zip(det, untimed, strict=True)
+                 if (s := (j.row.rate_span_s or j.row.duration_s if u else j.row.duration_s))]
     step_s = float(np.median(durations)) if durations else None
+    what = (" (steady window)" if not any(untimed) else " under load (the tool's duration less its drain)"
+            if all(untimed) else " (steady window, or under load for a tool's summary)")
     suggested = [float(x) for x in np.linspace(bottom, top, RESOLUTION_RERUN_LOADS)]
     if below is not None and above is not None:
         span = f"{below:+.0%} / {above:+.0%} (95% CI {lo:.4g}–{hi:.4g})"
@@ -431,7 +438,7 @@ def resolution_of(value: float | None, ci: list[float | None], censored: str,
     statement = (
         f"this test resolves the limit to {span}: "
         "near a queue's capacity a step of "
-        + (f"{step_s:.0f} s (steady window)" if step_s is not None else "this length")
+        + (f"{step_s:.0f} s{what}" if step_s is not None else "this length")
         + " passes or fails partly by chance (queue build-ups outlast it), so the last passing step may "
         "already lie above the sustained limit; to narrow the range, re-run loads spread across the CI "
         f"with longer steps (e.g. {', '.join(f'{x:.3g}' for x in suggested)}), or repeat them"

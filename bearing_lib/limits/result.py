@@ -193,6 +193,8 @@ class Resolution:
     tolerance: float
     coarse: bool
     steady_window_s: float | None
+    """The median step's time under load: its steady window with per-request times, else the span the tool's
+    summary divides its completions by (``CurveRow.rate_span_s``, drain excluded)."""
     suggested_loads: list[float]
     statement: str
     followup: FollowUpSummary | NotAvailable | None = None

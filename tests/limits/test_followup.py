@@ -364,3 +364,22 @@ def test_a_followup_of_a_ci_open_at_one_end_keeps_the_other_end():
         assert [plan.steps[0].load, plan.steps[-1].load] == pytest.approx(want)
         res = fu.resolution_of(10.0, ci, "none", [])
         assert [s.load for s in plan.steps] == pytest.approx(res.suggested_loads)
+
+
+def test_a_tools_summary_states_its_time_under_load_not_a_steady_window():
+    """A step from a tool's summary (no per-request times) has no steady window: the resolution note names the
+    span its rate divides by (vLLM: the duration less the drain), not the tool's duration. By hand: two steps of
+    205 s and 221 s whose rates divide by 50 s and 54 s -> median 52 s; timed steps keep their steady window."""
+    from types import SimpleNamespace
+
+    from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.followup import resolution_of
+
+    untimed = [SimpleNamespace(row=CurveRow(step=i, duration_s=d, rate_span_s=r, flags=("no_times",)))
+               for i, (d, r) in enumerate(((205.0, 50.0), (221.0, 54.0)))]
+    res = resolution_of(10.0, [7.0, 14.0], "none", untimed)
+    assert res.steady_window_s == pytest.approx(52.0)
+    assert "a step of 52 s under load (the tool's duration less its drain)" in res.statement
+    timed = [SimpleNamespace(row=CurveRow(step=0, duration_s=96.0, rate_span_s=96.0, flags=()))]
+    res = resolution_of(10.0, [7.0, 14.0], "none", timed)
+    assert res.steady_window_s == pytest.approx(96.0) and "a step of 96 s (steady window)" in res.statement
