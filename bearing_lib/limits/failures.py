@@ -104,7 +104,7 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     n = sum(s.known for s in steps)
     if not steps or k == 0:
         return None
-    trend_p = _rising_p(steps) if len(steps) >= 2 and len({s.x for s in steps}) >= 2 else None
+    trend_p, rise_hi = _rise(steps) if len({s.x for s in steps}) >= 2 else (None, None)
     if trend_p is not None and trend_p < TREND_ALPHA:
         return None  # failures rise with load even where the latency clauses hold: not a floor
     phi = dispersion(steps)
@@ -117,8 +117,7 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
     p = float(binomtest(round(k_eff), max(round(n_eff), 1), allowed, alternative="greater").pvalue)
     return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA, trend_p=trend_p,
-                 n_steps=len(steps), failed=k, known=n, dispersion=phi,
-                 rise_hi=None if trend_p is None else rise_bound(steps))
+                 n_steps=len(steps), failed=k, known=n, dispersion=phi, rise_hi=rise_hi)
 
 
 def dispersion(steps: Sequence[QuietStep]) -> float:
@@ -201,9 +200,20 @@ def _monotone_dispersion(steps: Sequence[QuietStep]) -> float:
 def _rising_p(steps: Sequence[QuietStep]) -> float:
     """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
     variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
+    return _rise(steps)[0]
+
+
+def _rise(steps: Sequence[QuietStep]) -> tuple[float, float | None]:
+    """:func:`_rising_p` and :func:`rise_bound` from one trend fit (two or more loads)."""
     fit = _trend_fit(steps)
     degenerate = _degenerate(fit)
-    if degenerate or _separated(steps):
+    separated = _separated(steps)
+    return _rising_p_of(steps, fit, degenerate, separated), (
+        None if degenerate or separated else _bound_of(fit))
+
+
+def _rising_p_of(steps: Sequence[QuietStep], fit, degenerate: bool, separated: bool) -> float:  # noqa: ANN001
+    if degenerate or separated:
         # a step with no failure (or only failures), or a fitted share at 0 or 1: the slope's maximum-likelihood
         # estimate runs off toward the separation and its Wald test loses its power (Hauck & Donner 1977; 0 of 200
         # then 40 of 200 read p = 0.50); the score test of the slope at zero needs no estimate: Cochran–Armitage's
@@ -225,11 +235,10 @@ def rise_bound(steps: Sequence[QuietStep]) -> float | None:
     """The largest rise of the failure odds per doubling of load the quiet steps do not exclude: ``2 ** b_hi``, with
     ``b_hi`` the one-sided 95 % upper bound of the trend fit's slope on log load (its Wald interval, quasi-binomial as
     the rise test). None for one load, where the fit is (near) separated (no finite estimate), or beyond 2^30."""
-    if len({s.x for s in steps}) < 2 or _separated(steps):
-        return None
-    fit = _trend_fit(steps)
-    if _degenerate(fit):
-        return None
+    return _rise(steps)[1] if len({s.x for s in steps}) >= 2 else None
+
+
+def _bound_of(fit) -> float | None:  # noqa: ANN001 - a statsmodels GLMResults, not degenerate
     hi = float(np.asarray(fit.conf_int(alpha=2 * TREND_ALPHA))[1][1])
     return float(2.0**hi) if math.isfinite(hi) and hi <= 30.0 else None
 
