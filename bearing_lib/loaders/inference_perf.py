@@ -270,7 +270,10 @@ def load_stages(source: InputSource) -> LoadPointTable:
     prov.add(
         "offered_load",
         "offered_load = load_summary.requested_rate (rps); achieved_rate_rps = load_summary.achieved_rate; "
-        "throughput_rps = successes.throughput.requests_per_sec; latencies converted from s to ms",
+        "throughput_rps = successes.throughput.requests_per_sec, the tool's successes over first send -> last "
+        "completion (drain included, reportgen/base.py); the limits read completions over the span without the "
+        "drain where a queue built up (limits.curves.completion_span: the stage's duration less the run's unloaded "
+        "latency), else over load_summary.send_duration; latencies converted from s to ms",
         level="info",
     )
     if saturated:

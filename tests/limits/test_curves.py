@@ -173,6 +173,22 @@ def test_load_point_table_passthrough():
     assert "no_ci" in r["flags"] and "too_few_for_p99" in r["flags"]
 
 
+def test_a_closed_loop_table_never_holds_more_in_flight_than_its_users():
+    """Locust's 40-user plateau (rishabhpoddar, raw: 189 completions over 201 s, mean latency 44.596 s) reads
+    λW = 189 / 201 × 44.596 = 41.93 in flight: a fifth of those completions started during the ramp, before the
+    window. 40 users hold at most 40; an rps step keeps λW (by hand)."""
+    base = {"run_id": "x", "duration_s": 201.0, "n_requests": 189, "n_ok": 189, "n_errors": 0,
+            "throughput_rps": 189 / 201, "latency_ms_mean": 44596.0}
+    rows = [{**base, "step": 0, "offered_load": 40.0, "offered_load_unit": "concurrency"},
+            {**base, "run_id": "y", "step": 0, "offered_load": 1.0, "offered_load_unit": "rps"},
+            {**base, "run_id": "z", "step": 0, "offered_load": 60.0, "offered_load_unit": "concurrency"}]
+    t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="x", tool="x", sha256=""))
+    c = dict(zip(*load_curve(t).select("run_id", "concurrency_mean").to_dict(as_series=False).values(), strict=True))
+    assert c["x"] == 40.0
+    assert c["y"] == pytest.approx(189 / 201 * 44.596) and c["y"] == pytest.approx(41.93, abs=0.01)
+    assert c["z"] == pytest.approx(189 / 201 * 44.596)  # below its 60 users: Little's law as it stands
+
+
 def test_percentiles_equal_linear_quantiles_per_group():
     """Curve percentiles (read off sorted lists) equal quantile_expr (linear) and numpy's linear, per step x mix."""
     from bearing_lib.common.quantiles import quantile_expr
