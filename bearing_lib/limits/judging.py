@@ -179,7 +179,8 @@ def judge_steps(rows: list[CurveRow], sla: SLA, tables: bool, ignore: frozenset[
             flags.append("unsettled")
         if x is None or not math.isfinite(x):
             status = "excluded"
-            reasons.insert(0, "offered load is not a finite number (e.g. an unbounded rate)")
+            reasons.insert(0, "offered load is not a finite number (an unbounded rate)" if x is not None
+                           else "offered load unknown: the file does not say it (see the source's findings)")
         elif "not_steady" in flags or unsettled:
             # a queue still rising through the step is no measurement of a sustained load: it can neither pass
             # nor count as a measured failure (the bracket's upper end is the first judged failure). A clause

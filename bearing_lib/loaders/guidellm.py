@@ -481,6 +481,11 @@ def load_csv(source: InputSource) -> LoadPointTable:
             "n_errors": int(errors) if errors is not None else None,
             "n_ok": int(total - errors) if total is not None and errors is not None else None,
             "throughput_rps": num("rps_mean"),
+            # the table gives mean tokens per request; tokens/s = that mean × the successful requests' rate
+            # (both over the same successful requests in GuideLLM's report), what the fidelity check and the plan read
+            **{f"{side}_tokens_per_s": (None if (tok := num(col)) is None or (rps := num("rps_mean")) is None
+                                        else tok * rps)
+               for side, col in (("input", "prompt_tokens_mean"), ("output", "output_tokens_mean"))},
             "ttft_ms_mean": num("ttft_mean_ms"), "ttft_ms_p50": num("ttft_median_ms"),
             "ttft_ms_p99": num("ttft_p99_ms"),
             "itl_ms_mean": num("itl_mean_ms"), "itl_ms_p50": num("itl_median_ms"), "itl_ms_p99": num("itl_p99_ms"),
@@ -492,7 +497,8 @@ def load_csv(source: InputSource) -> LoadPointTable:
     if not rows:
         raise InputError("the table has no rows", path=path)
     return finish_loadpoints(rows, source, format=NAME_CSV, tool="GuideLLM (DERIVED table)", tool_version=None,
-                             derived={"n_ok"}, provenance=prov, options={}, files=[str(path)])
+                             derived={"n_ok", "input_tokens_per_s", "output_tokens_per_s"}, provenance=prov,
+                             options={}, files=[str(path)])
 
 
 # ---------------------------------------------------------------- GuideLLM's own benchmarks.csv

@@ -14,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -130,6 +131,12 @@ def test_derived_sweep_csv(shared_data):
     conc = f.filter(run_id="concurrent16").row(0, named=True)
     assert conc["offered_load"] is None and conc["offered_load_unit"] == "concurrency"
     assert f["run_id"].n_unique() == 8
+    # the table's mean tokens per request times its successful rate: tokens/s (what the fidelity check reads back as
+    # a mean per request); by hand, sweep[2]: 264 and 121 tokens at 2.42 req/s
+    s2 = sweep.filter(pl.col("offered_load") == 2.6).row(0, named=True)
+    assert s2["input_tokens_per_s"] == pytest.approx(264 * 2.42) and s2["output_tokens_per_s"] == pytest.approx(
+        121 * 2.42)
+    assert {r["source_file"]: r for r in rows}["sweep[2]"]["prompt_tokens_mean"] == "264"
 
 
 def test_unknown_schema_version_and_old_layout(tmp_path):
