@@ -144,7 +144,10 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 if c.text in earlier:
                     notes.append(f"{c.text}: no step holds evidence of it; the earlier test's shape was not used")
                 continue
-            concs = _concentrations(c, tables)
+            concs = _concentrations(c, tables, evidence[c.text])
+            scatter = model.failure_scatter(evidence[c.text]) if c.kind == "error_rate" and not tables else None
+            if scatter is not None and scatter.beyond_noise:
+                notes.append(_scatter_note(c, scatter))
             offered = earlier.get(c.text)
             why_not = None if offered is None else shape_mod.mismatch(offered, unit, step_s, jitter)
             prior = None if offered is None or why_not else shape_mod.prior_array(offered, model.BETAS, concs)
@@ -522,9 +525,23 @@ def model_options(c: Clause, tables: bool, pooled_runs: bool = False) -> ModelOp
                         jitter=jitter, concentrations=concentrations)
 
 
-def _concentrations(c: Clause, tables: bool) -> np.ndarray:
+def _concentrations(c: Clause, tables: bool, evidence: list[model.Evidence] | None = None) -> np.ndarray:
+    """The clause's grid of step-to-step variability: :func:`model_options`' but for a trace's error-rate clause
+    whose failures stray from step to step beyond sampling noise (``model.failure_scatter``): that clause has shown
+    the variability the latency shares are allowed, and takes their grid (``model.CONCENTRATIONS``, down to 3)."""
     o = model_options(c, tables)
+    if c.kind == "error_rate" and not tables and evidence is not None:
+        sc = model.failure_scatter(evidence)
+        if sc is not None and sc.beyond_noise:
+            return model.CONCENTRATIONS
     return model.CONCENTRATIONS if o.concentrations is None else np.asarray(o.concentrations, float)
+
+
+def _scatter_note(c: Clause, sc: model.FailureScatter) -> str:
+    return (f"{c.text}: the failed requests stray from step to step beyond sampling noise (Pearson χ² {sc.chi2:.3g} "
+            f"on {sc.df} df around a share rising with load, p = {sc.p:.2g}, {sc.steps} steps), so the model "
+            "allows the step-to-step variability a latency clause is allowed (beta-binomial concentration down to "
+            "3) and its interval widens accordingly")
 
 
 def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarray,
@@ -534,8 +551,9 @@ def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarra
     test's shape as the prior of its own, ``limits.shapes``)."""
     o = model_options(c, tables, pooled_runs)
     allowed = pooled.allowed_share(c)
+    concentrations = _concentrations(c, tables, evidence) if c.kind == "error_rate" else o.concentrations
     return model.clause_posterior(c.text, model.local_window(evidence, allowed), allowed, edges, floor=o.floor,
-                                  concentrations=o.concentrations, floor_multiples=o.floor_multiples,
+                                  concentrations=concentrations, floor_multiples=o.floor_multiples,
                                   ceiling=o.ceiling, shape_prior=shape_prior, jitter=o.jitter)
 
 

@@ -303,6 +303,52 @@ def local_window(evidence: list[Evidence], allowed: float) -> list[Evidence]:
     return ev[max(0, i - LOCAL_BELOW):i + LOCAL_ABOVE]
 
 
+@dataclass(frozen=True)
+class FailureScatter:
+    """How far the steps' failure counts stray from a share rising with load (:func:`failure_scatter`)."""
+
+    chi2: float
+    df: int
+    p: float
+    steps: int
+
+    @property
+    def beyond_noise(self) -> bool:
+        """The scatter exceeds the binomial's at :data:`SCATTER_ALPHA`."""
+        return self.p < SCATTER_ALPHA
+
+
+SCATTER_ALPHA = 0.05
+"""An error-rate clause of a request trace takes the latency shares' concentrations (:data:`CONCENTRATIONS`, down to
+3) instead of :data:`ERROR_CONCENTRATIONS` when its steps' failures scatter around a rising share beyond sampling
+noise at this level (:func:`failure_scatter`): the failures then show the step-to-step variability they are allowed
+(issue 23, round 20: docs/limits.md, "Failures that stray from step to step")."""
+
+
+def failure_scatter(evidence: list[Evidence]) -> FailureScatter | None:
+    """Pearson χ² of the steps' exact counts (already divided by each step's design effect) around the weighted
+    isotonic (non-decreasing in load) fit of their shares (scipy ``isotonic_regression``), on the steps less the
+    fit's distinct levels; None with fewer than three exact steps, no failure, or no residual df. The isotonic fit
+    takes any rising shape, so what is left is the steps' own scatter, not a wrong curve."""
+    from scipy.optimize import isotonic_regression
+    from scipy.stats import chi2
+
+    ev = sorted((e for e in evidence if e.exact and e.n), key=lambda e: e.x)
+    if len(ev) < 3:
+        return None
+    n = np.array([e.n for e in ev], float)
+    k = np.array([e.k_lo for e in ev], float)
+    if k.sum() <= 0:
+        return None
+    fitted = isotonic_regression(k / n, weights=n, increasing=True).x
+    df = len(ev) - len(np.unique(np.round(fitted, 12)))
+    if df <= 0:
+        return None
+    f = np.clip(fitted, 1e-12, 1 - 1e-12)
+    x2 = float((((k - n * f) ** 2) / (n * f * (1 - f))).sum())
+    return FailureScatter(chi2=x2, df=int(df), p=float(chi2.sf(x2, df)), steps=len(ev))
+
+
 def log_grid(xs: list[float] | np.ndarray, n: int = N_THETA) -> np.ndarray:
     """Cell edges of the common log-load grid over the tested loads widened by :data:`PRIOR_WIDEN`."""
     lx = np.log(np.asarray(xs, float))
@@ -568,5 +614,6 @@ def combine(clauses: list[ClausePosterior], edges: np.ndarray, x_min: float, x_m
                              x_max=x_max)
 
 
-__all__ = ["ESTIMATOR", "INTERVAL", "ClausePosterior", "CrossingPosterior", "Evidence", "clause_posterior",
-           "combine", "local_window", "log_grid", "steady_posterior"]
+__all__ = ["ESTIMATOR", "INTERVAL", "SCATTER_ALPHA", "ClausePosterior", "CrossingPosterior", "Evidence",
+           "FailureScatter", "clause_posterior", "combine", "failure_scatter", "local_window", "log_grid",
+           "steady_posterior"]

@@ -843,3 +843,28 @@ def test_a_near_separated_rise_is_a_rise_and_its_bound_is_not_read():
     assert failures._monotone_dispersion(steps) == pytest.approx(1.0)
     assert failures._rising_p(steps) == pytest.approx(norm.sf(z), rel=1e-6) and norm.sf(z) < 1e-40
     assert failures.quiet_floor(steps, 0.01) is None and failures.rise_bound(steps) is None
+
+
+def test_failures_that_stray_from_step_to_step_widen_the_error_clauses_grid():
+    """``model.failure_scatter``: Pearson χ² of the steps' failures around their isotonic (rising) fit. By hand:
+    10, 0, 10, 0 failures of 100 at loads 1-4 pool to one level of 5 % (adjacent violators), so χ² = 4 × 25 / 4.75
+    = 21.05 on 3 df (p = 1.0e-4): beyond sampling noise, and the error-rate clause then takes the latency shares'
+    grid (down to c = 3); counts that rise cleanly (0, 1, 2, 3 of 100) sit on their isotonic fit: no residual df."""
+    from scipy.stats import chi2
+
+    from bearing_lib.limits import estimators
+    from bearing_lib.limits.sla import parse_sla
+
+    ev = [model.Evidence(x=float(x), n=100.0, k_lo=float(k), k_hi=float(k)) for x, k in zip((1, 2, 3, 4),
+                                                                                          (10, 0, 10, 0), strict=True)]
+    sc = model.failure_scatter(ev)
+    assert sc is not None and sc.df == 3 and sc.chi2 == pytest.approx(4 * 25 / 4.75)
+    assert sc.p == pytest.approx(chi2.sf(4 * 25 / 4.75, 3)) and sc.beyond_noise
+    clause = parse_sla("error_rate <= 1%").clauses[0]
+    assert list(estimators._concentrations(clause, False, ev)) == list(model.CONCENTRATIONS)
+    assert list(estimators._concentrations(clause, True, ev)) == list(model.TABLE_CONCENTRATIONS)  # a table: never
+    clean = [model.Evidence(x=float(x), n=100.0, k_lo=float(k), k_hi=float(k)) for x, k in zip((1, 2, 3, 4),
+                                                                                             (0, 1, 2, 3), strict=True)]
+    assert model.failure_scatter(clean) is None
+    assert list(estimators._concentrations(clause, False, clean)) == list(model.ERROR_CONCENTRATIONS)
+    assert model.failure_scatter(clean[:2]) is None  # fewer than three steps
