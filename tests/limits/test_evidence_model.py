@@ -868,3 +868,27 @@ def test_failures_that_stray_from_step_to_step_widen_the_error_clauses_grid():
     assert model.failure_scatter(clean) is None
     assert list(estimators._concentrations(clause, False, clean)) == list(model.ERROR_CONCENTRATIONS)
     assert model.failure_scatter(clean[:2]) is None  # fewer than three steps
+
+
+def test_a_deadline_is_named_only_where_the_requests_bunch_under_it_and_the_failures_ran_to_it():
+    """``describe_failures``: a deadline needs the successful requests bunched under the longest one (≥ 1 % and ≥ 5
+    within 5 % of it) and failed requests that ran up to it. LLMPerf's Bedrock run (a new user's case): 101 successes,
+    failures "output too few tokens" after 0.4-6 s, and a 429 in no time, were said to meet "a deadline of about
+    8.17 s". By construction: latencies 1..30 s truncated at 30 s (40 of 400 between 28.5 and 30 s)."""
+    ok_lat = list(np.linspace(1000.0, 28_400.0, 360)) + list(np.linspace(28_500.0, 30_000.0, 40))
+
+    def frame(ok, failed):
+        return pl.DataFrame({"latency_ms": [*ok, *failed], "status": ["ok"] * len(ok) + ["error"] * len(failed)},
+                            schema={"latency_ms": pl.Float64, "status": pl.String})
+
+    ok, bad = pl.col("status") == "ok", pl.col("status") == "error"
+    said = failures.describe_failures(frame(ok_lat, [None] * 4), bad, ok)
+    assert said is not None and "a deadline of about 30 s" in said and "10.0% of the successful" in said
+    ran = failures.describe_failures(frame(ok_lat, [29_990.0, 30_010.0, 30_000.0]), bad, ok)
+    assert "3 of the 3 failed requests with a latency ran to it" in ran
+    assert failures.describe_failures(frame(ok_lat, [400.0, 2_000.0, 6_000.0]), bad, ok) is None  # returned early
+    # an untruncated tail: 150 exponential latencies put one or two within 5 % of the maximum
+    tail = list(np.random.default_rng(3).exponential(2_000.0, 150))
+    top = max(tail)
+    assert sum(v >= 0.95 * top for v in tail) < failures.DEADLINE_MIN_NEAR
+    assert failures.describe_failures(frame(tail, [None] * 3), bad, ok) is None
