@@ -217,8 +217,8 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:
             censored, value = "above", float(max(passes) if passes else x_hi)
-            statement = f"≥ {value:g} {u} (never failed)" if not fails else (
-                f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)")
+            statement = (f"≥ {value:g} {u} (never failed)" if passes else _none_passed(value, u, judged)) \
+                if not fails else f"≥ {value:g} {u} (the SLA's crossing lies above the highest load tested)"
             ci = [lo if math.isfinite(lo) and lo < value else None, None]
             binding = None
         elif med <= x_lo or not math.isfinite(med):
@@ -490,6 +490,17 @@ def _floors_first(statement: str | None, floors: list[FailureFloor]) -> str:
 def _floor_notes(floors: list[FailureFloor]) -> list[str]:
     """Every floor's statement as a note (a floor within the allowance named by its clause)."""
     return [f.statement if f.breaks_clause else f"{f.clause}: {f.statement}" for f in floors]
+
+
+def _none_passed(value: float, u: str, judged: list[JudgedStep]) -> str:
+    """"≥ x" where no step failed and none passed outright either (a new user's case: LLMPerf's Perplexity step at
+    1.33 % failed of a 1 % allowance, too close to call, read "≥ 5 (never failed)")."""
+    close = sorted({j.x for j in judged if j.x is not None and j.close})
+    other = sorted({j.x for j in judged if j.x is not None and not j.close and j.status == "undetermined"})
+    said = [f"{'the step' if len(xs) == 1 else 'the steps'} at {', '.join(f'{x:g}' for x in xs)} "
+            f"{'was' if len(xs) == 1 else 'were'} {what}"
+            for xs, what in ((close, "too close to call"), (other, "not judged")) if xs]
+    return f"≥ {value:g} {u} (no step failed; none passed outright: " + ", ".join(said or ["none judged"]) + ")"
 
 
 def _other_clauses(statement: str) -> str:

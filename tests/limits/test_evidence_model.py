@@ -892,3 +892,20 @@ def test_a_deadline_is_named_only_where_the_requests_bunch_under_it_and_the_fail
     top = max(tail)
     assert sum(v >= 0.95 * top for v in tail) < failures.DEADLINE_MIN_NEAR
     assert failures.describe_failures(frame(tail, [None] * 3), bad, ok) is None
+
+
+@pytest.mark.shared_data
+def test_a_limit_above_steps_none_of_which_passed_says_so(shared_data):
+    """LLMPerf's Perplexity run (a new user's case; raw: one step at 5 concurrency, 2 of 150 failed with a 429, 1.33 %
+    of a 1 % allowance, Wilson 0.37-4.73 %: too close to call) read "≥ 5 concurrency (never failed)"."""
+    from bearing_lib import load
+
+    path = shared_data("loadtests/llmperf/ray-llmperf-leaderboard/individual/perplexity_70b.json")
+    # with the block-bootstrap's design effect (resamples) the model's median lies above the step (without, just
+    # below it: the step is as close to the crossing as one step can be)
+    lim = fit_limits(load(path), "p95(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=200).limits[0]
+    (step,) = lim.steps
+    assert (step.n_requests, step.status) == (150, "undetermined") and "too close to call" in step.reasons[0]
+    assert lim.q_ult.censored == "above"
+    assert lim.q_ult.statement == ("≥ 5 concurrency (no step failed; none passed outright: the step at 5 was too "
+                                   "close to call)")
