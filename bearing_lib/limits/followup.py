@@ -422,11 +422,11 @@ def resolution_of(value: float | None, ci: list[float | None], censored: str,
     # a step with per-request times is judged on its steady window (duration_s); a tool's summary has no window:
     # its duration_s is the tool's own (vLLM's includes the drain), so the time under load is the span its rate
     # divides by (rate_span_s: the send window, or the duration less the unloaded latency)
-    untimed = [("no_times" in j.row.flags) for j in det]
+    untimed = [("no_times" in j.row.flags or "no_ci" in j.row.flags) for j in det]  # no_ci: a load-point table
     durations = [float(s) for j, u in zip(det, untimed, strict=True)
                  if (s := (j.row.rate_span_s or j.row.duration_s if u else j.row.duration_s))]
     step_s = float(np.median(durations)) if durations else None
-    what = (" (steady window)" if not any(untimed) else " under load (the tool's duration less its drain)"
+    what = (" (steady window)" if not any(untimed) else " under load (drain excluded)"
             if all(untimed) else " (steady window, or under load for a tool's summary)")
     suggested = [float(x) for x in np.linspace(bottom, top, RESOLUTION_RERUN_LOADS)]
     if below is not None and above is not None:

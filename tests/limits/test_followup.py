@@ -379,7 +379,7 @@ def test_a_tools_summary_states_its_time_under_load_not_a_steady_window():
                for i, (d, r) in enumerate(((205.0, 50.0), (221.0, 54.0)))]
     res = resolution_of(10.0, [7.0, 14.0], "none", untimed)
     assert res.steady_window_s == pytest.approx(52.0)
-    assert "a step of 52 s under load (the tool's duration less its drain)" in res.statement
+    assert "a step of 52 s under load (drain excluded)" in res.statement
     timed = [SimpleNamespace(row=CurveRow(step=0, duration_s=96.0, rate_span_s=96.0, flags=()))]
     res = resolution_of(10.0, [7.0, 14.0], "none", timed)
     assert res.steady_window_s == pytest.approx(96.0) and "a step of 96 s (steady window)" in res.statement
