@@ -767,6 +767,18 @@ def with_little(curve: pl.DataFrame, little: pl.DataFrame | None) -> pl.DataFram
         .otherwise(pl.col("flags")).alias("flags"))
 
 
+def closed_loop_capped(lam_w: pl.Expr) -> pl.Expr:
+    """Little's law ``λW`` as a step's mean concurrency, at most the concurrency of a closed loop (``concurrency``
+    steps: users, VUs, threads, streams), which never holds more requests in flight than it has users. ``λW``
+    overstates it where the window is not much longer than the latency (Locust's 40-user plateau of 201 s read 41.9:
+    a fifth of its completions started during the ramp) or where failures return early and only the successes'
+    latency is known (LLMPerf's lepton_70b read 12.0 in flight at 5 concurrent: 150 sent, 20 successes)."""
+    closed = (pl.col("offered_load_unit") == "concurrency") & (pl.col("offered_load") > 0) \
+        & pl.col("offered_load").is_finite()
+    return pl.when(closed & (lam_w > pl.col("offered_load"))).then(pl.col("offered_load").cast(pl.Float64)) \
+        .otherwise(lam_w)
+
+
 def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | None) -> pl.DataFrame:
     """Per run × step × mix counts (``n_requests``, ``n_ok``, ``n_errors``, ``_out_tok``, ``_mean_lat_s``) with the
     step's window columns, unknown outcomes, the error rate and its Wilson CI, the completed and send rates and the
@@ -803,7 +815,7 @@ def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | Non
         pl.when(thr_d > 0).then(pl.col("_thr_n") / thr_d).alias("throughput_rps"),
         pl.when(thr_d > 0).then(pl.col("_thr_tok") / thr_d).alias("output_tokens_per_s"),
         pl.when(send_d > 0).then(pl.col("n_requests") / send_d).alias("send_rate_rps"),
-    ).with_columns((pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
+    ).with_columns(closed_loop_capped(pl.col("send_rate_rps") * pl.col("_mean_lat_s")).alias("concurrency_mean"))
     lo, hi = wilson_interval(g["n_errors"].to_numpy(), (g["n_ok"] + g["n_errors"]).to_numpy())
     g = g.with_columns(pl.Series("error_rate_ci95_lo", lo), pl.Series("error_rate_ci95_hi", hi))
     return g
@@ -1032,15 +1044,8 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
         pl.lit(None, pl.Float64).alias("t_first_s"),
         pl.lit(0, pl.Int64).alias("n_unknown"),
     )
-    # Little's law, λW; a closed loop of c users (or VUs, threads, streams) never holds more than c requests in
-    # flight, and λW over a window not much longer than the latency overstates it (Locust's 40-user plateau of
-    # 201 s read 41.9: a fifth of its completions started during the ramp, before the window): capped at c
-    lam_w = pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0
-    closed = (pl.col("offered_load_unit") == "concurrency") & (pl.col("offered_load") > 0) \
-        & pl.col("offered_load").is_finite()
     out = _loadpoint_rates(out).with_columns(
-        pl.when(closed & (lam_w > pl.col("offered_load"))).then(pl.col("offered_load").cast(pl.Float64))
-        .otherwise(lam_w).alias("concurrency_mean"),
+        closed_loop_capped(pl.col("throughput_rps") * pl.col("latency_ms_mean") / 1000.0).alias("concurrency_mean"),
     )
     lo, hi = wilson_interval(out["n_errors"].fill_null(0).to_numpy(), out["n_requests"].fill_null(0).to_numpy())
     valid_n = out["n_requests"].is_not_null().to_numpy()
@@ -1084,7 +1089,8 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 
 __all__ = [
     "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
-    "central_latency_s", "completion_span", "completions_in_window", "curve_columns", "is_saturated", "load_curve",
+    "central_latency_s", "closed_loop_capped", "completion_span", "completions_in_window", "curve_columns",
+    "is_saturated", "load_curve",
     "min_n_supported", "order_stat_ranks", "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests",
     "step_flags", "step_rates", "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

@@ -315,3 +315,17 @@ def test_drain_rule_is_only_for_tools_whose_duration_includes_it():
     prov = Provenance(source="hand", format="generic-loadpoints", tool="hand", sha256="0" * 64, time_origin="none")
     c = load_curve(LoadPointTable(frame=conform_loadpoints(rows, path="hand"), provenance=prov))
     assert "throughput_below_offered" in c.row(0, named=True)["flags"]
+
+
+@pytest.mark.shared_data
+def test_a_closed_loop_trace_never_holds_more_in_flight_than_its_users(shared_data):
+    """LLMPerf's lepton_70b (a new user's case): 5 concurrent users, 150 requests of which 20 succeeded; the failures
+    returned early and only the successes' latency is known, so send rate × mean latency read 12.0 in flight. Raw:
+    λW by hand from the file's send rate and the successes' mean latency is above 5; the curve says 5."""
+    from bearing_lib import load
+
+    tr = load(shared_data("loadtests/llmperf/ray-llmperf-leaderboard/individual/lepton_70b.json"))
+    r = load_curve(tr).row(0, named=True)
+    assert (r["offered_load"], r["offered_load_unit"], r["n_requests"], r["n_ok"]) == (5.0, "concurrency", 150, 20)
+    lam_w = r["send_rate_rps"] * float(tr.frame.filter(pl.col("status") == "ok")["latency_ms"].mean()) / 1000.0
+    assert lam_w > 10.0 and r["concurrency_mean"] == 5.0
