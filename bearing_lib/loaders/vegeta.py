@@ -415,15 +415,21 @@ def load_report(source: InputSource) -> LoadPointTable:
             "throughput_rps": r["throughput"],
             "achieved_rate_rps": r["rate"],
             # Duration (attack) = latest - earliest start, Wait after it (lib/metrics.go Close): total = drain incl.
-            **window_columns(SendWindow.of(r["attack_s"], "measured", "Duration (attack): latest − earliest "
-                                           "request start"), True),
+            # n starts span n - 1 intervals: the send window is Duration × n / (n − 1), so that n / window is the
+            # rate sent at (Vegeta's own Rate, n / Duration, reads 1.017 for 60 requests at 1 rps)
+            **window_columns(SendWindow.of(
+                r["attack_s"] * total / (total - 1) if r["attack_s"] is not None and total > 1 else r["attack_s"],
+                "measured", "Duration (attack) × n / (n − 1): latest − earliest request start over n − 1 intervals"),
+                True),
             "source_file": str(f.path),
         }
         row |= {f"latency_ms_{k}": v for k, v in r["latency_ms"].items()}
         rows.append(row)
     prov.add("offered_load_from_file_name",
              "offered_load read from the file name (Vegeta's report has only the measured rate, kept as "
-             "achieved_rate_rps); throughput_rps is Vegeta's (successes / total duration incl. wait)",
+             "achieved_rate_rps); throughput_rps as written is Vegeta's (successes / (Duration + Wait): the drain "
+             "included); the limits read the successes over the send window (Duration × n / (n − 1)) where no queue "
+             "built up, else over the duration less the unloaded latency (limits.curves.completion_span)",
              level="info")
     if mismatch:
         prov.add("offered_load_mismatch", "; ".join(mismatch), count=len(mismatch))

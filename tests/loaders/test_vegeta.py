@@ -122,6 +122,9 @@ def test_text_reports_folder(shared_data):
         assert row["achieved_rate_rps"] == rate and row["throughput_rps"] == thr
         assert row["latency_ms_p99"] == pytest.approx(parse_go_duration(lat[3]) * 1000)
         assert row["duration_s"] == pytest.approx(parse_go_duration(dur[0]))
+        # n starts span n - 1 intervals (lib/metrics.go Close: Rate = Requests / (Latest - Earliest)): the send
+        # window is the attack × n / (n − 1), e.g. 60 requests over 59.0 s of attack at 1 qps -> 60 s
+        assert row["send_window_s"] == pytest.approx(parse_go_duration(dur[1]) * total / (total - 1))
     assert sorted(set(lp.frame["run_id"])) == ["original/ray", "original/tgi"]
     not_read = next(x for x in lp.provenance.findings if x.code == "not_read").message
     assert ".bin" in not_read and ".txt" not in not_read
