@@ -665,6 +665,15 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if fos.bound == "upper":
         if v <= tier.fos_min:
             return Verdict("red", f"FOS < {_n(v)} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)
+        lo_ci = fos.ci95[0] if fos.ci95 is not None else None
+        if lo_ci is not None and lo_ci >= tier.fos_min:
+            # an upper bound whose 95 % CI is closed below (a limit capped at the saturated throughput, with steps
+            # that passed just under it): the FOS lies between the two, and that settles the band (a new user's
+            # inference-perf run, capped at 173.4 req/s with a step passing at 170.2, read "cannot confirm")
+            held = f"FOS < {_n(v)} ({upper_reason or UPPER_BOUND_REASON}) and ≥ {_n(lo_ci)} (95% CI)"
+            if tier.fos_max is not None and lo_ci > tier.fos_max:
+                return Verdict("yellow", f"{held} is above {band}: over-provisioned", None)
+            return Verdict("green", f"{held} meets {band}", None)
         fix = ("re-test from a lower load" if upper_reason is None else
                "the sustained limit lies below the saturated throughput; re-test with steps between the last "
                "passing load and the saturation")

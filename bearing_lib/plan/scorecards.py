@@ -100,8 +100,10 @@ def compute_row(headroom: float | None, why_missing: str = "") -> ScoreRow:
     return ScoreRow("compute", "red", headroom, f"near OOM: memory headroom {headroom:.0%} < 10%")
 
 
-def business_row(peak_known: bool, mean_known: bool, fos_value: float | None, fos_bound: str = "none") -> ScoreRow:
-    """Business dimension: peak curve known and headroom (FOS − 1) ≥ 50 %."""
+def business_row(peak_known: bool, mean_known: bool, fos_value: float | None, fos_bound: str = "none",
+                 fos_lo: float | None = None) -> ScoreRow:
+    """Business dimension: peak curve known and headroom (FOS − 1) ≥ 50 %. ``fos_lo``: the FOS's 95 % lower end,
+    which shows the headroom of an upper bound closed below (a limit capped at the saturated throughput)."""
     if not peak_known:
         if mean_known:
             return ScoreRow("business", "yellow", None, "only a mean rate is known, no peak curve")
@@ -112,6 +114,9 @@ def business_row(peak_known: bool, mean_known: bool, fos_value: float | None, fo
     rel = {"lower": "≥ ", "upper": "< "}.get(fos_bound, "")
     if fos_bound == "lower" and head >= 0.5 or fos_bound == "none" and head >= 0.5:
         return ScoreRow("business", "green", head, f"peak curve known and headroom {rel}{head:.0%} ≥ 50%")
+    if fos_bound == "upper" and fos_lo is not None and fos_lo - 1.0 >= 0.5:
+        return ScoreRow("business", "green", fos_lo - 1.0, f"peak curve known and headroom {rel}{head:.0%}, at least "
+                        f"{fos_lo - 1.0:.0%} (95% CI) ≥ 50%")
     if fos_bound == "upper" and head <= 0 or fos_bound == "none" and head < 0:
         return ScoreRow("business", "red", head, f"the planned peak exceeds the limit (headroom {rel}{head:.0%})")
     return ScoreRow("business", "yellow", head, f"peak curve known but headroom {rel}{head:.0%} is not shown ≥ 50%")
@@ -306,13 +311,14 @@ def scorecard(
     fos_value: float | None,
     fos_bound: str = "none",
     user: Mapping[str, Mapping[str, object]] | None = None,
+    fos_lo: float | None = None,
 ) -> list[ScoreRow]:
     """The five-row traffic-light table (``user`` keys: ``data``, ``engineering``, ``budget``)."""
     user = user or {}
     return [
         compute_row(headroom, headroom_missing),
         data_row(user.get("data")),
-        business_row(peak_known, mean_known, fos_value, fos_bound),
+        business_row(peak_known, mean_known, fos_value, fos_bound, fos_lo),
         engineering_row(user.get("engineering")),
         budget_row(user.get("budget")),
     ]

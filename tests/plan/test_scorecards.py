@@ -101,3 +101,12 @@ def test_checklist_not_measured_reasons_and_user_values():
     assert checklist(steps=near, sla=SLA)[0].status == "danger"
     mid = [PlanStep(offered_load=1, stats={"latency_ms_p95": 1000})]
     assert checklist(steps=mid, sla=SLA)[0].status == "warning"
+
+
+def test_business_row_reads_the_lower_end_of_a_capped_upper_bound():
+    """FOS < 20.83 with a 95 % CI from 20.6 (a limit capped at the saturated throughput, a step passing under it):
+    the headroom is at least 1,960 % (by hand: 20.6 − 1), not "not shown ≥ 50%"; without the lower end it is."""
+    row = business_row(True, True, 20.83, "upper", 20.6)
+    assert row.status == "green" and row.value == pytest.approx(19.6) and "at least 1960%" in row.reason
+    assert business_row(True, True, 20.83, "upper").status == "yellow"
+    assert business_row(True, True, 1.3, "upper", 1.2).status == "yellow"  # headroom ≥ 20 % only
