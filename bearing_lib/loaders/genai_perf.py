@@ -34,7 +34,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from bearing_lib.common.errors import BadValueError, InputError, UnsupportedVersionError
+from bearing_lib.common.errors import BadValueError, InputError, ParameterError, UnsupportedVersionError
 from bearing_lib.data.loadpoints import LoadPointTable, SendWindow, window_columns
 from bearing_lib.loaders._common import new_provenance
 from bearing_lib.loaders._loadtest import (
@@ -181,9 +181,36 @@ def _run_id(path: Path) -> str:
     return path.parent.name or Path(path.name).stem
 
 
-def _load_export(source: InputSource, *, name: str, tool: str) -> LoadPointTable:
+TTFT_CHOICES = {"first_token": "time_to_first_token", "first_output": "time_to_first_output_token"}
+"""The ``ttft`` option of AIPerf's export: its ``time_to_first_token`` (the first token of any kind: a reasoning
+model's first thinking token) or ``time_to_first_output_token`` (the first answer token)."""
+
+
+def _reasoning_note(doc: dict[str, Any], path: Path, ttft: str) -> str | None:
+    """Said when the run's output holds reasoning tokens: which first token ``ttft_ms`` is, with both medians."""
+    total = _avg(doc, "total_reasoning_tokens", path) or _avg(doc, "reasoning_token_count", path)
+    if not total or total <= 0:
+        return None
+    first, answer = (_ms_stats(doc, k, "t", path).get("t_p50") for k in TTFT_CHOICES.values())
+    per = _avg(doc, "reasoning_token_count", path)
+    osl = _avg(doc, "output_sequence_length", path)
+    share = f"{per / osl:.0%} of the output tokens are reasoning tokens (mean {per:,.0f} of {osl:,.0f})" if (
+        per and osl) else "the output holds reasoning tokens"
+    what = {"first_token": "the first token of any kind (time_to_first_token)",
+            "first_output": "the first answer token (time_to_first_output_token)"}[ttft]
+    medians = "; ".join(f"{k} P50 {v:,.0f} ms" for k, v in zip(TTFT_CHOICES.values(), (first, answer), strict=True)
+                        if v is not None)
+    other = "first_output" if ttft == "first_token" else "first_token"
+    return (f"a reasoning model: {share}; ttft_ms is {what} ({medians}); an SLA on the "
+            f"{'answer' if other == 'first_output' else 'first token of any kind'} reads --option ttft={other}")
+
+
+def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "first_token") -> LoadPointTable:
     doc = source.json
     path = source.path
+    if ttft not in TTFT_CHOICES:
+        raise ParameterError(f"option ttft={ttft!r}: expected one of {', '.join(TTFT_CHOICES)} (time_to_first_token "
+                             "or AIPerf's time_to_first_output_token)")
     missing = [k for k in METRIC_KEYS if not isinstance(doc.get(k) if isinstance(doc, dict) else None, dict)]
     if missing:
         raise UnsupportedVersionError("not a profile export bearing can read", tool=tool, version=None,
@@ -235,6 +262,15 @@ def _load_export(source: InputSource, *, name: str, tool: str) -> LoadPointTable
         derived.add("n_requests")
     for key, metric in _LAT.items():
         row.update(_ms_stats(doc, key, metric, path))
+    if ttft != "first_token":
+        key = TTFT_CHOICES[ttft]
+        if not isinstance(doc.get(key), dict):
+            raise BadValueError(f"option ttft={ttft} reads {key}, which this export does not hold", path=path,
+                                field=key)
+        row.update(_ms_stats(doc, key, "ttft_ms", path))
+    said = _reasoning_note(doc, path, ttft)
+    if said:
+        prov.add("reasoning_tokens", said)
     step = StepFacts(run_id=str(row["run_id"]), offered_load=load_value, offered_load_unit=unit)
     number_steps([step], prov)
     row.update(step_columns(step))
@@ -261,8 +297,10 @@ def load_genai(source: InputSource) -> LoadPointTable:
     return _load_export(source, name=NAME_GENAI, tool=TOOL_GENAI)
 
 
-def load_aiperf(source: InputSource) -> LoadPointTable:
-    return _load_export(source, name=NAME_AIPERF, tool=TOOL_AIPERF)
+def load_aiperf(source: InputSource, *, ttft: str = "first_token") -> LoadPointTable:
+    """AIPerf's ``profile_export_aiperf.json``; ``ttft="first_output"`` reads its ``time_to_first_output_token`` (a
+    reasoning model's first answer token) as ``ttft_ms`` instead of ``time_to_first_token``."""
+    return _load_export(source, name=NAME_AIPERF, tool=TOOL_AIPERF, ttft=ttft)
 
 
 # ---------------------------------------------------------------- AIPerf sweep CSV

@@ -72,6 +72,28 @@ def test_aiperf_export(shared_data):
     assert lp.provenance.fields["n_errors"] == "derived"
 
 
+@pytest.mark.shared_data
+def test_aiperf_reasoning_model_says_which_first_token_ttft_is(shared_data):
+    """gpt-oss-20b under AIPerf (a new user's case): time_to_first_token is the first thinking token (P50 82 ms), the
+    first answer token comes at P50 3,687 ms (time_to_first_output_token), and 90 % of the output is reasoning
+    (mean 255.67 of 283.48 tokens); the finding says so, and ttft=first_output reads the answer's."""
+    from bearing_lib.common.errors import ParameterError
+
+    path = shared_data(AIPERF)
+    raw = json.loads(path.read_text())
+    lp = load(path)
+    (said,) = [x.message for x in lp.provenance.findings if x.code == "reasoning_tokens"]
+    share = raw["reasoning_token_count"]["avg"] / raw["output_sequence_length"]["avg"]
+    assert f"{share:.0%} of the output tokens are reasoning" in said and share == pytest.approx(0.90, abs=0.005)
+    assert "--option ttft=first_output" in said and "time_to_first_output_token P50 3,687 ms" in said
+    assert lp.frame["ttft_ms_p95"][0] == raw["time_to_first_token"]["p95"]
+    answer = load(path, ttft="first_output")
+    assert answer.frame["ttft_ms_p95"][0] == raw["time_to_first_output_token"]["p95"]
+    assert answer.frame["ttft_ms_p50"][0] == raw["time_to_first_output_token"]["p50"]
+    with pytest.raises(ParameterError, match="option ttft='answer'"):
+        load(path, ttft="answer")
+
+
 def _variant(tmp_path, path, mutate):
     """SYNTHETIC variant of a real export, written by the test."""
     doc = json.loads(path.read_text())
