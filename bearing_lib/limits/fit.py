@@ -396,7 +396,9 @@ def _fit_group(
     # the typed diagnostics (settling, exceedances) go in as they are; the rest is made JSON-clean (NaN -> None)
     steps = [Step(**jsonable({k: v for k, v in st.items() if k not in _TYPED_STEP_PARTS}),
                   **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
-    n_req = int(sum(int(r.n_requests or 0) for r in typed))
+    # a tool that counts completed requests only (GenAI-Perf's export, SGLang's summary) leaves n_requests unknown:
+    # the completed count stands in (it read 0)
+    n_req = int(sum(int(r.n_requests if r.n_requests is not None else (r.n_ok or 0)) for r in typed))
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req,
                    q_ult=QUlt(**jsonable(q_ult), resolution=resolution),
                    binding=binding, steps=steps, notes=notes, failure_floors=floors, shapes=est.shapes)

@@ -909,3 +909,16 @@ def test_a_limit_above_steps_none_of_which_passed_says_so(shared_data):
     assert lim.q_ult.censored == "above"
     assert lim.q_ult.statement == ("≥ 5 concurrency (no step failed; none passed outright: the step at 5 was too "
                                    "close to call)")
+
+
+def test_a_mix_counts_completed_requests_where_the_tool_counts_nothing_else():
+    """GenAI-Perf's export counts completed requests only (66 in wellflat's run): the mix's n_requests read 0."""
+    from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+    from bearing_lib.data.provenance import Provenance
+
+    rows = [{"run_id": "g", "step": k, "offered_load": x, "offered_load_unit": "concurrency", "duration_s": 200.0,
+             "n_ok": n, "throughput_rps": n / 200.0, "latency_ms_p95": lat}
+            for k, (x, n, lat) in enumerate(((1.0, 66, 2600.0), (2.0, 120, 4700.0)))]
+    t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="x", tool="x", sha256=""))
+    lim = fit_limits(t, "p95(latency) <= 3s", mixes="none", n_boot=0).limits[0]
+    assert [s.n_requests for s in lim.steps] == [None, None] and lim.n_requests == 66 + 120
