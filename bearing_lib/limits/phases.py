@@ -138,13 +138,18 @@ def baseline_p99(g: pl.DataFrame, p99: str, n_baseline: int = 2) -> tuple[float 
 
 
 def _lowest(vals: np.ndarray, ok: np.ndarray, n_baseline: int) -> tuple[float | None, list[int]]:
-    """Mean of the first ``n_baseline`` ok values, leaving out any above 2x the first.
+    """Mean of the first ``n_baseline`` ok values in the lower half of the loads, leaving out any above 2x the first.
 
     A step already past the knee (more than 2x the lowest step's value) is not a baseline:
     averaging it in would hide the knee (inference-perf's vLLM v0 sweep: 40 rps at 80 ms and
-    79 rps at 3.9 s made a 2 s "baseline" under which the saturated steps looked elastic).
+    79 rps at 3.9 s made a 2 s "baseline" under which the saturated steps looked elastic). Nor is a step in the
+    upper half of the loads tested (the steps are sorted by load): where the low loads have too few requests for the
+    percentile, the first load that has one may be the highest (Vegeta's 1/2/4/8 rps: the 8 rps step became the P99
+    baseline and its 1 rps step read "0.62x baseline"); the phase then reads a lower percentile, and the knee has no
+    baseline to double.
     """
-    cand = [int(i) for i in np.flatnonzero(ok)[:n_baseline]]
+    half = (len(vals) + 1) // 2
+    cand = [int(i) for i in np.flatnonzero(ok[:half])[:n_baseline]]
     if not cand:
         return None, []
     idx = [i for i in cand if vals[i] <= LATENCY_FACTOR * vals[cand[0]]]
@@ -214,7 +219,11 @@ def _latency_evidence(g: pl.DataFrame, metric: str, i: int, base99: float | None
         ph = "plastic" if r > LATENCY_FACTOR else "elastic"
         rel = ">" if r > LATENCY_FACTOR else "within"
         label = "mean" if name == "mean" else name.upper()
-        return (ph, f"P99 unsupported; {label} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
+        fl = g["flags"][i] if "flags" in g.columns else None
+        why = ("P99 without a baseline (the lowest loads have too few requests for one)"
+               if math.isfinite(v) and not base99 and "too_few_for_p99" not in (fl if fl is not None else [])
+               else "P99 unsupported")
+        return (ph, f"{why}; {label} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
                 r, hq / b if math.isfinite(hq) else math.nan)
     return "", "no supported latency percentile", math.nan, math.nan
 

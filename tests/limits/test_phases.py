@@ -66,8 +66,9 @@ def test_timeouts_and_invalid_baseline_steps():
         timeout_rate=[0.0, 0.0, 0.0, 0.02],
     )
     out = classify_phases(c, n_baseline=2)
-    # the invalid lowest step is not part of the baseline: (100 + 120) / 2
-    assert out["baseline_p99"][0] == pytest.approx(110.0)
+    # the invalid lowest step is not part of the baseline, nor is a step in the upper half of the loads (3 and 4
+    # of four): the baseline is the 2-unit step's 100 (it was (100 + 120) / 2 before round 20)
+    assert out["baseline_p99"][0] == pytest.approx(100.0)
     assert out["phase"].to_list() == ["plastic", "elastic", "elastic", "failure"]
     assert "timeouts 2.0%" in out["phase_reason"][3]
 
@@ -78,6 +79,17 @@ def test_groups_are_classified_separately_and_row_order_kept():
     out = classify_phases(pl.concat([a, b]))
     assert out["phase"].to_list() == ["elastic", "elastic", "plastic", "plastic", "elastic", "elastic"]
     assert out["baseline_p99"].to_list() == [100.0] * 3 + [10.0] * 3
+
+
+def test_a_baseline_never_comes_from_the_upper_half_of_the_loads():
+    """Vegeta's 1/2/4/8 rps (a new user's case): only the 8 rps step has enough requests for a P99, and it became
+    the baseline ("P99 0.62x baseline" at 1 rps). Now no P99 baseline; the phase reads the P95 (by hand: baseline
+    = mean of the two lowest steps' P95, 100 and 110 -> 105; 8 rps at 160 -> 1.52x)."""
+    c = _curve(loads=[1, 2, 4, 8], p99=[None, None, None, 400]).with_columns(
+        pl.Series("latency_ms_p95", [100.0, 110.0, 130.0, 160.0]))
+    out = classify_phases(c, n_baseline=2)
+    assert out["baseline_p99"].is_null().all()
+    assert "P95 1.52x its baseline" in out["phase_reason"][3] and "P99 without a baseline" in out["phase_reason"][3]
 
 
 def test_missing_column_is_a_clear_error():
