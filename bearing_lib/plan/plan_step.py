@@ -32,6 +32,8 @@ class PlanStep:
     error_rate: float | None = None
     concurrency_mean: float | None = None
     recovery_step: bool = False
+    saturated: bool = False
+    """The step's flag ``saturated`` (``limits.curves``): its in-flight count is a growing backlog."""
     observed: dict[str, float | None] = field(default_factory=dict)
     stats: dict[str, float | None] = field(default_factory=dict)
 
@@ -51,7 +53,8 @@ class PlanStep:
                 stats.setdefault(f"{c.metric}_{c.stat}", v)
         return cls(step=st.step, offered_load=st.offered_load, load_axis=st.load_axis, offered_load_unit=unit,
                    throughput_rps=st.throughput_rps, error_rate=st.error_rate, concurrency_mean=st.concurrency_mean,
-                   recovery_step=st.recovery_step, observed=dict(st.observed or {}), stats=stats)
+                   recovery_step=st.recovery_step, saturated="saturated" in (st.flags or []),
+                   observed=dict(st.observed or {}), stats=stats)
 
     def add_curve_columns(self, row: dict[str, object]) -> None:
         """The load curve's columns at this step (``row``: a curve row) where the step has no value: a field left

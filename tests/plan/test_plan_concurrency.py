@@ -7,6 +7,7 @@ hand-written step lists; every expected value is computed by hand in the comment
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from pathlib import Path
 
@@ -38,6 +39,21 @@ def test_interpolated_at_q_ult():
     assert "between the steps at 1 and 2 rps" in at.statement
     # 2.5 lies between 2 (5) and 3 (20): 12.5, not the recovery step's 99
     assert concurrency_at_limit(_steps(), "a", Estimate(2.5)).value == pytest.approx(12.5)
+
+
+def test_a_saturated_step_above_q_ult_is_not_interpolated_toward():
+    """inference-perf vllm_quantization (a new user's case): 133.0 in flight at 170.24 rps, 429.6 in the saturated
+    step read at its achieved 176.95 rps; Q_ult 173.36 interpolated to 271 while the plan's safe concurrency was 133.
+    Now the step below scaled by load (Little's law at its time in system): 133.0 × 173.36 / 170.24 = 135.44."""
+    steps = {"a": [PlanStep(step=0, offered_load=127.93, concurrency_mean=82.8),
+                   PlanStep(step=1, offered_load=170.24, concurrency_mean=133.0),
+                   PlanStep(step=2, offered_load=254.86, load_axis=176.95, concurrency_mean=429.6, saturated=True)]}
+    at = concurrency_at_limit(steps, "a", Estimate(173.36, unit="rps"))
+    assert at.value == pytest.approx(133.0 * 173.36 / 170.24) and at.steps_used == [170.24]
+    assert "the step at 176.95 rps saturated" in at.statement
+    unsat = {"a": [dataclasses.replace(s, saturated=False) for s in steps["a"]]}
+    assert concurrency_at_limit(unsat, "a", Estimate(173.36)).value == pytest.approx(
+        133.0 + (429.6 - 133.0) * (173.36 - 170.24) / (176.95 - 170.24))
 
 
 def test_outside_the_tested_loads_takes_the_nearest_step_and_says_so():
