@@ -314,8 +314,19 @@ def _metric(doc: dict, name: str, handle: bool) -> dict:
     return (m.get("values") or {}) if handle else m
 
 
+def _no_samples(m: dict, handle: bool) -> bool:
+    """A rate or counter metric that saw no sample (a submetric whose tag never matched): k6 marks its thresholds
+    ok, vacuously (``checks{step:…}``: passes 0, fails 0, rate 0, ``rate>0.95`` ok)."""
+    v = (m.get("values") or {}) if handle else m
+    if not isinstance(v, dict):
+        return False
+    if "passes" in v and "fails" in v:
+        return (v.get("passes") or 0) + (v.get("fails") or 0) == 0
+    return m.get("type") == "counter" and v.get("count") == 0
+
+
 def _thresholds(doc: dict, handle: bool, prov: Provenance) -> None:
-    failed, passed = [], []
+    failed, passed, empty = [], [], []
     for name, m in doc["metrics"].items():
         th = (m or {}).get("thresholds") if isinstance(m, dict) else None
         if not isinstance(th, dict):
@@ -325,12 +336,13 @@ def _thresholds(doc: dict, handle: bool, prov: Provenance) -> None:
                 bad = isinstance(v, dict) and v.get("ok") is False  # ok: false = failed
             else:
                 bad = v is True  # legacy: true = crossed (failed)
-            (failed if bad else passed).append(f"{name}: {expr}")
-    if failed or passed:
+            (failed if bad else empty if _no_samples(m, handle) else passed).append(f"{name}: {expr}")
+    if failed or passed or empty:
         how = "handleSummary ({'ok': false} = failed)" if handle else "legacy summary-export (true = crossed/failed)"
         prov.add(
             "thresholds",
-            f"k6 thresholds read as {how}: failed {failed or 'none'}; passed {passed or 'none'}",
+            f"k6 thresholds read as {how}: failed {failed or 'none'}; passed {passed or 'none'}"
+            + (f"; not evaluated (no sample: k6 marks them ok) {empty}" if empty else ""),
             level="warning" if failed else "info",
             count=len(failed),
         )

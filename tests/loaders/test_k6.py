@@ -188,6 +188,20 @@ def test_handle_summary_threshold_polarity(shared_data):
     assert th.count == 2 and all(f in th.message for f in failed)
 
 
+@pytest.mark.shared_data
+def test_handle_summary_thresholds_without_samples_are_not_passed(shared_data):
+    """A submetric whose tag never matched (``checks{step:…}``: passes 0, fails 0) has its threshold marked ok by k6,
+    vacuously; it read "passed" (a new user's case). By hand from the raw file: seven such thresholds."""
+    p = shared_data(f"{HANDLE_DIR}/20260325_ca24fb4/k6-summary.json")
+    doc = json.loads(p.read_text())
+    empty = sorted(f"{name}: {expr}" for name, m in doc["metrics"].items()
+                   for expr in (m.get("thresholds") or {})
+                   if m["values"].get("passes", 1) + m["values"].get("fails", 1) == 0)
+    assert len(empty) == 7
+    (th,) = [x for x in load(p).provenance.findings if x.code == "thresholds"]
+    assert "passed none; not evaluated (no sample" in th.message and all(e in th.message for e in empty)
+
+
 def test_unknown_summary_and_point_layouts(tmp_path):
     p = tmp_path / "s.json"
     p.write_text(json.dumps({"metrics": {"vus": {"value": 1}}, "root_group": {}}))
