@@ -14,8 +14,9 @@ statistics ``mean``, ``p50``, ``p90``, ``p95``, ``p99``, ``max`` as ``<metric>_<
 (e.g. ``ttft_ms_p99``), all in milliseconds, null where the tool did not report it.
 ``source_file`` names the file each row came from.
 
-The **send window** of each load point (:class:`SendWindow`): ``send_window_s`` (first send to last send, the drain
-after the last send excluded), ``send_window_basis`` (``measured``, ``config`` or ``estimated``; null when unknown),
+The **send window** of each load point (:class:`SendWindow`): ``send_window_s`` (first send to last send over
+``n − 1`` intervals, scaled by ``n / (n − 1)`` so that ``n / send_window_s`` is the send rate; the drain after the
+last send excluded), ``send_window_basis`` (``measured``, ``config`` or ``estimated``; null when unknown),
 ``send_window_method`` (how, in words), and ``duration_includes_drain`` (true when the tool's ``duration_s`` runs
 on until the last reply, so that ``n / duration_s`` is below the sending rate even on a server that keeps up).
 Every rate bearing derives from a load point reads them (``bearing_lib.limits.curves``;

@@ -6,13 +6,15 @@ allowance and the queue is steady: there the server has spare capacity, so failu
 **floor** (a deadline in front of the engines, requests too long for any instance, a bad route).
 
 * the floor's share is the pooled failure share of the quiet steps, with a Wilson 95 % interval;
-* it is called load-independent only if the failure share does not rise across the quiet steps:
-  a **quasi-binomial** GLM of failures on log load (``statsmodels`` ``GLM(...).fit(scale="X2")``: the
-  binomial variance times the Pearson χ² / residual df, at least 1), one-sided p ≥ 0.05 for a rising slope
-  (with one quiet step the trend cannot be tested, said so; with two there is no residual df to estimate the
-  dispersion, and the plain binomial GLM is used); where a quiet step has no failure (or only failures) the slope's
-  estimate runs off toward the separation and its Wald test loses its power, so the score test of the slope at zero
-  is used instead (statsmodels ``GLM.score_test``; Cochran–Armitage's trend test), scaled alike;
+* it is called load-independent only if the failure share does not rise across the quiet steps: one-sided
+  p ≥ 0.05 for a rising slope of failures on log load. Where the steps scatter within binomial noise, a binomial
+  GLM (``statsmodels``; with one quiet step the trend cannot be tested, said so; with two there is no residual df
+  to estimate a dispersion and the binomial stands); where a quiet step has no failure (or only failures) the
+  slope's estimate runs off toward the separation and its Wald test loses its power, so the score test of the slope
+  at zero is used instead (statsmodels ``GLM.score_test``; Cochran–Armitage's trend test). Where three or more
+  steps scatter beyond the binomial's (Pearson χ² above its 95 % point), the **beta-binomial likelihood-ratio test**
+  of the slope (:func:`_betabinomial_rise_p`; round 20: the quasi-binomial scale it replaced took a step-shaped rise
+  for scatter and called failures that grow fifty-fold with load a floor);
 * it **breaks** the clause when a one-sided exact binomial test at 5 % (``scipy.stats.binomtest``) puts it
   above the allowance, on the **effective counts** ``k / φ`` of ``n / φ`` (Rao–Scott), ``φ`` the steps'
   dispersion: Pearson χ² of the steps' counts around the pooled share over ``m − 1`` df, at least 1.
@@ -198,8 +200,9 @@ def _monotone_dispersion(steps: Sequence[QuietStep]) -> float:
 
 
 def _rising_p(steps: Sequence[QuietStep]) -> float:
-    """One-sided p-value that the failure share rises with log load (quasi-binomial GLM, Wald test: the binomial
-    variance scaled by Pearson χ² / residual df, at least 1; the plain binomial with no residual df)."""
+    """One-sided p-value that the failure share rises with log load (the binomial GLM's Wald test, the score test
+    under separation, the beta-binomial likelihood-ratio test where three or more steps scatter beyond the
+    binomial's: module docstring)."""
     return _rise(steps)[0]
 
 
@@ -279,9 +282,13 @@ def _betabinomial_rise_p(steps: Sequence[QuietStep]) -> float:
 
 def rise_bound(steps: Sequence[QuietStep]) -> float | None:
     """The largest rise of the failure odds per doubling of load the quiet steps do not exclude: ``2 ** b_hi``, with
-    ``b_hi`` the one-sided 95 % upper bound of the trend fit's slope on log load (its Wald interval, quasi-binomial as
-    the rise test). None for one load, where the fit is (near) separated (no finite estimate), or beyond 2^30."""
-    return _rise(steps)[1] if len({s.x for s in steps}) >= 2 else None
+    ``b_hi`` the one-sided 95 % upper bound of the trend fit's slope on log load (its Wald interval, quasi-binomial
+    where the steps scatter beyond the binomial's; its coverage measured on binomial draws: docs/limits.md). None for
+    one load, where the fit is (near) separated (no finite estimate), or beyond 2^30."""
+    if len({s.x for s in steps}) < 2 or _separated(steps):
+        return None
+    fit = _trend_fit(steps)  # the bound alone: no rise test (the beta-binomial's takes a fraction of a second)
+    return None if _degenerate(fit) else _bound_of(fit)
 
 
 def _bound_of(fit) -> float | None:  # noqa: ANN001 - a statsmodels GLMResults, not degenerate

@@ -398,7 +398,8 @@ def _fit_group(
                   **{k: st[k] for k in _TYPED_STEP_PARTS}) for st in steps]
     # a tool that counts completed requests only (GenAI-Perf's export, SGLang's summary) leaves n_requests unknown:
     # the completed count stands in (it read 0)
-    n_req = int(sum(int(r.n_requests if r.n_requests is not None else (r.n_ok or 0)) for r in typed))
+    n_req = int(sum(int(r.n_requests if r.n_requests is not None else (r.n_ok or 0) + (r.n_errors or 0))
+                    for r in typed))
     lim = MixLimit(run_id=run_id, mix=MixRef.of(mix), share=0.0, n_requests=n_req,
                    q_ult=QUlt(**jsonable(q_ult), resolution=resolution),
                    binding=binding, steps=steps, notes=notes, failure_floors=floors, shapes=est.shapes)

@@ -220,7 +220,7 @@ def _latency_evidence(g: pl.DataFrame, metric: str, i: int, base99: float | None
         rel = ">" if r > LATENCY_FACTOR else "within"
         label = "mean" if name == "mean" else name.upper()
         fl = g["flags"][i] if "flags" in g.columns else None
-        why = ("P99 without a baseline (the lowest loads have too few requests for one)"
+        why = ("P99 without a baseline (no valid step in the lower half of the loads has one)"
                if math.isfinite(v) and not base99 and "too_few_for_p99" not in (fl if fl is not None else [])
                else "P99 unsupported")
         return (ph, f"{why}; {label} {r:.2f}x its baseline{ci} ({rel} {LATENCY_FACTOR:g}x)",
@@ -424,7 +424,9 @@ def p_critical_2x(
     sig = _sigma_log(g, p99)[keep]
     if base is None or x.size < 2:
         return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
-                                 reason="fewer than 2 valid steps with a P99: no baseline to double")
+                                 reason="fewer than 2 valid steps with a P99: no baseline to double" if x.size < 2
+                                 else "no valid step with a P99 in the lower half of the loads tested: no unloaded "
+                                 "baseline to double")
     level = LATENCY_FACTOR * base
     value = _first_crossing(x, y, level)
     if value is None:

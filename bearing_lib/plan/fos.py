@@ -589,7 +589,8 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
     """The plan's verdict on ``fos``: :func:`verdict` of the blended FOS, with the mixes that alone would
     fall below the tier named, and yellow at best when part of production traffic has no limit."""
     b = fos.blended
-    v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason)
+    v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason,
+                closed_below=capped_closed_below(b))
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
@@ -637,10 +638,20 @@ def allowable_capacity(q_ult_rps: float | None, target_fos: float, bound: Bound 
     return Allowable(a, ci, text, reason)
 
 
+def capped_closed_below(b: BlendedFos) -> bool:
+    """The blended FOS is an upper bound only because its limit is capped at the saturated throughput, and the
+    limit's own 95 % CI is closed below: its lower end then bounds the sustained limit from below (the sustained
+    limit is ``min(SLA crossing, saturation)``, and the crossing's lower end lies under the cap). A limit that failed
+    at its first step has no such end, whatever the target's own uncertainty makes of the FOS's interval."""
+    ci = b.q_blend_ci95
+    return b.bound == "upper" and b.bound_reason == CAPPED_REASON and ci is not None and ci[0] is not None
+
+
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
-            q_ult_rps: float | None = None, upper_reason: str | None = None) -> Verdict:
+            q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False) -> Verdict:
     """green / yellow / red with the reason in words (rules in the module docstring). ``upper_reason``: why an
-    upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`)."""
+    upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`); ``closed_below``: a capped
+    limit whose own CI is closed below (:func:`capped_closed_below`), so the FOS's lower end bounds it."""
     band = f"the {tier.name} tier's band {tier.describe()}"
     if fos.value is None:
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
@@ -665,15 +676,22 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if fos.bound == "upper":
         if v <= tier.fos_min:
             return Verdict("red", f"FOS < {_n(v)} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)
-        lo_ci = fos.ci95[0] if fos.ci95 is not None else None
+        lo_ci = fos.ci95[0] if closed_below and fos.ci95 is not None else None
         if lo_ci is not None and lo_ci >= tier.fos_min:
-            # an upper bound whose 95 % CI is closed below (a limit capped at the saturated throughput, with steps
-            # that passed just under it): the FOS lies between the two, and that settles the band (a new user's
-            # inference-perf run, capped at 173.4 req/s with a step passing at 170.2, read "cannot confirm")
+            # a limit capped at the saturated throughput whose own CI is closed below: the FOS lies between the two
+            # ends, and the rules of a measured FOS apply to both (a new user's inference-perf run, capped at 173.4
+            # req/s, read "cannot confirm" the band at FOS < 20.8)
             held = f"FOS < {_n(v)} ({upper_reason or UPPER_BOUND_REASON}) and ≥ {_n(lo_ci)} (95% CI)"
             if tier.fos_max is not None and lo_ci > tier.fos_max:
                 return Verdict("yellow", f"{held} is above {band}: over-provisioned", None)
-            return Verdict("green", f"{held} meets {band}", None)
+            if 1.0 / lo_ci > UTILISATION_CEILING:
+                return Verdict("yellow", f"{held} meets {band}, but production could run at up to {1 / lo_ci:.0%} "
+                               f"of the breakpoint; the sources keep it at {UTILISATION_FLOOR:.0%}–"
+                               f"{UTILISATION_CEILING:.0%}", None)
+            if tier.fos_max is not None and v > tier.fos_max:
+                return Verdict("yellow", f"{held} meets {band}'s minimum, but may lie above its maximum: possibly "
+                               "over-provisioned", None)
+            return Verdict("green", f"{held} lies within {band}", None)
         fix = ("re-test from a lower load" if upper_reason is None else
                "the sustained limit lies below the saturated throughput; re-test with steps between the last "
                "passing load and the saturation")
@@ -778,6 +796,7 @@ __all__ = [
     "allowable_capacity",
     "fos_verdict",
     "blended_capacity",
+    "capped_closed_below",
     "cbu_per_minute",
     "compute_fos",
     "fos_point",

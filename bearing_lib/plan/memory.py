@@ -531,6 +531,15 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
                 total[st.step] = total.get(st.step, 0.0) + c
                 derived = derived or d
                 mixes_summed.add(name)
+    # a closed loop of c users never holds more than c requests in flight: each mix's row is capped so
+    # (limits.curves.closed_loop_capped), and so is their sum, or a total derived here as throughput × latency (one
+    # mix's own figure from the limits stands as the limits wrote it)
+    recap = derived or len(mixes_summed) > 1
+    users = {st.step: float(st.offered_load) for st in steps.get(mix, []) if recap and st.step in total
+             and st.offered_load_unit == "concurrency" and st.offered_load is not None
+             and math.isfinite(float(st.offered_load)) and float(st.offered_load) > 0}
+    capped = sorted(xs_main[k] for k, c in users.items() if total[k] > c)
+    total = {k: min(v, users[k]) if k in users else v for k, v in total.items()}
     pts = sorted((xs_main[k], v) for k, v in total.items())
     if not pts:
         raise InsufficientDataError("the limits' steps carry no mean concurrency (concurrency_mean) or mean "
@@ -539,6 +548,9 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
     how = "derived here as throughput × mean latency" if derived else "per step from the load curve"
     if len(mixes_summed) > 1:
         how += f"; summed over the mixes {', '.join(sorted(mixes_summed))} at each step"
+    if capped:
+        how += (f"; capped at the user count at {', '.join(f'{x:g}' for x in capped)} {unit} (a closed loop holds "
+                "no more in flight than its users)")
     if xs[0] <= q <= xs[-1]:
         import numpy as np
 
@@ -557,8 +569,9 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
             value = dict(pts)[lo] * q / lo
             method, used = "the step below Q_ult, scaled to it (the step above saturated)", [lo]
             statement = (f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}: the step at {lo:g} {unit} scaled "
-                         f"by load (Little's law at its time in system); the step at {hi:g} {unit} saturated, and "
-                         f"its in-flight count is a backlog, not the working set ({how})")
+                         f"by load (Little's law at its time in system, a low estimate: the time in system rises "
+                         f"toward the limit); the step at {hi:g} {unit} saturated, and its in-flight count is a "
+                         f"backlog, not the working set ({how})")
     else:
         x, value = (pts[-1] if q > xs[-1] else pts[0])
         side = "above the highest" if q > xs[-1] else "below the lowest"

@@ -90,6 +90,11 @@ def test_a_baseline_never_comes_from_the_upper_half_of_the_loads():
     out = classify_phases(c, n_baseline=2)
     assert out["baseline_p99"].is_null().all()
     assert "P95 1.52x its baseline" in out["phase_reason"][3] and "P99 without a baseline" in out["phase_reason"][3]
+    # the knee: P99s at 4 and 8 only, both in the upper half: no unloaded baseline to double (and said so)
+    from bearing_lib.limits.phases import p_critical_2x
+
+    knee = p_critical_2x(_curve(loads=[1, 2, 4, 8], p99=[None, None, 300, 400]), metric="latency_ms")
+    assert knee.value is None and knee.reason.startswith("no valid step with a P99 in the lower half")
 
 
 def test_missing_column_is_a_clear_error():

@@ -125,6 +125,7 @@ def test_text_reports_folder(shared_data):
         # n starts span n - 1 intervals (lib/metrics.go Close: Rate = Requests / (Latest - Earliest)): the send
         # window is the attack × n / (n − 1), e.g. 60 requests over 59.0 s of attack at 1 qps -> 60 s
         assert row["send_window_s"] == pytest.approx(parse_go_duration(dur[1]) * total / (total - 1))
+        assert total / row["send_window_s"] == pytest.approx(qps, rel=2e-3)  # the rate in the file's name
     assert sorted(set(lp.frame["run_id"])) == ["original/ray", "original/tgi"]
     not_read = next(x for x in lp.provenance.findings if x.code == "not_read").message
     assert ".bin" in not_read and ".txt" not in not_read

@@ -134,9 +134,25 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     # confirm" the band and, at FOS < 20.8, was not called over-provisioned)
     v = fos_verdict(capped, STANDARD, tgt)
     assert v.color == "green" and "saturated below the SLA crossing" in v.reason and "≥ 1.77 (95% CI)" in v.reason
+    assert "lies within" in v.reason
     over = fos_verdict(compute_fos([Limit("r", 7.176, (7.09, 7.176), capped=True)], {"r": 1.0}, Target(0.35)),
                        STANDARD, Target(0.35))
     assert over.color == "yellow" and "over-provisioned" in over.reason  # [20.3, 20.5]: above the band's 3
+    # a limit that failed at its first step has no lower end of its own: the target's uncertainty alone closes the
+    # FOS's interval below (10 / 4.2 = 2.38), and that is no evidence the band is met (review finding)
+    below = compute_fos([Limit("r", 10.0, None, censored="below")], {"r": 1.0}, Target(4.0, (3.8, 4.2)))
+    assert below.blended.fos.ci95[0] == pytest.approx(10 / 4.2, rel=0.02)
+    v = fos_verdict(below, STANDARD, Target(4.0, (3.8, 4.2)))
+    assert v.color == "yellow" and "cannot confirm" in v.reason and "first step" in v.reason
+    # both ends within the band but production could run at 1 / 1.25 = 80 % of the breakpoint (non-core, minimum
+    # 1.2): yellow, as a measured FOS of 1.25 would be; both ends straddling the band's maximum 3 (FOS in [2, 5]):
+    # yellow, possibly over-provisioned
+    busy = compute_fos([Limit("r", 10.5, (10.0, 10.5), capped=True)], {"r": 1.0}, Target(8.0))
+    v = fos_verdict(busy, get_tier("non-core"), Target(8.0))
+    assert v.color == "yellow" and "up to 80% of the breakpoint" in v.reason
+    wide = compute_fos([Limit("r", 20.0, (8.0, 20.0), capped=True)], {"r": 1.0}, tgt)
+    v = fos_verdict(wide, STANDARD, tgt)
+    assert v.color == "yellow" and "may lie above its maximum" in v.reason
     # a CI reaching below the band's minimum: < 1.79 cannot confirm the standard tier's 1.5 from below
     loose = compute_fos([Limit("r", 7.176, (5.5, 7.176), capped=True)], {"r": 1.0}, tgt)
     v = fos_verdict(loose, STANDARD, tgt)

@@ -56,6 +56,17 @@ def test_a_saturated_step_above_q_ult_is_not_interpolated_toward():
         133.0 + (429.6 - 133.0) * (173.36 - 170.24) / (176.95 - 170.24))
 
 
+def test_a_closed_loops_total_in_flight_is_capped_at_its_users():
+    """Two mixes of a 5-user closed loop read 3 and 4 in flight each (each capped at 5 on its own); their sum, 7,
+    exceeds what 5 users can hold (review finding): the plan reads 5 and says so; a rate step is not capped."""
+    steps = {"a": [PlanStep(step=0, offered_load=5.0, offered_load_unit="concurrency", concurrency_mean=3.0)],
+             "b": [PlanStep(step=0, offered_load=5.0, offered_load_unit="concurrency", concurrency_mean=4.0)]}
+    at = concurrency_at_limit(steps, "a", Estimate(5.0, unit="concurrency"))
+    assert at.value == 5.0 and "capped at the user count at 5 concurrency" in at.statement
+    rate = {k: [dataclasses.replace(st, offered_load_unit="rps") for st in v] for k, v in steps.items()}
+    assert concurrency_at_limit(rate, "a", Estimate(5.0, unit="rps")).value == 7.0
+
+
 def test_outside_the_tested_loads_takes_the_nearest_step_and_says_so():
     at = concurrency_at_limit(_steps(), "a", Estimate(4.0, unit="rps"))
     assert at.value == 20.0 and at.steps_used == [3.0]
