@@ -179,24 +179,13 @@ def _degenerate(fit) -> bool:  # noqa: ANN001 - a statsmodels GLMResults, or Non
 
 def _monotone_dispersion(steps: Sequence[QuietStep]) -> float:
     """The steps' scatter beyond any rising trend: Pearson χ² of their failure counts around the weighted isotonic
-    (non-decreasing in load) fit of their shares (scipy ``isotonic_regression``), over the steps less the fit's
-    levels, at least 1, and only where it exceeds the binomial's at 5 % (1 with two steps or no residual df, as
-    :func:`_trend_fit`'s quasi scale). The scale of the score test where the logistic fit is degenerate:
-    its own Pearson χ² is then the separation's, not the steps' variability."""
-    from scipy.optimize import isotonic_regression
-    from scipy.stats import chi2
-
-    order = sorted(range(len(steps)), key=lambda i: steps[i].x)
-    k = np.array([steps[i].failed for i in order], float)
-    n = np.array([steps[i].known for i in order], float)
-    fitted = np.clip(isotonic_regression(k / n, weights=n, increasing=True).x, 1e-12, 1 - 1e-12)
-    df = len(steps) - len(np.unique(np.round(fitted, 12)))
-    if df <= 0 or len(steps) <= 2:
-        return 1.0
-    x2 = float((((k - n * fitted) ** 2) / (n * fitted * (1 - fitted))).sum())
-    # as the trend fit's quasi scale: taken only where the scatter exceeds the binomial's (Pearson χ² above its 95 %
-    # point), and never with two steps (no residual df beyond the trend)
-    return max(1.0, x2 / df) if x2 > chi2.ppf(1 - DISPERSION_ALPHA, df) else 1.0
+    (non-decreasing in load) fit of their shares over the steps less the fit's levels (``model.failure_scatter``,
+    the error-rate clause's measure too), at least 1, and only where it exceeds the binomial's at 5 % (1 with two
+    steps or no residual df, as :func:`_trend_fit`'s quasi scale). The scale of the score test where the logistic fit
+    is degenerate: its own Pearson χ² is then the separation's, not the steps' variability."""
+    sc = model.failure_scatter([model.Evidence(x=s.x, n=float(s.known), k_lo=float(s.failed), k_hi=float(s.failed))
+                                for s in steps])
+    return max(1.0, sc.chi2 / sc.df) if sc is not None and sc.beyond_noise else 1.0
 
 
 def _rising_p(steps: Sequence[QuietStep]) -> float:
