@@ -315,14 +315,24 @@ def _metric(doc: dict, name: str, handle: bool) -> dict:
 
 
 def _no_samples(m: dict, handle: bool) -> bool:
-    """A rate or counter metric that saw no sample (a submetric whose tag never matched): k6 marks its thresholds
-    ok, vacuously (``checks{step:…}``: passes 0, fails 0, rate 0, ``rate>0.95`` ok)."""
+    """A metric that saw no sample (a submetric whose tag never matched). k6 still runs its thresholds at the end of
+    the test (``evaluateThresholds(false, …)`` in metrics/engine/engine.go) on the empty sink, which formats as zeros
+    (metrics/sink.go): a rate as passes 0, fails 0, rate 0 (``checks{step:…}``, ``rate>0.95`` ok); a counter as
+    count 0; a trend as min = max = avg = med = p(90) = p(95) = 0 (``http_req_duration{step:…}``, ``p(95)<1500``
+    ok). A trend whose every statistic is 0 is read as empty: the summary has no count to tell it from samples that
+    were all exactly 0, which no duration is."""
     v = (m.get("values") or {}) if handle else m
     if not isinstance(v, dict):
         return False
     if "passes" in v and "fails" in v:
         return (v.get("passes") or 0) + (v.get("fails") or 0) == 0
-    return m.get("type") == "counter" and v.get("count") == 0
+    kind = m.get("type")
+    if kind == "counter" or (kind is None and "count" in v and "rate" in v):  # the legacy export names no type
+        return v.get("count") == 0
+    stats = [v.get(k) for k in ("min", "max", "avg", "med")]
+    if (kind in (None, "trend")) and all(isinstance(x, int | float) for x in stats):
+        return all(x == 0 for k, x in v.items() if k != "thresholds" and isinstance(x, int | float))
+    return False
 
 
 def _thresholds(doc: dict, handle: bool, prov: Provenance) -> None:

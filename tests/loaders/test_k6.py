@@ -202,6 +202,51 @@ def test_handle_summary_thresholds_without_samples_are_not_passed(shared_data):
     assert "passed none; not evaluated (no sample" in th.message and all(e in th.message for e in empty)
 
 
+@pytest.mark.shared_data
+def test_handle_summary_trend_thresholds_without_samples_are_not_passed(shared_data):
+    """k6 formats an empty trend sink as zeros (metrics/sink.go) and still runs its thresholds at the end of the test,
+    so ``http_req_duration{step:Profile API}: p(95)<1500`` reads ok on a step that never ran. By hand from the raw
+    file: two trend submetrics with every statistic 0 beside the empty ``checks{step:…}``; the two thresholds evaluated
+    on samples both failed, so none passed."""
+    p = shared_data(f"{HANDLE_DIR}/20260429_cfc3091/k6-summary.json")
+    doc = json.loads(p.read_text())
+    zero_trends = sorted(f"{name}: {expr}" for name, m in doc["metrics"].items()
+                         if m.get("type") == "trend" and m.get("thresholds")
+                         and all(v == 0 for v in m["values"].values())
+                         for expr in m["thresholds"])
+    assert zero_trends == ["http_req_duration{step:My Orders API}: p(95)<3000",
+                           "http_req_duration{step:Profile API}: p(95)<1500"]
+    (th,) = [x for x in load(p).provenance.findings if x.code == "thresholds"]
+    empty_part = th.message.split("not evaluated", 1)[1]
+    assert all(z in empty_part for z in zero_trends)
+    assert "passed none" in th.message and th.count == 2
+
+
+def test_legacy_counter_and_trend_without_samples(tmp_path):
+    """The legacy ``--summary-export`` names no metric type: an empty counter is ``{count: 0, rate: 0}`` and an empty
+    trend all zeros; their thresholds (``false`` = not crossed) are not evaluated, a real one passes."""
+    doc = {
+        "metrics": {
+            "http_reqs": {"count": 40, "rate": 2.0},
+            "vus": {"value": 4, "min": 4, "max": 4},
+            "http_req_failed": {"passes": 0, "fails": 40, "value": 0, "thresholds": {"rate<0.01": False}},
+            "http_req_duration": {"avg": 120.0, "min": 80.0, "med": 110.0, "max": 300.0, "p(90)": 200.0,
+                                  "p(95)": 250.0, "thresholds": {"p(95)<500": False}},
+            "http_req_duration{step:x}": {"avg": 0, "min": 0, "med": 0, "max": 0, "p(90)": 0, "p(95)": 0,
+                                          "thresholds": {"p(95)<100": False}},
+            "retries{step:x}": {"count": 0, "rate": 0, "thresholds": {"count<5": False}},
+        },
+        "root_group": {"name": "", "path": "", "id": "x", "groups": {}, "checks": {}},
+    }
+    p = tmp_path / "summary.json"
+    p.write_text(json.dumps(doc))
+    (th,) = [x for x in load(p).provenance.findings if x.code == "thresholds"]
+    passed, empty = th.message.split("passed ", 1)[1].split("; not evaluated", 1)
+    assert "http_req_duration: p(95)<500" in passed and "http_req_failed: rate<0.01" in passed
+    assert "http_req_duration{step:x}: p(95)<100" in empty and "retries{step:x}: count<5" in empty
+    assert "{step:x}" not in passed
+
+
 def test_unknown_summary_and_point_layouts(tmp_path):
     p = tmp_path / "s.json"
     p.write_text(json.dumps({"metrics": {"vus": {"value": 1}}, "root_group": {}}))
