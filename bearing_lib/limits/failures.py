@@ -323,13 +323,14 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
             near_n = int((lat >= 0.95 * top).sum())
             near = near_n / lat.len()
             # a deadline bunches the successful requests under it (an untruncated tail puts one or two within 5 % of
-            # its maximum), and failed requests with a recorded latency ran up to it; failures that returned early
-            # (a 429 in no time, "output too few tokens" after a few seconds) are not that deadline's
+            # its maximum), and failed requests with a recorded latency ran up to it: half of them, or as many as the
+            # bunching asks of the successes (fast 429s beside a deadline's time-outs do not hide it); failures that
+            # all returned early ("output too few tokens" after a few seconds) are not a deadline's
             fl = f["latency_ms"].drop_nulls() if "latency_ms" in f.columns else pl.Series([], dtype=pl.Float64)
-            ran_to_it = fl.len() == 0 or float((fl >= 0.95 * top).mean()) >= 0.5
+            at_it = int((fl >= 0.95 * top).sum())
+            ran_to_it = fl.len() == 0 or at_it >= 0.5 * fl.len() or at_it >= DEADLINE_MIN_NEAR
             if near >= 0.01 and near_n >= DEADLINE_MIN_NEAR and ran_to_it:
-                ran = (f"; {int((fl >= 0.95 * top).sum())} of the {fl.len()} failed requests with a latency ran "
-                       "to it") if fl.len() else ""
+                ran = f"; {at_it} of the {fl.len()} failed requests with a latency ran to it" if fl.len() else ""
                 parts.append(f"no request completed later than {top / 1000:.3g} s at any load ({near:.1%} of the "
                              f"successful ones within 5 % of it{ran}): a deadline of about {top / 1000:.3g} s in "
                              "front of the engines")
@@ -360,7 +361,8 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
 
 DEADLINE_MIN_NEAR = 5
 """The successful requests a deadline must bunch within 5 % of the longest one (besides at least 1 % of them) before
-the floor's statement names it: an untruncated latency tail of a few hundred requests puts one or two there."""
+the floor's statement names it: an untruncated latency tail of a few hundred requests puts one or two there. As many
+failed requests running to it name it too where more failed fast (half of the timed failures otherwise)."""
 FLOOR_BREAKS = 0.9
 """A clause is broken by its load-independent floor when the posterior probability that the floor alone
 exceeds the allowance is at least this (and the floor's 95 % interval excludes zero): a claim that no

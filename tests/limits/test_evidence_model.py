@@ -887,6 +887,12 @@ def test_a_deadline_is_named_only_where_the_requests_bunch_under_it_and_the_fail
     ran = failures.describe_failures(frame(ok_lat, [29_990.0, 30_010.0, 30_000.0]), bad, ok)
     assert "3 of the 3 failed requests with a latency ran to it" in ran
     assert failures.describe_failures(frame(ok_lat, [400.0, 2_000.0, 6_000.0]), bad, ok) is None  # returned early
+    # a deadline's time-outs beside many fast 429s: 5 of 45 ran to it (as many as the bunching asks of successes)
+    fast = [5.0] * 40
+    hidden = failures.describe_failures(frame(ok_lat, [*fast, 29_800.0, 29_900.0, 30_000.0, 30_000.0, 30_050.0]),
+                                        bad, ok)
+    assert hidden is not None and "5 of the 45 failed requests with a latency ran to it" in hidden
+    assert failures.describe_failures(frame(ok_lat, [*fast, 29_900.0, 30_000.0, 30_000.0, 30_050.0]), bad, ok) is None
     # an untruncated tail: 150 exponential latencies put one or two within 5 % of the maximum
     tail = list(np.random.default_rng(3).exponential(2_000.0, 150))
     top = max(tail)
