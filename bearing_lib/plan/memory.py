@@ -509,14 +509,14 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
         raise InsufficientDataError(f"mix {mix} has no Q_ult value to read the concurrency at")
     xs_main: dict[Any, float] = {}
     offered: dict[Any, Any] = {}
-    saturated: set[float] = set()
+    backlog: dict[float, str] = {}
     for st in steps.get(mix, []):
         x = _fnum(st.load_axis if st.load_axis is not None else st.offered_load)
         if x is not None and not st.recovery_step:
             xs_main[st.step] = x
             offered[st.step] = st.offered_load
-            if st.saturated:
-                saturated.add(x)
+            if st.backlog:
+                backlog[x] = st.backlog
     total: dict[Any, float] = {}
     derived = False
     mixes_summed: set[str] = set()
@@ -561,16 +561,17 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
         used = sorted({lo, hi})
         where = (f"between the steps at {lo:g} and {hi:g} {unit}" if lo != hi else f"at the step at {lo:g} {unit}")
         statement = f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}, interpolated {where} ({how})"
-        if lo != hi and hi in saturated and lo not in saturated:
-            # the step above saturated: its in-flight count is a backlog that grew for as long as the step lasted,
-            # not the working set at the limit (an inference-perf run: 133 in flight at 170.2 rps, 430 in the
-            # saturated step, so 271 "at Q_ult" while the same plan's safe concurrency is 133); Little's law at the
-            # step below, its time in system held, scaled to Q_ult
+        if lo != hi and hi in backlog and lo not in backlog:
+            # the step above holds a backlog (it saturated, completed less than offered, was still filling up, or its
+            # requests waited at the client): its in-flight count grew for as long as the step lasted, not the
+            # working set at the limit (an inference-perf run: 133 in flight at 170.2 rps, 430 in the saturated
+            # step, so 271 "at Q_ult" while the same plan's safe concurrency is 133); Little's law at the step
+            # below, its time in system held, scaled to Q_ult
             value = dict(pts)[lo] * q / lo
-            method, used = "the step below Q_ult, scaled to it (the step above saturated)", [lo]
+            method, used = "the step below Q_ult, scaled to it (the step above holds a backlog)", [lo]
             statement = (f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}: the step at {lo:g} {unit} scaled "
                          f"by load (Little's law at its time in system, a low estimate: the time in system rises "
-                         f"toward the limit); the step at {hi:g} {unit} saturated, and its in-flight count is a "
+                         f"toward the limit); the step at {hi:g} {unit} {backlog[hi]}, and its in-flight count is a "
                          f"backlog, not the working set ({how})")
     else:
         x, value = (pts[-1] if q > xs[-1] else pts[0])

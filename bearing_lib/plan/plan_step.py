@@ -32,8 +32,11 @@ class PlanStep:
     error_rate: float | None = None
     concurrency_mean: float | None = None
     recovery_step: bool = False
-    saturated: bool = False
-    """The step's flag ``saturated`` (``limits.curves``): its in-flight count is a growing backlog."""
+    backlog: str | None = None
+    """Why the step's in-flight count is a backlog rather than the working set at its load, in words (None where
+    nothing says so): the first of its flags (``limits.curves``) ``saturated``, ``throughput_below_offered``,
+    ``not_steady`` (the queue still rising through the step) and ``generator_behind`` (requests waited at the
+    client), as :data:`BACKLOG_FLAGS` words them."""
     observed: dict[str, float | None] = field(default_factory=dict)
     stats: dict[str, float | None] = field(default_factory=dict)
 
@@ -53,7 +56,7 @@ class PlanStep:
                 stats.setdefault(f"{c.metric}_{c.stat}", v)
         return cls(step=st.step, offered_load=st.offered_load, load_axis=st.load_axis, offered_load_unit=unit,
                    throughput_rps=st.throughput_rps, error_rate=st.error_rate, concurrency_mean=st.concurrency_mean,
-                   recovery_step=st.recovery_step, saturated="saturated" in (st.flags or []),
+                   recovery_step=st.recovery_step, backlog=_backlog(st.flags),
                    observed=dict(st.observed or {}), stats=stats)
 
     def add_curve_columns(self, row: dict[str, object]) -> None:
@@ -71,4 +74,17 @@ class PlanStep:
                 self.stats[k] = float(v)
 
 
-__all__ = ["PlanStep"]
+BACKLOG_FLAGS: dict[str, str] = {
+    "saturated": "saturated",
+    "throughput_below_offered": "completed less than was offered",
+    "not_steady": "was still filling up (its queue rose through the step)",
+    "generator_behind": "sent below its offered rate (requests waited at the client)",
+}
+"""The step flags whose in-flight count is a growing backlog, in order of precedence, and how the plan says so."""
+
+
+def _backlog(flags: list[str] | None) -> str | None:
+    return next((words for flag, words in BACKLOG_FLAGS.items() if flag in (flags or [])), None)
+
+
+__all__ = ["BACKLOG_FLAGS", "PlanStep"]

@@ -15,6 +15,7 @@ import pytest
 
 from bearing_lib.common.errors import InsufficientDataError
 from bearing_lib.common.estimate import Estimate
+from bearing_lib.limits.result import Step
 from bearing_lib.plan.capacity_plan import CapacityPlan, concurrency_at_limit, read_json
 from bearing_lib.plan.memory import GIB
 from bearing_lib.plan.plan_step import PlanStep
@@ -47,13 +48,33 @@ def test_a_saturated_step_above_q_ult_is_not_interpolated_toward():
     Now the step below scaled by load (Little's law at its time in system): 133.0 × 173.36 / 170.24 = 135.44."""
     steps = {"a": [PlanStep(step=0, offered_load=127.93, concurrency_mean=82.8),
                    PlanStep(step=1, offered_load=170.24, concurrency_mean=133.0),
-                   PlanStep(step=2, offered_load=254.86, load_axis=176.95, concurrency_mean=429.6, saturated=True)]}
+                   PlanStep(step=2, offered_load=254.86, load_axis=176.95, concurrency_mean=429.6,
+                            backlog="saturated")]}
     at = concurrency_at_limit(steps, "a", Estimate(173.36, unit="rps"))
     assert at.value == pytest.approx(133.0 * 173.36 / 170.24) and at.steps_used == [170.24]
     assert "the step at 176.95 rps saturated" in at.statement
-    unsat = {"a": [dataclasses.replace(s, saturated=False) for s in steps["a"]]}
+    unsat = {"a": [dataclasses.replace(s, backlog=None) for s in steps["a"]]}
     assert concurrency_at_limit(unsat, "a", Estimate(173.36)).value == pytest.approx(
         133.0 + (429.6 - 133.0) * (173.36 - 170.24) / (176.95 - 170.24))
+
+
+def test_a_step_above_q_ult_still_filling_up_is_not_interpolated_toward():
+    """The saturated-step rule, for every flag whose in-flight count is a backlog (the last note's open item: a step
+    flagged only ``not_steady`` or ``generator_behind`` was interpolated toward). From a judged step's flags, in
+    order of precedence; the step below scaled by load: 20 × 9 / 8 = 22.5; with the step below flagged too, the
+    plain interpolation stands (20 + (90 − 20) × 1 / 2 = 55)."""
+    for flags, words in ((["not_steady"], "was still filling up"),
+                         (["generator_behind", "throughput_below_offered"], "completed less than was offered"),
+                         (["generator_behind"], "sent below its offered rate")):
+        st = Step(step=1, offered_load=10.0, flags=flags, concurrency_mean=90.0)
+        hi = PlanStep.from_step(st, [], "rps")
+        assert hi.backlog is not None and hi.backlog.startswith(words)
+        steps = {"a": [PlanStep(step=0, offered_load=8.0, concurrency_mean=20.0), hi]}
+        at = concurrency_at_limit(steps, "a", Estimate(9.0, unit="rps"))
+        assert at.value == pytest.approx(22.5) and f"the step at 10 rps {words}" in at.statement
+        both = {"a": [dataclasses.replace(steps["a"][0], backlog="saturated"), hi]}
+        assert concurrency_at_limit(both, "a", Estimate(9.0, unit="rps")).value == pytest.approx(55.0)
+    assert PlanStep.from_step(Step(step=0, offered_load=1.0, flags=["too_short"]), [], "rps").backlog is None
 
 
 def test_a_closed_loops_total_in_flight_is_capped_at_its_users():
