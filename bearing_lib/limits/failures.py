@@ -98,12 +98,14 @@ class Floor:
     """The largest rise of the failure odds per doubling of load the quiet steps do not exclude (:func:`rise_bound`;
     None for one load or a step with no failure)."""
     met_at: QuietStep | None = None
-    """A quiet step that meets the clause beyond doubt (:func:`_met_at`) where the pooled floor would break it: the
-    floor then does not break the clause (None otherwise)."""
+    """A step (quiet or not) that meets the clause beyond doubt (:func:`_met_at`) where the pooled floor would break
+    it: the floor then does not break the clause (None otherwise)."""
 
 
-def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
-    """The failure floor of the quiet steps, or None when they hold no failure or the share rises with load."""
+def quiet_floor(steps: Sequence[QuietStep], allowed: float, elsewhere: Sequence[QuietStep] = ()) -> Floor | None:
+    """The failure floor of the quiet steps, or None when they hold no failure or the share rises with load.
+    ``elsewhere``: the run's other judged steps, read only for a step that meets the clause beyond doubt
+    (:func:`_met_at`), which a floor that breaks the clause at every load cannot have."""
     from scipy.stats import binomtest
 
     steps = [s for s in steps if s.known > 0]
@@ -123,7 +125,7 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
     k_eff, n_eff = k / phi, n / phi
     lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
     p = float(binomtest(round(k_eff), max(round(n_eff), 1), allowed, alternative="greater").pvalue)
-    met = _met_at(steps, allowed) if p < BREAK_ALPHA else None
+    met = _met_at([*steps, *elsewhere], allowed) if p < BREAK_ALPHA else None
     return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA and met is None,
                  trend_p=trend_p, n_steps=len(steps), failed=k, known=n, dispersion=phi, rise_hi=rise_hi, met_at=met)
 
@@ -137,11 +139,12 @@ def _upper(s: QuietStep) -> float:
 
 
 def _met_at(steps: Sequence[QuietStep], allowed: float) -> QuietStep | None:
-    """The first quiet step that meets the clause beyond doubt: its failure share's one-sided 95 % upper bound
-    (Clopper–Pearson, scipy ``binomtest(...).proportion_ci``, on its counts over its design effect) under the
-    allowance. "The SLA fails at every tested load" is then false at that load, whatever the pooled floor: the
-    failures cluster by step (a floor that bursts in some steps and not others), or they come with load and the
-    rise test missed it (an error-coverage seed: 0 of 889 failed at 7.32 rps between quiet steps reading 1-3 %)."""
+    """The first step (a quiet one, or another the run judged) that meets the clause beyond doubt: its failure
+    share's one-sided 95 % upper bound (Clopper–Pearson, scipy ``binomtest(...).proportion_ci``, on its counts over
+    its design effect) under the allowance. "The SLA fails at every tested load" is then false at that load, whatever
+    the pooled floor: the failures cluster by step (a floor that bursts in some steps and not others), or they come
+    with load and the rise test missed it (an error-coverage seed: 0 of 695 failed at 7.32 rps between quiet steps
+    reading 2-4 %)."""
     for s in sorted(steps, key=lambda q: q.x):
         if s.known / s.deff >= 1 and _upper(s) < allowed:
             return s
@@ -454,25 +457,30 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
     for i, c in enumerate(sla.clauses):
         if c not in clauses:
             continue
-        quiet = []
+        quiet, elsewhere = [], []
         for j in pool:
             r = j.row
-            if j.not_steady or r.count(i).n is None:
+            if r.count(i).n is None:
                 continue
-            calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
-                       for q, pc in pct)
-            if calm:
-                k, n = int(r.count(i).bad or 0), int(r.count(i).n)
-                deff = 1.0 if reps is None else ev_mod.design_effect(
-                    reps.share(int(r.step), i, pooled.allowed_share(c)), k, n)
-                quiet.append(QuietStep(float(j.x), k, n, deff))
-        fl = quiet_floor(quiet, pooled.allowed_share(c))
+            calm = not j.not_steady and all(
+                r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2 for q, pc in pct)
+            k, n = int(r.count(i).bad or 0), int(r.count(i).n)
+            deff = 1.0 if reps is None else ev_mod.design_effect(
+                reps.share(int(r.step), i, pooled.allowed_share(c)), k, n)
+            (quiet if calm else elsewhere).append(QuietStep(float(j.x), k, n, deff))
+        fl = quiet_floor(quiet, pooled.allowed_share(c), elsewhere)
         if fl is None:
             continue
         allowed = pooled.allowed_share(c)
         what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
         loads = sorted(q.x for q in quiet if q.known > 0)
         ci = f"95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}"
+        met = fl.met_at
+        # a floor above the allowance that a step meets beyond doubt: not a floor that breaks the clause everywhere
+        not_everywhere = (f", above the {allowed:.2%} {c.text} allows, yet not at every load: at {met.x:.4g}, "
+                          f"{met.failed} of {met.known} failed (95% upper bound {_upper(met):.2%}), so they are not a "
+                          "floor that breaks the clause everywhere (they cluster in some steps, or come with load), "
+                          "and the clause's limit is read from the steps as any other's") if met else ""
         if fl.trend_p is None:
             # one load (or steps all at one load): a share that does not change with load is not shown, only that
             # it is there; the statement says what a second load would settle
@@ -484,6 +492,7 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} there ({where}; "
                          f"{ci}, above the {allowed:.2%} {c.text} allows): a test at a second, lower load would tell "
                          "a floor that more instances do not fix from failures that come with load") if fl.breaks \
+                else f"about {fl.share:.2%} {what} ({where}; {ci}){not_everywhere}" if met \
                 else (f"about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} allowed is not exceeded by it "
                       "alone")
         else:
@@ -491,15 +500,10 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
                      f"({loads[0]:.4g}–{loads[-1]:.4g}; no rise across them: one-sided p = {fl.trend_p:.2g}"
                      + (f", though failure odds up to {fl.rise_hi:.2g}× per doubling of load are not excluded (95%)"
                         if fl.rise_hi is not None and fl.rise_hi >= RISE_SAID else "") + ")")
-            met = fl.met_at
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
                          f"load ({where}; {ci}, above the {allowed:.2%} {c.text} allows): more instances do not fix "
                          "it") if fl.breaks \
-                else (f"about {fl.share:.2%} {what} ({where}; {ci}), above the {allowed:.2%} {c.text} allows, yet "
-                      f"not at every load: at {met.x:.4g}, {met.failed} of {met.known} failed (95% upper bound "
-                      f"{_upper(met):.2%}), so they are not a floor that breaks the clause everywhere (they cluster "
-                      "in some steps, or come with load), and the clause's limit is read from the steps as any "
-                      "other's") if met \
+                else f"about {fl.share:.2%} {what} ({where}; {ci}){not_everywhere}" if met \
                 else (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} "
                       "allowed is not exceeded by it alone")
         out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,

@@ -795,6 +795,20 @@ def test_a_floor_does_not_break_a_clause_a_quiet_step_meets_beyond_doubt():
     # 2 of 300 there (upper bound 2.1 %) does not meet it beyond doubt: the floor breaks the clause
     fl2 = failures.quiet_floor([*steps, failures.QuietStep(4.5, 2, 300)], 0.01)
     assert fl2 is not None and fl2.breaks and fl2.met_at is None
+    # a loaded step (not quiet) that meets the clause beyond doubt contradicts it as well
+    fl3 = failures.quiet_floor(steps, 0.01, elsewhere=[failures.QuietStep(9.0, 0, 1000)])
+    assert fl3 is not None and not fl3.breaks and fl3.met_at == failures.QuietStep(9.0, 0, 1000)
+    # one quiet load (3 % of 400 failed, TTFT far inside) and a loaded one (every TTFT 1.5 s, over the 1 s bound)
+    # where none failed: the one-load statement says so too (its steady window holds 424 requests: 0 of 424 has the
+    # bound 1 − 0.05^(1/424) = 0.70 %)
+    df = _stepped([400, 500], [1.0, 2.0], 200.0, lambda k, i, rng: 200.0 if k == 0 else 1500.0,
+                  status=lambda k, i: "error" if k == 0 and i % 100 < 3 else "ok")
+    lim = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=0).limits[0]
+    (one,) = lim.failure_floors
+    assert lim.steps[1].n_requests == 424 and lim.steps[1].error_rate == 0.0
+    assert f"yet not at every load: at 2, 0 of 424 failed (95% upper bound {1 - 0.05 ** (1 / 424):.2%})" in \
+        one.statement and "the only load where the latency clauses hold with room" in one.statement
+    assert not one.breaks_clause
     # through the statement: the floor names the step and does not say "fails at every tested load"
     from tests.limits import error_coverage as ec
 
