@@ -585,12 +585,13 @@ def _own_peak_fos(lim: Limit, q_draws: np.ndarray, peak: OwnPeak | None, target:
     return MixPeakFos(own, by_share, peak.quantile, peak.bin_s, est, f_share, ratio, differs, text)
 
 
-def fos_verdict(fos: FosResult, tier: TierBands, target: Target) -> Verdict:
+def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clauses: bool = False) -> Verdict:
     """The plan's verdict on ``fos``: :func:`verdict` of the blended FOS, with the mixes that alone would
-    fall below the tier named, and yellow at best when part of production traffic has no limit."""
+    fall below the tier named, and yellow at best when part of production traffic has no limit. ``other_clauses``:
+    a failure floor breaks a clause at every load, and the limits are the other clauses' (the reason says so)."""
     b = fos.blended
     v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason,
-                closed_below=capped_closed_below(b))
+                closed_below=capped_closed_below(b), other_clauses=other_clauses)
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     if weak:
@@ -648,11 +649,16 @@ def capped_closed_below(b: BlendedFos) -> bool:
 
 
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
-            q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False) -> Verdict:
+            q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False,
+            other_clauses: bool = False) -> Verdict:
     """green / yellow / red with the reason in words (rules in the module docstring). ``upper_reason``: why an
     upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`); ``closed_below``: a capped
-    limit whose own CI is closed below (:func:`capped_closed_below`), so the FOS's lower end bounds it."""
+    limit whose own CI is closed below (:func:`capped_closed_below`), so the FOS's lower end bounds it;
+    ``other_clauses``: the limit is the other clauses' (a failure floor breaks one at every load), and "never
+    failed" or "the SLA still held" would not be true of the SLA."""
     band = f"the {tier.name} tier's band {tier.describe()}"
+    never = "the load test never failed on the other clauses" if other_clauses else "the load test never failed"
+    held = "the other clauses" if other_clauses else "the SLA"
     if fos.value is None:
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
     v = fos.value
@@ -663,16 +669,16 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             # the load test never failed, and never reached the planned peak either: the peak is
             # untested, and a lower bound below 1 says nothing about it (never a reassuring colour)
             what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
-                    f"({q_ult_rps:,.2f} req/s, where the SLA still held)") if (target_rps and q_ult_rps) else (
+                    f"({q_ult_rps:,.2f} req/s, where {held} still held)") if (target_rps and q_ult_rps) else (
                 "the target lies above the highest load tested")
             return Verdict("red", f"untested at the peak: {what}; FOS ≥ {_n(v)} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
-            return Verdict("yellow", f"{fos.statement.split(';')[0]} only: the load test never failed, so the true FOS "
+            return Verdict("yellow", f"{fos.statement.split(';')[0]} only: {never}, so the true FOS "
                            f"may or may not meet {band}; re-test with higher load", None)
         if tier.fos_max is not None and v > tier.fos_max:
             return Verdict("yellow", f"FOS ≥ {_n(v)} is above {band}: over-provisioned", None)
-        return Verdict("green", f"FOS ≥ {_n(v)} already meets {band} (the load test never failed)", None)
+        return Verdict("green", f"FOS ≥ {_n(v)} already meets {band} ({never})", None)
     if fos.bound == "upper":
         if v <= tier.fos_min:
             return Verdict("red", f"FOS < {_n(v)} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)

@@ -271,6 +271,11 @@ def test_a_peak_above_everything_tested_is_untested_never_reassuring():
     ok = compute_fos([Limit("a", 9.0, censored="above")], {"a": 1.0}, Target(7.0))
     v = fos_verdict(ok, STANDARD, Target(7.0))
     assert v.color == "yellow" and "untested" not in v.reason
+    # a failure floor breaks another clause at every load (a JMeter run, round 21): what held was the other clauses
+    v = fos_verdict(res, STANDARD, Target(7.0), other_clauses=True)
+    assert "(3.00 req/s, where the other clauses still held)" in v.reason and "the SLA still held" not in v.reason
+    v = fos_verdict(ok, STANDARD, Target(7.0), other_clauses=True)
+    assert "the load test never failed on the other clauses" in v.reason
 
 
 def test_a_limit_ci_open_above_leaves_every_fos_open_above() -> None:

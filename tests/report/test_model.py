@@ -99,6 +99,27 @@ def test_flags_list_invalid_steps_and_profile_gaps(docs, full_model):
     assert codes == {"per_second_not_available", "decomposition_not_available", "slo_budget_not_available"}
 
 
+def test_a_failure_floor_leads_the_headline(docs):
+    """A JMeter run (a new user's case, round 21): 2.1 % of requests failed at every thread count, a floor that
+    breaks ``error_rate <= 1%``, and the latency clause never failed; the headline read "Q_ult ≥ 5.90 req/s
+    completed (it never failed)" after "red". A floor on one mix of the hand-made limits: the headline says first
+    that the SLA fails at every load and names the clause and mix, and the binding mix's limit is the other
+    clauses'."""
+    binding = "long-context"
+    mix = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] == binding)
+    mix["failure_floors"] = [{"clause": "error_rate <= 1%", "share": 0.021, "ci95": [0.0166, 0.0265],
+                              "allowed": 0.01, "p_breaks": 0.99, "breaks_clause": True,
+                              "statement": "the SLA fails at every tested load because about 2.1% of requests fail"}]
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    assert f"; the SLA fails at every tested load: a load-independent failure floor breaks error_rate <= 1% " \
+           f"({binding}), and no instance count fixes it; the {binding} mix binds on P99 TTFT on the other clauses " \
+           "(Q_ult" in m.headline.text
+    # a floor that does not break its clause changes nothing
+    mix["failure_floors"][0]["breaks_clause"] = False
+    plain = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    assert "failure floor" not in plain.headline.text and "other clauses" not in plain.headline.text
+
+
 def test_missing_inputs_give_not_available_with_reason_and_no_numbers():
     m = build_report(limits=Unavailable("the load test has no TTFT column"), profile=None, plan=None,
                      provenance=provenance())
