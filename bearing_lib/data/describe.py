@@ -47,6 +47,23 @@ def guess_epoch_unit(value: float) -> str | None:
     return None
 
 
+TOP_ERRORS = 3
+ERROR_TEXT_MAX = 80
+
+
+def _printable(text: str) -> str:
+    """A tool's error text for a terminal: control characters dropped, cut to :data:`ERROR_TEXT_MAX`."""
+    clean = "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    return clean if len(clean) <= ERROR_TEXT_MAX else clean[: ERROR_TEXT_MAX - 1] + "…"
+
+
+def _load_text(s: StepSummary) -> str:
+    """A step's offered load in words ("offered load unknown" where the file states none)."""
+    if s.offered_load is None:
+        return "offered load unknown"
+    return f"{s.offered_load:g} {s.offered_load_unit or ''}".rstrip()
+
+
 def utc_iso(seconds: float | None) -> str | None:
     """ISO 8601 (UTC, whole seconds) of an epoch time, or None when it is no calendar date."""
     if seconds is None or not math.isfinite(seconds):
@@ -118,6 +135,9 @@ class DatasetDescription:
     derived: tuple[str, ...] = ()
     absent: tuple[str, ...] = ()
     status_counts: tuple[tuple[str, int], ...] = ()
+    error_counts: tuple[tuple[str, int], ...] = ()
+    """The most frequent error texts of the failed requests (at most :data:`TOP_ERRORS`), each cut to
+    :data:`ERROR_TEXT_MAX` printable characters: the tool's own text, quoted, never interpreted."""
     steps: tuple[StepSummary, ...] = ()
     clients: int | None = None
     rate_mean_rps: float | None = None
@@ -153,18 +173,19 @@ class DatasetDescription:
             lines.append(f"absent:   {', '.join(self.absent) or '-'}")
             if self.status_counts:
                 lines.append("status:   " + ", ".join(f"{s} {n:,}" for s, n in self.status_counts))
+            if self.error_counts:
+                lines.append("errors:   " + "; ".join(f"{n:,}× {t!r}" for t, n in self.error_counts))
             if self.steps:
                 lines.append(f"steps:    {len(self.steps)} (run, step, offered load, requests):")
                 lines.extend(
-                    f"          {s.run_id} #{s.step}: {s.offered_load} {s.offered_load_unit}, {s.requests} requests"
-                    for s in self.steps
+                    f"          {s.run_id} #{s.step}: {_load_text(s)}, {s.requests} requests" for s in self.steps
                 )
         elif self.kind == "loadpoints":
             lines.append(f"columns:  {', '.join(self.fields)}")
             lines.append(f"steps:    {len(self.steps)} (run, step, offered load, ok/requests):")
             for s in self.steps:
                 n = f"{s.n_ok}/{s.requests if s.requests is not None else '?'}"
-                lines.append(f"          {s.run_id} #{s.step}: {s.offered_load} {s.offered_load_unit}, {n}")
+                lines.append(f"          {s.run_id} #{s.step}: {_load_text(s)}, {n}")
         elif self.kind == "rates" and self.rows and self.span is not None:
             seconds = self.span.seconds or 0.0
             lines.append(
@@ -271,6 +292,13 @@ def describe_dataset(ds: Any) -> DatasetDescription:
         if f["status"].is_not_null().any():
             counts = f.group_by("status").len().sort(["len", "status"], descending=[True, False])
             status = tuple((str(r["status"]), int(r["len"])) for r in counts.iter_rows(named=True))
+        errors: tuple[tuple[str, int], ...] = ()
+        if "error" in f.columns:
+            import polars as pl
+
+            texts = f.filter(pl.col("error").is_not_null() & (pl.col("status") != "ok"))["error"]
+            top = texts.value_counts(sort=True).head(TOP_ERRORS) if texts.len() else None
+            errors = tuple((_printable(str(r[0])), int(r[1])) for r in top.iter_rows()) if top is not None else ()
         steps: tuple[StepSummary, ...] = ()
         if f["step"].is_not_null().any():
             grouped = f.group_by("run_id", "step", "offered_load", "offered_load_unit").len().sort("run_id", "step")
@@ -284,6 +312,7 @@ def describe_dataset(ds: Any) -> DatasetDescription:
             derived=tuple(c for c, o in prov.fields.items() if o == "derived"),
             absent=tuple(c for c, o in prov.fields.items() if o == "absent"),
             status_counts=status,
+            error_counts=errors,
             steps=steps,
             findings=tuple(findings),
         )

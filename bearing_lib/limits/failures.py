@@ -386,8 +386,14 @@ def describe_failures(requests: pl.DataFrame, failed: pl.Expr, ok: pl.Expr) -> s
             if cnt / f.height >= 0.5:
                 # the text itself is the tool's (untrusted, and quoted in reports): its leading status code only
                 code = str(top).split(":")[0].strip()
-                what = f"status {code}" if code.isdigit() else "text"
-                parts.append(f"{cnt} of {f.height} carry the same error {what} (`bearing inspect` shows it)")
+                if code.isdigit() and code[0] in "23":
+                    # a success status with a failure: the tool's own check failed on it (a JMeter assertion,
+                    # ``success=false`` with ``failureMessage``), not an HTTP error
+                    what = (f"text on a status-{code} response, a failed assertion of the load tool rather than an "
+                            "HTTP error")
+                else:
+                    what = f"status {code}" if code.isdigit() else "text"
+                parts.append(f"{cnt} of {f.height} carry the same error {what} (`bearing inspect` lists the texts)")
     return "; ".join(parts) or None
 
 

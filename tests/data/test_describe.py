@@ -158,3 +158,26 @@ def test_generic_mapping_with_the_wrong_time_unit_says_which_unit(tmp_path):
 
     with pytest.raises(BadValueError, match="looks like epoch milliseconds"):
         load(data, format="generic", mapping=yml)
+
+
+@pytest.mark.shared_data
+def test_inspect_lists_the_failed_requests_error_texts(shared_data):
+    """A floor's statement points at ``bearing inspect`` for the error texts, which it did not print (a new user's
+    case, round 21). By hand from the raw JTL (csv module): the failed samples (``success`` false) by
+    ``responseCode: failureMessage``, most frequent first; an unknown offered load reads "offered load unknown"."""
+    import csv
+    from collections import Counter
+
+    p = shared_data("loadtests/jmeter/kuprich-jtl-viewer-fakestore/fakestore_v2.jtl")
+    with p.open(newline="", encoding="utf-8") as fh:
+        raw = Counter(f"{r['responseCode']}: {r['failureMessage']}" for r in csv.DictReader(fh)
+                      if r["success"].lower() == "false")
+    assert sum(raw.values()) == 109
+    d = describe_dataset(load(p))
+    assert d.error_counts == tuple(raw.most_common(3))
+    (line,) = [x for x in d.lines() if x.startswith("errors:")]
+    assert line == "errors:   " + "; ".join(f"{n:,}× {t!r}" for t, n in raw.most_common(3))
+    from bearing_lib.data.describe import StepSummary, _load_text
+
+    assert _load_text(StepSummary("r", 0, None, None, 3)) == "offered load unknown"
+    assert _load_text(StepSummary("r", 0, 2.0, "rps", 3)) == "2 rps"

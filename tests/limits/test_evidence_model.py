@@ -943,6 +943,24 @@ def test_a_deadline_is_named_only_where_the_requests_bunch_under_it_and_the_fail
     assert failures.describe_failures(frame(tail, [None] * 3), bad, ok) is None
 
 
+def test_failures_on_a_success_status_are_named_as_the_tools_assertions():
+    """A JMeter run (a new user's case, round 21): 109 samples with ``success=false`` on HTTP 200, 65 "Response was
+    null" and 44 "Test failed: text expected to contain …" (assertions); the floor read "65 of 109 carry the same
+    error status 200". A 2xx/3xx code is the tool's check failing, a 429 a status."""
+    ok, bad = pl.col("status") == "ok", pl.col("status") == "error"
+
+    def frame(errors):
+        n_ok = 40
+        return pl.DataFrame({"status": ["ok"] * n_ok + ["error"] * len(errors), "error": [None] * n_ok + errors},
+                            schema={"status": pl.String, "error": pl.String})
+
+    said = failures.describe_failures(frame(["200: Response was null"] * 65 + ["200: Test failed"] * 44), bad, ok)
+    assert said == ("65 of 109 carry the same error text on a status-200 response, a failed assertion of the load "
+                    "tool rather than an HTTP error (`bearing inspect` lists the texts)")
+    said = failures.describe_failures(frame(["429: Too Many Requests"] * 3), bad, ok)
+    assert said == "3 of 3 carry the same error status 429 (`bearing inspect` lists the texts)"
+
+
 @pytest.mark.shared_data
 def test_a_limit_above_steps_none_of_which_passed_says_so(shared_data):
     """LLMPerf's Perplexity run (a new user's case; raw: one step at 5 concurrency, 2 of 150 failed with a 429, 1.33 %
