@@ -262,8 +262,8 @@ def close_calls_by_bootstrap(judged: list[JudgedStep], sla: SLA, reps: Replicate
                 j.status = "undetermined"
                 j.close = True
                 j.verdicts[c.text] = "close"
-                j.reasons.append(f"{c.text}: passes, but not in {a:.1%} of the step's block-bootstrap "
-                                    "resamples: too close to call")
+                j.reasons.append(f"{c.text}: passes, but fails in more than {a:.1%} of the step's block-bootstrap "
+                                    "resamples (time blocks of the step drawn again): too close to call")
                 break
 
 
