@@ -912,14 +912,26 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
                               tool_version=p.tool_version, kind=it.kind, findings=found))
         models |= set(it.frame["model"].drop_nulls().unique().to_list())
         units |= set(it.frame["offered_load_unit"].drop_nulls().unique().to_list())
+    kinds = {it.kind for it in items}
+    # a load-point table holds the tool's own statistics per load: no window is cut from it and nothing is resampled
+    # (a new user read "middle 80 % of each step's send window" on an inference-perf summary; round 21)
+    window = f"middle {1 - 2 * opt.trim_fraction:.0%} of each step's send window"
+    whole = "the tool's own statistics over each load point (no per-request times to cut a window from)"
+    method = ("non-overlapping block bootstrap within steps (time blocks; exact order statistics from per-block "
+              "counts)")
+    untouched = "none: a load-point table holds no requests to resample (its interval is the model's)"
+    if kinds == {"loadpoints"}:
+        window, method = whole, untouched
+    elif "loadpoints" in kinds:
+        window, method = f"request traces: {window}; load-point tables: {whole}", f"request traces: {method}; " \
+            f"load-point tables: {untouched}"
     return Conditions(
         sources=sources,
         model=sorted(models),
         offered_load_unit=sorted(units),
         mixes=mode,
-        steady_window=f"middle {1 - 2 * opt.trim_fraction:.0%} of each step's send window",
-        bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method="non-overlapping block bootstrap within steps "
-                                "(time blocks; exact order statistics from per-block counts)"),
+        steady_window=window,
+        bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method=method),
     )
 
 

@@ -863,6 +863,10 @@ def test_pooling_load_point_tables_says_nothing_was_pooled():
         return LoadPointTable(conform_loadpoints(rows), Provenance(source=run, format="t", tool="t", sha256=run))
 
     res = fit_limits([table("a"), table("b")], "p99(ttft) <= 1s", mixes="none", n_boot=0, pool_runs=True)
+    # no window is cut from a table and nothing resampled: its conditions say so (a new user read "middle 80 % of
+    # each step's send window" on an inference-perf summary; round 21)
+    assert res.conditions.steady_window.startswith("the tool's own statistics over each load point")
+    assert res.conditions.bootstrap.method.startswith("none: a load-point table holds no requests")
     assert sorted(m.run_id for m in res.limits) == ["a", "b"]
     assert ("pool_runs: nothing was pooled: 2 load-point table(s) hold the tool's summaries per load, not requests, "
             "and their runs are fitted each on its own (pooling needs per-request data)") in res.notes
