@@ -288,15 +288,25 @@ def _history_rows(
         return n, f, avg * n, mx
 
     out: list[dict[str, object]] = []
+    gaps: list[str] = []
     for p in plateaus:
         t_last = p.end_s - 1  # last history row inside the plateau
         t_before = p.start_s - 1  # last row before it
+        dur = p.duration_s
+        before = [t for t in ts_agg if t is not None and t <= t_before]
+        if before and max(before) < t_before - 0.5:
+            # the history has no row for the second before the plateau (Locust skips seconds under load): the last
+            # row before it lies in the ramp, and counting from it would add the ramp's requests (a 30,000-user
+            # plateau read 39,412 requests where its own rows hold 39,186). Count from the plateau's first row
+            # instead, over the seconds after it
+            t_before = p.start_s
+            dur = t_last - p.start_s
+            gaps.append(f"{p.level:g} users")
         n = f = 0.0
         for k in counted_keys:
             a, b = at(k, t_last), at(k, t_before)
             n += a[0] - b[0]
             f += a[1] - b[1]
-        dur = p.duration_s
         row: dict[str, object] = {
             "run_id": run_id,
             "step": p.step,
@@ -327,7 +337,9 @@ def _history_rows(
         + ", ".join(f"{p.level:g} users for {p.duration_s:g} s" for p in plateaus)
         + "); ramp seconds and 0-user periods are in no step. Per plateau: requests, failures and mean response "
         "time exact from the cumulative totals; max only when it rose during the plateau; percentiles not "
-        "available (Locust keeps them for a rolling window only)",
+        "available (Locust keeps them for a rolling window only)"
+        + (f"; the history has no row for the second before the plateau(s) at {', '.join(gaps)} (the row before "
+           "lies in the ramp): counted from the plateau's first row, its first second left out" if gaps else ""),
         level="info",
     )
     if metric_keys and not any(x.code == "metric_rows" for x in prov.findings):

@@ -171,3 +171,25 @@ def test_newer_failures_layout_with_rows(tmp_path, shared_data):
     assert "newer (First Seen, Last Seen)" in f.message
     (mm,) = [x for x in lp.provenance.findings if x.code == "failures_mismatch"]
     assert "counts 9 failed requests, the stats CSV 0" in mm.message
+
+
+def test_a_history_gap_before_a_plateau_does_not_count_the_ramp(shared_data):
+    """frankmwito's reports run (a new user's case, round 21): the history has no row for the second before the
+    30,000-user plateau (the row before is 3 s earlier, at 29,800 users); counting from it added 226 ramp requests
+    (39,412). By hand with the csv module: the plateau's Aggregated rows, counted from its first row to its last,
+    over the seconds between them."""
+    p = shared_data(f"{FRANK}/reports_stats_history.csv")
+    hist = [r for r in _rows(p) if r["Name"] == "Aggregated" and not r["Type"]]
+    at = [r for r in hist if float(r["User Count"]) == 30000]
+    first, last = at[0], at[-1]
+    t0 = float(first["Timestamp"])
+    assert not any(float(r["Timestamp"]) == t0 - 1 for r in hist)  # the gap
+    n = int(last["Total Request Count"]) - int(first["Total Request Count"])
+    f = int(last["Total Failure Count"]) - int(first["Total Failure Count"])
+    assert (n, f) == (39186, 39170)
+    lp = load(p)
+    (row,) = lp.frame.to_dicts()
+    assert (row["n_requests"], row["n_errors"]) == (n, f)
+    assert row["duration_s"] == float(last["Timestamp"]) - t0
+    (pl_,) = [x for x in lp.provenance.findings if x.code == "plateaus"]
+    assert "no row for the second before the plateau(s) at 30000 users" in pl_.message
