@@ -208,11 +208,11 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
         # (compare.uncertainty), so it does not pair them
         replicates = post.draws(max(n_boot, 1000), np.random.default_rng(0))
         if lo < x_lo and hi > x_hi and not det:
-            # the requests judged cannot place the limit anywhere in (or near) the loads tested
+            # the requests read (judged steps or not) cannot place the limit anywhere in (or near) the loads tested
             censored, value = "no_data", None
             n_ev = int(sum(e.n or 0 for evs in evidence.values() for e in evs) / max(len(evidence), 1))
             said = unreported_statement(unreported)
-            statement = said or (f"the {n_ev} requests judged cannot place the limit: "
+            statement = said or (f"the {n_ev} requests read cannot place the limit: "
                                  + unplaced_statement(x_lo, x_hi, u, sla, _unread(judged, pool, x_lo, x_hi)))
             binding = None
         elif med >= x_hi or not math.isfinite(med) and med > 0:

@@ -135,7 +135,7 @@ def test_a_single_load_point_too_small_for_its_p99_says_what_would_place_it(shar
     (m,) = fit_limits(load(path), ["p99(ttft) <= 1s"], mixes="none", n_boot=0).limits
     assert m.q_ult.censored == "no_data" and m.q_ult.value is None
     assert m.q_ult.statement == (
-        "the 100 requests judged cannot place the limit: its 95% interval reaches from below the only load tested "
+        "the 100 requests read cannot place the limit: its 95% interval reaches from below the only load tested "
         "(1 concurrency) to above it; more requests per step would place it (p99(ttft) <= 1s needs about 368 "
         "requests at a load for a 95% interval), and a second load would bracket it")
 
