@@ -9,8 +9,8 @@ no decimals from 100 up: tables and headlines of the report) and :func:`fmt_sig`
     ('1.18', '1,234', '—', '∞')
     >>> fmt_number(0.0011530), fmt_number(0.0), fmt_number(0.004)
     ('0.0012', '0.00', '0.004')
-    >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None)
-    ('1.183', '12', '–')
+    >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None), fmt_sig(12_801.4)
+    ('1.183', '12', '–', '12,801')
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ def fmt_number(v: float | None, digits: int = 2) -> str:
 
 
 def fmt_sig(v: object, digits: int = 4) -> str:
-    """``digits`` significant digits for floats (``%g``), ``str`` otherwise, ``–`` for None."""
+    """``digits`` significant digits for floats (``%g``), ``str`` otherwise, ``–`` for None; a float of
+    ``10 ** digits`` or more is written whole with thousands separated (``12,800``, never ``1.28e+04``)."""
     if v is None:
         return "–"
     if isinstance(v, float):
+        if math.isfinite(v) and abs(v) >= 10.0**digits:
+            return f"{v:,.0f}"
         return f"{v:.{digits}g}"
     return str(v)
 

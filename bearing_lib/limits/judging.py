@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bearing_lib.common.format import fmt_sig
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.limits import pooled
 from bearing_lib.limits.curve_row import CurveRow
@@ -75,22 +76,22 @@ def judge_clause(c: Clause, i: int, row: CurveRow, tables: bool) -> tuple[float 
         if supported:
             m = c.observed_to_margin(v)
             if not c.passes(m):
-                return m, "fail", f"{c.text}: {c.stat} = {v:.4g} ms"
+                return m, "fail", f"{c.text}: {c.stat} = {fmt_sig(v)} ms"
             hi = qc.hi
             if hi is not None and not c.passes(c.observed_to_margin(hi)):
-                return m, "close", (f"{c.text}: {c.stat} = {v:.4g} ms passes, but its 95% upper bound {hi:.4g} ms "
-                                    "does not: too close to call")
+                return m, "close", (f"{c.text}: {c.stat} = {fmt_sig(v)} ms passes, but its 95% upper bound "
+                                    f"{fmt_sig(hi)} ms does not: too close to call")
             return m, "pass", None
         # unsupported: a failure can still be proven by a lower bound
         evidence: list[tuple[float, str]] = []
         lo = qc.lo
         if lo is not None:
-            evidence.append((lo, f"its 95% lower bound {lo:.4g} ms"))
+            evidence.append((lo, f"its 95% lower bound {fmt_sig(lo)} ms"))
         if tables:
             for name, q in QUANTILES.items():
                 lv = row.q(c.metric, name).value
                 if q < c.q and lv is not None and f"too_few_for_{name}" not in flags:
-                    evidence.append((lv, f"the reported {name} {lv:.4g} ms"))
+                    evidence.append((lv, f"the reported {name} {fmt_sig(lv)} ms"))
         for val, what in evidence:
             m = c.observed_to_margin(val)
             if not c.passes(m):
