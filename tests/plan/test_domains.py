@@ -135,3 +135,14 @@ def test_cli_and_the_autoscalers_use_the_domains(tmp_path):
             continue  # validator not installed
         assert c.ok, c
     assert validate  # the validators are the ones tests/ops uses
+
+
+def test_over_provisioned_at_one_instance_says_only_a_smaller_instance_helps():
+    """ip-v0 (a new user's case, round 21): "over-provisioned" beside a plan of 1 instance + 1 buffer. The hand-made
+    limit is Q_ult 8 req/s; a target of 2 req/s gives FOS 8 / 2 = 4, above the standard band's 3, and one instance
+    (ceil(2 / (8 / 1.5)) = 1): the reason says no instance can be taken away. At 7 req/s (FOS 1.14, inside no
+    over-provisioning) nothing is added."""
+    p = _plan(target_rps=2.0)
+    assert p.instances.base == 1 and p.fos.blended.fos.value == pytest.approx(4.0)
+    assert "over-provisioned" in p.verdict_reason and "fewer cannot be deployed" in p.verdict_reason
+    assert "fewer cannot be deployed" not in _plan(target_rps=7.0).verdict_reason
