@@ -173,4 +173,4 @@ def test_cli_inspect_genai_perf_and_aiperf(shared_data):
     assert "nested config" in res.output
     res = runner.invoke(app, ["inspect", str(shared_data(SWEEP))])
     assert res.exit_code == 0, res.output
-    assert "aiperf-sweep-csv (NVIDIA AIPerf" in res.output and "#7: 320.0 concurrency" in res.output
+    assert "aiperf-sweep-csv (NVIDIA AIPerf" in res.output and "#7: 320 concurrency" in res.output

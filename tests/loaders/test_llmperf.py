@@ -160,7 +160,7 @@ def test_cli_inspect_llmperf():
     res = runner.invoke(app, ["inspect", str(BUNDLED / "leaderboard" / "individual" / "lepton_7b.json")])
     assert res.exit_code == 0, res.output
     assert "llmperf-individual-responses (Anyscale LLMPerf, version 2023-08-31)" in res.output
-    assert "lepton_7b #0: 5.0 concurrency, 150 requests" in res.output
+    assert "lepton_7b #0: 5 concurrency, 150 requests" in res.output
     res = runner.invoke(app, ["inspect", str(YI)])
     assert res.exit_code == 0, res.output
-    assert "llmperf-summary" in res.output and "#6: 64.0 concurrency, 128/128" in res.output
+    assert "llmperf-summary" in res.output and "#6: 64 concurrency, 128/128" in res.output
