@@ -924,12 +924,12 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     if binding_row is not None:
         on = f" on {binding_row.binding}" if binding_row.binding else ""
         at = binding_row.achieved.text(ci=False, unit=False, missing="")
-        other = " on the other clauses" if binding_row.floors else ""
         if binding_row.achieved.bound == "lower":  # it never failed: nothing binds yet, it is only the lowest bound
-            binds = (f"the {binding_row.name} mix has the lowest limit, Q_ult {at} req/s completed (it never failed"
-                     f"{other})")
+            binds = f"the {binding_row.name} mix has the lowest limit, Q_ult {at} req/s completed (it never failed)"
         else:
-            binds = f"the {binding_row.name} mix binds{on}{other}" + (f" (Q_ult {at} req/s completed)" if at else "")
+            binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed)" if at else "")
+        if binding_row.floors:
+            binds = f"on the other clauses, {binds}"
     if floored:
         binds = (f"the SLA fails at every tested load: a load-independent failure floor breaks {', '.join(floored)}, "
                  "and no instance count fixes it" + (f"; {binds}" if binds else ""))

@@ -104,6 +104,9 @@ def test_demo_limits_carry_their_conditions_and_the_verdict_follows_from_fos(dem
     # the plan is red for the floor, says so first, and sizes instances on the latency limit (not a bound)
     assert fos["blended"]["bound"] == "none" and fos["blended"]["value"] < 1 and summary["verdict"] == "red"
     assert "the SLA fails at every load, whatever the instance count" in (d / "report.html").read_text(encoding="utf-8")
+    # ... and the headline leads with it, the binding limit being the other clauses' (round 21)
+    assert "the SLA fails at every tested load: a load-independent failure floor breaks error_rate <= 1% (" in \
+        summary["headline"]["text"] and "; on the other clauses, the " in summary["headline"]["text"]
     assert summary["headline"]["plan_line"].startswith("Plan: ") and "at least" not in summary["headline"]["plan_line"]
     assert "UPPER bound" not in (d / "exports" / "hpa.yaml").read_text()
     # the loader's finding travels with the limits into the report's data-quality section

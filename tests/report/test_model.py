@@ -112,7 +112,7 @@ def test_a_failure_floor_leads_the_headline(docs):
                               "statement": "the SLA fails at every tested load because about 2.1% of requests fail"}]
     m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
     assert f"; the SLA fails at every tested load: a load-independent failure floor breaks error_rate <= 1% " \
-           f"({binding}), and no instance count fixes it; the {binding} mix binds on P99 TTFT on the other clauses " \
+           f"({binding}), and no instance count fixes it; on the other clauses, the {binding} mix binds on P99 TTFT " \
            "(Q_ult" in m.headline.text
     # a floor that does not break its clause changes nothing
     mix["failure_floors"][0]["breaks_clause"] = False
