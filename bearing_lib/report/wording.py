@@ -14,7 +14,8 @@ STEP_FLAGS: dict[str, str] = {
     "no_times": "no per-request times",
     "no_ci": "no confidence interval (the file holds summaries only)",
     "steadiness_unknown": "steadiness could not be checked",
-    "littles_law": "requests in flight disagree with Little's law",
+    "littles_law": ("requests in flight differ from what the offered load implies (Little's law: a client queue, a "
+                    "generator behind, or users pausing between requests)"),
 }
 """The load-step flags of :mod:`bearing_lib.limits.curves` in words (``too_few_for_pNN`` is handled apart)."""
 
@@ -71,8 +72,8 @@ def words(code: str) -> str:
 def plain(text: str) -> str:
     """``text`` with every load-step flag name and plan variable (:data:`TERMS`) in it replaced by words.
 
-    >>> plain("step 0 at offered load 0.5: too_few_for_p95, littles_law")
-    "step 0 at offered load 0.5: too few requests for a P95, requests in flight disagree with Little's law"
+    >>> plain("step 0 at offered load 0.5: too_few_for_p95, littles_law")[:81]
+    'step 0 at offered load 0.5: too few requests for a P95, requests in flight differ'
     """
     return _KNOWN.sub(lambda m: _WORDS[m.group(1)], _TOO_FEW.sub(_too_few, text))
 
