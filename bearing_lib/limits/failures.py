@@ -21,9 +21,7 @@ allowance and the queue is steady: there the server has spare capacity, so failu
   Failures come in bursts that differ from step to step (a deadline hit only while a long prompt is in
   flight, a bad replica for a minute), and the pooled binomial test then overstates the evidence
   (docs/limits.md, "False breaks"). The SLA then fails at every load, and more instances do not fix it;
-  the limit is given for the other clauses. Not where a quiet step meets the clause beyond doubt (its share's
-  one-sided 95 % Clopper–Pearson bound under the allowance, :func:`_met_at`): that load does not fail, and the
-  clause is read from the steps as any other (round 21).
+  the limit is given for the other clauses.
 
 Per clause (:func:`clause_floors`, what the estimators read): an error-rate or goodput clause's floor from a
 trace's quiet steps as above, or, for a load-point table (no requests to count), the model's floor ``f``
@@ -97,15 +95,10 @@ class Floor:
     rise_hi: float | None = None
     """The largest rise of the failure odds per doubling of load the quiet steps do not exclude (:func:`rise_bound`;
     None for one load or a step with no failure)."""
-    met_at: QuietStep | None = None
-    """A step (quiet or not) that meets the clause beyond doubt (:func:`_met_at`) where the pooled floor would break
-    it: the floor then does not break the clause (None otherwise)."""
 
 
-def quiet_floor(steps: Sequence[QuietStep], allowed: float, elsewhere: Sequence[QuietStep] = ()) -> Floor | None:
-    """The failure floor of the quiet steps, or None when they hold no failure or the share rises with load.
-    ``elsewhere``: the run's other judged steps, read only for a step that meets the clause beyond doubt
-    (:func:`_met_at`), which a floor that breaks the clause at every load cannot have."""
+def quiet_floor(steps: Sequence[QuietStep], allowed: float) -> Floor | None:
+    """The failure floor of the quiet steps, or None when they hold no failure or the share rises with load."""
     from scipy.stats import binomtest
 
     steps = [s for s in steps if s.known > 0]
@@ -125,30 +118,8 @@ def quiet_floor(steps: Sequence[QuietStep], allowed: float, elsewhere: Sequence[
     k_eff, n_eff = k / phi, n / phi
     lo, hi = (float(v) for v in wilson_interval(k_eff, n_eff))
     p = float(binomtest(round(k_eff), max(round(n_eff), 1), allowed, alternative="greater").pvalue)
-    met = _met_at([*steps, *elsewhere], allowed) if p < BREAK_ALPHA else None
-    return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA and met is None,
-                 trend_p=trend_p, n_steps=len(steps), failed=k, known=n, dispersion=phi, rise_hi=rise_hi, met_at=met)
-
-
-def _upper(s: QuietStep) -> float:
-    """A quiet step's one-sided 95 % upper bound of its failure share (:func:`_met_at`'s)."""
-    from scipy.stats import binomtest
-
-    return float(binomtest(round(s.failed / s.deff), max(round(s.known / s.deff), 1)).proportion_ci(
-        confidence_level=1 - 2 * BREAK_ALPHA).high)
-
-
-def _met_at(steps: Sequence[QuietStep], allowed: float) -> QuietStep | None:
-    """The first step (a quiet one, or another the run judged) that meets the clause beyond doubt: its failure
-    share's one-sided 95 % upper bound (Clopper–Pearson, scipy ``binomtest(...).proportion_ci``, on its counts over
-    its design effect) under the allowance. "The SLA fails at every tested load" is then false at that load, whatever
-    the pooled floor: the failures cluster by step (a floor that bursts in some steps and not others), or they come
-    with load and the rise test missed it (an error-coverage seed: 0 of 695 failed at 7.32 rps between quiet steps
-    reading 2-4 %)."""
-    for s in sorted(steps, key=lambda q: q.x):
-        if s.known / s.deff >= 1 and _upper(s) < allowed:
-            return s
-    return None
+    return Floor(share=k / n, ci95=(lo, hi), p_breaks=1.0 - p, breaks=p < BREAK_ALPHA, trend_p=trend_p,
+                 n_steps=len(steps), failed=k, known=n, dispersion=phi, rise_hi=rise_hi)
 
 
 def dispersion(steps: Sequence[QuietStep]) -> float:
@@ -463,30 +434,25 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
     for i, c in enumerate(sla.clauses):
         if c not in clauses:
             continue
-        quiet, elsewhere = [], []
+        quiet = []
         for j in pool:
             r = j.row
-            if r.count(i).n is None:
+            if j.not_steady or r.count(i).n is None:
                 continue
-            calm = not j.not_steady and all(
-                r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2 for q, pc in pct)
-            k, n = int(r.count(i).bad or 0), int(r.count(i).n)
-            deff = 1.0 if reps is None else ev_mod.design_effect(
-                reps.share(int(r.step), i, pooled.allowed_share(c)), k, n)
-            (quiet if calm else elsewhere).append(QuietStep(float(j.x), k, n, deff))
-        fl = quiet_floor(quiet, pooled.allowed_share(c), elsewhere)
+            calm = all(r.count(q).n and (r.count(q).bad or 0) / r.count(q).n <= pooled.allowed_share(pc) / 2
+                       for q, pc in pct)
+            if calm:
+                k, n = int(r.count(i).bad or 0), int(r.count(i).n)
+                deff = 1.0 if reps is None else ev_mod.design_effect(
+                    reps.share(int(r.step), i, pooled.allowed_share(c)), k, n)
+                quiet.append(QuietStep(float(j.x), k, n, deff))
+        fl = quiet_floor(quiet, pooled.allowed_share(c))
         if fl is None:
             continue
         allowed = pooled.allowed_share(c)
         what = "of requests fail" if c.kind == "error_rate" else "of requests fail or miss a bound"
         loads = sorted(q.x for q in quiet if q.known > 0)
         ci = f"95% CI {fl.ci95[0]:.2%}–{fl.ci95[1]:.2%}"
-        met = fl.met_at
-        # a floor above the allowance that a step meets beyond doubt: not a floor that breaks the clause everywhere
-        not_everywhere = (f", above the {allowed:.2%} {c.text} allows, yet not at every load: at {met.x:.4g}, "
-                          f"{met.failed} of {met.known} failed (95% upper bound {_upper(met):.2%}), so they are not a "
-                          "floor that breaks the clause everywhere (they cluster in some steps, or come with load), "
-                          "and the clause's limit is read from the steps as any other's") if met else ""
         if fl.trend_p is None:
             # one load (or steps all at one load): a share that does not change with load is not shown, only that
             # it is there; the statement says what a second load would settle
@@ -498,7 +464,6 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} there ({where}; "
                          f"{ci}, above the {allowed:.2%} {c.text} allows): a test at a second, lower load would tell "
                          "a floor that more instances do not fix from failures that come with load") if fl.breaks \
-                else f"about {fl.share:.2%} {what} ({where}; {ci}){not_everywhere}" if met \
                 else (f"about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} allowed is not exceeded by it "
                       "alone")
         else:
@@ -509,7 +474,6 @@ def clause_floors(judged: list[JudgedStep], sla: SLA, tables: bool,
             statement = (f"the SLA fails at every tested load because about {fl.share:.1%} {what} independently of "
                          f"load ({where}; {ci}, above the {allowed:.2%} {c.text} allows): more instances do not fix "
                          "it") if fl.breaks \
-                else f"about {fl.share:.2%} {what} ({where}; {ci}){not_everywhere}" if met \
                 else (f"a load-independent floor of about {fl.share:.2%} {what} ({where}; {ci}); the {allowed:.2%} "
                       "allowed is not exceeded by it alone")
         out.append(FailureFloor(clause=c.text, share=fl.share, ci95=fl.ci95, allowed=allowed, p_breaks=fl.p_breaks,

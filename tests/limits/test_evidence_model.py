@@ -780,43 +780,6 @@ def test_a_floor_says_how_large_a_rise_its_quiet_steps_cannot_exclude():
     assert "× per doubling of load are not excluded (95%))" in fl2.statement
 
 
-def test_a_floor_does_not_break_a_clause_a_quiet_step_meets_beyond_doubt():
-    """An error-coverage seed (slope 2, c = 100, seed 15: failures rising with load, clustered by step) read "the SLA
-    fails at every tested load" (rise p = 0.061) while its step at 7.32 rps had 0 of 695 failed. By hand: seven quiet
-    steps of 400 reading 2-3 % and one of 700 with none; the pooled floor 72 / 3,500 = 2.06 % would break a 1 %
-    clause (p_breaks 0.999), but 0 of 700 has the one-sided 95 % Clopper–Pearson upper bound 1 − 0.05^(1/700) =
-    0.427 %, under 1 %: that load meets the clause, so the floor does not break it and says why."""
-    steps = [failures.QuietStep(x, k, 400) for x, k in zip((1, 2, 3, 4, 5, 6, 7), (10, 12, 9, 11, 10, 8, 12),
-                                                           strict=True)]
-    fl = failures.quiet_floor([*steps, failures.QuietStep(4.5, 0, 700)], 0.01)
-    assert fl is not None and fl.share == pytest.approx(72 / 3500) and fl.p_breaks > 0.99
-    assert not fl.breaks and fl.met_at == failures.QuietStep(4.5, 0, 700)
-    assert failures._upper(fl.met_at) == pytest.approx(1 - 0.05 ** (1 / 700), rel=1e-6)
-    # 2 of 300 there (upper bound 2.1 %) does not meet it beyond doubt: the floor breaks the clause
-    fl2 = failures.quiet_floor([*steps, failures.QuietStep(4.5, 2, 300)], 0.01)
-    assert fl2 is not None and fl2.breaks and fl2.met_at is None
-    # a loaded step (not quiet) that meets the clause beyond doubt contradicts it as well
-    fl3 = failures.quiet_floor(steps, 0.01, elsewhere=[failures.QuietStep(9.0, 0, 1000)])
-    assert fl3 is not None and not fl3.breaks and fl3.met_at == failures.QuietStep(9.0, 0, 1000)
-    # one quiet load (3 % of 400 failed, TTFT far inside) and a loaded one (every TTFT 1.5 s, over the 1 s bound)
-    # where none failed: the one-load statement says so too (its steady window holds 424 requests: 0 of 424 has the
-    # bound 1 − 0.05^(1/424) = 0.70 %)
-    df = _stepped([400, 500], [1.0, 2.0], 200.0, lambda k, i, rng: 200.0 if k == 0 else 1500.0,
-                  status=lambda k, i: "error" if k == 0 and i % 100 < 3 else "ok")
-    lim = fit_limits(make_trace(df), "p99(ttft) <= 1s and error_rate <= 1%", mixes="none", n_boot=0).limits[0]
-    (one,) = lim.failure_floors
-    assert lim.steps[1].n_requests == 424 and lim.steps[1].error_rate == 0.0
-    assert f"yet not at every load: at 2, 0 of 424 failed (95% upper bound {1 - 0.05 ** (1 / 424):.2%})" in \
-        one.statement and "the only load where the latency clauses hold with room" in one.statement
-    assert not one.breaks_clause
-    # through the statement: the floor names the step and does not say "fails at every tested load"
-    from tests.limits import error_coverage as ec
-
-    (f,) = fit_limits(make_trace(ec.frame(15, 2.0, 100.0)), ec.SLA, mixes="none", n_boot=0).limits[0].failure_floors
-    assert not f.breaks_clause and "fails at every tested load" not in f.statement
-    assert "yet not at every load: at 7.322, 0 of 695 failed (95% upper bound 0.43%)" in f.statement
-
-
 def test_the_rise_bound_covers_a_known_slope():
     """Simulation with known truth: failures binomial at each load with log odds rising by ``b`` per unit log load
     (odds × 2**b per doubling); the bound 2 ** b_hi must reach 2 ** b in about 95 % of draws with a bound (a step
