@@ -569,9 +569,8 @@ class CapacityPlan:
         from bearing_lib.common.version import __version__
 
         color, reason = verdict.color, verdict.reason
-        b = fos.blended.fos
-        if (tier.fos_max is not None and b.value is not None and b.bound in ("none", "lower") and b.value > tier.fos_max
-                and isinstance(instances, InstancePlan) and instances.base <= 1):
+        if "over-provisioned" in verdict.reason and "possibly" not in verdict.reason \
+                and isinstance(instances, InstancePlan) and instances.base <= 1:
             # over-provisioned with one instance planned: no instance can be taken away (a new user read "over-
             # provisioned" beside "1 instance + 1 buffer", round 21)
             reason += ("; the plan already needs one instance only: fewer cannot be deployed, and only a smaller "

@@ -658,7 +658,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     failed" or "the SLA still held" would not be true of the SLA."""
     band = f"the {tier.name} tier's band {tier.describe()}"
     never = "the load test never failed on the other clauses" if other_clauses else "the load test never failed"
-    held = "the other clauses" if other_clauses else "the SLA"
+    held_by = "the other clauses" if other_clauses else "the SLA"
     if fos.value is None:
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
     v = fos.value
@@ -669,7 +669,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             # the load test never failed, and never reached the planned peak either: the peak is
             # untested, and a lower bound below 1 says nothing about it (never a reassuring colour)
             what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
-                    f"({q_ult_rps:,.2f} req/s, where {held} still held)") if (target_rps and q_ult_rps) else (
+                    f"({q_ult_rps:,.2f} req/s, where {held_by} still held)") if (target_rps and q_ult_rps) else (
                 "the target lies above the highest load tested")
             return Verdict("red", f"untested at the peak: {what}; FOS ≥ {_n(v)} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)

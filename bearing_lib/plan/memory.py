@@ -562,11 +562,11 @@ def concurrency_at_limit(steps: dict[str, list[PlanStep]], mix: str,
         where = (f"between the steps at {lo:g} and {hi:g} {unit}" if lo != hi else f"at the step at {lo:g} {unit}")
         statement = f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}, interpolated {where} ({how})"
         if lo != hi and hi in backlog and lo not in backlog:
-            # the step above holds a backlog (it saturated, completed less than offered, was still filling up, or its
-            # requests waited at the client): its in-flight count grew for as long as the step lasted, not the
-            # working set at the limit (an inference-perf run: 133 in flight at 170.2 rps, 430 in the saturated
-            # step, so 271 "at Q_ult" while the same plan's safe concurrency is 133); Little's law at the step
-            # below, its time in system held, scaled to Q_ult
+            # the step above holds a backlog (it saturated, completed less than offered, or was still filling up):
+            # its in-flight count grew for as long as the step lasted, not the working set at the limit (an
+            # inference-perf run: 133 in flight at 170.2 rps, 430 in the saturated step, so 271 "at Q_ult" while the
+            # same plan's safe concurrency is 133); Little's law at the step below, its time in system held, scaled
+            # to Q_ult
             value = dict(pts)[lo] * q / lo
             method, used = "the step below Q_ult, scaled to it (the step above holds a backlog)", [lo]
             statement = (f"mean concurrency {value:.2f} at Q_ult {q:.3g} {unit}: the step at {lo:g} {unit} scaled "

@@ -34,9 +34,8 @@ class PlanStep:
     recovery_step: bool = False
     backlog: str | None = None
     """Why the step's in-flight count is a backlog rather than the working set at its load, in words (None where
-    nothing says so): the first of its flags (``limits.curves``) ``saturated``, ``throughput_below_offered``,
-    ``not_steady`` (the queue still rising through the step) and ``generator_behind`` (requests waited at the
-    client), as :data:`BACKLOG_FLAGS` words them."""
+    nothing says so): the first of its flags (``limits.curves``) ``saturated``, ``throughput_below_offered`` and
+    ``not_steady`` (the queue still rising through the step), as :data:`BACKLOG_FLAGS` words them."""
     observed: dict[str, float | None] = field(default_factory=dict)
     stats: dict[str, float | None] = field(default_factory=dict)
 
@@ -78,9 +77,10 @@ BACKLOG_FLAGS: dict[str, str] = {
     "saturated": "saturated",
     "throughput_below_offered": "completed less than was offered",
     "not_steady": "was still filling up (its queue rose through the step)",
-    "generator_behind": "sent below its offered rate (requests waited at the client)",
 }
-"""The step flags whose in-flight count is a growing backlog, in order of precedence, and how the plan says so."""
+"""The step flags whose in-flight count is a growing backlog, in order of precedence, and how the plan says so.
+Not ``generator_behind``: requests that waited at the client were not in flight at the server, and the step is
+read at the rate it sent (its in-flight count is the working set there)."""
 
 
 def _backlog(flags: list[str] | None) -> str | None:

@@ -156,6 +156,9 @@ class MixRow:
     floors: tuple[str, ...] = ()
     """The clauses a load-independent failure floor breaks at every load (``FailureFloor.breaks_clause``): the
     limit is then the other clauses'."""
+    floors_one_load: bool = False
+    """Every floor in :attr:`floors` was seen at one quiet load (``FailureFloor.one_load``): whether more instances
+    would help is not tested."""
 
 
 @dataclass
@@ -692,6 +695,7 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan |
                 n_invalid_steps=sum(1 for st in m.steps if st.valid is False),
                 followup=_followup(m),
                 floors=tuple(f.clause for f in m.failure_floors if f.breaks_clause),
+                floors_one_load=all(f.one_load for f in m.failure_floors if f.breaks_clause),
             )
         )
     if not rows:
@@ -931,8 +935,13 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
         if binding_row.floors:
             binds = f"on the other clauses, {binds}"
     if floored:
-        binds = (f"the SLA fails at every tested load: a load-independent failure floor breaks {', '.join(floored)}, "
-                 "and no instance count fixes it" + (f"; {binds}" if binds else ""))
+        # a floor seen at one quiet load cannot show that it does not grow with load (the plan's floor_reason says
+        # the same): the headline does not claim it
+        one_load = all(r.floors_one_load for r in rows if r.floors)
+        binds = ((f"the SLA fails at every tested load: failures above the allowance break {', '.join(floored)} at "
+                  "the one quiet load tested, and whether more instances would help is not tested") if one_load else
+                 (f"the SLA fails at every tested load: a load-independent failure floor breaks {', '.join(floored)}, "
+                  "and no instance count fixes it")) + (f"; {binds}" if binds else "")
     b_mix = binding_row.name if binding_row else None
     b_con = binding_row.binding if binding_row else None
     if plan is None:

@@ -114,6 +114,11 @@ def test_a_failure_floor_leads_the_headline(docs):
     assert f"; the SLA fails at every tested load: a load-independent failure floor breaks error_rate <= 1% " \
            f"({binding}), and no instance count fixes it; on the other clauses, the {binding} mix binds on P99 TTFT " \
            "(Q_ult" in m.headline.text
+    # a floor seen at one quiet load: the headline does not claim that more instances cannot help (review finding)
+    mix["failure_floors"][0]["one_load"] = True
+    one = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    assert "at the one quiet load tested, and whether more instances would help is not tested" in one.headline.text
+    assert "no instance count fixes it" not in one.headline.text
     # a floor that does not break its clause changes nothing
     mix["failure_floors"][0]["breaks_clause"] = False
     plain = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
