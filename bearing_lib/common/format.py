@@ -9,8 +9,8 @@ no decimals from 100 up: tables and headlines of the report) and :func:`fmt_sig`
     ('1.18', '1,234', '—', '∞')
     >>> fmt_number(0.0011530), fmt_number(0.0), fmt_number(0.004)
     ('0.0012', '0.00', '0.004')
-    >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None), fmt_sig(12_801.4)
-    ('1.183', '12', '–', '12,801')
+    >>> fmt_sig(1.18342), fmt_sig(12.0), fmt_sig(None), fmt_sig(12_801.4), fmt_sig(9_999.7), fmt_sig(1.5e-7)
+    ('1.183', '12', '–', '12,801', '10,000', '1.5e-07')
 """
 
 from __future__ import annotations
@@ -36,13 +36,15 @@ def fmt_number(v: float | None, digits: int = 2) -> str:
 
 def fmt_sig(v: object, digits: int = 4) -> str:
     """``digits`` significant digits for floats (``%g``), ``str`` otherwise, ``–`` for None; a float of
-    ``10 ** digits`` or more is written whole with thousands separated (``12,800``, never ``1.28e+04``)."""
+    magnitude ``%g`` would write with an exponent (from ``10 ** digits − 0.5``) is written whole with thousands
+    separated (``12,800``, never ``1.28e+04``)."""
     if v is None:
         return "–"
     if isinstance(v, float):
-        if math.isfinite(v) and abs(v) >= 10.0**digits:
+        text = f"{v:.{digits}g}"
+        if "e+" in text and math.isfinite(v):  # 9,999.5 and up: %g would switch to an exponent
             return f"{v:,.0f}"
-        return f"{v:.{digits}g}"
+        return text
     return str(v)
 
 

@@ -136,7 +136,8 @@ class DatasetDescription:
     absent: tuple[str, ...] = ()
     status_counts: tuple[tuple[str, int], ...] = ()
     error_counts: tuple[tuple[str, int], ...] = ()
-    """The most frequent error texts of the failed requests (at most :data:`TOP_ERRORS`), each cut to
+    """The most frequent error texts of the failed requests (not the cancelled or unknown; at most
+    :data:`TOP_ERRORS`, ties in text order), each cut to
     :data:`ERROR_TEXT_MAX` printable characters: the tool's own text, quoted, never interpreted."""
     steps: tuple[StepSummary, ...] = ()
     clients: int | None = None
@@ -296,8 +297,14 @@ def describe_dataset(ds: Any) -> DatasetDescription:
         if "error" in f.columns:
             import polars as pl
 
-            texts = f.filter(pl.col("error").is_not_null() & (pl.col("status") != "ok"))["error"]
-            top = texts.value_counts(sort=True).head(TOP_ERRORS) if texts.len() else None
+            from bearing_lib.data.trace import OUTCOME_UNKNOWN
+
+            # the failed requests, as the limits count them (limits.sla.FAILED_EXPR): not the cancelled or unknown
+            failed = pl.col("status").is_not_null() & (pl.col("status") != "ok") & ~pl.col("status").is_in(
+                list(OUTCOME_UNKNOWN))
+            texts = f.filter(pl.col("error").is_not_null() & failed)["error"]
+            top = (texts.value_counts().sort(["count", "error"], descending=[True, False]).head(TOP_ERRORS)
+                   if texts.len() else None)
             errors = tuple((_printable(str(r[0])), int(r[1])) for r in top.iter_rows()) if top is not None else ()
         steps: tuple[StepSummary, ...] = ()
         if f["step"].is_not_null().any():

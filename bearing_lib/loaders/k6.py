@@ -314,13 +314,14 @@ def _metric(doc: dict, name: str, handle: bool) -> dict:
     return (m.get("values") or {}) if handle else m
 
 
-def _no_samples(m: dict, handle: bool) -> bool:
+def _no_samples(m: dict, handle: bool, name: str = "") -> bool:
     """A metric that saw no sample (a submetric whose tag never matched). k6 still runs its thresholds at the end of
     the test (``evaluateThresholds(false, …)`` in metrics/engine/engine.go) on the empty sink, which formats as zeros
     (metrics/sink.go): a rate as passes 0, fails 0, rate 0 (``checks{step:…}``, ``rate>0.95`` ok); a counter as
     count 0; a trend as min = max = avg = med = p(90) = p(95) = 0 (``http_req_duration{step:…}``, ``p(95)<1500``
-    ok). A trend whose every statistic is 0 is read as empty: the summary has no count to tell it from samples that
-    were all exactly 0, which no duration is."""
+    ok). A trend whose every statistic is 0 is read as empty only for a submetric (a name with ``{…}``, a tag that
+    may never match): the summary has no count to tell it from samples that were all exactly 0, which a whole
+    metric's can be (``http_req_tls_handshaking`` against a plain-HTTP target)."""
     v = (m.get("values") or {}) if handle else m
     if not isinstance(v, dict):
         return False
@@ -330,7 +331,7 @@ def _no_samples(m: dict, handle: bool) -> bool:
     if kind == "counter" or (kind is None and "count" in v and "rate" in v):  # the legacy export names no type
         return v.get("count") == 0
     stats = [v.get(k) for k in ("min", "max", "avg", "med")]
-    if (kind in (None, "trend")) and all(isinstance(x, int | float) for x in stats):
+    if "{" in name and kind in (None, "trend") and all(isinstance(x, int | float) for x in stats):
         return all(x == 0 for k, x in v.items() if k != "thresholds" and isinstance(x, int | float))
     return False
 
@@ -346,7 +347,7 @@ def _thresholds(doc: dict, handle: bool, prov: Provenance) -> None:
                 bad = isinstance(v, dict) and v.get("ok") is False  # ok: false = failed
             else:
                 bad = v is True  # legacy: true = crossed (failed)
-            (failed if bad else empty if _no_samples(m, handle) else passed).append(f"{name}: {expr}")
+            (failed if bad else empty if _no_samples(m, handle, name) else passed).append(f"{name}: {expr}")
     if failed or passed or empty:
         how = "handleSummary ({'ok': false} = failed)" if handle else "legacy summary-export (true = crossed/failed)"
         prov.add(

@@ -811,6 +811,21 @@ def test_the_rise_bound_covers_a_known_slope():
     # beta-binomial draws (c = 30, six loads 0.5-16, 400 requests each from 6 %): the quasi-binomial Wald bound
     # with the t quantile on its residual df; measured over 1,000 draws 0.954 (a normal quantile 0.925)
     assert coverage((0.5, 1, 2, 4, 8, 16), 400, 0.06, 0.5, c=30) >= 0.92
+    # the quantile itself, on one overdispersed case: the binomial fit's slope and SE, its Pearson χ² from the
+    # fitted shares by hand, SE × sqrt(χ² / df), and t(0.95, df = 4), not the normal's 1.645
+    import statsmodels.api as sm
+    from scipy.stats import t as student_t
+
+    ks = [30, 10, 25, 40, 12, 20]
+    scattered = [failures.QuietStep(x, k, 400) for x, k in zip((0.5, 1, 2, 4, 8, 16), ks, strict=True)]
+    x = np.log([0.5, 1, 2, 4, 8, 16])
+    binom = sm.GLM(np.array(ks) / 400, sm.add_constant(x), family=sm.families.Binomial(),
+                   var_weights=np.full(6, 400.0)).fit()
+    mu = binom.mu
+    x2 = float(sum((k - 400 * m) ** 2 / (400 * m * (1 - m)) for k, m in zip(ks, mu, strict=True)))
+    se = float(binom.bse[1]) * math.sqrt(x2 / 4)
+    assert failures.rise_bound(scattered) == pytest.approx(2 ** (float(binom.params[1]) + student_t.ppf(0.95, 4) * se),
+                                                           rel=1e-6)
 
 
 def test_pooling_load_point_tables_says_nothing_was_pooled():

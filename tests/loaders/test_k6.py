@@ -235,6 +235,9 @@ def test_legacy_counter_and_trend_without_samples(tmp_path):
             "http_req_duration{step:x}": {"avg": 0, "min": 0, "med": 0, "max": 0, "p(90)": 0, "p(95)": 0,
                                           "thresholds": {"p(95)<100": False}},
             "retries{step:x}": {"count": 0, "rate": 0, "thresholds": {"count<5": False}},
+            # a whole metric whose samples were all 0 (TLS handshaking against plain HTTP) was evaluated: passed
+            "http_req_tls_handshaking": {"avg": 0, "min": 0, "med": 0, "max": 0, "p(90)": 0, "p(95)": 0,
+                                         "thresholds": {"p(95)<100": False}},
         },
         "root_group": {"name": "", "path": "", "id": "x", "groups": {}, "checks": {}},
     }
@@ -244,7 +247,7 @@ def test_legacy_counter_and_trend_without_samples(tmp_path):
     passed, empty = th.message.split("passed ", 1)[1].split("; not evaluated", 1)
     assert "http_req_duration: p(95)<500" in passed and "http_req_failed: rate<0.01" in passed
     assert "http_req_duration{step:x}: p(95)<100" in empty and "retries{step:x}: count<5" in empty
-    assert "{step:x}" not in passed
+    assert "{step:x}" not in passed and "http_req_tls_handshaking: p(95)<100" in passed
 
 
 def test_unknown_summary_and_point_layouts(tmp_path):
