@@ -924,7 +924,9 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     binds = ""
     # a failure floor breaks a clause at every load: the SLA fails whatever the load, and the limits are the other
     # clauses' (a JMeter run's 2.1 % of assertion failures read "Q_ult ≥ 5.90 req/s completed (it never failed)")
-    floored = sorted({f"{c} ({r.name})" if len(rows) > 1 else c for r in rows for c in r.floors})
+    # (the plan's run only, where the plan joined its FOS to some rows: a floor of another run is not this verdict's)
+    judged_rows = [r for r in rows if r.fos is not None] or rows
+    floored = sorted({f"{c} ({r.name})" if len(rows) > 1 else c for r in judged_rows for c in r.floors})
     if binding_row is not None:
         on = f" on {binding_row.binding}" if binding_row.binding else ""
         at = binding_row.achieved.text(ci=False, unit=False, missing="")
@@ -937,7 +939,7 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     if floored:
         # a floor seen at one quiet load cannot show that it does not grow with load (the plan's floor_reason says
         # the same): the headline does not claim it
-        one_load = all(r.floors_one_load for r in rows if r.floors)
+        one_load = all(r.floors_one_load for r in judged_rows if r.floors)
         binds = ((f"the SLA fails at every tested load: failures above the allowance break {', '.join(floored)} at "
                   "the one quiet load tested, and whether more instances would help is not tested") if one_load else
                  (f"the SLA fails at every tested load: a load-independent failure floor breaks {', '.join(floored)}, "

@@ -183,4 +183,5 @@ def test_inspect_lists_the_failed_requests_error_texts(shared_data):
     from bearing_lib.data.describe import StepSummary, _load_text
 
     assert _load_text(StepSummary("r", 0, None, None, 3)) == "offered load unknown"
+    assert _load_text(StepSummary("r", 0, float("nan"), "rps", 3)) == "offered load unknown"
     assert _load_text(StepSummary("r", 0, 2.0, "rps", 3)) == "2 rps"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict
 
@@ -119,6 +120,17 @@ def test_a_failure_floor_leads_the_headline(docs):
     one = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
     assert "at the one quiet load tested, and whether more instances would help is not tested" in one.headline.text
     assert "no instance count fixes it" not in one.headline.text
+    # a floor on a row the plan did not judge (no FOS joined to it: another run) is not this verdict's (review)
+    mix["failure_floors"][0]["one_load"] = False
+    other = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] != binding)
+    other["failure_floors"] = [dict(mix["failure_floors"][0])]
+    mix["failure_floors"] = []
+    plan = copy.deepcopy(docs["plan"])
+    plan["fos"]["per_mix"] = [f for f in plan["fos"]["per_mix"] if f["mix"] == binding]
+    elsewhere = build_report(limits=docs["limits"], profile=docs["profile"], plan=plan, provenance=provenance())
+    assert "failure floor" not in elsewhere.headline.text
+    mix["failure_floors"] = [dict(other["failure_floors"][0])]
+    other["failure_floors"] = []
     # a floor that does not break its clause changes nothing
     mix["failure_floors"][0]["breaks_clause"] = False
     plain = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
