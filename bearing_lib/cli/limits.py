@@ -28,7 +28,10 @@ def _table(result) -> None:
     for m in result.limits:
         q = m.q_ult
         est = q.estimate
-        short = est.text(4, ci=False, missing="–") if est.available else f"– {q.unit or ''}"
+        # significant digits, as the CI and bracket columns beside it (fixed decimals read "≥ 6.0000 concurrency")
+        short = ("unbounded" if est.bound == "unbounded" else
+                 f"{est.sign}{fmt_sig(float(est.value))} {est.unit or ''}".rstrip() if est.value is not None
+                 else f"– {q.unit or ''}")
         if q.censored == "not_monotone":
             short += " (not monotone)"
         if q.capped:  # held at the saturated throughput (docs/limits.md): the estimate is an upper bound ("≤")
