@@ -203,6 +203,37 @@ def _load(
                    timestamp=timestamp, columns=columns, split_runs=split_runs)
 
 
+ONE_SAMPLE_THREADS = 10
+"""A step whose distinct threads number at least this many times its thread count, at about one sample each, ran
+its thread group as an arrival schedule (:func:`_one_sample_threads`)."""
+
+
+def _one_sample_threads(frame: pl.DataFrame, prov) -> None:  # noqa: ANN001 - the loader's Provenance
+    """A thread group whose every thread sends one sample and ends (a thread per request, started on a ramp-up)
+    holds about one thread at a time while it sends many requests a second: its load is an arrival rate, not the
+    concurrency its ``allThreads`` reads. Said as a finding (ionninja's run: 10,000 threads of one sample each over
+    59 s, about 167 req/s arriving, read "1 concurrency"); the steps stay on the thread axis."""
+    if "thread_name" not in frame.columns or frame["thread_name"].is_null().all():
+        return
+    per = (frame.filter(pl.col("step").is_not_null() & pl.col("thread_name").is_not_null())
+           .group_by("run_id", "step")
+           .agg(pl.len().alias("n"), pl.col("thread_name").n_unique().alias("threads_seen"),
+                pl.col("offered_load").first().alias("level"),
+                (pl.col("start_s").max() - pl.col("start_s").min()).alias("span_s"))
+           .sort("run_id", "step"))
+    said = [f"step {r['step']} (read at {r['level']:g} thread(s)): {r['threads_seen']:,} threads sent {r['n']:,} "
+            f"samples in {r['span_s']:.0f} s, about {r['n'] / r['span_s']:.3g} req/s arriving"
+            for r in per.iter_rows(named=True)
+            if r["level"] and r["span_s"] and r["span_s"] > 0 and r["threads_seen"] >= ONE_SAMPLE_THREADS * r["level"]
+            and r["n"] <= 1.5 * r["threads_seen"]]
+    if said:
+        prov.add("one_sample_threads",
+                 "threads that send about one sample each and end (a thread per request): the thread group is an "
+                 "arrival schedule, and the step's load is its arrival rate, not the thread count it is read at: "
+                 + "; ".join(said) + ". The limits stay on the thread axis; the plan reads the completed rate",
+                 level="warning", count=len(said))
+
+
 def _finish(
     source: InputSource,
     raw: pl.DataFrame,
@@ -254,6 +285,7 @@ def _finish(
             "code": code,
             "text": pl.select(pl.when(fmsg != "").then(fmsg).otherwise(msg)).to_series(),
             "threads": _ints(raw, "allThreads", source) if "allThreads" in raw.columns else None,
+            "thread_name": col("threadName"),
             "source_row": raw["_line"],
             "is_tc": is_tc,
             "label": raw["label"],
@@ -341,6 +373,7 @@ def _finish(
             + (f"; and the runs {', '.join(bare)}, whose thread count held no level that long)" if bare else ")"),
             level="info" if said else "warning",
         )
+        _one_sample_threads(frame, prov)
     else:
         frame = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("step"), pl.lit(None, dtype=pl.Float64)
                                    .alias("offered_load"))

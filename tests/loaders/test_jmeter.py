@@ -245,3 +245,24 @@ def test_a_second_file_does_not_take_the_name_of_an_appended_run(tmp_path):
                      n_boot=0)
     runs = [m.run_id for m in res.limits]
     assert sorted(runs) == ["G", "G#2", "G#3"] and len(set(runs)) == len(runs)
+
+
+@pytest.mark.shared_data
+def test_threads_of_one_sample_each_are_an_arrival_schedule(shared_data):
+    """ionninja's run (a new user's case, round 21): 10,000 threads of one sample each over about a minute, about one
+    thread alive at a time, read "1 concurrency". By hand with the csv module: the samples at allThreads 1 after
+    sorting, their distinct threadName values, and the span of their timeStamps; the finding says the arrival rate.
+    kuprich's threads (many samples each) say nothing."""
+    import polars as pl
+
+    with shared_data(IONNINJA).open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 10_000 and len({r["threadName"] for r in rows}) == 10_000
+    tr = load_trace(shared_data(IONNINJA))
+    step0 = tr.frame.filter(pl.col("step") == 0)
+    n = step0.height
+    span = float(step0["start_s"].max() - step0["start_s"].min())
+    (f,) = [x for x in tr.provenance.findings if x.code == "one_sample_threads"]
+    assert f.level == "warning" and f"{n:,} threads sent {n:,} samples in {span:.0f} s" in f.message
+    assert f"about {n / span:.3g} req/s arriving" in f.message and 160 < n / span < 175
+    assert not [x for x in load_trace(shared_data(KUPRICH)).provenance.findings if x.code == "one_sample_threads"]
