@@ -106,20 +106,30 @@ class PlanNumbers:
     domains_statement: str | None = None
     tenant_quotas: tuple[tuple[str, float], ...] = ()
     """``tenants.tenants[]``: (tenant, quota_rps), fleet-wide (empty: the plan has no tenants)."""
+    floors: bool = False
+    """``failure_floors`` of the plan is not empty: a failure floor breaks an SLA clause at every load, and the
+    numbers are the other clauses'."""
 
     @property
     def bound_note(self) -> str | None:
-        """What a bound on the limit means for every number exported from it (None for a value)."""
+        """What a bound on the limit, or a failure floor of the plan, means for every number exported from it (None
+        for a value without a floor)."""
+        floor = ("a failure floor breaks the SLA at every load tested, which no rate limit or instance count here "
+                 "fixes (the plan's failure_floors say what the failed requests share): these numbers are the other "
+                 "clauses'") if self.floors else None
         if self.limit_bound == "upper":
-            return (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
+            note = (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
                     "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
                     "than the service carries; " + ("test from a lower load to get a value"
                                                     if self.limit_bound_reason == UPPER_BOUND_REASON else
                                                     "test between the last passing load and the saturation"))
-        if self.limit_bound == "lower":
-            return ("the plan's limit is a lower bound (the load test never failed): the real allowable capacity is at "
-                    "or above these numbers, so the limits here are conservative")
-        return None
+        elif self.limit_bound == "lower":
+            note = ("the plan's limit is a lower bound (the load test never failed"
+                    + (" on the other clauses" if self.floors else "") + "): the real allowable capacity is at or "
+                    "above these numbers, so the limits here are conservative")
+        else:
+            return floor
+        return f"{note}; {floor}" if floor else note
 
     @property
     def scale_target_rps(self) -> float:
@@ -208,6 +218,7 @@ def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = N
         domains_lost=dom.domains_lost if dom else 1,
         domains_statement=dom.statement if dom else None,
         tenant_quotas=tuple((r.tenant, r.quota_rps) for r in p.tenants.tenants) if p.tenants is not None else (),
+        floors=bool(p.failure_floors),
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(

@@ -510,6 +510,10 @@ class CapacityPlan:
     breakpoint_rule: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     bearing_version: str | None = None
+    failure_floors: list[str] = field(default_factory=list)
+    """Per mix, the statement of a load-independent failure floor that breaks an SLA clause at every load
+    (``LimitsInput.floors``): the plan is red for it, and every number below is the other clauses' (the exports say
+    so). Empty in plans written before round 21."""
     schema: str = SCHEMA
 
     # ----------------------------------------------------------------- build
@@ -585,7 +589,8 @@ class CapacityPlan:
                    elasticity=elasticity, memory=memory, scorecards=cards, notes=io.notes, economics=economics,
                    failure_domains=domains, tenants=tenants,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,
-                   sources={"limits": opt.limits_source, "profile": opt.profile_source}, bearing_version=__version__)
+                   sources={"limits": opt.limits_source, "profile": opt.profile_source}, bearing_version=__version__,
+                   failure_floors=list(io.lim.floors))
 
     @classmethod
     def from_files(cls, limits_path: str | Path, profile_path: str | Path, options: PlanOptions | None = None,

@@ -293,3 +293,26 @@ def test_a_bound_on_the_limit_is_said_in_every_exported_file(tmp_path, bound):
         for c in validate.check_written(w.files):
             _need(c)
             assert c.ok, f"{c.path}: {c.validator}: {c.output}"
+
+
+def test_a_failure_floor_is_said_in_every_exported_file(tmp_path):
+    """A plan red for a failure floor (round 21: the JMeter run whose 2.1 % of samples fail at every load): its
+    exports are the other clauses' numbers, which no rate limit or instance count makes meet the SLA; each file's
+    header says so, a lower bound is "never failed on the other clauses", and the files still validate. A plan
+    without the key (written before round 21) reads as having none."""
+    doc = json.loads((REPORT / "plan.json").read_text())
+    assert "failure_floors" not in doc
+    doc["fos"]["blended"]["bound"] = "lower"
+    doc["failure_floors"] = ["mix all: the SLA fails at every tested load because about 2.1% of requests fail"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    numbers = read_plan(plan, limits_path=REPORT / "limits.json")
+    assert numbers.floors
+    w = export(numbers, list(FORMATS), tmp_path / "out", ExportTarget(namespace="llm"))
+    for paths in w.files.values():
+        text = Path(paths[0]).read_text()
+        assert "the load test never failed on the other clauses" in text
+        assert "a failure floor breaks the SLA at every load tested, which no rate limit or instance count" in text
+    for c in validate.check_written(w.files):
+        _need(c)
+        assert c.ok, f"{c.path}: {c.validator}: {c.output}"
