@@ -288,21 +288,40 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
 
     # a step whose queue was still rising (not steady: undetermined for the limit) overloaded the server as much as
     # a failing one: the lower steps run after it measure recovery too
-    failed = [(order(j), j.row.step, requested(j)) for j in judged
+    failed = [(order(j), j.row.step, requested(j), j if timed else None) for j in judged
               if (j.status == "fail" or j.not_steady) and requested(j) is not None]
     for j in judged:
         x = requested(j)
         if x is None or j.status == "excluded":
             continue
         me = j.row.step
-        before = sorted((t, st, xf) for t, st, xf in failed if t < order(j) and xf > x
-                        and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET)  # the same run (pooled runs)
+        before = sorted(((t, st, xf) for t, st, xf, f in failed if t < order(j) and xf > x
+                         and st // POOL_STEP_OFFSET == me // POOL_STEP_OFFSET  # the same run (pooled runs)
+                         and not _rested(j, f)), key=lambda r: r[0])
         if before:
             _, st, xf = before[0]
             j.status = "excluded"
             j.recovery = True
-            j.reasons.insert(0, f"run after the failing step {st} at a higher requested load ({xf:g} > {x:g}):"
+            j.reasons.insert(0, f"run after step {st}, which failed at a higher requested load ({xf:g} > {x:g}):"
                                    " a recovery step, used for T_recover, not for the limit")
+
+
+RECOVERY_REST_S = 60.0
+"""A step that starts at least this long, and at least the failing step's own length, after a failing step ended is
+not its recovery: the server rested in between (a Vegeta series whose 2 rps attack ran 52 minutes after its 5 rps
+one was left out as a recovery step, and the limit fell below a load that passed 120 of 120)."""
+
+
+def _rested(j: JudgedStep, failed: JudgedStep | None) -> bool:
+    """``j`` starts after a rest that outlasts the ``failed`` step (its first request's start plus its duration):
+    at least its length and :data:`RECOVERY_REST_S` (False where the times are not known)."""
+    if failed is None or j.row.t_first_s is None or failed.row.t_first_s is None:
+        return False
+    d = failed.row.duration_s
+    if d is None or not math.isfinite(d):
+        return False
+    gap = float(j.row.t_first_s) - (float(failed.row.t_first_s) + float(d))
+    return gap >= max(RECOVERY_REST_S, float(d))
 
 
 def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: ReplicateTable | None, level: float,

@@ -117,8 +117,9 @@ def test_a_step_too_short_to_tell_says_so():
 # recovery steps: requested load in time order, whatever the numbering
 
 
-def _stepped(plan: list[tuple[int, float, float, float]], step_s: float = 100.0) -> pl.DataFrame:
-    """Steps run in the listed (time) order: (step number, requested load, sent rps, latency ms)."""
+def _stepped(plan: list[tuple[int, float, float, float]], step_s: float = 100.0, rest_s: float = 0.0
+             ) -> pl.DataFrame:
+    """Steps run in the listed (time) order: (step number, requested load, sent rps, latency ms), ``rest_s`` apart."""
     parts, t = [], 0.0
     for step, requested, sent, lat in plan:
         start = t + np.arange(0.0, step_s, 1.0 / sent)
@@ -126,7 +127,7 @@ def _stepped(plan: list[tuple[int, float, float, float]], step_s: float = 100.0)
             "start_s": start, "end_s": start + lat / 1000, "latency_ms": np.full(start.size, lat),
             "status": "ok", "run_id": "r", "step": step, "offered_load": requested, "offered_load_unit": "rps",
         }))
-        t += step_s
+        t += step_s + rest_s
     return pl.concat(parts)
 
 
@@ -140,7 +141,26 @@ def test_a_step_run_after_the_overload_is_a_recovery_step_whatever_its_number():
     by = {s.step: s for s in r.mixes[0].steps}
     assert by[0].recovery_step and by[0].status == "excluded"
     assert not by[1].recovery_step and not by[2].recovery_step
-    assert "higher requested load (8 > 1)" in by[0].reasons[0]
+    assert "run after step 2, which failed at a higher requested load (8 > 1)" in by[0].reasons[0]
+
+
+def test_a_step_run_after_a_long_rest_is_no_recovery_step():
+    """Vegeta's bloomz-7b series (a new user's case, round 21): the 2 rps attack ran 52 minutes after the 5 rps one
+    failed, was left out as a recovery step, and the limit (1.42 rps) fell below a load that passed 120 of 120. A
+    step that starts at least a step's length and a minute after the failing one ended is no recovery: here 100 s
+    steps 3,000 s apart; 30 s apart, still a recovery step."""
+    from bearing_lib.limits import judging
+    from bearing_lib.limits.fit import fit_limits
+    from tests.limits.synth import make_trace
+
+    plan = [(1, 2.0, 2.0, 100.0), (2, 8.0, 8.0, 3000.0), (0, 1.0, 1.0, 100.0)]
+    rested = {s.step: s for s in fit_limits(make_trace(_stepped(plan, rest_s=3000.0)), "p99(latency) <= 1s",
+                                             mixes="none", n_boot=0).mixes[0].steps}
+    assert not rested[0].recovery_step and rested[0].status != "excluded"
+    assert judging.RECOVERY_REST_S == 60.0
+    short = {s.step: s for s in fit_limits(make_trace(_stepped(plan, rest_s=30.0)), "p99(latency) <= 1s",
+                                           mixes="none", n_boot=0).mixes[0].steps}
+    assert short[0].recovery_step
 
 
 def test_an_achieved_rate_dip_while_the_requested_load_rose_is_not_recovery():
