@@ -1116,13 +1116,16 @@ def _flags(limits: LimitsResult | None, profile: TrafficProfile | None,
         for m in limits.mixes:
             name = _row_label(m, several)
             for st in m.steps:
-                if st.flags or st.valid is False:
-                    out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if st.valid is False
-                                                                                 else "flagged"),
-                                    f"step {st.step} at offered load "
-                                    f"{_load_text(st.offered_load)}: "
-                                    f"{', '.join(st.flags) or 'marked invalid'}"
-                                    + (" (excluded from the fit)" if st.valid is False else "")))
+                # left out of the fit: what the fit did (a step it read, pass, fail or counted by the model, was
+                # not left out whatever its flags: Vegeta's failing 5 rps step read "(excluded from the fit)" while
+                # it gave the bracket's failing end; round 21); a document without statuses: its validity
+                left_out = (not (st.pooled or st.status in ("pass", "fail")) if st.status is not None
+                            else st.valid is False)
+                if st.flags or left_out:
+                    why = ", ".join(st.flags) or (st.reasons[0] if st.reasons else "marked invalid")
+                    out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if left_out else "flagged"),
+                                    f"step {st.step} at offered load {_load_text(st.offered_load)}: {why}"
+                                    + (" (excluded from the fit)" if left_out else "")))
             for note in m.notes:
                 out.append(Flag(f"limits · {name}", "info", "note", str(note)))
             if m.q_ult is not None and m.q_ult.censored != "none":

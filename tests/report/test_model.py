@@ -100,6 +100,26 @@ def test_flags_list_invalid_steps_and_profile_gaps(docs, full_model):
     assert codes == {"per_second_not_available", "decomposition_not_available", "slo_budget_not_available"}
 
 
+def test_step_flags_say_what_the_fit_did(docs):
+    """Vegeta's failing 5 rps step (a new user's case, round 21) read "(excluded from the fit)" because a flag made
+    it invalid, though it gave the bracket's failing end; a recovery step the fit left out, without flags, was not
+    listed. With statuses: a step the fit read (pass, fail, or counted by the model) is "flagged (still judged)";
+    one it did not read is "left out", with its first reason where it has no flag."""
+    steps = docs["limits"]["mixes"][0]["steps"]
+    steps[9].update(status="fail", pooled=True)  # invalid (not_steady), yet read
+    steps[3].update(status="excluded", recovery_step=True,
+                    reasons=["run after step 9, which failed at a higher requested load (5 > 2): a recovery step"])
+    for st in steps[:9]:
+        st.setdefault("status", "pass")
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    mine = [f for f in m.flags if f.source.endswith(docs["limits"]["mixes"][0]["mix"]["name"])
+            and f.code.startswith("step_")]
+    by_step = {f.message.split(" at ")[0]: f for f in mine}
+    assert by_step["step 9"].code == "step_flagged" and "excluded" not in by_step["step 9"].message
+    assert by_step["step 3"].code == "step_invalid" and "a recovery step" in by_step["step 3"].message
+    assert by_step["step 3"].message.endswith("(excluded from the fit)")
+
+
 def test_a_failure_floor_leads_the_headline(docs):
     """A JMeter run (a new user's case, round 21): 2.1 % of requests failed at every thread count, a floor that
     breaks ``error_rate <= 1%``, and the latency clause never failed; the headline read "Q_ult ≥ 5.90 req/s
