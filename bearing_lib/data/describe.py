@@ -59,7 +59,7 @@ def _printable(text: str) -> str:
 
 def _load_text(s: StepSummary) -> str:
     """A step's offered load in words ("offered load unknown" where the file states none)."""
-    if s.offered_load is None or not math.isfinite(s.offered_load):
+    if s.offered_load is None or math.isnan(s.offered_load):  # inf stays "inf" (an unbounded rate)
         return "offered load unknown"
     return f"{s.offered_load:g} {s.offered_load_unit or ''}".rstrip()
 

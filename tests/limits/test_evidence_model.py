@@ -828,6 +828,26 @@ def test_the_rise_bound_covers_a_known_slope():
                                                            rel=1e-6)
 
 
+def test_a_table_point_whose_mean_and_max_prove_the_share_fails():
+    """AIPerf's sweep CSV (a new user's case, round 21) reports TTFT mean and max, no p99: at 320 concurrency
+    (mean 3,580 ms, max 5,987 ms) at least (3580 − 2000) / (5987 − 2000) = 39.6 % of requests lie above 2 s, far
+    more than a p99's 1 %, yet the step read "not judged" and the bracket [256, –]. By hand on a table of three
+    loads: the third fails with that share, the bracket closes at it."""
+    from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+    from bearing_lib.data.provenance import Provenance
+
+    rows = [{"run_id": "r", "step": k, "offered_load": x, "offered_load_unit": "concurrency", "duration_s": 300.0,
+             "n_requests": 1000, "n_ok": 1000, "n_errors": 0, "throughput_rps": x, "ttft_ms_mean": mean,
+             "ttft_ms_max": mx}
+            for k, (x, mean, mx) in enumerate([(64.0, 300.0, 900.0), (256.0, 700.0, 1849.0), (320.0, 3580.0, 5987.0)])]
+    table = LoadPointTable(conform_loadpoints(rows), Provenance(source="t", format="t", tool="t", sha256="t"))
+    lim = fit_limits(table, "p99(ttft) <= 2s", mixes="none", n_boot=0).limits[0]
+    by = {s.offered_load: s for s in lim.steps}
+    share = (3580 - 2000) / (5987 - 2000)
+    assert by[320.0].status == "fail" and f"at least {share:.1%} of requests above 2000 ms" in by[320.0].reasons[0]
+    assert by[256.0].status == "pass" and tuple(lim.q_ult.bracket) == (256.0, 320.0)
+
+
 def test_pooling_load_point_tables_says_nothing_was_pooled():
     # --pool on two k6 summary runs (a new user's case): a table holds the tool's summaries per load, so its runs
     # cannot be pooled; the result said nothing and fitted each on its own
