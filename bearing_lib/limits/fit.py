@@ -78,7 +78,9 @@ from bearing_lib.limits.cost import CostAnomaly, CostAnomalyStep
 from bearing_lib.limits.curve_row import CurveRow
 from bearing_lib.limits.curves import (
     INFO_FLAGS,
+    MAX_TRIM_FRACTION,
     QUANTILES,
+    TRIM_LATENCIES,
     CurveOptions,
     cap_limit,
     load_curve,
@@ -903,6 +905,16 @@ def _earlier_shapes(shape_from: LimitsResult | str | Path | None, sha256s: list[
     return shapes
 
 
+def _window_rule(opt: CurveOptions) -> str:
+    """The steady window in words: the rule of ``curves.step_windows``, each end trimmed by the larger of the
+    fraction and :data:`~bearing_lib.limits.curves.TRIM_LATENCIES` mean latencies, at most
+    :data:`~bearing_lib.limits.curves.MAX_TRIM_FRACTION` (a Vegeta 5 rps step of long requests kept its middle 50 %
+    where the conditions said 80 %; round 21)."""
+    return (f"middle of each step's send window: {opt.trim_fraction:.0%} trimmed at each end, or {TRIM_LATENCIES:g} "
+            f"mean request latencies where longer, at most {MAX_TRIM_FRACTION:.0%} (the middle "
+            f"{1 - 2 * opt.trim_fraction:.0%} to {1 - 2 * MAX_TRIM_FRACTION:.0%})")
+
+
 def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, opt: CurveOptions) -> Conditions:
     sources = []
     models: set[str] = set()
@@ -919,7 +931,7 @@ def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, o
     kinds = {it.kind for it in items}
     # a load-point table holds the tool's own statistics per load: no window is cut from it and nothing is resampled
     # (a new user read "middle 80 % of each step's send window" on an inference-perf summary; round 21)
-    window = f"middle {1 - 2 * opt.trim_fraction:.0%} of each step's send window"
+    window = _window_rule(opt)
     whole = "the tool's own statistics over each load point (no per-request times to cut a window from)"
     method = ("non-overlapping block bootstrap within steps (time blocks; exact order statistics from per-block "
               "counts)")
@@ -1133,7 +1145,7 @@ def _fit_stats(ds: ParquetDataset, eng: Engine, sla_obj: SLA, spec: MixSpec, mod
     cond = Conditions(
         sources=[Source(path=ds.path, sha256=None, format="parquet-dataset", tool="bearing engine", kind="requests")],
         model=sorted(models[0]), offered_load_unit=sorted(models[1]), mixes=mode,
-        steady_window=f"middle {1 - 2 * (options or CurveOptions()).trim_fraction:.0%} of each step's send window",
+        steady_window=_window_rule(options or CurveOptions()),
         bootstrap=BootstrapInfo(n_boot=n_boot, seed=seed, method=(
             f"non-overlapping block bootstrap within steps ({stepstats.N_BLOCKS} time blocks; order statistics "
             f"from per-block latency histograms, within {stepstats.TOLERANCE:.2%})")))

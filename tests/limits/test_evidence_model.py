@@ -865,6 +865,12 @@ def test_pooling_load_point_tables_says_nothing_was_pooled():
     # each step's send window" on an inference-perf summary; round 21)
     assert res.conditions.steady_window.startswith("the tool's own statistics over each load point")
     assert res.conditions.bootstrap.method.startswith("none: a load-point table holds no requests")
+    # a trace's says the window's rule, which keeps the middle 80 % to 50 % (curves.step_windows; a Vegeta step of
+    # long requests kept its middle 50 % where the conditions said 80 %)
+    df = _stepped([200, 200], [1.0, 2.0], 200.0, lambda k, i, rng: rng.uniform(100, 300))
+    trace = fit_limits(make_trace(df), "p99(ttft) <= 1s", mixes="none", n_boot=0)
+    assert trace.conditions.steady_window == ("middle of each step's send window: 10% trimmed at each end, or 2 mean "
+                                              "request latencies where longer, at most 25% (the middle 80% to 50%)")
     assert sorted(m.run_id for m in res.limits) == ["a", "b"]
     assert ("pool_runs: nothing was pooled: 2 load-point table(s) hold the tool's summaries per load, not requests, "
             "and their runs are fitted each on its own (pooling needs per-request data)") in res.notes
