@@ -648,6 +648,16 @@ def capped_closed_below(b: BlendedFos) -> bool:
     return b.bound == "upper" and b.bound_reason == CAPPED_REASON and ci is not None and ci[0] is not None
 
 
+def _edge_text(v: float, edges: tuple[float | None, ...]) -> str:
+    """``v`` as the verdict writes it, with as many decimals (up to four) as it takes not to read as an edge it is
+    compared with: 0.9949 against 1 reads "0.995", not "FOS 0.99" or a rounded "1.00 < 1" (round 21)."""
+    for digits in (2, 3, 4):
+        text = _n(v, digits)
+        if not any(e is not None and v != e and text == _n(float(e), digits) for e in edges):
+            return text
+    return text
+
+
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
             q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False,
             other_clauses: bool = False) -> Verdict:
@@ -662,6 +672,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if fos.value is None:
         return Verdict("yellow", f"FOS cannot be judged: {fos.statement}", None)
     v = fos.value
+    vt = _edge_text(v, (1.0, tier.fos_min, tier.fos_max))
     u = 1.0 / v
     lo = (fos.ci95[0] if fos.ci95[0] is not None else 0.0) if fos.ci95 else v
     if fos.bound == "lower":
@@ -671,23 +682,23 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
                     f"({q_ult_rps:,.2f} req/s, where {held_by} still held)") if (target_rps and q_ult_rps) else (
                 "the target lies above the highest load tested")
-            return Verdict("red", f"untested at the peak: {what}; FOS ≥ {_n(v)} says nothing about the peak; "
+            return Verdict("red", f"untested at the peak: {what}; FOS ≥ {vt} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
             return Verdict("yellow", f"{fos.statement.split(';')[0]} only: {never}, so the true FOS "
                            f"may or may not meet {band}; re-test with higher load", None)
         if tier.fos_max is not None and v > tier.fos_max:
-            return Verdict("yellow", f"FOS ≥ {_n(v)} is above {band}: over-provisioned", None)
-        return Verdict("green", f"FOS ≥ {_n(v)} already meets {band} ({never})", None)
+            return Verdict("yellow", f"FOS ≥ {vt} is above {band}: over-provisioned", None)
+        return Verdict("green", f"FOS ≥ {vt} already meets {band} ({never})", None)
     if fos.bound == "upper":
         if v <= tier.fos_min:
-            return Verdict("red", f"FOS < {_n(v)} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)
+            return Verdict("red", f"FOS < {vt} is below {band} ({upper_reason or UPPER_BOUND_REASON})", None)
         lo_ci = fos.ci95[0] if closed_below and fos.ci95 is not None else None
         if lo_ci is not None and lo_ci >= tier.fos_min:
             # a limit capped at the saturated throughput whose own CI is closed below: the FOS lies between the two
             # ends, and the rules of a measured FOS apply to both (a new user's inference-perf run, capped at 173.4
             # req/s, read "cannot confirm" the band at FOS < 20.8)
-            held = f"FOS < {_n(v)} ({upper_reason or UPPER_BOUND_REASON}) and ≥ {_n(lo_ci)} (95% CI)"
+            held = f"FOS < {vt} ({upper_reason or UPPER_BOUND_REASON}) and ≥ {_n(lo_ci)} (95% CI)"
             if tier.fos_max is not None and lo_ci > tier.fos_max:
                 return Verdict("yellow", f"{held} is above {band}: over-provisioned", None)
             if 1.0 / lo_ci > UTILISATION_CEILING:
@@ -701,24 +712,24 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
         fix = ("re-test from a lower load" if upper_reason is None else
                "the sustained limit lies below the saturated throughput; re-test with steps between the last "
                "passing load and the saturation")
-        return Verdict("yellow", f"FOS < {_n(v)} only ({upper_reason or UPPER_BOUND_REASON}): cannot confirm "
+        return Verdict("yellow", f"FOS < {vt} only ({upper_reason or UPPER_BOUND_REASON}): cannot confirm "
                        f"{band}; {fix}", None)
     if v < 1.0:
         what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
             target_rps and q_ult_rps) else "the target exceeds the measured limit"
-        return Verdict("red", f"FOS {_n(v)} < 1: {what}; the SLA fails at the planned peak", u)
+        return Verdict("red", f"FOS {vt} < 1: {what}; the SLA fails at the planned peak", u)
     if v < tier.fos_min:
-        return Verdict("red", f"FOS {_n(v)} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
+        return Verdict("red", f"FOS {vt} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
     if lo < tier.fos_min:
         down = f"reaches down to {_n(lo)}" if fos.ci95 is None or fos.ci95[0] is not None else "is open below"
-        return Verdict("yellow", f"FOS {_n(v)} meets {band} but its 95% CI {down}", u)
+        return Verdict("yellow", f"FOS {vt} meets {band} but its 95% CI {down}", u)
     if u > UTILISATION_CEILING:
-        return Verdict("yellow", f"FOS {_n(v)} meets {band}, but production would run at {u:.0%} of the breakpoint; "
+        return Verdict("yellow", f"FOS {vt} meets {band}, but production would run at {u:.0%} of the breakpoint; "
                        f"the sources keep it at {UTILISATION_FLOOR:.0%}–{UTILISATION_CEILING:.0%}", u)
     if tier.fos_max is not None and v > tier.fos_max:
-        return Verdict("yellow", f"FOS {_n(v)} is above {band}: over-provisioned (production at {u:.0%} of the "
+        return Verdict("yellow", f"FOS {vt} is above {band}: over-provisioned (production at {u:.0%} of the "
                        "breakpoint)", u)
-    return Verdict("green", f"FOS {_n(v)} within {band}; production at {u:.0%} of the breakpoint", u)
+    return Verdict("green", f"FOS {vt} within {band}; production at {u:.0%} of the breakpoint", u)
 
 
 # --------------------------------------------------------------------------- CBU

@@ -360,3 +360,15 @@ def test_every_fos_interval_is_at_least_as_wide_relative_to_its_value_as_the_lim
         q_lo, q_hi = _rel(q, ci)
         assert f_lo >= q_lo - 1e-9 and f_hi >= q_hi - 1e-9
         assert (ci[1] is None) <= (fos.ci95[1] is None)
+
+
+def test_a_fos_just_under_an_edge_does_not_read_as_the_edge():
+    """A vLLM sweep's plan (a new user's case, round 21) read "FOS 1.00 < 1": 0.9951 rounded to two decimals. The
+    verdict writes as many decimals (up to four) as it takes not to read as the edge it is compared with; 2 stays
+    "2.00"."""
+    res = compute_fos([Limit("a", 9.951)], {"a": 1.0}, Target(10.0))
+    assert res.blended.fos.value == pytest.approx(0.9951)
+    v = fos_verdict(res, STANDARD, Target(10.0))
+    assert v.color == "red" and v.reason.startswith("FOS 0.995 < 1")
+    two = fos_verdict(compute_fos([Limit("a", 20.0)], {"a": 1.0}, Target(10.0)), STANDARD, Target(10.0))
+    assert "FOS 2.00 " in two.reason
