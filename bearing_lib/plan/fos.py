@@ -594,7 +594,8 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clause
                 closed_below=capped_closed_below(b), other_clauses=other_clauses)
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
-    if weak:
+    # a shift of the mix needs another mix to shift from ("alone, mix all (100% of traffic) …" said nothing)
+    if weak and sum(1 for m in fos.per_mix if m.share > 0) > 1:
         names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}{_n(m.fos.value)})"
                               for m in weak)
         v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "

@@ -32,11 +32,15 @@ def test_an_empty_load_curve_is_insufficient_data_not_a_crash():
 
 
 def test_the_verdict_note_keeps_an_upper_bound_fos_sign():
-    """LLMPerf (failed at its first step): the note said "FOS 0.06" for a FOS < 0.06."""
-    res = compute_fos([Limit("all", 0.24, censored="below")], {"all": 1.0}, Target(4.0))
+    """LLMPerf (failed at its first step): the note said "FOS 0.06" for a FOS < 0.06. The note names a mix a shift
+    of the mix could move towards, so it needs a second mix (round 21: "alone, mix all (100% of traffic …)")."""
+    res = compute_fos([Limit("all", 0.24, censored="below"), Limit("b", 400.0)], {"all": 0.9, "b": 0.1},
+                      Target(4.0))
     fos = res.per_mix[0].fos
     assert fos.bound == "upper" and fos.value == pytest.approx(0.06)
-    assert "(100% of traffic, FOS < 0.06)" in fos_verdict(res, get_tier("standard"), Target(4.0)).reason
+    assert "(90% of traffic, FOS < 0.06)" in fos_verdict(res, get_tier("standard"), Target(4.0)).reason
+    one = compute_fos([Limit("all", 0.24, censored="below")], {"all": 1.0}, Target(4.0))
+    assert "of traffic" not in fos_verdict(one, get_tier("standard"), Target(4.0)).reason
 
 
 def test_one_instance_is_singular():
