@@ -358,6 +358,16 @@ def _fit_group(
     tot_rps = np.array([np.nan if t is None else t.throughput_rps for t in step_tot], float)
     tot_tok = np.array([np.nan if t is None else t.output_tokens_per_s for t in step_tot], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
+    thr_at = _interp(value, xs_all[keep], tot_rps[keep])
+    # a capped limit is the most the server completed (curves.saturation_cap, a completed rate): that is its
+    # throughput, not the rate interpolated at the same number on the offered axis (SGLang's 405b random run read
+    # 3.186 req/s at a cap of 3.723, below the 3.376 its passing 4 rps step completed; round 21); its token rate and
+    # the mix's rate are scaled with it, so tokens per request stay those interpolated there
+    scale = cap.rps / thr_at if cap_note is not None and cap is not None and thr_at else 1.0
+
+    def scaled(v: float | None) -> float | None:
+        return None if v is None else v * scale
+
     q_ult = {
         "value": value,
         "unit": unit,
@@ -365,13 +375,9 @@ def _fit_group(
         "bracket": [last_pass, first_fail],
         "censored": censored,
         "statement": statement,
-        # a capped limit is the most the server completed (curves.saturation_cap, a completed rate): that is its
-        # throughput, not the rate interpolated at the same number on the offered axis (SGLang's 405b random run
-        # read 3.186 req/s at a cap of 3.723, below the 3.376 its passing 4 rps step completed; round 21)
-        "throughput_rps": cap.rps if cap_note is not None and cap is not None
-        else _interp(value, xs_all[keep], tot_rps[keep]),
-        "tokens_per_s": _interp(value, xs_all[keep], tot_tok[keep]),
-        "mix_throughput_rps": _interp(value, xs_all[keep], thr_mix[keep]),
+        "throughput_rps": scaled(thr_at),
+        "tokens_per_s": scaled(_interp(value, xs_all[keep], tot_tok[keep])),
+        "mix_throughput_rps": scaled(_interp(value, xs_all[keep], thr_mix[keep])),
         "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,
@@ -910,9 +916,10 @@ def _window_rule(opt: CurveOptions) -> str:
     fraction and :data:`~bearing_lib.limits.curves.TRIM_LATENCIES` mean latencies, at most
     :data:`~bearing_lib.limits.curves.MAX_TRIM_FRACTION` (a Vegeta 5 rps step of long requests kept its middle 50 %
     where the conditions said 80 %; round 21)."""
-    return (f"middle of each step's send window: {opt.trim_fraction:.0%} trimmed at each end, or {TRIM_LATENCIES:g} "
+    frac = min(opt.trim_fraction, MAX_TRIM_FRACTION)  # the cap holds whatever the fraction asked
+    return (f"middle of each step's send window: {frac:.0%} trimmed at each end, or {TRIM_LATENCIES:g} "
             f"mean request latencies where longer, at most {MAX_TRIM_FRACTION:.0%} (the middle "
-            f"{1 - 2 * opt.trim_fraction:.0%} to {1 - 2 * MAX_TRIM_FRACTION:.0%})")
+            f"{1 - 2 * frac:.0%} to {1 - 2 * MAX_TRIM_FRACTION:.0%})")
 
 
 def _conditions(items: list, spec: MixSpec, mode: str, n_boot: int, seed: int, opt: CurveOptions) -> Conditions:

@@ -19,7 +19,7 @@ from bearing_lib.common.format import fmt_sig
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.limits import pooled
 from bearing_lib.limits.curve_row import CurveRow
-from bearing_lib.limits.curves import QUANTILES, min_n_supported, qname, wilson_interval
+from bearing_lib.limits.curves import MAX_TRIM_FRACTION, QUANTILES, min_n_supported, qname, wilson_interval
 from bearing_lib.limits.evidence import POOL_STEP_OFFSET
 from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.settling import StepSettling
@@ -109,7 +109,8 @@ def judge_clause(c: Clause, i: int, row: CurveRow, tables: bool) -> tuple[float 
                 # "not judged: the source reports no p99"; round 21)
                 share_lo = (mean - c.threshold) / (mx - c.threshold)
                 if share_lo > 1.0 - c.q:
-                    return None, "fail", (f"{c.text}: {c.stat} unsupported by the source, but the reported mean "
+                    # a failing margin without a value to measure it by: just below zero, as estimators' own
+                    return -1e-9, "fail", (f"{c.text}: {c.stat} unsupported by the source, but the reported mean "
                                           f"{fmt_sig(mean)} ms and maximum {fmt_sig(mx)} ms put at least "
                                           f"{share_lo:.1%} of requests above {fmt_sig(c.threshold)} ms")
             n_any = n if n is not None else row.n_requests
@@ -286,7 +287,8 @@ def mark_recovery_steps(judged: list[JudgedStep]) -> None:
     "After" is the time order of the steps (their first request start, ``t_first_s``; the
     tool's step order when a step has no times), whatever the loader's numbering; "lower"
     compares the offered (requested) load, not the achieved send rate, so a step whose
-    achieved rate dipped while the requested load rose is not a recovery step.
+    achieved rate dipped while the requested load rose is not a recovery step. A step that starts after a rest
+    longer than the failing step and :data:`RECOVERY_REST_S` is not one either (:func:`_rested`).
     """
     timed = all(j.row.t_first_s is not None for j in judged)
 
@@ -325,15 +327,19 @@ one was left out as a recovery step, and the limit fell below a load that passed
 
 
 def _rested(j: JudgedStep, failed: JudgedStep | None) -> bool:
-    """``j`` starts after a rest that outlasts the ``failed`` step (its first request's start plus its duration):
-    at least its length and :data:`RECOVERY_REST_S` (False where the times are not known)."""
+    """``j`` starts after a rest that outlasts the ``failed`` step: at least its length and :data:`RECOVERY_REST_S`
+    after it ended (False where the times are not known). A judged row carries its first request's start and its
+    steady window's length, which the window rule (``curves.step_windows``) cuts to between 80 % and 50 % of the
+    step: the step's own length is taken at its longest, twice the window (review finding: the window's length
+    as the step's let a step run with no rest at all after a step of long requests pass as rested)."""
     if failed is None or j.row.t_first_s is None or failed.row.t_first_s is None:
         return False
     d = failed.row.duration_s
-    if d is None or not math.isfinite(d):
+    if d is None or not math.isfinite(d) or d <= 0:
         return False
-    gap = float(j.row.t_first_s) - (float(failed.row.t_first_s) + float(d))
-    return gap >= max(RECOVERY_REST_S, float(d))
+    span = float(d) / (1.0 - 2.0 * MAX_TRIM_FRACTION)  # the longest step a window of d can come from
+    gap = float(j.row.t_first_s) - (float(failed.row.t_first_s) + span)
+    return gap >= max(RECOVERY_REST_S, span)
 
 
 def judge(rows: list[CurveRow], sla: SLA, tables: bool, reps: ReplicateTable | None, level: float,

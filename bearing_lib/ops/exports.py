@@ -114,9 +114,11 @@ class PlanNumbers:
     def bound_note(self) -> str | None:
         """What a bound on the limit, or a failure floor of the plan, means for every number exported from it (None
         for a value without a floor)."""
-        floor = ("a failure floor breaks the SLA at every load tested, which no rate limit or instance count here "
-                 "fixes (the plan's failure_floors say what the failed requests share): these numbers are the other "
-                 "clauses'") if self.floors else None
+        # (not "no instance count fixes it": a floor seen at one quiet load cannot show that; the plan's verdict
+        # says which, and the header points there)
+        floor = ("a failure floor breaks the SLA at every load tested: these numbers are the other clauses', and "
+                 "meeting the SLA needs the floor removed, not a rate limit or more instances (the plan's "
+                 "failure_floors and verdict_reason say what the failed requests share)") if self.floors else None
         if self.limit_bound == "upper":
             note = (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
                     "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
@@ -328,7 +330,7 @@ def _header(numbers: PlanNumbers, what: str) -> list[str]:
         f"tier {numbers.tier}, verdict {numbers.verdict}; per-instance allowable capacity "
         f"{_num(numbers.per_instance_allowable_rps)} req/s (instances.per_instance_allowable_rps), "
         f"CBU threshold {_num(numbers.cbu_threshold)} (cbu.threshold)",
-        *([f"WARNING: {numbers.bound_note}"] if numbers.limit_bound == "upper" else
+        *([f"WARNING: {numbers.bound_note}"] if numbers.limit_bound == "upper" or numbers.floors else
           [f"note: {numbers.bound_note}"] if numbers.bound_note else []),
     ]
 

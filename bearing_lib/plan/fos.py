@@ -596,7 +596,8 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clause
             and m.fos.value < tier.fos_min]
     # a shift of the mix needs another mix to shift from ("alone, mix all (100% of traffic) …" said nothing)
     if weak and sum(1 for m in fos.per_mix if m.share > 0) > 1:
-        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}{_n(m.fos.value)})"
+        names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}"
+                              f"{_edge_text(m.fos.value, (1.0, tier.fos_min, tier.fos_max))})"
                               for m in weak)
         v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
                     f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
@@ -722,7 +723,8 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if v < tier.fos_min:
         return Verdict("red", f"FOS {vt} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
     if lo < tier.fos_min:
-        down = f"reaches down to {_n(lo)}" if fos.ci95 is None or fos.ci95[0] is not None else "is open below"
+        down = (f"reaches down to {_edge_text(lo, (1.0, tier.fos_min, tier.fos_max))}"
+                if fos.ci95 is None or fos.ci95[0] is not None else "is open below")
         return Verdict("yellow", f"FOS {vt} meets {band} but its 95% CI {down}", u)
     if u > UTILISATION_CEILING:
         return Verdict("yellow", f"FOS {vt} meets {band}, but production would run at {u:.0%} of the breakpoint; "

@@ -692,7 +692,7 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan |
                 binding=constraint_label(m.binding),
                 fos=fos,
                 n_steps=len(m.steps),
-                n_invalid_steps=sum(1 for st in m.steps if st.valid is False),
+                n_invalid_steps=sum(1 for st in m.steps if _left_out(st)),
                 followup=_followup(m),
                 floors=tuple(f.clause for f in m.failure_floors if f.breaks_clause),
                 floors_one_load=all(f.one_load for f in m.failure_floors if f.breaks_clause),
@@ -912,7 +912,7 @@ def _plan_line(plan: CapacityPlan) -> str | None:
 
 def _headline(limits: LimitsResult | None, limits_reason: str | None,
               plan: CapacityPlan | None, plan_reason: str | None, mixes: Section[LimitsSection],
-              bin_s: float | None = None) -> Headline:
+              bin_s: float | None = None, plan_run: str | None = None) -> Headline:
     rows: list[MixRow] = mixes.data.rows if mixes.data is not None else []
     binding_row = None
     with_fos = [r for r in rows if r.fos is not None and r.fos.value is not None]
@@ -924,8 +924,10 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
     binds = ""
     # a failure floor breaks a clause at every load: the SLA fails whatever the load, and the limits are the other
     # clauses' (a JMeter run's 2.1 % of assertion failures read "Q_ult ≥ 5.90 req/s completed (it never failed)")
-    # (the plan's run only, where the plan joined its FOS to some rows: a floor of another run is not this verdict's)
-    judged_rows = [r for r in rows if r.fos is not None] or rows
+    # (the plan's run only: a floor of another run is not this verdict's; a mix of that run the plan skipped, for
+    # want of a limit, keeps its floor; without a named run, the rows the plan joined a FOS to, else all)
+    judged_rows = ([r for r in rows if r.run_id == plan_run] if plan_run else
+                   [r for r in rows if r.fos is not None]) or rows
     floored = sorted({f"{c} ({r.name})" if len(rows) > 1 else c for r in judged_rows for c in r.floors})
     if binding_row is not None:
         on = f" on {binding_row.binding}" if binding_row.binding else ""
@@ -1116,13 +1118,11 @@ def _flags(limits: LimitsResult | None, profile: TrafficProfile | None,
         for m in limits.mixes:
             name = _row_label(m, several)
             for st in m.steps:
-                # left out of the fit: what the fit did (a step it read, pass, fail or counted by the model, was
-                # not left out whatever its flags: Vegeta's failing 5 rps step read "(excluded from the fit)" while
-                # it gave the bracket's failing end; round 21); a document without statuses: its validity
-                left_out = (not (st.pooled or st.status in ("pass", "fail")) if st.status is not None
-                            else st.valid is False)
+                left_out = _left_out(st)
                 if st.flags or left_out:
-                    why = ", ".join(st.flags) or (st.reasons[0] if st.reasons else "marked invalid")
+                    flags = ", ".join(st.flags)
+                    why = ((f"{st.reasons[0]}" + (f" (flags: {flags})" if flags else "")) if left_out and st.reasons
+                           else flags or "marked invalid")
                     out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if left_out else "flagged"),
                                     f"step {st.step} at offered load {_load_text(st.offered_load)}: {why}"
                                     + (" (excluded from the fit)" if left_out else "")))
@@ -1137,6 +1137,13 @@ def _flags(limits: LimitsResult | None, profile: TrafficProfile | None,
             if v is not None and not v.available:
                 out.append(Flag("profile", "info", f"{key}_not_available", str(v.reason)))
     return out
+
+
+def _left_out(st: Any) -> bool:
+    """A step the fit did not read: not a pass or fail of its own and not counted by the model (a step it read was not
+    left out, whatever its flags: Vegeta's failing 5 rps step read "(excluded from the fit)" while it gave the
+    bracket's failing end; round 21); in a document without statuses, an invalid step."""
+    return not (st.pooled or st.status in ("pass", "fail")) if st.status is not None else st.valid is False
 
 
 def _load_text(load: float | None) -> str:
@@ -1223,7 +1230,7 @@ def build_report(
     curves, curves_section = _curves(lim, lim_reason)
     fos = _fos(pl_, plan_reason)
     identity = _identity(lim, pl_, prof_doc)
-    headline = _headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc))
+    headline = _headline(lim, lim_reason, pl_, plan_reason, mixes, _target_bin_s(prof_doc), plan_run)
     if fidelity is not None and fidelity.data is not None and fidelity.data.verdict == "differs":
         headline.fidelity_line = fidelity.data.sentence()
     return ReportModel(

@@ -14,6 +14,8 @@ CLI's default 1000 resamples when the table was made), and it keeps the module u
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bearing_lib import load
@@ -163,8 +165,9 @@ def test_a_limit_below_a_step_not_judged_on_its_own_says_so(shared_data):
     # Locust against a Modal vLLM deployment: one 40-user plateau, TTFT as a custom metric row with a mean and a max
     # (Locust's percentiles are rolling windows, not the plateau's). Raw, the run's own totals in locust_stats.csv:
     # TTFT mean 16.9 s, max 96.7 s, so at least (16.9 - 10) / (96.7 - 10) = 7.9 % of TTFTs exceed 10 s, above the 1 %
-    # a p99 allows: the limit lies below 40 users. The step has no p99 of its own, so it is "not judged", and the
-    # statement said "(failed at the lowest load judged)"
+    # a p99 allows: the limit lies below 40 users. The step has no p99 of its own; it read "not judged" and the
+    # statement said "(failed at the lowest load judged)", then "the crossing lies below the lowest load read"; since
+    # round 21 the mean and max fail the step on their own (judging.judge_clause), so it is judged, and failed
     import csv
 
     path = shared_data("loadtests/locust/rishabhpoddar-llm-inference-modal-vllm")
@@ -172,7 +175,11 @@ def test_a_limit_below_a_step_not_judged_on_its_own_says_so(shared_data):
     mean, mx = float(ttft["Average Response Time"]), float(ttft["Max Response Time"])
     assert (mean - 10_000) / (mx - 10_000) > 0.01
     (m,) = fit_limits(load(path), ["p99(ttft) <= 10s"], mixes="none", n_boot=0).limits
-    assert m.q_ult.censored == "below" and m.q_ult.statement.startswith(
-        "< 40 concurrency (the crossing lies below the lowest load read, from what its figures bound; that step was "
-        "not judged on its own: p99(ttft) <= 10s: the source reports no p99 of ttft_ms)")
+    assert m.q_ult.censored == "below" and m.q_ult.statement == "< 40 concurrency (failed at the lowest load judged)"
+    (st,) = m.steps  # judged on the plateau's own mean and max (its history rows), not the run's totals above
+    got = re.search(r"mean ([\d,]+) ms and maximum ([\d,]+) ms put at least ([\d.]+)% of requests above 10,000 ms",
+                    st.reasons[0])
+    assert st.status == "fail" and got is not None
+    p_mean, p_max = (float(got.group(k).replace(",", "")) for k in (1, 2))
+    assert float(got.group(3)) == pytest.approx(100 * (p_mean - 10_000) / (p_max - 10_000), abs=0.05)
     assert m.q_ult.tokens_per_s is None  # Locust counts no tokens (polars' sum of nulls read 0 tokens/s)

@@ -161,6 +161,12 @@ def test_a_step_run_after_a_long_rest_is_no_recovery_step():
     short = {s.step: s for s in fit_limits(make_trace(_stepped(plan, rest_s=30.0)), "p99(latency) <= 1s",
                                            mixes="none", n_boot=0).mixes[0].steps}
     assert short[0].recovery_step
+    # review finding: a failing step of long requests (30 s each on 200 s steps) keeps only its middle 50 %, and the
+    # window's length taken as the step's let the next step, run with no rest at all, pass as rested
+    long_reqs = [(1, 2.0, 2.0, 100.0), (2, 8.0, 8.0, 30_000.0), (0, 1.0, 1.0, 100.0)]
+    none = {s.step: s for s in fit_limits(make_trace(_stepped(long_reqs, step_s=200.0)), "p99(latency) <= 1s",
+                                          mixes="none", n_boot=0).mixes[0].steps}
+    assert none[0].recovery_step
 
 
 def test_an_achieved_rate_dip_while_the_requested_load_rose_is_not_recovery():

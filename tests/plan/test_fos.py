@@ -372,3 +372,7 @@ def test_a_fos_just_under_an_edge_does_not_read_as_the_edge():
     assert v.color == "red" and v.reason.startswith("FOS 0.995 < 1")
     two = fos_verdict(compute_fos([Limit("a", 20.0)], {"a": 1.0}, Target(10.0)), STANDARD, Target(10.0))
     assert "FOS 2.00 " in two.reason
+    # the same rule for a CI's low end and the weak-mix note (review finding: "reaches down to 1.50" for 1.495)
+    from bearing_lib.plan.fos import _edge_text
+
+    assert _edge_text(1.495, (1.0, 1.5, 3.0)) == "1.495" and _edge_text(1.49, (1.0, 1.5, 3.0)) == "1.49"

@@ -118,6 +118,9 @@ def test_step_flags_say_what_the_fit_did(docs):
     assert by_step["step 9"].code == "step_flagged" and "excluded" not in by_step["step 9"].message
     assert by_step["step 3"].code == "step_invalid" and "a recovery step" in by_step["step 3"].message
     assert by_step["step 3"].message.endswith("(excluded from the fit)")
+    # the table's "steps (left out of the fit)" counts the same steps: the recovery step, not the failing one
+    row = next(r for r in m.mixes.data.rows if r.name == docs["limits"]["mixes"][0]["mix"]["name"])
+    assert row.n_invalid_steps == 1
 
 
 def test_a_failure_floor_leads_the_headline(docs):
