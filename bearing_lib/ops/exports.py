@@ -117,8 +117,8 @@ class PlanNumbers:
         # (not "no instance count fixes it": a floor seen at one quiet load cannot show that; the plan's verdict
         # says which, and the header points there)
         floor = ("a failure floor breaks the SLA at every load tested: these numbers are the other clauses', and "
-                 "meeting the SLA needs the floor removed, not a rate limit or more instances (the plan's "
-                 "failure_floors and verdict_reason say what the failed requests share)") if self.floors else None
+                 "meeting the SLA needs the floor removed, not a rate limit or more instances (the capacity plan's "
+                 "verdict says what the failed requests share)") if self.floors else None
         if self.limit_bound == "upper":
             note = (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
                     "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
