@@ -11,6 +11,7 @@ stays NaN, no rounding); a column the curve lacks reads as None, as ``dict.get``
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,6 +83,9 @@ class CurveRow:
     send_rate_rps: float | None = None
     concurrency_mean: float | None = None
     t_first_s: float | None = None
+    t_done_s: float | None = None
+    """The end of the step's last request (``limits.curves.step_windows``): the server is idle after it; null
+    without per-request times."""
     valid: bool | None = None
     flags: tuple[str, ...] = ()
     """The step's flags (``limits.curves``); a null list reads as none."""
@@ -108,6 +112,22 @@ class CurveRow:
     def goodput_share(self, i: int) -> float | None:
         """Goodput clause ``i``'s observed share of good requests (``_goodput_{i}``); None when not in the curve."""
         return self.goodput.get(i)
+
+    def share_above(self, metric: str, threshold: float) -> tuple[float, float] | None:
+        """Bounds ``(lo, hi)`` on the share of ``metric`` values above ``threshold`` implied by the reported mean
+        and maximum alone; None where either is missing or the maximum is not above ``threshold > 0``.
+
+        Every value is at most the maximum and those at or below ``T`` add at most ``T``, so
+        ``mean <= (1 - s) T + s max`` and the share ``s`` above ``T`` is at least ``(mean - T) / (max - T)``; by
+        Markov's inequality it is at most ``mean / T``. (AIPerf's 320-concurrency point: mean 3,580 ms, maximum
+        5,987 ms, at least 39.6 % above 2 s.) ``limits.evidence`` and ``limits.judging`` both read this bound.
+        """
+        mx, mean = self.maxima.get(metric), self.means.get(metric)
+        if mx is None or mean is None or not (math.isfinite(mx) and math.isfinite(mean)):
+            return None
+        if not mx > threshold > 0:
+            return None
+        return (mean - threshold) / (mx - threshold), mean / threshold
 
     @classmethod
     def of(cls, row: Mapping[str, object]) -> CurveRow:

@@ -346,7 +346,8 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
     t_end_s`` (steady window, null without times), ``duration_s`` (steady), ``n_sent``
     (requests sent in the window), ``send_rate_rps``, ``not_steady`` (bool or null),
     ``trend`` (text), ``step_flags`` (list of step-level flags), ``t_first_s`` (the step's
-    first request start: the order in which steps ran; null without times).
+    first request start: the order in which steps ran) and ``t_done_s`` (its last request's end: a rest after it
+    is measured from there; both null without times).
 
     Two lazy passes over the requests: one for the send windows, one for the steady
     counts and the :data:`TREND_BINS` trend bins of each step's last half. The trend
@@ -363,6 +364,8 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         pl.col("offered_load_unit").first(),
         pl.col("start_s").min().alias("_t0"),
         pl.col("start_s").max().alias("_t1"),
+        # the step's last request end (a request without a latency counted at its start)
+        (pl.col("start_s") + pl.col("latency_ms").fill_null(0.0) / 1000.0).max().alias("_t_done"),
         pl.len().alias("_n_all"),
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
         OK_EXPR.sum().cast(pl.Int64).alias("_n_ok"),
@@ -449,10 +452,12 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         flags.append(fl)
     base = base.with_columns(pl.Series("step_flags", flags, dtype=pl.List(pl.String)))
     return base.with_columns(
-        pl.when(pl.col("has_times")).then(pl.col("_t0")).otherwise(None).alias("t_first_s")
+        pl.when(pl.col("has_times")).then(pl.col("_t0")).otherwise(None).alias("t_first_s"),
+        pl.when(pl.col("has_times")).then(pl.col("_t_done")).otherwise(None).alias("t_done_s"),
     ).select(
         "run_id", "step", "offered_load", "offered_load_unit", "has_times", "t_start_s", "t_end_s", "duration_s",
-        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s", "rate_span_s", "send_span_s",
+        "n_sent", "send_rate_rps", "not_steady", "trend", "step_flags", "t_first_s", "t_done_s", "rate_span_s",
+        "send_span_s",
     )
 
 
@@ -674,7 +679,7 @@ def curve_columns(qs: dict[str, float]) -> list[str]:
     cols = [
         "run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "rate_span_s", "n_requests", "n_ok",
         "n_errors", "n_unknown", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
-        "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s",
+        "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s", "t_done_s",
     ]
     for m in METRICS:
         for name in qs:
@@ -786,7 +791,7 @@ def step_rates(counts: pl.DataFrame, win: pl.DataFrame, done: pl.DataFrame | Non
     completions inside each timed step's steady window (:func:`completions_in_window`)."""
     g = counts.join(
         win.select("run_id", "step", "offered_load", "offered_load_unit", "duration_s", "step_flags", "t_first_s",
-                   "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
+                   "t_done_s", "has_times", *[c for c in ("rate_span_s", "send_span_s") if c in win.columns]),
         on=["run_id", "step"], how="left",
     )
     d = pl.col("duration_s")
@@ -1042,6 +1047,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
     ).with_columns(
         (pl.col("n_errors") / pl.col("n_requests")).alias("error_rate"),
         pl.lit(None, pl.Float64).alias("t_first_s"),
+        pl.lit(None, pl.Float64).alias("t_done_s"),
         pl.lit(0, pl.Int64).alias("n_unknown"),
     )
     out = _loadpoint_rates(out).with_columns(

@@ -247,13 +247,9 @@ def _percentile_evidence(c: Clause, row: CurveRow, x: float) -> Evidence | None:
         known = True
         if not (mx >= c.threshold if c.strict else mx > c.threshold):
             hi = 0.0
-        mean = row.means.get(c.metric)
-        if mean is not None and math.isfinite(mean) and mx > c.threshold > 0:
-            # every value is at most the maximum and those at or below T add at most T: mean <= (1 - s) T + s max,
-            # so the share s above T is at least (mean - T) / (max - T); and by Markov at most mean / T
-            known = True
-            lo = max(lo, (mean - c.threshold) / (mx - c.threshold))
-            hi = min(hi, mean / c.threshold)
+        bounds = row.share_above(c.metric, c.threshold)
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     if not known or lo > hi:
         return None
     n = row.n_ok or row.n_requests

@@ -19,7 +19,7 @@ from bearing_lib.common.format import fmt_sig
 from bearing_lib.common.quantiles import quantile
 from bearing_lib.limits import pooled
 from bearing_lib.limits.curve_row import CurveRow
-from bearing_lib.limits.curves import MAX_TRIM_FRACTION, QUANTILES, min_n_supported, qname, wilson_interval
+from bearing_lib.limits.curves import QUANTILES, min_n_supported, qname, wilson_interval
 from bearing_lib.limits.evidence import POOL_STEP_OFFSET
 from bearing_lib.limits.replicates import ReplicateTable
 from bearing_lib.limits.settling import StepSettling
@@ -100,14 +100,12 @@ def judge_clause(c: Clause, i: int, row: CurveRow, tables: bool) -> tuple[float 
         n = row.n_ok
         if tables and v is None:
             mx = row.maxima.get(c.metric)
-            mean = row.means.get(c.metric)
-            if mx is not None and mean is not None and math.isfinite(mean) and mx > c.threshold > 0:
-                # the reported mean and maximum bound the share above T from below: every value is at most the
-                # maximum and those at or below T add at most T, so the share is at least (mean − T) / (max − T)
-                # (evidence._percentile_evidence reads the same bound); above the clause's 1 − q the step fails
-                # (AIPerf's 320-concurrency point: mean 3,580 ms, max 5,987 ms, at least 39.6 % above 2 s, read
-                # "not judged: the source reports no p99"; round 21)
-                share_lo = (mean - c.threshold) / (mx - c.threshold)
+            bounds = row.share_above(c.metric, c.threshold)
+            if bounds is not None:
+                # the reported mean and maximum bound the share above T from below (CurveRow.share_above); above
+                # the clause's 1 − q the step fails (AIPerf's 320-concurrency point read "not judged: the source
+                # reports no p99"; round 21)
+                share_lo, mean = bounds[0], row.means[c.metric]
                 if share_lo > 1.0 - c.q:
                     # a failing margin without a value to measure it by: just below zero, as estimators' own
                     return -1e-9, "fail", (f"{c.text}: {c.stat} unsupported by the source, but the reported mean "
@@ -327,18 +325,15 @@ one was left out as a recovery step, and the limit fell below a load that passed
 
 
 def _rested(j: JudgedStep, failed: JudgedStep | None) -> bool:
-    """``j`` starts after a rest that outlasts the ``failed`` step: at least its length and :data:`RECOVERY_REST_S`
-    after it ended (False where the times are not known). A judged row carries its first request's start and its
-    steady window's length, which the window rule (``curves.step_windows``) cuts to between 80 % and 50 % of the
-    step: the step's own length is taken at its longest, twice the window (review finding: the window's length
-    as the step's let a step run with no rest at all after a step of long requests pass as rested)."""
-    if failed is None or j.row.t_first_s is None or failed.row.t_first_s is None:
+    """``j`` starts after a rest that outlasts the ``failed`` step: at least :data:`RECOVERY_REST_S` and the failing
+    step's own length (its first request's start to its last request's end, ``t_first_s`` … ``t_done_s``) after
+    its last request ended. False where the times are not known: a tool's step order alone cannot show a rest."""
+    if failed is None or j.row.t_first_s is None or failed.row.t_first_s is None or failed.row.t_done_s is None:
         return False
-    d = failed.row.duration_s
-    if d is None or not math.isfinite(d) or d <= 0:
+    span = float(failed.row.t_done_s) - float(failed.row.t_first_s)
+    if not math.isfinite(span) or span < 0:
         return False
-    span = float(d) / (1.0 - 2.0 * MAX_TRIM_FRACTION)  # the longest step a window of d can come from
-    gap = float(j.row.t_first_s) - (float(failed.row.t_first_s) + span)
+    gap = float(j.row.t_first_s) - float(failed.row.t_done_s)
     return gap >= max(RECOVERY_REST_S, span)
 
 

@@ -109,16 +109,19 @@ class PlanNumbers:
     floors: bool = False
     """``failure_floors`` of the plan is not empty: a failure floor breaks an SLA clause at every load, and the
     numbers are the other clauses'."""
+    floors_one_load: bool = False
+    """``failure_floors_one_load`` of the plan: every floor was seen at one load, so whether more instances would
+    help is not tested."""
 
     @property
     def bound_note(self) -> str | None:
         """What a bound on the limit, or a failure floor of the plan, means for every number exported from it (None
         for a value without a floor)."""
-        # (not "no instance count fixes it": a floor seen at one quiet load cannot show that; the plan's verdict
-        # says which, and the header points there)
-        floor = ("a failure floor breaks the SLA at every load tested: these numbers are the other clauses', and "
-                 "meeting the SLA needs the floor removed, not a rate limit or more instances (the capacity plan's "
-                 "verdict says what the failed requests share)") if self.floors else None
+        # a floor seen at one quiet load cannot show that more instances would not help (the plan says which)
+        fix = ("and with one load tested, whether more instances would help is untested" if self.floors_one_load
+               else "and meeting the SLA needs the floor removed, not a rate limit or more instances")
+        floor = (f"a failure floor breaks the SLA at every load tested: these numbers are the other clauses', {fix} "
+                 "(the capacity plan's verdict says what the failed requests share)") if self.floors else None
         if self.limit_bound == "upper":
             note = (f"the plan's limit is an UPPER bound ({self.limit_bound_reason}): the real allowable "
                     "capacity is below these numbers, so rate limits and autoscaler targets built on them admit more "
@@ -221,6 +224,7 @@ def plan_numbers(p: CapacityPlan, *, plan_path: str, limits_path: str | None = N
         domains_statement=dom.statement if dom else None,
         tenant_quotas=tuple((r.tenant, r.quota_rps) for r in p.tenants.tenants) if p.tenants is not None else (),
         floors=bool(p.failure_floors),
+        floors_one_load=bool(p.failure_floors) and p.failure_floors_one_load,
     )
     if not (numbers.per_instance_allowable_rps > 0 and math.isfinite(numbers.per_instance_allowable_rps)):
         raise SchemaError(

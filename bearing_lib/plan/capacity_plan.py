@@ -514,6 +514,9 @@ class CapacityPlan:
     """Per mix, the statement of a load-independent failure floor that breaks an SLA clause at every load
     (``LimitsInput.floors``): the plan is red for it, and every number below is the other clauses' (the exports say
     so). Empty in plans written before round 21."""
+    failure_floors_one_load: bool = False
+    """Every floor in ``failure_floors`` was seen at one load only (``LimitsInput.floors_one_load``): the test cannot
+    show whether more instances would help, so the exports do not claim either way. False in older plans."""
     schema: str = SCHEMA
 
     # ----------------------------------------------------------------- build
@@ -573,8 +576,7 @@ class CapacityPlan:
         from bearing_lib.common.version import __version__
 
         color, reason = verdict.color, verdict.reason
-        if "over-provisioned" in verdict.reason and "possibly" not in verdict.reason \
-                and isinstance(instances, InstancePlan) and instances.base <= 1:
+        if verdict.over_provisioned and isinstance(instances, InstancePlan) and instances.base <= 1:
             # over-provisioned with one instance planned: no instance can be taken away (a new user read "over-
             # provisioned" beside "1 instance + 1 buffer", round 21)
             reason += ("; the plan already needs one instance only: fewer cannot be deployed, and only a smaller "
@@ -590,7 +592,8 @@ class CapacityPlan:
                    failure_domains=domains, tenants=tenants,
                    utilisation=verdict.utilisation, breakpoint_rule=BREAKPOINT_RULE,
                    sources={"limits": opt.limits_source, "profile": opt.profile_source}, bearing_version=__version__,
-                   failure_floors=list(io.lim.floors))
+                   failure_floors=list(io.lim.floors),
+                   failure_floors_one_load=bool(io.lim.floors) and io.lim.floors_one_load)
 
     @classmethod
     def from_files(cls, limits_path: str | Path, profile_path: str | Path, options: PlanOptions | None = None,

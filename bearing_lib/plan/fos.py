@@ -370,6 +370,9 @@ class Verdict:
     color: Color
     reason: str
     utilisation: float | None
+    over_provisioned: bool = False
+    """The FOS lies above the tier's band for certain (not "possibly"): the plan then says what fewer instances,
+    or a smaller instance, would do."""
 
 
 @dataclass
@@ -690,7 +693,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             return Verdict("yellow", f"{fos.statement.split(';')[0]} only: {never}, so the true FOS "
                            f"may or may not meet {band}; re-test with higher load", None)
         if tier.fos_max is not None and v > tier.fos_max:
-            return Verdict("yellow", f"FOS ≥ {vt} is above {band}: over-provisioned", None)
+            return Verdict("yellow", f"FOS ≥ {vt} is above {band}: over-provisioned", None, over_provisioned=True)
         return Verdict("green", f"FOS ≥ {vt} already meets {band} ({never})", None)
     if fos.bound == "upper":
         if v <= tier.fos_min:
@@ -702,7 +705,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
             # req/s, read "cannot confirm" the band at FOS < 20.8)
             held = f"FOS < {vt} ({upper_reason or UPPER_BOUND_REASON}) and ≥ {_n(lo_ci)} (95% CI)"
             if tier.fos_max is not None and lo_ci > tier.fos_max:
-                return Verdict("yellow", f"{held} is above {band}: over-provisioned", None)
+                return Verdict("yellow", f"{held} is above {band}: over-provisioned", None, over_provisioned=True)
             if 1.0 / lo_ci > UTILISATION_CEILING:
                 return Verdict("yellow", f"{held} meets {band}, but production could run at up to {1 / lo_ci:.0%} "
                                f"of the breakpoint; the sources keep it at {UTILISATION_FLOOR:.0%}–"
@@ -731,7 +734,7 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
                        f"the sources keep it at {UTILISATION_FLOOR:.0%}–{UTILISATION_CEILING:.0%}", u)
     if tier.fos_max is not None and v > tier.fos_max:
         return Verdict("yellow", f"FOS {vt} is above {band}: over-provisioned (production at {u:.0%} of the "
-                       "breakpoint)", u)
+                       "breakpoint)", u, over_provisioned=True)
     return Verdict("green", f"FOS {vt} within {band}; production at {u:.0%} of the breakpoint", u)
 
 

@@ -26,7 +26,7 @@ LMB = Path(__file__).resolve().parents[2] / "data" / "loadtests" / "lmbenchmark-
 LLMPERF = "loadtests/llmperf/yi-34b-4xa10g-vllm-concurrency-sweep-TRANSCRIBED"
 FIXED = ("run_id", "mix", "step", "offered_load", "offered_load_unit", "duration_s", "rate_span_s", "n_requests",
          "n_ok", "n_errors", "n_unknown", "error_rate", "error_rate_ci95_lo", "error_rate_ci95_hi", "throughput_rps",
-         "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s", "valid", "phase")
+         "output_tokens_per_s", "send_rate_rps", "concurrency_mean", "t_first_s", "t_done_s", "valid", "phase")
 METRICS = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 
 

@@ -167,6 +167,13 @@ def test_a_step_run_after_a_long_rest_is_no_recovery_step():
     none = {s.step: s for s in fit_limits(make_trace(_stepped(long_reqs, step_s=200.0)), "p99(latency) <= 1s",
                                           mixes="none", n_boot=0).mixes[0].steps}
     assert none[0].recovery_step
+    # the rest is measured from the failing step's last request end (t_done_s), against its length from first start
+    # to last end: the 8 rps step of 30 s requests is sent over 99.875 s and ends 129.875 s after it began; the next
+    # step starts rest − 29.875 s after that end, so it is rested from a rest of 159.75 s (by hand)
+    for rest, recovery in ((120.0, True), (200.0, False)):
+        steps = {s.step: s for s in fit_limits(make_trace(_stepped(long_reqs, rest_s=rest)), "p99(latency) <= 1s",
+                                               mixes="none", n_boot=0).mixes[0].steps}
+        assert steps[0].recovery_step is recovery, rest
 
 
 def test_an_achieved_rate_dip_while_the_requested_load_rose_is_not_recovery():

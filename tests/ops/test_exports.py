@@ -313,6 +313,18 @@ def test_a_failure_floor_is_said_in_every_exported_file(tmp_path):
         text = Path(paths[0]).read_text()
         assert "# WARNING: the plan's limit is a lower bound (the load test never failed on the other clauses)" in text
         assert "a failure floor breaks the SLA at every load tested: these numbers are the other clauses'" in text
+        assert "not a rate limit or more instances" in text
+    # a floor seen at one load only: the test cannot show whether more instances would help, and the header does not
+    # claim they cannot (the plan's failure_floors_one_load, round 22)
+    doc["failure_floors_one_load"] = True
+    plan.write_text(json.dumps(doc))
+    numbers = read_plan(plan, limits_path=REPORT / "limits.json")
+    assert numbers.floors and numbers.floors_one_load
+    w = export(numbers, list(FORMATS), tmp_path / "out1", ExportTarget(namespace="llm"))
+    for paths in w.files.values():
+        text = Path(paths[0]).read_text()
+        assert "with one load tested, whether more instances would help is untested" in text
+        assert "more instances (" not in text and "not a rate limit or more instances" not in text
     for c in validate.check_written(w.files):
         _need(c)
         assert c.ok, f"{c.path}: {c.validator}: {c.output}"

@@ -79,6 +79,7 @@ def test_verdict_bands(fos, ci, tier, color, words):
     assert v.color == color
     assert words in v.reason
     assert v.utilisation == pytest.approx(1 / fos)
+    assert v.over_provisioned is (words == "over-provisioned")  # the typed flag the plan reads, not the words
 
 
 @pytest.mark.parametrize(
@@ -94,6 +95,7 @@ def test_verdict_bands(fos, ci, tier, color, words):
 def test_verdict_on_bounds(bound, value, color, words):
     v = verdict(FosEstimate(value, None, bound, "x"), get_tier("standard"))
     assert (v.color, words in v.reason) == (color, True)
+    assert v.over_provisioned is (words == "over-provisioned")
 
 
 def test_censored_limits_give_bounds():
@@ -138,6 +140,7 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     over = fos_verdict(compute_fos([Limit("r", 7.176, (7.09, 7.176), capped=True)], {"r": 1.0}, Target(0.35)),
                        STANDARD, Target(0.35))
     assert over.color == "yellow" and "over-provisioned" in over.reason  # [20.3, 20.5]: above the band's 3
+    assert over.over_provisioned
     # a limit that failed at its first step has no lower end of its own: the target's uncertainty alone closes the
     # FOS's interval below (10 / 4.2 = 2.38), and that is no evidence the band is met (review finding)
     below = compute_fos([Limit("r", 10.0, None, censored="below")], {"r": 1.0}, Target(4.0, (3.8, 4.2)))
@@ -153,6 +156,7 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     wide = compute_fos([Limit("r", 20.0, (8.0, 20.0), capped=True)], {"r": 1.0}, tgt)
     v = fos_verdict(wide, STANDARD, tgt)
     assert v.color == "yellow" and "may lie above its maximum" in v.reason
+    assert not v.over_provisioned  # "possibly": the plan does not say fewer instances would do
     # a CI reaching below the band's minimum: < 1.79 cannot confirm the standard tier's 1.5 from below
     loose = compute_fos([Limit("r", 7.176, (5.5, 7.176), capped=True)], {"r": 1.0}, tgt)
     v = fos_verdict(loose, STANDARD, tgt)
