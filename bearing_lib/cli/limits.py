@@ -15,6 +15,16 @@ from bearing_lib.cli._common import OPTION_HELP, bearing_errors, merge_loader_op
 from bearing_lib.common.errors import ParameterError, SLAParseError
 
 
+def _span(ends) -> str:
+    """Two ends as "lo to hi" ("20,000 to 30,000"; "[20,000, 30,000]" read as three numbers), an open end "open"."""
+    from bearing_lib.common.format import fmt_sig
+
+    lo, hi = ends if ends is not None else (None, None)
+    if lo is None and hi is None:
+        return "–"
+    return f"{fmt_sig(lo) if lo is not None else 'open'} to {fmt_sig(hi) if hi is not None else 'open'}"
+
+
 def _table(result) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -36,9 +46,8 @@ def _table(result) -> None:
             short += " (not monotone)"
         if q.capped:  # held at the saturated throughput (docs/limits.md): the estimate is an upper bound ("≤")
             short = f"{short} (capped)"
-        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, f"[{fmt_sig(q.ci95[0])}, {fmt_sig(q.ci95[1])}]",
-                  f"[{fmt_sig(q.bracket[0])}, {fmt_sig(q.bracket[1])}]", q.achieved.text(3, ci=False, missing="–"),
-                  m.binding or "–")
+        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, _span(q.ci95), _span(q.bracket),
+                  q.achieved.text(3, ci=False, missing="–"), m.binding or "–")
     console.print(t)
     console.print("Q_ult is the offered load at the SLA crossing; 'achieved' is the throughput completed there "
                   "(the factor of safety uses it).")

@@ -173,3 +173,14 @@ def test_stated_conditions_on_a_dict_or_typed_conditions(typed):
     assert said == r.notes == ["--model 'x' differs from the model(s) the load-test files name: a"]
     assert (get(r, "model"), get(r, "hardware"), get(r, "instances")) == ("x", "8xA100", 3)
     assert get(r, "instances_basis") == "stated with bearing limits --tested-instances"
+
+
+def test_the_table_writes_an_interval_as_lo_to_hi():
+    """A new user read the bracket column "[20,000, 30,000]" as three numbers (round 21): the ends are joined by
+    "to", thousands still grouped, an open end said as one."""
+    from bearing_lib.cli.limits import _span
+
+    assert _span((20_000.0, 30_000.0)) == "20,000 to 30,000"
+    assert _span((9.5, None)) == "9.5 to open"
+    assert _span((None, 2.532)) == "open to 2.532"
+    assert _span((None, None)) == "–" and _span(None) == "–"
