@@ -6,6 +6,7 @@ Exit codes: 0 limits written; 1 a bearing error (bad input, bad SLA, bad paramet
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -200,6 +201,10 @@ def _fit(traces: list[str], sla_obj, mix_arg: object, *, weights: Path | None, n
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[+-]?\d+)?")
 
 
+def _is_num(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _num_text(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, int | float) and not isinstance(v, bool) else "?"
 
@@ -222,9 +227,15 @@ def not_judged_lines(mix: dict) -> list[str]:
     for (status, _), members in groups.items():
         loads = [m.get("offered_load") for m in members]
         if len(members) == 1:
-            where = f"step at {_num_text(loads[0])} {unit}".rstrip()
-        elif len(members) <= 3:
+            # a step without a finite load (vLLM's rate inf, written null) is named by its number, not "at ? rps"
+            where = (f"step at {_num_text(loads[0])} {unit}".rstrip() if _is_num(loads[0])
+                     else f"step {members[0].get('step', '?')}")
+        elif len(members) <= 3 and all(_is_num(v) for v in loads):
             where = f"{len(members)} steps at " + ", ".join(_num_text(v) for v in loads) + f" {unit}".rstrip()
+        elif len(members) <= 3:
+            where = f"{len(members)} steps (" + ", ".join(
+                f"at {_num_text(v)} {unit}".rstrip() if _is_num(v) else f"step {m.get('step', '?')}"
+                for v, m in zip(loads, members, strict=True)) + ")"
         else:
             nums = [v for v in loads if isinstance(v, int | float)]
             span = f"{_num_text(min(nums))}–{_num_text(max(nums))}" if nums else "?"

@@ -344,6 +344,12 @@ def _fit_group(
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
     notes += [cap_note] if cap_note else []
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
+    if cap_note is not None and cap is not None and interval:
+        # the interval is the crossing's held at or below the cap's own (curves.cap_limit): say so, as ci95 is not the
+        # crossing's interval any more (a new user read the credible interval's words beside a clipped ci95)
+        interval += ("; held at or below the saturated throughput's 95% CI "
+                     f"({'–' if cap.rps_lo is None else f'{cap.rps_lo:.4g}'} to "
+                     f"{'–' if cap.rps_hi is None else f'{cap.rps_hi:.4g}'} rps), as the limit is capped there")
     resolution = followup.resolution_of(value, ci, censored, det)
     if resolution is not None and resolution.coarse:
         notes.append(resolution.statement)

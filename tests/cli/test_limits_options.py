@@ -153,6 +153,16 @@ def test_not_judged_lines_group_steps_by_reason():
         "4 steps at 0.5–2 rps not judged; the first: p99(ttft) <= 2s: too few requests (83 ok)",
         "step at 9 rps left out: generator behind: sent 6.1 rps of 9",
     ]
+    # vLLM's rate inf is written null: the step is named by its number, not "at ? rps" (round 22)
+    inf = {"q_ult": {"unit": "rps"}, "steps": [
+        {"step": 3, "offered_load": None, "status": "excluded", "reasons": ["offered load is not a finite number"]},
+        {"step": 4, "offered_load": 2.0, "status": "undetermined", "reasons": ["flag too_short"]},
+        {"step": 5, "offered_load": None, "status": "undetermined", "reasons": ["flag too_short"]},
+    ]}
+    assert not_judged_lines(inf) == [
+        "step 3 left out: offered load is not a finite number",
+        "2 steps (at 2 rps, step 5) not judged; the first: flag too_short",
+    ]
 
 
 @pytest.mark.parametrize("typed", [False, True])

@@ -93,6 +93,9 @@ def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared
     assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / span)
     assert (round(q.ci95[0], 3), round(q.ci95[1], 3)) == (3.576, 3.875)
     assert q.ci95[0] < q.value < q.ci95[1]
+    # interval_method says the interval is the cap's, not the crossing's alone (round 22)
+    assert q.interval_method.endswith("; held at or below the saturated throughput's 95% CI (3.576 to 3.875 rps), "
+                                      "as the limit is capped there")
 
 
 def test_repeat_means_and_spread_by_hand():

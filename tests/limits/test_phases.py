@@ -215,6 +215,20 @@ def test_no_latency_evidence_is_unknown_but_errors_and_retrograde_still_decide()
     assert "retrograde" in out["phase_reason"][3]
 
 
+def test_a_step_without_a_finite_load_is_not_retrograde():
+    """vLLM's rate ``inf`` (every request sent at once; surajssd deepseek-v2.5: 200 requests, 1.58 req/s over its
+    126.9 s drain) against the 16 rps step's 16 req/s over its send window: the two rates are not over like spans,
+    and the step has no lower load to fall behind. Its phase comes from its latency (here 9x its baseline: plastic),
+    not "throughput retrograde" (a new user's read, round 21)."""
+    c = _curve([1, 4, 16, math.inf], [100, 103, 114, 945], thr=[1, 4, 16, 1.58])
+    out = classify_phases(c)
+    assert "retrograde" not in out["phase_reason"][3]
+    assert out["phase"].to_list() == ["elastic", "elastic", "elastic", "plastic"]
+    # the same rate at a finite load above 16 is retrograde: 1.58 < 95% of 16
+    fin = classify_phases(_curve([1, 4, 16, 32], [100, 103, 114, 945], thr=[1, 4, 16, 1.58]))
+    assert fin["phase"][3] == "failure" and "retrograde" in fin["phase_reason"][3]
+
+
 def test_an_unsupported_p99_whose_lower_bound_already_doubles_is_plastic():
     c = _curve([1, 2, 3], [100, 100, None], latency_ms_p99_ci95_lo=[90.0, 90, 250],
                latency_ms_p99_ci95_hi=[120.0, 120, None])
