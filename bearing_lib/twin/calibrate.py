@@ -452,10 +452,14 @@ def _prepare(trace, exclude_steps: list | None, known: dict | None, replicas: in
     if given.get("kv_policy", "reserve") not in ("reserve", "paged"):
         raise ParameterError(f"kv_policy must be 'reserve' or 'paged', got {given['kv_policy']!r}")
     if missing:
-        raise InsufficientDataError(
-            f"{source}: the twin needs per-request {', '.join(missing)} (found none); "
-            "an aggregate-only load test cannot calibrate it"
-        )
+        per_request = all(c in frame.columns and frame[c].null_count() < frame.height for c in ("start_s", "end_s"))
+        tool = getattr(getattr(trace, "provenance", None), "tool", None)
+        # a per-request file without these fields is not "aggregate-only" (Vegeta records each request's latency
+        # and bytes only: a new user's case, round 21)
+        why = (f"its requests carry none of them{f' ({tool} does not record them)' if tool else ''}; a load test "
+               "that records each request's time to first token and token counts can calibrate it"
+               if per_request else "an aggregate-only load test cannot calibrate it")
+        raise InsufficientDataError(f"{source}: the twin needs per-request {', '.join(missing)} (found none); {why}")
     frame = frame.with_columns(
         pl.col("step").fill_null(0) if "step" in frame.columns else pl.lit(0).alias("step"),
         pl.col("offered_load") if "offered_load" in frame.columns else pl.lit(None, pl.Float64).alias("offered_load"),

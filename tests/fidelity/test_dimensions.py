@@ -108,6 +108,21 @@ def test_burstiness_per_step():
     assert d.verdict == "differs"  # 18/17 > 2 x 0 and 1.06 - 0 > 0.5
 
 
+def test_burstiness_of_steps_too_short_says_so():
+    """Vegeta's 60 s attacks (a new user's case, round 21) have start times, but no step spans 10 bins of 10 s:
+    the reason names the longest step, not "no request start times"."""
+    test = pl.DataFrame({"run_id": ["r"] * 120, "step": [0] * 60 + [1] * 60,
+                         "start_s": list(np.arange(0, 60, 1.0)) + list(200 + np.arange(0, 59.5, 0.5)[:60])})
+    prod = pl.DataFrame({"start_s": np.arange(0, 600, 0.7)})
+    d = burstiness_dimension(test, prod, parse_sla(["p95(latency) <= 10s"]))
+    assert d.verdict == "unknown" and d.test is None
+    assert d.statement.startswith("the test's steps (the longest 59 s) are shorter than 10 bins of 10 s")
+    assert "start times" not in d.statement
+    # without start times the old words stand
+    d = burstiness_dimension(test.drop("start_s"), prod, parse_sla(["p95(latency) <= 10s"]))
+    assert d.statement.startswith("the test gives no request start times over ≥ 10 bins of 10 s")
+
+
 def test_rate_against_peak():
     assert rate_dimension([0.5, 1.0, 2.0], 8.0).verdict == "differs"
     d = rate_dimension([0.5, 1.0, 10.0], 8.0)
