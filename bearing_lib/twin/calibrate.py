@@ -456,10 +456,13 @@ def _prepare(trace, exclude_steps: list | None, known: dict | None, replicas: in
         tool = getattr(getattr(trace, "provenance", None), "tool", None)
         # a per-request file without these fields is not "aggregate-only" (Vegeta records each request's latency
         # and bytes only: a new user's case, round 21)
-        why = (f"its requests carry none of them{f' ({tool} does not record them)' if tool else ''}; a load test "
-               "that records each request's time to first token and token counts can calibrate it"
-               if per_request else "an aggregate-only load test cannot calibrate it")
-        raise InsufficientDataError(f"{source}: the twin needs per-request {', '.join(missing)} (found none); {why}")
+        if per_request:
+            raise InsufficientDataError(
+                f"{source}: the twin needs each request's {', '.join(missing)}, and the requests carry none"
+                f"{f' ({tool} does not record them)' if tool else ''}; a load test that records each request's time "
+                "to first token and token counts can calibrate it")
+        raise InsufficientDataError(f"{source}: the twin needs per-request {', '.join(missing)} (found none); "
+                                    "an aggregate-only load test cannot calibrate it")
     frame = frame.with_columns(
         pl.col("step").fill_null(0) if "step" in frame.columns else pl.lit(0).alias("step"),
         pl.col("offered_load") if "offered_load" in frame.columns else pl.lit(None, pl.Float64).alias("offered_load"),

@@ -87,7 +87,8 @@ def test_aggregate_only_or_tiny_input_is_refused_clearly():
     with pytest.raises(InsufficientDataError, match="ttft_ms") as e:
         calibrate(tr.frame.with_columns(pl.lit(None, pl.Float64).alias("ttft_ms")))
     # per-request rows without TTFT are not an aggregate-only test (Vegeta's file: a new user's case, round 21)
-    assert "its requests carry none of them" in str(e.value) and "aggregate-only" not in str(e.value)
+    assert "the twin needs each request's ttft_ms, and the requests carry none" in str(e.value)
+    assert "aggregate-only" not in str(e.value)
     with pytest.raises(InsufficientDataError, match="an aggregate-only load test cannot calibrate it"):
         calibrate(tr.frame.with_columns(pl.lit(None, pl.Float64).alias("ttft_ms"),
                                         pl.lit(None, pl.Float64).alias("start_s")))
