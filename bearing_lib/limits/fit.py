@@ -287,6 +287,38 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     return float(np.interp(x, ux, mean))
 
 
+def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
+    """The completed rate at offered load ``x`` read off the steps (repeats at one load: their mean): interpolated
+    between the steps, and beyond the tested loads the nearest step's completed share of its load times ``x`` (the
+    ratio the limit's own value was scaled by before round 22). None where ``x`` or the curve is missing."""
+    if x is None or not math.isfinite(x) or x <= 0:
+        return None
+    ux, mean, _, _ = repeat_means(xs, ys)
+    ok = ux > 0
+    ux, mean = ux[ok], mean[ok]
+    if not ux.size:
+        return None
+    if ux[0] <= x <= ux[-1]:
+        return float(np.interp(x, ux, mean))
+    i = 0 if x < ux[0] else -1
+    return float(x * mean[i] / ux[i])
+
+
+def _completed_ci(value: float | None, ci: list[float | None], achieved: float | None, xs: np.ndarray,
+                  ys: np.ndarray) -> list[float | None] | None:
+    """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`_completed_at`), held on
+    its side of the completed value; None where there is nothing to read. Scaling the offered CI by the value's
+    ratio put a lower end below what a passing step completed (SGLang 405b random: 1.83 req/s beside the 2.0 its
+    2 rps step completed; a new user's case, round 22): the server's completed rate is not a constant share of the
+    offered load near its limit."""
+    if value is None or achieved is None or ci is None:
+        return None
+    lo, hi = (_completed_at(e, xs, ys) if e is not None else None for e in ci)
+    if lo is None and hi is None:
+        return None
+    return [None if lo is None else min(lo, achieved), None if hi is None else max(hi, achieved)]
+
+
 def _fit_group(
     run_id: str, mix: Mix, rows: list[dict], sla: SLA, tables: bool, reps: ReplicateTable | None,
     totals: StepTotals, n_boot: int, level: float, estimator: str = DEFAULT_ESTIMATOR,
@@ -385,6 +417,9 @@ def _fit_group(
         "tokens_per_s": scaled(_interp(value, xs_all[keep], tot_tok[keep])),
         "mix_throughput_rps": scaled(_interp(value, xs_all[keep], thr_mix[keep])),
         "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
+        # a capped limit's interval is the cap's own, already of completed requests (curves.cap_limit)
+        "throughput_ci95_rps": (None if cap_note is not None or censored != "none" or unit != "rps" else
+                                _completed_ci(value, ci, scaled(thr_at), xs_all[keep], tot_rps[keep])),
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,
         "method": _method(tables, n_boot, estimator),

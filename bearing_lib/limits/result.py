@@ -231,10 +231,16 @@ class QUlt:
     """The highest rate the run completed when one of its steps saturated the server (``curves.saturation_cap``)."""
     capped: bool = False
     """True when the SLA crossing lay above ``saturated_rps`` and ``value`` was held at it."""
+    throughput_ci95_rps: tuple[float | None, float | None] | None = None
+    """The 95 % CI on the completed basis: each end of ``ci95`` read off the steps' completed rates (``limits.fit``,
+    round 22); None for a bound, a capped limit, a non-rps axis or a file written before round 22, whose completed
+    CI is ``ci95`` scaled by the value's ratio (:attr:`achieved`)."""
 
     def __post_init__(self) -> None:
         self.ci95 = tuple(self.ci95)  # type: ignore[assignment]
         self.bracket = tuple(self.bracket)  # type: ignore[assignment]
+        if self.throughput_ci95_rps is not None:
+            self.throughput_ci95_rps = tuple(self.throughput_ci95_rps)  # type: ignore[assignment]
 
     @property
     def estimate(self) -> Estimate:
@@ -257,7 +263,11 @@ class QUlt:
             thr = self.value
         if est.value is None or thr is None or not est.value > 0 or not thr > 0:
             return Estimate(None, bound=est.bound, unit="rps", basis="achieved")
-        return est.scaled(thr / est.value, unit="rps", basis="achieved")
+        out = est.scaled(thr / est.value, unit="rps", basis="achieved")
+        if self.throughput_ci95_rps is not None and est.bound == "none":
+            # each end read off the curve (limits.fit._completed_ci), not scaled by the value's ratio
+            out = dataclasses.replace(out, ci95=tuple(self.throughput_ci95_rps))
+        return out
 
 
 @dataclass(frozen=True)

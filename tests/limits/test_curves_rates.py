@@ -346,3 +346,32 @@ def test_the_cap_interval_reaches_the_service_rate_in_most_seeds():
         below += q.value < 10.0
     assert covered >= 26
     assert 5 <= below <= 25  # the cap alone is the service rate's estimate, not a bound on it
+
+
+@pytest.mark.shared_data
+def test_the_completed_ci_is_read_off_the_curve(shared_data):
+    """SGLang llama-3.1-405B random 1,024/1,024 under ``p50(ttft) <= 500ms`` (a new user's case, round 22): the
+    offered CI's ends are read where the steps' completed rates lie (the 2 rps step completed 2.0 req/s, the 4 rps
+    step 3.376), not as the value's ratio times the offered ends: that put the lower end at 1.83 req/s, below the
+    2.0 the passing 2 rps step completed."""
+    path = shared_data(SGLANG.replace("llama_3_3_70b_online", "llama_405b_online"))
+    res = fit_limits(load(path), "p50(ttft) <= 500ms", mixes=None, n_boot=0)
+    (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
+    q = lim.q_ult
+    by = {s.offered_load: s.throughput_rps for s in lim.steps}
+    assert by[2.0] == pytest.approx(2.0) and 3.3 < by[4.0] < 3.4
+    lo, hi = q.ci95
+    assert 2.0 < lo < hi < 4.0  # both ends between the 2 and 4 rps steps
+    slope = (by[4.0] - by[2.0]) / 2.0
+    a = q.achieved
+    assert a.ci95[0] == pytest.approx(by[2.0] + (lo - 2.0) * slope, rel=1e-9)
+    assert a.ci95[1] == pytest.approx(by[2.0] + (hi - 2.0) * slope, rel=1e-9)
+    assert by[2.0] <= a.ci95[0] < a.value < a.ci95[1] <= by[4.0]
+    assert a.value == pytest.approx(by[2.0] + (q.value - 2.0) * slope, rel=1e-9)
+    # the JSON edge carries it, and a file without it (before round 22) reads the scaled CI as before
+    doc = res.to_dict()
+    (m,) = [m for m in doc["mixes"] if m["run_id"].endswith("ratio0")]
+    assert m["q_ult"]["throughput_ci95_rps"] == pytest.approx(list(a.ci95))
+    del m["q_ult"]["throughput_ci95_rps"]
+    old = [x for x in type(res).from_dict(doc).mixes if x.run_id.endswith("ratio0")][0].q_ult.achieved
+    assert old.ci95[0] == pytest.approx(lo * a.value / q.value)
