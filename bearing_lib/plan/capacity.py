@@ -374,7 +374,11 @@ def instance_count(
         plan.per_instance_allowable_ci95 = scaled(ci95, 1 / target_fos)
         if open_end(ci95):
             plan.open_reason = open_reason or OPEN_ABOVE
-        plan.reason += f"; over the limit's 95% CI the fleet is {plan.range_text().removeprefix('95% CI ')}"
+        text = plan.range_text()
+        # "2 instances at both ends of the limit's 95% CI" says the CI already (a new user read "over the limit's
+        # 95% CI the fleet is 2 instances at both ends of the limit's 95% CI", round 22)
+        plan.reason += (f"; over the limit's 95% CI the fleet is {text.removeprefix('95% CI ')}"
+                        if text.startswith("95% CI ") else f"; the fleet is {text}")
     return plan
 
 

@@ -114,3 +114,16 @@ def test_safe_concurrency_statement_names_the_sla_statistic():
     res = max_safe_concurrency(pts, 500, stat="P95")
     assert res.value == 8
     assert "P95 450 ms ≤ SLA 500 ms" in res.statement and "P99" not in res.statement
+
+
+def test_a_count_the_same_at_both_ends_of_the_limits_ci_is_said_once():
+    """inference-perf's quantization run (a new user's case, round 22): 8.24 req/s against 115.6 req/s allowable
+    per instance is one instance at every end of the limit's CI (170.5–177.3 / 1.5), plus the buffer; the reason
+    read "over the limit's 95% CI the fleet is 2 instances at both ends of the limit's 95% CI"."""
+    p = instance_count(8.24, 173.36, 1.5, ci95=(170.5, 177.3))
+    assert (p.base, p.total) == (1, 3) and p.total_ci95 == (3, 3)  # no burst model: the seed's +2
+    assert p.reason.endswith("; the fleet is 3 instances at both ends of the limit's 95% CI")
+    assert "over the limit's 95% CI the fleet is 3" not in p.reason
+    # ends that differ keep "over the limit's 95% CI": at 10 req/s each, ceil(100 / 6.67) = 15 + 2
+    q = instance_count(100.0, 20.0, 1.5, ci95=(10.0, 30.0))
+    assert q.reason.endswith("; over the limit's 95% CI the fleet is 7–17 instances")

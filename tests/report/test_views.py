@@ -257,3 +257,14 @@ def test_budget_group_reads_the_slo_budget_as_the_profile_writes_it():
     (t,) = g.tables
     assert t.rows == [["5.0 min", "40", "2", "50.00", "0.2%"],
                       ["6.0 h", "not available: a 360-minute window does not fit", "", "", ""]]
+
+
+def test_an_interval_whose_ends_agree_is_said_once():
+    """The ops section's intervals (a new user read "2 instance(s) (95% CI from the limit's: 2–2)", round 22): ends
+    that print alike are said once, "2 at both ends"; others as before."""
+    from bearing_lib.report.templating import environment
+
+    civ = environment().get_template("_macros.html.j2").module.civ
+    assert str(civ((2, 2), 0)) == "2 at both ends"
+    assert str(civ((14151.2, 16961.0), 0)) == "14,151–16,961"
+    assert str(civ((2.004, 2.001), 2)) == "2.00 at both ends"
