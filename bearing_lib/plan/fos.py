@@ -312,10 +312,13 @@ class MixFos:
     fos: FosEstimate
     utilisation: float | None
     own_peak: MixPeakFos | None = None
+    capped: bool = False
+    """The limit is held at the saturated throughput (``Limit.capped``): an upper bound, as the FOS made from it
+    (the report showed it as a value, "173 (171–176)", beside "FOS < 21.03"; round 22)."""
 
     @property
     def q_ult(self) -> Estimate:
-        bound = {"above": "lower", "below": "upper"}.get(self.censored, "none")
+        bound = "upper" if self.capped else {"above": "lower", "below": "upper"}.get(self.censored, "none")
         return Estimate(self.q_ult_rps, ci95=_ci(self.q_ult_ci95), bound=bound,  # type: ignore[arg-type]
                         unit="req/s", basis="achieved")
 
@@ -508,7 +511,7 @@ def compute_fos(
                         open_=lim.open_end, open_reason=lim.open_reason)
         per_mix.append(MixFos(lim.mix, float(shares.get(lim.mix, 0.0)), lim.q_ult_rps, lim.ci95, lim.censored, est,
                               target.rps / lim.q_ult_rps,
-                              _own_peak_fos(lim, q_draws[lim.mix], own.get(lim.mix), target, why)))
+                              _own_peak_fos(lim, q_draws[lim.mix], own.get(lim.mix), target, why), lim.capped))
 
     total_share = sum(v for v in shares.values() if v > 0)
     covered = {m: float(shares.get(m, 0.0)) for m in names if shares.get(m, 0.0) > 0}

@@ -129,6 +129,8 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     (m,) = capped.per_mix
     assert m.fos.bound == "upper" and m.fos.value == pytest.approx(7.176 / 4)
     assert m.fos.statement.startswith("FOS < 1.79") and "capped" in m.fos.statement
+    # the per-mix limit is an upper bound too, where the report shows it (round 22: "173 (171–176)" beside "FOS <")
+    assert m.capped and m.q_ult.bound == "upper" and m.to_dict()["capped"] is True
     assert capped.blended.fos.bound == "upper"
     assert capped.blended.bound_reason == CAPPED_REASON and "bound_reason" in capped.blended.to_dict()
     # its 95 % CI is closed below at 7.09 / 4 = 1.77: the FOS lies in [1.77, 1.79], inside the standard band 1.5-3
