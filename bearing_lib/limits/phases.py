@@ -502,8 +502,11 @@ def p_critical_breakpoint(
     y = np.log(g[p99].to_numpy().astype(float)[keep])
     n = x.size
     if n < 5 or np.unique(x).size < 5:
-        return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
-                                 reason=f"a broken-stick fit needs >= 5 valid steps at distinct loads; found {n}")
+        # the count is of the steps that carry a P99 (a new user read "found 0" of a sweep with six valid steps)
+        found = (f"{n} valid step(s) have one" if np.unique(x).size == n else
+                 f"{n} valid step(s) have one, at {np.unique(x).size} distinct loads")
+        return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable", reason=(
+            f"a broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; {found}"))
     xs = np.unique(x)
     grid = np.linspace(xs[1], xs[-2], n_grid)
     rss = np.empty(grid.size)

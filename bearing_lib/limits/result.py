@@ -374,6 +374,9 @@ class PCritical:
     available: bool = True
 
     def __post_init__(self) -> None:
+        if self.censored == "unavailable":
+            # no method gave a value: not "available: true" beside a null value (a new user's read, round 22)
+            self.available = False
         ci = self.ci95
         if ci is not None:
             self.ci95 = (ci[0], ci[1])

@@ -145,6 +145,19 @@ def test_breakpoint_recovers_a_known_hinge():
 def test_breakpoint_needs_five_steps():
     r = p_critical_breakpoint(_curve([1, 2, 3, 4], [1, 2, 3, 4]))
     assert r.value is None and "5 valid steps" in r.reason
+    assert r.reason.endswith("; 4 valid step(s) have one")
+    # the count is of the steps with a P99 (a new user read "found 0" beside six valid steps without one, round 22)
+    r = p_critical_breakpoint(_curve([1, 2, 3, 4, 5, 6], [None] * 6))
+    assert r.reason == "a broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; 0 valid step(s) have one"
+    r = p_critical_breakpoint(_curve([1, 1, 2, 2, 3, 3], [1, 1, 2, 2, 3, 3]))
+    assert r.reason.endswith("; 6 valid step(s) have one, at 3 distinct loads")
+
+
+def test_p_critical_without_any_value_is_not_available():
+    """Neither method gave a value: the JSON says ``available: false`` rather than true beside a null value."""
+    res = p_critical(_curve([1, 2, 3], [None] * 3))
+    assert res.value is None and res.censored == "unavailable" and not res.available
+    assert res.to_dict()["available"] is False
 
 
 def test_p_critical_reports_both_and_trusts_2x():
