@@ -38,30 +38,36 @@ def _column(frame: pl.DataFrame | None, col: str, *, ok_only: bool = False) -> n
     return v.to_numpy().astype(float) if v.len() else None
 
 
+def _of_run(frame: pl.DataFrame, run: str | None) -> tuple[pl.DataFrame, list[str]]:
+    """The rows of the run the report is about (its id, or the one id it ends with or that ends it); every row,
+    with a note, when the test has no such run."""
+    if not run or "run_id" not in frame.columns:
+        return frame, []
+    runs = set(frame["run_id"].drop_nulls().unique().to_list())
+    if run in runs:
+        return frame.filter(pl.col("run_id") == run), []
+    short = [r for r in runs if run.endswith(str(r)) or str(r).endswith(run)]
+    if len(short) == 1:
+        return frame.filter(pl.col("run_id") == short[0]), []
+    return frame, [f"the load test has no run {run!r} (runs {', '.join(sorted(map(str, runs)))}): every run is "
+                   "compared"]
+
+
 def _test_frame(test: Any, run: str | None) -> tuple[pl.DataFrame | None, list[str]]:
-    notes: list[str] = []
     frame = getattr(test, "frame", None)
     if frame is None or getattr(test, "kind", "requests") != "requests":
-        return None, notes
-    if run and "run_id" in frame.columns:
-        runs = set(frame["run_id"].drop_nulls().unique().to_list())
-        if run in runs:
-            frame = frame.filter(pl.col("run_id") == run)
-        else:
-            short = [r for r in runs if run.endswith(str(r)) or str(r).endswith(run)]
-            if len(short) == 1:
-                frame = frame.filter(pl.col("run_id") == short[0])
-            else:
-                notes.append(f"the load test has no run {run!r} (runs {', '.join(sorted(map(str, runs)))}): "
-                             "every run is compared")
-    return frame, notes
+        return None, []
+    return _of_run(frame, run)
 
 
-def _mean_per_request(test: Any, col: str) -> float | None:
-    """A load-point table's mean tokens per request: ``{col}_per_s / throughput_rps``, median over the steps."""
+def _mean_per_request(test: Any, col: str, run: str | None = None) -> float | None:
+    """A load-point table's mean tokens per request: ``{col}_per_s / throughput_rps``, median over the steps of
+    the report's run (a new user read SGLang's random run as "mean 509 tokens", the median over the file's
+    ShareGPT steps too, where the run's own is 511; round 22)."""
     frame = getattr(test, "frame", None)
     if frame is None or getattr(test, "kind", "") != "loadpoints":
         return None
+    frame, _ = _of_run(frame, run)
     per_s = f"{col}_per_s"
     if per_s not in frame.columns or "throughput_rps" not in frame.columns:
         return None
@@ -140,8 +146,9 @@ def assess_fidelity(test: Any, production: Any, *, limits: Any = None, run: str 
     t_in, t_out = _column(t_frame, "input_tokens"), _column(t_frame, "output_tokens", ok_only=True)
     p_in, p_out = _column(p_frame, "input_tokens"), _column(p_frame, "output_tokens")
     dims = [
-        length_dimension("input_tokens", t_in, p_in, test_mean_only=_mean_per_request(test, "input_tokens")),
-        length_dimension("output_tokens", t_out, p_out, test_mean_only=_mean_per_request(test, "output_tokens")),
+        length_dimension("input_tokens", t_in, p_in, test_mean_only=_mean_per_request(test, "input_tokens", run)),
+        length_dimension("output_tokens", t_out, p_out,
+                         test_mean_only=_mean_per_request(test, "output_tokens", run)),
         cache_dimension(t_frame, p_frame),
         burstiness_dimension(t_frame, p_frame, getattr(limits, "sla", None)),
         rate_dimension(_step_rates(limits, run), peak_rps, peak_basis=peak_basis,

@@ -184,3 +184,20 @@ def test_a_tiny_share_is_not_printed_as_zero():
     d = length_dimension("input_tokens", np.array([100.0, 200.0] * 20), prod)
     assert d.extra.shorter_than_tested == pytest.approx(1 / 5000)
     assert "< 0.1% are shorter than any tested (100)" in d.statement and "0.0%" not in d.statement
+
+
+def test_a_tables_mean_lengths_are_the_reports_runs():
+    """SGLang's 405b file holds a random 1,024/1,024 run and a ShareGPT run (a new user's case, round 22): the
+    random run's report compared "mean 509 tokens", the median over both runs' steps; its own steps' median is
+    taken (here by hand: 100/1 = 100, 300/1 = 300, 500/1 = 500 for run a; 20 for run b)."""
+    from types import SimpleNamespace
+
+    from bearing_lib.fidelity.assess import _mean_per_request
+
+    frame = pl.DataFrame({"run_id": ["f/a", "f/a", "f/a", "f/b", "f/b"], "throughput_rps": [1.0, 2.0, 4.0, 1.0, 2.0],
+                          "input_tokens_per_s": [100.0, 600.0, 2000.0, 20.0, 40.0]})
+    t = SimpleNamespace(frame=frame, kind="loadpoints")
+    assert _mean_per_request(t, "input_tokens", "f/a") == pytest.approx(300.0)
+    assert _mean_per_request(t, "input_tokens", "a") == pytest.approx(300.0)  # the run's short name
+    assert _mean_per_request(t, "input_tokens", "f/b") == pytest.approx(20.0)
+    assert _mean_per_request(t, "input_tokens") == pytest.approx(100.0)  # no run: every step, as before
