@@ -386,8 +386,15 @@ def _fit_group(
     if resolution is not None and resolution.coarse:
         notes.append(resolution.statement)
     skipped_steps = [j for j in judged if j.status in ("undetermined", "excluded")]
-    if skipped_steps:
-        notes.append(f"{len(skipped_steps)} step(s) could not be judged and were left out (see steps[].reasons)")
+    # a step the estimator read (its counts, though too few for a verdict of its own) is not left out: the report's
+    # "steps (left out of the fit)" column counts the same way (a new user read "left out" here beside "(0)" there)
+    read = [j for j in skipped_steps if any(j is p for p in pool)]
+    out = len(skipped_steps) - len(read)
+    if out:
+        notes.append(f"{out} step(s) could not be judged and were left out (see steps[].reasons)")
+    if read:
+        notes.append(f"{len(read)} step(s) could not be judged on their own, but the fit reads their counts "
+                     "(see steps[].reasons)")
     xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
     thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan

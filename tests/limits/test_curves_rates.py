@@ -375,3 +375,17 @@ def test_the_completed_ci_is_read_off_the_curve(shared_data):
     del m["q_ult"]["throughput_ci95_rps"]
     old = [x for x in type(res).from_dict(doc).mixes if x.run_id.endswith("ratio0")][0].q_ult.achieved
     assert old.ci95[0] == pytest.approx(lo * a.value / q.value)
+
+
+@pytest.mark.shared_data
+def test_a_step_the_fit_reads_is_not_said_left_out(shared_data):
+    """inference-perf's quantization run under ``p95(ttft) <= 500ms and error_rate <= 1%`` (a new user's case, round
+    22): its 1 rps stage has 60 requests, too few for a P95 or a 1 % rate of its own, so it is undetermined, but the
+    model reads its counts (the report's "steps (left out of the fit)" said 0); the note said it was left out."""
+    res = fit_limits(load(shared_data("loadtests/inference-perf/k8s-sigs-kubecon-na-2025/vllm_quantization")),
+                     "p95(ttft) <= 500ms and error_rate <= 1%", mixes=None, n_boot=0)
+    (m,) = res.mixes
+    (st,) = [s for s in m.steps if s.status == "undetermined"]
+    assert st.offered_load == 1.0 and st.n_requests == 60 and st.pooled
+    assert "1 step(s) could not be judged on their own, but the fit reads their counts (see steps[].reasons)" in m.notes
+    assert not any("left out" in n for n in m.notes)
