@@ -1124,7 +1124,7 @@ def _flags(limits: LimitsResult | None, profile: TrafficProfile | None,
                     why = ((f"{st.reasons[0]}" + (f" (flags: {flags})" if flags else "")) if left_out and st.reasons
                            else flags or "marked invalid")
                     out.append(Flag(f"limits · {name}", "warning", "step_" + ("invalid" if left_out else "flagged"),
-                                    f"step {st.step} at offered load {_load_text(st.offered_load)}: {why}"
+                                    f"step {st.step} {_load_text(st)}: {why}"
                                     + (" (excluded from the fit)" if left_out else "")))
             for note in m.notes:
                 out.append(Flag(f"limits · {name}", "info", "note", str(note)))
@@ -1146,9 +1146,16 @@ def _left_out(st: Any) -> bool:
     return not (st.pooled or st.status in ("pass", "fail")) if st.status is not None else st.valid is False
 
 
-def _load_text(load: float | None) -> str:
-    """A step's offered load as text: an unbounded rate (vLLM's ``inf``, null in JSON) is "unbounded"."""
-    return "unbounded" if load is None or not math.isfinite(load) else f"{load:g}"
+def _load_text(st: Any) -> str:
+    """Where a step ran: "at offered load 4"; an unbounded rate (vLLM's ``inf``, null in JSON, its reason "not a
+    finite number") "at an unbounded offered load"; a load the file does not give "(offered load unknown)" (a new
+    user read GuideLLM's concurrent16 row as "unbounded", round 22)."""
+    load = st.offered_load
+    if load is not None and math.isfinite(load):
+        return f"at offered load {load:g}"
+    if load is not None or any("not a finite number" in str(r) for r in st.reasons or ()):
+        return "at an unbounded offered load"
+    return "(offered load unknown)"
 
 
 def _plan_arg(plan: Any) -> tuple[CapacityPlan | None, str | None]:

@@ -51,10 +51,16 @@ def test_one_instance_is_singular():
     assert instance_count(20.0, 12.0, 1.5).reason.startswith("3 instances carry")
 
 
-@pytest.mark.parametrize("load, text", [(None, "unbounded"), (math.inf, "unbounded"), (4.0, "4"), (2.5, "2.5")])
-def test_a_step_at_an_unbounded_rate_says_so(load, text):
-    """vLLM's request_rate "inf" is null in the limits JSON: the flag said "at offered load None"."""
-    assert _load_text(load) == text
+@pytest.mark.parametrize("load, reasons, text", [
+    (None, ["offered load is not a finite number (an unbounded rate)"], "at an unbounded offered load"),
+    (math.inf, [], "at an unbounded offered load"), (4.0, [], "at offered load 4"), (2.5, [], "at offered load 2.5"),
+    (None, ["offered load unknown: the file does not say it"], "(offered load unknown)")])
+def test_a_step_at_an_unbounded_rate_says_so(load, reasons, text):
+    """vLLM's request_rate "inf" is null in the limits JSON: the flag said "at offered load None"; a load the file
+    does not give (GuideLLM's concurrent16 row, null too) is unknown, not unbounded (round 22)."""
+    from types import SimpleNamespace
+
+    assert _load_text(SimpleNamespace(offered_load=load, reasons=reasons)) == text
 
 
 def _target(rps: float) -> Target:
