@@ -357,7 +357,10 @@ def instance_count(
         basis = (f"burst model: {burst.multiplier:g}× the target = {burst.multiplier * target_rps:,.2f} req/s needs "
                  f"{burst_need} instance{'' if burst_need == 1 else 's'} at {'its' if burst_need == 1 else 'their'} "
                  "ultimate capacity; "
-                 f"buffer = max({min_buffer}, {burst_need} − {base})"
+                 # the formula's two cases in words ("buffer = max(1, 1 − 2)" read as a sum gone wrong; round 22)
+                 + (f"buffer = {burst_need} − {base} base = {buffer}" if burst_need - base >= min_buffer else
+                    f"the {base} base instance{'' if base == 1 else 's'} already carr{'ies' if base == 1 else 'y'} "
+                    f"it: buffer = the minimum, {min_buffer}")
                  + (f"; burst model from {burst.source}" if burst.source else ""))
     carry = "instance carries" if base == 1 else "instances carry"
     reason = (f"{base} {carry} {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "

@@ -27,6 +27,8 @@ CODES: dict[str, str] = {
     "loader_notes": "how the files were read",
     "censored_above": "limit is a lower bound (the test never failed)",
     "censored_below": "limit is an upper bound (failed at the first step)",
+    "censored_no_data": "no limit: the steps cannot place it",
+    "censored_not_monotone": "limit flagged: the curve passed again after failing",
     "absent_requests_failed": "requests missing from the files, put back as failed",
     "absent_requests_unknown": "requests missing from the files, outcome unknown",
     "no_error_column": "no error column: error rate unknown",

@@ -73,6 +73,10 @@ def test_instance_count_by_hand():
     p = instance_count(100.0, 20.0, 1.5, burst=BurstModel(3.0))
     assert (p.base, p.buffer, p.total) == (8, 7, 15)
     assert p.per_instance_allowable_rps == pytest.approx(20 / 1.5)
+    assert "needs 15 instances at their ultimate capacity; buffer = 15 − 8 base = 7" in p.buffer_basis
+    # a burst the base already carries: the minimum buffer, said so (not "buffer = max(1, 6 − 8)")
+    b = instance_count(100.0, 20.0, 1.5, burst=BurstModel(1.2))
+    assert "the 8 base instances already carry it: buffer = the minimum, 1" in b.buffer_basis
     # a mild burst still keeps the minimum buffer of 1: ceil(1.2 x 100 / 20) = 6 < 8
     assert instance_count(100.0, 20.0, 1.5, burst=BurstModel(1.2)).buffer == 1
     # no burst model: the seed's +2, labelled as such

@@ -34,6 +34,9 @@ def test_step_findings_that_say_the_same_are_one_line_naming_the_steps():
 def test_codes_and_step_flags_in_words_and_file_names_untouched():
     assert words("too_few_for_p99_9") == "too few requests for a P99.9"
     assert words("some_new_code") == "some new code"
+    # every censoring the limits write has words of its own, not "censored no data" (a new user's read, round 22)
+    assert words("censored_no_data") == "no limit: the steps cannot place it"
+    assert words("censored_not_monotone") == "limit flagged: the curve passed again after failing"
     assert plain("seq_len.csv holds seq_len, too_few_for_p95") == (
         "seq_len.csv holds sequence length, too few requests for a P95")
 
