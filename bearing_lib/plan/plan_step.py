@@ -38,6 +38,10 @@ class PlanStep:
     ``not_steady`` (the queue still rising through the step), as :data:`BACKLOG_FLAGS` words them."""
     observed: dict[str, float | None] = field(default_factory=dict)
     stats: dict[str, float | None] = field(default_factory=dict)
+    too_few: tuple[str, ...] = ()
+    """The percentiles (``p95``, ``p99``) the step holds too few requests to support (its ``too_few_for_pNN``
+    flags): a figure read at such a step is said to be one."""
+    n_ok: int | None = None
 
     def stat(self, key: str) -> float | None:
         """The statistic ``key`` (``ttft_ms_p95``, ``latency_ms_mean``), or None when the step has none."""
@@ -56,7 +60,9 @@ class PlanStep:
         return cls(step=st.step, offered_load=st.offered_load, load_axis=st.load_axis, offered_load_unit=unit,
                    throughput_rps=st.throughput_rps, error_rate=st.error_rate, concurrency_mean=st.concurrency_mean,
                    recovery_step=st.recovery_step, backlog=_backlog(st.flags),
-                   observed=dict(st.observed or {}), stats=stats)
+                   observed=dict(st.observed or {}), stats=stats,
+                   too_few=tuple(f.removeprefix("too_few_for_") for f in st.flags or ()
+                                 if f.startswith("too_few_for_")), n_ok=st.n_ok)
 
     def add_curve_columns(self, row: dict[str, object]) -> None:
         """The load curve's columns at this step (``row``: a curve row) where the step has no value: a field left

@@ -155,6 +155,12 @@ def test_lowest_judged_load_is_not_called_the_lowest_tested():
     assert item.value == 300.0 and item.reason.endswith("at the lowest judged load 1.25 rps (the test started at "
                                                         "0.2 rps; the steps below have no value for it)")
     assert single_path_p95(steps[1:], [P95_1S]).reason.endswith("at the lowest tested load 1.25 rps")
+    # a P95 the limits left unsupported (inference-perf's 60-request 1 rps stage, round 22) is said to be one
+    thin = [PlanStep(offered_load=1.0, offered_load_unit="rps", stats={"ttft_ms_p95": 36.49}, too_few=("p95", "p99"),
+                     n_ok=60)]
+    item = single_path_p95(thin, [P95_1S])
+    assert item.status == "healthy" and item.reason.endswith(
+        "at the lowest tested load 1 rps (from 60 requests, too few for a supported P95: an indication only)")
 
 
 def test_the_fixture_is_what_the_docstring_says():
