@@ -579,8 +579,9 @@ class CapacityPlan:
         if verdict.over_provisioned and isinstance(instances, InstancePlan) and instances.base <= 1:
             # over-provisioned with one instance planned: no instance can be taken away (a new user read "over-
             # provisioned" beside "1 instance + 1 buffer", round 21)
-            reason += ("; the plan already needs one instance only: fewer cannot be deployed, and only a smaller "
-                       "instance (fewer GPUs, a cheaper accelerator) would bring the margin into the band")
+            # "one instance" is the base: a new user read "needs one instance only" beside "2 (1 + 1 buffer)" (round 22)
+            reason += ("; the plan's base is one instance (its buffer aside): fewer cannot be deployed, and only a "
+                       "smaller instance (fewer GPUs, a cheaper accelerator) would bring the margin into the band")
         if io.lim.floors:
             color, reason = "red", floor_reason(io.lim.floors, io.lim.floors_one_load, reason)
         if no_fit:

@@ -128,7 +128,9 @@ def _not_covered(model: ReportModel) -> list[str]:
     mem = getattr(plan, "memory", None) if plan is not None else None
     need = getattr(mem, "gpu_memory_needed", None)
     if need is not None:
-        out.append(f"GPU memory not given: {need.statement}")
+        # the statement begins "no GPU memory given: ..." (a new user read "GPU memory not given: no GPU memory
+        # given", round 22)
+        out.append(need.statement[:1].upper() + need.statement[1:])
     return out
 
 

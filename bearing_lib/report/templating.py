@@ -23,7 +23,7 @@ from bearing_lib.report.flag_digest import digest
 from bearing_lib.report.wording import plain, words
 
 NOT_GIVEN_WHEN_ZERO = frozenset({"gpu_mem_gib", "concurrency", "price_per_hour", "budget_per_month", "zones",
-                                 "replicas_per_node"})
+                                 "replicas_per_node", "tested_instances"})
 """Report parameters whose 0 means "not given" (the notebooks' parameter cells say so)."""
 
 

@@ -145,4 +145,5 @@ def test_over_provisioned_at_one_instance_says_only_a_smaller_instance_helps():
     p = _plan(target_rps=2.0)
     assert p.instances.base == 1 and p.fos.blended.fos.value == pytest.approx(4.0)
     assert "over-provisioned" in p.verdict_reason and "fewer cannot be deployed" in p.verdict_reason
+    assert "the plan's base is one instance (its buffer aside)" in p.verdict_reason
     assert "fewer cannot be deployed" not in _plan(target_rps=7.0).verdict_reason

@@ -50,4 +50,8 @@ def test_parameters_not_given_and_raw_json_keeps_its_keys():
     assert out.split("|")[0] == ("gpu_mem_gib=not given;price_per_hour=not given;gpu_count=1;metrics_offset_s=0.0;"
                                  "concurrency=not given;week=not given;tier=standard;")
     assert '&#34;seq_len&#34;: 1' in out.split("|")[1]
+    # tested_instances 0 means "not stated" (the notebooks' parameter cell): the table read "0" beside the plan's
+    # "1 assumed" (a new user's case, round 22)
+    assert t.render(p={"tested_instances": 0}, raw={}).split("|")[0] == "tested_instances=not given;"
+    assert t.render(p={"tested_instances": 2}, raw={}).split("|")[0] == "tested_instances=2;"
 
