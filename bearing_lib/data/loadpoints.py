@@ -8,7 +8,9 @@ the uncertainty a summary supports (no bootstrap: there are no requests to resam
 Columns: identity and load (``run_id``, ``step``, ``offered_load``, ``offered_load_unit``,
 ``model``), volume (``duration_s``, ``n_requests``, ``n_ok``, ``n_errors``), throughput
 (``throughput_rps`` = completed ok requests per second, ``achieved_rate_rps`` = requests
-sent per second when the tool reports it, ``input_tokens_per_s``, ``output_tokens_per_s``),
+sent per second when the tool reports it, ``input_tokens_per_s``, ``output_tokens_per_s``), ``concurrency_mean``
+(the mean number of requests in flight as the tool measured it, where it reports one; else null and the limits
+take Little's law, completed rate × mean latency),
 then, for each latency metric ``ttft_ms``, ``latency_ms``, ``tpot_ms``, ``itl_ms``, the
 statistics ``mean``, ``p50``, ``p90``, ``p95``, ``p99``, ``max`` as ``<metric>_<stat>``
 (e.g. ``ttft_ms_p99``), all in milliseconds, null where the tool did not report it.
@@ -54,6 +56,7 @@ LOADPOINT_SCHEMA: dict[str, pl.DataType] = {
     "achieved_rate_rps": pl.Float64(),
     "input_tokens_per_s": pl.Float64(),
     "output_tokens_per_s": pl.Float64(),
+    "concurrency_mean": pl.Float64(),
     "send_window_s": pl.Float64(),
     "send_window_basis": pl.String(),
     "send_window_method": pl.String(),

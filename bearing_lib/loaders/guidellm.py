@@ -481,6 +481,8 @@ def load_csv(source: InputSource) -> LoadPointTable:
             "n_errors": int(errors) if errors is not None else None,
             "n_ok": int(total - errors) if total is not None and errors is not None else None,
             "throughput_rps": num("rps_mean"),
+            # the run's measured mean in flight, as labelled (GuideLLM's request concurrency), not Little's law
+            "concurrency_mean": num("concurrency_mean"),
             # the table gives mean tokens per request; tokens/s = that mean × the successful requests' rate
             # (both over the same successful requests in GuideLLM's report), what the fidelity check and the plan read
             **{f"{side}_tokens_per_s": (None if (tok := num(col)) is None or (rps := num("rps_mean")) is None

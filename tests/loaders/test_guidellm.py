@@ -137,6 +137,15 @@ def test_derived_sweep_csv(shared_data):
     assert s2["input_tokens_per_s"] == pytest.approx(264 * 2.42) and s2["output_tokens_per_s"] == pytest.approx(
         121 * 2.42)
     assert {r["source_file"]: r for r in rows}["sweep[2]"]["prompt_tokens_mean"] == "264"
+    # the run's measured mean in flight is kept as labelled, and the load curve takes it over Little's law (a new
+    # user's case, round 22: 49.80 at 11.4 rps in the file, 10.48 x 4.21 s = 44.1 by Little's law)
+    from bearing_lib.limits.curves import load_curve
+
+    s6 = by_label["sweep[6]"]
+    assert s6["rate"] == "11.4" and s6["concurrency_mean"] == "49.80"
+    assert sweep.filter(pl.col("offered_load") == 11.4)["concurrency_mean"].to_list() == [49.80]
+    cur = load_curve(lp).filter((pl.col("run_id") == "sweep") & pl.col("offered_load").is_infinite())
+    assert cur["concurrency_mean"].to_list() == [float(last["concurrency_mean"])] == [509.44]
 
 
 def test_unknown_schema_version_and_old_layout(tmp_path):
