@@ -323,7 +323,16 @@ def describe(inp: _Input, ident: Identity, *, price: float | None, rng: np.rando
             reps = np.minimum(np.asarray(reps, dtype=float), float(q.ci95[1]))
         elif reps is not None and limit.bound == "lower":
             reps = np.maximum(np.asarray(reps, dtype=float), float(q.ci95[0]))
-        draws = limit_draws(limit.value, tuple(q.ci95), reps, rng, scale=scale)
+        if q.throughput_ci95_rps is not None and achieved.ci95 is not None and limit.bound == "none":
+            # the completed CI read off the steps (limits.fit._completed_ci), as the sides show it, not the offered
+            # CI times the value's ratio (review finding, round 22); the estimator's draws are scaled as before and
+            # used only where they agree with it
+            ratio = achieved.value / limit.value
+            draws = limit_draws(achieved.value, tuple(achieved.ci95),
+                                None if reps is None else np.asarray(reps, dtype=float) * ratio, rng,
+                                scale=1.0 / ident.instances)
+        else:
+            draws = limit_draws(limit.value, tuple(q.ci95), reps, rng, scale=scale)
     if draws.draws is None and limit.available:
         what = "is a bound" if limit.is_bound else "has a 95% interval open at one end"
         draws = LimitDraws(None, "none", f"no draws: the limit {what} ({limit.text(3)}); compared by where it can "

@@ -364,8 +364,10 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         pl.col("offered_load_unit").first(),
         pl.col("start_s").min().alias("_t0"),
         pl.col("start_s").max().alias("_t1"),
-        # the step's last request end (a request without a latency counted at its start)
-        (pl.col("start_s") + pl.col("latency_ms").fill_null(0.0) / 1000.0).max().alias("_t_done"),
+        # the step's last request end: its end_s, else start + latency, else its start (a failed request without a
+        # latency, e.g. AIPerf's, still has an end_s: review finding, round 22)
+        pl.coalesce(*([pl.col("end_s")] if "end_s" in trace.frame.columns else []),
+                    pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s")).max().alias("_t_done"),
         pl.len().alias("_n_all"),
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
         OK_EXPR.sum().cast(pl.Int64).alias("_n_ok"),

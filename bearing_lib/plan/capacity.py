@@ -360,7 +360,8 @@ def instance_count(
                  # the formula's two cases in words ("buffer = max(1, 1 − 2)" read as a sum gone wrong; round 22)
                  + (f"buffer = {burst_need} − {base} base = {buffer}" if burst_need - base >= min_buffer else
                     f"the {base} base instance{'' if base == 1 else 's'} already carr{'ies' if base == 1 else 'y'} "
-                    f"it: buffer = the minimum, {min_buffer}")
+                    f"it: buffer = the minimum, {min_buffer}" if burst_need <= base else
+                    f"{burst_need} − {base} base = {burst_need - base}, below the minimum: buffer = {min_buffer}")
                  + (f"; burst model from {burst.source}" if burst.source else ""))
     carry = "instance carries" if base == 1 else "instances carry"
     reason = (f"{base} {carry} {target_rps:,.2f} req/s at {allowable:,.2f} req/s each "

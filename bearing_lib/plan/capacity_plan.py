@@ -396,7 +396,7 @@ def _planning_concurrency(io: _Inputs, safe: SafeConcurrency | None,
         at.tested_instances = n
         if at.used:
             conc = max(1, math.ceil(at.per_instance))
-            basis = (f"derived from the load test at Q_ult (Little's law): {at.statement}{per}, "
+            basis = (f"derived from the load test's mean in flight at Q_ult: {at.statement}{per}, "
                      f"rounded up to {conc} sequences per instance")
     if conc is None and safe is not None and safe.value is not None:
         conc = int(math.floor(safe.value / n))

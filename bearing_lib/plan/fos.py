@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Sequence
@@ -605,11 +606,12 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clause
         names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}"
                               f"{_edge_text(m.fos.value, (1.0, tier.fos_min, tier.fos_max))})"
                               for m in weak)
-        v = Verdict(v.color, f"{v.reason}; note: alone, mix {names_txt} would be below the tier minimum "
-                    f"{tier.fos_min:g}, so a shift of the mix towards it erodes the margin", v.utilisation)
+        # dataclasses.replace keeps the typed fields (over_provisioned: review finding, round 22)
+        v = dataclasses.replace(v, reason=f"{v.reason}; note: alone, mix {names_txt} would be below the tier "
+                                f"minimum {tier.fos_min:g}, so a shift of the mix towards it erodes the margin")
     if b.coverage is not None and b.coverage < 1.0 and v.color == "green":
-        v = Verdict("yellow", f"{v.reason}; but only {b.coverage:.1%} of production traffic has a measured limit",
-                    v.utilisation)
+        v = dataclasses.replace(v, color="yellow", reason=f"{v.reason}; but only {b.coverage:.1%} of production "
+                                "traffic has a measured limit")
     return v
 
 

@@ -389,3 +389,19 @@ def test_a_step_the_fit_reads_is_not_said_left_out(shared_data):
     assert st.offered_load == 1.0 and st.n_requests == 60 and st.pooled
     assert "1 step(s) could not be judged on their own, but the fit reads their counts (see steps[].reasons)" in m.notes
     assert not any("left out" in n for n in m.notes)
+
+
+def test_the_completed_ci_reaches_a_peak_inside_it():
+    """A completed rate that peaks inside the offered CI (steps at 2, 3, 4 rps completing 2.0, 2.9, 2.5; review
+    finding, round 22): the completed CI reaches the peak, 2.9, not only the ends' 2.18 and 2.54 (by hand:
+    2.2 → 2.0 + 0.2 × 0.9 = 2.18; 3.9 → 2.9 − 0.9 × 0.4 = 2.54); a monotone curve keeps its ends."""
+    from bearing_lib.limits.fit import _completed_ci
+
+    xs, ys = np.array([2.0, 3.0, 4.0]), np.array([2.0, 2.9, 2.5])
+    lo, hi = _completed_ci(2.5, [2.2, 3.9], 2.45, xs, ys)
+    assert lo == pytest.approx(2.18) and hi == pytest.approx(2.9)
+    lo, hi = _completed_ci(2.5, [2.2, 3.9], 2.45, xs, np.array([2.0, 2.5, 2.9]))
+    assert lo == pytest.approx(2.1) and hi == pytest.approx(2.86)  # 2.0 + 0.2 × 0.5; 2.5 + 0.9 × 0.4
+    # an end open above stays open; a dip among the steps above the closed low end still lowers it
+    lo, hi = _completed_ci(2.5, [2.2, None], 2.45, xs, np.array([2.0, 1.8, 2.5]))
+    assert hi is None and lo == pytest.approx(1.8)

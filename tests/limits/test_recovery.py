@@ -174,6 +174,21 @@ def test_a_step_run_after_a_long_rest_is_no_recovery_step():
         steps = {s.step: s for s in fit_limits(make_trace(_stepped(long_reqs, rest_s=rest)), "p99(latency) <= 1s",
                                                mixes="none", n_boot=0).mixes[0].steps}
         assert steps[0].recovery_step is recovery, rest
+    # failed requests carry their end but no latency (AIPerf): the end counts (review finding, round 22). The 8 rps
+    # step's sends from +40 s fail at start + 30 s, so it still ends 129.875 s after it began: a rest of 120 s is
+    # still no rest; counted at their starts it would end 99.875 s after and the next step would pass as rested
+    df = _stepped(long_reqs, rest_s=120.0)
+    t2 = df.filter(pl.col("step") == 2)["start_s"].min()
+    late = (pl.col("step") == 2) & (pl.col("start_s") >= t2 + 40.0)
+    df = df.with_columns(pl.when(late).then(pl.lit("error")).otherwise(pl.col("status")).alias("status"),
+                         pl.when(late).then(None).otherwise(pl.col("latency_ms")).alias("latency_ms"))
+    from bearing_lib.limits.curves import step_windows
+
+    win = step_windows(make_trace(df)).filter(pl.col("step") == 2)
+    assert win["t_done_s"][0] - win["t_first_s"][0] == pytest.approx(129.875)
+    steps = {s.step: s for s in fit_limits(make_trace(df), "p99(latency) <= 1s", mixes="none",
+                                           n_boot=0).mixes[0].steps}
+    assert steps[0].recovery_step
 
 
 def test_an_achieved_rate_dip_while_the_requested_load_rose_is_not_recovery():

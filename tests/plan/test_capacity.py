@@ -77,6 +77,10 @@ def test_instance_count_by_hand():
     # a burst the base already carries: the minimum buffer, said so (not "buffer = max(1, 6 − 8)")
     b = instance_count(100.0, 20.0, 1.5, burst=BurstModel(1.2))
     assert "the 8 base instances already carry it: buffer = the minimum, 1" in b.buffer_basis
+    # a burst above the base but by less than the minimum buffer (review finding): 2 x 100 / 20 = 10 − 8 = 2 < 3
+    c = instance_count(100.0, 20.0, 1.5, burst=BurstModel(2.0), min_buffer=3)
+    assert c.buffer == 3 and "needs 10 instances" in c.buffer_basis
+    assert "10 − 8 base = 2, below the minimum: buffer = 3" in c.buffer_basis
     # a mild burst still keeps the minimum buffer of 1: ceil(1.2 x 100 / 20) = 6 < 8
     assert instance_count(100.0, 20.0, 1.5, burst=BurstModel(1.2)).buffer == 1
     # no burst model: the seed's +2, labelled as such

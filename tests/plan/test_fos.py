@@ -382,3 +382,14 @@ def test_a_fos_just_under_an_edge_does_not_read_as_the_edge():
     from bearing_lib.plan.fos import _edge_text
 
     assert _edge_text(1.495, (1.0, 1.5, 3.0)) == "1.495" and _edge_text(1.49, (1.0, 1.5, 3.0)) == "1.49"
+
+
+def test_the_weak_mix_note_keeps_the_over_provisioned_flag():
+    """Mixes a (95 %, 100 req/s) and b (5 %, 12 req/s) against 10 req/s: the blend 1 / (0.95/100 + 0.05/12) = 73.2,
+    FOS 7.32 above the standard band (over-provisioned), while b alone (FOS 1.2) is below its minimum; the note added
+    for b kept the words but dropped the typed flag the plan reads (review finding, round 22)."""
+    two = compute_fos([Limit("a", 100.0, (95.0, 105.0)), Limit("b", 12.0, (11.5, 12.5))], {"a": 0.95, "b": 0.05},
+                      Target(10.0))
+    assert two.blended.fos.value == pytest.approx(1 / (0.95 / 100 + 0.05 / 12) / 10)
+    v = fos_verdict(two, STANDARD, Target(10.0))
+    assert "over-provisioned" in v.reason and "alone, mix b" in v.reason and v.over_provisioned

@@ -140,7 +140,7 @@ def test_plan_memory_uses_the_concurrency_at_q_ult_without_a_gpu():
     assert m["planning_concurrency"]["value"] == pytest.approx(7.5)
     assert m["planning_concurrency"]["used"] is True
     assert m["concurrency"] == 8
-    assert m["concurrency_basis"].startswith("derived from the load test at Q_ult (Little's law): mean concurrency "
+    assert m["concurrency_basis"].startswith("derived from the load test's mean in flight at Q_ult: mean concurrency "
                                              "7.50 at Q_ult 6 concurrency, interpolated between the steps at 4 and 8")
     # P99 6,000 tokens × 8 × 131,072 B + 16,060,522,496 B weights, × 1.15 = 25,704,775,270.4 B = 23.94 GiB
     p99 = next(r for r in m["rows"] if r["basis"] == "p99")
