@@ -237,6 +237,22 @@ def measured_saturation(mix_doc: Mapping[str, object]) -> MeasuredSaturation | N
     return MeasuredSaturation(float(best["throughput_rps"]), "rule", tuple(int(s["step"]) for s in sat))
 
 
+def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
+    """The request rate a step at load ``x`` completes: ``x`` itself on an rps axis; on another (concurrency: users,
+    streams) the first test's completed rates interpolated at ``x`` (held at the nearest step beyond them), as a
+    closed loop of ``c`` users sends what the server completes, not ``c`` a second (AIPerf's 213-concurrency step
+    of 2,240 s was said to send 477,680 requests where the server completes about 17.7 a second; round 22). ``x``
+    where no step gives a rate."""
+    if unit == "rps":
+        return x
+    pts = sorted((a, b) for s in steps if not s.get("recovery_step")
+                 and (a := _finite(s.get("load_axis"))) is not None
+                 and (b := _finite(s.get("throughput_rps"))) is not None and b > 0)
+    if not pts:
+        return x
+    return float(np.interp(x, [p[0] for p in pts], [p[1] for p in pts]))
+
+
 def _water_fill(wants: list[float], budget: float) -> list[float]:
     """Durations ``min(want, level)`` summing to ``budget`` (the steps that need less keep what they need)."""
     if sum(wants) <= budget:
@@ -350,7 +366,8 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
     for (x, _want, warm, tau, rho), d in zip(planned, durs, strict=True):
         dur = float(max(MIN_STEP_S, math.floor(d / 10.0) * 10.0))
         out_steps.append(FollowUpStep(load=x, duration_s=dur, warmup_s=float(min(warm, dur / 4)),
-                                      relaxation_s=tau, rho=rho, expected_requests=int(round(x * dur))))
+                                      relaxation_s=tau, rho=rho,
+                                      expected_requests=int(round(_rate_at(x, unit, steps) * dur))))
     planned_total = repeats * sum(st.duration_s for st in out_steps)
     if budget_s and planned_total > budget_s:
         # no step is shorter than MIN_STEP_S (a shorter step cannot settle and judge a percentile), so a

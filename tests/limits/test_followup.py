@@ -52,6 +52,24 @@ def test_design_loads_durations_and_budget():
     assert any("budget" in n for n in plan.notes)
 
 
+def test_expected_requests_on_a_concurrency_axis_are_the_completed_rate_times_the_duration():
+    """AIPerf's sweep (a new user's case, round 22): a follow-up step at 213 concurrency was said to send 213 × 2,240
+    = 477,680 requests; a closed loop sends what the server completes. Here the first test's steps complete
+    2, 4, 6, 7, 7.5, 7.5 req/s at 2 … 12 users: at 8 + 4/3 users, 7 + (4/3)/2 × 0.5 = 7.333 req/s (by hand)."""
+    doc = _doc()["mixes"][0]
+    doc["q_ult"]["unit"] = "concurrency"
+    for st, thr in zip(doc["steps"], [2.0, 4.0, 6.0, 7.0, 7.5, 7.5], strict=True):
+        st["throughput_rps"] = thr
+    plan = fu.design_followup(doc)
+    st = plan.steps[1]
+    assert st.load == pytest.approx(8 + 4 / 3)
+    assert st.expected_requests == round((7.0 + (4 / 3) / 2 * 0.5) * st.duration_s)
+    assert plan.steps[-1].expected_requests == round(7.5 * plan.steps[-1].duration_s)
+    # an rps axis keeps load × duration
+    rps = fu.design_followup(_doc()["mixes"][0])
+    assert rps.steps[0].expected_requests == round(8.0 * rps.steps[0].duration_s)
+
+
 def test_a_budget_too_small_for_the_minimum_step_is_said_to_be_exceeded():
     # the default budget names its rule; a given one does not; 4 steps of at least 60 s exceed 150 s
     default = fu.design_followup(_doc()["mixes"][0])
