@@ -287,7 +287,7 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     return float(np.interp(x, ux, mean))
 
 
-def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
+def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps") -> float | None:
     """The completed rate at offered load ``x`` read off the steps (repeats at one load: their mean): interpolated
     between the steps, and beyond the tested loads the nearest step's completed share of its load times ``x`` (the
     ratio the limit's own value was scaled by before round 22). None where ``x`` or the curve is missing."""
@@ -300,20 +300,37 @@ def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | No
         return None
     if ux[0] <= x <= ux[-1]:
         return float(np.interp(x, ux, mean))
+    if x > ux[-1] and unit != "rps":
+        # more users than tested: a closed loop's completed rate does not grow with its users past saturation, and
+        # nothing measured says it does; held at the highest step's (AIPerf's sweep completed 17.2-18.1 req/s from
+        # 96 to 320 users; a ratio put 20.5 at 320: a new user's case, round 22)
+        return float(mean[-1])
     i = 0 if x < ux[0] else -1
     return float(x * mean[i] / ux[i])
 
 
+def _ordered(ends: list[float | None]) -> list[float | None]:
+    """Two ends low to high where both are known."""
+    lo, hi = ends
+    return [hi, lo] if lo is not None and hi is not None and hi < lo else [lo, hi]
+
+
 def _completed_ci(value: float | None, ci: list[float | None], achieved: float | None, xs: np.ndarray,
-                  ys: np.ndarray) -> list[float | None] | None:
+                  ys: np.ndarray, unit: str | None = "rps", ns: np.ndarray | None = None) -> list[float | None] | None:
     """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`_completed_at`), held on
     its side of the completed value; None where there is nothing to read. Scaling the offered CI by the value's
     ratio put a lower end below what a passing step completed (SGLang 405b random: 1.83 req/s beside the 2.0 its
     2 rps step completed; a new user's case, round 22): the server's completed rate is not a constant share of the
-    offered load near its limit."""
+    offered load near its limit.
+
+    On a closed loop's axis (``unit`` not ``rps``) a completed rate is a measurement, not a schedule: the ends are
+    widened by the Poisson noise of the completions they are read from (``ns``: each step's successful requests;
+    ``1.96 / √n`` relative, the normal approximation of a count's 95 % interval, the step's smallest where an end
+    lies between two). Without it a saturated server, completing the same ~17.7 req/s at every load of the
+    interval (AIPerf's sweep, 192–320 users), gave an interval 17.66–17.67 wide."""
     if value is None or achieved is None or ci is None:
         return None
-    lo, hi = (_completed_at(e, xs, ys) if e is not None else None for e in ci)
+    lo, hi = (_completed_at(e, xs, ys, unit) if e is not None else None for e in ci)
     if lo is None and hi is None:
         return None
     # a completed rate that peaks or dips inside the interval: the interval reaches the curve's highest and lowest
@@ -321,11 +338,29 @@ def _completed_ci(value: float | None, ci: list[float | None], achieved: float |
     ux, mean, _, _ = repeat_means(xs, ys)
     lo_x = ci[0] if ci[0] is not None else -math.inf
     hi_x = ci[1] if ci[1] is not None else math.inf
-    inside = mean[(ux > lo_x) & (ux < hi_x)]
-    if lo is not None and inside.size:
-        lo = min(lo, float(inside.min()))
-    if hi is not None and inside.size:
-        hi = max(hi, float(inside.max()))
+    inside = (ux > lo_x) & (ux < hi_x)
+    noise = unit != "rps" and ns is not None
+    rel = np.zeros(ux.size)
+    if noise:
+        ok = ~np.isnan(ys) & ~np.isnan(xs)
+        n_at = {float(x): 0.0 for x in ux}
+        for x, n in zip(xs[ok], ns[ok], strict=True):
+            n_at[float(x)] = n_at.get(float(x), 0.0) + (float(n) if np.isfinite(n) else 0.0)
+        rel = np.array([1.96 / math.sqrt(n_at[float(x)]) if n_at[float(x)] > 0 else 0.0 for x in ux])
+
+    def end_rel(e: float) -> float:
+        """The relative noise of the steps an end is read from (the nearer ones; the smallest n of two)."""
+        if not noise or not ux.size:
+            return 0.0
+        below, above = rel[ux <= e], rel[ux >= e]
+        return max(below[-1] if below.size else 0.0, above[0] if above.size else 0.0)
+
+    if lo is not None:
+        cands = [lo * (1.0 - end_rel(float(ci[0])))] + list(mean[inside] * (1.0 - rel[inside]))
+        lo = max(0.0, min(cands))
+    if hi is not None:
+        cands = [hi * (1.0 + end_rel(float(ci[1])))] + list(mean[inside] * (1.0 + rel[inside]))
+        hi = max(cands)
     return [None if lo is None else min(lo, achieved), None if hi is None else max(hi, achieved)]
 
 
@@ -407,6 +442,7 @@ def _fit_group(
                      "(see steps[].reasons)")
     xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
+    n_ok_all = np.array([float(j.row.n_ok) if j.row.n_ok is not None else np.nan for j in judged])
     thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan
                         for j in judged])
     step_tot = [totals.total(j.row.step) for j in judged]  # None (a step not in the run's curve): NaN
@@ -436,8 +472,15 @@ def _fit_group(
         "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
         # a capped limit's interval is the cap's own, already of completed requests (curves.cap_limit)
         "throughput_ci95_rps": (None if cap_note is not None or censored not in ("none", "not_monotone")
-                                or unit != "rps" else
-                                _completed_ci(value, ci, scaled(thr_at), xs_all[keep], tot_rps[keep])),
+                                or unit not in ("rps", "concurrency") else
+                                _completed_ci(value, ci, scaled(thr_at), xs_all[keep], tot_rps[keep], unit,
+                                              n_ok_all[keep])),
+        # the bracket's loads are steps: their own completed rates (the run's, as throughput_rps), low to high (a
+        # saturated closed loop's failing step can complete less than its last passing one: AIPerf's 320 users
+        # 17.65 req/s, 128 users 18.10)
+        "throughput_bracket_rps": (None if cap_note is not None or unit not in ("rps", "concurrency") else
+                                   _ordered([_completed_at(b, xs_all[keep], tot_rps[keep], unit)
+                                             for b in (last_pass, first_fail)])),
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,
         "method": _method(tables, n_boot, estimator),

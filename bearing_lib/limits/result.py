@@ -236,11 +236,17 @@ class QUlt:
     round 22); None for a bound, a capped limit, a non-rps axis or a file written before round 22, whose completed
     CI is ``ci95`` scaled by the value's ratio (:attr:`achieved`)."""
 
+    throughput_bracket_rps: tuple[float | None, float | None] | None = None
+    """The bracket on the completed basis: the run's completed rate at the bracket's two steps (round 22); None as
+    :attr:`throughput_ci95_rps`, the bracket then scaled by the value's ratio."""
+
     def __post_init__(self) -> None:
         self.ci95 = tuple(self.ci95)  # type: ignore[assignment]
         self.bracket = tuple(self.bracket)  # type: ignore[assignment]
         if self.throughput_ci95_rps is not None:
             self.throughput_ci95_rps = tuple(self.throughput_ci95_rps)  # type: ignore[assignment]
+        if self.throughput_bracket_rps is not None:
+            self.throughput_bracket_rps = tuple(self.throughput_bracket_rps)  # type: ignore[assignment]
 
     @property
     def estimate(self) -> Estimate:
@@ -267,6 +273,8 @@ class QUlt:
         if self.throughput_ci95_rps is not None and est.bound == "none":
             # each end read off the curve (limits.fit._completed_ci), not scaled by the value's ratio
             out = dataclasses.replace(out, ci95=tuple(self.throughput_ci95_rps))
+        if self.throughput_bracket_rps is not None and out.bracket is not None:
+            out = dataclasses.replace(out, bracket=tuple(self.throughput_bracket_rps))
         return out
 
 

@@ -405,3 +405,30 @@ def test_the_completed_ci_reaches_a_peak_inside_it():
     # an end open above stays open; a dip among the steps above the closed low end still lowers it
     lo, hi = _completed_ci(2.5, [2.2, None], 2.45, xs, np.array([2.0, 1.8, 2.5]))
     assert hi is None and lo == pytest.approx(1.8)
+
+
+@pytest.mark.shared_data
+def test_a_closed_loops_completed_ci_is_what_its_steps_completed(shared_data):
+    """AIPerf's concurrency sweep under ``p99(ttft) <= 1s`` (a new user's case, round 22): the offered CI is
+    213.2–316.8 users, where the server completed 17.66, 17.67 and 17.65 req/s (192, 256, 320 users; 5,299 to 5,291
+    requests each). Scaling by the value's ratio gave 13.67–20.31 req/s, above anything it completed (at most 18.10,
+    at 128). Read off the steps with each step's Poisson noise (1.96 / √n): by hand, the low end 17.663 (213.2 users,
+    between 192 and 256) × (1 − 1.96/√5,299) = 17.19, the high end the 256 step's 17.67 × (1 + 1.96/√5,299) = 18.15.
+    The bracket is the two steps' own completed rates, low to high (320 users: 17.65; 128: 18.10)."""
+    import glob
+    import math
+
+    path = glob.glob(str(shared_data("loadtests/aiperf/akamaslabs-g7-4500-concurrency-sweep-TRANSCRIBED"))
+                     + "/**/profile_export_aiperf_sweep.csv", recursive=True)[0]
+    res = fit_limits(load(path), "p99(ttft) <= 1s", mixes=None, n_boot=0)
+    (m,) = res.mixes
+    q, a = m.q_ult, m.q_ult.achieved
+    by = {s.offered_load: s for s in m.steps}
+    assert q.unit == "concurrency" and 192 < q.ci95[0] < 256 < q.ci95[1] < 320
+    rel = 1.96 / math.sqrt(by[256.0].n_ok)
+    at_lo = by[192.0].throughput_rps + (q.ci95[0] - 192) / 64 * (by[256.0].throughput_rps - by[192.0].throughput_rps)
+    assert a.ci95[0] == pytest.approx(at_lo * (1 - 1.96 / math.sqrt(min(by[192.0].n_ok, by[256.0].n_ok))))
+    assert a.ci95[1] == pytest.approx(by[256.0].throughput_rps * (1 + rel))
+    assert (round(a.ci95[0], 2), round(a.ci95[1], 2)) == (17.19, 18.15)
+    assert a.ci95[1] < max(s.throughput_rps for s in m.steps) * 1.03  # 18.10 at 128 users
+    assert a.bracket == pytest.approx((by[320.0].throughput_rps, by[128.0].throughput_rps))
