@@ -122,6 +122,15 @@ def classify_phases(
     return pl.concat(parts, how="vertical").sort("_row").drop("_row")
 
 
+def _invalid_note(g: pl.DataFrame, p99: str, n_valid: int) -> str:
+    """"; 7 more steps report one but are flagged invalid (see their flags)" where steps carry a P99 the fits leave out
+    (LLMPerf's summaries report one over 80–128 requests, too few to support it: a new user read "0 valid steps have
+    one" as "the P99 is missing"; round 22); "" otherwise."""
+    n_any = int(np.isfinite(g[p99].to_numpy().astype(float)).sum())
+    more = n_any - n_valid
+    return f"; {more} more step(s) report one but are flagged invalid (see their flags)" if more > 0 else ""
+
+
 def _valid_mask(g: pl.DataFrame) -> np.ndarray:
     if "valid" in g.columns:
         return g["valid"].fill_null(False).to_numpy().astype(bool)
@@ -428,7 +437,8 @@ def p_critical_2x(
     sig = _sigma_log(g, p99)[keep]
     if base is None or x.size < 2:
         return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
-                                 reason="fewer than 2 valid steps with a P99: no baseline to double" if x.size < 2
+                                 reason=("fewer than 2 valid steps with a P99: no baseline to double"
+                                         + _invalid_note(g, p99, x.size)) if x.size < 2
                                  else "no valid step with a P99 in the lower half of the loads tested: no unloaded "
                                  "baseline to double")
     level = LATENCY_FACTOR * base
@@ -504,7 +514,7 @@ def p_critical_breakpoint(
     if n < 5 or np.unique(x).size < 5:
         # the count is of the steps that carry a P99 (a new user read "found 0" of a sweep with six valid steps)
         found = (f"{n} valid step(s) have one" if np.unique(x).size == n else
-                 f"{n} valid step(s) have one, at {np.unique(x).size} distinct loads")
+                 f"{n} valid step(s) have one, at {np.unique(x).size} distinct loads") + _invalid_note(g, p99, n)
         return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable", reason=(
             f"a broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; {found}"))
     xs = np.unique(x)

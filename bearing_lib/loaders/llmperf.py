@@ -184,6 +184,11 @@ def _summary_row(doc: dict[str, Any], path: Path) -> dict[str, object]:
         "throughput_rps": per_min / 60.0 if per_min is not None else None,
         "duration_s": completed / per_min * 60.0 if per_min else None,
         "output_tokens_per_s": num("results_mean_output_throughput_token_per_s"),
+        # the summary gives the mean prompt of the successful requests, not a rate: tokens/s = that mean × their
+        # completed rate (what the fidelity check reads back as a mean per request; it read "input length not
+        # known" beside mean_input_tokens 550: a new user's case, round 22)
+        "input_tokens_per_s": (None if (m_in := num("results_number_input_tokens_mean")) is None or not per_min
+                               else m_in * per_min / 60.0),
         # closed loop; at the end the threads stop polling and requests in flight are abandoned, not waited
         # for (token_benchmark_ray.py get_token_throughput_latencies): no drain; the loop's span is not stated
         **window_columns(None, False),
@@ -235,7 +240,8 @@ def _load_summary(source: InputSource) -> LoadPointTable:
              "TTFT / N; the per-request file gives the gaps alone")
     vers = sorted({str(s.payload[1].get("version")) for s in steps})
     return finish_loadpoints(rows, source, format=NAME_SUMMARY, tool=TOOL, tool_version=", ".join(vers),
-                             derived={"throughput_rps", "duration_s"}, provenance=prov, options=prov.options,
+                             derived={"throughput_rps", "duration_s", "input_tokens_per_s"}, provenance=prov,
+                             options=prov.options,
                              files=[str(f.path) for f in files])
 
 

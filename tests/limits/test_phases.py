@@ -151,6 +151,10 @@ def test_breakpoint_needs_five_steps():
     assert r.reason == "a broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; 0 valid step(s) have one"
     r = p_critical_breakpoint(_curve([1, 1, 2, 2, 3, 3], [1, 1, 2, 2, 3, 3]))
     assert r.reason.endswith("; 6 valid step(s) have one, at 3 distinct loads")
+    # steps that report a P99 but are flagged invalid are named (LLMPerf's summaries: 7 of them, round 22)
+    r = p_critical_breakpoint(_curve([1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7], valid=[False] * 6 + [True]))
+    assert r.reason.endswith("; 1 valid step(s) have one; 6 more step(s) report one but are flagged invalid "
+                             "(see their flags)")
 
 
 def test_p_critical_without_any_value_is_not_available():

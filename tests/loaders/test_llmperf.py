@@ -124,6 +124,12 @@ def test_transcribed_yi_sweep_folder_is_one_run_ordered_by_concurrency():
     tok = f["output_tokens_per_s"].to_list()
     assert tok.index(max(tok)) == 5 and tok[6] < tok[5]
     assert lp.provenance.fields["duration_s"] == "derived"
+    # the successful requests' mean prompt (550 tokens each here) times their completed rate: input tokens/s (the
+    # fidelity check read "input length not known" beside mean_input_tokens 550; round 22)
+    assert f["input_tokens_per_s"].to_list() == pytest.approx(
+        [d["results_number_input_tokens_mean"] * d["results_num_completed_requests_per_min"] / 60 for d in raws])
+    assert {d["results_number_input_tokens_mean"] for d in raws} == {550.0}
+    assert lp.provenance.fields["input_tokens_per_s"] == "derived"
 
 
 def test_token_count_strings_and_unknown_summary_version(tmp_path):
