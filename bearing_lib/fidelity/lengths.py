@@ -40,6 +40,16 @@ def _test_text(q: Quantiles, noun: str, adj: str) -> str:
     return f"{noun} of median {_tok(q.p50)} tokens ({_tok(q.min)}–{_tok(q.max)})"
 
 
+def _ratio_text(r: float) -> str:
+    """A ratio with as many decimals (up to three) as it takes not to print as the rule's edges 0.5 and 2 it was
+    compared with (129 / 263.4 = 0.49 read "0.5× the tested mean" against "outside 0.5–2×"; round 22)."""
+    for d in (1, 2, 3):
+        t = f"{r:.{d}f}"
+        if not any(r != e and t == f"{e:.{d}f}" for e in (0.5, 2.0)):
+            return t
+    return t
+
+
 def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray | None, *,
                      test_mean_only: float | None = None) -> Dimension:
     """The ``input_tokens`` or ``output_tokens`` dimension. ``test_mean_only``: the test gives only a mean
@@ -58,7 +68,7 @@ def length_dimension(name: str, test: np.ndarray | None, production: np.ndarray 
             return Dimension(name, label, verdict,
                              f"the test reports only a mean of {_tok(test_mean_only)} tokens per {adj}; production's "
                              f"median is {_tok(pq.p50)} (P99 {_tok(pq.p99)})"
-                             + ("" if verdict == "unknown" else f": {ratio:.1f}× the tested mean"),
+                             + ("" if verdict == "unknown" else f": {_ratio_text(ratio)}× the tested mean"),
                              LENGTH_RULE + "; with only a tested mean: differs when production's median is outside "
                              "0.5–2× it", test=Mean(test_mean_only), production=pq, unit="tokens")
         n = 0 if t is None else int(t.size)

@@ -634,7 +634,10 @@ def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
     if pc.value is None:
         return None, pc.reason
     ci = tuple(pc.ci95) if pc.ci95 else None
-    return Estimate(pc.value, ci95=ci, unit=pc.unit or m.unit or "", basis="offered"), None
+    # "P99 never exceeded 2x its baseline up to x": P_critical ≥ x, a bound (a new user read "6.00 (≥ 6.00, open
+    # above)", round 22)
+    bound = "lower" if pc.censored == "above" else "none"
+    return Estimate(pc.value, ci95=ci, bound=bound, unit=pc.unit or m.unit or "", basis="offered"), None
 
 
 def _followup(m: MixLimit) -> str | None:

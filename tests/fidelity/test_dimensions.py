@@ -201,3 +201,14 @@ def test_a_tables_mean_lengths_are_the_reports_runs():
     assert _mean_per_request(t, "input_tokens", "a") == pytest.approx(300.0)  # the run's short name
     assert _mean_per_request(t, "input_tokens", "f/b") == pytest.approx(20.0)
     assert _mean_per_request(t, "input_tokens") == pytest.approx(100.0)  # no run: every step, as before
+
+
+def test_a_mean_ratio_never_prints_as_the_rules_edge():
+    """AIPerf's sweep: production's median 129 tokens against a tested mean of 263.4 is 0.49×, outside 0.5–2×, and
+    read "0.5× the tested mean" (a new user's case, round 22)."""
+    from bearing_lib.fidelity.lengths import length_dimension
+
+    d = length_dimension("input_tokens", None, np.full(200, 129.0), test_mean_only=263.4)
+    assert d.verdict == "differs" and d.statement.endswith(": 0.49× the tested mean")
+    d = length_dimension("input_tokens", None, np.full(200, 1020.0), test_mean_only=202.0)
+    assert d.statement.endswith(": 5.0× the tested mean")  # far from an edge: one decimal

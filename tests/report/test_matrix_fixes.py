@@ -128,3 +128,20 @@ def test_a_tiny_fos_is_not_printed_as_zero():
     assert fos_verdict(res, get_tier("standard"), Target(407.7)).reason.startswith("FOS < 0.0012 is below")
     assert Estimate(v, bound="upper").text() == "< 0.0012"
     assert Estimate(0.0, bound="none").text() == "0.00"  # a true zero stays 0.00
+
+
+def test_a_p_critical_that_never_crossed_is_a_lower_bound():
+    """"P99 never exceeded 2x baseline up to 6": the report showed "6.00 (≥ 6.00, open above)" (JMeter's fakestore
+    run, a new user's case, round 22); it is P_critical ≥ 6, and a measured one keeps its interval."""
+    from types import SimpleNamespace
+
+    from bearing_lib.limits.result import PCritical
+    from bearing_lib.report.model import _p_critical
+
+    never = SimpleNamespace(p_critical=PCritical(value=6.0, ci95=(6.0, None), censored="above", unit="concurrency"),
+                            unit="concurrency")
+    est, note = _p_critical(never)
+    assert note is None and est.bound == "lower" and est.sign.strip() == "≥" and est.value == 6.0
+    crossed = SimpleNamespace(p_critical=PCritical(value=4.2, ci95=(3.9, 4.6), censored="none", unit="rps"), unit="rps")
+    est, _ = _p_critical(crossed)
+    assert est.bound == "none" and est.ci95 == (3.9, 4.6)
