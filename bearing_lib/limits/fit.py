@@ -436,10 +436,10 @@ def _fit_group(
     read = [j for j in skipped_steps if any(j is p for p in pool)]
     out = len(skipped_steps) - len(read)
     if out:
-        notes.append(f"{out} step(s) could not be judged and were left out (see steps[].reasons)")
+        notes.append(f"{out} step(s) could not be judged and were left out (see each step's reasons)")
     if read:
         notes.append(f"{len(read)} step(s) could not be judged on their own, but the fit reads their counts "
-                     "(see steps[].reasons)")
+                     "(see each step's reasons)")
     xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
     n_ok_all = np.array([float(j.row.n_ok) if j.row.n_ok is not None else np.nan for j in judged])

@@ -171,7 +171,7 @@ def judge_steps(rows: list[CurveRow], sla: SLA, tables: bool, ignore: frozenset[
         for i, c in enumerate(sla.clauses):
             if c.text in ignore:
                 margins[c.text] = None
-                reasons.append(f"{c.text}: fails at every load through its failure floor (failure_floors); "
+                reasons.append(f"{c.text}: fails at every load through its failure floor (see the failure floors); "
                                "not judged per step")
                 continue
             m, v, why = judge_clause(c, i, row, tables)

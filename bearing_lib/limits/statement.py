@@ -36,7 +36,7 @@ def below_statement(x0: float, u: str, judged: list[JudgedStep], tables: bool = 
         if any(j.status == "pass" for j in at):
             return (f"< {x0:g} {u} (the crossing lies below the lowest load read{how}, although a step there passed on "
                     "its own: the steps read together place it lower)")
-        why = next((r for j in at for r in j.reasons), "see steps[].reasons")
+        why = next((r for j in at for r in j.reasons), "see each step's reasons")
         return (f"< {x0:g} {u} (the crossing lies below the lowest load read{how}; that step was not judged on its "
                 f"own: {why})")
     statement = f"< {x0:g} {u} (failed at the lowest load judged)"
@@ -70,7 +70,7 @@ def unplaced_statement(x_lo: float, x_hi: float, u: str, sla: SLA, unread: list[
     if unread:
         blocking = sorted(set(unread[0].row.flags or []) & BLOCKING_FLAGS)
         first = (f"flag {', '.join(blocking)}" if blocking else
-                 unread[0].reasons[0] if unread[0].reasons else "see steps[].reasons")
+                 unread[0].reasons[0] if unread[0].reasons else "see each step's reasons")
         where += (f" (the step(s) at {', '.join(f'{j.x:.4g}' for j in unread)} {u} were tested but not read: "
                   f"{first})")
     need = [(n, -i, c.text) for i, c in enumerate(sla.clauses) if (n := requests_needed(c)) is not None]

@@ -136,7 +136,7 @@ def max_safe_concurrency(points: Sequence[LatencyPoint], sla_threshold_ms: float
         thr, basis = None, "none"
     every = "; the other clauses hold there" if any(p.broken for p in pts) else ""
     text = (f"max safe concurrency {best.concurrency:.4g} ({stat} {best.sla_ms:,.0f} ms ≤ SLA "
-            f"{sla_threshold_ms:g} ms{every})")
+            f"{sla_threshold_ms:,g} ms{every})")
     if contiguous != best.concurrency:
         text += (f"; curve not monotone: the SLA breaks at a lower concurrency, the highest before the first breach "
                  f"is {f'{contiguous:.4g}' if contiguous is not None else 'none'}")

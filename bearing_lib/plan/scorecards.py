@@ -193,10 +193,10 @@ def single_path_p95(steps: Sequence[PlanStep], sla: Sequence[Any]) -> CheckItem:
                else " (from too few requests for a supported P95: an indication only)")
     name = "single-path P95 latency"
     if p95 < thr / 3:
-        why = f"{metric} P95 {p95:,.0f} ms < {thr / 3:,.0f} ms (SLA {thr:g} / 3) {at}"
+        why = f"{metric} P95 {p95:,.0f} ms < {thr / 3:,.0f} ms (SLA {thr:,g} / 3) {at}"
         return CheckItem(name, rule, "healthy", p95, why)
     if p95 >= 0.9 * thr:
-        why = f"{metric} P95 {p95:,.0f} ms is near or over the SLA {thr:g} ms {at}"
+        why = f"{metric} P95 {p95:,.0f} ms is near or over the SLA {thr:,g} ms {at}"
         return CheckItem(name, rule, "danger", p95, why)
     return CheckItem(name, rule, "warning", p95, f"{metric} P95 {p95:,.0f} ms ≥ SLA/3 ({thr / 3:,.0f} ms) {at}")
 

@@ -66,6 +66,8 @@ def _not_given(key: Any, value: Any) -> bool:
     :data:`NOT_GIVEN_WHEN_ZERO` (shown as "not given", never as ``gpu_mem_gib 0.0``)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return True
+    if isinstance(value, dict | list | tuple) and not value:  # an empty option set: nothing given (round 22)
+        return True
     return (str(key) in NOT_GIVEN_WHEN_ZERO and isinstance(value, int | float) and not isinstance(value, bool)
             and value == 0)
 

@@ -387,7 +387,8 @@ def test_a_step_the_fit_reads_is_not_said_left_out(shared_data):
     (m,) = res.mixes
     (st,) = [s for s in m.steps if s.status == "undetermined"]
     assert st.offered_load == 1.0 and st.n_requests == 60 and st.pooled
-    assert "1 step(s) could not be judged on their own, but the fit reads their counts (see steps[].reasons)" in m.notes
+    assert ("1 step(s) could not be judged on their own, but the fit reads their counts (see each step's reasons)"
+            in m.notes)
     assert not any("left out" in n for n in m.notes)
 
 

@@ -121,7 +121,8 @@ def test_safe_concurrency_respects_every_clause():
     sc = max_safe_concurrency(curve_from_limits_steps(ok, metric="ttft_ms", stat="p95", clauses=[P95_1S, ERR_1],
                                                       latency_text=P95_1S.text), 1000.0, stat="P95")
     assert sc.value == pytest.approx(5.86) and sc.latency_only_value == pytest.approx(12.58)
-    assert sc.statement.startswith("max safe concurrency 5.86 (P95 575 ms ≤ SLA 1000 ms; the other clauses hold there)")
+    assert sc.statement.startswith("max safe concurrency 5.86 (P95 575 ms ≤ SLA 1,000 ms; the other clauses hold "
+                                   "there)")
 
 
 def test_latency_points_name_the_sla_statistic():

@@ -37,6 +37,10 @@ def test_codes_and_step_flags_in_words_and_file_names_untouched():
     # every censoring the limits write has words of its own, not "censored no data" (a new user's read, round 22)
     assert words("censored_no_data") == "no limit: the steps cannot place it"
     assert words("censored_not_monotone") == "limit flagged: the curve passed again after failing"
+    # a metric's column name in a sentence reads as the metric; inside a longer key or a path it stays
+    assert plain("no load step reports ttft_ms P95") == "no load step reports TTFT P95"
+    assert plain("latency_ms P95 266 ms ≤ SLA") == "latency P95 266 ms ≤ SLA"
+    assert plain("column ttft_ms_p99 of /data/latency_ms.csv") == "column ttft_ms_p99 of /data/latency_ms.csv"
     assert plain("seq_len.csv holds seq_len, too_few_for_p95") == (
         "seq_len.csv holds sequence length, too few requests for a P95")
 
@@ -54,4 +58,7 @@ def test_parameters_not_given_and_raw_json_keeps_its_keys():
     # "1 assumed" (a new user's case, round 22)
     assert t.render(p={"tested_instances": 0}, raw={}).split("|")[0] == "tested_instances=not given;"
     assert t.render(p={"tested_instances": 2}, raw={}).split("|")[0] == "tested_instances=2;"
+    # an empty option set or list was an empty row ("production_options |", a new user's read, round 22)
+    assert t.render(p={"production_options": {}, "compare": []}, raw={}).split("|")[0] == (
+        "production_options=not given;compare=not given;")
 
