@@ -26,6 +26,7 @@ CODES: dict[str, str] = {
     "mix_skipped": "mix not fitted",
     "loader_notes": "how the files were read",
     "censored_above": "limit is a lower bound (the test never failed)",
+    "censored_above_other_clauses": "limit is a lower bound (the test never failed on the other clauses)",
     "censored_below": "limit is an upper bound (failed at the first step)",
     "censored_no_data": "no limit: the steps cannot place it",
     "censored_not_monotone": "limit flagged: the curve passed again after failing",

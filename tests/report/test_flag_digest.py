@@ -36,6 +36,8 @@ def test_codes_and_step_flags_in_words_and_file_names_untouched():
     assert words("some_new_code") == "some new code"
     # every censoring the limits write has words of its own, not "censored no data" (a new user's read, round 22)
     assert words("censored_no_data") == "no limit: the steps cannot place it"
+    assert words("censored_above_other_clauses") == ("limit is a lower bound (the test never failed on the other "
+                                                     "clauses)")
     assert words("censored_not_monotone") == "limit flagged: the curve passed again after failing"
     # a metric's column name in a sentence reads as the metric; inside a longer key or a path it stays
     assert plain("no load step reports ttft_ms P95") == "no load step reports TTFT P95"
