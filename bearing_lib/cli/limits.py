@@ -253,7 +253,9 @@ def decision_lines(doc: dict) -> list[str]:
     out = []
     for m in doc.get("mixes") or []:
         mix = m.get("mix") or {}
-        lines = [*not_judged_lines(m), *(f"note: {n}" for n in m.get("notes") or [])]
+        # the follow-up test is printed under the mix's statement with the table: not twice
+        lines = [*not_judged_lines(m), *(f"note: {n}" for n in m.get("notes") or []
+                                         if not str(n).startswith("follow-up test:"))]
         if lines:
             out.append(f"{m.get('run_id')} / {mix.get('name') if isinstance(mix, dict) else mix}:")
             out.extend(f"  {line}" for line in lines)

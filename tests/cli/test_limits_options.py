@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from bearing_lib.cli.limits import not_judged_lines, stated_conditions
+from bearing_lib.cli.limits import decision_lines, not_judged_lines, stated_conditions
 from bearing_lib.cli.main import app
 
 runner = CliRunner()
@@ -194,3 +194,11 @@ def test_the_table_writes_an_interval_as_lo_to_hi():
     assert _span((9.5, None)) == "9.5 to open"
     assert _span((None, 2.532)) == "open to 2.532"
     assert _span((None, None)) == "–" and _span(None) == "–"
+
+
+def test_the_follow_up_test_is_printed_once():
+    """It is printed under the mix's statement with the table; the decisions list repeated it (AIPerf's sweep, a new
+    user's read, round 22)."""
+    doc = {"mixes": [{"run_id": "r", "mix": {"name": "all"}, "steps": [],
+                      "notes": ["follow-up test: loads 213.2, 247.8 concurrency", "another note"]}]}
+    assert decision_lines(doc) == ["r / all:", "  note: another note"]
