@@ -119,6 +119,11 @@ def business_row(peak_known: bool, mean_known: bool, fos_value: float | None, fo
                         f"{fos_lo - 1.0:.0%} (95% CI) ≥ 50%")
     if fos_bound == "upper" and head <= 0 or fos_bound == "none" and head < 0:
         return ScoreRow("business", "red", head, f"the planned peak exceeds the limit (headroom {rel}{head:.0%})")
+    if fos_bound == "lower" and head < 0:
+        # a lower bound below 1: the peak lies above every load tested, as the verdict's "untested at the peak"
+        # (JMeter's fakestore run read "headroom ≥ -28% is not shown ≥ 50%" in yellow beside a red verdict; round 22)
+        return ScoreRow("business", "red", head, f"the planned peak lies above the highest load tested (headroom "
+                        f"{rel}{head:.0%}): untested there")
     return ScoreRow("business", "yellow", head, f"peak curve known but headroom {rel}{head:.0%} is not shown ≥ 50%")
 
 

@@ -48,10 +48,17 @@ def test_compute_row(h, status):
         (True, True, 1.6, "lower", "green"),  # FOS >= 1.6: headroom >= 60 %
         (True, True, 1.6, "upper", "yellow"),  # FOS < 1.6: not shown
         (True, True, 1.0, "upper", "red"),
+        (True, True, 1.2, "lower", "yellow"),  # FOS >= 1.2: headroom >= 20 % only
+        (True, True, 0.72, "lower", "red"),  # FOS >= 0.72: the peak is untested (round 22)
     ],
 )
 def test_business_row(peak, mean, fos, bound, status):
     assert business_row(peak, mean, fos, bound).status == status
+
+
+def test_a_lower_bound_below_one_says_the_peak_is_untested():
+    row = business_row(True, True, 0.72, "lower")
+    assert row.reason == "the planned peak lies above the highest load tested (headroom ≥ -28%): untested there"
 
 
 def test_user_supplied_rows():
