@@ -41,12 +41,14 @@ def _test_text(q: Quantiles, noun: str, adj: str) -> str:
 
 
 def _ratio_text(r: float) -> str:
-    """A ratio with as many decimals (up to three) as it takes not to print as the rule's edges 0.5 and 2 it was
-    compared with (129 / 263.4 = 0.49 read "0.5× the tested mean" against "outside 0.5–2×"; round 22)."""
-    for d in (1, 2, 3):
-        t = f"{r:.{d}f}"
-        if not any(r != e and t == f"{e:.{d}f}" for e in (0.5, 2.0)):
-            return t
+    """A ratio in two significant digits, more (up to five) where fewer would print one of the rule's edges 0.5 and
+    2 it was compared with (129 / 263.4 = 0.49 read "0.5× the tested mean" against "outside 0.5–2×"; round 22), and
+    never "0.0" for a small one."""
+    t = f"{r:.2g}"
+    for sig in (2, 3, 4, 5):
+        t = f"{r:.{sig}g}"
+        if not any(r != e and float(t) == e for e in (0.5, 2.0)):
+            break
     return t
 
 

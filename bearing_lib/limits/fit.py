@@ -287,13 +287,14 @@ def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
     return float(np.interp(x, ux, mean))
 
 
-def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps") -> float | None:
+def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps", *,
+                  ux_y: tuple[np.ndarray, np.ndarray] | None = None) -> float | None:
     """The completed rate at offered load ``x`` read off the steps (repeats at one load: their mean): interpolated
     between the steps, and beyond the tested loads the nearest step's completed share of its load times ``x`` (the
     ratio the limit's own value was scaled by before round 22). None where ``x`` or the curve is missing."""
     if x is None or not math.isfinite(x) or x <= 0:
         return None
-    ux, mean, _, _ = repeat_means(xs, ys)
+    ux, mean = ux_y if ux_y is not None else repeat_means(xs, ys)[:2]  # the repeats' mean, or a given curve
     ok = ux > 0
     ux, mean = ux[ok], mean[ok]
     if not ux.size:
@@ -315,52 +316,64 @@ def _ordered(ends: list[float | None]) -> list[float | None]:
     return [hi, lo] if lo is not None and hi is not None and hi < lo else [lo, hi]
 
 
+def _count_bounds(n: float) -> tuple[float, float]:
+    """The exact (Garwood) 95 % interval of a Poisson count ``n`` relative to ``n``: ``(lo, hi)`` multipliers, (1, 1)
+    for no count (nothing to widen by: the steps then give the rates as measured)."""
+    if not (n > 0 and math.isfinite(n)):
+        return 1.0, 1.0
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(0.025, 2 * n) / (2 * n)), float(chi2.ppf(0.975, 2 * (n + 1)) / (2 * n))
+
+
 def _completed_ci(value: float | None, ci: list[float | None], achieved: float | None, xs: np.ndarray,
                   ys: np.ndarray, unit: str | None = "rps", ns: np.ndarray | None = None) -> list[float | None] | None:
     """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`_completed_at`), held on
     its side of the completed value; None where there is nothing to read. Scaling the offered CI by the value's
     ratio put a lower end below what a passing step completed (SGLang 405b random: 1.83 req/s beside the 2.0 its
     2 rps step completed; a new user's case, round 22): the server's completed rate is not a constant share of the
-    offered load near its limit.
+    offered load near its limit. Repeats at one load: the low end reads their lowest, the high end their highest.
 
     On a closed loop's axis (``unit`` not ``rps``) a completed rate is a measurement, not a schedule: the ends are
-    widened by the Poisson noise of the completions they are read from (``ns``: each step's successful requests;
-    ``1.96 / √n`` relative, the normal approximation of a count's 95 % interval, the step's smallest where an end
-    lies between two). Without it a saturated server, completing the same ~17.7 req/s at every load of the
-    interval (AIPerf's sweep, 192–320 users), gave an interval 17.66–17.67 wide."""
+    widened by the Poisson noise of the completions they are read from (``ns``: each step's successful requests of
+    the run, the count behind its rate; the exact Garwood interval of the count, conservative where a closed loop
+    completes more regularly than Poisson; a repeat's own count, the smallest of two steps an end lies between).
+    Without it a saturated server, completing the same ~17.7 req/s at every load of the interval (AIPerf's sweep,
+    192–320 users), gave an interval 17.66–17.67 wide."""
     if value is None or achieved is None or ci is None:
         return None
-    lo, hi = (_completed_at(e, xs, ys, unit) if e is not None else None for e in ci)
+    ux, _, r_lo, r_hi = repeat_means(xs, ys)
+    # the low end on the repeats' lowest, the high end on their highest (review finding, round 22: repeats of 16 and
+    # 19 req/s at one load gave an interval containing neither)
+    lo = _completed_at(ci[0], xs, ys, unit, ux_y=(ux, r_lo)) if ci[0] is not None else None
+    hi = _completed_at(ci[1], xs, ys, unit, ux_y=(ux, r_hi)) if ci[1] is not None else None
     if lo is None and hi is None:
         return None
     # a completed rate that peaks or dips inside the interval: the interval reaches the curve's highest and lowest
     # there, not only its ends' (review finding, round 22: steps completing 2.0, 2.9, 2.5 under a CI of 2.2–3.9)
-    ux, mean, _, _ = repeat_means(xs, ys)
     lo_x = ci[0] if ci[0] is not None else -math.inf
     hi_x = ci[1] if ci[1] is not None else math.inf
     inside = (ux > lo_x) & (ux < hi_x)
-    noise = unit != "rps" and ns is not None
-    rel = np.zeros(ux.size)
-    if noise:
+    down, up = np.ones(ux.size), np.ones(ux.size)
+    if unit != "rps" and ns is not None:
         ok = ~np.isnan(ys) & ~np.isnan(xs)
-        n_at = {float(x): 0.0 for x in ux}
-        for x, n in zip(xs[ok], ns[ok], strict=True):
-            n_at[float(x)] = n_at.get(float(x), 0.0) + (float(n) if np.isfinite(n) else 0.0)
-        rel = np.array([1.96 / math.sqrt(n_at[float(x)]) if n_at[float(x)] > 0 else 0.0 for x in ux])
+        n_at: dict[float, float] = {}
+        for x, n in zip(xs[ok], ns[ok], strict=True):  # a repeat's own count: the smallest of the repeats
+            if np.isfinite(n) and n > 0:
+                n_at[float(x)] = min(n_at.get(float(x), math.inf), float(n))
+        bounds = [_count_bounds(n_at.get(float(x), 0.0)) for x in ux]
+        down, up = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
 
-    def end_rel(e: float) -> float:
-        """The relative noise of the steps an end is read from (the nearer ones; the smallest n of two)."""
-        if not noise or not ux.size:
-            return 0.0
-        below, above = rel[ux <= e], rel[ux >= e]
-        return max(below[-1] if below.size else 0.0, above[0] if above.size else 0.0)
+    def at_end(e: float, side: np.ndarray, worst) -> float:  # noqa: ANN001 - min or max
+        """The widening of the steps an end is read from: the wider of the nearer two."""
+        below, above = side[ux <= e], side[ux >= e]
+        got = [v for v in (below[-1] if below.size else None, above[0] if above.size else None) if v is not None]
+        return worst(got) if got else 1.0
 
     if lo is not None:
-        cands = [lo * (1.0 - end_rel(float(ci[0])))] + list(mean[inside] * (1.0 - rel[inside]))
-        lo = max(0.0, min(cands))
+        lo = min([lo * at_end(float(ci[0]), down, min), *(r_lo[inside] * down[inside])])
     if hi is not None:
-        cands = [hi * (1.0 + end_rel(float(ci[1])))] + list(mean[inside] * (1.0 + rel[inside]))
-        hi = max(cands)
+        hi = max([hi * at_end(float(ci[1]), up, max), *(r_hi[inside] * up[inside])])
     return [None if lo is None else min(lo, achieved), None if hi is None else max(hi, achieved)]
 
 
@@ -442,7 +455,12 @@ def _fit_group(
                      "(see each step's reasons)")
     xs_all = np.array([j.x if j.x is not None and math.isfinite(j.x) else np.nan for j in judged])
     keep = ~np.isnan(xs_all)
-    n_ok_all = np.array([float(j.row.n_ok) if j.row.n_ok is not None else np.nan for j in judged])
+    # each step's successful requests of the run (the count behind tot_rps): the mix's, scaled by the run's completed
+    # rate over the mix's (review finding, round 22: the mix's own count widened a 10 % mix's interval √10 times)
+    n_ok_all = np.array([float(j.row.n_ok) * (t.throughput_rps / j.row.throughput_rps)
+                         if j.row.n_ok is not None and t is not None and t.throughput_rps and j.row.throughput_rps
+                         else float(j.row.n_ok) if j.row.n_ok is not None else np.nan
+                         for j, t in zip(judged, [totals.total(j.row.step) for j in judged], strict=True)])
     thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan
                         for j in judged])
     step_tot = [totals.total(j.row.step) for j in judged]  # None (a step not in the run's curve): NaN

@@ -245,12 +245,18 @@ def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
     where no step gives a rate."""
     if unit == "rps":
         return x
-    pts = sorted((a, b) for s in steps if not s.get("recovery_step")
-                 and (a := _finite(s.get("load_axis"))) is not None
-                 and (b := _finite(s.get("throughput_rps"))) is not None and b > 0)
-    if not pts:
+    by: dict[float, list[float]] = {}
+    for s in steps:
+        if not s.get("recovery_step") and (a := _finite(s.get("load_axis"))) is not None and a > 0 \
+                and (b := _finite(s.get("throughput_rps"))) is not None and b > 0:
+            by.setdefault(a, []).append(b)
+    if not by:
         return x
-    return float(np.interp(x, [p[0] for p in pts], [p[1] for p in pts]))
+    xs = sorted(by)
+    ys = [float(np.mean(by[a])) for a in xs]  # repeats at one load: their mean (review finding, round 22)
+    if x < xs[0]:  # fewer users than tested: the completed rate scales down with them
+        return x * ys[0] / xs[0]
+    return float(np.interp(x, xs, ys))
 
 
 def _water_fill(wants: list[float], budget: float) -> list[float]:
@@ -350,7 +356,8 @@ def design_followup(mix_doc: Mapping[str, object], *, n_loads: int = N_LOADS, re
         rho = min(x / mu, RHO_MAX)
         tau = w0 / (1.0 - rho) ** 2
         warm = WARMUP_TAUS * tau
-        meas = max(MEASURE_TAUS * tau, MIN_REQUESTS / x)
+        # MIN_REQUESTS at the rate the step completes (on a concurrency axis not x a second: review finding)
+        meas = max(MEASURE_TAUS * tau, MIN_REQUESTS / _rate_at(x, unit, steps))
         planned.append([x, max(MIN_STEP_S, warm + meas), warm, tau, rho])
     wants = [p[1] for p in planned]
     total = repeats * sum(wants)

@@ -233,8 +233,9 @@ class QUlt:
     """True when the SLA crossing lay above ``saturated_rps`` and ``value`` was held at it."""
     throughput_ci95_rps: tuple[float | None, float | None] | None = None
     """The 95 % CI on the completed basis: each end of ``ci95`` read off the steps' completed rates (``limits.fit``,
-    round 22); None for a bound, a capped limit, a non-rps axis or a file written before round 22, whose completed
-    CI is ``ci95`` scaled by the value's ratio (:attr:`achieved`)."""
+    round 22; on a concurrency axis widened by each step's count noise); None for a bound, a capped limit, an axis
+    other than rps or concurrency, or a file written before round 22, whose completed CI is ``ci95`` scaled by the
+    value's ratio (:attr:`achieved`)."""
 
     throughput_bracket_rps: tuple[float | None, float | None] | None = None
     """The bracket on the completed basis: the run's completed rate at the bracket's two steps (round 22); None as

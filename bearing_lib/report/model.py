@@ -636,7 +636,7 @@ def _p_critical(m: MixLimit) -> tuple[Estimate | None, str | None]:
     ci = tuple(pc.ci95) if pc.ci95 else None
     # "P99 never exceeded 2x its baseline up to x": P_critical ≥ x, a bound (a new user read "6.00 (≥ 6.00, open
     # above)", round 22)
-    bound = "lower" if pc.censored == "above" else "none"
+    bound = {"above": "lower", "below": "upper"}.get(pc.censored or "", "none")
     return Estimate(pc.value, ci95=ci, bound=bound, unit=pc.unit or m.unit or "", basis="offered"), None
 
 

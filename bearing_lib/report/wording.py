@@ -43,12 +43,6 @@ TERMS: dict[str, str] = {
     "input_tokens": "input tokens",
     "output_tokens": "output tokens",
     "cycle_correlation": "the cycle correlation",
-    # the latency metrics by their canonical column names, as the plan's scorecards write them ("ttft_ms P95 592
-    # ms" read as an internal key: a new user's case, round 22)
-    "ttft_ms": "TTFT",
-    "latency_ms": "latency",
-    "tpot_ms": "TPOT",
-    "itl_ms": "ITL",
 }
 """Variable names that formulas and notes of the plan carry, in words."""
 

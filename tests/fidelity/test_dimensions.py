@@ -211,4 +211,7 @@ def test_a_mean_ratio_never_prints_as_the_rules_edge():
     d = length_dimension("input_tokens", None, np.full(200, 129.0), test_mean_only=263.4)
     assert d.verdict == "differs" and d.statement.endswith(": 0.49× the tested mean")
     d = length_dimension("input_tokens", None, np.full(200, 1020.0), test_mean_only=202.0)
-    assert d.statement.endswith(": 5.0× the tested mean")  # far from an edge: one decimal
+    assert d.statement.endswith(": 5× the tested mean")  # 5.05, far from an edge: two significant digits
+    from bearing_lib.fidelity.lengths import _ratio_text
+
+    assert [_ratio_text(r) for r in (0.4999, 2.0004, 0.03, 0.5, 12.34)] == ["0.4999", "2.0004", "0.03", "0.5", "12"]

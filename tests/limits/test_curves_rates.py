@@ -413,11 +413,13 @@ def test_a_closed_loops_completed_ci_is_what_its_steps_completed(shared_data):
     """AIPerf's concurrency sweep under ``p99(ttft) <= 1s`` (a new user's case, round 22): the offered CI is
     213.2–316.8 users, where the server completed 17.66, 17.67 and 17.65 req/s (192, 256, 320 users; 5,299 to 5,291
     requests each). Scaling by the value's ratio gave 13.67–20.31 req/s, above anything it completed (at most 18.10,
-    at 128). Read off the steps with each step's Poisson noise (1.96 / √n): by hand, the low end 17.663 (213.2 users,
-    between 192 and 256) × (1 − 1.96/√5,299) = 17.19, the high end the 256 step's 17.67 × (1 + 1.96/√5,299) = 18.15.
-    The bracket is the two steps' own completed rates, low to high (320 users: 17.65; 128: 18.10)."""
+    at 128). Read off the steps with each step's count noise (the exact Poisson interval of its 5,299 completions,
+    scipy's chi2 as Garwood's formula): the low end 17.663 (213.2 users, between 192 and 256) × 0.9733 = 17.19, the
+    high end the 256 step's 17.67 × 1.0272 = 18.15. The bracket is the two steps' own completed rates, low to high
+    (320 users: 17.65; 128: 18.10)."""
     import glob
-    import math
+
+    from scipy.stats import chi2
 
     path = glob.glob(str(shared_data("loadtests/aiperf/akamaslabs-g7-4500-concurrency-sweep-TRANSCRIBED"))
                      + "/**/profile_export_aiperf_sweep.csv", recursive=True)[0]
@@ -426,10 +428,35 @@ def test_a_closed_loops_completed_ci_is_what_its_steps_completed(shared_data):
     q, a = m.q_ult, m.q_ult.achieved
     by = {s.offered_load: s for s in m.steps}
     assert q.unit == "concurrency" and 192 < q.ci95[0] < 256 < q.ci95[1] < 320
-    rel = 1.96 / math.sqrt(by[256.0].n_ok)
+    n = by[256.0].n_ok
+    assert n == by[192.0].n_ok == 5299
     at_lo = by[192.0].throughput_rps + (q.ci95[0] - 192) / 64 * (by[256.0].throughput_rps - by[192.0].throughput_rps)
-    assert a.ci95[0] == pytest.approx(at_lo * (1 - 1.96 / math.sqrt(min(by[192.0].n_ok, by[256.0].n_ok))))
-    assert a.ci95[1] == pytest.approx(by[256.0].throughput_rps * (1 + rel))
+    assert a.ci95[0] == pytest.approx(at_lo * chi2.ppf(0.025, 2 * n) / (2 * n))
+    assert a.ci95[1] == pytest.approx(by[256.0].throughput_rps * chi2.ppf(0.975, 2 * (n + 1)) / (2 * n))
     assert (round(a.ci95[0], 2), round(a.ci95[1], 2)) == (17.19, 18.15)
     assert a.ci95[1] < max(s.throughput_rps for s in m.steps) * 1.03  # 18.10 at 128 users
     assert a.bracket == pytest.approx((by[320.0].throughput_rps, by[128.0].throughput_rps))
+
+
+def test_a_closed_loops_completed_ci_with_repeats_and_few_requests():
+    """Review findings (round 22): repeats of 16 and 19 req/s at 100 users (5,000 requests each) gave an interval
+    containing neither; the low end now reads the repeats' lowest, the high end their highest (by hand at 90 and 110
+    users: 15.5 and 18.5 between the steps, 16 and 19 at the repeats inside), each times its count's Garwood
+    multiplier. A step of 2 requests keeps a low end above zero (the normal approximation put it at 0.0, and the plan
+    then dropped the whole interval)."""
+    from scipy.stats import chi2
+
+    from bearing_lib.limits.fit import _completed_ci
+
+    d, u = chi2.ppf(0.025, 10000) / 10000, chi2.ppf(0.975, 10002) / 10000
+    lo, hi = _completed_ci(100.0, [90.0, 110.0], 17.5, np.array([80.0, 100.0, 100.0, 120.0]),
+                           np.array([15.0, 16.0, 19.0, 18.0]), "concurrency", np.full(4, 5000.0))
+    assert lo == pytest.approx(15.5 * d) and hi == pytest.approx(19.0 * u)
+    assert lo < 16.0 and hi > 19.0
+    lo, hi = _completed_ci(100.0, [90.0, 110.0], 17.5, np.array([80.0, 100.0, 120.0]), np.array([15.0, 17.5, 18.0]),
+                           "concurrency", np.array([3.0, 2.0, 3.0]))
+    assert 0 < lo == pytest.approx(16.25 * chi2.ppf(0.025, 4) / 4)  # 90 users: 16.25, the smaller count of 3 and 2
+    # an rps axis is a schedule: no widening
+    lo, hi = _completed_ci(100.0, [90.0, 110.0], 17.5, np.array([80.0, 100.0, 120.0]), np.array([15.0, 17.5, 18.0]),
+                           "rps", np.array([3.0, 2.0, 3.0]))
+    assert (lo, hi) == pytest.approx((16.25, 17.75))

@@ -68,6 +68,12 @@ def test_expected_requests_on_a_concurrency_axis_are_the_completed_rate_times_th
     # an rps axis keeps load × duration
     rps = fu.design_followup(_doc()["mixes"][0])
     assert rps.steps[0].expected_requests == round(8.0 * rps.steps[0].duration_s)
+    # repeats at one load: their mean; fewer users than tested: scaled down with them (review findings)
+    steps = [{"load_axis": 100.0, "throughput_rps": 16.0}, {"load_axis": 100.0, "throughput_rps": 19.0},
+             {"load_axis": 200.0, "throughput_rps": 20.0}]
+    assert fu._rate_at(100.0, "concurrency", steps) == pytest.approx(17.5)
+    assert fu._rate_at(50.0, "concurrency", steps) == pytest.approx(8.75)
+    assert fu._rate_at(150.0, "concurrency", steps) == pytest.approx(18.75)
 
 
 def test_a_budget_too_small_for_the_minimum_step_is_said_to_be_exceeded():

@@ -81,6 +81,9 @@ def test_checklist_computed_from_steps():
     sp = items["single-path P95 latency"]
     # lowest load (concurrency 1): P95 600 ms < 2000 / 3 = 666.7 ms
     assert sp.status == "healthy" and sp.value == 600
+    # the metric in words, not its column name (round 22: "ttft_ms P95 592 ms")
+    assert sp.reason.startswith(("TTFT P95 600 ms < 667 ms (SLA 2,000 / 3)",
+                                 "end-to-end latency P95 600 ms < 667 ms (SLA 2,000 / 3)")), sp.reason
     er = items["error rate at peak"]
     # the lowest step whose throughput reaches 4 req/s is step 1 (6.5 req/s): 0.05 % < 0.1 %
     assert er.status == "healthy" and er.value == 0.0005

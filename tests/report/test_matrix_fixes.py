@@ -142,6 +142,11 @@ def test_a_p_critical_that_never_crossed_is_a_lower_bound():
                             unit="concurrency")
     est, note = _p_critical(never)
     assert note is None and est.bound == "lower" and est.sign.strip() == "≥" and est.value == 6.0
+    # the 2x rule's "P99 already above 2x its baseline at the lowest load": P_critical < x, an upper bound
+    first = SimpleNamespace(p_critical=PCritical(value=2.0, ci95=(None, 2.0), censored="below", unit="rps"),
+                            unit="rps")
+    est, _ = _p_critical(first)
+    assert est.bound == "upper" and est.sign.strip() == "<"
     crossed = SimpleNamespace(p_critical=PCritical(value=4.2, ci95=(3.9, 4.6), censored="none", unit="rps"), unit="rps")
     est, _ = _p_critical(crossed)
     assert est.bound == "none" and est.ci95 == (3.9, 4.6)
