@@ -244,6 +244,8 @@ def identify(inp: _Input, labels: Mapping[str, Mapping[str, str]] | None, hardwa
 
 
 def _interp(x: float | None, xs: list[float], ys: list[float]) -> float | None:
+    """A per-user speed (tokens a second each user sees) at load ``x``, held at the end steps beyond them: not a
+    rate of the whole server, which :func:`bearing_lib.limits.curves.rate_at` reads (it scales with the load)."""
     pts = sorted((a, b) for a, b in zip(xs, ys, strict=True) if a is not None and b is not None
                  and math.isfinite(a) and math.isfinite(b))
     if x is None or not pts:

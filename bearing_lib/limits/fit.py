@@ -86,6 +86,7 @@ from bearing_lib.limits.curves import (
     load_curve,
     min_n_supported,
     qname,
+    rate_at,
     repeat_means,
     saturation_cap,
     spread_at,
@@ -278,38 +279,6 @@ def _pool_runs(items: list) -> tuple[list, dict[str, list[str]]]:
 # the estimator
 
 
-def _interp(x: float | None, xs: np.ndarray, ys: np.ndarray) -> float | None:
-    if x is None or not math.isfinite(x):
-        return None
-    ux, mean, _, _ = repeat_means(xs, ys)  # repeats at one load: their mean (curves.repeat_means)
-    if not ux.size:
-        return None
-    return float(np.interp(x, ux, mean))
-
-
-def _completed_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps", *,
-                  ux_y: tuple[np.ndarray, np.ndarray] | None = None) -> float | None:
-    """The completed rate at offered load ``x`` read off the steps (repeats at one load: their mean): interpolated
-    between the steps, and beyond the tested loads the nearest step's completed share of its load times ``x`` (the
-    ratio the limit's own value was scaled by before round 22). None where ``x`` or the curve is missing."""
-    if x is None or not math.isfinite(x) or x <= 0:
-        return None
-    ux, mean = ux_y if ux_y is not None else repeat_means(xs, ys)[:2]  # the repeats' mean, or a given curve
-    ok = ux > 0
-    ux, mean = ux[ok], mean[ok]
-    if not ux.size:
-        return None
-    if ux[0] <= x <= ux[-1]:
-        return float(np.interp(x, ux, mean))
-    if x > ux[-1] and unit != "rps":
-        # more users than tested: a closed loop's completed rate does not grow with its users past saturation, and
-        # nothing measured says it does; held at the highest step's (AIPerf's sweep completed 17.2-18.1 req/s from
-        # 96 to 320 users; a ratio put 20.5 at 320: a new user's case, round 22)
-        return float(mean[-1])
-    i = 0 if x < ux[0] else -1
-    return float(x * mean[i] / ux[i])
-
-
 def _ordered(ends: list[float | None]) -> list[float | None]:
     """Two ends low to high where both are known."""
     lo, hi = ends
@@ -328,7 +297,7 @@ def _count_bounds(n: float) -> tuple[float, float]:
 
 def _completed_ci(value: float | None, ci: list[float | None], achieved: float | None, xs: np.ndarray,
                   ys: np.ndarray, unit: str | None = "rps", ns: np.ndarray | None = None) -> list[float | None] | None:
-    """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`_completed_at`), held on
+    """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`curves.rate_at`), held on
     its side of the completed value; None where there is nothing to read. Scaling the offered CI by the value's
     ratio put a lower end below what a passing step completed (SGLang 405b random: 1.83 req/s beside the 2.0 its
     2 rps step completed; a new user's case, round 22): the server's completed rate is not a constant share of the
@@ -345,8 +314,8 @@ def _completed_ci(value: float | None, ci: list[float | None], achieved: float |
     ux, _, r_lo, r_hi = repeat_means(xs, ys)
     # the low end on the repeats' lowest, the high end on their highest (review finding, round 22: repeats of 16 and
     # 19 req/s at one load gave an interval containing neither)
-    lo = _completed_at(ci[0], xs, ys, unit, ux_y=(ux, r_lo)) if ci[0] is not None else None
-    hi = _completed_at(ci[1], xs, ys, unit, ux_y=(ux, r_hi)) if ci[1] is not None else None
+    lo = rate_at(ci[0], xs, ys, unit, ux_y=(ux, r_lo)) if ci[0] is not None else None
+    hi = rate_at(ci[1], xs, ys, unit, ux_y=(ux, r_hi)) if ci[1] is not None else None
     if lo is None and hi is None:
         return None
     # a completed rate that peaks or dips inside the interval: the interval reaches the curve's highest and lowest
@@ -457,17 +426,17 @@ def _fit_group(
     keep = ~np.isnan(xs_all)
     # each step's successful requests of the run (the count behind tot_rps): the mix's, scaled by the run's completed
     # rate over the mix's (review finding, round 22: the mix's own count widened a 10 % mix's interval √10 times)
+    step_tot = [totals.total(j.row.step) for j in judged]  # None (a step not in the run's curve): NaN
     n_ok_all = np.array([float(j.row.n_ok) * (t.throughput_rps / j.row.throughput_rps)
                          if j.row.n_ok is not None and t is not None and t.throughput_rps and j.row.throughput_rps
                          else float(j.row.n_ok) if j.row.n_ok is not None else np.nan
-                         for j, t in zip(judged, [totals.total(j.row.step) for j in judged], strict=True)])
+                         for j, t in zip(judged, step_tot, strict=True)])
     thr_mix = np.array([j.row.throughput_rps if j.row.throughput_rps is not None else np.nan
                         for j in judged])
-    step_tot = [totals.total(j.row.step) for j in judged]  # None (a step not in the run's curve): NaN
     tot_rps = np.array([np.nan if t is None else t.throughput_rps for t in step_tot], float)
     tot_tok = np.array([np.nan if t is None else t.output_tokens_per_s for t in step_tot], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
-    thr_at = _interp(value, xs_all[keep], tot_rps[keep])
+    thr_at = rate_at(value, xs_all[keep], tot_rps[keep], unit)
     # a capped limit is the most the server completed (curves.saturation_cap, a completed rate): that is its
     # throughput, not the rate interpolated at the same number on the offered axis (SGLang's 405b random run read
     # 3.186 req/s at a cap of 3.723, below the 3.376 its passing 4 rps step completed; round 21); its token rate and
@@ -485,8 +454,8 @@ def _fit_group(
         "censored": censored,
         "statement": statement,
         "throughput_rps": scaled(thr_at),
-        "tokens_per_s": scaled(_interp(value, xs_all[keep], tot_tok[keep])),
-        "mix_throughput_rps": scaled(_interp(value, xs_all[keep], thr_mix[keep])),
+        "tokens_per_s": scaled(rate_at(value, xs_all[keep], tot_tok[keep], unit)),
+        "mix_throughput_rps": scaled(rate_at(value, xs_all[keep], thr_mix[keep], unit)),
         "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
         # a capped limit's interval is the cap's own, already of completed requests (curves.cap_limit)
         "throughput_ci95_rps": (None if cap_note is not None or censored not in ("none", "not_monotone")
@@ -497,7 +466,7 @@ def _fit_group(
         # saturated closed loop's failing step can complete less than its last passing one: AIPerf's 320 users
         # 17.65 req/s, 128 users 18.10)
         "throughput_bracket_rps": (None if cap_note is not None or unit not in ("rps", "concurrency") else
-                                   _ordered([_completed_at(b, xs_all[keep], tot_rps[keep], unit)
+                                   _ordered([rate_at(b, xs_all[keep], tot_rps[keep], unit)
                                              for b in (last_pass, first_fail)])),
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,

@@ -45,7 +45,13 @@ import numpy as np
 
 from bearing_lib.common.errors import BearingError, ParameterError
 from bearing_lib.common.schema import NotAvailable
-from bearing_lib.limits.curves import BELOW_OFFERED_RATIO, SATURATION_LATENCY_RATIO, central_latency_s, is_saturated
+from bearing_lib.limits.curves import (
+    BELOW_OFFERED_RATIO,
+    SATURATION_LATENCY_RATIO,
+    central_latency_s,
+    is_saturated,
+    rate_at,
+)
 from bearing_lib.limits.result import FOLLOWUP_ORDER, FollowUpStep, FollowUpSummary, Resolution
 
 if TYPE_CHECKING:  # annotations only: `bearing next` reads a limits document and needs neither at run time
@@ -238,11 +244,12 @@ def measured_saturation(mix_doc: Mapping[str, object]) -> MeasuredSaturation | N
 
 
 def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
-    """The request rate a step at load ``x`` completes: ``x`` itself on an rps axis; on another (concurrency: users,
-    streams) the first test's completed rates interpolated at ``x`` (held at the nearest step beyond them), as a
-    closed loop of ``c`` users sends what the server completes, not ``c`` a second (AIPerf's 213-concurrency step
-    of 2,240 s was said to send 477,680 requests where the server completes about 17.7 a second; round 22). ``x``
-    where no step gives a rate."""
+    """The request rate a step at load ``x`` completes: ``x`` itself on an rps axis (the schedule sends it); on
+    another (concurrency: users, streams) the first test's completed rates read at ``x`` by the fit's rule
+    (:func:`curves.rate_at`: interpolated, scaled below the lowest step, held above the highest), as a closed loop
+    of ``c`` users sends what the server completes, not ``c`` a second (AIPerf's 213-concurrency step of 2,240 s
+    was said to send 477,680 requests where the server completes about 17.7 a second; round 22). ``x`` where no
+    step gives a rate."""
     if unit == "rps":
         return x
     by: dict[float, list[float]] = {}
@@ -252,11 +259,10 @@ def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
             by.setdefault(a, []).append(b)
     if not by:
         return x
-    xs = sorted(by)
-    ys = [float(np.mean(by[a])) for a in xs]  # repeats at one load: their mean (review finding, round 22)
-    if x < xs[0]:  # fewer users than tested: the completed rate scales down with them
-        return x * ys[0] / xs[0]
-    return float(np.interp(x, xs, ys))
+    xs = np.array(sorted(by))
+    ys = np.array([float(np.mean(by[a])) for a in xs])  # repeats at one load: their mean (review finding, round 22)
+    got = rate_at(x, xs, ys, unit)  # the fit's rule (curves.rate_at): scaled below the lowest step, held above
+    return x if got is None else got
 
 
 def _water_fill(wants: list[float], budget: float) -> list[float]:

@@ -17,6 +17,7 @@ from bearing_lib.limits.curves import (
     cap_limit,
     completion_span,
     load_curve,
+    rate_at,
     repeat_means,
     spread_at,
 )
@@ -460,3 +461,31 @@ def test_a_closed_loops_completed_ci_with_repeats_and_few_requests():
     lo, hi = _completed_ci(100.0, [90.0, 110.0], 17.5, np.array([80.0, 100.0, 120.0]), np.array([15.0, 17.5, 18.0]),
                            "rps", np.array([3.0, 2.0, 3.0]))
     assert (lo, hi) == pytest.approx((16.25, 17.75))
+
+
+def test_rate_at_one_rule_below_between_and_beyond_the_steps():
+    """The completed rate at a load (curves.rate_at), by hand: steps at 10 and 20 completing 9 and 16 a second.
+    Between them interpolated (15 -> 12.5); below the lowest, 9/10 of the load (5 -> 4.5) on either axis; above the
+    highest on an rps axis 16/20 of the load (30 -> 24), on a closed loop's users held at 16; repeats are their mean
+    (16 and 18 at 20 -> 17)."""
+    xs, ys = np.array([10.0, 20.0]), np.array([9.0, 16.0])
+    assert rate_at(15.0, xs, ys) == pytest.approx(12.5)
+    assert rate_at(5.0, xs, ys) == pytest.approx(4.5)
+    assert rate_at(5.0, xs, ys, "concurrency") == pytest.approx(4.5)
+    assert rate_at(30.0, xs, ys) == pytest.approx(24.0)
+    assert rate_at(30.0, xs, ys, "concurrency") == pytest.approx(16.0)
+    assert rate_at(20.0, np.array([10.0, 20.0, 20.0]), np.array([9.0, 16.0, 18.0])) == pytest.approx(17.0)
+    assert rate_at(None, xs, ys) is None and rate_at(0.0, xs, ys) is None and rate_at(float("nan"), xs, ys) is None
+
+
+def test_the_follow_up_reads_the_same_rule():
+    """bearing next's expected rate on a users axis is curves.rate_at over the first test's steps (one rule with the
+    fit's): 100 users beyond steps at 32/64 users completing 10/12 req/s is 12 (held), 16 users is 5 (scaled)."""
+    from bearing_lib.limits.followup import _rate_at
+
+    steps = [{"load_axis": 32, "throughput_rps": 10.0}, {"load_axis": 64, "throughput_rps": 12.0},
+             {"load_axis": 64, "throughput_rps": 12.0, "recovery_step": True}]
+    assert _rate_at(100.0, "concurrency", steps) == pytest.approx(12.0)
+    assert _rate_at(16.0, "concurrency", steps) == pytest.approx(5.0)
+    assert _rate_at(48.0, "concurrency", steps) == pytest.approx(11.0)
+    assert _rate_at(48.0, "rps", steps) == 48.0

@@ -393,3 +393,17 @@ def test_the_weak_mix_note_keeps_the_over_provisioned_flag():
     assert two.blended.fos.value == pytest.approx(1 / (0.95 / 100 + 0.05 / 12) / 10)
     v = fos_verdict(two, STANDARD, Target(10.0))
     assert "over-provisioned" in v.reason and "alone, mix b" in v.reason and v.over_provisioned
+
+
+def test_a_floor_makes_a_lower_bound_the_other_clauses():
+    """With a failure floor breaking one clause at every load the limit is the other clauses': the per-mix reason
+    says the test never failed on them, not that it never failed (it failed the floor's clause everywhere)."""
+    tgt = Target(4.0)
+    res = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt, other_clauses=True)
+    assert "the load test never failed on the other clauses (limit is a lower bound)" in res.per_mix[0].fos.statement
+    plain = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt)
+    assert "the load test never failed (limit is a lower bound)" in plain.per_mix[0].fos.statement
+    both = compute_fos([Limit("a", 6.0, censored="above"), Limit("b", 6.0, censored="below")],
+                       {"a": 0.5, "b": 0.5}, tgt, other_clauses=True)
+    assert both.blended.fos.statement.endswith("one mix never failed on the other clauses (lower bound) and another "
+                                               "failed at once (upper bound): the blend is not bounded")
