@@ -398,6 +398,15 @@ def _load_aggregate(source: InputSource) -> LoadPointTable:
             "n_requests": made.get("total"), "n_ok": made.get("successful"), "n_errors": made.get("errored"),
             "source_file": s.source_file,
         }
+        # GuideLLM's request_concurrency: requests in flight (request_start_time to request_end_time) weighted by
+        # time over the benchmark (guidellm 0.8.1 schemas/base/statistics.py concurrency_distribution_from_timings;
+        # metrics.py builds it from each request's start and end); its "total" status counts every request in flight,
+        # as GuideLLM's own HTML report reads it (benchmark/outputs/html.py: _mean(metrics.request_concurrency,
+        # status="total")): the step's measured mean in flight, canonical concurrency_mean
+        conc = ((b.get("metrics") or {}).get("request_concurrency") or {}).get("total")
+        row["concurrency_mean"] = (number(conc.get("mean"), path=path,
+                                          field=f"benchmarks[{i}].metrics.request_concurrency.total.mean")
+                                   if isinstance(conc, dict) else None)
         for name, col in (("requests_per_second", "throughput_rps"), ("prompt_tokens_per_second",
                                                                          "input_tokens_per_s"),
                           ("output_tokens_per_second", "output_tokens_per_s")):
@@ -442,7 +451,11 @@ def load_csv(source: InputSource) -> LoadPointTable:
     raw = read_csv_checked(source, {c: pl.String() for c in CSV_COLUMNS})
     prov = new_provenance(source, format=NAME_CSV, tool="GuideLLM (DERIVED table)")
     prov.add("derived_file", "this table was written by post-processing of GuideLLM runs, not by GuideLLM; its "
-             "columns are read as labelled ('-' = missing; latencies *_ms in ms, req_latency_*_s in s)")
+             "columns are read as its writer made them (nirjhar17/guidellm-pd-disaggregation reports/"
+             "parse_benchmarks.py): total_requests is the successful requests and error_requests the errored ones "
+             "(incomplete requests are not counted); latencies and token counts are GuideLLM's statistics over every "
+             "request status ('total'), concurrency_mean its time-weighted mean of requests in flight; '-' = "
+             "missing; latencies *_ms in ms, req_latency_*_s in s")
     steps, unknown = [], []
     for r in raw.iter_rows(named=True):
         line = int(r["source_row"])
@@ -464,7 +477,8 @@ def load_csv(source: InputSource) -> LoadPointTable:
             load, unit, rank = strategy_load(profile, strategy, path=path, where=f"row {line}")
         steps.append(StepFacts(run_id=run_id, offered_load=load, offered_load_unit=unit, rank=rank,
                                tiebreak=(order, line), duration_s=num("duration_s"),
-                               n_requests_reported=int(num("total_requests") or 0), source_file=f"{path.name}:{line}",
+                               n_requests_reported=int((num("total_requests") or 0) + (num("error_requests") or 0)),
+                               source_file=f"{path.name}:{line}",
                                payload=(r, num)))
     if unknown:
         prov.add("concurrency_not_in_table", f"rows {unknown}: concurrent profile but the table has no stream "
@@ -477,9 +491,13 @@ def load_csv(source: InputSource) -> LoadPointTable:
         total, errors = num("total_requests"), num("error_requests")
         rows.append({
             **step_columns(s), "duration_s": s.duration_s, **_guidellm_window(s.duration_s),
-            "n_requests": int(total) if total is not None else None,
+            # the table's writer counts total_requests = len(requests.successful) and error_requests =
+            # len(requests.errored) (nirjhar17/guidellm-pd-disaggregation@2ff1575 reports/parse_benchmarks.py):
+            # "total" is the successful requests, the step sent both (incomplete requests, cancelled at the window's
+            # end, are not in the table). Before round 23 bearing read total − errors as successful (1,080 of 1,081).
+            "n_requests": int(total + (errors or 0)) if total is not None else None,
             "n_errors": int(errors) if errors is not None else None,
-            "n_ok": int(total - errors) if total is not None and errors is not None else None,
+            "n_ok": int(total) if total is not None else None,
             "throughput_rps": num("rps_mean"),
             # the run's measured mean in flight, as labelled (GuideLLM's request concurrency), not Little's law
             "concurrency_mean": num("concurrency_mean"),

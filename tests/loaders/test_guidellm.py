@@ -101,6 +101,10 @@ def test_report_v2_statistics_become_load_points():
         assert row["throughput_rps"] == m["requests_per_second"]["successful"]["mean"]
         assert row["duration_s"] == b["duration"]
         assert row["n_ok"] == b["scheduler_metrics"]["requests_made"]["successful"]
+        # the measured mean in flight: GuideLLM's time-weighted request_concurrency over every status ("total", as
+        # its own HTML report reads it)
+        assert row["concurrency_mean"] == m["request_concurrency"]["total"]["mean"]
+    assert f["concurrency_mean"].to_list() == pytest.approx([0.007884656, 0.014002884])
 
 
 @pytest.mark.shared_data
@@ -128,6 +132,11 @@ def test_derived_sweep_csv(shared_data):
     assert sweep["latency_ms_mean"][-1] == pytest.approx(float(last["req_latency_mean_s"]) * 1000)
     assert sweep["ttft_ms_mean"][-1] == float(last["ttft_mean_ms"]) and sweep["ttft_ms_p99"][-1] is None
     assert sweep["n_errors"][-1] == int(last["error_requests"]) == 1
+    # the table's writer counts total_requests = len(successful) and error_requests = len(errored)
+    # (parse_benchmarks.py in the source repository): 1,081 successful and 1 errored were sent, 1,082 in all
+    assert sweep["n_ok"][-1] == int(last["total_requests"]) == 1081
+    assert sweep["n_requests"][-1] == 1082
+    assert sweep["n_requests"][0] == sweep["n_ok"][0] == 145  # sweep[2], no errors
     conc = f.filter(run_id="concurrent16").row(0, named=True)
     assert conc["offered_load"] is None and conc["offered_load_unit"] == "concurrency"
     assert f["run_id"].n_unique() == 8

@@ -107,8 +107,10 @@ def test_derived_sweep_table(tmp_path):
     sweep = pl.concat([f.filter(f["run_id"] == "sweep/concurrency"), f.filter(f["run_id"] == "sweep").sort("step")])
     assert sweep["offered_load"].to_list() == [1.0, 2.6, math.inf]
     assert sweep["step"].to_list() == [0, 0, 1]  # synchronous is its own run: one unit per load curve
-    assert sweep["n_requests"].to_list() == [23, 145, 1081]
-    assert sweep["n_errors"].to_list() == [0, 0, 1] and sweep["n_ok"].to_list() == [23, 145, 1080]
+    # total_requests is len(requests.successful) in the table's writer (parse_benchmarks.py): 1,081 successful and
+    # 1 errored make 1,082 sent
+    assert sweep["n_requests"].to_list() == [23, 145, 1082]
+    assert sweep["n_errors"].to_list() == [0, 0, 1] and sweep["n_ok"].to_list() == [23, 145, 1081]
     assert sweep["latency_ms_mean"].to_list() == pytest.approx([2633.0, 3269.0, 14520.0])
     assert sweep["ttft_ms_p50"].to_list() == [63.3, 73.3, 11810.4]
     assert sweep["ttft_ms_p99"].is_null().all()  # '-' is missing, not zero
