@@ -412,7 +412,17 @@ def _load_summary(source: InputSource, handle: bool) -> LoadPointTable:
         "achieved_rate_rps": rate,
         "source_file": str(source.path),
     }
-    row |= stats_to_columns(_metric(doc, "http_req_duration", handle), "latency_ms", TREND_STATS)
+    # the latency percentiles of successful requests, as bearing reads every tool: k6's own sub-metric
+    # http_req_duration{expected_response:true} (added with http_req_failed for "the http timing metrics for
+    # successful requests", grafana/k6#1828; printed under http_req_duration in every end-of-test summary since
+    # v0.31). The whole trend counts failed requests too (a 60 s timeout pushed p95 to 60,000 ms where the
+    # successful requests' was 47,021: mn1809's cfc3091, a new user's case, round 23); it is read only when the
+    # summary has no sub-metric, and said so.
+    ok_only = _metric(doc, "http_req_duration{expected_response:true}", handle)
+    ok_trend = bool(ok_only) and not _no_samples(doc["metrics"].get("http_req_duration{expected_response:true}")
+                                                 or {}, handle, "http_req_duration{expected_response:true}")
+    whole = _metric(doc, "http_req_duration", handle)
+    row |= stats_to_columns(ok_only if ok_trend else whole, "latency_ms", TREND_STATS)
     if peak is not None:
         prov.add(
             "offered_load_peak_vus",
@@ -422,14 +432,21 @@ def _load_summary(source: InputSource, handle: bool) -> LoadPointTable:
         )
     else:
         prov.add("no_vus", "the summary has no vus metric: offered load unknown")
-    ok_only = _metric(doc, "http_req_duration{expected_response:true}", handle)
-    if ok_only:
-        shown = ", ".join(f"{k} {v:.6g} ms" for k, v in ok_only.items() if isinstance(v, (int, float)))
+    if ok_trend:
+        shown = ", ".join(f"{k} {v:.6g} ms" for k, v in whole.items() if isinstance(v, (int, float)))
+        prov.add(
+            "latency_successful_only",
+            "latency_ms_* is k6's http_req_duration{expected_response:true}: successful requests only, as bearing "
+            f"reads every tool; over all requests, failed ones included (http_req_duration): {shown}",
+            level="info",
+        )
+    elif n_err:
         prov.add(
             "latency_includes_failures",
-            "latency_ms_* is k6's http_req_duration over ALL requests, failed ones included (fast errors pull it "
-            f"down, timeouts push it up); successful requests only (expected_response:true): {shown}",
-            level="info",
+            f"latency_ms_* is k6's http_req_duration over ALL requests, the {n_err:,} failed ones included (fast "
+            "errors pull its percentiles down, timeouts push them up): the summary has no "
+            "http_req_duration{expected_response:true} trend of the successful requests alone, so a latency "
+            "clause is judged on both",
         )
     _thresholds(doc, handle, prov)
     if handle:
