@@ -423,14 +423,21 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         base = base.with_columns([pl.lit(None, t).alias(a) for a, t in tool_cols.values()])
     bins = None
     if times:
-        d = pl.col("_t1") - pl.col("_t0")
+        # a burst: every request of the step sent within one mean request latency (GuideLLM's concurrent=4 sanity
+        # run sent its 4 requests within 1.2 ms, each ran 24.9 s; a rate-inf step): no sending to trim, so the step
+        # is its whole span, first send to last end, untrimmed (it read 1 request of 4 in a 0.6 ms window and a
+        # completed rate of 0 where the raw file gives 4 / 24.9 s: a new user's case, round 23)
+        burst = (pl.col("_t1") - pl.col("_t0") < pl.col("_mean_lat_s").fill_null(0.0)) & (pl.col("_n_all") > 1) \
+            & (pl.col("_t_done") > pl.col("_t1"))
+        t_last = pl.when(burst).then(pl.col("_t_done")).otherwise(pl.col("_t1"))
+        d = t_last - pl.col("_t0")
         # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer
         # (a queue of long requests needs that long to fill or drain), at most 25 % of the step
         trim = pl.max_horizontal(opt.trim_fraction * d, TRIM_LATENCIES * pl.col("_mean_lat_s").fill_null(0.0))
-        trim = pl.min_horizontal(trim, MAX_TRIM_FRACTION * d)
+        trim = pl.when(burst).then(0.0).otherwise(pl.min_horizontal(trim, MAX_TRIM_FRACTION * d))
         base = base.with_columns(
             (pl.col("_t0") + trim).alias("t_start_s"),
-            (pl.col("_t1") - trim).alias("t_end_s"),
+            (t_last - trim).alias("t_end_s"),
             (d - 2 * trim).alias("duration_s"),
             pl.lit(True).alias("has_times"),
         )

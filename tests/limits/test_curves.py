@@ -329,3 +329,30 @@ def test_a_closed_loop_trace_never_holds_more_in_flight_than_its_users(shared_da
     assert (r["offered_load"], r["offered_load_unit"], r["n_requests"], r["n_ok"]) == (5.0, "concurrency", 150, 20)
     lam_w = r["send_rate_rps"] * float(tr.frame.filter(pl.col("status") == "ok")["latency_ms"].mean()) / 1000.0
     assert lam_w > 10.0 and r["concurrency_mean"] == 5.0
+
+
+def test_a_burst_step_is_its_whole_span():
+    """Every request of a step sent within one mean latency (one request per stream: GuideLLM's concurrent=4 sanity
+    run sent 4 within 1.2 ms, each ran 24.9 s) has no sending to trim: the step is first send to last end. By hand:
+    4 requests sent at 0, 0.0004, 0.0008, 0.0012 s ending at 24.9, 24.905, 24.9, 24.909 s: 4 requests, 24.909 s,
+    4 / 24.909 = 0.1606 req/s (it read 1 request in a 0.6 ms window and a rate of 0 before round 23). A step of
+    sustained sends is trimmed as before."""
+    start = [0.0, 0.0004, 0.0008, 0.0012]
+    end = [24.9, 24.905, 24.9, 24.909]
+    df = pl.DataFrame({"request_id": [f"r{i}" for i in range(4)], "start_s": start, "end_s": end,
+                       "latency_ms": [(e - s) * 1000 for s, e in zip(start, end, strict=True)],
+                       "ttft_ms": [170.0] * 4, "status": ["ok"] * 4, "run_id": "r", "step": 0,
+                       "offered_load": 4.0, "offered_load_unit": "concurrency"})
+    w = step_windows(make_trace(df)).row(0, named=True)
+    assert w["n_sent"] == 4 and w["duration_s"] == pytest.approx(24.909)
+    (row,) = load_curve(make_trace(df)).iter_rows(named=True)
+    assert row["n_requests"] == 4 and row["throughput_rps"] == pytest.approx(4 / 24.909)
+    # sustained: 100 requests a second apart, each 0.5 s: trimmed 10 % each side of the 99 s send span
+    n = 100
+    df2 = df.clear().vstack(pl.DataFrame({
+        "request_id": [f"s{i}" for i in range(n)], "start_s": [float(i) for i in range(n)],
+        "end_s": [i + 0.5 for i in range(n)], "latency_ms": [500.0] * n, "ttft_ms": [170.0] * n,
+        "status": ["ok"] * n, "run_id": "r", "step": 0, "offered_load": 4.0, "offered_load_unit": "concurrency"},
+        schema=df.schema))
+    w2 = step_windows(make_trace(df2)).row(0, named=True)
+    assert w2["t_start_s"] == pytest.approx(9.9) and w2["t_end_s"] == pytest.approx(89.1)
