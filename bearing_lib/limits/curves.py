@@ -68,6 +68,10 @@ from bearing_lib.limits.steptotals import StepTotals
 METRICS: tuple[str, ...] = ("ttft_ms", "latency_ms", "tpot_ms", "itl_ms")
 QUANTILES: dict[str, float] = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 TRIM_FRACTION = 0.10
+BURST_SPAN = 0.1
+"""A step whose requests were all sent within this share of one mean request latency was sent at once (a burst:
+one request per stream, a rate-inf step), not at a rate: its window is its whole span, untrimmed
+(:func:`step_windows`)."""
 TRIM_LATENCIES = 2.0
 MAX_TRIM_FRACTION = 0.25
 MIN_STEADY_S = 30.0
@@ -423,12 +427,14 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         base = base.with_columns([pl.lit(None, t).alias(a) for a, t in tool_cols.values()])
     bins = None
     if times:
-        # a burst: every request of the step sent within one mean request latency (GuideLLM's concurrent=4 sanity
-        # run sent its 4 requests within 1.2 ms, each ran 24.9 s; a rate-inf step): no sending to trim, so the step
-        # is its whole span, first send to last end, untrimmed (it read 1 request of 4 in a 0.6 ms window and a
-        # completed rate of 0 where the raw file gives 4 / 24.9 s: a new user's case, round 23)
-        burst = (pl.col("_t1") - pl.col("_t0") < pl.col("_mean_lat_s").fill_null(0.0)) & (pl.col("_n_all") > 1) \
-            & (pl.col("_t_done") > pl.col("_t1"))
+        # a burst: every request of the step sent within BURST_SPAN of one mean request latency (GuideLLM's
+        # concurrent=4 sanity run sent its 4 requests within 1.2 ms, each ran 24.9 s; a rate-inf step): no sending
+        # to trim, so the step is its whole span, first send to last end, untrimmed (it read 1 request of 4 in a
+        # 0.6 ms window and a completed rate of 0 where the raw file gives 4 / 24.9 s: a new user's case, round 23).
+        # Not a saturated step of sustained sends: the bundled vLLM sharegpt steps send 252 requests over 25-36 s
+        # at 7-10 QPS while each takes 36-41 s
+        burst = (pl.col("_t1") - pl.col("_t0") < BURST_SPAN * pl.col("_mean_lat_s").fill_null(0.0)) \
+            & (pl.col("_n_all") > 1) & (pl.col("_t_done") > pl.col("_t1"))
         t_last = pl.when(burst).then(pl.col("_t_done")).otherwise(pl.col("_t1"))
         d = t_last - pl.col("_t0")
         # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer
@@ -1142,9 +1148,9 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 
 
 __all__ = [
-    "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
+    "BURST_SPAN", "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "closed_loop_capped", "completion_span", "completions_in_window", "curve_columns",
-    "is_saturated", "load_curve",
-    "min_n_supported", "order_stat_ranks", "qname", "repeat_means", "saturation_cap", "spread_at", "steady_requests",
-    "step_flags", "step_rates", "step_windows", "timed_saturation", "wilson_interval", "with_little",
+    "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at", "repeat_means",
+    "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates", "step_windows", "timed_saturation",
+    "wilson_interval", "with_little",
 ]

@@ -1030,3 +1030,31 @@ def test_a_rise_through_clustered_failures_is_not_read_as_a_floor():
     # the demo's two quiet steps (4 and 5 of 200) scatter within binomial noise: the binomial test stands, p = 0.37
     assert failures._rising_p([failures.QuietStep(0.5, 4, 200), failures.QuietStep(1.0, 5, 200)]) == pytest.approx(
         0.368, abs=0.002)
+
+
+def test_the_grid_is_split_at_the_tested_loads_and_keeps_a_flat_prior():
+    """model.log_grid splits its equal cells at every tested load (a cell never straddles a step), and the prior on
+    the crossing stays flat in log load: with no evidence but a share of 0 at a load far below, the posterior over
+    the cells is proportional to their widths. And an interval stops at a step that clearly failed: a share of 0
+    at 74.94, at least 10 % of 6,715 at 111.92 (inference-perf's figures), allowance 5 %: the 95 % CI's upper end
+    is at most 111.92 (it was 112.9 on the unsplit grid)."""
+    from bearing_lib.limits import model
+    from bearing_lib.limits.model import Evidence
+
+    xs = [1.0, 37.97, 74.94, 111.92]
+    edges = model.log_grid(xs)
+    assert all(np.isclose(edges, np.log(x)).any() for x in xs)
+    assert edges.size == model.N_THETA + 1 + 4  # every tested load adds an edge (none falls on an equal cell's)
+    ev = [Evidence(x=1.0, n=60, k_lo=0, k_hi=0), Evidence(x=37.97, n=2278, k_lo=0, k_hi=0),
+          Evidence(x=74.94, n=4496, k_lo=0, k_hi=0), Evidence(x=111.92, n=6715, k_lo=671, k_hi=3358)]
+    p = model.clause_posterior("c", ev, 0.05, edges, concentrations=model.TABLE_CONCENTRATIONS, jitter=0.0)
+    post = model.combine([p], edges, 1.0, 111.92)
+    lo, hi = np.exp(np.interp([0.025, 0.975], post.cdf, edges))
+    assert 74.94 <= lo < hi <= 111.92
+    # flat in log load: one weak step far below the grid's cells above it gives each cell mass ∝ its width there
+    far = model.clause_posterior("c", [Evidence(x=1.0, n=1, k_lo=0, k_hi=0)], 0.05, edges, jitter=0.0,
+                                 concentrations=np.array([np.inf]))
+    width = np.diff(edges)
+    top = slice(3 * edges.size // 4, None)
+    ratio = far.pdf[top] / width[top]
+    assert np.allclose(ratio, ratio[0], rtol=1e-3)
