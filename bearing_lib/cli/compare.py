@@ -51,7 +51,8 @@ def _print(c) -> None:
     cols = ("deployment", "model", "gpus", "limit (offered)", "req/s per instance", "tok/s per GPU",
             "tok/s per user", "$/1M out", "fleet")
     for col in cols:
-        t.add_column(col)
+        # names fold, not cut: a narrow terminal keeps every deployment and model whole
+        t.add_column(col, overflow="fold" if col in ("deployment", "model") else "ellipsis")
     def short(e) -> str:
         return "–" if e is None else e.text(3, ci=False, unit=False, missing="–")
 

@@ -35,7 +35,9 @@ def _table(result) -> None:
     console = Console(highlight=False, soft_wrap=True)
     t = Table(title=f"Limits for SLA: {result.sla_text}", title_justify="left")
     for col in ("run", "mix", "share", "Q_ult (offered)", "95% CI", "bracket", "achieved", "binding"):
-        t.add_column(col)
+        # a run's name folds, not cut: at 80 columns "Qwen_Qwe…" twice or "2026042…" three times named no run
+        # (round 23); the other columns wrap at words
+        t.add_column(col, overflow="fold" if col == "run" else "ellipsis")
     for m in result.limits:
         q = m.q_ult
         est = q.estimate
