@@ -131,7 +131,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
     post = None
     shapes: list[ClauseShape] = []
     if ev_x or steady_x:
-        edges = model.log_grid(ev_x + steady_x)
+        edges = model.log_grid(ev_x + steady_x, split=tables and model.SPLIT_TABLES)
         earlier = earlier or {}
         durations = [j.row.duration_s for j in pool if j.row.duration_s is not None and j.row.duration_s > 0]
         step_s = float(np.median(durations)) if durations else None

@@ -1033,16 +1033,17 @@ def test_a_rise_through_clustered_failures_is_not_read_as_a_floor():
 
 
 def test_the_grid_is_split_at_the_tested_loads_and_keeps_a_flat_prior():
-    """model.log_grid splits its equal cells at every tested load (a cell never straddles a step), and the prior on
-    the crossing stays flat in log load: with no evidence but a share of 0 at a load far below, the posterior over
-    the cells is proportional to their widths. And an interval stops at a step that clearly failed: a share of 0
-    at 74.94, at least 10 % of 6,715 at 111.92 (inference-perf's figures), allowance 5 %: the 95 % CI's upper end
-    is at most 111.92 (it was 112.9 on the unsplit grid)."""
+    """model.log_grid(split=True), a load-point table's grid, splits its equal cells at every tested load (a cell
+    never straddles a step), and the prior on the crossing stays flat in log load: with no evidence but a share of 0
+    at a load far below, the posterior over the cells is proportional to their widths. And an interval stops at a
+    step that clearly failed: a share of 0 at 74.94, at least 10 % of 6,715 at 111.92 (inference-perf's figures),
+    allowance 5 %: the 95 % CI's upper end is at most 111.92 (it was 112.9 on the unsplit grid)."""
     from bearing_lib.limits import model
     from bearing_lib.limits.model import Evidence
 
     xs = [1.0, 37.97, 74.94, 111.92]
-    edges = model.log_grid(xs)
+    assert model.log_grid(xs).size == model.N_THETA + 1  # a trace's grid: equal cells (the oracle's floors)
+    edges = model.log_grid(xs, split=True)  # a table's
     assert all(np.isclose(edges, np.log(x)).any() for x in xs)
     assert edges.size == model.N_THETA + 1 + 4  # every tested load adds an edge (none falls on an equal cell's)
     ev = [Evidence(x=1.0, n=60, k_lo=0, k_hi=0), Evidence(x=37.97, n=2278, k_lo=0, k_hi=0),

@@ -191,7 +191,7 @@ def test_a_table_interval_stops_at_a_step_that_clearly_failed(shared_data):
     (6,715 requests) has P90 300.15 ms and P95 345.2 ms, so at least 10 % of its requests are over 300 ms against a
     5 % allowance, and the 74.94 rps stage's maximum is 76.6 ms (none over). The 95 % CI ended at 113.75 rps, above
     the failing stage: the model's grid cell around 111 rps straddled the stage's load and its mass was spread past
-    it (a new user's case, round 23); the grid is now split at every tested load."""
+    it (a new user's case, round 23); a table's grid is now split at every tested load: 109.9 (105.7–111.8)."""
     path = shared_data(f"{IP}/vllm_batch_size")
     levels = rb.inference_perf(path, "p95")
     lo, hi = rb.raw_bracket(levels, 300)
