@@ -287,15 +287,21 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
         note
 
 
-def spread_at(x: float | None, xs: np.ndarray, ys: np.ndarray) -> tuple[float, float] | None:
-    """The range of ``ys`` over repeats, interpolated at ``x`` (:func:`repeat_means`), or None without repeats."""
+def spread_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps",
+              ) -> tuple[float, float] | None:
+    """The range of ``ys`` over repeats at ``x`` (:func:`repeat_means`: their lowest and highest), read by the rule of
+    :func:`rate_at` (so a point beyond the steps lies inside its range: review finding, round 23), or None without
+    repeats."""
     if x is None or not math.isfinite(x):
         return None
     ok = ~np.isnan(ys) & ~np.isnan(xs)
     if np.unique(xs[ok]).size == ok.sum():
         return None
     ux, _, lo, hi = repeat_means(xs, ys)
-    return float(np.interp(x, ux, lo)), float(np.interp(x, ux, hi))
+    a, b = rate_at(x, xs, ys, unit, ux_y=(ux, lo)), rate_at(x, xs, ys, unit, ux_y=(ux, hi))
+    if a is None or b is None:
+        return None
+    return a, b
 
 
 def repeat_means(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -409,6 +415,10 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
                     pl.col("start_s") + pl.col("latency_ms") / 1000.0, pl.col("start_s")).max().alias("_t_done"),
         pl.len().alias("_n_all"),
         (pl.col("latency_ms").mean() / 1000.0).alias("_mean_lat_s"),
+        # a request's time in the system for the burst rule: its latency, else end − start
+        pl.coalesce(pl.col("latency_ms") / 1000.0,
+                    *([pl.col("end_s") - pl.col("start_s")] if "end_s" in trace.frame.columns else [])
+                    ).mean().alias("_mean_span_s"),
         OK_EXPR.sum().cast(pl.Int64).alias("_n_ok"),
         # the median is read only without times (_untimed_spans); a grouped median does not stream in polars
         # (1.35 GB more at 10M requests, issue #27)
@@ -433,8 +443,14 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         # 0.6 ms window and a completed rate of 0 where the raw file gives 4 / 24.9 s: a new user's case, round 23).
         # Not a saturated step of sustained sends: the bundled vLLM sharegpt steps send 252 requests over 25-36 s
         # at 7-10 QPS while each takes 36-41 s
-        burst = (pl.col("_t1") - pl.col("_t0") < BURST_SPAN * pl.col("_mean_lat_s").fill_null(0.0)) \
-            & (pl.col("_n_all") > 1) & (pl.col("_t_done") > pl.col("_t1"))
+        # Only a step without a finite send schedule (a closed loop's users, a rate-inf step): a short rps step
+        # keeps its send window, whose rate says whether the generator kept up (review, round 23: 30 requests at
+        # 10 rps taking 40 s each read a send rate of 0.7 over their whole span and a false generator_behind). The
+        # mean latency falls back on end − start where latency_ms is missing; one request is a burst of one.
+        open_rate = (pl.col("offered_load_unit") != "rps") | pl.col("offered_load").is_infinite()
+        burst = open_rate.fill_null(False) \
+            & (pl.col("_t1") - pl.col("_t0") < BURST_SPAN * pl.col("_mean_span_s").fill_null(0.0)) \
+            & (pl.col("_t_done") > pl.col("_t1"))
         t_last = pl.when(burst).then(pl.col("_t_done")).otherwise(pl.col("_t1"))
         d = t_last - pl.col("_t0")
         # trim each side: 10 % of the step, or TRIM_LATENCIES mean request latencies when longer

@@ -456,7 +456,7 @@ def _fit_group(
         "throughput_rps": scaled(thr_at),
         "tokens_per_s": scaled(rate_at(value, xs_all[keep], tot_tok[keep], unit)),
         "mix_throughput_rps": scaled(rate_at(value, xs_all[keep], thr_mix[keep], unit)),
-        "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep]),
+        "throughput_range_rps": spread_at(value, xs_all[keep], tot_rps[keep], unit),
         # a capped limit's interval is the cap's own, already of completed requests (curves.cap_limit)
         "throughput_ci95_rps": (None if cap_note is not None or censored not in ("none", "not_monotone")
                                 or unit not in ("rps", "concurrency") else

@@ -246,7 +246,8 @@ def measured_saturation(mix_doc: Mapping[str, object]) -> MeasuredSaturation | N
 def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
     """The request rate a step at load ``x`` completes: ``x`` itself on an rps axis (the schedule sends it); on
     another (concurrency: users, streams) the first test's completed rates read at ``x`` by the fit's rule
-    (:func:`curves.rate_at`: interpolated, scaled below the lowest step, held above the highest), as a closed loop
+    (:func:`curves.rate_at`: interpolated, scaled below the lowest step, held above the highest; steps that completed
+    nothing are left out here, as a rate of 0 would ask for an endless step), as a closed loop
     of ``c`` users sends what the server completes, not ``c`` a second (AIPerf's 213-concurrency step of 2,240 s
     was said to send 477,680 requests where the server completes about 17.7 a second; round 22). ``x`` where no
     step gives a rate."""

@@ -40,12 +40,13 @@ def below_statement(x0: float, u: str, judged: list[JudgedStep], tables: bool = 
         return (f"< {x0:g} {u} (the crossing lies below the lowest load read{how}; that step was not judged on its "
                 f"own: {why})")
     passed = sum(j.status == "pass" for j in at)
+    judged_at = sum(j.status in ("pass", "fail") for j in at)
     if passed:
         # repeats at the lowest load that disagree: it failed there read together, not in every repeat (llm-d exp-7
         # 2p1d: one of two repeats at 2.5 rps passed; "failed at the lowest load judged" read as both failing: a new
         # user's case, round 23)
-        statement = (f"< {x0:g} {u} (failed at the lowest load judged, its repeats read together: {passed} of "
-                     f"{len(at)} passed on its own, so the limit lies near it)")
+        statement = (f"< {x0:g} {u} (its repeats at the lowest load judged fail read together; {passed} of "
+                     f"{judged_at} judged there passed on its own)")
     else:
         statement = f"< {x0:g} {u} (failed at the lowest load judged)"
     lower = [j for j in judged if j.status == "undetermined" and j.x is not None and j.x < x0]

@@ -425,7 +425,8 @@ def _load_aggregate(source: InputSource) -> LoadPointTable:
                 row[f"{metric}_{stat}"] = None if v is None else v * scale
         rows.append(row)
     prov.add("no_request_records", "the request lists are empty: steps come from GuideLLM's own statistics of "
-             "successful requests (request_latency converted from s to ms; token latencies already in ms)",
+             "successful requests (request_latency converted from s to ms; token latencies already in ms), and the "
+             "mean in flight from its request_concurrency over every status",
              level="info")
     meta = doc["metadata"]
     return finish_loadpoints(rows, source, format=NAME_AGGREGATE, tool=TOOL,
@@ -450,6 +451,11 @@ def load_csv(source: InputSource) -> LoadPointTable:
     path = source.path
     raw = read_csv_checked(source, {c: pl.String() for c in CSV_COLUMNS})
     prov = new_provenance(source, format=NAME_CSV, tool="GuideLLM (DERIVED table)")
+    prov.add("statistics_of_every_status", "the table's latency and token statistics are GuideLLM's over every "
+             "request status ('total' in its parse_benchmarks.py), the incomplete requests cancelled at a "
+             "benchmark's end included, which GuideLLM records with their time so far and the tokens they got: its "
+             "means and low percentiles read lower than the successful requests' (bearing reads every other tool's "
+             "successful requests); its counts leave the incomplete requests out")
     prov.add("derived_file", "this table was written by post-processing of GuideLLM runs, not by GuideLLM; its "
              "columns are read as its writer made them (nirjhar17/guidellm-pd-disaggregation reports/"
              "parse_benchmarks.py): total_requests is the successful requests and error_requests the errored ones "
@@ -495,7 +501,9 @@ def load_csv(source: InputSource) -> LoadPointTable:
             # len(requests.errored) (nirjhar17/guidellm-pd-disaggregation@2ff1575 reports/parse_benchmarks.py):
             # "total" is the successful requests, the step sent both (incomplete requests, cancelled at the window's
             # end, are not in the table). Before round 23 bearing read total − errors as successful (1,080 of 1,081).
-            "n_requests": int(total + (errors or 0)) if total is not None else None,
+            # an error count the table does not give ('-') leaves the sent count unknown (review, round 23: it read
+            # total + 0, and the curve then derived 0 errors)
+            "n_requests": int(total + errors) if total is not None and errors is not None else None,
             "n_errors": int(errors) if errors is not None else None,
             "n_ok": int(total) if total is not None else None,
             "throughput_rps": num("rps_mean"),

@@ -419,10 +419,19 @@ def _load_summary(source: InputSource, handle: bool) -> LoadPointTable:
     # successful requests' was 47,021: mn1809's cfc3091, a new user's case, round 23); it is read only when the
     # summary has no sub-metric, and said so.
     ok_only = _metric(doc, "http_req_duration{expected_response:true}", handle)
-    ok_trend = bool(ok_only) and not _no_samples(doc["metrics"].get("http_req_duration{expected_response:true}")
-                                                 or {}, handle, "http_req_duration{expected_response:true}")
+    ok_empty = (bool(ok_only) and _no_samples(doc["metrics"].get("http_req_duration{expected_response:true}")
+                                              or {}, handle, "http_req_duration{expected_response:true}")) \
+        or (n_err is not None and n > 0 and n_err >= n)  # every request failed (aicube's legacy export: 20 of 20)
+    ok_trend = bool(ok_only) and not ok_empty
     whole = _metric(doc, "http_req_duration", handle)
-    row |= stats_to_columns(ok_only if ok_trend else whole, "latency_ms", TREND_STATS)
+    if ok_empty:
+        # the sub-metric saw no sample: no request succeeded, so there is no latency of a successful request (the
+        # whole trend is the failed requests' own; review finding, round 23)
+        prov.add("no_successful_latency", "no request succeeded (http_req_failed, or an empty "
+                 "http_req_duration{expected_response:true}), so the latency columns are empty: the failed "
+                 "requests' durations (http_req_duration) are not a latency of the service")
+    else:
+        row |= stats_to_columns(ok_only if ok_trend else whole, "latency_ms", TREND_STATS)
     if peak is not None:
         prov.add(
             "offered_load_peak_vus",
@@ -440,7 +449,7 @@ def _load_summary(source: InputSource, handle: bool) -> LoadPointTable:
             f"reads every tool; over all requests, failed ones included (http_req_duration): {shown}",
             level="info",
         )
-    elif n_err:
+    elif n_err and not ok_empty:
         prov.add(
             "latency_includes_failures",
             f"latency_ms_* is k6's http_req_duration over ALL requests, the {n_err:,} failed ones included (fast "

@@ -547,7 +547,7 @@ class CapacityPlan:
         io = _read_inputs(limits, profile, opt)
         target = _target(io.prof, opt)
         fos = compute_fos(io.lim.limits, _shares(io, opt), target, own_peaks=io.prof.own_peaks,
-                          other_clauses=bool(io.lim.floors))
+                          other_clauses=io.lim.floor_mixes)
         verdict = fos_verdict(fos, tier, target, other_clauses=bool(io.lim.floors))
         allow = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound,
                                    ci95=fos.blended.q_blend_ci95, open_reason=fos.blended.open_reason)

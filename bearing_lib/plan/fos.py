@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -480,14 +480,14 @@ def compute_fos(
     own_peaks: Sequence[OwnPeak] = (),
     draws: int = MC_DRAWS,
     seed: int = MC_SEED,
-    other_clauses: bool = False,
+    other_clauses: Collection[str] = (),
 ) -> FosResult:
     """Per-mix and blended FOS with Monte-Carlo CIs (the verdict: :func:`fos_verdict`; the allowable
     capacity: :func:`allowable_capacity`).
 
-    ``other_clauses``: the limits are the other clauses' (a failure floor breaks one clause at every load:
-    ``LimitsInput.floors``), so a lower bound's reason says the test never failed *on the other clauses* (it failed
-    the floor's clause at every load; round 22's note F).
+    ``other_clauses``: the mixes whose limit is the other clauses' (a failure floor of theirs breaks one clause at
+    every load: ``LimitsInput.floor_mixes``), so their lower bound's reason says the test never failed *on the other
+    clauses* (it failed the floor's clause at every load; round 22's note F); another mix's says "never failed".
 
     ``shares`` are production mix weights by mix name (any mix without a limit, e.g.
     ``other``, is reported as uncovered; the blend renormalises over covered mixes).
@@ -508,7 +508,8 @@ def compute_fos(
     for lim in limits:
         q_draws[lim.mix] = _draw(lim.q_ult_rps, lim.ci95, rng, draws)
         v = fos_point(lim.q_ult_rps, target.rps)
-        never = "the load test never failed on the other clauses" if other_clauses else "the load test never failed"
+        never = ("the load test never failed on the other clauses" if lim.mix in other_clauses
+                 else "the load test never failed")
         why = {"above": f"{never} (limit is a lower bound)",
                "below": "the load test failed at its first step (limit is an upper bound)",
                "not_monotone": "latency curve not monotone: limit flagged"}.get(lim.censored, "")
@@ -549,7 +550,7 @@ def compute_fos(
         bound = "none"
     why = ""
     if bound == "unbounded":
-        on = " on the other clauses" if other_clauses else ""
+        on = " on the other clauses" if any(m in other_clauses for m in weights) else ""
         why = (f"one mix never failed{on} (lower bound) and another failed at once (upper bound): the blend is not "
                "bounded")
     elif bound != "none":

@@ -59,6 +59,9 @@ class LimitsInput:
     floors_one_load: bool = False
     """Every floor in :attr:`floors` rests on one quiet load (``FailureFloor.one_load``): whether more instances
     would cure it is not tested, and the verdict says so instead of "whatever the instance count"."""
+    floor_mixes: tuple[str, ...] = ()
+    """The mixes whose limit is the other clauses' (a floor of theirs breaks a clause): their lower bounds say "never
+    failed on the other clauses" (``plan.fos.compute_fos``); another mix's says "never failed" (review, round 23)."""
 
 
 def limits_input(result: LimitsResult, *, run: str | None = None, source: str = "limits") -> LimitsInput:
@@ -74,11 +77,14 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
     limits, skipped, steps = [], {}, {}
     notes_extra: list[str] = []
     floors: list[str] = []
+    floor_mixes: list[str] = []
     one_load: list[bool] = []
     for i, m in enumerate(entries):
         name, q = m.mix.name, m.q_ult
         floors += [f"mix {name}: {f.statement}" for f in m.failure_floors if f.breaks_clause]
         one_load += [f.one_load for f in m.failure_floors if f.breaks_clause]
+        if any(f.breaks_clause for f in m.failure_floors):
+            floor_mixes.append(name)
         unit = (q.unit if q else None) or default_unit
         steps[name] = [PlanStep.from_step(st, result.sla, unit) for st in m.steps]
         if q is None:
@@ -113,7 +119,7 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             raise BadValueError(f"expected >= 1, got {n}", path=source, field="conditions.instances")
         basis = result.conditions.instances_basis or "conditions.instances in the limits file"
     return LimitsInput(limits, skipped, steps, list(result.sla), n, basis, source, notes_extra, floors,
-                       floors_one_load=bool(one_load) and all(one_load))
+                       floors_one_load=bool(one_load) and all(one_load), floor_mixes=tuple(floor_mixes))
 
 
 def _limit_ci(a: Estimate, interval_method: str | None) -> tuple[Interval | None, str | None]:

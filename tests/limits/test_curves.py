@@ -356,3 +356,27 @@ def test_a_burst_step_is_its_whole_span():
         schema=df.schema))
     w2 = step_windows(make_trace(df2)).row(0, named=True)
     assert w2["t_start_s"] == pytest.approx(9.9) and w2["t_end_s"] == pytest.approx(89.1)
+
+
+def test_the_burst_rule_spares_a_short_rps_step_and_reads_end_times():
+    """A short step on a finite rps schedule keeps its send window (30 requests at 10 rps over 2.9 s, each 40 s: its
+    send rate is 10.3, not 0.7 over a 42.9 s span); a closed loop's burst whose latency is missing reads end − start
+    (4 requests within 1.2 ms ending 24.9 s later: 4 in 24.9 s); one request of a closed loop is a burst of one
+    (its span is its 10 s in the system). Review findings, round 23."""
+    n = 30
+    rps = pl.DataFrame({"request_id": [f"q{i}" for i in range(n)], "start_s": [i / 10 for i in range(n)],
+                        "end_s": [i / 10 + 40.0 for i in range(n)], "latency_ms": [40_000.0] * n,
+                        "status": ["ok"] * n, "run_id": "r", "step": 0, "offered_load": 10.0,
+                        "offered_load_unit": "rps"})
+    w = step_windows(make_trace(rps)).row(0, named=True)
+    assert w["duration_s"] < 2.9 and w["send_rate_rps"] > 9.0
+    start = [0.0, 0.0004, 0.0008, 0.0012]
+    burst = pl.DataFrame({"request_id": [f"r{i}" for i in range(4)], "start_s": start,
+                          "end_s": [24.9, 24.905, 24.9, 24.909], "latency_ms": [None] * 4, "status": ["ok"] * 4,
+                          "run_id": "r", "step": 0, "offered_load": 4.0, "offered_load_unit": "concurrency"},
+                         schema_overrides={"latency_ms": pl.Float64})
+    w = step_windows(make_trace(burst)).row(0, named=True)
+    assert w["n_sent"] == 4 and w["duration_s"] == pytest.approx(24.909)
+    one = burst.head(1).with_columns(pl.lit(10.0).alias("end_s"), pl.lit(10_000.0).alias("latency_ms"))
+    w = step_windows(make_trace(one)).row(0, named=True)
+    assert w["n_sent"] == 1 and w["duration_s"] == pytest.approx(10.0)

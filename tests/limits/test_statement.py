@@ -78,5 +78,4 @@ def test_below_a_step_not_failed_on_its_own_the_words_say_why():
     assert below_statement(2.0, "rps", [step("fail", ["x"])]) == "< 2 rps (failed at the lowest load judged)"
     # repeats at the lowest load that disagree (llm-d exp-7 2p1d: one of two at 2.5 rps passed) are said to
     assert below_statement(2.0, "rps", [step("fail", ["x"]), step("pass", [])]) == (
-        "< 2 rps (failed at the lowest load judged, its repeats read together: 1 of 2 passed on its own, so the "
-        "limit lies near it)")
+        "< 2 rps (its repeats at the lowest load judged fail read together; 1 of 2 judged there passed on its own)")

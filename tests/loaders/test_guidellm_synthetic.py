@@ -116,3 +116,12 @@ def test_derived_sweep_table(tmp_path):
     assert sweep["ttft_ms_p99"].is_null().all()  # '-' is missing, not zero
     other = f.filter(f["run_id"] == "constant5").row(0, named=True)
     assert (other["offered_load"], other["throughput_rps"]) == (5.0, 4.68)
+
+
+def test_derived_row_without_an_error_count_leaves_the_sent_count_unknown(tmp_path):
+    """error_requests '-': the successful count is known (total_requests is len(successful) in the table's writer),
+    the sent count is not, and no error count is made up (review finding, round 23: it read 0 errors)."""
+    p = tmp_path / "all-benchmarks.csv"
+    p.write_text(CSV.replace("sweep[1],throughput,-,60.0,1081,1,", "sweep[1],throughput,-,60.0,1081,-,"))
+    row = load(p).frame.filter(pl.col("offered_load").is_infinite()).row(0, named=True)
+    assert (row["n_ok"], row["n_requests"], row["n_errors"]) == (1081, None, None)

@@ -399,11 +399,16 @@ def test_a_floor_makes_a_lower_bound_the_other_clauses():
     """With a failure floor breaking one clause at every load the limit is the other clauses': the per-mix reason
     says the test never failed on them, not that it never failed (it failed the floor's clause everywhere)."""
     tgt = Target(4.0)
-    res = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt, other_clauses=True)
+    res = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt, other_clauses=("a",))
     assert "the load test never failed on the other clauses (limit is a lower bound)" in res.per_mix[0].fos.statement
     plain = compute_fos([Limit("a", 6.0, censored="above")], {"a": 1.0}, tgt)
     assert "the load test never failed (limit is a lower bound)" in plain.per_mix[0].fos.statement
     both = compute_fos([Limit("a", 6.0, censored="above"), Limit("b", 6.0, censored="below")],
-                       {"a": 0.5, "b": 0.5}, tgt, other_clauses=True)
+                       {"a": 0.5, "b": 0.5}, tgt, other_clauses=("a",))
     assert both.blended.fos.statement.endswith("one mix never failed on the other clauses (lower bound) and another "
                                                "failed at once (upper bound): the blend is not bounded")
+    # per mix: a floor of mix "a" says nothing of mix "c"'s lower bound (review finding, round 23)
+    two = compute_fos([Limit("a", 6.0, censored="above"), Limit("c", 8.0, censored="above")], {"a": 0.5, "c": 0.5},
+                      tgt, other_clauses=("a",))
+    assert "never failed on the other clauses" in two.per_mix[0].fos.statement
+    assert "the load test never failed (limit is a lower bound)" in two.per_mix[1].fos.statement
