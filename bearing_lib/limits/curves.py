@@ -437,16 +437,12 @@ def step_windows(trace: RequestTrace, options: CurveOptions | None = None, *,
         base = base.with_columns([pl.lit(None, t).alias(a) for a, t in tool_cols.values()])
     bins = None
     if times:
-        # a burst: every request of the step sent within BURST_SPAN of one mean request latency (GuideLLM's
-        # concurrent=4 sanity run sent its 4 requests within 1.2 ms, each ran 24.9 s; a rate-inf step): no sending
-        # to trim, so the step is its whole span, first send to last end, untrimmed (it read 1 request of 4 in a
-        # 0.6 ms window and a completed rate of 0 where the raw file gives 4 / 24.9 s: a new user's case, round 23).
-        # Not a saturated step of sustained sends: the bundled vLLM sharegpt steps send 252 requests over 25-36 s
-        # at 7-10 QPS while each takes 36-41 s
-        # Only a step without a finite send schedule (a closed loop's users, a rate-inf step): a short rps step
-        # keeps its send window, whose rate says whether the generator kept up (review, round 23: 30 requests at
-        # 10 rps taking 40 s each read a send rate of 0.7 over their whole span and a false generator_behind). The
-        # mean latency falls back on end − start where latency_ms is missing; one request is a burst of one.
+        # a burst: a step without a finite send schedule (a closed loop's users, a rate-inf step) whose requests
+        # were all sent within BURST_SPAN of one mean time in the system (latency, else end − start; one request is
+        # a burst of one) has no sending to trim: its window is first send to last end, untrimmed. GuideLLM's
+        # concurrent=4 sanity run (4 sent within 1.2 ms, each 24.9 s) read 1 request in a 0.6 ms window at 0 req/s
+        # where the raw file gives 4 / 24.9 s (round 23). Not sustained sends (the bundled vLLM sharegpt steps: 252
+        # over 25-36 s, each 36-41 s), nor a short rps step, whose send window says whether the generator kept up
         open_rate = (pl.col("offered_load_unit") != "rps") | pl.col("offered_load").is_infinite()
         burst = open_rate.fill_null(False) \
             & (pl.col("_t1") - pl.col("_t0") < BURST_SPAN * pl.col("_mean_span_s").fill_null(0.0)) \

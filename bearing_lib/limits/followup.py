@@ -253,16 +253,13 @@ def _rate_at(x: float, unit: str, steps: list[Mapping[str, object]]) -> float:
     step gives a rate."""
     if unit == "rps":
         return x
-    by: dict[float, list[float]] = {}
-    for s in steps:
-        if not s.get("recovery_step") and (a := _finite(s.get("load_axis"))) is not None and a > 0 \
-                and (b := _finite(s.get("throughput_rps"))) is not None and b > 0:
-            by.setdefault(a, []).append(b)
-    if not by:
+    pts = [(a, b) for s in steps
+           if not s.get("recovery_step") and (a := _finite(s.get("load_axis"))) is not None and a > 0
+           and (b := _finite(s.get("throughput_rps"))) is not None and b > 0]
+    if not pts:
         return x
-    xs = np.array(sorted(by))
-    ys = np.array([float(np.mean(by[a])) for a in xs])  # repeats at one load: their mean (review finding, round 22)
-    got = rate_at(x, xs, ys, unit)  # the fit's rule (curves.rate_at): scaled below the lowest step, held above
+    # the fit's rule, repeats at one load their mean (curves.rate_at, via repeat_means)
+    got = rate_at(x, np.array([a for a, _ in pts]), np.array([b for _, b in pts]), unit)
     return x if got is None else got
 
 
