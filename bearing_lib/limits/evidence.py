@@ -96,6 +96,24 @@ def settle_share(x: float, capacity: float | None, duration_s: float | None) -> 
     return float(min(1.0, SETTLE_TIMES * tau / duration_s))
 
 
+def closed_settle_share(users: float, throughput_rps: float | None, duration_s: float | None) -> float:
+    """:func:`settle_share` of a closed loop's step (load axis ``concurrency``): three of the loop's **cycle times**
+    over the step's steady window, at most 1.
+
+    A closed loop holds at most its ``N`` users' requests: a step that adds users fills the server's queue within a
+    few rounds of the loop, whatever the utilisation, and never runs away as an open queue near capacity does. The
+    cycle time is ``N / X`` (Little's law over the whole loop: one user's latency plus its think time, from the
+    step's own completed rate ``X``). On the closed M/M/4//N queue of ``tests/limits/closed_loop.py`` (4 slots, 1 s
+    service, 3 s think) the relaxation time (the inverse spectral gap of its birth–death chain) is 0.75–3.0 s at 4–32
+    users against cycle times of 4.0–8.0 s, so three cycles overstate it. :func:`settle_share`'s open-queue formula
+    compared users with requests per second here (issue 23, round 24: every step above a few users then lagged all
+    the way back to the previous load and the crossing leaned low, −12.6 % on that loop). Without a completed rate or
+    a duration the step may lag all the way."""
+    if not throughput_rps or throughput_rps <= 0 or not duration_s or duration_s <= 0 or users <= 0:
+        return 1.0
+    return float(min(1.0, SETTLE_TIMES * (users / throughput_rps) / duration_s))
+
+
 DESIGN_EFFECT = True
 """Whether a trace's counts are deflated by their block-bootstrap design effect (:func:`design_effect`)."""
 
@@ -207,11 +225,14 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                 deff = _borrowed_deff(float(j.x), k <= 0, [(float(o.x), d) for o, _, _, d in raw if d is not None])
             row = j.row
             d = row.duration_s
-            lag = settle_share(float(j.x), capacity, float(d) if d else None)
+            lag = (closed_settle_share(float(j.x), row.throughput_rps, float(d) if d else None)
+                   if row.offered_load_unit == "concurrency"
+                   else settle_share(float(j.x), capacity, float(d) if d else None))
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:
             # the count is known to lie between the bad ones seen and those plus the unknown ones
             u = float(row.n_unknown or 0)
-            if EPISODE_TAUS and capacity and d and float(d) > 0 and j.x < capacity and lag <= EPISODE_MAX_LAG:
+            if (EPISODE_TAUS and row.offered_load_unit != "concurrency" and capacity and d and float(d) > 0
+                    and j.x < capacity and lag <= EPISODE_MAX_LAG):
                 rho = float(j.x) / capacity
                 tau = 1.0 / (capacity * (1.0 - math.sqrt(rho)) ** 2)
                 episodes = max(1.0, float(d) / (EPISODE_TAUS * tau))
@@ -280,5 +301,5 @@ def table_evidence(steps: Sequence[_Judged], clauses: Sequence[Clause]) -> tuple
     return out, assumed
 
 
-__all__ = ["DESIGN_EFFECT", "SETTLE_TIMES", "design_effect", "settle_share", "table_evidence", "tail_design_effect",
-           "tail_design_effect_of_blocks", "trace_evidence"]
+__all__ = ["DESIGN_EFFECT", "SETTLE_TIMES", "closed_settle_share", "design_effect", "settle_share", "table_evidence",
+           "tail_design_effect", "tail_design_effect_of_blocks", "trace_evidence"]

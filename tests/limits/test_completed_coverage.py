@@ -39,14 +39,17 @@ def test_the_closed_loop_throughput_is_exact():
 def test_the_completed_ci_covers_the_true_completed_rate():
     """40 seeds (1000-1039). Measured (round 23, the default model estimator, 100 seeds): the users' CI covers the
     true limit in 100 of 100, the completed CI the true completed rate in 100 of 100; median half-widths 42 % of the
-    value (users) and 42 % (completed); the point leans low (median 15.07 users, −12.6 %; within ±10 % in 33 of 100;
-    the pooled estimator: median 17.10, −0.8 %, within ±10 % in 78 of 100, both CIs covering in 100 of 100)."""
+    value (users) and 42 % (completed); the point leaned low (median 15.07 users, −12.6 %; within ±10 % in 33 of
+    100; the pooled estimator: median 17.10, −0.8 %, within ±10 % in 78 of 100, both CIs covering in 100 of 100).
+    Round 24, a closed loop's lag read by its cycle time (``evidence.closed_settle_share``): median 17.03 (−1.2 %),
+    within ±10 % in 79 of 100, the users' CI covering 99 of 100, half-width 37 %; asserted below on the 40 seeds:
+    the point within ±10 % in at least 70 % of them (it was 33 % of 100 before)."""
     from bearing_lib.data.provenance import Provenance
     from bearing_lib.data.trace import RequestTrace, conform, validate
     from bearing_lib.limits.fit import fit_limits
 
     x_true = cl.completed_at(TRUE_USERS)
-    users_cov = done_cov = 0
+    users_cov = done_cov = within = 0
     n = 40
     for seed in range(n):
         df = cl.stepped_test(USERS, 120.0, 1000 + seed)
@@ -57,6 +60,8 @@ def test_the_completed_ci_covers_the_true_completed_rate():
         # an interval with an open end, or none (a censored fit), counts as a miss: coverage is of closed intervals
         lo, hi = q.ci95 if q.ci95 is not None else (None, None)
         users_cov += lo is not None and hi is not None and lo <= TRUE_USERS <= hi
+        within += q.value is not None and abs(q.value / TRUE_USERS - 1) <= 0.10
         dlo, dhi = q.throughput_ci95_rps if q.throughput_ci95_rps is not None else (None, None)
         done_cov += dlo is not None and dhi is not None and dlo <= x_true <= dhi
     assert users_cov >= 0.9 * n and done_cov >= 0.9 * n, (users_cov, done_cov)
+    assert within >= 0.7 * n, within

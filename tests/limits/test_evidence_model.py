@@ -267,6 +267,33 @@ def test_settle_share_is_the_mm1_relaxation_time():
     assert ev_mod.settle_share(5.0, None, 100.0) == 1.0  # capacity unknown: may lag all the way
 
 
+def test_a_closed_loop_step_settles_within_three_of_its_cycle_times():
+    # a closed loop's queue holds at most its users' requests: three cycle times N / X over the window. 16 users
+    # completing 3.6 req/s cycle in 16 / 3.6 = 4.44 s; three of them over a 108 s window: 0.1235 of the way back
+    assert ev_mod.closed_settle_share(16.0, 3.6, 108.0) == pytest.approx(3 * (16 / 3.6) / 108)
+    assert ev_mod.closed_settle_share(64.0, 0.5, 100.0) == 1.0  # a cycle of 128 s: all the way
+    assert ev_mod.closed_settle_share(16.0, None, 108.0) == 1.0  # no completed rate: may lag all the way
+    # trace_evidence reads a concurrency step's lag by its own cycle, a rate step's by the open queue's relaxation
+    # (the run's capacity: its highest completed rate, 4 req/s here)
+    from types import SimpleNamespace
+
+    from bearing_lib.limits.curve_row import CurveRow
+    from bearing_lib.limits.sla import parse_sla
+
+    sla = parse_sla("p95(latency) <= 4s")
+    for unit, lags in (("concurrency", [1.0, 3 * (16 / 3.6) / 108, 3 * (20 / 3.9) / 108]),
+                       ("rps", [1.0, 1.0, 1.0])):  # 16 and 20 "rps" against a 4 req/s capacity: overloaded
+        pool = [SimpleNamespace(x=x, not_steady=False,
+                                row=CurveRow.of({"step": s, "_pn_0": 400, "_pk_0": k, "duration_s": 108.0,
+                                                 "t_first_s": 120.0 * s, "throughput_rps": thr,
+                                                 "offered_load_unit": unit}))
+                for s, x, thr, k in ((0, 12.0, 2.9, 8), (1, 16.0, 3.6, 16), (2, 20.0, 3.9, 40))]
+        evs = ev_mod.trace_evidence(pool, sla.clauses)["p95(latency) <= 4s"]
+        assert [e.x_from for e in evs] == [None, 12.0, 16.0]
+        # the first step has no step before it: its lag is never used; the others' as computed by hand
+        assert [e.lag for e in evs][1:] == pytest.approx(lags[1:])
+
+
 def test_littles_law_flags_a_step_whose_client_held_its_schedule_or_not():
     # M/M/1 (mu 10/s) at 2 and 5 rps: L = lambda W holds (ratio ~1, no flag). A step labelled 8 rps whose
     # generator sent 4 rps: measured in flight ~ 4 / (10 - 4) = 0.67 against 8 x W = 8 / 6 = 1.33: ratio ~0.5
