@@ -158,7 +158,12 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
     (the last completion comes after the last send), so the achieved rate never exceeds the sending rate. When
     no queue built up (the step's typical latency ``latency_s`` under :data:`SATURATION_LATENCY_RATIO` × ``L₀``)
     the completions kept pace with the sends and the span is the send window itself: the drain after the last
-    send is then the last requests' own latency (a few long ones, in a ShareGPT mix), not a backlog. A
+    send is then the last requests' own latency (a few long ones, in a ShareGPT mix), not a backlog. Only where the
+    send window is at least the step's typical latency: a shorter one ended with most of its requests still in
+    flight, so no completion rate kept pace with anything it can show (round 24: vLLM DeepSeek-V2.5 at 16 rps, 200
+    requests sent in 12.5 s, median latency 26.9 s against 19.7 s unloaded, read 16 req/s completed where the tool
+    reports 1.47 over its 136.2 s and the server's busiest 5 s produced ~860 output tokens/s, ~4 req/s; now
+    200 / (136.2 − 19.7) = 1.72). A
     duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
     closed loop's or an unbounded rate's (callers pass ``includes_drain`` for finite rate steps only: ``c`` users,
     or every request sent at once, keep the server busy from the first moment, so ``completed / duration`` is
@@ -171,13 +176,19 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
 
     >>> round(3200 / completion_span(383.07, 3200 / 16, True, 7.82), 2)
     8.53
+
+    vLLM DeepSeek-V2.5 at 16 rps: 200 requests, tool duration 136.22 s, median latency 26.92 s (19.68 s at 1 rps):
+    the 12.5 s send window is shorter than a typical request, so the span is the server's busy time
+
+    >>> round(200 / completion_span(136.22, 200 / 16, True, 19.68, 26.92), 3)
+    1.716
     """
     if duration_s is None or not duration_s > 0:
         return window_s
     if not includes_drain:
         return duration_s
     if (window_s is not None and window_s > 0 and latency_s is not None and first_latency_s is not None
-            and latency_s < SATURATION_LATENCY_RATIO * first_latency_s):
+            and latency_s < SATURATION_LATENCY_RATIO * first_latency_s and latency_s <= window_s):
         return window_s
     span = duration_s - first_latency_s if first_latency_s is not None and 0 <= first_latency_s < duration_s \
         else duration_s

@@ -236,6 +236,28 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
     elif n_ok and rps:
         duration = n_ok / rps
         derived.add("duration_s")
+    n_sent: int | None = None
+    if name != NAME_AIPERF and n_ok and rps and "duration_s" in derived:
+        # GenAI-Perf writes no duration. Its request_throughput is len(requests) / benchmark_duration, every request
+        # in the export, while request_count is len(request_latencies) and output_token_throughput is
+        # sum(output_sequence_lengths) / benchmark_duration, both over the requests whose response carried content
+        # (perf_analyzer genai-perf, profile_data_parser/llm_profile_data_parser.py: _parse_requests skips a request
+        # whose responses are all empty, _calculate_throughput_metrics; metrics/metrics.py). So the duration is the
+        # content's tokens over their rate, and the sent count the request rate times it. wellflat's gpt-oss run: 35 x
+        # 73.51 / 12.096 = 212.7 s and 0.4701 x 212.7 = 100 sent (its config's 100), not 35 / 0.4701 = 74.45 s
+        osl, ott = _avg(doc, "output_sequence_length", path), _avg(doc, "output_token_throughput", path)
+        if osl and ott and osl > 0 and ott > 0:
+            duration = n_ok * osl / ott
+            sent = round(rps * duration)
+            if sent > n_ok:
+                n_sent = sent
+                prov.add("requests_without_content",
+                         f"GenAI-Perf sent {sent} requests (request_throughput {rps:.4g}/s x {duration:.4g} s, the "
+                         f"duration from output_sequence_length x request_count / output_token_throughput); "
+                         f"request_count, {n_ok:.0f}, counts those whose response carried content, which the latency, "
+                         f"token and completed-rate figures describe; the other {sent - n_ok:.0f} returned none (failed, "
+                         "or, for a reasoning model, answered in reasoning content only): the export cannot tell, so "
+                         "they count as of unknown outcome")
     n_errors: int | None = None
     if name == NAME_AIPERF:
         err = _avg(doc, "error_request_count", path)
@@ -258,8 +280,11 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
         "duration_s": duration,
         "n_ok": int(n_ok) if n_ok is not None else None,
         "n_errors": n_errors,
-        "n_requests": int(n_ok) + n_errors if n_ok is not None and n_errors is not None else None,
-        "throughput_rps": rps,
+        "n_requests": int(n_ok) + n_errors if n_ok is not None and n_errors is not None else n_sent,
+        # completed: the requests with content over the duration (GenAI-Perf's own request_throughput counts every
+        # request sent, its rate is the sent rate then)
+        "throughput_rps": n_ok / duration if n_sent is not None and duration else rps,
+        **({"achieved_rate_rps": rps} if n_sent is not None else {}),
         "input_tokens_per_s": isl * rps if isl is not None and rps is not None else None,
         "output_tokens_per_s": _avg(doc, "output_token_throughput", path),
         # benchmark_duration = last response − first request: the drain is in it (GenAI-Perf

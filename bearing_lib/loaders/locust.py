@@ -227,6 +227,20 @@ def _stats_row(src: InputSource, metric_rows: Mapping[str, str] | None, prov: Pr
             f"times fill {sorted(metrics)}; Locust's own Aggregated row counts them ({int(agg_n)} vs {n_req} requests)",
             level="info",
         )
+    if "ttft_ms" in metrics and "latency_ms" in metrics:
+        # a first-token row counting more events than the end-to-end row: requests that streamed a first token and
+        # never ended, cut off when the run stopped its users (Locust stops them without waiting, runners.py
+        # stop_users; a stream cut off fires no request event, so Locust counts it neither ok nor failed)
+        (ti, tr), (ei, er) = metrics["ttft_ms"], metrics["latency_ms"]
+        n_first, n_end = _num(tr, "Request Count", src, ti) or 0, _num(er, "Request Count", src, ei) or 0
+        if n_first > n_end:
+            prov.add(
+                "requests_cut_off",
+                f"{src.name}: {int(n_first - n_end)} requests streamed a first token ({tr['Name']}: {int(n_first)}) "
+                f"but never ended ({er['Name']}: {int(n_end)}): cut off when the run stopped its users, counted by "
+                f"Locust neither ok nor failed, and left out of {er['Name']}'s latency, which leans toward the requests "
+                "that finished (run longer, or let the last requests end before stopping)",
+            )
     row["_counted"] = [r["Name"] for _, r in counted]
     return row
 

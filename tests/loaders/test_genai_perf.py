@@ -46,8 +46,15 @@ def test_genai_perf_two_versions(shared_data, layout):
     assert row["tpot_ms_p90"] == raw["inter_token_latency"]["p90"]  # GenAI-Perf ITL = per-request TPOT
     assert row["itl_ms_mean"] is None
     assert row["n_ok"] == raw["request_count"]["avg"]
-    assert row["throughput_rps"] == raw["request_throughput"]["avg"]
-    assert row["duration_s"] == pytest.approx(raw["request_count"]["avg"] / raw["request_throughput"]["avg"])
+    # GenAI-Perf's request_throughput counts every request sent; request_count and output_token_throughput only those
+    # whose response carried content (llm_profile_data_parser.py): the duration is their tokens over their rate
+    n, rps = raw["request_count"]["avg"], raw["request_throughput"]["avg"]
+    d = n * raw["output_sequence_length"]["avg"] / raw["output_token_throughput"]["avg"]
+    assert row["duration_s"] == pytest.approx(d)
+    assert round(d, 1) == {"flat": 317.9, "nested": 212.7}[layout]  # not n / rps: 209.8 s and 74.45 s
+    assert row["n_requests"] == round(rps * d) == 100  # both configs asked for 100 requests
+    assert row["throughput_rps"] == pytest.approx(n / d) and row["achieved_rate_rps"] == rps
+    assert "requests_without_content" in {f.code for f in lp.provenance.findings}
     assert row["n_errors"] is None
     assert lp.provenance.fields["duration_s"] == "derived"
     layout_text = lp.provenance.options["layout"]

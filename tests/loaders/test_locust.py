@@ -63,6 +63,18 @@ def _cum(history, typ, name, t):
     return best
 
 
+def test_requests_cut_off_at_the_stop_are_said(shared_data):
+    # the locustfile fires TTFT on a stream's first chunk and E2E at its end: 228 first tokens, 190 ends, so 38
+    # requests were cut off when the run stopped its users (Locust counts them neither ok nor failed); said, in the
+    # stats file's reading and in the folder's
+    rows = {r["Name"]: r for r in _rows(shared_data(f"{RISH}/locust_stats.csv"))}
+    assert (int(rows["TTFT"]["Request Count"]), int(rows["E2E"]["Request Count"])) == (228, 190)
+    for lp in (load(shared_data(f"{RISH}/locust_stats.csv")), load(shared_data(RISH))):
+        (f,) = [f for f in lp.provenance.findings if f.code == "requests_cut_off"]
+        assert f.message.startswith("locust_stats.csv: 38 requests streamed a first token (TTFT: 228) but never "
+                                    "ended (E2E: 190)")
+
+
 def test_history_plateau_counts_and_exact_mean(shared_data):
     p = shared_data(f"{RISH}/locust_stats_history.csv")
     hist = _rows(p)
