@@ -254,10 +254,10 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
                 prov.add("requests_without_content",
                          f"GenAI-Perf sent {sent} requests (request_throughput {rps:.4g}/s x {duration:.4g} s, the "
                          f"duration from output_sequence_length x request_count / output_token_throughput); "
-                         f"request_count, {n_ok:.0f}, counts those whose response carried content, which the latency, "
-                         f"token and completed-rate figures describe; the other {sent - n_ok:.0f} returned none (failed, "
-                         "or, for a reasoning model, answered in reasoning content only): the export cannot tell, so "
-                         "they count as of unknown outcome")
+                         f"request_count, {n_ok:.0f}, counts those whose response carried content, which the "
+                         f"latency, token and completed-rate figures describe; the other {sent - n_ok:.0f} returned "
+                         "none (failed, or, for a reasoning model, answered in reasoning content only): the export "
+                         "cannot tell, so they count as of unknown outcome")
     n_errors: int | None = None
     if name == NAME_AIPERF:
         err = _avg(doc, "error_request_count", path)
