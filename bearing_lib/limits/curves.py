@@ -163,7 +163,7 @@ def completion_span(duration_s: float | None, window_s: float | None, includes_d
     flight, so no completion rate kept pace with anything it can show (round 24: vLLM DeepSeek-V2.5 at 16 rps, 200
     requests sent in 12.5 s, median latency 26.9 s against 19.7 s unloaded, read 16 req/s completed where the tool
     reports 1.47 over its 136.2 s and the server's busiest 5 s produced ~860 output tokens/s, ~4 req/s; now
-    200 / (136.2 − 19.7) = 1.72). A
+    200 / (136.2 − 19.7) = 1.72, a lower bound, flagged by :func:`busy_span_rate`). A
     duration without the drain (the tool's own send window or measured window) stands as it is, and so does a
     closed loop's or an unbounded rate's (callers pass ``includes_drain`` for finite rate steps only: ``c`` users,
     or every request sent at once, keep the server busy from the first moment, so ``completed / duration`` is
@@ -609,7 +609,18 @@ def _untimed_rate_flags(r: dict, load: float) -> list[str]:
         out.append("throughput_below_offered")
     if is_saturated(load, "rps", achieved, r["_med_lat_s"], r.get("_first_lat_s")):
         out.append("saturated")
+    if r["_drain"] and busy_span_rate(r["_send_w"], r["_med_lat_s"], r["rate_span_s"]):
+        out.append("rate_lower_bound")
     return out
+
+
+def busy_span_rate(window_s: float | None, latency_s: float | None, span_s: float | None) -> bool:
+    """Whether a step's completed rate was read over its busy span because its send window is shorter than its
+    typical request (:func:`completion_span`): the window ended with most requests in flight and showed no
+    completion rate, and the busy span (the tool's duration less the unloaded latency) holds the last requests'
+    own latency too, so the rate is a **lower bound** (flag ``rate_lower_bound``)."""
+    return bool(window_s and window_s > 0 and latency_s is not None and latency_s > window_s
+                and span_s is not None and span_s > window_s)
 
 
 def _steady_pass(lf: pl.LazyFrame, base: pl.DataFrame, has_ttft: bool) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -1103,6 +1114,8 @@ def _loadpoint_rate_flags(r: dict, behind_ratio: float = BEHIND_RATIO) -> list[s
         out.append("throughput_below_offered")
     if is_saturated(load, unit, thr, r["_lat_s"], r["_first_lat_s"]):
         out.append("saturated")
+    if r["duration_includes_drain"] and busy_span_rate(r["send_window_s"], r["_lat_s"], r["rate_span_s"]):
+        out.append("rate_lower_bound")
     return out
 
 

@@ -83,7 +83,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
                 fails: list[float], contradict: list[JudgedStep], first_fail: float | None,
                 notes: list[str], reps: ReplicateTable | None = None,
                 earlier: Mapping[str, ClauseShape] | None = None, earlier_source: str | None = None,
-                pooled_runs: bool = False) -> LimitEstimate:
+                pooled_runs: bool = False, step_rates: Mapping[int, float] | None = None) -> LimitEstimate:
     """The limit from the model of every usable step's evidence (``limits.model``; docs/limits.md).
 
     ``earlier``: an earlier test's shape per clause text (``limits.shapes``), the prior of each clause's steepness
@@ -120,7 +120,7 @@ def model_limit(judged: list[JudgedStep], det: list[JudgedStep], sla: SLA, table
             notes.append("load-point table without request counts: the reported percentiles are taken as the "
                          "steps' exact quantiles (the interval assumes many requests per step)")
     else:
-        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps, pooled_runs=several_runs)
+        evidence = ev_mod.trace_evidence(pool, sla.clauses, reps, pooled_runs=several_runs, step_rates=step_rates)
     ev_x = [e.x for evs in evidence.values() for e in evs]
     # the steady-state pseudo-clause reads every step whose queue was watched: the judged ones and the usable
     # ones too thin for a percentile on their own (a 60 s step of 150 requests whose queue settled says the

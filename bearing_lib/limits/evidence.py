@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -193,7 +193,8 @@ def _borrowed_deff(x: float, none_bad: bool, known: list[tuple[float, float]]) -
 
 
 def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
-                   reps: ReplicateTable | None = None, pooled_runs: bool = False) -> dict[str, list[Evidence]]:
+                   reps: ReplicateTable | None = None, pooled_runs: bool = False,
+                   step_rates: Mapping[int, float] | None = None) -> dict[str, list[Evidence]]:
     """Per clause text, the counts of every usable step of a request trace (``pool``): exact, or with the step's
     block-bootstrap replicates (``reps``: the (run, mix) group's table, ``limits.replicates``; its bad shares)
     deflated by their design effect (:func:`design_effect`). A step whose queue still rose is a lower bound with
@@ -225,7 +226,10 @@ def trace_evidence(pool: Sequence[_Judged], clauses: Sequence[Clause],
                 deff = _borrowed_deff(float(j.x), k <= 0, [(float(o.x), d) for o, _, _, d in raw if d is not None])
             row = j.row
             d = row.duration_s
-            lag = (closed_settle_share(float(j.x), row.throughput_rps, float(d) if d else None)
+            # a closed loop's cycle: all its users over the step's completed rate over every mix (``step_rates``;
+            # a mix's own rate would stretch the cycle by one over its share)
+            total = (step_rates or {}).get(int(row.step)) or row.throughput_rps
+            lag = (closed_settle_share(float(j.x), total, float(d) if d else None)
                    if row.offered_load_unit == "concurrency"
                    else settle_share(float(j.x), capacity, float(d) if d else None))
             # requests of unknown outcome (the tool stopped waiting, or cancelled them) may have been bad or not:

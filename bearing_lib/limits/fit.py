@@ -382,9 +382,12 @@ def _fit_group(
         found, why = shapes.match(run_id, mix.name)
         earlier, earlier_source = dict(found), shapes.source
         notes += [why] if why else []
+    # each step's completed rate over every mix: a closed loop's cycle time is all its users over it (evidence)
+    step_rates = {int(j.row.step): t.throughput_rps for j in judged
+                  if (t := totals.total(j.row.step)) is not None and t.throughput_rps}
     if tables or estimator == "model":
         est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails, contradict,
-                                     first_fail, notes, reps, earlier, earlier_source, pooled)
+                                     first_fail, notes, reps, earlier, earlier_source, pooled, step_rates)
     else:
         est = estimators.trace_limit(judged, det, sla, reps, floors, level, n_boot, unit, u, passes, fails,
                                      contradict, first_fail, last_pass, notes)
@@ -397,7 +400,8 @@ def _fit_group(
                          "step passes on its own: the model of every step's counts (limits.model) gives the limit and "
                          "its interval")
             est = estimators.model_limit(judged, det, sla, tables, floors, level, n_boot, u, passes, fails,
-                                         contradict, first_fail, notes, reps, earlier, earlier_source, pooled)
+                                         contradict, first_fail, notes, reps, earlier, earlier_source, pooled,
+                                         step_rates)
     value, ci, censored, statement = est.value, est.ci, est.censored, est.statement
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
@@ -445,6 +449,18 @@ def _fit_group(
 
     def scaled(v: float | None) -> float | None:
         return None if v is None else v * scale
+
+    if value is not None and thr_at is not None:
+        # a step the achieved rate is read from whose completed rate is a lower bound (curves.busy_span_rate) makes
+        # the limit's achieved rate one too: said (vLLM DeepSeek-V2.5 at 16 rps, 1.716 req/s over its busy span)
+        below = max((j.x for j in judged if j.x is not None and j.x <= value), default=None)
+        above = min((j.x for j in judged if j.x is not None and j.x >= value), default=None)
+        low = sorted({f"{j.x:g}" for j in judged if "rate_lower_bound" in j.row.flags and j.x in (below, above)})
+        if low:
+            notes.append(f"the achieved rate at the limit ({thr_at:.4g} req/s) is read from the step(s) at "
+                         f"{', '.join(low)} {u} whose completed rate is a lower bound (their send window was shorter "
+                         "than a typical request, so it is read over the busy span): the server may have completed "
+                         "more")
 
     q_ult = {
         "value": value,

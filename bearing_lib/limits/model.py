@@ -107,8 +107,9 @@ SPLIT_TABLES = True
 (round 23), splitting moved five of its recorded floors by one seed each (small/rag's two stages within 17 of 20,
 kv_starved/rag with an earlier shape 17, small/prefix 1,200 s covered 18, kv_starved/prefix two stages within 19,
 a thin-step seed of small/rag without a value), a change of the interval's resolution, not of what the steps say; a
-trace's failing step may be luck (its counts are overdispersed), a table's clear failure is not (sampling noise
-only, :data:`TABLE_CONCENTRATIONS`)."""
+trace's failing step may be luck (its counts are overdispersed), a table's clear failure much less so (its
+percentile clauses allow mild overdispersion only, :data:`TABLE_PERCENTILE_CONCENTRATIONS`, its error-rate and
+goodput clauses sampling noise, :data:`TABLE_CONCENTRATIONS`)."""
 _EPS = 1e-12
 N_EFFECTIVE = 3
 STEADY_MODE = "extend"
@@ -495,7 +496,8 @@ def clause_posterior(name: str, evidence: list[Evidence], allowed: float, edges:
     """The posterior of the crossing of one clause over the cells of ``edges`` (log load).
 
     ``concentrations``: the step-to-step variability allowed (default :data:`CONCENTRATIONS`);
-    a load-point table uses :data:`TABLE_CONCENTRATIONS` (see there). ``jitter``: the steps' load jitter in log load
+    a load-point table uses :data:`TABLE_PERCENTILE_CONCENTRATIONS` for a percentile clause and
+    :data:`TABLE_CONCENTRATIONS` for the others (see there). ``jitter``: the steps' load jitter in log load
     (default :data:`LOAD_JITTER`; a load-point table's separate runs take none).
     """
     sigma = LOAD_JITTER if jitter is None else float(jitter)

@@ -236,7 +236,6 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
     elif n_ok and rps:
         duration = n_ok / rps
         derived.add("duration_s")
-    n_sent: int | None = None
     if name != NAME_AIPERF and n_ok and rps and "duration_s" in derived:
         # GenAI-Perf writes no duration. Its request_throughput is len(requests) / benchmark_duration, every request
         # in the export, while request_count is len(request_latencies) and output_token_throughput is
@@ -250,14 +249,14 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
             duration = n_ok * osl / ott
             sent = round(rps * duration)
             if sent > n_ok:
-                n_sent = sent
                 prov.add("requests_without_content",
                          f"GenAI-Perf sent {sent} requests (request_throughput {rps:.4g}/s x {duration:.4g} s, the "
                          f"duration from output_sequence_length x request_count / output_token_throughput); "
                          f"request_count, {n_ok:.0f}, counts those whose response carried content, which the "
                          f"latency, token and completed-rate figures describe; the other {sent - n_ok:.0f} returned "
                          "none (failed, or, for a reasoning model, answered in reasoning content only): the export "
-                         "cannot tell, so they count as of unknown outcome")
+                         "cannot tell: they are in the throughput (request_throughput) and in no latency or error "
+                         "figure")
     n_errors: int | None = None
     if name == NAME_AIPERF:
         err = _avg(doc, "error_request_count", path)
@@ -280,11 +279,12 @@ def _load_export(source: InputSource, *, name: str, tool: str, ttft: str = "firs
         "duration_s": duration,
         "n_ok": int(n_ok) if n_ok is not None else None,
         "n_errors": n_errors,
-        "n_requests": int(n_ok) + n_errors if n_ok is not None and n_errors is not None else n_sent,
-        # completed: the requests with content over the duration (GenAI-Perf's own request_throughput counts every
-        # request sent, its rate is the sent rate then)
-        "throughput_rps": n_ok / duration if n_sent is not None and duration else rps,
-        **({"achieved_rate_rps": rps} if n_sent is not None else {}),
+        # the sent count stays out of the table (n_requests) even where the finding gives it: a table's requests
+        # beyond its ok ones count as failed (curves), and these may have answered in reasoning content only
+        "n_requests": int(n_ok) + n_errors if n_ok is not None and n_errors is not None else None,
+        # GenAI-Perf's request_throughput: every request that ended, with content or not, over the duration (the
+        # closed loop's Little's law reads it against the mean latency: concurrency 1 -> 0.98)
+        "throughput_rps": rps,
         "input_tokens_per_s": isl * rps if isl is not None and rps is not None else None,
         "output_tokens_per_s": _avg(doc, "output_token_throughput", path),
         # benchmark_duration = last response − first request: the drain is in it (GenAI-Perf

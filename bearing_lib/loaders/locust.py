@@ -237,9 +237,9 @@ def _stats_row(src: InputSource, metric_rows: Mapping[str, str] | None, prov: Pr
             prov.add(
                 "requests_cut_off",
                 f"{src.name}: {int(n_first - n_end)} requests streamed a first token ({tr['Name']}: {int(n_first)}) "
-                f"but never ended ({er['Name']}: {int(n_end)}): cut off when the run stopped its users, counted by "
-                f"Locust neither ok nor failed, and left out of {er['Name']}'s latency, which leans toward the "
-                "requests that finished (run longer, or let the last requests end before stopping)",
+                f"but never ended ({er['Name']}: {int(n_end)}): most likely cut off when the run stopped its users, "
+                f"counted by Locust neither ok nor failed and left out of {er['Name']}'s latency, which leans toward "
+                "the requests that finished (run longer, or let the last requests end before stopping)",
             )
     row["_counted"] = [r["Name"] for _, r in counted]
     return row

@@ -11,6 +11,8 @@ STEP_FLAGS: dict[str, str] = {
     "too_short": "steady window too short (< 30 s)",
     "not_steady": "not steady (latency and requests in flight still rising)",
     "throughput_below_offered": "completed rate below 70 % of the offered one",
+    "rate_lower_bound": ("completed rate a lower bound: the send window was shorter than a typical request, so the "
+                         "rate is read over the busy span"),
     "no_times": "no per-request times",
     "no_ci": "no confidence interval (the file holds summaries only)",
     "steadiness_unknown": "steadiness could not be checked",

@@ -248,6 +248,14 @@ def test_a_send_window_shorter_than_its_requests_reads_the_busy_span(shared_data
     assert curve[16.0]["throughput_rps"] == pytest.approx(200 / (d16["duration"] - l0), rel=1e-9)
     assert round(curve[16.0]["throughput_rps"], 3) == 1.716
     assert curve[1.0]["throughput_rps"] == pytest.approx(1.0) and curve[4.0]["throughput_rps"] == pytest.approx(4.0)
+    # the busy span holds the last requests' own latency too (the longest took ~132 s at 1 rps and at 16): a lower
+    # bound, flagged, and said where the limit's achieved rate reads it
+    assert [r for r in (1.0, 4.0, 16.0) if "rate_lower_bound" in curve[r]["flags"]] == [16.0]
+    from bearing_lib.limits.fit import fit_limits
+
+    (lim,) = fit_limits(load(folder), "p95(tpot) <= 300ms", mixes="none", n_boot=0).limits
+    assert tuple(lim.q_ult.bracket) == (4.0, 16.0)
+    assert any("is read from the step(s) at 16 rps whose completed rate is a lower bound" in n for n in lim.notes)
     for rate, (d, med) in raw.items():
         window = d["num_prompts"] / rate if np.isfinite(rate) else None
         span = _span(d["duration"], window, l0, med) if window else d["duration"]

@@ -292,6 +292,17 @@ def test_a_closed_loop_step_settles_within_three_of_its_cycle_times():
         assert [e.x_from for e in evs] == [None, 12.0, 16.0]
         # the first step has no step before it: its lag is never used; the others' as computed by hand
         assert [e.lag for e in evs][1:] == pytest.approx(lags[1:])
+    # a mix of a quarter of the requests: its rows complete a quarter of the rate, but the loop's cycle is all the
+    # users over the step's rate over every mix (fit passes it as step_rates): the same lags, not 4x them
+    pool = [SimpleNamespace(x=x, not_steady=False,
+                            row=CurveRow.of({"step": s, "_pn_0": 100, "_pk_0": k, "duration_s": 108.0,
+                                             "t_first_s": 120.0 * s, "throughput_rps": thr / 4,
+                                             "offered_load_unit": "concurrency"}))
+            for s, x, thr, k in ((0, 12.0, 2.9, 2), (1, 16.0, 3.6, 4), (2, 20.0, 3.9, 10))]
+    evs = ev_mod.trace_evidence(pool, sla.clauses, step_rates={0: 2.9, 1: 3.6, 2: 3.9})["p95(latency) <= 4s"]
+    assert [e.lag for e in evs][1:] == pytest.approx([3 * (16 / 3.6) / 108, 3 * (20 / 3.9) / 108])
+    evs = ev_mod.trace_evidence(pool, sla.clauses)["p95(latency) <= 4s"]  # without them: the mix's own rate
+    assert [e.lag for e in evs][1:] == pytest.approx([min(1.0, 3 * (16 / 0.9) / 108), min(1.0, 3 * (20 / 0.975) / 108)])
 
 
 def test_littles_law_flags_a_step_whose_client_held_its_schedule_or_not():
