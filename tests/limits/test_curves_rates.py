@@ -203,6 +203,17 @@ def test_exp7_repeats_achieved_is_their_mean_with_the_spread(shared_data, deploy
         assert lim.q_ult.throughput_rps == pytest.approx(2.45)
 
 
+def _vllm_raw(folder) -> tuple[dict[float, tuple[dict, float]], float]:
+    """Per request rate: the vLLM file and its median end-to-end latency (ttft + sum(itls)) of the successful
+    requests; and the run's unloaded latency L0, the lowest of those medians (by hand, not bearing's reader)."""
+    raw = {}
+    for p in sorted(folder.glob("*.json.gz")):
+        d = json.loads(gzip.decompress(p.read_bytes()))
+        e2e = [t + sum(i) for t, i, e in zip(d["ttfts"], d["itls"], d["errors"], strict=True) if not e]
+        raw[float(d["request_rate"])] = (d, float(np.median(e2e)))
+    return raw, min(m for _, m in raw.values())
+
+
 @pytest.mark.shared_data
 def test_vllm_arrays_throughput_over_the_completion_span(shared_data):
     """vLLM per-request arrays (surajssd tp8, no send times): L0 the lowest step median of ttft + sum(itls) over
@@ -211,12 +222,7 @@ def test_vllm_arrays_throughput_over_the_completion_span(shared_data):
     reads 0.97, 3.18, 6.33 (the last requests' own latency, not a backlog). The unbounded step sent every request
     at once (the server busy from the start): completed / duration, the tool's own."""
     folder = shared_data(SURAJ + "01_tp8_pp1")
-    raw = {}
-    for p in sorted(folder.glob("*.json.gz")):
-        d = json.loads(gzip.decompress(p.read_bytes()))
-        e2e = [t + sum(i) for t, i, e in zip(d["ttfts"], d["itls"], d["errors"], strict=True) if not e]
-        raw[float(d["request_rate"])] = (d, float(np.median(e2e)))
-    l0 = min(m for _, m in raw.values())
+    raw, l0 = _vllm_raw(folder)
     curve = {r["offered_load"]: r for r in load_curve(load(folder)).iter_rows(named=True)}
     for rate, (d, med) in raw.items():
         window = d["num_prompts"] / rate if np.isfinite(rate) else None
@@ -236,12 +242,7 @@ def test_a_send_window_shorter_than_its_requests_reads_the_busy_span(shared_data
     check found the server's busiest 5 s produced ~860 output tokens/s, ~4 req/s at 211 tokens each). The 1 and 4 rps
     windows (200 s, 50 s) hold their median requests (19.68 s, 24.44 s): their rate, 1 and 4 req/s."""
     folder = shared_data("loadtests/vllm-bench-serve/surajssd-llm-k8s-azure-a100/deepseek-v2.5/01_tp8_pp2_no_ib")
-    raw = {}
-    for p in sorted(folder.glob("*.json.gz")):
-        d = json.loads(gzip.decompress(p.read_bytes()))
-        e2e = [t + sum(i) for t, i, e in zip(d["ttfts"], d["itls"], d["errors"], strict=True) if not e]
-        raw[float(d["request_rate"])] = (d, float(np.median(e2e)))
-    l0 = min(m for _, m in raw.values())
+    raw, l0 = _vllm_raw(folder)
     assert l0 == pytest.approx(19.68, abs=0.01) and raw[16.0][1] == pytest.approx(26.92, abs=0.01)
     curve = {r["offered_load"]: r for r in load_curve(load(folder)).iter_rows(named=True)}
     d16 = raw[16.0][0]
