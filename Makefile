@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.bearing-installed
+# pytest-xdist workers for `make test` / `make check`: CI has 2 cores and the suite is CPU-bound in one process
+# (user time ≈ wall time), so two workers nearly halve it. `make test WORKERS=0` runs in one process.
+WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 .PHONY: help report test check lint bench lab clean
@@ -22,11 +25,11 @@ report: $(STAMP) ## Build the capacity report from the bundled real data (prints
 
 test: $(STAMP) ## Lint, then run the whole test suite (notebooks included)
 	$(BIN)/ruff check bearing_lib tests bench
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
 check: $(STAMP) ## Fast lane: ruff, then every test not marked slow (tests/slow_tests.txt); minutes, not the full suite
 	$(BIN)/ruff check bearing_lib tests bench
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(WORKERS) --dist loadgroup
 
 lint: $(STAMP) ## ruff only
 	$(BIN)/ruff check bearing_lib tests bench

@@ -108,7 +108,8 @@ def _slow_ids() -> set[str]:
 @pytest.hookimpl(tryfirst=True)  # before -m/-k deselect anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests listed in ``tests/slow_tests.txt`` as ``slow`` (the fast lane, ``make check``, runs
-    ``-m "not slow"``); a listed test missing from a collected file is an error naming it."""
+    ``-m "not slow"``); a listed test missing from a collected file is an error naming it. Tests of the session's
+    shared ``bearing`` runs go to one pytest-xdist worker (group ``bearing_runs``)."""
     slow = _slow_ids()
     seen: set[str] = set()
     files: set[str] = set()
@@ -118,6 +119,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if base in slow:
             item.add_marker(pytest.mark.slow)
             seen.add(base)
+        if "bearing_runs" in getattr(item, "fixturenames", ()):
+            # one pytest-xdist worker runs every test of the session's shared runs (`make test` runs two workers,
+            # `--dist loadgroup`): the 27 reports and the demo are then built once, not once per worker
+            item.add_marker(pytest.mark.xdist_group("bearing_runs"))
     whole_files = not any("::" in str(a) for a in config.args)  # a test picked by node id leaves its file's others out
     gone = sorted(x for x in slow - seen if x.split("::", 1)[0] in files) if whole_files else []
     if gone:
