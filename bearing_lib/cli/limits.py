@@ -49,8 +49,11 @@ def _table(result) -> None:
             short += " (not monotone)"
         if q.capped:  # held at the saturated throughput (docs/limits.md): the estimate is an upper bound ("≤")
             short = f"{short} (capped)"
-        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, _span(q.ci95), _span(q.bracket),
-                  q.achieved.text(3, ci=False, missing="–"), m.binding or "–")
+        achieved = q.achieved.text(3, ci=False, missing="–")
+        if q.achieved_lower_bound:  # read over a busy span (docs/limits.md): the server may have completed more
+            achieved = f"{achieved} (lower bound)"
+        t.add_row(m.run_id, m.mix.name, f"{m.share:.0%}", short, _span(q.ci95), _span(q.bracket), achieved,
+                  m.binding or "–")
     console.print(t)
     console.print("Q_ult is the offered load at the SLA crossing; 'achieved' is the throughput completed there "
                   "(the factor of safety uses it).")

@@ -332,6 +332,29 @@ def repeat_means(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ux, mean, lo, hi
 
 
+def rate_loads(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps") -> tuple[float, ...]:
+    """The loads whose measured rates :func:`rate_at` reads at ``x``: the steps either side of it (one where it
+    is a step's load), else the nearest end step (below the lowest, above the highest). A flag on a step's rate
+    (``rate_lower_bound``) carries to the rate read at ``x`` exactly when its load is among these.
+
+    >>> rate_loads(15.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
+    (10.0, 20.0)
+    >>> rate_loads(25.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
+    (20.0,)
+    """
+    if x is None or not math.isfinite(x) or x <= 0:
+        return ()
+    ux = repeat_means(xs, ys)[0]
+    ux = ux[ux > 0]
+    if not ux.size:
+        return ()
+    if x < ux[0]:
+        return (float(ux[0]),)
+    if x > ux[-1]:
+        return (float(ux[-1]),)
+    return tuple(sorted({float(ux[ux <= x].max()), float(ux[ux >= x].min())}))
+
+
 def rate_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps", *,
             ux_y: tuple[np.ndarray, np.ndarray] | None = None) -> float | None:
     """A rate the steps measured (``ys``: completed requests or tokens a second) at load ``x`` of the axis ``xs``,
@@ -1186,7 +1209,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 __all__ = [
     "BURST_SPAN", "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "closed_loop_capped", "completion_span", "completions_in_window", "curve_columns",
-    "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at", "repeat_means",
-    "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates", "step_windows", "timed_saturation",
-    "wilson_interval", "with_little",
+    "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at", "rate_loads",
+    "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates", "step_windows",
+    "timed_saturation", "wilson_interval", "with_little",
 ]

@@ -87,6 +87,7 @@ from bearing_lib.limits.curves import (
     min_n_supported,
     qname,
     rate_at,
+    rate_loads,
     repeat_means,
     saturation_cap,
     spread_at,
@@ -450,12 +451,15 @@ def _fit_group(
     def scaled(v: float | None) -> float | None:
         return None if v is None else v * scale
 
-    if value is not None and thr_at is not None:
-        # a step the achieved rate is read from whose completed rate is a lower bound (curves.busy_span_rate) makes
-        # the limit's achieved rate one too: said (vLLM DeepSeek-V2.5 at 16 rps, 1.716 req/s over its busy span)
-        below = max((j.x for j in judged if j.x is not None and j.x <= value), default=None)
-        above = min((j.x for j in judged if j.x is not None and j.x >= value), default=None)
-        low = sorted({f"{j.x:g}" for j in judged if "rate_lower_bound" in j.row.flags and j.x in (below, above)})
+    low: list[str] = []
+    if value is not None and thr_at is not None and cap_note is None and censored != "below":
+        # a step the achieved rate is read from (curves.rate_loads: the steps either side of the limit that have a
+        # rate) whose completed rate is a lower bound (curves.busy_span_rate) makes the limit's achieved rate one too:
+        # typed (q_ult.achieved_lower_bound) and said (vLLM DeepSeek-V2.5 at 16 rps, 1.716 req/s over its busy
+        # span). Not for a capped limit (its rate is the cap step's) nor an upper bound ("< x": an upper bound on
+        # the limit read through a lower bound on the rate bounds nothing)
+        read = set(rate_loads(value, xs_all[keep], tot_rps[keep], unit))
+        low = sorted({f"{j.x:g}" for j in judged if "rate_lower_bound" in j.row.flags and j.x in read})
         if low:
             notes.append(f"the achieved rate at the limit ({thr_at:.4g} req/s) is read from the step(s) at "
                          f"{', '.join(low)} {u} whose completed rate is a lower bound (their send window was shorter "
@@ -486,6 +490,7 @@ def _fit_group(
                                              for b in (last_pass, first_fail)])),
         "saturated_rps": cap.rps if cap is not None else None,
         "capped": cap_note is not None,
+        "achieved_lower_bound": bool(low),
         "method": _method(tables, n_boot, estimator),
         "estimator": estimator,
         "interval_method": interval,

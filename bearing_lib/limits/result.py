@@ -231,6 +231,13 @@ class QUlt:
     """The highest rate the run completed when one of its steps saturated the server (``curves.saturation_cap``)."""
     capped: bool = False
     """True when the SLA crossing lay above ``saturated_rps`` and ``value`` was held at it."""
+    achieved_lower_bound: bool = False
+    """True when ``throughput_rps`` is read from a step whose completed rate is a lower bound (flag
+    ``rate_lower_bound``: its send window was shorter than a typical request, so the rate is read over the busy
+    span, ``curves.busy_span_rate``; the steps read are ``curves.rate_loads``): the server may have completed more,
+    so the plan's FOS, allowable capacity and tokens/s made from the achieved rate are conservative and at most the
+    planned number of instances is needed; the completed CI's upper end may be understated too. Never set for a
+    capped limit or one censored below. The offered-load value and its CI are unaffected."""
     throughput_ci95_rps: tuple[float | None, float | None] | None = None
     """The 95 % CI on the completed basis: each end of ``ci95`` read off the steps' completed rates (``limits.fit``,
     round 22; on a concurrency axis widened by each step's count noise); None for a bound, a capped limit, an axis

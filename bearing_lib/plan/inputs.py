@@ -107,6 +107,13 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
             notes_extra.append(f"{name}: the limit's 95% CI is open {side} ({why_open}); every number the plan makes "
                                "from this limit (FOS, allowable capacity, instances, tokens/s, cost) leaves that end "
                                "open, on the side its arithmetic puts it")
+        if q.achieved_lower_bound:
+            # the completed rate at the limit is read over a busy span (limits.curves.busy_span_rate): the server may
+            # have completed more, so what the plan divides by it errs on the safe side (vLLM DeepSeek-V2.5, round 25)
+            notes_extra.append(f"{name}: the limit's completed rate ({a.value:.4g} req/s) is a lower bound (read "
+                               "from a step whose send window was shorter than a typical request, over the server's "
+                               "busy span): the FOS, allowable capacity and tokens/s made from it are conservative "
+                               "(the true ones may be higher), and at most the planned number of instances is needed")
         try:
             limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open, capped=q.capped))
         except BadValueError as exc:

@@ -53,7 +53,8 @@ def _limit_row(model: ReportModel) -> GlanceRow | None:
     est = row.achieved if row.achieved.value is not None else row.q_ult
     basis = "completed" if est is row.achieved else "offered"
     what = f"{row.name}" + (f", binds on {row.binding}" if row.binding else "")
-    return GlanceRow("limit that binds", f"Q_ult {est.text()} {basis}".replace("  ", " "), what)
+    low = ", a lower bound" if basis == "completed" and row.achieved_lower_bound else ""
+    return GlanceRow("limit that binds", f"Q_ult {est.text()} {basis}{low}".replace("  ", " "), what)
 
 
 def _plan_run(model: ReportModel) -> str | None:

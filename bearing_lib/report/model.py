@@ -159,6 +159,8 @@ class MixRow:
     floors_one_load: bool = False
     """Every floor in :attr:`floors` was seen at one quiet load (``FailureFloor.one_load``): whether more instances
     would help is not tested."""
+    achieved_lower_bound: bool = False
+    """:attr:`achieved` is read from a step whose completed rate is a lower bound (``QUlt.achieved_lower_bound``)."""
 
 
 @dataclass
@@ -699,6 +701,7 @@ def _mixes(limits: LimitsResult | None, reason: str | None, plan: CapacityPlan |
                 followup=_followup(m),
                 floors=tuple(f.clause for f in m.failure_floors if f.breaks_clause),
                 floors_one_load=all(f.one_load for f in m.failure_floors if f.breaks_clause),
+                achieved_lower_bound=q is not None and q.achieved_lower_bound,
             )
         )
     if not rows:
@@ -938,7 +941,8 @@ def _headline(limits: LimitsResult | None, limits_reason: str | None,
         if binding_row.achieved.bound == "lower":  # it never failed: nothing binds yet, it is only the lowest bound
             binds = f"the {binding_row.name} mix has the lowest limit, Q_ult {at} req/s completed (it never failed)"
         else:
-            binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed)" if at else "")
+            low = ", a lower bound: the server may have completed more" if binding_row.achieved_lower_bound else ""
+            binds = f"the {binding_row.name} mix binds{on}" + (f" (Q_ult {at} req/s completed{low})" if at else "")
         if binding_row.floors:
             binds = f"on the other clauses, {binds}"
     if floored:

@@ -257,6 +257,23 @@ def test_a_send_window_shorter_than_its_requests_reads_the_busy_span(shared_data
     (lim,) = fit_limits(load(folder), "p95(tpot) <= 300ms", mixes="none", n_boot=0).limits
     assert tuple(lim.q_ult.bracket) == (4.0, 16.0)
     assert any("is read from the step(s) at 16 rps whose completed rate is a lower bound" in n for n in lim.notes)
+    # the flag is typed on the limit, survives the JSON edge, and the plan says what it does to its numbers: what
+    # divides by a lower bound on the limit errs on the safe side (round 25)
+    from bearing_lib.limits.result import LimitsResult
+    from bearing_lib.plan.inputs import limits_input
+
+    res = fit_limits(load(folder), "p95(tpot) <= 300ms", mixes="none", n_boot=0)
+    assert res.limits[0].q_ult.achieved_lower_bound is True
+    back = LimitsResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.limits[0].q_ult.achieved_lower_bound is True
+    (note,) = [n for n in limits_input(back).notes if "is a lower bound" in n]
+    assert f"({back.limits[0].q_ult.achieved.value:.4g} req/s)" in note
+    assert "conservative" in note and "at most the planned number of instances is needed" in note
+    # a limit that reads no such step carries no flag: "≥ 4 rps" (no judged step failed 10 s), completed 4 req/s
+    # read off the 4 rps step, whose 50 s window held its median request
+    (low,) = fit_limits(load(folder), "p95(tpot) <= 10s", mixes="none", n_boot=0).limits
+    assert (low.q_ult.value, low.q_ult.censored, low.q_ult.throughput_rps) == (4.0, "above", pytest.approx(4.0))
+    assert low.q_ult.achieved_lower_bound is False
     for rate, (d, med) in raw.items():
         window = d["num_prompts"] / rate if np.isfinite(rate) else None
         span = _span(d["duration"], window, l0, med) if window else d["duration"]

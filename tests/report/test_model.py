@@ -34,6 +34,23 @@ def test_headline_quotes_peak_fos_ci_verdict_and_binding_mix(docs, full_model):
         f"{plan['elasticity']['recommendation']}; allowable capacity {plan['allowable_rps']:.2f} req/s.")
 
 
+def test_a_completed_rate_that_is_a_lower_bound_is_said_in_the_headline_and_the_row(docs):
+    """The binding mix's limit read its completed rate from a step whose send window was shorter than a typical
+    request (``q_ult.achieved_lower_bound``, round 25): the headline and the per-mix row say it is a lower bound;
+    the other mixes' rows do not."""
+    binding = "long-context"
+    for m in docs["limits"]["mixes"]:
+        if m["mix"]["name"] == binding:
+            m["q_ult"]["achieved_lower_bound"] = True
+    model = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"],
+                         previous=docs["previous_summary"], provenance=provenance(), name="2026-W48")
+    achieved = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] == binding)["q_ult"]["throughput_rps"]
+    assert model.headline.text.endswith(f"the {binding} mix binds on P99 TTFT (Q_ult {achieved:.2f} req/s completed, "
+                                        "a lower bound: the server may have completed more).")
+    rows = {r.name: r.achieved_lower_bound for r in model.mixes.data.rows}
+    assert rows[binding] is True and not any(v for n, v in rows.items() if n != binding)
+
+
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
     rows = {r.name: r for r in full_model.mixes.data.rows}
     for m in docs["limits"]["mixes"]:
