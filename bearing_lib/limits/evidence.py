@@ -289,11 +289,11 @@ TABLE_LAG = False
 """Whether a load-point table's percentile evidence lags as a trace's does (:func:`table_lags`). Measured in round 25
 on the oracle's open-loop tables (covered 101 → 174 of 180, within ±10 % 134 → 168), **not adopted yet**: on real
 tables it moves every value toward the last passing step and opens the low end down to the step below (inference-perf
-vllm_batch_size ``p90(ttft) <= 500ms`` 114.4 (112.0–116.2) → 111.9 (76.9–113.7), all 26 of 29 sweeps still inside
-their raw brackets), and it puts SGLang's 70b sharegpt crossing (``p50(ttft) <= 300ms``) below the saturation cap,
-where the interval's high end is not yet held at the cap (8.04 with a CI up to 15.3 rps against a cap of 8.53): that
-needs the cap applied to a crossing's CI as well as to its value, and six real-file tests re-derived, before it is
-the default (docs/limits.md, "Open-loop tables: the lag")."""
+vllm_batch_size ``p90(ttft) <= 500ms`` 114.4 (112.0–116.2) → 111.9 (76.9–113.7); the 26 of the 29 real sweeps that
+were inside their raw brackets stay inside), and it puts SGLang's llama-3.3-70b crossing (``p50(ttft) <= 300ms``)
+below the saturation cap, where the interval's high end is not yet held at the cap (8.04 with a CI up to 15.3 rps
+against a cap of 8.53): that needs the cap applied to a crossing's CI as well as to its value, and six real-file
+tests re-derived, before it is the default (docs/limits.md, "Open-loop tables: the lag")."""
 
 
 def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
@@ -305,9 +305,13 @@ def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
     written as tables (10 × 120 s steps per seed, 9 servers × mixes, 20 seeds each), 64 of 180 raw brackets lie
     wholly above the true limit (a passing step up to 11 % above it); the interval without the lag covered 101
     of 180 (its value within ±10 % in 134), with it **174 of 180** (168), median half-width 8-12 % (23 % on
-    large/prefix; docs/limits.md, "Load-point tables: coverage on a simulation";
+    large/prefix; docs/limits.md, "Open-loop tables: the lag";
     ``tests/limits/test_table_coverage_open.py``). The lowest step has none. Percentile clauses only: a table's
-    failed requests are counted, not ranked, and no simulation of them was measured."""
+    failed requests are counted, not ranked, and no simulation of them was measured. Two things to settle before
+    :data:`TABLE_LAG` is the default (a review, round 25): the steps are assumed run in ascending load order (a
+    step run just after a higher one starts from a heavier queue, yet lags toward the lower load; a trace's
+    ``_continuity`` lags only after a lower step), and a run without completed rates has no capacity, so every step
+    but the lowest lags all the way back."""
     by_run: dict[object, list[_Judged]] = {}
     for j in steps:
         if j.x is not None and math.isfinite(j.x) and j.x > 0:

@@ -6,7 +6,7 @@ the completions inside the step's window over its length (the completed rate a t
 metric's P50/P90/P95/P99 over the successful requests (linear interpolation). A table cannot show whether a step's
 queue settled, and a step just above the limit often ends before its queue breaks out: the tables' own pass/fail
 bracket lies wholly above the truth in 64 of 180 seeds over the nine combinations (a passing step up to 11 % above
-it). Measured (docs/limits.md, "Load-point tables: coverage on a simulation"), over the nine combinations × 20 seeds:
+it). Measured (docs/limits.md, "Open-loop tables: the lag"), over the nine combinations × 20 seeds:
 without a lag the interval covered 101 of 180 (raw bracket 106); with a table's percentile evidence lagging toward
 the next lower load as a trace's does (``limits.evidence.table_lags``, with ``evidence.TABLE_LAG``: measured, not yet
 the default) **174 of 180**, within ±10 % 168, median half-width 8-12 % (23 % on large/prefix). The three
