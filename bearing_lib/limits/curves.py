@@ -298,6 +298,31 @@ def cap_limit(cap: SaturationCap | None, value: float | None, ci: list[float | N
         note
 
 
+def hold_ci_at_cap(cap: SaturationCap | None, value: float | None, ci: list[float | None], unit: str | None,
+                   ) -> tuple[list[float | None], str | None]:
+    """``(ci, note)`` of an rps limit at or below the saturation cap (one :func:`cap_limit` leaves as it is) whose
+    interval reaches above the cap's own 95 % upper end (``rps_hi``, else the cap): the high end is held there, as
+    no offered load above what the server can complete is sustained, and the note says so. The limit is not capped
+    (its value stands). A load-point table's lagged evidence opens such an interval (SGLang llama-3.3-70b
+    ``p50(ttft) <= 300ms``: 8.04 with a CI to 15.35 rps against a cap of 8.53 req/s, docs/limits.md). Unchanged
+    otherwise (``note`` None).
+
+    >>> cap = SaturationCap(rps=8.53, step=3, offered_load=16.0, saturated_steps=(3,), rps_hi=8.9, rps_lo=8.2)
+    >>> hold_ci_at_cap(cap, 8.04, [6.0, 15.35], "rps")[0]
+    [6.0, 8.9]
+    >>> hold_ci_at_cap(cap, 8.04, [6.0, 8.5], "rps")
+    ([6.0, 8.5], None)
+    """
+    if cap is None or unit != "rps" or value is None or not math.isfinite(value) or value > cap.rps:
+        return ci, None
+    lo, hi = ci
+    top = max(cap.rps, cap.rps_hi) if cap.rps_hi is not None else cap.rps
+    if hi is None or hi <= top:
+        return ci, None
+    return [lo, top], (f"the 95% CI's high end ({hi:.4g} rps) is held at the saturated throughput's 95% upper end "
+                       f"({top:.4g} rps): {cap.statement()}")
+
+
 def spread_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps",
               ) -> tuple[float, float] | None:
     """The range of ``ys`` over repeats at ``x`` (:func:`repeat_means`: their lowest and highest), read by the rule of
@@ -1209,7 +1234,7 @@ def _curve_from_loadpoints(table: LoadPointTable, qs: dict[str, float], opt: Cur
 __all__ = [
     "BURST_SPAN", "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "closed_loop_capped", "completion_span", "completions_in_window", "curve_columns",
-    "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at", "rate_loads",
-    "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates", "step_windows",
-    "timed_saturation", "wilson_interval", "with_little",
+    "hold_ci_at_cap", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at",
+    "rate_loads", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates",
+    "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

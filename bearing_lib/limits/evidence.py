@@ -285,33 +285,35 @@ def _percentile_evidence(c: Clause, row: CurveRow, x: float) -> Evidence | None:
     return Evidence(x=x, s_lo=lo, s_hi=hi)
 
 
-TABLE_LAG = False
+TABLE_LAG = True
 """Whether a load-point table's percentile evidence lags as a trace's does (:func:`table_lags`). Measured in round 25
-on the oracle's open-loop tables (covered 101 → 174 of 180, within ±10 % 134 → 168), **not adopted yet**: on real
-tables it moves every value toward the last passing step and opens the low end down to the step below (inference-perf
-vllm_batch_size ``p90(ttft) <= 500ms`` 114.4 (112.0–116.2) → 111.9 (76.9–113.7); the 26 of the 29 real sweeps that
-were inside their raw brackets stay inside), and it puts SGLang's llama-3.3-70b crossing (``p50(ttft) <= 300ms``)
-below the saturation cap, where the interval's high end is not yet held at the cap (8.04 with a CI up to 15.3 rps
-against a cap of 8.53): that needs the cap applied to a crossing's CI as well as to its value, and six real-file
-tests re-derived, before it is the default (docs/limits.md, "Open-loop tables: the lag")."""
+on the oracle's open-loop tables (covered 101 → 174 of 180, within ±10 % 134 → 168) and the default since round 26,
+with a crossing's interval held at the saturated throughput's upper end (``curves.hold_ci_at_cap``), the lag only
+after a lower step and a run without completed rates given its highest offered load as capacity (docs/limits.md,
+"Open-loop tables: the lag"). ``False`` reads every step's percentiles at its own load (the reading before round 26,
+kept for comparison: ``tests/limits/test_table_coverage_open.py``)."""
 
 
 def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
-    """``{step: (x_from, lag)}`` of a load-point table's steps: the next lower load tested in the same run and the
-    share of the way back to it the step's evidence may lie (:func:`settle_share`: three relaxation times of the
-    queue over the step's duration, with the run's highest completed rate as the capacity; on a concurrency axis
-    :func:`closed_settle_share`). A table cannot show whether a step's queue settled (no per-request times), and a
-    step just above the limit often ends before its queue breaks out: on the simulator oracle's open-loop tests
-    written as tables (10 × 120 s steps per seed, 9 servers × mixes, 20 seeds each), 64 of 180 raw brackets lie
-    wholly above the true limit (a passing step up to 11 % above it); the interval without the lag covered 101
-    of 180 (its value within ±10 % in 134), with it **174 of 180** (168), median half-width 8-12 % (23 % on
-    large/prefix; docs/limits.md, "Open-loop tables: the lag";
-    ``tests/limits/test_table_coverage_open.py``). The lowest step has none. Percentile clauses only: a table's
-    failed requests are counted, not ranked, and no simulation of them was measured. Two things to settle before
-    :data:`TABLE_LAG` is the default (a review, round 25): the steps are assumed run in ascending load order (a
-    step run just after a higher one starts from a heavier queue, yet lags toward the lower load; a trace's
-    ``_continuity`` lags only after a lower step), and a run without completed rates has no capacity, so every step
-    but the lowest lags all the way back."""
+    """``{step: (x_from, lag)}`` of a load-point table's steps: the load of the step run just before it in the same
+    run, where that load is lower, and the share of the way back to it the step's evidence may lie
+    (:func:`settle_share`: three relaxation times of the queue over the step's duration, with the run's highest
+    completed rate as the capacity; on a concurrency axis :func:`closed_settle_share`). A table cannot show whether a
+    step's queue settled (no per-request times), and a step just above the limit often ends before its queue breaks
+    out: on the simulator oracle's open-loop tests written as tables (10 × 120 s steps per seed, 9 servers × mixes,
+    20 seeds each), 64 of 180 raw brackets lie wholly above the true limit (a passing step up to 11 % above it); the
+    interval without the lag covered 101 of 180 (its value within ±10 % in 134), with it **174 of 180** (168), median
+    half-width 8-12 % (23 % on large/prefix; docs/limits.md, "Open-loop tables: the lag";
+    ``tests/limits/test_table_coverage_open.py``). Percentile clauses only: a table's failed requests are counted,
+    not ranked, and no simulation of them was measured.
+
+    The run order is the steps' numbers (a table has no times; the tools' sweeps run their loads in ascending order
+    and the readers number them so). As a trace's ``_continuity``, a step lags only after a lower one: the first step
+    has none, nor has a step run after one at the same or a higher load (its queue starts at least as full as its
+    own steady state, so its evidence does not lean toward the lower load). A run without completed rates takes its
+    highest offered load as the capacity: a server saturated there completed less, so the lag is understated, not
+    overstated (on the oracle, the lag with each step's sent rate as its completed rate covered 126 of 180: round 25);
+    without it every step would lag all the way back."""
     by_run: dict[object, list[_Judged]] = {}
     for j in steps:
         if j.x is not None and math.isfinite(j.x) and j.x > 0:
@@ -319,17 +321,16 @@ def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
     out: dict[int, tuple[float, float]] = {}
     for run in by_run.values():
         thr = [float(j.row.throughput_rps) for j in run if j.row.throughput_rps]
-        capacity = max(thr) if thr else None
-        loads = sorted({float(j.x) for j in run})
-        for j in run:
-            below = [x for x in loads if x < float(j.x)]
-            if not below:
+        capacity = max(thr) if thr else max(float(j.x) for j in run)
+        run = sorted(run, key=lambda j: int(j.row.step))
+        for prev, j in zip(run, run[1:], strict=False):
+            if not float(prev.x) < float(j.x):
                 continue
             d = j.row.duration_s
             d = float(d) if d else None
             lag = (closed_settle_share(float(j.x), j.row.throughput_rps, d) if j.row.offered_load_unit == "concurrency"
                    else settle_share(float(j.x), capacity, d))
-            out[int(j.row.step)] = (below[-1], lag)
+            out[int(j.row.step)] = (float(prev.x), lag)
     return out
 
 

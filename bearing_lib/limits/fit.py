@@ -83,6 +83,7 @@ from bearing_lib.limits.curves import (
     TRIM_LATENCIES,
     CurveOptions,
     cap_limit,
+    hold_ci_at_cap,
     load_curve,
     min_n_supported,
     qname,
@@ -120,6 +121,7 @@ from bearing_lib.limits.result import (
 from bearing_lib.limits.settling import StepSettling, StepSettlings
 from bearing_lib.limits.shapes import ShapePriors
 from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
+from bearing_lib.limits.statement import fmt
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
@@ -407,6 +409,11 @@ def _fit_group(
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
     notes += [cap_note] if cap_note else []
+    held, held_note = hold_ci_at_cap(cap, value, ci, unit)  # an uncapped crossing's CI held at the cap's upper end
+    if held_note:
+        notes.append(held_note)
+        statement = statement.replace(f"–{fmt(ci[1])})", f"–{fmt(held[1])}, held at the saturated throughput)")
+        ci = held
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
     if cap_note is not None and cap is not None and interval:
         # the interval is the crossing's held at or below the cap's own (curves.cap_limit): say so, as ci95 is not the
@@ -414,6 +421,8 @@ def _fit_group(
         interval += ("; held at or below the saturated throughput's 95% CI "
                      f"({'–' if cap.rps_lo is None else f'{cap.rps_lo:.4g}'} to "
                      f"{'–' if cap.rps_hi is None else f'{cap.rps_hi:.4g}'} rps), as the limit is capped there")
+    if held_note and interval:
+        interval += f"; its high end held at the saturated throughput's 95% upper end ({fmt(ci[1])} rps)"
     resolution = followup.resolution_of(value, ci, censored, det)
     if resolution is not None and resolution.coarse:
         notes.append(resolution.statement)

@@ -71,10 +71,13 @@ def test_cap_limit_by_hand():
 @pytest.mark.shared_data
 def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared_data):
     """SGLang llama-3.1-405B, random 1,024/1,024: ``p50(ttft) <= 1s`` holds at 4 rps (602 ms) and breaks at 8
-    (123.7 s), so the crossing's interval lies above the 8 rps line's completion rate, 2,400 / (669.50 − 24.87) =
-    3.723 req/s (24.87 s: the 1 rps line's median E2E, the run's lowest). The capped limit's interval is the exact
-    Poisson (Garwood) interval of that rate's 2,400 completions over its span (scipy's chi2, by hand), both
-    ends, not one end sitting on the value."""
+    (123.7 s); the 8 rps line completed 2,400 / (669.50 − 24.87) = 3.723 req/s (24.87 s: the 1 rps line's median
+    E2E, the run's lowest), and the crossing lies above it: the limit is capped there. The capped limit's interval
+    ends at the exact Poisson (Garwood) upper bound of that rate's 2,400 completions over its span (scipy's chi2, by
+    hand). Its lower end is the crossing's (round 26, the table lag): the 4 rps step runs above the 3.723 the server
+    can complete, so its queue has no steady state (``settle_share`` 1) and its pass may stand for any load back to
+    the 2 rps step: the low end lies between 2 rps and the cap's own Garwood lower bound (3.576), not at it. The
+    wholly-above case (both ends the cap's) is ``test_cap_limit_by_hand``."""
     from scipy.stats import chi2
 
     path = shared_data(SGLANG.replace("llama_3_3_70b_online", "llama_405b_online"))
@@ -93,10 +96,11 @@ def test_a_crossing_wholly_above_the_cap_gets_the_caps_two_sided_interval(shared
     # the whole duration: that would count the drain's seconds as completions)
     n, span = top["completed"], top["duration"] - l0
     assert n == 2400
-    assert q.ci95[0] == pytest.approx(chi2.ppf(0.025, 2 * n) / 2 / span)
+    garwood_lo = chi2.ppf(0.025, 2 * n) / 2 / span
     assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / span)
-    assert (round(q.ci95[0], 3), round(q.ci95[1], 3)) == (3.576, 3.875)
-    assert q.ci95[0] < q.value < q.ci95[1]
+    assert (round(garwood_lo, 3), round(q.ci95[1], 3)) == (3.576, 3.875)
+    assert 4.0 > cap  # the passing 4 rps step was offered more than the server completes: no steady state
+    assert 2.0 < q.ci95[0] < garwood_lo < q.value < q.ci95[1]
     # interval_method says the interval is the cap's, not the crossing's alone (round 22)
     assert q.interval_method.endswith("; held at or below the saturated throughput's 95% CI (3.576 to 3.875 rps), "
                                       "as the limit is capped there")
@@ -145,38 +149,53 @@ def test_sglang_achieved_throughput_over_the_completion_span(shared_data):
 
 
 @pytest.mark.shared_data
-def test_sglang_limit_is_capped_at_the_saturated_throughput(shared_data):
-    """``p50(ttft) <= 300ms``: 191 ms at 8 rps passes, 614 ms at 16 rps fails, so the SLA crossing lies between
-    8 and 16 rps (11.27 before this rule), above the 8.528 req/s the server completed when saturated: the limit
-    is held at 8.528."""
+def test_sglang_limit_lies_below_the_saturated_throughput_with_its_ci_held_there(shared_data):
+    """``p50(ttft) <= 300ms``: 191 ms at 8 rps passes, 614 ms at 16 rps fails; the 16 rps line completed 3,200 /
+    (383.073 − 7.819) = 8.528 req/s, saturated. Until round 25 the crossing read between the steps' loads (11.27)
+    and was capped at 8.528. A table's evidence lags (round 26, ``evidence.table_lags``): the 8 rps step ran at
+    ρ = 8 / 8.528 = 0.938 of the capacity, where the queue's relaxation time 1 / (μ (1 − √ρ)²) is 118.7 s, and three
+    of them (356 s) outlast its 346.8 s: its pass may stand for any load back to the 4 rps step; the 16 rps step,
+    above capacity, for any load back to 8. So the crossing lies between 4 and 16 rps and its value below the cap:
+    not capped. Its interval's high end (the crossing's own, 15.35) is held at the cap's Garwood 97.5 % bound on the
+    3,200 completions over their span (scipy's chi2, by hand), as no load above what the server completes is
+    sustained; the statement and a note say so."""
+    from scipy.stats import chi2
+
     path = shared_data(SGLANG)
     raw = _sglang_raw(path)
     l0 = min(d["median_e2e_latency_ms"] for d in raw) / 1000.0
     cap = max(d["completed"] / _span(d["duration"], d["completed"] / d["request_rate"], l0,
                                      d["median_e2e_latency_ms"] / 1000) for d in raw)
     assert raw[3]["median_ttft_ms"] <= 300 < raw[4]["median_ttft_ms"]
+    rho = 8.0 / cap
+    tau = 1.0 / (cap * (1.0 - rho ** 0.5) ** 2)
+    assert round(tau, 1) == 118.7 and 3 * tau > raw[3]["duration"]  # the 8 rps step lags all the way to 4 rps
     res = fit_limits(load(path), "p50(ttft) <= 300ms", mixes=None, n_boot=0)
     (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
     q = lim.q_ult
-    assert q.capped and q.saturated_rps == pytest.approx(cap) and q.value == pytest.approx(cap)
-    # the interval's top: the exact Poisson (Garwood) 97.5 % bound on the 16 rps step's 3,200 completions over the
-    # span the rate divided them by, 383.073 - 7.819 s (scipy's chi2, by hand here)
-    from scipy.stats import chi2
-
+    assert not q.capped and q.saturated_rps == pytest.approx(cap) and 4.0 < q.value < cap
     n, span = raw[4]["completed"], raw[4]["duration"] - l0
     assert n == 3200
-    assert q.ci95[1] == pytest.approx(chi2.ppf(0.975, 2 * (n + 1)) / 2 / span) and q.ci95[0] <= cap
+    top = chi2.ppf(0.975, 2 * (n + 1)) / 2 / span
+    assert q.ci95[1] == pytest.approx(top) and 4.0 < q.ci95[0] < q.value
     assert 1.03 < q.ci95[1] / cap < 1.04  # 3,200 completions: +3.5 %
-    assert q.statement.startswith("< 8.528 rps") and any("capped at 8.528" in n for n in lim.notes)
+    assert q.statement.endswith(f"–{top:.4g}, held at the saturated throughput)")
+    held = f"held at the saturated throughput's 95% upper end ({top:.4g} rps)"
+    assert any(x.startswith("the 95% CI's high end (") and held in x for x in lim.notes)
+    assert q.interval_method.endswith(f"; its high end {held}")
     # the sharegpt run never saturated: no cap
     (sg,) = [m for m in res.mixes if m.run_id.endswith("sharegpt")]
     assert not sg.q_ult.capped and sg.q_ult.saturated_rps is None
-    # an upper bound on both axes, and into the plan's input
-    assert q.estimate.bound == "upper" and q.achieved.bound == "upper"
+    # a two-sided limit, not a bound, into the plan's input, with its completed rate read off the curve between the
+    # 8 rps step (7.081 req/s) and the 16 rps step (8.528)
+    assert q.estimate.bound == "none" and q.achieved.bound == "none"
     from bearing_lib.plan.inputs import limits_input
 
     (pl_lim,) = limits_input(res, run=lim.run_id).limits
-    assert pl_lim.capped and pl_lim.bound == "upper" and pl_lim.q_ult_rps == pytest.approx(q.throughput_rps)
+    assert not pl_lim.capped and pl_lim.bound == "none" and pl_lim.q_ult_rps == pytest.approx(q.throughput_rps)
+    c8 = raw[3]["completed"] / _span(raw[3]["duration"], raw[3]["completed"] / 8.0, l0,
+                                     raw[3]["median_e2e_latency_ms"] / 1000)
+    assert q.throughput_rps == pytest.approx(c8 + (q.value - 8.0) * (cap - c8) / 8.0)
 
 
 @pytest.mark.shared_data
@@ -302,20 +321,25 @@ def test_closed_loop_throughput_is_the_tools(shared_data):
 
 @pytest.mark.shared_data
 def test_the_cli_table_says_a_capped_limit_is_an_upper_hold(shared_data, tmp_path):
-    """``bearing limits`` prints the capped SGLang limit as '< 8.528 rps (capped)' in its table, an upper bound as
-    its statement says it (the queue grows at the service rate itself), its completed rate the cap itself, '< 8.528'
-    (round 21: it read '< 7.18', the rate interpolated at 8.528 on the offered axis, between 7.081 req/s at 8 rps and
-    8.528 at 16, though the cap is a completed rate), and the uncapped sharegpt run without the mark."""
+    """``bearing limits`` prints the capped SGLang llama-3.1-405B limit (``p50(ttft) <= 1s``: 4 rps passes at 602 ms,
+    8 rps fails at 123.7 s and completed 2,400 / (669.497 − 24.872) = 3.723 req/s, the raw file's completed over its
+    span after the 1 rps line's median E2E) as '< 3.723 rps (capped)' in its table, an upper bound as its statement
+    says it (the queue grows at the service rate itself), its completed rate the cap itself, '< 3.723' (round 21: the
+    70B run read '< 7.18', the rate interpolated at the cap on the offered axis, though the cap is a completed rate),
+    and the uncapped sharegpt run without the mark. (Until round 26 this was the 70B run's '< 8.528': with the table
+    lag its crossing lies below its cap, ``test_sglang_limit_lies_below_the_saturated_throughput_with_its_ci_held…``.)
+    """
     from typer.testing import CliRunner
 
     from bearing_lib.cli.main import app
 
-    r = CliRunner().invoke(app, ["limits", str(shared_data(SGLANG)), "--sla", "p50(ttft) <= 300ms", "--n-boot", "100",
+    path = shared_data(SGLANG.replace("llama_3_3_70b_online", "llama_405b_online"))
+    r = CliRunner().invoke(app, ["limits", str(path), "--sla", "p50(ttft) <= 1s", "--n-boot", "100",
                                  "--json", str(tmp_path / "l.json")],
                            env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.output
-    assert "< 8.528 rps (capped)" in r.output and r.output.count("(capped)") == 1
-    cap = 3200 / (383.073 - 7.819)  # the raw file's completed / send span at 16 rps (docs/limits.md)
+    cap = 2400 / (669.497 - 24.872)  # the raw file's completed / send span at 8 rps (docs/limits.md)
+    assert f"< {cap:.3f} rps (capped)" in r.output and r.output.count("(capped)") == 1
     assert f"< {cap:.3f} rps" in r.output.split("(capped)", 1)[1].split("\n", 1)[0]  # the achieved column
 
 
@@ -408,9 +432,12 @@ def test_the_cap_interval_reaches_the_service_rate_in_most_seeds():
 @pytest.mark.shared_data
 def test_the_completed_ci_is_read_off_the_curve(shared_data):
     """SGLang llama-3.1-405B random 1,024/1,024 under ``p50(ttft) <= 500ms`` (a new user's case, round 22): the
-    offered CI's ends are read where the steps' completed rates lie (the 2 rps step completed 2.0 req/s, the 4 rps
-    step 3.376), not as the value's ratio times the offered ends: that put the lower end at 1.83 req/s, below the
-    2.0 the passing 2 rps step completed."""
+    offered CI's ends are read where the steps' completed rates lie (the 1 rps step completed 1.0 req/s, the 2 rps
+    step 2.0, the 4 rps step 3.376), each end between the two steps either side of it, not as the value's ratio
+    times the offered ends (that put the lower end at 1.83 req/s for an offered 2.0+). Since round 26 (the table
+    lag) the offered CI's low end lies below 2 rps (1.94: the 2 rps step at ρ = 0.54 of the 3.723 req/s capacity
+    lags 3 % of the way back to 1 rps, three relaxation times 3 / (μ (1 − √ρ)²) = 11.3 s of its 338.8 s, and the
+    posterior's tail reaches a little further) and its high end is held at the cap's Garwood upper end (3.875)."""
     path = shared_data(SGLANG.replace("llama_3_3_70b_online", "llama_405b_online"))
     res = fit_limits(load(path), "p50(ttft) <= 500ms", mixes=None, n_boot=0)
     (lim,) = [m for m in res.mixes if m.run_id.endswith("ratio0")]
@@ -418,12 +445,16 @@ def test_the_completed_ci_is_read_off_the_curve(shared_data):
     by = {s.offered_load: s.throughput_rps for s in lim.steps}
     assert by[2.0] == pytest.approx(2.0) and 3.3 < by[4.0] < 3.4
     lo, hi = q.ci95
-    assert 2.0 < lo < hi < 4.0  # both ends between the 2 and 4 rps steps
+    assert by[1.0] == pytest.approx(1.0)
+    mu = 2400 / (669.497 - 24.872)
+    assert 3 / (mu * (1 - (2.0 / mu) ** 0.5) ** 2) == pytest.approx(11.3, abs=0.05)
+    assert 1.0 < lo < 2.0 < q.value < hi < 4.0  # the low end now between the 1 and 2 rps steps
+    assert hi == pytest.approx(3.875, abs=5e-4)  # the cap's Garwood upper end (test_a_crossing_wholly_above…)
     slope = (by[4.0] - by[2.0]) / 2.0
     a = q.achieved
-    assert a.ci95[0] == pytest.approx(by[2.0] + (lo - 2.0) * slope, rel=1e-9)
+    assert a.ci95[0] == pytest.approx(by[1.0] + (lo - 1.0) * (by[2.0] - by[1.0]), rel=1e-9)
     assert a.ci95[1] == pytest.approx(by[2.0] + (hi - 2.0) * slope, rel=1e-9)
-    assert by[2.0] <= a.ci95[0] < a.value < a.ci95[1] <= by[4.0]
+    assert by[1.0] <= a.ci95[0] < by[2.0] < a.value < a.ci95[1] <= by[4.0]
     assert a.value == pytest.approx(by[2.0] + (q.value - 2.0) * slope, rel=1e-9)
     # the JSON edge carries it, and a file without it (before round 22) reads the scaled CI as before
     doc = res.to_dict()

@@ -276,8 +276,14 @@ def test_generator_behind_step_placed_at_achieved_rate():
              "ttft_ms_p99": p} for i, (x, a, p) in enumerate([(1.0, 1.0, 100.0), (2.0, 2.0, 300.0), (4.0, 2.5, 900.0)])]
     t = LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
     m = fit_limits(t, SLA, mixes="none", n_boot=0).limits[0]
-    # the failing step sits at its achieved 2.5 rps: the crossing lies between the pass at 2.0 and 2.5
-    assert 2.0 < m.q_ult.value < 2.5
+    # the failing step sits at its achieved 2.5 rps: the crossing lies below it. A table's evidence lags (round 26,
+    # evidence.table_lags): the 2.5 rps step runs at the run's capacity (its highest completed rate), so its failure
+    # may stand for any load back to 2.0; the pass at 2.0 (ρ = 0.8) for loads back to 1.0 + (1 − 0.897) × 1.0, by
+    # hand: three relaxation times 3 / (2.5 (1 − √0.8)²) = 107.7 s of its 120 s. The value stays at or above the
+    # last passing step (2.0 before the lag read 2.219)
+    assert 3 / (2.5 * (1 - 0.8 ** 0.5) ** 2) / 120 == pytest.approx(0.897, abs=5e-4)
+    assert 2.0 <= m.q_ult.value < 2.5
+    assert 1.0 - 0.1 < m.q_ult.ci95[0] < 2.0  # the pass's evidence reaches back towards the 1 rps step
     assert m.q_ult.bracket == (2.0, 2.5)
     assert m.steps[-1].load_axis == 2.5 and m.steps[-1].offered_load == 4.0
 
