@@ -357,41 +357,50 @@ def repeat_means(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return ux, mean, lo, hi
 
 
-def rate_loads(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps") -> tuple[float, ...]:
-    """The loads whose measured rates :func:`rate_at` reads at ``x``: the steps either side of it (one where it
-    is a step's load), else the nearest end step (below the lowest, above the highest). A flag on a step's rate
-    (``rate_lower_bound``) carries to the rate read at ``x`` exactly when its load is among these.
+def rate_read(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps", *,
+              ux_y: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float | None, tuple[float, ...]]:
+    """A rate the steps measured (``ys``: completed requests or tokens a second) at load ``x`` of the axis ``xs``,
+    and the loads of the steps it is read from: the one rule every reader of "the completed rate at a load" uses
+    (the fit's throughput at the limit and its completed CI, the follow-up test's expected requests; :func:`rate_at`
+    is its rate alone). Repeats at one load are their mean (or a given curve, ``ux_y``); between the steps,
+    interpolated from the steps either side (one where ``x`` is a step's load); below the lowest step, that step's
+    rate per unit of load times ``x`` (a server below its first load completes what it is sent); above the highest
+    step on an rps axis the same ratio of the highest step, and on another axis (a closed loop's users) the highest
+    step's rate held, as a closed loop's completed rate does not grow with its users past saturation and nothing
+    measured says it does (AIPerf's sweep completed 17.2-18.1 req/s from 96 to 320 users; a ratio put 20.5 at 320:
+    round 22). Before round 23 the fit's point read held the end steps' rates flat on both sides while its CI read
+    scaled them. ``(None, ())`` where ``x`` is missing, not positive, or no step has a positive load.
 
-    >>> rate_loads(15.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
-    (10.0, 20.0)
-    >>> rate_loads(25.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
-    (20.0,)
+    A flag on a step's rate (``rate_lower_bound``) carries to the rate read at ``x`` exactly when its load is among
+    the loads read (steps without a rate, NaN, are not steps read).
+
+    >>> rate_read(15.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
+    (12.5, (10.0, 20.0))
+    >>> rate_read(20.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]))
+    (16.0, (20.0,))
+    >>> rate_read(25.0, np.array([10.0, 20.0, 30.0]), np.array([9.0, 16.0, np.nan]), "concurrency")
+    (16.0, (20.0,))
+    >>> rate_read(5.0, np.array([10.0, 20.0]), np.array([9.0, 16.0]))
+    (4.5, (10.0,))
     """
     if x is None or not math.isfinite(x) or x <= 0:
-        return ()
-    ux = repeat_means(xs, ys)[0]
-    ux = ux[ux > 0]
+        return None, ()
+    ux, mean = ux_y if ux_y is not None else repeat_means(xs, ys)[:2]
+    ok = ux > 0
+    ux, mean = ux[ok], mean[ok]
     if not ux.size:
-        return ()
-    if x < ux[0]:
-        return (float(ux[0]),)
-    if x > ux[-1]:
-        return (float(ux[-1]),)
-    return tuple(sorted({float(ux[ux <= x].max()), float(ux[ux >= x].min())}))
+        return None, ()
+    if ux[0] <= x <= ux[-1]:
+        return float(np.interp(x, ux, mean)), tuple(sorted({float(ux[ux <= x].max()), float(ux[ux >= x].min())}))
+    i = 0 if x < ux[0] else -1
+    if x > ux[-1] and unit != "rps":
+        return float(mean[-1]), (float(ux[-1]),)
+    return float(x * mean[i] / ux[i]), (float(ux[i]),)
 
 
 def rate_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = "rps", *,
             ux_y: tuple[np.ndarray, np.ndarray] | None = None) -> float | None:
-    """A rate the steps measured (``ys``: completed requests or tokens a second) at load ``x`` of the axis ``xs``,
-    the one rule every reader of "the completed rate at a load" uses (the fit's throughput at the limit and its
-    completed CI, the follow-up test's expected requests): repeats at one load are their mean (or a given curve,
-    ``ux_y``); between the steps, interpolated; below the lowest step, that step's rate per unit of load times
-    ``x`` (a server below its first load completes what it is sent); above the highest step on an rps axis the
-    same ratio of the highest step, and on another axis (a closed loop's users) the highest step's rate held, as a
-    closed loop's completed rate does not grow with its users past saturation and nothing measured says it does
-    (AIPerf's sweep completed 17.2-18.1 req/s from 96 to 320 users; a ratio put 20.5 at 320: round 22). Before
-    round 23 the fit's point read held the end steps' rates flat on both sides while its CI read scaled them.
-    None where ``x`` is missing, not positive, or no step has a positive load.
+    """The rate :func:`rate_read` reads at load ``x`` (its rule; without the loads it reads), or None.
 
     >>> rate_at(30.0, np.array([10.0, 20.0]), np.array([9.0, 16.0]))
     24.0
@@ -400,19 +409,7 @@ def rate_at(x: float | None, xs: np.ndarray, ys: np.ndarray, unit: str | None = 
     >>> rate_at(5.0, np.array([10.0, 20.0]), np.array([9.0, 16.0]), "concurrency")
     4.5
     """
-    if x is None or not math.isfinite(x) or x <= 0:
-        return None
-    ux, mean = ux_y if ux_y is not None else repeat_means(xs, ys)[:2]
-    ok = ux > 0
-    ux, mean = ux[ok], mean[ok]
-    if not ux.size:
-        return None
-    if ux[0] <= x <= ux[-1]:
-        return float(np.interp(x, ux, mean))
-    if x > ux[-1] and unit != "rps":
-        return float(mean[-1])
-    i = 0 if x < ux[0] else -1
-    return float(x * mean[i] / ux[i])
+    return rate_read(x, xs, ys, unit, ux_y=ux_y)[0]
 
 
 @dataclass(frozen=True)
@@ -1235,6 +1232,6 @@ __all__ = [
     "BURST_SPAN", "CurveOptions", "METRICS", "QUANTILES", "SATURATION_LATENCY_RATIO", "SaturationCap", "cap_limit",
     "central_latency_s", "closed_loop_capped", "completion_span", "completions_in_window", "curve_columns",
     "hold_ci_at_cap", "is_saturated", "load_curve", "min_n_supported", "order_stat_ranks", "qname", "rate_at",
-    "rate_loads", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates",
+    "rate_read", "repeat_means", "saturation_cap", "spread_at", "steady_requests", "step_flags", "step_rates",
     "step_windows", "timed_saturation", "wilson_interval", "with_little",
 ]

@@ -88,7 +88,7 @@ from bearing_lib.limits.curves import (
     min_n_supported,
     qname,
     rate_at,
-    rate_loads,
+    rate_read,
     repeat_means,
     saturation_cap,
     spread_at,
@@ -450,7 +450,7 @@ def _fit_group(
     tot_rps = np.array([np.nan if t is None else t.throughput_rps for t in step_tot], float)
     tot_tok = np.array([np.nan if t is None else t.output_tokens_per_s for t in step_tot], float)
     tot_rps, tot_tok = np.nan_to_num(tot_rps, nan=np.nan), np.nan_to_num(tot_tok, nan=np.nan)
-    thr_at = rate_at(value, xs_all[keep], tot_rps[keep], unit)
+    thr_at, thr_loads = rate_read(value, xs_all[keep], tot_rps[keep], unit)
     # a capped limit is the most the server completed (curves.saturation_cap, a completed rate): that is its
     # throughput, not the rate interpolated at the same number on the offered axis (SGLang's 405b random run read
     # 3.186 req/s at a cap of 3.723, below the 3.376 its passing 4 rps step completed; round 21); its token rate and
@@ -462,13 +462,12 @@ def _fit_group(
 
     low: list[str] = []
     if value is not None and thr_at is not None and cap_note is None and censored != "below":
-        # a step the achieved rate is read from (curves.rate_loads: the steps either side of the limit that have a
-        # rate) whose completed rate is a lower bound (curves.busy_span_rate) makes the limit's achieved rate one too:
-        # typed (q_ult.achieved_lower_bound) and said (vLLM DeepSeek-V2.5 at 16 rps, 1.716 req/s over its busy
-        # span). Not for a capped limit (its rate is the cap step's) nor an upper bound ("< x": an upper bound on
-        # the limit read through a lower bound on the rate bounds nothing)
-        read = set(rate_loads(value, xs_all[keep], tot_rps[keep], unit))
-        low = sorted({f"{j.x:g}" for j in judged if "rate_lower_bound" in j.row.flags and j.x in read})
+        # a step the achieved rate is read from (thr_loads, curves.rate_read: the steps either side of the limit
+        # that have a rate) whose completed rate is a lower bound (curves.busy_span_rate) makes the limit's achieved
+        # rate one too: typed (q_ult.achieved_lower_bound) and said (vLLM DeepSeek-V2.5 at 16 rps, 1.716 req/s over
+        # its busy span). Not for a capped limit (its rate is the cap step's) nor an upper bound ("< x": an upper
+        # bound on the limit read through a lower bound on the rate bounds nothing)
+        low = sorted({f"{j.x:g}" for j in judged if "rate_lower_bound" in j.row.flags and j.x in thr_loads})
         if low:
             notes.append(f"the achieved rate at the limit ({thr_at:.4g} req/s) is read from the step(s) at "
                          f"{', '.join(low)} {u} whose completed rate is a lower bound (their send window was shorter "

@@ -234,7 +234,7 @@ class QUlt:
     achieved_lower_bound: bool = False
     """True when ``throughput_rps`` is read from a step whose completed rate is a lower bound (flag
     ``rate_lower_bound``: its send window was shorter than a typical request, so the rate is read over the busy
-    span, ``curves.busy_span_rate``; the steps read are ``curves.rate_loads``): the server may have completed more,
+    span, ``curves.busy_span_rate``; the steps read are ``curves.rate_read``): the server may have completed more,
     so the plan's FOS, allowable capacity and tokens/s made from the achieved rate are conservative and at most the
     planned number of instances is needed; the completed CI's upper end may be understated too. Never set for a
     capped limit or one censored below. The offered-load value and its CI are unaffected."""

@@ -51,6 +51,7 @@ from bearing_lib.plan.fos import (
     Target,
     TierBands,
     allowable_capacity,
+    blend_rate_lower_bound,
     capped_closed_below,
     cbu_per_minute,
     compute_fos,
@@ -548,7 +549,8 @@ class CapacityPlan:
         target = _target(io.prof, opt)
         fos = compute_fos(io.lim.limits, _shares(io, opt), target, own_peaks=io.prof.own_peaks,
                           other_clauses=io.lim.floor_mixes)
-        verdict = fos_verdict(fos, tier, target, other_clauses=bool(io.lim.floors))
+        verdict = fos_verdict(fos, tier, target, other_clauses=bool(io.lim.floors),
+                              rate_lower_bound=blend_rate_lower_bound(fos, io.lim.limits))
         allow = allowable_capacity(fos.blended.q_blend_rps, tier.target_fos, fos.blended.bound,
                                    ci95=fos.blended.q_blend_ci95, open_reason=fos.blended.open_reason)
         allowable = allow.rps

@@ -135,6 +135,10 @@ class Limit:
     capped: bool = False
     """The limits held the SLA crossing at the run's saturated throughput (``q_ult.capped``): the value is the
     most the server completed, so the limit is an upper bound and every number made from it says so."""
+    achieved_lower_bound: bool = False
+    """The limit's completed rate is read from a step whose send window was shorter than a typical request
+    (``q_ult.achieved_lower_bound``): the server may have completed more. It stays a value (the offered-load limit
+    is measured), and the verdict that the target exceeds it says so (:func:`verdict`, ``rate_lower_bound``)."""
 
     def __post_init__(self) -> None:
         if not (self.q_ult_rps > 0 and math.isfinite(self.q_ult_rps)):
@@ -601,13 +605,26 @@ def _own_peak_fos(lim: Limit, q_draws: np.ndarray, peak: OwnPeak | None, target:
     return MixPeakFos(own, by_share, peak.quantile, peak.bin_s, est, f_share, ratio, differs, text)
 
 
-def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clauses: bool = False) -> Verdict:
+RATE_LOWER_BOUND_WORDS = "a lower bound: the server may have completed more"
+"""What the verdict adds to a limit whose completed rate is a lower bound (:attr:`Limit.achieved_lower_bound`)."""
+
+
+def blend_rate_lower_bound(fos: FosResult, limits: Sequence[Limit]) -> bool:
+    """Whether the blended limit's completed rate is a lower bound: a limit the blend weighs has one
+    (:attr:`Limit.achieved_lower_bound`; the blend rises with every limit, so a lower bound on one bounds it)."""
+    return any(lim.achieved_lower_bound and fos.blended.weights.get(lim.mix, 0.0) > 0 for lim in limits)
+
+
+def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clauses: bool = False,
+                rate_lower_bound: bool = False) -> Verdict:
     """The plan's verdict on ``fos``: :func:`verdict` of the blended FOS, with the mixes that alone would
     fall below the tier named, and yellow at best when part of production traffic has no limit. ``other_clauses``:
-    a failure floor breaks a clause at every load, and the limits are the other clauses' (the reason says so)."""
+    a failure floor breaks a clause at every load, and the limits are the other clauses' (the reason says so);
+    ``rate_lower_bound``: a weighted limit's completed rate is a lower bound (:attr:`Limit.achieved_lower_bound`,
+    :func:`blend_rate_lower_bound`), and so is the blend's (it rises with every limit)."""
     b = fos.blended
     v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason,
-                closed_below=capped_closed_below(b), other_clauses=other_clauses)
+                closed_below=capped_closed_below(b), other_clauses=other_clauses, rate_lower_bound=rate_lower_bound)
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     # a shift of the mix needs another mix to shift from ("alone, mix all (100% of traffic) …" said nothing)
@@ -679,12 +696,13 @@ def _edge_text(v: float, edges: tuple[float | None, ...]) -> str:
 
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
             q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False,
-            other_clauses: bool = False) -> Verdict:
+            other_clauses: bool = False, rate_lower_bound: bool = False) -> Verdict:
     """green / yellow / red with the reason in words (rules in the module docstring). ``upper_reason``: why an
     upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`); ``closed_below``: a capped
     limit whose own CI is closed below (:func:`capped_closed_below`), so the FOS's lower end bounds it;
     ``other_clauses``: the limit is the other clauses' (a failure floor breaks one at every load), and "never
-    failed" or "the SLA still held" would not be true of the SLA."""
+    failed" or "the SLA still held" would not be true of the SLA; ``rate_lower_bound``: the limit's completed rate
+    is a lower bound (:attr:`Limit.achieved_lower_bound`), and "the target exceeds the measured limit" says so."""
     band = f"the {tier.name} tier's band {tier.describe()}"
     never = "the load test never failed on the other clauses" if other_clauses else "the load test never failed"
     held_by = "the other clauses" if other_clauses else "the SLA"
@@ -736,6 +754,8 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if v < 1.0:
         what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
             target_rps and q_ult_rps) else "the target exceeds the measured limit"
+        if rate_lower_bound:
+            what += f" ({RATE_LOWER_BOUND_WORDS})"
         return Verdict("red", f"FOS {vt} < 1: {what}; the SLA fails at the planned peak", u)
     if v < tier.fos_min:
         return Verdict("red", f"FOS {vt} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
@@ -817,6 +837,7 @@ __all__ = [
     "CBU_THRESHOLD",
     "Allowable",
     "NEAR_TERM_FACTOR",
+    "RATE_LOWER_BOUND_WORDS",
     "TIERS",
     "BlendedFos",
     "CbuResult",
@@ -832,6 +853,7 @@ __all__ = [
     "Verdict",
     "allowable_capacity",
     "fos_verdict",
+    "blend_rate_lower_bound",
     "blended_capacity",
     "capped_closed_below",
     "cbu_per_minute",

@@ -115,7 +115,8 @@ def limits_input(result: LimitsResult, *, run: str | None = None, source: str = 
                                "busy span): the FOS, allowable capacity and tokens/s made from it are conservative "
                                "(the true ones may be higher), and at most the planned number of instances is needed")
         try:
-            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open, capped=q.capped))
+            limits.append(Limit(name, a.value, ci_rps, q.censored, q.statement, why_open, capped=q.capped,
+                                achieved_lower_bound=q.achieved_lower_bound))
         except BadValueError as exc:
             raise BadValueError(exc.message, path=source, field=f"mixes[{i}].q_ult") from exc
     n = result.conditions.instances

@@ -9,6 +9,7 @@ computes no new figure.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,10 @@ def _limit_row(model: ReportModel) -> GlanceRow | None:
     basis = "completed" if est is row.achieved else "offered"
     what = f"{row.name}" + (f", binds on {row.binding}" if row.binding else "")
     low = ", a lower bound" if basis == "completed" and row.achieved_lower_bound else ""
-    return GlanceRow("limit that binds", f"Q_ult {est.text()} {basis}{low}".replace("  ", " "), what)
+    # a completed rate in req/s, as the headline says it (the achieved estimate carries the limits' unit "rps",
+    # which the report keeps for offered loads); an offered limit keeps its load's unit
+    shown = dataclasses.replace(est, unit="req/s") if basis == "completed" else est
+    return GlanceRow("limit that binds", f"Q_ult {shown.text()} {basis}{low}".replace("  ", " "), what)
 
 
 def _plan_run(model: ReportModel) -> str | None:

@@ -18,6 +18,7 @@ from bearing_lib.limits.curves import (
     completion_span,
     load_curve,
     rate_at,
+    rate_read,
     repeat_means,
     spread_at,
 )
@@ -299,6 +300,62 @@ def test_a_send_window_shorter_than_its_requests_reads_the_busy_span(shared_data
         assert curve[rate]["throughput_rps"] == pytest.approx(d["completed"] / span, rel=1e-9)
 
 
+
+def _drained_table(steps: list[tuple[float, int, float, float]]):
+    """A SYNTHETIC vLLM-like load-point table, one run at offered rates: per step ``(rate, requests, tool duration
+    (first send to last completion) in s, median latency in s)``, every request ok, sent over ``requests / rate``
+    seconds (a configured window)."""
+    from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
+    from bearing_lib.data.provenance import Provenance
+
+    rows = [{"run_id": "t", "step": i, "offered_load": x, "offered_load_unit": "rps", "duration_s": d,
+             "n_requests": n, "n_ok": n, "n_errors": 0, "throughput_rps": n / d, "achieved_rate_rps": x,
+             "send_window_s": n / x, "send_window_basis": "config", "send_window_method": "n / rate",
+             "duration_includes_drain": True, "latency_ms_p50": lat * 1000.0}
+            for i, (x, n, d, lat) in enumerate(steps)]
+    return LoadPointTable(conform_loadpoints(rows), Provenance(source="SYNTHETIC", format="t", tool="t", sha256=""))
+
+
+def test_a_capped_limit_is_not_a_lower_bound_though_it_reads_a_flagged_step():
+    """A capped limit's achieved rate is the cap step's completed rate, not a lower bound read off a flagged step
+    (fit: achieved_lower_bound is never set for a capped limit). By hand, unloaded latency L0 = 20 s (the 1 rps
+    step's median): at 1 rps 60 requests in a 60 s window, median 20 s (held, < 3 L0): 60 / 60 = 1 req/s; at 2 rps 80
+    requests in 40 s, median 45 s (> the window: busy span 76 − 20 = 56 s): 80 / 56 = 1.4286, a lower bound
+    (flagged); at 4 rps 160 requests in 40 s, median 65 s (≥ 3 L0) over 116 − 20 = 96 s: 1.6667 < 70 % of 4,
+    saturated, the cap. The SLA (median ≤ 100 s) never fails: the limit is capped at 1.6667, which on the offered
+    axis lies between the 1 and 2 rps steps, so its rate would be read off the flagged 2 rps step."""
+    table = _drained_table([(1.0, 60, 80.0, 20.0), (2.0, 80, 76.0, 45.0), (4.0, 160, 116.0, 65.0)])
+    curve = {r["offered_load"]: r for r in load_curve(table).iter_rows(named=True)}
+    rates = {1.0: 60 / 60, 2.0: 80 / (76 - 20), 4.0: 160 / (116 - 20)}
+    for x, rate in rates.items():
+        assert curve[x]["throughput_rps"] == pytest.approx(rate, rel=1e-12)
+    assert [x for x in rates if "rate_lower_bound" in curve[x]["flags"]] == [2.0, 4.0]
+    assert [x for x in rates if "saturated" in curve[x]["flags"]] == [4.0]
+    (lim,) = fit_limits(table, "p50(latency) <= 100s", mixes="none", n_boot=0).limits
+    q = lim.q_ult
+    assert q.capped and q.value == pytest.approx(160 / 96) and q.throughput_rps == pytest.approx(160 / 96)
+    assert 1.0 < q.value < 2.0  # the steps read at the limit: 1 and 2 rps, the latter flagged
+    assert q.achieved_lower_bound is False
+    assert not any("whose completed rate is a lower bound" in n for n in lim.notes)
+
+
+def test_a_limit_censored_below_is_not_a_lower_bound_though_its_step_is_flagged():
+    """A limit that failed at the lowest load ("< 1 rps") is an upper bound: a lower bound on the rate read there
+    bounds nothing, so achieved_lower_bound stays False. By hand, L0 = 50 s (the 1 rps step's median): at 1 rps 40
+    requests in a 40 s window, median 50 s (> the window: busy span 110 − 50 = 60 s): 40 / 60 = 0.6667 req/s, a lower
+    bound (flagged). Every step's median (50, 55, 60 s) fails 30 s: censored below at 1 rps, whose rate is read off
+    that flagged step alone."""
+    table = _drained_table([(1.0, 40, 110.0, 50.0), (2.0, 80, 100.0, 55.0), (4.0, 160, 100.0, 60.0)])
+    curve = {r["offered_load"]: r for r in load_curve(table).iter_rows(named=True)}
+    assert curve[1.0]["throughput_rps"] == pytest.approx(40 / (110 - 50), rel=1e-12)
+    assert "rate_lower_bound" in curve[1.0]["flags"] and "saturated" not in curve[1.0]["flags"]
+    (lim,) = fit_limits(table, "p50(latency) <= 30s", mixes="none", n_boot=0).limits
+    q = lim.q_ult
+    assert (q.censored, q.value, q.capped) == ("below", 1.0, False)
+    assert q.throughput_rps == pytest.approx(40 / 60)
+    assert q.achieved_lower_bound is False
+    assert not any("whose completed rate is a lower bound" in n for n in lim.notes)
+
 @pytest.mark.shared_data
 def test_closed_loop_throughput_is_the_tools(shared_data):
     """A closed loop (vllm bench sweep, max_concurrency 2, 8 prompts; er0080) keeps the server busy from the first
@@ -563,6 +620,12 @@ def test_rate_at_one_rule_below_between_and_beyond_the_steps():
     assert rate_at(30.0, xs, ys, "concurrency") == pytest.approx(16.0)
     assert rate_at(20.0, np.array([10.0, 20.0, 20.0]), np.array([9.0, 16.0, 18.0])) == pytest.approx(17.0)
     assert rate_at(None, xs, ys) is None and rate_at(0.0, xs, ys) is None and rate_at(float("nan"), xs, ys) is None
+    # the same rule names the steps it read: both neighbours between them, one at a step's load or beyond the ends
+    assert rate_read(15.0, xs, ys) == (pytest.approx(12.5), (10.0, 20.0))
+    assert rate_read(10.0, xs, ys) == (pytest.approx(9.0), (10.0,))
+    assert rate_read(5.0, xs, ys) == (pytest.approx(4.5), (10.0,))
+    assert rate_read(30.0, xs, ys, "concurrency") == (pytest.approx(16.0), (20.0,))
+    assert rate_read(None, xs, ys) == (None, ())
 
 
 def test_the_follow_up_reads_the_same_rule():

@@ -15,6 +15,7 @@ from bearing_lib.plan.fos import (
     Limit,
     Target,
     allowable_capacity,
+    blend_rate_lower_bound,
     blended_capacity,
     cbu_per_minute,
     compute_fos,
@@ -170,6 +171,42 @@ def test_a_capped_limit_is_an_upper_bound_in_the_plan():
     failed = compute_fos([Limit("b", 6.0, censored="below")], {"b": 1.0}, tgt)
     assert "first step" in fos_verdict(failed, STANDARD, Target(3.0)).reason  # FOS < 2: the first-step wording
 
+
+
+def test_a_target_above_a_lower_bound_rate_says_the_limit_is_one():
+    """A limit whose completed rate is a lower bound (q_ult.achieved_lower_bound: read over a busy span, the server
+    may have completed more): "the target exceeds the measured limit" says so. Blend by hand: 12 req/s at 75 % and
+    4 req/s at 25 % is 1 / (0.75 / 12 + 0.25 / 4) = 8 req/s; a 10 req/s target gives FOS 0.8 < 1, red. A lower bound
+    on one weighted limit bounds the blend from below (it rises with every limit); on a limit that carries no traffic
+    it bounds nothing."""
+    limits = [Limit("short", 12.0), Limit("long", 4.0, achieved_lower_bound=True)]
+    res = compute_fos(limits, {"short": 0.75, "long": 0.25}, Target(10.0))
+    assert res.blended.q_blend_rps == pytest.approx(8.0)
+    assert blend_rate_lower_bound(res, limits) is True
+    v = fos_verdict(res, STANDARD, Target(10.0), rate_lower_bound=True)
+    assert v.color == "red"
+    assert v.reason.startswith("FOS 0.80 < 1: the target 10.00 req/s exceeds the measured limit 8.00 req/s (a lower "
+                               "bound: the server may have completed more); the SLA fails at the planned peak")
+    plain = fos_verdict(res, STANDARD, Target(10.0))
+    assert "exceeds the measured limit 8.00 req/s; the SLA fails" in plain.reason and "lower bound" not in plain.reason
+    idle = compute_fos(limits, {"short": 1.0, "long": 0.0}, Target(10.0))
+    assert blend_rate_lower_bound(idle, limits) is False
+    # through the plan: the limits JSON's q_ult.achieved_lower_bound reaches the verdict (hand-made limits, the
+    # blend above; the profile's mixes short 75 %, long 25 %)
+    import json
+    from pathlib import Path
+
+    from bearing_lib.plan.capacity_plan import CapacityPlan
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "plan"
+    lim = json.loads((fix / "limits_handmade.json").read_text())
+    prof = json.loads((fix / "profile_handmade.json").read_text())
+    words = "exceeds the measured limit 8.00 req/s (a lower bound: the server may have completed more)"
+    assert words not in CapacityPlan.build(json.loads(json.dumps(lim)), prof, target_rps=10.0).verdict_reason
+    (long_mix,) = [m for m in lim["mixes"] if m["mix"]["name"] == "long"]
+    long_mix["q_ult"]["achieved_lower_bound"] = True
+    plan = CapacityPlan.build(lim, prof, target_rps=10.0)
+    assert plan.verdict == "red" and words in plan.verdict_reason
 
 def test_monte_carlo_ci_matches_closed_form():
     # Only the target is uncertain: FOS = 10 / T is monotone in T, so its 2.5 % / 97.5 %

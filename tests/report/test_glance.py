@@ -56,3 +56,27 @@ def test_with_several_runs_the_glance_speaks_of_the_plans_run_only(docs):
     assert g.not_covered[0].startswith("The test ran offered loads 0.50–10 rps"), g.not_covered
     assert not any("64 concurrency" in line for line in g.not_covered), g.not_covered
     assert {c.run_id: c.offered_load_unit for c in m.curves} == {"main": "rps", "other": "concurrency"}
+
+
+def test_the_limit_row_says_a_completed_rate_in_req_s_as_the_headline_does(docs):
+    """The glance row of the binding limit writes its completed rate in req/s, the headline's unit (it read
+    "Q_ult 3.05 rps (95% CI 1.72–4.00) completed" beside the headline's "Q_ult 3.05 req/s completed" on vLLM
+    DeepSeek-V2.5). By hand from the HAND-MADE limits: long-context binds, offered 2.1 rps (95% CI 1.8–2.4),
+    completed 2.05 req/s, its interval scaled by 2.05 / 2.1: 1.757–2.343."""
+    from bearing_lib.report.glance import glance
+    from bearing_lib.report.model import build_report
+    from tests.report.conftest import provenance
+
+    (q,) = [m["q_ult"] for m in docs["limits"]["mixes"] if m["mix"]["name"] == "long-context"]
+    assert (q["value"], q["ci95"], q["throughput_rps"], q.get("throughput_ci95_rps")) == (2.1, [1.8, 2.4], 2.05, None)
+    r = 2.05 / 2.1
+    expected = f"Q_ult 2.05 req/s (95% CI {1.8 * r:.2f}–{2.4 * r:.2f}) completed"
+    assert expected == "Q_ult 2.05 req/s (95% CI 1.76–2.34) completed"
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    row = {x.label: x for x in glance(m).rows}["limit that binds"]
+    assert row.value == expected and row.note == "long-context, binds on P99 TTFT"
+    assert "(Q_ult 2.05 req/s completed)" in m.headline.text
+    q["achieved_lower_bound"] = True
+    m = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"], provenance=provenance())
+    assert {x.label: x for x in glance(m).rows}["limit that binds"].value == f"{expected}, a lower bound"
+    assert "(Q_ult 2.05 req/s completed, a lower bound" in m.headline.text
