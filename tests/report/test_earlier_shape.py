@@ -109,6 +109,8 @@ def test_inputs_are_checked_before_any_kernel(tmp_path):
 
 @pytest.fixture(scope="module")
 def sweeps(tmp_path_factory):
+    """Two fitted sweeps, built once per process: the tests reading them share one pytest-xdist worker (group
+    ``earlier_sweeps``)."""
     from bearing_lib.loaders import load
 
     tmp = tmp_path_factory.mktemp("sweeps")
@@ -122,6 +124,7 @@ def sweeps(tmp_path_factory):
     return earlier, later, e, p
 
 
+@pytest.mark.xdist_group("earlier_sweeps")
 def test_the_model_and_an_earlier_shape_through_the_pipeline(sweeps):
     earlier, later, e, pooled = sweeps
     own = pipeline.limits(later, SLA, "none", 20, estimator="model")
@@ -142,6 +145,7 @@ def test_the_model_and_an_earlier_shape_through_the_pipeline(sweeps):
     assert default.mixes[0].q_ult.value == m.q_ult.value and default.conditions.estimator == "model"
 
 
+@pytest.mark.xdist_group("earlier_sweeps")
 def test_an_earlier_shape_that_offers_none_is_an_error_unless_offered(sweeps):
     earlier, later, e, pooled = sweeps
     with pytest.raises(ShapeUnusable, match="same file"):
@@ -158,6 +162,7 @@ def test_an_earlier_shape_that_offers_none_is_an_error_unless_offered(sweeps):
         pipeline.limits(later, SLA, "none", 20, estimator="model", shape_from="previous")
 
 
+@pytest.mark.xdist_group("earlier_sweeps")
 def test_an_offered_shape_is_checked_the_same_whether_or_not_a_report_was_found(sweeps, tmp_path):
     """A weekly run that passes in its first week (no earlier report) passes every week: what the fit cannot take
     (a shape with the pooled estimator on a trace, or on an engine) is refused whether or not one was found; an
