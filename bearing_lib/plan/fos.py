@@ -754,9 +754,14 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
     if v < 1.0:
         what = f"the target {target_rps:,.2f} req/s exceeds the measured limit {q_ult_rps:,.2f} req/s" if (
             target_rps and q_ult_rps) else "the target exceeds the measured limit"
+        fails = "the SLA fails at the planned peak"
         if rate_lower_bound:
+            # the measured rate understates the server: the red stands on what was measured, and says what would
+            # settle it (a send window at least as long as a typical request: docs/limits.md, "rate_lower_bound")
             what += f" ({RATE_LOWER_BOUND_WORDS})"
-        return Verdict("red", f"FOS {vt} < 1: {what}; the SLA fails at the planned peak", u)
+            fails += (" unless the server completes more than was measured; a test whose steps send for longer than "
+                      "a typical request takes would measure it")
+        return Verdict("red", f"FOS {vt} < 1: {what}; {fails}", u)
     if v < tier.fos_min:
         return Verdict("red", f"FOS {vt} is below {band} (production would run at {u:.0%} of the breakpoint)", u)
     if lo < tier.fos_min:

@@ -186,7 +186,9 @@ def test_a_target_above_a_lower_bound_rate_says_the_limit_is_one():
     v = fos_verdict(res, STANDARD, Target(10.0), rate_lower_bound=True)
     assert v.color == "red"
     assert v.reason.startswith("FOS 0.80 < 1: the target 10.00 req/s exceeds the measured limit 8.00 req/s (a lower "
-                               "bound: the server may have completed more); the SLA fails at the planned peak")
+                               "bound: the server may have completed more); the SLA fails at the planned peak "
+                               "unless the server completes more than was measured; a test whose steps send for "
+                               "longer than a typical request takes would measure it")
     plain = fos_verdict(res, STANDARD, Target(10.0))
     assert "exceeds the measured limit 8.00 req/s; the SLA fails" in plain.reason and "lower bound" not in plain.reason
     idle = compute_fos(limits, {"short": 1.0, "long": 0.0}, Target(10.0))
