@@ -91,8 +91,9 @@ def test_a_single_test_covers_and_flags_its_misses(server, mix):
     assert sum(s.within(truth) for s in scores) >= FLOOR_WITHIN_120[(server, mix)], rep
 
 
-# the per-combination runs (_TWO) are cached in the process: on one pytest-xdist worker the aggregate test below reads
-# them instead of simulating again (it took 396 s of CPU when the two workers split them)
+# the per-combination runs (_TWO) and their stages (acceptance._STAGES) are cached in the process: on one pytest-xdist
+# worker the aggregate test below reads them instead of simulating again (it took 396 s of CPU when the two workers
+# split them), and the model's two-stage floors reuse the stages
 @pytest.mark.xdist_group("oracle_two_stage")
 @pytest.mark.parametrize("server,mix", _params())
 def test_b_two_stage_resolves_the_limit(server, mix):
@@ -230,6 +231,7 @@ FLOOR_MODEL_TWO_STAGE = {
 }
 
 
+@pytest.mark.xdist_group("oracle_two_stage")  # the stages the pooled two-stage tests simulated (acceptance._STAGES)
 @pytest.mark.parametrize("server,mix", _params())
 def test_model_estimator_two_stage_floors(server, mix):
     truth = float(TRUTH[f"{server}/{mix}"]["q_ult_rps"])
