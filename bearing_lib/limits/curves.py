@@ -319,6 +319,8 @@ def hold_ci_at_cap(cap: SaturationCap | None, value: float | None, ci: list[floa
     top = max(cap.rps, cap.rps_hi) if cap.rps_hi is not None else cap.rps
     if hi is None or hi <= top:
         return ci, None
+    if lo is not None and lo > top:  # a value held down to its first failing step below an interval above the cap
+        lo = min(cap.rps, cap.rps_lo) if cap.rps_lo is not None else cap.rps
     return [lo, top], (f"the 95% CI's high end ({hi:.4g} rps) is held at the saturated throughput's 95% upper end "
                        f"({top:.4g} rps): {cap.statement()}")
 

@@ -288,8 +288,8 @@ def _percentile_evidence(c: Clause, row: CurveRow, x: float) -> Evidence | None:
 TABLE_LAG = True
 """Whether a load-point table's percentile evidence lags as a trace's does (:func:`table_lags`). Measured in round 25
 on the oracle's open-loop tables (covered 101 → 174 of 180, within ±10 % 134 → 168) and the default since round 26,
-with a crossing's interval held at the saturated throughput's upper end (``curves.hold_ci_at_cap``), the lag only
-after a lower step and a run without completed rates given its highest offered load as capacity (docs/limits.md,
+with a crossing's interval held at the saturated throughput's upper end (``curves.hold_ci_at_cap``) and a run without
+completed rates given its highest offered load as capacity (docs/limits.md,
 "Open-loop tables: the lag"). ``False`` reads every step's percentiles at its own load (the reading before round 26,
 kept for comparison: ``tests/limits/test_table_coverage_open.py``)."""
 
@@ -307,13 +307,16 @@ def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
     ``tests/limits/test_table_coverage_open.py``). Percentile clauses only: a table's failed requests are counted,
     not ranked, and no simulation of them was measured.
 
-    The run order is the steps' numbers (a table has no times; the tools' sweeps run their loads in ascending order
-    and the readers number them so). As a trace's ``_continuity``, a step lags only after a lower one: the first step
-    has none, nor has a step run after one at the same or a higher load (its queue starts at least as full as its
-    own steady state, so its evidence does not lean toward the lower load). A run without completed rates takes its
-    highest offered load as the capacity: a server saturated there completed less, so the lag is understated, not
-    overstated (on the oracle, the lag with each step's sent rate as its completed rate covered 126 of 180: round 25);
-    without it every step would lag all the way back."""
+    A table holds no run order (no times; the readers number a run's steps by offered load, ``loaders._loadtest``):
+    each step lags toward the next lower load tested, as in the ascending sweeps the tools run (vLLM's and SGLang's
+    rate sweeps, inference-perf's stages, GuideLLM's sweep); the lowest step has none. A sweep run in another order
+    is read as if ascending (a step run just after a higher one starts from a fuller queue, so its evidence leans
+    the other way: its interval is then wider than it need be below). Repeats at one load (separate invocations,
+    each from an empty queue) each lag. The steps are the usable ones: an excluded step between two loads is passed
+    over (a review, round 26). A run without completed rates takes its highest offered load as the capacity: a
+    server saturated there completed less, so the lag is understated, not overstated (on the oracle, the lag with
+    each step's sent rate as its completed rate covered 126 of 180: round 25); without it every step would lag all
+    the way back."""
     by_run: dict[object, list[_Judged]] = {}
     for j in steps:
         if j.x is not None and math.isfinite(j.x) and j.x > 0:
@@ -322,15 +325,16 @@ def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
     for run in by_run.values():
         thr = [float(j.row.throughput_rps) for j in run if j.row.throughput_rps]
         capacity = max(thr) if thr else max(float(j.x) for j in run)
-        run = sorted(run, key=lambda j: int(j.row.step))
-        for prev, j in zip(run, run[1:], strict=False):
-            if not float(prev.x) < float(j.x):
+        loads = sorted({float(j.x) for j in run})
+        for j in run:
+            below = [x for x in loads if x < float(j.x)]
+            if not below:
                 continue
             d = j.row.duration_s
             d = float(d) if d else None
             lag = (closed_settle_share(float(j.x), j.row.throughput_rps, d) if j.row.offered_load_unit == "concurrency"
                    else settle_share(float(j.x), capacity, d))
-            out[int(j.row.step)] = (float(prev.x), lag)
+            out[int(j.row.step)] = (below[-1], lag)
     return out
 
 

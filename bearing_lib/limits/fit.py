@@ -82,6 +82,7 @@ from bearing_lib.limits.curves import (
     QUANTILES,
     TRIM_LATENCIES,
     CurveOptions,
+    SaturationCap,
     cap_limit,
     hold_ci_at_cap,
     load_curve,
@@ -121,7 +122,7 @@ from bearing_lib.limits.result import (
 from bearing_lib.limits.settling import StepSettling, StepSettlings
 from bearing_lib.limits.shapes import ShapePriors
 from bearing_lib.limits.sla import FAILED_EXPR, OK_EXPR, SLA, check_sla_against, parse_sla
-from bearing_lib.limits.statement import fmt
+from bearing_lib.limits.statement import ci_text, fmt
 from bearing_lib.limits.steady import StepWarmups, mser_by_step
 from bearing_lib.limits.steptotals import StepTotals
 
@@ -298,6 +299,28 @@ def _count_bounds(n: float) -> tuple[float, float]:
     return float(chi2.ppf(0.025, 2 * n) / (2 * n)), float(chi2.ppf(0.975, 2 * (n + 1)) / (2 * n))
 
 
+def _held_statement(statement: str, ci: list[float | None], held: list[float | None]) -> str:
+    """``statement`` with its interval's text made ``held``'s (:func:`curves.hold_ci_at_cap`): the estimators write
+    it as ``statement.ci_text`` or, a trace's, ``95% CI lo–hi``; a statement with neither (not monotone, a floor
+    first) gets the held interval said after it, so it never shows the crossing's own end beside a held ci95."""
+    mark = "high end held at the saturated throughput"
+    for old in (ci_text(ci[0], ci[1]), f"95% CI {fmt(ci[0])}–{fmt(ci[1])}"):
+        if old in statement:
+            return statement.replace(old, f"{ci_text(held[0], held[1])}, {mark}", 1)
+    return f"{statement}; {ci_text(held[0], held[1])}, {mark}"
+
+
+def _held_completed(cap: SaturationCap | None, ci: list[float | None] | None) -> list[float | None] | None:
+    """The completed-rate CI (:func:`_completed_ci`, read off the curve at the crossing's own ends) held at the
+    saturation cap's 95 % upper end, a completed rate already (a review, round 26: reading the held offered end,
+    itself a completed rate, off the curve again put SGLang 70b's at 7.23, below the 8.528 req/s the server
+    completed; the crossing's own 15.35 reads 8.41)."""
+    if ci is None or cap is None or ci[1] is None:
+        return ci
+    top = max(cap.rps, cap.rps_hi or cap.rps)
+    return [ci[0] if ci[0] is None else min(ci[0], top), min(ci[1], top)]
+
+
 def _completed_ci(value: float | None, ci: list[float | None], achieved: float | None, xs: np.ndarray,
                   ys: np.ndarray, unit: str | None = "rps", ns: np.ndarray | None = None) -> list[float | None] | None:
     """The limit's 95 % CI on the completed basis, each end read off the curve (:func:`curves.rate_at`), held on
@@ -409,12 +432,17 @@ def _fit_group(
     cap = saturation_cap(rows, totals)  # an rps limit above the saturated throughput is held at it (curves)
     value, ci, censored, statement, cap_note = cap_limit(cap, value, ci, censored, statement, unit)
     notes += [cap_note] if cap_note else []
+    crossing_ci = ci  # the crossing's own interval: its completed-rate reading (below) is not held
     held, held_note = hold_ci_at_cap(cap, value, ci, unit)  # an uncapped crossing's CI held at the cap's upper end
     if held_note:
         notes.append(held_note)
-        statement = statement.replace(f"–{fmt(ci[1])})", f"–{fmt(held[1])}, held at the saturated throughput)")
+        statement = _held_statement(statement, ci, held)
         ci = held
     binding, replicates, interval, estimator, pool = est.binding, est.replicates, est.interval, est.estimator, est.pool
+    if (held_note or cap_note) and cap is not None and replicates is not None and unit == "rps":
+        # the draws a blend or a comparison reads are held where ci95 is (no load above what the server completes
+        # is sustained): a review found a blend of this one held mix reading the crossing's own 15.40 beside 8.83
+        replicates = np.minimum(np.asarray(replicates, float), max(cap.rps, cap.rps_hi or cap.rps))
     if cap_note is not None and cap is not None and interval:
         # the interval is the crossing's held at or below the cap's own (curves.cap_limit): say so, as ci95 is not the
         # crossing's interval any more (a new user read the credible interval's words beside a clipped ci95)
@@ -488,8 +516,8 @@ def _fit_group(
         # a capped limit's interval is the cap's own, already of completed requests (curves.cap_limit)
         "throughput_ci95_rps": (None if cap_note is not None or censored not in ("none", "not_monotone")
                                 or unit not in ("rps", "concurrency") else
-                                _completed_ci(value, ci, scaled(thr_at), xs_all[keep], tot_rps[keep], unit,
-                                              n_ok_all[keep])),
+                                _held_completed(cap, _completed_ci(value, crossing_ci, scaled(thr_at), xs_all[keep],
+                                                                   tot_rps[keep], unit, n_ok_all[keep]))),
         # the bracket's loads are steps: their own completed rates (the run's, as throughput_rps), low to high (a
         # saturated closed loop's failing step can complete less than its last passing one: AIPerf's 320 users
         # 17.65 req/s, 128 users 18.10)

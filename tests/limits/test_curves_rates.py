@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
@@ -67,6 +68,29 @@ def test_cap_limit_by_hand():
     cap = SaturationCap(rps=8.5, step=4, offered_load=16.0, saturated_steps=(4,), rps_hi=8.8, rps_lo=8.2)
     assert cap_limit(cap, 11.27, [9.0, 15.71], "none", "11.27 rps", "rps")[1] == [8.2, 8.8]
     assert cap_limit(cap, 11.27, [8.07, 15.71], "none", "11.27 rps", "rps")[1] == [8.07, 8.8]
+
+
+def test_hold_ci_at_cap_and_its_statement_by_hand():
+    """A crossing at or below the cap whose interval reaches above the cap's 95 % upper end: the high end is held
+    there (round 26), a low end above it (a value held down to its first failing step) falls to the cap's lower
+    end, and the statement says the held interval in whichever form the estimator wrote it."""
+    from bearing_lib.limits.curves import hold_ci_at_cap
+    from bearing_lib.limits.fit import _held_statement
+
+    cap = SaturationCap(rps=8.5, step=4, offered_load=16.0, saturated_steps=(4,), rps_hi=8.8, rps_lo=8.2)
+    assert hold_ci_at_cap(cap, 8.0, [6.0, 15.0], "rps")[0] == [6.0, 8.8]
+    assert hold_ci_at_cap(cap, 8.0, [9.0, 15.0], "rps")[0] == [8.2, 8.8]  # never an inverted interval
+    assert hold_ci_at_cap(cap, 8.0, [None, 15.0], "rps")[0] == [None, 8.8]
+    assert hold_ci_at_cap(cap, 8.0, [6.0, 8.7], "rps") == ([6.0, 8.7], None)  # inside the cap's own interval
+    assert hold_ci_at_cap(cap, 9.0, [6.0, 15.0], "rps") == ([6.0, 15.0], None)  # above the cap: cap_limit's case
+    assert hold_ci_at_cap(cap, 8.0, [6.0, 15.0], "concurrency") == ([6.0, 15.0], None)
+    mark = "high end held at the saturated throughput"
+    assert _held_statement("8 rps (95% CI 6–15)", [6.0, 15.0], [6.0, 8.8]) == f"8 rps (95% CI 6–8.8, {mark})"
+    assert (_held_statement("8 rps (95% CI up to 15, lower end below the loads tested)", [None, 15.0], [None, 8.8])
+            == f"8 rps (95% CI up to 8.8, lower end below the loads tested, {mark})")
+    assert _held_statement("8 rps (95% CI ––15)", [None, 15.0], [None, 8.8]).startswith("8 rps (95% CI up to 8.8")
+    assert (_held_statement("not monotone: step 3 passes above 9; model estimate 8 rps", [6.0, 15.0], [6.0, 8.8])
+            == f"not monotone: step 3 passes above 9; model estimate 8 rps; 95% CI 6–8.8, {mark}")
 
 
 @pytest.mark.shared_data
@@ -180,7 +204,7 @@ def test_sglang_limit_lies_below_the_saturated_throughput_with_its_ci_held_there
     top = chi2.ppf(0.975, 2 * (n + 1)) / 2 / span
     assert q.ci95[1] == pytest.approx(top) and 4.0 < q.ci95[0] < q.value
     assert 1.03 < q.ci95[1] / cap < 1.04  # 3,200 completions: +3.5 %
-    assert q.statement.endswith(f"–{top:.4g}, held at the saturated throughput)")
+    assert q.statement.endswith(f"(95% CI {q.ci95[0]:.4g}–{top:.4g}, high end held at the saturated throughput)")
     held = f"held at the saturated throughput's 95% upper end ({top:.4g} rps)"
     assert any(x.startswith("the 95% CI's high end (") and held in x for x in lim.notes)
     assert q.interval_method.endswith(f"; its high end {held}")
@@ -197,6 +221,24 @@ def test_sglang_limit_lies_below_the_saturated_throughput_with_its_ci_held_there
     c8 = raw[3]["completed"] / _span(raw[3]["duration"], raw[3]["completed"] / 8.0, l0,
                                      raw[3]["median_e2e_latency_ms"] / 1000)
     assert q.throughput_rps == pytest.approx(c8 + (q.value - 8.0) * (cap - c8) / 8.0)
+    # the completed CI's high end is read off the curve at the crossing's own high end (the note's 15.35 rps), not
+    # at the held one (a completed rate already: reading 8.828 again put it at 7.23, below what the 16 rps step
+    # completed), and held at the cap's upper end: between the 8 and 16 rps steps' completed rates
+    own = float(re.search(r"the 95% CI's high end \(([0-9.]+) rps\)", " ".join(lim.notes)).group(1))
+    assert own == pytest.approx(15.35, abs=0.01)
+    assert q.throughput_ci95_rps[1] == pytest.approx(c8 + (own - 8.0) * (cap - c8) / 8.0, rel=1e-3)
+    assert c8 < q.throughput_ci95_rps[1] < cap
+    # the draws a blend reads are held where ci95 is: a blend of this one mix has the same high end (it read 15.40)
+    from bearing_lib.limits.blended import blended_limit
+
+    b = blended_limit([lim], {f"{lim.run_id}/{lim.mix.name}": 1.0}, 0.95)
+    assert b.ci95[1] == pytest.approx(top)
+    # the code's lag is the hand's: the 8 rps step lags all the way, the 4 rps one (ρ = 0.47) a few per cent
+    from bearing_lib.limits.evidence import settle_share
+
+    assert settle_share(8.0, cap, raw[3]["duration"]) == 1.0
+    tau4 = 1.0 / (cap * (1.0 - (4.0 / cap) ** 0.5) ** 2)
+    assert settle_share(4.0, cap, raw[2]["duration"]) == pytest.approx(3 * tau4 / raw[2]["duration"])
 
 
 @pytest.mark.shared_data
@@ -510,7 +552,10 @@ def test_the_completed_ci_is_read_off_the_curve(shared_data):
     slope = (by[4.0] - by[2.0]) / 2.0
     a = q.achieved
     assert a.ci95[0] == pytest.approx(by[1.0] + (lo - 1.0) * (by[2.0] - by[1.0]), rel=1e-9)
-    assert a.ci95[1] == pytest.approx(by[2.0] + (hi - 2.0) * slope, rel=1e-9)
+    # the high end read at the crossing's own (the note's, above the held 3.875), between the 2 and 4 rps steps
+    own = float(re.search(r"the 95% CI's high end \(([0-9.]+) rps\)", " ".join(lim.notes)).group(1))
+    assert hi < own < 4.0
+    assert a.ci95[1] == pytest.approx(by[2.0] + (own - 2.0) * slope, rel=1e-3)
     assert by[1.0] <= a.ci95[0] < by[2.0] < a.value < a.ci95[1] <= by[4.0]
     assert a.value == pytest.approx(by[2.0] + (q.value - 2.0) * slope, rel=1e-9)
     # the JSON edge carries it, and a file without it (before round 22) reads the scaled CI as before
