@@ -141,12 +141,12 @@ def bound_verdict(a: tuple[float, float], b: tuple[float, float]) -> Verdict:
 
 
 __all__ = [
-    "DrawSource",
-    "LimitDraws",
     "MIN_REPLICATES",
     "N_DRAWS",
     "REPLICATE_TOLERANCE",
     "Z975",
+    "DrawSource",
+    "LimitDraws",
     "bound_verdict",
     "interval_of_bound",
     "limit_draws",

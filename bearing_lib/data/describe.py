@@ -354,9 +354,9 @@ def describe_dataset(ds: Any) -> DatasetDescription:
 
 
 __all__ = [
-    "DatasetDescription",
     "EPOCH_MAX_S",
     "EPOCH_MIN_S",
+    "DatasetDescription",
     "StepSummary",
     "TimeSpan",
     "describe_dataset",

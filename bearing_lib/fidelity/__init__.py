@@ -29,7 +29,7 @@ _WHERE = {
     "assess_fidelity": "bearing_lib.fidelity.assess",
 }
 
-__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "assess_fidelity"]
+__all__ = ["VERDICTS", "Dimension", "Fidelity", "Quantiles", "assess_fidelity"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -106,12 +106,23 @@ def blended_limit(limits: list[MixLimit], weights: Mapping[str, float] | str | P
         b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
         ci = equal_tailed(b, level)
     unit = units.pop()
+    # a capped limit (censored "none", held at the most its run completed: QUlt.capped) is an upper bound, as one
+    # censored below is; the blend grows with every mix's limit, so a blend of upper bounds and values is one too
+    capped = any(m.q_ult.capped for m, _ in chosen)
+    if capped:
+        cens = (cens - {"none"}) | {"below"} if cens <= {"none", "below"} else cens | {"mixed"}
+    whys = []
+    if any(m.q_ult.censored == "below" for m, _ in chosen):
+        whys.append("a weighted mix failed at its lowest load")
+    if capped:
+        whys.append("a weighted mix's limit is held at the most its run completed (capped)")
+    why = "; ".join(whys)
     if cens == {"none"}:
         censored, statement = "none", f"{value:.4g} {unit}"
     elif cens <= {"none", "above"}:
         censored, statement = "above", f"≥ {value:.4g} {unit} (a weighted mix never failed)"
     elif cens <= {"none", "below"}:
-        censored, statement = "below", f"< {value:.4g} {unit} (a weighted mix failed at its lowest load)"
+        censored, statement = "below", f"< {value:.4g} {unit} ({why})"
     else:
         censored, statement = "mixed", f"{value:.4g} {unit}, built from censored and not-monotone limits"
     return BlendedLimit(value=value, unit=unit, ci95=tuple(ci), weights=norm, censored=censored, statement=statement)

@@ -582,10 +582,10 @@ def clause_posterior(c: Clause, evidence: list[model.Evidence], edges: np.ndarra
 
 
 __all__ = [
-    "LimitEstimate",
-    "ModelOptions",
     "STEADY_CLAUSE",
     "STEADY_READS_POOL",
+    "LimitEstimate",
+    "ModelOptions",
     "clause_posterior",
     "model_limit",
     "model_options",

@@ -295,8 +295,8 @@ kept for comparison: ``tests/limits/test_table_coverage_open.py``)."""
 
 
 def table_lags(steps: Sequence[_Judged]) -> dict[int, tuple[float, float]]:
-    """``{step: (x_from, lag)}`` of a load-point table's steps: the load of the step run just before it in the same
-    run, where that load is lower, and the share of the way back to it the step's evidence may lie
+    """``{step: (x_from, lag)}`` of a load-point table's steps: the next lower load tested in the same run, and the
+    share of the way back to it the step's evidence may lie
     (:func:`settle_share`: three relaxation times of the queue over the step's duration, with the run's highest
     completed rate as the capacity; on a concurrency axis :func:`closed_settle_share`). A table cannot show whether a
     step's queue settled (no per-request times), and a step just above the limit often ends before its queue breaks

@@ -514,7 +514,9 @@ class MixLimit:
 
 @dataclass
 class BlendedLimit:
-    """``1 / Σ w_m / Q_m`` over the weighted mixes (offered-load basis, in the limits' unit)."""
+    """``1 / Σ w_m / Q_m`` over the weighted mixes (offered-load basis, in the limits' unit). ``censored`` is
+    ``below`` (an upper bound) when a weighted mix failed at its lowest load or its limit is capped
+    (:attr:`QUlt.capped`), ``above`` when one never failed, ``mixed`` for both; the statement says which."""
 
     value: float | None
     ci95: tuple[float | None, float | None] = (None, None)
@@ -762,13 +764,13 @@ def schema_document() -> dict[str, Any]:
 __all__ = [
     "DEFAULT_ESTIMATOR",
     "ESTIMATORS",
+    "FOLLOWUP_ORDER",
     "SCHEMA",
     "UNRECORDED_ESTIMATOR",
     "BlendedLimit",
     "ClauseShape",
     "Conditions",
     "Exceedance",
-    "FOLLOWUP_ORDER",
     "FollowUpStep",
     "FollowUpSummary",
     "LimitsResult",

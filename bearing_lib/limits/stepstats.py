@@ -488,8 +488,8 @@ __all__ = [
     "scan_trace",
     "sla_columns",
     "stat_queries",
-    "step_groups",
     "stats_curve",
+    "step_groups",
     "step_stats",
     "windows_of",
 ]

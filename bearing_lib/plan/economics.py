@@ -811,6 +811,7 @@ def apply_budget_row(scorecard: list[ScoreRow], money: Money | NotAvailable) -> 
 
 __all__ = [
     "BOUND_NOTES",
+    "TWO_SIDES",
     "FleetRunsOut",
     "Forecast",
     "MeanTokens",
@@ -820,7 +821,6 @@ __all__ = [
     "NearTerm",
     "PlanEconomics",
     "Staged",
-    "TWO_SIDES",
     "TokenRates",
     "Tokens",
     "apply_budget_row",

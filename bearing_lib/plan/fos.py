@@ -840,10 +840,10 @@ def cbu_per_minute(
 
 __all__ = [
     "CBU_THRESHOLD",
-    "Allowable",
     "NEAR_TERM_FACTOR",
     "RATE_LOWER_BOUND_WORDS",
     "TIERS",
+    "Allowable",
     "BlendedFos",
     "CbuResult",
     "FosEstimate",
@@ -857,13 +857,13 @@ __all__ = [
     "TierBands",
     "Verdict",
     "allowable_capacity",
-    "fos_verdict",
     "blend_rate_lower_bound",
     "blended_capacity",
     "capped_closed_below",
     "cbu_per_minute",
     "compute_fos",
     "fos_point",
+    "fos_verdict",
     "get_tier",
     "verdict",
 ]

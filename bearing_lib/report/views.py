@@ -1058,12 +1058,12 @@ def section_views(model: ReportModel) -> SectionViews:
 
 
 __all__ = [
+    "PRODUCTION_GROUPS",
     "CodeCount",
     "FlagGroup",
     "FlagsView",
     "FosView",
     "Group",
-    "PRODUCTION_GROUPS",
     "Row",
     "SectionView",
     "SectionViews",

@@ -118,7 +118,22 @@ def __getattr__(name: str):  # the optional pieces, imported when asked for
 
 
 __all__ = [
-    "Prediction", "PredictionSet", "RequestMix", "SearchOptions", "StepCheck", "Twin", "TwinParam", "Validation",
-    "calibrate", "fit_twin", "from_trace", "load_mix_file", "load_tests", "predict", "predict_twin", "read_twin",
-    "calibration_mix", "validate",
+    "Prediction",
+    "PredictionSet",
+    "RequestMix",
+    "SearchOptions",
+    "StepCheck",
+    "Twin",
+    "TwinParam",
+    "Validation",
+    "calibrate",
+    "calibration_mix",
+    "fit_twin",
+    "from_trace",
+    "load_mix_file",
+    "load_tests",
+    "predict",
+    "predict_twin",
+    "read_twin",
+    "validate",
 ]

@@ -431,6 +431,17 @@ def calibration_mix(twin: Twin) -> RequestMix:
     return from_arrays("the tested mix", m["input_tokens"], m["output_tokens"], m.get("cached_tokens"))
 
 
-__all__ = ["DEFAULT_DRAWS", "KEEP", "SearchOptions", "outside_flags", "outside_shares", "tested_ranges",
-           "calibration_mix", "idle_timeout_share", "margin_at", "parse_request_timeout",
-           "predict", "search_limit"]
+__all__ = [
+    "DEFAULT_DRAWS",
+    "KEEP",
+    "SearchOptions",
+    "calibration_mix",
+    "idle_timeout_share",
+    "margin_at",
+    "outside_flags",
+    "outside_shares",
+    "parse_request_timeout",
+    "predict",
+    "search_limit",
+    "tested_ranges",
+]

@@ -684,3 +684,29 @@ def test_the_follow_up_reads_the_same_rule():
     assert _rate_at(16.0, "concurrency", steps) == pytest.approx(5.0)
     assert _rate_at(48.0, "concurrency", steps) == pytest.approx(11.0)
     assert _rate_at(48.0, "rps", steps) == 48.0
+
+
+def test_a_blend_of_a_capped_limit_is_an_upper_bound():
+    """A capped limit is an upper bound (``QUlt.estimate``), and the blend (the weighted harmonic mean) grows with
+    each mix's limit, so a blend that takes a capped limit is an upper bound too: alone, the cap (160 / 96 =
+    1.6667 req/s, ``test_a_capped_limit_is_not_a_lower_bound_though_it_reads_a_flagged_step``); half and half
+    with a value of 3 rps, 1 / (0.5 / 1.6667 + 0.5 / 3) = 2.1429 by hand."""
+    import dataclasses
+
+    from bearing_lib.data.mixes import Mix
+    from bearing_lib.limits.blended import blended_limit
+
+    table = _drained_table([(1.0, 60, 80.0, 20.0), (2.0, 80, 76.0, 45.0), (4.0, 160, 116.0, 65.0)])
+    (lim,) = fit_limits(table, "p50(latency) <= 100s", mixes="none", n_boot=0).limits
+    assert lim.q_ult.capped and lim.q_ult.censored == "none"
+    alone = blended_limit([lim], {lim.mix.name: 1.0}, 0.95)
+    assert alone.value == pytest.approx(160 / 96) and alone.censored == "below"
+    assert alone.estimate.bound == "upper" and alone.statement.startswith("< 1.667 rps (")
+    assert "capped" in alone.statement and "lowest load" not in alone.statement
+    other = dataclasses.replace(lim, mix=Mix("other", {}), q_ult=dataclasses.replace(lim.q_ult, value=3.0,
+                                                                                       capped=False))
+    half = blended_limit([lim, other], {lim.mix.name: 0.5, "other": 0.5}, 0.95)
+    assert half.value == pytest.approx(1 / (0.5 / (160 / 96) + 0.5 / 3.0)) and round(half.value, 4) == 2.1429
+    assert half.censored == "below" and half.statement.startswith("< 2.143 rps")
+    # without the capped mix the blend is a value
+    assert blended_limit([other], {"other": 1.0}, 0.95).censored == "none"

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from bearing_lib.data.loadpoints import LoadPointTable, conform_loadpoints
 from bearing_lib.data.mixes import Mix, MixSpec
 from bearing_lib.data.provenance import Provenance
+from bearing_lib.limits.evidence import settle_share
 from bearing_lib.limits.fit import blended_capacity, fit_limits
 from tests.limits.synth import make_trace, mm1_frame, mm1_limit
 
@@ -282,6 +283,7 @@ def test_generator_behind_step_placed_at_achieved_rate():
     # hand: three relaxation times 3 / (2.5 (1 − √0.8)²) = 107.7 s of its 120 s. The value stays at or above the
     # last passing step (2.0 before the lag read 2.219)
     assert 3 / (2.5 * (1 - 0.8 ** 0.5) ** 2) / 120 == pytest.approx(0.897, abs=5e-4)
+    assert settle_share(2.0, 2.5, 120.0) == pytest.approx(0.897, abs=5e-4)  # the code's share is the hand one
     assert 2.0 <= m.q_ult.value < 2.5
     assert 1.0 - 0.1 < m.q_ult.ci95[0] < 2.0  # the pass's evidence reaches back towards the 1 rps step
     assert m.q_ult.bracket == (2.0, 2.5)
