@@ -9,6 +9,7 @@ variable is unset (a user's clone) and FAIL when it is set and a file is missing
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Generator
@@ -109,8 +110,7 @@ def _slow_ids() -> set[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
     """Mark the tests listed in ``tests/slow_tests.txt`` as ``slow`` (the fast lane, ``make check``, runs
     ``-m "not slow"``); a listed test missing from a collected file is an error naming it. Tests of the session's
-    shared ``bearing`` runs go to one pytest-xdist worker (group ``bearing_runs``); after every other hook,
-    :func:`_group_ids` makes ``--dist loadgroup`` see each test's groups."""
+    shared ``bearing`` runs go to one pytest-xdist worker (group ``bearing_runs``; :func:`_group_ids`)."""
     slow = _slow_ids()
     seen: set[str] = set()
     files: set[str] = set()
@@ -128,30 +128,55 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     gone = sorted(x for x in slow - seen if x.split("::", 1)[0] in files) if whole_files else []
     if gone:
         raise pytest.UsageError(f"{SLOW_TESTS.name} lists tests that do not exist (renamed?): {', '.join(gone)}")
-    result = yield
-    if getattr(config.option, "loadgroup", False):  # set on a pytest-xdist worker run with --dist loadgroup
-        _group_ids(items)
-    return result
+    return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends the collected ids to the scheduler
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a pytest-xdist worker run with ``--dist loadgroup``: :func:`_group_ids`, once every other collection
+    hook (``-m``, ``-k``, ``--lf``) has chosen the tests by their plain ids."""
+    if getattr(session.config.option, "loadgroup", False):
+        _group_ids(session.items)
+
+
+_GROUP_SUFFIX = re.compile(r"(?<=[\w\]])@\w+$")
+"""The ``@group`` pytest-xdist's scheduler reads at the end of a node id (after a name or a ``[params]``; a ``@``
+inside the brackets is a parameter's)."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """On the pytest-xdist controller: a worker's report back under the test's plain id, so the ``-ra`` summary,
+    ``--durations``, JUnit XML and the ``--lf`` cache say the id ``pytest`` takes back (the scheduler reads the
+    ids the workers sent at collection, not the reports')."""
+    if "@" in (report.nodeid or "") and "PYTEST_XDIST_WORKER" not in os.environ:  # a worker checks the id it sent
+        report.nodeid = _GROUP_SUFFIX.sub("", report.nodeid)
 
 
 def _group_ids(items: list[pytest.Item]) -> None:
-    """Suffix each ``xdist_group`` test's node id with its groups (``…::test@group``), the form pytest-xdist's
+    """Suffix each ``xdist_group`` test's node id with its groups (``…::test[p]@group``), the form pytest-xdist's
     ``loadgroup`` scheduler reads to send a group to one worker.
 
     pytest-xdist 3.8 (its newest) does this in its own worker hook by assigning ``item._nodeid``, but pytest 9
     derives ``Item.nodeid`` from ``item._id`` (a ``NodeId``), so that assignment no longer reaches the scheduler
     and ``--dist loadgroup`` silently spreads a group over both workers (the 27-report matrix and the demo were then
     built once per worker). Written here, in the scheduler's own format, until pytest-xdist follows pytest; a test
-    id that already carries its groups (a fixed pytest-xdist) is left as it is."""
+    id that already carries its groups (a fixed pytest-xdist) is left as it is. The suffix goes into the id's last
+    name with its parameters (``params`` None), so any form rebuilt from the id reads the same string (parsing
+    ``"…[p]@group"`` would put it inside the brackets: ``"[p]@group]"``); :func:`pytest_runtest_logreport` takes
+    it off again on the controller."""
     try:
-        from _pytest.nodeid import coerce_node_id
+        from _pytest.nodeid import NodeId
     except ImportError:  # pytest < 9: pytest-xdist's own assignment works
         return
     for item in items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})
-        if not names:
+        nid = getattr(item, "_id", None)
+        if not names or not isinstance(nid, NodeId) or not nid.names:
             continue
         suffix = "@" + "_".join(names)
-        if not item.nodeid.endswith(suffix):
-            item._id = coerce_node_id(item.nodeid + suffix)
+        if item.nodeid.endswith(suffix):
+            continue
+        last = nid.names[-1] + (f"[{nid.params}]" if nid.params is not None else "") + suffix
+        item._id = NodeId(path=nid.path, names=(*nid.names[:-1], last))
