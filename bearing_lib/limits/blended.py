@@ -106,25 +106,30 @@ def blended_limit(limits: list[MixLimit], weights: Mapping[str, float] | str | P
         b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
         ci = equal_tailed(b, level)
     unit = units.pop()
-    # a capped limit (censored "none", held at the most its run completed: QUlt.capped) is an upper bound, as one
-    # censored below is; the blend grows with every mix's limit, so a blend of upper bounds and values is one too
-    capped = any(m.q_ult.capped for m, _ in chosen)
-    if capped:
-        cens = (cens - {"none"}) | {"below"} if cens <= {"none", "below"} else cens | {"mixed"}
-    whys = []
-    if any(m.q_ult.censored == "below" for m, _ in chosen):
-        whys.append("a weighted mix failed at its lowest load")
-    if capped:
-        whys.append("a weighted mix's limit is held at the most its run completed (capped)")
-    why = "; ".join(whys)
-    if cens == {"none"}:
+    # each weighted mix's limit as a value or a bound; a capped limit (censored "none", held at the most its run
+    # completed: QUlt.capped) is an upper bound, as one censored below is. The blend grows with every mix's limit, so
+    # a blend of values and upper bounds is an upper bound, of values and lower bounds a lower bound; the statement
+    # names the mixes that make it so
+    why: dict[str, list[str]] = {"upper": [], "lower": [], "neither": []}
+    for m, _ in chosen:
+        key, q = f"{m.run_id}/{m.mix.name}", m.q_ult
+        if q.censored == "below":
+            why["upper"].append(f"{key} failed at its lowest load")
+        elif q.capped:
+            why["upper"].append(f"{key} is capped at the most its run completed")
+        elif q.censored == "above":
+            why["lower"].append(f"{key} never failed")
+        elif q.censored != "none":
+            why["neither"].append(f"{key} is {q.censored.replace('_', ' ')}")
+    reasons = "; ".join(why["upper"] + why["lower"] + why["neither"])
+    if not reasons:
         censored, statement = "none", f"{value:.4g} {unit}"
-    elif cens <= {"none", "above"}:
-        censored, statement = "above", f"≥ {value:.4g} {unit} (a weighted mix never failed)"
-    elif cens <= {"none", "below"}:
-        censored, statement = "below", f"< {value:.4g} {unit} ({why})"
+    elif not why["neither"] and not why["lower"]:
+        censored, statement = "below", f"< {value:.4g} {unit} ({reasons})"
+    elif not why["neither"] and not why["upper"]:
+        censored, statement = "above", f"≥ {value:.4g} {unit} ({reasons})"
     else:
-        censored, statement = "mixed", f"{value:.4g} {unit}, built from censored and not-monotone limits"
+        censored, statement = "mixed", f"{value:.4g} {unit}, neither a value nor a one-sided bound ({reasons})"
     return BlendedLimit(value=value, unit=unit, ci95=tuple(ci), weights=norm, censored=censored, statement=statement)
 
 

@@ -516,7 +516,8 @@ class MixLimit:
 class BlendedLimit:
     """``1 / Σ w_m / Q_m`` over the weighted mixes (offered-load basis, in the limits' unit). ``censored`` is
     ``below`` (an upper bound) when a weighted mix failed at its lowest load or its limit is capped
-    (:attr:`QUlt.capped`), ``above`` when one never failed, ``mixed`` for both; the statement says which."""
+    (:attr:`QUlt.capped`), ``above`` when one never failed, ``mixed`` for both or a not-monotone limit; the
+    statement names the mixes that make it so."""
 
     value: float | None
     ci95: tuple[float | None, float | None] = (None, None)

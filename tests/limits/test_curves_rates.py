@@ -702,11 +702,17 @@ def test_a_blend_of_a_capped_limit_is_an_upper_bound():
     alone = blended_limit([lim], {lim.mix.name: 1.0}, 0.95)
     assert alone.value == pytest.approx(160 / 96) and alone.censored == "below"
     assert alone.estimate.bound == "upper" and alone.statement.startswith("< 1.667 rps (")
-    assert "capped" in alone.statement and "lowest load" not in alone.statement
+    key = f"{lim.run_id}/{lim.mix.name}"
+    assert alone.statement.endswith(f"({key} is capped at the most its run completed)")
     other = dataclasses.replace(lim, mix=Mix("other", {}), q_ult=dataclasses.replace(lim.q_ult, value=3.0,
                                                                                        capped=False))
     half = blended_limit([lim, other], {lim.mix.name: 0.5, "other": 0.5}, 0.95)
     assert half.value == pytest.approx(1 / (0.5 / (160 / 96) + 0.5 / 3.0)) and round(half.value, 4) == 2.1429
     assert half.censored == "below" and half.statement.startswith("< 2.143 rps")
-    # without the capped mix the blend is a value
+    # without the capped mix the blend is a value; with one that never failed beside it, neither a value nor a bound
     assert blended_limit([other], {"other": 1.0}, 0.95).censored == "none"
+    never = dataclasses.replace(other, q_ult=dataclasses.replace(other.q_ult, censored="above"))
+    both = blended_limit([lim, never], {lim.mix.name: 0.5, "other": 0.5}, 0.95)
+    assert both.censored == "mixed" and both.estimate.bound == "unbounded"
+    assert both.statement == (f"2.143 rps, neither a value nor a one-sided bound ({key} is capped at the most its run "
+                              f"completed; {other.run_id}/other never failed)")
