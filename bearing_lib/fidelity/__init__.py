@@ -29,7 +29,9 @@ _WHERE = {
     "assess_fidelity": "bearing_lib.fidelity.assess",
 }
 
-__all__ = ["VERDICTS", "Dimension", "Fidelity", "Quantiles", "assess_fidelity"]
+# a front door keeps plain sorted() order (tests/common/test_lazy.py, as bearing_lib.__all__ in
+# tests/test_exported_members.py); ruff's RUF022 sorts constants first (isort style), which differs only here
+__all__ = ["Dimension", "Fidelity", "Quantiles", "VERDICTS", "assess_fidelity"]  # noqa: RUF022
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
