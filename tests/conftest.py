@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,8 +106,8 @@ def _slow_ids() -> set[str]:
     return {x.strip() for x in lines if x.strip() and not x.startswith("#")}
 
 
-@pytest.hookimpl(wrapper=True)  # the part before ``yield`` runs before -m/-k deselect anything
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
+@pytest.hookimpl(tryfirst=True)  # before -m/-k deselect anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the tests listed in ``tests/slow_tests.txt`` as ``slow`` (the fast lane, ``make check``, runs
     ``-m "not slow"``); a listed test missing from a collected file is an error naming it. Tests of the session's
     shared ``bearing`` runs go to one pytest-xdist worker (group ``bearing_runs``; :func:`_group_ids`)."""
@@ -128,7 +128,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     gone = sorted(x for x in slow - seen if x.split("::", 1)[0] in files) if whole_files else []
     if gone:
         raise pytest.UsageError(f"{SLOW_TESTS.name} lists tests that do not exist (renamed?): {', '.join(gone)}")
-    return (yield)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends the collected ids to the scheduler

@@ -106,20 +106,21 @@ def blended_limit(limits: list[MixLimit], weights: Mapping[str, float] | str | P
         b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
         ci = equal_tailed(b, level)
     unit = units.pop()
-    # each weighted mix's limit as a value or a bound; a capped limit (censored "none", held at the most its run
-    # completed: QUlt.capped) is an upper bound, as one censored below is. The blend grows with every mix's limit, so
-    # a blend of values and upper bounds is an upper bound, of values and lower bounds a lower bound; the statement
-    # names the mixes that make it so
+    # each weighted mix's limit as a value or a bound, as its QUlt.estimate decides it (a capped limit, censored
+    # "none" but held at the most its run completed, is an upper bound there, as one censored below is); censored
+    # and capped only choose the words. The blend grows with every mix's limit, so a blend of values and upper
+    # bounds is an upper bound, of values and lower bounds a lower bound; the statement names the mixes that make
+    # it so. A not-monotone limit is a value to Estimate but not one to blend as such: it makes the blend neither
     why: dict[str, list[str]] = {"upper": [], "lower": [], "neither": []}
     for m, _ in chosen:
         key, q = f"{m.run_id}/{m.mix.name}", m.q_ult
-        if q.censored == "below":
-            why["upper"].append(f"{key} failed at its lowest load")
-        elif q.capped:
-            why["upper"].append(f"{key} is capped at the most its run completed")
-        elif q.censored == "above":
+        bound = q.estimate.bound
+        if bound == "upper":
+            why["upper"].append(f"{key} failed at its lowest load" if q.censored == "below"
+                                else f"{key} is capped at the most its run completed")
+        elif bound == "lower":
             why["lower"].append(f"{key} never failed")
-        elif q.censored != "none":
+        elif bound != "none" or q.censored != "none":
             why["neither"].append(f"{key} is {q.censored.replace('_', ' ')}")
     reasons = "; ".join(why["upper"] + why["lower"] + why["neither"])
     if not reasons:

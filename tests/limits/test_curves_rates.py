@@ -716,3 +716,15 @@ def test_a_blend_of_a_capped_limit_is_an_upper_bound():
     assert both.censored == "mixed" and both.estimate.bound == "unbounded"
     assert both.statement == (f"2.143 rps, neither a value nor a one-sided bound ({key} is capped at the most its run "
                               f"completed; {other.run_id}/other never failed)")
+    # the bound is the limit's own (QUlt.estimate.bound); censored only chooses the words: failed at the lowest load
+    # is an upper bound too, and a not-monotone limit (a value to Estimate) makes the blend neither
+    low = dataclasses.replace(other, q_ult=dataclasses.replace(other.q_ult, censored="below"))
+    assert low.q_ult.estimate.bound == "upper"
+    pair = blended_limit([lim, low], {lim.mix.name: 0.5, "other": 0.5}, 0.95)
+    assert pair.censored == "below" and pair.statement == (
+        f"< 2.143 rps ({key} is capped at the most its run completed; {other.run_id}/other failed at its lowest load)")
+    wavy = dataclasses.replace(other, q_ult=dataclasses.replace(other.q_ult, censored="not_monotone"))
+    assert wavy.q_ult.estimate.bound == "none"
+    alone_wavy = blended_limit([wavy], {"other": 1.0}, 0.95)
+    assert alone_wavy.censored == "mixed" and alone_wavy.statement == (
+        f"3 rps, neither a value nor a one-sided bound ({other.run_id}/other is not monotone)")
