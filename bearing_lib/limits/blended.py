@@ -106,11 +106,12 @@ def blended_limit(limits: list[MixLimit], weights: Mapping[str, float] | str | P
         b[np.any(np.isneginf(mat) | (mat <= 0), axis=0)] = -math.inf
         ci = equal_tailed(b, level)
     unit = units.pop()
-    # each weighted mix's limit as a value or a bound, as its QUlt.estimate decides it (a capped limit, censored
-    # "none" but held at the most its run completed, is an upper bound there, as one censored below is); censored
-    # and capped only choose the words. The blend grows with every mix's limit, so a blend of values and upper
-    # bounds is an upper bound, of values and lower bounds a lower bound; the statement names the mixes that make
-    # it so. A not-monotone limit is a value to Estimate but not one to blend as such: it makes the blend neither
+    # each weighted mix's limit as a value or a bound: QUlt.estimate decides upper, lower or unbounded (a capped
+    # limit, held at the most its run completed, is an upper bound there whatever its censoring, as one censored
+    # below is); censored and capped choose the words, and censored also marks a not-monotone limit (a value to
+    # Estimate) as neither a value nor a bound for the blend. The blend grows with every mix's limit, so a blend of
+    # values and upper bounds is an upper bound, of values and lower bounds a lower bound; the statement names the
+    # mixes that make it so
     why: dict[str, list[str]] = {"upper": [], "lower": [], "neither": []}
     for m, _ in chosen:
         key, q = f"{m.run_id}/{m.mix.name}", m.q_ult
@@ -120,7 +121,7 @@ def blended_limit(limits: list[MixLimit], weights: Mapping[str, float] | str | P
                                 else f"{key} is capped at the most its run completed")
         elif bound == "lower":
             why["lower"].append(f"{key} never failed")
-        elif bound != "none" or q.censored != "none":
+        elif bound == "unbounded" or q.censored == "not_monotone":
             why["neither"].append(f"{key} is {q.censored.replace('_', ' ')}")
     reasons = "; ".join(why["upper"] + why["lower"] + why["neither"])
     if not reasons:

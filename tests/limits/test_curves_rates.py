@@ -723,6 +723,12 @@ def test_a_blend_of_a_capped_limit_is_an_upper_bound():
     pair = blended_limit([lim, low], {lim.mix.name: 0.5, "other": 0.5}, 0.95)
     assert pair.censored == "below" and pair.statement == (
         f"< 2.143 rps ({key} is capped at the most its run completed; {other.run_id}/other failed at its lowest load)")
+    # a capped limit is an upper bound whatever its censoring says (capped above: the only case where the bound is
+    # not the censoring's own)
+    capped_above = dataclasses.replace(lim, q_ult=dataclasses.replace(lim.q_ult, censored="above"))
+    assert capped_above.q_ult.estimate.bound == "upper"
+    ca = blended_limit([capped_above], {lim.mix.name: 1.0}, 0.95)
+    assert ca.censored == "below" and ca.statement == f"< 1.667 rps ({key} is capped at the most its run completed)"
     wavy = dataclasses.replace(other, q_ult=dataclasses.replace(other.q_ult, censored="not_monotone"))
     assert wavy.q_ult.estimate.bound == "none"
     alone_wavy = blended_limit([wavy], {"other": 1.0}, 0.95)
