@@ -128,7 +128,28 @@ def _invalid_note(g: pl.DataFrame, p99: str, n_valid: int) -> str:
     one" as "the P99 is missing"; round 22); "" otherwise."""
     n_any = int(np.isfinite(g[p99].to_numpy().astype(float)).sum())
     more = n_any - n_valid
-    return f"; {more} more step(s) report one but are flagged invalid (see their flags)" if more > 0 else ""
+    note = f"; {more} more step(s) report one but are flagged invalid (see their flags)" if more > 0 else ""
+    return note + _too_few_note(g, p99)
+
+
+def _too_few_note(g: pl.DataFrame, p99: str) -> str:
+    """"; 20 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 252)" where
+    steps carry ``too_few_for_p99`` and no P99 (the demo's llm-d sharegpt steps: a reader saw "0 valid step(s) have
+    one" and no reason, round 61); "" otherwise."""
+    if "flags" not in g.columns:
+        return ""
+    from bearing_lib.limits.curves import min_n_supported
+
+    vals = g[p99].to_numpy().astype(float)
+    few = np.array([fl is not None and "too_few_for_p99" in fl for fl in g["flags"].to_list()]) & ~np.isfinite(vals)
+    if not few.any():
+        return ""
+    largest = ""
+    if "n_ok" in g.columns:
+        sizes = [v for v, f in zip(g["n_ok"].to_list(), few, strict=True) if f and v is not None]
+        largest = f"; the largest holds {max(sizes):,}" if sizes else ""
+    return (f"; {int(few.sum())} step(s) hold too few requests for a P99 (its 95 % CI needs at least "
+            f"{min_n_supported(0.99):,}{largest})")
 
 
 def _valid_mask(g: pl.DataFrame) -> np.ndarray:
@@ -622,12 +643,15 @@ def p_critical(
             alternatives={"2x_baseline": two},
             unit=unit,
         )
+    # the steps' shared reason (too few requests for a P99) once, after both methods' own
+    few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99") if f"{metric}_p99" in curve.columns else ""
+    two_r, brk_r = (r.removesuffix(few) if few else r for r in (two.reason or "", brk.reason or ""))
     return PCritical(
         value=None,
         ci95=(None, None),
         method="none",
         censored="unavailable",
-        reason=f"2x rule: {two.reason}; breakpoint: {brk.reason}",
+        reason=f"2x rule: {two_r}; breakpoint: {brk_r}{few}",
         alternatives={"2x_baseline": two, "breakpoint": brk},
         unit=unit,
     )

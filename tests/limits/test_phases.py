@@ -157,6 +157,26 @@ def test_breakpoint_needs_five_steps():
                              "(see their flags)")
 
 
+def test_steps_too_small_for_a_p99_are_said_so():
+    """Steps without a P99 because they hold too few requests (a 95 % CI of a P99 needs 368: the Binomial(n, 0.99)
+    order statistic u = F^-1(0.975) + 1 exists only from n = 368) say so, with the largest step's count, once in
+    the combined reason (the demo's llm-d sharegpt steps hold at most 196: round 61)."""
+    from scipy.stats import binom
+
+    n = next(k for k in range(300, 400) if binom.ppf(0.975, k, 0.99) + 1 <= k)
+    assert n == 368
+    c = _curve([1, 2, 3, 4, 5, 6], [None] * 6, flags=[["too_few_for_p99"]] * 5 + [[]],
+               n_ok=[150, 160, 196, 120, 100, 90])
+    few = "; 5 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 196)"
+    brk = p_critical_breakpoint(c)
+    assert brk.reason.endswith("0 valid step(s) have one" + few)
+    res = p_critical(c)
+    assert res.reason.count("hold too few") == 1 and res.reason.endswith(few)
+    assert res.reason.startswith("2x rule: fewer than 2 valid steps with a P99: no baseline to double; breakpoint: ")
+    # without flags (a curve built elsewhere) nothing is added
+    assert p_critical_breakpoint(_curve([1, 2, 3, 4, 5, 6], [None] * 6)).reason.endswith("0 valid step(s) have one")
+
+
 def test_p_critical_without_any_value_is_not_available():
     """Neither method gave a value: the JSON says ``available: false`` rather than true beside a null value."""
     res = p_critical(_curve([1, 2, 3], [None] * 3))
