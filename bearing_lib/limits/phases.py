@@ -133,7 +133,7 @@ def _invalid_note(g: pl.DataFrame, p99: str, n_valid: int) -> str:
 
 
 def _too_few_note(g: pl.DataFrame, p99: str) -> str:
-    """"; 20 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 252)" where
+    """"; 20 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 196)" where
     steps carry ``too_few_for_p99`` and no P99 (the demo's llm-d sharegpt steps: a reader saw "0 valid step(s) have
     one" and no reason, round 61); "" otherwise."""
     if "flags" not in g.columns:
@@ -141,7 +141,8 @@ def _too_few_note(g: pl.DataFrame, p99: str) -> str:
     from bearing_lib.limits.curves import min_n_supported
 
     vals = g[p99].to_numpy().astype(float)
-    few = np.array([fl is not None and "too_few_for_p99" in fl for fl in g["flags"].to_list()]) & ~np.isfinite(vals)
+    few = np.array([fl is not None and "too_few_for_p99" in fl for fl in g["flags"].to_list()], dtype=bool)
+    few &= ~np.isfinite(vals)
     if not few.any():
         return ""
     largest = ""

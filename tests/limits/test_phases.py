@@ -173,6 +173,8 @@ def test_steps_too_small_for_a_p99_are_said_so():
     res = p_critical(c)
     assert res.reason.count("hold too few") == 1 and res.reason.endswith(few)
     assert res.reason.startswith("2x rule: fewer than 2 valid steps with a P99: no baseline to double; breakpoint: ")
+    # no steps at all (a Locust stats-only run has no offered load): nothing to say, no error
+    assert p_critical_breakpoint(c.clear()).reason.endswith("0 valid step(s) have one")
     # without flags (a curve built elsewhere) nothing is added
     assert p_critical_breakpoint(_curve([1, 2, 3, 4, 5, 6], [None] * 6)).reason.endswith("0 valid step(s) have one")
 
