@@ -716,9 +716,13 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
         if v < 1.0:
             # the load test never failed, and never reached the planned peak either: the peak is
             # untested, and a lower bound below 1 says nothing about it (never a reassuring colour)
-            what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the highest load tested "
-                    f"({q_ult_rps:,.2f} req/s, where {held_by} still held)") if (target_rps and q_ult_rps) else (
-                "the target lies above the highest load tested")
+            # the limit is a completed rate (req/s the server answered), not the offered load a step was run at: an
+            # SGLang run offered 8 rps and completed 6.49 req/s, and "the highest load tested (6.49 req/s)" read as if
+            # 8 had not been tested (round 61)
+            what = "the target lies above the highest load tested"
+            if target_rps and q_ult_rps:
+                what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the most the test "
+                        f"completed ({q_ult_rps:,.2f} req/s, where {held_by} still held)")
             return Verdict("red", f"untested at the peak: {what}; FOS ≥ {vt} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
