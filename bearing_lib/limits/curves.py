@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -120,8 +121,12 @@ def order_stat_ranks(n: np.ndarray | int, q: float, level: float = CI_LEVEL) -> 
     return lo, hi
 
 
+@lru_cache(maxsize=64)
 def min_n_supported(q: float, level: float = CI_LEVEL) -> int:
-    """Smallest sample size whose ``q``-quantile CI has both order statistics (P50 → 6, P99 → 368)."""
+    """Smallest sample size whose ``q``-quantile CI has both order statistics (P50 → 6, P99 → 368).
+
+    Cached: a pure function of two floats, asked per clause and step by the judges and the notes.
+    """
     start = 1
     for stop in (5_000, 100_000, 10_000_000):
         n = np.arange(start, stop)

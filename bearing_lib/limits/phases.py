@@ -122,14 +122,14 @@ def classify_phases(
     return pl.concat(parts, how="vertical").sort("_row").drop("_row")
 
 
-def _invalid_note(g: pl.DataFrame, p99: str, n_valid: int) -> str:
+def _invalid_note(g: pl.DataFrame, p99: str, n_valid: int, *, too_few: bool = True) -> str:
     """"; 7 more steps report one but are flagged invalid (see their flags)" where steps carry a P99 the fits leave out
     (LLMPerf's summaries report one over 80–128 requests, too few to support it: a new user read "0 valid steps have
     one" as "the P99 is missing"; round 22); "" otherwise."""
     n_any = int(np.isfinite(g[p99].to_numpy().astype(float)).sum())
     more = n_any - n_valid
     note = f"; {more} more step(s) report one but are flagged invalid (see their flags)" if more > 0 else ""
-    return note + _too_few_note(g, p99)
+    return note + (_too_few_note(g, p99) if too_few else "")
 
 
 def _too_few_note(g: pl.DataFrame, p99: str) -> str:
@@ -439,8 +439,12 @@ def p_critical_2x(
     n_boot: int = 2000,
     seed: int = 0,
     requests: pl.DataFrame | None = None,
+    too_few_note: bool = True,
 ) -> PCriticalEstimate:
     """The 2x rule for one run x mix: value, CI, censoring, reason and the baseline P99.
+
+    ``too_few_note=False`` leaves out of an unavailable reason the steps' shared cause (too few
+    requests for a P99), for a caller that states it once for both methods (:func:`p_critical`).
 
     With ``requests`` (the steady-window rows of the same run and mix: ``step``,
     ``start_s``, the metric, ``status``) the CI comes from a time-block bootstrap of each
@@ -460,7 +464,7 @@ def p_critical_2x(
     if base is None or x.size < 2:
         return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable",
                                  reason=("fewer than 2 valid steps with a P99: no baseline to double"
-                                         + _invalid_note(g, p99, x.size)) if x.size < 2
+                                         + _invalid_note(g, p99, x.size, too_few=too_few_note)) if x.size < 2
                                  else "no valid step with a P99 in the lower half of the loads tested: no unloaded "
                                  "baseline to double")
     level = LATENCY_FACTOR * base
@@ -521,8 +525,12 @@ def p_critical_breakpoint(
     *,
     metric: str = "latency_ms",
     n_grid: int = 400,
+    too_few_note: bool = True,
 ) -> PCriticalEstimate:
-    """Segmented-regression breakpoint of log P99 vs load (statsmodels OLS, profile likelihood)."""
+    """Segmented-regression breakpoint of log P99 vs load (statsmodels OLS, profile likelihood).
+
+    ``too_few_note`` as in :func:`p_critical_2x`.
+    """
     import statsmodels.api as sm
     from scipy.stats import chi2
 
@@ -536,7 +544,8 @@ def p_critical_breakpoint(
     if n < 5 or np.unique(x).size < 5:
         # the count is of the steps that carry a P99 (a new user read "found 0" of a sweep with six valid steps)
         found = (f"{n} valid step(s) have one" if np.unique(x).size == n else
-                 f"{n} valid step(s) have one, at {np.unique(x).size} distinct loads") + _invalid_note(g, p99, n)
+                 f"{n} valid step(s) have one, at {np.unique(x).size} distinct loads")
+        found += _invalid_note(g, p99, n, too_few=too_few_note)
         return PCriticalEstimate(value=None, ci95=(None, None), censored="unavailable", reason=(
             f"a broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; {found}"))
     xs = np.unique(x)
@@ -609,8 +618,11 @@ def p_critical(
     >>> round(p_critical(c).value, 3)
     4.303
     """
-    two = p_critical_2x(curve, metric=metric, n_baseline=n_baseline, n_boot=n_boot, seed=seed, requests=requests)
-    brk = p_critical_breakpoint(curve, metric=metric)
+    # the steps' shared reason for an unavailable P_critical (too few requests for a P99) is said once, after both
+    # methods' own reasons, so neither method adds it here
+    two = p_critical_2x(curve, metric=metric, n_baseline=n_baseline, n_boot=n_boot, seed=seed, requests=requests,
+                        too_few_note=False)
+    brk = p_critical_breakpoint(curve, metric=metric, too_few_note=False)
     unit = None
     if "offered_load_unit" in curve.columns and curve.height:
         unit = curve["offered_load_unit"].drop_nulls().first()
@@ -644,9 +656,8 @@ def p_critical(
             alternatives={"2x_baseline": two},
             unit=unit,
         )
-    # the steps' shared reason (too few requests for a P99) once, after both methods' own
-    few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99") if f"{metric}_p99" in curve.columns else ""
-    two_r, brk_r = (r.removesuffix(few) if few else r for r in (two.reason or "", brk.reason or ""))
+    few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99")
+    two_r, brk_r = two.reason or "", brk.reason or ""
     return PCritical(
         value=None,
         ci95=(None, None),

@@ -465,7 +465,8 @@ def _scorecards(io: _Inputs, fos: FosResult, target: Target, memory: MemoryPlan 
     return Scorecards(
         scorecard(headroom=headroom, headroom_missing=why, peak_known=io.prof.peak_known or opt.target_rps is not None,
                   mean_known=io.prof.mean_known, fos_value=b.value, fos_bound=b.bound, user=user,
-                  fos_lo=b.ci95[0] if b.ci95 is not None and capped_closed_below(b) else None),
+                  fos_lo=b.ci95[0] if b.ci95 is not None and capped_closed_below(b) else None,
+                  blended=fos.blends_several),
         checklist(steps=io.lim.steps.get(io.main_mix or "", []), sla=io.lim.sla, target_rps=target.rps,
                   user=user.get("health")),
     )

@@ -175,6 +175,12 @@ UPPER_BOUND_REASON = "the load test failed at its first step"
 CAPPED_REASON = "the server saturated below the SLA crossing: the limit is capped at the most it completed"
 """Why a limit is an upper bound when the limits held it at the saturated throughput (``q_ult.capped``)."""
 
+UNTESTED_BASIS = {False: "the most the test completed", True: "the blended limit the test showed"}
+"""What a lower-bound limit below the planned peak is, in words, by whether it blends several mixes: the verdict's
+"untested at the peak" and the business scorecard say the same (a completed rate, not the offered load a step ran
+at: an SGLang run offered 8 rps and completed 6.49 req/s, and "the highest load tested (6.49 req/s)" read as if 8 had
+not been tested, round 61)."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -391,6 +397,12 @@ class FosResult:
     per_mix: list[MixFos]
     blended: BlendedFos
     ci_method: str | None = CI_METHOD
+
+    @property
+    def blends_several(self) -> bool:
+        """More than one mix carries traffic: the blended limit is a traffic-weighted harmonic mean of each mix's
+        limit, not one rate the test saw (the words "the most the test completed" would not be true of it)."""
+        return sum(1 for m in self.per_mix if m.share > 0) > 1
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
@@ -624,7 +636,8 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clause
     :func:`blend_rate_lower_bound`), and so is the blend's (it rises with every limit)."""
     b = fos.blended
     v = verdict(b.fos, tier, target_rps=target.rps, q_ult_rps=b.q_blend_rps, upper_reason=b.bound_reason,
-                closed_below=capped_closed_below(b), other_clauses=other_clauses, rate_lower_bound=rate_lower_bound)
+                closed_below=capped_closed_below(b), other_clauses=other_clauses, rate_lower_bound=rate_lower_bound,
+                blended=fos.blends_several)
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     # a shift of the mix needs another mix to shift from ("alone, mix all (100% of traffic) …" said nothing)
@@ -696,13 +709,15 @@ def _edge_text(v: float, edges: tuple[float | None, ...]) -> str:
 
 def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = None,
             q_ult_rps: float | None = None, upper_reason: str | None = None, closed_below: bool = False,
-            other_clauses: bool = False, rate_lower_bound: bool = False) -> Verdict:
+            other_clauses: bool = False, rate_lower_bound: bool = False, blended: bool = False) -> Verdict:
     """green / yellow / red with the reason in words (rules in the module docstring). ``upper_reason``: why an
     upper bound is one (:data:`CAPPED_REASON`; default :data:`UPPER_BOUND_REASON`); ``closed_below``: a capped
     limit whose own CI is closed below (:func:`capped_closed_below`), so the FOS's lower end bounds it;
     ``other_clauses``: the limit is the other clauses' (a failure floor breaks one at every load), and "never
     failed" or "the SLA still held" would not be true of the SLA; ``rate_lower_bound``: the limit's completed rate
-    is a lower bound (:attr:`Limit.achieved_lower_bound`), and "the target exceeds the measured limit" says so."""
+    is a lower bound (:attr:`Limit.achieved_lower_bound`), and "the target exceeds the measured limit" says so;
+    ``blended``: ``q_ult_rps`` blends several mixes' limits (:attr:`FosResult.blends_several`), not one rate the
+    test completed."""
     band = f"the {tier.name} tier's band {tier.describe()}"
     never = "the load test never failed on the other clauses" if other_clauses else "the load test never failed"
     held_by = "the other clauses" if other_clauses else "the SLA"
@@ -716,13 +731,11 @@ def verdict(fos: FosEstimate, tier: TierBands, *, target_rps: float | None = Non
         if v < 1.0:
             # the load test never failed, and never reached the planned peak either: the peak is
             # untested, and a lower bound below 1 says nothing about it (never a reassuring colour)
-            # the limit is a completed rate (req/s the server answered), not the offered load a step was run at: an
-            # SGLang run offered 8 rps and completed 6.49 req/s, and "the highest load tested (6.49 req/s)" read as if
-            # 8 had not been tested (round 61)
-            what = "the target lies above the highest load tested"
+            # the limit is a completed rate, not the offered load a step was run at (UNTESTED_BASIS)
+            what = f"the target lies above {UNTESTED_BASIS[blended]}"
             if target_rps and q_ult_rps:
-                what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× the most the test "
-                        f"completed ({q_ult_rps:,.2f} req/s, where {held_by} still held)")
+                what = (f"the target {target_rps:,.2f} req/s is {target_rps / q_ult_rps:.1f}× "
+                        f"{UNTESTED_BASIS[blended]} ({q_ult_rps:,.2f} req/s, where {held_by} still held)")
             return Verdict("red", f"untested at the peak: {what}; FOS ≥ {vt} says nothing about the peak; "
                            "re-test up to and beyond the peak", None)
         if v < tier.fos_min:
@@ -847,6 +860,7 @@ __all__ = [
     "NEAR_TERM_FACTOR",
     "RATE_LOWER_BOUND_WORDS",
     "TIERS",
+    "UNTESTED_BASIS",
     "Allowable",
     "BlendedFos",
     "CbuResult",

@@ -172,7 +172,13 @@ def test_steps_too_small_for_a_p99_are_said_so():
     assert brk.reason.endswith("0 valid step(s) have one" + few)
     res = p_critical(c)
     assert res.reason.count("hold too few") == 1 and res.reason.endswith(few)
-    assert res.reason.startswith("2x rule: fewer than 2 valid steps with a P99: no baseline to double; breakpoint: ")
+    assert res.reason == ("2x rule: fewer than 2 valid steps with a P99: no baseline to double; breakpoint: a "
+                          "broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; 0 valid step(s) have one"
+                          + few)
+    # each method's own reason, without the shared note, is what p_critical keeps as its alternatives
+    assert p_critical_breakpoint(c, too_few_note=False).reason.endswith("0 valid step(s) have one")
+    assert res.alternatives["2x_baseline"].reason == "fewer than 2 valid steps with a P99: no baseline to double"
+    assert "hold too few" not in res.alternatives["breakpoint"].reason
     # no steps at all (a Locust stats-only run has no offered load): nothing to say, no error
     assert p_critical_breakpoint(c.clear()).reason.endswith("0 valid step(s) have one")
     # without flags (a curve built elsewhere) nothing is added

@@ -323,6 +323,24 @@ def test_a_peak_above_everything_tested_is_untested_never_reassuring():
     assert "the load test never failed on the other clauses" in v.reason
 
 
+def test_an_untested_peak_of_several_mixes_names_the_blended_limit() -> None:
+    """Two mixes that never failed, at 3 and 6 req/s, half the traffic each: the blended limit is the harmonic mean
+    1 / (0.5 / 3 + 0.5 / 6) = 4 req/s, a rate no step completed, so the verdict calls it the blended limit the test
+    showed, not the most the test completed (round 62); the business scorecard says the same."""
+    res = compute_fos([Limit("a", 3.0, censored="above"), Limit("b", 6.0, censored="above")], {"a": 0.5, "b": 0.5},
+                      Target(8.0))
+    assert res.blends_several and res.blended.q_blend_rps == pytest.approx(4.0)
+    v = fos_verdict(res, STANDARD, Target(8.0))
+    assert v.color == "red"
+    assert v.reason.startswith("untested at the peak: the target 8.00 req/s is 2.0× the blended limit the test showed "
+                               "(4.00 req/s, where the SLA still held); FOS ≥ 0.50 says nothing about the peak")
+    # one mix with all the traffic is one rate the test completed
+    one = compute_fos([Limit("a", 3.0, censored="above"), Limit("b", 6.0, censored="above")], {"a": 1.0, "b": 0.0},
+                      Target(8.0))
+    assert not one.blends_several
+    assert "2.7× the most the test completed (3.00 req/s" in fos_verdict(one, STANDARD, Target(8.0)).reason
+
+
 def test_a_limit_ci_open_above_leaves_every_fos_open_above() -> None:
     """A limit whose CI the limits left open above (no step beyond it failed) gives FOS intervals open above:
     ``None`` there, "≥ lo" in words, with the reason, never a closed number.

@@ -58,7 +58,11 @@ def test_business_row(peak, mean, fos, bound, status):
 
 def test_a_lower_bound_below_one_says_the_peak_is_untested():
     row = business_row(True, True, 0.72, "lower")
-    assert row.reason == "the planned peak lies above the highest load tested (headroom ≥ -28%): untested there"
+    # in the verdict's words ("untested at the peak: … the most the test completed"; round 62)
+    assert row.reason == "the planned peak lies above the most the test completed (headroom ≥ -28%): untested there"
+    row = business_row(True, True, 0.72, "lower", blended=True)
+    assert row.reason == ("the planned peak lies above the blended limit the test showed (headroom ≥ -28%): "
+                          "untested there")
 
 
 def test_user_supplied_rows():
