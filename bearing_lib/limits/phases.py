@@ -46,6 +46,7 @@ baseline, ``P_critical`` is censored: ``>= the highest valid load``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -618,11 +619,13 @@ def p_critical(
     >>> round(p_critical(c).value, 3)
     4.303
     """
-    # the steps' shared reason for an unavailable P_critical (too few requests for a P99) is said once, after both
-    # methods' own reasons, so neither method adds it here
+    # the steps' shared reason (too few requests for a P99) is built once here and said once: after both methods'
+    # own reasons when neither gives a value, else on the unavailable breakpoint kept as the alternative (the 2x rule
+    # needs 2 steps with a P99, the breakpoint 5; when the 2x rule lacks them, so does the breakpoint)
     two = p_critical_2x(curve, metric=metric, n_baseline=n_baseline, n_boot=n_boot, seed=seed, requests=requests,
                         too_few_note=False)
     brk = p_critical_breakpoint(curve, metric=metric, too_few_note=False)
+    few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99")
     unit = None
     if "offered_load_unit" in curve.columns and curve.height:
         unit = curve["offered_load_unit"].drop_nulls().first()
@@ -637,6 +640,8 @@ def p_critical(
             reason += (
                 f". The breakpoint ({b:.4g}) {'agrees (CIs overlap)' if overlap else 'disagrees (CIs do not overlap)'}"
             )
+        if few and brk.censored == "unavailable":
+            brk = dataclasses.replace(brk, reason=(brk.reason or "") + few)
         return PCritical(
             value=two.value,
             ci95=two.ci95,
@@ -656,7 +661,6 @@ def p_critical(
             alternatives={"2x_baseline": two},
             unit=unit,
         )
-    few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99")
     two_r, brk_r = two.reason or "", brk.reason or ""
     return PCritical(
         value=None,

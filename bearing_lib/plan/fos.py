@@ -400,9 +400,9 @@ class FosResult:
 
     @property
     def blends_several(self) -> bool:
-        """More than one mix carries traffic: the blended limit is a traffic-weighted harmonic mean of each mix's
+        """More than one mix enters the blend: the blended limit is a traffic-weighted harmonic mean of each mix's
         limit, not one rate the test saw (the words "the most the test completed" would not be true of it)."""
-        return sum(1 for m in self.per_mix if m.share > 0) > 1
+        return len(self.blended.weights) > 1
 
     def to_dict(self) -> dict[str, object]:
         return to_json(self)
@@ -641,7 +641,7 @@ def fos_verdict(fos: FosResult, tier: TierBands, target: Target, *, other_clause
     weak = [m for m in fos.per_mix if m.share > 0 and m.fos.bound != "lower" and m.fos.value is not None
             and m.fos.value < tier.fos_min]
     # a shift of the mix needs another mix to shift from ("alone, mix all (100% of traffic) …" said nothing)
-    if weak and sum(1 for m in fos.per_mix if m.share > 0) > 1:
+    if weak and fos.blends_several:
         names_txt = ", ".join(f"{m.mix} ({m.share:.0%} of traffic, FOS {SIGN[m.fos.bound]}"
                               f"{_edge_text(m.fos.value, (1.0, tier.fos_min, tier.fos_max))})"
                               for m in weak)

@@ -123,7 +123,7 @@ def business_row(peak_known: bool, mean_known: bool, fos_value: float | None, fo
     if fos_bound == "upper" and head <= 0 or fos_bound == "none" and head < 0:
         return ScoreRow("business", "red", head, f"the planned peak exceeds the limit (headroom {rel}{head:.0%})")
     if fos_bound == "lower" and head < 0:
-        # a lower bound below 1: the peak lies above every load tested, as the verdict's "untested at the peak"
+        # a lower bound below 1: the peak lies above the limit the test showed, as the verdict's "untested at the peak"
         # (JMeter's fakestore run read "headroom ≥ -28% is not shown ≥ 50%" in yellow beside a red verdict; round 22),
         # in the verdict's words (round 62)
         return ScoreRow("business", "red", head, f"the planned peak lies above {UNTESTED_BASIS[blended]} (headroom "

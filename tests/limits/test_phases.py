@@ -179,6 +179,17 @@ def test_steps_too_small_for_a_p99_are_said_so():
     assert p_critical_breakpoint(c, too_few_note=False).reason.endswith("0 valid step(s) have one")
     assert res.alternatives["2x_baseline"].reason == "fewer than 2 valid steps with a P99: no baseline to double"
     assert "hold too few" not in res.alternatives["breakpoint"].reason
+    # the 2x rule has its two steps (P99 100 → 300 ms crosses 2 × 102.5 between loads 2 and 3) and the breakpoint
+    # lacks its five: the note stays on the unavailable breakpoint kept as the alternative (review, round 62)
+    c2 = _curve([1, 2, 3, 4, 5, 6], [100, 105, 300, None, None, None],
+                flags=[[], [], [], ["too_few_for_p99"], ["too_few_for_p99"], ["too_few_for_p99"]],
+                n_ok=[400, 400, 400, 200, 150, 100])
+    res2 = p_critical(c2, n_boot=50)
+    few2 = "; 3 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 200)"
+    assert res2.method == "2x_baseline" and res2.value is not None and 2 < res2.value < 3
+    assert res2.alternatives["breakpoint"].reason == ("a broken-stick fit needs a P99 at >= 5 valid steps of distinct "
+                                                      "loads; 3 valid step(s) have one" + few2)
+    assert "hold too few" not in res2.reason
     # no steps at all (a Locust stats-only run has no offered load): nothing to say, no error
     assert p_critical_breakpoint(c.clear()).reason.endswith("0 valid step(s) have one")
     # without flags (a curve built elsewhere) nothing is added
