@@ -51,6 +51,22 @@ def test_a_completed_rate_that_is_a_lower_bound_is_said_in_the_headline_and_the_
     assert rows[binding] is True and not any(v for n, v in rows.items() if n != binding)
 
 
+def test_a_curve_judged_from_bounds_says_so_where_it_cannot_be_drawn(docs):
+    """A table that reports only each step's mean and maximum (AIPerf's sweep CSV) is judged from the bounds they give
+    (a margin per step, no P99 to draw): the load-curve section says that, not "no step supports a P99 TTFT" beside a
+    limit that binds on it (round 62). Three of the mix's steps carry a margin, so three were judged."""
+    m = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] == "long-context")
+    clause = "p99(ttft_ms) <= 1000 ms"
+    for i, st in enumerate(m["steps"]):
+        st["ttft_ms_p99"] = None
+        st["margins"] = {clause: 0.5 if i < 3 else None}
+    model = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"],
+                         previous=docs["previous_summary"], provenance=provenance(), name="2026-W48")
+    assert "long-context" not in {c.mix for c in model.curves}
+    assert ("long-context: no step reports a P99 TTFT (p99(ttft_ms) <= 1000 ms) to draw; 3 step(s) were judged on it "
+            "from the source's mean and maximum, which bound it" in model.curves_section.data.missing)
+
+
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
     rows = {r.name: r for r in full_model.mixes.data.rows}
     for m in docs["limits"]["mixes"]:
