@@ -467,7 +467,7 @@ def p_critical_2x(
                                  reason=("fewer than 2 valid steps with a P99: no baseline to double"
                                          + _invalid_note(g, p99, x.size, too_few=too_few_note)) if x.size < 2
                                  else "no valid step with a P99 in the lower half of the loads tested: no unloaded "
-                                 "baseline to double")
+                                 "baseline to double" + (_too_few_note(g, p99) if too_few_note else ""))
     level = LATENCY_FACTOR * base
     value = _first_crossing(x, y, level)
     if value is None:
@@ -619,13 +619,16 @@ def p_critical(
     >>> round(p_critical(c).value, 3)
     4.303
     """
-    # the steps' shared reason (too few requests for a P99) is built once here and said once: after both methods'
-    # own reasons when neither gives a value, else on the unavailable breakpoint kept as the alternative (the 2x rule
-    # needs 2 steps with a P99, the breakpoint 5; when the 2x rule lacks them, so does the breakpoint)
-    two = p_critical_2x(curve, metric=metric, n_baseline=n_baseline, n_boot=n_boot, seed=seed, requests=requests,
-                        too_few_note=False)
-    brk = p_critical_breakpoint(curve, metric=metric, too_few_note=False)
+    # the steps' shared reason for an unavailable method (too few requests for a P99) is built once here: each
+    # unavailable method kept as an alternative carries it, as it does called alone, and the combined reason says it
+    # once, after both methods' own reasons (review, round 62: the 2x rule may lack a baseline in the lower half of
+    # the loads, where the too-few steps are, while the breakpoint has its five steps above)
+    two0 = p_critical_2x(curve, metric=metric, n_baseline=n_baseline, n_boot=n_boot, seed=seed, requests=requests,
+                         too_few_note=False)
+    brk0 = p_critical_breakpoint(curve, metric=metric, too_few_note=False)
     few = _too_few_note(curve.sort("offered_load"), f"{metric}_p99")
+    two, brk = (dataclasses.replace(e, reason=(e.reason or "") + few) if few and e.censored == "unavailable" else e
+                for e in (two0, brk0))
     unit = None
     if "offered_load_unit" in curve.columns and curve.height:
         unit = curve["offered_load_unit"].drop_nulls().first()
@@ -640,8 +643,6 @@ def p_critical(
             reason += (
                 f". The breakpoint ({b:.4g}) {'agrees (CIs overlap)' if overlap else 'disagrees (CIs do not overlap)'}"
             )
-        if few and brk.censored == "unavailable":
-            brk = dataclasses.replace(brk, reason=(brk.reason or "") + few)
         return PCritical(
             value=two.value,
             ci95=two.ci95,
@@ -661,7 +662,7 @@ def p_critical(
             alternatives={"2x_baseline": two},
             unit=unit,
         )
-    two_r, brk_r = two.reason or "", brk.reason or ""
+    two_r, brk_r = two0.reason or "", brk0.reason or ""
     return PCritical(
         value=None,
         ci95=(None, None),

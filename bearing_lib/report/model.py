@@ -741,14 +741,14 @@ def _curves(limits: LimitsResult | None, reason: str | None) -> tuple[list[LoadC
             return as_float(st.stats.get(stem))
 
         if not any(observed(st) is not None for st in steps):
-            # a table reporting only a mean and a maximum judges its steps from the bounds they give (limits.judging:
-            # the maximum over >= 368 requests proves a P99 pass, mean and maximum a failing share) with nothing to
-            # draw; "no step supports a P99 TTFT" beside "binds on P99 TTFT" read as a contradiction (AIPerf's sweep
-            # CSV, round 62)
+            # steps without a supported value can still be judged from bounds on it (limits.judging: the value's 95 %
+            # lower bound, a lower percentile a table reports, or a table's mean and maximum: the maximum over >= 368
+            # requests proves a P99 pass), with nothing to draw; "no step supports a P99 TTFT" beside "binds on P99
+            # TTFT" read as a contradiction (AIPerf's sweep CSV reports only means and maxima, round 62)
             by_bounds = sum(1 for st in steps if st.margins.get(clause.text) is not None)
-            judged = (f"; {by_bounds} step(s) were judged on it from the source's mean and maximum, which bound it"
-                      if by_bounds else "")
-            missing.append(f"{name}: no step reports a {constraint_label(clause)} ({clause.text or stem}) to "
+            judged = (f"; {by_bounds} step(s) were judged on it from bounds the data give (a 95 % lower bound, a "
+                      "lower percentile, or the mean and maximum)" if by_bounds else "")
+            missing.append(f"{name}: no step has a supported {constraint_label(clause)} ({clause.text or stem}) to "
                            f"draw{judged}")
             continue
         points = [

@@ -175,10 +175,10 @@ def test_steps_too_small_for_a_p99_are_said_so():
     assert res.reason == ("2x rule: fewer than 2 valid steps with a P99: no baseline to double; breakpoint: a "
                           "broken-stick fit needs a P99 at >= 5 valid steps of distinct loads; 0 valid step(s) have one"
                           + few)
-    # each method's own reason, without the shared note, is what p_critical keeps as its alternatives
+    # each method kept as an alternative reads as it does alone, the note included
     assert p_critical_breakpoint(c, too_few_note=False).reason.endswith("0 valid step(s) have one")
-    assert res.alternatives["2x_baseline"].reason == "fewer than 2 valid steps with a P99: no baseline to double"
-    assert "hold too few" not in res.alternatives["breakpoint"].reason
+    assert res.alternatives["2x_baseline"].reason == "fewer than 2 valid steps with a P99: no baseline to double" + few
+    assert res.alternatives["breakpoint"].reason == brk.reason
     # the 2x rule has its two steps (P99 100 → 300 ms crosses 2 × 102.5 between loads 2 and 3) and the breakpoint
     # lacks its five: the note stays on the unavailable breakpoint kept as the alternative (review, round 62)
     c2 = _curve([1, 2, 3, 4, 5, 6], [100, 105, 300, None, None, None],
@@ -190,6 +190,16 @@ def test_steps_too_small_for_a_p99_are_said_so():
     assert res2.alternatives["breakpoint"].reason == ("a broken-stick fit needs a P99 at >= 5 valid steps of distinct "
                                                       "loads; 3 valid step(s) have one" + few2)
     assert "hold too few" not in res2.reason
+    # the 2x rule lacks a baseline (every step in the lower half of the loads is too small for a P99) while the
+    # breakpoint has its five steps above: the breakpoint is used and the 2x rule's reason says why (review, round 62)
+    c3 = _curve(list(range(1, 11)), [None] * 5 + [100, 105, 120, 300, 900],
+                flags=[["too_few_for_p99"]] * 5 + [[]] * 5, n_ok=[50, 100, 150, 200, 250] + [400] * 5)
+    res3 = p_critical(c3, n_boot=50)
+    few3 = "; 5 step(s) hold too few requests for a P99 (its 95 % CI needs at least 368; the largest holds 250)"
+    assert res3.method == "breakpoint" and res3.value is not None
+    assert res3.reason.startswith("2x rule unavailable (no valid step with a P99 in the lower half of the loads "
+                                  "tested: no unloaded baseline to double" + few3 + "); breakpoint used: hinge model")
+    assert res3.alternatives["2x_baseline"].reason.endswith(few3)
     # no steps at all (a Locust stats-only run has no offered load): nothing to say, no error
     assert p_critical_breakpoint(c.clear()).reason.endswith("0 valid step(s) have one")
     # without flags (a curve built elsewhere) nothing is added

@@ -54,7 +54,8 @@ def test_a_completed_rate_that_is_a_lower_bound_is_said_in_the_headline_and_the_
 def test_a_curve_judged_from_bounds_says_so_where_it_cannot_be_drawn(docs):
     """A table that reports only each step's mean and maximum (AIPerf's sweep CSV) is judged from the bounds they give
     (a margin per step, no P99 to draw): the load-curve section says that, not "no step supports a P99 TTFT" beside a
-    limit that binds on it (round 62). Three of the mix's steps carry a margin, so three were judged."""
+    limit that binds on it (round 62); the words name every bound a step can be judged by (a review found a trace's
+    lower bound and a table's lower percentile judge steps too). Three of the mix's steps carry a margin."""
     m = next(m for m in docs["limits"]["mixes"] if m["mix"]["name"] == "long-context")
     clause = "p99(ttft_ms) <= 1000 ms"
     for i, st in enumerate(m["steps"]):
@@ -63,8 +64,9 @@ def test_a_curve_judged_from_bounds_says_so_where_it_cannot_be_drawn(docs):
     model = build_report(limits=docs["limits"], profile=docs["profile"], plan=docs["plan"],
                          previous=docs["previous_summary"], provenance=provenance(), name="2026-W48")
     assert "long-context" not in {c.mix for c in model.curves}
-    assert ("long-context: no step reports a P99 TTFT (p99(ttft_ms) <= 1000 ms) to draw; 3 step(s) were judged on it "
-            "from the source's mean and maximum, which bound it" in model.curves_section.data.missing)
+    assert ("long-context: no step has a supported P99 TTFT (p99(ttft_ms) <= 1000 ms) to draw; 3 step(s) were judged "
+            "on it from bounds the data give (a 95 % lower bound, a lower percentile, or the mean and maximum)"
+            in model.curves_section.data.missing)
 
 
 def test_per_mix_rows_carry_limits_cis_fos_and_conditions(docs, full_model):
